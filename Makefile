@@ -1,0 +1,42 @@
+# traceview — `make help` lists the targets.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+DEMO := fixtures/demo.json.gz
+
+.PHONY: help install demo test lint format typecheck bench clean
+
+help: ## List the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP) ## Create .venv and install traceview with its dev tools
+
+demo: $(STAMP) ## Run traceview on the bundled demo trace
+	$(BIN)/traceview kernels $(DEMO) --top 8
+	$(BIN)/traceview steps $(DEMO)
+
+test: $(STAMP) ## Run the test suite (real traces from ../shared/traces when present)
+	$(BIN)/python -m pytest -q
+
+lint: $(STAMP) ## ruff lint and format check, mypy on the package
+	$(BIN)/ruff check traceview tests fixtures benchmarks
+	$(BIN)/ruff format --check traceview tests fixtures benchmarks
+	$(BIN)/mypy traceview
+
+format: $(STAMP) ## Format the code with ruff
+	$(BIN)/ruff format traceview tests fixtures benchmarks
+	$(BIN)/ruff check --fix traceview tests fixtures benchmarks
+
+bench: $(STAMP) ## Throughput and peak memory of the reader (SIZES="100MB 1GB" to choose)
+	$(BIN)/python benchmarks/bench_read.py $(if $(SIZES),--sizes $(SIZES),)
+
+clean: ## Remove the virtualenv and caches
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache build *.egg-info

@@ -1,0 +1,40 @@
+"""Shared test helpers: where the real traces are, and how to run the CLI."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED_TRACES = ROOT.parent / "shared" / "traces"
+NOT_CHROME = {"hta__execution_trace__benchmark_simple_add_et.json.gz"}
+
+
+def real_traces() -> list[Path]:
+    """The Chrome traces in ../shared/traces (empty when the folder is absent)."""
+    if not SHARED_TRACES.is_dir():
+        return []
+    return [p for p in sorted(SHARED_TRACES.glob("*.json.gz")) if p.name not in NOT_CHROME]
+
+
+def trace_params() -> list[object]:
+    """Parameters for real-trace tests; one skipped placeholder when there are none."""
+    traces = real_traces()
+    if not traces:
+        return [pytest.param(None, marks=pytest.mark.skip(reason="../shared/traces is absent"))]
+    return [pytest.param(p, id=p.name.removesuffix(".json.gz")) for p in traces]
+
+
+def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """Run ``traceview`` as a subprocess, the way a user does."""
+    return subprocess.run(
+        [sys.executable, "-m", "traceview", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={"COLUMNS": "200", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)},
+        timeout=120,
+    )

@@ -1,0 +1,587 @@
+"""Independent reference implementation of traceview's analyses, for tests only.
+
+Deliberately slow and obvious: the whole trace is loaded with stdlib ``json`` (numbers as
+``Decimal``), every timestamp becomes an exact integer number of nanoseconds, and every statistic
+is computed from those integers with exact arithmetic (``int``/``Fraction``), converted to float
+microseconds only at the very end (each conversion is a single correctly rounded division).
+
+It must never import ``traceview``: the fast implementation is checked against it.
+
+Conventions shared by every function below (the fast code must follow the same ones):
+
+* An event takes part in a timing analysis only when its ``ts`` is a finite number (``int``,
+  ``Decimal`` or ``float``; ``bool``, strings, ``NaN`` and ``±Infinity`` are "not a number").
+* ``dur`` missing, or not a finite number, counts as 0 ns.
+* Numbers are converted to ns as ``Decimal(text) * 1000`` rounded half-even; a Python ``float``
+  handed in directly (hand-made events) is converted through its shortest ``repr``.
+* The "name" of an event is ``str(event.get("name", ""))``.
+* Intervals are closed ``[ts, ts + dur]``; an interval whose end precedes its start (negative
+  ``dur``) contributes nothing to a union.
+"""
+
+from __future__ import annotations
+
+import gzip
+import itertools
+import json
+import math
+import re
+from collections import defaultdict
+from collections.abc import Callable, Hashable, Iterable
+from decimal import ROUND_HALF_EVEN, Context, Decimal
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+Event = dict[str, Any]
+Interval = tuple[int, int]
+
+KIND_CATEGORIES: dict[str, frozenset[str]] = {
+    "kernel": frozenset({"kernel"}),
+    "memcpy": frozenset({"gpu_memcpy", "memcpy"}),
+    "memset": frozenset({"gpu_memset", "memset"}),
+}
+RUNTIME_CATEGORIES = frozenset({"cuda_runtime", "cuda_driver", "runtime"})
+# Compared ignoring case; "Operator" is 2021 kineto's name for cpu_op (resnet50 trace).
+CPU_STEP_CATEGORIES = frozenset({"user_annotation", "cpu_op", "operator"})
+GPU_STEP_CATEGORY = "gpu_user_annotation"
+STEP_NAME = re.compile(r"ProfilerStep#(\d+)")
+ALL_BUSY = ("kernel", "memcpy", "memset")
+
+# Plenty of digits so that multiplying any real timestamp by 1000 is exact.
+_EXACT = Context(prec=200, rounding=ROUND_HALF_EVEN)
+
+
+# --------------------------------------------------------------------------------------------
+# Loading
+# --------------------------------------------------------------------------------------------
+
+
+def load_trace(path: str | Path) -> tuple[dict[str, Any], list[Event]]:
+    """Load a whole trace file; return (header without ``traceEvents``, list of event dicts).
+
+    gzip is detected by its magic bytes, not by the file name. Invalid UTF-8 is kept as
+    surrogate escapes. Non-dict entries of the event array are dropped.
+    """
+    raw = Path(path).read_bytes()
+    if raw[:2] == b"\x1f\x8b":
+        raw = gzip.decompress(raw)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        text = raw.decode("utf-8", errors="surrogateescape")
+    text = text.removeprefix("\ufeff")
+    doc = json.loads(text, parse_float=Decimal)  # NaN/Infinity become float nan/inf
+    if isinstance(doc, list):
+        header: dict[str, Any] = {}
+        events = doc
+    elif isinstance(doc, dict) and isinstance(doc.get("traceEvents"), list):
+        header = {k: v for k, v in doc.items() if k != "traceEvents"}
+        events = doc["traceEvents"]
+    else:
+        raise ValueError(f"{path}: not a Chrome trace (no traceEvents array)")
+    return header, [e for e in events if isinstance(e, dict)]
+
+
+# --------------------------------------------------------------------------------------------
+# Exact time conversion and event classification
+# --------------------------------------------------------------------------------------------
+
+
+def to_ns(value: Any) -> int | None:
+    """Exact integer ns for a µs value, or None when it is not a finite number."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value * 1000
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return None
+        value = Decimal(repr(value))
+    if isinstance(value, Decimal):
+        if not value.is_finite():
+            return None
+        return int(_EXACT.multiply(value, 1000).to_integral_value(rounding=ROUND_HALF_EVEN))
+    return None
+
+
+def ts_ns(event: Event) -> int | None:
+    """The event's start in ns, or None when ``ts`` is not a number."""
+    return to_ns(event.get("ts"))
+
+
+def dur_ns(event: Event) -> int:
+    """The event's duration in ns; missing or non-numeric ``dur`` counts as 0."""
+    d = to_ns(event.get("dur"))
+    return 0 if d is None else d
+
+
+def interval_ns(event: Event) -> Interval:
+    """``(start, end)`` in ns of an event with a numeric ts."""
+    start = ts_ns(event)
+    assert start is not None
+    return start, start + dur_ns(event)
+
+
+def event_name(event: Event) -> str:
+    return str(event.get("name", ""))
+
+
+def _cat(event: Event) -> str:
+    return str(event.get("cat")).lower()
+
+
+def _args(event: Event) -> dict[str, Any]:
+    args = event.get("args")
+    return args if isinstance(args, dict) else {}
+
+
+def gpu_kind(event: Event) -> str | None:
+    """The kind ("kernel", "memcpy", "memset") of timed ph-X GPU work, else None."""
+    if event.get("ph") != "X":
+        return None
+    cat = _cat(event)
+    for kind, cats in KIND_CATEGORIES.items():
+        if cat in cats:
+            return kind if ts_ns(event) is not None else None
+    return None
+
+
+def _check_kinds(kinds: Iterable[str]) -> frozenset[str]:
+    kinds = frozenset(kinds)
+    unknown = kinds - KIND_CATEGORIES.keys()
+    if unknown:
+        raise ValueError(f"unknown GPU event kinds: {sorted(unknown)}")
+    return kinds
+
+
+def gpu_events(events: Iterable[Event], include: Iterable[str] = ("kernel",)) -> list[Event]:
+    """The events of the given kinds (kernel/memcpy/memset), in file order."""
+    kinds = _check_kinds(include)
+    return [e for e in events if gpu_kind(e) in kinds]
+
+
+# --------------------------------------------------------------------------------------------
+# Exact statistics
+# --------------------------------------------------------------------------------------------
+
+
+def union_length_ns(intervals: Iterable[Interval]) -> int:
+    """Total length of the union of closed intervals (end < start contributes nothing)."""
+    total = 0
+    cur_start: int | None = None
+    cur_end = 0
+    for start, end in sorted(iv for iv in intervals if iv[1] >= iv[0]):
+        if cur_start is None or start > cur_end:
+            if cur_start is not None:
+                total += cur_end - cur_start
+            cur_start, cur_end = start, end
+        else:
+            cur_end = max(cur_end, end)
+    if cur_start is not None:
+        total += cur_end - cur_start
+    return total
+
+
+def us(ns: int | Fraction) -> float:
+    """ns → µs as one correctly rounded division."""
+    return float(Fraction(ns) / 1000)
+
+
+def nearest_rank(sorted_values: list[int], p: int) -> int:
+    """Nearest-rank percentile: ``sorted_values[ceil(p/100*n) - 1]`` (rank at least 1)."""
+    n = len(sorted_values)
+    rank = max(1, -(-p * n // 100))  # exact integer ceil(p*n/100)
+    return sorted_values[rank - 1]
+
+
+def sample_std_ns(values: list[int]) -> float:
+    """Sample standard deviation (n-1) in ns computed exactly; 0.0 for fewer than 2 values."""
+    n = len(values)
+    if n < 2:
+        return 0.0
+    s1 = sum(values)
+    s2 = sum(v * v for v in values)
+    variance = Fraction(n * s2 - s1 * s1, n * (n - 1))
+    return math.sqrt(variance)
+
+
+def describe_ns(values: list[int]) -> dict[str, Any]:
+    """count/total/mean/std/min/max/p50/p90/p99 of integer-ns values, times as µs floats."""
+    ordered = sorted(values)
+    n = len(ordered)
+    total = sum(ordered)
+    return {
+        "count": n,
+        "total_us": us(total),
+        "mean_us": us(Fraction(total, n)),
+        "std_us": sample_std_ns(ordered) / 1000,
+        "min_us": us(ordered[0]),
+        "max_us": us(ordered[-1]),
+        "p50_us": us(nearest_rank(ordered, 50)),
+        "p90_us": us(nearest_rank(ordered, 90)),
+        "p99_us": us(nearest_rank(ordered, 99)),
+    }
+
+
+def _percent(part: int, whole: int) -> float:
+    return float(Fraction(part * 100, whole)) if whole else 0.0
+
+
+# --------------------------------------------------------------------------------------------
+# Kernels
+# --------------------------------------------------------------------------------------------
+
+NameFilter = str | Callable[[str], bool] | None
+
+
+def _name_matches(name: str, name_filter: NameFilter) -> bool:
+    if name_filter is None:
+        return True
+    if callable(name_filter):
+        return bool(name_filter(name))
+    return re.search(name_filter, name) is not None
+
+
+def selected_gpu_events(
+    events: list[Event],
+    include: Iterable[str] = ("kernel",),
+    name_filter: NameFilter = None,
+    steps: set[int] | None = None,
+) -> list[Event]:
+    """GPU events of the kinds in ``include``, restricted to ``steps`` (see kernels_in_steps)
+    when given, and to names matching ``name_filter`` (a regex searched with ``re.search``,
+    case-sensitive, or a predicate) when given."""
+    if steps is not None:
+        chosen = kernels_in_steps(events, steps, include=include)
+    else:
+        chosen = gpu_events(events, include)
+    return [e for e in chosen if _name_matches(event_name(e), name_filter)]
+
+
+def kernel_stats(
+    events: list[Event],
+    include: Iterable[str] = ("kernel",),
+    name_filter: NameFilter = None,
+    steps: set[int] | None = None,
+) -> dict[str, dict[str, Any]]:
+    """Per exact name: count, total/mean/std/min/max/p50/p90/p99 (µs), pct_launches, pct_time.
+
+    The percentages are relative to the selected set itself (after include, steps and
+    name_filter), i.e. to ``kernel_totals`` called with the same arguments, so they sum to 100.
+    Rows are ordered by total time descending, then name.
+    """
+    chosen = selected_gpu_events(events, include, name_filter, steps)
+    by_name: dict[str, list[int]] = defaultdict(list)
+    for e in chosen:
+        by_name[event_name(e)].append(dur_ns(e))
+    all_count = len(chosen)
+    all_time = sum(sum(durs) for durs in by_name.values())
+    order = sorted(by_name, key=lambda name: (-sum(by_name[name]), name))
+    stats: dict[str, dict[str, Any]] = {}
+    for name in order:
+        durs = by_name[name]
+        row = describe_ns(durs)
+        row["pct_launches"] = _percent(len(durs), all_count)
+        row["pct_time"] = _percent(sum(durs), all_time)
+        stats[name] = row
+    return stats
+
+
+def kernel_totals(
+    events: list[Event],
+    include: Iterable[str] = ("kernel",),
+    name_filter: NameFilter = None,
+    steps: set[int] | None = None,
+) -> dict[str, Any]:
+    """{"count", "total_us", "distinct"} over the same selection as kernel_stats."""
+    chosen = selected_gpu_events(events, include, name_filter, steps)
+    return {
+        "count": len(chosen),
+        "total_us": us(sum(dur_ns(e) for e in chosen)),
+        "distinct": len({event_name(e) for e in chosen}),
+    }
+
+
+def _on_timeline(event: Event) -> bool:
+    """GPU activity, runtime/driver calls and ProfilerStep annotations (ph X): the events
+    that define the trace span (the profiler's own "Trace" span event is not among them)."""
+    if event.get("ph") != "X" or ts_ns(event) is None:
+        return False
+    if gpu_kind(event) is not None or _cat(event) in RUNTIME_CATEGORIES:
+        return True
+    step_cats = CPU_STEP_CATEGORIES | {GPU_STEP_CATEGORY}
+    return _step_number(event) is not None and _cat(event) in step_cats
+
+
+def trace_span_ns(events: Iterable[Event]) -> int:
+    """max(ts+dur) - min(ts) over the timeline events (see _on_timeline; 0 when none)."""
+    spans = [interval_ns(e) for e in events if _on_timeline(e)]
+    if not spans:
+        return 0
+    return max(end for _, end in spans) - min(start for start, _ in spans)
+
+
+def trace_span_us(events: Iterable[Event]) -> float:
+    return us(trace_span_ns(events))
+
+
+def gpu_busy_ns(events: Iterable[Event], include: Iterable[str] = ("kernel",)) -> int:
+    """Length of the union of the intervals of all included GPU events, all devices together."""
+    return union_length_ns(interval_ns(e) for e in gpu_events(events, include))
+
+
+def gpu_busy_us(events: Iterable[Event], include: Iterable[str] = ("kernel",)) -> float:
+    return us(gpu_busy_ns(events, include))
+
+
+def gpu_busy_pct(events: list[Event], include: Iterable[str] = ("kernel",)) -> float:
+    """gpu_busy / trace_span × 100 (0 when the span is 0)."""
+    return _percent(gpu_busy_ns(events, include), trace_span_ns(events))
+
+
+# --------------------------------------------------------------------------------------------
+# Steps
+# --------------------------------------------------------------------------------------------
+
+
+def _step_number(event: Event) -> int | None:
+    m = STEP_NAME.fullmatch(event_name(event))
+    return int(m.group(1)) if m else None
+
+
+def _windows_from(events: Iterable[Event], accept: Callable[[Event], bool]) -> dict[int, Interval]:
+    """Step windows from ph-X ``ProfilerStep#N`` events passing ``accept``. Should several
+    events carry the same N, the window is their hull (earliest start, latest end)."""
+    windows: dict[int, Interval] = {}
+    for e in events:
+        n = _step_number(e)
+        if n is None or e.get("ph") != "X" or ts_ns(e) is None or not accept(e):
+            continue
+        start, end = interval_ns(e)
+        if n in windows:
+            start, end = min(start, windows[n][0]), max(end, windows[n][1])
+        windows[n] = (start, end)
+    return windows
+
+
+def step_windows(events: list[Event]) -> dict[int, tuple[int, int, str]]:
+    """{N: (start_ns, end_ns, source)} with source "cpu" (a ``user_annotation``/``cpu_op``
+    event, category compared exactly) or "gpu" (a ``gpu_user_annotation`` event, used only
+    for step numbers that have no CPU window). Sorted by N."""
+    cpu = _windows_from(events, lambda e: _cat(e) in CPU_STEP_CATEGORIES)
+    gpu = _windows_from(events, lambda e: _cat(e) == GPU_STEP_CATEGORY)
+    windows = {n: (s, t, "cpu") for n, (s, t) in cpu.items()}
+    for n, (s, t) in gpu.items():
+        windows.setdefault(n, (s, t, "gpu"))
+    return dict(sorted(windows.items()))
+
+
+def launch_ts_by_correlation(events: Iterable[Event]) -> dict[Hashable, int]:
+    """{args.correlation: ts_ns of the earliest runtime/driver event with that correlation}.
+    Events without a correlation (or an unhashable one) are ignored."""
+    launches: dict[Hashable, int] = {}
+    for e in events:
+        if _cat(e) not in RUNTIME_CATEGORIES:
+            continue
+        corr = _args(e).get("correlation")
+        start = ts_ns(e)
+        if corr is None or start is None or not isinstance(corr, Hashable):
+            continue
+        if corr not in launches or start < launches[corr]:
+            launches[corr] = start
+    return launches
+
+
+def _assignment_time(event: Event, launches: dict[Hashable, int], source: str) -> int:
+    """The time tested against a step window: the launch time for CPU windows when the launch
+    is known, the GPU event's own start otherwise (always its own start for GPU windows)."""
+    own = ts_ns(event)
+    assert own is not None
+    if source != "cpu":
+        return own
+    corr = _args(event).get("correlation")
+    if corr is None or not isinstance(corr, Hashable):
+        return own
+    return launches.get(corr, own)
+
+
+def _in_step(event: Event, window: tuple[int, int, str], launches: dict[Hashable, int]) -> bool:
+    start, end, source = window
+    return start <= _assignment_time(event, launches, source) <= end
+
+
+def kernels_in_steps(
+    events: list[Event], steps: set[int], include: Iterable[str] = ("kernel",)
+) -> list[Event]:
+    """GPU events (kinds in ``include``) belonging to at least one of ``steps``, in file order.
+
+    Windows are closed, so an event may belong to two touching steps; it is listed once.
+    Unknown step numbers select nothing.
+    """
+    windows = step_windows(events)
+    wanted = [windows[n] for n in sorted(steps) if n in windows]
+    launches = launch_ts_by_correlation(events)
+    return [e for e in gpu_events(events, include) if any(_in_step(e, w, launches) for w in wanted)]
+
+
+def step_table(events: list[Event], include: Iterable[str] = ("kernel",)) -> list[dict[str, Any]]:
+    """One row per step window, by step number: step, start_us (from the trace span start),
+    duration_us, kernels, kernel_time_us, gpu_end_us, gpu_busy_pct.
+
+    The step's GPU window runs from the step start to the later of the step end and the end
+    of the last of its kernels (those assigned to it as in kernels_in_steps): the GPU runs
+    behind the CPU. gpu_busy_pct = union of its kernels' intervals clipped to that window /
+    the window ×100 (0.0 for an empty window). kernel_time_us is the plain sum of durations.
+    """
+    launches = launch_ts_by_correlation(events)
+    gpu = gpu_events(events, include)
+    origin = min((interval_ns(e)[0] for e in events if _on_timeline(e)), default=0)
+    rows = []
+    for n, window in step_windows(events).items():
+        start, end, _ = window
+        mine = [e for e in gpu if _in_step(e, window, launches)]
+        gpu_end = max([end, *(interval_ns(e)[1] for e in mine)])
+        clipped = []
+        for e in mine:
+            s, t = interval_ns(e)
+            clipped.append((min(max(s, start), gpu_end), min(max(t, start), gpu_end)))
+        rows.append(
+            {
+                "step": n,
+                "start_us": us(start - origin),
+                "duration_us": us(end - start),
+                "kernels": len(mine),
+                "kernel_time_us": us(sum(dur_ns(e) for e in mine)),
+                "gpu_end_us": us(gpu_end - origin),
+                "gpu_busy_pct": _percent(union_length_ns(clipped), gpu_end - start),
+            }
+        )
+    return rows
+
+
+# --------------------------------------------------------------------------------------------
+# Gaps
+# --------------------------------------------------------------------------------------------
+
+StreamKey = tuple[Any, Any]
+
+
+def stream_key(event: Event) -> StreamKey:
+    """(args.device, args.stream) when both are present (not None), else (pid, tid)."""
+    args = _args(event)
+    device, stream = args.get("device"), args.get("stream")
+    if device is not None and stream is not None:
+        return device, stream
+    return event.get("pid"), event.get("tid")
+
+
+def device_key(event: Event) -> Any:
+    """args.device when present (not None), else pid."""
+    device = _args(event).get("device")
+    return device if device is not None else event.get("pid")
+
+
+def _stream_order(event: Event) -> tuple[int, int, str]:
+    start, end = interval_ns(event)
+    return start, end, event_name(event)
+
+
+def _window(intervals: list[Interval]) -> int:
+    return max(e for _, e in intervals) - min(s for s, _ in intervals)
+
+
+def gap_stats(events: list[Event], busy: Iterable[str] = ALL_BUSY) -> dict[str, Any]:
+    """Idle gaps between consecutive busy events on each stream, plus per-device idle time.
+
+    Returns {"streams", "devices", "transitions", "totals", "all_gaps_us", "all_gaps_ns"}:
+    - streams[(device, stream)]: events, gaps, gap_total_us, overlaps, overlap_us, zero_gaps,
+      window_us, busy_us, idle_us;
+    - devices[device]: streams, events, window_us, busy_us, idle_us, idle_pct, over the busy
+      events grouped by device_key (normally the streams (device, *); an event with
+      args.device but no args.stream sits on stream (pid, tid) yet counts for args.device);
+    - transitions[(prev name, next name)]: count, total_us, mean_us, std_us, min_us, max_us of
+      the signed gap (plus the percentiles describe_ns gives);
+    - totals: gaps, gap_total_us, idle_us (sum of stream idle), mean_gap_us, overlaps,
+      overlap_us, zero_gaps, events;
+    - all_gaps_ns / all_gaps_us: every positive gap, stream by stream in stream-key order.
+    Streams and devices are ordered by ``repr`` of their key (keys may mix ints and strings).
+    """
+    busy_events = gpu_events(events, busy)
+    per_stream: dict[StreamKey, list[Event]] = defaultdict(list)
+    per_device: dict[Any, list[Event]] = defaultdict(list)
+    for e in busy_events:
+        per_stream[stream_key(e)].append(e)
+        per_device[device_key(e)].append(e)
+
+    streams: dict[StreamKey, dict[str, Any]] = {}
+    transitions: dict[tuple[str, str], list[int]] = defaultdict(list)
+    all_gaps: list[int] = []
+    idle_ns: dict[StreamKey, int] = {}
+    overlap_ns: dict[StreamKey, int] = {}
+    for key in sorted(per_stream, key=repr):
+        ordered = sorted(per_stream[key], key=_stream_order)
+        gaps, overlaps, zero = [], [], 0
+        for prev, nxt in itertools.pairwise(ordered):
+            gap = interval_ns(nxt)[0] - interval_ns(prev)[1]
+            transitions[(event_name(prev), event_name(nxt))].append(gap)
+            if gap > 0:
+                gaps.append(gap)
+            elif gap < 0:
+                overlaps.append(-gap)
+            else:
+                zero += 1
+        all_gaps.extend(gaps)
+        intervals = [interval_ns(e) for e in ordered]
+        window, busy_ns = _window(intervals), union_length_ns(intervals)
+        streams[key] = {
+            "events": len(ordered),
+            "gaps": len(gaps),
+            "gap_total_us": us(sum(gaps)),
+            "overlaps": len(overlaps),
+            "overlap_us": us(sum(overlaps)),
+            "zero_gaps": zero,
+            "window_us": us(window),
+            "busy_us": us(busy_ns),
+            "idle_us": us(window - busy_ns),
+        }
+        idle_ns[key], overlap_ns[key] = window - busy_ns, sum(overlaps)
+
+    devices: dict[Any, dict[str, Any]] = {}
+    for device in sorted(per_device, key=repr):
+        intervals = [interval_ns(e) for e in per_device[device]]
+        window, busy_ns = _window(intervals), union_length_ns(intervals)
+        devices[device] = {
+            "streams": len({stream_key(e) for e in per_device[device]}),
+            "events": len(intervals),
+            "window_us": us(window),
+            "busy_us": us(busy_ns),
+            "idle_us": us(window - busy_ns),
+            "idle_pct": _percent(window - busy_ns, window),
+        }
+
+    n_gaps, gap_total = len(all_gaps), sum(all_gaps)
+    totals = {
+        "gaps": n_gaps,
+        "gap_total_us": us(gap_total),
+        "idle_us": us(sum(idle_ns.values())),
+        "mean_gap_us": us(Fraction(gap_total, n_gaps)) if n_gaps else 0.0,
+        "overlaps": sum(s["overlaps"] for s in streams.values()),
+        "overlap_us": us(sum(overlap_ns.values())),
+        "zero_gaps": sum(s["zero_gaps"] for s in streams.values()),
+        "events": sum(s["events"] for s in streams.values()),
+    }
+    return {
+        "streams": streams,
+        "devices": devices,
+        "transitions": {k: describe_ns(v) for k, v in transitions.items()},
+        "totals": totals,
+        "all_gaps_ns": all_gaps,
+        "all_gaps_us": [us(g) for g in all_gaps],
+    }
+
+
+def all_gaps_us(events: list[Event], busy: Iterable[str] = ALL_BUSY) -> list[float]:
+    """Every positive gap (µs) of gap_stats, for histogram checks."""
+    gaps: list[float] = gap_stats(events, busy)["all_gaps_us"]
+    return gaps

@@ -1,0 +1,5 @@
+"""``python -m traceview``."""
+
+from traceview.cli import main
+
+main()

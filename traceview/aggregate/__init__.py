@@ -1,0 +1,1 @@
+"""Stage 3: mergeable statistics over columns (moments, percentiles, interval unions)."""

@@ -1,0 +1,122 @@
+"""Count, exact total, min, max, mean and M2 per group: Welford/Chan updates, mergeable.
+
+Groups are dense integer ids. ``Moments`` of two batches (or two ranks, or two worker
+processes) merge with Chan et al.'s pairwise formula, so statistics never need all values
+in one place; the batch step is Welford's update written for a whole numpy batch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Moments:
+    """Per-group statistics of integer values (ns): arrays indexed by group id."""
+
+    count: np.ndarray  # int64
+    total: np.ndarray  # int64, exact sum
+    minimum: np.ndarray  # int64 (undefined where count == 0)
+    maximum: np.ndarray  # int64 (undefined where count == 0)
+    mean: np.ndarray  # float64
+    m2: np.ndarray  # float64, sum of squared deviations from the mean
+
+    @property
+    def groups(self) -> int:
+        return len(self.count)
+
+    def std(self) -> np.ndarray:
+        """Sample standard deviation (n − 1); 0 where count ≤ 1."""
+        count = self.count
+        out = np.zeros(len(count), dtype=np.float64)
+        many = count > 1
+        out[many] = np.sqrt(np.maximum(self.m2[many], 0.0) / (count[many] - 1))
+        return out
+
+
+def empty(groups: int) -> Moments:
+    """Moments of no values for ``groups`` groups."""
+    i64 = np.iinfo(np.int64)
+    return Moments(
+        count=np.zeros(groups, dtype=np.int64),
+        total=np.zeros(groups, dtype=np.int64),
+        minimum=np.full(groups, i64.max, dtype=np.int64),
+        maximum=np.full(groups, i64.min, dtype=np.int64),
+        mean=np.zeros(groups, dtype=np.float64),
+        m2=np.zeros(groups, dtype=np.float64),
+    )
+
+
+def of_batch(group: np.ndarray, values: np.ndarray, groups: int) -> Moments:
+    """Moments of one batch: ``values[i]`` belongs to group ``group[i]``."""
+    moments = empty(groups)
+    if len(values) == 0:
+        return moments
+    count = np.bincount(group, minlength=groups).astype(np.int64)
+    total = np.zeros(groups, dtype=np.int64)
+    np.add.at(total, group, values)
+    np.minimum.at(moments.minimum, group, values)
+    np.maximum.at(moments.maximum, group, values)
+    mean = np.divide(total, count, out=np.zeros(groups), where=count > 0)
+    deviation = values - mean[group]
+    m2 = np.bincount(group, weights=deviation * deviation, minlength=groups)
+    return Moments(count, total, moments.minimum, moments.maximum, mean, m2)
+
+
+def merge(a: Moments, b: Moments) -> Moments:
+    """Moments of the union of two value sets (Chan et al. 1979)."""
+    groups = max(a.groups, b.groups)
+    a, b = _grow(a, groups), _grow(b, groups)
+    count = a.count + b.count
+    delta = b.mean - a.mean
+    safe = np.maximum(count, 1)
+    mean = a.mean + delta * (b.count / safe)
+    m2 = a.m2 + b.m2 + delta * delta * (a.count * b.count / safe)
+    return Moments(
+        count=count,
+        total=a.total + b.total,
+        minimum=np.minimum(a.minimum, b.minimum),
+        maximum=np.maximum(a.maximum, b.maximum),
+        mean=mean,
+        m2=m2,
+    )
+
+
+def regroup(moments: Moments, mapping: np.ndarray, groups: int) -> Moments:
+    """Merge groups: old group ``g`` becomes new group ``mapping[g]``.
+
+    The k-way form of Chan's formula: M2 = Σ (M2ᵢ + nᵢ·(meanᵢ − mean)²).
+    """
+    count = np.bincount(mapping, weights=moments.count, minlength=groups).astype(np.int64)
+    total = np.zeros(groups, dtype=np.int64)
+    np.add.at(total, mapping, moments.total)
+    minimum = empty(groups).minimum
+    maximum = empty(groups).maximum
+    np.minimum.at(minimum, mapping, moments.minimum)
+    np.maximum.at(maximum, mapping, moments.maximum)
+    mean = np.divide(total, count, out=np.zeros(groups), where=count > 0)
+    shift = moments.mean - mean[mapping]
+    spread = moments.m2 + moments.count * shift * shift
+    m2 = np.bincount(mapping, weights=spread, minlength=groups)
+    return Moments(count, total, minimum, maximum, mean, m2)
+
+
+def accumulate(group: np.ndarray, values: np.ndarray, groups: int, batch: int = 1 << 20) -> Moments:
+    """Moments of all values, computed batch by batch and merged."""
+    out = empty(groups)
+    for start in range(0, len(values), batch):
+        out = merge(
+            out, of_batch(group[start : start + batch], values[start : start + batch], groups)
+        )
+    return out
+
+
+def _grow(m: Moments, groups: int) -> Moments:
+    if m.groups == groups:
+        return m
+    extra = empty(groups - m.groups)
+    return Moments(
+        *(np.concatenate([getattr(m, f), getattr(extra, f)]) for f in Moments.__dataclass_fields__)
+    )

@@ -1,0 +1,1 @@
+"""Stage 4: analyses over TraceEvents, each returning one frozen result object."""

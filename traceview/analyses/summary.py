@@ -1,0 +1,85 @@
+"""What every report says about the trace itself (the header of each output)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from traceview.events import TraceEvents
+
+_HEADER_FIELDS = ("schemaVersion", "displayTimeUnit", "baseTimeNanoseconds", "traceName")
+
+
+@dataclass(frozen=True)
+class TraceSummary:
+    """File, size, events read, span, devices and streams, header fields, warnings."""
+
+    path: str
+    size_bytes: int
+    events_read: int
+    span_us: float
+    devices: int
+    streams: int
+    device_names: tuple[str, ...]
+    header: dict[str, Any]
+    warnings: tuple[str, ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        """The ``trace`` object of the JSON outputs."""
+        return {
+            "path": self.path,
+            "size_bytes": self.size_bytes,
+            "events_read": self.events_read,
+            "span_us": self.span_us,
+            "devices": self.devices,
+            "streams": self.streams,
+            "device_names": list(self.device_names),
+            "header": self.header,
+            "warnings": list(self.warnings),
+        }
+
+
+def summarize(events: TraceEvents, extra_warnings: tuple[str, ...] = ()) -> TraceSummary:
+    """The TraceSummary of a read trace."""
+    span = events.span_ns
+    devices = {device for device, _ in events.streams}
+    return TraceSummary(
+        path=events.path,
+        size_bytes=events.size_bytes,
+        events_read=events.read.events,
+        span_us=(span[1] - span[0]) / 1000 if span else 0.0,
+        devices=len(devices),
+        streams=len(events.streams),
+        device_names=_device_names(events.header),
+        header=_header_fields(events.header),
+        warnings=(*_read_warnings(events), *extra_warnings),
+    )
+
+
+def _device_names(header: dict[str, Any]) -> tuple[str, ...]:
+    props = header.get("deviceProperties")
+    if not isinstance(props, list):
+        return ()
+    return tuple(sorted({str(p["name"]) for p in props if isinstance(p, dict) and "name" in p}))
+
+
+def _header_fields(header: dict[str, Any]) -> dict[str, Any]:
+    out = {k: header[k] for k in _HEADER_FIELDS if k in header}
+    info = header.get("distributedInfo")
+    if isinstance(info, dict):
+        out["distributedInfo"] = {
+            k: info[k] for k in ("backend", "rank", "world_size") if k in info
+        }
+    return out
+
+
+def _read_warnings(events: TraceEvents) -> list[str]:
+    """Data-quality notes: skipped events, truncation, repaired cuts."""
+    notes = [f"{n} {why}" for why, n in sorted(events.read.skipped.items())]
+    notes += [f"{n} {why}" for why, n in sorted(events.quality.items())]
+    if events.read.truncated_at is not None:
+        notes.append(
+            f"TRUNCATED trace: analysed only the {events.read.events} events before byte "
+            f"{events.read.truncated_at} (--partial)"
+        )
+    return notes

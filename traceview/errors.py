@@ -1,0 +1,22 @@
+"""One error type that carries its exit code (0 ok, 1 bad input or failed check, 2 usage)."""
+
+from __future__ import annotations
+
+DATA_ERROR = 1
+USAGE_ERROR = 2
+
+
+class TraceviewError(Exception):
+    """An error the user can act on: printed as one line, never as a traceback."""
+
+    def __init__(self, message: str, exit_code: int = DATA_ERROR) -> None:
+        super().__init__(message)
+        self.message = message
+        self.exit_code = exit_code
+
+
+class UsageError(TraceviewError):
+    """A bad option value or combination (exit code 2)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, USAGE_ERROR)

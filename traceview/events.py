@@ -1,0 +1,300 @@
+"""Stage 2: decoded events → numpy columns in exact integer nanoseconds, names interned.
+
+Only what analyses use is kept: GPU activity (kernel, memcpy, memset), runtime/driver
+calls (to map a kernel to the CPU launch with the same correlation id) and ProfilerStep
+windows. Everything else (cpu_op, python_function, flows, instants, ...) is dropped as it
+is read.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+import numpy as np
+
+from traceview.read.reader import ReadStats, TraceReader
+
+KERNEL, MEMCPY, MEMSET = 0, 1, 2
+GPU_KINDS = ("kernel", "memcpy", "memset")
+_RUNTIME, _CPU_ANNOTATION, _GPU_ANNOTATION, _OTHER = 10, 11, 12, -1
+_CATEGORIES = {
+    "kernel": KERNEL,
+    "gpu_memcpy": MEMCPY,
+    "memcpy": MEMCPY,
+    "gpu_memset": MEMSET,
+    "memset": MEMSET,
+    "cuda_runtime": _RUNTIME,
+    "cuda_driver": _RUNTIME,
+    "runtime": _RUNTIME,
+    "user_annotation": _CPU_ANNOTATION,
+    "cpu_op": _CPU_ANNOTATION,
+    "operator": _CPU_ANNOTATION,  # 2021 kineto's name for cpu_op
+    "gpu_user_annotation": _GPU_ANNOTATION,
+}
+STEP_PREFIX = "ProfilerStep#"
+# Below 2^33 µs (~2.4 h) a float holds a 3-decimal µs value to well under 1 ns.
+_FLOAT_EXACT_LIMIT = float(2**33)
+_INT64_MAX = 2**63 - 1
+
+
+class NeedsExactTimes(Exception):
+    """A float timestamp too large to hold ns precision: decode this chunk exactly."""
+
+
+class BadNumber(Exception):
+    """A timestamp or duration that is not a finite number."""
+
+
+def to_ns(value: float | int | Decimal) -> int:
+    """A µs value from the trace as exact integer nanoseconds."""
+    kind = type(value)
+    if kind is int:
+        return value * 1000  # type: ignore[return-value]
+    if kind is float:
+        if -_FLOAT_EXACT_LIMIT < value < _FLOAT_EXACT_LIMIT:  # False for NaN
+            return round(value * 1000)
+        if value != value or value in (float("inf"), float("-inf")):
+            raise BadNumber
+        raise NeedsExactTimes
+    if kind is Decimal and value.is_finite():  # type: ignore[union-attr]
+        return int((value * 1000).to_integral_value())
+    raise BadNumber
+
+
+class Interner:
+    """Stores each distinct value once and hands out dense integer ids."""
+
+    def __init__(self) -> None:
+        self.ids: dict[Any, int] = {}
+        self.values: list[Any] = []
+
+    def id(self, value: Any) -> int:
+        found = self.ids.get(value)
+        if found is None:
+            found = self.ids[value] = len(self.values)
+            self.values.append(value)
+        return found
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+
+@dataclass(frozen=True)
+class StepWindow:
+    """One ``ProfilerStep#N`` annotation: [start, end] in ns, from the CPU or the GPU side."""
+
+    step: int
+    start_ns: int
+    end_ns: int
+    on_gpu: bool
+
+
+@dataclass(frozen=True)
+class GpuColumns:
+    """One row per GPU activity; times in ns; correlation −1 when absent."""
+
+    kind: np.ndarray
+    name: np.ndarray
+    stream: np.ndarray
+    ts: np.ndarray
+    dur: np.ndarray
+    correlation: np.ndarray
+
+
+@dataclass(frozen=True)
+class RuntimeColumns:
+    """One row per runtime/driver call that carries a correlation id."""
+
+    correlation: np.ndarray
+    ts: np.ndarray
+
+
+@dataclass(frozen=True)
+class TraceEvents:
+    """Everything the analyses need from one trace, in memory-light columns."""
+
+    path: str
+    size_bytes: int
+    header: dict[str, Any]
+    read: ReadStats
+    names: list[str]
+    streams: list[tuple[Any, Any]]
+    gpu: GpuColumns
+    runtime: RuntimeColumns
+    steps: list[StepWindow]
+    span_ns: tuple[int, int] | None
+    quality: Counter[str]
+
+
+@dataclass
+class _Lists:
+    """Per-batch Python lists, turned into numpy arrays once the batch is done."""
+
+    kind: list[int] = field(default_factory=list)
+    name: list[int] = field(default_factory=list)
+    stream: list[int] = field(default_factory=list)
+    ts: list[int] = field(default_factory=list)
+    dur: list[int] = field(default_factory=list)
+    corr: list[int] = field(default_factory=list)
+    rt_corr: list[int] = field(default_factory=list)
+    rt_ts: list[int] = field(default_factory=list)
+    rt_start: list[int] = field(default_factory=list)
+    rt_end: list[int] = field(default_factory=list)
+    steps: list[StepWindow] = field(default_factory=list)
+
+
+class EventCollector:
+    """Turns batches of decoded events into columns; ``finish`` returns TraceEvents."""
+
+    def __init__(self) -> None:
+        self.names = Interner()
+        self.streams = Interner()
+        self.quality: Counter[str] = Counter()
+        self._categories: dict[str, int] = {}
+        self._gpu: list[tuple[np.ndarray, ...]] = []
+        self._runtime: list[tuple[np.ndarray, np.ndarray]] = []
+        self._steps: list[StepWindow] = []
+        self._span: tuple[int, int] | None = None
+
+    def add(self, events: Iterable[Any]) -> None:
+        """Add one batch; all-or-nothing, so a batch can be retried after NeedsExactTimes."""
+        lists = _Lists()
+        categories = self._categories
+        for e in events:
+            kind = categories.get(e.cat)
+            if kind is None:
+                kind = categories[e.cat] = _CATEGORIES.get(e.cat.lower(), _OTHER)
+            if kind == _OTHER or e.ph != "X":
+                continue
+            try:
+                self._add_event(e, kind, lists)
+            except BadNumber:
+                self.quality["events with a non-numeric or non-finite ts/dur (skipped)"] += 1
+        self._commit(lists)
+
+    def _add_event(self, e: Any, kind: int, lists: _Lists) -> None:
+        if e.ts is None:
+            raise BadNumber
+        ts = to_ns(e.ts)
+        dur = self._duration(e)
+        if kind <= MEMSET:
+            self._add_gpu(e, kind, ts, dur, lists)
+        elif kind == _RUNTIME:
+            corr = _correlation(e)
+            if corr >= 0:
+                lists.rt_corr.append(corr)
+                lists.rt_ts.append(ts)
+            lists.rt_start.append(ts)
+            lists.rt_end.append(ts + dur)
+        elif e.name.startswith(STEP_PREFIX):
+            self._add_step(e.name, ts, dur, kind == _GPU_ANNOTATION, lists)
+
+    def _duration(self, e: Any) -> int:
+        if e.dur is None:
+            self.quality["events without dur (counted as 0)"] += 1
+            return 0
+        dur = to_ns(e.dur)
+        if dur < 0:
+            raise BadNumber
+        return dur
+
+    def _add_gpu(self, e: Any, kind: int, ts: int, dur: int, lists: _Lists) -> None:
+        args = e.args
+        if args is not None and args.device is not None and args.stream is not None:
+            key = (args.device, args.stream)
+        else:
+            key = (e.pid, e.tid)
+        lists.kind.append(kind)
+        lists.name.append(self.names.id(e.name))
+        lists.stream.append(self.streams.id(key))
+        lists.ts.append(ts)
+        lists.dur.append(dur)
+        lists.corr.append(_correlation(e))
+
+    def _add_step(self, name: str, ts: int, dur: int, on_gpu: bool, lists: _Lists) -> None:
+        number = name[len(STEP_PREFIX) :]
+        if number.isdigit():
+            lists.steps.append(StepWindow(int(number), ts, ts + dur, on_gpu))
+
+    def _commit(self, lists: _Lists) -> None:
+        if lists.kind:
+            ts = np.array(lists.ts, dtype=np.int64)
+            dur = np.array(lists.dur, dtype=np.int64)
+            self._gpu.append(
+                (
+                    np.array(lists.kind, dtype=np.int8),
+                    np.array(lists.name, dtype=np.int32),
+                    np.array(lists.stream, dtype=np.int32),
+                    ts,
+                    dur,
+                    np.array(lists.corr, dtype=np.int64),
+                )
+            )
+            self._widen_span(int(ts.min()), int((ts + dur).max()))
+        if lists.rt_corr:
+            self._runtime.append(
+                (np.array(lists.rt_corr, dtype=np.int64), np.array(lists.rt_ts, dtype=np.int64))
+            )
+        if lists.rt_end:
+            self._widen_span(min(lists.rt_start), max(lists.rt_end))
+        for step in lists.steps:
+            self._widen_span(step.start_ns, step.end_ns)
+        self._steps.extend(lists.steps)
+
+    def _widen_span(self, start: int, end: int) -> None:
+        if self._span is None:
+            self._span = (start, end)
+        else:
+            self._span = (min(self._span[0], start), max(self._span[1], end))
+
+    def finish(self, reader: TraceReader) -> TraceEvents:
+        """All columns, concatenated."""
+        gpu = [np.concatenate(cols) for cols in zip(*self._gpu, strict=True)] if self._gpu else None
+        empty = np.empty(0, dtype=np.int64)
+        return TraceEvents(
+            path=str(reader.path),
+            size_bytes=reader.info.size_bytes,
+            header=reader.header,
+            read=reader.stats,
+            names=self.names.values,
+            streams=self.streams.values,
+            gpu=GpuColumns(*gpu) if gpu else _empty_gpu(),
+            runtime=RuntimeColumns(
+                np.concatenate([c for c, _ in self._runtime]) if self._runtime else empty,
+                np.concatenate([t for _, t in self._runtime]) if self._runtime else empty,
+            ),
+            steps=self._steps,
+            span_ns=self._span,
+            quality=self.quality,
+        )
+
+
+def _correlation(e: Any) -> int:
+    """The event's correlation id, or −1 (absent, or too large for int64)."""
+    args = e.args
+    if args is None or args.correlation is None or not 0 <= args.correlation <= _INT64_MAX:
+        return -1
+    return int(args.correlation)
+
+
+def _empty_gpu() -> GpuColumns:
+    i64 = np.empty(0, dtype=np.int64)
+    return GpuColumns(
+        np.empty(0, dtype=np.int8), np.empty(0, dtype=np.int32), np.empty(0, dtype=np.int32),
+        i64, i64, i64,
+    )  # fmt: skip
+
+
+def collect_events(reader: TraceReader) -> TraceEvents:
+    """Read the whole trace through ``reader`` into TraceEvents."""
+    collector = EventCollector()
+    for events in reader.batches():
+        try:
+            collector.add(events)
+        except NeedsExactTimes:
+            collector.add(reader.redecode_exact())
+    return collector.finish(reader)

@@ -1,0 +1,1 @@
+"""Stage 1: bytes → decoded trace events, streamed in batches."""

@@ -1,0 +1,146 @@
+"""Decode a chunk of comma-separated events into typed structs, keeping only needed fields.
+
+Fast path: one msgspec call per chunk into `Event` (numbers as float/int). Traces whose
+timestamps carry sub-µs digits at epoch scale (kineto ≥ 2.3: ``1712195495505582.988``)
+are decoded exactly (numbers as Decimal), since float64 spacing there is 0.25 µs.
+Fallback for chunks the fast path rejects (NaN tokens, invalid UTF-8, lone surrogates,
+wrongly typed fields): stdlib json, event by event, skipping and counting bad events.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from decimal import Decimal
+from typing import Any
+
+import msgspec
+
+# A timestamp with ≥ 10 integer digits and a fraction: float64 cannot hold it to the ns.
+_EXACT_TS = re.compile(rb'"ts"\s*:\s*-?\d{10,}\.\d')
+# Non-standard number tokens some writers emit; stdlib json knows only NaN/Infinity.
+_BAD_CONSTANT = re.compile(rb'"(?:[^"\\]|\\.)*"|(-?\b(?:inf|Infinity|NaN|nan)\b)', re.S)
+
+
+class Args(msgspec.Struct):
+    """The few `args` fields traceview uses."""
+
+    correlation: int | None = None
+    device: int | str | None = None
+    stream: int | str | None = None
+
+
+class Event(msgspec.Struct):
+    """One trace event, only the declared fields (numbers as float or int)."""
+
+    ph: str = ""
+    cat: str = ""
+    name: str = ""
+    pid: int | str | None = None
+    tid: int | str | None = None
+    ts: float | int | None = None
+    dur: float | int | None = None
+    args: Args | None = None
+
+
+class ExactEvent(msgspec.Struct):
+    """One trace event with exact (Decimal) ts and dur."""
+
+    ph: str = ""
+    cat: str = ""
+    name: str = ""
+    pid: int | str | None = None
+    tid: int | str | None = None
+    ts: Decimal | None = None
+    dur: Decimal | None = None
+    args: Args | None = None
+
+
+AnyEvent = Event | ExactEvent
+
+_NUMBER_TYPES = (int, Decimal, type(None))
+NON_FINITE = b'"<non-finite number>"'
+
+_FAST = msgspec.json.Decoder(list[Event])
+_FAST_EXACT = msgspec.json.Decoder(list[ExactEvent])
+
+
+class ChunkError(Exception):
+    """A chunk is not a sequence of JSON values (bad syntax or a cut inside an event)."""
+
+    def __init__(self, pos: int, why: str) -> None:
+        super().__init__(why)
+        self.pos = pos
+        self.why = why
+
+
+def needs_exact(chunk: bytes) -> bool:
+    """True when the chunk holds epoch-scale timestamps with sub-µs digits."""
+    return _EXACT_TS.search(chunk) is not None
+
+
+def decode_chunk(chunk: bytes, exact: bool, skipped: Counter[str]) -> list[Any]:
+    """Decode ``chunk`` (events separated by commas, no brackets) into Event structs."""
+    try:
+        return (_FAST_EXACT if exact else _FAST).decode(b"[" + chunk + b"]")
+    except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError):
+        return _decode_lenient(chunk, skipped)
+
+
+def _decode_lenient(chunk: bytes, skipped: Counter[str]) -> list[ExactEvent]:
+    """Slow path: stdlib json (NaN-tolerant, Decimal numbers), events checked one by one."""
+    text = chunk.decode("utf-8", errors="replace")
+    try:
+        items = json.loads("[" + text + "]", parse_float=Decimal, parse_constant=_non_finite)
+    except json.JSONDecodeError:
+        items = _loads_without_bad_constants(chunk)
+    out: list[ExactEvent] = []
+    for item in items:
+        event = _convert(item)
+        if event is None:
+            skipped["malformed event (not an object or a field of the wrong type)"] += 1
+        else:
+            out.append(event)
+    return out
+
+
+def _loads_without_bad_constants(chunk: bytes) -> list[Any]:
+    """Replace bare inf/NaN tokens outside strings by a string, then parse (or ChunkError)."""
+    cleaned = _BAD_CONSTANT.sub(lambda m: NON_FINITE if m.group(1) else m.group(0), chunk)
+    text = cleaned.decode("utf-8", errors="replace")
+    try:
+        return json.loads("[" + text + "]", parse_float=Decimal)  # type: ignore[no-any-return]
+    except json.JSONDecodeError as e:
+        pos = len(text[: max(0, e.pos - 1)].encode("utf-8", errors="replace"))
+        raise ChunkError(pos, e.msg) from None
+
+
+def _non_finite(token: str) -> str:
+    """NaN/Infinity become a string, so an event using them as a number fails validation."""
+    return NON_FINITE.decode()
+
+
+def _convert(item: Any) -> ExactEvent | None:
+    """A dict from the slow path as an ExactEvent, or None if its fields have wrong types."""
+    if not isinstance(item, dict):
+        return None
+    if any(type(item.get(key)) not in _NUMBER_TYPES for key in ("ts", "dur")):
+        return None
+    for key in ("name", "cat"):
+        value = item.get(key)
+        if isinstance(value, str):
+            item[key] = _clean_text(value)
+    try:
+        return msgspec.convert(item, ExactEvent)
+    except msgspec.ValidationError:
+        return None
+
+
+def _clean_text(value: str) -> str:
+    """Replace lone surrogates (from ``\\ud800`` escapes) so the text can be printed/encoded."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return value.encode("utf-8", errors="surrogatepass").decode("utf-8", errors="replace")
+    return value

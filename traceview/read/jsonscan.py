@@ -1,0 +1,87 @@
+"""Exact, string-aware scanning of JSON text: where values end, what follows them.
+
+Slow (a regex step per token) but exact; used on headers, trailers, the tail of the
+event array and to repair a block the fast cutter split at the wrong nesting depth.
+"""
+
+from __future__ import annotations
+
+import re
+
+# A complete string, a lone quote (an unterminated string: the text ends inside it), or a bracket.
+_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|"|[\[\]{}]', re.S)
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.S)
+_WS = re.compile(rb"[ \t\r\n]*")
+_PRIMITIVE_END = re.compile(rb"[ \t\r\n,\]}:]")
+_OPEN = frozenset(b"[{")
+_CLOSE = frozenset(b"]}")
+_QUOTE = ord('"')
+
+
+def skip_ws(buf: bytes, pos: int) -> int:
+    """Position of the first non-whitespace byte at or after ``pos``."""
+    return _WS.match(buf, pos).end()  # type: ignore[union-attr]
+
+
+def value_end(buf: bytes, pos: int, *, at_eof: bool = False) -> int | None:
+    """End (exclusive) of the JSON value starting at ``pos``; None if ``buf`` ends inside it.
+
+    Only structure is checked (strings, brackets); a primitive runs to the next delimiter.
+    """
+    if pos >= len(buf):
+        return None
+    first = buf[pos]
+    if first == _QUOTE:
+        m = _STRING.match(buf, pos)
+        return m.end() if m else None
+    if first in _OPEN:
+        return _container_end(buf, pos)
+    m = _PRIMITIVE_END.search(buf, pos)
+    if m:
+        return m.start()
+    return len(buf) if at_eof else None
+
+
+def _container_end(buf: bytes, pos: int) -> int | None:
+    """End of the array or object opening at ``pos``, tracking nesting outside strings."""
+    depth = 0
+    for m in _TOKEN.finditer(buf, pos):
+        ch = buf[m.start()]
+        if ch == _QUOTE:
+            if m.end() - m.start() == 1:
+                return None  # unterminated string: the buffer ends inside it
+            continue
+        depth += 1 if ch in _OPEN else -1
+        if depth == 0:
+            return m.end()
+    return None
+
+
+def string_at(buf: bytes, pos: int) -> tuple[bytes, int] | None:
+    """The raw JSON string literal at ``pos`` and its end, or None if incomplete."""
+    m = _STRING.match(buf, pos)
+    return (m.group(), m.end()) if m else None
+
+
+def split_values(buf: bytes) -> tuple[int, int]:
+    """Split ``buf`` (JSON values separated by commas) into complete values and a tail.
+
+    Returns (end of the last complete value, number of complete values). The tail after
+    that end is an incomplete value (or empty).
+    """
+    pos, count, last_end = 0, 0, 0
+    size = len(buf)
+    while True:
+        pos = skip_ws(buf, pos)
+        if pos >= size:
+            return last_end, count
+        end = value_end(buf, pos)
+        if end is None:
+            return last_end, count
+        count += 1
+        last_end = end
+        pos = skip_ws(buf, end)
+        if pos < size and buf[pos] == ord(","):
+            pos += 1
+        elif pos < size:
+            return last_end, count

@@ -1,0 +1,138 @@
+"""The top level of a trace file: header keys, where the event array starts, trailing keys."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from traceview.read.jsonscan import skip_ws, string_at, value_end
+
+EXECUTION_TRACE_KEYS = frozenset({"nodes", "schema"})
+
+
+class NeedMore(Exception):
+    """The buffer ends before the structure being parsed does."""
+
+
+class NotATrace(Exception):
+    """The text is not a Chrome trace; the message says what it is instead."""
+
+
+def find_events_start(buf: bytes, header: dict[str, Any], at_eof: bool) -> int:
+    """Parse the top level up to the event array; return the offset just after its ``[``.
+
+    Fills ``header`` with the keys met before ``traceEvents``. Raises NeedMore when the
+    buffer ends first, NotATrace when the text is not a Chrome trace.
+    """
+    pos = skip_ws(buf, 0)
+    if pos >= len(buf):
+        raise NeedMore if not at_eof else NotATrace("no JSON content (only whitespace)")
+    first = buf[pos : pos + 1]
+    if first == b"[":
+        return pos + 1
+    if first != b"{":
+        raise NotATrace(f"not JSON: starts with {_show(buf[pos : pos + 16])}")
+    return _object_until_events(buf, pos + 1, header, at_eof)
+
+
+def _object_until_events(buf: bytes, pos: int, header: dict[str, Any], at_eof: bool) -> int:
+    """Walk key/value pairs of the top-level object until the key ``traceEvents``."""
+    while True:
+        pos = skip_ws(buf, pos)
+        key, pos = _key(buf, pos, at_eof)
+        if key is None:
+            raise NotATrace(_no_events_message(header))
+        pos = skip_ws(buf, pos)
+        if key == "traceEvents":
+            if buf[pos : pos + 1] == b"[":
+                return pos + 1
+            _need(buf, pos, at_eof)
+            raise NotATrace('"traceEvents" is not a list')
+        end = value_end(buf, pos, at_eof=at_eof)
+        if end is None:
+            _need(buf, len(buf), at_eof)
+            raise NotATrace(f"the value of {key!r} is cut off")
+        header[key] = _loads(buf[pos:end])
+        pos = _after_member(buf, end, at_eof)
+
+
+def parse_trailer(buf: bytes, pos: int, header: dict[str, Any], is_object: bool) -> None:
+    """Parse what follows the event array's ``]`` (the whole rest of the file is in ``buf``)."""
+    pos = skip_ws(buf, pos)
+    if is_object:
+        while pos < len(buf) and buf[pos : pos + 1] == b",":
+            key, pos = _key(buf, skip_ws(buf, pos + 1), True)
+            if key is None:
+                raise NotATrace("malformed keys after traceEvents")
+            pos = skip_ws(buf, pos)
+            end = value_end(buf, pos, at_eof=True)
+            if end is None:
+                raise NeedMore
+            header.setdefault(key, _loads(buf[pos:end]))
+            pos = skip_ws(buf, end)
+        if buf[pos : pos + 1] != b"}":
+            raise NeedMore if pos >= len(buf) else NotATrace("malformed text after traceEvents")
+        pos = skip_ws(buf, pos + 1)
+    if pos < len(buf):
+        raise NotATrace(f"unexpected text after the trace at byte {pos}")
+
+
+def _key(buf: bytes, pos: int, at_eof: bool) -> tuple[str | None, int]:
+    """Read ``"key":`` at ``pos``; (None, pos) at the object's closing brace."""
+    if buf[pos : pos + 1] == b"}":
+        return None, pos
+    _need(buf, pos, at_eof)
+    if buf[pos : pos + 1] != b'"':
+        raise NotATrace(f"malformed JSON object at byte {pos}")
+    found = string_at(buf, pos)
+    if found is None:
+        _need(buf, len(buf), at_eof)
+        raise NotATrace(f"unterminated string at byte {pos}")
+    raw, pos = found
+    pos = skip_ws(buf, pos)
+    _need(buf, pos, at_eof)
+    if buf[pos : pos + 1] != b":":
+        raise NotATrace(f"malformed JSON object at byte {pos}")
+    return str(_loads(raw)), pos + 1
+
+
+def _after_member(buf: bytes, pos: int, at_eof: bool) -> int:
+    """Skip the comma after a member; at ``}`` leave pos there for _key to see."""
+    pos = skip_ws(buf, pos)
+    _need(buf, pos, at_eof)
+    ch = buf[pos : pos + 1]
+    if ch == b",":
+        return pos + 1
+    if ch == b"}":
+        return pos
+    raise NotATrace(f"malformed JSON object at byte {pos}")
+
+
+def _need(buf: bytes, pos: int, at_eof: bool) -> None:
+    """Raise NeedMore if ``pos`` is past the buffer and more input may come."""
+    if pos >= len(buf):
+        if at_eof:
+            raise NotATrace(f"JSON ends early at byte {len(buf)}")
+        raise NeedMore
+
+
+def _loads(raw: bytes) -> Any:
+    """Decode a header value; values orjson rejects (NaN, huge ints) are kept as text."""
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return raw.decode("utf-8", errors="replace")
+
+
+def _no_events_message(header: dict[str, Any]) -> str:
+    """Explain a JSON object that has no traceEvents, naming what it looks like."""
+    keys = ", ".join(list(header)[:8]) or "none"
+    if header.keys() >= EXECUTION_TRACE_KEYS:
+        return f'a PyTorch Execution Trace, not a Chrome trace (no "traceEvents"; keys: {keys})'
+    return f'JSON object without "traceEvents": not a Chrome trace (keys: {keys})'
+
+
+def _show(raw: bytes) -> str:
+    """A short printable rendering of raw bytes for error messages."""
+    return repr(raw.decode("utf-8", errors="replace"))

@@ -1,0 +1,264 @@
+"""Stream a trace's events in large decoded batches.
+
+The event array is cut into chunks at candidate boundaries ``}␣,␣{`` (the last one in a
+~16 MB window) and each chunk is decoded in one call. A candidate inside a string or a
+nested object makes the chunk undecodable (an unterminated string or unbalanced
+brackets), so a wrong cut is always detected; it is then repaired by an exact scan.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable, Generator, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from traceview.errors import TraceviewError
+from traceview.read.decode import ChunkError, decode_chunk, needs_exact
+from traceview.read.jsonscan import skip_ws, split_values, value_end
+from traceview.read.layout import NeedMore, NotATrace, find_events_start, parse_trailer
+from traceview.read.source import (
+    TraceSource,
+    TruncatedInput,
+    check_path,
+    plain_file_ends_cleanly,
+)
+
+BLOCK_SIZE = 16 << 20
+_CUT = re.compile(rb"\}\s*,\s*\{")
+_WINDOWS = (1 << 16, 1 << 20, 1 << 24)
+_MAX_HEADER = 256 << 20
+
+
+@dataclass
+class ReadStats:
+    """What the reader saw: event counts, skipped events, truncation."""
+
+    events: int = 0
+    chunks: int = 0
+    repaired_chunks: int = 0
+    exact_times: bool = False
+    skipped: Counter[str] = field(default_factory=Counter)
+    truncated_at: int | None = None
+
+
+@dataclass
+class _Buffer:
+    """Decompressed text not yet decoded: ``data[pos:]`` starts at file offset ``base + pos``."""
+
+    data: bytes = b""
+    pos: int = 0
+    base: int = 0
+    eof: bool = False
+    min_cut: int = 0
+
+
+class TraceReader:
+    """Reads one trace file: ``header`` and ``stats`` fill in as ``batches()`` is consumed."""
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        partial: bool = False,
+        block_size: int = BLOCK_SIZE,
+        on_progress: Callable[[int], None] | None = None,
+    ) -> None:
+        self.info = check_path(path)
+        self.path = path
+        self.partial = partial
+        self.block_size = block_size
+        self.on_progress = on_progress
+        self.header: dict[str, Any] = {}
+        self.stats = ReadStats()
+        self._last_chunk = b""
+
+    def batches(self) -> Iterator[list[Any]]:
+        """Yield lists of decoded events (see read.decode.Event), in file order."""
+        with TraceSource(self.info, self.block_size) as source:
+            yield from self._read(source)
+
+    def redecode_exact(self) -> list[Any]:
+        """Decode the last chunk again with exact timestamps, and every later one too."""
+        self.stats.exact_times = True
+        return self._decode_counted(self._last_chunk)
+
+    def _read(self, source: TraceSource) -> Iterator[list[Any]]:
+        blocks = self._blocks(source)
+        buf = _Buffer()
+        is_object = self._read_header(buf, blocks)
+        while True:
+            if not buf.eof and len(buf.data) - buf.pos < self.block_size:
+                self._fill(buf, blocks)
+                continue
+            cut = _last_cut(buf.data, buf.pos, buf.min_cut)
+            if cut is None:
+                if buf.eof:
+                    break
+                self._fill(buf, blocks)
+                continue
+            yield from self._chunk_between(buf, cut)
+            self._progress(source)
+        closed = yield from self._tail(buf)
+        if closed:
+            self._trailer(buf, blocks, is_object)
+        elif self.stats.truncated_at is None or self.stats.truncated_at > buf.base + buf.pos:
+            self._truncated(buf.base + buf.pos)
+        else:
+            self._truncated(self.stats.truncated_at)
+        self._progress(source)
+
+    def _blocks(self, source: TraceSource) -> Iterator[bytes]:
+        """Source blocks; a truncated gzip stream ends the blocks and marks the truncation."""
+        try:
+            yield from source.blocks()
+        except TruncatedInput as e:
+            self.stats.truncated_at = e.offset
+
+    def _fill(self, buf: _Buffer, blocks: Iterator[bytes]) -> None:
+        """Drop consumed text and append the next block (or mark the end of input)."""
+        block = next(blocks, None)
+        if block is None:
+            buf.eof = True
+            return
+        buf.base += buf.pos
+        buf.min_cut = max(0, buf.min_cut - buf.pos)
+        buf.data = buf.data[buf.pos :] + block
+        buf.pos = 0
+
+    def _read_header(self, buf: _Buffer, blocks: Iterator[bytes]) -> bool:
+        """Parse the top level up to the event array; True if the file is an object."""
+        while True:
+            try:
+                start = find_events_start(buf.data, self.header, buf.eof)
+            except NeedMore:
+                if len(buf.data) > _MAX_HEADER:
+                    self._fail(f"no event array in the first {_MAX_HEADER >> 20} MB")
+                self._fill(buf, blocks)
+                continue
+            except NotATrace as e:
+                self._fail(str(e))
+            buf.pos = start
+            self._check_plain_end()
+            first = skip_ws(buf.data, start)
+            self.stats.exact_times = needs_exact(buf.data[first : first + self.block_size])
+            return buf.data[skip_ws(buf.data, 0)] == ord("{")
+
+    def _check_plain_end(self) -> None:
+        """Fail fast (before reading it all) on a plain file that ends inside the JSON."""
+        if not self.partial and not self.info.compressed and not plain_file_ends_cleanly(self.path):
+            self._fail(
+                "truncated or followed by other data: the file does not end with } or ] "
+                "(use --partial to analyse the events it holds)"
+            )
+
+    def _chunk_between(self, buf: _Buffer, cut: re.Match[bytes]) -> Iterator[list[Any]]:
+        """Decode the events from ``buf.pos`` to the cut; repair the cut if it was wrong."""
+        start = skip_ws(buf.data, buf.pos)
+        if buf.data[start : start + 1] == b",":
+            start = skip_ws(buf.data, start + 1)
+        chunk = buf.data[start : cut.start() + 1]
+        try:
+            events = self._decode_counted(chunk)
+        except ChunkError:
+            end = self._repair(chunk, buf.base + start)
+            buf.pos = start + end
+            buf.min_cut = cut.start() + 1
+            if end:
+                yield self._decode_counted(chunk[:end])
+            return
+        buf.pos = cut.end() - 1
+        yield events
+
+    def _repair(self, chunk: bytes, offset: int) -> int:
+        """Length of the complete events at the start of a chunk cut at the wrong place."""
+        self.stats.repaired_chunks += 1
+        end, _ = split_values(chunk)
+        if chunk[end:].strip(b" \t\r\n,") == b"":
+            try:
+                self._decode_counted(chunk)
+            except ChunkError as e:
+                self._fail(f"malformed JSON at byte {offset + e.pos}: {e.why}")
+        return end
+
+    def _tail(self, buf: _Buffer) -> Generator[list[Any], None, bool]:
+        """Decode the events after the last cut; True if the array's ``]`` was reached.
+
+        When it was not (a truncated trace), ``buf.pos`` is left after the last whole event.
+        """
+        data, pos = buf.data, skip_ws(buf.data, buf.pos)
+        if data[pos : pos + 1] == b",":
+            pos = skip_ws(data, pos + 1)
+        first, last_end = pos, pos
+        while data[pos : pos + 1] not in (b"]", b""):
+            end = value_end(data, pos)
+            if end is None:
+                break
+            last_end = end
+            pos = skip_ws(data, end)
+            if data[pos : pos + 1] == b",":
+                pos = skip_ws(data, pos + 1)
+            elif data[pos : pos + 1] not in (b"]", b""):
+                self._fail(f"malformed JSON at byte {buf.base + pos}: expected , or ]")
+        if last_end > first:
+            try:
+                yield self._decode_counted(data[first:last_end])
+            except ChunkError as e:
+                self._fail(f"malformed JSON at byte {buf.base + first + e.pos}: {e.why}")
+        if data[pos : pos + 1] != b"]":
+            buf.pos = last_end
+            return False
+        buf.pos = pos + 1
+        return True
+
+    def _trailer(self, buf: _Buffer, blocks: Iterator[bytes], is_object: bool) -> None:
+        """Read and parse the keys after the event array (the rest of the file)."""
+        rest = [buf.data[buf.pos :], *blocks]
+        try:
+            parse_trailer(b"".join(rest), 0, self.header, is_object)
+        except NeedMore:
+            self._truncated(buf.base + buf.pos)
+        except NotATrace as e:
+            self._fail(str(e))
+        if self.stats.truncated_at is not None:
+            self._truncated(self.stats.truncated_at)
+
+    def _decode_counted(self, chunk: bytes) -> list[Any]:
+        self._last_chunk = chunk
+        events = decode_chunk(chunk, self.stats.exact_times, self.stats.skipped)
+        self.stats.events += len(events)
+        self.stats.chunks += 1
+        return events
+
+    def _truncated(self, offset: int) -> None:
+        """Record a truncation; without --partial it is an error."""
+        self.stats.truncated_at = offset
+        if not self.partial:
+            where = "decompressed byte" if self.info.compressed else "byte"
+            self._fail(
+                f"truncated: the trace ends early (last complete event ends at {where} {offset}, "
+                f"{self.stats.events} events read); use --partial to analyse them"
+            )
+
+    def _progress(self, source: TraceSource) -> None:
+        if self.on_progress is not None:
+            self.on_progress(source.file_position)
+
+    def _fail(self, message: str) -> None:
+        raise TraceviewError(f"{self.path}: {message}")
+
+
+def _last_cut(data: bytes, lo: int, min_cut: int) -> re.Match[bytes] | None:
+    """The last candidate event boundary in ``data[lo:]`` at or after ``min_cut``."""
+    size = len(data)
+    for window in (*_WINDOWS, size):
+        last = None
+        for m in _CUT.finditer(data, max(lo, min_cut, size - window)):
+            last = m
+        if last is not None:
+            return last
+        if size - window <= max(lo, min_cut):
+            return None
+    return None

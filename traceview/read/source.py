@@ -1,0 +1,136 @@
+"""Open a trace file read-only, plain or gzip (detected by magic bytes, not by suffix)."""
+
+from __future__ import annotations
+
+import os
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+from traceview.errors import TraceviewError
+
+GZIP_MAGIC = b"\x1f\x8b"
+_GZIP_READ = 1 << 20
+
+
+@dataclass(frozen=True)
+class SourceInfo:
+    """What we know about the file before reading it."""
+
+    path: Path
+    size_bytes: int
+    compressed: bool
+
+
+def check_path(path: Path) -> SourceInfo:
+    """Fail with one clear line if ``path`` cannot be read as a trace file."""
+    if not path.exists():
+        raise TraceviewError(f"{path}: no such file")
+    if path.is_dir():
+        raise TraceviewError(f"{path}: is a directory, not a trace file")
+    try:
+        with path.open("rb") as f:
+            magic = f.read(2)
+    except PermissionError:
+        raise TraceviewError(f"{path}: permission denied") from None
+    except OSError as e:
+        raise TraceviewError(f"{path}: cannot read: {e.strerror or e}") from None
+    size = path.stat().st_size
+    if size == 0:
+        raise TraceviewError(f"{path}: empty file, not a trace")
+    return SourceInfo(path=path, size_bytes=size, compressed=magic == GZIP_MAGIC)
+
+
+class TraceSource:
+    """Decompressed bytes of a trace, read in blocks, with progress in file bytes."""
+
+    def __init__(self, info: SourceInfo, block_size: int) -> None:
+        self.info = info
+        self.block_size = block_size
+        self._raw: BinaryIO = info.path.open("rb")
+        self.decompressed_bytes = 0
+
+    @property
+    def file_position(self) -> int:
+        """Bytes of the file consumed so far (compressed bytes for gzip)."""
+        return self._raw.tell()
+
+    def blocks(self) -> Iterator[bytes]:
+        """Yield decompressed blocks; corrupt gzip is a TraceviewError, early end TruncatedInput."""
+        source = self._gunzip() if self.info.compressed else self._plain()
+        for block in source:
+            self.decompressed_bytes += len(block)
+            yield block
+
+    def _plain(self) -> Iterator[bytes]:
+        while block := self._raw.read(self.block_size):
+            yield block
+
+    def _gunzip(self) -> Iterator[bytes]:
+        """Decompress gzip member after member, keeping what a truncated stream holds."""
+        inflater = zlib.decompressobj(wbits=31)
+        pending = b""
+        while True:
+            if not pending:
+                pending = self._raw.read(_GZIP_READ)
+                if not pending:
+                    break
+            try:
+                out = inflater.decompress(pending, self.block_size)
+            except zlib.error as e:
+                raise TraceviewError(
+                    f"{self.info.path}: corrupt gzip data after {self.decompressed_bytes} "
+                    f"decompressed bytes ({e})"
+                ) from None
+            pending = inflater.unconsumed_tail
+            if out:
+                yield out
+            if inflater.eof:
+                pending = self._next_member(inflater.unused_data)
+                if pending is None:
+                    return
+                inflater = zlib.decompressobj(wbits=31)
+        raise TruncatedInput(self.decompressed_bytes, "gzip stream ends early")
+
+    def _next_member(self, rest: bytes) -> bytes | None:
+        """The start of the next gzip member, or None at a clean end of file."""
+        rest = rest or self._raw.read(_GZIP_READ)
+        if not rest or (rest.strip(b"\0") == b"" and not self._raw.read(1)):
+            return None
+        if not rest.startswith(GZIP_MAGIC):
+            raise TraceviewError(
+                f"{self.info.path}: unexpected data after the end of the gzip stream "
+                f"(after {self.decompressed_bytes} decompressed bytes)"
+            )
+        return rest
+
+    def close(self) -> None:
+        """Close the file (and the gzip wrapper)."""
+        self._raw.close()
+
+    def __enter__(self) -> TraceSource:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class TruncatedInput(Exception):
+    """The input ends before the trace is complete (at a decompressed byte offset)."""
+
+    def __init__(self, offset: int, why: str) -> None:
+        super().__init__(why)
+        self.offset = offset
+        self.why = why
+
+
+def plain_file_ends_cleanly(path: Path) -> bool:
+    """Cheap check of a plain file's last non-blank byte: a whole trace ends with } or ]."""
+    with path.open("rb") as f:
+        f.seek(0, os.SEEK_END)
+        end = f.tell()
+        f.seek(max(0, end - 4096))
+        tail = f.read().rstrip()
+    return tail.endswith((b"}", b"]"))

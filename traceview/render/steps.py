@@ -1,0 +1,40 @@
+"""Renderings of the steps table."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from traceview.analyses.steps import StepRow
+from traceview.analyses.summary import TraceSummary
+from traceview.render import units
+from traceview.render.tables import Table, to_csv
+
+_HEADERS = ("Step", "Start (µs)", "Duration (µs)", "Kernels", "Kernel time (µs)",
+            "GPU end (µs)", "GPU busy %", "Window")  # fmt: skip
+
+
+def table(rows: list[StepRow]) -> Table:
+    """One line per ProfilerStep."""
+    cells = [
+        (
+            f"ProfilerStep#{r.step}",
+            units.us(r.start_us),
+            units.us(r.duration_us),
+            units.count(r.kernels),
+            units.us(r.kernel_time_us),
+            units.us(r.gpu_end_us),
+            units.pct(r.gpu_busy_pct),
+            "gpu annotation" if r.gpu_only else "cpu",
+        )
+        for r in rows
+    ]
+    return Table(_HEADERS, (False, True, True, True, True, True, True, False), cells)
+
+
+def csv(rows: list[StepRow]) -> str:
+    fields = tuple(StepRow.__dataclass_fields__)
+    return to_csv(fields, [tuple(getattr(r, f) for f in fields) for r in rows])
+
+
+def as_json(trace: TraceSummary, rows: list[StepRow]) -> dict[str, Any]:
+    return {"schema_version": 1, "trace": trace.as_dict(), "steps": [r.as_dict() for r in rows]}

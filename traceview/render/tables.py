@@ -1,0 +1,66 @@
+"""A plain table model rendered four ways: rich, aligned text, Markdown and CSV."""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass
+
+from rich import box
+from rich.console import Console
+from rich.table import Table as RichTable
+
+
+@dataclass(frozen=True)
+class Table:
+    """Column headers (with alignment) and rows of already formatted cells."""
+
+    headers: tuple[str, ...]
+    right: tuple[bool, ...]
+    rows: list[tuple[str, ...]]
+
+
+def to_rich(table: Table, console: Console, title: str | None = None) -> None:
+    """Print as a rich table (colour and box drawing on a terminal)."""
+    rich_table = RichTable(title=title, box=box.SIMPLE_HEAD, header_style="bold")
+    for header, right in zip(table.headers, table.right, strict=True):
+        rich_table.add_column(
+            header, justify="right" if right else "left", overflow="fold", no_wrap=right
+        )
+    for row in table.rows:
+        rich_table.add_row(*row)
+    console.print(rich_table)
+
+
+def to_text(table: Table) -> str:
+    """Aligned plain text, for pipes and reports."""
+    cells = [table.headers, *table.rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(table.headers))]
+    lines = []
+    for row in cells:
+        parts = [
+            cell.rjust(w) if right else cell.ljust(w)
+            for cell, w, right in zip(row, widths, table.right, strict=True)
+        ]
+        lines.append("  ".join(parts).rstrip())
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines) + "\n"
+
+
+def to_markdown(table: Table) -> str:
+    """A GitHub-flavoured Markdown table."""
+
+    def line(cells: tuple[str, ...]) -> str:
+        return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+
+    rule = "|" + "|".join("---:" if right else "---" for right in table.right) + "|"
+    return "\n".join([line(table.headers), rule, *(line(r) for r in table.rows)]) + "\n"
+
+
+def to_csv(headers: tuple[str, ...], rows: list[tuple[object, ...]]) -> str:
+    """CSV with raw (unformatted) values."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(headers)
+    writer.writerows(rows)
+    return out.getvalue()

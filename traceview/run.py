@@ -1,0 +1,115 @@
+"""One function per command: read the trace, analyse, render, write. The CLI calls these."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import orjson
+from rich.console import Console
+
+from traceview.analyses.kernels import KernelOptions, analyse_kernels
+from traceview.analyses.steps import step_table
+from traceview.analyses.summary import summarize
+from traceview.errors import UsageError
+from traceview.events import TraceEvents, collect_events
+from traceview.read.reader import TraceReader
+from traceview.render import kernels as render_kernels
+from traceview.render import steps as render_steps
+from traceview.render.header import trace_lines
+from traceview.render.output import (
+    ByteProgress,
+    stdout_is_terminal,
+    write_file,
+    write_stdout,
+)
+from traceview.render.tables import to_markdown, to_rich, to_text
+
+FORMATS = ("table", "json", "csv", "md")
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """How to read the trace."""
+
+    partial: bool = False
+    quiet: bool = False
+
+
+@dataclass(frozen=True)
+class OutputOptions:
+    """How to show the result."""
+
+    format: str = "table"
+    verbose: bool = False
+    output: Path | None = None
+    force: bool = False
+
+
+def read_trace(path: Path, options: ReadOptions) -> TraceEvents:
+    """Read a trace with a progress bar on a terminal."""
+    reader = TraceReader(path, partial=options.partial)
+    with ByteProgress(reader.info.size_bytes, enabled=not options.quiet) as progress:
+        reader.on_progress = progress
+        return collect_events(reader)
+
+
+def kernels(path: Path, options: KernelOptions, read: ReadOptions, out: OutputOptions) -> None:
+    """``traceview kernels``."""
+    _check_format(out.format)
+    if out.output is not None and out.output.exists() and not out.force:
+        raise UsageError(f"{out.output}: already exists (use --force to overwrite)")
+    report = analyse_kernels(read_trace(path, read), options)
+    if out.format == "json":
+        write_stdout(
+            orjson.dumps(render_kernels.as_json(report), option=orjson.OPT_INDENT_2).decode() + "\n"
+        )
+    elif out.format == "csv":
+        write_stdout(render_kernels.csv(report))
+    elif out.format == "md":
+        write_stdout(render_kernels.markdown(report, out.verbose))
+    elif stdout_is_terminal():
+        render_kernels.print_table(report, _stdout_console(), out.verbose)
+    else:
+        write_stdout(render_kernels.text(report, out.verbose))
+    if out.output is not None:
+        write_file(out.output, render_kernels.detailed_report(report), out.force)
+
+
+def steps(path: Path, read: ReadOptions, out: OutputOptions) -> None:
+    """``traceview steps``."""
+    _check_format(out.format)
+    events = read_trace(path, read)
+    rows = step_table(events)
+    trace = summarize(events)
+    if out.format == "json":
+        write_stdout(
+            orjson.dumps(render_steps.as_json(trace, rows), option=orjson.OPT_INDENT_2).decode()
+            + "\n"
+        )
+        return
+    if out.format == "csv":
+        write_stdout(render_steps.csv(rows))
+        return
+    head = trace_lines(trace)
+    if not rows:
+        head.append("steps    no ProfilerStep#N annotations in this trace")
+    table = render_steps.table(rows)
+    if out.format == "md":
+        write_stdout("\n".join(f"- {h}" for h in head) + "\n\n" + to_markdown(table))
+    elif stdout_is_terminal():
+        console = _stdout_console()
+        for line in head:
+            console.print(line, markup=False)
+        to_rich(table, console)
+    else:
+        write_stdout("\n".join(head) + "\n\n" + to_text(table))
+
+
+def _check_format(fmt: str) -> None:
+    if fmt not in FORMATS:
+        raise UsageError(f"--format {fmt!r}: expected one of {', '.join(FORMATS)}")
+
+
+def _stdout_console() -> Console:
+    return Console(highlight=False)
