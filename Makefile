@@ -21,6 +21,7 @@ install: $(STAMP) ## Create .venv and install traceview with its dev tools
 
 demo: $(STAMP) ## Run traceview on the bundled demo trace
 	$(BIN)/traceview kernels $(DEMO) --top 8
+	$(BIN)/traceview gaps $(DEMO) --hist-min 1 --gap-top 5 --largest 5
 	$(BIN)/traceview steps $(DEMO)
 
 test: $(STAMP) ## Run the test suite (real traces from ../shared/traces when present)

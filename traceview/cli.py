@@ -130,6 +130,69 @@ def kernels(
 
 
 @app.command()
+def gaps(
+    trace: Annotated[
+        Path | None,
+        typer.Argument(help="Trace file; omitted: the last trace analysed.", show_default=False),
+    ] = None,
+    busy: Annotated[
+        str, typer.Option("--busy", help="What keeps the GPU busy: kernel,memcpy,memset or kernel.")
+    ] = "kernel,memcpy,memset",
+    min_gap: Annotated[
+        str, typer.Option("--min-gap", help="Ignore gaps shorter than this (1us, 0.5ms, 250ns; bare = µs).")
+    ] = "0",
+    stream: Annotated[list[str] | None, typer.Option("--stream", help="Only this stream (repeatable).")] = None,
+    device: Annotated[list[str] | None, typer.Option("--device", help="Only this device (repeatable).")] = None,
+    pstep: Annotated[
+        str | None, typer.Option("--pstep", help="Only GPU work of these ProfilerSteps: N, N-M or N,M,...")
+    ] = None,
+    hist_min: Annotated[
+        str | None, typer.Option("--hist-min", help="Histogram lower bound (default: smallest gap).")
+    ] = None,
+    hist_max: Annotated[
+        str | None, typer.Option("--hist-max", help="Histogram upper bound (default: largest gap).")
+    ] = None,
+    bins: Annotated[int, typer.Option("--bins", min=1, help="Histogram bins.")] = 20,
+    linear: Annotated[bool, typer.Option("--linear", help="Linear histogram bins (default: log).")] = False,
+    gap_sort: Annotated[
+        str, typer.Option("--gap-sort", help="Transitions order: count, avg, max, min, stdev, total.")
+    ] = "total",
+    gap_top: Annotated[int, typer.Option("--gap-top", min=0, help="Transitions to show; 0 = all.")] = 15,
+    largest: Annotated[int, typer.Option("--largest", min=0, help="How many of the largest gaps to list.")] = 10,
+    verbose: Verbose = False,
+    fmt: Format = "table",
+    gap_output: Annotated[
+        Path | None, typer.Option("--gap-output", help="Also write a detailed text report (full names) here.")
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite the --gap-output file if it exists.")] = False,
+    partial: Partial = False,
+    quiet: Quiet = False,
+) -> None:
+    """Where the GPU sits idle: gaps per stream and device, histogram, transitions, largest gaps."""
+    from traceview import run
+    from traceview.analyses.gaps import GapOptions, parse_duration
+    from traceview.analyses.steps import parse_steps
+    from traceview.state import last_trace
+
+    with _reported():
+        if trace is None:
+            trace = last_trace()
+            print(f"traceview: using the last trace analysed: {trace}", file=sys.stderr)
+        options = GapOptions(
+            busy=tuple(k.strip() for k in busy.split(",") if k.strip()),
+            min_gap_ns=parse_duration(min_gap),
+            streams=tuple(stream) if stream else None,
+            devices=tuple(device) if device else None,
+            steps=tuple(parse_steps(pstep)) if pstep else (),
+            hist_min_ns=parse_duration(hist_min) if hist_min else None,
+            hist_max_ns=parse_duration(hist_max) if hist_max else None,
+            bins=bins, linear=linear, largest=largest, sort=gap_sort, top=gap_top,
+        )  # fmt: skip
+        out = run.OutputOptions(fmt, verbose, gap_output, force)
+        run.gaps(trace, options, run.ReadOptions(partial, quiet), out)
+
+
+@app.command()
 def steps(
     trace: Trace, fmt: Format = "table", partial: Partial = False, quiet: Quiet = False
 ) -> None:

@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import orjson
 from rich.console import Console
 
+from traceview.analyses.gaps import GapOptions, analyse_gaps
 from traceview.analyses.kernels import KernelOptions, analyse_kernels
 from traceview.analyses.steps import step_table
 from traceview.analyses.summary import summarize
 from traceview.errors import UsageError
 from traceview.events import TraceEvents, collect_events
 from traceview.read.reader import TraceReader
+from traceview.state import remember_trace
+from traceview.render import gaps as render_gaps
 from traceview.render import kernels as render_kernels
 from traceview.render import steps as render_steps
 from traceview.render.header import trace_lines
@@ -47,11 +50,13 @@ class OutputOptions:
 
 
 def read_trace(path: Path, options: ReadOptions) -> TraceEvents:
-    """Read a trace with a progress bar on a terminal."""
+    """Read a trace with a progress bar on a terminal; remember it as the last one analysed."""
     reader = TraceReader(path, partial=options.partial)
     with ByteProgress(reader.info.size_bytes, enabled=not options.quiet) as progress:
         reader.on_progress = progress
-        return collect_events(reader)
+        events = collect_events(reader)
+    remember_trace(path)
+    return events
 
 
 def kernels(path: Path, options: KernelOptions, read: ReadOptions, out: OutputOptions) -> None:
@@ -104,6 +109,28 @@ def steps(path: Path, read: ReadOptions, out: OutputOptions) -> None:
         to_rich(table, console)
     else:
         write_stdout("\n".join(head) + "\n\n" + to_text(table))
+
+
+def gaps(path: Path, options: GapOptions, read: ReadOptions, out: OutputOptions) -> None:
+    """``traceview gaps``."""
+    _check_format(out.format)
+    if out.output is not None and out.output.exists() and not out.force:
+        raise UsageError(f"{out.output}: already exists (use --force to overwrite)")
+    events = read_trace(path, read)
+    report = analyse_gaps(events, options)
+    if out.format == "json":
+        write_stdout(orjson.dumps(report.as_json(), option=orjson.OPT_INDENT_2).decode() + "\n")
+    elif out.format == "csv":
+        write_stdout(render_gaps.csv(report))
+    elif out.format == "md":
+        write_stdout(render_gaps.markdown(report, out.verbose))
+    elif stdout_is_terminal():
+        render_gaps.print_rich(report, _stdout_console(), out.verbose)
+    else:
+        write_stdout(render_gaps.text(report, out.verbose))
+    if out.output is not None:
+        full = analyse_gaps(events, replace(options, top=0))
+        write_file(out.output, render_gaps.detailed_report(full), out.force)
 
 
 def _check_format(fmt: str) -> None:
