@@ -139,32 +139,51 @@ def gaps(
         str, typer.Option("--busy", help="What keeps the GPU busy: kernel,memcpy,memset or kernel.")
     ] = "kernel,memcpy,memset",
     min_gap: Annotated[
-        str, typer.Option("--min-gap", help="Ignore gaps shorter than this (1us, 0.5ms, 250ns; bare = µs).")
+        str,
+        typer.Option(
+            "--min-gap", help="Ignore gaps shorter than this (1us, 0.5ms, 250ns; bare = µs)."
+        ),
     ] = "0",
-    stream: Annotated[list[str] | None, typer.Option("--stream", help="Only this stream (repeatable).")] = None,
-    device: Annotated[list[str] | None, typer.Option("--device", help="Only this device (repeatable).")] = None,
+    stream: Annotated[
+        list[str] | None, typer.Option("--stream", help="Only this stream (repeatable).")
+    ] = None,
+    device: Annotated[
+        list[str] | None, typer.Option("--device", help="Only this device (repeatable).")
+    ] = None,
     pstep: Annotated[
-        str | None, typer.Option("--pstep", help="Only GPU work of these ProfilerSteps: N, N-M or N,M,...")
+        str | None,
+        typer.Option("--pstep", help="Only GPU work of these ProfilerSteps: N, N-M or N,M,..."),
     ] = None,
     hist_min: Annotated[
-        str | None, typer.Option("--hist-min", help="Histogram lower bound (default: smallest gap).")
+        str | None,
+        typer.Option("--hist-min", help="Histogram lower bound (default: smallest gap)."),
     ] = None,
     hist_max: Annotated[
         str | None, typer.Option("--hist-max", help="Histogram upper bound (default: largest gap).")
     ] = None,
     bins: Annotated[int, typer.Option("--bins", min=1, help="Histogram bins.")] = 20,
-    linear: Annotated[bool, typer.Option("--linear", help="Linear histogram bins (default: log).")] = False,
+    linear: Annotated[
+        bool, typer.Option("--linear", help="Linear histogram bins (default: log).")
+    ] = False,
     gap_sort: Annotated[
-        str, typer.Option("--gap-sort", help="Transitions order: count, avg, max, min, stdev, total.")
+        str,
+        typer.Option("--gap-sort", help="Transitions order: count, avg, max, min, stdev, total."),
     ] = "total",
-    gap_top: Annotated[int, typer.Option("--gap-top", min=0, help="Transitions to show; 0 = all.")] = 15,
-    largest: Annotated[int, typer.Option("--largest", min=0, help="How many of the largest gaps to list.")] = 10,
+    gap_top: Annotated[
+        int, typer.Option("--gap-top", min=0, help="Transitions to show; 0 = all.")
+    ] = 15,
+    largest: Annotated[
+        int, typer.Option("--largest", min=0, help="How many of the largest gaps to list.")
+    ] = 10,
     verbose: Verbose = False,
     fmt: Format = "table",
     gap_output: Annotated[
-        Path | None, typer.Option("--gap-output", help="Also write a detailed text report (full names) here.")
+        Path | None,
+        typer.Option("--gap-output", help="Also write a detailed text report (full names) here."),
     ] = None,
-    force: Annotated[bool, typer.Option("--force", help="Overwrite the --gap-output file if it exists.")] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="Overwrite the --gap-output file if it exists.")
+    ] = False,
     partial: Partial = False,
     quiet: Quiet = False,
 ) -> None:

@@ -60,7 +60,7 @@ def to_ns(value: float | int | Decimal) -> int:
         if value != value or value in (float("inf"), float("-inf")):
             raise BadNumber
         raise NeedsExactTimes
-    if kind is Decimal and value.is_finite():  # type: ignore[union-attr]
+    if isinstance(value, Decimal) and value.is_finite():
         return int((value * 1000).to_integral_value())
     raise BadNumber
 

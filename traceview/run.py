@@ -15,7 +15,6 @@ from traceview.analyses.summary import summarize
 from traceview.errors import UsageError
 from traceview.events import TraceEvents, collect_events
 from traceview.read.reader import TraceReader
-from traceview.state import remember_trace
 from traceview.render import gaps as render_gaps
 from traceview.render import kernels as render_kernels
 from traceview.render import steps as render_steps
@@ -27,6 +26,7 @@ from traceview.render.output import (
     write_stdout,
 )
 from traceview.render.tables import to_markdown, to_rich, to_text
+from traceview.state import remember_trace
 
 FORMATS = ("table", "json", "csv", "md")
 

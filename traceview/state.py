@@ -1,4 +1,4 @@
-"""The one piece of state kept between runs: the last trace analysed (for ``gaps`` without TRACE)."""
+"""State kept between runs: the last trace analysed (for ``gaps`` without TRACE)."""
 
 from __future__ import annotations
 

@@ -104,9 +104,10 @@ def analyse_kernels(events: TraceEvents, options: KernelOptions) -> KernelReport
     kept = rows if options.top == 0 else rows[: options.top]
     cut = rows[len(kept) :]
     busy = union_length(gpu.ts[mask], gpu.ts[mask] + dur)
-    span_us = summarize(events).span_us
+    trace = summarize(events)
+    span_us = trace.span_us
     return KernelReport(
-        trace=summarize(events),
+        trace=trace,
         options=options,
         count=len(dur),
         total_us=int(dur.sum()) / 1000,

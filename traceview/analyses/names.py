@@ -77,7 +77,9 @@ def _top_level(text: str) -> str:
 
 def _top_level_tokens(text: str) -> list[str]:
     """Split ``text`` at spaces that are not inside parentheses."""
-    tokens, current, depth = [], [], 0
+    tokens: list[str] = []
+    current: list[str] = []
+    depth = 0
     for ch in text:
         depth += {"(": 1, ")": -1}.get(ch, 0)
         if ch == " " and depth == 0:

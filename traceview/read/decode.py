@@ -142,5 +142,5 @@ def _clean_text(value: str) -> str:
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
-        return value.encode("utf-8", errors="surrogatepass").decode("utf-8", errors="replace")
+        return "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in value)
     return value

@@ -62,7 +62,7 @@ def parse_trailer(buf: bytes, pos: int, header: dict[str, Any], is_object: bool)
     pos = skip_ws(buf, pos)
     if is_object:
         while pos < len(buf) and buf[pos : pos + 1] == b",":
-            key, pos = _key(buf, skip_ws(buf, pos + 1), True)
+            key, pos = _key(buf, skip_ws(buf, pos + 1), False)
             if key is None:
                 raise NotATrace("malformed keys after traceEvents")
             pos = skip_ws(buf, pos)

@@ -74,6 +74,8 @@ class TraceReader:
         self.header: dict[str, Any] = {}
         self.stats = ReadStats()
         self._last_chunk = b""
+        self._last_count = 0
+        self._last_event_end = 0  # file offset just after the last whole event decoded
 
     def batches(self) -> Iterator[list[Any]]:
         """Yield lists of decoded events (see read.decode.Event), in file order."""
@@ -83,6 +85,8 @@ class TraceReader:
     def redecode_exact(self) -> list[Any]:
         """Decode the last chunk again with exact timestamps, and every later one too."""
         self.stats.exact_times = True
+        self.stats.events -= self._last_count
+        self.stats.chunks -= 1
         return self._decode_counted(self._last_chunk)
 
     def _read(self, source: TraceSource) -> Iterator[list[Any]]:
@@ -104,10 +108,8 @@ class TraceReader:
         closed = yield from self._tail(buf)
         if closed:
             self._trailer(buf, blocks, is_object)
-        elif self.stats.truncated_at is None or self.stats.truncated_at > buf.base + buf.pos:
-            self._truncated(buf.base + buf.pos)
         else:
-            self._truncated(self.stats.truncated_at)
+            self._truncated(self._last_event_end)
         self._progress(source)
 
     def _blocks(self, source: TraceSource) -> Iterator[bytes]:
@@ -167,9 +169,11 @@ class TraceReader:
             buf.pos = start + end
             buf.min_cut = cut.start() + 1
             if end:
+                self._last_event_end = buf.base + start + end
                 yield self._decode_counted(chunk[:end])
             return
         buf.pos = cut.end() - 1
+        self._last_event_end = buf.base + cut.start() + 1
         yield events
 
     def _repair(self, chunk: bytes, offset: int) -> int:
@@ -203,6 +207,7 @@ class TraceReader:
             elif data[pos : pos + 1] not in (b"]", b""):
                 self._fail(f"malformed JSON at byte {buf.base + pos}: expected , or ]")
         if last_end > first:
+            self._last_event_end = buf.base + last_end
             try:
                 yield self._decode_counted(data[first:last_end])
             except ChunkError as e:
@@ -219,15 +224,16 @@ class TraceReader:
         try:
             parse_trailer(b"".join(rest), 0, self.header, is_object)
         except NeedMore:
-            self._truncated(buf.base + buf.pos)
+            self._truncated(self._last_event_end)
         except NotATrace as e:
             self._fail(str(e))
         if self.stats.truncated_at is not None:
-            self._truncated(self.stats.truncated_at)
+            self._truncated(self._last_event_end)
 
     def _decode_counted(self, chunk: bytes) -> list[Any]:
         self._last_chunk = chunk
         events = decode_chunk(chunk, self.stats.exact_times, self.stats.skipped)
+        self._last_count = len(events)
         self.stats.events += len(events)
         self.stats.chunks += 1
         return events

@@ -88,9 +88,10 @@ class TraceSource:
             if out:
                 yield out
             if inflater.eof:
-                pending = self._next_member(inflater.unused_data)
-                if pending is None:
+                member = self._next_member(inflater.unused_data)
+                if member is None:
                     return
+                pending = member
                 inflater = zlib.decompressobj(wbits=31)
         raise TruncatedInput(self.decompressed_bytes, "gzip stream ends early")
 

@@ -123,7 +123,9 @@ def text(report: GapReport, verbose: bool) -> str:
 def markdown(report: GapReport, verbose: bool) -> str:
     parts = ["\n".join(f"- {line}" for line in summary_lines(report))]
     for title, body in _sections(report, verbose):
-        rendered = to_markdown(body) if isinstance(body, Table) else "```\n" + "\n".join(body) + "\n```\n"
+        rendered = (
+            to_markdown(body) if isinstance(body, Table) else "```\n" + "\n".join(body) + "\n```\n"
+        )
         parts.append(f"### {title}\n\n{rendered}")
     return "\n\n".join(parts) + "\n" + footer(report) + "\n"
 

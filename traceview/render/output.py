@@ -14,6 +14,7 @@ from rich.progress import (
     BarColumn,
     DownloadColumn,
     Progress,
+    TaskID,
     TimeRemainingColumn,
     TransferSpeedColumn,
 )
@@ -58,7 +59,7 @@ class ByteProgress:
     def __init__(self, total_bytes: int, enabled: bool) -> None:
         self._enabled = enabled and sys.stderr.isatty()
         self._progress: Progress | None = None
-        self._task = None
+        self._task: TaskID | None = None
         self._total = total_bytes
         self._last = 0.0
 
@@ -77,7 +78,8 @@ class ByteProgress:
         if self._progress is None or now - self._last < 0.1:
             return
         self._last = now
-        self._progress.update(self._task, completed=position)  # type: ignore[arg-type]
+        if self._task is not None:
+            self._progress.update(self._task, completed=position)
 
     def __exit__(self, *exc: object) -> None:
         if self._progress is not None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rich import box
@@ -17,7 +18,7 @@ class Table:
 
     headers: tuple[str, ...]
     right: tuple[bool, ...]
-    rows: list[tuple[str, ...]]
+    rows: Sequence[tuple[str, ...]]
 
 
 def to_rich(table: Table, console: Console, title: str | None = None) -> None:
@@ -57,7 +58,7 @@ def to_markdown(table: Table) -> str:
     return "\n".join([line(table.headers), rule, *(line(r) for r in table.rows)]) + "\n"
 
 
-def to_csv(headers: tuple[str, ...], rows: list[tuple[object, ...]]) -> str:
+def to_csv(headers: tuple[str, ...], rows: Sequence[tuple[object, ...]]) -> str:
     """CSV with raw (unformatted) values."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
