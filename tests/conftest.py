@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +12,14 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_TRACES = ROOT.parent / "shared" / "traces"
 NOT_CHROME = {"hta__execution_trace__benchmark_simple_add_et.json.gz"}
+
+
+@pytest.fixture(autouse=True)
+def _private_cache_dir(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Tests never touch the user's ~/.cache/traceview."""
+    monkeypatch.setenv("TRACEVIEW_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
 
 
 def real_traces() -> list[Path]:
@@ -35,6 +44,11 @@ def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[
         capture_output=True,
         text=True,
         cwd=cwd,
-        env={"COLUMNS": "200", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)},
+        env={
+            "COLUMNS": "200",
+            "PATH": "/usr/bin:/bin",
+            "PYTHONPATH": str(ROOT),
+            "TRACEVIEW_CACHE_DIR": os.environ.get("TRACEVIEW_CACHE_DIR", ""),
+        },
         timeout=120,
     )

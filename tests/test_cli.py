@@ -135,7 +135,7 @@ def _bad_inputs(tmp: Path) -> dict[str, Path]:
     return files
 
 
-@pytest.mark.parametrize("command", ["kernels", "steps"])
+@pytest.mark.parametrize("command", ["kernels", "steps", "gaps"])
 def test_bad_inputs_fail_with_one_line(tmp_path: Path, command: str) -> None:
     for kind, path in _bad_inputs(tmp_path).items():
         r = run_cli(command, str(path))

@@ -408,8 +408,9 @@ def test_json_shape() -> None:
         "from", "to", "count", "total_us", "mean_us", "min_us", "max_us", "std_us",
     }  # fmt: skip
     assert set(doc["largest"][0]) == {
-        "device", "stream", "start_us", "length_us", "before", "after", "cpu_context",
+        "device", "stream", "start_us", "length_us", "before", "after", "cpu_context", "launch",
     }  # fmt: skip
+    assert set(doc["largest"][0]["launch"]) == {"thread", "runtime", "cpu_op", "launch_delay_us"}
     assert doc["streams"][0]["device"] == 0 and doc["streams"][0]["stream"] == 7
     assert set(doc["trace"]) >= {"path", "span_us", "streams", "warnings"}
 

@@ -114,6 +114,21 @@ class RuntimeColumns:
 
 
 @dataclass(frozen=True)
+class CpuColumns:
+    """CPU activity kept for explaining GPU gaps: runtime calls and CPU ops, per thread.
+
+    ``correlation`` is the runtime call's id, −1 for CPU ops; ``thread`` indexes
+    ``TraceEvents.threads``. Empty unless the analysis asked for it.
+    """
+
+    thread: np.ndarray
+    ts: np.ndarray
+    end: np.ndarray
+    name: np.ndarray
+    correlation: np.ndarray
+
+
+@dataclass(frozen=True)
 class TraceEvents:
     """Everything the analyses need from one trace, in memory-light columns."""
 
@@ -128,6 +143,8 @@ class TraceEvents:
     steps: list[StepWindow]
     span_ns: tuple[int, int] | None
     quality: Counter[str]
+    cpu: CpuColumns = field(default_factory=lambda: _cpu_columns([]))
+    threads: list[tuple[Any, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -145,18 +162,22 @@ class _Lists:
     rt_start: list[int] = field(default_factory=list)
     rt_end: list[int] = field(default_factory=list)
     steps: list[StepWindow] = field(default_factory=list)
+    cpu: list[tuple[int, int, int, int, int]] = field(default_factory=list)
 
 
 class EventCollector:
     """Turns batches of decoded events into columns; ``finish`` returns TraceEvents."""
 
-    def __init__(self) -> None:
+    def __init__(self, keep_cpu: bool = False) -> None:
+        self.keep_cpu = keep_cpu
         self.names = Interner()
         self.streams = Interner()
+        self.threads = Interner()
         self.quality: Counter[str] = Counter()
         self._categories: dict[str, int] = {}
         self._gpu: list[tuple[np.ndarray, ...]] = []
         self._runtime: list[tuple[np.ndarray, np.ndarray]] = []
+        self._cpu: list[np.ndarray] = []
         self._steps: list[StepWindow] = []
         self._span: tuple[int, int] | None = None
 
@@ -190,8 +211,16 @@ class EventCollector:
                 lists.rt_ts.append(ts)
             lists.rt_start.append(ts)
             lists.rt_end.append(ts + dur)
+            if self.keep_cpu:
+                self._add_cpu(e, ts, dur, corr, lists)
         elif e.name.startswith(STEP_PREFIX):
             self._add_step(e.name, ts, dur, kind == _GPU_ANNOTATION, lists)
+        elif self.keep_cpu and kind == _CPU_ANNOTATION:
+            self._add_cpu(e, ts, dur, -1, lists)
+
+    def _add_cpu(self, e: Any, ts: int, dur: int, corr: int, lists: _Lists) -> None:
+        thread = self.threads.id((e.pid, e.tid))
+        lists.cpu.append((thread, ts, ts + dur, self.names.id(e.name), corr))
 
     def _duration(self, e: Any) -> int:
         if e.dur is None:
@@ -241,6 +270,8 @@ class EventCollector:
             )
         if lists.rt_end:
             self._widen_span(min(lists.rt_start), max(lists.rt_end))
+        if lists.cpu:
+            self._cpu.append(np.array(lists.cpu, dtype=np.int64))
         for step in lists.steps:
             self._widen_span(step.start_ns, step.end_ns)
         self._steps.extend(lists.steps)
@@ -270,6 +301,8 @@ class EventCollector:
             steps=self._steps,
             span_ns=self._span,
             quality=self.quality,
+            cpu=_cpu_columns(self._cpu),
+            threads=self.threads.values,
         )
 
 
@@ -281,6 +314,12 @@ def _correlation(e: Any) -> int:
     return int(args.correlation)
 
 
+def _cpu_columns(parts: list[np.ndarray]) -> CpuColumns:
+    """CpuColumns from batches of (thread, ts, end, name, correlation) rows."""
+    table = np.concatenate(parts) if parts else np.empty((0, 5), dtype=np.int64)
+    return CpuColumns(*(table[:, i].copy() for i in range(5)))
+
+
 def _empty_gpu() -> GpuColumns:
     i64 = np.empty(0, dtype=np.int64)
     return GpuColumns(
@@ -289,9 +328,9 @@ def _empty_gpu() -> GpuColumns:
     )  # fmt: skip
 
 
-def collect_events(reader: TraceReader) -> TraceEvents:
-    """Read the whole trace through ``reader`` into TraceEvents."""
-    collector = EventCollector()
+def collect_events(reader: TraceReader, keep_cpu: bool = False) -> TraceEvents:
+    """Read the whole trace through ``reader`` into TraceEvents (CPU activity if asked)."""
+    collector = EventCollector(keep_cpu)
     for events in reader.batches():
         try:
             collector.add(events)

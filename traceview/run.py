@@ -49,12 +49,12 @@ class OutputOptions:
     force: bool = False
 
 
-def read_trace(path: Path, options: ReadOptions) -> TraceEvents:
+def read_trace(path: Path, options: ReadOptions, keep_cpu: bool = False) -> TraceEvents:
     """Read a trace with a progress bar on a terminal; remember it as the last one analysed."""
     reader = TraceReader(path, partial=options.partial)
     with ByteProgress(reader.info.size_bytes, enabled=not options.quiet) as progress:
         reader.on_progress = progress
-        events = collect_events(reader)
+        events = collect_events(reader, keep_cpu)
     remember_trace(path)
     return events
 
@@ -116,7 +116,7 @@ def gaps(path: Path, options: GapOptions, read: ReadOptions, out: OutputOptions)
     _check_format(out.format)
     if out.output is not None and out.output.exists() and not out.force:
         raise UsageError(f"{out.output}: already exists (use --force to overwrite)")
-    events = read_trace(path, read)
+    events = read_trace(path, read, keep_cpu=options.largest > 0)
     report = analyse_gaps(events, options)
     if out.format == "json":
         write_stdout(orjson.dumps(report.as_json(), option=orjson.OPT_INDENT_2).decode() + "\n")

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from traceview.analyses.cpu_context import NO_CONTEXT, CpuContext, cpu_context
 from traceview.aggregate import moments
 from traceview.aggregate.intervals import union_length
 from traceview.analyses.steps import in_steps, step_windows
@@ -165,10 +166,17 @@ class LargestGap:
     length_us: float
     before: str
     after: str
-    cpu_context: str | None = None
+    context: CpuContext = NO_CONTEXT
+
+    @property
+    def cpu_context(self) -> str | None:
+        return self.context.describe()
 
     def as_dict(self) -> dict[str, Any]:
-        return {f: getattr(self, f) for f in self.__dataclass_fields__}
+        out = {f: getattr(self, f) for f in self.__dataclass_fields__ if f != "context"}
+        out["cpu_context"] = self.cpu_context
+        out["launch"] = self.context.as_dict()
+        return out
 
 
 @dataclass(frozen=True)
@@ -224,6 +232,7 @@ def analyse_gaps(events: TraceEvents, options: GapOptions) -> GapReport:
     end = ts + gpu.dur[rows]
     order = np.lexsort((rank[name], end, ts, stream))
     stream, ts, end, name = stream[order], ts[order], end[order], name[order]
+    correlation = gpu.correlation[rows[order]]
     pairs = _pairs(stream)
     gap = ts[pairs + 1] - end[pairs]
     kept = (gap > 0) & (gap >= options.min_gap_ns)
@@ -240,7 +249,9 @@ def analyse_gaps(events: TraceEvents, options: GapOptions) -> GapReport:
         devices=_devices(events, stream, ts, end),
         histogram=_histogram(positive, options),
         transitions=shown,
-        largest=_largest(events, pairs[kept], positive, stream, end, name, span_start, options),
+        largest=_largest(
+            events, pairs[kept], positive, (stream, end, name, correlation), span_start, options
+        ),
         left_out_transitions=len(transitions) - len(shown),
         notes=notes,
     )
@@ -475,15 +486,14 @@ def _largest(
     events: TraceEvents,
     at: np.ndarray,
     length: np.ndarray,
-    stream: np.ndarray,
-    end: np.ndarray,
-    name: np.ndarray,
+    sorted_rows: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
     span_start: int,
     options: GapOptions,
 ) -> list[LargestGap]:
     """The ``options.largest`` longest gaps, longest first (ties: earliest first)."""
     if options.largest == 0 or len(at) == 0:
         return []
+    stream, end, name, correlation = sorted_rows
     order = np.lexsort((end[at], -length))[: options.largest]
     out = []
     for i in order.tolist():
@@ -497,6 +507,7 @@ def _largest(
                 length_us=int(length[i]) / 1000,
                 before=events.names[int(name[prev])],
                 after=events.names[int(name[prev + 1])],
+                context=cpu_context(events, int(correlation[prev + 1]), int(end[prev])),
             )
         )
     return out

@@ -63,11 +63,12 @@ def largest_table(report: GapReport, verbose: bool) -> Table:
 
     rows = [
         (str(g.device), str(g.stream), units.us(g.start_us), units.us(g.length_us),
-         name(g.before), name(g.after))
+         name(g.before), name(g.after), g.cpu_context or "-")
         for g in report.largest
     ]  # fmt: skip
-    headers = ("Device", "Stream", "Start (µs)", "Length (µs)", "After kernel", "Before kernel")
-    return Table(headers, (False, False, True, True, False, False), rows)
+    headers = ("Device", "Stream", "Start (µs)", "Length (µs)", "Previous", "Next",
+               "CPU when the gap began (thread that launched the next kernel)")  # fmt: skip
+    return Table(headers, (False, False, True, True, False, False, False), rows)
 
 
 def histogram_lines(h: Histogram) -> list[str]:

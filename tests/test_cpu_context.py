@@ -1,0 +1,65 @@
+"""The CPU context of the largest gaps: what the launching thread was doing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from traceview.analyses.gaps import GapOptions, analyse_gaps
+from traceview.cli import app
+from traceview.events import collect_events
+from traceview.read.reader import TraceReader
+
+
+def x(cat: str, name: str, ts: int, dur: int, tid: int = 1, **args: int) -> dict:
+    return {"ph": "X", "cat": cat, "name": name, "pid": 9, "tid": tid, "ts": ts, "dur": dur,
+            "args": args}  # fmt: skip
+
+
+def sync_trace(tmp_path: Path) -> Path:
+    """Kernel a ends at 100; the CPU sits in cudaStreamSynchronize inside aten::item until
+    300 and launches kernel b at 305, which runs at 310: a 210 µs gap the CPU caused."""
+    events = [
+        x("user_annotation", "ProfilerStep#1", 0, 400),
+        x("cpu_op", "aten::mm", 10, 20),
+        x("cuda_runtime", "cudaLaunchKernel", 15, 5, correlation=1),
+        x("kernel", "a", 20, 80, tid=7, device=0, stream=7, correlation=1),
+        x("cpu_op", "aten::item", 80, 230),
+        x("cuda_runtime", "cudaStreamSynchronize", 90, 210, correlation=2),
+        x("cpu_op", "aten::add", 303, 10),
+        x("cuda_runtime", "cudaLaunchKernel", 305, 4, correlation=3),
+        x("kernel", "b", 310, 10, tid=7, device=0, stream=7, correlation=3),
+        x("cpu_op", "other_thread_op", 50, 400, tid=2),
+    ]
+    path = tmp_path / "sync.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    return path
+
+
+def test_context_names_the_sync_and_the_late_launch(tmp_path: Path) -> None:
+    events = collect_events(TraceReader(sync_trace(tmp_path)), keep_cpu=True)
+    (gap,) = analyse_gaps(events, GapOptions()).largest
+    assert (gap.before, gap.after, gap.length_us) == ("a", "b", 210.0)
+    assert gap.context.runtime == "cudaStreamSynchronize"
+    assert gap.context.cpu_op == "aten::item"
+    assert gap.context.thread == "9/1"
+    assert gap.context.launch_delay_us == 205.0
+    assert gap.cpu_context == (
+        "cudaStreamSynchronize in aten::item; next launch 205.0 µs after the gap began"
+    )
+
+
+def test_context_absent_without_cpu_columns(tmp_path: Path) -> None:
+    events = collect_events(TraceReader(sync_trace(tmp_path)))
+    (gap,) = analyse_gaps(events, GapOptions()).largest
+    assert gap.cpu_context is None
+
+
+def test_gaps_cli_json_carries_the_context(tmp_path: Path) -> None:
+    r = CliRunner().invoke(app, ["gaps", str(sync_trace(tmp_path)), "-f", "json"])
+    assert r.exit_code == 0, r.output
+    (largest,) = json.loads(r.stdout)["largest"]
+    assert largest["launch"]["runtime"] == "cudaStreamSynchronize"
+    assert largest["cpu_context"].startswith("cudaStreamSynchronize in aten::item")
