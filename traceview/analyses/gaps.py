@@ -18,9 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from traceview.analyses.cpu_context import NO_CONTEXT, CpuContext, cpu_context
 from traceview.aggregate import moments
 from traceview.aggregate.intervals import union_length
+from traceview.analyses.cpu_context import NO_CONTEXT, CpuContext, cpu_context
 from traceview.analyses.steps import in_steps, step_windows
 from traceview.analyses.summary import TraceSummary, summarize
 from traceview.errors import UsageError
