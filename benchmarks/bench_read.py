@@ -46,7 +46,9 @@ TIME_BIN = "/usr/bin/time"
 
 def _open(path: str) -> IO[bytes]:
     """The trace as a binary stream, decompressing .gz files."""
-    return gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")
+    if path.endswith(".gz"):
+        return gzip.open(path, "rb")  # type: ignore[return-value]
+    return open(path, "rb")
 
 
 def _add_kernel(totals: dict[str, float], ev: Any) -> None:
@@ -86,7 +88,8 @@ def worker_ijson(path: str) -> dict[str, Any]:
 
     with _open(path) as f:
         totals = _sum_kernels(ijson.items(f, "traceEvents.item"))
-    return {"names": len(totals), "total_dur": float(sum(totals.values())), "backend": ijson.backend}
+    total = float(sum(totals.values()))
+    return {"names": len(totals), "total_dur": total, "backend": ijson.backend}
 
 
 WORKERS: dict[str, Callable[[str], dict[str, Any]]] = {
@@ -159,7 +162,10 @@ class Run:
 
 def _run_time_bin(cmd: list[str]) -> Run:
     """Run under /usr/bin/time; peak RSS from its %M (KiB)."""
-    with tempfile.NamedTemporaryFile("r", suffix=".time") as tf, tempfile.TemporaryFile("w+") as out:
+    with (
+        tempfile.NamedTemporaryFile("r", suffix=".time") as tf,
+        tempfile.TemporaryFile("w+") as out,
+    ):
         full = [TIME_BIN, "-f", "%e %M", "-o", tf.name, *cmd]
         t0 = time.perf_counter()
         proc = subprocess.run(full, stdout=out, stderr=subprocess.PIPE, text=True)
@@ -255,7 +261,7 @@ def cross_check(label: str, outputs: dict[str, str], notes: list[str]) -> None:
     except (KeyError, ValueError):
         return
     tv_total = next((v for k, v in tv.items() if k.startswith("total")), None)
-    for method in (m for m in commands(Path()).keys() if m in BASELINES and m in outputs):
+    for method in (m for m in commands(Path()) if m in BASELINES and m in outputs):
         got = json.loads(outputs[method])
         notes.append(
             f"{label}: {method}: {got['names']} kernel names, total dur {got['total_dur']:.0f} µs"
@@ -292,11 +298,12 @@ def format_table(rows: list[Row]) -> list[str]:
         (r.size_label, r.method, str(r.runs), f"{r.wall_s:.2f}", f"{r.mb_s:.0f}", f"{r.rss_mb:.0f}")
         for r in rows
     ]
-    widths = [max(len(x) for x in col) for col in zip(header, *cells)]
+    widths = [max(len(x) for x in col) for col in zip(header, *cells, strict=True)]
     left = {0, 1}
 
     def line(vals: tuple[str, ...]) -> str:
-        return "  ".join(v.ljust(w) if i in left else v.rjust(w) for i, (v, w) in enumerate(zip(vals, widths)))
+        pairs = enumerate(zip(vals, widths, strict=True))
+        return "  ".join(v.ljust(w) if i in left else v.rjust(w) for i, (v, w) in pairs)
 
     return [line(header), "  ".join("-" * w for w in widths), *(line(c) for c in cells)]
 
@@ -318,8 +325,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     p.add_argument("--sizes", nargs="+", default=["100MB", "1GB"], help="e.g. 100MB 1GB")
     p.add_argument("--runs", type=int, default=3, help="runs per measurement (median reported)")
-    p.add_argument("--baseline-runs", type=int, default=None,
-                   help="runs for the json/ijson baselines (default: --runs)")
+    p.add_argument(
+        "--baseline-runs",
+        type=int,
+        default=None,
+        help="runs for the json/ijson baselines (default: --runs)",
+    )
     p.add_argument("--data-dir", type=Path, default=ROOT / "benchmarks" / "data")
     p.add_argument("--gzip", action="store_true", help="benchmark .json.gz traces instead")
     return p.parse_args(argv)
@@ -329,8 +340,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     sizes = [(s.upper(), parse_size(s)) for s in args.sizes]
     baseline_runs = args.baseline_runs or args.runs
-    header = machine_info() + [
-        f"rss via: {'/usr/bin/time %M' if os.access(TIME_BIN, os.X_OK) else 'os.wait4 ru_maxrss'}"
+    how_rss = "/usr/bin/time %M" if os.access(TIME_BIN, os.X_OK) else "os.wait4 ru_maxrss"
+    header = [
+        *machine_info(),
+        f"rss via: {how_rss}"
         "; wall via perf_counter around each subprocess (includes interpreter start-up)",
         "page cache: warm — one untimed `cat FILE > /dev/null` per file, all runs read from cache"
         " (dropping the cache needs root)",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -232,6 +233,18 @@ def _reported() -> Iterator[None]:
     except BrokenPipeError:
         sys.stderr.close()
         raise typer.Exit(0) from None
+    except MemoryError:
+        print("traceview: error: out of memory", file=sys.stderr)
+        raise typer.Exit(1) from None
+    except Exception as e:  # a bug: still one line, unless TRACEVIEW_DEBUG asks for the traceback
+        if os.environ.get("TRACEVIEW_DEBUG"):
+            raise
+        print(
+            f"traceview: internal error (please report it; TRACEVIEW_DEBUG=1 shows the "
+            f"traceback): {type(e).__name__}: {e}",
+            file=sys.stderr,
+        )
+        raise typer.Exit(1) from None
 
 
 def _call(fn: Callable[..., None], *args: Any) -> None:

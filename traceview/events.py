@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from traceview import batch
 from traceview.read.reader import ReadStats, TraceReader
 
 KERNEL, MEMCPY, MEMSET = 0, 1, 2
@@ -78,6 +79,14 @@ class Interner:
             found = self.ids[value] = len(self.values)
             self.values.append(value)
         return found
+
+    def ids_of(self, values: list[Any]) -> np.ndarray:
+        """The ids of many values at once (int32)."""
+        get = self.ids.get
+        out = [get(v, -1) for v in values]
+        if -1 in out:
+            out = [self.id(v) for v in values]
+        return np.array(out, dtype=np.int32)
 
     def __len__(self) -> int:
         return len(self.values)
@@ -183,19 +192,82 @@ class EventCollector:
 
     def add(self, events: Iterable[Any]) -> None:
         """Add one batch; all-or-nothing, so a batch can be retried after NeedsExactTimes."""
+        gpu, gpu_kinds, runtime, other = self._split(events)
         lists = _Lists()
+        gpu_columns = self._gpu_columns(gpu, gpu_kinds)
+        if gpu_columns is None:
+            self._add_each(zip(gpu, gpu_kinds, strict=True), lists)
+        runtime_times = None if self.keep_cpu else batch.timed(runtime)
+        runtime_corr = batch.correlations(runtime) if runtime_times is not None else None
+        if runtime_times is None or runtime_corr is None:
+            self._add_each(((e, _RUNTIME) for e in runtime), lists)
+        self._add_each(other, lists)
+        self._commit(lists)
+        if gpu_columns is not None:
+            self._commit_gpu(gpu_columns)
+        if runtime_times is not None and runtime_corr is not None:
+            self._commit_runtime(runtime_corr, *runtime_times)
+
+    def _split(self, events: Iterable[Any]) -> tuple[list[Any], list[int], list[Any], list[Any]]:
+        """GPU activity (with kinds), runtime calls, and other events worth converting."""
         categories = self._categories
+        keep_cpu = self.keep_cpu
+        gpu: list[Any] = []
+        kinds: list[int] = []
+        runtime: list[Any] = []
+        other: list[tuple[Any, int]] = []
         for e in events:
             kind = categories.get(e.cat)
             if kind is None:
                 kind = categories[e.cat] = _CATEGORIES.get(e.cat.lower(), _OTHER)
             if kind == _OTHER or e.ph != "X":
                 continue
+            if kind <= MEMSET:
+                gpu.append(e)
+                kinds.append(kind)
+            elif kind == _RUNTIME:
+                runtime.append(e)
+            elif keep_cpu or e.name.startswith(STEP_PREFIX):
+                other.append((e, kind))
+        return gpu, kinds, runtime, other
+
+    def _gpu_columns(self, gpu: list[Any], kinds: list[int]) -> tuple[np.ndarray, ...] | None:
+        """Columns of a batch of GPU events, or None to convert them one by one."""
+        if not gpu:
+            return None
+        times = batch.timed(gpu)
+        corr = batch.correlations(gpu) if times is not None else None
+        if times is None or corr is None:
+            return None
+        ts, dur = times
+        return (
+            np.array(kinds, dtype=np.int8),
+            self.names.ids_of([e.name for e in gpu]),
+            self.streams.ids_of(batch.stream_keys(gpu)),
+            ts,
+            dur,
+            corr,
+        )
+
+    def _add_each(self, pairs: Iterable[tuple[Any, int]], lists: _Lists) -> None:
+        """The per-event path: exact conversion, bad events skipped and counted."""
+        for e, kind in pairs:
             try:
                 self._add_event(e, kind, lists)
             except BadNumber:
                 self.quality["events with a non-numeric or non-finite ts/dur (skipped)"] += 1
-        self._commit(lists)
+
+    def _commit_gpu(self, columns: tuple[np.ndarray, ...]) -> None:
+        ts, dur = columns[3], columns[4]
+        self._gpu.append(columns)
+        self._widen_span(int(ts.min()), int((ts + dur).max()))
+
+    def _commit_runtime(self, corr: np.ndarray, ts: np.ndarray, dur: np.ndarray) -> None:
+        if len(ts) == 0:
+            return
+        has = corr >= 0
+        self._runtime.append((corr[has], ts[has]))
+        self._widen_span(int(ts.min()), int((ts + dur).max()))
 
     def _add_event(self, e: Any, kind: int, lists: _Lists) -> None:
         if e.ts is None:
@@ -251,19 +323,16 @@ class EventCollector:
 
     def _commit(self, lists: _Lists) -> None:
         if lists.kind:
-            ts = np.array(lists.ts, dtype=np.int64)
-            dur = np.array(lists.dur, dtype=np.int64)
-            self._gpu.append(
+            self._commit_gpu(
                 (
                     np.array(lists.kind, dtype=np.int8),
                     np.array(lists.name, dtype=np.int32),
                     np.array(lists.stream, dtype=np.int32),
-                    ts,
-                    dur,
+                    np.array(lists.ts, dtype=np.int64),
+                    np.array(lists.dur, dtype=np.int64),
                     np.array(lists.corr, dtype=np.int64),
                 )
             )
-            self._widen_span(int(ts.min()), int((ts + dur).max()))
         if lists.rt_corr:
             self._runtime.append(
                 (np.array(lists.rt_corr, dtype=np.int64), np.array(lists.rt_ts, dtype=np.int64))

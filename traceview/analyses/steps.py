@@ -95,8 +95,16 @@ def launch_times(events: TraceEvents) -> np.ndarray:
     return points
 
 
-def in_steps(events: TraceEvents, steps: list[int], windows: dict[int, Window]) -> np.ndarray:
-    """Boolean mask over GPU rows: the row belongs to one of ``steps``."""
+def in_steps(
+    events: TraceEvents,
+    steps: list[int],
+    windows: dict[int, Window],
+    launch: np.ndarray | None = None,
+) -> np.ndarray:
+    """Boolean mask over GPU rows: the row belongs to one of ``steps``.
+
+    ``launch`` is ``launch_times(events)``, passed in when testing many steps.
+    """
     missing = [n for n in steps if n not in windows]
     if missing:
         found = _describe(list(windows))
@@ -104,7 +112,8 @@ def in_steps(events: TraceEvents, steps: list[int], windows: dict[int, Window]) 
             f"--pstep: no ProfilerStep {', '.join(map(str, missing))} in this trace "
             f"(steps found: {found})"
         )
-    launch = launch_times(events)
+    if launch is None:
+        launch = launch_times(events)
     own = events.gpu.ts
     mask = np.zeros(len(own), dtype=bool)
     for n in steps:
@@ -123,9 +132,10 @@ def step_table(events: TraceEvents, kinds: tuple[int, ...] = (KERNEL,)) -> list[
     """
     windows = step_windows(events)
     selected = np.isin(events.gpu.kind, kinds)
+    launch = launch_times(events)
     rows = []
     for n, w in windows.items():
-        mask = in_steps(events, [n], windows) & selected
+        mask = in_steps(events, [n], windows, launch) & selected
         rows.append(_step_row(events, n, w, mask))
     return rows
 

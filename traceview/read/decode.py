@@ -17,13 +17,15 @@ from typing import Any
 
 import msgspec
 
+from traceview.read.jsonscan import iter_values
+
 # A timestamp with ≥ 10 integer digits and a fraction: float64 cannot hold it to the ns.
 _EXACT_TS = re.compile(rb'"ts"\s*:\s*-?\d{10,}\.\d')
 # Non-standard number tokens some writers emit; stdlib json knows only NaN/Infinity.
 _BAD_CONSTANT = re.compile(rb'"(?:[^"\\]|\\.)*"|(-?\b(?:inf|Infinity|NaN|nan)\b)', re.S)
 
 
-class Args(msgspec.Struct):
+class Args(msgspec.Struct, gc=False):
     """The few `args` fields traceview uses."""
 
     correlation: int | None = None
@@ -31,7 +33,7 @@ class Args(msgspec.Struct):
     stream: int | str | None = None
 
 
-class Event(msgspec.Struct):
+class Event(msgspec.Struct, gc=False):
     """One trace event, only the declared fields (numbers as float or int)."""
 
     ph: str = ""
@@ -44,7 +46,7 @@ class Event(msgspec.Struct):
     args: Args | None = None
 
 
-class ExactEvent(msgspec.Struct):
+class ExactEvent(msgspec.Struct, gc=False):
     """One trace event with exact (Decimal) ts and dur."""
 
     ph: str = ""
@@ -85,7 +87,27 @@ def decode_chunk(chunk: bytes, exact: bool, skipped: Counter[str]) -> list[Any]:
     try:
         return (_FAST_EXACT if exact else _FAST).decode(b"[" + chunk + b"]")
     except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError):
-        return _decode_lenient(chunk, skipped)
+        try:
+            return _decode_lenient(chunk, skipped)
+        except RecursionError:
+            return _decode_each(chunk, exact, skipped)
+    except RecursionError:
+        return _decode_each(chunk, exact, skipped)
+
+
+def _decode_each(chunk: bytes, exact: bool, skipped: Counter[str]) -> list[Any]:
+    """Event by event (a chunk holding events nested too deeply to decode): skip those."""
+    out: list[Any] = []
+    last_end = 0
+    for start, end in iter_values(chunk):
+        last_end = end
+        try:
+            out.extend(decode_chunk(chunk[start:end], exact, skipped))
+        except RecursionError:
+            skipped["events nested too deeply to decode (skipped)"] += 1
+    if chunk[last_end:].strip():
+        raise ChunkError(last_end, "malformed JSON between events")
+    return out
 
 
 def _decode_lenient(chunk: bytes, skipped: Counter[str]) -> list[ExactEvent]:

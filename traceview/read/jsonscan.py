@@ -7,6 +7,7 @@ event array and to repair a block the fast cutter split at the wrong nesting dep
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 # A complete string, a lone quote (an unterminated string: the text ends inside it), or a bracket.
 _TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|"|[\[\]{}]', re.S)
@@ -61,6 +62,23 @@ def string_at(buf: bytes, pos: int) -> tuple[bytes, int] | None:
     """The raw JSON string literal at ``pos`` and its end, or None if incomplete."""
     m = _STRING.match(buf, pos)
     return (m.group(), m.end()) if m else None
+
+
+def iter_values(buf: bytes) -> Iterator[tuple[int, int]]:
+    """(start, end) of each complete comma-separated value in ``buf``; stops at a bad one."""
+    pos, size = 0, len(buf)
+    while True:
+        pos = skip_ws(buf, pos)
+        if pos >= size:
+            return
+        end = value_end(buf, pos, at_eof=True)
+        if end is None:
+            return
+        yield pos, end
+        pos = skip_ws(buf, end)
+        if pos >= size or buf[pos] != ord(","):
+            return
+        pos += 1
 
 
 def split_values(buf: bytes) -> tuple[int, int]:

@@ -1,0 +1,68 @@
+"""Vectorised conversion of a batch of decoded events into numpy columns.
+
+The common case — numbers that are ints, or floats small enough to hold ns exactly — is
+converted a whole batch at a time. Anything unusual (missing or non-numeric values, huge
+ints, negative durations, epoch-scale floats) returns None, and the caller converts that
+batch event by event, which counts and skips bad events and switches to exact decoding.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+_FLOAT_EXACT_LIMIT = float(2**33)  # below this, a 3-decimal µs float holds its ns exactly
+_INT_LIMIT = 2**63 // 1000
+
+
+def ns_array(values: Sequence[Any]) -> np.ndarray | None:
+    """µs values as int64 ns, or None if any value needs the per-event path."""
+    try:
+        array = np.array(values)
+    except (OverflowError, ValueError):
+        return None
+    if array.dtype.kind == "i":
+        if len(array) and (array.max() >= _INT_LIMIT or array.min() <= -_INT_LIMIT):
+            return None
+        return array.astype(np.int64) * 1000
+    if array.dtype.kind == "f":
+        if len(array) and not (np.abs(array) < _FLOAT_EXACT_LIMIT).all():  # also NaN, inf
+            return None
+        return np.rint(array * 1000).astype(np.int64)
+    return None
+
+
+def correlations(events: Sequence[Any]) -> np.ndarray | None:
+    """args.correlation per event (−1 when absent), or None if one is out of range."""
+    values = [
+        a.correlation if (a := e.args) is not None and a.correlation is not None else -1
+        for e in events
+    ]
+    try:
+        array = np.array(values, dtype=np.int64)
+    except (OverflowError, ValueError, TypeError):
+        return None
+    return array if not (array < -1).any() else None
+
+
+def stream_keys(events: Sequence[Any]) -> list[tuple[Any, Any]]:
+    """(args.device, args.stream) per event, else (pid, tid)."""
+    return [
+        (a.device, a.stream)
+        if (a := e.args) is not None and a.device is not None and a.stream is not None
+        else (e.pid, e.tid)
+        for e in events
+    ]
+
+
+def timed(events: Sequence[Any]) -> tuple[np.ndarray, np.ndarray] | None:
+    """(ts, dur) in ns for a batch, or None if it needs the per-event path."""
+    ts = ns_array([e.ts for e in events])
+    if ts is None:
+        return None
+    dur = ns_array([e.dur for e in events])
+    if dur is None or (len(dur) and dur.min() < 0):
+        return None
+    return ts, dur
