@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 _FLOAT_EXACT_LIMIT = float(2**33)  # below this, a 3-decimal µs float holds its ns exactly
-_INT_LIMIT = 2**63 // 1000
+_INT_LIMIT = 2**62 // 1000  # ns below 2^62 (as events.to_ns), so ts + dur fits int64
 
 
 def ns_array(values: Sequence[Any]) -> np.ndarray | None:

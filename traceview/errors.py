@@ -10,6 +10,7 @@ class TraceviewError(Exception):
     """An error the user can act on: printed as one line, never as a traceback."""
 
     def __init__(self, message: str, exit_code: int = DATA_ERROR) -> None:
+        message = _one_line(message)
         super().__init__(message)
         self.message = message
         self.exit_code = exit_code
@@ -20,3 +21,10 @@ class UsageError(TraceviewError):
 
     def __init__(self, message: str) -> None:
         super().__init__(message, USAGE_ERROR)
+
+
+def _one_line(text: str) -> str:
+    """Control characters (from names or keys quoted in a message) shown escaped."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)

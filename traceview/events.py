@@ -40,6 +40,7 @@ STEP_PREFIX = "ProfilerStep#"
 # Below 2^33 µs (~2.4 h) a float holds a 3-decimal µs value to well under 1 ns.
 _FLOAT_EXACT_LIMIT = float(2**33)
 _INT64_MAX = 2**63 - 1
+_NS_LIMIT = 2**62
 
 
 class NeedsExactTimes(Exception):
@@ -51,7 +52,14 @@ class BadNumber(Exception):
 
 
 def to_ns(value: float | int | Decimal) -> int:
-    """A µs value from the trace as exact integer nanoseconds."""
+    """A µs value from the trace as exact integer nanoseconds (|ns| < 2^62, so sums fit)."""
+    ns = _to_ns(value)
+    if not -_NS_LIMIT < ns < _NS_LIMIT:
+        raise BadNumber
+    return ns
+
+
+def _to_ns(value: float | int | Decimal) -> int:
     kind = type(value)
     if kind is int:
         return value * 1000  # type: ignore[return-value]
@@ -62,7 +70,10 @@ def to_ns(value: float | int | Decimal) -> int:
             raise BadNumber
         raise NeedsExactTimes
     if isinstance(value, Decimal) and value.is_finite():
-        return int((value * 1000).to_integral_value())
+        try:
+            return int((value * 1000).to_integral_value())
+        except ArithmeticError:  # an exponent beyond Decimal's range, e.g. 1e999999999
+            raise BadNumber from None
     raise BadNumber
 
 
@@ -255,7 +266,7 @@ class EventCollector:
             try:
                 self._add_event(e, kind, lists)
             except BadNumber:
-                self.quality["events with a non-numeric or non-finite ts/dur (skipped)"] += 1
+                self.quality["events skipped: ts or dur not a finite number, or dur negative"] += 1
 
     def _commit_gpu(self, columns: tuple[np.ndarray, ...]) -> None:
         ts, dur = columns[3], columns[4]

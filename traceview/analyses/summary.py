@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from traceview.analyses.quality import quality_warnings
 from traceview.events import TraceEvents
 
 _HEADER_FIELDS = ("schemaVersion", "displayTimeUnit", "baseTimeNanoseconds", "traceName")
@@ -23,6 +24,7 @@ class TraceSummary:
     device_names: tuple[str, ...]
     header: dict[str, Any]
     warnings: tuple[str, ...]
+    time_resolution: str = "us"
 
     def as_dict(self) -> dict[str, Any]:
         """The ``trace`` object of the JSON outputs."""
@@ -35,6 +37,7 @@ class TraceSummary:
             "streams": self.streams,
             "device_names": list(self.device_names),
             "header": self.header,
+            "time_resolution": self.time_resolution,
             "warnings": list(self.warnings),
         }
 
@@ -52,8 +55,16 @@ def summarize(events: TraceEvents, extra_warnings: tuple[str, ...] = ()) -> Trac
         streams=len(events.streams),
         device_names=_device_names(events.header),
         header=_header_fields(events.header),
-        warnings=(*_read_warnings(events), *extra_warnings),
+        warnings=(*_read_warnings(events), *quality_warnings(events), *extra_warnings),
+        time_resolution=_resolution(events),
     )
+
+
+def _resolution(events: TraceEvents) -> str:
+    """``ns`` when timestamps carry sub-µs digits, else ``us``."""
+    ts = events.gpu.ts
+    exact = events.read.exact_times or bool(len(ts) and (ts % 1000 != 0).any())
+    return "ns" if exact else "us"
 
 
 def _device_names(header: dict[str, Any]) -> tuple[str, ...]:

@@ -65,6 +65,8 @@ _NUMBER_TYPES = (int, Decimal, type(None))
 NON_FINITE = b'"<non-finite number>"'
 
 _FAST = msgspec.json.Decoder(list[Event])
+_FAST_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError, RecursionError)
+_SLOW_ERRORS = (RecursionError, ArithmeticError)
 _FAST_EXACT = msgspec.json.Decoder(list[ExactEvent])
 
 
@@ -85,26 +87,34 @@ def needs_exact(chunk: bytes) -> bool:
 def decode_chunk(chunk: bytes, exact: bool, skipped: Counter[str]) -> list[Any]:
     """Decode ``chunk`` (events separated by commas, no brackets) into Event structs."""
     try:
-        return (_FAST_EXACT if exact else _FAST).decode(b"[" + chunk + b"]")
-    except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError):
-        try:
-            return _decode_lenient(chunk, skipped)
-        except RecursionError:
-            return _decode_each(chunk, exact, skipped)
-    except RecursionError:
+        return _decode_fast(chunk, exact)
+    except _FAST_ERRORS:
+        pass
+    try:
+        return _decode_lenient(chunk, skipped)
+    except _SLOW_ERRORS:
         return _decode_each(chunk, exact, skipped)
 
 
+def _decode_fast(chunk: bytes, exact: bool) -> list[Any]:
+    return (_FAST_EXACT if exact else _FAST).decode(b"[" + chunk + b"]")
+
+
 def _decode_each(chunk: bytes, exact: bool, skipped: Counter[str]) -> list[Any]:
-    """Event by event (a chunk holding events nested too deeply to decode): skip those."""
+    """Event by event, for a chunk holding events too deeply nested or with numbers out of
+    range for the slow path: those events are skipped and counted."""
     out: list[Any] = []
     last_end = 0
     for start, end in iter_values(chunk):
         last_end = end
+        value = chunk[start:end]
         try:
-            out.extend(decode_chunk(chunk[start:end], exact, skipped))
-        except RecursionError:
-            skipped["events nested too deeply to decode (skipped)"] += 1
+            out.extend(_decode_fast(value, exact))
+        except _FAST_ERRORS:
+            try:
+                out.extend(_decode_lenient(value, skipped))
+            except _SLOW_ERRORS:
+                skipped["events skipped: nested too deeply, or a number out of range"] += 1
     if chunk[last_end:].strip():
         raise ChunkError(last_end, "malformed JSON between events")
     return out
@@ -121,7 +131,7 @@ def _decode_lenient(chunk: bytes, skipped: Counter[str]) -> list[ExactEvent]:
     for item in items:
         event = _convert(item)
         if event is None:
-            skipped["malformed event (not an object or a field of the wrong type)"] += 1
+            skipped["events skipped: not an object, or a field of the wrong type"] += 1
         else:
             out.append(event)
     return out
@@ -149,13 +159,13 @@ def _convert(item: Any) -> ExactEvent | None:
         return None
     if any(type(item.get(key)) not in _NUMBER_TYPES for key in ("ts", "dur")):
         return None
-    for key in ("name", "cat"):
+    for key in ("name", "cat", "ph", "pid", "tid"):
         value = item.get(key)
         if isinstance(value, str):
             item[key] = _clean_text(value)
     try:
         return msgspec.convert(item, ExactEvent)
-    except msgspec.ValidationError:
+    except (msgspec.ValidationError, UnicodeEncodeError):  # e.g. a lone surrogate in args
         return None
 
 

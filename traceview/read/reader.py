@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from traceview.errors import TraceviewError
 from traceview.read.decode import ChunkError, decode_chunk, needs_exact
@@ -170,7 +170,7 @@ class TraceReader:
             buf.min_cut = cut.start() + 1
             if end:
                 self._last_event_end = buf.base + start + end
-                yield self._decode_counted(chunk[:end])
+                yield self._decode_or_fail(chunk[:end], buf.base + start)
             return
         buf.pos = cut.end() - 1
         self._last_event_end = buf.base + cut.start() + 1
@@ -181,11 +181,15 @@ class TraceReader:
         self.stats.repaired_chunks += 1
         end, _ = split_values(chunk)
         if chunk[end:].strip(b" \t\r\n,") == b"":
-            try:
-                self._decode_counted(chunk)
-            except ChunkError as e:
-                self._fail(f"malformed JSON at byte {offset + e.pos}: {e.why}")
+            self._decode_or_fail(chunk, offset)
         return end
+
+    def _decode_or_fail(self, chunk: bytes, offset: int) -> list[Any]:
+        """Decode events known to be cut right; a failure is malformed JSON at an offset."""
+        try:
+            return self._decode_counted(chunk)
+        except ChunkError as e:
+            self._fail(f"malformed JSON at byte {offset + e.pos}: {e.why}")
 
     def _tail(self, buf: _Buffer) -> Generator[list[Any], None, bool]:
         """Decode the events after the last cut; True if the array's ``]`` was reached.
@@ -208,10 +212,7 @@ class TraceReader:
                 self._fail(f"malformed JSON at byte {buf.base + pos}: expected , or ]")
         if last_end > first:
             self._last_event_end = buf.base + last_end
-            try:
-                yield self._decode_counted(data[first:last_end])
-            except ChunkError as e:
-                self._fail(f"malformed JSON at byte {buf.base + first + e.pos}: {e.why}")
+            yield self._decode_or_fail(data[first:last_end], buf.base + first)
         if data[pos : pos + 1] != b"]":
             buf.pos = last_end
             return False
@@ -252,7 +253,7 @@ class TraceReader:
         if self.on_progress is not None:
             self.on_progress(source.file_position)
 
-    def _fail(self, message: str) -> None:
+    def _fail(self, message: str) -> NoReturn:
         raise TraceviewError(f"{self.path}: {message}")
 
 
