@@ -42,6 +42,10 @@ Partial = Annotated[
     ),
 ]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar on stderr.")]
+Strict = Annotated[
+    bool,
+    typer.Option("--strict", help="Fail (exit 1) instead of skipping and counting bad events."),
+]
 Verbose = Annotated[
     bool, typer.Option("--verbose", "-v", help="Full kernel names instead of short ones.")
 ]
@@ -112,6 +116,7 @@ def kernels(
     ] = False,
     partial: Partial = False,
     quiet: Quiet = False,
+    strict: Strict = False,
 ) -> None:
     """Per-kernel statistics: count, total, mean, std, min/max, p50/p90/p99, shares."""
     from traceview import run
@@ -127,7 +132,7 @@ def kernels(
             steps=tuple(parse_steps(pstep)) if pstep else (),
         )  # fmt: skip
         out = run.OutputOptions(fmt, verbose, output, force)
-        run.kernels(trace, options, run.ReadOptions(partial, quiet), out)
+        run.kernels(trace, options, run.ReadOptions(partial, quiet, strict), out)
 
 
 @app.command()
@@ -187,6 +192,7 @@ def gaps(
     ] = False,
     partial: Partial = False,
     quiet: Quiet = False,
+    strict: Strict = False,
 ) -> None:
     """Where the GPU sits idle: gaps per stream and device, histogram, transitions, largest gaps."""
     from traceview import run
@@ -209,17 +215,126 @@ def gaps(
             bins=bins, linear=linear, largest=largest, sort=gap_sort, top=gap_top,
         )  # fmt: skip
         out = run.OutputOptions(fmt, verbose, gap_output, force)
-        run.gaps(trace, options, run.ReadOptions(partial, quiet), out)
+        run.gaps(trace, options, run.ReadOptions(partial, quiet, strict), out)
 
 
 @app.command()
 def steps(
-    trace: Trace, fmt: Format = "table", partial: Partial = False, quiet: Quiet = False
+    trace: Trace,
+    fmt: Format = "table",
+    partial: Partial = False,
+    quiet: Quiet = False,
+    strict: Strict = False,
 ) -> None:
     """The ProfilerSteps found: duration, kernels launched in each, kernel time, GPU busy %."""
     from traceview import run
 
-    _call(run.steps, trace, run.ReadOptions(partial, quiet), run.OutputOptions(fmt))
+    _call(run.steps, trace, run.ReadOptions(partial, quiet, strict), run.OutputOptions(fmt))
+
+
+@app.command()
+def snapshot(
+    trace: Trace,
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="Write the snapshot here (default: stdout)."),
+    ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Overwrite the --output file if it exists.")
+    ] = False,
+    partial: Partial = False,
+    quiet: Quiet = False,
+    strict: Strict = False,
+) -> None:
+    """A small versioned JSON summary of a trace: the baseline for traceview diff."""
+    from traceview import run
+
+    _call(run.snapshot, trace, run.ReadOptions(partial, quiet, strict), output, force)
+
+
+@app.command()
+def diff(
+    base: Annotated[
+        Path,
+        typer.Argument(
+            help="Baseline: a trace or a snapshot (traceview snapshot).", show_default=False
+        ),
+    ],
+    new: Annotated[
+        Path, typer.Argument(help="The run to check: a trace or a snapshot.", show_default=False)
+    ],
+    max_regression: Annotated[
+        str | None,
+        typer.Option(
+            "--max-regression",
+            help="Gate: exit 1 when total kernel time, or the time of any kernel holding "
+            "--min-share of the baseline, grew by more than this (5% or 5). Default: no gate.",
+        ),
+    ] = None,
+    max_idle_regression: Annotated[
+        str | None,
+        typer.Option(
+            "--max-idle-regression",
+            help="Gate: exit 1 when GPU idle time grew by more than this (5% or 5).",
+        ),
+    ] = None,
+    min_share: Annotated[
+        str,
+        typer.Option(
+            "--min-share",
+            help="Gate only kernels holding at least this % of the baseline kernel time.",
+        ),
+    ] = "1%",
+    min_time: Annotated[
+        str,
+        typer.Option(
+            "--min-time",
+            help="Never gate kernels below this time on both sides (10us, 0.5ms; bare = µs).",
+        ),
+    ] = "10us",
+    pstep: Annotated[
+        str | None,
+        typer.Option("--pstep", help="Compare only these ProfilerSteps (both sides): N, N-M, N,M."),
+    ] = None,
+    top: Annotated[
+        int, typer.Option("--top", "-t", min=0, help="Kernel rows per table; 0 = all.")
+    ] = 20,
+    verbose: Verbose = False,
+    fmt: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            "-f",
+            help="Output: table (rich on a terminal, text when piped), json, md (review comment).",
+        ),
+    ] = "table",
+    partial: Partial = False,
+    quiet: Quiet = False,
+    strict: Strict = False,
+) -> None:
+    """Compare two traces or snapshots; with --max-regression, a CI gate (exit 1 on regression)."""
+    from traceview import run
+    from traceview.analyses.diff import DiffOptions, parse_percent
+    from traceview.analyses.gaps import parse_duration
+    from traceview.analyses.steps import parse_steps
+
+    with _reported():
+        options = DiffOptions(
+            steps=tuple(parse_steps(pstep)) if pstep else (),
+            max_regression_pct=(
+                parse_percent(max_regression, "--max-regression") if max_regression else None
+            ),
+            max_idle_regression_pct=(
+                parse_percent(max_idle_regression, "--max-idle-regression")
+                if max_idle_regression
+                else None
+            ),
+            min_share_pct=parse_percent(min_share, "--min-share"),
+            min_time_ns=parse_duration(min_time),
+            top=top,
+        )
+        out = run.OutputOptions(fmt, verbose)
+        run.diff(base, new, options, run.ReadOptions(partial, quiet, strict), out)
 
 
 @contextmanager

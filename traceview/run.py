@@ -8,19 +8,23 @@ from pathlib import Path
 import orjson
 from rich.console import Console
 
+from traceview.analyses.diff import DiffOptions, Side, check_options, compare
 from traceview.analyses.gaps import GapOptions, analyse_gaps
 from traceview.analyses.kernels import KernelOptions, analyse_kernels
+from traceview.analyses.snapshot import build_snapshot, is_snapshot, load_snapshot, to_json
 from traceview.analyses.steps import step_table
-from traceview.analyses.summary import summarize
-from traceview.errors import UsageError
+from traceview.analyses.summary import read_warnings, summarize
+from traceview.errors import TraceviewError, UsageError
 from traceview.events import TraceEvents, collect_events
 from traceview.read.reader import TraceReader
+from traceview.render import diff as render_diff
 from traceview.render import gaps as render_gaps
 from traceview.render import kernels as render_kernels
 from traceview.render import steps as render_steps
 from traceview.render.header import trace_lines
 from traceview.render.output import (
     ByteProgress,
+    stderr_console,
     stdout_is_terminal,
     write_file,
     write_stdout,
@@ -29,6 +33,7 @@ from traceview.render.tables import to_markdown, to_rich, to_text
 from traceview.state import remember_trace
 
 FORMATS = ("table", "json", "csv", "md")
+DIFF_FORMATS = ("table", "json", "md")
 
 
 @dataclass(frozen=True)
@@ -37,6 +42,7 @@ class ReadOptions:
 
     partial: bool = False
     quiet: bool = False
+    strict: bool = False
 
 
 @dataclass(frozen=True)
@@ -55,6 +61,12 @@ def read_trace(path: Path, options: ReadOptions, keep_cpu: bool = False) -> Trac
     with ByteProgress(reader.info.size_bytes, enabled=not options.quiet) as progress:
         reader.on_progress = progress
         events = collect_events(reader, keep_cpu)
+    problems = read_warnings(events)
+    if options.strict and problems:
+        raise TraceviewError(f"{path}: --strict: {'; '.join(problems)}")
+    console = stderr_console()
+    for problem in problems:
+        console.print(f"traceview: warning: {problem}", markup=False, soft_wrap=True)
     remember_trace(path)
     return events
 
@@ -140,3 +152,42 @@ def _check_format(fmt: str) -> None:
 
 def _stdout_console() -> Console:
     return Console(highlight=False)
+
+
+def snapshot(path: Path, read: ReadOptions, output: Path | None, force: bool) -> None:
+    """``traceview snapshot``: the JSON snapshot to stdout, or atomically to ``output``."""
+    if output is not None and output.exists() and not force:
+        raise UsageError(f"{output}: already exists (use --force to overwrite)")
+    text = to_json(build_snapshot(read_trace(path, read)))
+    if output is None:
+        write_stdout(text)
+    else:
+        write_file(output, text, force)
+
+
+def diff(
+    base: Path, new: Path, options: DiffOptions, read: ReadOptions, out: OutputOptions
+) -> None:
+    """``traceview diff``: render the comparison; a failed gate raises (exit 1) afterwards."""
+    if out.format not in DIFF_FORMATS:
+        raise UsageError(f"--format {out.format!r}: expected one of {', '.join(DIFF_FORMATS)}")
+    check_options(options)
+    report = compare(_diff_side(base, read), _diff_side(new, read), options)
+    if out.format == "json":
+        document = render_diff.as_json(report)
+        write_stdout(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode() + "\n")
+    elif out.format == "md":
+        write_stdout(render_diff.markdown(report, out.verbose))
+    elif stdout_is_terminal():
+        render_diff.print_rich(report, _stdout_console(), out.verbose)
+    else:
+        write_stdout(render_diff.text(report, out.verbose))
+    if not report.gate.passed:
+        raise TraceviewError(render_diff.failure_message(report, out.verbose))
+
+
+def _diff_side(path: Path, read: ReadOptions) -> Side:
+    """A diff input: a snapshot (recognised by its content) or a trace, snapshotted here."""
+    if is_snapshot(path):
+        return Side(str(path), "snapshot", load_snapshot(path))
+    return Side(str(path), "trace", build_snapshot(read_trace(path, read)))

@@ -55,7 +55,7 @@ def summarize(events: TraceEvents, extra_warnings: tuple[str, ...] = ()) -> Trac
         streams=len(events.streams),
         device_names=_device_names(events.header),
         header=_header_fields(events.header),
-        warnings=(*_read_warnings(events), *quality_warnings(events), *extra_warnings),
+        warnings=(*read_warnings(events), *quality_warnings(events), *extra_warnings),
         time_resolution=_resolution(events),
     )
 
@@ -84,8 +84,8 @@ def _header_fields(header: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _read_warnings(events: TraceEvents) -> list[str]:
-    """Data-quality notes: skipped events, truncation, repaired cuts."""
+def read_warnings(events: TraceEvents) -> list[str]:
+    """What reading could not take as it was: skipped events, missing durations, truncation."""
     notes = [f"{n} {why}" for why, n in sorted(events.read.skipped.items())]
     notes += [f"{n} {why}" for why, n in sorted(events.quality.items())]
     if events.read.truncated_at is not None:

@@ -130,6 +130,8 @@ def _no_events_message(header: dict[str, Any]) -> str:
     keys = ", ".join(list(header)[:8]) or "none"
     if header.keys() >= EXECUTION_TRACE_KEYS:
         return f'a PyTorch Execution Trace, not a Chrome trace (no "traceEvents"; keys: {keys})'
+    if any(k.startswith("rocprofiler") for k in header):
+        return f'a rocprofiler JSON file, not a Chrome trace (no "traceEvents"; keys: {keys})'
     return f'JSON object without "traceEvents": not a Chrome trace (keys: {keys})'
 
 

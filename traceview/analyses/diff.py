@@ -1,0 +1,431 @@
+"""Compare two snapshots (a trace side is snapshotted in memory first) and evaluate the CI gate.
+
+Three ways to compare, chosen from the ProfilerSteps available (definitions: docs/metrics.md):
+``median`` when both sides have at least two (selected) steps — every figure is the median of
+its per-step values, which is robust to a slow step and to different step counts; ``steps``
+when ``--pstep`` selects fewer — sums over the selected steps; ``total`` otherwise — the
+whole-trace figures.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from itertools import groupby
+from typing import Any
+
+import numpy as np
+
+from traceview import __version__
+from traceview.analyses.names import short_name
+from traceview.analyses.snapshot import Snapshot, digest
+from traceview.errors import UsageError
+
+MIN_STEPS_FOR_MEDIAN = 2
+_PERCENT = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*%?\s*$")
+
+
+@dataclass(frozen=True)
+class DiffOptions:
+    """Selection (``steps``), gate limits and how many kernel rows to show."""
+
+    steps: tuple[int, ...] = ()
+    max_regression_pct: float | None = None
+    max_idle_regression_pct: float | None = None
+    min_share_pct: float = 1.0
+    min_time_ns: int = 10_000
+    top: int = 20
+
+
+@dataclass(frozen=True)
+class Side:
+    """One input of a diff: its path, ``trace`` or ``snapshot``, and its snapshot."""
+
+    path: str
+    source: str
+    snapshot: Snapshot
+
+
+@dataclass(frozen=True)
+class SideView:
+    """What the report says about one side: ``steps`` compared (none in ``total`` mode) and the
+    number of steps it has."""
+
+    path: str
+    source: str
+    traceview_version: str
+    trace: dict[str, Any]
+    steps: tuple[int, ...]
+    available_steps: int
+
+
+@dataclass(frozen=True)
+class Change:
+    """One figure before and after; ``pct`` is None when there is no baseline to divide by."""
+
+    key: str
+    label: str
+    before: float | None
+    after: float | None
+
+    @property
+    def delta(self) -> float | None:
+        return None if self.before is None or self.after is None else self.after - self.before
+
+    @property
+    def pct(self) -> float | None:
+        return percent_change(self.before, self.after)
+
+
+@dataclass(frozen=True)
+class KernelChange:
+    """One kernel before and after; ``status`` is ``changed``, ``new`` or ``vanished``.
+
+    ``gated``: subject to ``--max-regression`` (on both sides, at least ``--min-share`` of the
+    baseline kernel time, above ``--min-time`` on one side); ``regressed``: it failed it.
+    """
+
+    name: str
+    status: str
+    count_before: float
+    count_after: float
+    time_before_us: float
+    time_after_us: float
+    mean_before_us: float | None
+    mean_after_us: float | None
+    share_before_pct: float
+    gated: bool
+    regressed: bool
+
+    @property
+    def short_name(self) -> str:
+        return short_name(self.name)
+
+    @property
+    def delta_us(self) -> float:
+        return self.time_after_us - self.time_before_us
+
+    @property
+    def pct(self) -> float | None:
+        return percent_change(self.time_before_us, self.time_after_us)
+
+    @property
+    def mean_delta_us(self) -> float | None:
+        if self.mean_before_us is None or self.mean_after_us is None:
+            return None
+        return self.mean_after_us - self.mean_before_us
+
+
+@dataclass(frozen=True)
+class Failure:
+    """One gate check that failed: ``what`` is ``kernel_time``, ``idle`` or ``kernel``."""
+
+    what: str
+    name: str
+    before: float
+    after: float
+    pct: float
+    limit_pct: float
+
+
+@dataclass(frozen=True)
+class Gate:
+    """The limits in force and the checks that failed."""
+
+    max_regression_pct: float | None
+    max_idle_regression_pct: float | None
+    min_share_pct: float
+    min_time_us: float
+    failures: tuple[Failure, ...]
+
+    @property
+    def active(self) -> bool:
+        return self.max_regression_pct is not None or self.max_idle_regression_pct is not None
+
+    @property
+    def passed(self) -> bool:
+        return not self.failures
+
+
+@dataclass(frozen=True)
+class DiffReport:
+    """The result of ``traceview diff``: every rendering reads this one object."""
+
+    base: SideView
+    new: SideView
+    mode: str
+    figures: tuple[Change, ...]
+    kernels: tuple[KernelChange, ...]
+    new_kernels: tuple[KernelChange, ...]
+    vanished: tuple[KernelChange, ...]
+    left_out: dict[str, int]
+    gate: Gate
+    options: DiffOptions
+    notes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class _Figures:
+    """One side's figures in the chosen mode; kernels: name → (count, time µs, mean µs)."""
+
+    kernel_time_us: float
+    kernel_count: float
+    idle_us: float
+    step_time_us: float | None
+    kernels: dict[str, tuple[float, float, float]]
+
+
+def percent_change(before: float | None, after: float | None) -> float | None:
+    """(after − before) / before × 100; 0 when both are 0; None without a baseline."""
+    if before is None or after is None or (before == 0 and after != 0):
+        return None
+    return 0.0 if before == 0 else (after - before) / before * 100
+
+
+def parse_percent(text: str, flag: str) -> float:
+    """``5%``, ``5`` or ``2.5%`` as a number of percent."""
+    m = _PERCENT.match(text)
+    if not m:
+        raise UsageError(f"{flag} {text!r}: expected a percentage such as 5% or 2.5")
+    return float(m.group(1))
+
+
+def check_options(options: DiffOptions) -> None:
+    """Reject option values that make no sense, before any file is read."""
+    if options.min_share_pct > 100:
+        raise UsageError(f"--min-share {options.min_share_pct:g}%: must be at most 100%")
+    if options.min_time_ns < 0:
+        raise UsageError("--min-time: must not be negative")
+    if options.top < 0:
+        raise UsageError(f"--top {options.top}: must not be negative (0 shows all)")
+
+
+def compare(base: Side, new: Side, options: DiffOptions) -> DiffReport:
+    """Figures, per-kernel changes (by |Δ time|), new and vanished kernels, and the gate."""
+    check_options(options)
+    b_idx, n_idx = _select(base, "BASE", options.steps), _select(new, "NEW", options.steps)
+    if min(len(b_idx), len(n_idx)) >= MIN_STEPS_FOR_MEDIAN:
+        mode = "median"
+    else:
+        mode = "steps" if options.steps else "total"
+    b, a = _figures(base.snapshot, b_idx, mode), _figures(new.snapshot, n_idx, mode)
+    changed, added, gone, hidden = _kernel_changes(base, new, b, a, options)
+    figures = (
+        Change("kernel_time_us", "kernel time (µs)", b.kernel_time_us, a.kernel_time_us),
+        Change("kernel_count", "kernel launches", b.kernel_count, a.kernel_count),
+        Change("idle_us", "GPU idle (µs)", b.idle_us, a.idle_us),
+        Change("step_time_us", "step time (µs)", b.step_time_us, a.step_time_us),
+    )
+    top = options.top or None
+    return DiffReport(
+        base=_view(base, b_idx if mode != "total" else []),
+        new=_view(new, n_idx if mode != "total" else []),
+        mode=mode,
+        figures=figures,
+        kernels=tuple(changed[:top]),
+        new_kernels=tuple(added[:top]),
+        vanished=tuple(gone[:top]),
+        left_out={
+            "kernels": len(changed) - len(changed[:top]),
+            "new": len(added) - len(added[:top]),
+            "vanished": len(gone) - len(gone[:top]),
+        },
+        gate=_gate(options, figures, changed),
+        options=options,
+        notes=tuple(_notes(base, new, hidden)),
+    )
+
+
+def describe_steps(steps: Sequence[int]) -> str:
+    """``5-10, 12`` style list of step numbers, or ``none``."""
+    runs = []
+    for _, group in groupby(enumerate(sorted(steps)), lambda p: p[1] - p[0]):
+        run = [n for _, n in group]
+        runs.append(f"{run[0]}" if len(run) == 1 else f"{run[0]}-{run[-1]}")
+    return ", ".join(runs) or "none"
+
+
+def _select(side: Side, which: str, steps: tuple[int, ...]) -> list[int]:
+    """Positions in ``snapshot.steps`` of the steps to compare: the ``--pstep`` ones, or all."""
+    numbers = [s.step for s in side.snapshot.steps]
+    missing = [n for n in steps if n not in numbers]
+    if missing:
+        kept = side.snapshot.steps_left_out
+        hint = f"; the snapshot keeps only the last {len(numbers)} steps" if kept else ""
+        raise UsageError(
+            f"--pstep: no ProfilerStep {', '.join(map(str, missing))} in {which} {side.path} "
+            f"(steps found: {describe_steps(numbers)}{hint})"
+        )
+    return [numbers.index(n) for n in steps] if steps else list(range(len(numbers)))
+
+
+def _figures(snap: Snapshot, idx: list[int], mode: str) -> _Figures:
+    """One side's figures: whole-trace totals, sums over steps, or per-step medians."""
+    durations = [snap.steps[i].duration_us for i in idx]
+    step_time = float(np.median(durations)) if durations else None
+    if mode == "total":
+        t = snap.totals
+        kernels = {
+            k.name: (float(k.count), k.total_us, k.total_us / k.count)
+            for k in snap.kernels
+            if k.count
+        }
+        return _Figures(t.total_us, float(t.count), t.idle_us, step_time, kernels)
+    reduce: Callable[[Any], Any] = np.median if mode == "median" else np.sum
+    steps = [snap.steps[i] for i in idx]
+    out: dict[str, tuple[float, float, float]] = {}
+    for k in snap.kernels:
+        counts, times = np.array(k.step_counts)[idx], np.array(k.step_totals_us)[idx]
+        if counts.sum() > 0:
+            mean = float(times.sum()) / int(counts.sum())
+            out[k.name] = (float(reduce(counts)), float(reduce(times)), mean)
+    return _Figures(
+        kernel_time_us=float(reduce([s.kernel_time_us for s in steps])),
+        kernel_count=float(reduce([s.kernels for s in steps])),
+        idle_us=float(reduce([s.idle_us for s in steps])),
+        step_time_us=step_time,
+        kernels=out,
+    )
+
+
+def _kernel_changes(
+    base: Side, new: Side, b: _Figures, a: _Figures, options: DiffOptions
+) -> tuple[list[KernelChange], list[KernelChange], list[KernelChange], int]:
+    """Kernels on both sides (by |Δ time|), new ones, vanished ones, and how many were hidden
+    below the other side's storage cut."""
+    hidden_before = set(base.snapshot.other.digests)
+    hidden_after = set(new.snapshot.other.digests)
+    changed: list[KernelChange] = []
+    added: list[KernelChange] = []
+    gone: list[KernelChange] = []
+    hidden = 0
+    for name in sorted(b.kernels.keys() | a.kernels.keys()):
+        before, after = b.kernels.get(name), a.kernels.get(name)
+        if (before is None and digest(name) in hidden_before) or (
+            after is None and digest(name) in hidden_after
+        ):
+            hidden += 1
+            continue
+        row = _kernel_change(name, before, after, b.kernel_time_us, options)
+        {"changed": changed, "new": added, "vanished": gone}[row.status].append(row)
+    changed.sort(key=lambda k: (-abs(k.delta_us), k.name))
+    added.sort(key=lambda k: (-k.time_after_us, k.name))
+    gone.sort(key=lambda k: (-k.time_before_us, k.name))
+    return changed, added, gone, hidden
+
+
+def _kernel_change(
+    name: str,
+    before: tuple[float, float, float] | None,
+    after: tuple[float, float, float] | None,
+    base_kernel_time_us: float,
+    options: DiffOptions,
+) -> KernelChange:
+    status = "new" if before is None else "vanished" if after is None else "changed"
+    count_b, time_b, mean_b = before or (0.0, 0.0, None)
+    count_a, time_a, mean_a = after or (0.0, 0.0, None)
+    share = 100 * time_b / base_kernel_time_us if base_kernel_time_us > 0 else 0.0
+    gated = (
+        status == "changed"
+        and share >= options.min_share_pct
+        and max(time_b, time_a) * 1000 >= options.min_time_ns
+    )
+    pct = percent_change(time_b, time_a)
+    limit = options.max_regression_pct
+    return KernelChange(
+        name=name,
+        status=status,
+        count_before=count_b,
+        count_after=count_a,
+        time_before_us=time_b,
+        time_after_us=time_a,
+        mean_before_us=mean_b,
+        mean_after_us=mean_a,
+        share_before_pct=share,
+        gated=gated,
+        regressed=gated and limit is not None and pct is not None and pct > limit,
+    )
+
+
+def _gate(options: DiffOptions, figures: tuple[Change, ...], changed: list[KernelChange]) -> Gate:
+    """Every failed check: total kernel time, each gated kernel, device idle time."""
+    by_key = {f.key: f for f in figures}
+    failures: list[Failure] = []
+    limit = options.max_regression_pct
+    if limit is not None:
+        failures += _exceeds(by_key["kernel_time_us"], "kernel_time", limit)
+        failures += [
+            Failure("kernel", k.name, k.time_before_us, k.time_after_us, k.pct or 0.0, limit)
+            for k in changed
+            if k.regressed
+        ]
+    if options.max_idle_regression_pct is not None:
+        failures += _exceeds(by_key["idle_us"], "idle", options.max_idle_regression_pct)
+    return Gate(
+        max_regression_pct=limit,
+        max_idle_regression_pct=options.max_idle_regression_pct,
+        min_share_pct=options.min_share_pct,
+        min_time_us=options.min_time_ns / 1000,
+        failures=tuple(failures),
+    )
+
+
+def _exceeds(change: Change, what: str, limit: float) -> list[Failure]:
+    pct = change.pct
+    if pct is None or pct <= limit or change.before is None or change.after is None:
+        return []
+    return [Failure(what, change.label, change.before, change.after, pct, limit)]
+
+
+def _view(side: Side, idx: list[int]) -> SideView:
+    snap = side.snapshot
+    return SideView(
+        path=side.path,
+        source=side.source,
+        traceview_version=snap.traceview_version,
+        trace=snap.trace,
+        steps=tuple(snap.steps[i].step for i in idx),
+        available_steps=len(snap.steps),
+    )
+
+
+def _notes(base: Side, new: Side, hidden: int) -> list[str]:
+    """What the reader should know about the comparison itself."""
+    notes = []
+    for which, side in (("base", base), ("new", new)):
+        snap = side.snapshot
+        if side.source == "snapshot" and snap.traceview_version != __version__:
+            notes.append(
+                f"{which} snapshot was made by traceview {snap.traceview_version} "
+                f"(this is {__version__})"
+            )
+        if snap.steps_left_out:
+            total = len(snap.steps) + snap.steps_left_out
+            notes.append(f"{which} keeps only the last {len(snap.steps)} of {total} steps")
+    if hidden:
+        notes.append(
+            f"{hidden} kernels seen on one side only are below the other side's snapshot cut "
+            "(the smallest 0.1% of its kernel time); not compared"
+        )
+    names = [tuple(s.snapshot.trace.get("device_names") or ()) for s in (base, new)]
+    if all(names) and names[0] != names[1]:
+        notes.append(f"different GPUs: base {', '.join(names[0])}; new {', '.join(names[1])}")
+    return notes
+
+
+__all__ = [
+    "Change",
+    "DiffOptions",
+    "DiffReport",
+    "Failure",
+    "Gate",
+    "KernelChange",
+    "Side",
+    "SideView",
+    "check_options",
+    "compare",
+    "describe_steps",
+    "parse_percent",
+    "percent_change",
+]

@@ -1,0 +1,373 @@
+"""A snapshot: the small, versioned JSON summary of a trace that ``traceview diff`` compares.
+
+It stores what a diff needs and nothing else: whole-trace totals, per-device idle and
+per-kernel statistics; per ProfilerStep its duration, kernel count, kernel time and device idle;
+and per kernel its count and time in every step, so that ``diff`` can take per-step medians and
+apply ``--pstep`` to a snapshot exactly as to a trace. ``diff`` turns a trace into a snapshot in
+memory first, so trace-vs-trace, trace-vs-snapshot and snapshot-vs-snapshot agree.
+
+Size. Kernel names dominate: real traces have 10–200 distinct kernels (the largest in
+../shared/traces has 194), so up to ``MAX_KERNELS`` every kernel is stored. Beyond that, the
+largest kernels covering ``COVER`` of the kernel time are stored (at least ``MAX_KERNELS``) and
+the rest are summed in ``other`` with a 12-hex-digit digest of each name, so ``diff`` can tell a
+kernel below this snapshot's cut from a new one. Per-step arrays cost kernels × steps numbers,
+so the last ``MAX_STEPS`` steps are kept (warm-up comes first); whole-trace figures always
+cover everything. Times are µs rounded to the ns.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import zlib
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import numpy as np
+import orjson
+
+from traceview import __version__
+from traceview.aggregate.intervals import union_length
+from traceview.analyses.gaps import GapOptions, analyse_gaps
+from traceview.analyses.kernels import KernelOptions, KernelRow, analyse_kernels
+from traceview.analyses.steps import StepRow, in_steps, launch_times, step_table, step_windows
+from traceview.errors import TraceviewError
+from traceview.events import KERNEL, TraceEvents
+from traceview.read.source import GZIP_MAGIC, check_path
+
+KIND = "traceview-snapshot"
+SCHEMA_VERSION = 1
+MAX_KERNELS = 200
+COVER = 0.999
+MAX_STEPS = 100
+SNIFF_BYTES = 4096
+_MARK = re.compile(rb'"kind"\s*:\s*"traceview-snapshot"')
+_OTHER_OUTPUT = re.compile(rb'^\s*\{\s*"schema_version"\s*:')
+
+
+@dataclass(frozen=True)
+class Totals:
+    """Whole-trace kernel figures; ``idle_us`` = sum of the devices' idle time."""
+
+    count: int
+    total_us: float
+    distinct: int
+    gpu_busy_us: float
+    gpu_busy_pct: float
+    idle_us: float
+
+
+@dataclass(frozen=True)
+class DeviceStat:
+    """Idle time of one device, as ``traceview gaps`` reports it (busy: kernel, memcpy, memset)."""
+
+    device: Any
+    window_us: float
+    busy_us: float
+    idle_us: float
+    idle_pct: float
+
+
+@dataclass(frozen=True)
+class StepStat:
+    """One ProfilerStep: duration, kernels launched in it, their time, the devices' idle time."""
+
+    step: int
+    duration_us: float
+    kernels: int
+    kernel_time_us: float
+    idle_us: float
+    gpu_busy_pct: float
+    gpu_only: bool
+
+
+@dataclass(frozen=True)
+class KernelStat:
+    """Whole-trace statistics of one kernel name, and its count and time in each stored step."""
+
+    name: str
+    count: int
+    total_us: float
+    mean_us: float
+    std_us: float
+    min_us: float
+    max_us: float
+    p50_us: float
+    p90_us: float
+    p99_us: float
+    step_counts: tuple[int, ...]
+    step_totals_us: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class OtherKernels:
+    """The kernels below the storage cut, summed; ``digests`` identify their names."""
+
+    kernels: int
+    count: int
+    total_us: float
+    step_counts: tuple[int, ...]
+    step_totals_us: tuple[float, ...]
+    digests: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The snapshot document (``schema_version`` 1); ``steps`` align with the step arrays."""
+
+    kind: str
+    schema_version: int
+    traceview_version: str
+    trace: dict[str, Any]
+    totals: Totals
+    devices: tuple[DeviceStat, ...]
+    steps: tuple[StepStat, ...]
+    steps_left_out: int
+    kernels: tuple[KernelStat, ...]
+    other: OtherKernels
+
+
+@dataclass(frozen=True)
+class _Head:
+    kind: str
+    schema_version: int
+
+
+def digest(name: str) -> str:
+    """A short, stable identifier of a kernel name."""
+    return hashlib.blake2b(name.encode("utf-8", "surrogatepass"), digest_size=6).hexdigest()
+
+
+def build_snapshot(
+    events: TraceEvents, max_kernels: int = MAX_KERNELS, max_steps: int = MAX_STEPS
+) -> Snapshot:
+    """Summarise a read trace (kernels only; idle counts kernel, memcpy and memset as busy)."""
+    report = analyse_kernels(events, KernelOptions(sort="total", top=0))
+    devices = analyse_gaps(events, GapOptions(largest=0, top=0)).devices
+    all_steps = step_table(events)
+    steps = all_steps[len(all_steps) - max_steps :] if len(all_steps) > max_steps else all_steps
+    stored = _stored(report.rows, max_kernels)
+    windows, launch = step_windows(events), launch_times(events)
+    masks = [in_steps(events, [s.step], windows, launch) for s in steps]
+    counts, totals = _step_sums(events, masks, [r.name for r in stored])
+    rest = report.rows[len(stored) :]
+    return Snapshot(
+        kind=KIND,
+        schema_version=SCHEMA_VERSION,
+        traceview_version=__version__,
+        trace=report.trace.as_dict(),
+        totals=Totals(
+            count=report.count,
+            total_us=report.total_us,
+            distinct=report.distinct,
+            gpu_busy_us=report.gpu_busy_us,
+            gpu_busy_pct=round(report.gpu_busy_pct, 3),
+            idle_us=round(sum(d.idle_us for d in devices), 3),
+        ),
+        devices=tuple(
+            DeviceStat(d.device, d.window_us, d.busy_us, d.idle_us, round(d.idle_pct, 3))
+            for d in devices
+        ),
+        steps=tuple(
+            _step_stat(row, _idle_ns(events, m)) for row, m in zip(steps, masks, strict=True)
+        ),
+        steps_left_out=len(all_steps) - len(steps),
+        kernels=tuple(
+            _kernel_stat(row, counts[:, i], totals[:, i]) for i, row in enumerate(stored)
+        ),
+        other=OtherKernels(
+            kernels=len(rest),
+            count=sum(r.count for r in rest),
+            total_us=sum(round(r.total_us * 1000) for r in rest) / 1000,
+            step_counts=tuple(counts[:, -1].tolist()),
+            step_totals_us=tuple((totals[:, -1] / 1000).tolist()),
+            digests=tuple(sorted(digest(r.name) for r in rest)),
+        ),
+    )
+
+
+def _stored(rows: list[KernelRow], max_kernels: int) -> list[KernelRow]:
+    """The rows (largest total first) kept by name: all, or those covering COVER of the time."""
+    if len(rows) <= max_kernels:
+        return rows
+    need = COVER * sum(r.total_us for r in rows)
+    covered, keep = 0.0, 0
+    while keep < len(rows) and (keep < max_kernels or covered < need):
+        covered += rows[keep].total_us
+        keep += 1
+    return rows[:keep]
+
+
+def _step_sums(
+    events: TraceEvents, masks: list[np.ndarray], names: list[str]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per step (row) and stored kernel (column, the last one is ``other``): count and time ns."""
+    gpu = events.gpu
+    slot = np.full(len(events.names), len(names), dtype=np.int64)
+    index = {name: i for i, name in enumerate(events.names)}
+    for i, name in enumerate(names):
+        slot[index[name]] = i
+    counts = np.zeros((len(masks), len(names) + 1), dtype=np.int64)
+    totals = np.zeros_like(counts)
+    kernels = gpu.kind == KERNEL
+    for row, mask in enumerate(masks):
+        which = slot[gpu.name[mask & kernels]]
+        counts[row] = np.bincount(which, minlength=len(names) + 1)
+        np.add.at(totals[row], which, gpu.dur[mask & kernels])
+    return counts, totals
+
+
+def _idle_ns(events: TraceEvents, mask: np.ndarray) -> int:
+    """Device idle of the selected GPU activity, summed: per device, window − busy union.
+
+    The figure ``analyse_gaps(events, GapOptions(steps=(n,)))`` gives for a step (a test checks
+    it), without re-deriving step membership and gap statistics once per step.
+    """
+    gpu = events.gpu
+    ids: dict[Any, int] = {}
+    device = np.array([ids.setdefault(d, len(ids)) for d, _ in events.streams], dtype=np.int64)
+    rows = np.flatnonzero(mask)
+    of_row = device[gpu.stream[rows]] if len(device) else np.zeros(0, dtype=np.int64)
+    idle = 0
+    for d in np.unique(of_row).tolist():
+        ts = gpu.ts[rows[of_row == d]]
+        end = ts + gpu.dur[rows[of_row == d]]
+        idle += int(end.max()) - int(ts.min()) - union_length(ts, end)
+    return idle
+
+
+def _step_stat(row: StepRow, idle_ns: int) -> StepStat:
+    return StepStat(
+        step=row.step,
+        duration_us=row.duration_us,
+        kernels=row.kernels,
+        kernel_time_us=row.kernel_time_us,
+        idle_us=idle_ns / 1000,
+        gpu_busy_pct=round(row.gpu_busy_pct, 3),
+        gpu_only=row.gpu_only,
+    )
+
+
+def _kernel_stat(row: KernelRow, counts: np.ndarray, totals_ns: np.ndarray) -> KernelStat:
+    return KernelStat(
+        name=row.name,
+        count=row.count,
+        total_us=row.total_us,
+        mean_us=round(row.mean_us, 3),
+        std_us=round(row.std_us, 3),
+        min_us=row.min_us,
+        max_us=row.max_us,
+        p50_us=row.p50_us,
+        p90_us=row.p90_us,
+        p99_us=row.p99_us,
+        step_counts=tuple(counts.tolist()),
+        step_totals_us=tuple((totals_ns / 1000).tolist()),
+    )
+
+
+def to_json(snapshot: Snapshot) -> str:
+    """One top-level key per line and one list item per line: small, and reviewable in a diff."""
+    lines = []
+    for f in fields(snapshot):
+        value = getattr(snapshot, f.name)
+        if isinstance(value, tuple) and value:
+            items = ",\n".join("  " + orjson.dumps(v).decode() for v in value)
+            lines.append(f'"{f.name}": [\n{items}\n]')
+        else:
+            lines.append(f'"{f.name}": {orjson.dumps(value).decode()}')
+    return "{\n" + ",\n".join(lines) + "\n}\n"
+
+
+def is_snapshot(path: Path) -> bool:
+    """Whether ``path`` holds a snapshot, judged by its first few KB (plain or gzip).
+
+    Other traceview JSON outputs (``kernels -f json`` and the like) are rejected here with a
+    hint, since the trace reader could only say that they are not traces.
+    """
+    head = _head(path)
+    if _OTHER_OUTPUT.match(head):
+        raise TraceviewError(
+            f"{path}: traceview JSON output, not a trace or a snapshot "
+            "(make a baseline with: traceview snapshot TRACE -o FILE)"
+        )
+    return head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{") and bool(_MARK.search(head))
+
+
+def _head(path: Path) -> bytes:
+    info = check_path(path)
+    with path.open("rb") as f:
+        raw = f.read(SNIFF_BYTES if not info.compressed else 1 << 16)
+    if not raw.startswith(GZIP_MAGIC):
+        return raw
+    try:
+        return zlib.decompressobj(wbits=31).decompress(raw, SNIFF_BYTES)
+    except zlib.error:
+        return b""  # the trace reader reports the corruption
+
+
+def load_snapshot(path: Path) -> Snapshot:
+    """Read and validate a snapshot; any problem is one TraceviewError naming the file."""
+    data = _read_all(path)
+    try:
+        head = msgspec.json.decode(data, type=_Head)
+        if head.kind != KIND:
+            raise TraceviewError(f"{path}: not a traceview snapshot (kind {head.kind!r})")
+        if head.schema_version != SCHEMA_VERSION:
+            raise TraceviewError(
+                f"{path}: snapshot schema_version {head.schema_version} is not supported "
+                f"(traceview {__version__} reads {SCHEMA_VERSION}); re-create it with "
+                "traceview snapshot"
+            )
+        snapshot = msgspec.json.decode(data, type=Snapshot)
+    except (msgspec.DecodeError, msgspec.ValidationError) as e:
+        raise TraceviewError(f"{path}: not a valid snapshot: {e}") from None
+    problem = _inconsistency(snapshot)
+    if problem:
+        raise TraceviewError(f"{path}: not a valid snapshot: {problem}")
+    return snapshot
+
+
+def _read_all(path: Path) -> bytes:
+    check_path(path)
+    data = path.read_bytes()
+    if not data.startswith(GZIP_MAGIC):
+        return data
+    try:
+        return zlib.decompress(data, wbits=31)
+    except zlib.error as e:
+        raise TraceviewError(f"{path}: corrupt gzip data ({e})") from None
+
+
+def _inconsistency(snapshot: Snapshot) -> str | None:
+    """What makes a well-typed snapshot unusable, or None."""
+    n = len(snapshot.steps)
+    parts: list[tuple[str, KernelStat | OtherKernels]] = [
+        (f"kernels[{i}]", k) for i, k in enumerate(snapshot.kernels)
+    ]
+    for where, k in [*parts, ("other", snapshot.other)]:
+        if len(k.step_counts) != n or len(k.step_totals_us) != n:
+            return f"{where}: step arrays must have one entry per step ({n})"
+        if k.count < 0 or k.total_us < 0 or min((*k.step_counts, *k.step_totals_us), default=0) < 0:
+            return f"{where}: negative count or time"
+    if len({s.step for s in snapshot.steps}) != n:
+        return "steps: a step number appears twice"
+    return None
+
+
+__all__ = [
+    "KIND",
+    "SCHEMA_VERSION",
+    "DeviceStat",
+    "KernelStat",
+    "OtherKernels",
+    "Snapshot",
+    "StepStat",
+    "Totals",
+    "build_snapshot",
+    "digest",
+    "is_snapshot",
+    "load_snapshot",
+    "to_json",
+]

@@ -1,0 +1,324 @@
+"""Renderings of a DiffReport: terminal tables, plain text, Markdown (a review comment), JSON."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+
+from traceview.analyses.diff import (
+    Change,
+    DiffReport,
+    Failure,
+    KernelChange,
+    SideView,
+    describe_steps,
+)
+from traceview.analyses.names import short_name
+from traceview.render import units
+from traceview.render.tables import Table, to_markdown, to_rich, to_text
+
+SCHEMA_VERSION = 1
+_KERNEL_HEADERS: tuple[str, ...] = (
+    "#",
+    "Kernel",
+    "Count",
+    "Time before (µs)",
+    "Time after (µs)",
+    "Δ time (µs)",
+    "Δ %",
+    "Mean before (µs)",
+    "Mean after (µs)",
+)
+_MODES = {
+    "median": "per-step medians",
+    "steps": "totals",
+    "total": "whole-trace totals",
+}
+
+
+def summary_lines(report: DiffReport) -> list[str]:
+    """Header: the two sides, how they are compared, warnings and notes."""
+    lines = [_side_line("base", report.base), _side_line("new", report.new)]
+    lines.append(f"compare  {_compare(report)}")
+    for which, side in (("base", report.base), ("new", report.new)):
+        lines += [f"warning  {which}: {w}" for w in side.trace.get("warnings") or ()]
+    lines += [f"note     {n}" for n in report.notes]
+    return lines
+
+
+def figures_table(report: DiffReport) -> Table:
+    """Kernel time, launches, idle time and step time: before, after, delta, %."""
+    rows = []
+    for f in report.figures:
+        fmt = _count if f.key == "kernel_count" else _us
+        rows.append((f.label, fmt(f.before), fmt(f.after), _signed(f.delta, fmt), _pct(f.pct)))
+    return Table(("Figure", "Before", "After", "Delta", "%"), (False, True, True, True, True), rows)
+
+
+def kernels_table(report: DiffReport, verbose: bool) -> Table:
+    """Kernels on both sides, largest |Δ time| first; a Gate column when a gate is set."""
+    gate = report.gate.max_regression_pct is not None
+    headers = _KERNEL_HEADERS + (("Gate",) if gate else ())
+    rows = []
+    for rank, k in enumerate(report.kernels, 1):
+        cells = (str(rank), _name(k.name, verbose), _counts(k.count_before, k.count_after),
+                 _us(k.time_before_us), _us(k.time_after_us), _signed(k.delta_us, _us),
+                 _pct(k.pct), _us(k.mean_before_us), _us(k.mean_after_us))  # fmt: skip
+        rows.append(cells + ((_gate_cell(k),) if gate else ()))
+    return Table(headers, (True, False, *(True,) * (len(headers) - 2)), rows)
+
+
+def one_side_table(rows: tuple[KernelChange, ...], verbose: bool, after: bool) -> Table:
+    """New kernels (their NEW figures) or vanished ones (their BASE figures)."""
+    cells = [
+        (str(rank), _name(k.name, verbose),
+         _count(k.count_after if after else k.count_before),
+         _us(k.time_after_us if after else k.time_before_us),
+         _us(k.mean_after_us if after else k.mean_before_us))
+        for rank, k in enumerate(rows, 1)
+    ]  # fmt: skip
+    headers = ("#", "Kernel", "Count", "Time (µs)", "Mean (µs)")
+    return Table(headers, (True, False, True, True, True), cells)
+
+
+def gate_lines(report: DiffReport, verbose: bool) -> list[str]:
+    """The verdict, and one line per failed check (every regressed kernel is named)."""
+    gate = report.gate
+    if not gate.active:
+        return ["gate     none (add --max-regression 5% to fail on a regression)"]
+    if gate.passed:
+        return [f"gate     PASS: {_limits(report)}"]
+    head = f"gate     FAIL: {len(gate.failures)} regression{'s' * (len(gate.failures) > 1)}"
+    lines = [f"{head}; {_limits(report)}"]
+    return lines + [f"  {_failure(f, verbose)}" for f in gate.failures]
+
+
+def failure_message(report: DiffReport, verbose: bool) -> str:
+    """The one stderr line of a failed gate."""
+    return "regression gate failed: " + "; ".join(
+        _failure(f, verbose) for f in report.gate.failures
+    )
+
+
+def _sections(report: DiffReport, verbose: bool) -> list[tuple[str, Table, str]]:
+    """(title, table, footer) of each section; the footer says what --top left out."""
+    per = " (per-step medians)" if report.mode == "median" else ""
+    out = report.left_out
+    return [
+        (f"Summary{per}", figures_table(report), ""),
+        (f"Kernels on both sides, by |Δ time|{per}", kernels_table(report, verbose),
+         _footer(out["kernels"], "kernels")),
+        ("New kernels (only in NEW)", one_side_table(report.new_kernels, verbose, True),
+         _footer(out["new"], "new kernels")),
+        ("Vanished kernels (only in BASE)",
+         one_side_table(report.vanished, verbose, False), _footer(out["vanished"], "vanished")),
+    ]  # fmt: skip
+
+
+def print_rich(report: DiffReport, console: Console, verbose: bool) -> None:
+    for line in summary_lines(report):
+        console.print(line, markup=False)
+    for title, table, footer in _sections(report, verbose):
+        console.print(f"\n[bold]{title}[/bold]")
+        if table.rows:
+            to_rich(table, console)
+        else:
+            console.print("none")
+        if footer:
+            console.print(footer, markup=False)
+    style = None if not report.gate.active else "bold green" if report.gate.passed else "bold red"
+    console.print()
+    for line in gate_lines(report, verbose):
+        console.print(line, markup=False, style=style)
+
+
+def text(report: DiffReport, verbose: bool) -> str:
+    parts = ["\n".join(summary_lines(report))]
+    for title, table, footer in _sections(report, verbose):
+        body = to_text(table) if table.rows else "none\n"
+        parts.append(f"{title}\n{body}{footer}".rstrip("\n"))
+    parts.append("\n".join(gate_lines(report, verbose)))
+    return "\n\n".join(parts) + "\n"
+
+
+def markdown(report: DiffReport, verbose: bool) -> str:
+    """A review comment: the verdict first, then the header as a list and the tables."""
+    gate = gate_lines(report, verbose)
+    verdict = f" — {gate[0].removeprefix('gate     ')}" if report.gate.active else ""
+    parts = [f"**traceview diff{verdict}**"]
+    parts.append("\n".join(f"- {line}" for line in summary_lines(report)))
+    for title, table, footer in _sections(report, verbose):
+        body = to_markdown(table) if table.rows else "none\n"
+        parts.append(f"### {title}\n\n{body}\n{footer}".rstrip("\n"))
+    if len(gate) > 1:
+        parts.append("### Regressions\n\n" + "\n".join(f"- {g.strip()}" for g in gate[1:]))
+    return "\n\n".join(parts) + "\n"
+
+
+def as_json(report: DiffReport) -> dict[str, Any]:
+    """The documented JSON shape (schema_version 1)."""
+    gate = report.gate
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "base": _side_json(report.base),
+        "new": _side_json(report.new),
+        "mode": report.mode,
+        "selection": {
+            "steps": list(report.options.steps),
+            "top": report.options.top,
+            "min_share_pct": gate.min_share_pct,
+            "min_time_us": gate.min_time_us,
+        },
+        "totals": {f.key: _change_json(f) for f in report.figures},
+        "kernels": [_kernel_json(k) for k in report.kernels],
+        "new_kernels": [_kernel_json(k) for k in report.new_kernels],
+        "vanished_kernels": [_kernel_json(k) for k in report.vanished],
+        "left_out": dict(report.left_out),
+        "gate": {
+            "active": gate.active,
+            "passed": gate.passed if gate.active else None,
+            "max_regression_pct": gate.max_regression_pct,
+            "max_idle_regression_pct": gate.max_idle_regression_pct,
+            "failures": [_failure_json(f) for f in gate.failures],
+        },
+        "notes": list(report.notes),
+    }
+
+
+def _side_line(which: str, side: SideView) -> str:
+    trace = side.trace
+    steps = f"{side.available_steps} step{'s' * (side.available_steps != 1)}"
+    if side.source == "snapshot":
+        return f"{which:<8} {side.path} (snapshot of {trace.get('path', '?')}, {steps})"
+    size = units.size(int(trace.get("size_bytes") or 0))
+    return f"{which:<8} {side.path} (trace, {size}, {steps})"
+
+
+def _compare(report: DiffReport) -> str:
+    mode = _MODES[report.mode]
+    if report.mode != "total":
+        base, new = describe_steps(report.base.steps), describe_steps(report.new.steps)
+        return f"{mode} of ProfilerSteps {base} (base) and {new} (new)"
+    have = f"base has {report.base.available_steps}, new has {report.new.available_steps}"
+    return f"{mode} (per-step medians need 2+ ProfilerSteps on each side: {have})"
+
+
+def _limits(report: DiffReport) -> str:
+    gate, parts = report.gate, []
+    if gate.max_regression_pct is not None:
+        parts.append(
+            f"max regression {gate.max_regression_pct:g}% for kernel time and each kernel with "
+            f"≥ {gate.min_share_pct:g}% of base kernel time and ≥ {gate.min_time_us:g} µs"
+        )
+    if gate.max_idle_regression_pct is not None:
+        parts.append(f"max GPU idle regression {gate.max_idle_regression_pct:g}%")
+    return "; ".join(parts)
+
+
+def _failure(f: Failure, verbose: bool) -> str:
+    what = {"kernel_time": "total kernel time", "idle": "GPU idle time"}.get(f.what)
+    label = what or f"kernel {_name(f.name, verbose)}"
+    return (
+        f"{label} {f.pct:+.2f}% > {f.limit_pct:g}% ({units.us(f.before)} → {units.us(f.after)} µs)"
+    )
+
+
+def _gate_cell(k: KernelChange) -> str:
+    return "FAIL" if k.regressed else "ok" if k.gated else "-"
+
+
+def _footer(left_out: int, what: str) -> str:
+    return f"{left_out} more {what} not shown; use --top 0 for all" if left_out else ""
+
+
+def _name(name: str, verbose: bool) -> str:
+    return name if verbose else short_name(name)
+
+
+def _us(value: float | None) -> str:
+    return "-" if value is None else units.us(value)
+
+
+def _count(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return units.count(int(value)) if float(value).is_integer() else f"{value:,.1f}"
+
+
+def _counts(before: float, after: float) -> str:
+    """``25`` when the count did not change, else ``25 → 27``."""
+    return _count(before) if before == after else f"{_count(before)} → {_count(after)}"
+
+
+def _signed(value: float | None, fmt: Any) -> str:
+    if value is None:
+        return "-"
+    text = fmt(abs(value))
+    return text if text.strip("0.,") == "" else ("+" if value > 0 else "-") + text
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:+.2f}"
+
+
+def _r(value: float | None) -> float | None:
+    """µs and % in JSON: rounded to 3 decimals (ns), so float noise does not show."""
+    return None if value is None else round(value, 3)
+
+
+def _n(value: float) -> int | float:
+    """A count: an int unless it is the median of an even number of steps."""
+    return int(value) if float(value).is_integer() else value
+
+
+def _side_json(side: SideView) -> dict[str, Any]:
+    return {
+        "path": side.path,
+        "source": side.source,
+        "traceview_version": side.traceview_version,
+        "trace": side.trace,
+        "steps": list(side.steps),
+        "available_steps": side.available_steps,
+    }
+
+
+def _change_json(change: Change) -> dict[str, Any]:
+    number = _n if change.key == "kernel_count" else _r
+    return {
+        "before": None if change.before is None else number(change.before),
+        "after": None if change.after is None else number(change.after),
+        "delta": None if change.delta is None else number(change.delta),
+        "pct": _r(change.pct),
+    }
+
+
+def _kernel_json(k: KernelChange) -> dict[str, Any]:
+    return {
+        "name": k.name,
+        "short_name": k.short_name,
+        "status": k.status,
+        "count_before": _n(k.count_before),
+        "count_after": _n(k.count_after),
+        "time_before_us": _r(k.time_before_us),
+        "time_after_us": _r(k.time_after_us),
+        "delta_us": _r(k.delta_us),
+        "pct": _r(k.pct),
+        "mean_before_us": _r(k.mean_before_us),
+        "mean_after_us": _r(k.mean_after_us),
+        "mean_delta_us": _r(k.mean_delta_us),
+        "share_before_pct": _r(k.share_before_pct),
+        "gated": k.gated,
+        "regressed": k.regressed,
+    }
+
+
+def _failure_json(f: Failure) -> dict[str, Any]:
+    return {
+        "what": f.what,
+        "name": f.name,
+        "before": _r(f.before),
+        "after": _r(f.after),
+        "pct": _r(f.pct),
+        "limit_pct": f.limit_pct,
+    }
