@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -52,3 +54,16 @@ def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[
         },
         timeout=120,
     )
+
+
+def load_generator() -> ModuleType:
+    """Import fixtures/generate.py by path (it is not part of the package)."""
+    name = "traceview_fixtures_generate"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, ROOT / "fixtures" / "generate.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module

@@ -3,37 +3,23 @@
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import json
 import re
 import subprocess
 import sys
 from decimal import Decimal
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import orjson
 import pytest
+from conftest import load_generator
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 TS_TEXT = re.compile(rb'"(?:ts|dur)": ?(-?[0-9][0-9.eE+-]*)')
 
 
-def _load_generator() -> ModuleType:
-    """Import fixtures/generate.py by path (it is not part of the package)."""
-    name = "traceview_fixtures_generate"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, FIXTURES / "generate.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-gen = _load_generator()
+gen = load_generator()
 
 
 def _write(tmp_path: Path, name: str, **kwargs: Any) -> tuple[bytes, dict[str, Any]]:

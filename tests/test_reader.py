@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import json
-import sys
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
+from conftest import load_generator
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -25,20 +23,7 @@ EDGE = FIXTURES / "edge"
 BLOCK_SIZES = (257, 4096, 1 << 20)
 
 
-def _load_generator() -> ModuleType:
-    """Import fixtures/generate.py by path (it is not part of the package)."""
-    name = "traceview_fixtures_generate"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, FIXTURES / "generate.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-gen = _load_generator()
+gen = load_generator()
 
 
 def _exact_batches(reader: TraceReader) -> Iterator[list[Any]]:

@@ -268,6 +268,37 @@ class EventCollector:
             except BadNumber:
                 self.quality["events skipped: ts or dur not a finite number, or dur negative"] += 1
 
+    def absorb_before(self, part: TraceEvents) -> None:
+        """Put the rows of an earlier part of the same file (a worker's) before ours.
+
+        Rows stay in file order, so statistics accumulate in the same order as when the file
+        is read serially and come out identical to the last bit.
+        """
+        names = self.names.ids_of(part.names) if part.names else np.empty(0, np.int32)
+        streams = self.streams.ids_of(part.streams) if part.streams else np.empty(0, np.int32)
+        gpu = part.gpu
+        if len(gpu.ts):
+            columns = (
+                gpu.kind,
+                names[gpu.name],
+                streams[gpu.stream],
+                gpu.ts,
+                gpu.dur,
+                gpu.correlation,
+            )
+            self._gpu.insert(0, columns)
+        if len(part.runtime.ts):
+            self._runtime.insert(0, (part.runtime.correlation, part.runtime.ts))
+        if len(part.cpu.ts):
+            threads = self.threads.ids_of(part.threads)
+            cpu = part.cpu
+            rows = (threads[cpu.thread], cpu.ts, cpu.end, names[cpu.name], cpu.correlation)
+            self._cpu.insert(0, np.column_stack(rows).astype(np.int64))
+        if part.span_ns is not None:
+            self._widen_span(*part.span_ns)
+        self._steps[:0] = part.steps
+        self.quality.update(part.quality)
+
     def _commit_gpu(self, columns: tuple[np.ndarray, ...]) -> None:
         ts, dur = columns[3], columns[4]
         self._gpu.append(columns)
@@ -363,8 +394,11 @@ class EventCollector:
             self._span = (min(self._span[0], start), max(self._span[1], end))
 
     def finish(self, reader: TraceReader) -> TraceEvents:
-        """All columns, concatenated."""
+        """All columns, concatenated; stream ids renumbered in the order of their values."""
         gpu = [np.concatenate(cols) for cols in zip(*self._gpu, strict=True)] if self._gpu else None
+        streams = self.streams.values
+        if gpu is not None:
+            gpu[2], streams = _sorted_streams(gpu[2], streams)
         empty = np.empty(0, dtype=np.int64)
         return TraceEvents(
             path=str(reader.path),
@@ -372,7 +406,7 @@ class EventCollector:
             header=reader.header,
             read=reader.stats,
             names=self.names.values,
-            streams=self.streams.values,
+            streams=streams,
             gpu=GpuColumns(*gpu) if gpu else _empty_gpu(),
             runtime=RuntimeColumns(
                 np.concatenate([c for c, _ in self._runtime]) if self._runtime else empty,
@@ -394,6 +428,26 @@ def _correlation(e: Any) -> int:
     return int(args.correlation)
 
 
+def _sorted_streams(
+    ids: np.ndarray, streams: list[tuple[Any, Any]]
+) -> tuple[np.ndarray, list[tuple[Any, Any]]]:
+    """Stream ids in the order of the (device, stream) values, numbers before text.
+
+    Ids then do not depend on the order events were read in (serial or in parallel parts).
+    """
+    order = sorted(range(len(streams)), key=lambda i: tuple(map(_value_key, streams[i])))
+    remap = np.empty(len(order), dtype=np.int32)
+    remap[order] = np.arange(len(order), dtype=np.int32)
+    return remap[ids], [streams[i] for i in order]
+
+
+def _value_key(value: Any) -> tuple[int, Any]:
+    """Sort key for trace values that may be numbers, text or null."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return (0, value)
+    return (1, str(value))
+
+
 def _cpu_columns(parts: list[np.ndarray]) -> CpuColumns:
     """CpuColumns from batches of (thread, ts, end, name, correlation) rows."""
     table = np.concatenate(parts) if parts else np.empty((0, 5), dtype=np.int64)
@@ -409,11 +463,10 @@ def _empty_gpu() -> GpuColumns:
 
 
 def collect_events(reader: TraceReader, keep_cpu: bool = False) -> TraceEvents:
-    """Read the whole trace through ``reader`` into TraceEvents (CPU activity if asked)."""
-    collector = EventCollector(keep_cpu)
-    for events in reader.batches():
-        try:
-            collector.add(events)
-        except NeedsExactTimes:
-            collector.add(reader.redecode_exact())
-    return collector.finish(reader)
+    """Read the whole trace through ``reader`` into TraceEvents (CPU activity if asked).
+
+    A big plain file is read in two processes (traceview.parallel).
+    """
+    from traceview import parallel
+
+    return parallel.collect(reader, keep_cpu)

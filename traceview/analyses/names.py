@@ -16,12 +16,10 @@ def short_name(name: str) -> str:
     bare = _without_templates(name)
     if bare is None:
         return name
-    call = _split_call(bare)
-    if call is None:
-        return bare.strip() if bare != name else name
-    head = call.removeprefix("void ").strip()
-    tokens = _top_level_tokens(head)
-    return tokens[-1] if tokens else name
+    function = _function_name(bare)
+    if function is not None:
+        return function
+    return bare.strip() if bare != name else name
 
 
 def _without_templates(name: str) -> str | None:
@@ -38,11 +36,9 @@ def _without_templates(name: str) -> str | None:
     return "".join(out) if depth == 0 else None
 
 
-def _split_call(name: str) -> str | None:
-    """The part before a trailing argument list ``(...)`` that follows a name, else None."""
-    text = name.rstrip()
-    if text.endswith(" const"):
-        text = text[:-6].rstrip()
+def _function_name(text: str) -> str | None:
+    """``ns::f`` from ``[void|type] ns::f(args) [const]``; None if ``text`` is no call."""
+    text = text.rstrip().removesuffix(" const").rstrip()
     if not text.endswith(")"):
         return None
     depth = 0
@@ -50,29 +46,15 @@ def _split_call(name: str) -> str | None:
         depth += {")": 1, "(": -1}.get(text[i], 0)
         if depth == 0:
             head = text[:i]
-            if not head or head[-1] in " (":
-                return None
-            return (
-                head if " " not in _top_level(head.removeprefix("void ")) or _is_cpp(head) else None
-            )
-    return None
-
-
-def _is_cpp(head: str) -> bool:
-    """Whether a head with spaces still reads as ``return-type qualified::name``."""
-    return "::" in _top_level_tokens(head)[-1] if _top_level_tokens(head) else False
-
-
-def _top_level(text: str) -> str:
-    """``text`` with parenthesised parts blanked out."""
-    out, depth = [], 0
-    for ch in text:
-        if ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        out.append(ch if depth == 0 and ch != ")" else "_")
-    return "".join(out)
+            break
+    else:
+        return None
+    if not head or head[-1] in " (":
+        return None
+    tokens = _top_level_tokens(head.removeprefix("void "))
+    if len(tokens) == 1 or "::" in tokens[-1]:  # one word, or a return type then ns::name
+        return tokens[-1]
+    return None  # prose with a parenthesised remark, e.g. "Memcpy HtoD (Pageable -> Device)"
 
 
 def _top_level_tokens(text: str) -> list[str]:

@@ -55,6 +55,10 @@ class _Buffer:
     min_cut: int = 0
 
 
+class SplitFailed(Exception):
+    """A parallel part could not be read as it was cut: read the file serially instead."""
+
+
 class TraceReader:
     """Reads one trace file: ``header`` and ``stats`` fill in as ``batches()`` is consumed."""
 
@@ -65,14 +69,22 @@ class TraceReader:
         partial: bool = False,
         block_size: int = BLOCK_SIZE,
         on_progress: Callable[[int], None] | None = None,
+        byte_range: tuple[int, int] | None = None,
     ) -> None:
         self.info = check_path(path)
         self.path = path
         self.partial = partial
         self.block_size = block_size
         self.on_progress = on_progress
+        # Parallel reading (see traceview.parallel): this reader covers only part of the array.
+        self.byte_range = byte_range  # a worker: the events in [start, end), no header
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget everything read so far, to read the file again from the start."""
         self.header: dict[str, Any] = {}
         self.stats = ReadStats()
+        self.resume_at: int | None = None  # the main reader: skip to here after the header
         self._last_chunk = b""
         self._last_count = 0
         self._last_event_end = 0  # file offset just after the last whole event decoded
@@ -80,7 +92,53 @@ class TraceReader:
     def batches(self) -> Iterator[list[Any]]:
         """Yield lists of decoded events (see read.decode.Event), in file order."""
         with TraceSource(self.info, self.block_size) as source:
-            yield from self._read(source)
+            if self.byte_range is not None:
+                yield from self._read_range(source, *self.byte_range)
+            else:
+                yield from self._read(source)
+
+    def plan_split(self, min_bytes: int) -> tuple[int, int] | None:
+        """(first event offset, boundary) splitting the event array of a big plain file in two.
+
+        The boundary is a newline-anchored ``}`` ``,`` ``{`` near the middle, so it cannot be
+        inside a string; if it is inside a nested object the halves fail to decode and the
+        caller reads serially. None when the file is compressed or small.
+        """
+        if self.info.compressed or self.info.size_bytes < min_bytes:
+            return None
+        with TraceSource(self.info, self.block_size) as source:
+            buf = _Buffer()
+            self._read_header(buf, self._blocks(source))
+            start = buf.base + skip_ws(buf.data, buf.pos)
+            middle = start + (self.info.size_bytes - start) // 2
+            window = source.read_at(middle, 1 << 20)
+        for m in _CUT.finditer(window):
+            if b"\n" in m.group():
+                return start, middle + m.end() - 1
+        return None
+
+    def _read_range(self, source: TraceSource, start: int, end: int) -> Iterator[list[Any]]:
+        """A worker's part: the complete events in [start, end); any doubt raises SplitFailed."""
+        buf = _Buffer(base=start)
+        source.seek(start, limit=end)
+        blocks = self._blocks(source)
+        while True:
+            if not buf.eof and len(buf.data) - buf.pos < self.block_size:
+                self._fill(buf, blocks)
+                continue
+            cut = _last_cut(buf.data, buf.pos, buf.min_cut)
+            if cut is None:
+                if buf.eof:
+                    break
+                self._fill(buf, blocks)
+                continue
+            yield from self._chunk_between(buf, cut)
+        rest = buf.data[buf.pos :].strip(b" \t\r\n,")
+        if rest:
+            try:
+                yield self._decode_counted(rest)
+            except ChunkError:
+                raise SplitFailed from None
 
     def redecode_exact(self) -> list[Any]:
         """Decode the last chunk again with exact timestamps, and every later one too."""
@@ -93,6 +151,9 @@ class TraceReader:
         blocks = self._blocks(source)
         buf = _Buffer()
         is_object = self._read_header(buf, blocks)
+        if self.resume_at is not None:
+            buf.data, buf.pos, buf.base, buf.min_cut = b"", 0, self.resume_at, 0
+            source.seek(self.resume_at)
         while True:
             if not buf.eof and len(buf.data) - buf.pos < self.block_size:
                 self._fill(buf, blocks)
@@ -165,6 +226,8 @@ class TraceReader:
         try:
             events = self._decode_counted(chunk)
         except ChunkError:
+            if self.byte_range is not None or buf.base + start == self.resume_at:
+                raise SplitFailed from None  # a part that may start at a wrong boundary
             end = self._repair(chunk, buf.base + start)
             buf.pos = start + end
             buf.min_cut = cut.start() + 1

@@ -51,6 +51,7 @@ class TraceSource:
         self.block_size = block_size
         self._raw: BinaryIO = info.path.open("rb")
         self.decompressed_bytes = 0
+        self._limit: int | None = None  # plain files: stop reading at this offset
 
     @property
     def file_position(self) -> int:
@@ -65,8 +66,24 @@ class TraceSource:
             yield block
 
     def _plain(self) -> Iterator[bytes]:
-        while block := self._raw.read(self.block_size):
+        while True:
+            size = self.block_size
+            if self._limit is not None:
+                size = min(size, self._limit - self._raw.tell())
+            block = self._raw.read(size) if size > 0 else b""
+            if not block:
+                return
             yield block
+
+    def seek(self, offset: int, limit: int | None = None) -> None:
+        """Plain files: continue reading at ``offset`` (and stop at ``limit``)."""
+        self._raw.seek(offset)
+        self._limit = limit
+
+    def read_at(self, offset: int, size: int) -> bytes:
+        """Plain files: ``size`` bytes at ``offset`` (the read position is not kept)."""
+        self._raw.seek(offset)
+        return self._raw.read(size)
 
     def _gunzip(self) -> Iterator[bytes]:
         """Decompress gzip member after member, keeping what a truncated stream holds."""

@@ -11,6 +11,8 @@ from traceview.render.header import trace_lines
 from traceview.render.tables import Table, to_csv, to_markdown, to_rich, to_text
 
 _BAR = 40
+# Columns left out, in this order, when the terminal is too narrow for all of them.
+_NARROW_DROP = ("Std (µs)", "Min (µs)", "Max (µs)", "Overlap (µs)", "Zero gaps", "Overlaps")
 
 
 def summary_lines(report: GapReport) -> list[str]:
@@ -106,7 +108,7 @@ def print_rich(report: GapReport, console: Console, verbose: bool) -> None:
     for title, body in _sections(report, verbose):
         console.print(f"\n[bold]{title}[/bold]")
         if isinstance(body, Table):
-            to_rich(body, console)
+            to_rich(body, console, drop_order=_NARROW_DROP)
         else:
             for line in body:
                 console.print(line, markup=False)

@@ -16,6 +16,11 @@ _STAT_HEADERS = ("Count", "Total (µs)", "Mean (µs)", "Std (µs)", "Min (µs)",
                  "P50 (µs)", "P90 (µs)", "P99 (µs)", "% launches", "% time")  # fmt: skip
 
 
+# Columns left out, in this order, when the terminal is too narrow for all of them.
+_NARROW_DROP = ("Std (µs)", "Min (µs)", "P50 (µs)", "P90 (µs)", "% launches", "Max (µs)",
+                "Mean (µs)", "P99 (µs)")  # fmt: skip
+
+
 def summary_lines(report: KernelReport) -> list[str]:
     """Header: trace, GPUs, selection totals, notes."""
     kinds = "+".join(report.options.include)
@@ -54,7 +59,7 @@ def print_table(report: KernelReport, console: Console, verbose: bool) -> None:
     """Header lines, the rich table, the footer."""
     for line in summary_lines(report):
         console.print(line, markup=False, highlight=False)
-    to_rich(table(report, verbose), console)
+    to_rich(table(report, verbose), console, drop_order=_NARROW_DROP)
     console.print(footer(report), markup=False, highlight=False)
 
 

@@ -50,7 +50,7 @@ def write_file(path: Path, text: str, force: bool) -> None:
         os.replace(tmp, path)
     except OSError as e:
         raise TraceviewError(f"{path}: cannot write ({e.strerror or e})") from None
-    stderr_console().print(f"Wrote {path}", markup=False)
+    stderr_console().print(f"Wrote {path}", markup=False, soft_wrap=True)
 
 
 class ByteProgress:

@@ -11,6 +11,8 @@ from rich import box
 from rich.console import Console
 from rich.table import Table as RichTable
 
+_MIN_TEXT_WIDTH = 24  # a name column never shrinks below this on a narrow terminal
+
 
 @dataclass(frozen=True)
 class Table:
@@ -21,12 +23,43 @@ class Table:
     rows: Sequence[tuple[str, ...]]
 
 
-def to_rich(table: Table, console: Console, title: str | None = None) -> None:
-    """Print as a rich table (colour and box drawing on a terminal)."""
+def fit(table: Table, width: int, drop_order: Sequence[str]) -> Table:
+    """Drop columns named in ``drop_order`` (first first) until the table fits ``width``."""
+    for header in drop_order:
+        if _width(table) <= width or header not in table.headers:
+            continue
+        i = table.headers.index(header)
+        table = Table(
+            table.headers[:i] + table.headers[i + 1 :],
+            table.right[:i] + table.right[i + 1 :],
+            [row[:i] + row[i + 1 :] for row in table.rows],
+        )
+    return table
+
+
+def _width(table: Table) -> int:
+    """Width the table needs with text columns at their minimum and 2 spaces between cells."""
+    total = 0
+    for i, (header, right) in enumerate(zip(table.headers, table.right, strict=True)):
+        longest = max([len(header), *(len(row[i]) for row in table.rows)])
+        total += (longest if right else min(longest, _MIN_TEXT_WIDTH)) + 3
+    return total
+
+
+def to_rich(
+    table: Table, console: Console, title: str | None = None, drop_order: Sequence[str] = ()
+) -> None:
+    """Print as a rich table; on a narrow terminal drop the ``drop_order`` columns first."""
+    table = fit(table, console.width, drop_order)
     rich_table = RichTable(title=title, box=box.SIMPLE_HEAD, header_style="bold")
-    for header, right in zip(table.headers, table.right, strict=True):
+    for i, (header, right) in enumerate(zip(table.headers, table.right, strict=True)):
+        longest = max((len(row[i]) for row in table.rows), default=0)
         rich_table.add_column(
-            header, justify="right" if right else "left", overflow="fold", no_wrap=right
+            header,
+            justify="right" if right else "left",
+            overflow="fold",
+            no_wrap=right,
+            min_width=None if right else min(_MIN_TEXT_WIDTH, max(longest, len(header))),
         )
     for row in table.rows:
         rich_table.add_row(*row)
