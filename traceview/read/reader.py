@@ -121,18 +121,7 @@ class TraceReader:
         """A worker's part: the complete events in [start, end); any doubt raises SplitFailed."""
         buf = _Buffer(base=start)
         source.seek(start, limit=end)
-        blocks = self._blocks(source)
-        while True:
-            if not buf.eof and len(buf.data) - buf.pos < self.block_size:
-                self._fill(buf, blocks)
-                continue
-            cut = _last_cut(buf.data, buf.pos, buf.min_cut)
-            if cut is None:
-                if buf.eof:
-                    break
-                self._fill(buf, blocks)
-                continue
-            yield from self._chunk_between(buf, cut)
+        yield from self._cut_chunks(buf, self._blocks(source), source)
         rest = buf.data[buf.pos :].strip(b" \t\r\n,")
         if rest:
             try:
@@ -154,6 +143,18 @@ class TraceReader:
         if self.resume_at is not None:
             buf.data, buf.pos, buf.base, buf.min_cut = b"", 0, self.resume_at, 0
             source.seek(self.resume_at)
+        yield from self._cut_chunks(buf, blocks, source)
+        closed = yield from self._tail(buf)
+        if closed:
+            self._trailer(buf, blocks, is_object)
+        else:
+            self._truncated(self._last_event_end)
+        self._progress(source)
+
+    def _cut_chunks(
+        self, buf: _Buffer, blocks: Iterator[bytes], source: TraceSource
+    ) -> Iterator[list[Any]]:
+        """Decode chunk after chunk while a cut can be found; the rest stays in ``buf``."""
         while True:
             if not buf.eof and len(buf.data) - buf.pos < self.block_size:
                 self._fill(buf, blocks)
@@ -161,17 +162,11 @@ class TraceReader:
             cut = _last_cut(buf.data, buf.pos, buf.min_cut)
             if cut is None:
                 if buf.eof:
-                    break
+                    return
                 self._fill(buf, blocks)
                 continue
             yield from self._chunk_between(buf, cut)
             self._progress(source)
-        closed = yield from self._tail(buf)
-        if closed:
-            self._trailer(buf, blocks, is_object)
-        else:
-            self._truncated(self._last_event_end)
-        self._progress(source)
 
     def _blocks(self, source: TraceSource) -> Iterator[bytes]:
         """Source blocks; a truncated gzip stream ends the blocks and marks the truncation."""
