@@ -46,6 +46,21 @@ Strict = Annotated[
     bool,
     typer.Option("--strict", help="Fail (exit 1) instead of skipping and counting bad events."),
 ]
+NoCache = Annotated[
+    bool,
+    typer.Option("--no-cache", help="Read the trace itself: neither use nor fill the cache."),
+]
+Refresh = Annotated[
+    bool, typer.Option("--refresh", help="Re-read the trace and replace its cache entry.")
+]
+CacheDir = Annotated[
+    Path | None,
+    typer.Option(
+        "--cache-dir",
+        help="Cache directory (default: $TRACEVIEW_CACHE_DIR, else ~/.cache/traceview).",
+        show_default=False,
+    ),
+]
 Verbose = Annotated[
     bool, typer.Option("--verbose", "-v", help="Full kernel names instead of short ones.")
 ]
@@ -117,6 +132,9 @@ def kernels(
     partial: Partial = False,
     quiet: Quiet = False,
     strict: Strict = False,
+    no_cache: NoCache = False,
+    refresh: Refresh = False,
+    cache_dir: CacheDir = None,
 ) -> None:
     """Per-kernel statistics: count, total, mean, std, min/max, p50/p90/p99, shares."""
     from traceview import run
@@ -132,7 +150,12 @@ def kernels(
             steps=tuple(parse_steps(pstep)) if pstep else (),
         )  # fmt: skip
         out = run.OutputOptions(fmt, verbose, output, force)
-        run.kernels(trace, options, run.ReadOptions(partial, quiet, strict), out)
+        run.kernels(
+            trace,
+            options,
+            run.ReadOptions(partial, quiet, strict, not no_cache, refresh, cache_dir),
+            out,
+        )
 
 
 @app.command()
@@ -193,6 +216,9 @@ def gaps(
     partial: Partial = False,
     quiet: Quiet = False,
     strict: Strict = False,
+    no_cache: NoCache = False,
+    refresh: Refresh = False,
+    cache_dir: CacheDir = None,
 ) -> None:
     """Where the GPU sits idle: gaps per stream and device, histogram, transitions, largest gaps."""
     from traceview import run
@@ -215,7 +241,12 @@ def gaps(
             bins=bins, linear=linear, largest=largest, sort=gap_sort, top=gap_top,
         )  # fmt: skip
         out = run.OutputOptions(fmt, verbose, gap_output, force)
-        run.gaps(trace, options, run.ReadOptions(partial, quiet, strict), out)
+        run.gaps(
+            trace,
+            options,
+            run.ReadOptions(partial, quiet, strict, not no_cache, refresh, cache_dir),
+            out,
+        )
 
 
 @app.command()
@@ -225,11 +256,19 @@ def steps(
     partial: Partial = False,
     quiet: Quiet = False,
     strict: Strict = False,
+    no_cache: NoCache = False,
+    refresh: Refresh = False,
+    cache_dir: CacheDir = None,
 ) -> None:
     """The ProfilerSteps found: duration, kernels launched in each, kernel time, GPU busy %."""
     from traceview import run
 
-    _call(run.steps, trace, run.ReadOptions(partial, quiet, strict), run.OutputOptions(fmt))
+    _call(
+        run.steps,
+        trace,
+        run.ReadOptions(partial, quiet, strict, not no_cache, refresh, cache_dir),
+        run.OutputOptions(fmt),
+    )
 
 
 @app.command()
@@ -245,11 +284,20 @@ def snapshot(
     partial: Partial = False,
     quiet: Quiet = False,
     strict: Strict = False,
+    no_cache: NoCache = False,
+    refresh: Refresh = False,
+    cache_dir: CacheDir = None,
 ) -> None:
     """A small versioned JSON summary of a trace: the baseline for traceview diff."""
     from traceview import run
 
-    _call(run.snapshot, trace, run.ReadOptions(partial, quiet, strict), output, force)
+    _call(
+        run.snapshot,
+        trace,
+        run.ReadOptions(partial, quiet, strict, not no_cache, refresh, cache_dir),
+        output,
+        force,
+    )
 
 
 @app.command()
@@ -311,6 +359,9 @@ def diff(
     partial: Partial = False,
     quiet: Quiet = False,
     strict: Strict = False,
+    no_cache: NoCache = False,
+    refresh: Refresh = False,
+    cache_dir: CacheDir = None,
 ) -> None:
     """Compare two traces or snapshots; with --max-regression, a CI gate (exit 1 on regression)."""
     from traceview import run
@@ -334,7 +385,88 @@ def diff(
             top=top,
         )
         out = run.OutputOptions(fmt, verbose)
-        run.diff(base, new, options, run.ReadOptions(partial, quiet, strict), out)
+        run.diff(
+            base,
+            new,
+            options,
+            run.ReadOptions(partial, quiet, strict, not no_cache, refresh, cache_dir),
+            out,
+        )
+
+
+@app.command()
+def export(
+    trace: Trace,
+    output: Annotated[
+        Path,
+        typer.Option(
+            "--output", "-o", help="Directory for the Parquet tables.", show_default=False
+        ),
+    ],
+    force: Annotated[
+        bool, typer.Option("--force", help="Write into the directory even if it is not empty.")
+    ] = False,
+    partial: Partial = False,
+    quiet: Quiet = False,
+    strict: Strict = False,
+    no_cache: NoCache = False,
+    refresh: Refresh = False,
+    cache_dir: CacheDir = None,
+) -> None:
+    """Write the trace's columns as Parquet tables (for pandas, DuckDB, polars); see README."""
+    from traceview import run
+
+    read = run.ReadOptions(partial, quiet, strict, not no_cache, refresh, cache_dir)
+    _call(run.export, trace, read, output, force)
+
+
+cache_app = typer.Typer(
+    help="The Parquet cache of ingested traces: info, list, clear, prune.",
+    no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+app.add_typer(cache_app, name="cache")
+
+
+@cache_app.command("info")
+def cache_info(cache_dir: CacheDir = None) -> None:
+    """Where the cache is, how many entries, their size and the size limit."""
+    from traceview import run
+
+    _call(run.cache_info, cache_dir)
+
+
+@cache_app.command("list")
+def cache_list(cache_dir: CacheDir = None) -> None:
+    """Every entry: key, size, last use, the trace path(s) it was read from."""
+    from traceview import run
+
+    _call(run.cache_list, cache_dir)
+
+
+@cache_app.command("clear")
+def cache_clear(cache_dir: CacheDir = None) -> None:
+    """Remove every entry and the file index."""
+    from traceview import run
+
+    _call(run.cache_clear, cache_dir)
+
+
+@cache_app.command("prune")
+def cache_prune(
+    max_size: Annotated[
+        str | None,
+        typer.Option(
+            "--max-size",
+            help="Size limit: 20GB, 500MB (default: $TRACEVIEW_CACHE_MAX_SIZE, else 20GB).",
+        ),
+    ] = None,
+    cache_dir: CacheDir = None,
+) -> None:
+    """Evict least recently used entries until the cache is within its size limit."""
+    from traceview import run
+
+    _call(run.cache_prune, cache_dir, max_size)
 
 
 @contextmanager

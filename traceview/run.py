@@ -43,6 +43,9 @@ class ReadOptions:
     partial: bool = False
     quiet: bool = False
     strict: bool = False
+    cache: bool = True
+    refresh: bool = False
+    cache_dir: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -56,11 +59,10 @@ class OutputOptions:
 
 
 def read_trace(path: Path, options: ReadOptions, keep_cpu: bool = False) -> TraceEvents:
-    """Read a trace with a progress bar on a terminal; remember it as the last one analysed."""
-    reader = TraceReader(path, partial=options.partial)
-    with ByteProgress(reader.info.size_bytes, enabled=not options.quiet) as progress:
-        reader.on_progress = progress
-        events = collect_events(reader, keep_cpu)
+    """Read a trace (from the cache when it holds it); remember it as the last one analysed."""
+    events = _read_cached(path, options, keep_cpu) if options.cache else None
+    if events is None:
+        events = _ingest(path, options, keep_cpu)
     problems = read_warnings(events)
     if options.strict and problems:
         raise TraceviewError(f"{path}: --strict: {'; '.join(problems)}")
@@ -69,6 +71,34 @@ def read_trace(path: Path, options: ReadOptions, keep_cpu: bool = False) -> Trac
         console.print(f"traceview: warning: {problem}", markup=False, soft_wrap=True)
     remember_trace(path)
     return events
+
+
+def _read_cached(path: Path, options: ReadOptions, keep_cpu: bool) -> TraceEvents | None:
+    """The events from the cache, or a fresh read stored in it; None when it cannot be used."""
+    from traceview import cache
+    from traceview.cache.store import ingested
+
+    settings = cache.CacheSettings(True, options.refresh, options.cache_dir)
+    slot = cache.open_slot(path, settings, keep_cpu)
+    if slot is None:
+        return None
+    if slot.events is not None:
+        return slot.events
+    events = _ingest(path, options, keep_cpu)
+    # A truncated read (--partial) is not stored: a later run without --partial would get it
+    # from the cache instead of the truncation error, and the file is most likely still being
+    # written, so its entry would never be used again.
+    if events.read.truncated_at is None:
+        cache.publish(slot, ingested(events, keep_cpu))
+    return events
+
+
+def _ingest(path: Path, options: ReadOptions, keep_cpu: bool) -> TraceEvents:
+    """Read the trace itself, with a progress bar on a terminal."""
+    reader = TraceReader(path, partial=options.partial)
+    with ByteProgress(reader.info.size_bytes, enabled=not options.quiet) as progress:
+        reader.on_progress = progress
+        return collect_events(reader, keep_cpu)
 
 
 def kernels(path: Path, options: KernelOptions, read: ReadOptions, out: OutputOptions) -> None:
@@ -191,3 +221,55 @@ def _diff_side(path: Path, read: ReadOptions) -> Side:
     if is_snapshot(path):
         return Side(str(path), "snapshot", load_snapshot(path))
     return Side(str(path), "trace", build_snapshot(read_trace(path, read)))
+
+
+def export(path: Path, read: ReadOptions, directory: Path, force: bool) -> None:
+    """``traceview export``: the trace's tables as Parquet files in ``directory``."""
+    from traceview.cache.store import export_tables
+
+    if directory.exists() and any(directory.iterdir()) and not force:
+        raise UsageError(f"{directory}: not empty (use --force to write into it)")
+    events = read_trace(path, read, keep_cpu=True)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        names = export_tables(events, directory)
+    except OSError as e:
+        raise TraceviewError(f"{directory}: cannot write: {e.strerror or e}") from None
+    stderr_console().print(f"Wrote {directory} ({', '.join(names)})", markup=False)
+
+
+def cache_info(directory: Path | None) -> None:
+    """``traceview cache info``."""
+    from traceview.cache import CacheSettings
+    from traceview.cache.manage import info_lines
+
+    write_stdout("\n".join(info_lines(CacheSettings(directory=directory).root())) + "\n")
+
+
+def cache_list(directory: Path | None) -> None:
+    """``traceview cache list``."""
+    from traceview.cache import CacheSettings
+    from traceview.cache.manage import list_lines
+
+    write_stdout("\n".join(list_lines(CacheSettings(directory=directory).root())) + "\n")
+
+
+def cache_clear(directory: Path | None) -> None:
+    """``traceview cache clear``: remove every entry and the index."""
+    from traceview.cache import CacheSettings
+    from traceview.cache.manage import clear
+
+    root = CacheSettings(directory=directory).root()
+    stderr_console().print(f"Removed {clear(root)} entries from {root}", markup=False)
+
+
+def cache_prune(directory: Path | None, max_size: str | None) -> None:
+    """``traceview cache prune``: evict least recently used entries down to the size limit."""
+    from traceview.cache import CacheSettings, manage
+
+    root = CacheSettings(directory=directory).root()
+    limit = manage.parse_size(max_size) if max_size else manage.max_size()
+    removed = manage.evict(root, limit)
+    manage.remove_stale_tmp(root)
+    freed = manage.human_size(sum(e.size for e in removed))
+    stderr_console().print(f"Removed {len(removed)} entries ({freed}) from {root}", markup=False)

@@ -1,0 +1,280 @@
+"""The Parquet cache: hits, misses, invalidation, recovery, eviction, and cold == warm output."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, SHARED_TRACES
+from typer.testing import CliRunner
+
+from traceview import cache
+from traceview.cache import manage, store
+from traceview.cli import app
+
+DEMO = ROOT / "fixtures" / "demo.json.gz"
+REAL = [
+    "hta__ns_resolution_trace__rank-0.Apr_03_18_51_38.1102.json.gz",
+    "tracelens__h100__gaunernst_bert-small-uncased__1016001.json.gz",
+    "hta__large_integer_trace__rank-70.json.gz",
+]
+COMMANDS = (["kernels", "--top", "0"], ["gaps"], ["gaps", "--largest", "0"], ["steps"])
+runner = CliRunner()
+
+
+def _root() -> Path:
+    return Path(os.environ["TRACEVIEW_CACHE_DIR"])
+
+
+def _entries() -> list[manage.Entry]:
+    return manage.entries(_root())
+
+
+def _json(command: list[str], trace: Path, *extra: str) -> str:
+    r = runner.invoke(app, [command[0], str(trace), *command[1:], "-f", "json", "-q", *extra])
+    assert r.exit_code == 0, r.output
+    return r.stdout
+
+
+@pytest.fixture
+def demo(tmp_path: Path) -> Path:
+    """A private plain-JSON copy of the demo trace (tests rename it and append whitespace)."""
+    path = tmp_path / "demo.json"
+    path.write_bytes(gzip.decompress(DEMO.read_bytes()))
+    return path
+
+
+def test_miss_then_hit(demo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cold = _json(["kernels"], demo)
+    assert len(_entries()) == 1
+    monkeypatch.setattr("traceview.run._ingest", _no_read)
+    assert _json(["kernels"], demo) == cold
+
+
+def _no_read(*args: object) -> None:
+    raise AssertionError("the trace was read despite a cache hit")
+
+
+@pytest.mark.parametrize("trace", [DEMO], ids=["demo"])
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: "-".join(c))
+def test_cold_equals_warm_demo(trace: Path, command: list[str]) -> None:
+    cold = _json(command, trace, "--no-cache")
+    assert _json(command, trace) == cold  # fills the cache
+    assert _json(command, trace) == cold  # from the cache
+
+
+@pytest.mark.parametrize("name", REAL, ids=lambda n: n[:30])
+def test_cold_equals_warm_real(name: str) -> None:
+    trace = SHARED_TRACES / name
+    if not trace.is_file():
+        pytest.skip(f"{trace} is absent")
+    colds = {tuple(c): _json(c, trace, "--no-cache") for c in COMMANDS}
+    for _ in range(2):  # the first pass fills (and upgrades) the entry, the second reads it
+        for command in COMMANDS:
+            assert _json(command, trace) == colds[tuple(command)], command
+
+
+def test_content_change_is_a_new_entry(demo: Path) -> None:
+    _json(["kernels"], demo)
+    data = demo.read_bytes()
+    demo.write_bytes(data + b"\n")  # the same events, other bytes
+    _json(["kernels"], demo)
+    assert len(_entries()) == 2
+
+
+def test_rename_and_copy_hit_the_same_entry(demo: Path, tmp_path: Path) -> None:
+    cold = _json(["steps"], demo)
+    moved = tmp_path / "renamed.json"
+    demo.rename(moved)
+    copy = tmp_path / "copy.json"
+    shutil.copy(moved, copy)
+    assert _json(["steps"], moved) == cold.replace(str(demo), str(moved))
+    _json(["steps"], copy)
+    (entry,) = _entries()
+    assert sorted(entry.paths) == sorted([str(demo), str(moved), str(copy)])
+
+
+def test_no_cache_writes_nothing(demo: Path) -> None:
+    _json(["kernels"], demo, "--no-cache")
+    assert not (_root() / cache.ENTRIES).exists()
+
+
+def test_cache_dir_option(demo: Path, tmp_path: Path) -> None:
+    _json(["kernels"], demo, "--cache-dir", str(tmp_path / "elsewhere"))
+    assert len(manage.entries(tmp_path / "elsewhere")) == 1
+    assert not _entries()
+
+
+def test_refresh_rebuilds(demo: Path) -> None:
+    cold = _json(["kernels"], demo)
+    (entry,) = _entries()
+    (entry.directory / "gpu.parquet").write_bytes(b"garbage")  # refresh must not read this
+    r = runner.invoke(app, ["kernels", str(demo), "-f", "json", "-q", "--refresh"])
+    assert r.exit_code == 0, r.output
+    assert r.stdout == cold
+    assert store.read_meta(entry.directory)  # replaced: the sizes match again
+
+
+def test_truncated_parquet_is_rebuilt_with_a_warning(demo: Path) -> None:
+    cold = _json(["kernels"], demo)
+    (entry,) = _entries()
+    gpu = entry.directory / "gpu.parquet"
+    gpu.write_bytes(gpu.read_bytes()[: gpu.stat().st_size // 2])
+    r = runner.invoke(app, ["kernels", str(demo), "-f", "json", "-q"])
+    assert r.exit_code == 0, r.output
+    assert r.stdout == cold
+    assert "cache entry" in r.stderr and "rebuilding" in r.stderr
+    assert _json(["kernels"], demo) == cold
+    assert store.read_meta(entry.directory)["files"]["gpu.parquet"] == gpu.stat().st_size
+
+
+def test_schema_bump_rebuilds(demo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cold = _json(["kernels"], demo)
+    monkeypatch.setattr(store, "CACHE_SCHEMA", store.CACHE_SCHEMA + 1)
+    r = runner.invoke(app, ["kernels", str(demo), "-f", "json", "-q"])
+    assert r.exit_code == 0, r.output
+    assert r.stdout == cold
+    assert "cache schema" in r.stderr
+    (entry,) = _entries()
+    assert store.read_meta(entry.directory)["cache_schema"] == store.CACHE_SCHEMA
+
+
+def test_cpu_columns_upgrade(demo: Path) -> None:
+    _json(["kernels"], demo)
+    (entry,) = _entries()
+    assert not store.read_meta(entry.directory)["has_cpu"]
+    cold = _json(["gaps"], demo, "--no-cache")
+    assert _json(["gaps"], demo) == cold
+    (entry,) = _entries()
+    assert store.read_meta(entry.directory)["has_cpu"]
+
+
+def test_eviction_keeps_the_newest(demo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TRACEVIEW_CACHE_MAX_SIZE", "1KB")
+    _json(["kernels"], demo)
+    first = _entries()[0].key
+    demo.write_bytes(demo.read_bytes() + b" ")
+    _json(["kernels"], demo)
+    keys = [e.key for e in _entries()]
+    assert len(keys) == 1 and keys[0] != first
+
+
+def test_prune_least_recently_used(tmp_path: Path) -> None:
+    traces = []
+    for i in range(3):
+        path = tmp_path / f"t{i}.json"
+        path.write_bytes(gzip.decompress(DEMO.read_bytes()) + b" " * i)
+        _json(["kernels"], path)
+        traces.append(path)
+    oldest = _entries()[0]
+    os.utime(oldest.directory / manage.USED, (1, 1))
+    size = sum(e.size for e in _entries())
+    r = runner.invoke(app, ["cache", "prune", "--max-size", str(size - 1)])
+    assert r.exit_code == 0, r.output
+    assert oldest.key not in [e.key for e in _entries()]
+    assert len(_entries()) == 2
+
+
+def test_cache_commands(demo: Path) -> None:
+    _json(["kernels"], demo)
+    info = runner.invoke(app, ["cache", "info"])
+    assert info.exit_code == 0 and "entries    1" in info.stdout
+    listed = runner.invoke(app, ["cache", "list"])
+    assert listed.exit_code == 0 and str(demo) in listed.stdout
+    cleared = runner.invoke(app, ["cache", "clear"])
+    assert cleared.exit_code == 0 and not _entries()
+
+
+def test_unwritable_cache_dir_falls_back(demo: Path, tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    cold = _json(["kernels"], demo, "--no-cache")
+    r = runner.invoke(
+        app, ["kernels", str(demo), "-f", "json", "-q", "--cache-dir", str(blocker / "sub")]
+    )
+    assert r.exit_code == 0, r.output
+    assert r.stdout == cold
+    assert "reading without the cache" in r.stderr
+
+
+def test_partial_reads_are_not_cached(tmp_path: Path) -> None:
+    text = gzip.decompress(DEMO.read_bytes())
+    cut = tmp_path / "cut.json"
+    cut.write_bytes(text[: len(text) * 2 // 3])
+    r = runner.invoke(app, ["kernels", str(cut), "-f", "json", "-q", "--partial"])
+    assert r.exit_code == 0, r.output
+    assert "TRUNCATED" in r.stderr
+    assert not _entries()
+    assert runner.invoke(app, ["kernels", str(cut), "-q"]).exit_code == 1
+
+
+def test_warnings_repeat_on_a_hit(tmp_path: Path) -> None:
+    trace = tmp_path / "bad.json"
+    events = [
+        {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 20, "dur": 30,
+         "args": {"device": 0, "stream": 7}},
+        {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 60},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 5},
+    ]  # fmt: skip
+    trace.write_text(json.dumps({"traceEvents": events}))
+    options = (
+        ["--no-cache"], [], [], ["--largest", "0"], ["--largest", "0", "--no-cache"],
+        ["--largest", "0"], ["--largest", "0"], ["--largest", "2"],
+    )  # fmt: skip
+    runs = [runner.invoke(app, ["gaps", str(trace), "-q", "-f", "json", *a]) for a in options]
+    assert all(r.exit_code == 0 for r in runs), [r.output for r in runs]
+    assert runs[0].stderr == runs[1].stderr == runs[2].stderr
+    assert "without dur" in runs[0].stderr
+    # CPU-only problems are not shown without CPU: the first such read fills in its counters
+    assert runs[3].stderr == runs[4].stderr == runs[5].stderr == runs[6].stderr
+    assert runs[3].stdout == runs[4].stdout == runs[6].stdout
+    assert runs[7].stderr == runs[0].stderr
+    (entry,) = _entries()
+    meta = store.read_meta(entry.directory)
+    assert meta["has_cpu"] and meta["quality_without_cpu"] not in (None, meta["quality"])
+
+
+def test_export_writes_parquet(demo: Path, tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    out = tmp_path / "tables"
+    r = runner.invoke(app, ["export", str(demo), "-o", str(out), "-q"])
+    assert r.exit_code == 0, r.output
+    gpu = pq.read_table(out / "gpu.parquet")
+    assert gpu.column_names == list(store.GPU_COLUMNS)
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["read"]["events"] > 0 and "quality_without_cpu" not in meta
+    assert runner.invoke(app, ["export", str(demo), "-o", str(out)]).exit_code == 2
+
+
+def test_concurrent_ingest(demo: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"}
+    command = [sys.executable, "-m", "traceview", "gaps", str(demo), "-f", "json", "-q"]
+    procs = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+             for _ in range(2)]  # fmt: skip
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    assert outs[0][0] == outs[1][0]
+    assert not any(out[1] for out in outs)  # no warnings
+    assert len(_entries()) == 1
+    assert _json(["gaps"], demo) == outs[0][0].decode()
+    assert not list((_root() / cache.TMP).iterdir())
+
+
+def test_flipped_byte_is_detected(demo: Path) -> None:
+    cold = _json(["kernels", "--top", "0"], demo)
+    (entry,) = _entries()
+    gpu = entry.directory / "gpu.parquet"
+    data = bytearray(gpu.read_bytes())
+    data[len(data) // 3] ^= 0xFF  # same size: only the page checksums can tell
+    gpu.write_bytes(bytes(data))
+    r = runner.invoke(app, ["kernels", str(demo), "--top", "0", "-f", "json", "-q"])
+    assert r.exit_code == 0, r.output
+    assert r.stdout == cold
+    assert "rebuilding" in r.stderr

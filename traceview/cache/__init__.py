@@ -1,0 +1,188 @@
+"""The Parquet cache of ingested traces, keyed by a hash of the trace bytes.
+
+``open_slot`` finds the entry of a trace (a hit gives its TraceEvents), ``publish`` stores a
+fresh read. A cache problem is never fatal: it prints a warning and the trace is read as usual.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import stat
+import uuid
+from collections import Counter
+from dataclasses import dataclass
+from dataclasses import replace as dataclass_replace
+from pathlib import Path
+from typing import Any
+
+from traceview.cache.store import Ingested
+from traceview.events import TraceEvents
+from traceview.render.output import stderr_console
+from traceview.state import state_dir
+
+ENTRIES = "entries"
+TMP = "tmp"
+
+
+@dataclass(frozen=True)
+class CacheSettings:
+    """Whether and where to cache; ``refresh`` re-ingests and replaces the entry."""
+
+    enabled: bool = True
+    refresh: bool = False
+    directory: Path | None = None
+
+    def root(self) -> Path:
+        """The cache directory: ``--cache-dir``, else traceview's state directory."""
+        return self.directory if self.directory is not None else state_dir()
+
+
+@dataclass(frozen=True)
+class Slot:
+    """Where a trace's entry lives; ``events`` is set on a hit."""
+
+    root: Path
+    key: str
+    identity: tuple[str, int, int, int]
+    trace: Path
+    events: TraceEvents | None
+    refresh: bool = False
+
+
+def warn(message: str) -> None:
+    """A cache warning on stderr."""
+    stderr_console().print(f"traceview: warning: {message}", markup=False, soft_wrap=True)
+
+
+def entry_dir(root: Path, key: str) -> Path:
+    """The directory of the entry with this key."""
+    return root / ENTRIES / key
+
+
+def open_slot(path: Path, settings: CacheSettings, keep_cpu: bool) -> Slot | None:
+    """The trace's cache slot (with its events on a hit), or None to read without the cache."""
+    from traceview.cache.key import identity, trace_key
+
+    try:
+        if not stat.S_ISREG(path.stat().st_mode):
+            return None  # a pipe or device: hashing would consume it; the reader reports it
+    except OSError:
+        return None  # missing or unreadable: the reader gives the error
+    root = settings.root()
+    try:
+        (root / ENTRIES).mkdir(parents=True, exist_ok=True)
+        ident = identity(path)
+        key = trace_key(path, root, settings.refresh)
+    except Exception as e:  # unwritable dir, broken index: work without the cache
+        warn(f"cache {root} unusable ({type(e).__name__}: {e}); reading without the cache")
+        return None
+    events = None if settings.refresh else _load(root, key, path, keep_cpu)
+    return Slot(root, key, ident, path, events, settings.refresh)
+
+
+def _load(root: Path, key: str, path: Path, keep_cpu: bool) -> TraceEvents | None:
+    """The entry's events, or None on a miss; a damaged entry is removed with a warning."""
+    from dataclasses import replace
+
+    from traceview.cache.manage import add_path, touch
+    from traceview.cache.store import read_entry, read_meta
+
+    directory = entry_dir(root, key)
+    if not directory.is_dir():
+        return None
+    try:
+        meta = read_meta(directory)
+        if not _serves(meta, keep_cpu):
+            return None  # read the trace; publish then upgrades or completes the entry
+        events = read_entry(directory, meta, keep_cpu)
+    except Exception as e:  # damaged, truncated, another schema: rebuild, never crash
+        warn(f"cache entry {key} is damaged or outdated ({e}); rebuilding it")
+        remove_tree(directory)
+        return None
+    touch(directory)
+    add_path(directory, path)
+    return replace(events, path=str(path))
+
+
+def _serves(meta: dict[str, Any], keep_cpu: bool) -> bool:
+    """Whether an entry can give exactly what a read with (or without) CPU columns gives."""
+    if keep_cpu:
+        return bool(meta["has_cpu"])
+    return not meta["has_cpu"] or meta["quality_without_cpu"] is not None
+
+
+def publish(slot: Slot, ingested: Ingested) -> None:
+    """Store a fresh read atomically: write a temp dir inside the cache, then rename it."""
+    from traceview.cache.key import identity
+    from traceview.cache.manage import evict, max_size
+    from traceview.cache.store import fill_quality_without_cpu
+
+    try:
+        if identity(slot.trace) != slot.identity:
+            return  # the trace changed while it was read: its hash is stale
+        target = entry_dir(slot.root, slot.key)
+        current = _meta_or_none(target)
+        if current is not None and not slot.refresh and not ingested.keep_cpu:
+            if current["has_cpu"] and current["quality_without_cpu"] is None:
+                fill_quality_without_cpu(target, ingested.events.quality)
+            return
+        upgrade = current is not None and ingested.keep_cpu and not current["has_cpu"]
+        if upgrade and current is not None and ingested.quality_without_cpu is None:
+            ingested = dataclass_replace(ingested, quality_without_cpu=Counter(current["quality"]))
+        _write_entry(slot, ingested, target, replace=slot.refresh or upgrade)
+        evict(slot.root, max_size(), keep=slot.key)
+    except Exception as e:  # full disk, unwritable dir, unencodable name: no cache this time
+        warn(f"could not write the cache entry ({type(e).__name__}: {e})")
+
+
+def _meta_or_none(directory: Path) -> dict[str, Any] | None:
+    from traceview.cache.store import read_meta
+
+    if not directory.is_dir():
+        return None
+    try:
+        return read_meta(directory)
+    except Exception:
+        return None  # damaged: the next read removes it
+
+
+def _write_entry(slot: Slot, ingested: Ingested, target: Path, replace: bool) -> None:
+    """Write the entry into a temp dir in the cache, then rename it into place."""
+    from traceview.cache.manage import write_paths
+    from traceview.cache.store import write_entry
+
+    tmp = slot.root / TMP / f"{slot.key}.{os.getpid()}.{uuid.uuid4().hex}"
+    tmp.mkdir(parents=True)
+    try:
+        write_entry(tmp, ingested)
+        write_paths(tmp, [str(slot.trace.resolve())])
+        _rename_into_place(tmp, target, replace)
+    finally:
+        remove_tree(tmp)
+
+
+def _rename_into_place(tmp: Path, target: Path, replace: bool) -> None:
+    """Publish ``tmp`` as ``target``; an existing entry stays unless ``replace``."""
+    try:
+        os.rename(tmp, target)
+        return
+    except OSError:
+        if not target.is_dir():
+            raise
+    if not replace:
+        return  # another process published the same content first: keep theirs
+    old = target.parent.parent / TMP / f"{target.name}.old.{uuid.uuid4().hex}"
+    try:
+        os.rename(target, old)
+    except OSError:
+        return  # someone else is replacing it right now
+    with contextlib.suppress(OSError):
+        os.rename(tmp, target)
+    remove_tree(old)
+
+
+def remove_tree(directory: Path) -> None:
+    """Remove a directory tree, ignoring errors (another process may be removing it too)."""
+    shutil.rmtree(directory, ignore_errors=True)

@@ -1,0 +1,265 @@
+"""TraceEvents ⇄ a directory of zstd Parquet tables plus ``meta.json`` (pyarrow imported lazily)."""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections import Counter
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+
+from traceview import __version__
+from traceview.events import (
+    CpuColumns,
+    GpuColumns,
+    RuntimeColumns,
+    StepWindow,
+    TraceEvents,
+    _cpu_columns,
+)
+from traceview.read.reader import ReadStats
+
+CACHE_SCHEMA = 1
+META = "meta.json"
+GPU_COLUMNS = ("kind", "name", "stream", "ts", "dur", "correlation")
+RUNTIME_COLUMNS = ("correlation", "ts")
+CPU_COLUMNS = ("thread", "ts", "end", "name", "correlation")
+
+
+class DamagedEntry(Exception):
+    """A cache entry that is incomplete, altered or of another schema."""
+
+
+@dataclass(frozen=True)
+class Ingested:
+    """A fresh read, plus the quality counters a read without CPU columns gives (None: unknown)."""
+
+    events: TraceEvents
+    quality_without_cpu: Counter[str] | None
+    keep_cpu: bool
+
+
+def ingested(events: TraceEvents, keep_cpu: bool) -> Ingested:
+    """A fresh read, ready to store.
+
+    A read with CPU columns also counts the problems of CPU ops; the counters a read without
+    them would give are known here only when there are none (else they are filled in later).
+    """
+    without = events.quality if not keep_cpu or not events.quality else None
+    return Ingested(events, without, keep_cpu)
+
+
+def fill_quality_without_cpu(directory: Path, quality: Counter[str]) -> None:
+    """Record, in an entry with CPU columns, the counters of a read without them (atomically)."""
+    meta = read_meta(directory)
+    meta["quality_without_cpu"] = dict(quality)
+    tmp = directory / f".{META}.{os.getpid()}.{uuid.uuid4().hex}"
+    tmp.write_bytes(orjson.dumps(meta, option=orjson.OPT_INDENT_2))
+    os.replace(tmp, directory / META)
+
+
+def write_entry(directory: Path, ingested: Ingested) -> None:
+    """Write every table and then ``meta.json`` (with the file sizes) into ``directory``."""
+    events = ingested.events
+    tables = _tables(events, ingested.keep_cpu)
+    sizes = {name: _write(directory / name, table) for name, table in tables.items()}
+    meta = _meta(events, ingested.quality_without_cpu, sizes)
+    (directory / META).write_bytes(orjson.dumps(meta, option=orjson.OPT_INDENT_2))
+
+
+def export_tables(events: TraceEvents, directory: Path) -> list[str]:
+    """Write the tables (with CPU ones when ``events`` has them) and meta.json for users."""
+    keep_cpu = bool(events.threads) or len(events.cpu.ts) > 0
+    tables = _tables(events, keep_cpu)
+    sizes = {name: _write(directory / name, table) for name, table in tables.items()}
+    meta = _meta(events, events.quality, sizes)
+    del meta["quality_without_cpu"]
+    (directory / META).write_bytes(orjson.dumps(meta, option=orjson.OPT_INDENT_2))
+    return [*sizes, META]
+
+
+def _tables(events: TraceEvents, keep_cpu: bool) -> dict[str, Any]:
+    """The Parquet tables of one TraceEvents, by file name."""
+    import pyarrow as pa
+
+    steps = events.steps
+    tables = {
+        "gpu.parquet": _columns(events.gpu, GPU_COLUMNS),
+        "runtime.parquet": _columns(events.runtime, RUNTIME_COLUMNS),
+        "steps.parquet": pa.table(
+            {
+                "step": pa.array([s.step for s in steps], pa.int64()),
+                "start_ns": pa.array([s.start_ns for s in steps], pa.int64()),
+                "end_ns": pa.array([s.end_ns for s in steps], pa.int64()),
+                "on_gpu": pa.array([s.on_gpu for s in steps], pa.bool_()),
+            }
+        ),
+        "names.parquet": pa.table(
+            {"id": pa.array(range(len(events.names)), pa.int32()), "name": events.names}
+        ),
+        "streams.parquet": _pairs(events.streams, ("device", "stream")),
+    }
+    if keep_cpu:
+        tables["cpu.parquet"] = _columns(events.cpu, CPU_COLUMNS)
+        tables["threads.parquet"] = _pairs(events.threads, ("pid", "tid"))
+    return tables
+
+
+def _columns(columns: Any, names: tuple[str, ...]) -> Any:
+    import pyarrow as pa
+
+    return pa.table({name: getattr(columns, name) for name in names})
+
+
+def _pairs(keys: list[tuple[Any, Any]], names: tuple[str, str]) -> Any:
+    """Interned (a, b) keys as a table; each value as JSON text, so ints and strings survive.
+
+    Stdlib json, not orjson: pids and tids may be integers beyond 64 bits.
+    """
+    import pyarrow as pa
+
+    return pa.table(
+        {
+            "id": pa.array(range(len(keys)), pa.int32()),
+            names[0]: [json.dumps(k[0]) for k in keys],
+            names[1]: [json.dumps(k[1]) for k in keys],
+        }
+    )
+
+
+def _write(path: Path, table: Any) -> int:
+    import pyarrow.parquet as pq
+
+    pq.write_table(table, path, compression="zstd", write_page_checksum=True)
+    return path.stat().st_size
+
+
+def _meta(
+    events: TraceEvents, without_cpu: Counter[str] | None, sizes: dict[str, int]
+) -> dict[str, Any]:
+    read = events.read
+    return {
+        "cache_schema": CACHE_SCHEMA,
+        "traceview_version": __version__,
+        "path": events.path,
+        "size_bytes": events.size_bytes,
+        "header": events.header,
+        "read": {
+            "events": read.events,
+            "chunks": read.chunks,
+            "repaired_chunks": read.repaired_chunks,
+            "exact_times": read.exact_times,
+            "skipped": dict(read.skipped),
+            "truncated_at": read.truncated_at,
+        },
+        "quality": dict(events.quality),
+        "quality_without_cpu": dict(without_cpu) if without_cpu is not None else None,
+        "span_ns": list(events.span_ns) if events.span_ns is not None else None,
+        "has_cpu": "cpu.parquet" in sizes,
+        "files": sizes,
+    }
+
+
+def read_meta(directory: Path) -> dict[str, Any]:
+    """The entry's metadata, checked: schema and version match, every file has its size."""
+    try:
+        meta = orjson.loads((directory / META).read_bytes())
+    except (OSError, orjson.JSONDecodeError) as e:
+        raise DamagedEntry(f"unreadable {META}: {e}") from None
+    if not isinstance(meta, dict):
+        raise DamagedEntry(f"{META} is not an object")
+    made = (meta.get("cache_schema"), meta.get("traceview_version"))
+    if made != (CACHE_SCHEMA, __version__):
+        raise DamagedEntry(
+            f"made by cache schema {made[0]} / traceview {made[1]}, "
+            f"this is cache schema {CACHE_SCHEMA} / traceview {__version__}"
+        )
+    for name, size in meta["files"].items():
+        found = (directory / name).stat().st_size if (directory / name).is_file() else None
+        if found != size:
+            raise DamagedEntry(f"{name}: {found} bytes, expected {size}")
+    return meta
+
+
+def read_entry(directory: Path, meta: dict[str, Any], keep_cpu: bool) -> TraceEvents:
+    """TraceEvents from an entry; without ``keep_cpu``, exactly what a read without CPU gives."""
+    gpu = GpuColumns(*_arrays(directory / "gpu.parquet", GPU_COLUMNS))
+    names = _read_names(directory / "names.parquet")
+    events = TraceEvents(
+        path=meta["path"],
+        size_bytes=meta["size_bytes"],
+        header=meta["header"],
+        read=_read_stats(meta["read"]),
+        names=names,
+        streams=_read_pairs(directory / "streams.parquet"),
+        gpu=gpu,
+        runtime=RuntimeColumns(*_arrays(directory / "runtime.parquet", RUNTIME_COLUMNS)),
+        steps=_read_steps(directory / "steps.parquet"),
+        span_ns=tuple(meta["span_ns"]) if meta["span_ns"] is not None else None,  # type: ignore[arg-type]
+        quality=Counter(meta["quality"]),
+    )
+    if keep_cpu and meta["has_cpu"]:
+        cpu = CpuColumns(*_arrays(directory / "cpu.parquet", CPU_COLUMNS))
+        return replace(events, cpu=cpu, threads=_read_pairs(directory / "threads.parquet"))
+    if meta["has_cpu"]:
+        return _without_cpu(events, Counter(meta["quality_without_cpu"]))
+    return events
+
+
+def _without_cpu(events: TraceEvents, quality: Counter[str]) -> TraceEvents:
+    """Renumber names as a read without CPU ops interns them: GPU names in order of first use."""
+    used, first = np.unique(events.gpu.name, return_index=True)
+    order = used[np.argsort(first, kind="stable")]
+    new_id = np.full(len(events.names), -1, dtype=np.int32)
+    new_id[order] = np.arange(len(order), dtype=np.int32)
+    gpu = replace(events.gpu, name=new_id[events.gpu.name])
+    names = [events.names[i] for i in order.tolist()]
+    return replace(events, gpu=gpu, names=names, quality=quality, cpu=_cpu_columns([]))
+
+
+def _arrays(path: Path, names: tuple[str, ...]) -> list[np.ndarray]:
+    table = _read_table(path)
+    return [_writable(table.column(name).to_numpy()) for name in names]
+
+
+def _writable(array: np.ndarray) -> np.ndarray:
+    return array if array.flags.writeable else array.copy()
+
+
+def _read_table(path: Path) -> Any:
+    import pyarrow.parquet as pq
+
+    # ParquetFile, not read_table: read_table imports pyarrow.dataset (~0.1 s).
+    with pq.ParquetFile(path, page_checksum_verification=True) as parquet:
+        return parquet.read()
+
+
+def _read_names(path: Path) -> list[str]:
+    return [str(n) for n in _read_table(path).column("name").to_pylist()]
+
+
+def _read_pairs(path: Path) -> list[tuple[Any, Any]]:
+    table = _read_table(path)
+    a, b = (table.column(i).to_pylist() for i in (1, 2))
+    return [(json.loads(x), json.loads(y)) for x, y in zip(a, b, strict=True)]
+
+
+def _read_steps(path: Path) -> list[StepWindow]:
+    rows = _read_table(path).to_pylist()
+    return [StepWindow(r["step"], r["start_ns"], r["end_ns"], r["on_gpu"]) for r in rows]
+
+
+def _read_stats(read: dict[str, Any]) -> ReadStats:
+    return ReadStats(
+        events=read["events"],
+        chunks=read["chunks"],
+        repaired_chunks=read["repaired_chunks"],
+        exact_times=read["exact_times"],
+        skipped=Counter(read["skipped"]),
+        truncated_at=read["truncated_at"],
+    )
