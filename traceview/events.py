@@ -163,7 +163,7 @@ class TraceEvents:
     steps: list[StepWindow]
     span_ns: tuple[int, int] | None
     quality: Counter[str]
-    cpu: CpuColumns = field(default_factory=lambda: _cpu_columns([]))
+    cpu: CpuColumns = field(default_factory=lambda: cpu_columns([]))
     threads: list[tuple[Any, Any]] = field(default_factory=list)
 
 
@@ -415,7 +415,7 @@ class EventCollector:
             steps=self._steps,
             span_ns=self._span,
             quality=self.quality,
-            cpu=_cpu_columns(self._cpu),
+            cpu=cpu_columns(self._cpu),
             threads=self.threads.values,
         )
 
@@ -448,7 +448,7 @@ def _value_key(value: Any) -> tuple[int, Any]:
     return (1, str(value))
 
 
-def _cpu_columns(parts: list[np.ndarray]) -> CpuColumns:
+def cpu_columns(parts: list[np.ndarray]) -> CpuColumns:
     """CpuColumns from batches of (thread, ts, end, name, correlation) rows."""
     table = np.concatenate(parts) if parts else np.empty((0, 5), dtype=np.int64)
     return CpuColumns(*(table[:, i].copy() for i in range(5)))

@@ -20,7 +20,7 @@ from traceview.events import (
     RuntimeColumns,
     StepWindow,
     TraceEvents,
-    _cpu_columns,
+    cpu_columns,
 )
 from traceview.read.reader import ReadStats
 
@@ -219,7 +219,7 @@ def _without_cpu(events: TraceEvents, quality: Counter[str]) -> TraceEvents:
     new_id[order] = np.arange(len(order), dtype=np.int32)
     gpu = replace(events.gpu, name=new_id[events.gpu.name])
     names = [events.names[i] for i in order.tolist()]
-    return replace(events, gpu=gpu, names=names, quality=quality, cpu=_cpu_columns([]))
+    return replace(events, gpu=gpu, names=names, quality=quality, cpu=cpu_columns([]))
 
 
 def _arrays(path: Path, names: tuple[str, ...]) -> list[np.ndarray]:
