@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import orjson
 from rich.console import Console
@@ -103,22 +105,16 @@ def _ingest(path: Path, options: ReadOptions, keep_cpu: bool) -> TraceEvents:
 
 def kernels(path: Path, options: KernelOptions, read: ReadOptions, out: OutputOptions) -> None:
     """``traceview kernels``."""
-    _check_format(out.format)
-    if out.output is not None and out.output.exists() and not out.force:
-        raise UsageError(f"{out.output}: already exists (use --force to overwrite)")
+    _check_output(out)
     report = analyse_kernels(read_trace(path, read), options)
-    if out.format == "json":
-        write_stdout(
-            orjson.dumps(render_kernels.as_json(report), option=orjson.OPT_INDENT_2).decode() + "\n"
-        )
-    elif out.format == "csv":
-        write_stdout(render_kernels.csv(report))
-    elif out.format == "md":
-        write_stdout(render_kernels.markdown(report, out.verbose))
-    elif stdout_is_terminal():
-        render_kernels.print_table(report, _stdout_console(), out.verbose)
-    else:
-        write_stdout(render_kernels.text(report, out.verbose))
+    _show(
+        out,
+        json_doc=lambda: render_kernels.as_json(report),
+        csv=lambda: render_kernels.csv(report),
+        markdown=lambda: render_kernels.markdown(report, out.verbose),
+        rich=lambda console: render_kernels.print_table(report, console, out.verbose),
+        text=lambda: render_kernels.text(report, out.verbose),
+    )
     if out.output is not None:
         write_file(out.output, render_kernels.detailed_report(report), out.force)
 
@@ -155,24 +151,49 @@ def steps(path: Path, read: ReadOptions, out: OutputOptions) -> None:
 
 def gaps(path: Path, options: GapOptions, read: ReadOptions, out: OutputOptions) -> None:
     """``traceview gaps``."""
-    _check_format(out.format)
-    if out.output is not None and out.output.exists() and not out.force:
-        raise UsageError(f"{out.output}: already exists (use --force to overwrite)")
+    _check_output(out)
     events = read_trace(path, read, keep_cpu=options.largest > 0)
     report = analyse_gaps(events, options)
-    if out.format == "json":
-        write_stdout(orjson.dumps(report.as_json(), option=orjson.OPT_INDENT_2).decode() + "\n")
-    elif out.format == "csv":
-        write_stdout(render_gaps.csv(report))
-    elif out.format == "md":
-        write_stdout(render_gaps.markdown(report, out.verbose))
-    elif stdout_is_terminal():
-        render_gaps.print_rich(report, _stdout_console(), out.verbose)
-    else:
-        write_stdout(render_gaps.text(report, out.verbose))
+    _show(
+        out,
+        json_doc=report.as_json,
+        csv=lambda: render_gaps.csv(report),
+        markdown=lambda: render_gaps.markdown(report, out.verbose),
+        rich=lambda console: render_gaps.print_rich(report, console, out.verbose),
+        text=lambda: render_gaps.text(report, out.verbose),
+    )
     if out.output is not None:
         full = analyse_gaps(events, replace(options, top=0))
         write_file(out.output, render_gaps.detailed_report(full), out.force)
+
+
+def _check_output(out: OutputOptions) -> None:
+    """Usage errors before any reading: a bad --format, an -o file that exists."""
+    _check_format(out.format)
+    if out.output is not None and out.output.exists() and not out.force:
+        raise UsageError(f"{out.output}: already exists (use --force to overwrite)")
+
+
+def _show(
+    out: OutputOptions,
+    *,
+    json_doc: Callable[[], Any],
+    csv: Callable[[], str],
+    markdown: Callable[[], str],
+    rich: Callable[[Console], None],
+    text: Callable[[], str],
+) -> None:
+    """Render a report on stdout in the chosen format (rich on a terminal, text when piped)."""
+    if out.format == "json":
+        write_stdout(orjson.dumps(json_doc(), option=orjson.OPT_INDENT_2).decode() + "\n")
+    elif out.format == "csv":
+        write_stdout(csv())
+    elif out.format == "md":
+        write_stdout(markdown())
+    elif stdout_is_terminal():
+        rich(_stdout_console())
+    else:
+        write_stdout(text())
 
 
 def _check_format(fmt: str) -> None:
