@@ -13,8 +13,10 @@ from typing import Any
 
 import numpy as np
 
-_FLOAT_EXACT_LIMIT = float(2**33)  # below this, a 3-decimal µs float holds its ns exactly
-_INT_LIMIT = 2**62 // 1000  # ns below 2^62 (as events.to_ns), so ts + dur fits int64
+# Shared with the per-event path (events.to_ns), so both accept exactly the same values.
+FLOAT_EXACT_LIMIT = float(2**33)  # below this, a 3-decimal µs float holds its ns exactly
+NS_LIMIT = 2**62  # |ns| below this, so ts + dur still fits int64
+_INT_LIMIT = NS_LIMIT // 1000
 
 
 def ns_array(values: Sequence[Any]) -> np.ndarray | None:
@@ -28,7 +30,7 @@ def ns_array(values: Sequence[Any]) -> np.ndarray | None:
             return None
         return array.astype(np.int64) * 1000
     if array.dtype.kind == "f":
-        if len(array) and not (np.abs(array) < _FLOAT_EXACT_LIMIT).all():  # also NaN, inf
+        if len(array) and not (np.abs(array) < FLOAT_EXACT_LIMIT).all():  # also NaN, inf
             return None
         return np.rint(array * 1000).astype(np.int64)
     return None

@@ -37,10 +37,7 @@ _CATEGORIES = {
     "gpu_user_annotation": _GPU_ANNOTATION,
 }
 STEP_PREFIX = "ProfilerStep#"
-# Below 2^33 µs (~2.4 h) a float holds a 3-decimal µs value to well under 1 ns.
-_FLOAT_EXACT_LIMIT = float(2**33)
 _INT64_MAX = 2**63 - 1
-_NS_LIMIT = 2**62
 
 
 class NeedsExactTimes(Exception):
@@ -54,7 +51,7 @@ class BadNumber(Exception):
 def to_ns(value: float | int | Decimal) -> int:
     """A µs value from the trace as exact integer nanoseconds (|ns| < 2^62, so sums fit)."""
     ns = _to_ns(value)
-    if not -_NS_LIMIT < ns < _NS_LIMIT:
+    if not -batch.NS_LIMIT < ns < batch.NS_LIMIT:
         raise BadNumber
     return ns
 
@@ -64,7 +61,7 @@ def _to_ns(value: float | int | Decimal) -> int:
     if kind is int:
         return value * 1000  # type: ignore[return-value]
     if kind is float:
-        if -_FLOAT_EXACT_LIMIT < value < _FLOAT_EXACT_LIMIT:  # False for NaN
+        if -batch.FLOAT_EXACT_LIMIT < value < batch.FLOAT_EXACT_LIMIT:  # False for NaN
             return round(value * 1000)
         if value != value or value in (float("inf"), float("-inf")):
             raise BadNumber
