@@ -23,7 +23,6 @@ from traceview.render import diff as render_diff
 from traceview.render import gaps as render_gaps
 from traceview.render import kernels as render_kernels
 from traceview.render import steps as render_steps
-from traceview.render.header import trace_lines
 from traceview.render.output import (
     ByteProgress,
     stderr_console,
@@ -31,7 +30,6 @@ from traceview.render.output import (
     write_file,
     write_stdout,
 )
-from traceview.render.tables import to_markdown, to_rich, to_text
 from traceview.state import remember_trace
 
 FORMATS = ("table", "json", "csv", "md")
@@ -125,28 +123,14 @@ def steps(path: Path, read: ReadOptions, out: OutputOptions) -> None:
     events = read_trace(path, read)
     rows = step_table(events)
     trace = summarize(events)
-    if out.format == "json":
-        write_stdout(
-            orjson.dumps(render_steps.as_json(trace, rows), option=orjson.OPT_INDENT_2).decode()
-            + "\n"
-        )
-        return
-    if out.format == "csv":
-        write_stdout(render_steps.csv(rows))
-        return
-    head = trace_lines(trace)
-    if not rows:
-        head.append("steps    no ProfilerStep#N annotations in this trace")
-    table = render_steps.table(rows)
-    if out.format == "md":
-        write_stdout("\n".join(f"- {h}" for h in head) + "\n\n" + to_markdown(table))
-    elif stdout_is_terminal():
-        console = _stdout_console()
-        for line in head:
-            console.print(line, markup=False)
-        to_rich(table, console)
-    else:
-        write_stdout("\n".join(head) + "\n\n" + to_text(table))
+    _show(
+        out,
+        json_doc=lambda: render_steps.as_json(trace, rows),
+        csv=lambda: render_steps.csv(rows),
+        markdown=lambda: render_steps.markdown(trace, rows),
+        rich=lambda console: render_steps.print_rich(trace, rows, console),
+        text=lambda: render_steps.text(trace, rows),
+    )
 
 
 def gaps(path: Path, options: GapOptions, read: ReadOptions, out: OutputOptions) -> None:

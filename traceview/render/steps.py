@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich.console import Console
+
 from traceview.analyses.steps import StepRow
 from traceview.analyses.summary import TraceSummary
 from traceview.render import units
-from traceview.render.tables import Table, to_csv
+from traceview.render.header import trace_lines
+from traceview.render.tables import Table, to_csv, to_markdown, to_rich, to_text
 
 _HEADERS = ("Step", "Start (µs)", "Duration (µs)", "Kernels", "Kernel time (µs)",
             "GPU end (µs)", "GPU busy %", "Window")  # fmt: skip
@@ -38,3 +41,26 @@ def csv(rows: list[StepRow]) -> str:
 
 def as_json(trace: TraceSummary, rows: list[StepRow]) -> dict[str, Any]:
     return {"schema_version": 1, "trace": trace.as_dict(), "steps": [r.as_dict() for r in rows]}
+
+
+def summary_lines(trace: TraceSummary, rows: list[StepRow]) -> list[str]:
+    """Header: the trace, and a line when it has no steps."""
+    lines = trace_lines(trace)
+    if not rows:
+        lines.append("steps    no ProfilerStep#N annotations in this trace")
+    return lines
+
+
+def print_rich(trace: TraceSummary, rows: list[StepRow], console: Console) -> None:
+    for line in summary_lines(trace, rows):
+        console.print(line, markup=False)
+    to_rich(table(rows), console)
+
+
+def text(trace: TraceSummary, rows: list[StepRow]) -> str:
+    return "\n".join(summary_lines(trace, rows)) + "\n\n" + to_text(table(rows))
+
+
+def markdown(trace: TraceSummary, rows: list[StepRow]) -> str:
+    head = "\n".join(f"- {line}" for line in summary_lines(trace, rows))
+    return head + "\n\n" + to_markdown(table(rows))
