@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from rich.console import Console
+from typing import TYPE_CHECKING, Any
 
 from traceview.analyses.diff import (
     Change,
@@ -17,6 +15,9 @@ from traceview.analyses.diff import (
 from traceview.analyses.names import short_name
 from traceview.render import units
 from traceview.render.tables import Table, to_markdown, to_rich, to_text
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 SCHEMA_VERSION = 1
 _KERNEL_HEADERS: tuple[str, ...] = (

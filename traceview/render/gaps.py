@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from rich.console import Console
+from typing import TYPE_CHECKING
 
 from traceview.analyses.gaps import GapReport, Histogram, StreamGaps
 from traceview.analyses.names import short_name
 from traceview.render import units
 from traceview.render.header import trace_lines
 from traceview.render.tables import Table, to_csv, to_markdown, to_rich, to_text
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 _BAR = 40
 # Columns left out, in this order, when the terminal is too narrow for all of them.

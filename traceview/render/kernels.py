@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from rich.console import Console
+from typing import TYPE_CHECKING, Any
 
 from traceview.analyses.kernels import KernelReport, KernelRow
 from traceview.render import units
 from traceview.render.header import trace_lines
 from traceview.render.tables import Table, to_csv, to_markdown, to_rich, to_text
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 SCHEMA_VERSION = 1
 _STAT_HEADERS = ("Count", "Total (µs)", "Mean (µs)", "Std (µs)", "Min (µs)", "Max (µs)",

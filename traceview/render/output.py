@@ -8,22 +8,19 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    DownloadColumn,
-    Progress,
-    TaskID,
-    TimeRemainingColumn,
-    TransferSpeedColumn,
-)
+from typing import TYPE_CHECKING
 
 from traceview.errors import TraceviewError
+
+if TYPE_CHECKING:  # rich is imported only to print (0.03 s): a warm run may print nothing
+    from rich.console import Console
+    from rich.progress import Progress, TaskID
 
 
 def stderr_console() -> Console:
     """The console for progress, warnings and errors."""
+    from rich.console import Console
+
     return Console(stderr=True, highlight=False)
 
 
@@ -65,6 +62,14 @@ class ByteProgress:
 
     def __enter__(self) -> Callable[[int], None]:
         if self._enabled:
+            from rich.progress import (
+                BarColumn,
+                DownloadColumn,
+                Progress,
+                TimeRemainingColumn,
+                TransferSpeedColumn,
+            )
+
             self._progress = Progress(
                 "reading", BarColumn(), DownloadColumn(), TransferSpeedColumn(),
                 TimeRemainingColumn(), console=stderr_console(), transient=True,

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from rich.console import Console
+from typing import TYPE_CHECKING, Any
 
 from traceview.analyses.steps import StepRow
 from traceview.analyses.summary import TraceSummary
 from traceview.render import units
 from traceview.render.header import trace_lines
 from traceview.render.tables import Table, to_csv, to_markdown, to_rich, to_text
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 _HEADERS = ("Step", "Start (µs)", "Duration (µs)", "Kernels", "Kernel time (µs)",
             "GPU end (µs)", "GPU busy %", "Window")  # fmt: skip

@@ -6,10 +6,10 @@ import csv
 import io
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from rich import box
-from rich.console import Console
-from rich.table import Table as RichTable
+if TYPE_CHECKING:
+    from rich.console import Console
 
 _MIN_TEXT_WIDTH = 24  # a name column never shrinks below this on a narrow terminal
 
@@ -50,6 +50,9 @@ def to_rich(
     table: Table, console: Console, title: str | None = None, drop_order: Sequence[str] = ()
 ) -> None:
     """Print as a rich table; on a narrow terminal drop the ``drop_order`` columns first."""
+    from rich import box
+    from rich.table import Table as RichTable
+
     table = fit(table, console.width, drop_order)
     rich_table = RichTable(title=title, box=box.SIMPLE_HEAD, header_style="bold")
     for i, (header, right) in enumerate(zip(table.headers, table.right, strict=True)):
