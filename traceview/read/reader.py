@@ -1,7 +1,7 @@
 """Stream a trace's events in large decoded batches.
 
 The event array is cut into chunks at candidate boundaries ``}␣,␣{`` (the last one in a
-~16 MB window) and each chunk is decoded in one call. A candidate inside a string or a
+~2 MB window) and each chunk is decoded in one call. A candidate inside a string or a
 nested object makes the chunk undecodable (an unterminated string or unbalanced
 brackets), so a wrong cut is always detected; it is then repaired by an exact scan.
 """
@@ -26,7 +26,10 @@ from traceview.read.source import (
     plain_file_ends_cleanly,
 )
 
-BLOCK_SIZE = 16 << 20
+# Small enough that a chunk and the objects decoded from it stay in the CPU caches: on the
+# 100 MB benchmark trace, reading + decoding ran at ~355 MB/s with 1–4 MB chunks against
+# 183 MB/s with 16 MB ones (one process, median of 5), and peak memory falls with it.
+BLOCK_SIZE = 2 << 20
 _CUT = re.compile(rb"\}\s*,\s*\{")
 _WINDOWS = (1 << 16, 1 << 20, 1 << 24)
 _MAX_HEADER = 256 << 20

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import os
-import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from zlib_ng import zlib_ng
+
 from traceview.errors import TraceviewError
 
 GZIP_MAGIC = b"\x1f\x8b"
+# zlib-ng's stub declares ``error`` as an instance; it is the exception class.
+_INFLATE_ERROR: type[Exception] = zlib_ng.error  # type: ignore[assignment]
 _GZIP_READ = 1 << 20
 
 
@@ -87,7 +90,7 @@ class TraceSource:
 
     def _gunzip(self) -> Iterator[bytes]:
         """Decompress gzip member after member, keeping what a truncated stream holds."""
-        inflater = zlib.decompressobj(wbits=31)
+        inflater = zlib_ng.decompressobj(wbits=31)
         pending = b""
         while True:
             if not pending:
@@ -96,7 +99,7 @@ class TraceSource:
                     break
             try:
                 out = inflater.decompress(pending, self.block_size)
-            except zlib.error as e:
+            except _INFLATE_ERROR as e:
                 raise TraceviewError(
                     f"{self.info.path}: corrupt gzip data after {self.decompressed_bytes} "
                     f"decompressed bytes ({e})"
@@ -109,7 +112,7 @@ class TraceSource:
                 if member is None:
                     return
                 pending = member
-                inflater = zlib.decompressobj(wbits=31)
+                inflater = zlib_ng.decompressobj(wbits=31)
         raise TruncatedInput(self.decompressed_bytes, "gzip stream ends early")
 
     def _next_member(self, rest: bytes) -> bytes | None:
