@@ -20,6 +20,7 @@ import numpy as np
 
 from traceview.aggregate import moments
 from traceview.aggregate.intervals import union_length
+from traceview.aggregate.order import dense_ids, lex_order
 from traceview.analyses.cpu_context import NO_CONTEXT, CpuContext, cpu_context
 from traceview.analyses.steps import in_steps, step_windows
 from traceview.analyses.summary import TraceSummary, summarize
@@ -230,7 +231,7 @@ def analyse_gaps(events: TraceEvents, options: GapOptions) -> GapReport:
     rank = _name_rank(events.names)
     stream, ts, name = gpu.stream[rows], gpu.ts[rows], gpu.name[rows]
     end = ts + gpu.dur[rows]
-    order = np.lexsort((rank[name], end, ts, stream))
+    order = lex_order((rank[name], end, ts, stream))
     stream, ts, end, name = stream[order], ts[order], end[order], name[order]
     correlation = gpu.correlation[rows[order]]
     pairs = _pairs(stream)
@@ -423,11 +424,11 @@ def _transitions(
     names: list[str], before: np.ndarray, after: np.ndarray, gap: np.ndarray, sort: str
 ) -> list[Transition]:
     """Statistics of the signed gap per (previous name, next name), sorted."""
-    key = before.astype(np.int64) * max(len(names), 1) + after
-    used, group = np.unique(key, return_inverse=True)
-    stats = moments.accumulate(group.reshape(-1).astype(np.int64), gap, len(used))
-    std = stats.std()
     width = max(len(names), 1)
+    key = before.astype(np.int64) * width + after
+    used, group = dense_ids(key, width * width)
+    stats = moments.accumulate(group, gap, len(used))
+    std = stats.std()
     rows = []
     for g, k in enumerate(used.tolist()):
         count, total = int(stats.count[g]), int(stats.total[g])
@@ -494,7 +495,7 @@ def _largest(
     if options.largest == 0 or len(at) == 0:
         return []
     stream, end, name, correlation = sorted_rows
-    order = np.lexsort((end[at], -length))[: options.largest]
+    order = _longest(length, end[at], options.largest)
     out = []
     for i in order.tolist():
         prev = int(at[i])
@@ -511,6 +512,20 @@ def _largest(
             )
         )
     return out
+
+
+def _longest(length: np.ndarray, end: np.ndarray, n: int) -> np.ndarray:
+    """Indices of the ``n`` largest lengths, largest first, ties by end then index.
+
+    Exactly the head of ``np.lexsort((end, -length))``, sorting only the lengths that can
+    be in it (those at least the n-th largest) instead of every gap.
+    """
+    if n < len(length):
+        threshold = np.partition(length, len(length) - n)[len(length) - n]
+        candidates = np.flatnonzero(length >= threshold)
+    else:
+        candidates = np.arange(len(length))
+    return candidates[np.lexsort((end[candidates], -length[candidates]))][:n]
 
 
 __all__ = [

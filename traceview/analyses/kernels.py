@@ -13,6 +13,7 @@ import numpy as np
 
 from traceview.aggregate import moments
 from traceview.aggregate.intervals import union_length
+from traceview.aggregate.order import dense_ids
 from traceview.aggregate.percentiles import nearest_rank
 from traceview.analyses.names import short_name
 from traceview.analyses.steps import in_steps, step_windows
@@ -97,13 +98,13 @@ def analyse_kernels(events: TraceEvents, options: KernelOptions) -> KernelReport
     """Select GPU rows by kind, steps and name; compute per-name statistics; sort; cut."""
     mask, notes = _selection(events, options)
     gpu = events.gpu
-    names, dur = gpu.name[mask], gpu.dur[mask]
+    names, ts, dur = gpu.name[mask], gpu.ts[mask], gpu.dur[mask]
     labels, group = _groups(events.names, names, options.group_by)
     rows = _rows(labels, group, dur, options.group_by)
     rows.sort(key=_sort_key(options.sort))
     kept = rows if options.top == 0 else rows[: options.top]
     cut = rows[len(kept) :]
-    busy = union_length(gpu.ts[mask], gpu.ts[mask] + dur)
+    busy = union_length(ts, ts + dur)
     trace = summarize(events)
     span_us = trace.span_us
     return KernelReport(
@@ -159,10 +160,10 @@ def _groups(names: list[str], name_ids: np.ndarray, group_by: str) -> tuple[list
     """Group labels and the group id of every selected row."""
     if group_by not in ("name", "short"):
         raise UsageError(f"--group-by {group_by!r}: expected name or short")
-    used, group = np.unique(name_ids, return_inverse=True)
+    used, group = dense_ids(name_ids, len(names))
     labels = [names[i] for i in used]
     if group_by == "name":
-        return labels, group.astype(np.int64)
+        return labels, group
     shorts = [short_name(n) for n in labels]
     short_labels, to_short = np.unique(np.array(shorts, dtype=object), return_inverse=True)
     return [str(s) for s in short_labels], to_short[group].astype(np.int64)

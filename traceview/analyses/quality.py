@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from traceview.aggregate.order import lex_order
 from traceview.events import TraceEvents
 from traceview.render.units import duration
 
@@ -20,8 +21,8 @@ def _overlaps(events: TraceEvents) -> str | None:
     gpu = events.gpu
     if len(gpu.ts) < 2:
         return None
-    order = np.lexsort((gpu.ts, gpu.stream))
-    stream, ts, end = gpu.stream[order], gpu.ts[order], (gpu.ts + gpu.dur)[order]
+    order = lex_order((gpu.ts, gpu.stream))
+    stream, ts, end = gpu.stream[order], gpu.ts[order], gpu.ts[order] + gpu.dur[order]
     same = stream[1:] == stream[:-1]
     overlap = (end[:-1] - ts[1:])[same]
     overlap = overlap[overlap > 0]

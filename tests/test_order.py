@@ -1,0 +1,72 @@
+"""The fast sorting and grouping helpers give exactly what np.lexsort and np.unique give."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from traceview.aggregate.order import dense_ids, lex_order, packed
+from traceview.aggregate.percentiles import nearest_rank
+
+INT64 = st.integers(-(2**63), 2**63 - 1)
+
+
+@st.composite
+def key_columns(draw: st.DrawFn) -> list[np.ndarray]:
+    """2 to 4 int64 columns, the last (primary) of small ids; few distinct values, many ties."""
+    n = draw(st.integers(0, 60))
+    width = draw(st.sampled_from([3, 1000, 2**40, None]))
+    minor = INT64 if width is None else st.integers(-width, width)
+    columns = [
+        np.array(draw(st.lists(minor, min_size=n, max_size=n)), dtype=np.int64)
+        for _ in range(draw(st.integers(1, 3)))
+    ]
+    ids = draw(st.lists(st.integers(0, 4), min_size=n, max_size=n))
+    return [*columns, np.array(ids, dtype=np.int32)]
+
+
+@settings(max_examples=150, deadline=None)
+@given(keys=key_columns())
+def test_lex_order_is_lexsort(keys: list[np.ndarray]) -> None:
+    assert lex_order(keys).tolist() == np.lexsort(keys).tolist()
+
+
+def test_lex_order_with_ties_beyond_the_packed_keys() -> None:
+    ts = np.array([5, 5, 5, 1, 5, 1], dtype=np.int64)
+    stream = np.array([1, 1, 1, 0, 1, 0], dtype=np.int32)
+    end = np.array([9, 7, 9, 3, 7, 2], dtype=np.int64)
+    rank = np.array([2, 1, 0, 0, 1, 0], dtype=np.int64)
+    keys = (rank, end, ts, stream)
+    assert lex_order(keys).tolist() == np.lexsort(keys).tolist() == [5, 3, 1, 4, 2, 0]
+
+
+def test_packed_refuses_keys_beyond_63_bits() -> None:
+    ids = np.array([0, 3], dtype=np.int32)
+    assert packed(ids, np.array([0, 2**61], dtype=np.int64)) is None
+    assert packed(np.array([-1, 0]), np.array([0, 1], dtype=np.int64)) is None
+    assert packed(ids, np.array([-(2**62), 2**62 - 1], dtype=np.int64)) is None
+    keys, bits, low = packed(ids, np.array([-5, 2], dtype=np.int64))  # type: ignore[misc]
+    assert (keys.tolist(), bits, low) == ([0, (3 << 3) | 7], 3, -5)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    keys=st.lists(st.integers(0, 300), max_size=50),
+    bound=st.sampled_from([301, 10**6]),
+)
+def test_dense_ids_is_unique_with_inverse(keys: list[int], bound: int) -> None:
+    array = np.array(keys, dtype=np.int64)
+    used, inverse = dense_ids(array, bound)
+    want_used, want_inverse = np.unique(array, return_inverse=True)
+    assert used.tolist() == want_used.tolist()
+    assert inverse.tolist() == want_inverse.reshape(-1).tolist()
+    assert inverse.dtype == np.int64
+
+
+def test_nearest_rank_of_values_too_wide_to_pack() -> None:
+    values = np.array([2**62, -(2**62), 7, 2**62 - 1, 0], dtype=np.int64)
+    group = np.array([1, 1, 0, 1, 1], dtype=np.int64)
+    got = nearest_rank(group, values, 2, (50, 100))
+    assert got[50].tolist() == [7, 0]
+    assert got[100].tolist() == [7, 2**62]
