@@ -52,18 +52,19 @@ def cpu_context(events: TraceEvents, correlation: int, at_ns: int) -> CpuContext
         return NO_CONTEXT
     launch = int(launches[np.argmin(cpu.ts[launches])])
     thread = int(cpu.thread[launch])
-    live = (cpu.thread == thread) & (cpu.ts <= at_ns) & (cpu.end >= at_ns)
+    live = np.flatnonzero((cpu.ts <= at_ns) & (cpu.end >= at_ns))  # few: filter these by thread
+    live = live[cpu.thread[live] == thread]
+    runtime = cpu.correlation[live] >= 0
     return CpuContext(
         thread=_thread_label(events.threads[thread]),
-        runtime=_innermost(events, live & (cpu.correlation >= 0)),
-        cpu_op=_innermost(events, live & (cpu.correlation < 0)),
+        runtime=_innermost(events, live[runtime]),
+        cpu_op=_innermost(events, live[~runtime]),
         launch_delay_us=(int(cpu.ts[launch]) - at_ns) / 1000,
     )
 
 
-def _innermost(events: TraceEvents, mask: np.ndarray) -> str | None:
-    """Name of the latest-starting event under ``mask`` (ProfilerStep windows excluded)."""
-    rows = np.flatnonzero(mask)
+def _innermost(events: TraceEvents, rows: np.ndarray) -> str | None:
+    """Name of the latest-starting event of ``rows`` (ProfilerStep windows excluded)."""
     names = [(int(events.cpu.ts[r]), events.names[int(events.cpu.name[r])]) for r in rows]
     names = [(ts, n) for ts, n in names if not n.startswith(STEP_PREFIX)]
     return max(names)[1] if names else None
