@@ -213,8 +213,11 @@ def read_entry(directory: Path, meta: dict[str, Any], keep_cpu: bool) -> TraceEv
 
 def _without_cpu(events: TraceEvents, quality: Counter[str]) -> TraceEvents:
     """Renumber names as a read without CPU ops interns them: GPU names in order of first use."""
-    used, first = np.unique(events.gpu.name, return_index=True)
-    order = used[np.argsort(first, kind="stable")]
+    name = events.gpu.name
+    first = np.full(len(events.names), len(name), dtype=np.int64)
+    np.minimum.at(first, name, np.arange(len(name)))  # each name's first row, without a sort
+    used = np.flatnonzero(first < len(name))
+    order = used[np.argsort(first[used], kind="stable")]
     new_id = np.full(len(events.names), -1, dtype=np.int32)
     new_id[order] = np.arange(len(order), dtype=np.int32)
     gpu = replace(events.gpu, name=new_id[events.gpu.name])
@@ -250,8 +253,9 @@ def _read_pairs(path: Path) -> list[tuple[Any, Any]]:
 
 
 def _read_steps(path: Path) -> list[StepWindow]:
-    rows = _read_table(path).to_pylist()
-    return [StepWindow(r["step"], r["start_ns"], r["end_ns"], r["on_gpu"]) for r in rows]
+    table = _read_table(path)
+    columns = (table.column(name).to_pylist() for name in ("step", "start_ns", "end_ns", "on_gpu"))
+    return [StepWindow(*row) for row in zip(*columns, strict=True)]
 
 
 def _read_stats(read: dict[str, Any]) -> ReadStats:
