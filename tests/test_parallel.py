@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import shutil
 from pathlib import Path
@@ -14,6 +15,7 @@ from traceview.analyses.kernels import KernelOptions, analyse_kernels
 from traceview.analyses.steps import step_table
 from traceview.events import TraceEvents, collect_events
 from traceview.read.reader import TraceReader
+from traceview.read.source import TraceSource, check_path
 from traceview.render.kernels import as_json
 
 generate = load_generator()
@@ -49,6 +51,27 @@ def test_parallel_equals_serial(
     assert summary(parallel) == summary(serial)
 
 
+@pytest.mark.parametrize("members", [1, 3])
+def test_gzip_is_split_too_and_equals_serial(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, members: int
+) -> None:
+    plain = tmp_path / "t.json"
+    generate.write_trace(plain, steps=8, seed=5, layout="kineto")
+    data = plain.read_bytes()
+    path = tmp_path / "t.json.gz"
+    step = len(data) // members + 1
+    path.write_bytes(b"".join(gzip.compress(data[i : i + step]) for i in range(0, len(data), step)))
+    reader = TraceReader(path, block_size=64 << 10)
+    start, boundary = reader.plan_split(1) or (0, 0)
+    assert data[start : start + 1] == b"{"
+    assert data[boundary : boundary + 1] == b"{" and data[:boundary].rstrip().endswith(b",")
+    assert 0.3 < boundary / len(data) < 0.7  # near the middle, from the compression ratio
+    serial = read(path, False, monkeypatch)
+    parallel = read(path, True, monkeypatch)
+    assert parallel.read.chunks > serial.read.chunks
+    assert summary(parallel) == summary(serial)
+
+
 def test_a_bad_split_falls_back_to_serial(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "nested.json"
     shutil.copy(ROOT / "fixtures" / "edge" / "nested_args_arrays.json", path)
@@ -62,3 +85,19 @@ def test_compact_files_without_newlines_are_read_serially(
     generate.write_trace(path, steps=3, seed=1, layout="compact")
     assert TraceReader(path).plan_split(1) is None
     assert summary(read(path, True, monkeypatch)) == summary(read(path, False, monkeypatch))
+
+
+@pytest.mark.parametrize("compressed", [False, True])
+def test_source_seeks_by_decompressed_offset(tmp_path: Path, compressed: bool) -> None:
+    data = bytes(range(256)) * 4000  # 1 MB
+    path = tmp_path / "blob"
+    members = [gzip.compress(data[i : i + 300_000]) for i in range(0, len(data), 300_000)]
+    path.write_bytes(b"".join(members) if compressed else data)
+    with TraceSource(check_path(path), 50_000) as source:
+        for offset, size in [(0, 10), (299_990, 20), (123_456, 400_000), (len(data) - 5, 100)]:
+            assert source.read_at(offset, size) == data[offset : offset + size]
+        source.seek(0)
+        blocks = source.blocks()
+        assert next(blocks) == data[:50_000]
+        source.seek(700_000, limit=900_000)  # while blocks() is suspended
+        assert b"".join(blocks) == data[700_000:900_000]

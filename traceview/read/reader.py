@@ -101,20 +101,27 @@ class TraceReader:
                 yield from self._read(source)
 
     def plan_split(self, min_bytes: int) -> tuple[int, int] | None:
-        """(first event offset, boundary) splitting the event array of a big plain file in two.
+        """(first event offset, boundary) splitting the event array of a big file in two.
 
         The boundary is a newline-anchored ``}`` ``,`` ``{`` near the middle, so it cannot be
         inside a string; if it is inside a nested object the halves fail to decode and the
-        caller reads serially. None when the file is compressed or small.
+        caller reads serially. For gzip the middle is estimated from the compression ratio
+        of the start. None when the file is small.
         """
-        if self.info.compressed or self.info.size_bytes < min_bytes:
+        if self.info.size_bytes < min_bytes // 64:  # no trace compresses more than ~64×
             return None
         with TraceSource(self.info, self.block_size) as source:
             buf = _Buffer()
-            self._read_header(buf, self._blocks(source))
-            start = buf.base + skip_ws(buf.data, buf.pos)
-            middle = start + (self.info.size_bytes - start) // 2
-            window = source.read_at(middle, 1 << 20)
+            try:
+                self._read_header(buf, source.blocks())
+                size = source.estimated_size()
+                if size < min_bytes:
+                    return None
+                start = buf.base + skip_ws(buf.data, buf.pos)
+                middle = start + (size - start) // 2
+                window = source.read_at(middle, 1 << 20)
+            except TruncatedInput:  # the serial read reports it
+                return None
         for m in _CUT.finditer(window):
             if b"\n" in m.group():
                 return start, middle + m.end() - 1
