@@ -47,7 +47,9 @@ def lex_order(keys: Sequence[np.ndarray]) -> np.ndarray:
     tie = np.flatnonzero(sorted_key[1:] == sorted_key[:-1])
     if len(tie) == 0:
         return order
-    at = np.union1d(tie, tie + 1)  # every position inside a run of equal primary keys
+    in_run = np.zeros(len(order), dtype=bool)  # every position inside a run of equal keys
+    in_run[tie] = in_run[tie + 1] = True
+    at = np.flatnonzero(in_run)
     rows = order[at]
     order[at] = rows[np.lexsort([k[rows] for k in (*keys[:-2], primary)])]
     return order
