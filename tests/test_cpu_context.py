@@ -5,8 +5,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from traceview.analyses import cpu_context
 from traceview.analyses.gaps import GapOptions, analyse_gaps
 from traceview.cli import app
 from traceview.events import collect_events
@@ -63,3 +68,21 @@ def test_gaps_cli_json_carries_the_context(tmp_path: Path) -> None:
     (largest,) = json.loads(r.stdout)["largest"]
     assert largest["launch"]["runtime"] == "cudaStreamSynchronize"
     assert largest["cpu_context"].startswith("cudaStreamSynchronize in aten::item")
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    rows=st.lists(st.tuples(st.integers(0, 50), st.integers(0, 20)), max_size=40),
+    instants=st.sets(st.integers(0, 80), min_size=1, max_size=5),
+)
+def test_live_rows_match_brute_force(
+    rows: list[tuple[int, int]], instants: set[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(cpu_context, "_BLOCK", 7)  # several blocks, and a partial last one
+    start = np.array([s for s, _ in rows], dtype=np.int64)
+    end = start + np.array([d for _, d in rows], dtype=np.int64)
+    want = [i for i, (s, d) in enumerate(rows) if any(s <= t <= s + d for t in instants)]
+    got = cpu_context._live(start, end, np.array(sorted(instants), dtype=np.int64))
+    assert got.tolist() == want

@@ -40,25 +40,49 @@ class CpuContext:
 
 
 NO_CONTEXT = CpuContext(None, None, None, None)
+_BLOCK = 1 << 16  # CPU rows per step of the scan for live rows
 
 
-def cpu_context(events: TraceEvents, correlation: int, at_ns: int) -> CpuContext:
-    """The context of the thread that launched ``correlation``, at time ``at_ns``."""
+def cpu_contexts(events: TraceEvents, gaps: list[tuple[int, int]]) -> list[CpuContext]:
+    """For each (correlation, at_ns): the state at at_ns of the thread that launched it."""
     cpu = events.cpu
-    if correlation < 0 or len(cpu.ts) == 0:
+    if len(cpu.ts) == 0 or not gaps:
+        return [NO_CONTEXT] * len(gaps)
+    instants = np.array(sorted({at for _, at in gaps}), dtype=np.int64)
+    live = _live(cpu.ts, cpu.end, instants)
+    return [_context(events, live, correlation, at) for correlation, at in gaps]
+
+
+def _live(start: np.ndarray, end: np.ndarray, instants: np.ndarray) -> np.ndarray:
+    """Rows in flight at one of the sorted ``instants``, in one pass over the CPU rows.
+
+    Block by block: small temporaries are reused, where 14 MB ones for the 1.8M rows of a 1 GB
+    trace cost fresh memory pages each (measured: 13-20 ms against 20-110 ms).
+    """
+    found = [np.zeros(0, dtype=np.intp)]
+    for lo in range(0, len(start), _BLOCK):
+        s, e = start[lo : lo + _BLOCK], end[lo : lo + _BLOCK]
+        first = np.minimum(np.searchsorted(instants, s), len(instants) - 1)
+        point = instants[first]  # the first instant at or after the row's start, if any
+        found.append(np.flatnonzero((point >= s) & (point <= e)) + lo)
+    return np.concatenate(found)
+
+
+def _context(events: TraceEvents, live: np.ndarray, correlation: int, at_ns: int) -> CpuContext:
+    cpu = events.cpu
+    if correlation < 0:
         return NO_CONTEXT
     launches = np.flatnonzero(cpu.correlation == correlation)
     if len(launches) == 0:
         return NO_CONTEXT
     launch = int(launches[np.argmin(cpu.ts[launches])])
     thread = int(cpu.thread[launch])
-    live = np.flatnonzero((cpu.ts <= at_ns) & (cpu.end >= at_ns))  # few: filter these by thread
-    live = live[cpu.thread[live] == thread]
-    runtime = cpu.correlation[live] >= 0
+    rows = live[(cpu.thread[live] == thread) & (cpu.ts[live] <= at_ns) & (cpu.end[live] >= at_ns)]
+    runtime = cpu.correlation[rows] >= 0
     return CpuContext(
         thread=_thread_label(events.threads[thread]),
-        runtime=_innermost(events, live[runtime]),
-        cpu_op=_innermost(events, live[~runtime]),
+        runtime=_innermost(events, rows[runtime]),
+        cpu_op=_innermost(events, rows[~runtime]),
         launch_delay_us=(int(cpu.ts[launch]) - at_ns) / 1000,
     )
 

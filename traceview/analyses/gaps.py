@@ -21,7 +21,7 @@ import numpy as np
 from traceview.aggregate import moments
 from traceview.aggregate.intervals import union_length
 from traceview.aggregate.order import dense_ids, lex_order
-from traceview.analyses.cpu_context import NO_CONTEXT, CpuContext, cpu_context
+from traceview.analyses.cpu_context import NO_CONTEXT, CpuContext, cpu_contexts
 from traceview.analyses.steps import in_steps, step_windows
 from traceview.analyses.summary import TraceSummary, summarize
 from traceview.errors import UsageError
@@ -495,10 +495,11 @@ def _largest(
     if options.largest == 0 or len(at) == 0:
         return []
     stream, end, name, correlation = sorted_rows
-    order = _longest(length, end[at], options.largest)
+    order = _longest(length, end[at], options.largest).tolist()
+    before = [int(at[i]) for i in order]
+    contexts = cpu_contexts(events, [(int(correlation[b + 1]), int(end[b])) for b in before])
     out = []
-    for i in order.tolist():
-        prev = int(at[i])
+    for i, prev, context in zip(order, before, contexts, strict=True):
         device, stream_value = events.streams[int(stream[prev])]
         out.append(
             LargestGap(
@@ -508,7 +509,7 @@ def _largest(
                 length_us=int(length[i]) / 1000,
                 before=events.names[int(name[prev])],
                 after=events.names[int(name[prev + 1])],
-                context=cpu_context(events, int(correlation[prev + 1]), int(end[prev])),
+                context=context,
             )
         )
     return out
