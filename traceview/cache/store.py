@@ -226,12 +226,13 @@ def _without_cpu(events: TraceEvents, quality: Counter[str]) -> TraceEvents:
 
 
 def _arrays(path: Path, names: tuple[str, ...]) -> list[np.ndarray]:
+    """The columns as numpy arrays: read-only views of Arrow's memory where Arrow allows it.
+
+    Not copied: nothing writes into event columns, and copying the CPU columns of a 1 GB trace
+    (73 MB) was a tenth of a warm ``gaps`` run.
+    """
     table = _read_table(path)
-    return [_writable(table.column(name).to_numpy()) for name in names]
-
-
-def _writable(array: np.ndarray) -> np.ndarray:
-    return array if array.flags.writeable else array.copy()
+    return [table.column(name).to_numpy() for name in names]
 
 
 def _read_table(path: Path) -> Any:
