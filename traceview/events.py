@@ -194,7 +194,7 @@ class EventCollector:
         self._categories: dict[str, int] = {}
         self._gpu: list[tuple[np.ndarray, ...]] = []
         self._runtime: list[tuple[np.ndarray, np.ndarray]] = []
-        self._cpu: list[np.ndarray] = []
+        self._cpu: list[tuple[np.ndarray, ...]] = []  # per batch: the five CpuColumns
         self._steps: list[StepWindow] = []
         self._span: tuple[int, int] | None = None
 
@@ -290,7 +290,7 @@ class EventCollector:
             threads = self.threads.ids_of(part.threads)
             cpu = part.cpu
             rows = (threads[cpu.thread], cpu.ts, cpu.end, names[cpu.name], cpu.correlation)
-            self._cpu.insert(0, np.column_stack(rows).astype(np.int64))
+            self._cpu.insert(0, tuple(column.astype(np.int64) for column in rows))
         if part.span_ns is not None:
             self._widen_span(*part.span_ns)
         self._steps[:0] = part.steps
@@ -379,7 +379,8 @@ class EventCollector:
         if lists.rt_end:
             self._widen_span(min(lists.rt_start), max(lists.rt_end))
         if lists.cpu:
-            self._cpu.append(np.array(lists.cpu, dtype=np.int64))
+            table = np.array(lists.cpu, dtype=np.int64)
+            self._cpu.append(tuple(table[:, i].copy() for i in range(table.shape[1])))
         for step in lists.steps:
             self._widen_span(step.start_ns, step.end_ns)
         self._steps.extend(lists.steps)
@@ -445,10 +446,19 @@ def _value_key(value: Any) -> tuple[int, Any]:
     return (1, str(value))
 
 
-def cpu_columns(parts: list[np.ndarray]) -> CpuColumns:
-    """CpuColumns from batches of (thread, ts, end, name, correlation) rows."""
-    table = np.concatenate(parts) if parts else np.empty((0, 5), dtype=np.int64)
-    return CpuColumns(*(table[:, i].copy() for i in range(5)))
+def cpu_columns(parts: list[tuple[np.ndarray, ...]]) -> CpuColumns:
+    """CpuColumns from batches of (thread, ts, end, name, correlation) columns.
+
+    ``parts`` is emptied: each column's batches are freed once it is joined, so the peak is
+    the rows plus one column, not twice the rows.
+    """
+    batches: list[list[np.ndarray]] = [list(c) for c in zip(*parts, strict=True)] or [[]] * 5
+    parts.clear()
+    columns = []
+    for i, column in enumerate(batches):
+        columns.append(np.concatenate(column) if column else np.empty(0, dtype=np.int64))
+        batches[i] = []
+    return CpuColumns(*columns)
 
 
 def _empty_gpu() -> GpuColumns:
