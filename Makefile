@@ -36,8 +36,9 @@ format: $(STAMP) ## Format the code with ruff
 	$(BIN)/ruff format traceview tests fixtures benchmarks
 	$(BIN)/ruff check --fix traceview tests fixtures benchmarks
 
-bench: $(STAMP) ## Throughput and peak memory of the reader (SIZES="100MB 1GB" to choose)
-	$(BIN)/python benchmarks/bench_read.py $(if $(SIZES),--sizes $(SIZES),)
+bench: $(STAMP) ## Reader MB/s + peak RSS, then gzip inflate speed (SIZES="100MB 1GB", BENCH_ARGS=--both)
+	$(BIN)/python benchmarks/bench_read.py $(if $(SIZES),--sizes $(SIZES),) $(BENCH_ARGS)
+	$(BIN)/python benchmarks/bench_inflate.py
 
 clean: ## Remove the virtualenv and caches
 	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache build *.egg-info

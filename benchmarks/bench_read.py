@@ -1,17 +1,29 @@
 """Read-throughput benchmark: traceview vs. a raw read and the naive json/ijson ways.
 
     python benchmarks/bench_read.py [--sizes 100MB 1GB] [--runs 3] [--data-dir benchmarks/data]
-                                    [--gzip] [--baseline-runs N]
+                                    [--layout kineto|lines] [--gzip | --both]
+                                    [--baseline-runs N] [--baseline-max-size 1GB]
 
-For each size a synthetic kineto trace is generated once (fixtures/generate.py, seed 0) and
-cached in the data dir. Every measurement runs in its own subprocess so that peak RSS is that
-run's own: via `/usr/bin/time -f "%e %M"` when available, else `os.wait4` on the child. Wall
-time is taken with `time.perf_counter` around the child (finer than time's 10 ms `%e`), so it
-includes interpreter start-up and imports. The page cache cannot be dropped without root, so
-each file gets one untimed `cat FILE > /dev/null` first and every run reads from the cache.
+For each size a synthetic trace is generated once (fixtures/generate.py, seed 0) and cached in
+the data dir: trace-1GB.json(.gz) in kineto's multi-line layout, trace-1GB-lines.json(.gz) with
+one event per line. `--both` measures the plain and the gzip file of each size side by side.
+
+Every measurement runs in its own subprocess. Peak RSS is reported twice: `/usr/bin/time`'s %M
+(else `os.wait4`'s ru_maxrss), the largest single process of the tree; and the peak of the SUM
+of VmRSS over the process tree, sampled from /proc every ~5 ms, which is what traceview's two
+reading processes hold together (pages shared after fork count twice, so an upper bound; a
+peak shorter than the period can be missed). The tree is found by a scan of /proc/*/stat every
+~200 ms (/proc/<pid>/task/*/children needs CONFIG_PROC_CHILDREN). Wall time is
+`time.perf_counter` around the child, so it includes interpreter start-up and imports.
+The page cache cannot be dropped without root, so each file gets one untimed
+`cat FILE > /dev/null` first and every run reads from the cache.
 
 Sizes use decimal units (1 MB = 10**6 bytes); MB/s is the uncompressed trace size / wall.
-The script also runs its own workers: `bench_read.py --worker {raw,json,ijson} FILE`.
+For .gz files the raw read inflates with zlib-ng, as traceview does; the json.load and ijson
+baselines use the stdlib gzip module, as naive code would.
+The json.load, ijson and HTA baselines are skipped above --baseline-max-size (json.load needs
+~5 GB of RAM per GB of trace); HTA is measured only when `hta` is importable.
+The script also runs its own workers: `bench_read.py --worker {raw,json,ijson,hta} FILE`.
 """
 
 from __future__ import annotations
@@ -27,6 +39,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -39,16 +52,23 @@ FIXTURES = ROOT / "fixtures"
 BLOCK = 16 * 1024 * 1024
 UNITS = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9}
 TIME_BIN = "/usr/bin/time"
+SAMPLE_S = 0.005  # VmRSS sampling period
+PAGE_KIB = os.sysconf("SC_PAGE_SIZE") // 1024
+RESCAN_EVERY = 40  # samples between two scans of /proc for the tree's processes (~200 ms)
 
 
 # ---------------------------------------------------------------- workers (run in children)
 
 
-def _open(path: str) -> IO[bytes]:
-    """The trace as a binary stream, decompressing .gz files."""
-    if path.endswith(".gz"):
-        return gzip.open(path, "rb")  # type: ignore[return-value]
-    return open(path, "rb")
+def _open(path: str, fast_gzip: bool = False) -> IO[bytes]:
+    """The trace as a binary stream; .gz files through stdlib gzip, or zlib-ng's if fast_gzip."""
+    if not path.endswith(".gz"):
+        return open(path, "rb")
+    if fast_gzip:
+        from zlib_ng import gzip_ng  # type: ignore[import-untyped]
+
+        return gzip_ng.open(path, "rb")  # type: ignore[no-any-return]
+    return gzip.open(path, "rb")  # type: ignore[return-value]
 
 
 def _add_kernel(totals: dict[str, float], ev: Any) -> None:
@@ -66,9 +86,9 @@ def _sum_kernels(events: Iterable[Any]) -> dict[str, float]:
 
 
 def worker_raw(path: str) -> dict[str, Any]:
-    """Read the whole file in 16 MB blocks and do nothing with it."""
+    """Read the whole file in 16 MB blocks and do nothing with it (gzip: zlib-ng, as traceview)."""
     n = 0
-    with _open(path) as f:
+    with _open(path, fast_gzip=True) as f:
         while block := f.read(BLOCK):
             n += len(block)
     return {"bytes": n}
@@ -92,10 +112,22 @@ def worker_ijson(path: str) -> dict[str, Any]:
     return {"names": len(totals), "total_dur": total, "backend": ijson.backend}
 
 
+def worker_hta(path: str) -> dict[str, Any]:
+    """HolisticTraceAnalysis: load the trace (alone in a directory) and its kernel breakdown."""
+    from hta.trace_analysis import TraceAnalysis  # type: ignore[import-not-found]
+
+    with tempfile.TemporaryDirectory(prefix="traceview-bench-hta-") as d:
+        os.symlink(os.path.abspath(path), os.path.join(d, os.path.basename(path)))
+        analyzer = TraceAnalysis(trace_dir=d)
+        _, kernels = analyzer.get_gpu_kernel_breakdown(visualize=False)
+    return {"kernel_rows": len(kernels)}
+
+
 WORKERS: dict[str, Callable[[str], dict[str, Any]]] = {
     "raw": worker_raw,
     "json": worker_json,
     "ijson": worker_ijson,
+    "hta": worker_hta,
 }
 
 
@@ -123,16 +155,22 @@ def load_generator() -> ModuleType:
     return module
 
 
-def ensure_trace(data_dir: Path, label: str, size: int, gz: bool) -> Path:
-    """The cached trace for this size, generated (atomically) if missing."""
+def trace_path(data_dir: Path, label: str, layout: str, gz: bool) -> Path:
+    """trace-1GB.json(.gz) for kineto (the historical names), trace-1GB-<layout>.json otherwise."""
+    stem = f"trace-{label}" if layout == "kineto" else f"trace-{label}-{layout}"
+    return data_dir / f"{stem}.json{'.gz' if gz else ''}"
+
+
+def ensure_trace(data_dir: Path, label: str, size: int, layout: str, gz: bool) -> Path:
+    """The cached trace for this size and layout, generated (atomically) if missing."""
     data_dir.mkdir(parents=True, exist_ok=True)
-    path = data_dir / f"trace-{label}.json{'.gz' if gz else ''}"
+    path = trace_path(data_dir, label, layout, gz)
     if path.exists():
         return path
     tmp = path.with_name(f".{path.name}.tmp{'.gz' if gz else ''}")
     t0 = time.perf_counter()
     print(f"generating {path} ...", file=sys.stderr, flush=True)
-    load_generator().write_trace(tmp, size_bytes=size, seed=0, layout="kineto", ts_mode="int")
+    load_generator().write_trace(tmp, size_bytes=size, seed=0, layout=layout, ts_mode="int")
     os.replace(tmp, path)
     print(f"  done in {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
     return path
@@ -150,6 +188,73 @@ def warm_cache(path: Path) -> None:
     subprocess.run(["cat", str(path)], stdout=subprocess.DEVNULL, check=True)
 
 
+# ---------------------------------------------------------------- process-tree RSS
+
+
+def _ppid_map() -> dict[int, list[int]]:
+    """Parent pid -> child pids, from /proc/*/stat (works without CONFIG_PROC_CHILDREN)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as f:
+                stat = f.read()
+            ppid = int(stat[stat.rindex(b")") + 2 :].split()[1])  # the name may hold spaces
+        except (OSError, ValueError, IndexError):
+            continue  # the process vanished
+        children.setdefault(ppid, []).append(int(entry.name))
+    return children
+
+
+def tree_pids(root: int) -> list[int]:
+    """root and all its descendants."""
+    children = _ppid_map()
+    pids, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        pids.append(pid)
+        todo += children.get(pid, [])
+    return pids
+
+
+def rss_kib(pid: int) -> int:
+    """Resident set size of pid in KiB (VmRSS, read from the cheaper statm); 0 once it is gone."""
+    try:
+        with open(f"/proc/{pid}/statm", "rb") as f:
+            return int(f.read().split()[1]) * PAGE_KIB
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+class TreeRss(threading.Thread):
+    """Peak of the summed RSS of a process tree, sampled every SAMPLE_S in a thread.
+
+    The tree is rescanned every RESCAN_EVERY samples; `skip` is a pid left out of the sum
+    (the /usr/bin/time wrapper, so that the column compares with its %M)."""
+
+    def __init__(self, root: int, skip: int | None = None) -> None:
+        super().__init__(daemon=True)
+        self.root, self.skip, self.peak_kib = root, skip, 0
+        self.running = True
+
+    def run(self) -> None:
+        pids: list[int] = []
+        n = 0
+        while self.running:
+            if not pids or n % RESCAN_EVERY == 0:  # also until the wrapped command started
+                pids = [p for p in tree_pids(self.root) if p != self.skip]
+            self.peak_kib = max(self.peak_kib, sum(rss_kib(p) for p in pids))
+            n += 1
+            time.sleep(SAMPLE_S)
+
+    def stop(self) -> float:
+        """Stop sampling; the peak in MB (MiB, like %M)."""
+        self.running = False
+        self.join()
+        return self.peak_kib / 1024
+
+
 # ---------------------------------------------------------------- measuring
 
 
@@ -157,129 +262,133 @@ def warm_cache(path: Path) -> None:
 class Run:
     wall_s: float
     rss_mb: float
+    tree_rss_mb: float
     stdout: str
 
 
-def _run_time_bin(cmd: list[str]) -> Run:
-    """Run under /usr/bin/time; peak RSS from its %M (KiB)."""
+def run_once(cmd: list[str]) -> Run:
+    """Run cmd in a subprocess: wall, peak RSS (%M or ru_maxrss) and sampled tree RSS."""
+    timed = os.access(TIME_BIN, os.X_OK)
     with (
         tempfile.NamedTemporaryFile("r", suffix=".time") as tf,
         tempfile.TemporaryFile("w+") as out,
+        tempfile.TemporaryFile("w+") as err,
     ):
-        full = [TIME_BIN, "-f", "%e %M", "-o", tf.name, *cmd]
+        full = [TIME_BIN, "-f", "%e %M", "-o", tf.name, *cmd] if timed else cmd
         t0 = time.perf_counter()
-        proc = subprocess.run(full, stdout=out, stderr=subprocess.PIPE, text=True)
-        wall = time.perf_counter() - t0
-        if proc.returncode != 0:
-            raise RuntimeError(f"{cmd} failed ({proc.returncode}): {proc.stderr[-2000:]}")
-        fields = Path(tf.name).read_text().split()
-        out.seek(0)
-        return Run(wall, int(fields[-1]) / 1024, out.read())
-
-
-def _run_wait4(cmd: list[str]) -> Run:
-    """Run via Popen + os.wait4; peak RSS from the child's own ru_maxrss (KiB on Linux)."""
-    with tempfile.TemporaryFile("w+") as out:
-        t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(full, stdout=out, stderr=err)
+        sampler = TreeRss(proc.pid, skip=proc.pid if timed else None)
+        sampler.start()
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - t0
+        tree_mb = sampler.stop()
         proc.returncode = os.waitstatus_to_exitcode(status)
         if proc.returncode != 0:
-            raise RuntimeError(f"{cmd} failed ({proc.returncode})")
+            err.seek(0)
+            raise RuntimeError(f"{cmd} failed ({proc.returncode}): {err.read()[-2000:]}")
+        rss_kib = int(Path(tf.name).read_text().split()[-1]) if timed else usage.ru_maxrss
         out.seek(0)
-        return Run(wall, usage.ru_maxrss / 1024, out.read())
-
-
-def run_once(cmd: list[str]) -> Run:
-    if os.access(TIME_BIN, os.X_OK):
-        return _run_time_bin(cmd)
-    return _run_wait4(cmd)
+        return Run(wall, rss_kib / 1024, tree_mb, out.read())
 
 
 @dataclass
 class Row:
     size_label: str
+    kind: str  # "json" or "json.gz"
     method: str
     runs: int
     wall_s: float
     mb_s: float
     rss_mb: float
-    note: str = ""
+    tree_rss_mb: float
 
 
-def measure(label: str, method: str, cmd: list[str], runs: int, nbytes: int) -> tuple[Row, str]:
-    """Median wall and median peak RSS over `runs` subprocess runs; also the last stdout."""
+def measure(
+    label: str, kind: str, method: str, cmd: list[str], runs: int, nbytes: int
+) -> tuple[Row, str]:
+    """Medians of wall, peak RSS and tree RSS over `runs` subprocess runs; also the last stdout."""
     results = [run_once(cmd) for _ in range(runs)]
     wall = statistics.median(r.wall_s for r in results)
     rss = statistics.median(r.rss_mb for r in results)
-    row = Row(label, method, runs, wall, nbytes / 1e6 / wall, rss)
-    print(f"  {label:>6} {method:<18} {wall:8.2f} s  {rss:8.0f} MB", file=sys.stderr, flush=True)
+    tree = statistics.median(r.tree_rss_mb for r in results)
+    row = Row(label, kind, method, runs, wall, nbytes / 1e6 / wall, rss, tree)
+    print(
+        f"  {label:>6} {kind:<7} {method:<24} {wall:8.2f} s  {rss:6.0f} MB  tree {tree:6.0f} MB",
+        file=sys.stderr,
+        flush=True,
+    )
     return row, results[-1].stdout
 
 
-def have_ijson() -> bool:
-    return importlib.util.find_spec("ijson") is not None
+def have(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
 
 
 def commands(path: Path) -> dict[str, list[str]]:
     py, me, f = sys.executable, str(Path(__file__).resolve()), str(path)
+    tv = [py, "-m", "traceview"]
+    cold = ["-f", "json", "-q", "--no-cache"]
     return {
         "raw read 16MB": [py, me, "--worker", "raw", f],
-        "traceview kernels": [
-            py,
-            "-m",
-            "traceview",
-            "kernels",
-            f,
-            "-f",
-            "json",
-            "-q",
-            "--no-cache",
-        ],
-        "traceview gaps": [py, "-m", "traceview", "gaps", f, "-f", "json", "-q", "--no-cache"],
-        "traceview steps": [py, "-m", "traceview", "steps", f, "-f", "json", "-q", "--no-cache"],
-        WARM: [py, "-m", "traceview", "kernels", f, "-f", "json", "-q"],
-        "json.load + loop": [py, me, "--worker", "json", f],
-        "ijson items + loop": [py, me, "--worker", "ijson", f],
+        "traceview kernels": [*tv, "kernels", f, *cold],
+        "traceview gaps": [*tv, "gaps", f, *cold],
+        "traceview steps": [*tv, "steps", f, *cold],
+        WARM: [*tv, "kernels", f, "-f", "json", "-q"],
+        JSON: [py, me, "--worker", "json", f],
+        IJSON: [py, me, "--worker", "ijson", f],
+        HTA: [py, me, "--worker", "hta", f],
     }
 
 
-BASELINES = {"json.load + loop", "ijson items + loop"}
+JSON, IJSON, HTA = "json.load + loop", "ijson items + loop", "HTA kernel breakdown"
+BASELINES = {JSON, IJSON, HTA}
 WARM = "traceview kernels, warm"  # answered from the Parquet cache filled by one untimed run
 
 
-def bench_size(
-    label: str, path: Path, runs: int, baseline_runs: int, notes: list[str]
+def skipped(method: str, baselines: bool) -> bool:
+    """Whether to leave this method out (too big for the baselines, module not installed)."""
+    if method in BASELINES and not baselines:
+        return True
+    return (method == IJSON and not have("ijson")) or (method == HTA and not have("hta"))
+
+
+def bench_file(
+    label: str, path: Path, runs: int, baseline_runs: int, baselines: bool, notes: list[str]
 ) -> list[Row]:
+    kind = "json.gz" if path.suffix == ".gz" else "json"
     nbytes = uncompressed_size(path)
     warm_cache(path)
     rows: list[Row] = []
     outputs: dict[str, str] = {}
     for method, cmd in commands(path).items():
-        if method == "ijson items + loop" and not have_ijson():
-            notes.append(f"{label}: ijson not installed, ijson baseline skipped")
+        if skipped(method, baselines):
             continue
-        n = baseline_runs if method in BASELINES else runs
         if method == WARM:
             run_once(cmd)  # fill the cache (a private TRACEVIEW_CACHE_DIR, see main)
-        row, outputs[method] = measure(label, method, cmd, n, nbytes)
+        n = baseline_runs if method in BASELINES else runs
+        try:
+            row, outputs[method] = measure(label, kind, method, cmd, n, nbytes)
+        except RuntimeError as e:
+            if method != HTA:
+                raise
+            notes.append(f"{label} {kind}: HTA failed: {str(e).strip().splitlines()[-1]}")
+            continue
         rows.append(row)
-    cross_check(label, outputs, notes)
+    cross_check(f"{label} {kind}", outputs, notes)
     return rows
 
 
-def cross_check(label: str, outputs: dict[str, str], notes: list[str]) -> None:
+def cross_check(where: str, outputs: dict[str, str], notes: list[str]) -> None:
     """The baselines and traceview should agree on total kernel time (µs, ints here)."""
     try:
         tv = json.loads(outputs["traceview kernels"])["totals"]
     except (KeyError, ValueError):
         return
     tv_total = next((v for k, v in tv.items() if k.startswith("total")), None)
-    for method in (m for m in commands(Path()) if m in BASELINES and m in outputs):
+    for method in (m for m in (JSON, IJSON) if m in outputs):
         got = json.loads(outputs[method])
         notes.append(
-            f"{label}: {method}: {got['names']} kernel names, total dur {got['total_dur']:.0f} µs"
+            f"{where}: {method}: {got['names']} kernel names, total dur {got['total_dur']:.0f} µs"
             f" (traceview totals: count {tv.get('count')}, {tv_total})"
         )
 
@@ -307,14 +416,32 @@ def machine_info() -> list[str]:
     ]
 
 
-def format_table(rows: list[Row]) -> list[str]:
-    header = ("size", "method", "runs", "wall s", "MB/s", "peak RSS MB")
+def format_table(rows: list[Row], rss_name: str) -> list[str]:
+    header = (
+        "size",
+        "input",
+        "method",
+        "runs",
+        "wall s",
+        "MB/s",
+        rss_name,
+        "tree RSS MB (sampled)",
+    )
     cells = [
-        (r.size_label, r.method, str(r.runs), f"{r.wall_s:.2f}", f"{r.mb_s:.0f}", f"{r.rss_mb:.0f}")
+        (
+            r.size_label,
+            r.kind,
+            r.method,
+            str(r.runs),
+            f"{r.wall_s:.2f}",
+            f"{r.mb_s:.0f}",
+            f"{r.rss_mb:.0f}",
+            f"{r.tree_rss_mb:.0f}",
+        )
         for r in rows
     ]
     widths = [max(len(x) for x in col) for col in zip(header, *cells, strict=True)]
-    left = {0, 1}
+    left = {0, 1, 2}
 
     def line(vals: tuple[str, ...]) -> str:
         pairs = enumerate(zip(vals, widths, strict=True))
@@ -325,11 +452,22 @@ def format_table(rows: list[Row]) -> list[str]:
 
 def ratio_lines(rows: list[Row]) -> list[str]:
     out = []
+    by = {(r.size_label, r.kind, r.method): r for r in rows}
+    for label, kind in dict.fromkeys((r.size_label, r.kind) for r in rows):
+        tv, base = by.get((label, kind, "traceview kernels")), by.get((label, kind, JSON))
+        if tv and base:
+            ratio = tv.mb_s / base.mb_s
+            out.append(
+                f"ratio {label} {kind}: traceview kernels MB/s / json.load MB/s = {ratio:.2f}x"
+            )
     for label in dict.fromkeys(r.size_label for r in rows):
-        by = {r.method: r for r in rows if r.size_label == label}
-        if "traceview kernels" in by and "json.load + loop" in by:
-            ratio = by["traceview kernels"].mb_s / by["json.load + loop"].mb_s
-            out.append(f"ratio {label}: traceview kernels MB/s / json.load MB/s = {ratio:.2f}x")
+        parts = []
+        for method in ("traceview kernels", "traceview gaps"):
+            gz, plain = by.get((label, "json.gz", method)), by.get((label, "json", method))
+            if gz and plain:
+                parts.append(f"{method.split()[-1]} {gz.mb_s / plain.mb_s:.2f}")
+        if parts:
+            out.append(f"gzip/plain throughput {label}: {', '.join(parts)} (target >= 0.80)")
     return out
 
 
@@ -338,44 +476,79 @@ def ratio_lines(rows: list[Row]) -> list[str]:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    p.add_argument("--sizes", nargs="+", default=["100MB", "1GB"], help="e.g. 100MB 1GB")
+    p.add_argument("--sizes", nargs="+", default=["100MB", "1GB"], help="e.g. 100MB 1GB 4GB")
     p.add_argument("--runs", type=int, default=3, help="runs per measurement (median reported)")
     p.add_argument(
         "--baseline-runs",
         type=int,
         default=None,
-        help="runs for the json/ijson baselines (default: --runs)",
+        help="runs for the json/ijson/HTA baselines (default: --runs)",
+    )
+    p.add_argument(
+        "--baseline-max-size",
+        type=parse_size,
+        default="1GB",
+        help="skip the json/ijson/HTA baselines above this trace size (default 1GB)",
     )
     p.add_argument("--data-dir", type=Path, default=ROOT / "benchmarks" / "data")
-    p.add_argument("--gzip", action="store_true", help="benchmark .json.gz traces instead")
+    p.add_argument(
+        "--layout",
+        choices=("kineto", "lines"),
+        default="kineto",
+        help="kineto's multi-line events or one event per line (default kineto)",
+    )
+    kinds = p.add_mutually_exclusive_group()
+    kinds.add_argument("--gzip", action="store_true", help="benchmark .json.gz traces instead")
+    kinds.add_argument("--both", action="store_true", help="benchmark .json and .json.gz")
     return p.parse_args(argv)
+
+
+def header_lines(args: argparse.Namespace, rss_via: str) -> list[str]:
+    return [
+        *machine_info(),
+        f"layout: {args.layout}; rss via: {rss_via} (largest single process), and the peak of"
+        f" the summed VmRSS of the process tree sampled every {SAMPLE_S * 1000:.0f} ms"
+        " (pages shared after fork count twice: an upper bound)",
+        "wall via perf_counter around each subprocess (includes interpreter start-up)",
+        "page cache: warm — one untimed `cat FILE > /dev/null` per file, all runs read from cache"
+        " (dropping the cache needs root)",
+        f"runs: {args.runs} (baselines: {args.baseline_runs}), medians of wall and RSS;"
+        " MB/s = 10**6 bytes of uncompressed JSON per s",
+    ]
+
+
+def bench_size(text: str, args: argparse.Namespace, notes: list[str]) -> list[Row]:
+    """All rows of one size: its plain and/or gzip file, side by side."""
+    label, size = text.upper(), parse_size(text)
+    baselines = size <= args.baseline_max_size
+    if not baselines:
+        limit = f"{args.baseline_max_size / 1e6:g} MB"
+        notes.append(
+            f"{label}: json.load/ijson/HTA baselines skipped (--baseline-max-size {limit})"
+        )
+    rows: list[Row] = []
+    for gz in [False, True] if args.both else [args.gzip]:
+        path = ensure_trace(args.data_dir, label, size, args.layout, gz)
+        print(f"{label}: {path} ({path.stat().st_size / 1e6:.1f} MB on disk)", flush=True)
+        rows += bench_file(label, path, args.runs, args.baseline_runs, baselines, notes)
+    return rows
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    args.baseline_runs = args.baseline_runs or args.runs
     # The warm-cache row must neither touch nor be helped by the user's cache.
     os.environ["TRACEVIEW_CACHE_DIR"] = tempfile.mkdtemp(prefix="traceview-bench-cache-")
-    sizes = [(s.upper(), parse_size(s)) for s in args.sizes]
-    baseline_runs = args.baseline_runs or args.runs
-    how_rss = "/usr/bin/time %M" if os.access(TIME_BIN, os.X_OK) else "os.wait4 ru_maxrss"
-    header = [
-        *machine_info(),
-        f"rss via: {how_rss}"
-        "; wall via perf_counter around each subprocess (includes interpreter start-up)",
-        "page cache: warm — one untimed `cat FILE > /dev/null` per file, all runs read from cache"
-        " (dropping the cache needs root)",
-        f"runs: {args.runs} (baselines: {baseline_runs}), median wall and median peak RSS;"
-        " MB = 10**6 bytes of uncompressed JSON",
-    ]
-    print("\n".join(header), flush=True)
-    rows: list[Row] = []
+    rss_via = "/usr/bin/time %M" if os.access(TIME_BIN, os.X_OK) else "os.wait4 ru_maxrss"
+    print("\n".join(header_lines(args, rss_via)), flush=True)
     notes: list[str] = []
-    for label, size in sizes:
-        path = ensure_trace(args.data_dir, label, size, args.gzip)
-        print(f"{label}: {path} ({path.stat().st_size / 1e6:.1f} MB on disk)", flush=True)
-        rows += bench_size(label, path, args.runs, baseline_runs, notes)
+    if not have("ijson"):
+        notes.append("ijson not installed: ijson baseline skipped")
+    if not have("hta"):
+        notes.append("hta (HolisticTraceAnalysis) not importable: HTA baseline skipped")
+    rows = [row for text in args.sizes for row in bench_size(text, args, notes)]
     print()
-    print("\n".join(format_table(rows)))
+    print("\n".join(format_table(rows, f"peak RSS MB ({rss_via.split()[-1]})")))
     print()
     print("\n".join(notes))
     print("\n".join(ratio_lines(rows)), flush=True)
