@@ -193,7 +193,7 @@ class EventCollector:
         self.quality: Counter[str] = Counter()
         self._categories: dict[str, int] = {}
         self._gpu: list[tuple[np.ndarray, ...]] = []
-        self._runtime: list[tuple[np.ndarray, np.ndarray]] = []
+        self._runtime: list[tuple[np.ndarray, ...]] = []  # per batch: correlation, ts
         self._cpu: list[tuple[np.ndarray, ...]] = []  # per batch: the five CpuColumns
         self._steps: list[StepWindow] = []
         self._span: tuple[int, int] | None = None
@@ -290,7 +290,7 @@ class EventCollector:
             threads = self.threads.ids_of(part.threads)
             cpu = part.cpu
             rows = (threads[cpu.thread], cpu.ts, cpu.end, names[cpu.name], cpu.correlation)
-            self._cpu.insert(0, tuple(column.astype(np.int64) for column in rows))
+            self._cpu.insert(0, tuple(column.astype(np.int64, copy=False) for column in rows))
         if part.span_ns is not None:
             self._widen_span(*part.span_ns)
         self._steps[:0] = part.steps
@@ -392,12 +392,10 @@ class EventCollector:
             self._span = (min(self._span[0], start), max(self._span[1], end))
 
     def finish(self, reader: TraceReader) -> TraceEvents:
-        """All columns, concatenated; stream ids renumbered in the order of their values."""
-        gpu = [np.concatenate(cols) for cols in zip(*self._gpu, strict=True)] if self._gpu else None
-        streams = self.streams.values
-        if gpu is not None:
-            gpu[2], streams = _sorted_streams(gpu[2], streams)
-        empty = np.empty(0, dtype=np.int64)
+        """All columns, joined (the collector is emptied); stream ids renumbered in the order
+        of their values."""
+        gpu = _join(self._gpu, _GPU_DTYPES)
+        gpu[2], streams = _sorted_streams(gpu[2], self.streams.values)
         return TraceEvents(
             path=str(reader.path),
             size_bytes=reader.info.size_bytes,
@@ -405,17 +403,29 @@ class EventCollector:
             read=reader.stats,
             names=self.names.values,
             streams=streams,
-            gpu=GpuColumns(*gpu) if gpu else _empty_gpu(),
-            runtime=RuntimeColumns(
-                np.concatenate([c for c, _ in self._runtime]) if self._runtime else empty,
-                np.concatenate([t for _, t in self._runtime]) if self._runtime else empty,
-            ),
+            gpu=GpuColumns(*gpu),
+            runtime=RuntimeColumns(*_join(self._runtime, (np.int64, np.int64))),
             steps=self._steps,
             span_ns=self._span,
             quality=self.quality,
             cpu=cpu_columns(self._cpu),
             threads=self.threads.values,
         )
+
+
+_GPU_DTYPES = (np.int8, np.int32, np.int32, np.int64, np.int64, np.int64)
+
+
+def _join(parts: list[tuple[np.ndarray, ...]], dtypes: tuple[Any, ...]) -> list[np.ndarray]:
+    """Per-batch column tuples joined into columns. ``parts`` is emptied and each column's
+    batches freed once it is joined, so the peak is the rows plus one column, not twice."""
+    batches = [list(c) for c in zip(*parts, strict=True)] or [[] for _ in dtypes]
+    parts.clear()
+    columns = []
+    for i, dtype in enumerate(dtypes):
+        columns.append(np.concatenate(batches[i]) if batches[i] else np.empty(0, dtype=dtype))
+        batches[i] = []
+    return columns
 
 
 def _correlation(e: Any) -> int:
@@ -447,26 +457,8 @@ def _value_key(value: Any) -> tuple[int, Any]:
 
 
 def cpu_columns(parts: list[tuple[np.ndarray, ...]]) -> CpuColumns:
-    """CpuColumns from batches of (thread, ts, end, name, correlation) columns.
-
-    ``parts`` is emptied: each column's batches are freed once it is joined, so the peak is
-    the rows plus one column, not twice the rows.
-    """
-    batches: list[list[np.ndarray]] = [list(c) for c in zip(*parts, strict=True)] or [[]] * 5
-    parts.clear()
-    columns = []
-    for i, column in enumerate(batches):
-        columns.append(np.concatenate(column) if column else np.empty(0, dtype=np.int64))
-        batches[i] = []
-    return CpuColumns(*columns)
-
-
-def _empty_gpu() -> GpuColumns:
-    i64 = np.empty(0, dtype=np.int64)
-    return GpuColumns(
-        np.empty(0, dtype=np.int8), np.empty(0, dtype=np.int32), np.empty(0, dtype=np.int32),
-        i64, i64, i64,
-    )  # fmt: skip
+    """CpuColumns from batches of (thread, ts, end, name, correlation) columns (emptied)."""
+    return CpuColumns(*_join(parts, (np.int64,) * 5))
 
 
 def collect_events(reader: TraceReader, keep_cpu: bool = False) -> TraceEvents:

@@ -38,6 +38,7 @@ def collect(reader: TraceReader, keep_cpu: bool = False) -> TraceEvents:
             return _serial(reader, keep_cpu)
     collector.absorb_before(part)
     _merge_stats(reader, part)
+    del part, first_half  # what was not absorbed as it is (remapped ids) is freed before joining
     return collector.finish(reader)
 
 
