@@ -6,15 +6,16 @@ import numpy as np
 
 
 def union_length(start: np.ndarray, end: np.ndarray) -> int:
-    """Total length covered by the intervals [start[i], end[i]] (int64 ns)."""
+    """Total length covered by the intervals [start[i], end[i]] (int64 ns, end ≥ start).
+
+    With starts S and ends E each sorted on their own, the k+1 earliest intervals have all
+    ended before the next one begins exactly when S[k+1] > E[k]: the uncovered stretches are
+    those (E[k], S[k+1]). Two sorts of values (near-linear: trace times are nearly in order)
+    and no index array, which matters more than the arithmetic for half a million kernels.
+    """
     if len(start) == 0:
         return 0
-    s = start
-    if not (s[1:] >= s[:-1]).all():  # the rows of one stream come sorted: nothing to do
-        order = np.argsort(s, kind="stable")  # near-linear: trace times are nearly sorted
-        s, end = s[order], end[order]
-    reach = np.maximum.accumulate(end)
-    # Each interval adds what it covers beyond everything before it: from the later of its
-    # start and the reach so far, up to the new reach.
-    added = reach[1:] - np.maximum(s[1:], reach[:-1])
-    return int(reach[0] - s[0]) + int(added.sum())
+    s = np.sort(start, kind="stable")
+    e = np.sort(end, kind="stable")
+    idle = s[1:] - e[:-1]
+    return int(e[-1] - s[0]) - int(idle[idle > 0].sum())

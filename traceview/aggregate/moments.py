@@ -60,8 +60,9 @@ def of_batch(group: np.ndarray, values: np.ndarray, groups: int) -> Moments:
     np.minimum.at(moments.minimum, group, values)
     np.maximum.at(moments.maximum, group, values)
     mean = np.divide(total, count, out=np.zeros(groups), where=count > 0)
-    deviation = values - mean[group]
-    m2 = np.bincount(group, weights=deviation * deviation, minlength=groups)
+    squares = values - mean[group]
+    squares *= squares  # the squared deviations, in place: one column-sized temporary less
+    m2 = np.bincount(group, weights=squares, minlength=groups)
     return Moments(count, total, moments.minimum, moments.maximum, mean, m2)
 
 

@@ -27,7 +27,10 @@ def packed(major: np.ndarray, minor: np.ndarray) -> tuple[np.ndarray, int, int] 
     bits = (int(minor.max()) - low).bit_length()
     if int(major.min()) < 0 or (int(major.max()) + 1) << bits > _INT64_LIMIT:
         return None
-    return (major.astype(np.int64) << bits) | (minor - low), bits, low
+    key = major.astype(np.int64)  # in place from here: each temporary is a column's size
+    key <<= bits
+    key |= np.subtract(minor, low)
+    return key, bits, low
 
 
 def lex_order(keys: Sequence[np.ndarray]) -> np.ndarray:

@@ -22,7 +22,8 @@ def _overlaps(events: TraceEvents) -> str | None:
     if len(gpu.ts) < 2:
         return None
     order = lex_order((gpu.ts, gpu.stream))
-    stream, ts, end = gpu.stream[order], gpu.ts[order], gpu.ts[order] + gpu.dur[order]
+    stream, ts, end = gpu.stream[order], gpu.ts[order], gpu.dur[order]
+    end += ts
     same = stream[1:] == stream[:-1]
     overlap = (end[:-1] - ts[1:])[same]
     overlap = overlap[overlap > 0]
