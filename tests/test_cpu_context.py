@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from traceview.analyses import cpu_context
 from traceview.analyses.gaps import GapOptions, analyse_gaps
 from traceview.cli import app
-from traceview.events import collect_events
+from traceview.events import CpuColumns, collect_events
 from traceview.read.reader import TraceReader
 
 
@@ -74,15 +74,28 @@ def test_gaps_cli_json_carries_the_context(tmp_path: Path) -> None:
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(
-    rows=st.lists(st.tuples(st.integers(0, 50), st.integers(0, 20)), max_size=40),
+    rows=st.lists(
+        st.tuples(st.integers(0, 50), st.integers(0, 20), st.integers(-1, 9)), max_size=40
+    ),
     instants=st.sets(st.integers(0, 80), min_size=1, max_size=5),
+    wanted=st.sets(st.integers(0, 9), min_size=1, max_size=4),
 )
-def test_live_rows_match_brute_force(
-    rows: list[tuple[int, int]], instants: set[int], monkeypatch: pytest.MonkeyPatch
+def test_scan_matches_brute_force(
+    rows: list[tuple[int, int, int]],
+    instants: set[int],
+    wanted: set[int],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(cpu_context, "_BLOCK", 7)  # several blocks, and a partial last one
-    start = np.array([s for s, _ in rows], dtype=np.int64)
-    end = start + np.array([d for _, d in rows], dtype=np.int64)
-    want = [i for i, (s, d) in enumerate(rows) if any(s <= t <= s + d for t in instants)]
-    got = cpu_context._live(start, end, np.array(sorted(instants), dtype=np.int64))
-    assert got.tolist() == want
+    start = np.array([s for s, _, _ in rows], dtype=np.int64)
+    end = start + np.array([d for _, d, _ in rows], dtype=np.int64)
+    correlation = np.array([c for _, _, c in rows], dtype=np.int64)
+    zeros = np.zeros(len(rows), dtype=np.int64)
+    cpu = CpuColumns(zeros, start, end, zeros, correlation)
+    live, launches = cpu_context._scan(
+        cpu, np.array(sorted(instants), dtype=np.int64), np.array(sorted(wanted), dtype=np.int64)
+    )
+    assert live.tolist() == [
+        i for i, (s, d, _) in enumerate(rows) if any(s <= t <= s + d for t in instants)
+    ]
+    assert launches.tolist() == [i for i, (_, _, c) in enumerate(rows) if c in wanted]

@@ -233,7 +233,7 @@ def analyse_gaps(events: TraceEvents, options: GapOptions) -> GapReport:
     end = ts + gpu.dur[rows]
     order = lex_order((rank[name], end, ts, stream))
     stream, ts, end, name = stream[order], ts[order], end[order], name[order]
-    correlation = gpu.correlation[rows[order]]
+    source = rows[order]  # the GPU row of each sorted row
     pairs = _pairs(stream)
     gap = ts[pairs + 1] - end[pairs]
     kept = (gap > 0) & (gap >= options.min_gap_ns)
@@ -251,7 +251,7 @@ def analyse_gaps(events: TraceEvents, options: GapOptions) -> GapReport:
         histogram=_histogram(positive, options),
         transitions=shown,
         largest=_largest(
-            events, pairs[kept], positive, (stream, end, name, correlation), span_start, options
+            events, pairs[kept], positive, (stream, end, name, source), span_start, options
         ),
         left_out_transitions=len(transitions) - len(shown),
         notes=notes,
@@ -494,10 +494,12 @@ def _largest(
     """The ``options.largest`` longest gaps, longest first (ties: earliest first)."""
     if options.largest == 0 or len(at) == 0:
         return []
-    stream, end, name, correlation = sorted_rows
+    stream, end, name, source = sorted_rows
     order = _longest(length, end[at], options.largest).tolist()
     before = [int(at[i]) for i in order]
-    contexts = cpu_contexts(events, [(int(correlation[b + 1]), int(end[b])) for b in before])
+    correlation = events.gpu.correlation
+    launches = [(int(correlation[source[b + 1]]), int(end[b])) for b in before]
+    contexts = cpu_contexts(events, launches)
     out = []
     for i, prev, context in zip(order, before, contexts, strict=True):
         device, stream_value = events.streams[int(stream[prev])]
