@@ -13,6 +13,7 @@ from conftest import ROOT, load_generator
 from traceview.analyses.gaps import GapOptions, analyse_gaps
 from traceview.analyses.kernels import KernelOptions, analyse_kernels
 from traceview.analyses.steps import step_table
+from traceview.errors import TraceviewError
 from traceview.events import TraceEvents, collect_events
 from traceview.read.reader import TraceReader
 from traceview.read.source import TraceSource, check_path
@@ -101,3 +102,19 @@ def test_source_seeks_by_decompressed_offset(tmp_path: Path, compressed: bool) -
         assert next(blocks) == data[:50_000]
         source.seek(700_000, limit=900_000)  # while blocks() is suspended
         assert b"".join(blocks) == data[700_000:900_000]
+
+
+def test_malformed_first_half_gives_the_serial_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "t.json"
+    generate.write_trace(path, steps=8, seed=3, layout="kineto")
+    data = path.read_bytes()
+    at = data.index(b'"dur"', len(data) // 4)
+    path.write_bytes(data[:at] + b'"dur": @' + data[at + 6 :])
+    errors = []
+    for parallel in (False, True):
+        with pytest.raises(TraceviewError) as e:
+            read(path, parallel, monkeypatch)
+        errors.append(str(e.value))
+    assert errors[0] == errors[1] and "malformed JSON at byte" in errors[0]

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from traceview import batch
+from traceview.memory import release_free_memory
 from traceview.read.reader import ReadStats, TraceReader
 
 KERNEL, MEMCPY, MEMSET = 0, 1, 2
@@ -423,9 +424,22 @@ def _join(parts: list[tuple[np.ndarray, ...]], dtypes: tuple[Any, ...]) -> list[
     parts.clear()
     columns = []
     for i, dtype in enumerate(dtypes):
-        columns.append(np.concatenate(batches[i]) if batches[i] else np.empty(0, dtype=dtype))
+        if not batches[i]:
+            columns.append(np.empty(0, dtype=dtype))
+            continue
+        columns.append(np.concatenate(batches[i]))
         batches[i] = []
+        release_free_memory()
     return columns
+
+
+def empty_columns() -> dict[str, Any]:
+    """Empty column groups, by TraceEvents field name."""
+    return {
+        "gpu": GpuColumns(*_join([], _GPU_DTYPES)),
+        "runtime": RuntimeColumns(*_join([], (np.int64, np.int64))),
+        "cpu": cpu_columns([]),
+    }
 
 
 def _correlation(e: Any) -> int:

@@ -1,5 +1,6 @@
-"""Use both cores on a big plain trace: a worker process reads the first half of the event
-array while this process reads the second; the parts merge into one TraceEvents.
+"""Use both cores on a big trace: a forked worker reads the first half of the event array
+while this process reads the second; the parts merge into one TraceEvents. The worker's
+columns come back as raw bytes read straight into arrays, so they are never held twice.
 
 The split is an optimisation only: if either part cannot be read exactly as it was cut, the
 whole file is read again serially, which gives the same result or the precise error.
@@ -9,37 +10,112 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-from concurrent.futures import ProcessPoolExecutor
+from dataclasses import fields, replace
+from multiprocessing.connection import Connection
 from pathlib import Path
+from typing import Any
 
-from traceview.events import EventCollector, NeedsExactTimes, TraceEvents
+import numpy as np
+
+from traceview.errors import TraceviewError
+from traceview.events import EventCollector, NeedsExactTimes, TraceEvents, empty_columns
 from traceview.read.reader import SplitFailed, TraceReader
 
 PARALLEL_MIN_BYTES = 256 << 20
+_COLUMN_GROUPS = ("gpu", "runtime", "cpu")
 
 
 def collect(reader: TraceReader, keep_cpu: bool = False) -> TraceEvents:
-    """All of a trace's events, in two processes when it is big, plain and the CPU allows."""
+    """All of a trace's events, in two processes when it is big and the CPU allows."""
     split = reader.plan_split(_min_bytes()) if (os.cpu_count() or 1) > 1 else None
     if split is None:
         return _serial(reader, keep_cpu)
     context = multiprocessing.get_context("fork")
-    with ProcessPoolExecutor(max_workers=1, mp_context=context) as pool:
-        first_half = pool.submit(
-            _read_part, reader.path, split, reader.block_size, reader.stats.exact_times, keep_cpu
-        )
+    receiver, sender = context.Pipe(duplex=False)
+    args = (sender, reader.path, split, reader.block_size, reader.stats.exact_times, keep_cpu)
+    worker = context.Process(target=_worker, args=args, daemon=True)
+    worker.start()
+    sender.close()
+    try:
         reader.resume_at = split[1]
-        try:
-            collector = _collect(reader, keep_cpu)
-            part = first_half.result()
-        except SplitFailed:
-            first_half.cancel()
-            reader.reset()
-            return _serial(reader, keep_cpu)
+        collector = _collect(reader, keep_cpu)
+        part = _receive(receiver)
+    except SplitFailed:
+        reader.reset()
+        return _serial(reader, keep_cpu)
+    finally:
+        receiver.close()
+        if worker.is_alive():  # this half failed first: the worker's result is not wanted
+            worker.kill()
+        worker.join()
     collector.absorb_before(part)
     _merge_stats(reader, part)
-    del part, first_half  # what was not absorbed as it is (remapped ids) is freed before joining
+    del part  # what was not absorbed as it is (remapped ids) is freed before joining
     return collector.finish(reader)
+
+
+def _worker(
+    conn: Connection,
+    path: Path,
+    split: tuple[int, int],
+    block_size: int,
+    exact_times: bool,
+    keep_cpu: bool,
+) -> None:
+    """In the forked worker: read the first part and send it back."""
+    try:
+        part = _read_part(path, split, block_size, exact_times, keep_cpu)
+    except TraceviewError as e:
+        conn.send(("error", str(e)))
+        return
+    except Exception:  # e.g. SplitFailed: the serial read gives the answer
+        conn.send(("split failed", None))
+        return
+    _send(conn, part)
+
+
+def _send(conn: Connection, part: TraceEvents) -> None:
+    """The part without its columns (pickled), then each column's bytes: the receiver
+    reads them straight into its arrays, so they are never held twice."""
+    columns = [getattr(getattr(part, g), f.name) for g in _COLUMN_GROUPS for f in _fields(g)]
+    skeleton = replace(part, **{g: _empty(g) for g in _COLUMN_GROUPS})
+    conn.send(("part", (skeleton, [(c.dtype.str, len(c)) for c in columns])))
+    for column in columns:
+        conn.send_bytes(np.ascontiguousarray(column).data.cast("B"))
+
+
+def _receive(conn: Connection) -> TraceEvents:
+    """The worker's part; SplitFailed if it could not read it (or died)."""
+    try:
+        kind, payload = conn.recv()
+    except EOFError:
+        raise SplitFailed from None
+    if kind == "error":
+        raise TraceviewError(payload)
+    if kind != "part":
+        raise SplitFailed
+    skeleton, shapes = payload
+    columns = iter([_receive_array(conn, dtype, n) for dtype, n in shapes])
+    groups = {g: type(_empty(g))(*(next(columns) for _ in _fields(g))) for g in _COLUMN_GROUPS}
+    return replace(skeleton, **groups)
+
+
+def _receive_array(conn: Connection, dtype: str, length: int) -> np.ndarray:
+    array = np.empty(length, dtype=dtype)
+    if array.nbytes:
+        conn.recv_bytes_into(array)
+    else:
+        conn.recv_bytes()
+    return array
+
+
+def _fields(group: str) -> tuple[Any, ...]:
+    return fields(_empty(group))
+
+
+def _empty(group: str) -> Any:
+    """Empty columns of one group (GpuColumns, RuntimeColumns or CpuColumns)."""
+    return empty_columns()[group]
 
 
 def _serial(reader: TraceReader, keep_cpu: bool) -> TraceEvents:
