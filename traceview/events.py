@@ -206,16 +206,38 @@ class EventCollector:
         gpu_columns = self._gpu_columns(gpu, gpu_kinds)
         if gpu_columns is None:
             self._add_each(zip(gpu, gpu_kinds, strict=True), lists)
-        runtime_times = None if self.keep_cpu else batch.timed(runtime)
+        runtime_times = batch.timed(runtime)
         runtime_corr = batch.correlations(runtime) if runtime_times is not None else None
         if runtime_times is None or runtime_corr is None:
             self._add_each(((e, _RUNTIME) for e in runtime), lists)
+            runtime = []  # their CPU rows, if kept, were added one by one
+        cpu_rows: list[tuple[np.ndarray, ...]] = []
+        if self.keep_cpu:
+            other, ops = _steps_and_ops(other)
+            if runtime_times is not None and runtime_corr is not None and runtime:
+                ts, dur = runtime_times
+                cpu_rows.append(self._cpu_rows(runtime, ts, ts + dur, runtime_corr))
+            op_times = batch.timed(ops)
+            if op_times is None:
+                self._add_each(((e, _CPU_ANNOTATION) for e in ops), lists)
+            elif ops:
+                ts, dur = op_times
+                cpu_rows.append(self._cpu_rows(ops, ts, ts + dur, np.full(len(ops), -1)))
         self._add_each(other, lists)
         self._commit(lists)
         if gpu_columns is not None:
             self._commit_gpu(gpu_columns)
         if runtime_times is not None and runtime_corr is not None:
             self._commit_runtime(runtime_corr, *runtime_times)
+        self._cpu.extend(cpu_rows)
+
+    def _cpu_rows(
+        self, events: list[Any], ts: np.ndarray, end: np.ndarray, correlation: np.ndarray
+    ) -> tuple[np.ndarray, ...]:
+        """CpuColumns of a batch of runtime calls or CPU ops, converted at once."""
+        threads = self.threads.ids_of([(e.pid, e.tid) for e in events])
+        names = self.names.ids_of([e.name for e in events])
+        return tuple(c.astype(np.int64) for c in (threads, ts, end, names, correlation))
 
     def _split(self, events: Iterable[Any]) -> tuple[list[Any], list[int], list[Any], list[Any]]:
         """GPU activity (with kinds), runtime calls, and other events worth converting."""
@@ -440,6 +462,13 @@ def empty_columns() -> dict[str, Any]:
         "runtime": RuntimeColumns(*_join([], (np.int64, np.int64))),
         "cpu": cpu_columns([]),
     }
+
+
+def _steps_and_ops(other: list[tuple[Any, int]]) -> tuple[list[tuple[Any, int]], list[Any]]:
+    """Annotation events split into ProfilerStep windows (with kinds) and CPU ops."""
+    steps = [(e, kind) for e, kind in other if e.name.startswith(STEP_PREFIX)]
+    ops = [e for e, kind in other if kind == _CPU_ANNOTATION and not e.name.startswith(STEP_PREFIX)]
+    return steps, ops
 
 
 def _correlation(e: Any) -> int:
