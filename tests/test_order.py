@@ -6,6 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from traceview.aggregate.intervals import union_length
 from traceview.aggregate.order import dense_ids, lex_order, packed
 from traceview.aggregate.percentiles import nearest_rank
 
@@ -70,3 +71,25 @@ def test_nearest_rank_of_values_too_wide_to_pack() -> None:
     got = nearest_rank(group, values, 2, (50, 100))
     assert got[50].tolist() == [7, 0]
     assert got[100].tolist() == [7, 2**62]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    intervals=st.lists(
+        st.tuples(st.integers(-(10**12), 10**12), st.integers(0, 10**6)), max_size=40
+    )
+)
+def test_union_length_in_place_equals_copying_and_brute_force(
+    intervals: list[tuple[int, int]],
+) -> None:
+    start = np.array([s for s, _ in intervals], dtype=np.int64)
+    end = start + np.array([d for _, d in intervals], dtype=np.int64)
+    merged: list[list[int]] = []
+    for s, e in sorted(zip(start.tolist(), end.tolist(), strict=True)):
+        if merged and s <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], e)
+        else:
+            merged.append([s, e])
+    expected = sum(e - s for s, e in merged)
+    assert union_length(start, end) == expected
+    assert union_length(start.copy(), end.copy(), scratch=True) == expected

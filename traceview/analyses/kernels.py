@@ -98,13 +98,14 @@ def analyse_kernels(events: TraceEvents, options: KernelOptions) -> KernelReport
     """Select GPU rows by kind, steps and name; compute per-name statistics; sort; cut."""
     mask, notes = _selection(events, options)
     gpu = events.gpu
-    names, ts, dur = gpu.name[mask], gpu.ts[mask], gpu.dur[mask]
-    labels, group = _groups(events.names, names, options.group_by)
+    ts, dur = gpu.ts[mask], gpu.dur[mask]
+    busy = union_length(ts, ts + dur, scratch=True)  # first: its big temporaries go at once
+    del ts
+    labels, group = _groups(events.names, gpu.name[mask], options.group_by)
     rows = _rows(labels, group, dur, options.group_by)
     rows.sort(key=_sort_key(options.sort))
     kept = rows if options.top == 0 else rows[: options.top]
     cut = rows[len(kept) :]
-    busy = union_length(ts, ts + dur)
     trace = summarize(events)
     span_us = trace.span_us
     return KernelReport(
