@@ -32,7 +32,7 @@ from traceview import __version__
 from traceview.aggregate.intervals import union_length
 from traceview.analyses.gaps import GapOptions, analyse_gaps
 from traceview.analyses.kernels import KernelOptions, KernelRow, analyse_kernels
-from traceview.analyses.steps import StepRow, in_steps, launch_times, step_table, step_windows
+from traceview.analyses.steps import StepRow, StepRows, step_table, step_windows
 from traceview.errors import TraceviewError
 from traceview.events import KERNEL, TraceEvents
 from traceview.read.source import GZIP_MAGIC, check_path
@@ -149,9 +149,9 @@ def build_snapshot(
     all_steps = step_table(events)
     steps = all_steps[len(all_steps) - max_steps :] if len(all_steps) > max_steps else all_steps
     stored = _stored(report.rows, max_kernels)
-    windows, launch = step_windows(events), launch_times(events)
-    masks = [in_steps(events, [s.step], windows, launch) for s in steps]
-    counts, totals = _step_sums(events, masks, [r.name for r in stored])
+    windows, rows_by = step_windows(events), StepRows(events, np.arange(len(events.gpu.ts)))
+    step_rows = [np.sort(rows_by.within(windows[s.step])) for s in steps]
+    counts, totals = _step_sums(events, step_rows, [r.name for r in stored])
     rest = report.rows[len(stored) :]
     return Snapshot(
         kind=KIND,
@@ -171,7 +171,8 @@ def build_snapshot(
             for d in devices
         ),
         steps=tuple(
-            _step_stat(row, _idle_ns(events, m)) for row, m in zip(steps, masks, strict=True)
+            _step_stat(row, _idle_ns(events, rows))
+            for row, rows in zip(steps, step_rows, strict=True)
         ),
         steps_left_out=len(all_steps) - len(steps),
         kernels=tuple(
@@ -201,25 +202,27 @@ def _stored(rows: list[KernelRow], max_kernels: int) -> list[KernelRow]:
 
 
 def _step_sums(
-    events: TraceEvents, masks: list[np.ndarray], names: list[str]
+    events: TraceEvents, step_rows: list[np.ndarray], names: list[str]
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Per step (row) and stored kernel (column, the last one is ``other``): count and time ns."""
+    """Per step (row indices of its GPU activity) and stored kernel (column, the last one is
+    ``other``): count and time ns."""
     gpu = events.gpu
     slot = np.full(len(events.names), len(names), dtype=np.int64)
     index = {name: i for i, name in enumerate(events.names)}
     for i, name in enumerate(names):
         slot[index[name]] = i
-    counts = np.zeros((len(masks), len(names) + 1), dtype=np.int64)
+    counts = np.zeros((len(step_rows), len(names) + 1), dtype=np.int64)
     totals = np.zeros_like(counts)
     kernels = gpu.kind == KERNEL
-    for row, mask in enumerate(masks):
-        which = slot[gpu.name[mask & kernels]]
+    for row, rows in enumerate(step_rows):
+        rows = rows[kernels[rows]]
+        which = slot[gpu.name[rows]]
         counts[row] = np.bincount(which, minlength=len(names) + 1)
-        np.add.at(totals[row], which, gpu.dur[mask & kernels])
+        np.add.at(totals[row], which, gpu.dur[rows])
     return counts, totals
 
 
-def _idle_ns(events: TraceEvents, mask: np.ndarray) -> int:
+def _idle_ns(events: TraceEvents, rows: np.ndarray) -> int:
     """Device idle of the selected GPU activity, summed: per device, window − busy union.
 
     The figure ``analyse_gaps(events, GapOptions(steps=(n,)))`` gives for a step (a test checks
@@ -228,7 +231,6 @@ def _idle_ns(events: TraceEvents, mask: np.ndarray) -> int:
     gpu = events.gpu
     ids: dict[Any, int] = {}
     device = np.array([ids.setdefault(d, len(ids)) for d, _ in events.streams], dtype=np.int64)
-    rows = np.flatnonzero(mask)
     of_row = device[gpu.stream[rows]] if len(device) else np.zeros(0, dtype=np.int64)
     idle = 0
     for d in np.unique(of_row).tolist():

@@ -131,18 +131,36 @@ def step_table(events: TraceEvents, kinds: tuple[int, ...] = (KERNEL,)) -> list[
     runs behind the CPU, so clipping to the CPU window alone would hide the work).
     """
     windows = step_windows(events)
-    selected = np.isin(events.gpu.kind, kinds)
-    launch = launch_times(events)
-    rows = []
-    for n, w in windows.items():
-        mask = in_steps(events, [n], windows, launch) & selected
-        rows.append(_step_row(events, n, w, mask))
-    return rows
+    rows_by = StepRows(events, np.flatnonzero(np.isin(events.gpu.kind, kinds)))
+    return [_step_row(events, n, w, rows_by.within(w)) for n, w in windows.items()]
 
 
-def _step_row(events: TraceEvents, n: int, w: Window, mask: np.ndarray) -> StepRow:
+class StepRows:
+    """GPU rows (indices) ordered by their step-assignment point (the launch time, or the
+    row's own start for GPU-only steps), so each step's rows are found by two binary searches
+    instead of a pass over every row per step."""
+
+    def __init__(self, events: TraceEvents, rows: np.ndarray) -> None:
+        self.events = events
+        self.rows = rows
+        self._sorted: dict[bool, tuple[np.ndarray, np.ndarray]] = {}
+
+    def within(self, w: Window) -> np.ndarray:
+        """Indices of the rows whose point lies in [w.start_ns, w.end_ns]."""
+        if w.gpu_only not in self._sorted:
+            gpu = self.events.gpu
+            point = (gpu.ts if w.gpu_only else launch_times(self.events))[self.rows]
+            order = np.argsort(point, kind="stable")
+            self._sorted[w.gpu_only] = (point[order], self.rows[order])
+        points, rows = self._sorted[w.gpu_only]
+        lo = np.searchsorted(points, w.start_ns, side="left")
+        hi = np.searchsorted(points, w.end_ns, side="right")
+        return rows[lo:hi]
+
+
+def _step_row(events: TraceEvents, n: int, w: Window, rows: np.ndarray) -> StepRow:
     origin = events.span_ns[0] if events.span_ns else 0
-    ts, dur = events.gpu.ts[mask], events.gpu.dur[mask]
+    ts, dur = events.gpu.ts[rows], events.gpu.dur[rows]
     end = ts + dur
     gpu_end = max(w.end_ns, int(end.max())) if len(end) else w.end_ns
     busy = union_length(np.clip(ts, w.start_ns, gpu_end), np.clip(end, w.start_ns, gpu_end))
@@ -151,7 +169,7 @@ def _step_row(events: TraceEvents, n: int, w: Window, mask: np.ndarray) -> StepR
         step=n,
         start_us=(w.start_ns - origin) / 1000,
         duration_us=(w.end_ns - w.start_ns) / 1000,
-        kernels=int(mask.sum()),
+        kernels=len(rows),
         kernel_time_us=int(dur.sum()) / 1000,
         gpu_end_us=(gpu_end - origin) / 1000,
         gpu_busy_pct=100.0 * busy / window if window > 0 else 0.0,
