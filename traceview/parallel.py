@@ -1,6 +1,7 @@
-"""Use both cores on a big trace: a forked worker reads the first half of the event array
-while this process reads the second; the parts merge into one TraceEvents. The worker's
-columns come back as raw bytes read straight into arrays, so they are never held twice.
+"""Use both cores on a big trace: a forked worker reads the event array from its start while
+this process skips to the middle, finds an event boundary there and tells the worker to stop
+at it, then reads the rest; the parts merge into one TraceEvents. The worker's columns come
+back as raw bytes read straight into arrays, so they are never held twice.
 
 The split is an optimisation only: if either part cannot be read exactly as it was cut, the
 whole file is read again serially, which gives the same result or the precise error.
@@ -32,22 +33,31 @@ def collect(reader: TraceReader, keep_cpu: bool = False) -> TraceEvents:
         return _serial(reader, keep_cpu)
     context = multiprocessing.get_context("fork")
     receiver, sender = context.Pipe(duplex=False)
-    args = (sender, reader.path, split, reader.block_size, reader.stats.exact_times, keep_cpu)
-    worker = context.Process(target=_worker, args=args, daemon=True)
+    boundary_in, boundary_out = context.Pipe(duplex=False)
+    args = (sender, boundary_in, reader.path, split, reader.block_size, reader.stats.exact_times)
+    worker = context.Process(target=_worker, args=(*args, keep_cpu), daemon=True)
     worker.start()
     sender.close()
+    boundary_in.close()
+    part = None
     try:
-        reader.resume_at = split[1]
+        # This process skips to the middle, finds the boundary and tells the worker where
+        # to stop, while the worker is already reading from the start.
+        reader.split_at = split[1]
+        reader.on_boundary = boundary_out.send
         collector = _collect(reader, keep_cpu)
         part = _receive(receiver)
     except SplitFailed:
-        reader.reset()
-        return _serial(reader, keep_cpu)
+        pass
     finally:
         receiver.close()
-        if worker.is_alive():  # this half failed first: the worker's result is not wanted
+        boundary_out.close()
+        if worker.is_alive():  # a half failed: the worker's result is not wanted
             worker.kill()
         worker.join()
+    if part is None:
+        reader.reset()
+        return _serial(reader, keep_cpu)
     collector.absorb_before(part)
     _merge_stats(reader, part)
     del part  # what was not absorbed as it is (remapped ids) is freed before joining
@@ -56,22 +66,34 @@ def collect(reader: TraceReader, keep_cpu: bool = False) -> TraceEvents:
 
 def _worker(
     conn: Connection,
+    boundary: Connection,
     path: Path,
     split: tuple[int, int],
     block_size: int,
     exact_times: bool,
     keep_cpu: bool,
 ) -> None:
-    """In the forked worker: read the first part and send it back."""
+    """In the forked worker: read from the first event to the boundary the main process
+    finds (at or after the middle), and send the part back."""
     try:
-        part = _read_part(path, split, block_size, exact_times, keep_cpu)
+        part = TraceReader(path, block_size=block_size, byte_range=split)
+        part.stats.exact_times = exact_times
+        part.final_end = lambda: _recv_boundary(boundary)
+        events = _serial(part, keep_cpu)
     except TraceviewError as e:
         conn.send(("error", str(e)))
         return
     except Exception:  # e.g. SplitFailed: the serial read gives the answer
         conn.send(("split failed", None))
         return
-    _send(conn, part)
+    _send(conn, events)
+
+
+def _recv_boundary(boundary: Connection) -> int | None:
+    try:
+        return boundary.recv()  # type: ignore[no-any-return]
+    except EOFError:  # the main process gave up on the split
+        return None
 
 
 def _send(conn: Connection, part: TraceEvents) -> None:
@@ -130,15 +152,6 @@ def _collect(reader: TraceReader, keep_cpu: bool) -> EventCollector:
         except NeedsExactTimes:
             collector.add(reader.redecode_exact())
     return collector
-
-
-def _read_part(
-    path: Path, split: tuple[int, int], block_size: int, exact_times: bool, keep_cpu: bool
-) -> TraceEvents:
-    """In the worker: the events in [start, boundary) of the file."""
-    part = TraceReader(path, block_size=block_size, byte_range=split)
-    part.stats.exact_times = exact_times
-    return _serial(part, keep_cpu)
 
 
 def _merge_stats(reader: TraceReader, part: TraceEvents) -> None:

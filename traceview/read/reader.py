@@ -33,6 +33,7 @@ BLOCK_SIZE = 2 << 20
 _CUT = re.compile(rb"\}\s*,\s*\{")
 _WINDOWS = (1 << 16, 1 << 20, 1 << 24)
 _MAX_HEADER = 256 << 20
+_BOUNDARY_WINDOW = 1 << 20
 
 
 @dataclass
@@ -87,7 +88,13 @@ class TraceReader:
         """Forget everything read so far, to read the file again from the start."""
         self.header: dict[str, Any] = {}
         self.stats = ReadStats()
-        self.resume_at: int | None = None  # the main reader: skip to here after the header
+        self.resume_at: int | None = None  # the main reader: where its part starts
+        # Parallel reading, the main reader: skip to ``split_at`` after the header, find the
+        # first event boundary there, report it through ``on_boundary`` and read from it.
+        self.split_at: int | None = None
+        self.on_boundary: Callable[[int | None], None] = lambda boundary: None
+        # Parallel reading, the worker: called at the end of ``byte_range`` for the real end.
+        self.final_end: Callable[[], int | None] | None = None
         self._last_chunk = b""
         self._last_count = 0
         self._last_event_end = 0  # file offset just after the last whole event decoded
@@ -101,12 +108,12 @@ class TraceReader:
                 yield from self._read(source)
 
     def plan_split(self, min_bytes: int) -> tuple[int, int] | None:
-        """(first event offset, boundary) splitting the event array of a big file in two.
+        """(first event offset, middle of the event array) of a file big enough to split.
 
-        The boundary is a newline-anchored ``}`` ``,`` ``{`` near the middle, so it cannot be
-        inside a string; if it is inside a nested object the halves fail to decode and the
-        caller reads serially. For gzip the middle is estimated from the compression ratio
-        of the start. None when the file is small.
+        The main reader later finds the first newline-anchored ``}`` ``,`` ``{`` at or after
+        the middle (it cannot be inside a string; inside a nested object the halves fail to
+        decode and the caller reads serially). For gzip the size is estimated from the
+        compression ratio of the start. None when the file is small.
         """
         if self.info.size_bytes < min_bytes // 64:  # no trace compresses more than ~64×
             return None
@@ -114,23 +121,19 @@ class TraceReader:
             buf = _Buffer()
             try:
                 self._read_header(buf, source.blocks())
-                size = source.estimated_size()
-                if size < min_bytes:
-                    return None
-                start = buf.base + skip_ws(buf.data, buf.pos)
-                middle = start + (size - start) // 2
-                window = source.read_at(middle, 1 << 20)
             except TruncatedInput:  # the serial read reports it
                 return None
-        for m in _CUT.finditer(window):
-            if b"\n" in m.group():
-                return start, middle + m.end() - 1
-        return None
+            size = source.estimated_size()
+        if size < min_bytes:
+            return None
+        start = buf.base + skip_ws(buf.data, buf.pos)
+        return start, start + (size - start) // 2
 
     def _read_range(self, source: TraceSource, start: int, end: int) -> Iterator[list[Any]]:
         """A worker's part: the complete events in [start, end); any doubt raises SplitFailed."""
         buf = _Buffer(base=start)
         source.seek(start, limit=end)
+        source.final_limit = self._final_end
         yield from self._cut_chunks(buf, self._blocks(source), source)
         rest = buf.data[buf.pos :].strip(b" \t\r\n,")
         if rest:
@@ -150,9 +153,8 @@ class TraceReader:
         blocks = self._blocks(source)
         buf = _Buffer()
         is_object = self._read_header(buf, blocks)
-        if self.resume_at is not None:
-            buf.data, buf.pos, buf.base, buf.min_cut = b"", 0, self.resume_at, 0
-            source.seek(self.resume_at)
+        if self.split_at is not None:
+            self._skip_to_boundary(buf, blocks, source, self.split_at)
         yield from self._cut_chunks(buf, blocks, source)
         closed = yield from self._tail(buf)
         if closed:
@@ -160,6 +162,35 @@ class TraceReader:
         else:
             self._truncated(self._last_event_end)
         self._progress(source)
+
+    def _final_end(self) -> int:
+        """The worker's real end, once the main reader has found it (SplitFailed if not)."""
+        end = self.final_end() if self.final_end is not None else None
+        if end is None:
+            raise SplitFailed
+        return end
+
+    def _skip_to_boundary(
+        self, buf: _Buffer, blocks: Iterator[bytes], source: TraceSource, offset: int
+    ) -> None:
+        """Continue at the first newline-anchored event boundary at or after ``offset``."""
+        buf.data, buf.pos, buf.base, buf.min_cut = b"", 0, offset, 0
+        source.seek(offset)
+        while len(buf.data) < _BOUNDARY_WINDOW and not buf.eof:
+            self._fill(buf, blocks)
+        boundary = next(
+            (
+                m.end() - 1
+                for m in _CUT.finditer(buf.data, 0, _BOUNDARY_WINDOW)
+                if b"\n" in m.group()
+            ),
+            None,
+        )
+        self.on_boundary(None if boundary is None else buf.base + boundary)
+        if boundary is None:
+            raise SplitFailed
+        buf.pos = boundary
+        self.resume_at = buf.base + boundary
 
     def _cut_chunks(
         self, buf: _Buffer, blocks: Iterator[bytes], source: TraceSource

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -60,9 +60,10 @@ class TraceSource:
         self._raw: BinaryIO = info.path.open("rb")
         self.decompressed_bytes = 0  # gzip: inflated so far, including any dropped bytes
         self.compressed_consumed = 0  # gzip: file bytes the inflater has consumed
-        self._start = 0  # gzip: the offset the next blocks() starts at
-        self._restart = False  # gzip: seek() was called while blocks() was suspended
+        self._start = 0  # gzip: the next offset to yield
         self._limit: int | None = None  # stop reading at this offset
+        # At the limit: asked once for the real one (which may block until it is known).
+        self.final_limit: Callable[[], int] | None = None
 
     @property
     def file_position(self) -> int:
@@ -83,31 +84,43 @@ class TraceSource:
             size = self.block_size
             if self._limit is not None:
                 size = min(size, self._limit - self._raw.tell())
+                if size <= 0 and self._extend_limit():
+                    continue
             block = self._raw.read(size) if size > 0 else b""
             if not block:
                 return
             yield block
 
+    def _extend_limit(self) -> bool:
+        """At the limit: True if ``final_limit`` moved it further."""
+        if self.final_limit is None:
+            return False
+        final, self.final_limit = self.final_limit, None
+        self._limit = final()
+        return True
+
     def _gzip_blocks(self) -> Iterator[bytes]:
-        """Inflated blocks from ``self._start`` to ``self._limit``; a seek starts over."""
+        """Inflated bytes from ``self._start`` (the next offset wanted; seek() may move it
+        while a block is being used) to the limit. Forward is skipped, backward starts over."""
         while True:
-            self._restart = False
             self._raw.seek(0)
             self.decompressed_bytes = self.compressed_consumed = 0
             for block in self._gunzip():
                 end = self.decompressed_bytes
                 begin = end - len(block)
-                if end <= self._start:
-                    continue
-                if self._limit is not None:
-                    block = block[: max(0, self._limit - begin)]
-                piece = block[max(0, self._start - begin) :]
-                if piece:
-                    yield piece
-                if self._restart:
-                    break
-                if self._limit is not None and end >= self._limit:
-                    return
+                while begin <= self._start:
+                    stop = end if self._limit is None else min(end, self._limit)
+                    if self._start < stop:
+                        piece = block[self._start - begin : stop - begin]
+                        self._start = stop
+                        yield piece
+                    elif self._limit is not None and self._start >= self._limit:
+                        if not self._extend_limit():
+                            return
+                    else:
+                        break  # this block is used up
+                if self._start < begin:
+                    break  # a seek backwards: inflate again from the start
             else:
                 return
 
@@ -116,7 +129,6 @@ class TraceSource:
         self._limit = limit
         if self.info.compressed:
             self._start = offset
-            self._restart = True
         else:
             self._raw.seek(offset)
 
