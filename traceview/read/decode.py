@@ -10,6 +10,7 @@ wrongly typed fields): stdlib json, event by event, skipping and counting bad ev
 from __future__ import annotations
 
 import json
+import mmap
 import re
 from collections import Counter
 from decimal import Decimal
@@ -94,6 +95,28 @@ def decode_chunk(chunk: bytes, exact: bool, skipped: Counter[str]) -> list[Any]:
         return _decode_lenient(chunk, skipped)
     except _SLOW_ERRORS:
         return _decode_each(chunk, exact, skipped)
+
+
+def decode_span(
+    data: bytes | mmap.mmap, start: int, end: int, exact: bool, skipped: Counter[str]
+) -> list[Any]:
+    """Decode the events in ``data[start:end]`` (as decode_chunk).
+
+    In a private memory map the span is decoded where it lies: the bytes just before and
+    after it (whitespace, a comma or the array's ``[``) are overwritten by brackets for the
+    call and put back. Anything the fast path rejects goes to decode_chunk on a copy.
+    """
+    if isinstance(data, mmap.mmap) and 0 < start <= end < len(data):
+        before, after = data[start - 1], data[end]
+        data[start - 1], data[end] = ord("["), ord("]")
+        try:
+            with memoryview(data) as view, view[start - 1 : end + 1] as span:
+                return (_FAST_EXACT if exact else _FAST).decode(span)
+        except _FAST_ERRORS:
+            pass
+        finally:
+            data[start - 1], data[end] = before, after
+    return decode_chunk(data[start:end], exact, skipped)
 
 
 def _decode_fast(chunk: bytes, exact: bool) -> list[Any]:

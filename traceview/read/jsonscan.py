@@ -6,6 +6,7 @@ event array and to repair a block the fast cutter split at the wrong nesting dep
 
 from __future__ import annotations
 
+import mmap
 import re
 from collections.abc import Iterator
 
@@ -19,7 +20,7 @@ _CLOSE = frozenset(b"]}")
 _QUOTE = ord('"')
 
 
-def skip_ws(buf: bytes, pos: int) -> int:
+def skip_ws(buf: bytes | mmap.mmap, pos: int) -> int:
     """Position of the first non-whitespace byte at or after ``pos``."""
     return _WS.match(buf, pos).end()  # type: ignore[union-attr]
 

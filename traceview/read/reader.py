@@ -4,10 +4,14 @@ The event array is cut into chunks at candidate boundaries ``}␣,␣{`` (the la
 ~2 MB window) and each chunk is decoded in one call. A candidate inside a string or a
 nested object makes the chunk undecodable (an unterminated string or unbalanced
 brackets), so a wrong cut is always detected; it is then repaired by an exact scan.
+
+A plain file's event array is cut and decoded in place in a private memory map (see
+read.source); gzip text, the header and what follows the last cut are read as blocks.
 """
 
 from __future__ import annotations
 
+import mmap
 import re
 from collections import Counter
 from collections.abc import Callable, Generator, Iterator
@@ -16,7 +20,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from traceview.errors import TraceviewError
-from traceview.read.decode import ChunkError, decode_chunk, needs_exact
+from traceview.read.decode import ChunkError, decode_span, needs_exact
 from traceview.read.jsonscan import skip_ws, split_values, value_end
 from traceview.read.layout import NeedMore, NotATrace, find_events_start, parse_trailer
 from traceview.read.source import (
@@ -50,13 +54,29 @@ class ReadStats:
 
 @dataclass
 class _Buffer:
-    """Decompressed text not yet decoded: ``data[pos:]`` starts at file offset ``base + pos``."""
+    """Decompressed text not yet decoded: ``data[pos:]`` starts at file offset ``base + pos``.
+
+    Mapped, the text is the file's memory map instead (``base`` 0, ``data`` unused), read
+    so far up to ``end``.
+    """
 
     data: bytes = b""
     pos: int = 0
     base: int = 0
     eof: bool = False
     min_cut: int = 0
+    mapping: mmap.mmap | None = None
+    end: int = 0
+
+    @property
+    def text(self) -> bytes | mmap.mmap:
+        """The text positions refer to: ``data``, or the memory map."""
+        return self.data if self.mapping is None else self.mapping
+
+    @property
+    def size(self) -> int:
+        """Length of the text read so far."""
+        return len(self.data) if self.mapping is None else self.end
 
 
 class SplitFailed(Exception):
@@ -95,7 +115,7 @@ class TraceReader:
         self.on_boundary: Callable[[int | None], None] = lambda boundary: None
         # Parallel reading, the worker: called at the end of ``byte_range`` for the real end.
         self.final_end: Callable[[], int | None] | None = None
-        self._last_chunk = b""
+        self._last_chunk: tuple[bytes | mmap.mmap, int, int | None] = (b"", 0, None)
         self._last_count = 0
         self._last_event_end = 0  # file offset just after the last whole event decoded
 
@@ -147,7 +167,7 @@ class TraceReader:
         self.stats.exact_times = True
         self.stats.events -= self._last_count
         self.stats.chunks -= 1
-        return self._decode_counted(self._last_chunk)
+        return self._decode_counted(*self._last_chunk)
 
     def _read(self, source: TraceSource) -> Iterator[list[Any]]:
         blocks = self._blocks(source)
@@ -196,18 +216,24 @@ class TraceReader:
         self, buf: _Buffer, blocks: Iterator[bytes], source: TraceSource
     ) -> Iterator[list[Any]]:
         """Decode chunk after chunk while a cut can be found; the rest stays in ``buf``."""
+        mapping = source.mapping()
+        if mapping is not None:
+            _map_buffer(buf, mapping)
         while True:
-            if not buf.eof and len(buf.data) - buf.pos < self.block_size:
-                self._fill(buf, blocks)
+            if not buf.eof and buf.size - buf.pos < self.block_size:
+                self._fill(buf, blocks, source)
                 continue
-            cut = _last_cut(buf.data, buf.pos, buf.min_cut)
+            cut = _last_cut(buf.text, buf.pos, buf.min_cut, buf.size)
             if cut is None:
                 if buf.eof:
-                    return
-                self._fill(buf, blocks)
+                    break
+                self._fill(buf, blocks, source)
                 continue
             yield from self._chunk_between(buf, cut)
+            source.release(buf.base + buf.pos)
             self._progress(source)
+        if mapping is not None:
+            _unmap_buffer(buf, source)
 
     def _blocks(self, source: TraceSource) -> Iterator[bytes]:
         """Source blocks; a truncated gzip stream ends the blocks and marks the truncation."""
@@ -216,8 +242,15 @@ class TraceReader:
         except TruncatedInput as e:
             self.stats.truncated_at = e.offset
 
-    def _fill(self, buf: _Buffer, blocks: Iterator[bytes]) -> None:
+    def _fill(
+        self, buf: _Buffer, blocks: Iterator[bytes], source: TraceSource | None = None
+    ) -> None:
         """Drop consumed text and append the next block (or mark the end of input)."""
+        if buf.mapping is not None and source is not None:  # mapped: widen the window
+            end = source.extend_window(buf.end)
+            buf.eof = end == buf.end
+            buf.end = end
+            return
         block = next(blocks, None)
         if block is None:
             buf.eof = True
@@ -255,15 +288,16 @@ class TraceReader:
 
     def _chunk_between(self, buf: _Buffer, cut: re.Match[bytes]) -> Iterator[list[Any]]:
         """Decode the events from ``buf.pos`` to the cut; repair the cut if it was wrong."""
-        start = skip_ws(buf.data, buf.pos)
-        if buf.data[start : start + 1] == b",":
-            start = skip_ws(buf.data, start + 1)
-        chunk = buf.data[start : cut.start() + 1]
+        text = buf.text
+        start = skip_ws(text, buf.pos)
+        if text[start : start + 1] == b",":
+            start = skip_ws(text, start + 1)
         try:
-            events = self._decode_counted(chunk)
+            events = self._decode_counted(text, start, cut.start() + 1)
         except ChunkError:
             if self.byte_range is not None or buf.base + start == self.resume_at:
                 raise SplitFailed from None  # a part that may start at a wrong boundary
+            chunk = text[start : cut.start() + 1]
             end = self._repair(chunk, buf.base + start)
             buf.pos = start + end
             buf.min_cut = cut.start() + 1
@@ -330,9 +364,13 @@ class TraceReader:
         if self.stats.truncated_at is not None:
             self._truncated(self._last_event_end)
 
-    def _decode_counted(self, chunk: bytes) -> list[Any]:
-        self._last_chunk = chunk
-        events = decode_chunk(chunk, self.stats.exact_times, self.stats.skipped)
+    def _decode_counted(
+        self, data: bytes | mmap.mmap, start: int = 0, end: int | None = None
+    ) -> list[Any]:
+        """Decode ``data[start:end]`` and count its events (kept to decode again exactly)."""
+        self._last_chunk = (data, start, end)
+        stop = len(data) if end is None else end
+        events = decode_span(data, start, stop, self.stats.exact_times, self.stats.skipped)
         self._last_count = len(events)
         self.stats.events += len(events)
         self.stats.chunks += 1
@@ -356,12 +394,28 @@ class TraceReader:
         raise TraceviewError(f"{self.path}: {message}")
 
 
-def _last_cut(data: bytes, lo: int, min_cut: int) -> re.Match[bytes] | None:
-    """The last candidate event boundary in ``data[lo:]`` at or after ``min_cut``."""
-    size = len(data)
+def _map_buffer(buf: _Buffer, mapping: mmap.mmap) -> None:
+    """Switch ``buf`` to the file's memory map; the text it holds is where the map goes on."""
+    buf.mapping, buf.end = mapping, buf.base + len(buf.data)
+    buf.pos, buf.min_cut, buf.base = buf.base + buf.pos, buf.base + buf.min_cut, 0
+    buf.data = b""
+
+
+def _unmap_buffer(buf: _Buffer, source: TraceSource) -> None:
+    """Back to bytes: the text after the last cut (the last events, the closing bracket)
+    as a copy; further blocks (the keys after the array) continue after it."""
+    assert buf.mapping is not None
+    buf.data, buf.base = buf.mapping[buf.pos : buf.end], buf.pos
+    buf.min_cut = max(0, buf.min_cut - buf.pos)
+    buf.pos, buf.mapping = 0, None
+    source.blocks_from(buf.base + len(buf.data))
+
+
+def _last_cut(data: bytes | mmap.mmap, lo: int, min_cut: int, size: int) -> re.Match[bytes] | None:
+    """The last candidate event boundary in ``data[lo:size]`` at or after ``min_cut``."""
     for window in (*_WINDOWS, size):
         last = None
-        for m in _CUT.finditer(data, max(lo, min_cut, size - window)):
+        for m in _CUT.finditer(data, max(lo, min_cut, size - window), size):
             last = m
         if last is not None:
             return last
