@@ -81,6 +81,19 @@ def test_gzip_is_split_too_and_equals_serial(
     assert summary(parallel) == summary(serial)
 
 
+def test_columns_come_back_through_the_pipe_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without an in-memory file (not Linux) the worker's columns come through the pipe."""
+    path = tmp_path / "t.json"
+    generate.write_trace(path, steps=8, seed=4, layout="kineto")
+    serial = read(path, False, monkeypatch)
+    monkeypatch.setattr("traceview.parallel._memfd", lambda: None)
+    through_pipe, split = read_with(path, True, monkeypatch)
+    assert split
+    assert summary(through_pipe) == summary(serial)
+
+
 def test_a_bad_split_falls_back_to_serial(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "nested.json"
     shutil.copy(ROOT / "fixtures" / "edge" / "nested_args_arrays.json", path)

@@ -1,7 +1,8 @@
 """Use both cores on a big trace: a forked worker reads the event array from its start while
 this process skips to the middle, finds an event boundary there and tells the worker to stop
-at it, then reads the rest; the parts merge into one TraceEvents. The worker's columns come
-back as raw bytes read straight into arrays, so they are never held twice.
+at it, then reads the rest; the parts merge into one TraceEvents. The worker writes its
+columns into an in-memory file (memfd) that this process maps and reads them from, without
+a copy through a pipe (elsewhere they come through the pipe as raw bytes).
 
 The split is an optimisation only: if either part cannot be read exactly as it was cut, the
 whole file is read again serially, which gives the same result or the precise error.
@@ -9,6 +10,7 @@ whole file is read again serially, which gives the same result or the precise er
 
 from __future__ import annotations
 
+import mmap
 import multiprocessing
 import os
 from dataclasses import fields, replace
@@ -34,8 +36,9 @@ def collect(reader: TraceReader, keep_cpu: bool = False) -> TraceEvents:
     context = multiprocessing.get_context("fork")
     receiver, sender = context.Pipe(duplex=False)
     boundary_in, boundary_out = context.Pipe(duplex=False)
+    memfd = _memfd()
     args = (sender, boundary_in, reader.path, split, reader.block_size, reader.stats.exact_times)
-    worker = context.Process(target=_worker, args=(*args, keep_cpu), daemon=True)
+    worker = context.Process(target=_worker, args=(*args, keep_cpu, memfd), daemon=True)
     worker.start()
     sender.close()
     boundary_in.close()
@@ -46,12 +49,14 @@ def collect(reader: TraceReader, keep_cpu: bool = False) -> TraceEvents:
         reader.split_at = split[1]
         reader.on_boundary = boundary_out.send
         collector = _collect(reader, keep_cpu)
-        part = _receive(receiver)
+        part = _receive(receiver, memfd)
     except SplitFailed:
         pass
     finally:
         receiver.close()
         boundary_out.close()
+        if memfd is not None:
+            os.close(memfd)
         if worker.is_alive():  # a half failed: the worker's result is not wanted
             worker.kill()
         worker.join()
@@ -72,6 +77,7 @@ def _worker(
     block_size: int,
     exact_times: bool,
     keep_cpu: bool,
+    memfd: int | None,
 ) -> None:
     """In the forked worker: read from the first event to the boundary the main process
     finds (at or after the middle), and send the part back."""
@@ -86,7 +92,15 @@ def _worker(
     except Exception:  # e.g. SplitFailed: the serial read gives the answer
         conn.send(("split failed", None))
         return
-    _send(conn, events)
+    _send(conn, events, memfd)
+
+
+def _memfd() -> int | None:
+    """An anonymous in-memory file shared with the worker (None where there is none)."""
+    try:
+        return os.memfd_create("traceview-part")
+    except (AttributeError, OSError):
+        return None
 
 
 def _recv_boundary(boundary: Connection) -> int | None:
@@ -96,17 +110,32 @@ def _recv_boundary(boundary: Connection) -> int | None:
         return None
 
 
-def _send(conn: Connection, part: TraceEvents) -> None:
-    """The part without its columns (pickled), then each column's bytes: the receiver
-    reads them straight into its arrays, so they are never held twice."""
+def _send(conn: Connection, part: TraceEvents, memfd: int | None) -> None:
+    """The part without its columns (pickled), then the columns: written one after another
+    into ``memfd`` (each at a multiple of 8 bytes), else sent through the pipe as bytes."""
     columns = [getattr(getattr(part, g), f.name) for g in _COLUMN_GROUPS for f in _fields(g)]
     skeleton = replace(part, **{g: _empty(g) for g in _COLUMN_GROUPS})
-    conn.send(("part", (skeleton, [(c.dtype.str, len(c)) for c in columns])))
-    for column in columns:
-        conn.send_bytes(np.ascontiguousarray(column).data.cast("B"))
+    in_memfd = memfd is not None and _write_columns(memfd, columns)
+    shapes = [(c.dtype.str, len(c)) for c in columns]
+    conn.send(("part", (skeleton, shapes, in_memfd)))
+    if not in_memfd:
+        for column in columns:
+            conn.send_bytes(np.ascontiguousarray(column).data.cast("B"))
 
 
-def _receive(conn: Connection) -> TraceEvents:
+def _write_columns(memfd: int, columns: list[np.ndarray]) -> bool:
+    """Write the columns into the memfd, 8-byte aligned; False if it cannot be written."""
+    try:
+        with open(memfd, "wb", closefd=False) as f:
+            for column in columns:
+                f.write(np.ascontiguousarray(column).data.cast("B"))
+                f.write(bytes(-column.nbytes % 8))
+    except OSError:  # e.g. no memory left for it: the pipe is slower but needs none
+        return False
+    return True
+
+
+def _receive(conn: Connection, memfd: int | None) -> TraceEvents:
     """The worker's part; SplitFailed if it could not read it (or died)."""
     try:
         kind, payload = conn.recv()
@@ -116,10 +145,27 @@ def _receive(conn: Connection) -> TraceEvents:
         raise TraceviewError(payload)
     if kind != "part":
         raise SplitFailed
-    skeleton, shapes = payload
-    columns = iter([_receive_array(conn, dtype, n) for dtype, n in shapes])
+    skeleton, shapes, in_memfd = payload
+    if in_memfd and memfd is not None:
+        arrays = _map_columns(memfd, shapes)
+    else:
+        arrays = [_receive_array(conn, dtype, n) for dtype, n in shapes]
+    columns = iter(arrays)
     groups = {g: type(_empty(g))(*(next(columns) for _ in _fields(g))) for g in _COLUMN_GROUPS}
     return replace(skeleton, **groups)
+
+
+def _map_columns(memfd: int, shapes: list[tuple[str, int]]) -> list[np.ndarray]:
+    """Read-only arrays over the worker's columns in the memfd (the map lives as long as
+    they do, and its pages are freed with the last of them)."""
+    size = os.fstat(memfd).st_size
+    mapping = mmap.mmap(memfd, size, access=mmap.ACCESS_READ) if size else b""
+    arrays, offset = [], 0
+    for dtype, n in shapes:
+        array = np.frombuffer(mapping, dtype=dtype, count=n, offset=offset)
+        arrays.append(array)
+        offset += array.nbytes + (-array.nbytes % 8)
+    return arrays
 
 
 def _receive_array(conn: Connection, dtype: str, length: int) -> np.ndarray:
