@@ -201,7 +201,7 @@ class EventCollector:
 
     def add(self, events: Iterable[Any]) -> None:
         """Add one batch; all-or-nothing, so a batch can be retried after NeedsExactTimes."""
-        gpu, gpu_kinds, runtime, other = self._split(events)
+        gpu, gpu_kinds, runtime, steps, ops = self._split(events)
         lists = _Lists()
         gpu_columns = self._gpu_columns(gpu, gpu_kinds)
         if gpu_columns is None:
@@ -213,7 +213,6 @@ class EventCollector:
             runtime = []  # their CPU rows, if kept, were added one by one
         cpu_rows: list[tuple[np.ndarray, ...]] = []
         if self.keep_cpu:
-            other, ops = _steps_and_ops(other)
             if runtime_times is not None and runtime_corr is not None and runtime:
                 ts, dur = runtime_times
                 cpu_rows.append(self._cpu_rows(runtime, ts, ts + dur, runtime_corr))
@@ -223,7 +222,7 @@ class EventCollector:
             elif ops:
                 ts, dur = op_times
                 cpu_rows.append(self._cpu_rows(ops, ts, ts + dur, np.full(len(ops), -1)))
-        self._add_each(other, lists)
+        self._add_each(steps, lists)
         self._commit(lists)
         if gpu_columns is not None:
             self._commit_gpu(gpu_columns)
@@ -237,16 +236,20 @@ class EventCollector:
         """CpuColumns of a batch of runtime calls or CPU ops, converted at once."""
         threads = self.threads.ids_of([(e.pid, e.tid) for e in events])
         names = self.names.ids_of([e.name for e in events])
-        return tuple(c.astype(np.int64) for c in (threads, ts, end, names, correlation))
+        return tuple(c.astype(np.int64, copy=False) for c in (threads, ts, end, names, correlation))
 
-    def _split(self, events: Iterable[Any]) -> tuple[list[Any], list[int], list[Any], list[Any]]:
-        """GPU activity (with kinds), runtime calls, and other events worth converting."""
+    def _split(
+        self, events: Iterable[Any]
+    ) -> tuple[list[Any], list[int], list[Any], list[tuple[Any, int]], list[Any]]:
+        """GPU activity (with kinds), runtime calls, ProfilerStep annotations (with kinds),
+        and the CPU ops to keep (only when CPU activity is kept)."""
         categories = self._categories
         keep_cpu = self.keep_cpu
         gpu: list[Any] = []
         kinds: list[int] = []
         runtime: list[Any] = []
-        other: list[tuple[Any, int]] = []
+        steps: list[tuple[Any, int]] = []
+        ops: list[Any] = []
         for e in events:
             kind = categories.get(e.cat)
             if kind is None:
@@ -258,9 +261,11 @@ class EventCollector:
                 kinds.append(kind)
             elif kind == _RUNTIME:
                 runtime.append(e)
-            elif keep_cpu or e.name.startswith(STEP_PREFIX):
-                other.append((e, kind))
-        return gpu, kinds, runtime, other
+            elif e.name.startswith(STEP_PREFIX):
+                steps.append((e, kind))
+            elif keep_cpu and kind == _CPU_ANNOTATION:
+                ops.append(e)
+        return gpu, kinds, runtime, steps, ops
 
     def _gpu_columns(self, gpu: list[Any], kinds: list[int]) -> tuple[np.ndarray, ...] | None:
         """Columns of a batch of GPU events, or None to convert them one by one."""
@@ -462,13 +467,6 @@ def empty_columns() -> dict[str, Any]:
         "runtime": RuntimeColumns(*_join([], (np.int64, np.int64))),
         "cpu": cpu_columns([]),
     }
-
-
-def _steps_and_ops(other: list[tuple[Any, int]]) -> tuple[list[tuple[Any, int]], list[Any]]:
-    """Annotation events split into ProfilerStep windows (with kinds) and CPU ops."""
-    steps = [(e, kind) for e, kind in other if e.name.startswith(STEP_PREFIX)]
-    ops = [e for e, kind in other if kind == _CPU_ANNOTATION and not e.name.startswith(STEP_PREFIX)]
-    return steps, ops
 
 
 def _correlation(e: Any) -> int:
