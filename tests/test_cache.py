@@ -278,3 +278,15 @@ def test_flipped_byte_is_detected(demo: Path) -> None:
     assert r.exit_code == 0, r.output
     assert r.stdout == cold
     assert "rebuilding" in r.stderr
+
+
+@pytest.mark.parametrize("size", [0, 1, 4095, (64 << 20) + 3])
+def test_content_hash_is_xxh3_of_the_bytes(tmp_path: Path, size: int) -> None:
+    """The mapped hash equals the hash of the whole file read at once, across map steps."""
+    import xxhash
+
+    from traceview.cache.key import content_hash
+
+    path = tmp_path / "blob"
+    path.write_bytes(os.urandom(size))
+    assert content_hash(path) == xxhash.xxh3_128(path.read_bytes()).hexdigest()
