@@ -80,12 +80,12 @@ class ChunkError(Exception):
         self.why = why
 
 
-def needs_exact(chunk: bytes) -> bool:
+def needs_exact(chunk: bytes | bytearray) -> bool:
     """True when the chunk holds epoch-scale timestamps with sub-µs digits."""
     return _EXACT_TS.search(chunk) is not None
 
 
-def decode_chunk(chunk: bytes, exact: bool, skipped: Counter[str]) -> list[Any]:
+def decode_chunk(chunk: bytes | bytearray, exact: bool, skipped: Counter[str]) -> list[Any]:
     """Decode ``chunk`` (events separated by commas, no brackets) into Event structs."""
     try:
         return _decode_fast(chunk, exact)
@@ -98,15 +98,20 @@ def decode_chunk(chunk: bytes, exact: bool, skipped: Counter[str]) -> list[Any]:
 
 
 def decode_span(
-    data: bytes | mmap.mmap, start: int, end: int, exact: bool, skipped: Counter[str]
+    data: bytes | bytearray | mmap.mmap,
+    start: int,
+    end: int,
+    exact: bool,
+    skipped: Counter[str],
 ) -> list[Any]:
     """Decode the events in ``data[start:end]`` (as decode_chunk).
 
-    In a private memory map the span is decoded where it lies: the bytes just before and
-    after it (whitespace, a comma or the array's ``[``) are overwritten by brackets for the
-    call and put back. Anything the fast path rejects goes to decode_chunk on a copy.
+    In a writable buffer (a bytearray, a private memory map) the span is decoded where it
+    lies: the bytes just before and after it (whitespace, a comma or the array's ``[``) are
+    overwritten by brackets for the call and put back. Anything the fast path rejects goes
+    to decode_chunk on a copy.
     """
-    if isinstance(data, mmap.mmap) and 0 < start <= end < len(data):
+    if isinstance(data, bytearray | mmap.mmap) and 0 < start <= end < len(data):
         before, after = data[start - 1], data[end]
         data[start - 1], data[end] = ord("["), ord("]")
         try:
@@ -119,11 +124,11 @@ def decode_span(
     return decode_chunk(data[start:end], exact, skipped)
 
 
-def _decode_fast(chunk: bytes, exact: bool) -> list[Any]:
+def _decode_fast(chunk: bytes | bytearray, exact: bool) -> list[Any]:
     return (_FAST_EXACT if exact else _FAST).decode(b"[" + chunk + b"]")
 
 
-def _decode_each(chunk: bytes, exact: bool, skipped: Counter[str]) -> list[Any]:
+def _decode_each(chunk: bytes | bytearray, exact: bool, skipped: Counter[str]) -> list[Any]:
     """Event by event, for a chunk holding events too deeply nested or with numbers out of
     range for the slow path: those events are skipped and counted."""
     out: list[Any] = []
@@ -143,7 +148,7 @@ def _decode_each(chunk: bytes, exact: bool, skipped: Counter[str]) -> list[Any]:
     return out
 
 
-def _decode_lenient(chunk: bytes, skipped: Counter[str]) -> list[ExactEvent]:
+def _decode_lenient(chunk: bytes | bytearray, skipped: Counter[str]) -> list[ExactEvent]:
     """Slow path: stdlib json (NaN-tolerant, Decimal numbers), events checked one by one."""
     text = chunk.decode("utf-8", errors="replace")
     try:
@@ -160,7 +165,7 @@ def _decode_lenient(chunk: bytes, skipped: Counter[str]) -> list[ExactEvent]:
     return out
 
 
-def _loads_without_bad_constants(chunk: bytes) -> list[Any]:
+def _loads_without_bad_constants(chunk: bytes | bytearray) -> list[Any]:
     """Replace bare inf/NaN tokens outside strings by a string, then parse (or ChunkError)."""
     cleaned = _BAD_CONSTANT.sub(lambda m: NON_FINITE if m.group(1) else m.group(0), chunk)
     text = cleaned.decode("utf-8", errors="replace")

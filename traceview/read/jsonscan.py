@@ -10,6 +10,9 @@ import mmap
 import re
 from collections.abc import Iterator
 
+# What the scanners read: file text as bytes, a growing bytearray, or a memory map.
+Text = bytes | bytearray | mmap.mmap
+
 # A complete string, a lone quote (an unterminated string: the text ends inside it), or a bracket.
 _TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|"|[\[\]{}]', re.S)
 _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.S)
@@ -20,12 +23,12 @@ _CLOSE = frozenset(b"]}")
 _QUOTE = ord('"')
 
 
-def skip_ws(buf: bytes | mmap.mmap, pos: int) -> int:
+def skip_ws(buf: Text, pos: int) -> int:
     """Position of the first non-whitespace byte at or after ``pos``."""
     return _WS.match(buf, pos).end()  # type: ignore[union-attr]
 
 
-def value_end(buf: bytes, pos: int, *, at_eof: bool = False) -> int | None:
+def value_end(buf: Text, pos: int, *, at_eof: bool = False) -> int | None:
     """End (exclusive) of the JSON value starting at ``pos``; None if ``buf`` ends inside it.
 
     Only structure is checked (strings, brackets); a primitive runs to the next delimiter.
@@ -44,7 +47,7 @@ def value_end(buf: bytes, pos: int, *, at_eof: bool = False) -> int | None:
     return len(buf) if at_eof else None
 
 
-def _container_end(buf: bytes, pos: int) -> int | None:
+def _container_end(buf: Text, pos: int) -> int | None:
     """End of the array or object opening at ``pos``, tracking nesting outside strings."""
     depth = 0
     for m in _TOKEN.finditer(buf, pos):
@@ -59,13 +62,13 @@ def _container_end(buf: bytes, pos: int) -> int | None:
     return None
 
 
-def string_at(buf: bytes, pos: int) -> tuple[bytes, int] | None:
+def string_at(buf: Text, pos: int) -> tuple[bytes, int] | None:
     """The raw JSON string literal at ``pos`` and its end, or None if incomplete."""
     m = _STRING.match(buf, pos)
     return (m.group(), m.end()) if m else None
 
 
-def iter_values(buf: bytes) -> Iterator[tuple[int, int]]:
+def iter_values(buf: Text) -> Iterator[tuple[int, int]]:
     """(start, end) of each complete comma-separated value in ``buf``; stops at a bad one."""
     pos, size = 0, len(buf)
     while True:
@@ -82,7 +85,7 @@ def iter_values(buf: bytes) -> Iterator[tuple[int, int]]:
         pos += 1
 
 
-def split_values(buf: bytes) -> tuple[int, int]:
+def split_values(buf: Text) -> tuple[int, int]:
     """Split ``buf`` (JSON values separated by commas) into complete values and a tail.
 
     Returns (end of the last complete value, number of complete values). The tail after

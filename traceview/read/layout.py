@@ -6,7 +6,7 @@ from typing import Any
 
 import orjson
 
-from traceview.read.jsonscan import skip_ws, string_at, value_end
+from traceview.read.jsonscan import Text, skip_ws, string_at, value_end
 
 EXECUTION_TRACE_KEYS = frozenset({"nodes", "schema"})
 
@@ -19,7 +19,7 @@ class NotATrace(Exception):
     """The text is not a Chrome trace; the message says what it is instead."""
 
 
-def find_events_start(buf: bytes, header: dict[str, Any], at_eof: bool) -> int:
+def find_events_start(buf: Text, header: dict[str, Any], at_eof: bool) -> int:
     """Parse the top level up to the event array; return the offset just after its ``[``.
 
     Fills ``header`` with the keys met before ``traceEvents``. Raises NeedMore when the
@@ -36,7 +36,7 @@ def find_events_start(buf: bytes, header: dict[str, Any], at_eof: bool) -> int:
     return _object_until_events(buf, pos + 1, header, at_eof)
 
 
-def _object_until_events(buf: bytes, pos: int, header: dict[str, Any], at_eof: bool) -> int:
+def _object_until_events(buf: Text, pos: int, header: dict[str, Any], at_eof: bool) -> int:
     """Walk key/value pairs of the top-level object until the key ``traceEvents``."""
     while True:
         pos = skip_ws(buf, pos)
@@ -57,7 +57,7 @@ def _object_until_events(buf: bytes, pos: int, header: dict[str, Any], at_eof: b
         pos = _after_member(buf, end, at_eof)
 
 
-def parse_trailer(buf: bytes, pos: int, header: dict[str, Any], is_object: bool) -> None:
+def parse_trailer(buf: Text, pos: int, header: dict[str, Any], is_object: bool) -> None:
     """Parse what follows the event array's ``]`` (the whole rest of the file is in ``buf``)."""
     pos = skip_ws(buf, pos)
     if is_object:
@@ -78,7 +78,7 @@ def parse_trailer(buf: bytes, pos: int, header: dict[str, Any], is_object: bool)
         raise NotATrace(f"unexpected text after the trace at byte {pos}")
 
 
-def _key(buf: bytes, pos: int, at_eof: bool) -> tuple[str | None, int]:
+def _key(buf: Text, pos: int, at_eof: bool) -> tuple[str | None, int]:
     """Read ``"key":`` at ``pos``; (None, pos) at the object's closing brace."""
     if buf[pos : pos + 1] == b"}":
         return None, pos
@@ -97,7 +97,7 @@ def _key(buf: bytes, pos: int, at_eof: bool) -> tuple[str | None, int]:
     return str(_loads(raw)), pos + 1
 
 
-def _after_member(buf: bytes, pos: int, at_eof: bool) -> int:
+def _after_member(buf: Text, pos: int, at_eof: bool) -> int:
     """Skip the comma after a member; at ``}`` leave pos there for _key to see."""
     pos = skip_ws(buf, pos)
     _need(buf, pos, at_eof)
@@ -109,7 +109,7 @@ def _after_member(buf: bytes, pos: int, at_eof: bool) -> int:
     raise NotATrace(f"malformed JSON object at byte {pos}")
 
 
-def _need(buf: bytes, pos: int, at_eof: bool) -> None:
+def _need(buf: Text, pos: int, at_eof: bool) -> None:
     """Raise NeedMore if ``pos`` is past the buffer and more input may come."""
     if pos >= len(buf):
         if at_eof:
@@ -117,7 +117,7 @@ def _need(buf: bytes, pos: int, at_eof: bool) -> None:
         raise NeedMore
 
 
-def _loads(raw: bytes) -> Any:
+def _loads(raw: bytes | bytearray) -> Any:
     """Decode a header value; values orjson rejects (NaN, huge ints) are kept as text."""
     try:
         return orjson.loads(raw)
@@ -135,6 +135,6 @@ def _no_events_message(header: dict[str, Any]) -> str:
     return f'JSON object without "traceEvents": not a Chrome trace (keys: {keys})'
 
 
-def _show(raw: bytes) -> str:
+def _show(raw: bytes | bytearray) -> str:
     """A short printable rendering of raw bytes for error messages."""
     return repr(raw.decode("utf-8", errors="replace"))
