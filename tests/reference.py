@@ -314,6 +314,11 @@ def _on_timeline(event: Event) -> bool:
     return _step_number(event) is not None and _cat(event) in step_cats
 
 
+def trace_start_ns(events: Iterable[Event]) -> int | None:
+    """The earliest start of the timeline events (see _on_timeline), None when there are none."""
+    return min((interval_ns(e)[0] for e in events if _on_timeline(e)), default=None)
+
+
 def trace_span_ns(events: Iterable[Event]) -> int:
     """max(ts+dur) - min(ts) over the timeline events (see _on_timeline; 0 when none)."""
     spans = [interval_ns(e) for e in events if _on_timeline(e)]
@@ -585,3 +590,93 @@ def all_gaps_us(events: list[Event], busy: Iterable[str] = ALL_BUSY) -> list[flo
     """Every positive gap (µs) of gap_stats, for histogram checks."""
     gaps: list[float] = gap_stats(events, busy)["all_gaps_us"]
     return gaps
+
+
+# --------------------------------------------------------------------------------------------
+# CPU context of the largest gaps
+# --------------------------------------------------------------------------------------------
+
+NO_CONTEXT: dict[str, Any] = {"thread": None, "runtime": None, "cpu_op": None, "delay_ns": None}
+
+
+def largest_gaps(events: list[Event], busy: Iterable[str] = ALL_BUSY, n: int = 5) -> list[dict]:
+    """Every positive gap at least as long as the n-th longest (ties at the cut all kept),
+    each with its stream, start (ns), length (ns), the names around it and its CPU context."""
+    per_stream: dict[StreamKey, list[Event]] = defaultdict(list)
+    for e in gpu_events(events, busy):
+        per_stream[stream_key(e)].append(e)
+    found = []
+    for key, members in per_stream.items():
+        ordered = sorted(members, key=_stream_order)
+        for prev, nxt in itertools.pairwise(ordered):
+            start = interval_ns(prev)[1]
+            if interval_ns(nxt)[0] - start > 0:
+                found.append((interval_ns(nxt)[0] - start, key, start, prev, nxt))
+    if not found:
+        return []
+    cut = sorted((g[0] for g in found), reverse=True)[min(n, len(found)) - 1]
+    return [
+        {
+            "stream": key,
+            "start_ns": start,
+            "length_ns": length,
+            "before": event_name(prev),
+            "after": event_name(nxt),
+            "context": cpu_context(events, nxt, start),
+        }
+        for length, key, start, prev, nxt in found
+        if length >= cut
+    ]
+
+
+def cpu_context(events: list[Event], activity: Event, at_ns: int) -> dict[str, Any]:
+    """What the thread that launched ``activity`` was doing at ``at_ns`` (docs/metrics.md).
+
+    The launch is the earliest runtime/driver call (ph X) with the activity's correlation id
+    (the first in file order among equal starts). On the launch's (pid, tid), of the ph X
+    events whose closed interval contains ``at_ns``: the innermost runtime/driver call and
+    the innermost CPU op (cat cpu_op, user_annotation or Operator; not ProfilerStep#N).
+    Innermost: the latest start, then the earliest end, then the greatest name.
+    """
+    correlation = _args(activity).get("correlation")
+    if correlation is None:
+        return NO_CONTEXT
+    launches = [
+        e
+        for e in events
+        if e.get("ph") == "X"
+        and _cat(e) in RUNTIME_CATEGORIES
+        and ts_ns(e) is not None
+        and _args(e).get("correlation") == correlation
+    ]
+    if not launches:
+        return NO_CONTEXT
+    launch = min(launches, key=lambda e: ts_ns(e) or 0)
+    thread = (launch.get("pid"), launch.get("tid"))
+    live = [
+        e
+        for e in events
+        if e.get("ph") == "X"
+        and (e.get("pid"), e.get("tid")) == thread
+        and ts_ns(e) is not None
+        and interval_ns(e)[0] <= at_ns <= interval_ns(e)[1]
+    ]
+    runtime = [e for e in live if _cat(e) in RUNTIME_CATEGORIES]
+    ops = [
+        e
+        for e in live
+        if _cat(e) in CPU_STEP_CATEGORIES and not event_name(e).startswith("ProfilerStep#")
+    ]
+    return {
+        "thread": thread,
+        "runtime": _innermost(runtime),
+        "cpu_op": _innermost(ops),
+        "delay_ns": (ts_ns(launch) or 0) - at_ns,
+    }
+
+
+def _innermost(candidates: list[Event]) -> str | None:
+    if not candidates:
+        return None
+    best = max(candidates, key=lambda e: (interval_ns(e)[0], -interval_ns(e)[1], event_name(e)))
+    return event_name(best)

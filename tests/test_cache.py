@@ -290,3 +290,17 @@ def test_content_hash_is_xxh3_of_the_bytes(tmp_path: Path, size: int) -> None:
     path = tmp_path / "blob"
     path.write_bytes(os.urandom(size))
     assert content_hash(path) == xxhash.xxh3_128(path.read_bytes()).hexdigest()
+
+
+def test_flipped_byte_in_cpu_rows_is_detected(demo: Path) -> None:
+    """cpu.parquet is streamed during the analysis, so its digest is checked on opening."""
+    cold = _json(["gaps"], demo)
+    (entry,) = _entries()
+    cpu = entry.directory / "cpu.parquet"
+    data = bytearray(cpu.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    cpu.write_bytes(bytes(data))
+    r = runner.invoke(app, ["gaps", str(demo), "-f", "json", "-q"])
+    assert r.exit_code == 0, r.output
+    assert r.stdout == cold
+    assert "cpu.parquet: its content changed" in r.stderr and "rebuilding" in r.stderr

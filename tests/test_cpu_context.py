@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 from pathlib import Path
 
@@ -14,7 +15,8 @@ from typer.testing import CliRunner
 from traceview.analyses import cpu_context
 from traceview.analyses.gaps import GapOptions, analyse_gaps
 from traceview.cli import app
-from traceview.events import CpuColumns, collect_events
+from traceview.cpu_rows import ArrayRows, CpuRows, SpillFile, rows
+from traceview.events import collect_events
 from traceview.read.reader import TraceReader
 
 
@@ -74,28 +76,96 @@ def test_gaps_cli_json_carries_the_context(tmp_path: Path) -> None:
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(
-    rows=st.lists(
+    items=st.lists(
         st.tuples(st.integers(0, 50), st.integers(0, 20), st.integers(-1, 9)), max_size=40
     ),
     instants=st.sets(st.integers(0, 80), min_size=1, max_size=5),
     wanted=st.sets(st.integers(0, 9), min_size=1, max_size=4),
+    cut=st.integers(0, 40),
 )
 def test_scan_matches_brute_force(
-    rows: list[tuple[int, int, int]],
+    items: list[tuple[int, int, int]],
     instants: set[int],
     wanted: set[int],
+    cut: int,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(cpu_context, "_BLOCK", 7)  # several blocks, and a partial last one
-    start = np.array([s for s, _, _ in rows], dtype=np.int64)
-    end = start + np.array([d for _, d, _ in rows], dtype=np.int64)
-    correlation = np.array([c for _, _, c in rows], dtype=np.int64)
-    zeros = np.zeros(len(rows), dtype=np.int64)
-    cpu = CpuColumns(zeros, start, end, zeros, correlation)
+    monkeypatch.setattr("traceview.cpu_rows.BLOCK_ROWS", 7)  # blocks, and a partial last one
+    start = np.array([s for s, _, _ in items], dtype=np.int64)
+    end = start + np.array([d for _, d, _ in items], dtype=np.int64)
+    correlation = np.array([c for _, _, c in items], dtype=np.int64)
+    order = np.arange(len(items), dtype=np.int64)  # the row number, kept as the name id
+    table = rows(order, start, end, order, correlation)
+    spill = SpillFile()  # the rows in two sources: a spill file, then memory
+    spill.append(table[:cut])
+    cpu = CpuRows((spill, ArrayRows(table[cut:])))
     live, launches = cpu_context._scan(
         cpu, np.array(sorted(instants), dtype=np.int64), np.array(sorted(wanted), dtype=np.int64)
     )
-    assert live.tolist() == [
-        i for i, (s, d, _) in enumerate(rows) if any(s <= t <= s + d for t in instants)
+    assert live["name"].tolist() == [
+        i for i, (s, d, _) in enumerate(items) if any(s <= t <= s + d for t in instants)
     ]
-    assert launches.tolist() == [i for i, (_, _, c) in enumerate(rows) if c in wanted]
+    assert launches["name"].tolist() == [i for i, (_, _, c) in enumerate(items) if c in wanted]
+
+
+def test_no_room_for_cpu_rows_is_one_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """CPU rows go to a temporary file: when none can be made, gaps says what to do."""
+
+    def full(*args: object, **kwargs: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr("tempfile.TemporaryFile", full)
+    trace = str(sync_trace(tmp_path))
+    r = CliRunner().invoke(app, ["gaps", trace, "--no-cache"])
+    assert r.exit_code == 1, r.output
+    assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
+    assert "No space left on device" in r.stderr
+    assert "TMPDIR" in r.stderr and "--largest 0" in r.stderr
+    r = CliRunner().invoke(app, ["gaps", trace, "--no-cache", "--largest", "0"])
+    assert r.exit_code == 0, r.output
+
+
+def test_spilled_rows_read_back_in_order(tmp_path: Path) -> None:
+    spill = SpillFile()
+    table = rows(*(np.arange(n, n + 10, dtype=np.int64) for n in range(0, 50, 10)))
+    for piece in np.array_split(table, 3):
+        spill.append(piece)
+    assert len(spill) == 10
+    back = np.concatenate(list(CpuRows((spill,)).blocks(4)))
+    assert back.tobytes() == table.tobytes()
+
+
+def test_innermost_of_ops_starting_together_is_the_nested_one(tmp_path: Path) -> None:
+    events = [
+        x("cpu_op", "aten::to", 50, 300),
+        x("cpu_op", "aten::_to_copy", 50, 260),  # starts with aten::to, ends first: inside it
+        x("cuda_runtime", "cudaLaunchKernel", 15, 5, correlation=1),
+        x("kernel", "a", 20, 80, tid=7, device=0, stream=7, correlation=1),
+        x("cuda_runtime", "cudaLaunchKernel", 305, 4, correlation=3),
+        x("kernel", "b", 310, 10, tid=7, device=0, stream=7, correlation=3),
+    ]
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    (gap,) = analyse_gaps(collect_events(TraceReader(path), keep_cpu=True), GapOptions()).largest
+    assert gap.context.cpu_op == "aten::_to_copy"
+
+
+def test_a_runtime_call_without_correlation_is_still_a_runtime_call(tmp_path: Path) -> None:
+    events = [
+        x("cpu_op", "aten::item", 80, 230),
+        x("cuda_runtime", "cudaDeviceSynchronize", 90, 210),  # no correlation id
+        x("cuda_runtime", "cudaLaunchKernel", 15, 5, correlation=1),
+        x("kernel", "a", 20, 80, tid=7, device=0, stream=7, correlation=1),
+        x("cuda_runtime", "cudaLaunchKernel", 305, 4, correlation=3),
+        x("kernel", "b", 310, 10, tid=7, device=0, stream=7, correlation=3),
+    ]
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    for events_read in (
+        collect_events(TraceReader(path), keep_cpu=True),
+        collect_events(TraceReader(path, block_size=64), keep_cpu=True),
+    ):
+        (gap,) = analyse_gaps(events_read, GapOptions()).largest
+        assert (gap.context.runtime, gap.context.cpu_op) == ("cudaDeviceSynchronize", "aten::item")

@@ -90,3 +90,36 @@ def test_transitions_match_reference(trace: str, busy: tuple[str, ...]) -> None:
         assert t.count == expected["count"], key
         for f in ("total_us", "mean_us", "min_us", "max_us", "std_us"):
             assert _close(getattr(t, f), expected[f]), (key, f, getattr(t, f), expected[f])
+
+
+@functools.cache
+def _with_cpu(name: str) -> TraceEvents:
+    return collect_events(TraceReader(TRACES / name), keep_cpu=True)
+
+
+@pytest.mark.parametrize("busy", BUSY_SETS, ids=["all", "kernel"])
+def test_largest_gaps_and_cpu_context_match_reference(trace: str, busy: tuple[str, ...]) -> None:
+    raw, _ = _load(trace)
+    if not ref.gpu_events(raw, ("kernel",)):
+        pytest.skip("no kernels in this trace")
+    report = analyse_gaps(_with_cpu(trace), GapOptions(busy=busy, top=0, largest=5))
+    start = ref.trace_start_ns(raw)
+    assert start is not None
+    want = {
+        (g["stream"], g["start_ns"] - start, g["length_ns"]): g for g in ref.largest_gaps(raw, busy)
+    }
+    assert len(report.largest) == min(5, len(want)) or len(want) > 5
+    for gap in report.largest:
+        key = ((gap.device, gap.stream), round(gap.start_us * 1000), round(gap.length_us * 1000))
+        expected = want[key]
+        assert (gap.before, gap.after) == (expected["before"], expected["after"])
+        context = expected["context"]
+        thread = None if context["thread"] is None else "/".join(map(str, context["thread"]))
+        delay = None if context["delay_ns"] is None else context["delay_ns"] / 1000
+        got = gap.context
+        assert (got.thread, got.runtime, got.cpu_op) == (
+            thread,
+            context["runtime"],
+            context["cpu_op"],
+        ), key
+        assert got.launch_delay_us == delay, key

@@ -16,7 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from traceview import batch
+from traceview import batch, cpu_rows
+from traceview.cpu_rows import CpuRows, RowSource, SpillFile
 from traceview.memory import release_free_memory
 from traceview.read.reader import ReadStats, TraceReader
 
@@ -132,21 +133,6 @@ class RuntimeColumns:
 
 
 @dataclass(frozen=True)
-class CpuColumns:
-    """CPU activity kept for explaining GPU gaps: runtime calls and CPU ops, per thread.
-
-    ``correlation`` is the runtime call's id, −1 for CPU ops; ``thread`` indexes
-    ``TraceEvents.threads``. Empty unless the analysis asked for it.
-    """
-
-    thread: np.ndarray
-    ts: np.ndarray
-    end: np.ndarray
-    name: np.ndarray
-    correlation: np.ndarray
-
-
-@dataclass(frozen=True)
 class TraceEvents:
     """Everything the analyses need from one trace, in memory-light columns."""
 
@@ -161,7 +147,8 @@ class TraceEvents:
     steps: list[StepWindow]
     span_ns: tuple[int, int] | None
     quality: Counter[str]
-    cpu: CpuColumns = field(default_factory=lambda: cpu_columns([]))
+    # Runtime calls and CPU ops, for explaining GPU gaps (empty unless asked for).
+    cpu: CpuRows = field(default_factory=CpuRows)
     threads: list[tuple[Any, Any]] = field(default_factory=list)
 
 
@@ -186,7 +173,8 @@ class _Lists:
 class EventCollector:
     """Turns batches of decoded events into columns; ``finish`` returns TraceEvents."""
 
-    def __init__(self, keep_cpu: bool = False) -> None:
+    def __init__(self, keep_cpu: bool = False, spill: SpillFile | None = None) -> None:
+        """``spill``: where CPU rows go (default: a new temporary file when the first comes)."""
         self.keep_cpu = keep_cpu
         self.names = Interner()
         self.streams = Interner()
@@ -195,7 +183,8 @@ class EventCollector:
         self._categories: dict[str, int] = {}
         self._gpu: list[tuple[np.ndarray, ...]] = []
         self._runtime: list[tuple[np.ndarray, ...]] = []  # per batch: correlation, ts
-        self._cpu: list[tuple[np.ndarray, ...]] = []  # per batch: the five CpuColumns
+        self._cpu = spill if spill is not None else SpillFile()  # CPU rows go to disk
+        self._cpu_before: list[RowSource] = []  # a worker's rows, read before ours
         self._steps: list[StepWindow] = []
         self._span: tuple[int, int] | None = None
 
@@ -211,32 +200,34 @@ class EventCollector:
         if runtime_times is None or runtime_corr is None:
             self._add_each(((e, _RUNTIME) for e in runtime), lists)
             runtime = []  # their CPU rows, if kept, were added one by one
-        cpu_rows: list[tuple[np.ndarray, ...]] = []
+        new_cpu: list[np.ndarray] = []
         if self.keep_cpu:
             if runtime_times is not None and runtime_corr is not None and runtime:
                 ts, dur = runtime_times
-                cpu_rows.append(self._cpu_rows(runtime, ts, ts + dur, runtime_corr))
+                calls = np.where(runtime_corr < 0, cpu_rows.UNCORRELATED, runtime_corr)
+                new_cpu.append(self._cpu_rows(runtime, ts, ts + dur, calls))
             op_times = batch.timed(ops)
             if op_times is None:
                 self._add_each(((e, _CPU_ANNOTATION) for e in ops), lists)
             elif ops:
                 ts, dur = op_times
-                cpu_rows.append(self._cpu_rows(ops, ts, ts + dur, np.full(len(ops), -1)))
+                new_cpu.append(self._cpu_rows(ops, ts, ts + dur, np.full(len(ops), cpu_rows.OP)))
         self._add_each(steps, lists)
         self._commit(lists)
         if gpu_columns is not None:
             self._commit_gpu(gpu_columns)
         if runtime_times is not None and runtime_corr is not None:
             self._commit_runtime(runtime_corr, *runtime_times)
-        self._cpu.extend(cpu_rows)
+        for table in new_cpu:
+            self._cpu.append(table)
 
     def _cpu_rows(
         self, events: list[Any], ts: np.ndarray, end: np.ndarray, correlation: np.ndarray
-    ) -> tuple[np.ndarray, ...]:
-        """CpuColumns of a batch of runtime calls or CPU ops, converted at once."""
+    ) -> np.ndarray:
+        """CPU rows of a batch of runtime calls or CPU ops, converted at once."""
         threads = self.threads.ids_of([(e.pid, e.tid) for e in events])
         names = self.names.ids_of([e.name for e in events])
-        return tuple(c.astype(np.int64, copy=False) for c in (threads, ts, end, names, correlation))
+        return cpu_rows.rows(threads, ts, end, names, correlation)
 
     def _split(
         self, events: Iterable[Any]
@@ -314,11 +305,9 @@ class EventCollector:
             self._gpu.insert(0, columns)
         if len(part.runtime.ts):
             self._runtime.insert(0, (part.runtime.correlation, part.runtime.ts))
-        if len(part.cpu.ts):
+        if len(part.cpu):
             threads = self.threads.ids_of(part.threads)
-            cpu = part.cpu
-            rows = (threads[cpu.thread], cpu.ts, cpu.end, names[cpu.name], cpu.correlation)
-            self._cpu.insert(0, tuple(column.astype(np.int64, copy=False) for column in rows))
+            self._cpu_before.insert(0, cpu_rows.Renumbered(part.cpu, threads, names))
         if part.span_ns is not None:
             self._widen_span(*part.span_ns)
         self._steps[:0] = part.steps
@@ -351,11 +340,11 @@ class EventCollector:
             lists.rt_start.append(ts)
             lists.rt_end.append(ts + dur)
             if self.keep_cpu:
-                self._add_cpu(e, ts, dur, corr, lists)
+                self._add_cpu(e, ts, dur, corr if corr >= 0 else cpu_rows.UNCORRELATED, lists)
         elif e.name.startswith(STEP_PREFIX):
             self._add_step(e.name, ts, dur, kind == _GPU_ANNOTATION, lists)
         elif self.keep_cpu and kind == _CPU_ANNOTATION:
-            self._add_cpu(e, ts, dur, -1, lists)
+            self._add_cpu(e, ts, dur, cpu_rows.OP, lists)
 
     def _add_cpu(self, e: Any, ts: int, dur: int, corr: int, lists: _Lists) -> None:
         thread = self.threads.id((e.pid, e.tid))
@@ -408,7 +397,7 @@ class EventCollector:
             self._widen_span(min(lists.rt_start), max(lists.rt_end))
         if lists.cpu:
             table = np.array(lists.cpu, dtype=np.int64)
-            self._cpu.append(tuple(table[:, i].copy() for i in range(table.shape[1])))
+            self._cpu.append(cpu_rows.rows(*(table[:, i] for i in range(table.shape[1]))))
         for step in lists.steps:
             self._widen_span(step.start_ns, step.end_ns)
         self._steps.extend(lists.steps)
@@ -424,6 +413,7 @@ class EventCollector:
         of their values."""
         gpu = _join(self._gpu, _GPU_DTYPES)
         gpu[2], streams = _sorted_streams(gpu[2], self.streams.values)
+        self._cpu.flush()
         return TraceEvents(
             path=str(reader.path),
             size_bytes=reader.info.size_bytes,
@@ -436,7 +426,7 @@ class EventCollector:
             steps=self._steps,
             span_ns=self._span,
             quality=self.quality,
-            cpu=cpu_columns(self._cpu),
+            cpu=cpu_rows.from_parts([*self._cpu_before, self._cpu]),
             threads=self.threads.values,
         )
 
@@ -465,7 +455,6 @@ def empty_columns() -> dict[str, Any]:
     return {
         "gpu": GpuColumns(*_join([], _GPU_DTYPES)),
         "runtime": RuntimeColumns(*_join([], (np.int64, np.int64))),
-        "cpu": cpu_columns([]),
     }
 
 
@@ -495,11 +484,6 @@ def _value_key(value: Any) -> tuple[int, Any]:
     if isinstance(value, int | float) and not isinstance(value, bool):
         return (0, value)
     return (1, str(value))
-
-
-def cpu_columns(parts: list[tuple[np.ndarray, ...]]) -> CpuColumns:
-    """CpuColumns from batches of (thread, ts, end, name, correlation) columns (emptied)."""
-    return CpuColumns(*_join(parts, (np.int64,) * 5))
 
 
 def collect_events(reader: TraceReader, keep_cpu: bool = False) -> TraceEvents:

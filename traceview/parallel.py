@@ -20,12 +20,13 @@ from typing import Any
 
 import numpy as np
 
+from traceview.cpu_rows import CpuRows, SpillFile
 from traceview.errors import TraceviewError
 from traceview.events import EventCollector, NeedsExactTimes, TraceEvents, empty_columns
 from traceview.read.reader import SplitFailed, TraceReader
 
 PARALLEL_MIN_BYTES = 256 << 20
-_COLUMN_GROUPS = ("gpu", "runtime", "cpu")
+_COLUMN_GROUPS = ("gpu", "runtime")  # CPU rows go to a file the worker writes into
 
 
 def collect(reader: TraceReader, keep_cpu: bool = False) -> TraceEvents:
@@ -37,8 +38,9 @@ def collect(reader: TraceReader, keep_cpu: bool = False) -> TraceEvents:
     receiver, sender = context.Pipe(duplex=False)
     boundary_in, boundary_out = context.Pipe(duplex=False)
     memfd = _memfd()
+    spill = SpillFile.made_now() if keep_cpu else None  # the worker's CPU rows
     args = (sender, boundary_in, reader.path, split, reader.block_size, reader.stats.exact_times)
-    worker = context.Process(target=_worker, args=(*args, keep_cpu, memfd), daemon=True)
+    worker = context.Process(target=_worker, args=(*args, keep_cpu, memfd, spill), daemon=True)
     worker.start()
     sender.close()
     boundary_in.close()
@@ -49,7 +51,7 @@ def collect(reader: TraceReader, keep_cpu: bool = False) -> TraceEvents:
         reader.split_at = split[1]
         reader.on_boundary = boundary_out.send
         collector = _collect(reader, keep_cpu)
-        part = _receive(receiver, memfd)
+        part = _receive(receiver, memfd, spill)
     except SplitFailed:
         pass
     finally:
@@ -78,6 +80,7 @@ def _worker(
     exact_times: bool,
     keep_cpu: bool,
     memfd: int | None,
+    spill: SpillFile | None,
 ) -> None:
     """In the forked worker: read from the first event to the boundary the main process
     finds (at or after the middle), and send the part back."""
@@ -85,7 +88,7 @@ def _worker(
         part = TraceReader(path, block_size=block_size, byte_range=split)
         part.stats.exact_times = exact_times
         part.final_end = lambda: _recv_boundary(boundary)
-        events = _serial(part, keep_cpu)
+        events = _collect(part, keep_cpu, spill).finish(part)
     except TraceviewError as e:
         conn.send(("error", str(e)))
         return
@@ -114,10 +117,10 @@ def _send(conn: Connection, part: TraceEvents, memfd: int | None) -> None:
     """The part without its columns (pickled), then the columns: written one after another
     into ``memfd`` (each at a multiple of 8 bytes), else sent through the pipe as bytes."""
     columns = [getattr(getattr(part, g), f.name) for g in _COLUMN_GROUPS for f in _fields(g)]
-    skeleton = replace(part, **{g: _empty(g) for g in _COLUMN_GROUPS})
+    skeleton = replace(part, cpu=CpuRows(), **{g: _empty(g) for g in _COLUMN_GROUPS})
     in_memfd = memfd is not None and _write_columns(memfd, columns)
     shapes = [(c.dtype.str, len(c)) for c in columns]
-    conn.send(("part", (skeleton, shapes, in_memfd)))
+    conn.send(("part", (skeleton, shapes, in_memfd, len(part.cpu))))
     if not in_memfd:
         for column in columns:
             conn.send_bytes(np.ascontiguousarray(column).data.cast("B"))
@@ -135,7 +138,7 @@ def _write_columns(memfd: int, columns: list[np.ndarray]) -> bool:
     return True
 
 
-def _receive(conn: Connection, memfd: int | None) -> TraceEvents:
+def _receive(conn: Connection, memfd: int | None, spill: SpillFile | None) -> TraceEvents:
     """The worker's part; SplitFailed if it could not read it (or died)."""
     try:
         kind, payload = conn.recv()
@@ -145,14 +148,18 @@ def _receive(conn: Connection, memfd: int | None) -> TraceEvents:
         raise TraceviewError(payload)
     if kind != "part":
         raise SplitFailed
-    skeleton, shapes, in_memfd = payload
+    skeleton, shapes, in_memfd, cpu_count = payload
     if in_memfd and memfd is not None:
         arrays = _map_columns(memfd, shapes)
     else:
         arrays = [_receive_array(conn, dtype, n) for dtype, n in shapes]
     columns = iter(arrays)
     groups = {g: type(_empty(g))(*(next(columns) for _ in _fields(g))) for g in _COLUMN_GROUPS}
-    return replace(skeleton, **groups)
+    cpu = CpuRows()
+    if spill is not None and cpu_count:
+        spill.count = cpu_count  # what the worker wrote into the file
+        cpu = CpuRows((spill,))
+    return replace(skeleton, cpu=cpu, **groups)
 
 
 def _map_columns(memfd: int, shapes: list[tuple[str, int]]) -> list[np.ndarray]:
@@ -182,7 +189,7 @@ def _fields(group: str) -> tuple[Any, ...]:
 
 
 def _empty(group: str) -> Any:
-    """Empty columns of one group (GpuColumns, RuntimeColumns or CpuColumns)."""
+    """Empty columns of one group (GpuColumns or RuntimeColumns)."""
     return empty_columns()[group]
 
 
@@ -190,8 +197,8 @@ def _serial(reader: TraceReader, keep_cpu: bool) -> TraceEvents:
     return _collect(reader, keep_cpu).finish(reader)
 
 
-def _collect(reader: TraceReader, keep_cpu: bool) -> EventCollector:
-    collector = EventCollector(keep_cpu)
+def _collect(reader: TraceReader, keep_cpu: bool, spill: SpillFile | None = None) -> EventCollector:
+    collector = EventCollector(keep_cpu, spill)
     for events in reader.batches():
         try:
             collector.add(events)

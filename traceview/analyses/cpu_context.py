@@ -13,7 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from traceview.events import STEP_PREFIX, CpuColumns, TraceEvents
+from traceview.cpu_rows import OP, ROW, CpuRows
+from traceview.events import STEP_PREFIX, TraceEvents
 
 
 @dataclass(frozen=True)
@@ -40,34 +41,26 @@ class CpuContext:
 
 
 NO_CONTEXT = CpuContext(None, None, None, None)
-_BLOCK = 1 << 16  # CPU rows per step of the scan
 
 
 def cpu_contexts(events: TraceEvents, gaps: list[tuple[int, int]]) -> list[CpuContext]:
     """For each (correlation, at_ns): the state at at_ns of the thread that launched it."""
-    cpu = events.cpu
     wanted = sorted({correlation for correlation, _ in gaps if correlation >= 0})
-    if len(cpu.ts) == 0 or not wanted:
+    if len(events.cpu) == 0 or not wanted:
         return [NO_CONTEXT] * len(gaps)
     instants = np.array(sorted({at for _, at in gaps}), dtype=np.int64)
-    live, launches = _scan(cpu, instants, np.array(wanted, dtype=np.int64))
+    live, launches = _scan(events.cpu, instants, np.array(wanted, dtype=np.int64))
     return [_context(events, live, launches, correlation, at) for correlation, at in gaps]
 
 
-def _scan(
-    cpu: CpuColumns, instants: np.ndarray, wanted: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Rows in flight at one of the ``instants``, and rows with a ``wanted`` correlation.
-
-    One pass for all gaps, block by block: small temporaries are reused, where 14 MB ones for
-    the 1.8M rows of a 1 GB trace cost fresh memory pages each (13-20 ms against 20-110 ms).
-    """
-    live, launches = [np.zeros(0, dtype=np.intp)], [np.zeros(0, dtype=np.intp)]
-    for lo in range(0, len(cpu.ts), _BLOCK):
-        block = slice(lo, lo + _BLOCK)
-        correlation = cpu.correlation[block]
-        live.append(_hits(instants, cpu.ts[block], cpu.end[block]) + lo)
-        launches.append(_hits(wanted, correlation, correlation) + lo)
+def _scan(cpu: CpuRows, instants: np.ndarray, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The rows in flight at one of the ``instants``, and the rows with a ``wanted``
+    correlation, in file order: one pass over all CPU rows, block by block, for all gaps."""
+    live, launches = [np.zeros(0, dtype=ROW)], [np.zeros(0, dtype=ROW)]
+    for block in cpu.blocks():
+        correlation = block["correlation"]
+        live.append(block[_hits(instants, block["ts"], block["end"])])
+        launches.append(block[_hits(wanted, correlation, correlation)])
     return np.concatenate(live), np.concatenate(launches)
 
 
@@ -81,29 +74,33 @@ def _hits(values: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
 def _context(
     events: TraceEvents, live: np.ndarray, launches: np.ndarray, correlation: int, at_ns: int
 ) -> CpuContext:
-    cpu = events.cpu
     if correlation < 0:
         return NO_CONTEXT
-    launches = launches[cpu.correlation[launches] == correlation]
+    launches = launches[launches["correlation"] == correlation]
     if len(launches) == 0:
         return NO_CONTEXT
-    launch = int(launches[np.argmin(cpu.ts[launches])])
-    thread = int(cpu.thread[launch])
-    rows = live[(cpu.thread[live] == thread) & (cpu.ts[live] <= at_ns) & (cpu.end[live] >= at_ns)]
-    runtime = cpu.correlation[rows] >= 0
+    launch = launches[np.argmin(launches["ts"])]  # the first of the earliest
+    thread = int(launch["thread"])
+    rows = live[(live["thread"] == thread) & (live["ts"] <= at_ns) & (live["end"] >= at_ns)]
+    runtime = rows["correlation"] != OP
     return CpuContext(
         thread=_thread_label(events.threads[thread]),
         runtime=_innermost(events, rows[runtime]),
         cpu_op=_innermost(events, rows[~runtime]),
-        launch_delay_us=(int(cpu.ts[launch]) - at_ns) / 1000,
+        launch_delay_us=(int(launch["ts"]) - at_ns) / 1000,
     )
 
 
 def _innermost(events: TraceEvents, rows: np.ndarray) -> str | None:
-    """Name of the latest-starting event of ``rows`` (ProfilerStep windows excluded)."""
-    names = [(int(events.cpu.ts[r]), events.names[int(events.cpu.name[r])]) for r in rows]
-    names = [(ts, n) for ts, n in names if not n.startswith(STEP_PREFIX)]
-    return max(names)[1] if names else None
+    """Name of the innermost of ``rows`` (ProfilerStep windows excluded): the latest start,
+    then the earliest end (of two ops starting together, the one nested in the other)."""
+    ts, end, name = (rows[field].tolist() for field in ("ts", "end", "name"))
+    named = [
+        (start, -stop, events.names[n])
+        for start, stop, n in zip(ts, end, name, strict=True)
+        if not events.names[n].startswith(STEP_PREFIX)
+    ]
+    return max(named)[2] if named else None
 
 
 def _thread_label(thread: tuple[Any, Any]) -> str:

@@ -1,4 +1,9 @@
-"""TraceEvents ⇄ a directory of zstd Parquet tables plus ``meta.json`` (pyarrow imported lazily)."""
+"""TraceEvents ⇄ a directory of zstd Parquet tables plus ``meta.json`` (pyarrow imported lazily).
+
+The CPU rows (``cpu.parquet``) are written and read a block at a time, never whole, as the
+reader keeps them (see traceview.cpu_rows); a digest of the file in ``meta.json`` catches
+damage when the entry is opened, before an analysis streams through it.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,7 @@ import json
 import os
 import uuid
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -14,17 +20,12 @@ import numpy as np
 import orjson
 
 from traceview import __version__
-from traceview.events import (
-    CpuColumns,
-    GpuColumns,
-    RuntimeColumns,
-    StepWindow,
-    TraceEvents,
-    cpu_columns,
-)
+from traceview.cpu_rows import ROW, CpuRows
+from traceview.events import GpuColumns, RuntimeColumns, StepWindow, TraceEvents
 from traceview.read.reader import ReadStats
 
-CACHE_SCHEMA = 1
+# 2: cpu.parquet holds int32 thread and name ids and is checked by a digest in meta.json.
+CACHE_SCHEMA = 2
 META = "meta.json"
 GPU_COLUMNS = ("kind", "name", "stream", "ts", "dur", "correlation")
 RUNTIME_COLUMNS = ("correlation", "ts")
@@ -66,25 +67,34 @@ def fill_quality_without_cpu(directory: Path, quality: Counter[str]) -> None:
 def write_entry(directory: Path, ingested: Ingested) -> None:
     """Write every table and then ``meta.json`` (with the file sizes) into ``directory``."""
     events = ingested.events
-    tables = _tables(events, ingested.keep_cpu)
-    sizes = {name: _write(directory / name, table) for name, table in tables.items()}
-    meta = _meta(events, ingested.quality_without_cpu, sizes)
+    sizes = _write_tables(directory, events, ingested.keep_cpu)
+    meta = _meta(events, ingested.quality_without_cpu, sizes, directory)
     (directory / META).write_bytes(orjson.dumps(meta, option=orjson.OPT_INDENT_2))
 
 
 def export_tables(events: TraceEvents, directory: Path) -> list[str]:
     """Write the tables (with CPU ones when ``events`` has them) and meta.json for users."""
-    keep_cpu = bool(events.threads) or len(events.cpu.ts) > 0
-    tables = _tables(events, keep_cpu)
-    sizes = {name: _write(directory / name, table) for name, table in tables.items()}
-    meta = _meta(events, events.quality, sizes)
-    del meta["quality_without_cpu"]
+    keep_cpu = bool(events.threads) or len(events.cpu) > 0
+    sizes = _write_tables(directory, events, keep_cpu)
+    meta = _meta(events, events.quality, sizes, directory)
+    del meta["quality_without_cpu"], meta["digests"]
     (directory / META).write_bytes(orjson.dumps(meta, option=orjson.OPT_INDENT_2))
     return [*sizes, META]
 
 
-def _tables(events: TraceEvents, keep_cpu: bool) -> dict[str, Any]:
-    """The Parquet tables of one TraceEvents, by file name."""
+def _write_tables(directory: Path, events: TraceEvents, keep_cpu: bool) -> dict[str, int]:
+    """Write every table; their sizes by file name."""
+    sizes = {name: _write(directory / name, table) for name, table in _tables(events).items()}
+    if keep_cpu:
+        sizes["cpu.parquet"] = _write_cpu(directory / "cpu.parquet", events.cpu)
+        sizes["threads.parquet"] = _write(
+            directory / "threads.parquet", _pairs(events.threads, ("pid", "tid"))
+        )
+    return sizes
+
+
+def _tables(events: TraceEvents) -> dict[str, Any]:
+    """The Parquet tables of one TraceEvents but the CPU ones, by file name."""
     import pyarrow as pa
 
     steps = events.steps
@@ -104,10 +114,19 @@ def _tables(events: TraceEvents, keep_cpu: bool) -> dict[str, Any]:
         ),
         "streams.parquet": _pairs(events.streams, ("device", "stream")),
     }
-    if keep_cpu:
-        tables["cpu.parquet"] = _columns(events.cpu, CPU_COLUMNS)
-        tables["threads.parquet"] = _pairs(events.threads, ("pid", "tid"))
     return tables
+
+
+def _write_cpu(path: Path, cpu: CpuRows) -> int:
+    """Write the CPU rows block by block (one row group each), never all at once."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    schema = pa.schema([(name, pa.from_numpy_dtype(ROW[name])) for name in CPU_COLUMNS])
+    with pq.ParquetWriter(path, schema, **_PARQUET_OPTIONS, **_INTEGER_OPTIONS) as writer:
+        for block in cpu.blocks():
+            writer.write_table(pa.table({name: block[name] for name in CPU_COLUMNS}, schema))
+    return path.stat().st_size
 
 
 def _columns(columns: Any, names: tuple[str, ...]) -> Any:
@@ -136,19 +155,27 @@ def _write(path: Path, table: Any) -> int:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    options: dict[str, Any] = {}
-    if all(pa.types.is_integer(t) for t in table.schema.types):
-        # Delta encoding, not dictionaries, for the integer columns: on the 1 GB benchmark
-        # trace the entry is 13.6 MB instead of 17.3 MB and a fresh process decodes the
-        # gpu/runtime/cpu tables in 82 ms instead of 103 ms (median of 11).
-        options = {"use_dictionary": False, "column_encoding": "DELTA_BINARY_PACKED"}
-    pq.write_table(table, path, compression="zstd", write_page_checksum=True, **options)
+    integers = all(pa.types.is_integer(t) for t in table.schema.types)
+    options = _INTEGER_OPTIONS if integers else {}
+    pq.write_table(table, path, **_PARQUET_OPTIONS, **options)
     return path.stat().st_size
 
 
+_PARQUET_OPTIONS: dict[str, Any] = {"compression": "zstd", "write_page_checksum": True}
+# Delta encoding, not dictionaries, for tables of integers: on the 1 GB benchmark trace the
+# entry is 13.6 MB instead of 17.3 MB and a fresh process decodes the gpu/runtime/cpu tables
+# in 82 ms instead of 103 ms (median of 11).
+_INTEGER_OPTIONS: dict[str, Any] = {
+    "use_dictionary": False,
+    "column_encoding": "DELTA_BINARY_PACKED",
+}
+
+
 def _meta(
-    events: TraceEvents, without_cpu: Counter[str] | None, sizes: dict[str, int]
+    events: TraceEvents, without_cpu: Counter[str] | None, sizes: dict[str, int], directory: Path
 ) -> dict[str, Any]:
+    from traceview.cache.key import content_hash
+
     read = events.read
     return {
         "cache_schema": CACHE_SCHEMA,
@@ -168,7 +195,12 @@ def _meta(
         "quality_without_cpu": dict(without_cpu) if without_cpu is not None else None,
         "span_ns": list(events.span_ns) if events.span_ns is not None else None,
         "has_cpu": "cpu.parquet" in sizes,
+        "cpu_rows": len(events.cpu),
         "files": sizes,
+        # Read lazily, so checked when the entry is opened.
+        "digests": {
+            name: content_hash(directory / name) for name in sizes if name == "cpu.parquet"
+        },
     }
 
 
@@ -211,7 +243,8 @@ def read_entry(directory: Path, meta: dict[str, Any], keep_cpu: bool) -> TraceEv
         quality=Counter(meta["quality"]),
     )
     if keep_cpu and meta["has_cpu"]:
-        cpu = CpuColumns(*_arrays(directory / "cpu.parquet", CPU_COLUMNS))
+        _check_digests(directory, meta)
+        cpu = CpuRows((ParquetRows(directory / "cpu.parquet", meta["cpu_rows"]),))
         return replace(events, cpu=cpu, threads=_read_pairs(directory / "threads.parquet"))
     if meta["has_cpu"]:
         return _without_cpu(events, Counter(meta["quality_without_cpu"]))
@@ -229,7 +262,36 @@ def _without_cpu(events: TraceEvents, quality: Counter[str]) -> TraceEvents:
     new_id[order] = np.arange(len(order), dtype=np.int32)
     gpu = replace(events.gpu, name=new_id[events.gpu.name])
     names = [events.names[i] for i in order.tolist()]
-    return replace(events, gpu=gpu, names=names, quality=quality, cpu=cpu_columns([]))
+    return replace(events, gpu=gpu, names=names, quality=quality, cpu=CpuRows())
+
+
+def _check_digests(directory: Path, meta: dict[str, Any]) -> None:
+    from traceview.cache.key import content_hash
+
+    for name, digest in meta["digests"].items():
+        if content_hash(directory / name) != digest:
+            raise DamagedEntry(f"{name}: its content changed")
+
+
+@dataclass(frozen=True)
+class ParquetRows:
+    """The CPU rows of an entry, read a block at a time (a RowSource, see cpu_rows)."""
+
+    path: Path
+    count: int
+
+    def __len__(self) -> int:
+        return self.count
+
+    def blocks(self, size: int) -> Iterator[np.ndarray]:
+        import pyarrow.parquet as pq
+
+        with pq.ParquetFile(self.path, page_checksum_verification=True) as parquet:
+            for batch in parquet.iter_batches(batch_size=size, columns=list(CPU_COLUMNS)):
+                block = np.empty(batch.num_rows, dtype=ROW)
+                for name in CPU_COLUMNS:
+                    block[name] = batch.column(name).to_numpy()
+                yield block
 
 
 def _arrays(path: Path, names: tuple[str, ...]) -> list[np.ndarray]:

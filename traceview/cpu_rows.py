@@ -1,0 +1,173 @@
+"""CPU activity kept for the gaps' CPU context: on disk while a trace is read, not in memory.
+
+A big trace holds millions of CPU ops and runtime calls, and ``gaps`` needs them only to
+explain its few largest gaps, which are known only once every GPU activity is read. So the
+rows (32 bytes each) are appended to an unnamed temporary file as they are read, and scanned
+block by block afterwards: memory stays flat whatever the trace size. A read from the cache
+scans its Parquet table the same way (see cache.store).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import weakref
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import IO, Protocol
+
+import numpy as np
+
+from traceview.errors import TraceviewError
+
+# ``thread`` indexes TraceEvents.threads, ``name`` TraceEvents.names; ``correlation`` is a
+# runtime call's id (UNCORRELATED if it has none) or OP for a CPU op; ts and end in ns.
+ROW = np.dtype(
+    [
+        ("thread", "<i4"),
+        ("name", "<i4"),
+        ("ts", "<i8"),
+        ("end", "<i8"),
+        ("correlation", "<i8"),
+    ]
+)
+FIELDS = ("thread", "name", "ts", "end", "correlation")
+OP, UNCORRELATED = -1, -2
+BLOCK_ROWS = 1 << 16
+
+
+class RowSource(Protocol):
+    """Rows that can be read block by block, in order."""
+
+    def __len__(self) -> int: ...
+
+    def blocks(self, size: int) -> Iterator[np.ndarray]: ...
+
+
+@dataclass(frozen=True)
+class CpuRows:
+    """The CPU rows of a trace, in file order, from one or more sources (read in turn)."""
+
+    parts: tuple[RowSource, ...] = ()
+
+    def __len__(self) -> int:
+        return sum(len(part) for part in self.parts)
+
+    def blocks(self, size: int = BLOCK_ROWS) -> Iterator[np.ndarray]:
+        """Structured arrays of ``ROW``, at most ``size`` rows each (may be read-only)."""
+        for part in self.parts:
+            yield from part.blocks(size)
+
+
+def rows(
+    thread: np.ndarray, ts: np.ndarray, end: np.ndarray, name: np.ndarray, correlation: np.ndarray
+) -> np.ndarray:
+    """Columns of equal length as one structured array of ``ROW``."""
+    out = np.empty(len(ts), dtype=ROW)
+    for field, column in zip(FIELDS, (thread, name, ts, end, correlation), strict=True):
+        out[field] = column
+    return out
+
+
+@dataclass(frozen=True)
+class ArrayRows:
+    """Rows held in memory (small inputs, tests)."""
+
+    table: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.table)
+
+    def blocks(self, size: int) -> Iterator[np.ndarray]:
+        for start in range(0, len(self.table), size):
+            yield self.table[start : start + size]
+
+
+class SpillFile:
+    """Rows appended to an unnamed temporary file in ``$TMPDIR`` (else /tmp), made on the
+    first append; it is closed, and so gone, with this object, or when a crash ends the
+    process. Made before a fork, the file is shared with the worker that fills it."""
+
+    def __init__(self) -> None:
+        self._file: IO[bytes] | None = None
+        self.count = 0
+
+    @classmethod
+    def made_now(cls) -> SpillFile:
+        """A SpillFile whose file exists already (to share it with a forked worker)."""
+        spill = cls()
+        spill._open()
+        return spill
+
+    def _open(self) -> IO[bytes]:
+        if self._file is None:
+            try:
+                self._file = tempfile.TemporaryFile(prefix="traceview-cpu-")  # noqa: SIM115
+            except OSError as e:
+                raise TraceviewError(_cannot_write(e)) from None
+            weakref.finalize(self, self._file.close)
+        return self._file
+
+    def append(self, table: np.ndarray) -> None:
+        """Append a structured array of ``ROW``."""
+        if len(table) == 0:
+            return
+        try:
+            self._open().write(table.view(np.uint8).data)
+        except OSError as e:
+            raise TraceviewError(_cannot_write(e)) from None
+        self.count += len(table)
+
+    def flush(self) -> None:
+        """Make what was appended visible to other processes sharing the file."""
+        if self._file is not None:
+            try:
+                self._file.flush()
+            except OSError as e:
+                raise TraceviewError(_cannot_write(e)) from None
+
+    def __len__(self) -> int:
+        return self.count
+
+    def blocks(self, size: int) -> Iterator[np.ndarray]:
+        if self._file is None or self.count == 0:
+            return
+        self.flush()
+        fd = self._file.fileno()  # pread: the file's offset may be shared with a worker
+        for start in range(0, self.count, size):
+            n = min(size, self.count - start)
+            data = os.pread(fd, n * ROW.itemsize, start * ROW.itemsize)
+            if len(data) != n * ROW.itemsize:
+                raise TraceviewError("the temporary file of CPU rows was cut short")
+            yield np.frombuffer(data, dtype=ROW)
+
+
+def _cannot_write(e: OSError) -> str:
+    return (
+        f"cannot write the temporary file of CPU rows ({e.strerror or e}); "
+        "set TMPDIR to a writable directory with space, or use --largest 0"
+    )
+
+
+@dataclass(frozen=True)
+class Renumbered:
+    """Another source's rows with its thread and name ids mapped to this trace's."""
+
+    source: RowSource
+    threads: np.ndarray
+    names: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.source)
+
+    def blocks(self, size: int) -> Iterator[np.ndarray]:
+        for block in self.source.blocks(size):
+            block = block.copy()
+            block["thread"] = self.threads[block["thread"]]
+            block["name"] = self.names[block["name"]]
+            yield block
+
+
+def from_parts(parts: Sequence[RowSource]) -> CpuRows:
+    """CpuRows of the non-empty sources."""
+    return CpuRows(tuple(part for part in parts if len(part)))
