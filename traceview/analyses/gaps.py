@@ -223,31 +223,38 @@ def parse_duration(text: str) -> int:
 
 
 def analyse_gaps(events: TraceEvents, options: GapOptions) -> GapReport:
-    """Select busy activities; compute per-stream, per-device, transition and gap figures."""
+    """Select busy activities; compute per-stream, per-device, transition and gap figures.
+
+    Row-sized arrays are made one after another and dropped as soon as they are used: on a
+    4 GB trace each costs 2-18 MB, and those alive together set the peak memory.
+    """
     _check(options)
+    trace = summarize(events)  # first: its own row-sized temporaries are gone before ours
     mask, notes = _selection(events, options)
-    rows = np.flatnonzero(mask)
+    source = _sorted_rows(events, np.flatnonzero(mask))  # the GPU row of each sorted row
+    del mask
     gpu = events.gpu
-    rank = _name_rank(events.names)
-    stream, ts, name = gpu.stream[rows], gpu.ts[rows], gpu.name[rows]
-    end = ts + gpu.dur[rows]
-    order = lex_order((rank[name], end, ts, stream))
-    stream, ts, end, name = stream[order], ts[order], end[order], name[order]
-    source = rows[order]  # the GPU row of each sorted row
+    stream, ts, name = gpu.stream[source], gpu.ts[source], gpu.name[source]
+    end = gpu.dur[source]
+    end += ts
     pairs = _pairs(stream)
-    gap = ts[pairs + 1] - end[pairs]
+    gap = ts[pairs + 1]
+    gap -= end[pairs]
     kept = (gap > 0) & (gap >= options.min_gap_ns)
     stream_rows = _stream_rows(events, stream, ts, end, pairs, gap, kept)
     span_start = events.span_ns[0] if events.span_ns else 0
     positive = gap[kept]
-    transitions = _transitions(events.names, name[pairs], name[pairs + 1], gap, options.sort)
+    transitions = _transitions(events.names, name, pairs, gap, options.sort)
+    del gap
     shown = transitions if options.top == 0 else transitions[: options.top]
+    devices = _devices(events, stream, ts, end)
+    del ts
     return GapReport(
-        trace=summarize(events),
+        trace=trace,
         options=options,
         totals=_totals(positive, stream_rows),
         streams=[row for row, _ in stream_rows],
-        devices=_devices(events, stream, ts, end),
+        devices=devices,
         histogram=_histogram(positive, options),
         transitions=shown,
         largest=_largest(
@@ -256,6 +263,16 @@ def analyse_gaps(events: TraceEvents, options: GapOptions) -> GapReport:
         left_out_transitions=len(transitions) - len(shown),
         notes=notes,
     )
+
+
+def _sorted_rows(events: TraceEvents, rows: np.ndarray) -> np.ndarray:
+    """The selected GPU rows in (stream, ts, end, name) order (names compared as strings)."""
+    gpu = events.gpu
+    stream, ts = gpu.stream[rows], gpu.ts[rows]
+    end = gpu.dur[rows]
+    end += ts
+    order = lex_order((_name_rank(events.names)[gpu.name[rows]], end, ts, stream))
+    return rows[order]
 
 
 def _check(options: GapOptions) -> None:
@@ -397,7 +414,7 @@ def _devices(
         s = np.concatenate([ts[lo:hi] for lo, hi in spans])
         e = np.concatenate([end[lo:hi] for lo, hi in spans])
         window = int(e.max()) - int(s.min())
-        busy = union_length(s, e)
+        busy = union_length(s, e, scratch=True)  # s and e are our own copies
         out.append(
             DeviceIdle(
                 device=device,
@@ -421,12 +438,15 @@ def _totals(positive: np.ndarray, stream_rows: list[tuple[StreamGaps, int]]) -> 
 
 
 def _transitions(
-    names: list[str], before: np.ndarray, after: np.ndarray, gap: np.ndarray, sort: str
+    names: list[str], name: np.ndarray, pairs: np.ndarray, gap: np.ndarray, sort: str
 ) -> list[Transition]:
     """Statistics of the signed gap per (previous name, next name), sorted."""
     width = max(len(names), 1)
-    key = before.astype(np.int64) * width + after
+    key = name[pairs].astype(np.int64)
+    key *= width
+    key += name[pairs + 1]
     used, group = dense_ids(key, width * width)
+    del key
     stats = moments.accumulate(group, gap, len(used))
     std = stats.std()
     rows = []

@@ -97,6 +97,7 @@ class KernelReport:
 def analyse_kernels(events: TraceEvents, options: KernelOptions) -> KernelReport:
     """Select GPU rows by kind, steps and name; compute per-name statistics; sort; cut."""
     mask, notes = _selection(events, options)
+    trace = summarize(events)  # before our row-sized temporaries, so the peaks do not stack
     gpu = events.gpu
     ts, dur = gpu.ts[mask], gpu.dur[mask]
     busy = union_length(ts, ts + dur, scratch=True)  # first: its big temporaries go at once
@@ -106,7 +107,6 @@ def analyse_kernels(events: TraceEvents, options: KernelOptions) -> KernelReport
     rows.sort(key=_sort_key(options.sort))
     kept = rows if options.top == 0 else rows[: options.top]
     cut = rows[len(kept) :]
-    trace = summarize(events)
     span_us = trace.span_us
     return KernelReport(
         trace=trace,
