@@ -272,7 +272,12 @@ def _sorted_rows(events: TraceEvents, rows: np.ndarray) -> np.ndarray:
     end = gpu.dur[rows]
     end += ts
     order = lex_order((_name_rank(events.names)[gpu.name[rows]], end, ts, stream))
-    return rows[order]
+    return _compact(rows[order], len(gpu.ts))
+
+
+def _compact(index: np.ndarray, bound: int) -> np.ndarray:
+    """Numbers below ``bound`` as int32 when they fit: half the memory of numpy's int64."""
+    return index.astype(np.int32) if bound < 2**31 else index
 
 
 def _check(options: GapOptions) -> None:
@@ -335,7 +340,7 @@ def _name_rank(names: list[str]) -> np.ndarray:
 
 def _pairs(stream: np.ndarray) -> np.ndarray:
     """Indices ``i`` of the sorted rows where row ``i + 1`` is on the same stream."""
-    return np.flatnonzero(stream[1:] == stream[:-1])
+    return _compact(np.flatnonzero(stream[1:] == stream[:-1]), len(stream))
 
 
 def _bounds(stream: np.ndarray) -> list[tuple[int, int, int]]:
@@ -442,7 +447,7 @@ def _transitions(
 ) -> list[Transition]:
     """Statistics of the signed gap per (previous name, next name), sorted."""
     width = max(len(names), 1)
-    key = name[pairs].astype(np.int64)
+    key = name[pairs].astype(np.int32 if width * width < 2**31 else np.int64)
     key *= width
     key += name[pairs + 1]
     used, group = dense_ids(key, width * width)
