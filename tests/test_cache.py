@@ -304,3 +304,27 @@ def test_flipped_byte_in_cpu_rows_is_detected(demo: Path) -> None:
     assert r.exit_code == 0, r.output
     assert r.stdout == cold
     assert "cpu.parquet: its content changed" in r.stderr and "rebuilding" in r.stderr
+
+
+def test_cpu_row_groups_are_skipped_by_their_time_range(tmp_path: Path) -> None:
+    """Only row groups that can hold a row in flight at an instant are read, and every
+    such row is found."""
+    import numpy as np
+
+    from traceview.cpu_rows import BLOCK_ROWS, ArrayRows, CpuRows, rows
+
+    n = 5 * BLOCK_ROWS
+    start = np.arange(n, dtype=np.int64) * 10  # in time order, 10 ns apart, 5 ns long
+    table = rows(np.zeros(n, np.int64), start, start + 5, np.zeros(n, np.int64), np.full(n, -1))
+    path = tmp_path / "cpu.parquet"
+    store._write_cpu(path, CpuRows((ArrayRows(table),)))
+    parquet = store.ParquetRows(path, n)
+    instants = np.array([12, 10 * (3 * BLOCK_ROWS + 7) + 2], dtype=np.int64)
+    blocks = list(parquet.blocks(BLOCK_ROWS, instants))
+    assert len(blocks) == 2  # of 5 row groups
+    got = np.concatenate(blocks)
+    live = got[
+        [any(s <= t <= e for t in instants) for s, e in zip(got["ts"], got["end"], strict=True)]
+    ]
+    assert live["ts"].tolist() == [10, 10 * (3 * BLOCK_ROWS + 7)]
+    assert np.concatenate(list(parquet.blocks(BLOCK_ROWS))).tobytes() == table.tobytes()

@@ -76,36 +76,25 @@ def test_gaps_cli_json_carries_the_context(tmp_path: Path) -> None:
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(
-    items=st.lists(
-        st.tuples(st.integers(0, 50), st.integers(0, 20), st.integers(-1, 9)), max_size=40
-    ),
+    items=st.lists(st.tuples(st.integers(0, 50), st.integers(0, 20)), max_size=40),
     instants=st.sets(st.integers(0, 80), min_size=1, max_size=5),
-    wanted=st.sets(st.integers(0, 9), min_size=1, max_size=4),
     cut=st.integers(0, 40),
 )
 def test_scan_matches_brute_force(
-    items: list[tuple[int, int, int]],
-    instants: set[int],
-    wanted: set[int],
-    cut: int,
-    monkeypatch: pytest.MonkeyPatch,
+    items: list[tuple[int, int]], instants: set[int], cut: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr("traceview.cpu_rows.BLOCK_ROWS", 7)  # blocks, and a partial last one
-    start = np.array([s for s, _, _ in items], dtype=np.int64)
-    end = start + np.array([d for _, d, _ in items], dtype=np.int64)
-    correlation = np.array([c for _, _, c in items], dtype=np.int64)
+    start = np.array([s for s, _ in items], dtype=np.int64)
+    end = start + np.array([d for _, d in items], dtype=np.int64)
     order = np.arange(len(items), dtype=np.int64)  # the row number, kept as the name id
-    table = rows(order, start, end, order, correlation)
+    table = rows(order, start, end, order, order)
     spill = SpillFile()  # the rows in two sources: a spill file, then memory
     spill.append(table[:cut])
     cpu = CpuRows((spill, ArrayRows(table[cut:])))
-    live, launches = cpu_context._scan(
-        cpu, np.array(sorted(instants), dtype=np.int64), np.array(sorted(wanted), dtype=np.int64)
-    )
+    live = cpu_context._scan(cpu, np.array(sorted(instants), dtype=np.int64))
     assert live["name"].tolist() == [
-        i for i, (s, d, _) in enumerate(items) if any(s <= t <= s + d for t in instants)
+        i for i, (s, d) in enumerate(items) if any(s <= t <= s + d for t in instants)
     ]
-    assert launches["name"].tolist() == [i for i, (_, _, c) in enumerate(items) if c in wanted]
 
 
 def test_no_room_for_cpu_rows_is_one_clear_error(

@@ -37,11 +37,15 @@ BLOCK_ROWS = 1 << 16
 
 
 class RowSource(Protocol):
-    """Rows that can be read block by block, in order."""
+    """Rows that can be read block by block, in order.
+
+    With ``instants`` (sorted ns), a source may leave out blocks in which no row is in
+    flight (ts ≤ t ≤ end) at any of them: only those rows are wanted.
+    """
 
     def __len__(self) -> int: ...
 
-    def blocks(self, size: int) -> Iterator[np.ndarray]: ...
+    def blocks(self, size: int, instants: np.ndarray | None = None) -> Iterator[np.ndarray]: ...
 
 
 @dataclass(frozen=True)
@@ -53,10 +57,13 @@ class CpuRows:
     def __len__(self) -> int:
         return sum(len(part) for part in self.parts)
 
-    def blocks(self, size: int = BLOCK_ROWS) -> Iterator[np.ndarray]:
-        """Structured arrays of ``ROW``, at most ``size`` rows each (may be read-only)."""
+    def blocks(
+        self, size: int = BLOCK_ROWS, instants: np.ndarray | None = None
+    ) -> Iterator[np.ndarray]:
+        """Structured arrays of ``ROW``, about ``size`` rows each (may be read-only); see
+        RowSource for ``instants``."""
         for part in self.parts:
-            yield from part.blocks(size)
+            yield from part.blocks(size, instants)
 
 
 def rows(
@@ -78,7 +85,7 @@ class ArrayRows:
     def __len__(self) -> int:
         return len(self.table)
 
-    def blocks(self, size: int) -> Iterator[np.ndarray]:
+    def blocks(self, size: int, instants: np.ndarray | None = None) -> Iterator[np.ndarray]:
         for start in range(0, len(self.table), size):
             yield self.table[start : start + size]
 
@@ -129,7 +136,7 @@ class SpillFile:
     def __len__(self) -> int:
         return self.count
 
-    def blocks(self, size: int) -> Iterator[np.ndarray]:
+    def blocks(self, size: int, instants: np.ndarray | None = None) -> Iterator[np.ndarray]:
         if self._file is None or self.count == 0:
             return
         self.flush()
@@ -160,8 +167,8 @@ class Renumbered:
     def __len__(self) -> int:
         return len(self.source)
 
-    def blocks(self, size: int) -> Iterator[np.ndarray]:
-        for block in self.source.blocks(size):
+    def blocks(self, size: int, instants: np.ndarray | None = None) -> Iterator[np.ndarray]:
+        for block in self.source.blocks(size, instants):
             block = block.copy()
             block["thread"] = self.threads[block["thread"]]
             block["name"] = self.names[block["name"]]

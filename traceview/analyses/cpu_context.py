@@ -44,24 +44,41 @@ NO_CONTEXT = CpuContext(None, None, None, None)
 
 
 def cpu_contexts(events: TraceEvents, gaps: list[tuple[int, int]]) -> list[CpuContext]:
-    """For each (correlation, at_ns): the state at at_ns of the thread that launched it."""
+    """For each (correlation, at_ns): the state at at_ns of the thread that launched it.
+
+    The launches' start times come from the runtime columns, so one question is asked of
+    the CPU rows: which rows are in flight at one of these instants (the gaps' starts and
+    the launches' starts)? Sources that know each block's time range skip the others.
+    """
     wanted = sorted({correlation for correlation, _ in gaps if correlation >= 0})
     if len(events.cpu) == 0 or not wanted:
         return [NO_CONTEXT] * len(gaps)
-    instants = np.array(sorted({at for _, at in gaps}), dtype=np.int64)
-    live, launches = _scan(events.cpu, instants, np.array(wanted, dtype=np.int64))
-    return [_context(events, live, launches, correlation, at) for correlation, at in gaps]
+    launch_at = _launch_times(events, wanted)
+    instants = np.array(sorted({at for _, at in gaps} | set(launch_at.values())), dtype=np.int64)
+    live = _scan(events.cpu, instants)
+    return [_context(events, live, launch_at, correlation, at) for correlation, at in gaps]
 
 
-def _scan(cpu: CpuRows, instants: np.ndarray, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The rows in flight at one of the ``instants``, and the rows with a ``wanted``
-    correlation, in file order: one pass over all CPU rows, block by block, for all gaps."""
-    live, launches = [np.zeros(0, dtype=ROW)], [np.zeros(0, dtype=ROW)]
-    for block in cpu.blocks():
-        correlation = block["correlation"]
+def _launch_times(events: TraceEvents, wanted: list[int]) -> dict[int, int]:
+    """The start of the earliest runtime call of each wanted correlation id (if any)."""
+    runtime = events.runtime
+    hit = np.isin(runtime.correlation, wanted)
+    out: dict[int, int] = {}
+    for correlation, ts in zip(
+        runtime.correlation[hit].tolist(), runtime.ts[hit].tolist(), strict=True
+    ):
+        if ts < out.get(correlation, ts + 1):
+            out[correlation] = ts
+    return out
+
+
+def _scan(cpu: CpuRows, instants: np.ndarray) -> np.ndarray:
+    """The rows in flight at one of the sorted ``instants``, in file order: one pass over
+    the CPU rows, block by block, for all gaps."""
+    live = [np.zeros(0, dtype=ROW)]
+    for block in cpu.blocks(instants=instants):
         live.append(block[_hits(instants, block["ts"], block["end"])])
-        launches.append(block[_hits(wanted, correlation, correlation)])
-    return np.concatenate(live), np.concatenate(launches)
+    return np.concatenate(live)
 
 
 def _hits(values: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
@@ -72,14 +89,15 @@ def _hits(values: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
 
 
 def _context(
-    events: TraceEvents, live: np.ndarray, launches: np.ndarray, correlation: int, at_ns: int
+    events: TraceEvents, live: np.ndarray, launch_at: dict[int, int], correlation: int, at_ns: int
 ) -> CpuContext:
-    if correlation < 0:
+    if correlation not in launch_at:
         return NO_CONTEXT
-    launches = launches[launches["correlation"] == correlation]
+    start = launch_at[correlation]
+    launches = live[(live["correlation"] == correlation) & (live["ts"] == start)]
     if len(launches) == 0:
         return NO_CONTEXT
-    launch = launches[np.argmin(launches["ts"])]  # the first of the earliest
+    launch = launches[0]  # the first of the earliest, in file order
     thread = int(launch["thread"])
     rows = live[(live["thread"] == thread) & (live["ts"] <= at_ns) & (live["end"] >= at_ns)]
     runtime = rows["correlation"] != OP
@@ -87,7 +105,7 @@ def _context(
         thread=_thread_label(events.threads[thread]),
         runtime=_innermost(events, rows[runtime]),
         cpu_op=_innermost(events, rows[~runtime]),
-        launch_delay_us=(int(launch["ts"]) - at_ns) / 1000,
+        launch_delay_us=(start - at_ns) / 1000,
     )
 
 

@@ -283,15 +283,31 @@ class ParquetRows:
     def __len__(self) -> int:
         return self.count
 
-    def blocks(self, size: int) -> Iterator[np.ndarray]:
+    def blocks(self, size: int, instants: np.ndarray | None = None) -> Iterator[np.ndarray]:
+        """A row group at a time (written ``BLOCK_ROWS`` rows each); with ``instants``, the
+        groups whose [least ts, greatest end] holds none of them are not even read."""
         import pyarrow.parquet as pq
 
         with pq.ParquetFile(self.path, page_checksum_verification=True) as parquet:
-            for batch in parquet.iter_batches(batch_size=size, columns=list(CPU_COLUMNS)):
-                block = np.empty(batch.num_rows, dtype=ROW)
+            for group in range(parquet.metadata.num_row_groups):
+                if instants is not None and not _may_be_live(parquet.metadata, group, instants):
+                    continue
+                table = parquet.read_row_group(group, columns=list(CPU_COLUMNS))
+                block = np.empty(table.num_rows, dtype=ROW)
                 for name in CPU_COLUMNS:
-                    block[name] = batch.column(name).to_numpy()
+                    block[name] = table.column(name).to_numpy()
                 yield block
+
+
+def _may_be_live(metadata: Any, group: int, instants: np.ndarray) -> bool:
+    """Whether a row group's statistics allow a row in flight at one of ``instants``."""
+    columns = metadata.row_group(group)
+    ts = columns.column(CPU_COLUMNS.index("ts")).statistics
+    end = columns.column(CPU_COLUMNS.index("end")).statistics
+    if ts is None or end is None or not (ts.has_min_max and end.has_min_max):
+        return True
+    first = int(np.searchsorted(instants, ts.min))
+    return first < len(instants) and int(instants[first]) <= end.max
 
 
 def _arrays(path: Path, names: tuple[str, ...]) -> list[np.ndarray]:
