@@ -145,14 +145,37 @@ def test_schema_bump_rebuilds(demo: Path, monkeypatch: pytest.MonkeyPatch) -> No
     assert store.read_meta(entry.directory)["cache_schema"] == store.CACHE_SCHEMA
 
 
-def test_cpu_columns_upgrade(demo: Path) -> None:
+def test_one_ingest_serves_every_command(demo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first command stores what every command needs (CPU rows too): no second read."""
+    cold = {c[0] + str(i): _json(c, demo, "--no-cache") for i, c in enumerate(COMMANDS)}
     _json(["kernels"], demo)
     (entry,) = _entries()
-    assert not store.read_meta(entry.directory)["has_cpu"]
+    assert store.read_meta(entry.directory)["has_cpu"]
+
+    def no_second_read(*args: object) -> None:
+        raise AssertionError("the trace was read again")
+
+    monkeypatch.setattr("traceview.run._ingest", no_second_read)
+    for i, command in enumerate(COMMANDS):
+        assert _json(command, demo) == cold[command[0] + str(i)], command
+
+
+def test_entry_without_cpu_rows_is_upgraded(demo: Path) -> None:
     cold = _json(["gaps"], demo, "--no-cache")
-    assert _json(["gaps"], demo) == cold
+    _json(["kernels"], demo)
+    (entry,) = _entries()
+    for name in ("cpu.parquet", "threads.parquet"):  # as an entry made without CPU rows
+        (entry.directory / name).unlink()
+    meta = json.loads((entry.directory / store.META).read_text())
+    meta["has_cpu"] = False
+    cpu_files = ("cpu.parquet", "threads.parquet")
+    meta["files"] = {k: v for k, v in meta["files"].items() if k not in cpu_files}
+    meta["digests"] = {}
+    (entry.directory / store.META).write_text(json.dumps(meta))
+    assert _json(["gaps"], demo) == cold  # read again, and the entry completed
     (entry,) = _entries()
     assert store.read_meta(entry.directory)["has_cpu"]
+    assert _json(["gaps"], demo) == cold
 
 
 def test_eviction_keeps_the_newest(demo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -231,13 +254,13 @@ def test_warnings_repeat_on_a_hit(tmp_path: Path) -> None:
     assert all(r.exit_code == 0 for r in runs), [r.output for r in runs]
     assert runs[0].stderr == runs[1].stderr == runs[2].stderr
     assert "without dur" in runs[0].stderr
-    # CPU-only problems are not shown without CPU: the first such read fills in its counters
+    # CPU-only problems are not shown when CPU rows are not read (--largest 0)
     assert runs[3].stderr == runs[4].stderr == runs[5].stderr == runs[6].stderr
     assert runs[3].stdout == runs[4].stdout == runs[6].stdout
     assert runs[7].stderr == runs[0].stderr
     (entry,) = _entries()
     meta = store.read_meta(entry.directory)
-    assert meta["has_cpu"] and meta["quality_without_cpu"] not in (None, meta["quality"])
+    assert meta["has_cpu"] and meta["cpu_quality"] and meta["cpu_quality"] != meta["quality"]
 
 
 def test_export_writes_parquet(demo: Path, tmp_path: Path) -> None:
@@ -249,7 +272,7 @@ def test_export_writes_parquet(demo: Path, tmp_path: Path) -> None:
     gpu = pq.read_table(out / "gpu.parquet")
     assert gpu.column_names == list(store.GPU_COLUMNS)
     meta = json.loads((out / "meta.json").read_text())
-    assert meta["read"]["events"] > 0 and "quality_without_cpu" not in meta
+    assert meta["read"]["events"] > 0 and "cpu_quality" not in meta
     assert runner.invoke(app, ["export", str(demo), "-o", str(out)]).exit_code == 2
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 
@@ -133,6 +133,16 @@ class RuntimeColumns:
 
 
 @dataclass(frozen=True)
+class TraceFacts:
+    """What the summary of every report says about the data, worked out once per trace
+    (it takes a pass over all GPU rows) and kept in the cache: data-quality warnings and
+    whether timestamps carry ns (``ns``) or whole µs (``us``)."""
+
+    checks: tuple[str, ...]
+    time_resolution: str
+
+
+@dataclass(frozen=True)
 class TraceEvents:
     """Everything the analyses need from one trace, in memory-light columns."""
 
@@ -150,6 +160,9 @@ class TraceEvents:
     # Runtime calls and CPU ops, for explaining GPU gaps (empty unless asked for).
     cpu: CpuRows = field(default_factory=CpuRows)
     threads: list[tuple[Any, Any]] = field(default_factory=list)
+    facts: TraceFacts | None = None  # None: not worked out yet (see analyses.summary)
+    # The part of ``quality`` that comes from CPU ops (counted only when CPU rows are kept).
+    cpu_quality: Counter[str] = field(default_factory=Counter)
 
 
 @dataclass
@@ -180,6 +193,7 @@ class EventCollector:
         self.streams = Interner()
         self.threads = Interner()
         self.quality: Counter[str] = Counter()
+        self.cpu_quality: Counter[str] = Counter()  # the part of quality from CPU ops
         self._categories: dict[str, int] = {}
         self._gpu: list[tuple[np.ndarray, ...]] = []
         self._runtime: list[tuple[np.ndarray, ...]] = []  # per batch: correlation, ts
@@ -190,6 +204,14 @@ class EventCollector:
 
     def add(self, events: Iterable[Any]) -> None:
         """Add one batch; all-or-nothing, so a batch can be retried after NeedsExactTimes."""
+        quality, cpu_quality = self.quality.copy(), self.cpu_quality.copy()
+        try:
+            self._add(events)
+        except NeedsExactTimes:
+            self.quality, self.cpu_quality = quality, cpu_quality  # nothing counted twice
+            raise
+
+    def _add(self, events: Iterable[Any]) -> None:
         gpu, gpu_kinds, runtime, steps, ops = self._split(events)
         lists = _Lists()
         gpu_columns = self._gpu_columns(gpu, gpu_kinds)
@@ -208,7 +230,9 @@ class EventCollector:
                 new_cpu.append(self._cpu_rows(runtime, ts, ts + dur, calls))
             op_times = batch.timed(ops)
             if op_times is None:
+                before = self.quality.copy()
                 self._add_each(((e, _CPU_ANNOTATION) for e in ops), lists)
+                self.cpu_quality.update(self.quality - before)
             elif ops:
                 ts, dur = op_times
                 new_cpu.append(self._cpu_rows(ops, ts, ts + dur, np.full(len(ops), cpu_rows.OP)))
@@ -312,6 +336,7 @@ class EventCollector:
             self._widen_span(*part.span_ns)
         self._steps[:0] = part.steps
         self.quality.update(part.quality)
+        self.cpu_quality.update(part.cpu_quality)
 
     def _commit_gpu(self, columns: tuple[np.ndarray, ...]) -> None:
         ts, dur = columns[3], columns[4]
@@ -427,6 +452,7 @@ class EventCollector:
             span_ns=self._span,
             quality=self.quality,
             cpu=cpu_rows.from_parts([*self._cpu_before, self._cpu]),
+            cpu_quality=self.cpu_quality,
             threads=self.threads.values,
         )
 
@@ -484,6 +510,28 @@ def _value_key(value: Any) -> tuple[int, Any]:
     if isinstance(value, int | float) and not isinstance(value, bool):
         return (0, value)
     return (1, str(value))
+
+
+def without_cpu(events: TraceEvents) -> TraceEvents:
+    """Exactly what reading the trace without CPU rows gives: no CPU rows, threads or the
+    counters of CPU-op problems, and names renumbered as such a read interns them (GPU
+    names in order of first use)."""
+    name = events.gpu.name
+    first = np.full(len(events.names), len(name), dtype=np.int64)
+    np.minimum.at(first, name, np.arange(len(name)))  # each name's first row, without a sort
+    used = np.flatnonzero(first < len(name))
+    order = used[np.argsort(first[used], kind="stable")]
+    new_id = np.full(len(events.names), -1, dtype=np.int32)
+    new_id[order] = np.arange(len(order), dtype=np.int32)
+    return replace(
+        events,
+        gpu=replace(events.gpu, name=new_id[events.gpu.name]),
+        names=[events.names[i] for i in order.tolist()],
+        quality=events.quality - events.cpu_quality,
+        cpu_quality=Counter(),
+        cpu=CpuRows(),
+        threads=[],
+    )
 
 
 def collect_events(reader: TraceReader, keep_cpu: bool = False) -> TraceEvents:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import functools
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import orjson
 
@@ -26,6 +28,8 @@ if TYPE_CHECKING:
 
 FORMATS = ("table", "json", "csv", "md")
 DIFF_FORMATS = ("table", "json", "md")
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 
 @dataclass(frozen=True)
@@ -69,7 +73,8 @@ def read_trace(path: Path, options: ReadOptions, keep_cpu: bool = False) -> Trac
 def _read_cached(path: Path, options: ReadOptions, keep_cpu: bool) -> TraceEvents | None:
     """The events from the cache, or a fresh read stored in it; None when it cannot be used."""
     from traceview import cache
-    from traceview.cache.store import ingested
+    from traceview.analyses.summary import with_facts
+    from traceview.events import without_cpu
 
     settings = cache.CacheSettings(True, options.refresh, options.cache_dir)
     slot = cache.open_slot(path, settings, keep_cpu)
@@ -77,13 +82,14 @@ def _read_cached(path: Path, options: ReadOptions, keep_cpu: bool) -> TraceEvent
         return None
     if slot.events is not None:
         return slot.events
-    events = _ingest(path, options, keep_cpu)
+    # Read once for every command: with the CPU rows (for gaps), facts worked out.
+    events = with_facts(_ingest(path, options, keep_cpu=True))
     # A truncated read (--partial) is not stored: a later run without --partial would get it
     # from the cache instead of the truncation error, and the file is most likely still being
     # written, so its entry would never be used again.
     if events.read.truncated_at is None:
-        cache.publish(slot, ingested(events, keep_cpu))
-    return events
+        cache.publish_in_background(slot, events)
+    return events if keep_cpu else without_cpu(events)
 
 
 def _ingest(path: Path, options: ReadOptions, keep_cpu: bool) -> TraceEvents:
@@ -92,12 +98,33 @@ def _ingest(path: Path, options: ReadOptions, keep_cpu: bool) -> TraceEvents:
     from traceview.read.reader import TraceReader
     from traceview.render.output import ByteProgress
 
+    _wait_for_cache_writes()  # no thread may be writing when the reader forks
     reader = TraceReader(path, partial=options.partial)
     with ByteProgress(reader.info.size_bytes, enabled=not options.quiet) as progress:
         reader.on_progress = progress
         return collect_events(reader, keep_cpu)
 
 
+def _command(run: Callable[_P, _R]) -> Callable[_P, _R]:
+    """A command that reads traces: it ends once the cache entries it started are written."""
+
+    @functools.wraps(run)
+    def command(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return run(*args, **kwargs)
+        finally:
+            _wait_for_cache_writes()
+
+    return command
+
+
+def _wait_for_cache_writes() -> None:
+    cache = sys.modules.get("traceview.cache")  # nothing to wait for if it is not loaded
+    if cache is not None:
+        cache.wait_for_writes()
+
+
+@_command
 def kernels(path: Path, options: KernelOptions, read: ReadOptions, out: OutputOptions) -> None:
     """``traceview kernels``."""
     from traceview.analyses.kernels import analyse_kernels
@@ -117,6 +144,7 @@ def kernels(path: Path, options: KernelOptions, read: ReadOptions, out: OutputOp
         write_file(out.output, render_kernels.detailed_report(report), out.force)
 
 
+@_command
 def steps(path: Path, read: ReadOptions, out: OutputOptions) -> None:
     """``traceview steps``."""
     from traceview.analyses.steps import step_table
@@ -137,6 +165,7 @@ def steps(path: Path, read: ReadOptions, out: OutputOptions) -> None:
     )
 
 
+@_command
 def gaps(path: Path, options: GapOptions, read: ReadOptions, out: OutputOptions) -> None:
     """``traceview gaps``."""
     from traceview.analyses.gaps import analyse_gaps
@@ -198,6 +227,7 @@ def _stdout_console() -> Console:
     return Console(highlight=False)
 
 
+@_command
 def snapshot(path: Path, read: ReadOptions, output: Path | None, force: bool) -> None:
     """``traceview snapshot``: the JSON snapshot to stdout, or atomically to ``output``."""
     from traceview.analyses.snapshot import build_snapshot, to_json
@@ -211,6 +241,7 @@ def snapshot(path: Path, read: ReadOptions, output: Path | None, force: bool) ->
         write_file(output, text, force)
 
 
+@_command
 def diff(
     base: Path, new: Path, options: DiffOptions, read: ReadOptions, out: OutputOptions
 ) -> None:
@@ -245,6 +276,7 @@ def _diff_side(path: Path, read: ReadOptions) -> Side:
     return Side(str(path), "trace", build_snapshot(read_trace(path, read)))
 
 
+@_command
 def export(path: Path, read: ReadOptions, directory: Path, force: bool) -> None:
     """``traceview export``: the trace's tables as Parquet files in ``directory``."""
     from traceview.cache.store import export_tables

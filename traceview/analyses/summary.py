@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from traceview.analyses.quality import quality_warnings
-from traceview.events import TraceEvents
+from traceview.events import TraceEvents, TraceFacts
 
 _HEADER_FIELDS = ("schemaVersion", "displayTimeUnit", "baseTimeNanoseconds", "traceName")
 
@@ -42,8 +42,18 @@ class TraceSummary:
         }
 
 
+def with_facts(events: TraceEvents) -> TraceEvents:
+    """``events`` with its TraceFacts worked out (kept if they are known already)."""
+    if events.facts is not None:
+        return events
+    facts = TraceFacts(tuple(quality_warnings(events)), _resolution(events))
+    return replace(events, facts=facts)
+
+
 def summarize(events: TraceEvents, extra_warnings: tuple[str, ...] = ()) -> TraceSummary:
     """The TraceSummary of a read trace."""
+    facts = with_facts(events).facts
+    assert facts is not None
     span = events.span_ns
     devices = {device for device, _ in events.streams}
     return TraceSummary(
@@ -55,8 +65,8 @@ def summarize(events: TraceEvents, extra_warnings: tuple[str, ...] = ()) -> Trac
         streams=len(events.streams),
         device_names=_device_names(events.header),
         header=_header_fields(events.header),
-        warnings=(*read_warnings(events), *quality_warnings(events), *extra_warnings),
-        time_resolution=_resolution(events),
+        warnings=(*read_warnings(events), *facts.checks, *extra_warnings),
+        time_resolution=facts.time_resolution,
     )
 
 

@@ -10,14 +10,12 @@ import contextlib
 import os
 import shutil
 import stat
+import threading
 import uuid
-from collections import Counter
 from dataclasses import dataclass
-from dataclasses import replace as dataclass_replace
 from pathlib import Path
 from typing import Any
 
-from traceview.cache.store import Ingested
 from traceview.events import TraceEvents
 from traceview.render.output import stderr_console
 from traceview.state import state_dir
@@ -107,34 +105,46 @@ def _load(root: Path, key: str, path: Path, keep_cpu: bool) -> TraceEvents | Non
 
 
 def _serves(meta: dict[str, Any], keep_cpu: bool) -> bool:
-    """Whether an entry can give exactly what a read with (or without) CPU columns gives."""
-    if keep_cpu:
-        return bool(meta["has_cpu"])
-    return not meta["has_cpu"] or meta["quality_without_cpu"] is not None
+    """Whether an entry can give exactly what a read with (or without) CPU rows gives."""
+    return bool(meta["has_cpu"]) or not keep_cpu
 
 
-def publish(slot: Slot, ingested: Ingested) -> None:
-    """Store a fresh read atomically: write a temp dir inside the cache, then rename it."""
+def publish(slot: Slot, events: TraceEvents) -> None:
+    """Store a fresh read, CPU rows included, atomically: write a temp dir inside the cache,
+    then rename it. An entry already there stays, unless this is a refresh or it lacks CPU
+    rows (made by hand, or by a version that stored them only for gaps)."""
     from traceview.cache.key import identity
     from traceview.cache.manage import evict, max_size
-    from traceview.cache.store import fill_quality_without_cpu
 
     try:
         if identity(slot.trace) != slot.identity:
             return  # the trace changed while it was read: its hash is stale
         target = entry_dir(slot.root, slot.key)
         current = _meta_or_none(target)
-        if current is not None and not slot.refresh and not ingested.keep_cpu:
-            if current["has_cpu"] and current["quality_without_cpu"] is None:
-                fill_quality_without_cpu(target, ingested.events.quality)
-            return
-        upgrade = current is not None and ingested.keep_cpu and not current["has_cpu"]
-        if upgrade and current is not None and ingested.quality_without_cpu is None:
-            ingested = dataclass_replace(ingested, quality_without_cpu=Counter(current["quality"]))
-        _write_entry(slot, ingested, target, replace=slot.refresh or upgrade)
+        upgrade = current is not None and not current["has_cpu"]
+        if current is not None and not (slot.refresh or upgrade):
+            return  # published by another process meanwhile
+        _write_entry(slot, events, target, replace=slot.refresh or upgrade)
         evict(slot.root, max_size(), keep=slot.key)
     except Exception as e:  # full disk, unwritable dir, unencodable name: no cache this time
         warn(f"could not write the cache entry ({type(e).__name__}: {e})")
+
+
+_writing: list[threading.Thread] = []
+
+
+def publish_in_background(slot: Slot, events: TraceEvents) -> None:
+    """``publish`` in a thread: the analysis runs while the entry is written (pyarrow and
+    numpy release the GIL). ``wait_for_writes`` joins it."""
+    thread = threading.Thread(target=publish, args=(slot, events), name="traceview-cache")
+    thread.start()
+    _writing.append(thread)
+
+
+def wait_for_writes() -> None:
+    """Wait for the entries being written (before a reader forks, and as a command ends)."""
+    while _writing:
+        _writing.pop().join()
 
 
 def _meta_or_none(directory: Path) -> dict[str, Any] | None:
@@ -148,7 +158,7 @@ def _meta_or_none(directory: Path) -> dict[str, Any] | None:
         return None  # damaged: the next read removes it
 
 
-def _write_entry(slot: Slot, ingested: Ingested, target: Path, replace: bool) -> None:
+def _write_entry(slot: Slot, events: TraceEvents, target: Path, replace: bool) -> None:
     """Write the entry into a temp dir in the cache, then rename it into place."""
     from traceview.cache.manage import write_paths
     from traceview.cache.store import write_entry
@@ -156,7 +166,7 @@ def _write_entry(slot: Slot, ingested: Ingested, target: Path, replace: bool) ->
     tmp = slot.root / TMP / f"{slot.key}.{os.getpid()}.{uuid.uuid4().hex}"
     tmp.mkdir(parents=True)
     try:
-        write_entry(tmp, ingested)
+        write_entry(tmp, events, keep_cpu=True)
         write_paths(tmp, [str(slot.trace.resolve())])
         _rename_into_place(tmp, target, replace)
     finally:

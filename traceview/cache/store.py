@@ -8,8 +8,6 @@ damage when the entry is opened, before an analysis streams through it.
 from __future__ import annotations
 
 import json
-import os
-import uuid
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -21,7 +19,14 @@ import orjson
 
 from traceview import __version__
 from traceview.cpu_rows import ROW, CpuRows
-from traceview.events import GpuColumns, RuntimeColumns, StepWindow, TraceEvents
+from traceview.events import (
+    GpuColumns,
+    RuntimeColumns,
+    StepWindow,
+    TraceEvents,
+    TraceFacts,
+    without_cpu,
+)
 from traceview.read.reader import ReadStats
 
 # 2: cpu.parquet holds int32 thread and name ids and is checked by a digest in meta.json.
@@ -36,39 +41,11 @@ class DamagedEntry(Exception):
     """A cache entry that is incomplete, altered or of another schema."""
 
 
-@dataclass(frozen=True)
-class Ingested:
-    """A fresh read, plus the quality counters a read without CPU columns gives (None: unknown)."""
-
-    events: TraceEvents
-    quality_without_cpu: Counter[str] | None
-    keep_cpu: bool
-
-
-def ingested(events: TraceEvents, keep_cpu: bool) -> Ingested:
-    """A fresh read, ready to store.
-
-    A read with CPU columns also counts the problems of CPU ops; the counters a read without
-    them would give are known here only when there are none (else they are filled in later).
-    """
-    without = events.quality if not keep_cpu or not events.quality else None
-    return Ingested(events, without, keep_cpu)
-
-
-def fill_quality_without_cpu(directory: Path, quality: Counter[str]) -> None:
-    """Record, in an entry with CPU columns, the counters of a read without them (atomically)."""
-    meta = read_meta(directory)
-    meta["quality_without_cpu"] = dict(quality)
-    tmp = directory / f".{META}.{os.getpid()}.{uuid.uuid4().hex}"
-    tmp.write_bytes(orjson.dumps(meta, option=orjson.OPT_INDENT_2))
-    os.replace(tmp, directory / META)
-
-
-def write_entry(directory: Path, ingested: Ingested) -> None:
-    """Write every table and then ``meta.json`` (with the file sizes) into ``directory``."""
-    events = ingested.events
-    sizes = _write_tables(directory, events, ingested.keep_cpu)
-    meta = _meta(events, ingested.quality_without_cpu, sizes, directory)
+def write_entry(directory: Path, events: TraceEvents, keep_cpu: bool) -> None:
+    """Write every table (the CPU ones too if ``keep_cpu``) and then ``meta.json`` (with
+    the file sizes) into ``directory``."""
+    sizes = _write_tables(directory, events, keep_cpu)
+    meta = _meta(events, sizes, directory)
     (directory / META).write_bytes(orjson.dumps(meta, option=orjson.OPT_INDENT_2))
 
 
@@ -76,8 +53,8 @@ def export_tables(events: TraceEvents, directory: Path) -> list[str]:
     """Write the tables (with CPU ones when ``events`` has them) and meta.json for users."""
     keep_cpu = bool(events.threads) or len(events.cpu) > 0
     sizes = _write_tables(directory, events, keep_cpu)
-    meta = _meta(events, events.quality, sizes, directory)
-    del meta["quality_without_cpu"], meta["digests"]
+    meta = _meta(events, sizes, directory)
+    del meta["cpu_quality"], meta["digests"]
     (directory / META).write_bytes(orjson.dumps(meta, option=orjson.OPT_INDENT_2))
     return [*sizes, META]
 
@@ -123,10 +100,21 @@ def _write_cpu(path: Path, cpu: CpuRows) -> int:
     import pyarrow.parquet as pq
 
     schema = pa.schema([(name, pa.from_numpy_dtype(ROW[name])) for name in CPU_COLUMNS])
-    with pq.ParquetWriter(path, schema, **_PARQUET_OPTIONS, **_INTEGER_OPTIONS) as writer:
+    with pq.ParquetWriter(path, schema, **_PARQUET_OPTIONS, **_CPU_OPTIONS) as writer:
         for block in cpu.blocks():
             writer.write_table(pa.table({name: block[name] for name in CPU_COLUMNS}, schema))
     return path.stat().st_size
+
+
+# Thread and name ids (few distinct values) compress as well plain as delta-encoded, and
+# cost less to encode: 1.8M rows written in 0.135 s instead of 0.196 s, 8.1 MB not 8.3.
+_CPU_OPTIONS: dict[str, Any] = {
+    "use_dictionary": False,
+    "column_encoding": {
+        name: "PLAIN" if name in ("thread", "name") else "DELTA_BINARY_PACKED"
+        for name in CPU_COLUMNS
+    },
+}
 
 
 def _columns(columns: Any, names: tuple[str, ...]) -> Any:
@@ -171,9 +159,7 @@ _INTEGER_OPTIONS: dict[str, Any] = {
 }
 
 
-def _meta(
-    events: TraceEvents, without_cpu: Counter[str] | None, sizes: dict[str, int], directory: Path
-) -> dict[str, Any]:
+def _meta(events: TraceEvents, sizes: dict[str, int], directory: Path) -> dict[str, Any]:
     from traceview.cache.key import content_hash
 
     read = events.read
@@ -192,8 +178,9 @@ def _meta(
             "truncated_at": read.truncated_at,
         },
         "quality": dict(events.quality),
-        "quality_without_cpu": dict(without_cpu) if without_cpu is not None else None,
+        "cpu_quality": dict(events.cpu_quality),
         "span_ns": list(events.span_ns) if events.span_ns is not None else None,
+        "facts": _facts_json(events.facts),
         "has_cpu": "cpu.parquet" in sizes,
         "cpu_rows": len(events.cpu),
         "files": sizes,
@@ -241,28 +228,26 @@ def read_entry(directory: Path, meta: dict[str, Any], keep_cpu: bool) -> TraceEv
         steps=_read_steps(directory / "steps.parquet"),
         span_ns=tuple(meta["span_ns"]) if meta["span_ns"] is not None else None,  # type: ignore[arg-type]
         quality=Counter(meta["quality"]),
+        facts=_read_facts(meta.get("facts")),
+        cpu_quality=Counter(meta["cpu_quality"]),
     )
     if keep_cpu and meta["has_cpu"]:
         _check_digests(directory, meta)
         cpu = CpuRows((ParquetRows(directory / "cpu.parquet", meta["cpu_rows"]),))
         return replace(events, cpu=cpu, threads=_read_pairs(directory / "threads.parquet"))
-    if meta["has_cpu"]:
-        return _without_cpu(events, Counter(meta["quality_without_cpu"]))
-    return events
+    return without_cpu(events) if meta["has_cpu"] else events
 
 
-def _without_cpu(events: TraceEvents, quality: Counter[str]) -> TraceEvents:
-    """Renumber names as a read without CPU ops interns them: GPU names in order of first use."""
-    name = events.gpu.name
-    first = np.full(len(events.names), len(name), dtype=np.int64)
-    np.minimum.at(first, name, np.arange(len(name)))  # each name's first row, without a sort
-    used = np.flatnonzero(first < len(name))
-    order = used[np.argsort(first[used], kind="stable")]
-    new_id = np.full(len(events.names), -1, dtype=np.int32)
-    new_id[order] = np.arange(len(order), dtype=np.int32)
-    gpu = replace(events.gpu, name=new_id[events.gpu.name])
-    names = [events.names[i] for i in order.tolist()]
-    return replace(events, gpu=gpu, names=names, quality=quality, cpu=CpuRows())
+def _facts_json(facts: TraceFacts | None) -> dict[str, Any] | None:
+    if facts is None:
+        return None
+    return {"checks": list(facts.checks), "time_resolution": facts.time_resolution}
+
+
+def _read_facts(facts: dict[str, Any] | None) -> TraceFacts | None:
+    if facts is None:
+        return None
+    return TraceFacts(tuple(str(c) for c in facts["checks"]), str(facts["time_resolution"]))
 
 
 def _check_digests(directory: Path, meta: dict[str, Any]) -> None:
