@@ -23,6 +23,9 @@ For .gz files the raw read inflates with zlib-ng, as traceview does; the json.lo
 baselines use the stdlib gzip module, as naive code would.
 The json.load, ijson and HTA baselines are skipped above --baseline-max-size (json.load needs
 ~5 GB of RAM per GB of trace); HTA is measured only when `hta` is importable.
+The cache rows use a private cache dir: "kernels, fill" is a first run with the cache on
+(`--refresh`: hash the file, read it with the CPU rows, write the entry), the warm rows answer
+from that entry; the note after the table gives the entry's size.
 The script also runs its own workers: `bench_read.py --worker {raw,json,ijson,hta} FILE`.
 """
 
@@ -35,6 +38,7 @@ import json
 import os
 import platform
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -333,7 +337,9 @@ def commands(path: Path) -> dict[str, list[str]]:
         "traceview kernels": [*tv, "kernels", f, *cold],
         "traceview gaps": [*tv, "gaps", f, *cold],
         "traceview steps": [*tv, "steps", f, *cold],
+        FILL: [*tv, "kernels", f, "-f", "json", "-q", "--refresh"],
         WARM: [*tv, "kernels", f, "-f", "json", "-q"],
+        WARM_GAPS: [*tv, "gaps", f, "-f", "json", "-q"],
         JSON: [py, me, "--worker", "json", f],
         IJSON: [py, me, "--worker", "ijson", f],
         HTA: [py, me, "--worker", "hta", f],
@@ -342,7 +348,11 @@ def commands(path: Path) -> dict[str, list[str]]:
 
 JSON, IJSON, HTA = "json.load + loop", "ijson items + loop", "HTA kernel breakdown"
 BASELINES = {JSON, IJSON, HTA}
-WARM = "traceview kernels, warm"  # answered from the Parquet cache filled by one untimed run
+# The cache rows use a private TRACEVIEW_CACHE_DIR (see main). FILL is a first run with the
+# cache on (--refresh: hash, read with CPU rows, write the entry); the warm rows answer from it.
+FILL = "traceview kernels, fill"
+WARM = "traceview kernels, warm"
+WARM_GAPS = "traceview gaps, warm"
 
 
 def skipped(method: str, baselines: bool) -> bool:
@@ -363,8 +373,8 @@ def bench_file(
     for method, cmd in commands(path).items():
         if skipped(method, baselines):
             continue
-        if method == WARM:
-            run_once(cmd)  # fill the cache (a private TRACEVIEW_CACHE_DIR, see main)
+        if method == FILL:  # the entry of this file only, for its size below
+            shutil.rmtree(Path(os.environ["TRACEVIEW_CACHE_DIR"]) / "entries", ignore_errors=True)
         n = baseline_runs if method in BASELINES else runs
         try:
             row, outputs[method] = measure(label, kind, method, cmd, n, nbytes)
@@ -374,8 +384,18 @@ def bench_file(
             notes.append(f"{label} {kind}: HTA failed: {str(e).strip().splitlines()[-1]}")
             continue
         rows.append(row)
+        if method == FILL:
+            notes.append(
+                f"{label} {kind}: cache entry {_cache_mb():.1f} MB for {nbytes / 1e6:.0f} MB"
+            )
     cross_check(f"{label} {kind}", outputs, notes)
     return rows
+
+
+def _cache_mb() -> float:
+    """Size of the entries in the private cache dir (emptied before each file's first run)."""
+    entries = Path(os.environ["TRACEVIEW_CACHE_DIR"]) / "entries"
+    return sum(p.stat().st_size for p in entries.rglob("*") if p.is_file()) / 1e6
 
 
 def cross_check(where: str, outputs: dict[str, str], notes: list[str]) -> None:
@@ -459,6 +479,21 @@ def ratio_lines(rows: list[Row]) -> list[str]:
             ratio = tv.mb_s / base.mb_s
             out.append(
                 f"ratio {label} {kind}: traceview kernels MB/s / json.load MB/s = {ratio:.2f}x"
+            )
+    for label, kind in dict.fromkeys((r.size_label, r.kind) for r in rows):
+        cold, fill = by.get((label, kind, "traceview kernels")), by.get((label, kind, FILL))
+        warm, gaps = by.get((label, kind, WARM)), by.get((label, kind, "traceview gaps"))
+        warm_gaps = by.get((label, kind, WARM_GAPS))
+        if cold and fill and warm:
+            out.append(
+                f"cache {label} {kind}: first run with the cache {fill.wall_s / cold.wall_s:.2f}x"
+                f" the --no-cache kernels run; warm kernels {cold.wall_s / warm.wall_s:.1f}x"
+                f" faster than --no-cache, {fill.wall_s / warm.wall_s:.1f}x than the first run"
+            )
+        if gaps and warm_gaps:
+            out.append(
+                f"cache {label} {kind}: warm gaps {gaps.wall_s / warm_gaps.wall_s:.1f}x faster"
+                " than --no-cache"
             )
     for label in dict.fromkeys(r.size_label for r in rows):
         parts = []

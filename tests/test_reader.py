@@ -500,3 +500,16 @@ def test_reading_never_writes_the_trace(tmp_path: Path) -> None:
     assert hashlib.sha256(path.read_bytes()).hexdigest() == digest
     assert path.stat().st_mtime_ns == stat.st_mtime_ns
     assert os.access(path, os.R_OK)
+
+
+def test_a_file_shortened_while_read_is_an_error(tmp_path: Path) -> None:
+    path = tmp_path / "t.json"
+    gen.write_trace(path, steps=2, seed=1, layout="kineto")
+    size = path.stat().st_size
+    reader = TraceReader(path, block_size=4096)
+    batches = reader.batches()
+    next(batches)
+    os.truncate(path, size // 2)  # another program rewrites the trace meanwhile
+    with pytest.raises(TraceviewError, match="got shorter while it was read"):
+        for _ in batches:
+            pass

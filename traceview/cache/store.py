@@ -7,6 +7,7 @@ damage when the entry is opened, before an analysis streams through it.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections import Counter
 from collections.abc import Iterator
@@ -97,8 +98,8 @@ def _tables(events: TraceEvents) -> dict[str, Any]:
 def _write_cpu(path: Path, cpu: CpuRows) -> int:
     """Write the CPU rows block by block (one row group each), never all at once."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
+    pq = _parquet()
     schema = pa.schema([(name, pa.from_numpy_dtype(ROW[name])) for name in CPU_COLUMNS])
     with pq.ParquetWriter(path, schema, **_PARQUET_OPTIONS, **_CPU_OPTIONS) as writer:
         for block in cpu.blocks():
@@ -141,8 +142,8 @@ def _pairs(keys: list[tuple[Any, Any]], names: tuple[str, str]) -> Any:
 
 def _write(path: Path, table: Any) -> int:
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
+    pq = _parquet()
     integers = all(pa.types.is_integer(t) for t in table.schema.types)
     options = _INTEGER_OPTIONS if integers else {}
     pq.write_table(table, path, **_PARQUET_OPTIONS, **options)
@@ -271,9 +272,7 @@ class ParquetRows:
     def blocks(self, size: int, instants: np.ndarray | None = None) -> Iterator[np.ndarray]:
         """A row group at a time (written ``BLOCK_ROWS`` rows each); with ``instants``, the
         groups whose [least ts, greatest end] holds none of them are not even read."""
-        import pyarrow.parquet as pq
-
-        with pq.ParquetFile(self.path, page_checksum_verification=True) as parquet:
+        with _parquet().ParquetFile(self.path, page_checksum_verification=True) as parquet:
             for group in range(parquet.metadata.num_row_groups):
                 if instants is not None and not _may_be_live(parquet.metadata, group, instants):
                     continue
@@ -306,11 +305,24 @@ def _arrays(path: Path, names: tuple[str, ...]) -> list[np.ndarray]:
 
 
 def _read_table(path: Path) -> Any:
+    # ParquetFile, not read_table: read_table imports pyarrow.dataset (~0.1 s).
+    with _parquet().ParquetFile(path, page_checksum_verification=True) as parquet:
+        return parquet.read()
+
+
+@functools.cache
+def _parquet() -> Any:
+    """pyarrow.parquet, with Arrow's memory from jemalloc where pyarrow has it: reading the
+    4 GB benchmark trace's entry, warm kernels peaked at 300 MB against 404 MB with the
+    default mimalloc, in the same time (median of 3); else from the system allocator."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    # ParquetFile, not read_table: read_table imports pyarrow.dataset (~0.1 s).
-    with pq.ParquetFile(path, page_checksum_verification=True) as parquet:
-        return parquet.read()
+    try:
+        pa.set_memory_pool(pa.jemalloc_memory_pool())
+    except NotImplementedError:
+        pa.set_memory_pool(pa.system_memory_pool())
+    return pq
 
 
 def _read_names(path: Path) -> list[str]:

@@ -97,6 +97,9 @@ class TraceSource:
             self._extend_limit()
         limit = len(self._map) if self._limit is None else min(self._limit, len(self._map))
         self._mapped_end = max(end, min(end + self.block_size, limit))
+        # Pages past the end of a file that shrank would stop the process (SIGBUS) when read.
+        if os.fstat(self._raw.fileno()).st_size < self._mapped_end:
+            raise TraceviewError(f"{self.info.path}: the file got shorter while it was read")
         return self._mapped_end
 
     def release(self, offset: int) -> None:
