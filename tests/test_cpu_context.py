@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -126,10 +127,11 @@ def test_spilled_rows_read_back_in_order(tmp_path: Path) -> None:
     assert back.tobytes() == table.tobytes()
 
 
-def test_innermost_of_ops_starting_together_is_the_nested_one(tmp_path: Path) -> None:
+def gap_between_launches(tmp_path: Path, cpu: list[dict]) -> Any:
+    """The one gap (100 to 310) between kernels a and b, launched at 15 and 305 on thread
+    9/1, with the CPU events ``cpu`` beside them; its LargestGap."""
     events = [
-        x("cpu_op", "aten::to", 50, 300),
-        x("cpu_op", "aten::_to_copy", 50, 260),  # starts with aten::to, ends first: inside it
+        *cpu,
         x("cuda_runtime", "cudaLaunchKernel", 15, 5, correlation=1),
         x("kernel", "a", 20, 80, tid=7, device=0, stream=7, correlation=1),
         x("cuda_runtime", "cudaLaunchKernel", 305, 4, correlation=3),
@@ -137,24 +139,22 @@ def test_innermost_of_ops_starting_together_is_the_nested_one(tmp_path: Path) ->
     ]
     path = tmp_path / "t.json"
     path.write_text(json.dumps({"traceEvents": events}))
-    (gap,) = analyse_gaps(collect_events(TraceReader(path), keep_cpu=True), GapOptions()).largest
-    assert gap.context.cpu_op == "aten::_to_copy"
+    read = collect_events(TraceReader(path), keep_cpu=True)
+    (gap,) = analyse_gaps(read, GapOptions()).largest
+    return gap
+
+
+def test_innermost_of_ops_starting_together_is_the_nested_one(tmp_path: Path) -> None:
+    outer, inner = x("cpu_op", "aten::to", 50, 300), x("cpu_op", "aten::_to_copy", 50, 260)
+    assert gap_between_launches(tmp_path, [outer, inner]).context.cpu_op == "aten::_to_copy"
 
 
 def test_a_runtime_call_without_correlation_is_still_a_runtime_call(tmp_path: Path) -> None:
-    events = [
+    cpu = [
         x("cpu_op", "aten::item", 80, 230),
         x("cuda_runtime", "cudaDeviceSynchronize", 90, 210),  # no correlation id
-        x("cuda_runtime", "cudaLaunchKernel", 15, 5, correlation=1),
-        x("kernel", "a", 20, 80, tid=7, device=0, stream=7, correlation=1),
-        x("cuda_runtime", "cudaLaunchKernel", 305, 4, correlation=3),
-        x("kernel", "b", 310, 10, tid=7, device=0, stream=7, correlation=3),
     ]
-    path = tmp_path / "t.json"
-    path.write_text(json.dumps({"traceEvents": events}))
-    for events_read in (
-        collect_events(TraceReader(path), keep_cpu=True),
-        collect_events(TraceReader(path, block_size=64), keep_cpu=True),
-    ):
-        (gap,) = analyse_gaps(events_read, GapOptions()).largest
-        assert (gap.context.runtime, gap.context.cpu_op) == ("cudaDeviceSynchronize", "aten::item")
+    no_dur = {k: v for k, v in x("cuda_runtime", "cudaGetDevice", 1, 0).items() if k != "dur"}
+    for extra in ([], [no_dur]):  # converted a batch at a time; event by event (a dur missing)
+        context = gap_between_launches(tmp_path, cpu + extra).context
+        assert (context.runtime, context.cpu_op) == ("cudaDeviceSynchronize", "aten::item")
