@@ -88,7 +88,7 @@ def _worker(
         part = TraceReader(path, block_size=block_size, byte_range=split)
         part.stats.exact_times = exact_times
         part.final_end = lambda: _recv_boundary(boundary)
-        events = _collect(part, keep_cpu, spill).finish(part)
+        events = _serial(part, keep_cpu, spill)
     except TraceviewError as e:
         conn.send(("error", str(e)))
         return
@@ -193,8 +193,8 @@ def _empty(group: str) -> Any:
     return empty_columns()[group]
 
 
-def _serial(reader: TraceReader, keep_cpu: bool) -> TraceEvents:
-    return _collect(reader, keep_cpu).finish(reader)
+def _serial(reader: TraceReader, keep_cpu: bool, spill: SpillFile | None = None) -> TraceEvents:
+    return _collect(reader, keep_cpu, spill).finish(reader)
 
 
 def _collect(reader: TraceReader, keep_cpu: bool, spill: SpillFile | None = None) -> EventCollector:

@@ -44,16 +44,19 @@ class TraceSummary:
 
 def with_facts(events: TraceEvents) -> TraceEvents:
     """``events`` with its TraceFacts worked out (kept if they are known already)."""
+    return events if events.facts is not None else replace(events, facts=facts_of(events))
+
+
+def facts_of(events: TraceEvents) -> TraceFacts:
+    """The trace's TraceFacts: as known, or worked out now."""
     if events.facts is not None:
-        return events
-    facts = TraceFacts(tuple(quality_warnings(events)), _resolution(events))
-    return replace(events, facts=facts)
+        return events.facts
+    return TraceFacts(tuple(quality_warnings(events)), _resolution(events))
 
 
 def summarize(events: TraceEvents, extra_warnings: tuple[str, ...] = ()) -> TraceSummary:
     """The TraceSummary of a read trace."""
-    facts = with_facts(events).facts
-    assert facts is not None
+    facts = facts_of(events)
     span = events.span_ns
     devices = {device for device, _ in events.streams}
     return TraceSummary(

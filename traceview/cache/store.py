@@ -45,8 +45,15 @@ class DamagedEntry(Exception):
 def write_entry(directory: Path, events: TraceEvents, keep_cpu: bool) -> None:
     """Write every table (the CPU ones too if ``keep_cpu``) and then ``meta.json`` (with
     the file sizes) into ``directory``."""
+    from traceview.cache.key import content_hash
+
     sizes = _write_tables(directory, events, keep_cpu)
-    meta = _meta(events, sizes, directory)
+    meta = _meta(events, sizes)
+    meta["cpu_quality"] = dict(events.cpu_quality)
+    # Read lazily (a row group at a time during an analysis), so checked when opened.
+    meta["digests"] = {
+        name: content_hash(directory / name) for name in sizes if name == "cpu.parquet"
+    }
     (directory / META).write_bytes(orjson.dumps(meta, option=orjson.OPT_INDENT_2))
 
 
@@ -54,8 +61,7 @@ def export_tables(events: TraceEvents, directory: Path) -> list[str]:
     """Write the tables (with CPU ones when ``events`` has them) and meta.json for users."""
     keep_cpu = bool(events.threads) or len(events.cpu) > 0
     sizes = _write_tables(directory, events, keep_cpu)
-    meta = _meta(events, sizes, directory)
-    del meta["cpu_quality"], meta["digests"]
+    meta = _meta(events, sizes)
     (directory / META).write_bytes(orjson.dumps(meta, option=orjson.OPT_INDENT_2))
     return [*sizes, META]
 
@@ -160,9 +166,7 @@ _INTEGER_OPTIONS: dict[str, Any] = {
 }
 
 
-def _meta(events: TraceEvents, sizes: dict[str, int], directory: Path) -> dict[str, Any]:
-    from traceview.cache.key import content_hash
-
+def _meta(events: TraceEvents, sizes: dict[str, int]) -> dict[str, Any]:
     read = events.read
     return {
         "cache_schema": CACHE_SCHEMA,
@@ -179,16 +183,11 @@ def _meta(events: TraceEvents, sizes: dict[str, int], directory: Path) -> dict[s
             "truncated_at": read.truncated_at,
         },
         "quality": dict(events.quality),
-        "cpu_quality": dict(events.cpu_quality),
         "span_ns": list(events.span_ns) if events.span_ns is not None else None,
         "facts": _facts_json(events.facts),
         "has_cpu": "cpu.parquet" in sizes,
         "cpu_rows": len(events.cpu),
         "files": sizes,
-        # Read lazily, so checked when the entry is opened.
-        "digests": {
-            name: content_hash(directory / name) for name in sizes if name == "cpu.parquet"
-        },
     }
 
 

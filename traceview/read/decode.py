@@ -90,7 +90,11 @@ def decode_chunk(chunk: bytes | bytearray, exact: bool, skipped: Counter[str]) -
     try:
         return _decode_fast(chunk, exact)
     except _FAST_ERRORS:
-        pass
+        return _decode_slow(chunk, exact, skipped)
+
+
+def _decode_slow(chunk: bytes | bytearray, exact: bool, skipped: Counter[str]) -> list[Any]:
+    """The chunk the fast decoder rejected: stdlib json, else event by event."""
     try:
         return _decode_lenient(chunk, skipped)
     except _SLOW_ERRORS:
@@ -108,8 +112,8 @@ def decode_span(
 
     In a writable buffer (a bytearray, a private memory map) the span is decoded where it
     lies: the bytes just before and after it (whitespace, a comma or the array's ``[``) are
-    overwritten by brackets for the call and put back. Anything the fast path rejects goes
-    to decode_chunk on a copy.
+    overwritten by brackets for the call and put back. What the fast path rejects takes the
+    slow path, on a copy.
     """
     if isinstance(data, bytearray | mmap.mmap) and 0 < start <= end < len(data):
         before, after = data[start - 1], data[end]
@@ -121,6 +125,7 @@ def decode_span(
             pass
         finally:
             data[start - 1], data[end] = before, after
+        return _decode_slow(data[start:end], exact, skipped)
     return decode_chunk(data[start:end], exact, skipped)
 
 
