@@ -430,41 +430,6 @@ def kernels_in_steps(
     return [e for e in gpu_events(events, include) if any(_in_step(e, w, launches) for w in wanted)]
 
 
-def step_table(events: list[Event], include: Iterable[str] = ("kernel",)) -> list[dict[str, Any]]:
-    """One row per step window, by step number: step, start_us (from the trace span start),
-    duration_us, kernels, kernel_time_us, gpu_end_us, gpu_busy_pct.
-
-    The step's GPU window runs from the step start to the later of the step end and the end
-    of the last of its kernels (those assigned to it as in kernels_in_steps): the GPU runs
-    behind the CPU. gpu_busy_pct = union of its kernels' intervals clipped to that window /
-    the window ×100 (0.0 for an empty window). kernel_time_us is the plain sum of durations.
-    """
-    launches = launch_ts_by_correlation(events)
-    gpu = gpu_events(events, include)
-    origin = min((interval_ns(e)[0] for e in events if _on_timeline(e)), default=0)
-    rows = []
-    for n, window in step_windows(events).items():
-        start, end, _ = window
-        mine = [e for e in gpu if _in_step(e, window, launches)]
-        gpu_end = max([end, *(interval_ns(e)[1] for e in mine)])
-        clipped = []
-        for e in mine:
-            s, t = interval_ns(e)
-            clipped.append((min(max(s, start), gpu_end), min(max(t, start), gpu_end)))
-        rows.append(
-            {
-                "step": n,
-                "start_us": us(start - origin),
-                "duration_us": us(end - start),
-                "kernels": len(mine),
-                "kernel_time_us": us(sum(dur_ns(e) for e in mine)),
-                "gpu_end_us": us(gpu_end - origin),
-                "gpu_busy_pct": _percent(union_length_ns(clipped), gpu_end - start),
-            }
-        )
-    return rows
-
-
 # --------------------------------------------------------------------------------------------
 # Gaps
 # --------------------------------------------------------------------------------------------
@@ -473,12 +438,12 @@ StreamKey = tuple[Any, Any]
 
 
 def stream_key(event: Event) -> StreamKey:
-    """(args.device, args.stream) when both are present (not None), else (pid, tid)."""
+    """(device_key, args.stream) — args.stream when args.device is present, else tid."""
     args = _args(event)
     device, stream = args.get("device"), args.get("stream")
-    if device is not None and stream is not None:
-        return device, stream
-    return event.get("pid"), event.get("tid")
+    if device is None:
+        return event.get("pid"), event.get("tid")
+    return device, stream if stream is not None else event.get("tid")
 
 
 def device_key(event: Event) -> Any:
@@ -593,54 +558,125 @@ def all_gaps_us(events: list[Event], busy: Iterable[str] = ALL_BUSY) -> list[flo
 
 
 # --------------------------------------------------------------------------------------------
-# CPU context of the largest gaps
+# Device gaps, host wait and the steps' device windows
 # --------------------------------------------------------------------------------------------
 
-NO_CONTEXT: dict[str, Any] = {"thread": None, "runtime": None, "cpu_op": None, "delay_ns": None}
 
-
-def largest_gaps(events: list[Event], busy: Iterable[str] = ALL_BUSY, n: int = 5) -> list[dict]:
-    """Every positive gap at least as long as the n-th longest (ties at the cut all kept),
-    each with its stream, start (ns), length (ns), the names around it and its CPU context."""
-    per_stream: dict[StreamKey, list[Event]] = defaultdict(list)
+def busy_by_device(events: list[Event], busy: Iterable[str] = ALL_BUSY) -> dict[Any, list[Event]]:
+    """The busy events (the kinds asked, dur > 0) of each device (device_key)."""
+    out: dict[Any, list[Event]] = defaultdict(list)
     for e in gpu_events(events, busy):
-        per_stream[stream_key(e)].append(e)
-    found = []
-    for key, members in per_stream.items():
-        ordered = sorted(members, key=_stream_order)
-        for prev, nxt in itertools.pairwise(ordered):
-            start = interval_ns(prev)[1]
-            if interval_ns(nxt)[0] - start > 0:
-                found.append((interval_ns(nxt)[0] - start, key, start, prev, nxt))
-    if not found:
-        return []
-    cut = sorted((g[0] for g in found), reverse=True)[min(n, len(found)) - 1]
-    return [
-        {
-            "stream": key,
-            "start_ns": start,
-            "length_ns": length,
-            "before": event_name(prev),
-            "after": event_name(nxt),
-            "context": cpu_context(events, nxt, start),
-        }
-        for length, key, start, prev, nxt in found
-        if length >= cut
-    ]
+        if dur_ns(e) > 0:
+            out[device_key(e)].append(e)
+    return dict(out)
 
 
-def cpu_context(events: list[Event], activity: Event, at_ns: int) -> dict[str, Any]:
-    """What the thread that launched ``activity`` was doing at ``at_ns`` (docs/metrics.md).
+def device_figures(members: list[Event]) -> dict[str, int]:
+    """window (first start to last end), busy (union) and idle of some busy events, in ns."""
+    intervals = [interval_ns(e) for e in members]
+    window, busy_ns = _window(intervals), union_length_ns(intervals)
+    return {"window_ns": window, "busy_ns": busy_ns, "idle_ns": window - busy_ns}
 
-    The launch is the earliest runtime/driver call (ph X) with the activity's correlation id
-    (the first in file order among equal starts). On the launch's (pid, tid), of the ph X
-    events whose closed interval contains ``at_ns``: the innermost runtime/driver call and
-    the innermost CPU op (cat cpu_op, user_annotation or Operator; not ProfilerStep#N).
-    Innermost: the latest start, then the earliest end, then the greatest name.
+
+def device_gaps(events: list[Event], busy: Iterable[str] = ALL_BUSY) -> dict[Any, dict[str, Any]]:
+    """Per device: its figures and every device gap, walked point by point.
+
+    A gap is a stretch (a, b), a < b, that no busy event of the device covers, with events
+    both before and after it. Found by walking the events in start order and keeping the
+    latest end so far. before: of the events ending at a, the latest start, then the smallest
+    name; after: of those starting at b, the earliest end, then the smallest name. host wait
+    = clamp(launch − a, 0, b − a) with launch the earliest runtime call of after's
+    correlation id (0 without one); cause = cpu when host wait > 0, else gpu.
     """
-    correlation = _args(activity).get("correlation")
+    launches = launch_ts_by_correlation(events)
+    out: dict[Any, dict[str, Any]] = {}
+    for device, members in busy_by_device(events, busy).items():
+        ends, starts = defaultdict(list), defaultdict(list)
+        for e in members:
+            starts[interval_ns(e)[0]].append(e)
+            ends[interval_ns(e)[1]].append(e)
+        ordered = sorted(members, key=lambda e: interval_ns(e)[0])
+        gaps = []
+        reach = interval_ns(ordered[0])[1]
+        for e in ordered[1:]:
+            start, end = interval_ns(e)
+            if start > reach:
+                gaps.append(_describe_gap(ends[reach], starts[start], reach, start, launches))
+            reach = max(reach, end)
+        out[device] = {**device_figures(members), "gaps": gaps}
+    return out
+
+
+def _describe_gap(
+    ending: list[Event], starting: list[Event], a: int, b: int, launches: dict[Hashable, int]
+) -> dict[str, Any]:
+    before = min(ending, key=lambda e: (-interval_ns(e)[0], event_name(e)))
+    after = min(starting, key=lambda e: (interval_ns(e)[1], event_name(e)))
+    correlation = _args(after).get("correlation")
+    launch = launches.get(correlation) if correlation is not None else None
+    wait = 0 if launch is None else min(max(launch - a, 0), b - a)
+    return {
+        "start_ns": a,
+        "end_ns": b,
+        "before": event_name(before),
+        "after": event_name(after),
+        "after_stream": stream_key(after),
+        "host_wait_ns": wait,
+        "cause": "cpu" if wait > 0 else "gpu",
+    }
+
+
+def step_devices(events: list[Event], busy: Iterable[str] = ALL_BUSY) -> dict[int, dict]:
+    """Per step: cpu start/end, kernels and kernel time (every attributed kernel), and per
+    device the window/busy/idle of its attributed busy events (dur > 0) and lag = GPU start −
+    CPU step start (all ns)."""
+    windows = step_windows(events)
+    launches = launch_ts_by_correlation(events)
+    kinds = _check_kinds(busy)
+    out: dict[int, dict] = {}
+    for step, window in windows.items():
+        members = [e for e in events if gpu_kind(e) is not None and _in_step(e, window, launches)]
+        kernels = [e for e in members if gpu_kind(e) == "kernel"]
+        per_device: dict[Any, list[Event]] = defaultdict(list)
+        for e in members:
+            if gpu_kind(e) in kinds and dur_ns(e) > 0:
+                per_device[device_key(e)].append(e)
+        devices = {}
+        for device, group in per_device.items():
+            figures = device_figures(group)
+            first = min(interval_ns(e)[0] for e in group)
+            devices[device] = {**figures, "gpu_start_ns": first, "lag_ns": first - window[0]}
+        out[step] = {
+            "cpu_start_ns": window[0],
+            "cpu_end_ns": window[1],
+            "kernels": len(kernels),
+            "kernel_time_ns": sum(dur_ns(e) for e in kernels),
+            "devices": devices,
+        }
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# CPU context of a gap: what held it
+# --------------------------------------------------------------------------------------------
+
+SYNC_CALLS = re.compile(r"^(cuda|hip|cu)((Stream|Device|Event|Ctx)Synchronize|Memcpy)")
+
+
+def _is_sync(name: str) -> bool:
+    return SYNC_CALLS.match(name) is not None and "Async" not in name
+
+
+def held_by(events: list[Event], after: Event, start: int, end: int, wait: int) -> dict | None:
+    """The launching thread of ``after`` (its earliest runtime call; the first in the file
+    among equal starts); on it, the CPU ops (cat cpu_op / user_annotation / Operator, not
+    ProfilerStep#N) overlapping [start, start + wait] by a positive time, ranked by that
+    time, then the latest start, the earliest end, the smallest name (top 3); the time of
+    that window some op covers; and the sync runtime calls overlapping [start, end]
+    (top 3, same ranking). None when ``after`` has no launch."""
+    correlation = _args(after).get("correlation")
     if correlation is None:
-        return NO_CONTEXT
+        return None
     launches = [
         e
         for e in events
@@ -650,33 +686,43 @@ def cpu_context(events: list[Event], activity: Event, at_ns: int) -> dict[str, A
         and _args(e).get("correlation") == correlation
     ]
     if not launches:
-        return NO_CONTEXT
+        return None
     launch = min(launches, key=lambda e: ts_ns(e) or 0)
     thread = (launch.get("pid"), launch.get("tid"))
-    live = [
+    mine = [
         e
         for e in events
-        if e.get("ph") == "X"
-        and (e.get("pid"), e.get("tid")) == thread
-        and ts_ns(e) is not None
-        and interval_ns(e)[0] <= at_ns <= interval_ns(e)[1]
+        if e.get("ph") == "X" and (e.get("pid"), e.get("tid")) == thread and ts_ns(e) is not None
     ]
-    runtime = [e for e in live if _cat(e) in RUNTIME_CATEGORIES]
+
+    def overlap(e: Event, lo: int, hi: int) -> int:
+        s, f = interval_ns(e)
+        return min(f, hi) - max(s, lo)
+
+    def ranked(found: list[tuple[int, Event]]) -> list[tuple[str, int]]:
+        found.sort(
+            key=lambda p: (-p[0], -interval_ns(p[1])[0], interval_ns(p[1])[1], event_name(p[1]))
+        )
+        return [(event_name(e), o) for o, e in found[:3]]
+
     ops = [
-        e
-        for e in live
+        (overlap(e, start, start + wait), e)
+        for e in mine
         if _cat(e) in CPU_STEP_CATEGORIES and not event_name(e).startswith("ProfilerStep#")
+    ]
+    ops = [(o, e) for o, e in ops if o > 0]
+    covered = union_length_ns(
+        [(max(interval_ns(e)[0], start), min(interval_ns(e)[1], start + wait)) for _, e in ops]
+    )
+    syncs = [
+        (overlap(e, start, end), e)
+        for e in mine
+        if _cat(e) in RUNTIME_CATEGORIES and _is_sync(event_name(e))
     ]
     return {
         "thread": thread,
-        "runtime": _innermost(runtime),
-        "cpu_op": _innermost(ops),
-        "delay_ns": (ts_ns(launch) or 0) - at_ns,
+        "launch_ns": ts_ns(launch),
+        "ops": ranked(ops),
+        "covered_ns": covered,
+        "syncs": ranked([(o, e) for o, e in syncs if o > 0]),
     }
-
-
-def _innermost(candidates: list[Event]) -> str | None:
-    if not candidates:
-        return None
-    best = max(candidates, key=lambda e: (interval_ns(e)[0], -interval_ns(e)[1], event_name(e)))
-    return event_name(best)

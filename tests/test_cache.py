@@ -334,7 +334,7 @@ def test_cpu_row_groups_are_skipped_by_their_time_range(tmp_path: Path) -> None:
     such row is found."""
     import numpy as np
 
-    from traceview.cpu_rows import BLOCK_ROWS, ArrayRows, CpuRows, rows
+    from traceview.cpu_rows import BLOCK_ROWS, ArrayRows, CpuRows, Windows, rows
 
     n = 5 * BLOCK_ROWS
     start = np.arange(n, dtype=np.int64) * 10  # in time order, 10 ns apart, 5 ns long
@@ -343,7 +343,7 @@ def test_cpu_row_groups_are_skipped_by_their_time_range(tmp_path: Path) -> None:
     store._write_cpu(path, CpuRows((ArrayRows(table),)))
     parquet = store.ParquetRows(path, n)
     instants = np.array([12, 10 * (3 * BLOCK_ROWS + 7) + 2], dtype=np.int64)
-    blocks = list(parquet.blocks(BLOCK_ROWS, instants))
+    blocks = list(parquet.blocks(BLOCK_ROWS, Windows(instants, instants)))
     assert len(blocks) == 2  # of 5 row groups
     got = np.concatenate(blocks)
     live = got[

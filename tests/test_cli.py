@@ -40,7 +40,7 @@ def test_kernels_json_shape(small: Path) -> None:
     r = runner.invoke(app, ["kernels", str(small), "--format", "json"])
     assert r.exit_code == 0, r.output
     doc = json.loads(r.stdout)
-    assert doc["schema_version"] == 1
+    assert doc["schema_version"] == 2
     assert {"count", "total_us", "distinct"} <= doc["totals"].keys()
     assert doc["totals"]["count"] == 2 and doc["totals"]["total_us"] == 40.0
     first = doc["kernels"][0]

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from traceview.analyses import cpu_context
 from traceview.analyses.gaps import GapOptions, analyse_gaps
 from traceview.cli import app
-from traceview.cpu_rows import ArrayRows, CpuRows, SpillFile, rows
+from traceview.cpu_rows import ArrayRows, CpuRows, SpillFile, Windows, rows
 from traceview.events import collect_events
 from traceview.read.reader import TraceReader
 
@@ -46,31 +46,42 @@ def sync_trace(tmp_path: Path) -> Path:
     return path
 
 
-def test_context_names_the_sync_and_the_late_launch(tmp_path: Path) -> None:
+def test_context_names_what_held_the_gap(tmp_path: Path) -> None:
+    """The gap runs from 100 to 310; the CPU launched b at 305: host wait 205 µs, cause cpu.
+    aten::item (80-310) overlaps the host wait [100, 305] by 205, aten::add (303-313) by 2;
+    the sync call (90-300) overlaps the gap by 200."""
     events = collect_events(TraceReader(sync_trace(tmp_path)), keep_cpu=True)
     (gap,) = analyse_gaps(events, GapOptions()).largest
-    assert (gap.before, gap.after, gap.length_us) == ("a", "b", 210.0)
-    assert gap.context.runtime == "cudaStreamSynchronize"
-    assert gap.context.cpu_op == "aten::item"
-    assert gap.context.thread == "9/1"
-    assert gap.context.launch_delay_us == 205.0
-    assert gap.cpu_context == (
-        "cudaStreamSynchronize in aten::item; next launch 205.0 µs after the gap began"
-    )
+    assert (gap.before, gap.after, gap.gap_us) == ("a", "b", 210.0)
+    assert (gap.host_wait_us, gap.cause) == (205.0, "cpu")
+    context = gap.context
+    assert context.thread == "9/1" and context.launch_ns == 305_000
+    assert [(h.name, h.overlap_ns) for h in context.ops] == [
+        ("aten::item", 205_000),
+        ("aten::add", 2_000),
+    ]
+    assert [(h.name, h.overlap_ns) for h in context.syncs] == [("cudaStreamSynchronize", 200_000)]
+    assert context.op_covered_ns == 205_000
 
 
 def test_context_absent_without_cpu_columns(tmp_path: Path) -> None:
     events = collect_events(TraceReader(sync_trace(tmp_path)))
     (gap,) = analyse_gaps(events, GapOptions()).largest
-    assert gap.cpu_context is None
+    assert gap.context.as_dict() is None
+    assert gap.cause == "cpu"  # host wait needs only the runtime columns
 
 
 def test_gaps_cli_json_carries_the_context(tmp_path: Path) -> None:
     r = CliRunner().invoke(app, ["gaps", str(sync_trace(tmp_path)), "-f", "json"])
     assert r.exit_code == 0, r.output
     (largest,) = json.loads(r.stdout)["largest"]
-    assert largest["launch"]["runtime"] == "cudaStreamSynchronize"
-    assert largest["cpu_context"].startswith("cudaStreamSynchronize in aten::item")
+    assert (largest["cause"], largest["host_wait_us"]) == ("cpu", 205.0)
+    assert largest["cpu"]["ops"][0] == {"name": "aten::item", "overlap_us": 205.0}
+    assert largest["cpu"]["syncs"] == [{"name": "cudaStreamSynchronize", "overlap_us": 200.0}]
+    r = CliRunner().invoke(app, ["gaps", str(sync_trace(tmp_path)), "-f", "json", "--no-context"])
+    assert r.exit_code == 0, r.output
+    (largest,) = json.loads(r.stdout)["largest"]
+    assert (largest["cause"], largest["cpu"]) == ("cpu", None)
 
 
 @settings(
@@ -78,11 +89,14 @@ def test_gaps_cli_json_carries_the_context(tmp_path: Path) -> None:
 )
 @given(
     items=st.lists(st.tuples(st.integers(0, 50), st.integers(0, 20)), max_size=40),
-    instants=st.sets(st.integers(0, 80), min_size=1, max_size=5),
+    windows=st.lists(st.tuples(st.integers(0, 80), st.integers(0, 10)), min_size=1, max_size=5),
     cut=st.integers(0, 40),
 )
 def test_scan_matches_brute_force(
-    items: list[tuple[int, int]], instants: set[int], cut: int, monkeypatch: pytest.MonkeyPatch
+    items: list[tuple[int, int]],
+    windows: list[tuple[int, int]],
+    cut: int,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr("traceview.cpu_rows.BLOCK_ROWS", 7)  # blocks, and a partial last one
     start = np.array([s for s, _ in items], dtype=np.int64)
@@ -92,9 +106,13 @@ def test_scan_matches_brute_force(
     spill = SpillFile()  # the rows in two sources: a spill file, then memory
     spill.append(table[:cut])
     cpu = CpuRows((spill, ArrayRows(table[cut:])))
-    live = cpu_context._scan(cpu, np.array(sorted(instants), dtype=np.int64))
+    lo = np.array([a for a, _ in windows], dtype=np.int64)
+    hi = lo + np.array([w for _, w in windows], dtype=np.int64)
+    live = cpu_context._scan(cpu, Windows.union_of(lo, hi))
     assert live["name"].tolist() == [
-        i for i, (s, d) in enumerate(items) if any(s <= t <= s + d for t in instants)
+        i
+        for i, (s, d) in enumerate(items)
+        if any(s <= b and a <= s + d for a, b in zip(lo.tolist(), hi.tolist(), strict=True))
     ]
 
 
@@ -112,8 +130,8 @@ def test_no_room_for_cpu_rows_is_one_clear_error(
     assert r.exit_code == 1, r.output
     assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
     assert "No space left on device" in r.stderr
-    assert "TMPDIR" in r.stderr and "--largest 0" in r.stderr
-    r = CliRunner().invoke(app, ["gaps", trace, "--no-cache", "--largest", "0"])
+    assert "TMPDIR" in r.stderr and "--no-context" in r.stderr
+    r = CliRunner().invoke(app, ["gaps", trace, "--no-cache", "--no-context"])
     assert r.exit_code == 0, r.output
 
 
@@ -144,17 +162,44 @@ def gap_between_launches(tmp_path: Path, cpu: list[dict]) -> Any:
     return gap
 
 
-def test_innermost_of_ops_starting_together_is_the_nested_one(tmp_path: Path) -> None:
+def test_ops_of_equal_overlap_rank_the_innermost_first(tmp_path: Path) -> None:
+    """Both ops cover the whole host wait [100, 305]: the nested one (same start, earlier
+    end) is named first."""
     outer, inner = x("cpu_op", "aten::to", 50, 300), x("cpu_op", "aten::_to_copy", 50, 260)
-    assert gap_between_launches(tmp_path, [outer, inner]).context.cpu_op == "aten::_to_copy"
+    context = gap_between_launches(tmp_path, [outer, inner]).context
+    assert [h.name for h in context.ops] == ["aten::_to_copy", "aten::to"]
 
 
-def test_a_runtime_call_without_correlation_is_still_a_runtime_call(tmp_path: Path) -> None:
+def test_a_sync_call_without_correlation_is_still_a_sync_call(tmp_path: Path) -> None:
     cpu = [
         x("cpu_op", "aten::item", 80, 230),
         x("cuda_runtime", "cudaDeviceSynchronize", 90, 210),  # no correlation id
+        x("cuda_runtime", "cudaMemcpyAsync", 95, 5),  # not a sync call
     ]
     no_dur = {k: v for k, v in x("cuda_runtime", "cudaGetDevice", 1, 0).items() if k != "dur"}
     for extra in ([], [no_dur]):  # converted a batch at a time; event by event (a dur missing)
         context = gap_between_launches(tmp_path, cpu + extra).context
-        assert (context.runtime, context.cpu_op) == ("cudaDeviceSynchronize", "aten::item")
+        assert [h.name for h in context.syncs] == ["cudaDeviceSynchronize"]
+        assert [h.name for h in context.ops] == ["aten::item"]
+
+
+@pytest.mark.parametrize(
+    ("name", "sync"),
+    [
+        ("cudaStreamSynchronize", True),
+        ("cudaDeviceSynchronize", True),
+        ("cudaEventSynchronize", True),
+        ("cudaMemcpy", True),
+        ("cudaMemcpy2D", True),
+        ("cudaMemcpyAsync", False),
+        ("cudaMemcpy2DAsync", False),
+        ("hipDeviceSynchronize", True),
+        ("hipMemcpy", True),
+        ("hipMemcpyAsync", False),
+        ("cuCtxSynchronize", True),
+        ("cudaLaunchKernel", False),
+        ("cudaStreamWaitEvent", False),
+    ],
+)
+def test_sync_calls(name: str, sync: bool) -> None:
+    assert cpu_context.is_sync_call(name) is sync

@@ -174,7 +174,7 @@ def _bad_baselines(tmp: Path) -> dict[str, tuple[Path, str]]:
     good = json.loads(_snapshot_text())
     cases: dict[str, tuple[Any, str]] = {
         "truncated": (_snapshot_text()[:3000], "not a valid snapshot: Input data was truncated"),
-        "version": ({**good, "schema_version": 2}, "snapshot schema_version 2 is not supported"),
+        "version": ({**good, "schema_version": 3}, "snapshot schema_version 3 is not supported"),
         "missing": ({k: v for k, v in good.items() if k != "totals"}, "field `totals`"),
         "type": (
             {**good, "kernels": [{**good["kernels"][0], "total_us": "12"}]},
@@ -213,7 +213,7 @@ def test_snapshot_document(tmp_path: Path) -> None:
     text = _snapshot_text()
     doc = json.loads(text)
     assert list(doc)[:3] == ["kind", "schema_version", "traceview_version"]
-    assert (doc["kind"], doc["schema_version"]) == ("traceview-snapshot", 1)
+    assert (doc["kind"], doc["schema_version"]) == ("traceview-snapshot", 2)
     assert len(text) < 40_000  # kilobytes: every kernel of the demo trace, per step
     assert [s["step"] for s in doc["steps"]] == [5, 6, 7, 8, 9, 10]
     assert doc["totals"]["total_us"] == pytest.approx(243805.327)
@@ -255,3 +255,16 @@ def test_ci_flow_as_a_subprocess(traces: dict[str, Path], tmp_path: Path) -> Non
     assert f"kernel {SLOWED} +30.00% > 5%" in r.stdout
     assert r.stderr.startswith("traceview: error: regression gate failed: kernel ")
     assert "Traceback" not in r.stderr and len(r.stderr.splitlines()) == 1
+
+
+def test_a_schema_1_snapshot_is_still_a_baseline(tmp_path: Path) -> None:
+    """Version 1 lacks the steps' device figures; every figure diff compares is the same."""
+    doc = json.loads(_snapshot_text())
+    doc["schema_version"] = 1
+    for step in doc["steps"]:
+        del step["devices"]
+    old = tmp_path / "v1.json"
+    old.write_text(json.dumps(doc))
+    r = runner.invoke(app, ["diff", str(old), str(DEMO), "--max-regression", "0", "-q"])
+    assert r.exit_code == 0, r.output
+    assert load_snapshot(old).steps[0].devices == ()

@@ -70,6 +70,8 @@ def make(
 
 
 def run(rows: list[Row], **options: Any) -> GapReport:
+    """Stream scope unless asked otherwise: these tests pin the per-stream definitions."""
+    options.setdefault("per_stream", True)
     return analyse_gaps(make(rows), GapOptions(**options))
 
 
@@ -159,9 +161,9 @@ def test_ns_timestamps_from_a_json_trace(tmp_path: Path) -> None:
     (s,) = report.streams
     assert (s.gaps, s.gap_total_us) == (1, 0.013)
     (gap,) = report.largest
-    assert gap.length_us == 0.013
+    assert gap.gap_us == 0.013
     assert gap.start_us == 1.0  # relative to the span start (first kernel's ts)
-    assert (gap.before, gap.after, gap.cpu_context) == ("first", "second", None)
+    assert (gap.before, gap.after, gap.context.as_dict()) == ("first", "second", None)
 
 
 # --------------------------------------------------------------------------------------------
@@ -224,7 +226,7 @@ def test_min_gap_filters_gaps_but_not_transitions() -> None:
     assert (report.totals.gaps, report.totals.gap_total_us) == (2, 0.55)  # 50 kept, 5 dropped
     assert report.streams[0].gaps == 2
     assert sum(report.histogram.counts) == 2
-    assert [g.length_us for g in report.largest] == [0.5, 0.05]
+    assert [g.gap_us for g in report.largest] == [0.5, 0.05]
     (t,) = report.transitions
     assert (t.count, t.total_us, t.min_us) == (3, 0.555, 0.005)
 
@@ -274,10 +276,10 @@ def test_largest_gaps() -> None:
     rows += [("x", (1, "s"), 1000, 10), ("y", (1, "s"), 1500, 10)]
     report = run(rows, largest=2)
     first, second = report.largest
-    assert (first.device, first.stream, first.length_us, first.start_us) == (1, "s", 0.49, 0.01)
+    assert (first.device, first.stream, first.gap_us, first.start_us) == (1, "s", 0.49, 0.01)
     assert (first.before, first.after) == ("x", "y")
-    assert (second.stream, second.length_us, second.start_us) == (7, 0.09, 0.01)  # tie: earlier
-    assert run(rows, largest=0).largest == []
+    assert (second.stream, second.gap_us, second.start_us) == (7, 0.09, 0.01)  # tie: earlier
+    assert [g.gap_us for g in run(rows, largest=0).largest] == [0.49, 0.09, 0.09]  # every gap
 
 
 # --------------------------------------------------------------------------------------------
@@ -392,25 +394,31 @@ def test_json_shape() -> None:
     doc = run(rows).as_json()
     json.dumps(doc)
     assert set(doc) == {
-        "schema_version", "trace", "busy", "totals", "streams", "devices", "histogram",
-        "transitions", "largest",
+        "schema_version", "scope", "trace", "busy", "totals", "streams", "devices", "histogram",
+        "transitions", "left_out_transitions", "largest", "notes",
     }  # fmt: skip
-    assert doc["schema_version"] == 1
+    assert doc["schema_version"] == 2
+    assert doc["scope"] == "stream"
     assert doc["busy"] == list(GPU_KINDS)
     assert set(doc["totals"]) == {"gaps", "gap_total_us", "idle_us", "mean_gap_us"}
     assert set(doc["streams"][0]) == {
         "device", "stream", "events", "gaps", "gap_total_us", "overlaps", "overlap_us",
         "zero_gaps", "window_us", "busy_us", "idle_us",
     }  # fmt: skip
-    assert set(doc["devices"][0]) == {"device", "window_us", "busy_us", "idle_us", "idle_pct"}
+    assert set(doc["devices"][0]) == {
+        "device", "window_us", "busy_us", "idle_us", "idle_pct", "gaps", "gap_total_us",
+        "host_wait_us",
+    }  # fmt: skip
     assert set(doc["histogram"]) == {"unit", "edges", "counts", "below", "above"}
     assert set(doc["transitions"][0]) == {
         "from", "to", "count", "total_us", "mean_us", "min_us", "max_us", "std_us",
     }  # fmt: skip
     assert set(doc["largest"][0]) == {
-        "device", "stream", "start_us", "length_us", "before", "after", "cpu_context", "launch",
+        "device", "stream", "start_us", "ts_us", "gap_us", "before", "after", "host_wait_us",
+        "cause", "cpu",
     }  # fmt: skip
-    assert set(doc["largest"][0]["launch"]) == {"thread", "runtime", "cpu_op", "launch_delay_us"}
+    assert doc["largest"][0]["cpu"] is None  # no launch recorded in this hand-made trace
+    assert set(doc["trace"]["devices"][0]) == {"device", "window_us", "busy_us", "busy_pct"}
     assert doc["streams"][0]["device"] == 0 and doc["streams"][0]["stream"] == 7
     assert set(doc["trace"]) >= {"path", "span_us", "streams", "warnings"}
 
@@ -469,7 +477,7 @@ def test_totals_equal_brute_force(rows: list[Row], min_gap: int) -> None:
     assert sum(s.overlaps for s in report.streams) == want["overlaps"]
     assert sum(s.zero_gaps for s in report.streams) == want["zeros"]
     assert sum(s.events for s in report.streams) == len(rows)
-    assert sorted(round(g.length_us * 1000) for g in report.largest) == want["gaps"]
+    assert sorted(round(g.gap_us * 1000) for g in report.largest) == want["gaps"]
     assert sum(report.histogram.counts) == len(want["gaps"])
     got = {
         (t.from_name, t.to_name): (

@@ -23,12 +23,21 @@ def test_table_has_every_section() -> None:
     assert "below 1.000 µs:" in r.stdout
 
 
-def test_json_totals_agree_with_streams() -> None:
-    r = runner.invoke(app, ["gaps", str(DEMO), "-f", "json", "--gap-top", "0"])
+def test_json_totals_agree_with_streams_and_devices() -> None:
+    r = runner.invoke(app, ["gaps", str(DEMO), "-f", "json", "--gap-top", "0", "--per-stream"])
     doc = json.loads(r.stdout)
+    assert doc["scope"] == "stream"
     streams = doc["streams"]
     assert doc["totals"]["gaps"] == sum(s["gaps"] for s in streams)
     assert doc["totals"]["idle_us"] == pytest.approx(sum(s["idle_us"] for s in streams))
+    r = runner.invoke(app, ["gaps", str(DEMO), "-f", "json", "--gap-top", "0"])
+    doc = json.loads(r.stdout)
+    assert doc["scope"] == "device"
+    devices = doc["devices"]
+    assert doc["totals"]["gaps"] == sum(d["gaps"] for d in devices)
+    assert doc["totals"]["idle_us"] == pytest.approx(sum(d["idle_us"] for d in devices))
+    for d in devices:  # idle is the sum of the device gaps
+        assert d["idle_us"] == pytest.approx(d["gap_total_us"])
     hist = doc["histogram"]
     assert hist["below"] + sum(hist["counts"]) + hist["above"] == doc["totals"]["gaps"]
 

@@ -1,4 +1,6 @@
-"""traceview gaps on every real trace with kernels, checked against tests/reference.py."""
+"""traceview gaps on every real trace with kernels, checked against tests/reference.py:
+device gaps (every one, with before/after, host wait, cause), device figures, per-stream
+gaps, transitions of both scopes and the CPU context of the largest gaps."""
 
 from __future__ import annotations
 
@@ -18,23 +20,28 @@ NOT_CHROME = {"hta__execution_trace__benchmark_simple_add_et.json.gz"}
 FILES = sorted(p.name for p in TRACES.glob("*.json.gz") if p.name not in NOT_CHROME)
 BUSY_SETS = [("kernel", "memcpy", "memset"), ("kernel",)]
 PARAMS: list[str | None] = [*FILES] if FILES else [None]
-US = 0.01  # µs tolerance on times
+US = 0.01  # µs tolerance on derived floats (means, std)
 
 
 @functools.cache
 def _load(name: str) -> tuple[list[dict[str, Any]], TraceEvents]:
     path = TRACES / name
     _, raw = ref.load_trace(path)
-    return raw, collect_events(TraceReader(path))
+    return raw, collect_events(TraceReader(path), keep_cpu=True)
 
 
 @functools.cache
-def _pair(name: str, busy: tuple[str, ...]) -> tuple[dict[str, Any], GapReport]:
+def _report(name: str, busy: tuple[str, ...], per_stream: bool) -> GapReport:
     raw, events = _load(name)
     if not ref.gpu_events(raw, ("kernel",)):
         pytest.skip("no kernels in this trace")
-    report = analyse_gaps(events, GapOptions(busy=busy, top=0, largest=5))
-    return ref.gap_stats(raw, busy=busy), report
+    options = GapOptions(busy=busy, top=0, largest=0, per_stream=per_stream)
+    return analyse_gaps(events, options)
+
+
+@functools.cache
+def _device_gaps(name: str, busy: tuple[str, ...]) -> dict[Any, dict[str, Any]]:
+    return ref.device_gaps(_load(name)[0], busy)
 
 
 @pytest.fixture(params=PARAMS, ids=lambda n: str(n))
@@ -44,13 +51,14 @@ def trace(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-def _close(got: float, want: float) -> bool:
-    return abs(got - want) <= US
+def _ns(us: float) -> int:
+    return round(us * 1000)
 
 
 @pytest.mark.parametrize("busy", BUSY_SETS, ids=["all", "kernel"])
 def test_streams_match_reference(trace: str, busy: tuple[str, ...]) -> None:
-    want, report = _pair(trace, busy)
+    report = _report(trace, busy, False)
+    want = ref.gap_stats(_load(trace)[0], busy=busy)
     got = {(s.device, s.stream): s.as_dict() for s in report.streams}
     assert set(got) == set(want["streams"])
     for key, expected in want["streams"].items():
@@ -58,68 +66,120 @@ def test_streams_match_reference(trace: str, busy: tuple[str, ...]) -> None:
         for f in ("events", "gaps", "overlaps", "zero_gaps"):
             assert row[f] == expected[f], (key, f)
         for f in ("gap_total_us", "overlap_us", "window_us", "busy_us", "idle_us"):
-            assert _close(row[f], expected[f]), (key, f, row[f], expected[f])
+            assert _ns(row[f]) == _ns(expected[f]), (key, f, row[f], expected[f])
 
 
 @pytest.mark.parametrize("busy", BUSY_SETS, ids=["all", "kernel"])
-def test_devices_and_totals_match_reference(trace: str, busy: tuple[str, ...]) -> None:
-    want, report = _pair(trace, busy)
+def test_device_figures_match_reference(trace: str, busy: tuple[str, ...]) -> None:
+    report = _report(trace, busy, False)
+    want = _device_gaps(trace, busy)
     got = {d.device: d for d in report.devices}
-    assert set(got) == set(want["devices"])
-    for device, expected in want["devices"].items():
+    assert set(got) == set(want)
+    for device, expected in want.items():
         d = got[device]
-        for f in ("window_us", "busy_us", "idle_us", "idle_pct"):
-            assert _close(getattr(d, f), expected[f]), (device, f)
+        assert _ns(d.window_us) == expected["window_ns"], device
+        assert _ns(d.busy_us) == expected["busy_ns"], device
+        assert _ns(d.idle_us) == expected["idle_ns"], device
+        assert d.gaps == len(expected["gaps"])
+        assert _ns(d.gap_total_us) == sum(g["end_ns"] - g["start_ns"] for g in expected["gaps"])
+        assert _ns(d.host_wait_us) == sum(g["host_wait_ns"] for g in expected["gaps"])
+        # idle is exactly the sum of the device gaps
+        assert expected["idle_ns"] == sum(g["end_ns"] - g["start_ns"] for g in expected["gaps"])
+    trace_devices = {d.device: d for d in report.trace.devices}
+    assert {k: (v.window_ns, v.busy_ns) for k, v in trace_devices.items()} == {
+        k: (v["window_ns"], v["busy_ns"]) for k, v in want.items()
+    }
     totals = report.totals
-    assert totals.gaps == want["totals"]["gaps"]
-    for f in ("gap_total_us", "idle_us", "mean_gap_us"):
-        assert _close(getattr(totals, f), want["totals"][f]), f
-    assert sum(report.histogram.counts) == totals.gaps
-    lengths = sorted(want["all_gaps_ns"], reverse=True)[: len(report.largest)]
-    assert [round(g.length_us * 1000) for g in report.largest] == lengths
+    all_gaps = [g for v in want.values() for g in v["gaps"]]
+    assert totals.gaps == len(all_gaps) == sum(report.histogram.counts)
+    assert _ns(totals.gap_total_us) == sum(g["end_ns"] - g["start_ns"] for g in all_gaps)
+    assert _ns(totals.idle_us) == sum(v["idle_ns"] for v in want.values())
 
 
 @pytest.mark.parametrize("busy", BUSY_SETS, ids=["all", "kernel"])
-def test_transitions_match_reference(trace: str, busy: tuple[str, ...]) -> None:
-    want, report = _pair(trace, busy)
-    assert report.left_out_transitions == 0
-    got = {(t.from_name, t.to_name): t for t in report.transitions}
-    assert set(got) == set(want["transitions"])
-    for key, expected in want["transitions"].items():
-        t = got[key]
-        assert t.count == expected["count"], key
-        for f in ("total_us", "mean_us", "min_us", "max_us", "std_us"):
-            assert _close(getattr(t, f), expected[f]), (key, f, getattr(t, f), expected[f])
-
-
-@functools.cache
-def _with_cpu(name: str) -> TraceEvents:
-    return collect_events(TraceReader(TRACES / name), keep_cpu=True)
-
-
-@pytest.mark.parametrize("busy", BUSY_SETS, ids=["all", "kernel"])
-def test_largest_gaps_and_cpu_context_match_reference(trace: str, busy: tuple[str, ...]) -> None:
+def test_every_device_gap_matches_reference(trace: str, busy: tuple[str, ...]) -> None:
+    """--largest 0 lists every device gap, longest first (ties: earliest first)."""
     raw, _ = _load(trace)
-    if not ref.gpu_events(raw, ("kernel",)):
-        pytest.skip("no kernels in this trace")
-    report = analyse_gaps(_with_cpu(trace), GapOptions(busy=busy, top=0, largest=5))
+    report = _report(trace, busy, False)
     start = ref.trace_start_ns(raw)
     assert start is not None
-    want = {
-        (g["stream"], g["start_ns"] - start, g["length_ns"]): g for g in ref.largest_gaps(raw, busy)
-    }
-    assert len(report.largest) == min(5, len(want)) or len(want) > 5
+    want = sorted(
+        ((device, g) for device, v in _device_gaps(trace, busy).items() for g in v["gaps"]),
+        key=lambda p: (-(p[1]["end_ns"] - p[1]["start_ns"]), p[1]["start_ns"]),
+    )
+    assert len(report.largest) == len(want)
+    for gap, (device, expected) in zip(report.largest, want, strict=True):
+        got = (gap.device, _ns(gap.start_us), _ns(gap.gap_us), gap.before, gap.after)
+        length = expected["end_ns"] - expected["start_ns"]
+        relative = expected["start_ns"] - start
+        assert got == (device, relative, length, expected["before"], expected["after"])
+        assert gap.ts_us == expected["start_ns"] / 1000  # as the file writes it (float µs)
+        assert (gap.device, gap.stream) == expected["after_stream"]
+        assert _ns(gap.host_wait_us) == expected["host_wait_ns"]
+        assert gap.cause == expected["cause"]
+
+
+@pytest.mark.parametrize("busy", BUSY_SETS, ids=["all", "kernel"])
+def test_per_stream_totals_match_reference(trace: str, busy: tuple[str, ...]) -> None:
+    report = _report(trace, busy, True)
+    want = ref.gap_stats(_load(trace)[0], busy=busy)
+    assert report.totals.gaps == want["totals"]["gaps"] == sum(report.histogram.counts)
+    for f in ("gap_total_us", "idle_us"):
+        assert _ns(getattr(report.totals, f)) == _ns(want["totals"][f]), f
+    lengths = sorted(want["all_gaps_ns"], reverse=True)
+    assert [_ns(g.gap_us) for g in report.largest] == lengths
+
+
+@pytest.mark.parametrize("per_stream", [False, True], ids=["device", "stream"])
+def test_transitions_match_reference(trace: str, per_stream: bool) -> None:
+    busy = BUSY_SETS[0]
+    report = _report(trace, busy, per_stream)
+    assert report.left_out_transitions == 0
+    if per_stream:
+        want = ref.gap_stats(_load(trace)[0], busy=busy)["transitions"]
+    else:
+        values: dict[tuple[str, str], list[int]] = {}
+        for v in _device_gaps(trace, busy).values():
+            for g in v["gaps"]:
+                values.setdefault((g["before"], g["after"]), []).append(g["end_ns"] - g["start_ns"])
+        want = {k: ref.describe_ns(v) for k, v in values.items()}
+    got = {(t.from_name, t.to_name): t for t in report.transitions}
+    assert set(got) == set(want)
+    for key, expected in want.items():
+        t = got[key]
+        assert t.count == expected["count"], key
+        for f in ("total_us", "min_us", "max_us"):
+            assert _ns(getattr(t, f)) == _ns(expected[f]), (key, f)
+        for f in ("mean_us", "std_us"):
+            assert abs(getattr(t, f) - expected[f]) <= US, (key, f, getattr(t, f), expected[f])
+
+
+def test_cpu_context_of_the_largest_gaps_matches_reference(trace: str) -> None:
+    raw, events = _load(trace)
+    if not ref.gpu_events(raw, ("kernel",)):
+        pytest.skip("no kernels in this trace")
+    report = analyse_gaps(events, GapOptions(largest=8))
+    origin = ref.trace_start_ns(raw)
+    assert origin is not None
     for gap in report.largest:
-        key = ((gap.device, gap.stream), round(gap.start_us * 1000), round(gap.length_us * 1000))
-        expected = want[key]
-        assert (gap.before, gap.after) == (expected["before"], expected["after"])
-        context = expected["context"]
-        thread = None if context["thread"] is None else "/".join(map(str, context["thread"]))
-        delay = None if context["delay_ns"] is None else context["delay_ns"] / 1000
-        got = gap.context
-        assert (got.thread, got.runtime, got.cpu_op) == (
-            thread,
-            context["runtime"],
-            context["cpu_op"],
-        ), key
-        assert got.launch_delay_us == delay, key
+        start = origin + _ns(gap.start_us)
+        end = start + _ns(gap.gap_us)
+        (after,) = [
+            e
+            for e in ref.gpu_events(raw, ("kernel", "memcpy", "memset"))
+            if ref.interval_ns(e)[0] == end
+            and ref.event_name(e) == gap.after
+            and ref.stream_key(e) == (gap.device, gap.stream)
+            and ref.dur_ns(e) > 0
+        ][:1]
+        want = ref.held_by(raw, after, start, end, _ns(gap.host_wait_us))
+        got = gap.context.as_dict()
+        if want is None:
+            assert got is None
+            continue
+        assert got is not None
+        assert got["thread"] == "/".join(map(str, want["thread"]))
+        assert got["launch_ts_us"] == want["launch_ns"] / 1000
+        assert [(h["name"], _ns(h["overlap_us"])) for h in got["ops"]] == want["ops"]
+        assert [(h["name"], _ns(h["overlap_us"])) for h in got["syncs"]] == want["syncs"]
+        assert _ns(got["op_covered_us"]) == want["covered_ns"]

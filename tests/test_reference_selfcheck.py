@@ -302,34 +302,57 @@ def test_kernels_in_steps() -> None:
     assert ref.kernel_totals(events, steps={1})["count"] == 5
 
 
-def test_step_table() -> None:
-    rows = ref.step_table(step_events())
-    assert [r["step"] for r in rows] == [1, 2, 3, 4]
-    one, two, three, four = rows
-    # step 1 [100,200]: k1 [250,260], k2 [190,195], k4 [320,330], k6 [450,470], k7 [195,215].
-    # Its GPU window runs to the last kernel end, 470: 370 µs, busy 25 + 10 + 10 + 20 = 65.
-    assert one == {
-        "step": 1, "start_us": 0.0, "duration_us": 100.0, "kernels": 5,
-        "kernel_time_us": 65.0, "gpu_end_us": 370.0, "gpu_busy_pct": 100 * 65 / 370,
-    }  # fmt: skip
-    # step 2 [201,300]: k3 [150,154] ran before the window opened: clipped to nothing.
-    assert two == {
-        "step": 2, "start_us": 101.0, "duration_us": 99.0, "kernels": 1,
-        "kernel_time_us": 4.0, "gpu_end_us": 200.0, "gpu_busy_pct": 0.0,
-    }  # fmt: skip
-    assert three == {
-        "step": 3, "start_us": 300.0, "duration_us": 100.0, "kernels": 1,
-        "kernel_time_us": 20.0, "gpu_end_us": 400.0, "gpu_busy_pct": 20.0,
-    }  # fmt: skip
-    assert four == {
-        "step": 4, "start_us": 500.0, "duration_us": 10.0, "kernels": 0,
-        "kernel_time_us": 0.0, "gpu_end_us": 510.0, "gpu_busy_pct": 0.0,
-    }  # fmt: skip
+def test_step_devices() -> None:
+    steps = ref.step_devices(step_events())
+    assert sorted(steps) == [1, 2, 3, 4]
+    # step 1 [100,200]: k1 [250,260], k2 [190,195], k4 [320,330], k6 [450,470], k7 [195,215]
+    # (and the memcpy cpy, a busy event too): window 190..470, busy 25 + 10 + 10 + 20 + cpy.
+    one = steps[1]
+    assert (one["cpu_start_ns"], one["cpu_end_ns"], one["kernels"]) == (100_000, 200_000, 5)
+    assert one["kernel_time_ns"] == 65_000
+    (d,) = one["devices"].values()
+    assert d["gpu_start_ns"] == 190_000 and d["lag_ns"] == 90_000
+    assert d["window_ns"] == 280_000 and d["idle_ns"] == d["window_ns"] - d["busy_ns"]
+    # step 2 [201,300]: k3 [150,154] ran before the window opened: a negative lag.
+    (d,) = steps[2]["devices"].values()
+    assert (d["gpu_start_ns"], d["window_ns"], d["busy_ns"], d["lag_ns"]) == (
+        150_000, 4_000, 4_000, -51_000,
+    )  # fmt: skip
+    assert steps[4]["devices"] == {} and steps[4]["kernels"] == 0
+
+
+def test_device_gaps_walk() -> None:
+    events = [
+        kern("a", 0, 10, correlation=1),
+        kern("b", 5, 5),  # ends with a at 10, starts later: the "before" of the gap
+        kern("zero", 12, 0),  # zero length: neither busy nor a split
+        kern("d", 20, 8, correlation=2),
+        kern("c", 20, 5),  # starts with d at 20, ends first: the "after"
+        runtime(1, 1),
+        runtime(14, 2),
+        kern("e", 40, 1, device=1, stream=3),
+    ]
+    got = ref.device_gaps(events)
+    assert set(got) == {0, 1}
+    (gap,) = got[0]["gaps"]
+    assert (gap["start_ns"], gap["end_ns"], gap["before"], gap["after"]) == (
+        10_000, 20_000, "b", "c",
+    )  # fmt: skip
+    assert (gap["host_wait_ns"], gap["cause"]) == (0, "gpu")  # c has no launch
+    assert got[0]["idle_ns"] == 10_000 and got[0]["window_ns"] == 28_000
+    assert got[1] == {"window_ns": 1_000, "busy_ns": 1_000, "idle_ns": 0, "gaps": []}
+    late = [kern("a", 0, 10), kern("b", 30, 1, correlation=5), runtime(16, 5)]
+    (gap,) = ref.device_gaps(late)[0]["gaps"]
+    assert (gap["host_wait_ns"], gap["cause"]) == (6_000, "cpu")
+    early = [kern("a", 0, 10), kern("b", 30, 1, correlation=5), runtime(2, 5)]
+    assert ref.device_gaps(early)[0]["gaps"][0]["host_wait_ns"] == 0
+    very_late = [kern("a", 0, 10), kern("b", 30, 1, correlation=5), runtime(90, 5)]
+    assert ref.device_gaps(very_late)[0]["gaps"][0]["host_wait_ns"] == 20_000  # clamped
 
 
 def test_touching_windows_share_a_boundary_kernel() -> None:
     events = [step(1, 0, 10), step(2, 10, 10), kern("edge", 10, 1)]
-    assert [r["kernels"] for r in ref.step_table(events)] == [1, 1]
+    assert [s["kernels"] for s in ref.step_devices(events).values()] == [1, 1]
 
 
 # --------------------------------------------------------------------------------------------
@@ -411,11 +434,11 @@ def test_stream_order_ties_and_key_fallbacks() -> None:
     assert result["streams"][(3, 9)]["events"] == 3  # all three land on (3, 9)
     assert list(result["devices"]) == [3]
 
-    # device known but stream missing: stream key (pid, tid), device args.device
+    # device known but stream missing: stream key (args.device, tid), device args.device
     device_only = {**no_args, "ts": 5, "args": {"device": 5}}
     result = ref.gap_stats([no_args, device_only])
-    assert list(result["streams"]) == [(3, 9)]
-    assert result["streams"][(3, 9)]["gap_total_us"] == 4.0
+    assert list(result["streams"]) == [(3, 9), (5, 9)]
+    assert result["streams"][(3, 9)]["gap_total_us"] == 0.0
     assert {d: v["events"] for d, v in result["devices"].items()} == {3: 1, 5: 1}
 
 

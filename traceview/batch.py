@@ -49,14 +49,17 @@ def correlations(events: Sequence[Any]) -> np.ndarray | None:
     return array if not (array < -1).any() else None
 
 
+def stream_key(e: Any) -> tuple[Any, Any]:
+    """(device, stream): device = args.device, else pid; stream = args.stream, else tid."""
+    a = e.args
+    if a is None or a.device is None:
+        return (e.pid, e.tid)
+    return (a.device, a.stream if a.stream is not None else e.tid)
+
+
 def stream_keys(events: Sequence[Any]) -> list[tuple[Any, Any]]:
-    """(args.device, args.stream) per event, else (pid, tid)."""
-    return [
-        (a.device, a.stream)
-        if (a := e.args) is not None and a.device is not None and a.stream is not None
-        else (e.pid, e.tid)
-        for e in events
-    ]
+    """The stream_key of each event."""
+    return [stream_key(e) for e in events]
 
 
 def timed(events: Sequence[Any]) -> tuple[np.ndarray, np.ndarray] | None:

@@ -202,8 +202,25 @@ def gaps(
         int, typer.Option("--gap-top", min=0, help="Transitions to show; 0 = all.")
     ] = 15,
     largest: Annotated[
-        int, typer.Option("--largest", min=0, help="How many of the largest gaps to list.")
+        int,
+        typer.Option("--largest", min=0, help="How many of the largest gaps to list; 0 = all."),
     ] = 10,
+    per_stream: Annotated[
+        bool,
+        typer.Option(
+            "--per-stream",
+            help="Gaps per stream (a stream idle while another keeps the GPU busy counts) "
+            "instead of device gaps (the GPU idle).",
+        ),
+    ] = False,
+    no_context: Annotated[
+        bool,
+        typer.Option(
+            "--no-context",
+            help="Do not read CPU ops to say what held each gap (faster; cause and host wait "
+            "are still given).",
+        ),
+    ] = False,
     verbose: Verbose = False,
     fmt: Format = "table",
     gap_output: Annotated[
@@ -220,7 +237,8 @@ def gaps(
     refresh: Refresh = False,
     cache_dir: CacheDir = None,
 ) -> None:
-    """Where the GPU sits idle: gaps per stream and device, histogram, transitions, largest gaps."""
+    """Why the GPU sits idle: device gaps with their cause (CPU or GPU), idle per device,
+    histogram, transitions, the largest gaps and what the CPU was doing."""
     from traceview import run
     from traceview.analyses.gaps import GapOptions, parse_duration
     from traceview.analyses.steps import parse_steps
@@ -239,6 +257,7 @@ def gaps(
             hist_min_ns=parse_duration(hist_min) if hist_min else None,
             hist_max_ns=parse_duration(hist_max) if hist_max else None,
             bins=bins, linear=linear, largest=largest, sort=gap_sort, top=gap_top,
+            per_stream=per_stream, context=not no_context,
         )  # fmt: skip
         out = run.OutputOptions(fmt, verbose, gap_output, force)
         run.gaps(
@@ -260,7 +279,8 @@ def steps(
     refresh: Refresh = False,
     cache_dir: CacheDir = None,
 ) -> None:
-    """The ProfilerSteps found: duration, kernels launched in each, kernel time, GPU busy %."""
+    """The ProfilerSteps: CPU duration, kernels launched, and per device the GPU window,
+    busy %, idle and how far the GPU runs behind the CPU."""
     from traceview import run
 
     _call(

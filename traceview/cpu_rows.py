@@ -36,16 +36,41 @@ OP, UNCORRELATED = -1, -2
 BLOCK_ROWS = 1 << 16
 
 
+@dataclass(frozen=True)
+class Windows:
+    """Sorted, disjoint closed time windows ``[lo[i], hi[i]]`` (ns); an instant is a window
+    with lo = hi."""
+
+    lo: np.ndarray
+    hi: np.ndarray
+
+    @classmethod
+    def union_of(cls, lo: np.ndarray, hi: np.ndarray) -> Windows:
+        """The windows covering the union of the closed intervals [lo[i], hi[i]]."""
+        order = np.argsort(lo, kind="stable")
+        lo, hi = lo[order], np.maximum.accumulate(hi[order]) if len(lo) else hi
+        new = np.r_[True, lo[1:] > hi[:-1]] if len(lo) else np.zeros(0, dtype=bool)
+        last = np.r_[np.flatnonzero(new)[1:] - 1, len(lo) - 1] if len(lo) else new
+        return cls(lo[new], hi[last])
+
+    def hits(self, ts: np.ndarray, end: np.ndarray) -> np.ndarray:
+        """Mask: [ts[i], end[i]] overlaps one of the windows."""
+        if len(self.lo) == 0:
+            return np.zeros(len(ts), dtype=bool)
+        first = np.minimum(np.searchsorted(self.hi, ts), len(self.hi) - 1)
+        return (self.hi[first] >= ts) & (self.lo[first] <= end)
+
+
 class RowSource(Protocol):
     """Rows that can be read block by block, in order.
 
-    With ``instants`` (sorted ns), a source may leave out blocks in which no row is in
-    flight (ts ≤ t ≤ end) at any of them: only those rows are wanted.
+    With ``windows``, a source may leave out blocks in which no row overlaps any of them:
+    only those rows are wanted.
     """
 
     def __len__(self) -> int: ...
 
-    def blocks(self, size: int, instants: np.ndarray | None = None) -> Iterator[np.ndarray]: ...
+    def blocks(self, size: int, windows: Windows | None = None) -> Iterator[np.ndarray]: ...
 
 
 @dataclass(frozen=True)
@@ -58,12 +83,12 @@ class CpuRows:
         return sum(len(part) for part in self.parts)
 
     def blocks(
-        self, size: int = BLOCK_ROWS, instants: np.ndarray | None = None
+        self, size: int = BLOCK_ROWS, windows: Windows | None = None
     ) -> Iterator[np.ndarray]:
         """Structured arrays of ``ROW``, about ``size`` rows each (may be read-only); see
-        RowSource for ``instants``."""
+        RowSource for ``windows``."""
         for part in self.parts:
-            yield from part.blocks(size, instants)
+            yield from part.blocks(size, windows)
 
 
 def rows(
@@ -85,7 +110,7 @@ class ArrayRows:
     def __len__(self) -> int:
         return len(self.table)
 
-    def blocks(self, size: int, instants: np.ndarray | None = None) -> Iterator[np.ndarray]:
+    def blocks(self, size: int, windows: Windows | None = None) -> Iterator[np.ndarray]:
         for start in range(0, len(self.table), size):
             yield self.table[start : start + size]
 
@@ -136,7 +161,7 @@ class SpillFile:
     def __len__(self) -> int:
         return self.count
 
-    def blocks(self, size: int, instants: np.ndarray | None = None) -> Iterator[np.ndarray]:
+    def blocks(self, size: int, windows: Windows | None = None) -> Iterator[np.ndarray]:
         if self._file is None or self.count == 0:
             return
         self.flush()
@@ -152,7 +177,7 @@ class SpillFile:
 def _cannot_write(e: OSError) -> str:
     return (
         f"cannot write the temporary file of CPU rows ({e.strerror or e}); "
-        "set TMPDIR to a writable directory with space, or use --largest 0"
+        "set TMPDIR to a writable directory with space, or use --no-context"
     )
 
 
@@ -167,8 +192,8 @@ class Renumbered:
     def __len__(self) -> int:
         return len(self.source)
 
-    def blocks(self, size: int, instants: np.ndarray | None = None) -> Iterator[np.ndarray]:
-        for block in self.source.blocks(size, instants):
+    def blocks(self, size: int, windows: Windows | None = None) -> Iterator[np.ndarray]:
+        for block in self.source.blocks(size, windows):
             block = block.copy()
             block["thread"] = self.threads[block["thread"]]
             block["name"] = self.names[block["name"]]

@@ -385,11 +385,7 @@ class EventCollector:
         return dur
 
     def _add_gpu(self, e: Any, kind: int, ts: int, dur: int, lists: _Lists) -> None:
-        args = e.args
-        if args is not None and args.device is not None and args.stream is not None:
-            key = (args.device, args.stream)
-        else:
-            key = (e.pid, e.tid)
+        key = batch.stream_key(e)
         lists.kind.append(kind)
         lists.name.append(self.names.id(e.name))
         lists.stream.append(self.streams.id(key))

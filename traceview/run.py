@@ -172,7 +172,7 @@ def gaps(path: Path, options: GapOptions, read: ReadOptions, out: OutputOptions)
     from traceview.render import gaps as render_gaps
 
     _check_output(out)
-    events = read_trace(path, read, keep_cpu=options.largest > 0)
+    events = read_trace(path, read, keep_cpu=options.context)
     report = analyse_gaps(events, options)
     _show(
         out,

@@ -68,3 +68,15 @@ def dense_ids(keys: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray]:
         return used, inverse.reshape(-1).astype(np.int64)
     present = np.bincount(keys, minlength=bound) > 0
     return np.flatnonzero(present), (np.cumsum(present) - 1)[keys]
+
+
+def concat_ranges(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The integers of every range [lo[i], hi[i]) one range after another, and for each the
+    index i of its range: ``np.concatenate([np.arange(a, b) for a, b in ...])`` without a
+    Python loop."""
+    lo, hi = np.asarray(lo, dtype=np.int64), np.asarray(hi, dtype=np.int64)
+    length = np.maximum(hi - lo, 0)
+    owner = np.repeat(np.arange(len(lo)), length)
+    start_of = np.cumsum(length) - length  # where each range begins in the output
+    at = np.arange(int(length.sum()), dtype=np.int64) - start_of[owner] + lo[owner]
+    return at, owner

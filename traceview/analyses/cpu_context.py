@@ -1,124 +1,259 @@
-"""What the CPU was doing when a GPU gap began: the answer to "why is the GPU idle".
+"""What held a GPU gap on the CPU: the answer to "why is my GPU idle".
 
-For the activity after a gap: find its launching runtime call (same correlation id), then on
-that CPU thread, at the moment the gap began, the runtime call and the innermost CPU op in
-flight (e.g. ``cudaStreamSynchronize`` inside ``aten::item``), and how long after the gap
-began the launch came (a late launch means the GPU waited for the CPU).
+For the activity after a gap: its launching runtime call (same correlation id, the earliest;
+the first in the file among equal starts) gives a CPU thread. On that thread, the CPU ops that
+overlap the host wait [gap start, gap start + host wait] — the time the CPU had not yet asked
+for the next activity — ranked by overlap (e.g. the data loader's ``__next__`` for 125.6 of
+126.0 ms), and the synchronising runtime calls (``cudaStreamSynchronize``, ``cudaMemcpy``
+without Async, ...) that overlap the gap, with their time inside it.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from traceview.cpu_rows import OP, ROW, CpuRows
+from traceview.aggregate.intervals import unions
+from traceview.aggregate.order import concat_ranges, lex_order
+from traceview.cpu_rows import OP, ROW, CpuRows, Windows
 from traceview.events import STEP_PREFIX, TraceEvents
+
+TOP = 3  # ops and sync calls named per gap
+NO_LAUNCH = np.iinfo(np.int64).min
+# Runtime calls that block the calling thread until the GPU has done something.
+SYNC_CALL = re.compile(
+    r"^(?:cuda|hip|cu)(?:(?:Stream|Device|Event|Ctx)Synchronize|Memcpy(?!\w*Async)\w*)"
+)
+
+
+@dataclass(frozen=True)
+class GapQuery:
+    """The gaps to explain: the correlation id of the activity after each (−1: none), and its
+    [start, end] and host wait (ns)."""
+
+    correlation: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    host_wait: np.ndarray
+
+
+@dataclass(frozen=True)
+class Holder:
+    """A CPU op or runtime call and how long it overlaps the window it is named for (ns)."""
+
+    name: str
+    overlap_ns: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "overlap_us": self.overlap_ns / 1000}
 
 
 @dataclass(frozen=True)
 class CpuContext:
-    """The launching thread's state at the start of a gap (names; delay in µs)."""
+    """The launching thread of the activity after a gap, when it launched it (ns, the file's
+    time base), the ops overlapping the host wait and the sync calls overlapping the gap."""
 
     thread: str | None
-    runtime: str | None
-    cpu_op: str | None
-    launch_delay_us: float | None
+    launch_ns: int | None
+    host_wait_ns: int
+    ops: tuple[Holder, ...]
+    syncs: tuple[Holder, ...]
+    op_covered_ns: int = 0  # of the host wait, the time some CPU op was running
 
-    def describe(self) -> str | None:
-        """One line such as ``cudaStreamSynchronize in aten::item; launched 1,204.0 µs in``."""
-        if self.thread is None:
+    def as_dict(self) -> dict[str, Any] | None:
+        """The ``cpu`` object of a largest gap (None when no launch is known)."""
+        if self.thread is None or self.launch_ns is None:
             return None
-        doing = " in ".join(x for x in (self.runtime, self.cpu_op) if x) or "no op in flight"
-        if self.launch_delay_us is None:
-            return doing
-        when = "after" if self.launch_delay_us >= 0 else "before"
-        return f"{doing}; next launch {abs(self.launch_delay_us):,.1f} µs {when} the gap began"
-
-    def as_dict(self) -> dict[str, Any]:
-        return {f: getattr(self, f) for f in self.__dataclass_fields__}
-
-
-NO_CONTEXT = CpuContext(None, None, None, None)
+        return {
+            "thread": self.thread,
+            "launch_ts_us": self.launch_ns / 1000,
+            "host_wait_us": self.host_wait_ns / 1000,
+            "op_covered_us": self.op_covered_ns / 1000,
+            "ops": [h.as_dict() for h in self.ops],
+            "syncs": [h.as_dict() for h in self.syncs],
+        }
 
 
-def cpu_contexts(events: TraceEvents, gaps: list[tuple[int, int]]) -> list[CpuContext]:
-    """For each (correlation, at_ns): the state at at_ns of the thread that launched it.
-
-    The launches' start times come from the runtime columns, so one question is asked of
-    the CPU rows: which rows are in flight at one of these instants (the gaps' starts and
-    the launches' starts)? Sources that know each block's time range skip the others.
-    """
-    wanted = sorted({correlation for correlation, _ in gaps if correlation >= 0})
-    if len(events.cpu) == 0 or not wanted:
-        return [NO_CONTEXT] * len(gaps)
-    launch_at = _launch_times(events, wanted)
-    instants = np.array(sorted({at for _, at in gaps} | set(launch_at.values())), dtype=np.int64)
-    live = _scan(events.cpu, instants)
-    return [_context(events, live, launch_at, correlation, at) for correlation, at in gaps]
+NO_CONTEXT = CpuContext(None, None, 0, (), ())
 
 
-def _launch_times(events: TraceEvents, wanted: list[int]) -> dict[int, int]:
-    """The start of the earliest runtime call of each wanted correlation id (if any)."""
+def is_sync_call(name: str) -> bool:
+    """A runtime call that makes the CPU wait for the GPU."""
+    return SYNC_CALL.match(name) is not None
+
+
+def cpu_contexts(events: TraceEvents, gaps: GapQuery) -> list[CpuContext]:
+    """The CpuContext of each gap: one pass over the CPU rows for all gaps (sources that know
+    each block's time range skip those outside the gaps and launches)."""
+    n = len(gaps.start)
+    launch = _first_launch(events, gaps.correlation)
+    has = launch != NO_LAUNCH
+    if len(events.cpu) == 0 or not has.any():
+        return [NO_CONTEXT] * n
+    windows = Windows.union_of(
+        np.concatenate([gaps.start[has], launch[has]]), np.concatenate([gaps.end[has], launch[has]])
+    )
+    live = _scan(events.cpu, windows)
+    thread = _launch_thread(live, gaps.correlation, launch)
+    ops, syncs, covered = _holders(events, live, thread, gaps)
+    return [
+        NO_CONTEXT
+        if thread[g] < 0
+        else CpuContext(
+            thread=_thread_label(events.threads[int(thread[g])]),
+            launch_ns=int(launch[g]),
+            host_wait_ns=int(gaps.host_wait[g]),
+            ops=tuple(ops.get(g, ())),
+            syncs=tuple(syncs.get(g, ())),
+            op_covered_ns=int(covered[g]),
+        )
+        for g in range(n)
+    ]
+
+
+def _first_launch(events: TraceEvents, correlation: np.ndarray) -> np.ndarray:
+    """The start of the earliest runtime call of each correlation id, else NO_LAUNCH."""
     runtime = events.runtime
-    hit = np.isin(runtime.correlation, wanted)
-    out: dict[int, int] = {}
-    for correlation, ts in zip(
-        runtime.correlation[hit].tolist(), runtime.ts[hit].tolist(), strict=True
-    ):
-        if ts < out.get(correlation, ts + 1):
-            out[correlation] = ts
+    out = np.full(len(correlation), NO_LAUNCH, dtype=np.int64)
+    hit = np.isin(runtime.correlation, correlation[correlation >= 0])
+    if not hit.any():
+        return out
+    corr, ts = runtime.correlation[hit], runtime.ts[hit]
+    order = np.lexsort((ts, corr))
+    ids, first = np.unique(corr[order], return_index=True)
+    at = np.minimum(np.searchsorted(ids, correlation), len(ids) - 1)
+    found = (correlation >= 0) & (ids[at] == correlation)
+    out[found] = ts[order][first][at[found]]
     return out
 
 
-def _scan(cpu: CpuRows, instants: np.ndarray) -> np.ndarray:
-    """The rows in flight at one of the sorted ``instants``, in file order: one pass over
-    the CPU rows, block by block, for all gaps."""
+def _scan(cpu: CpuRows, windows: Windows) -> np.ndarray:
+    """The rows overlapping one of ``windows``, in file order: one pass, block by block."""
     live = [np.zeros(0, dtype=ROW)]
-    for block in cpu.blocks(instants=instants):
-        live.append(block[_hits(instants, block["ts"], block["end"])])
+    for block in cpu.blocks(windows=windows):
+        live.append(block[windows.hits(block["ts"], block["end"])])
     return np.concatenate(live)
 
 
-def _hits(values: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
-    """Indices i such that one of the sorted ``values`` lies in [low[i], high[i]]."""
-    first = np.minimum(np.searchsorted(values, low), len(values) - 1)
-    point = values[first]  # the smallest value at or above low[i], if there is one
-    return np.flatnonzero((point >= low) & (point <= high))
+def _launch_thread(live: np.ndarray, correlation: np.ndarray, launch: np.ndarray) -> np.ndarray:
+    """Per gap, the thread of the runtime row with its correlation starting at its launch
+    (the first in the file among several), else −1."""
+    runtime = live[live["correlation"] != OP]
+    order = lex_order((runtime["ts"], runtime["correlation"]))  # stable: file order in ties
+    keys = _pairs(runtime["correlation"][order], runtime["ts"][order])
+    at = np.minimum(np.searchsorted(keys, _pairs(correlation, launch)), max(len(keys) - 1, 0))
+    if len(keys) == 0:
+        return np.full(len(correlation), -1, dtype=np.int64)
+    found = (keys["a"][at] == correlation) & (keys["b"][at] == launch) & (launch != NO_LAUNCH)
+    return np.where(found, runtime["thread"][order][at], -1).astype(np.int64)
 
 
-def _context(
-    events: TraceEvents, live: np.ndarray, launch_at: dict[int, int], correlation: int, at_ns: int
-) -> CpuContext:
-    if correlation not in launch_at:
-        return NO_CONTEXT
-    start = launch_at[correlation]
-    launches = live[(live["correlation"] == correlation) & (live["ts"] == start)]
-    if len(launches) == 0:
-        return NO_CONTEXT
-    launch = launches[0]  # the first of the earliest, in file order
-    thread = int(launch["thread"])
-    rows = live[(live["thread"] == thread) & (live["ts"] <= at_ns) & (live["end"] >= at_ns)]
-    runtime = rows["correlation"] != OP
-    return CpuContext(
-        thread=_thread_label(events.threads[thread]),
-        runtime=_innermost(events, rows[runtime]),
-        cpu_op=_innermost(events, rows[~runtime]),
-        launch_delay_us=(start - at_ns) / 1000,
+def _holders(
+    events: TraceEvents, live: np.ndarray, thread: np.ndarray, gaps: GapQuery
+) -> tuple[dict[int, list[Holder]], dict[int, list[Holder]], np.ndarray]:
+    """Per gap: the ops overlapping its host wait and the sync calls overlapping it, each
+    ranked by overlap (then the innermost: latest start, earliest end; then name); and the
+    time of the host wait that some op covers (the union of their overlaps)."""
+    gap, row = _overlapping(live, thread, gaps.start, gaps.end)
+    rows = live[row]
+    ts, end, name = rows["ts"], rows["end"], rows["name"]
+    start = gaps.start[gap]
+    is_op = rows["correlation"] == OP
+    step = _name_mask(events.names, np.unique(name[is_op]), lambda n: n.startswith(STEP_PREFIX))
+    op_overlap = np.minimum(end, start + gaps.host_wait[gap]) - np.maximum(ts, start)
+    ops = is_op & ~step[name] & (op_overlap > 0)
+    sync = _name_mask(events.names, np.unique(name[~is_op]), is_sync_call)
+    sync_overlap = np.minimum(end, gaps.end[gap]) - np.maximum(ts, start)
+    syncs = ~is_op & sync[name] & (sync_overlap > 0)
+    rank = _name_rank(events.names, name)
+    covered = np.zeros(len(gaps.start), dtype=np.int64)
+    clipped = unions(
+        gap[ops],
+        np.maximum(ts[ops], start[ops]),
+        np.minimum(end[ops], (start + gaps.host_wait[gap])[ops]),
+    )
+    covered[clipped.segment] = clipped.busy
+    return (
+        _top(events, gap[ops], op_overlap[ops], ts[ops], end[ops], name[ops], rank[ops]),
+        _top(
+            events, gap[syncs], sync_overlap[syncs], ts[syncs], end[syncs], name[syncs], rank[syncs]
+        ),
+        covered,
     )
 
 
-def _innermost(events: TraceEvents, rows: np.ndarray) -> str | None:
-    """Name of the innermost of ``rows`` (ProfilerStep windows excluded): the latest start,
-    then the earliest end (of two ops starting together, the one nested in the other)."""
-    ts, end, name = (rows[field].tolist() for field in ("ts", "end", "name"))
-    named = [
-        (start, -stop, events.names[n])
-        for start, stop, n in zip(ts, end, name, strict=True)
-        if not events.names[n].startswith(STEP_PREFIX)
-    ]
-    return max(named)[2] if named else None
+def _overlapping(
+    live: np.ndarray, thread: np.ndarray, start: np.ndarray, end: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Every (gap, row) pair where the row is on the gap's thread and overlaps [start, end]:
+    rows starting inside the gap, and rows started before it and still running at its start.
+    Enumerated by binary searches over (thread, time) keys: the work is the pairs found."""
+    known = np.flatnonzero(thread >= 0)
+    by_row = lex_order((live["ts"], live["thread"]))
+    row_keys = _pairs(live["thread"][by_row], live["ts"][by_row])
+    lo = np.searchsorted(row_keys, _pairs(thread[known], start[known]), side="left")
+    hi = np.searchsorted(row_keys, _pairs(thread[known], end[known]), side="right")
+    at, which = concat_ranges(lo, hi)
+    inside = (known[which], by_row[at])
+    by_gap = known[lex_order((start[known], thread[known]))]
+    gap_keys = _pairs(thread[by_gap], start[by_gap])
+    lo = np.searchsorted(gap_keys, _pairs(live["thread"], live["ts"]), side="right")
+    hi = np.searchsorted(gap_keys, _pairs(live["thread"], live["end"]), side="right")
+    at, row = concat_ranges(lo, hi)
+    before = (by_gap[at], row)
+    return np.concatenate([inside[0], before[0]]), np.concatenate([inside[1], before[1]])
+
+
+def _top(
+    events: TraceEvents,
+    gap: np.ndarray,
+    overlap: np.ndarray,
+    ts: np.ndarray,
+    end: np.ndarray,
+    name: np.ndarray,
+    rank: np.ndarray,
+) -> dict[int, list[Holder]]:
+    """The first ``TOP`` rows of each gap by (overlap desc, ts desc, end, name)."""
+    order = np.lexsort((rank, end, -ts, -overlap, gap))
+    gap = gap[order]
+    head = np.r_[True, gap[1:] != gap[:-1]] if len(gap) else np.zeros(0, dtype=bool)
+    position = np.arange(len(gap)) - np.maximum.accumulate(np.where(head, np.arange(len(gap)), 0))
+    out: dict[int, list[Holder]] = {}
+    for g, o, n in zip(
+        gap[position < TOP].tolist(),
+        overlap[order][position < TOP].tolist(),
+        name[order][position < TOP].tolist(),
+        strict=True,
+    ):
+        out.setdefault(g, []).append(Holder(events.names[n], o))
+    return out
+
+
+def _name_mask(names: list[str], ids: np.ndarray, test: Any) -> np.ndarray:
+    """Mask over all name ids, true for those of ``ids`` that pass ``test``."""
+    mask = np.zeros(len(names), dtype=bool)
+    for i in ids.tolist():
+        mask[i] = bool(test(names[i]))
+    return mask
+
+
+def _name_rank(names: list[str], ids: np.ndarray) -> np.ndarray:
+    """For each id, its rank among the distinct ``ids`` by name text."""
+    distinct = np.unique(ids)
+    order = sorted(range(len(distinct)), key=lambda i: names[int(distinct[i])])
+    rank_of = np.empty(len(distinct), dtype=np.int64)
+    rank_of[order] = np.arange(len(distinct))
+    return rank_of[np.searchsorted(distinct, ids)] if len(ids) else ids.astype(np.int64)
+
+
+def _pairs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """(a, b) as a structured array, ordered and searched lexicographically."""
+    out = np.empty(len(a), dtype=[("a", "<i8"), ("b", "<i8")])
+    out["a"], out["b"] = a, b
+    return out
 
 
 def _thread_label(thread: tuple[Any, Any]) -> str:

@@ -1,11 +1,14 @@
-"""Idle gaps between consecutive GPU activities on each stream, per-device idle time,
-name-to-name transitions, a gap histogram and the largest gaps.
+"""Why the GPU is idle: device gaps (default) or per-stream gaps, per-device idle time split
+into host wait and the rest, transitions, a gap histogram and the largest gaps with their cause.
 
-Per stream, busy activities are ordered by (start, end, name). Each consecutive pair gives a
-signed gap = next start − previous end: > 0 is an idle gap, < 0 an overlap, 0 a zero gap.
-``--min-gap`` drops positive gaps below the threshold from the gap counts, totals, histogram
-and largest list; transitions always use every consecutive pair, unfiltered.
-All arithmetic is in int64 ns; µs floats appear only in the result.
+Device scope (the default): the gaps of each device's busy union (analyses.devices) — what a
+person means by "the GPU is idle". Stream scope (``--per-stream``): per stream, busy
+activities ordered by (start, end, name); each consecutive pair gives a signed gap = next start
+− previous end: > 0 is an idle gap, < 0 an overlap, 0 a zero gap. The per-stream table is
+shown in both scopes. ``--min-gap`` drops positive gaps below the threshold from the gap
+counts, totals, histogram and largest list; transitions use every gap (device scope) or every
+consecutive pair (stream scope), unfiltered. All arithmetic is in int64 ns; µs floats appear
+only in the result.
 """
 
 from __future__ import annotations
@@ -19,15 +22,24 @@ from typing import Any
 import numpy as np
 
 from traceview.aggregate import moments
-from traceview.aggregate.intervals import union_length
+from traceview.aggregate.intervals import unions
 from traceview.aggregate.order import dense_ids, lex_order
-from traceview.analyses.cpu_context import NO_CONTEXT, CpuContext, cpu_contexts
+from traceview.analyses.cpu_context import NO_CONTEXT, CpuContext, GapQuery, cpu_contexts
+from traceview.analyses.devices import (
+    DeviceUsage,
+    GapSet,
+    device_gaps,
+    device_of_stream,
+    first_launch,
+    host_wait,
+    name_rank,
+)
 from traceview.analyses.steps import in_steps, step_windows
 from traceview.analyses.summary import TraceSummary, summarize
 from traceview.errors import UsageError
 from traceview.events import GPU_KINDS, TraceEvents
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 SORT_KEYS = ("count", "avg", "max", "min", "stdev", "total")
 _SORT_ALIASES = {"avggap": "avg", "maxgap": "max"}
 _SORT_FIELD = {
@@ -62,6 +74,13 @@ class GapOptions:
     largest: int = 10
     sort: str = "total"
     top: int = 15
+    per_stream: bool = False
+    context: bool = True  # read CPU rows to say what held each listed gap
+
+    @property
+    def scope(self) -> str:
+        """``device`` (device gaps) or ``stream`` (gaps per stream, --per-stream)."""
+        return "stream" if self.per_stream else "device"
 
 
 @dataclass(frozen=True)
@@ -86,13 +105,17 @@ class StreamGaps:
 
 @dataclass(frozen=True)
 class DeviceIdle:
-    """Idle time of one device: its window minus the union of its streams' activity."""
+    """Idle time of one device (window − busy union = the sum of its device gaps), how many
+    of its gaps --min-gap keeps and their total, and the host wait over all its gaps."""
 
     device: Any
     window_us: float
     busy_us: float
     idle_us: float
     idle_pct: float
+    gaps: int
+    gap_total_us: float
+    host_wait_us: float
 
     def as_dict(self) -> dict[str, Any]:
         return {f: getattr(self, f) for f in self.__dataclass_fields__}
@@ -100,7 +123,8 @@ class DeviceIdle:
 
 @dataclass(frozen=True)
 class GapTotals:
-    """Positive gaps over all streams, and the sum of the streams' idle time."""
+    """The scope's positive gaps that --min-gap keeps, and its idle time: the sum of the
+    devices' idle (device scope) or of the streams' idle (stream scope)."""
 
     gaps: int
     gap_total_us: float
@@ -159,24 +183,28 @@ class Transition:
 
 @dataclass(frozen=True)
 class LargestGap:
-    """One idle gap; ``start_us`` is relative to the start of the trace span."""
+    """One idle gap: ``start_us`` from the start of the trace span and ``ts_us`` as the trace
+    writes it (µs); the stream of the activity after it; the host wait and the cause."""
 
     device: Any
     stream: Any
     start_us: float
-    length_us: float
+    ts_us: float
+    gap_us: float
     before: str
     after: str
+    host_wait_us: float
     context: CpuContext = NO_CONTEXT
 
     @property
-    def cpu_context(self) -> str | None:
-        return self.context.describe()
+    def cause(self) -> str:
+        """``cpu`` when the CPU had not yet launched the next activity as the GPU ran dry."""
+        return "cpu" if self.host_wait_us > 0 else "gpu"
 
     def as_dict(self) -> dict[str, Any]:
         out = {f: getattr(self, f) for f in self.__dataclass_fields__ if f != "context"}
-        out["cpu_context"] = self.cpu_context
-        out["launch"] = self.context.as_dict()
+        out["cause"] = self.cause
+        out["cpu"] = self.context.as_dict()
         return out
 
 
@@ -196,9 +224,10 @@ class GapReport:
     notes: list[str] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
-        """The ``--json`` document (schema_version 1)."""
+        """The ``--format json`` document (schema_version 2)."""
         return {
             "schema_version": SCHEMA_VERSION,
+            "scope": self.options.scope,
             "trace": self.trace.as_dict(),
             "busy": list(self.options.busy),
             "totals": self.totals.as_dict(),
@@ -206,7 +235,9 @@ class GapReport:
             "devices": [d.as_dict() for d in self.devices],
             "histogram": self.histogram.as_dict(),
             "transitions": [t.as_dict() for t in self.transitions],
+            "left_out_transitions": self.left_out_transitions,
             "largest": [g.as_dict() for g in self.largest],
+            "notes": list(self.notes),
         }
 
 
@@ -229,49 +260,82 @@ def analyse_gaps(events: TraceEvents, options: GapOptions) -> GapReport:
     4 GB trace each costs 2-18 MB, and those alive together set the peak memory.
     """
     _check(options)
-    trace = summarize(events)  # first: its own row-sized temporaries are gone before ours
     mask, notes = _selection(events, options)
-    source = _sorted_rows(events, np.flatnonzero(mask))  # the GPU row of each sorted row
+    rows = np.flatnonzero(mask)
     del mask
+    rank = name_rank(events.names)
+    launch = first_launch(events)
+    usage, all_device_gaps = device_gaps(events, rows, launch, rank)
+    device_kept = (all_device_gaps.end - all_device_gaps.start) >= options.min_gap_ns
+    streams, stream_gaps, transitions = _stream_scope(events, rows, rank, launch, options)
+    del rows
+    if options.per_stream:
+        gaps, idle_ns = stream_gaps, sum(round(s.idle_us * 1000) for s in streams)
+    else:
+        gaps, idle_ns = all_device_gaps.take(device_kept), sum(u.idle_ns for u in usage)
+        names = events.gpu.name
+        transitions = _transitions(
+            events.names,
+            names[all_device_gaps.before],
+            names[all_device_gaps.after],
+            all_device_gaps.end - all_device_gaps.start,
+            options.sort,
+        )
+    lengths = gaps.end - gaps.start
+    shown = transitions if options.top == 0 else transitions[: options.top]
+    return GapReport(
+        trace=summarize(events, usage),
+        options=options,
+        totals=_totals(lengths, idle_ns),
+        streams=streams,
+        devices=_device_rows(events, usage, all_device_gaps, device_kept),
+        histogram=_histogram(lengths, options),
+        transitions=shown,
+        largest=_largest(events, gaps, options.largest),
+        left_out_transitions=len(transitions) - len(shown),
+        notes=notes,
+    )
+
+
+def _stream_scope(
+    events: TraceEvents, rows: np.ndarray, rank: np.ndarray, launch: np.ndarray, options: GapOptions
+) -> tuple[list[StreamGaps], GapSet, list[Transition]]:
+    """Per stream: the table rows, the positive gaps --min-gap keeps, and the transitions of
+    every consecutive pair (signed gaps)."""
+    source = _sorted_rows(events, rows, rank)  # the GPU row of each row in stream order
     gpu = events.gpu
-    stream, ts, name = gpu.stream[source], gpu.ts[source], gpu.name[source]
+    stream, ts = gpu.stream[source], gpu.ts[source]
     end = gpu.dur[source]
     end += ts
     pairs = _pairs(stream)
     gap = ts[pairs + 1]
     gap -= end[pairs]
     kept = (gap > 0) & (gap >= options.min_gap_ns)
-    stream_rows = _stream_rows(events, stream, ts, end, pairs, gap, kept)
-    span_start = events.span_ns[0] if events.span_ns else 0
-    positive = gap[kept]
-    transitions = _transitions(events.names, name, pairs, gap, options.sort)
-    del gap
-    shown = transitions if options.top == 0 else transitions[: options.top]
-    devices = _devices(events, stream, ts, end)
+    table = _stream_rows(events, stream, ts, end, pairs, gap, kept)
     del ts
-    return GapReport(
-        trace=trace,
-        options=options,
-        totals=_totals(positive, stream_rows),
-        streams=[row for row, _ in stream_rows],
-        devices=devices,
-        histogram=_histogram(positive, options),
-        transitions=shown,
-        largest=_largest(
-            events, pairs[kept], positive, (stream, end, name, source), span_start, options
-        ),
-        left_out_transitions=len(transitions) - len(shown),
-        notes=notes,
+    at = pairs[kept]
+    start, after = end[at], source[at + 1]
+    device_index, _ = device_of_stream(events)
+    gaps = GapSet(
+        device=device_index[stream[at]],
+        start=start,
+        end=start + gap[kept],
+        before=source[at],
+        after=after,
+        host_wait=host_wait(launch[after], start, start + gap[kept]),
     )
+    name = gpu.name[source]
+    transitions = _transitions(events.names, name[pairs], name[pairs + 1], gap, options.sort)
+    return table, gaps, transitions
 
 
-def _sorted_rows(events: TraceEvents, rows: np.ndarray) -> np.ndarray:
+def _sorted_rows(events: TraceEvents, rows: np.ndarray, rank: np.ndarray) -> np.ndarray:
     """The selected GPU rows in (stream, ts, end, name) order (names compared as strings)."""
     gpu = events.gpu
     stream, ts = gpu.stream[rows], gpu.ts[rows]
     end = gpu.dur[rows]
     end += ts
-    order = lex_order((_name_rank(events.names)[gpu.name[rows]], end, ts, stream))
+    order = lex_order((rank[gpu.name[rows]], end, ts, stream))
     return _compact(rows[order], len(gpu.ts))
 
 
@@ -331,25 +395,9 @@ def _selection(events: TraceEvents, options: GapOptions) -> tuple[np.ndarray, li
     return mask, notes
 
 
-def _name_rank(names: list[str]) -> np.ndarray:
-    """``rank[id]`` = position of the name string in sorted order (ties broken like strings)."""
-    rank = np.empty(len(names), dtype=np.int64)
-    rank[sorted(range(len(names)), key=names.__getitem__)] = np.arange(len(names))
-    return rank
-
-
 def _pairs(stream: np.ndarray) -> np.ndarray:
     """Indices ``i`` of the sorted rows where row ``i + 1`` is on the same stream."""
     return _compact(np.flatnonzero(stream[1:] == stream[:-1]), len(stream))
-
-
-def _bounds(stream: np.ndarray) -> list[tuple[int, int, int]]:
-    """(stream id, first row, end row) of each stream's run in the sorted rows."""
-    if len(stream) == 0:
-        return []
-    starts = np.flatnonzero(np.r_[True, stream[1:] != stream[:-1]])
-    stops = np.r_[starts[1:], len(stream)]
-    return list(zip(stream[starts].tolist(), starts.tolist(), stops.tolist(), strict=True))
 
 
 def _stream_rows(
@@ -360,8 +408,8 @@ def _stream_rows(
     pairs: np.ndarray,
     gap: np.ndarray,
     kept: np.ndarray,
-) -> list[tuple[StreamGaps, int]]:
-    """One StreamGaps per stream (in trace-value order), each with its idle time in ns."""
+) -> list[StreamGaps]:
+    """One StreamGaps per stream present (in trace-value order): all streams at once."""
     n = len(events.streams)
     pair_stream = stream[pairs]
     gaps = np.bincount(pair_stream[kept], minlength=n)
@@ -370,34 +418,31 @@ def _stream_rows(
     overlaps = np.bincount(pair_stream[over], minlength=n)
     overlap_ns = -_sum_by(pair_stream[over], gap[over], n)
     zeros = np.bincount(pair_stream[gap == 0], minlength=n)
+    count = np.bincount(stream, minlength=n)
+    u = unions(stream.astype(np.int64), ts, end)
     out = []
-    for sid, lo, hi in _bounds(stream):
-        window = int(end[lo:hi].max()) - int(ts[lo])
-        busy = union_length(ts[lo:hi], end[lo:hi])
+    for sid, first, last, busy in zip(
+        u.segment.tolist(), u.first.tolist(), u.last.tolist(), u.busy.tolist(), strict=True
+    ):
         device, stream_value = events.streams[sid]
-        row = StreamGaps(
-            device=device,
-            stream=stream_value,
-            events=hi - lo,
-            gaps=int(gaps[sid]),
-            gap_total_us=int(gap_ns[sid]) / 1000,
-            overlaps=int(overlaps[sid]),
-            overlap_us=int(overlap_ns[sid]) / 1000,
-            zero_gaps=int(zeros[sid]),
-            window_us=window / 1000,
-            busy_us=busy / 1000,
-            idle_us=(window - busy) / 1000,
+        window = last - first
+        out.append(
+            StreamGaps(
+                device=device,
+                stream=stream_value,
+                events=int(count[sid]),
+                gaps=int(gaps[sid]),
+                gap_total_us=int(gap_ns[sid]) / 1000,
+                overlaps=int(overlaps[sid]),
+                overlap_us=int(overlap_ns[sid]) / 1000,
+                zero_gaps=int(zeros[sid]),
+                window_us=window / 1000,
+                busy_us=busy / 1000,
+                idle_us=(window - busy) / 1000,
+            )
         )
-        out.append((row, window - busy))
-    out.sort(key=lambda r: (_value_key(r[0].device), _value_key(r[0].stream)))
+    out.sort(key=lambda r: (_value_key(r.device), _value_key(r.stream)))
     return out
-
-
-def _sum_by(group: np.ndarray, values: np.ndarray, groups: int) -> np.ndarray:
-    """Exact int64 sums of ``values`` per group."""
-    total = np.zeros(groups, dtype=np.int64)
-    np.add.at(total, group, values)
-    return total
 
 
 def _value_key(value: Any) -> tuple[int, Any]:
@@ -407,49 +452,57 @@ def _value_key(value: Any) -> tuple[int, Any]:
     return (1, str(value))
 
 
-def _devices(
-    events: TraceEvents, stream: np.ndarray, ts: np.ndarray, end: np.ndarray
+def _sum_by(group: np.ndarray, values: np.ndarray, groups: int) -> np.ndarray:
+    """Exact int64 sums of ``values`` per group."""
+    total = np.zeros(groups, dtype=np.int64)
+    np.add.at(total, group, values)
+    return total
+
+
+def _device_rows(
+    events: TraceEvents, usage: list[DeviceUsage], gaps: GapSet, kept: np.ndarray
 ) -> list[DeviceIdle]:
-    """Per device (first element of the stream key): window, busy union, idle."""
-    runs: dict[Any, list[tuple[int, int]]] = {}
-    for sid, lo, hi in _bounds(stream):
-        runs.setdefault(events.streams[sid][0], []).append((lo, hi))
-    out = []
-    for device, spans in sorted(runs.items(), key=lambda kv: _value_key(kv[0])):
-        s = np.concatenate([ts[lo:hi] for lo, hi in spans])
-        e = np.concatenate([end[lo:hi] for lo, hi in spans])
-        window = int(e.max()) - int(s.min())
-        busy = union_length(s, e, scratch=True)  # s and e are our own copies
-        out.append(
-            DeviceIdle(
-                device=device,
-                window_us=window / 1000,
-                busy_us=busy / 1000,
-                idle_us=(window - busy) / 1000,
-                idle_pct=100 * (window - busy) / window if window > 0 else 0.0,
-            )
+    """Per device: idle of its window, the gaps --min-gap keeps, host wait over all gaps."""
+    _, values = device_of_stream(events)
+    n = len(values)
+    count = np.bincount(gaps.device[kept], minlength=n)
+    total = _sum_by(gaps.device[kept], (gaps.end - gaps.start)[kept], n)
+    wait = _sum_by(gaps.device, gaps.host_wait, n)
+    index = {(type(v), v): i for i, v in enumerate(values)}
+    return [
+        DeviceIdle(
+            device=u.device,
+            window_us=u.window_ns / 1000,
+            busy_us=u.busy_ns / 1000,
+            idle_us=u.idle_ns / 1000,
+            idle_pct=u.idle_pct,
+            gaps=int(count[i]),
+            gap_total_us=int(total[i]) / 1000,
+            host_wait_us=int(wait[i]) / 1000,
         )
-    return out
+        for u in usage
+        for i in (index[(type(u.device), u.device)],)
+    ]
 
 
-def _totals(positive: np.ndarray, stream_rows: list[tuple[StreamGaps, int]]) -> GapTotals:
-    count, total = len(positive), int(positive.sum())
+def _totals(lengths: np.ndarray, idle_ns: int) -> GapTotals:
+    count, total = len(lengths), int(lengths.sum())
     return GapTotals(
         gaps=count,
         gap_total_us=total / 1000,
-        idle_us=sum(idle for _, idle in stream_rows) / 1000,
+        idle_us=idle_ns / 1000,
         mean_gap_us=total / (count * 1000) if count else 0.0,
     )
 
 
 def _transitions(
-    names: list[str], name: np.ndarray, pairs: np.ndarray, gap: np.ndarray, sort: str
+    names: list[str], before: np.ndarray, after: np.ndarray, gap: np.ndarray, sort: str
 ) -> list[Transition]:
-    """Statistics of the signed gap per (previous name, next name), sorted."""
+    """Statistics of the (signed) gap per (name before, name after), sorted."""
     width = max(len(names), 1)
-    key = name[pairs].astype(np.int32 if width * width < 2**31 else np.int64)
+    key: np.ndarray = before.astype(np.int32 if width * width < 2**31 else np.int64)
     key *= width
-    key += name[pairs + 1]
+    key += after
     used, group = dense_ids(key, width * width)
     del key
     stats = moments.accumulate(group, gap, len(used))
@@ -508,44 +561,50 @@ def _histogram(positive: np.ndarray, options: GapOptions) -> Histogram:
     return Histogram("us", (edges / 1000).tolist(), counts.tolist(), below, above)
 
 
-def _largest(
-    events: TraceEvents,
-    at: np.ndarray,
-    length: np.ndarray,
-    sorted_rows: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
-    span_start: int,
-    options: GapOptions,
-) -> list[LargestGap]:
-    """The ``options.largest`` longest gaps, longest first (ties: earliest first)."""
-    if options.largest == 0 or len(at) == 0:
+def _largest(events: TraceEvents, gaps: GapSet, n: int) -> list[LargestGap]:
+    """The ``n`` longest gaps (all with n = 0), longest first (ties: earliest first), with the
+    CPU context of each."""
+    if len(gaps) == 0:
         return []
-    stream, end, name, source = sorted_rows
-    order = _longest(length, end[at], options.largest).tolist()
-    before = [int(at[i]) for i in order]
-    correlation = events.gpu.correlation
-    launches = [(int(correlation[source[b + 1]]), int(end[b])) for b in before]
-    contexts = cpu_contexts(events, launches)
+    order = _longest(gaps.end - gaps.start, gaps.start, n or len(gaps))
+    chosen = gaps.take(order)
+    gpu = events.gpu
+    contexts = cpu_contexts(
+        events,
+        GapQuery(gpu.correlation[chosen.after], chosen.start, chosen.end, chosen.host_wait),
+    )
+    origin = events.span_ns[0] if events.span_ns else 0
     out = []
-    for i, prev, context in zip(order, before, contexts, strict=True):
-        device, stream_value = events.streams[int(stream[prev])]
+    for start, end, before, after, wait, context in zip(
+        chosen.start.tolist(),
+        chosen.end.tolist(),
+        chosen.before.tolist(),
+        chosen.after.tolist(),
+        chosen.host_wait.tolist(),
+        contexts,
+        strict=True,
+    ):
+        device, stream = events.streams[int(gpu.stream[after])]
         out.append(
             LargestGap(
                 device=device,
-                stream=stream_value,
-                start_us=(int(end[prev]) - span_start) / 1000,
-                length_us=int(length[i]) / 1000,
-                before=events.names[int(name[prev])],
-                after=events.names[int(name[prev + 1])],
+                stream=stream,
+                start_us=(start - origin) / 1000,
+                ts_us=start / 1000,
+                gap_us=(end - start) / 1000,
+                before=events.names[int(gpu.name[before])],
+                after=events.names[int(gpu.name[after])],
+                host_wait_us=wait / 1000,
                 context=context,
             )
         )
     return out
 
 
-def _longest(length: np.ndarray, end: np.ndarray, n: int) -> np.ndarray:
-    """Indices of the ``n`` largest lengths, largest first, ties by end then index.
+def _longest(length: np.ndarray, start: np.ndarray, n: int) -> np.ndarray:
+    """Indices of the ``n`` largest lengths, largest first, ties by start then index.
 
-    Exactly the head of ``np.lexsort((end, -length))``, sorting only the lengths that can
+    Exactly the head of ``np.lexsort((start, -length))``, sorting only the lengths that can
     be in it (those at least the n-th largest) instead of every gap.
     """
     if n < len(length):
@@ -553,7 +612,7 @@ def _longest(length: np.ndarray, end: np.ndarray, n: int) -> np.ndarray:
         candidates = np.flatnonzero(length >= threshold)
     else:
         candidates = np.arange(len(length))
-    return candidates[np.lexsort((end[candidates], -length[candidates]))][:n]
+    return candidates[np.lexsort((start[candidates], -length[candidates]))][:n]
 
 
 __all__ = [

@@ -12,9 +12,9 @@ from typing import Any
 import numpy as np
 
 from traceview.aggregate import moments
-from traceview.aggregate.intervals import union_length
 from traceview.aggregate.order import dense_ids
 from traceview.aggregate.percentiles import nearest_rank
+from traceview.analyses.devices import usage
 from traceview.analyses.names import short_name
 from traceview.analyses.steps import in_steps, step_windows
 from traceview.analyses.summary import TraceSummary, summarize
@@ -85,37 +85,48 @@ class KernelReport:
     count: int
     total_us: float
     distinct: int
-    gpu_busy_us: float
-    gpu_busy_pct: float
     rows: list[KernelRow]
     left_out_rows: int = 0
     left_out_count: int = 0
     left_out_us: float = 0.0
     notes: list[str] = field(default_factory=list)
 
+    @property
+    def gpu_busy_us(self) -> float:
+        """The devices' busy time, summed (``trace.devices`` has it per device)."""
+        return sum(d.busy_ns for d in self.trace.devices) / 1000
+
+    @property
+    def gpu_busy_pct(self) -> float:
+        """Summed busy time / summed device windows × 100: per device when there is one."""
+        window = sum(d.window_ns for d in self.trace.devices)
+        return 100.0 * sum(d.busy_ns for d in self.trace.devices) / window if window else 0.0
+
 
 def analyse_kernels(events: TraceEvents, options: KernelOptions) -> KernelReport:
-    """Select GPU rows by kind, steps and name; compute per-name statistics; sort; cut."""
+    """Select GPU rows by kind, steps and name; compute per-name statistics; sort; cut.
+
+    The header's device figures are over all GPU activity (kernel, memcpy, memset) of the
+    selected steps, or of the whole trace: the one device definition every command uses.
+    """
     mask, notes = _selection(events, options)
-    trace = summarize(events)  # before our row-sized temporaries, so the peaks do not stack
+    steps = _step_rows(events, options)
+    # before our row-sized temporaries, so the peaks do not stack
+    trace = summarize(events, None if steps is None else usage(events, steps))
+    del steps
     gpu = events.gpu
-    ts, dur = gpu.ts[mask], gpu.dur[mask]
-    busy = union_length(ts, ts + dur, scratch=True)  # first: its big temporaries go at once
-    del ts
+    dur = gpu.dur[mask]
     labels, group = _groups(events.names, gpu.name[mask], options.group_by)
     rows = _rows(labels, group, dur, options.group_by)
     rows.sort(key=_sort_key(options.sort))
     kept = rows if options.top == 0 else rows[: options.top]
     cut = rows[len(kept) :]
-    span_us = trace.span_us
     return KernelReport(
         trace=trace,
         options=options,
         count=len(dur),
         total_us=int(dur.sum()) / 1000,
         distinct=len(rows),
-        gpu_busy_us=busy / 1000,
-        gpu_busy_pct=100.0 * busy / 1000 / span_us if span_us > 0 else 0.0,
         rows=kept,
         left_out_rows=len(cut),
         left_out_count=sum(r.count for r in cut),
@@ -146,6 +157,13 @@ def _selection(events: TraceEvents, options: KernelOptions) -> tuple[np.ndarray,
     if options.name_regex is not None:
         mask &= _name_mask(events, options.name_regex)
     return mask, notes
+
+
+def _step_rows(events: TraceEvents, options: KernelOptions) -> np.ndarray | None:
+    """The GPU rows (every kind) of the --pstep steps; None without --pstep."""
+    if not options.steps:
+        return None
+    return np.flatnonzero(in_steps(events, list(options.steps), step_windows(events)))
 
 
 def _name_mask(events: TraceEvents, pattern: str) -> np.ndarray:

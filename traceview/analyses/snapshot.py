@@ -29,7 +29,6 @@ import numpy as np
 import orjson
 
 from traceview import __version__
-from traceview.aggregate.intervals import union_length
 from traceview.analyses.gaps import GapOptions, analyse_gaps
 from traceview.analyses.kernels import KernelOptions, KernelRow, analyse_kernels
 from traceview.analyses.steps import StepRow, StepRows, step_table, step_windows
@@ -38,7 +37,8 @@ from traceview.events import KERNEL, TraceEvents
 from traceview.read.source import GZIP_MAGIC, check_path
 
 KIND = "traceview-snapshot"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+READABLE_VERSIONS = (1, 2)  # 1 lacks the steps' device figures; its other figures agree
 MAX_KERNELS = 200
 COVER = 0.999
 MAX_STEPS = 100
@@ -49,7 +49,8 @@ _OTHER_OUTPUT = re.compile(rb'^\s*\{\s*"schema_version"\s*:')
 
 @dataclass(frozen=True)
 class Totals:
-    """Whole-trace kernel figures; ``idle_us`` = sum of the devices' idle time."""
+    """Whole-trace kernel figures; ``gpu_busy_us`` and ``idle_us`` = the devices' busy and
+    idle time summed, ``gpu_busy_pct`` = summed busy / summed device windows × 100."""
 
     count: int
     total_us: float
@@ -71,8 +72,21 @@ class DeviceStat:
 
 
 @dataclass(frozen=True)
+class StepDeviceStat:
+    """A step's GPU work on one device, as ``traceview steps`` reports it."""
+
+    device: Any
+    window_us: float
+    busy_us: float
+    idle_us: float
+    busy_pct: float
+    lag_us: float
+
+
+@dataclass(frozen=True)
 class StepStat:
-    """One ProfilerStep: duration, kernels launched in it, their time, the devices' idle time."""
+    """One ProfilerStep: duration, kernels launched in it, their time, and its device figures:
+    ``idle_us`` = the devices' idle summed, ``gpu_busy_pct`` = summed busy / summed windows."""
 
     step: int
     duration_us: float
@@ -81,6 +95,7 @@ class StepStat:
     idle_us: float
     gpu_busy_pct: float
     gpu_only: bool
+    devices: tuple[StepDeviceStat, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -164,16 +179,13 @@ def build_snapshot(
             distinct=report.distinct,
             gpu_busy_us=report.gpu_busy_us,
             gpu_busy_pct=round(report.gpu_busy_pct, 3),
-            idle_us=round(sum(d.idle_us for d in devices), 3),
+            idle_us=sum(round(d.idle_us * 1000) for d in devices) / 1000,
         ),
         devices=tuple(
             DeviceStat(d.device, d.window_us, d.busy_us, d.idle_us, round(d.idle_pct, 3))
             for d in devices
         ),
-        steps=tuple(
-            _step_stat(row, _idle_ns(events, rows))
-            for row, rows in zip(steps, step_rows, strict=True)
-        ),
+        steps=tuple(_step_stat(row) for row in steps),
         steps_left_out=len(all_steps) - len(steps),
         kernels=tuple(
             _kernel_stat(row, counts[:, i], totals[:, i]) for i, row in enumerate(stored)
@@ -222,33 +234,28 @@ def _step_sums(
     return counts, totals
 
 
-def _idle_ns(events: TraceEvents, rows: np.ndarray) -> int:
-    """Device idle of the selected GPU activity, summed: per device, window − busy union.
-
-    The figure ``analyse_gaps(events, GapOptions(steps=(n,)))`` gives for a step (a test checks
-    it), without re-deriving step membership and gap statistics once per step.
-    """
-    gpu = events.gpu
-    ids: dict[Any, int] = {}
-    device = np.array([ids.setdefault(d, len(ids)) for d, _ in events.streams], dtype=np.int64)
-    of_row = device[gpu.stream[rows]] if len(device) else np.zeros(0, dtype=np.int64)
-    idle = 0
-    for d in np.unique(of_row).tolist():
-        ts = gpu.ts[rows[of_row == d]]
-        end = ts + gpu.dur[rows[of_row == d]]
-        idle += int(end.max()) - int(ts.min()) - union_length(ts, end)
-    return idle
-
-
-def _step_stat(row: StepRow, idle_ns: int) -> StepStat:
+def _step_stat(row: StepRow) -> StepStat:
+    busy = sum(d.busy_ns for d in row.devices)
+    window = sum(d.window_ns for d in row.devices)
     return StepStat(
         step=row.step,
-        duration_us=row.duration_us,
+        duration_us=(row.cpu_end_ns - row.cpu_start_ns) / 1000,
         kernels=row.kernels,
-        kernel_time_us=row.kernel_time_us,
-        idle_us=idle_ns / 1000,
-        gpu_busy_pct=round(row.gpu_busy_pct, 3),
+        kernel_time_us=row.kernel_time_ns / 1000,
+        idle_us=(window - busy) / 1000,
+        gpu_busy_pct=round(100.0 * busy / window, 3) if window else 0.0,
         gpu_only=row.gpu_only,
+        devices=tuple(
+            StepDeviceStat(
+                d.device,
+                d.window_ns / 1000,
+                d.busy_ns / 1000,
+                d.idle_ns / 1000,
+                round(d.busy_pct, 3),
+                d.lag_ns / 1000,
+            )
+            for d in row.devices
+        ),
     )
 
 
@@ -316,11 +323,11 @@ def load_snapshot(path: Path) -> Snapshot:
         head = msgspec.json.decode(data, type=_Head)
         if head.kind != KIND:
             raise TraceviewError(f"{path}: not a traceview snapshot (kind {head.kind!r})")
-        if head.schema_version != SCHEMA_VERSION:
+        if head.schema_version not in READABLE_VERSIONS:
             raise TraceviewError(
                 f"{path}: snapshot schema_version {head.schema_version} is not supported "
-                f"(traceview {__version__} reads {SCHEMA_VERSION}); re-create it with "
-                "traceview snapshot"
+                f"(traceview {__version__} reads {', '.join(map(str, READABLE_VERSIONS))}); "
+                "re-create it with traceview snapshot"
             )
         snapshot = msgspec.json.decode(data, type=Snapshot)
     except (msgspec.DecodeError, msgspec.ValidationError) as e:

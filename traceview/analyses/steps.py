@@ -14,10 +14,15 @@ from typing import Any
 
 import numpy as np
 
-from traceview.aggregate.intervals import union_length
+from traceview.aggregate.intervals import min_by_segment, sums_by_run, unions
+from traceview.aggregate.order import concat_ranges
+from traceview.analyses.devices import device_of_stream, launch_times
 from traceview.errors import UsageError
-from traceview.events import KERNEL, TraceEvents
+from traceview.events import KERNEL, STEP_PREFIX, TraceEvents
 
+# A device runs behind the CPU in a step when it started the step's work this share of the
+# CPU step's duration (or more) after the CPU had launched it: the GPU was still busy.
+BEHIND_SHARE = 0.1
 _SPEC = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$")
 
 
@@ -31,20 +36,79 @@ class Window:
 
 
 @dataclass(frozen=True)
-class StepRow:
-    """One line of ``traceview steps``."""
+class StepDevice:
+    """A step's GPU work on one device: the window of its busy events, their union, how long
+    after the CPU step began the device started on it (lag) and how long after the first of
+    them was launched (queue: the GPU was still busy with earlier work). ns, the file's time
+    base."""
 
-    step: int
-    start_us: float  # relative to the trace span start
-    duration_us: float
-    kernels: int
-    kernel_time_us: float
-    gpu_end_us: float  # relative to the trace span start
-    gpu_busy_pct: float
-    gpu_only: bool
+    device: Any
+    gpu_start_ns: int
+    gpu_end_ns: int
+    busy_ns: int
+    lag_ns: int
+    queue_ns: int
+
+    @property
+    def window_ns(self) -> int:
+        return self.gpu_end_ns - self.gpu_start_ns
+
+    @property
+    def idle_ns(self) -> int:
+        return self.window_ns - self.busy_ns
+
+    @property
+    def busy_pct(self) -> float:
+        return 100.0 * self.busy_ns / self.window_ns if self.window_ns > 0 else 0.0
 
     def as_dict(self) -> dict[str, Any]:
-        return {f: getattr(self, f) for f in self.__dataclass_fields__}
+        return {
+            "device": self.device,
+            "gpu_start_us": self.gpu_start_ns / 1000,
+            "gpu_end_us": self.gpu_end_ns / 1000,
+            "window_us": self.window_ns / 1000,
+            "busy_us": self.busy_ns / 1000,
+            "idle_us": self.idle_ns / 1000,
+            "busy_pct": self.busy_pct,
+            "lag_us": self.lag_ns / 1000,
+            "queue_us": self.queue_ns / 1000,
+        }
+
+
+@dataclass(frozen=True)
+class StepRow:
+    """One line of ``traceview steps``: the CPU step, its kernels, and per device its GPU work."""
+
+    step: int
+    cpu_start_ns: int
+    cpu_end_ns: int
+    kernels: int
+    kernel_time_ns: int
+    devices: tuple[StepDevice, ...]
+    gpu_only: bool
+
+    @property
+    def name(self) -> str:
+        return f"{STEP_PREFIX}{self.step}"
+
+    def behind(self, device: StepDevice) -> bool:
+        """Whether ``device`` ran behind the CPU in this step (GPU-bound): its queue wait is
+        at least BEHIND_SHARE of the CPU step's duration."""
+        return device.queue_ns > 0 and device.queue_ns >= BEHIND_SHARE * (
+            self.cpu_end_ns - self.cpu_start_ns
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "step": self.step,
+            "name": self.name,
+            "cpu_start_us": self.cpu_start_ns / 1000,
+            "cpu_dur_us": (self.cpu_end_ns - self.cpu_start_ns) / 1000,
+            "kernels": self.kernels,
+            "kernel_time_us": self.kernel_time_ns / 1000,
+            "devices": [d.as_dict() for d in self.devices],
+            "gpu_only": self.gpu_only,
+        }
 
 
 def parse_steps(spec: str) -> list[int]:
@@ -79,22 +143,6 @@ def step_windows(events: TraceEvents) -> dict[int, Window]:
     return dict(sorted(windows.items()))
 
 
-def launch_times(events: TraceEvents) -> np.ndarray:
-    """Per GPU row: the start of its launching runtime call, else the row's own ts (ns)."""
-    gpu, runtime = events.gpu, events.runtime
-    points = gpu.ts.copy()
-    if len(runtime.correlation) == 0 or len(gpu.ts) == 0:
-        return points
-    order = np.lexsort((runtime.ts, runtime.correlation))
-    corr, first = np.unique(runtime.correlation[order], return_index=True)
-    launch = runtime.ts[order][first]
-    at = np.searchsorted(corr, gpu.correlation)
-    at_ok = np.minimum(at, len(corr) - 1)
-    matched = (gpu.correlation >= 0) & (corr[at_ok] == gpu.correlation)
-    points[matched] = launch[at_ok[matched]]
-    return points
-
-
 def in_steps(
     events: TraceEvents,
     steps: list[int],
@@ -107,7 +155,7 @@ def in_steps(
     """
     missing = [n for n in steps if n not in windows]
     if missing:
-        found = _describe(list(windows))
+        found = compress(list(windows))
         raise UsageError(
             f"--pstep: no ProfilerStep {', '.join(map(str, missing))} in this trace "
             f"(steps found: {found})"
@@ -123,16 +171,57 @@ def in_steps(
     return mask
 
 
-def step_table(events: TraceEvents, kinds: tuple[int, ...] = (KERNEL,)) -> list[StepRow]:
-    """One row per step: duration, GPU work launched in it, and GPU busy %.
+def step_table(events: TraceEvents) -> list[StepRow]:
+    """One row per step: its window, the kernels launched in it, and per device the window,
+    busy and idle time of its busy events (kernel, memcpy, memset with dur > 0) and the lag.
 
-    GPU busy % = union of the step's activity intervals / the step's GPU window, which runs
-    from the step's start to the later of its end and the end of its last activity (the GPU
-    runs behind the CPU, so clipping to the CPU window alone would hide the work).
+    All steps at once: the steps' rows are concatenated, and one union over (step, device)
+    segments gives every figure (no Python loop per step but building the rows).
     """
     windows = step_windows(events)
-    rows_by = StepRows(events, np.flatnonzero(np.isin(events.gpu.kind, kinds)))
-    return [_step_row(events, n, w, rows_by.within(w)) for n, w in windows.items()]
+    if not windows:
+        return []
+    steps = list(windows)
+    member, owner = StepRows(events, np.arange(len(events.gpu.ts))).members(list(windows.values()))
+    gpu = events.gpu
+    kernel = gpu.kind[member] == KERNEL
+    kernels = np.bincount(owner[kernel], minlength=len(steps))
+    kernel_ns = sums_by_run(owner[kernel], gpu.dur[member[kernel]], len(steps))
+    busy = gpu.dur[member] > 0
+    member, owner = member[busy], owner[busy]
+    device_index, values = device_of_stream(events)
+    width = max(len(values), 1)
+    ts = gpu.ts[member]
+    segment = owner * width + device_index[gpu.stream[member]]
+    u = unions(segment, ts, ts + gpu.dur[member])
+    launched = min_by_segment(segment, launch_times(events)[member])
+    per_step: list[list[StepDevice]] = [[] for _ in steps]
+    for seg, first, last, busy_ns, launch in zip(
+        u.segment.tolist(),
+        u.first.tolist(),
+        u.last.tolist(),
+        u.busy.tolist(),
+        launched.tolist(),
+        strict=True,
+    ):
+        w = windows[steps[seg // width]]
+        per_step[seg // width].append(
+            StepDevice(
+                values[seg % width], first, last, busy_ns, first - w.start_ns, first - launch
+            )
+        )
+    return [
+        StepRow(
+            step=n,
+            cpu_start_ns=w.start_ns,
+            cpu_end_ns=w.end_ns,
+            kernels=int(kernels[i]),
+            kernel_time_ns=int(kernel_ns[i]),
+            devices=tuple(per_step[i]),
+            gpu_only=w.gpu_only,
+        )
+        for i, (n, w) in enumerate(windows.items())
+    ]
 
 
 class StepRows:
@@ -145,39 +234,41 @@ class StepRows:
         self.rows = rows
         self._sorted: dict[bool, tuple[np.ndarray, np.ndarray]] = {}
 
+    def _by_point(self, gpu_only: bool) -> tuple[np.ndarray, np.ndarray]:
+        if gpu_only not in self._sorted:
+            gpu = self.events.gpu
+            point = (gpu.ts if gpu_only else launch_times(self.events))[self.rows]
+            order = np.argsort(point, kind="stable")
+            self._sorted[gpu_only] = (point[order], self.rows[order])
+        return self._sorted[gpu_only]
+
     def within(self, w: Window) -> np.ndarray:
         """Indices of the rows whose point lies in [w.start_ns, w.end_ns]."""
-        if w.gpu_only not in self._sorted:
-            gpu = self.events.gpu
-            point = (gpu.ts if w.gpu_only else launch_times(self.events))[self.rows]
-            order = np.argsort(point, kind="stable")
-            self._sorted[w.gpu_only] = (point[order], self.rows[order])
-        points, rows = self._sorted[w.gpu_only]
+        points, rows = self._by_point(w.gpu_only)
         lo = np.searchsorted(points, w.start_ns, side="left")
         hi = np.searchsorted(points, w.end_ns, side="right")
         return rows[lo:hi]
 
+    def members(self, windows: list[Window]) -> tuple[np.ndarray, np.ndarray]:
+        """The rows of every window, concatenated window after window, and for each the
+        index of its window (rows in two overlapping windows appear twice)."""
+        parts, owners = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)]
+        for gpu_only in (False, True):
+            which = np.array([i for i, w in enumerate(windows) if w.gpu_only == gpu_only])
+            if len(which) == 0:
+                continue
+            points, rows = self._by_point(gpu_only)
+            lo = np.searchsorted(points, [windows[i].start_ns for i in which], side="left")
+            hi = np.searchsorted(points, [windows[i].end_ns for i in which], side="right")
+            at, owner = concat_ranges(lo, hi)
+            parts.append(rows[at])
+            owners.append(which[owner])
+        member, owner = np.concatenate(parts), np.concatenate(owners)
+        order = np.argsort(owner, kind="stable")
+        return member[order], owner[order]
 
-def _step_row(events: TraceEvents, n: int, w: Window, rows: np.ndarray) -> StepRow:
-    origin = events.span_ns[0] if events.span_ns else 0
-    ts, dur = events.gpu.ts[rows], events.gpu.dur[rows]
-    end = ts + dur
-    gpu_end = max(w.end_ns, int(end.max())) if len(end) else w.end_ns
-    busy = union_length(np.clip(ts, w.start_ns, gpu_end), np.clip(end, w.start_ns, gpu_end))
-    window = gpu_end - w.start_ns
-    return StepRow(
-        step=n,
-        start_us=(w.start_ns - origin) / 1000,
-        duration_us=(w.end_ns - w.start_ns) / 1000,
-        kernels=len(rows),
-        kernel_time_us=int(dur.sum()) / 1000,
-        gpu_end_us=(gpu_end - origin) / 1000,
-        gpu_busy_pct=100.0 * busy / window if window > 0 else 0.0,
-        gpu_only=w.gpu_only,
-    )
 
-
-def _describe(steps: list[int]) -> str:
+def compress(steps: list[int]) -> str:
     """``5-10, 12`` style list of step numbers, or ``none``."""
     if not steps:
         return "none"

@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+import numpy as np
+
+from traceview.analyses.devices import DeviceUsage, usage
 from traceview.analyses.quality import quality_warnings
 from traceview.events import TraceEvents, TraceFacts
 
@@ -13,13 +16,19 @@ _HEADER_FIELDS = ("schemaVersion", "displayTimeUnit", "baseTimeNanoseconds", "tr
 
 @dataclass(frozen=True)
 class TraceSummary:
-    """File, size, events read, span, devices and streams, header fields, warnings."""
+    """File, size, events read, span, devices and streams, header fields, warnings.
+
+    ``devices`` holds each device's window and busy time over the report's selection (the
+    whole trace, or the --pstep steps, ...); ``device_count`` counts the trace's devices.
+    """
 
     path: str
     size_bytes: int
     events_read: int
     span_us: float
-    devices: int
+    span_start_ns: int
+    device_count: int
+    devices: tuple[DeviceUsage, ...]
     streams: int
     device_names: tuple[str, ...]
     header: dict[str, Any]
@@ -33,7 +42,9 @@ class TraceSummary:
             "size_bytes": self.size_bytes,
             "events_read": self.events_read,
             "span_us": self.span_us,
-            "devices": self.devices,
+            "span_start_us": self.span_start_ns / 1000,
+            "device_count": self.device_count,
+            "devices": [d.as_dict() for d in self.devices],
             "streams": self.streams,
             "device_names": list(self.device_names),
             "header": self.header,
@@ -54,17 +65,25 @@ def facts_of(events: TraceEvents) -> TraceFacts:
     return TraceFacts(tuple(quality_warnings(events)), _resolution(events))
 
 
-def summarize(events: TraceEvents, extra_warnings: tuple[str, ...] = ()) -> TraceSummary:
-    """The TraceSummary of a read trace."""
+def summarize(
+    events: TraceEvents,
+    devices: list[DeviceUsage] | None = None,
+    extra_warnings: tuple[str, ...] = (),
+) -> TraceSummary:
+    """The TraceSummary of a read trace; ``devices`` defaults to every device's usage over
+    all its GPU activity."""
     facts = facts_of(events)
     span = events.span_ns
-    devices = {device for device, _ in events.streams}
+    if devices is None:
+        devices = usage(events, np.arange(len(events.gpu.ts)))
     return TraceSummary(
         path=events.path,
         size_bytes=events.size_bytes,
         events_read=events.read.events,
         span_us=(span[1] - span[0]) / 1000 if span else 0.0,
-        devices=len(devices),
+        span_start_ns=span[0] if span else 0,
+        device_count=len({(type(device), device) for device, _ in events.streams}),
+        devices=tuple(devices),
         streams=len(events.streams),
         device_names=_device_names(events.header),
         header=_header_fields(events.header),

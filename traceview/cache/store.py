@@ -19,7 +19,7 @@ import numpy as np
 import orjson
 
 from traceview import __version__
-from traceview.cpu_rows import ROW, CpuRows
+from traceview.cpu_rows import ROW, CpuRows, Windows
 from traceview.events import (
     GpuColumns,
     RuntimeColumns,
@@ -31,7 +31,7 @@ from traceview.events import (
 from traceview.read.reader import ReadStats
 
 # 2: cpu.parquet holds int32 thread and name ids and is checked by a digest in meta.json.
-CACHE_SCHEMA = 2
+CACHE_SCHEMA = 3  # 3: device = args.device even without args.stream
 META = "meta.json"
 GPU_COLUMNS = ("kind", "name", "stream", "ts", "dur", "correlation")
 RUNTIME_COLUMNS = ("correlation", "ts")
@@ -268,12 +268,12 @@ class ParquetRows:
     def __len__(self) -> int:
         return self.count
 
-    def blocks(self, size: int, instants: np.ndarray | None = None) -> Iterator[np.ndarray]:
-        """A row group at a time (written ``BLOCK_ROWS`` rows each); with ``instants``, the
-        groups whose [least ts, greatest end] holds none of them are not even read."""
+    def blocks(self, size: int, windows: Windows | None = None) -> Iterator[np.ndarray]:
+        """A row group at a time (written ``BLOCK_ROWS`` rows each); with ``windows``, the
+        groups whose [least ts, greatest end] overlaps none of them are not even read."""
         with _parquet().ParquetFile(self.path, page_checksum_verification=True) as parquet:
             for group in range(parquet.metadata.num_row_groups):
-                if instants is not None and not _may_be_live(parquet.metadata, group, instants):
+                if windows is not None and not _may_be_live(parquet.metadata, group, windows):
                     continue
                 table = parquet.read_row_group(group, columns=list(CPU_COLUMNS))
                 block = np.empty(table.num_rows, dtype=ROW)
@@ -282,15 +282,15 @@ class ParquetRows:
                 yield block
 
 
-def _may_be_live(metadata: Any, group: int, instants: np.ndarray) -> bool:
-    """Whether a row group's statistics allow a row in flight at one of ``instants``."""
+def _may_be_live(metadata: Any, group: int, windows: Windows) -> bool:
+    """Whether a row group's statistics allow a row overlapping one of ``windows``."""
     columns = metadata.row_group(group)
     ts = columns.column(CPU_COLUMNS.index("ts")).statistics
     end = columns.column(CPU_COLUMNS.index("end")).statistics
     if ts is None or end is None or not (ts.has_min_max and end.has_min_max):
         return True
-    first = int(np.searchsorted(instants, ts.min))
-    return first < len(instants) and int(instants[first]) <= end.max
+    span = (np.array([ts.min], dtype=np.int64), np.array([end.max], dtype=np.int64))
+    return bool(windows.hits(*span)[0])
 
 
 def _arrays(path: Path, names: tuple[str, ...]) -> list[np.ndarray]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from traceview.analyses.cpu_context import CpuContext
 from traceview.analyses.gaps import GapReport, Histogram, StreamGaps
 from traceview.analyses.names import short_name
 from traceview.render import units
@@ -19,21 +20,29 @@ _NARROW_DROP = ("Std (µs)", "Min (µs)", "Max (µs)", "Overlap (µs)", "Zero ga
 
 
 def summary_lines(report: GapReport) -> list[str]:
-    """Header: trace, busy kinds, totals, per-device idle %."""
+    """Header: trace, busy kinds, the scope's totals, per-device idle and its split."""
     t = report.totals
     lines = trace_lines(report.trace)
+    scope = "device gaps" if report.options.scope == "device" else "gaps per stream"
     lines.append(
-        f"busy     {'+'.join(report.options.busy)}; {units.count(t.gaps)} gaps, idle "
-        f"{units.duration(t.idle_us)}, gaps total {units.duration(t.gap_total_us)}, "
-        f"mean gap {units.duration(t.mean_gap_us)}"
+        f"busy     {'+'.join(report.options.busy)}; {scope}: {units.count(t.gaps)} gaps, "
+        f"total {units.duration(t.gap_total_us)}, mean {units.duration(t.mean_gap_us)}; "
+        f"idle {units.duration(t.idle_us)}"
     )
     for d in report.devices:
+        gpu_us = d.idle_us - d.host_wait_us
         lines.append(
-            f"device   {d.device}: idle {units.pct(d.idle_pct)}% "
-            f"({units.duration(d.idle_us)} of {units.duration(d.window_us)})"
+            f"device   {d.device}: idle {units.pct(d.idle_pct)}% ({units.duration(d.idle_us)} "
+            f"of {units.duration(d.window_us)}) = host wait (cpu) "
+            f"{units.duration(d.host_wait_us)} ({units.pct(_pct(d.host_wait_us, d.window_us))}%) "
+            f"+ gpu {units.duration(gpu_us)} ({units.pct(_pct(gpu_us, d.window_us))}%)"
         )
     lines += [f"note     {n}" for n in report.notes]
     return lines
+
+
+def _pct(part: float, whole: float) -> float:
+    return 100.0 * part / whole if whole > 0 else 0.0
 
 
 def streams_table(report: GapReport) -> Table:
@@ -67,13 +76,49 @@ def largest_table(report: GapReport, verbose: bool) -> Table:
         return n if verbose else short_name(n)
 
     rows = [
-        (str(g.device), str(g.stream), units.us(g.start_us), units.us(g.length_us),
-         name(g.before), name(g.after), g.cpu_context or "-")
-        for g in report.largest
+        (str(i), str(g.device), str(g.stream), units.duration(g.start_us),
+         units.duration(g.gap_us), g.cause, units.duration(g.host_wait_us), name(g.before),
+         name(g.after))
+        for i, g in enumerate(report.largest, 1)
     ]  # fmt: skip
-    headers = ("Device", "Stream", "Start (µs)", "Length (µs)", "Previous", "Next",
-               "CPU when the gap began (thread that launched the next kernel)")  # fmt: skip
-    return Table(headers, (False, False, True, True, False, False, False), rows)
+    headers = ("#", "Device", "Stream", "Start", "Gap", "Cause", "Host wait", "Before", "After")
+    return Table(headers, (True, False, False, True, True, False, True, False, False), rows)
+
+
+def context_lines(report: GapReport) -> list[str]:
+    """What held each listed gap on the CPU, one line per gap (numbered as in the table)."""
+    return [
+        f"#{i} at ts {g.ts_us:.3f} µs: {context_text(g.context)}"
+        for i, g in enumerate(report.largest, 1)
+    ]
+
+
+def context_text(c: CpuContext) -> str:
+    """e.g. ``thread 1/1: enumerate(DataLoader)#…__next__ 125.6 ms of 126.0 ms; ...``."""
+    if c.thread is None or c.launch_ns is None:
+        return "no launch of the next activity recorded (no CPU context)"
+    parts = []
+    if c.host_wait_ns > 0:
+        wait = units.duration(c.host_wait_ns / 1000)
+        if c.ops:
+            top, *rest = c.ops
+            also = ", ".join(f"{h.name} {units.duration(h.overlap_ns / 1000)}" for h in rest)
+            parts.append(
+                f"{top.name} {units.duration(top.overlap_ns / 1000)} of {wait} host wait"
+                + (f" (inside or beside it: {also})" if also else "")
+            )
+        uncovered = c.host_wait_ns - c.op_covered_ns
+        if uncovered > 0:
+            parts.append(f"no CPU op recorded for {units.duration(uncovered / 1000)} of it")
+    else:
+        parts.append("the next activity was launched before the gap began (the GPU waited on "
+                     "a dependency, an event or a copy)")  # fmt: skip
+    if c.syncs:
+        parts.append(
+            "sync in the gap: "
+            + ", ".join(f"{h.name} {units.duration(h.overlap_ns / 1000)}" for h in c.syncs)
+        )
+    return f"thread {c.thread}: " + "; ".join(parts)
 
 
 def histogram_lines(h: Histogram) -> list[str]:
@@ -96,12 +141,21 @@ def footer(report: GapReport) -> str:
 
 
 def _sections(report: GapReport, verbose: bool) -> list[tuple[str, Table | list[str]]]:
+    device = report.options.scope == "device"
+    kind = "device gaps" if device else "gaps per stream"
+    transitions = (
+        "Transitions (device gaps: the activity before → the one after)"
+        if device
+        else "Transitions (signed gap from one activity's end to the next one's start on a stream)"
+    )
     return [
         ("Streams", streams_table(report)),
-        ("Gap histogram", histogram_lines(report.histogram)),
-        ("Transitions (signed gap from one kernel's end to the next one's start)",
-         transitions_table(report, verbose)),
-        ("Largest gaps", largest_table(report, verbose)),
+        (f"Gap histogram ({kind})", histogram_lines(report.histogram)),
+        (transitions, transitions_table(report, verbose)),
+        (f"Largest gaps ({kind}; cause cpu: the next activity was not yet launched)",
+         largest_table(report, verbose)),
+        ("What the CPU was doing (thread that launched the activity after the gap)",
+         context_lines(report) or ["no gaps"]),
     ]  # fmt: skip
 
 

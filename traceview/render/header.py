@@ -8,7 +8,7 @@ from traceview.render import units
 
 def trace_lines(trace: TraceSummary) -> list[str]:
     """``trace``/``gpu`` header lines and one line per warning."""
-    devices = f"{trace.devices} device{'s' if trace.devices != 1 else ''}"
+    devices = f"{trace.device_count} device{'s' if trace.device_count != 1 else ''}"
     if trace.device_names:
         devices += f" ({', '.join(trace.device_names)})"
     lines = [
@@ -18,3 +18,12 @@ def trace_lines(trace: TraceSummary) -> list[str]:
     ]
     lines += [f"warning  {w}" for w in trace.warnings]
     return lines
+
+
+def device_busy_lines(trace: TraceSummary) -> list[str]:
+    """One line per device: busy % of its window (over the report's selection)."""
+    return [
+        f"device   {d.device}: busy {units.pct(d.busy_pct)}% "
+        f"({units.duration(d.busy_ns / 1000)} of {units.duration(d.window_ns / 1000)})"
+        for d in trace.devices
+    ]

@@ -6,13 +6,13 @@ from typing import TYPE_CHECKING, Any
 
 from traceview.analyses.kernels import KernelReport, KernelRow
 from traceview.render import units
-from traceview.render.header import trace_lines
+from traceview.render.header import device_busy_lines, trace_lines
 from traceview.render.tables import Table, to_csv, to_markdown, to_rich, to_text
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 _STAT_HEADERS = ("Count", "Total (µs)", "Mean (µs)", "Std (µs)", "Min (µs)", "Max (µs)",
                  "P50 (µs)", "P90 (µs)", "P99 (µs)", "% launches", "% time")  # fmt: skip
 
@@ -28,11 +28,11 @@ def summary_lines(report: KernelReport) -> list[str]:
     lines = trace_lines(report.trace)
     lines.append(
         f"{kinds:<8} {units.count(report.count)} launches, {units.count(report.distinct)} "
-        f"distinct, total {units.duration(report.total_us)}, GPU busy "
-        f"{units.pct(report.gpu_busy_pct)}% of span"
+        f"distinct, total {units.duration(report.total_us)}"
     )
     if report.options.steps:
         lines.append(f"steps    {_steps(report.options.steps)}")
+    lines += device_busy_lines(report.trace)
     lines += [f"note     {n}" for n in report.notes]
     return lines
 
@@ -90,7 +90,7 @@ def csv(report: KernelReport) -> str:
 
 
 def as_json(report: KernelReport) -> dict[str, Any]:
-    """The documented JSON shape (schema_version 1)."""
+    """The documented JSON shape (schema_version 2)."""
     return {
         "schema_version": SCHEMA_VERSION,
         "trace": report.trace.as_dict(),

@@ -1,10 +1,10 @@
-"""Renderings of the steps table."""
+"""Renderings of the steps table: one line per step and device."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from traceview.analyses.steps import StepRow
+from traceview.analyses.steps import StepDevice, StepRow, compress
 from traceview.analyses.summary import TraceSummary
 from traceview.render import units
 from traceview.render.header import trace_lines
@@ -13,35 +13,97 @@ from traceview.render.tables import Table, to_csv, to_markdown, to_rich, to_text
 if TYPE_CHECKING:
     from rich.console import Console
 
-_HEADERS = ("Step", "Start (µs)", "Duration (µs)", "Kernels", "Kernel time (µs)",
-            "GPU end (µs)", "GPU busy %", "Window")  # fmt: skip
+SCHEMA_VERSION = 2
+_HEADERS = ("Step", "Device", "CPU start", "CPU dur", "Kernels", "Kernel time",
+            "GPU window", "Busy %", "Idle", "Lag", "Queue")  # fmt: skip
+_CSV_FIELDS = ("step", "name", "cpu_start_us", "cpu_dur_us", "kernels", "kernel_time_us",
+               "gpu_only", "device", "gpu_start_us", "gpu_end_us", "window_us", "busy_us",
+               "idle_us", "busy_pct", "lag_us", "queue_us")  # fmt: skip
 
 
-def table(rows: list[StepRow]) -> Table:
-    """One line per ProfilerStep."""
-    cells = [
-        (
-            f"ProfilerStep#{r.step}",
-            units.us(r.start_us),
-            units.us(r.duration_us),
+def table(trace: TraceSummary, rows: list[StepRow]) -> Table:
+    """One line per step and device (a step without GPU work: one line, device ``-``)."""
+    cells = []
+    for r in rows:
+        step = f"{r.step}" + (" (gpu annotation)" if r.gpu_only else "")
+        head = (
+            step,
+            units.duration((r.cpu_start_ns - trace.span_start_ns) / 1000),
+            units.duration((r.cpu_end_ns - r.cpu_start_ns) / 1000),
             units.count(r.kernels),
-            units.us(r.kernel_time_us),
-            units.us(r.gpu_end_us),
-            units.pct(r.gpu_busy_pct),
-            "gpu annotation" if r.gpu_only else "cpu",
+            units.duration(r.kernel_time_ns / 1000),
         )
-        for r in rows
+        for d in r.devices or (None,):
+            cells.append((head[0], "-" if d is None else str(d.device), *head[1:], *_device(d)))
+    right = (False, False, *(True,) * 9)
+    return Table(_HEADERS, right, cells)
+
+
+def _device(d: StepDevice | None) -> tuple[str, ...]:
+    if d is None:
+        return ("-",) * 6
+    return (
+        units.duration(d.window_ns / 1000),
+        units.pct(d.busy_pct),
+        *(units.duration(v / 1000) for v in (d.idle_ns, d.lag_ns, d.queue_ns)),
+    )
+
+
+def notes(rows: list[StepRow]) -> list[str]:
+    """Per device: the steps in which it ran behind the CPU (GPU-bound), and those whose GPU
+    work started late because the CPU launched it late."""
+    behind: dict[Any, list[tuple[int, int]]] = {}
+    late: dict[Any, list[tuple[int, int]]] = {}
+    for r in rows:
+        for d in r.devices:
+            if r.behind(d):
+                behind.setdefault(d.device, []).append((r.step, d.queue_ns))
+            elif d.lag_ns - d.queue_ns >= 0.1 * (r.cpu_end_ns - r.cpu_start_ns) > 0:
+                late.setdefault(d.device, []).append((r.step, d.lag_ns - d.queue_ns))
+    out = [
+        f"device {device}: GPU {_spread(found)} behind the CPU in {_steps(found)} (the first "
+        "work waited that long after its launch): GPU-bound"
+        for device, found in behind.items()
     ]
-    return Table(_HEADERS, (False, True, True, True, True, True, True, False), cells)
+    out += [
+        f"device {device}: the CPU launched the first GPU work {_spread(found)} into "
+        f"{_steps(found)} (data loading or other CPU work first)"
+        for device, found in late.items()
+    ]
+    return out
+
+
+def _spread(found: list[tuple[int, int]]) -> str:
+    lo, hi = min(ns for _, ns in found), max(ns for _, ns in found)
+    if lo == hi:
+        return units.duration(lo / 1000)
+    return f"{units.duration(lo / 1000)} to {units.duration(hi / 1000)}"
+
+
+def _steps(found: list[tuple[int, int]]) -> str:
+    numbers = [n for n, _ in found]
+    word = "step" if len(numbers) == 1 else "steps"
+    return f"{word} {compress(numbers)}"
 
 
 def csv(rows: list[StepRow]) -> str:
-    fields = tuple(StepRow.__dataclass_fields__)
-    return to_csv(fields, [tuple(getattr(r, f) for f in fields) for r in rows])
+    """One CSV row per step and device, raw numbers (µs)."""
+    out = []
+    for r in rows:
+        step = r.as_dict()
+        head = tuple(step[f] for f in _CSV_FIELDS[:7])
+        for d in step["devices"] or [dict.fromkeys(_CSV_FIELDS[7:], "")]:
+            out.append((*head, *(d[f] for f in _CSV_FIELDS[7:])))
+    return to_csv(_CSV_FIELDS, out)
 
 
 def as_json(trace: TraceSummary, rows: list[StepRow]) -> dict[str, Any]:
-    return {"schema_version": 1, "trace": trace.as_dict(), "steps": [r.as_dict() for r in rows]}
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "trace": trace.as_dict(),
+        "steps": [r.as_dict() for r in rows],
+        "notes": notes(rows),
+    }
 
 
 def summary_lines(trace: TraceSummary, rows: list[StepRow]) -> list[str]:
@@ -52,16 +114,29 @@ def summary_lines(trace: TraceSummary, rows: list[StepRow]) -> list[str]:
     return lines
 
 
+def _footer(rows: list[StepRow]) -> list[str]:
+    legend = (
+        "CPU start: from the trace start; GPU window: the step's GPU work on the device, first "
+        "start to last end; Lag: GPU start − CPU step start; Queue: GPU start − launch of its "
+        "first work"
+    )
+    return [f"note     {n}" for n in notes(rows)] + ([legend] if rows else [])
+
+
 def print_rich(trace: TraceSummary, rows: list[StepRow], console: Console) -> None:
     for line in summary_lines(trace, rows):
         console.print(line, markup=False)
-    to_rich(table(rows), console)
+    to_rich(table(trace, rows), console)
+    for line in _footer(rows):
+        console.print(line, markup=False)
 
 
 def text(trace: TraceSummary, rows: list[StepRow]) -> str:
-    return "\n".join(summary_lines(trace, rows)) + "\n\n" + to_text(table(rows))
+    footer = "".join(line + "\n" for line in _footer(rows))
+    return "\n".join(summary_lines(trace, rows)) + "\n\n" + to_text(table(trace, rows)) + footer
 
 
 def markdown(trace: TraceSummary, rows: list[StepRow]) -> str:
     head = "\n".join(f"- {line}" for line in summary_lines(trace, rows))
-    return head + "\n\n" + to_markdown(table(rows))
+    footer = "".join(f"\n{line}\n" for line in _footer(rows))
+    return head + "\n\n" + to_markdown(table(trace, rows)) + footer

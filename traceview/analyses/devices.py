@@ -1,0 +1,213 @@
+"""Busy time, idle time and the gaps of each GPU device: the one definition every command uses.
+
+Busy events are the selected GPU activities (kernel, memcpy and memset unless narrowed) whose
+duration is positive: an event of zero length keeps nothing busy and never splits a gap. A
+device's **window** runs from its earliest start to its latest end, **busy** is the length of
+the union of its events' [ts, ts + dur], **idle** = window − busy. A **device gap** is a hole of
+positive length between two consecutive maximal intervals of that union, so idle = the sum of
+the device gaps. The gap's *before* event is, of the events ending where it starts, the one
+that started last (then the smallest name); its *after* event, of those starting where it
+ends, the one ending first (then the smallest name). **Host wait** = how long after the gap
+began the CPU launched the after event (clamped to [0, gap]); 0 when it has no launch.
+Definitions in docs/metrics.md; tests check them against tests/reference.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from traceview.aggregate.intervals import unions
+from traceview.aggregate.order import lex_order
+from traceview.events import TraceEvents
+
+NO_LAUNCH = np.iinfo(np.int64).min
+
+
+@dataclass(frozen=True)
+class DeviceUsage:
+    """One device's window [start, end] and busy time over a selection (ns)."""
+
+    device: Any
+    start_ns: int
+    end_ns: int
+    busy_ns: int
+
+    @property
+    def window_ns(self) -> int:
+        return self.end_ns - self.start_ns
+
+    @property
+    def idle_ns(self) -> int:
+        return self.window_ns - self.busy_ns
+
+    @property
+    def busy_pct(self) -> float:
+        return 100.0 * self.busy_ns / self.window_ns if self.window_ns > 0 else 0.0
+
+    @property
+    def idle_pct(self) -> float:
+        return 100.0 * self.idle_ns / self.window_ns if self.window_ns > 0 else 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        """The ``trace.devices`` entries of the JSON outputs."""
+        return {
+            "device": self.device,
+            "window_us": self.window_ns / 1000,
+            "busy_us": self.busy_ns / 1000,
+            "busy_pct": self.busy_pct,
+        }
+
+
+@dataclass(frozen=True)
+class GapSet:
+    """Gaps as columns: the device (its index in ``device_of_stream``'s values), [start, end]
+    in ns, the GPU rows before and after, and the host wait (ns)."""
+
+    device: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    before: np.ndarray
+    after: np.ndarray
+    host_wait: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.start)
+
+    def take(self, keep: np.ndarray) -> GapSet:
+        """The gaps selected by a mask or an index array."""
+        return GapSet(*(column[keep] for column in self._columns()))
+
+    def _columns(self) -> tuple[np.ndarray, ...]:
+        return (self.device, self.start, self.end, self.before, self.after, self.host_wait)
+
+
+def device_of_stream(events: TraceEvents) -> tuple[np.ndarray, list[Any]]:
+    """Per stream id, the index of its device; and the device values in trace-value order
+    (streams are sorted by (device, stream) value, so devices come in order)."""
+    values: list[Any] = []
+    seen: dict[tuple[type, Any], int] = {}
+    index = np.empty(len(events.streams), dtype=np.int64)
+    for i, (device, _) in enumerate(events.streams):
+        key = (type(device), device)
+        if key not in seen:
+            seen[key] = len(values)
+            values.append(device)
+        index[i] = seen[key]
+    return index, values
+
+
+def first_launch(events: TraceEvents) -> np.ndarray:
+    """Per GPU row: the start of the earliest runtime call with its correlation id, else
+    ``NO_LAUNCH``."""
+    gpu, runtime = events.gpu, events.runtime
+    out = np.full(len(gpu.ts), NO_LAUNCH, dtype=np.int64)
+    if len(runtime.correlation) == 0 or len(gpu.ts) == 0:
+        return out
+    order = np.lexsort((runtime.ts, runtime.correlation))
+    corr, first = np.unique(runtime.correlation[order], return_index=True)
+    launch = runtime.ts[order][first]
+    at = np.minimum(np.searchsorted(corr, gpu.correlation), len(corr) - 1)
+    matched = (gpu.correlation >= 0) & (corr[at] == gpu.correlation)
+    out[matched] = launch[at[matched]]
+    return out
+
+
+def launch_times(events: TraceEvents) -> np.ndarray:
+    """Per GPU row: the start of its launching runtime call, else the row's own ts (ns)."""
+    launch = first_launch(events)
+    return np.where(launch == NO_LAUNCH, events.gpu.ts, launch)
+
+
+def name_rank(names: list[str]) -> np.ndarray:
+    """``rank[id]`` = position of the name string in sorted order (ties broken like strings)."""
+    rank = np.empty(len(names), dtype=np.int64)
+    rank[sorted(range(len(names)), key=names.__getitem__)] = np.arange(len(names))
+    return rank
+
+
+def positive(events: TraceEvents, rows: np.ndarray) -> np.ndarray:
+    """The rows (GPU row indices) whose duration is positive: the busy events."""
+    return rows[events.gpu.dur[rows] > 0]
+
+
+def usage(events: TraceEvents, rows: np.ndarray) -> list[DeviceUsage]:
+    """Window and busy time of each device over the busy events among ``rows``."""
+    rows = positive(events, rows)
+    device, values = device_of_stream(events)
+    ts = events.gpu.ts[rows]
+    u = unions(device[events.gpu.stream[rows]], ts, ts + events.gpu.dur[rows])
+    return _usage_list(u.segment, u.first, u.last, u.busy, values)
+
+
+def device_gaps(
+    events: TraceEvents, rows: np.ndarray, launch: np.ndarray, name_rank: np.ndarray
+) -> tuple[list[DeviceUsage], GapSet]:
+    """Each device's usage and every device gap of the busy events among ``rows``.
+
+    ``launch`` is ``first_launch(events)``, ``name_rank`` the rank of each name id in sorted
+    order (ties between events are broken by name text).
+    """
+    rows = positive(events, rows)
+    gpu = events.gpu
+    device_index, values = device_of_stream(events)
+    device = device_index[gpu.stream[rows]]
+    ts = gpu.ts[rows]
+    end = ts + gpu.dur[rows]
+    u = unions(device, ts, end)
+    rank = name_rank[gpu.name[rows]]
+    # before: the first of the rows ordered by (device, end, −ts, name) at (device, start)
+    before = _first_at(
+        (rank, -ts, end, device), (device, end), (u.hole_segment, u.hole_start), rows
+    )
+    # after: the first of the rows ordered by (device, ts, end, name) at (device, end)
+    after = _first_at((rank, end, ts, device), (device, ts), (u.hole_segment, u.hole_end), rows)
+    gaps = GapSet(
+        device=u.hole_segment,
+        start=u.hole_start,
+        end=u.hole_end,
+        before=before,
+        after=after,
+        host_wait=host_wait(launch[after], u.hole_start, u.hole_end),
+    )
+    return _usage_list(u.segment, u.first, u.last, u.busy, values), gaps
+
+
+def host_wait(launch: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """clamp(launch − start, 0, end − start) per gap; 0 where there is no launch."""
+    wait = np.where(launch == NO_LAUNCH, start, launch) - start
+    return np.clip(wait, 0, end - start)
+
+
+def _first_at(
+    sort_keys: tuple[np.ndarray, ...],
+    pair: tuple[np.ndarray, np.ndarray],
+    queries: tuple[np.ndarray, np.ndarray],
+    rows: np.ndarray,
+) -> np.ndarray:
+    """For each query (a, b): the row first in ``sort_keys`` order (lexsort convention: last
+    key primary) among those whose ``pair`` equals (a, b); every query must match."""
+    order = lex_order(sort_keys)
+    keys = _pairs(pair[0][order], pair[1][order])
+    at = np.searchsorted(keys, _pairs(*queries), side="left")
+    return rows[order[at]]
+
+
+def _pairs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """(a, b) as a structured array, ordered and searched lexicographically."""
+    out = np.empty(len(a), dtype=[("a", "<i8"), ("b", "<i8")])
+    out["a"], out["b"] = a, b
+    return out
+
+
+def _usage_list(
+    segment: np.ndarray, first: np.ndarray, last: np.ndarray, busy: np.ndarray, values: list[Any]
+) -> list[DeviceUsage]:
+    return [
+        DeviceUsage(values[d], s, e, b)
+        for d, s, e, b in zip(
+            segment.tolist(), first.tolist(), last.tolist(), busy.tolist(), strict=True
+        )
+    ]
