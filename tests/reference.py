@@ -671,9 +671,9 @@ def held_by(events: list[Event], after: Event, start: int, end: int, wait: int) 
     """The launching thread of ``after`` (its earliest runtime call; the first in the file
     among equal starts); on it, the CPU ops (cat cpu_op / user_annotation / Operator, not
     ProfilerStep#N) overlapping [start, start + wait] by a positive time, ranked by that
-    time, then the latest start, the earliest end, the smallest name (top 3); the time of
-    that window some op covers; and the sync runtime calls overlapping [start, end]
-    (top 3, same ranking). None when ``after`` has no launch."""
+    time, then the latest start, the earliest end, the smallest name (top 3); the sync
+    runtime calls overlapping [start, end] (top 3, same ranking); and the time of the host
+    wait window some of those ops or sync calls covers. None when ``after`` has no launch."""
     correlation = _args(after).get("correlation")
     if correlation is None:
         return None
@@ -711,14 +711,15 @@ def held_by(events: list[Event], after: Event, start: int, end: int, wait: int) 
         if _cat(e) in CPU_STEP_CATEGORIES and not event_name(e).startswith("ProfilerStep#")
     ]
     ops = [(o, e) for o, e in ops if o > 0]
-    covered = union_length_ns(
-        [(max(interval_ns(e)[0], start), min(interval_ns(e)[1], start + wait)) for _, e in ops]
-    )
     syncs = [
         (overlap(e, start, end), e)
         for e in mine
         if _cat(e) in RUNTIME_CATEGORIES and _is_sync(event_name(e))
     ]
+    holding = [e for _, e in ops] + [e for _, e in syncs if overlap(e, start, start + wait) > 0]
+    covered = union_length_ns(
+        [(max(interval_ns(e)[0], start), min(interval_ns(e)[1], start + wait)) for e in holding]
+    )
     return {
         "thread": thread,
         "launch_ns": ts_ns(launch),

@@ -61,7 +61,7 @@ def test_context_names_what_held_the_gap(tmp_path: Path) -> None:
         ("aten::add", 2_000),
     ]
     assert [(h.name, h.overlap_ns) for h in context.syncs] == [("cudaStreamSynchronize", 200_000)]
-    assert context.op_covered_ns == 205_000
+    assert context.covered_ns == 205_000
 
 
 def test_context_absent_without_cpu_columns(tmp_path: Path) -> None:

@@ -111,13 +111,13 @@ def test_a_data_loader_gap_is_explained_by_the_loader(tmp_path: Path) -> None:
         (loader, 120_000),
         ("aten::stack", 30_000),
     ]
-    assert context.op_covered_ns == 120_000
+    assert context.covered_ns == 120_000
     (d,) = report.devices
     assert (d.idle_us, d.host_wait_us) == (145.0, 140.0)
     r = CliRunner().invoke(app, ["gaps", str(tmp_path / "t.json"), "--no-cache"])
     assert r.exit_code == 0, r.output
     assert f"{loader} 120.0 µs of 140.0 µs host wait" in r.stdout
-    assert "no CPU op recorded for 20.0 µs of it" in r.stdout
+    assert "nothing recorded for 20.0 µs of the host wait" in r.stdout
 
 
 def test_gpu_lagging_the_cpu_by_several_steps(tmp_path: Path) -> None:
@@ -163,3 +163,38 @@ def test_two_devices_are_never_merged(tmp_path: Path) -> None:
     assert busy == [(0, 100.0), (1, 44.0)]
     r = CliRunner().invoke(app, ["kernels", str(tmp_path / "t.json"), "--no-cache"])
     assert "device   0: busy 100.00%" in r.stdout and "device   1: busy 44.00%" in r.stdout
+
+
+def test_steps_and_kernels_json_shapes(tmp_path: Path) -> None:
+    """The documented shapes (README "JSON output"): checks outside the project parse them."""
+    events = []
+    for n in range(2):
+        events += [
+            x("user_annotation", f"ProfilerStep#{n + 1}", 100 * n, 100),
+            launch(100 * n + 1, n + 1),
+            kernel(f"k{n}", 100 * n + 5, 50, correlation=n + 1),
+        ]
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    r = CliRunner().invoke(app, ["steps", str(path), "-f", "json", "--no-cache"])
+    doc = json.loads(r.stdout)
+    assert set(doc) == {"schema_version", "trace", "steps", "notes"}
+    assert doc["schema_version"] == 2
+    step = doc["steps"][0]
+    assert set(step) == {
+        "step", "name", "cpu_start_us", "cpu_dur_us", "kernels", "kernel_time_us", "devices",
+        "gpu_only",
+    }  # fmt: skip
+    assert (step["name"], step["cpu_start_us"], step["kernels"]) == ("ProfilerStep#1", 0.0, 1)
+    assert step["devices"] == [
+        {"device": 0, "gpu_start_us": 5.0, "gpu_end_us": 55.0, "window_us": 50.0,
+         "busy_us": 50.0, "idle_us": 0.0, "busy_pct": 100.0, "lag_us": 5.0, "queue_us": 4.0}
+    ]  # fmt: skip
+    r = CliRunner().invoke(app, ["kernels", str(path), "-f", "json", "--pstep", "2", "--no-cache"])
+    doc = json.loads(r.stdout)
+    assert doc["schema_version"] == 2
+    assert doc["trace"]["devices"] == [
+        {"device": 0, "window_us": 50.0, "busy_us": 50.0, "busy_pct": 100.0}
+    ]
+    assert doc["trace"]["device_count"] == 1
+    assert (doc["totals"]["gpu_busy_us"], doc["totals"]["gpu_busy_pct"]) == (50.0, 100.0)

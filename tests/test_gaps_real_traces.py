@@ -182,4 +182,4 @@ def test_cpu_context_of_the_largest_gaps_matches_reference(trace: str) -> None:
         assert got["launch_ts_us"] == want["launch_ns"] / 1000
         assert [(h["name"], _ns(h["overlap_us"])) for h in got["ops"]] == want["ops"]
         assert [(h["name"], _ns(h["overlap_us"])) for h in got["syncs"]] == want["syncs"]
-        assert _ns(got["op_covered_us"]) == want["covered_ns"]
+        assert _ns(got["covered_us"]) == want["covered_ns"]

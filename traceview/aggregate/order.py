@@ -80,3 +80,42 @@ def concat_ranges(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarra
     start_of = np.cumsum(length) - length  # where each range begins in the output
     at = np.arange(int(length.sum()), dtype=np.int64) - start_of[owner] + lo[owner]
     return at, owner
+
+
+def searchsorted_pairs(
+    major: np.ndarray, minor: np.ndarray, at_major: np.ndarray, at_minor: np.ndarray, side: str
+) -> np.ndarray:
+    """``np.searchsorted`` over (major, minor) pairs sorted lexicographically, for the query
+    pairs (at_major, at_minor). Majors are non-negative ids; pairs are packed into int64 keys
+    with one layout for both sides when they fit, else compared as structured records."""
+    both = [m for m in (minor, at_minor) if len(m)]
+    if both and major.dtype.kind in "iu" and at_major.dtype.kind in "iu":
+        low = min(int(m.min()) for m in both)
+        bits = (max(int(m.max()) for m in both) - low).bit_length()
+        top = max([int(a.max()) for a in (major, at_major) if len(a)] + [0])
+        bottom = min([int(a.min()) for a in (major, at_major) if len(a)] + [0])
+        if bottom >= 0 and (top + 1) << bits <= _INT64_LIMIT // 2:
+            keys = [
+                (a.astype(np.int64) << bits) | (m - low)
+                for a, m in ((major, minor), (at_major, at_minor))
+            ]
+            return np.searchsorted(keys[0], keys[1], side=side)  # type: ignore[call-overload]
+    return np.searchsorted(_records(major, minor), _records(at_major, at_minor), side=side)  # type: ignore[call-overload]
+
+
+def _records(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    out = np.empty(len(a), dtype=[("a", "<i8"), ("b", "<i8")])
+    out["a"], out["b"] = a, b
+    return out
+
+
+def first_of_runs(ordered: np.ndarray) -> np.ndarray:
+    """Indices where a run of equal values starts in a sorted array (``np.unique``'s
+    ``return_index`` without its import of numpy.ma)."""
+    return np.flatnonzero(np.r_[len(ordered) > 0, ordered[1:] != ordered[:-1]])
+
+
+def distinct(values: np.ndarray) -> np.ndarray:
+    """The sorted distinct values."""
+    ordered = np.sort(values)
+    return ordered[first_of_runs(ordered)]

@@ -17,7 +17,13 @@ from typing import Any
 import numpy as np
 
 from traceview.aggregate.intervals import unions
-from traceview.aggregate.order import concat_ranges, lex_order
+from traceview.aggregate.order import (
+    concat_ranges,
+    distinct,
+    first_of_runs,
+    lex_order,
+    searchsorted_pairs,
+)
 from traceview.cpu_rows import OP, ROW, CpuRows, Windows
 from traceview.events import STEP_PREFIX, TraceEvents
 
@@ -61,7 +67,7 @@ class CpuContext:
     host_wait_ns: int
     ops: tuple[Holder, ...]
     syncs: tuple[Holder, ...]
-    op_covered_ns: int = 0  # of the host wait, the time some CPU op was running
+    covered_ns: int = 0  # of the host wait, the time some CPU op or sync call was running
 
     def as_dict(self) -> dict[str, Any] | None:
         """The ``cpu`` object of a largest gap (None when no launch is known)."""
@@ -71,7 +77,7 @@ class CpuContext:
             "thread": self.thread,
             "launch_ts_us": self.launch_ns / 1000,
             "host_wait_us": self.host_wait_ns / 1000,
-            "op_covered_us": self.op_covered_ns / 1000,
+            "covered_us": self.covered_ns / 1000,
             "ops": [h.as_dict() for h in self.ops],
             "syncs": [h.as_dict() for h in self.syncs],
         }
@@ -108,7 +114,7 @@ def cpu_contexts(events: TraceEvents, gaps: GapQuery) -> list[CpuContext]:
             host_wait_ns=int(gaps.host_wait[g]),
             ops=tuple(ops.get(g, ())),
             syncs=tuple(syncs.get(g, ())),
-            op_covered_ns=int(covered[g]),
+            covered_ns=int(covered[g]),
         )
         for g in range(n)
     ]
@@ -123,7 +129,9 @@ def _first_launch(events: TraceEvents, correlation: np.ndarray) -> np.ndarray:
         return out
     corr, ts = runtime.correlation[hit], runtime.ts[hit]
     order = np.lexsort((ts, corr))
-    ids, first = np.unique(corr[order], return_index=True)
+    ordered = corr[order]
+    first = first_of_runs(ordered)
+    ids = ordered[first]
     at = np.minimum(np.searchsorted(ids, correlation), len(ids) - 1)
     found = (correlation >= 0) & (ids[at] == correlation)
     out[found] = ts[order][first][at[found]]
@@ -141,13 +149,15 @@ def _scan(cpu: CpuRows, windows: Windows) -> np.ndarray:
 def _launch_thread(live: np.ndarray, correlation: np.ndarray, launch: np.ndarray) -> np.ndarray:
     """Per gap, the thread of the runtime row with its correlation starting at its launch
     (the first in the file among several), else −1."""
-    runtime = live[live["correlation"] != OP]
-    order = lex_order((runtime["ts"], runtime["correlation"]))  # stable: file order in ties
-    keys = _pairs(runtime["correlation"][order], runtime["ts"][order])
-    at = np.minimum(np.searchsorted(keys, _pairs(correlation, launch)), max(len(keys) - 1, 0))
-    if len(keys) == 0:
+    runtime = live[(live["correlation"] >= 0)]
+    if len(runtime) == 0:
         return np.full(len(correlation), -1, dtype=np.int64)
-    found = (keys["a"][at] == correlation) & (keys["b"][at] == launch) & (launch != NO_LAUNCH)
+    order = lex_order((runtime["ts"], runtime["correlation"]))  # stable: file order in ties
+    corr, ts = runtime["correlation"][order], runtime["ts"][order]
+    wanted = np.maximum(correlation, 0)  # no launch: never found below (launch is NO_LAUNCH)
+    at = searchsorted_pairs(corr, ts, wanted, np.maximum(launch, 0), side="left")
+    at = np.minimum(at, len(order) - 1)
+    found = (corr[at] == correlation) & (ts[at] == launch) & (launch != NO_LAUNCH)
     return np.where(found, runtime["thread"][order][at], -1).astype(np.int64)
 
 
@@ -156,24 +166,26 @@ def _holders(
 ) -> tuple[dict[int, list[Holder]], dict[int, list[Holder]], np.ndarray]:
     """Per gap: the ops overlapping its host wait and the sync calls overlapping it, each
     ranked by overlap (then the innermost: latest start, earliest end; then name); and the
-    time of the host wait that some op covers (the union of their overlaps)."""
+    time of the host wait that some op or sync call covers (the union of their overlaps)."""
     gap, row = _overlapping(live, thread, gaps.start, gaps.end)
     rows = live[row]
     ts, end, name = rows["ts"], rows["end"], rows["name"]
     start = gaps.start[gap]
     is_op = rows["correlation"] == OP
-    step = _name_mask(events.names, np.unique(name[is_op]), lambda n: n.startswith(STEP_PREFIX))
+    step = _name_mask(events.names, distinct(name[is_op]), lambda n: n.startswith(STEP_PREFIX))
     op_overlap = np.minimum(end, start + gaps.host_wait[gap]) - np.maximum(ts, start)
     ops = is_op & ~step[name] & (op_overlap > 0)
-    sync = _name_mask(events.names, np.unique(name[~is_op]), is_sync_call)
+    sync = _name_mask(events.names, distinct(name[~is_op]), is_sync_call)
     sync_overlap = np.minimum(end, gaps.end[gap]) - np.maximum(ts, start)
     syncs = ~is_op & sync[name] & (sync_overlap > 0)
     rank = _name_rank(events.names, name)
     covered = np.zeros(len(gaps.start), dtype=np.int64)
+    wait_overlap = np.minimum(end, start + gaps.host_wait[gap]) - np.maximum(ts, start)
+    held = (ops | (~is_op & sync[name])) & (wait_overlap > 0)
     clipped = unions(
-        gap[ops],
-        np.maximum(ts[ops], start[ops]),
-        np.minimum(end[ops], (start + gaps.host_wait[gap])[ops]),
+        gap[held],
+        np.maximum(ts[held], start[held]),
+        np.minimum(end[held], (start + gaps.host_wait[gap])[held]),
     )
     covered[clipped.segment] = clipped.busy
     return (
@@ -193,15 +205,15 @@ def _overlapping(
     Enumerated by binary searches over (thread, time) keys: the work is the pairs found."""
     known = np.flatnonzero(thread >= 0)
     by_row = lex_order((live["ts"], live["thread"]))
-    row_keys = _pairs(live["thread"][by_row], live["ts"][by_row])
-    lo = np.searchsorted(row_keys, _pairs(thread[known], start[known]), side="left")
-    hi = np.searchsorted(row_keys, _pairs(thread[known], end[known]), side="right")
+    row_thread, row_ts = live["thread"][by_row], live["ts"][by_row]
+    lo = searchsorted_pairs(row_thread, row_ts, thread[known], start[known], side="left")
+    hi = searchsorted_pairs(row_thread, row_ts, thread[known], end[known], side="right")
     at, which = concat_ranges(lo, hi)
     inside = (known[which], by_row[at])
     by_gap = known[lex_order((start[known], thread[known]))]
-    gap_keys = _pairs(thread[by_gap], start[by_gap])
-    lo = np.searchsorted(gap_keys, _pairs(live["thread"], live["ts"]), side="right")
-    hi = np.searchsorted(gap_keys, _pairs(live["thread"], live["end"]), side="right")
+    gap_thread, gap_start = thread[by_gap], start[by_gap]
+    lo = searchsorted_pairs(gap_thread, gap_start, live["thread"], live["ts"], side="right")
+    hi = searchsorted_pairs(gap_thread, gap_start, live["thread"], live["end"], side="right")
     at, row = concat_ranges(lo, hi)
     before = (by_gap[at], row)
     return np.concatenate([inside[0], before[0]]), np.concatenate([inside[1], before[1]])
@@ -242,18 +254,11 @@ def _name_mask(names: list[str], ids: np.ndarray, test: Any) -> np.ndarray:
 
 def _name_rank(names: list[str], ids: np.ndarray) -> np.ndarray:
     """For each id, its rank among the distinct ``ids`` by name text."""
-    distinct = np.unique(ids)
-    order = sorted(range(len(distinct)), key=lambda i: names[int(distinct[i])])
-    rank_of = np.empty(len(distinct), dtype=np.int64)
-    rank_of[order] = np.arange(len(distinct))
-    return rank_of[np.searchsorted(distinct, ids)] if len(ids) else ids.astype(np.int64)
-
-
-def _pairs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """(a, b) as a structured array, ordered and searched lexicographically."""
-    out = np.empty(len(a), dtype=[("a", "<i8"), ("b", "<i8")])
-    out["a"], out["b"] = a, b
-    return out
+    known = distinct(ids)
+    order = sorted(range(len(known)), key=lambda i: names[int(known[i])])
+    rank_of = np.empty(len(known), dtype=np.int64)
+    rank_of[order] = np.arange(len(known))
+    return rank_of[np.searchsorted(known, ids)] if len(ids) else ids.astype(np.int64)
 
 
 def _thread_label(thread: tuple[Any, Any]) -> str:

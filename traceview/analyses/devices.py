@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from traceview.aggregate.intervals import unions
-from traceview.aggregate.order import lex_order
+from traceview.aggregate.order import first_of_runs, lex_order, searchsorted_pairs
 from traceview.events import TraceEvents
 
 NO_LAUNCH = np.iinfo(np.int64).min
@@ -107,8 +107,9 @@ def first_launch(events: TraceEvents) -> np.ndarray:
     if len(runtime.correlation) == 0 or len(gpu.ts) == 0:
         return out
     order = np.lexsort((runtime.ts, runtime.correlation))
-    corr, first = np.unique(runtime.correlation[order], return_index=True)
-    launch = runtime.ts[order][first]
+    ordered = runtime.correlation[order]
+    first = first_of_runs(ordered)
+    corr, launch = ordered[first], runtime.ts[order][first]
     at = np.minimum(np.searchsorted(corr, gpu.correlation), len(corr) - 1)
     matched = (gpu.correlation >= 0) & (corr[at] == gpu.correlation)
     out[matched] = launch[at[matched]]
@@ -190,16 +191,8 @@ def _first_at(
     """For each query (a, b): the row first in ``sort_keys`` order (lexsort convention: last
     key primary) among those whose ``pair`` equals (a, b); every query must match."""
     order = lex_order(sort_keys)
-    keys = _pairs(pair[0][order], pair[1][order])
-    at = np.searchsorted(keys, _pairs(*queries), side="left")
+    at = searchsorted_pairs(pair[0][order], pair[1][order], *queries, side="left")
     return rows[order[at]]
-
-
-def _pairs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """(a, b) as a structured array, ordered and searched lexicographically."""
-    out = np.empty(len(a), dtype=[("a", "<i8"), ("b", "<i8")])
-    out["a"], out["b"] = a, b
-    return out
 
 
 def _usage_list(

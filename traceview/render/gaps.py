@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from traceview.analyses.cpu_context import CpuContext
+from traceview.analyses.cpu_context import CpuContext, Holder
 from traceview.analyses.gaps import GapReport, Histogram, StreamGaps
 from traceview.analyses.names import short_name
 from traceview.render import units
@@ -94,31 +94,36 @@ def context_lines(report: GapReport) -> list[str]:
 
 
 def context_text(c: CpuContext) -> str:
-    """e.g. ``thread 1/1: enumerate(DataLoader)#…__next__ 125.6 ms of 126.0 ms; ...``."""
+    """What held the gap, the largest holder first: e.g. ``thread 1/1:
+    enumerate(DataLoader)#…__next__ 125.6 ms of 126.0 ms host wait``, or a sync call."""
     if c.thread is None or c.launch_ns is None:
         return "no launch of the next activity recorded (no CPU context)"
+    syncs = _holders(c.syncs)
     parts = []
     if c.host_wait_ns > 0:
         wait = units.duration(c.host_wait_ns / 1000)
         if c.ops:
-            top, *rest = c.ops
-            also = ", ".join(f"{h.name} {units.duration(h.overlap_ns / 1000)}" for h in rest)
-            parts.append(
-                f"{top.name} {units.duration(top.overlap_ns / 1000)} of {wait} host wait"
-                + (f" (inside or beside it: {also})" if also else "")
-            )
-        uncovered = c.host_wait_ns - c.op_covered_ns
-        if uncovered > 0:
-            parts.append(f"no CPU op recorded for {units.duration(uncovered / 1000)} of it")
+            top = c.ops[0]
+            parts.append(f"{top.name} {units.duration(top.overlap_ns / 1000)} of {wait} host wait")
+            if len(c.ops) > 1:
+                parts[-1] += f" (inside or beside it: {_holders(c.ops[1:])})"
+        else:
+            parts.append(f"host wait {wait}, no CPU op in it")
     else:
         parts.append("the next activity was launched before the gap began (the GPU waited on "
                      "a dependency, an event or a copy)")  # fmt: skip
     if c.syncs:
-        parts.append(
-            "sync in the gap: "
-            + ", ".join(f"{h.name} {units.duration(h.overlap_ns / 1000)}" for h in c.syncs)
-        )
+        sync = f"CPU blocked in {syncs} during the gap"
+        lead = not c.ops or c.syncs[0].overlap_ns > c.ops[0].overlap_ns
+        parts.insert(0, sync) if lead else parts.append(sync)
+    uncovered = c.host_wait_ns - c.covered_ns
+    if uncovered > 0 and c.covered_ns > 0:
+        parts.append(f"nothing recorded for {units.duration(uncovered / 1000)} of the host wait")
     return f"thread {c.thread}: " + "; ".join(parts)
+
+
+def _holders(holders: tuple[Holder, ...]) -> str:
+    return ", ".join(f"{h.name} {units.duration(h.overlap_ns / 1000)}" for h in holders)
 
 
 def histogram_lines(h: Histogram) -> list[str]:
