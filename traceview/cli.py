@@ -101,7 +101,9 @@ def kernels(
     group_by: Annotated[
         str,
         typer.Option(
-            "--group-by", help="name (exact kernel name) or short (merge template instantiations)."
+            "--group-by",
+            help="name (exact kernel name), short (merge template instantiations) or category "
+            "(gemm, attention, communication, ...; see docs/metrics.md).",
         ),
     ] = "name",
     pstep: Annotated[

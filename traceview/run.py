@@ -131,7 +131,9 @@ def kernels(path: Path, options: KernelOptions, read: ReadOptions, out: OutputOp
     from traceview.render import kernels as render_kernels
 
     _check_output(out)
-    report = analyse_kernels(read_trace(path, read), options)
+    report = analyse_kernels(
+        read_trace(path, read, keep_cpu=options.group_by == "category"), options
+    )
     _show(
         out,
         json_doc=lambda: render_kernels.as_json(report),

@@ -43,7 +43,8 @@ def table(report: KernelReport, verbose: bool) -> Table:
         (str(rank), row.name if verbose else row.short_name, *_stat_cells(row))
         for rank, row in enumerate(report.rows, 1)
     ]
-    return Table(("#", "Kernel", *_STAT_HEADERS), (True, False) + (True,) * 11, rows)
+    label = "Category" if report.options.group_by == "category" else "Kernel"
+    return Table(("#", label, *_STAT_HEADERS), (True, False) + (True,) * 11, rows)
 
 
 def footer(report: KernelReport) -> str:
