@@ -294,6 +294,39 @@ def steps(
 
 
 @app.command()
+def ops(
+    trace: Trace,
+    level: Annotated[
+        str,
+        typer.Option(
+            "--level",
+            help="Attribute each kernel to its leaf op (innermost cpu_op around its launch) or "
+            "its top op (outermost).",
+        ),
+    ] = "leaf",
+    top: Annotated[int, typer.Option("--top", "-t", min=0, help="Rows to show; 0 = all.")] = 20,
+    fmt: Format = "table",
+    partial: Partial = False,
+    quiet: Quiet = False,
+    strict: Strict = False,
+    no_cache: NoCache = False,
+    refresh: Refresh = False,
+    cache_dir: CacheDir = None,
+) -> None:
+    """Where the GPU time went per operator: calls, kernels, GPU and CPU time, launch delay."""
+    from traceview import run
+    from traceview.analyses.ops import OpOptions
+
+    _call(
+        run.ops,
+        trace,
+        OpOptions(level=level, top=top),
+        run.ReadOptions(partial, quiet, strict, not no_cache, refresh, cache_dir),
+        run.OutputOptions(fmt),
+    )
+
+
+@app.command()
 def snapshot(
     trace: Trace,
     output: Annotated[

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from traceview.analyses.diff import DiffOptions, Side
     from traceview.analyses.gaps import GapOptions
     from traceview.analyses.kernels import KernelOptions
+    from traceview.analyses.ops import OpOptions
     from traceview.events import TraceEvents
 
 FORMATS = ("table", "json", "csv", "md")
@@ -187,6 +188,25 @@ def gaps(path: Path, options: GapOptions, read: ReadOptions, out: OutputOptions)
     if out.output is not None:
         full = analyse_gaps(events, replace(options, top=0))
         write_file(out.output, render_gaps.detailed_report(full), out.force)
+
+
+@_command
+def ops(path: Path, options: OpOptions, read: ReadOptions, out: OutputOptions) -> None:
+    """``traceview ops``."""
+    from traceview.analyses.ops import analyse_ops, check_options
+    from traceview.render import ops as render_ops
+
+    _check_format(out.format)
+    check_options(options)
+    report = analyse_ops(read_trace(path, read, keep_cpu=True), options)
+    _show(
+        out,
+        json_doc=report.as_json,
+        csv=lambda: render_ops.csv(report),
+        markdown=lambda: render_ops.markdown(report),
+        rich=lambda console: render_ops.print_rich(report, console),
+        text=lambda: render_ops.text(report),
+    )
 
 
 def _check_output(out: OutputOptions) -> None:
