@@ -131,7 +131,7 @@ def analyse_ops(events: TraceEvents, options: OpOptions) -> OpReport:
                 kernels=int(kernels[g]),
                 gpu_time_ns=int(gpu_ns[g]),
                 gpu_busy_ns=int(busy[g]),
-                launch_delay_ns=None if delay[g] is None else int(delay[g]),
+                launch_delay_ns=delay[g],
                 pct_gpu_time=100.0 * int(gpu_ns[g]) / total if total else 0.0,
             )
         )
