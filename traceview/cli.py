@@ -294,6 +294,31 @@ def steps(
 
 
 @app.command()
+def summary(
+    trace: Trace,
+    fmt: Annotated[
+        str, typer.Option("--format", "-f", help="table (rich or plain when piped), json or md.")
+    ] = "table",
+    partial: Partial = False,
+    quiet: Quiet = False,
+    strict: Strict = False,
+    no_cache: NoCache = False,
+    refresh: Refresh = False,
+    cache_dir: CacheDir = None,
+) -> None:
+    """One screen: per device where the time went (categories, communication, copies, idle),
+    the top categories, kernels and operators, launch and step figures, and hints."""
+    from traceview import run
+
+    _call(
+        run.summary,
+        trace,
+        run.ReadOptions(partial, quiet, strict, not no_cache, refresh, cache_dir),
+        run.OutputOptions(fmt),
+    )
+
+
+@app.command()
 def ops(
     trace: Trace,
     level: Annotated[

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
 FORMATS = ("table", "json", "csv", "md")
 DIFF_FORMATS = ("table", "json", "md")
+SUMMARY_FORMATS = DIFF_FORMATS
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
@@ -206,6 +207,25 @@ def ops(path: Path, options: OpOptions, read: ReadOptions, out: OutputOptions) -
         markdown=lambda: render_ops.markdown(report),
         rich=lambda console: render_ops.print_rich(report, console),
         text=lambda: render_ops.text(report),
+    )
+
+
+@_command
+def summary(path: Path, read: ReadOptions, out: OutputOptions) -> None:
+    """``traceview summary``."""
+    from traceview.analyses.overview import overview
+    from traceview.render import overview as render_overview
+
+    if out.format not in SUMMARY_FORMATS:
+        raise UsageError(f"--format {out.format!r}: expected one of {', '.join(SUMMARY_FORMATS)}")
+    report = overview(read_trace(path, read, keep_cpu=True))
+    _show(
+        out,
+        json_doc=report.as_json,
+        csv=lambda: "",
+        markdown=lambda: render_overview.markdown(report),
+        rich=lambda console: render_overview.print_rich(report, console),
+        text=lambda: render_overview.text(report),
     )
 
 

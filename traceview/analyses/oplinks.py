@@ -29,20 +29,21 @@ NO_OP = -1
 
 @dataclass(frozen=True)
 class OpLinks:
-    """Per GPU row: the name id of its leaf and top op (NO_OP when none), the thread id and
-    start of its launch (−1 / NO_LAUNCH when none)."""
+    """Per GPU row: the name id of its leaf and top op (NO_OP when none), the thread id, start
+    and end of its launch (−1 / NO_LAUNCH / NO_LAUNCH when none)."""
 
     leaf: np.ndarray
     top: np.ndarray
     thread: np.ndarray
     launch: np.ndarray
+    launch_end: np.ndarray
 
 
 def link_ops(events: TraceEvents) -> OpLinks:
     """The OpLinks of every GPU row (empty links when the trace has no CPU rows)."""
     n = len(events.gpu.ts)
     launch = first_launch(events)
-    thread = _launch_threads(events, launch)
+    thread, launch_end = _launch_threads(events, launch)
     rank = name_rank(events.names)
     leaf, top = _Best(n, innermost=True), _Best(n, innermost=False)
     known = np.flatnonzero(thread >= 0)
@@ -58,7 +59,7 @@ def link_ops(events: TraceEvents) -> OpLinks:
         row, op = by_launch[at], ops[which]
         leaf.offer(row, op["ts"], op["end"] - op["ts"], rank[op["name"]], op["name"])
         top.offer(row, op["ts"], op["end"] - op["ts"], rank[op["name"]], op["name"])
-    return OpLinks(leaf.name, top.name, thread, launch)
+    return OpLinks(leaf.name, top.name, thread, launch, launch_end)
 
 
 class _Best:
@@ -96,14 +97,15 @@ class _Best:
         self.rank[row], self.name[row] = rank[better], name[better]
 
 
-def _launch_threads(events: TraceEvents, launch: np.ndarray) -> np.ndarray:
-    """Per GPU row, the thread of its launching runtime call (the first in the file among
-    calls with its correlation starting at its launch), else −1."""
+def _launch_threads(events: TraceEvents, launch: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per GPU row, the thread and end of its launching runtime call (the first in the file
+    among calls with its correlation starting at its launch), else −1 and NO_LAUNCH."""
     gpu = events.gpu
     thread = np.full(len(gpu.ts), -1, dtype=np.int64)
+    end = np.full(len(gpu.ts), NO_LAUNCH, dtype=np.int64)
     rows = np.flatnonzero(launch != NO_LAUNCH)
     if len(rows) == 0 or len(events.cpu) == 0:
-        return thread
+        return thread, end
     by_key = rows[lex_order((launch[rows], gpu.correlation[rows]))]
     corr, ts = gpu.correlation[by_key], launch[by_key]
     for block in events.cpu.blocks():
@@ -117,4 +119,5 @@ def _launch_threads(events: TraceEvents, launch: np.ndarray) -> np.ndarray:
         order = np.lexsort((which, target))  # of several calls, the first in the file wins
         first = order[first_of_runs(target[order])]
         thread[target[first]] = calls["thread"][which[first]]
-    return thread
+        end[target[first]] = calls["end"][which[first]]
+    return thread, end

@@ -19,7 +19,7 @@ from traceview.aggregate.intervals import unions
 from traceview.aggregate.order import dense_ids
 from traceview.aggregate.percentiles import nearest_rank
 from traceview.analyses.devices import NO_LAUNCH, device_of_stream
-from traceview.analyses.oplinks import NO_OP, link_ops
+from traceview.analyses.oplinks import NO_OP, OpLinks, link_ops
 from traceview.analyses.summary import TraceSummary, summarize
 from traceview.cpu_rows import OP
 from traceview.errors import UsageError
@@ -103,10 +103,11 @@ def check_options(options: OpOptions) -> None:
         raise UsageError(f"--top {options.top}: must not be negative (0 shows all)")
 
 
-def analyse_ops(events: TraceEvents, options: OpOptions) -> OpReport:
-    """Attribute every kernel to an op; per op name its CPU and GPU figures, by GPU time."""
+def analyse_ops(events: TraceEvents, options: OpOptions, links: OpLinks | None = None) -> OpReport:
+    """Attribute every kernel to an op; per op name its CPU and GPU figures, by GPU time.
+    ``links`` is ``link_ops(events)`` when the caller has it already."""
     check_options(options)
-    links = link_ops(events)
+    links = link_ops(events) if links is None else links
     gpu = events.gpu
     rows = np.flatnonzero(gpu.kind == KERNEL)
     op = (links.leaf if options.level == "leaf" else links.top)[rows]
