@@ -486,9 +486,11 @@ def _reported() -> Iterator[None]:
     except Exception as e:  # a bug: still one line, unless TRACEVIEW_DEBUG asks for the traceback
         if os.environ.get("TRACEVIEW_DEBUG"):
             raise
+        from traceview.render.escape import visible  # the message may quote a name
+
         print(
             f"traceview: internal error (please report it; TRACEVIEW_DEBUG=1 shows the "
-            f"traceback): {type(e).__name__}: {e}",
+            f"traceback): {type(e).__name__}: {visible(str(e))}",
             file=sys.stderr,
         )
         raise typer.Exit(1) from None

@@ -63,9 +63,11 @@ def read_trace(path: Path, options: ReadOptions, keep_cpu: bool = False) -> Trac
     if options.strict and problems:
         raise TraceviewError(f"{path}: --strict: {'; '.join(problems)}")
     if problems:
+        from traceview.render.escape import rich_text
+
         console = stderr_console()
         for problem in problems:
-            console.print(f"traceview: warning: {problem}", markup=False, soft_wrap=True)
+            console.print(rich_text(f"traceview: warning: {problem}"), soft_wrap=True)
     remember_trace(path)
     return events
 

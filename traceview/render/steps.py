@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from traceview.analyses.steps import StepRow
 from traceview.analyses.summary import TraceSummary
 from traceview.render import units
+from traceview.render.escape import markdown_list, print_line, text_lines
 from traceview.render.header import trace_lines
 from traceview.render.tables import Table, to_csv, to_markdown, to_rich, to_text
 
@@ -54,14 +55,14 @@ def summary_lines(trace: TraceSummary, rows: list[StepRow]) -> list[str]:
 
 def print_rich(trace: TraceSummary, rows: list[StepRow], console: Console) -> None:
     for line in summary_lines(trace, rows):
-        console.print(line, markup=False)
+        print_line(console, line)
     to_rich(table(rows), console)
 
 
 def text(trace: TraceSummary, rows: list[StepRow]) -> str:
-    return "\n".join(summary_lines(trace, rows)) + "\n\n" + to_text(table(rows))
+    return text_lines(summary_lines(trace, rows)) + "\n\n" + to_text(table(rows))
 
 
 def markdown(trace: TraceSummary, rows: list[StepRow]) -> str:
-    head = "\n".join(f"- {line}" for line in summary_lines(trace, rows))
+    head = markdown_list(summary_lines(trace, rows))
     return head + "\n\n" + to_markdown(table(rows))
