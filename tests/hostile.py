@@ -49,11 +49,11 @@ def unsafe_characters(text: str) -> set[str]:
     return {c for c in text if c != "\n" and unicodedata.category(c) in _UNSAFE}
 
 
-def hostile_trace(path: Path, slow: float = 1.0) -> Path:
+def hostile_trace(path: Path, slow: float = 1.0, device: str = DEVICE) -> Path:
     """One step; kernel k (a hostile name) ends in a gap during which the thread launching
     kernel k+1 is in the runtime call ``rt <name>`` inside ``op <name>`` (even k) or the
     annotation ``ann <name>`` (odd k), so the largest gaps' CPU context quotes them.
-    ``slow`` scales the kernels' durations."""
+    ``slow`` scales the kernels' durations; ``device`` is the GPU's name."""
     events: list[dict[str, object]] = [_x("user_annotation", "ProfilerStep#1", 0, 1000 * 18)]
     for k, name in enumerate(NAMES):
         t = 1000 * (k + 1)
@@ -65,7 +65,7 @@ def hostile_trace(path: Path, slow: float = 1.0) -> Path:
             _x("kernel", name, t + 610, round(440 * slow), pid=0, tid=7, device=0, stream=7,
                correlation=k + 1),
         ]  # fmt: skip
-    doc = {"deviceProperties": [{"id": 0, "name": DEVICE}], "traceEvents": events}
+    doc = {"deviceProperties": [{"id": 0, "name": device}], "traceEvents": events}
     path.write_text(json.dumps(doc))
     return path
 
