@@ -1,4 +1,4 @@
-"""Rendering: exact lines where layout matters, and narrow terminals."""
+"""Rendering: exact lines where layout matters, narrow terminals, names that attack outputs."""
 
 from __future__ import annotations
 
@@ -8,9 +8,11 @@ import re
 
 import pytest
 from hostile import MARKDOWN, NAMES, RICH_MISREADINGS, SHOWN, unsafe_characters
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from rich.console import Console
 
-from traceview.render.escape import print_line, visible
+from traceview.render.escape import markdown_text, print_line, visible
 from traceview.render.tables import Table, fit, to_csv, to_markdown, to_rich, to_text
 
 TABLE = Table(
@@ -140,3 +142,15 @@ def test_csv_round_trips_and_neutralises_formulas_in_text_cells_only() -> None:
         assert row[0] == ("'" if name in formulas else "") + SHOWN[name]
         assert row[1:] == ["-1.5", "-3"]  # numbers are never prefixed
     assert read[-1] == [r"bare\rcr", "0", "0"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(st.characters(blacklist_categories=())))  # every code point, surrogates too
+def test_any_name_is_safe_in_every_rendering(name: str) -> None:
+    shown = visible(name)
+    assert unsafe_characters(shown) == set() and "\n" not in shown
+    assert visible(shown) == shown  # escaping twice changes nothing
+    cell = markdown_text(name)
+    assert unescaped_pipes(cell) == 0 and "<" not in cell and "\n" not in cell
+    (_, row) = csv.reader(io.StringIO(to_csv(("name",), [(name,)]), newline=""))
+    assert row == [("'" if name.startswith(("=", "+", "-", "@", "\t", "\r")) else "") + shown]
