@@ -9,6 +9,7 @@ from pathlib import Path
 # name -> how it must be shown in terminal/text output (control characters as escapes).
 SHOWN: dict[str, str] = {
     "[/x]": "[/x]",
+    "load batch [/data/train]": "load batch [/data/train]",
     "[bold]bold[/bold] [italic]": "[bold]bold[/bold] [italic]",
     "[link=file:///etc/passwd]link[/link]": "[link=file:///etc/passwd]link[/link]",
     "[conceal]hidden[/conceal]": "[conceal]hidden[/conceal]",
@@ -54,7 +55,8 @@ def hostile_trace(path: Path, slow: float = 1.0, device: str = DEVICE) -> Path:
     kernel k+1 is in the runtime call ``rt <name>`` inside ``op <name>`` (even k) or the
     annotation ``ann <name>`` (odd k), so the largest gaps' CPU context quotes them.
     ``slow`` scales the kernels' durations; ``device`` is the GPU's name."""
-    events: list[dict[str, object]] = [_x("user_annotation", "ProfilerStep#1", 0, 1000 * 18)]
+    span = 1000 * (len(NAMES) + 2)
+    events: list[dict[str, object]] = [_x("user_annotation", "ProfilerStep#1", 0, span)]
     for k, name in enumerate(NAMES):
         t = 1000 * (k + 1)
         events += [

@@ -63,7 +63,8 @@ def print_line(console: Console, line: str, style: str | None = None) -> None:
 
 def markdown_text(text: str) -> str:
     """Markdown inline text: no table break (``|``), no HTML, no emphasis, code or links."""
-    return _MARKDOWN_UNDERSCORE.sub(r"\\_", visible(text).translate(_MARKDOWN))
+    escaped = visible(text).translate(_MARKDOWN)
+    return _MARKDOWN_UNDERSCORE.sub(r"\\_", escaped) if "_" in escaped else escaped
 
 
 def markdown_list(lines: list[str]) -> str:
