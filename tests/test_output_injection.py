@@ -195,6 +195,26 @@ def test_snapshot_keeps_the_real_names(trace: Path, tmp_path: Path) -> None:
         assert set(NAMES) <= strings and DEVICE in strings
 
 
+def test_last_trace_is_named_escaped(trace: Path) -> None:
+    assert CliRunner().invoke(app, ["steps", str(trace), "-f", "json"]).exit_code == 0
+    r = CliRunner().invoke(app, ["gaps", "-f", "json"])
+    assert r.exit_code == 0, r.output
+    assert r.stderr == f"traceview: using the last trace analysed: {trace.parent}/{FILE_SHOWN}\n"
+
+
+def test_internal_error_quoting_a_name_is_escaped(
+    trace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*args: object) -> None:
+        raise RuntimeError(f"no row for {NAMES[8]}")  # a bug that quotes a name
+
+    monkeypatch.setattr(run, "steps", broken)
+    r = CliRunner().invoke(app, ["steps", str(trace)])
+    assert r.exit_code == 1
+    assert r.stderr.endswith(f"RuntimeError: no row for {SHOWN[NAMES[8]]}\n")
+    assert r.stderr.count("\n") == 1 and unsafe_characters(r.stderr) == set()
+
+
 @pytest.mark.parametrize("fmt", ["terminal", "text", "md"])
 def test_failed_gate_names_regressions_escaped(
     fmt: str, trace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -228,8 +228,12 @@ def gaps(
 
     with _reported():
         if trace is None:
+            from traceview.render.escape import visible  # a file name is data too
+
             trace = last_trace()
-            print(f"traceview: using the last trace analysed: {trace}", file=sys.stderr)
+            print(
+                f"traceview: using the last trace analysed: {visible(str(trace))}", file=sys.stderr
+            )
         options = GapOptions(
             busy=tuple(k.strip() for k in busy.split(",") if k.strip()),
             min_gap_ns=parse_duration(min_gap),
