@@ -185,7 +185,7 @@ def test_text_reports_show_names_escaped(command: str, trace: Path, tmp_path: Pa
         assert shown in text
 
 
-def test_snapshot_keeps_the_real_names(trace: Path, tmp_path: Path) -> None:
+def test_snapshot_keeps_real_names_that_diff_shows_escaped(trace: Path, tmp_path: Path) -> None:
     out = tmp_path / "snap.json"
     piped = CliRunner().invoke(app, ["snapshot", str(trace)])
     written = CliRunner().invoke(app, ["snapshot", str(trace), "-o", str(out)])
@@ -193,6 +193,12 @@ def test_snapshot_keeps_the_real_names(trace: Path, tmp_path: Path) -> None:
     for doc in (json.loads(piped.stdout), json.loads(out.read_text(encoding="utf-8"))):
         strings = set(all_strings(doc))
         assert set(NAMES) <= strings and DEVICE in strings
+    r = CliRunner().invoke(app, ["diff", str(out), str(trace), *ARGS["diff"]])  # names from JSON
+    assert r.exit_code == 0, r.output
+    assert unsafe_characters(r.stdout) == set()
+    assert f"(snapshot of {trace.parent}/{FILE_SHOWN}, 1 step)" in r.stdout
+    for shown in SHOWN.values():
+        assert shown in r.stdout
 
 
 def test_last_trace_is_named_escaped(trace: Path) -> None:
