@@ -208,6 +208,14 @@ def test_last_trace_is_named_escaped(trace: Path) -> None:
     assert r.stderr == f"traceview: using the last trace analysed: {trace.parent}/{FILE_SHOWN}\n"
 
 
+def test_cache_list_shows_trace_file_names_escaped(trace: Path) -> None:
+    assert CliRunner().invoke(app, ["steps", str(trace), "-f", "json"]).exit_code == 0
+    r = CliRunner().invoke(app, ["cache", "list"])
+    assert r.exit_code == 0, r.output
+    assert r.stdout.endswith(f"ago  {trace.parent}/{FILE_SHOWN}\n")
+    assert unsafe_characters(r.stdout) == set()
+
+
 def test_internal_error_quoting_a_name_is_escaped(
     trace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
