@@ -252,7 +252,7 @@ def test_ci_flow_as_a_subprocess(traces: dict[str, Path], tmp_path: Path) -> Non
     assert ok.returncode == 0, ok.stderr
     r = run_cli("diff", str(baseline), str(traces["slow"]), "--max-regression", "5%", "-f", "md")
     assert r.returncode == 1, r.stderr
-    assert f"kernel {SLOWED} +30.00% > 5%" in r.stdout
+    assert f"- kernel {SLOWED} +30.00% &gt; 5%" in r.stdout  # Markdown: > as an entity
     assert r.stderr.startswith("traceview: error: regression gate failed: kernel ")
     assert "Traceback" not in r.stderr and len(r.stderr.splitlines()) == 1
 

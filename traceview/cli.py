@@ -248,8 +248,12 @@ def gaps(
 
     with _reported():
         if trace is None:
+            from traceview.render.escape import visible  # a file name is data too
+
             trace = last_trace()
-            print(f"traceview: using the last trace analysed: {trace}", file=sys.stderr)
+            print(
+                f"traceview: using the last trace analysed: {visible(str(trace))}", file=sys.stderr
+            )
         options = GapOptions(
             busy=tuple(k.strip() for k in busy.split(",") if k.strip()),
             min_gap_ns=parse_duration(min_gap),
@@ -566,9 +570,11 @@ def _reported() -> Iterator[None]:
     except Exception as e:  # a bug: still one line, unless TRACEVIEW_DEBUG asks for the traceback
         if os.environ.get("TRACEVIEW_DEBUG"):
             raise
+        from traceview.render.escape import visible  # the message may quote a name
+
         print(
             f"traceview: internal error (please report it; TRACEVIEW_DEBUG=1 shows the "
-            f"traceback): {type(e).__name__}: {e}",
+            f"traceback): {type(e).__name__}: {visible(str(e))}",
             file=sys.stderr,
         )
         raise typer.Exit(1) from None

@@ -65,9 +65,11 @@ def read_trace(path: Path, options: ReadOptions, keep_cpu: bool = False) -> Trac
     if options.strict and problems:
         raise TraceviewError(f"{path}: --strict: {'; '.join(problems)}")
     if problems:
+        from traceview.render.escape import rich_text
+
         console = stderr_console()
         for problem in problems:
-            console.print(f"traceview: warning: {problem}", markup=False, soft_wrap=True)
+            console.print(rich_text(f"traceview: warning: {problem}"), soft_wrap=True)
     remember_trace(path)
     return events
 
@@ -338,16 +340,18 @@ def cache_info(directory: Path | None) -> None:
     """``traceview cache info``."""
     from traceview.cache import CacheSettings
     from traceview.cache.manage import info_lines
+    from traceview.render.escape import text_lines
 
-    write_stdout("\n".join(info_lines(CacheSettings(directory=directory).root())) + "\n")
+    write_stdout(text_lines(info_lines(CacheSettings(directory=directory).root())) + "\n")
 
 
 def cache_list(directory: Path | None) -> None:
     """``traceview cache list``."""
     from traceview.cache import CacheSettings
     from traceview.cache.manage import list_lines
+    from traceview.render.escape import text_lines  # trace file names are data too
 
-    write_stdout("\n".join(list_lines(CacheSettings(directory=directory).root())) + "\n")
+    write_stdout(text_lines(list_lines(CacheSettings(directory=directory).root())) + "\n")
 
 
 def cache_clear(directory: Path | None) -> None:

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from traceview.analyses.ops import OpReport, OpRow
 from traceview.render import units
+from traceview.render.escape import markdown_list, print_line, text_lines
 from traceview.render.header import device_busy_lines, trace_lines
 from traceview.render.tables import Table, to_csv, to_markdown, to_rich, to_text
 
@@ -56,18 +57,18 @@ def footer(report: OpReport) -> str:
 
 def print_rich(report: OpReport, console: Console) -> None:
     for line in summary_lines(report):
-        console.print(line, markup=False, highlight=False)
+        print_line(console, line)
     to_rich(table(report), console, drop_order=_NARROW_DROP)
-    console.print(footer(report), markup=False, highlight=False)
+    print_line(console, footer(report))
 
 
 def text(report: OpReport) -> str:
-    head = "\n".join(summary_lines(report))
+    head = text_lines(summary_lines(report))
     return head + "\n\n" + to_text(table(report)) + footer(report) + "\n"
 
 
 def markdown(report: OpReport) -> str:
-    head = "\n".join(f"- {line}" for line in summary_lines(report))
+    head = markdown_list(summary_lines(report))
     return head + "\n\n" + to_markdown(table(report)) + "\n" + footer(report) + "\n"
 
 

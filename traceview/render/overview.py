@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from traceview.analyses.names import short_name
 from traceview.analyses.overview import Breakdown, Overview
 from traceview.render import units
+from traceview.render.escape import markdown_list, markdown_text, print_line, text_lines
 from traceview.render.header import trace_lines
 from traceview.render.tables import Table, to_markdown, to_rich, to_text
 
@@ -98,23 +99,23 @@ def _sections(o: Overview) -> list[tuple[str, Table]]:
 
 def print_rich(o: Overview, console: Console) -> None:
     for line in header_lines(o):
-        console.print(line, markup=False, highlight=False)
+        print_line(console, line)
     for title, body in _sections(o):
         console.print()
-        console.print(title, markup=False, style="bold")
+        print_line(console, title, style="bold")
         to_rich(body, console)
     console.print()
     for line in detail_lines(o):
-        console.print(line, markup=False, highlight=False)
+        print_line(console, line)
 
 
 def text(o: Overview) -> str:
-    parts = ["\n".join(header_lines(o))]
-    parts += [f"{title}\n{to_text(body)}" for title, body in _sections(o)]
-    return "\n\n".join(parts) + "\n" + "\n".join(detail_lines(o)) + "\n"
+    parts = [text_lines(header_lines(o))]
+    parts += [f"{text_lines([title])}\n{to_text(body)}" for title, body in _sections(o)]
+    return "\n\n".join(parts) + "\n" + text_lines(detail_lines(o)) + "\n"
 
 
 def markdown(o: Overview) -> str:
-    parts = ["\n".join(f"- {line}" for line in header_lines(o))]
-    parts += [f"### {title}\n\n{to_markdown(body)}" for title, body in _sections(o)]
-    return "\n\n".join(parts) + "\n" + "\n".join(f"- {line}" for line in detail_lines(o)) + "\n"
+    parts = [markdown_list(header_lines(o))]
+    parts += [f"### {markdown_text(title)}\n\n{to_markdown(body)}" for title, body in _sections(o)]
+    return "\n\n".join(parts) + "\n" + markdown_list(detail_lines(o)) + "\n"
