@@ -13,7 +13,13 @@ import orjson
 
 from traceview.analyses.summary import read_warnings
 from traceview.errors import TraceviewError, UsageError
-from traceview.render.output import stderr_console, stdout_is_terminal, write_file, write_stdout
+from traceview.render.output import (
+    check_output_path,
+    stderr_console,
+    stdout_is_terminal,
+    write_file,
+    write_stdout,
+)
 from traceview.state import remember_trace
 
 # Each command imports its own analysis and renderer: a warm run is mostly start-up, and
@@ -130,7 +136,7 @@ def kernels(path: Path, options: KernelOptions, read: ReadOptions, out: OutputOp
     from traceview.analyses.kernels import analyse_kernels
     from traceview.render import kernels as render_kernels
 
-    _check_output(out)
+    _check_output(out, path)
     report = analyse_kernels(read_trace(path, read), options)
     _show(
         out,
@@ -141,7 +147,7 @@ def kernels(path: Path, options: KernelOptions, read: ReadOptions, out: OutputOp
         text=lambda: render_kernels.text(report, out.verbose),
     )
     if out.output is not None:
-        write_file(out.output, render_kernels.detailed_report(report), out.force)
+        write_file(out.output, render_kernels.detailed_report(report), out.force, (path,))
 
 
 @_command
@@ -171,7 +177,7 @@ def gaps(path: Path, options: GapOptions, read: ReadOptions, out: OutputOptions)
     from traceview.analyses.gaps import analyse_gaps
     from traceview.render import gaps as render_gaps
 
-    _check_output(out)
+    _check_output(out, path)
     events = read_trace(path, read, keep_cpu=options.largest > 0)
     report = analyse_gaps(events, options)
     _show(
@@ -184,14 +190,14 @@ def gaps(path: Path, options: GapOptions, read: ReadOptions, out: OutputOptions)
     )
     if out.output is not None:
         full = analyse_gaps(events, replace(options, top=0))
-        write_file(out.output, render_gaps.detailed_report(full), out.force)
+        write_file(out.output, render_gaps.detailed_report(full), out.force, (path,))
 
 
-def _check_output(out: OutputOptions) -> None:
-    """Usage errors before any reading: a bad --format, an -o file that exists."""
+def _check_output(out: OutputOptions, trace: Path) -> None:
+    """Usage errors before any reading: a bad --format, an -o file that cannot be written."""
     _check_format(out.format)
-    if out.output is not None and out.output.exists() and not out.force:
-        raise UsageError(f"{out.output}: already exists (use --force to overwrite)")
+    if out.output is not None:
+        check_output_path(out.output, out.force, (trace,))
 
 
 def _show(
@@ -232,13 +238,13 @@ def snapshot(path: Path, read: ReadOptions, output: Path | None, force: bool) ->
     """``traceview snapshot``: the JSON snapshot to stdout, or atomically to ``output``."""
     from traceview.analyses.snapshot import build_snapshot, to_json
 
-    if output is not None and output.exists() and not force:
-        raise UsageError(f"{output}: already exists (use --force to overwrite)")
+    if output is not None:
+        check_output_path(output, force, (path,))
     text = to_json(build_snapshot(read_trace(path, read)))
     if output is None:
         write_stdout(text)
     else:
-        write_file(output, text, force)
+        write_file(output, text, force, (path,))
 
 
 @_command
@@ -279,14 +285,15 @@ def _diff_side(path: Path, read: ReadOptions) -> Side:
 @_command
 def export(path: Path, read: ReadOptions, directory: Path, force: bool) -> None:
     """``traceview export``: the trace's tables as Parquet files in ``directory``."""
-    from traceview.cache.store import export_tables
+    from traceview.cache.store import EXPORT_FILES, export_tables
+    from traceview.render.output import check_export_dir, removed_on_failure
 
-    if directory.exists() and any(directory.iterdir()) and not force:
-        raise UsageError(f"{directory}: not empty (use --force to write into it)")
+    check_export_dir(directory, force, (path,), EXPORT_FILES)
     events = read_trace(path, read, keep_cpu=True)
     try:
-        directory.mkdir(parents=True, exist_ok=True)
-        names = export_tables(events, directory)
+        with removed_on_failure(directory, EXPORT_FILES):
+            directory.mkdir(parents=True, exist_ok=True)
+            names = export_tables(events, directory)
     except OSError as e:
         raise TraceviewError(f"{directory}: cannot write: {e.strerror or e}") from None
     stderr_console().print(f"Wrote {directory} ({', '.join(names)})", markup=False)

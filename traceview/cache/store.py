@@ -36,6 +36,9 @@ META = "meta.json"
 GPU_COLUMNS = ("kind", "name", "stream", "ts", "dur", "correlation")
 RUNTIME_COLUMNS = ("correlation", "ts")
 CPU_COLUMNS = ("thread", "ts", "end", "name", "correlation")
+TABLES = ("gpu.parquet", "runtime.parquet", "steps.parquet", "names.parquet", "streams.parquet")
+CPU_TABLES = ("cpu.parquet", "threads.parquet")
+EXPORT_FILES = (*TABLES, *CPU_TABLES, META)
 
 
 class DamagedEntry(Exception):
