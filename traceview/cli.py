@@ -421,7 +421,8 @@ def export(
 
 
 cache_app = typer.Typer(
-    help="The Parquet cache of ingested traces: info, list, clear, prune.",
+    help="The Parquet cache of ingested traces: info, list, clear, prune. A cache directory "
+    "holds a CACHEDIR.TAG naming traceview; other directories are refused.",
     no_args_is_help=True,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
@@ -446,7 +447,7 @@ def cache_list(cache_dir: CacheDir = None) -> None:
 
 @cache_app.command("clear")
 def cache_clear(cache_dir: CacheDir = None) -> None:
-    """Remove every entry and the file index."""
+    """Remove every entry, the file index and temp dirs left by killed runs (nothing else)."""
     from traceview import run
 
     _call(run.cache_clear, cache_dir)
@@ -458,12 +459,14 @@ def cache_prune(
         str | None,
         typer.Option(
             "--max-size",
-            help="Size limit: 20GB, 500MB (default: $TRACEVIEW_CACHE_MAX_SIZE, else 20GB).",
+            help="Size limit with a unit: 20GB, 500MB, 4096B, or 0 "
+            "(default: $TRACEVIEW_CACHE_MAX_SIZE, else 20GB).",
         ),
     ] = None,
     cache_dir: CacheDir = None,
 ) -> None:
-    """Evict least recently used entries until the cache is within its size limit."""
+    """Evict least recently used entries until the cache is within its size limit; remove
+    temp dirs left by killed runs."""
     from traceview import run
 
     _call(run.cache_prune, cache_dir, max_size)

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from traceview.analyses.diff import DiffOptions, Side
     from traceview.analyses.gaps import GapOptions
     from traceview.analyses.kernels import KernelOptions
+    from traceview.cache.manage import Removal
     from traceview.events import TraceEvents
 
 FORMATS = ("table", "json", "csv", "md")
@@ -301,36 +302,51 @@ def export(path: Path, read: ReadOptions, directory: Path, force: bool) -> None:
 
 def cache_info(directory: Path | None) -> None:
     """``traceview cache info``."""
-    from traceview.cache import CacheSettings
     from traceview.cache.manage import info_lines
 
-    write_stdout("\n".join(info_lines(CacheSettings(directory=directory).root())) + "\n")
+    write_stdout("\n".join(info_lines(_cache_root(directory))) + "\n")
 
 
 def cache_list(directory: Path | None) -> None:
     """``traceview cache list``."""
-    from traceview.cache import CacheSettings
     from traceview.cache.manage import list_lines
 
-    write_stdout("\n".join(list_lines(CacheSettings(directory=directory).root())) + "\n")
+    write_stdout("\n".join(list_lines(_cache_root(directory))) + "\n")
 
 
 def cache_clear(directory: Path | None) -> None:
-    """``traceview cache clear``: remove every entry and the index."""
-    from traceview.cache import CacheSettings
+    """``traceview cache clear``: remove every entry, the index and leftover temp dirs."""
     from traceview.cache.manage import clear
 
-    root = CacheSettings(directory=directory).root()
-    stderr_console().print(f"Removed {clear(root)} entries from {root}", markup=False)
+    root = _cache_root(directory)
+    _report_removal(clear(root), root)
 
 
 def cache_prune(directory: Path | None, max_size: str | None) -> None:
-    """``traceview cache prune``: evict least recently used entries down to the size limit."""
-    from traceview.cache import CacheSettings, manage
+    """``traceview cache prune``: evict least recently used entries down to the size limit,
+    and remove the temp dirs of killed runs."""
+    from traceview.cache import manage
+
+    limit = manage.parse_size(max_size, "--max-size") if max_size else manage.max_size()
+    root = _cache_root(directory)
+    evicted, tmp = manage.evict(root, limit), manage.remove_stale_tmp(root)
+    _report_removal(
+        manage.Removal(evicted.entries, tmp.tmp_dirs, evicted.failed + tmp.failed), root
+    )
+
+
+def _cache_root(directory: Path | None) -> Path:
+    """The cache directory, checked to be a traceview cache (or absent)."""
+    from traceview.cache import CacheSettings
+    from traceview.cache.root import check
 
     root = CacheSettings(directory=directory).root()
-    limit = manage.parse_size(max_size) if max_size else manage.max_size()
-    removed = manage.evict(root, limit)
-    manage.remove_stale_tmp(root)
-    freed = manage.human_size(sum(e.size for e in removed))
-    stderr_console().print(f"Removed {len(removed)} entries ({freed}) from {root}", markup=False)
+    check(root)
+    return root
+
+
+def _report_removal(removal: Removal, root: Path) -> None:
+    """What was removed on stderr; an error (exit 1) if anything could not be."""
+    if removal.failed:
+        raise TraceviewError(removal.summary(root))
+    stderr_console().print(removal.summary(root), markup=False, soft_wrap=True)
