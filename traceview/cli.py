@@ -347,6 +347,14 @@ def diff(
     top: Annotated[
         int, typer.Option("--top", "-t", min=0, help="Kernel rows per table; 0 = all.")
     ] = 20,
+    allow_empty_baseline: Annotated[
+        bool,
+        typer.Option(
+            "--allow-empty-baseline",
+            help="Pass the gate when the baseline has no kernel time (or no idle) and NEW has "
+            "some; without it that growth from zero is a regression.",
+        ),
+    ] = False,
     verbose: Verbose = False,
     fmt: Annotated[
         str,
@@ -383,6 +391,7 @@ def diff(
             min_share_pct=parse_percent(min_share, "--min-share"),
             min_time_ns=parse_duration(min_time),
             top=top,
+            allow_empty_baseline=allow_empty_baseline,
         )
         out = run.OutputOptions(fmt, verbose)
         run.diff(
