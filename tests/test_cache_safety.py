@@ -236,3 +236,35 @@ def test_a_read_only_cache(demo: Path) -> None:
         _one_error(r, 1, "Removed 0 entries (0 B)")
         assert "Read-only file system" in r.stderr
     assert [e.key for e in manage.entries(_cache())] == [entry.key]
+
+
+def test_an_edited_meta_json_is_damage(demo: Path) -> None:
+    import orjson
+
+    cold, _ = _kernels(demo)
+    (entry,) = manage.entries(_cache())
+    meta = orjson.loads((entry.directory / store.META).read_bytes())
+    meta["read"]["events"] += 1000
+    meta["span_ns"] = [meta["span_ns"][0], meta["span_ns"][1] * 2]
+    (entry.directory / store.META).write_bytes(orjson.dumps(meta, option=orjson.OPT_INDENT_2))
+    out, err = _kernels(demo)
+    assert out == cold
+    assert "damaged or outdated (meta.json: its content changed); rebuilding it" in err
+
+
+def test_verify_rehashes_a_trace_edited_in_place(tmp_path: Path) -> None:
+    trace = tmp_path / "t.json"
+    trace.write_text(
+        '{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, '
+        '"ts": 20, "dur": 30, "args": {"device": 0, "stream": 7}}]}'
+    )
+    before = trace.stat()
+    assert '"total_us": 30.0' in _kernels(trace)[0]
+    with trace.open("r+b") as f:  # same size, same inode, mtime put back
+        data = f.read()
+        f.seek(0)
+        f.write(data.replace(b'"dur": 30', b'"dur": 40'))
+    os.utime(trace, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert '"total_us": 30.0' in _kernels(trace)[0]  # the documented limit of the index
+    assert '"total_us": 40.0' in _kernels(trace, "--verify")[0]
+    assert '"total_us": 40.0' in _kernels(trace)[0]  # --verify also corrected the index

@@ -61,6 +61,14 @@ CacheDir = Annotated[
         show_default=False,
     ),
 ]
+Verify = Annotated[
+    bool,
+    typer.Option(
+        "--verify",
+        help="Re-hash the trace to find its cache entry instead of trusting its path, size, "
+        "mtime and inode (for a file edited in place with its mtime restored).",
+    ),
+]
 Verbose = Annotated[
     bool, typer.Option("--verbose", "-v", help="Full kernel names instead of short ones.")
 ]
@@ -135,6 +143,7 @@ def kernels(
     no_cache: NoCache = False,
     refresh: Refresh = False,
     cache_dir: CacheDir = None,
+    verify: Verify = False,
 ) -> None:
     """Per-kernel statistics: count, total, mean, std, min/max, p50/p90/p99, shares."""
     from traceview import run
@@ -153,7 +162,7 @@ def kernels(
         run.kernels(
             trace,
             options,
-            run.ReadOptions(partial, quiet, strict, not no_cache, refresh, cache_dir),
+            run.ReadOptions(partial, quiet, strict, not no_cache, refresh, cache_dir, verify),
             out,
         )
 
@@ -219,6 +228,7 @@ def gaps(
     no_cache: NoCache = False,
     refresh: Refresh = False,
     cache_dir: CacheDir = None,
+    verify: Verify = False,
 ) -> None:
     """Where the GPU sits idle: gaps per stream and device, histogram, transitions, largest gaps."""
     from traceview import run
@@ -244,7 +254,7 @@ def gaps(
         run.gaps(
             trace,
             options,
-            run.ReadOptions(partial, quiet, strict, not no_cache, refresh, cache_dir),
+            run.ReadOptions(partial, quiet, strict, not no_cache, refresh, cache_dir, verify),
             out,
         )
 
@@ -259,6 +269,7 @@ def steps(
     no_cache: NoCache = False,
     refresh: Refresh = False,
     cache_dir: CacheDir = None,
+    verify: Verify = False,
 ) -> None:
     """The ProfilerSteps found: duration, kernels launched in each, kernel time, GPU busy %."""
     from traceview import run
@@ -266,7 +277,7 @@ def steps(
     _call(
         run.steps,
         trace,
-        run.ReadOptions(partial, quiet, strict, not no_cache, refresh, cache_dir),
+        run.ReadOptions(partial, quiet, strict, not no_cache, refresh, cache_dir, verify),
         run.OutputOptions(fmt),
     )
 
@@ -287,6 +298,7 @@ def snapshot(
     no_cache: NoCache = False,
     refresh: Refresh = False,
     cache_dir: CacheDir = None,
+    verify: Verify = False,
 ) -> None:
     """A small versioned JSON summary of a trace: the baseline for traceview diff."""
     from traceview import run
@@ -294,7 +306,7 @@ def snapshot(
     _call(
         run.snapshot,
         trace,
-        run.ReadOptions(partial, quiet, strict, not no_cache, refresh, cache_dir),
+        run.ReadOptions(partial, quiet, strict, not no_cache, refresh, cache_dir, verify),
         output,
         force,
     )
@@ -370,6 +382,7 @@ def diff(
     no_cache: NoCache = False,
     refresh: Refresh = False,
     cache_dir: CacheDir = None,
+    verify: Verify = False,
 ) -> None:
     """Compare two traces or snapshots; with --max-regression, a CI gate (exit 1 on regression)."""
     from traceview import run
@@ -398,7 +411,7 @@ def diff(
             base,
             new,
             options,
-            run.ReadOptions(partial, quiet, strict, not no_cache, refresh, cache_dir),
+            run.ReadOptions(partial, quiet, strict, not no_cache, refresh, cache_dir, verify),
             out,
         )
 
@@ -421,11 +434,12 @@ def export(
     no_cache: NoCache = False,
     refresh: Refresh = False,
     cache_dir: CacheDir = None,
+    verify: Verify = False,
 ) -> None:
     """Write the trace's columns as Parquet tables (for pandas, DuckDB, polars); see README."""
     from traceview import run
 
-    read = run.ReadOptions(partial, quiet, strict, not no_cache, refresh, cache_dir)
+    read = run.ReadOptions(partial, quiet, strict, not no_cache, refresh, cache_dir, verify)
     _call(run.export, trace, read, output, force)
 
 

@@ -49,6 +49,7 @@ class ReadOptions:
     cache: bool = True
     refresh: bool = False
     cache_dir: Path | None = None
+    verify: bool = False
 
 
 @dataclass(frozen=True)
@@ -83,7 +84,7 @@ def _read_cached(path: Path, options: ReadOptions, keep_cpu: bool) -> TraceEvent
     from traceview.analyses.summary import with_facts
     from traceview.events import without_cpu
 
-    settings = cache.CacheSettings(True, options.refresh, options.cache_dir)
+    settings = cache.CacheSettings(True, options.refresh, options.cache_dir, options.verify)
     slot = cache.open_slot(path, settings, keep_cpu)
     if slot is None:
         return None

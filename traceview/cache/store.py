@@ -33,6 +33,7 @@ from traceview.read.reader import ReadStats
 # 2: cpu.parquet holds int32 thread and name ids and is checked by a digest in meta.json.
 CACHE_SCHEMA = 2
 META = "meta.json"
+META_DIGEST = "meta_digest"
 GPU_COLUMNS = ("kind", "name", "stream", "ts", "dur", "correlation")
 RUNTIME_COLUMNS = ("correlation", "ts")
 CPU_COLUMNS = ("thread", "ts", "end", "name", "correlation")
@@ -57,7 +58,16 @@ def write_entry(directory: Path, events: TraceEvents, keep_cpu: bool) -> None:
     meta["digests"] = {
         name: content_hash(directory / name) for name in sizes if name == "cpu.parquet"
     }
+    meta[META_DIGEST] = _meta_digest(meta)
     (directory / META).write_bytes(orjson.dumps(meta, option=orjson.OPT_INDENT_2))
+
+
+def _meta_digest(meta: dict[str, Any]) -> str:
+    """xxh3-128 of the metadata but its digest, keys sorted: an edit of meta.json is damage."""
+    import xxhash
+
+    rest = {key: value for key, value in meta.items() if key != META_DIGEST}
+    return xxhash.xxh3_128_hexdigest(orjson.dumps(rest, option=orjson.OPT_SORT_KEYS))
 
 
 def export_tables(events: TraceEvents, directory: Path) -> list[str]:
@@ -195,7 +205,8 @@ def _meta(events: TraceEvents, sizes: dict[str, int]) -> dict[str, Any]:
 
 
 def read_meta(directory: Path) -> dict[str, Any]:
-    """The entry's metadata, checked: schema and version match, every file has its size."""
+    """The entry's metadata, checked: schema and version match, its checksum holds, every
+    file has its size."""
     try:
         meta = orjson.loads((directory / META).read_bytes())
     except (OSError, orjson.JSONDecodeError) as e:
@@ -208,6 +219,14 @@ def read_meta(directory: Path) -> dict[str, Any]:
             f"made by cache schema {made[0]} / traceview {made[1]}, "
             f"this is cache schema {CACHE_SCHEMA} / traceview {__version__}"
         )
+    if META_DIGEST not in meta:
+        raise DamagedEntry(f"{META} has no checksum (made by an older traceview)")
+    try:
+        intact = meta[META_DIGEST] == _meta_digest(meta)
+    except TypeError as e:  # orjson cannot re-encode it (an integer beyond 64 bits)
+        raise DamagedEntry(f"{META}: {e}") from None
+    if not intact:
+        raise DamagedEntry(f"{META}: its content changed")
     for name, size in meta["files"].items():
         found = (directory / name).stat().st_size if (directory / name).is_file() else None
         if found != size:
