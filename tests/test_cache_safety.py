@@ -268,3 +268,15 @@ def test_verify_rehashes_a_trace_edited_in_place(tmp_path: Path) -> None:
     assert '"total_us": 30.0' in _kernels(trace)[0]  # the documented limit of the index
     assert '"total_us": 40.0' in _kernels(trace, "--verify")[0]
     assert '"total_us": 40.0' in _kernels(trace)[0]  # --verify also corrected the index
+
+
+def test_cpu_rows_survive_a_prune_during_the_analysis(demo: Path) -> None:
+    from traceview import cache
+
+    r = runner.invoke(app, ["gaps", str(demo), "-f", "json", "-q"])
+    assert r.exit_code == 0, r.output
+    slot = cache.open_slot(demo, cache.CacheSettings(), keep_cpu=True)
+    assert slot is not None and slot.events is not None and len(slot.events.cpu) > 0
+    assert runner.invoke(app, ["cache", "prune", "--max-size", "0"]).exit_code == 0
+    assert manage.entries(_cache()) == []  # the analysis reads the CPU rows only now
+    assert sum(len(block) for block in slot.events.cpu.blocks()) == len(slot.events.cpu)

@@ -118,6 +118,14 @@ def test_output_through_a_symlink_to_stdout(
     assert fragment in r.stdout
 
 
+def test_output_to_dev_stdout_redirected_to_a_file(trace: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out.txt"
+    r = _shell(f'> "{out}"', "kernels", str(trace), "-q", "-f", "json", "-o", "/dev/stdout")
+    assert r.returncode == 0, r.stderr
+    text = out.read_text()
+    assert text.startswith("{") and text.index('"schema_version"') < text.index("P99 (µs)")
+
+
 @pytest.mark.parametrize("umask", [0o022, 0o027])
 def test_output_files_follow_the_umask(trace: Path, tmp_path: Path, umask: int) -> None:
     old = os.umask(umask)

@@ -29,7 +29,8 @@ KEY = re.compile(r"^[0-9a-f]{32}$")
 # recorded, <key>.old.<hex>): an entry being removed.
 TMP_NAME = re.compile(r"^[0-9a-f]{32}\.(?:old\.(?:(\d+)\.)?|(\d+)\.)[0-9a-f]{32}$")
 _INDEX_FILE = re.compile(r"^cache\.db(?:-wal|-shm|-journal)?$")
-_LAST_TRACE = re.compile(r"^(?:last_trace|\.last_trace\.\d+)$")
+# last_trace (and its temp files); a marker being written by a process making the cache now.
+_FILES = re.compile(r"^(?:last_trace|\.last_trace\.\d+|\.CACHEDIR\.TAG\.\d+\.[0-9a-f]{32})$")
 
 
 def tmp_owner(name: str) -> int | None:
@@ -57,6 +58,8 @@ def claim(root: Path) -> None:
         return
     root.mkdir(parents=True, exist_ok=True)
     if not _old_layout(root):
+        if has_marker(root):
+            return  # another process made the cache meanwhile
         raise UsageError(_not_a_cache(root))
     _write_marker(root)
 
@@ -113,7 +116,7 @@ def _old_layout(root: Path) -> bool:
             elif name == "index":
                 names_ok = all(_INDEX_FILE.match(c.name) for c in child.iterdir())
             else:
-                names_ok = _LAST_TRACE.match(name) is not None and child.is_file()
+                names_ok = _FILES.match(name) is not None and child.is_file()
             if not names_ok:
                 return False
     except OSError:

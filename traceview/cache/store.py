@@ -11,7 +11,7 @@ import functools
 import json
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -255,7 +255,7 @@ def read_entry(directory: Path, meta: dict[str, Any], keep_cpu: bool) -> TraceEv
     )
     if keep_cpu and meta["has_cpu"]:
         _check_digests(directory, meta)
-        cpu = CpuRows((ParquetRows(directory / "cpu.parquet", meta["cpu_rows"]),))
+        cpu = CpuRows((ParquetRows.opened(directory / "cpu.parquet", meta["cpu_rows"]),))
         return replace(events, cpu=cpu, threads=_read_pairs(directory / "threads.parquet"))
     return without_cpu(events) if meta["has_cpu"] else events
 
@@ -282,10 +282,21 @@ def _check_digests(directory: Path, meta: dict[str, Any]) -> None:
 
 @dataclass(frozen=True)
 class ParquetRows:
-    """The CPU rows of an entry, read a block at a time (a RowSource, see cpu_rows)."""
+    """The CPU rows of an entry, read a block at a time (a RowSource, see cpu_rows).
+
+    Read through ``source``, a descriptor opened with the entry, when there is one: a
+    ``cache prune`` that removes the entry during the analysis cannot take the rows away.
+    """
 
     path: Path
     count: int
+    source: Any = field(default=None, compare=False, repr=False)
+
+    @classmethod
+    def opened(cls, path: Path, count: int) -> ParquetRows:
+        import pyarrow as pa
+
+        return cls(path, count, pa.OSFile(str(path)))
 
     def __len__(self) -> int:
         return self.count
@@ -293,7 +304,8 @@ class ParquetRows:
     def blocks(self, size: int, instants: np.ndarray | None = None) -> Iterator[np.ndarray]:
         """A row group at a time (written ``BLOCK_ROWS`` rows each); with ``instants``, the
         groups whose [least ts, greatest end] holds none of them are not even read."""
-        with _parquet().ParquetFile(self.path, page_checksum_verification=True) as parquet:
+        source = self.path if self.source is None else self.source
+        with _parquet().ParquetFile(source, page_checksum_verification=True) as parquet:
             for group in range(parquet.metadata.num_row_groups):
                 if instants is not None and not _may_be_live(parquet.metadata, group, instants):
                     continue

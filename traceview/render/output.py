@@ -69,7 +69,7 @@ def check_output_path(path: Path, force: bool, inputs: Sequence[Path]) -> None:
         raise UsageError(f"{path}: is the input trace; it is never overwritten")
     if stat.S_ISDIR(st.st_mode):
         raise UsageError(f"{path}: is a directory; name an output file")
-    if stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode):
+    if stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode) or _is_open_fd(path):
         return
     if not stat.S_ISREG(st.st_mode):
         raise UsageError(f"{path}: not a regular file, character device or pipe")
@@ -99,7 +99,7 @@ def write_file(path: Path, text: str, force: bool, inputs: Sequence[Path] = ()) 
     except OSError:
         st = None
     try:
-        if st is not None and not stat.S_ISREG(st.st_mode):
+        if st is not None and (not stat.S_ISREG(st.st_mode) or _is_open_fd(path)):
             _write_through(path, data)
         else:
             _write_atomically(Path(os.path.realpath(path)), data, st)
@@ -108,9 +108,22 @@ def write_file(path: Path, text: str, force: bool, inputs: Sequence[Path] = ()) 
     stderr_console().print(f"Wrote {path}", markup=False, soft_wrap=True)
 
 
+def _is_open_fd(path: Path) -> bool:
+    """Whether ``path`` leads, through symlinks, to an open file descriptor (``/dev/stdout``,
+    ``/proc/self/fd/1``): what the shell redirected it to is written to, never replaced."""
+    for _ in range(40):
+        if path.parent.name == "fd" and path.parent.parent.parent == Path("/proc"):
+            return True
+        if not path.is_symlink():
+            return False
+        path = path.parent / os.readlink(path)
+    return False
+
+
 def _write_through(path: Path, data: bytes) -> None:
-    """Write to a device or pipe as it is: no temp file, the node is never replaced."""
-    fd = os.open(path, os.O_WRONLY | os.O_NOCTTY)
+    """Write to a device, pipe or open descriptor as it is: no temp file, the node is never
+    replaced; appended, so a report after stdout data (``-o /dev/stdout > f``) follows it."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NOCTTY)
     try:
         _write_all(fd, data)
     finally:
