@@ -118,3 +118,21 @@ def test_a_huge_snapshot_is_refused(tmp_path: Path, compressed: bool) -> None:
     path = tmp_path / "huge.json"
     path.write_bytes(gzip.compress(data, compresslevel=1) if compressed else data)
     one_error(diff(path, DEMO), "larger than 64 MB is not accepted")
+
+
+def test_a_trace_is_told_from_its_first_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from traceview.analyses import snapshot
+
+    trace = write_trace(tmp_path / "t.json", [LAUNCH, kernel(20, 30)])
+    sorted_snapshot = tmp_path / "s.json"
+    sorted_snapshot.write_text(json.dumps(snapshot_doc(), sort_keys=True))
+
+    def read_all(path: Path) -> bytes:
+        raise AssertionError(f"{path} read whole")
+
+    monkeypatch.setattr(snapshot, "_read_bounded", read_all)
+    assert snapshot.is_snapshot(trace) is False
+    with pytest.raises(AssertionError, match="read whole"):
+        snapshot.is_snapshot(sorted_snapshot)  # "devices" first: it must be parsed

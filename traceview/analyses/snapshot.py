@@ -134,6 +134,9 @@ class Snapshot:
     other: OtherKernels
 
 
+_SNAPSHOT_KEYS = frozenset(f.name for f in fields(Snapshot))
+
+
 @dataclass(frozen=True)
 class _Head:
     kind: str
@@ -296,9 +299,14 @@ def is_snapshot(path: Path) -> bool:
     Other traceview JSON outputs (``kernels -f json`` and the like) are rejected here with a
     hint, since the trace reader could only say that they are not traces.
     """
+    check_path(path)
+    head = _head(path)
+    first = _first_key(head)
+    if first is not None and first not in _SNAPSHOT_KEYS:
+        return False  # a snapshot's keys are its fields, whatever their order: a trace
     data = _read_bounded(path)
     if data is None:
-        if _MARK.search(_head(path)):
+        if _MARK.search(head):
             raise TraceviewError(_too_big(path))
         return False
     try:
@@ -313,6 +321,22 @@ def is_snapshot(path: Path) -> bool:
             "(make a baseline with: traceview snapshot TRACE -o FILE)"
         )
     return probe.kind == KIND
+
+
+_FIRST_KEY = re.compile(rb'\s*\{\s*("(?:[^"\\]|\\.)*")\s*:')
+
+
+def _first_key(head: bytes) -> str | None:
+    """The first key of the JSON object that ``head`` begins, or None when the head does not
+    tell (not an object, or the key goes on past the head)."""
+    match = _FIRST_KEY.match(head.removeprefix(b"\xef\xbb\xbf"))
+    if match is None:
+        return None
+    try:
+        key = msgspec.json.decode(match.group(1))
+    except msgspec.DecodeError:
+        return None
+    return key if isinstance(key, str) else None
 
 
 class _Probe(msgspec.Struct):
