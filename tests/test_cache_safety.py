@@ -280,3 +280,10 @@ def test_cpu_rows_survive_a_prune_during_the_analysis(demo: Path) -> None:
     assert runner.invoke(app, ["cache", "prune", "--max-size", "0"]).exit_code == 0
     assert manage.entries(_cache()) == []  # the analysis reads the CPU rows only now
     assert sum(len(block) for block in slot.events.cpu.blocks()) == len(slot.events.cpu)
+
+
+def test_a_size_limit_without_unit_in_the_environment(demo: Path) -> None:
+    r = _run("kernels", str(demo), "-q", env={"TRACEVIEW_CACHE_MAX_SIZE": "5"})
+    assert r.returncode == 0
+    assert "TRACEVIEW_CACHE_MAX_SIZE '5': expected a number with a unit" in r.stderr
+    assert manage.entries(_cache()) == []

@@ -209,3 +209,46 @@ def test_stdout_that_cannot_be_written(trace: Path, redirect: str, argv: list[st
     assert r.returncode == 1, r.stderr
     assert len(lines) == 1 and lines[0].startswith("traceview: error: cannot write to stdout")
     assert "Traceback" not in r.stderr
+
+
+_FULL_DISK = """d=$1; shift
+mount -t tmpfs -o size=64k tmpfs "$d" || exit 99
+head -c 60000 /dev/zero > "$d/filler" 2>/dev/null
+"$@" > /dev/null
+echo "rc=$?"
+ls -A "$d"
+"""
+
+
+def _on_a_full_disk(directory: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    """traceview writing into ``directory``, a 64 KB tmpfs filled to 4 KB of space (mounted in
+    a user namespace, so only this process sees it)."""
+    return subprocess.run(
+        ["unshare", "-rm", "sh", "-c", _FULL_DISK, "sh", str(directory), sys.executable, "-m",
+         "traceview", *argv],
+        capture_output=True, text=True, timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"},
+    )  # fmt: skip
+
+
+def _can_mount() -> bool:
+    try:
+        return subprocess.run(["unshare", "-rm", "true"], capture_output=True).returncode == 0
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not _can_mount(), reason="no unshare -rm to mount a small tmpfs")
+@pytest.mark.parametrize("command", ["kernels", "gaps", "snapshot", "export"])
+def test_a_full_disk_leaves_nothing_behind(trace: Path, tmp_path: Path, command: str) -> None:
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    big = tmp_path / "big.json"  # a report larger than the 4 KB left
+    events = [TRACE["traceEvents"][0]] + [
+        {**TRACE["traceEvents"][1], "name": f"kernel_{i:04d}_" + "x" * 60} for i in range(200)
+    ]
+    big.write_text(json.dumps({"traceEvents": events}))
+    r = _on_a_full_disk(disk, *args(command, big, disk / "out"), "--no-cache")
+    assert r.stdout.split() == ["rc=1", "filler"], (r.stdout, r.stderr)
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "No space left on device" in lines[0], r.stderr

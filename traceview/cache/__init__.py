@@ -126,6 +126,7 @@ def publish(slot: Slot, events: TraceEvents) -> None:
     from traceview.cache.manage import evict, max_size
 
     try:
+        limit = max_size()  # a bad $TRACEVIEW_CACHE_MAX_SIZE: said before anything is written
         if identity(slot.trace) != slot.identity:
             return  # the trace changed while it was read: its hash is stale
         target = entry_dir(slot.root, slot.key)
@@ -134,7 +135,7 @@ def publish(slot: Slot, events: TraceEvents) -> None:
         if current is not None and not (slot.refresh or upgrade):
             return  # published by another process meanwhile
         _write_entry(slot, events, target, replace=slot.refresh or upgrade)
-        evict(slot.root, max_size(), keep=slot.key)
+        evict(slot.root, limit, keep=slot.key)
     except Exception as e:  # full disk, unwritable dir, unencodable name: no cache this time
         warn(f"could not write the cache entry ({type(e).__name__}: {e})")
 
