@@ -454,7 +454,7 @@ app.add_typer(cache_app, name="cache")
 
 @cache_app.command("info")
 def cache_info(cache_dir: CacheDir = None) -> None:
-    """Where the cache is, how many entries, their size and the size limit."""
+    """Where the cache is, how many entries, their size, leftover temp dirs, the size limit."""
     from traceview import run
 
     _call(run.cache_info, cache_dir)

@@ -89,7 +89,10 @@ def has_marker(root: Path) -> bool:
 
 def _refuse_dangerous(root: Path) -> None:
     resolved = Path(os.path.realpath(root))
-    home = Path(os.path.realpath(Path.home()))
+    try:
+        home = Path(os.path.realpath(Path.home()))
+    except (RuntimeError, KeyError):  # no $HOME and no passwd entry
+        home = Path(resolved.anchor)
     if resolved == Path(resolved.anchor) or resolved == home or resolved in home.parents:
         raise UsageError(
             f"{root}: refusing to use {resolved} as the cache directory "
