@@ -61,6 +61,14 @@ CacheDir = Annotated[
         show_default=False,
     ),
 ]
+Verify = Annotated[
+    bool,
+    typer.Option(
+        "--verify",
+        help="Re-hash the trace to find its cache entry instead of trusting its path, size, "
+        "mtime and inode (for a file edited in place with its mtime restored).",
+    ),
+]
 Verbose = Annotated[
     bool, typer.Option("--verbose", "-v", help="Full kernel names instead of short ones.")
 ]
@@ -137,6 +145,7 @@ def kernels(
     no_cache: NoCache = False,
     refresh: Refresh = False,
     cache_dir: CacheDir = None,
+    verify: Verify = False,
 ) -> None:
     """Per-kernel statistics: count, total, mean, std, min/max, p50/p90/p99, shares."""
     from traceview import run
@@ -155,7 +164,7 @@ def kernels(
         run.kernels(
             trace,
             options,
-            run.ReadOptions(partial, quiet, strict, not no_cache, refresh, cache_dir),
+            run.ReadOptions(partial, quiet, strict, not no_cache, refresh, cache_dir, verify),
             out,
         )
 
@@ -238,6 +247,7 @@ def gaps(
     no_cache: NoCache = False,
     refresh: Refresh = False,
     cache_dir: CacheDir = None,
+    verify: Verify = False,
 ) -> None:
     """Why the GPU sits idle: device gaps with their cause (CPU or GPU), idle per device,
     histogram, transitions, the largest gaps and what the CPU was doing."""
@@ -269,7 +279,7 @@ def gaps(
         run.gaps(
             trace,
             options,
-            run.ReadOptions(partial, quiet, strict, not no_cache, refresh, cache_dir),
+            run.ReadOptions(partial, quiet, strict, not no_cache, refresh, cache_dir, verify),
             out,
         )
 
@@ -284,6 +294,7 @@ def steps(
     no_cache: NoCache = False,
     refresh: Refresh = False,
     cache_dir: CacheDir = None,
+    verify: Verify = False,
 ) -> None:
     """The ProfilerSteps: CPU duration, kernels launched, and per device the GPU window,
     busy %, idle and how far the GPU runs behind the CPU."""
@@ -292,7 +303,7 @@ def steps(
     _call(
         run.steps,
         trace,
-        run.ReadOptions(partial, quiet, strict, not no_cache, refresh, cache_dir),
+        run.ReadOptions(partial, quiet, strict, not no_cache, refresh, cache_dir, verify),
         run.OutputOptions(fmt),
     )
 
@@ -371,6 +382,7 @@ def snapshot(
     no_cache: NoCache = False,
     refresh: Refresh = False,
     cache_dir: CacheDir = None,
+    verify: Verify = False,
 ) -> None:
     """A small versioned JSON summary of a trace: the baseline for traceview diff."""
     from traceview import run
@@ -378,7 +390,7 @@ def snapshot(
     _call(
         run.snapshot,
         trace,
-        run.ReadOptions(partial, quiet, strict, not no_cache, refresh, cache_dir),
+        run.ReadOptions(partial, quiet, strict, not no_cache, refresh, cache_dir, verify),
         output,
         force,
     )
@@ -431,6 +443,14 @@ def diff(
     top: Annotated[
         int, typer.Option("--top", "-t", min=0, help="Kernel rows per table; 0 = all.")
     ] = 20,
+    allow_empty_baseline: Annotated[
+        bool,
+        typer.Option(
+            "--allow-empty-baseline",
+            help="Pass the gate when the baseline has no kernel time (or no idle) and NEW has "
+            "some; without it that growth from zero is a regression.",
+        ),
+    ] = False,
     verbose: Verbose = False,
     fmt: Annotated[
         str,
@@ -446,6 +466,7 @@ def diff(
     no_cache: NoCache = False,
     refresh: Refresh = False,
     cache_dir: CacheDir = None,
+    verify: Verify = False,
 ) -> None:
     """Compare two traces or snapshots; with --max-regression, a CI gate (exit 1 on regression)."""
     from traceview import run
@@ -467,13 +488,14 @@ def diff(
             min_share_pct=parse_percent(min_share, "--min-share"),
             min_time_ns=parse_duration(min_time),
             top=top,
+            allow_empty_baseline=allow_empty_baseline,
         )
         out = run.OutputOptions(fmt, verbose)
         run.diff(
             base,
             new,
             options,
-            run.ReadOptions(partial, quiet, strict, not no_cache, refresh, cache_dir),
+            run.ReadOptions(partial, quiet, strict, not no_cache, refresh, cache_dir, verify),
             out,
         )
 
@@ -496,16 +518,18 @@ def export(
     no_cache: NoCache = False,
     refresh: Refresh = False,
     cache_dir: CacheDir = None,
+    verify: Verify = False,
 ) -> None:
     """Write the trace's columns as Parquet tables (for pandas, DuckDB, polars); see README."""
     from traceview import run
 
-    read = run.ReadOptions(partial, quiet, strict, not no_cache, refresh, cache_dir)
+    read = run.ReadOptions(partial, quiet, strict, not no_cache, refresh, cache_dir, verify)
     _call(run.export, trace, read, output, force)
 
 
 cache_app = typer.Typer(
-    help="The Parquet cache of ingested traces: info, list, clear, prune.",
+    help="The Parquet cache of ingested traces: info, list, clear, prune. A cache directory "
+    "holds a CACHEDIR.TAG naming traceview; other directories are refused.",
     no_args_is_help=True,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
@@ -514,7 +538,7 @@ app.add_typer(cache_app, name="cache")
 
 @cache_app.command("info")
 def cache_info(cache_dir: CacheDir = None) -> None:
-    """Where the cache is, how many entries, their size and the size limit."""
+    """Where the cache is, how many entries, their size, leftover temp dirs, the size limit."""
     from traceview import run
 
     _call(run.cache_info, cache_dir)
@@ -530,7 +554,7 @@ def cache_list(cache_dir: CacheDir = None) -> None:
 
 @cache_app.command("clear")
 def cache_clear(cache_dir: CacheDir = None) -> None:
-    """Remove every entry and the file index."""
+    """Remove every entry, the file index and temp dirs left by killed runs (nothing else)."""
     from traceview import run
 
     _call(run.cache_clear, cache_dir)
@@ -542,12 +566,14 @@ def cache_prune(
         str | None,
         typer.Option(
             "--max-size",
-            help="Size limit: 20GB, 500MB (default: $TRACEVIEW_CACHE_MAX_SIZE, else 20GB).",
+            help="Size limit with a unit: 20GB, 500MB, 4096B, or 0 "
+            "(default: $TRACEVIEW_CACHE_MAX_SIZE, else 20GB).",
         ),
     ] = None,
     cache_dir: CacheDir = None,
 ) -> None:
-    """Evict least recently used entries until the cache is within its size limit."""
+    """Evict least recently used entries until the cache is within its size limit; remove
+    temp dirs left by killed runs."""
     from traceview import run
 
     _call(run.cache_prune, cache_dir, max_size)

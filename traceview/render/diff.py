@@ -221,9 +221,10 @@ def _limits(report: DiffReport) -> str:
 def _failure(f: Failure, verbose: bool) -> str:
     what = {"kernel_time": "total kernel time", "idle": "GPU idle time"}.get(f.what)
     label = what or f"kernel {_name(f.name, verbose)}"
-    return (
-        f"{label} {f.pct:+.2f}% > {f.limit_pct:g}% ({units.us(f.before)} → {units.us(f.after)} µs)"
-    )
+    times = f"({units.us(f.before)} → {units.us(f.after)} µs)"
+    if f.pct is None:
+        return f"{label} grew from 0 in the baseline {times} (--allow-empty-baseline accepts it)"
+    return f"{label} {f.pct:+.2f}% > {f.limit_pct:g}% {times}"
 
 
 def _gate_cell(k: KernelChange) -> str:
