@@ -143,19 +143,25 @@ def kernels(path: Path, options: KernelOptions, read: ReadOptions, out: OutputOp
     from traceview.render import kernels as render_kernels
 
     _check_output(out, path)
-    report = analyse_kernels(
-        read_trace(path, read, keep_cpu=options.group_by == "category"), options
-    )
+    events = read_trace(path, read, keep_cpu=options.group_by == "category")
+    if _nothing_to_show(events, out):
+        return
+    report = analyse_kernels(events, options)
+    # Files hold every row whatever --top says: CSV and the -o report.
+    wants_all = options.top != 0 and (out.format == "csv" or out.output is not None)
+    every = analyse_kernels(events, replace(options, top=0)) if wants_all else report
+    if options.name_regex is not None and report.count == 0:
+        _warn(f"--name {options.name_regex!r} matches no kernel of this trace")
     _show(
         out,
         json_doc=lambda: render_kernels.as_json(report),
-        csv=lambda: render_kernels.csv(report),
+        csv=lambda: render_kernels.csv(every),
         markdown=lambda: render_kernels.markdown(report, out.verbose),
         rich=lambda console: render_kernels.print_table(report, console, out.verbose),
         text=lambda: render_kernels.text(report, out.verbose),
     )
     if out.output is not None:
-        write_file(out.output, render_kernels.detailed_report(report), out.force, (path,))
+        write_file(out.output, render_kernels.detailed_report(every), out.force, (path,))
 
 
 @_command
@@ -187,6 +193,8 @@ def gaps(path: Path, options: GapOptions, read: ReadOptions, out: OutputOptions)
 
     _check_output(out, path)
     events = read_trace(path, read, keep_cpu=options.context)
+    if _nothing_to_show(events, out):
+        return
     report = analyse_gaps(events, options)
     _show(
         out,
@@ -209,7 +217,10 @@ def ops(path: Path, options: OpOptions, read: ReadOptions, out: OutputOptions) -
 
     _check_format(out.format)
     check_options(options)
-    report = analyse_ops(read_trace(path, read, keep_cpu=True), options)
+    events = read_trace(path, read, keep_cpu=True)
+    if _nothing_to_show(events, out):
+        return
+    report = analyse_ops(events, options)
     _show(
         out,
         json_doc=report.as_json,
@@ -228,7 +239,10 @@ def summary(path: Path, read: ReadOptions, out: OutputOptions) -> None:
 
     if out.format not in SUMMARY_FORMATS:
         raise UsageError(f"--format {out.format!r}: expected one of {', '.join(SUMMARY_FORMATS)}")
-    report = overview(read_trace(path, read, keep_cpu=True))
+    events = read_trace(path, read, keep_cpu=True)
+    if _nothing_to_show(events, out):
+        return
+    report = overview(events)
     _show(
         out,
         json_doc=report.as_json,
@@ -237,6 +251,28 @@ def summary(path: Path, read: ReadOptions, out: OutputOptions) -> None:
         rich=lambda console: render_overview.print_rich(report, console),
         text=lambda: render_overview.text(report),
     )
+
+
+def _nothing_to_show(events: TraceEvents, out: OutputOptions) -> bool:
+    """A trace without GPU activity gets one line instead of empty tables (JSON, CSV and
+    Markdown keep their shape, empty)."""
+    if len(events.gpu.ts) or out.format != "table":
+        return False
+    from traceview.render.escape import text_lines
+
+    if len(events.runtime.ts):
+        why = "runtime calls but no GPU activity recorded (was CUDA activity collected?)"
+    else:
+        why = "no GPU kernels recorded: was the profiler run with ProfilerActivity.CUDA?"
+    write_stdout(text_lines([f"{events.path}: {why}"]) + "\n")
+    return True
+
+
+def _warn(message: str) -> None:
+    """One warning line on stderr (names in it shown escaped)."""
+    from traceview.render.escape import print_line
+
+    print_line(stderr_console(), f"traceview: warning: {message}")
 
 
 def _check_output(out: OutputOptions, trace: Path) -> None:

@@ -375,10 +375,10 @@ def _selection(events: TraceEvents, options: GapOptions) -> tuple[np.ndarray, li
     mask = np.isin(gpu.kind, kinds)
     wanted_streams = np.ones(len(events.streams), dtype=bool)
     if options.streams is not None:
-        keep = {str(v) for v in options.streams}
+        keep = _present("--stream", options.streams, [s for _, s in events.streams])
         wanted_streams &= np.array([str(s) in keep for _, s in events.streams], dtype=bool)
     if options.devices is not None:
-        keep = {str(v) for v in options.devices}
+        keep = _present("--device", options.devices, [d for d, _ in events.streams])
         wanted_streams &= np.array([str(d) in keep for d, _ in events.streams], dtype=bool)
     if len(wanted_streams):
         mask &= wanted_streams[gpu.stream]
@@ -393,6 +393,18 @@ def _selection(events: TraceEvents, options: GapOptions) -> tuple[np.ndarray, li
                 "used the gpu_user_annotation window and each activity's own start time"
             )
     return mask, notes
+
+
+def _present(flag: str, wanted: Sequence[Any], values: list[Any]) -> set[str]:
+    """The wanted values (as text); a usage error listing the trace's own when one is not in
+    it (a filter that matches nothing is never a silent success)."""
+    have = {str(v) for v in values}
+    missing = [str(v) for v in wanted if str(v) not in have]
+    if missing:
+        found = ", ".join(sorted(have, key=lambda v: (len(v), v))[:20]) or "none"
+        more = f" and {len(have) - 20} more" if len(have) > 20 else ""
+        raise UsageError(f"{flag} {', '.join(missing)}: not in this trace (found: {found}{more})")
+    return {str(v) for v in wanted}
 
 
 def _pairs(stream: np.ndarray) -> np.ndarray:

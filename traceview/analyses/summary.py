@@ -100,10 +100,24 @@ def _resolution(events: TraceEvents) -> str:
 
 
 def _device_names(header: dict[str, Any]) -> tuple[str, ...]:
+    """The GPUs' names from ``deviceProperties``; an empty name is told by what is known
+    (``unnamed, cc 9.4, 304 SMs``)."""
     props = header.get("deviceProperties")
     if not isinstance(props, list):
         return ()
-    return tuple(sorted({str(p["name"]) for p in props if isinstance(p, dict) and "name" in p}))
+    return tuple(sorted({_device_name(p) for p in props if isinstance(p, dict) and "name" in p}))
+
+
+def _device_name(p: dict[str, Any]) -> str:
+    name = str(p["name"]).strip()
+    if name:
+        return name
+    known = ["unnamed"]
+    if "computeMajor" in p and "computeMinor" in p:
+        known.append(f"cc {p['computeMajor']}.{p['computeMinor']}")
+    if "numSms" in p:
+        known.append(f"{p['numSms']} SMs")
+    return ", ".join(known)
 
 
 def _header_fields(header: dict[str, Any]) -> dict[str, Any]:

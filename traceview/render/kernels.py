@@ -122,8 +122,10 @@ def as_json(report: KernelReport) -> dict[str, Any]:
 
 
 def detailed_report(report: KernelReport) -> str:
-    """The -o text report: header, then every kernel with full name and all statistics."""
-    lines = [*summary_lines(report), ""]
+    """The -o text report: header, a one-line-per-kernel table (full names, grep-friendly),
+    then every kernel with its full name and all statistics."""
+    head = text_lines([*summary_lines(report), ""]) + "\n" + to_text(table(report, True))
+    lines = [""]
     for rank, row in enumerate(report.rows, 1):
         lines.append(f"#{rank}  {row.short_name}")
         lines.append(f"    name          {row.name}")
@@ -131,7 +133,7 @@ def detailed_report(report: KernelReport) -> str:
             lines.append(f"    {label:<13} {value}")
         lines.append("")
     lines.append(footer(report))
-    return text_lines(lines) + "\n"
+    return head + text_lines(lines) + "\n"
 
 
 def _stat_cells(row: KernelRow) -> tuple[str, ...]:
