@@ -16,6 +16,14 @@ SHARED_TRACES = ROOT.parent / "shared" / "traces"
 NOT_CHROME = {"hta__execution_trace__benchmark_simple_add_et.json.gz"}
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--update-goldens",
+        action="store_true",
+        help="rewrite tests/goldens/ from the current output instead of comparing with it",
+    )
+
+
 @pytest.fixture(autouse=True)
 def _private_cache_dir(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch

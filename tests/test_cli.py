@@ -73,7 +73,7 @@ def test_kernels_markdown_and_report(small: Path, tmp_path: Path) -> None:
     out = tmp_path / "report.txt"
     r = runner.invoke(app, ["kernels", str(small), "-f", "md", "-o", str(out)])
     assert r.exit_code == 0, r.output
-    assert "| # | Kernel |" in r.stdout
+    assert "| # | Count | Total |" in r.stdout and "| Kernel |" in r.stdout
     assert "name          void k<int>(int)" in out.read_text()
     again = runner.invoke(app, ["kernels", str(small), "-o", str(out)])
     assert again.exit_code == 2 and "already exists" in again.output

@@ -147,7 +147,7 @@ def test_step_selection_and_modes(traces: dict[str, Path]) -> None:
 def test_markdown_for_a_review_comment(traces: dict[str, Path]) -> None:
     r = _diff(traces["base"], traces["slow"], "--max-regression", "5%", "-f", "md")
     assert r.stdout.startswith("**traceview diff — FAIL: 1 regression;")
-    assert "| # | Kernel | Count |" in r.stdout and "### Regressions" in r.stdout
+    assert "| # | Count | Time before |" in r.stdout and "### Regressions" in r.stdout
 
 
 @pytest.mark.parametrize(

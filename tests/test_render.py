@@ -36,18 +36,20 @@ def test_markdown_escapes_pipes() -> None:
 
 
 def test_fit_drops_columns_in_order_until_it_fits() -> None:
-    assert fit(TABLE, 200, ["Std (µs)"]) == TABLE
-    narrow = fit(TABLE, 50, ["Std (µs)", "Count"])  # needs 52 with Count, 44 without
+    assert fit(TABLE, 200, ["Std (µs)"]) == (TABLE, [])
+    narrow, dropped = fit(TABLE, 50, ["Std (µs)", "Count"])  # needs 52 with Count, 44 without
     assert narrow.headers == ("#", "Kernel", "Total (µs)")
     assert narrow.rows == [("1", "at::native::vectorized_elementwise_kernel", "1,234.567")]
+    assert dropped == ["Std (µs)", "Count"]
 
 
 def test_rich_table_keeps_the_name_column_on_a_narrow_terminal() -> None:
     out = io.StringIO()
     console = Console(file=out, width=60, color_system=None)
     to_rich(TABLE, console, drop_order=["Std (µs)", "Count"])
-    text = out.getvalue()
-    assert "Kernel" in text and "at::native::" in text and "Std" not in text
+    table, footer = out.getvalue().split("hidden at")
+    assert "Kernel" in table and "at::native::" in table and "Std" not in table
+    assert footer == " 60 columns: Std (µs); use --wide or -f md\n"  # said under the table
 
 
 # Names are data: no markup, no emoji codes, no control characters, no cell breaks.

@@ -72,6 +72,14 @@ Verify = Annotated[
 Verbose = Annotated[
     bool, typer.Option("--verbose", "-v", help="Full kernel names instead of short ones.")
 ]
+Wide = Annotated[
+    bool,
+    typer.Option(
+        "--wide",
+        help="On a terminal, show every column however wide (else the least "
+        "important are left out on a narrow one, and said so).",
+    ),
+]
 
 
 def _version(value: bool) -> None:
@@ -106,6 +114,7 @@ def kernels(
     ] = "duration-percentage",
     top: Annotated[int, typer.Option("--top", "-t", min=0, help="Rows to show; 0 = all.")] = 10,
     verbose: Verbose = False,
+    wide: Wide = False,
     group_by: Annotated[
         str,
         typer.Option(
@@ -160,7 +169,7 @@ def kernels(
             sort=sort, top=top, group_by=group_by, include=kinds, name_regex=name,
             steps=tuple(parse_steps(pstep)) if pstep else (),
         )  # fmt: skip
-        out = run.OutputOptions(fmt, verbose, output, force)
+        out = run.OutputOptions(fmt, verbose, output, force, wide)
         run.kernels(
             trace,
             options,
@@ -233,6 +242,7 @@ def gaps(
         ),
     ] = False,
     verbose: Verbose = False,
+    wide: Wide = False,
     fmt: Format = "table",
     gap_output: Annotated[
         Path | None,
@@ -275,7 +285,7 @@ def gaps(
             bins=bins, linear=linear, largest=largest, sort=gap_sort, top=gap_top,
             per_stream=per_stream, context=not no_context,
         )  # fmt: skip
-        out = run.OutputOptions(fmt, verbose, gap_output, force)
+        out = run.OutputOptions(fmt, verbose, gap_output, force, wide)
         run.gaps(
             trace,
             options,
@@ -452,6 +462,7 @@ def diff(
         ),
     ] = False,
     verbose: Verbose = False,
+    wide: Wide = False,
     fmt: Annotated[
         str,
         typer.Option(
@@ -490,7 +501,7 @@ def diff(
             top=top,
             allow_empty_baseline=allow_empty_baseline,
         )
-        out = run.OutputOptions(fmt, verbose)
+        out = run.OutputOptions(fmt, verbose, wide=wide)
         run.diff(
             base,
             new,

@@ -62,6 +62,7 @@ class OutputOptions:
     verbose: bool = False
     output: Path | None = None
     force: bool = False
+    wide: bool = False  # a terminal table shows every column, however wide
 
 
 def read_trace(path: Path, options: ReadOptions, keep_cpu: bool = False) -> TraceEvents:
@@ -299,7 +300,7 @@ def _show(
     elif out.format == "md":
         write_stdout(markdown())
     elif stdout_is_terminal():
-        rich(_stdout_console())
+        rich(_stdout_console(out.wide))
     else:
         write_stdout(text())
 
@@ -309,10 +310,11 @@ def _check_format(fmt: str) -> None:
         raise UsageError(f"--format {fmt!r}: expected one of {', '.join(FORMATS)}")
 
 
-def _stdout_console() -> Console:
+def _stdout_console(wide: bool = False) -> Console:
+    """The terminal; with --wide, one so wide that no table column is left out."""
     from rich.console import Console
 
-    return Console(highlight=False)
+    return Console(highlight=False, width=10_000 if wide else None)
 
 
 @_command
@@ -347,7 +349,7 @@ def diff(
     elif out.format == "md":
         write_stdout(render_diff.markdown(report, out.verbose))
     elif stdout_is_terminal():
-        render_diff.print_rich(report, _stdout_console(), out.verbose)
+        render_diff.print_rich(report, _stdout_console(out.wide), out.verbose)
     else:
         write_stdout(render_diff.text(report, out.verbose))
     if not report.gate.passed:

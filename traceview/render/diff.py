@@ -21,17 +21,12 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 SCHEMA_VERSION = 1
+# Numbers first, the kernel name last (it is what folds on a narrow terminal).
 _KERNEL_HEADERS: tuple[str, ...] = (
-    "#",
-    "Kernel",
-    "Count",
-    "Time before (µs)",
-    "Time after (µs)",
-    "Δ time (µs)",
-    "Δ %",
-    "Mean before (µs)",
-    "Mean after (µs)",
-)
+    "#", "Count", "Time before", "Time after", "Δ time", "Δ %", "Mean before", "Mean after",
+)  # fmt: skip
+# Columns left out, in this order, when the terminal is too narrow for all of them.
+_NARROW_DROP = ("Mean before", "Mean after", "Time before", "Count")
 _MODES = {
     "median": "per-step medians",
     "steps": "totals",
@@ -61,27 +56,26 @@ def figures_table(report: DiffReport) -> Table:
 def kernels_table(report: DiffReport, verbose: bool) -> Table:
     """Kernels on both sides, largest |Δ time| first; a Gate column when a gate is set."""
     gate = report.gate.max_regression_pct is not None
-    headers = _KERNEL_HEADERS + (("Gate",) if gate else ())
+    headers = _KERNEL_HEADERS + (("Gate",) if gate else ()) + ("Kernel",)
     rows = []
     for rank, k in enumerate(report.kernels, 1):
-        cells = (str(rank), _name(k.name, verbose), _counts(k.count_before, k.count_after),
-                 _us(k.time_before_us), _us(k.time_after_us), _signed(k.delta_us, _us),
-                 _pct(k.pct), _us(k.mean_before_us), _us(k.mean_after_us))  # fmt: skip
-        rows.append(cells + ((_gate_cell(k),) if gate else ()))
-    return Table(headers, (True, False, *(True,) * (len(headers) - 2)), rows)
+        cells = (str(rank), _counts(k.count_before, k.count_after), _time(k.time_before_us),
+                 _time(k.time_after_us), _signed(k.delta_us, _time), _pct(k.pct),
+                 _time(k.mean_before_us), _time(k.mean_after_us))  # fmt: skip
+        rows.append(cells + ((_gate_cell(k),) if gate else ()) + (_name(k.name, verbose),))
+    return Table(headers, (*(True,) * (len(headers) - 1), False), rows)
 
 
 def one_side_table(rows: tuple[KernelChange, ...], verbose: bool, after: bool) -> Table:
     """New kernels (their NEW figures) or vanished ones (their BASE figures)."""
     cells = [
-        (str(rank), _name(k.name, verbose),
-         _count(k.count_after if after else k.count_before),
-         _us(k.time_after_us if after else k.time_before_us),
-         _us(k.mean_after_us if after else k.mean_before_us))
+        (str(rank), _count(k.count_after if after else k.count_before),
+         _time(k.time_after_us if after else k.time_before_us),
+         _time(k.mean_after_us if after else k.mean_before_us), _name(k.name, verbose))
         for rank, k in enumerate(rows, 1)
     ]  # fmt: skip
-    headers = ("#", "Kernel", "Count", "Time (µs)", "Mean (µs)")
-    return Table(headers, (True, False, True, True, True), cells)
+    headers = ("#", "Count", "Time", "Mean", "Kernel")
+    return Table(headers, (True, True, True, True, False), cells)
 
 
 def gate_lines(report: DiffReport, verbose: bool) -> list[str]:
@@ -124,7 +118,7 @@ def print_rich(report: DiffReport, console: Console, verbose: bool) -> None:
     for title, table, footer in _sections(report, verbose):
         console.print(f"\n[bold]{title}[/bold]")
         if table.rows:
-            to_rich(table, console)
+            to_rich(table, console, drop_order=_NARROW_DROP)
         else:
             console.print("none")
         if footer:
@@ -241,6 +235,11 @@ def _name(name: str, verbose: bool) -> str:
 
 def _us(value: float | None) -> str:
     return "-" if value is None else units.us(value)
+
+
+def _time(value: float | None) -> str:
+    """A kernel time in a table: the unit that fits its size."""
+    return "-" if value is None else units.time(value)
 
 
 def _count(value: float | None) -> str:

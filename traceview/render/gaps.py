@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 _BAR = 40
 # Columns left out, in this order, when the terminal is too narrow for all of them.
-_NARROW_DROP = ("Std (µs)", "Min (µs)", "Max (µs)", "Overlap (µs)", "Zero gaps", "Overlaps")
+_NARROW_DROP = ("Std", "Min", "Max", "Overlap", "Zero gaps", "Overlaps", "Host wait", "Start")
 
 
 def summary_lines(report: GapReport) -> list[str]:
@@ -49,12 +49,12 @@ def _pct(part: float, whole: float) -> float:
 def streams_table(report: GapReport) -> Table:
     rows = [
         (str(s.device), str(s.stream), units.count(s.events), units.count(s.gaps),
-         units.us(s.gap_total_us), units.us(s.idle_us), units.count(s.overlaps),
-         units.us(s.overlap_us), units.count(s.zero_gaps))
+         units.time(s.gap_total_us), units.time(s.idle_us), units.count(s.overlaps),
+         units.time(s.overlap_us), units.count(s.zero_gaps))
         for s in report.streams
     ]  # fmt: skip
-    headers = ("Device", "Stream", "Events", "Gaps", "Gap total (µs)", "Idle (µs)",
-               "Overlaps", "Overlap (µs)", "Zero gaps")  # fmt: skip
+    headers = ("Device", "Stream", "Events", "Gaps", "Gap total", "Idle", "Overlaps",
+               "Overlap", "Zero gaps")  # fmt: skip
     return Table(headers, (False, False, *(True,) * 7), rows)
 
 
@@ -63,13 +63,13 @@ def transitions_table(report: GapReport, verbose: bool) -> Table:
         return n if verbose else short_name(n)
 
     rows = [
-        (name(t.from_name), name(t.to_name), units.count(t.count), units.us(t.total_us),
-         units.us(t.mean_us), units.us(t.min_us), units.us(t.max_us), units.us(t.std_us))
+        (units.count(t.count), units.time(t.total_us), units.time(t.mean_us),
+         units.time(t.min_us), units.time(t.max_us), units.time(t.std_us), name(t.from_name),
+         name(t.to_name))
         for t in report.transitions
     ]  # fmt: skip
-    headers = ("From", "To", "Count", "Total (µs)", "Mean (µs)", "Min (µs)", "Max (µs)",
-               "Std (µs)")  # fmt: skip
-    return Table(headers, (False, False, *(True,) * 6), rows)
+    headers = ("Count", "Total", "Mean", "Min", "Max", "Std", "From", "To")
+    return Table(headers, (*(True,) * 6, False, False), rows)
 
 
 def largest_table(report: GapReport, verbose: bool) -> Table:
@@ -77,8 +77,8 @@ def largest_table(report: GapReport, verbose: bool) -> Table:
         return n if verbose else short_name(n)
 
     rows = [
-        (str(i), str(g.device), str(g.stream), units.duration(g.start_us),
-         units.duration(g.gap_us), g.cause, units.duration(g.host_wait_us), name(g.before),
+        (str(i), str(g.device), str(g.stream), units.time(g.start_us),
+         units.time(g.gap_us), g.cause, units.time(g.host_wait_us), name(g.before),
          name(g.after))
         for i, g in enumerate(report.largest, 1)
     ]  # fmt: skip
@@ -132,11 +132,11 @@ def histogram_lines(h: Histogram) -> list[str]:
     if not h.counts:
         return ["no gaps"]
     peak = max(h.counts) or 1
-    lines = [f"below {units.us(h.edges[0])} µs: {units.count(h.below)}"]
+    lines = [f"below {units.time(h.edges[0])}: {units.count(h.below)}"]
     for lo, hi, n in zip(h.edges, h.edges[1:], h.counts, strict=False):
         bar = "█" * round(_BAR * n / peak)
-        lines.append(f"{units.us(lo):>14} – {units.us(hi):>14} µs {units.count(n):>9} {bar}")
-    lines.append(f"above {units.us(h.edges[-1])} µs: {units.count(h.above)}")
+        lines.append(f"{units.time(lo):>10} – {units.time(hi):>10} {units.count(n):>9} {bar}")
+    lines.append(f"above {units.time(h.edges[-1])}: {units.count(h.above)}")
     return lines
 
 
@@ -146,7 +146,8 @@ def footer(report: GapReport) -> str:
     return f"{report.left_out_transitions} more transitions not shown; use --gap-top 0 for all"
 
 
-def _sections(report: GapReport, verbose: bool) -> list[tuple[str, Table | list[str]]]:
+def _sections(report: GapReport, verbose: bool) -> list[tuple[str, Table | list[str], str | None]]:
+    """(title, table or lines, the note that belongs under it)."""
     device = report.options.scope == "device"
     kind = "device gaps" if device else "gaps per stream"
     transitions = (
@@ -155,48 +156,50 @@ def _sections(report: GapReport, verbose: bool) -> list[tuple[str, Table | list[
         else "Transitions (signed gap from one activity's end to the next one's start on a stream)"
     )
     return [
-        ("Streams", streams_table(report)),
-        (f"Gap histogram ({kind})", histogram_lines(report.histogram)),
-        (transitions, transitions_table(report, verbose)),
+        ("Streams", streams_table(report), None),
+        (f"Gap histogram ({kind})", histogram_lines(report.histogram), None),
+        (transitions, transitions_table(report, verbose), footer(report)),
         (f"Largest gaps ({kind}; cause cpu: the next activity was not yet launched)",
-         largest_table(report, verbose)),
+         largest_table(report, verbose), None),
         ("What the CPU was doing (thread that launched the activity after the gap)",
-         context_lines(report) or ["no gaps"]),
+         context_lines(report) or ["no gaps"], None),
     ]  # fmt: skip
 
 
 def print_rich(report: GapReport, console: Console, verbose: bool) -> None:
     for line in summary_lines(report):
         print_line(console, line)
-    for title, body in _sections(report, verbose):
-        console.print(f"\n[bold]{title}[/bold]")
+    for title, body, note in _sections(report, verbose):
+        console.print()
+        print_line(console, title, style="bold")
         if isinstance(body, Table):
             to_rich(body, console, drop_order=_NARROW_DROP)
         else:
             for line in body:
                 print_line(console, line)
-    print_line(console, footer(report))
+        if note:
+            print_line(console, note)
 
 
 def text(report: GapReport, verbose: bool) -> str:
     parts = [text_lines(summary_lines(report))]
-    for title, body in _sections(report, verbose):
+    for title, body, note in _sections(report, verbose):
         rendered = to_text(body) if isinstance(body, Table) else text_lines(body) + "\n"
-        parts.append(f"{title}\n{rendered}")
-    return "\n\n".join(parts) + "\n" + footer(report) + "\n"
+        parts.append(f"{title}\n{rendered}" + (f"{note}\n" if note else ""))
+    return "\n\n".join(parts)
 
 
 def markdown(report: GapReport, verbose: bool) -> str:
     parts = [markdown_list(summary_lines(report))]
-    for title, body in _sections(report, verbose):
+    for title, body, note in _sections(report, verbose):
         if isinstance(body, Table):
             rendered = to_markdown(body)
         elif title.startswith("Gap histogram"):  # numbers only: aligned in a code block
             rendered = "```\n" + text_lines(body) + "\n```\n"
         else:
             rendered = markdown_list(body) + "\n"
-        parts.append(f"### {title}\n\n{rendered}")
-    return "\n\n".join(parts) + "\n" + footer(report) + "\n"
+        parts.append(f"### {title}\n\n{rendered}" + (f"\n{note}\n" if note else ""))
+    return "\n\n".join(parts)
 
 
 def csv(report: GapReport) -> str:

@@ -14,13 +14,12 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 SCHEMA_VERSION = 2
-_STAT_HEADERS = ("Count", "Total (µs)", "Mean (µs)", "Std (µs)", "Min (µs)", "Max (µs)",
-                 "P50 (µs)", "P90 (µs)", "P99 (µs)", "% launches", "% time")  # fmt: skip
+_STAT_HEADERS = ("Count", "Total", "Mean", "Std", "Min", "Max", "P50", "P90", "P99",
+                 "% launches", "% time")  # fmt: skip
 
 
 # Columns left out, in this order, when the terminal is too narrow for all of them.
-_NARROW_DROP = ("Std (µs)", "Min (µs)", "P50 (µs)", "P90 (µs)", "% launches", "Max (µs)",
-                "Mean (µs)", "P99 (µs)")  # fmt: skip
+_NARROW_DROP = ("Std", "Min", "P50", "P90", "% launches", "Max", "Mean", "P99")
 
 
 def summary_lines(report: KernelReport) -> list[str]:
@@ -41,11 +40,11 @@ def summary_lines(report: KernelReport) -> list[str]:
 def table(report: KernelReport, verbose: bool) -> Table:
     """The kernel table as formatted cells."""
     rows = [
-        (str(rank), row.name if verbose else row.short_name, *_stat_cells(row))
+        (str(rank), *_stat_cells(row), row.name if verbose else row.short_name)
         for rank, row in enumerate(report.rows, 1)
     ]
     label = "Category" if report.options.group_by == "category" else "Kernel"
-    return Table(("#", label, *_STAT_HEADERS), (True, False) + (True,) * 11, rows)
+    return Table(("#", *_STAT_HEADERS, label), (True,) * 12 + (False,), rows)
 
 
 def footer(report: KernelReport) -> str:
@@ -138,9 +137,9 @@ def detailed_report(report: KernelReport) -> str:
 
 def _stat_cells(row: KernelRow) -> tuple[str, ...]:
     return (
-        units.count(row.count), units.us(row.total_us), units.us(row.mean_us),
-        units.us(row.std_us), units.us(row.min_us), units.us(row.max_us),
-        units.us(row.p50_us), units.us(row.p90_us), units.us(row.p99_us),
+        units.count(row.count), units.time(row.total_us), units.time(row.mean_us),
+        units.time(row.std_us), units.time(row.min_us), units.time(row.max_us),
+        units.time(row.p50_us), units.time(row.p90_us), units.time(row.p99_us),
         units.pct(row.pct_launches), units.pct(row.pct_time),
     )  # fmt: skip
 

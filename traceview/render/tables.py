@@ -28,8 +28,10 @@ class Table:
     rows: Sequence[tuple[str, ...]]
 
 
-def fit(table: Table, width: int, drop_order: Sequence[str]) -> Table:
-    """Drop columns named in ``drop_order`` (first first) until the table fits ``width``."""
+def fit(table: Table, width: int, drop_order: Sequence[str]) -> tuple[Table, list[str]]:
+    """Drop columns named in ``drop_order`` (first first) until the table fits ``width``;
+    the table and the headers dropped."""
+    dropped = []
     for header in drop_order:
         if _width(table) <= width or header not in table.headers:
             continue
@@ -39,40 +41,70 @@ def fit(table: Table, width: int, drop_order: Sequence[str]) -> Table:
             table.right[:i] + table.right[i + 1 :],
             [row[:i] + row[i + 1 :] for row in table.rows],
         )
-    return table
+        dropped.append(header)
+    return table, dropped
 
 
 def _width(table: Table) -> int:
-    """Width the table needs with text columns at their minimum and 2 spaces between cells."""
-    total = 0
-    for i, (header, right) in enumerate(zip(table.headers, table.right, strict=True)):
-        longest = max([len(header), *(len(row[i]) for row in table.rows)])
-        total += (longest if right else min(longest, _MIN_TEXT_WIDTH)) + 3
-    return total
+    """Width the table needs with text columns at their minimum: rich's simple box takes
+    3 characters a column and 1 more (padding and edges)."""
+    return sum(_min_width(table, i) + 3 for i in range(len(table.headers))) + 1
+
+
+def _longest(table: Table, i: int) -> int:
+    return max([len(table.headers[i]), *(len(row[i]) for row in table.rows)])
+
+
+def _min_width(table: Table, i: int) -> int:
+    longest = _longest(table, i)
+    return longest if table.right[i] else min(longest, _MIN_TEXT_WIDTH)
+
+
+def _text_widths(table: Table, width: int) -> dict[int, int]:
+    """The width of each text column: the room the numbers leave, shared out (a column
+    shorter than its share keeps its length, the others fold their names)."""
+    text = [i for i, right in enumerate(table.right) if not right]
+    room = width - 1 - sum(_longest(table, i) + 3 for i, r in enumerate(table.right) if r)
+    room -= 3 * len(text)
+    out: dict[int, int] = {}
+    pending = sorted(text, key=lambda i: _longest(table, i))
+    while pending:
+        share = max(room // len(pending), 4)
+        i = pending.pop(0)
+        out[i] = min(_longest(table, i), share)
+        room -= out[i]
+    return out
 
 
 def to_rich(
     table: Table, console: Console, title: str | None = None, drop_order: Sequence[str] = ()
 ) -> None:
-    """Print as a rich table; on a narrow terminal drop the ``drop_order`` columns first."""
+    """Print as a rich table; on a narrow terminal drop the ``drop_order`` columns first and
+    say which under the table (numbers are never cropped: a name column folds instead)."""
     from rich import box
     from rich.table import Table as RichTable
 
-    table = fit(_visible(table), console.width, drop_order)
+    table, dropped = fit(_visible(table), console.width, drop_order)
     rich_title = None if title is None else rich_text(title)
     rich_table = RichTable(title=rich_title, box=box.SIMPLE_HEAD, header_style="bold")
+    text_width = _text_widths(table, console.width)
     for i, (header, right) in enumerate(zip(table.headers, table.right, strict=True)):
-        longest = max((len(row[i]) for row in table.rows), default=0)
         rich_table.add_column(
             rich_text(header),
             justify="right" if right else "left",
             overflow="fold",
             no_wrap=right,
-            min_width=None if right else min(_MIN_TEXT_WIDTH, max(longest, len(header))),
+            width=None if right else text_width[i],
         )
     for row in table.rows:
         rich_table.add_row(*(rich_text(cell) for cell in row))
     console.print(rich_table)
+    if dropped:
+        console.print(
+            rich_text(
+                f"hidden at {console.width} columns: {', '.join(dropped)}; use --wide or -f md"
+            )
+        )
 
 
 def to_text(table: Table) -> str:

@@ -25,6 +25,22 @@ def duration(value_us: float) -> str:
     return f"{value_us / 1_000_000:,.2f} s"
 
 
+def time(value_us: float) -> str:
+    """A table cell's duration in the unit that fits its size, 4 significant digits:
+    ``903.4 ms``, ``32.60 ms``, ``1.359 µs``, ``500 ns`` (never ``903,390.452 µs``)."""
+    magnitude = abs(value_us)
+    if magnitude == 0:
+        return "0"
+    if magnitude < 1:
+        return f"{value_us * 1000:,.0f} ns"
+    for scale, unit in ((1, "µs"), (1e3, "ms"), (1e6, "s")):
+        v = value_us / scale
+        digits = 1 if abs(v) >= 100 else 2 if abs(v) >= 10 else 3
+        if abs(round(v, digits)) < 1000 or unit == "s":
+            return f"{v:,.{digits}f} {unit}"
+    raise AssertionError("unreachable")
+
+
 def size(n_bytes: int) -> str:
     """A file size: 812 B, 1.2 MB, 3.4 GB (decimal units)."""
     value = float(n_bytes)
