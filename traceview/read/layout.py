@@ -9,6 +9,7 @@ import orjson
 from traceview.read.jsonscan import Text, skip_ws, string_at, value_end
 
 EXECUTION_TRACE_KEYS = frozenset({"nodes", "schema"})
+UTF8_BOM = b"\xef\xbb\xbf"
 
 
 class NeedMore(Exception):
@@ -16,7 +17,22 @@ class NeedMore(Exception):
 
 
 class NotATrace(Exception):
-    """The text is not a Chrome trace; the message says what it is instead."""
+    """The text is not a Chrome trace; the message says what it is instead, and ``pos``
+    where in the text, when a place can be named (see ``message``)."""
+
+    def __init__(self, why: str, pos: int | None = None) -> None:
+        super().__init__(why)
+        self.why = why
+        self.pos = pos
+
+    def message(self, base: int) -> str:
+        """The message, with the place as a file offset (``base``: where the text starts)."""
+        return self.why if self.pos is None else f"{self.why} at byte {base + self.pos}"
+
+
+def content_start(buf: Text) -> int:
+    """Where the JSON text starts: after a UTF-8 byte order mark, if there is one."""
+    return len(UTF8_BOM) if buf[: len(UTF8_BOM)] == UTF8_BOM else 0
 
 
 def find_events_start(buf: Text, header: dict[str, Any], at_eof: bool) -> int:
@@ -25,7 +41,7 @@ def find_events_start(buf: Text, header: dict[str, Any], at_eof: bool) -> int:
     Fills ``header`` with the keys met before ``traceEvents``. Raises NeedMore when the
     buffer ends first, NotATrace when the text is not a Chrome trace.
     """
-    pos = skip_ws(buf, 0)
+    pos = skip_ws(buf, content_start(buf))
     if pos >= len(buf):
         raise NeedMore if not at_eof else NotATrace("no JSON content (only whitespace)")
     first = buf[pos : pos + 1]
@@ -75,7 +91,7 @@ def parse_trailer(buf: Text, pos: int, header: dict[str, Any], is_object: bool) 
             raise NeedMore if pos >= len(buf) else NotATrace("malformed text after traceEvents")
         pos = skip_ws(buf, pos + 1)
     if pos < len(buf):
-        raise NotATrace(f"unexpected text after the trace at byte {pos}")
+        raise NotATrace("unexpected text after the trace", pos)
 
 
 def _key(buf: Text, pos: int, at_eof: bool) -> tuple[str | None, int]:
@@ -84,16 +100,16 @@ def _key(buf: Text, pos: int, at_eof: bool) -> tuple[str | None, int]:
         return None, pos
     _need(buf, pos, at_eof)
     if buf[pos : pos + 1] != b'"':
-        raise NotATrace(f"malformed JSON object at byte {pos}")
+        raise NotATrace("malformed JSON object", pos)
     found = string_at(buf, pos)
     if found is None:
         _need(buf, len(buf), at_eof)
-        raise NotATrace(f"unterminated string at byte {pos}")
+        raise NotATrace("unterminated string", pos)
     raw, pos = found
     pos = skip_ws(buf, pos)
     _need(buf, pos, at_eof)
     if buf[pos : pos + 1] != b":":
-        raise NotATrace(f"malformed JSON object at byte {pos}")
+        raise NotATrace("malformed JSON object", pos)
     return str(_loads(raw)), pos + 1
 
 
@@ -106,14 +122,14 @@ def _after_member(buf: Text, pos: int, at_eof: bool) -> int:
         return pos + 1
     if ch == b"}":
         return pos
-    raise NotATrace(f"malformed JSON object at byte {pos}")
+    raise NotATrace("malformed JSON object", pos)
 
 
 def _need(buf: Text, pos: int, at_eof: bool) -> None:
     """Raise NeedMore if ``pos`` is past the buffer and more input may come."""
     if pos >= len(buf):
         if at_eof:
-            raise NotATrace(f"JSON ends early at byte {len(buf)}")
+            raise NotATrace("JSON ends early", len(buf))
         raise NeedMore
 
 

@@ -20,9 +20,15 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from traceview.errors import TraceviewError
-from traceview.read.decode import ChunkError, decode_span, needs_exact
+from traceview.read.decode import ChunkError, decode_chunk, decode_span, needs_exact
 from traceview.read.jsonscan import skip_ws, split_values, value_end
-from traceview.read.layout import NeedMore, NotATrace, find_events_start, parse_trailer
+from traceview.read.layout import (
+    NeedMore,
+    NotATrace,
+    content_start,
+    find_events_start,
+    parse_trailer,
+)
 from traceview.read.source import (
     TraceSource,
     TruncatedInput,
@@ -71,6 +77,9 @@ class _Buffer:
     min_cut: int = 0
     mapping: mmap.mmap | None = None
     end: int = 0
+    # Text wanted after ``pos`` before a cut is tried again: after a chunk that did not hold
+    # one whole event, twice as much, so an event of any length is scanned O(1) times a byte.
+    want: int = 0
 
     @property
     def text(self) -> bytearray | mmap.mmap:
@@ -228,13 +237,16 @@ class TraceReader:
         if mapping is not None:
             _map_buffer(buf, mapping)
         while True:
-            if not buf.eof and buf.size - buf.pos < self.block_size:
+            if not buf.eof and buf.size - buf.pos < max(self.block_size, buf.want):
                 self._fill(buf, blocks, source)
                 continue
             cut = _last_cut(buf.text, buf.pos, buf.min_cut, buf.size)
             if cut is None:
                 if buf.eof:
                     break
+                # A later cut starts at the last } seen or after it: search no text twice.
+                last = buf.text.rfind(b"}", max(buf.pos, buf.min_cut), buf.size)
+                buf.min_cut = buf.size if last < 0 else last
                 self._fill(buf, blocks, source)
                 continue
             yield from self._chunk_between(buf, cut)
@@ -273,22 +285,42 @@ class TraceReader:
         buf.pos -= drop
 
     def _read_header(self, buf: _Buffer, blocks: Iterator[bytes]) -> bool:
-        """Parse the top level up to the event array; True if the file is an object."""
+        """Parse the top level up to the event array; True if the file is an object.
+
+        Leading whitespace is dropped as it comes, and the header is parsed again only once
+        the text has doubled, so a header of any length (a long string, a big object) is
+        parsed in linear time.
+        """
         while True:
+            if not buf.eof and skip_ws(buf.data, content_start(buf.data)) == len(buf.data):
+                buf.base += len(buf.data)  # only whitespace so far
+                buf.data.clear()
+                self._fill(buf, blocks)
+                continue
             try:
                 start = find_events_start(buf.data, self.header, buf.eof)
             except NeedMore:
-                if len(buf.data) > _MAX_HEADER:
+                if buf.base + len(buf.data) > _MAX_HEADER:
                     self._fail(f"no event array in the first {_MAX_HEADER >> 20} MB")
-                self._fill(buf, blocks)
+                for _ in range(max(1, len(buf.data) // self.block_size)):
+                    self._fill(buf, blocks)
                 continue
             except NotATrace as e:
-                self._fail(str(e))
+                self._header_failed(e, buf)
             buf.pos = start
             self._check_plain_end()
             first = skip_ws(buf.data, start)
             self.stats.exact_times = needs_exact(buf.data[first : first + self.block_size])
-            return buf.data[skip_ws(buf.data, 0)] == ord("{")
+            return buf.data[skip_ws(buf.data, content_start(buf.data))] == ord("{")
+
+    def _header_failed(self, error: NotATrace, buf: _Buffer) -> NoReturn:
+        """The text before the event array is not a trace's, or a gzip stream ends in it."""
+        if self.stats.truncated_at is not None:
+            self._fail(
+                f"truncated: the gzip stream ends early, after {self.stats.truncated_at} "
+                "decompressed bytes, before the event array"
+            )
+        self._fail(error.message(buf.base))
 
     def _check_plain_end(self) -> None:
         """Fail fast (before reading it all) on a plain file that ends inside the JSON."""
@@ -306,27 +338,35 @@ class TraceReader:
             start = skip_ws(text, start + 1)
         try:
             events = self._decode_counted(text, start, cut.start() + 1)
-        except ChunkError:
+        except ChunkError as e:
             if self.byte_range is not None or buf.base + start == self.resume_at:
                 raise SplitFailed from None  # a part that may start at a wrong boundary
             chunk = text[start : cut.start() + 1]
-            end = self._repair(chunk, buf.base + start)
+            end = self._repair(chunk, buf.base + start, e)
             buf.pos = start + end
             buf.min_cut = cut.start() + 1
+            buf.want = 0 if end else 2 * (buf.size - start)
             if end:
                 self._last_event_end = buf.base + start + end
                 yield self._decode_or_fail(chunk[:end], buf.base + start)
             return
         buf.pos = cut.end() - 1
+        buf.want = 0
         self._last_event_end = buf.base + cut.start() + 1
         yield events
 
-    def _repair(self, chunk: bytes | bytearray, offset: int) -> int:
-        """Length of the complete events at the start of a chunk cut at the wrong place."""
+    def _repair(self, chunk: bytes | bytearray, offset: int, error: ChunkError) -> int:
+        """Length of the complete events at the start of a chunk cut at the wrong place.
+
+        When not even the first event is whole, the chunk is damaged (``error``, e.g. a lost
+        quote, which the exact scan cannot see) or it ends inside that event (read on).
+        """
         self.stats.repaired_chunks += 1
         end, _ = split_values(chunk)
         if chunk[end:].strip(b" \t\r\n,") == b"":
             self._decode_or_fail(chunk, offset)
+        if end == 0 and not error.cut_short:
+            self._fail(f"malformed JSON at byte {offset + error.pos}: {error.why}")
         return end
 
     def _decode_or_fail(self, chunk: bytes | bytearray, offset: int) -> list[Any]:
@@ -348,6 +388,7 @@ class TraceReader:
         while data[pos : pos + 1] not in (b"]", b""):
             end = value_end(data, pos)
             if end is None:
+                self._fail_if_damaged(data[pos:], buf.base + pos)
                 break
             last_end = end
             pos = skip_ws(data, end)
@@ -364,6 +405,15 @@ class TraceReader:
         buf.pos = pos + 1
         return True
 
+    def _fail_if_damaged(self, text: bytes | bytearray, offset: int) -> None:
+        """Text that ends inside an event: an error at the damage if it is not only cut short
+        (a lost quote makes the rest of a file look like one unfinished event)."""
+        try:
+            decode_chunk(text, False, Counter())
+        except ChunkError as e:
+            if not e.cut_short:
+                self._fail(f"malformed JSON at byte {offset + e.pos}: {e.why}")
+
     def _trailer(self, buf: _Buffer, blocks: Iterator[bytes], is_object: bool) -> None:
         """Read and parse the keys after the event array (the rest of the file)."""
         rest: list[bytes | bytearray] = [buf.data[buf.pos :], *blocks]
@@ -372,7 +422,7 @@ class TraceReader:
         except NeedMore:
             self._truncated(self._last_event_end)
         except NotATrace as e:
-            self._fail(str(e))
+            self._fail(e.message(buf.base + buf.pos))
         if self.stats.truncated_at is not None:
             self._truncated(self._last_event_end)
 

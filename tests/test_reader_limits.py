@@ -1,0 +1,182 @@
+"""The reader on hostile shapes of input: linear time, bounded memory, errors at the damage.
+
+The linear-time tests read a generated file of size N and one of size 2N in the same run and
+compare the best of a few timings: a quadratic path takes ~4x as long, a linear one ~2x.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import time
+import tracemalloc
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from traceview.errors import TraceviewError
+from traceview.read.decode import ChunkError, decode_chunk
+from traceview.read.jsonscan import split_values, value_end
+from traceview.read.reader import TraceReader
+
+MB = 1 << 20
+MAX_RATIO = 2.5
+
+
+def _event(i: int, name: str = "k") -> str:
+    return json.dumps(
+        {
+            "ph": "X",
+            "cat": "kernel",
+            "name": name,
+            "pid": 0,
+            "tid": 7,
+            "ts": 1000 + 10 * i,
+            "dur": 5,
+            "args": {"device": 0, "stream": 7, "correlation": i},
+        }
+    )
+
+
+def _events(n: int, first: int = 0) -> str:
+    return ",\n".join("  " + _event(first + i) for i in range(n))
+
+
+def _plain(size: int) -> str:
+    """A multi-line trace of about ``size`` bytes."""
+    return '{"traceEvents": [\n' + _events(size // (len(_event(0)) + 4)) + "\n]}\n"
+
+
+def _read_all(path: Path, partial: bool = False) -> int:
+    reader = TraceReader(path, partial=partial)
+    return sum(len(batch) for batch in reader.batches())
+
+
+def _fails(path: Path) -> None:
+    with pytest.raises(TraceviewError):
+        _read_all(path)
+
+
+def _best_time(run: Callable[[], object], runs: int = 3) -> float:
+    best = float("inf")
+    for _ in range(runs):
+        start = time.perf_counter()
+        run()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def _ratio(tmp_path: Path, make: Callable[[int], str], size: int) -> float:
+    """Time to read make(2 * size) over the time to read make(size)."""
+    paths = []
+    for n in (size, 2 * size):
+        path = tmp_path / f"trace-{n}.json"
+        path.write_text(make(n))
+        paths.append(path)
+    small, big = (_best_time(lambda p=p: _read_all(p), runs=4) for p in paths)
+    return big / small
+
+
+def _leading_whitespace(n: int) -> str:
+    return " " * n + '{"traceEvents": [' + _events(10) + "]}"
+
+
+def _header_string(n: int) -> str:
+    """Half a string in the header, half events (decoding them steadies the timing)."""
+    events = _events(n // 2 // (len(_event(0)) + 4))
+    return '{"x": "' + "a" * (n // 2) + '", "traceEvents": [' + events + "]}"
+
+
+def _stack_frames(n: int) -> str:
+    frame = '"{}": {{"name": "frame", "parent": 1}}'
+    count = n // len(frame.format(10**6))
+    frames = ", ".join(frame.format(i) for i in range(count))
+    return '{"stackFrames": {' + frames + '}, "traceEvents": [' + _events(10) + "]}"
+
+
+def _cut_marks_in_a_name(n: int) -> str:
+    """An event whose name is full of what looks like event boundaries."""
+    name = _event(10, "},{" * (n // 3))
+    return '{"traceEvents": [' + _events(10) + ",\n" + name + ",\n" + _events(10, 11) + "]}"
+
+
+@pytest.mark.parametrize(
+    ("make", "size"),
+    [
+        (_leading_whitespace, 32 * MB),
+        (_header_string, 12 * MB),
+        (_stack_frames, 3 * MB),
+        (_cut_marks_in_a_name, 4 * MB),
+    ],
+    ids=["leading-whitespace", "header-string", "stack-frames", "cut-marks-in-a-name"],
+)
+def test_reading_is_linear(tmp_path: Path, make: Callable[[int], str], size: int) -> None:
+    assert _ratio(tmp_path, make, size) <= MAX_RATIO
+
+
+def test_a_lost_quote_is_reported_where_it_is_in_linear_time(tmp_path: Path) -> None:
+    times = []
+    for n in (4 * MB, 8 * MB):
+        text = _plain(n)
+        at = text.index('"name": "k"', len(text) // 10) + len('"name": "k')
+        path = tmp_path / f"lost-{n}.json"
+        path.write_text(text[:at] + text[at + 1 :])  # the name's closing quote is lost
+        start = time.perf_counter()
+        with pytest.raises(TraceviewError, match=f"malformed JSON at byte {at + 3}: Expecting"):
+            _read_all(path)
+        times.append(time.perf_counter() - start)
+    assert times[1] / times[0] <= MAX_RATIO
+
+
+def test_a_lost_quote_in_the_last_events_is_reported_where_it_is(tmp_path: Path) -> None:
+    text = _plain(64 << 10)
+    at = text.rindex('"name": "k"') + len('"name": "k')
+    path = tmp_path / "lost.json"
+    path.write_text(text[:at] + text[at + 1 :])
+    with pytest.raises(TraceviewError, match=f"malformed JSON at byte {at + 3}:"):
+        _read_all(path)
+
+
+@pytest.mark.parametrize(
+    "body", [b"a" * (2 * MB), b"\\n" * MB, b'\\"' * MB, b"ab\\u00e9" * (MB // 4)]
+)
+def test_scanning_a_long_string_takes_little_memory(body: bytes) -> None:
+    text = b'{"name": "' + body + b'", "args": {"a": [1]}}'
+    tracemalloc.start()
+    try:
+        assert value_end(text, 0) == len(text)
+        assert value_end(text, 9) == len(text) - len(', "args": {"a": [1]}}')
+        assert split_values(text[:-5]) == (0, 0)  # it ends inside the event
+        with pytest.raises(ChunkError):  # the NaN-tolerant path scans the strings too
+            decode_chunk(text + b', {"a": NaN', False, Counter())
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 12 * len(text), peak
+
+
+# --- messages that name the real cause ----------------------------------------------------
+
+
+def test_a_byte_order_mark_is_accepted(tmp_path: Path) -> None:
+    path = tmp_path / "bom.json"
+    path.write_bytes(b"\xef\xbb\xbf" + _plain(4096).encode())
+    assert _read_all(path) == len(json.loads(_plain(4096))["traceEvents"])
+
+
+def test_a_gzip_stream_cut_in_its_header_says_so(tmp_path: Path) -> None:
+    path = tmp_path / "cut.json.gz"
+    path.write_bytes(gzip.compress(_plain(4096).encode())[:10])  # the gzip header only
+    with pytest.raises(TraceviewError, match="the gzip stream ends early, after 0 decompressed"):
+        _read_all(path)
+
+
+@pytest.mark.parametrize("gzipped", [False, True])
+def test_text_after_the_trace_is_reported_at_its_file_offset(tmp_path: Path, gzipped: bool) -> None:
+    text = (_plain(3 << 20) + " garbage").encode()
+    path = tmp_path / "after.json"
+    path.write_bytes(gzip.compress(text, 1) if gzipped else text)
+    with pytest.raises(TraceviewError, match=f"after the trace at byte {text.index(b'garbage')}$"):
+        _read_all(path, partial=True)  # a plain file not ending in } or ] needs it
