@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from traceview.errors import TraceviewError
 from traceview.events import TraceEvents
 from traceview.render.output import stderr_console
 from traceview.state import state_dir
@@ -73,6 +74,8 @@ def open_slot(path: Path, settings: CacheSettings, keep_cpu: bool) -> Slot | Non
         (root / ENTRIES).mkdir(parents=True, exist_ok=True)
         ident = identity(path)
         key = trace_key(path, root, settings.refresh)
+    except TraceviewError:
+        raise  # the trace changed while it was hashed
     except Exception as e:  # unwritable dir, broken index: work without the cache
         warn(f"cache {root} unusable ({type(e).__name__}: {e}); reading without the cache")
         return None

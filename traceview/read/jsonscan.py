@@ -9,6 +9,7 @@ from __future__ import annotations
 import mmap
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 # What the scanners read: file text as bytes, a growing bytearray, or a memory map.
 Text = bytes | bytearray | mmap.mmap
@@ -33,10 +34,23 @@ def skip_ws(buf: Text, pos: int) -> int:
     return _WS.match(buf, pos).end()  # type: ignore[union-attr]
 
 
-def value_end(buf: Text, pos: int, *, at_eof: bool = False) -> int | None:
+@dataclass
+class Resume:
+    """Where the scan of an unfinished array or object stopped, so that a later scan of the
+    same value in a longer buffer goes on from there instead of from its start."""
+
+    start: int = -1  # the value's first byte
+    pos: int = 0  # scanned up to here (no token cut in two before it)
+    depth: int = 0
+
+
+def value_end(
+    buf: Text, pos: int, *, at_eof: bool = False, resume: Resume | None = None
+) -> int | None:
     """End (exclusive) of the JSON value starting at ``pos``; None if ``buf`` ends inside it.
 
     Only structure is checked (strings, brackets); a primitive runs to the next delimiter.
+    ``resume``: where an unfinished scan stopped (read, and updated when it stops again).
     """
     if pos >= len(buf):
         return None
@@ -44,25 +58,31 @@ def value_end(buf: Text, pos: int, *, at_eof: bool = False) -> int | None:
     if first == _QUOTE:
         return _string_end(buf, pos)
     if first in _OPEN:
-        return _container_end(buf, pos)
+        return _container_end(buf, pos, resume)
     m = _PRIMITIVE_END.search(buf, pos)
     if m:
         return m.start()
     return len(buf) if at_eof else None
 
 
-def _container_end(buf: Text, pos: int) -> int | None:
+def _container_end(buf: Text, pos: int, resume: Resume | None = None) -> int | None:
     """End of the array or object opening at ``pos``, tracking nesting outside strings."""
-    depth = 0
-    for m in _TOKEN.finditer(buf, pos):
+    depth, scanned = 0, pos
+    if resume is not None and resume.start == pos:
+        depth, scanned = resume.depth, resume.pos
+    for m in _TOKEN.finditer(buf, scanned):
         ch = buf[m.start()]
         if ch == _QUOTE:
             if m.group(1) is None:
-                return None  # unterminated string: the buffer ends inside it
+                break  # unterminated string: the buffer ends inside it
+            scanned = m.end()
             continue
         depth += 1 if ch in _OPEN else -1
+        scanned = m.end()
         if depth == 0:
-            return m.end()
+            return scanned
+    if resume is not None:
+        resume.start, resume.pos, resume.depth = pos, scanned, depth
     return None
 
 

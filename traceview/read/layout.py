@@ -6,7 +6,7 @@ from typing import Any
 
 import orjson
 
-from traceview.read.jsonscan import Text, skip_ws, string_at, value_end
+from traceview.read.jsonscan import Resume, Text, skip_ws, string_at, value_end
 
 EXECUTION_TRACE_KEYS = frozenset({"nodes", "schema"})
 UTF8_BOM = b"\xef\xbb\xbf"
@@ -35,11 +35,14 @@ def content_start(buf: Text) -> int:
     return len(UTF8_BOM) if buf[: len(UTF8_BOM)] == UTF8_BOM else 0
 
 
-def find_events_start(buf: Text, header: dict[str, Any], at_eof: bool) -> int:
+def find_events_start(
+    buf: Text, header: dict[str, Any], at_eof: bool, resume: Resume | None = None
+) -> int:
     """Parse the top level up to the event array; return the offset just after its ``[``.
 
     Fills ``header`` with the keys met before ``traceEvents``. Raises NeedMore when the
-    buffer ends first, NotATrace when the text is not a Chrome trace.
+    buffer ends first, NotATrace when the text is not a Chrome trace. ``resume`` keeps the
+    scan of an unfinished value for the next call, with the same text and more after it.
     """
     pos = skip_ws(buf, content_start(buf))
     if pos >= len(buf):
@@ -49,10 +52,12 @@ def find_events_start(buf: Text, header: dict[str, Any], at_eof: bool) -> int:
         return pos + 1
     if first != b"{":
         raise NotATrace(f"not JSON: starts with {_show(buf[pos : pos + 16])}")
-    return _object_until_events(buf, pos + 1, header, at_eof)
+    return _object_until_events(buf, pos + 1, header, at_eof, resume)
 
 
-def _object_until_events(buf: Text, pos: int, header: dict[str, Any], at_eof: bool) -> int:
+def _object_until_events(
+    buf: Text, pos: int, header: dict[str, Any], at_eof: bool, resume: Resume | None
+) -> int:
     """Walk key/value pairs of the top-level object until the key ``traceEvents``."""
     while True:
         pos = skip_ws(buf, pos)
@@ -65,7 +70,7 @@ def _object_until_events(buf: Text, pos: int, header: dict[str, Any], at_eof: bo
                 return pos + 1
             _need(buf, pos, at_eof)
             raise NotATrace('"traceEvents" is not a list')
-        end = value_end(buf, pos, at_eof=at_eof)
+        end = value_end(buf, pos, at_eof=at_eof, resume=resume)
         if end is None:
             _need(buf, len(buf), at_eof)
             raise NotATrace(f"the value of {key!r} is cut off")

@@ -5,13 +5,12 @@ The event array is cut into chunks at candidate boundaries ``}␣,␣{`` (the la
 nested object makes the chunk undecodable (an unterminated string or unbalanced
 brackets), so a wrong cut is always detected; it is then repaired by an exact scan.
 
-A plain file's event array is cut and decoded in place in a private memory map (see
-read.source); gzip text, the header and what follows the last cut are read as blocks.
+The text is read block by block into a bytearray and each chunk is decoded where it lies
+there (see read.decode.decode_span), plain or gzip alike.
 """
 
 from __future__ import annotations
 
-import mmap
 import re
 from collections import Counter
 from collections.abc import Callable, Generator, Iterator
@@ -21,7 +20,7 @@ from typing import Any, NoReturn
 
 from traceview.errors import TraceviewError
 from traceview.read.decode import ChunkError, decode_chunk, decode_span, needs_exact
-from traceview.read.jsonscan import skip_ws, split_values, value_end
+from traceview.read.jsonscan import Resume, skip_ws, split_values, value_end
 from traceview.read.layout import (
     NeedMore,
     NotATrace,
@@ -64,32 +63,16 @@ class ReadStats:
 
 @dataclass
 class _Buffer:
-    """Decompressed text not yet decoded: ``data[pos:]`` starts at file offset ``base + pos``.
-
-    Mapped, the text is the file's memory map instead (``base`` 0, ``data`` unused), read
-    so far up to ``end``.
-    """
+    """Decompressed text not yet decoded: ``data[pos:]`` starts at file offset ``base + pos``."""
 
     data: bytearray = field(default_factory=bytearray)
     pos: int = 0
     base: int = 0
     eof: bool = False
     min_cut: int = 0
-    mapping: mmap.mmap | None = None
-    end: int = 0
     # Text wanted after ``pos`` before a cut is tried again: after a chunk that did not hold
     # one whole event, twice as much, so an event of any length is scanned O(1) times a byte.
     want: int = 0
-
-    @property
-    def text(self) -> bytearray | mmap.mmap:
-        """The text positions refer to: ``data``, or the memory map."""
-        return self.data if self.mapping is None else self.mapping
-
-    @property
-    def size(self) -> int:
-        """Length of the text read so far."""
-        return len(self.data) if self.mapping is None else self.end
 
 
 class SplitFailed(Exception):
@@ -129,7 +112,7 @@ class TraceReader:
         # Parallel reading, the worker: called at the end of ``byte_range`` for the real end.
         self.final_end: Callable[[], int | None] | None = None
         # Valid until the next batch is asked for (the buffer changes only then).
-        self._last_chunk: tuple[bytes | bytearray | mmap.mmap, int, int | None] = (b"", 0, None)
+        self._last_chunk: tuple[bytes | bytearray, int, int | None] = (b"", 0, None)
         self._last_count = 0
         self._last_event_end = 0  # file offset just after the last whole event decoded
 
@@ -233,27 +216,21 @@ class TraceReader:
         self, buf: _Buffer, blocks: Iterator[bytes], source: TraceSource
     ) -> Iterator[list[Any]]:
         """Decode chunk after chunk while a cut can be found; the rest stays in ``buf``."""
-        mapping = source.mapping()
-        if mapping is not None:
-            _map_buffer(buf, mapping)
         while True:
-            if not buf.eof and buf.size - buf.pos < max(self.block_size, buf.want):
-                self._fill(buf, blocks, source)
+            if not buf.eof and len(buf.data) - buf.pos < max(self.block_size, buf.want):
+                self._fill(buf, blocks)
                 continue
-            cut = _last_cut(buf.text, buf.pos, buf.min_cut, buf.size)
+            cut = _last_cut(buf.data, buf.pos, buf.min_cut, len(buf.data))
             if cut is None:
                 if buf.eof:
                     break
                 # A later cut starts at the last } seen or after it: search no text twice.
-                last = buf.text.rfind(b"}", max(buf.pos, buf.min_cut), buf.size)
-                buf.min_cut = buf.size if last < 0 else last
-                self._fill(buf, blocks, source)
+                last = buf.data.rfind(b"}", max(buf.pos, buf.min_cut))
+                buf.min_cut = len(buf.data) if last < 0 else last
+                self._fill(buf, blocks)
                 continue
             yield from self._chunk_between(buf, cut)
-            source.release(buf.base + buf.pos)
             self._progress(source)
-        if mapping is not None:
-            _unmap_buffer(buf, source)
 
     def _blocks(self, source: TraceSource) -> Iterator[bytes]:
         """Source blocks; a truncated gzip stream ends the blocks and marks the truncation."""
@@ -262,15 +239,8 @@ class TraceReader:
         except TruncatedInput as e:
             self.stats.truncated_at = e.offset
 
-    def _fill(
-        self, buf: _Buffer, blocks: Iterator[bytes], source: TraceSource | None = None
-    ) -> None:
+    def _fill(self, buf: _Buffer, blocks: Iterator[bytes]) -> None:
         """Drop consumed text and append the next block (or mark the end of input)."""
-        if buf.mapping is not None and source is not None:  # mapped: widen the window
-            end = source.extend_window(buf.end)
-            buf.eof = end == buf.end
-            buf.end = end
-            return
         block = next(blocks, None)
         if block is None:
             buf.eof = True
@@ -289,8 +259,9 @@ class TraceReader:
 
         Leading whitespace is dropped as it comes, and the header is parsed again only once
         the text has doubled, so a header of any length (a long string, a big object) is
-        parsed in linear time.
+        parsed in linear time; the scan of a big value goes on where it stopped.
         """
+        resume = Resume()
         while True:
             if not buf.eof and skip_ws(buf.data, content_start(buf.data)) == len(buf.data):
                 buf.base += len(buf.data)  # only whitespace so far
@@ -298,7 +269,7 @@ class TraceReader:
                 self._fill(buf, blocks)
                 continue
             try:
-                start = find_events_start(buf.data, self.header, buf.eof)
+                start = find_events_start(buf.data, self.header, buf.eof, resume)
             except NeedMore:
                 if buf.base + len(buf.data) > _MAX_HEADER:
                     self._fail(f"no event array in the first {_MAX_HEADER >> 20} MB")
@@ -332,7 +303,7 @@ class TraceReader:
 
     def _chunk_between(self, buf: _Buffer, cut: re.Match[bytes]) -> Iterator[list[Any]]:
         """Decode the events from ``buf.pos`` to the cut; repair the cut if it was wrong."""
-        text = buf.text
+        text = buf.data
         start = skip_ws(text, buf.pos)
         if text[start : start + 1] == b",":
             start = skip_ws(text, start + 1)
@@ -345,7 +316,7 @@ class TraceReader:
             end = self._repair(chunk, buf.base + start, e)
             buf.pos = start + end
             buf.min_cut = cut.start() + 1
-            buf.want = 0 if end else 2 * (buf.size - start)
+            buf.want = 0 if end else 2 * (len(buf.data) - start)
             if end:
                 self._last_event_end = buf.base + start + end
                 yield self._decode_or_fail(chunk[:end], buf.base + start)
@@ -427,7 +398,7 @@ class TraceReader:
             self._truncated(self._last_event_end)
 
     def _decode_counted(
-        self, data: bytes | bytearray | mmap.mmap, start: int = 0, end: int | None = None
+        self, data: bytes | bytearray, start: int = 0, end: int | None = None
     ) -> list[Any]:
         """Decode ``data[start:end]`` and count its events (kept to decode again exactly)."""
         self._last_chunk = (data, start, end)
@@ -456,26 +427,7 @@ class TraceReader:
         raise TraceviewError(f"{self.path}: {message}")
 
 
-def _map_buffer(buf: _Buffer, mapping: mmap.mmap) -> None:
-    """Switch ``buf`` to the file's memory map; the text it holds is where the map goes on."""
-    buf.mapping, buf.end = mapping, buf.base + len(buf.data)
-    buf.pos, buf.min_cut, buf.base = buf.base + buf.pos, buf.base + buf.min_cut, 0
-    buf.data = bytearray()
-
-
-def _unmap_buffer(buf: _Buffer, source: TraceSource) -> None:
-    """Back to bytes: the text after the last cut (the last events, the closing bracket)
-    as a copy; further blocks (the keys after the array) continue after it."""
-    assert buf.mapping is not None
-    buf.data, buf.base = bytearray(buf.mapping[buf.pos : buf.end]), buf.pos
-    buf.min_cut = max(0, buf.min_cut - buf.pos)
-    buf.pos, buf.mapping = 0, None
-    source.blocks_from(buf.base + len(buf.data))
-
-
-def _last_cut(
-    data: bytearray | mmap.mmap, lo: int, min_cut: int, size: int
-) -> re.Match[bytes] | None:
+def _last_cut(data: bytearray, lo: int, min_cut: int, size: int) -> re.Match[bytes] | None:
     """The last candidate event boundary in ``data[lo:size]`` at or after ``min_cut``."""
     for window in (*_WINDOWS, size):
         last = None
