@@ -7,7 +7,9 @@ read just comes back short, which is reported as "the file changed while it was 
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,22 +35,53 @@ class SourceInfo:
 
 
 def check_path(path: Path) -> SourceInfo:
-    """Fail with one clear line if ``path`` cannot be read as a trace file."""
-    if not path.exists():
-        raise TraceviewError(f"{path}: no such file")
-    if path.is_dir():
-        raise TraceviewError(f"{path}: is a directory, not a trace file")
+    """Fail with one clear line if ``path`` cannot be read as a trace file.
+
+    Opened without blocking, so a named pipe without a writer cannot hang the command.
+    """
     try:
-        with path.open("rb") as f:
-            magic = f.read(2)
-    except PermissionError:
-        raise TraceviewError(f"{path}: permission denied") from None
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as e:
+        raise TraceviewError(f"{path}: {_open_error(e)}") from None
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise TraceviewError(f"{path}: is a directory, not a trace file")
+        if not stat.S_ISREG(st.st_mode):
+            raise TraceviewError(
+                f"{path}: is {_kind(st.st_mode)}, not a regular file: traceview reads traces "
+                "from files only (save it to a file first)"
+            )
+        magic = os.read(fd, 2)
     except OSError as e:
         raise TraceviewError(f"{path}: cannot read: {e.strerror or e}") from None
-    size = path.stat().st_size
-    if size == 0:
+    finally:
+        os.close(fd)
+    if st.st_size == 0:
         raise TraceviewError(f"{path}: empty file, not a trace")
-    return SourceInfo(path=path, size_bytes=size, compressed=magic == GZIP_MAGIC)
+    return SourceInfo(path=path, size_bytes=st.st_size, compressed=magic == GZIP_MAGIC)
+
+
+def _open_error(error: OSError) -> str:
+    """Why a path cannot be opened, in a few words."""
+    if error.errno == errno.ENOENT:
+        return "no such file"
+    if error.errno in (errno.EACCES, errno.EPERM):
+        return "permission denied"
+    if error.errno == errno.ELOOP:
+        return "too many levels of symbolic links (a symlink loop?)"
+    return f"cannot read: {error.strerror or error}"
+
+
+def _kind(mode: int) -> str:
+    """What a file that is not a regular file is, for messages."""
+    if stat.S_ISFIFO(mode):
+        return "a named pipe (FIFO)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    return "a block device" if stat.S_ISBLK(mode) else "a special file"
 
 
 class TraceSource:
