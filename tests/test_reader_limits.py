@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from traceview.errors import TraceviewError
+from traceview.events import collect_events
 from traceview.read.decode import ChunkError, decode_chunk
 from traceview.read.jsonscan import split_values, value_end
 from traceview.read.reader import TraceReader
@@ -227,6 +228,7 @@ import os, sys
 from pathlib import Path
 import xxhash
 from traceview.errors import TraceviewError
+from traceview.events import collect_events
 
 path, real = Path(sys.argv[1]), xxhash.xxh3_128
 
@@ -274,6 +276,7 @@ import os, sys
 from pathlib import Path
 import traceview.read.reader as reader
 from traceview.errors import TraceviewError
+from traceview.events import collect_events
 
 path, real = Path(sys.argv[1]), reader.decode_span
 
@@ -330,3 +333,52 @@ def test_a_symlink_loop_is_named(tmp_path: Path) -> None:
     (tmp_path / "b.json").symlink_to(tmp_path / "a.json")
     with pytest.raises(TraceviewError, match=r"a\.json: too many levels of symbolic links"):
         TraceReader(tmp_path / "a.json")
+
+
+# --- values ----------------------------------------------------------------------------------
+
+
+def _big_int_trace(n: int) -> str:
+    """Kernels and launches whose pid, tid, device and stream go beyond 64 bits."""
+    events = []
+    for i in range(n):
+        args = {"device": 2**70, "stream": 2**64 if i % 3 else 7, "correlation": i}
+        kernel = {"ph": "X", "cat": "kernel", "name": "k", "pid": 2**64 + i % 2,
+                  "tid": -(2**63) - 5, "ts": 100 + 10 * i, "dur": 5, "args": args}  # fmt: skip
+        launch = {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 2**64,
+                  "tid": 2**65, "ts": 98 + 10 * i, "dur": 1, "args": args}  # fmt: skip
+        events += [kernel, launch]
+    return json.dumps({"traceEvents": events}, indent=1)
+
+
+@pytest.mark.parametrize(
+    "command", [["gaps", "-f", "json"], ["kernels", "-f", "json"], ["snapshot"]]
+)
+def test_integers_beyond_64_bits_are_carried_as_text(tmp_path: Path, command: list[str]) -> None:
+    path = tmp_path / "big.json"
+    path.write_text(_big_int_trace(40))
+    run = subprocess.run(
+        [sys.executable, "-m", "traceview", *command, "--no-cache", str(path)],
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 0, run.stderr
+    if command[0] == "gaps":
+        devices = {s["device"] for s in json.loads(run.stdout)["streams"]}
+        assert devices == {str(2**70)}
+
+
+def test_integers_beyond_64_bits_read_in_parallel_as_serially(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "big.json"
+    path.write_text(_big_int_trace(3000))
+    got = []
+    for min_bytes in ("1", str(1 << 60)):  # two processes, then one
+        monkeypatch.setenv("TRACEVIEW_PARALLEL_MIN_BYTES", min_bytes)
+        reader = TraceReader(path, block_size=4096)
+        events = collect_events(reader, keep_cpu=True)
+        got.append((events.streams, events.threads, events.gpu.stream.tolist()))
+        assert (reader.resume_at is not None) == (min_bytes == "1")  # it was read in two parts
+    assert got[0] == got[1]
+    assert got[0][0] == [(str(2**70), 7), (str(2**70), str(2**64))]
