@@ -24,7 +24,7 @@ from traceview.errors import TraceviewError
 from traceview.events import collect_events
 from traceview.read.decode import ChunkError, decode_chunk
 from traceview.read.jsonscan import split_values, value_end
-from traceview.read.reader import TraceReader
+from traceview.read.reader import REPEATED_EVENTS_KEY, TraceReader
 
 MB = 1 << 20
 MAX_RATIO = 2.5
@@ -382,3 +382,24 @@ def test_integers_beyond_64_bits_read_in_parallel_as_serially(
         assert (reader.resume_at is not None) == (min_bytes == "1")  # it was read in two parts
     assert got[0] == got[1]
     assert got[0][0] == [(str(2**70), 7), (str(2**70), str(2**64))]
+
+
+def test_a_repeated_trace_events_key_is_a_warning(tmp_path: Path) -> None:
+    path = tmp_path / "twice.json"
+    second = '"traceEvents": [' + _events(5, 100) + "]"
+    path.write_text(_plain(4096).rstrip().removesuffix("}") + ", " + second + ', "x": 1}')
+    reader = TraceReader(path)
+    assert sum(len(batch) for batch in reader.batches()) == len(
+        json.loads(_plain(4096))["traceEvents"]
+    )
+    assert reader.stats.skipped == {REPEATED_EVENTS_KEY: 1}
+    assert "traceEvents" not in reader.header and reader.header["x"] == 1
+    run = subprocess.run(
+        [sys.executable, "-m", "traceview", "kernels", "--no-cache", "--strict", str(path)],
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 1
+    assert (
+        run.stderr.startswith("traceview: error: ") and '1 "traceEvents" arrays after' in run.stderr
+    )

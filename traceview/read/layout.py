@@ -78,9 +78,14 @@ def _object_until_events(
         pos = _after_member(buf, end, at_eof)
 
 
-def parse_trailer(buf: Text, pos: int, header: dict[str, Any], is_object: bool) -> None:
-    """Parse what follows the event array's ``]`` (the whole rest of the file is in ``buf``)."""
+def parse_trailer(buf: Text, pos: int, header: dict[str, Any], is_object: bool) -> int:
+    """Parse what follows the event array's ``]`` (the whole rest of the file is in ``buf``).
+
+    Returns how many more ``traceEvents`` keys it holds (a repeated key): their values are
+    skipped, not decoded into the header.
+    """
     pos = skip_ws(buf, pos)
+    repeated = 0
     if is_object:
         while pos < len(buf) and buf[pos : pos + 1] == b",":
             key, pos = _key(buf, skip_ws(buf, pos + 1), False)
@@ -90,13 +95,17 @@ def parse_trailer(buf: Text, pos: int, header: dict[str, Any], is_object: bool) 
             end = value_end(buf, pos, at_eof=True)
             if end is None:
                 raise NeedMore
-            header.setdefault(key, _loads(buf[pos:end]))
+            if key == "traceEvents":
+                repeated += 1
+            else:
+                header.setdefault(key, _loads(buf[pos:end]))
             pos = skip_ws(buf, end)
         if buf[pos : pos + 1] != b"}":
             raise NeedMore if pos >= len(buf) else NotATrace("malformed text after traceEvents")
         pos = skip_ws(buf, pos + 1)
     if pos < len(buf):
         raise NotATrace("unexpected text after the trace", pos)
+    return repeated
 
 
 def _key(buf: Text, pos: int, at_eof: bool) -> tuple[str | None, int]:

@@ -47,6 +47,11 @@ _BOUNDARY_WINDOW = 1 << 20
 # the same text (1 GB trace, two processes: 0.6 against 3.0 ms/MB, r = 0.25); both parts
 # take as long when x = (1 + r) / (2 + r).
 _GZIP_WORKER_SHARE = 0.56
+# A warning: a JSON object may repeat a key; readers differ in which value they keep.
+REPEATED_EVENTS_KEY = (
+    '"traceEvents" arrays after the first, not analysed (the key is repeated in the '
+    "trace's JSON object; only the first array is read)"
+)
 
 
 @dataclass
@@ -389,7 +394,9 @@ class TraceReader:
         """Read and parse the keys after the event array (the rest of the file)."""
         rest: list[bytes | bytearray] = [buf.data[buf.pos :], *blocks]
         try:
-            parse_trailer(b"".join(rest), 0, self.header, is_object)
+            repeated = parse_trailer(b"".join(rest), 0, self.header, is_object)
+            if repeated:
+                self.stats.skipped[REPEATED_EVENTS_KEY] += repeated
         except NeedMore:
             self._truncated(self._last_event_end)
         except NotATrace as e:
