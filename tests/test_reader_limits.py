@@ -17,11 +17,13 @@ import tracemalloc
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from traceview.errors import TraceviewError
 from traceview.events import collect_events
+from traceview.read import reader as reader_module
 from traceview.read.decode import ChunkError, decode_chunk
 from traceview.read.jsonscan import split_values, value_end
 from traceview.read.reader import REPEATED_EVENTS_KEY, TraceReader
@@ -226,6 +228,7 @@ def test_a_trace_cut_while_it_is_read_is_one_clear_error(tmp_path: Path) -> None
 _CUT_WHILE_HASHING = """
 import os, sys
 from pathlib import Path
+from typing import Any
 import xxhash
 from traceview.errors import TraceviewError
 from traceview.events import collect_events
@@ -274,6 +277,7 @@ def test_a_trace_cut_while_it_is_hashed_is_one_clear_error(tmp_path: Path) -> No
 _CUT_WHILE_DECODING = """
 import os, sys
 from pathlib import Path
+from typing import Any
 import traceview.read.reader as reader
 from traceview.errors import TraceviewError
 from traceview.events import collect_events
@@ -403,3 +407,23 @@ def test_a_repeated_trace_events_key_is_a_warning(tmp_path: Path) -> None:
     assert (
         run.stderr.startswith("traceview: error: ") and '1 "traceEvents" arrays after' in run.stderr
     )
+
+
+def test_text_appended_while_the_trace_is_read_is_reported_at_its_file_offset(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "t.json"
+    path.write_text(_plain(1 << 20))
+    size = path.stat().st_size
+    real = reader_module.decode_span
+
+    def append_first(*args: Any, **kwargs: Any) -> list[Any]:
+        if path.stat().st_size == size:
+            with path.open("ab") as f:
+                f.write(b"{appended}")  # another program writes on meanwhile
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(reader_module, "decode_span", append_first)
+    with pytest.raises(TraceviewError, match=f"unexpected text after the trace at byte {size}$"):
+        for _ in TraceReader(path, block_size=64 << 10).batches():
+            pass
