@@ -427,3 +427,17 @@ def test_text_appended_while_the_trace_is_read_is_reported_at_its_file_offset(
     with pytest.raises(TraceviewError, match=f"unexpected text after the trace at byte {size}$"):
         for _ in TraceReader(path, block_size=64 << 10).batches():
             pass
+
+
+@pytest.mark.parametrize("block_size", [97, 150, 257, 1000])
+def test_a_lone_surrogate_at_the_end_of_a_chunk_is_cleaned_not_an_error(
+    tmp_path: Path, block_size: int
+) -> None:
+    """msgspec says "Input data was truncated" for ``\\ud800`` a few bytes before the end of
+    its input: that must not pass for a chunk cut short."""
+    event = '{"ph": "X", "cat": "kernel", "ts": %d, "dur": 1, "name": "\\ud800"}'
+    path = tmp_path / "t.json"
+    path.write_text('{"traceEvents": [\n' + ",\n".join(event % i for i in range(300)) + "\n]}")
+    reader = TraceReader(path, block_size=block_size)
+    names = [e.name for batch in reader.batches() for e in batch]
+    assert names == ["\ufffd"] * 300

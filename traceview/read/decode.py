@@ -18,7 +18,7 @@ from typing import Any
 
 import msgspec
 
-from traceview.read.jsonscan import STRING_BODY, iter_values
+from traceview.read.jsonscan import STRING_BODY, TRUNCATED, ends_plainly, iter_values
 
 # A timestamp with ≥ 10 integer digits and a fraction: float64 cannot hold it to the ns.
 _EXACT_TS = re.compile(rb'"ts"\s*:\s*-?\d{10,}\.\d')
@@ -73,7 +73,6 @@ _FAST_EXACT = msgspec.json.Decoder(list[ExactEvent])
 # What may follow a syntax error found where the text only ends too early: a number or a
 # literal cut short (``12.``, ``tru``), then nothing (or the closing bracket added here).
 _UNFINISHED = re.compile(r"[\w.+-]*\s*")
-_TRUNCATED = "Input data was truncated"  # msgspec's message when the text ends inside a value
 
 
 class ChunkError(Exception):
@@ -100,7 +99,7 @@ def decode_chunk(chunk: bytes | bytearray, exact: bool, skipped: Counter[str]) -
     try:
         return _decode_fast(chunk, exact)
     except _FAST_ERRORS as e:
-        _check_cut_short(e, len(chunk))
+        _check_cut_short(e, chunk)
         return _decode_slow(chunk, exact, skipped)
 
 
@@ -133,7 +132,8 @@ def decode_span(
             with memoryview(data) as view, view[start - 1 : end + 1] as span:
                 return (_FAST_EXACT if exact else _FAST).decode(span)
         except _FAST_ERRORS as e:
-            _check_cut_short(e, end - start)
+            with memoryview(data) as view, view[start:end] as span:
+                _check_cut_short(e, span)
         finally:
             data[start - 1], data[end] = before, after
         return _decode_slow(data[start:end], exact, skipped)
@@ -144,11 +144,11 @@ def _decode_fast(chunk: bytes | bytearray, exact: bool) -> list[Any]:
     return (_FAST_EXACT if exact else _FAST).decode(b"[" + chunk + b"]")
 
 
-def _check_cut_short(error: Exception, size: int) -> None:
+def _check_cut_short(error: Exception, text: bytes | bytearray | memoryview) -> None:
     """A chunk the fast decoder read to its end without an error before it only ends too
     early: no slower decoder can read it either (and trying would cost a copy of it)."""
-    if isinstance(error, msgspec.DecodeError) and str(error) == _TRUNCATED:
-        raise ChunkError(size, "the text ends inside an event") from None
+    if isinstance(error, msgspec.DecodeError) and str(error) == TRUNCATED and ends_plainly(text):
+        raise ChunkError(len(text), "the text ends inside an event") from None
 
 
 def _decode_each(chunk: bytes | bytearray, exact: bool, skipped: Counter[str]) -> list[Any]:

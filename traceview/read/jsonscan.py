@@ -11,6 +11,8 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+import msgspec
+
 # What the scanners read: file text as bytes, a growing bytearray, or a memory map.
 Text = bytes | bytearray | mmap.mmap
 
@@ -23,6 +25,11 @@ _TOKEN = re.compile(STRING_BODY + rb'(")?|[\[\]{}]', re.S)
 _STRING = re.compile(STRING_BODY + rb'"', re.S)
 _WS = re.compile(rb"[ \t\r\n]*")
 _PRIMITIVE_END = re.compile(rb"[ \t\r\n,\]}:]")
+_RAW = msgspec.json.Decoder(msgspec.Raw)
+# msgspec's message when the text ends inside a value (see ends_plainly)
+TRUNCATED = "Input data was truncated"
+_TRAILING = re.compile(r"JSON is malformed: trailing characters \(byte (\d+)\)")
+UNKNOWN = -1  # _valid_container_end: not valid JSON, the exact scan decides
 _OPEN = frozenset(b"[{")
 _CLOSE = frozenset(b"]}")
 _QUOTE = ord('"')
@@ -58,11 +65,45 @@ def value_end(
     if first == _QUOTE:
         return _string_end(buf, pos)
     if first in _OPEN:
-        return _container_end(buf, pos, resume)
+        end = _valid_container_end(buf, pos)
+        return _container_end(buf, pos, resume) if end == UNKNOWN else end
     m = _PRIMITIVE_END.search(buf, pos)
     if m:
         return m.start()
     return len(buf) if at_eof else None
+
+
+def _valid_container_end(buf: Text, pos: int) -> int | None:
+    """End of the array or object at ``pos`` if it is valid JSON, found by msgspec at C speed
+    (a 40 MB object: 0.03 s, against ~4 s token by token); None if the text ends inside it;
+    UNKNOWN for anything else (e.g. NaN tokens): then the exact scan decides."""
+    with memoryview(buf) as view:
+        try:
+            _RAW.decode(view[pos:])
+            end = len(buf)
+        except msgspec.DecodeError as e:
+            message = str(e)
+            if message == TRUNCATED and ends_plainly(buf):
+                return None
+            trailing = _TRAILING.fullmatch(message)
+            if trailing is None:
+                return UNKNOWN
+            end = min(pos + int(trailing.group(1)), len(buf))
+        except RecursionError:
+            return UNKNOWN
+        while end > pos and buf[end - 1] not in _CLOSE:  # the trailing byte, whitespace before
+            end -= 1
+        try:
+            _RAW.decode(view[pos:end])  # only the value itself is one complete JSON value
+        except (msgspec.DecodeError, RecursionError):
+            return UNKNOWN
+    return end
+
+
+def ends_plainly(text: Text | memoryview) -> bool:
+    """No escape near the end of ``text``: where msgspec's "Input data was truncated" means
+    that (with a lone high surrogate ``\\ud800`` just before the end, it says so too)."""
+    return b"\\" not in bytes(text[-16:])
 
 
 def _container_end(buf: Text, pos: int, resume: Resume | None = None) -> int | None:
