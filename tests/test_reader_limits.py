@@ -99,11 +99,16 @@ def _header_string(n: int) -> str:
     return '{"x": "' + "a" * (n // 2) + '", "traceEvents": [' + events + "]}"
 
 
-def _stack_frames(n: int) -> str:
+def _stack_frames(n: int, events: int = 10) -> str:
     frame = '"{}": {{"name": "frame", "parent": 1}}'
     count = n // len(frame.format(10**6))
     frames = ", ".join(frame.format(i) for i in range(count))
-    return '{"stackFrames": {' + frames + '}, "traceEvents": [' + _events(10) + "]}"
+    return '{"stackFrames": {' + frames + '}, "traceEvents": [' + _events(events) + "]}"
+
+
+def _stack_frames_and_events(n: int) -> str:
+    """Half a stackFrames object in the header, half events (as _header_string)."""
+    return _stack_frames(n // 2, n // 2 // (len(_event(0)) + 4))
 
 
 def _cut_marks_in_a_name(n: int) -> str:
@@ -117,7 +122,7 @@ def _cut_marks_in_a_name(n: int) -> str:
     [
         (_leading_whitespace, 32 * MB),
         (_header_string, 12 * MB),
-        (_stack_frames, 3 * MB),
+        (_stack_frames_and_events, 12 * MB),
         (_cut_marks_in_a_name, 8 * MB),
     ],
     ids=["leading-whitespace", "header-string", "stack-frames", "cut-marks-in-a-name"],
@@ -441,3 +446,19 @@ def test_a_lone_surrogate_at_the_end_of_a_chunk_is_cleaned_not_an_error(
     reader = TraceReader(path, block_size=block_size)
     names = [e.name for batch in reader.batches() for e in batch]
     assert names == ["\ufffd"] * 300
+
+
+def test_a_big_header_value_traceview_does_not_read_is_not_kept(tmp_path: Path) -> None:
+    path = tmp_path / "frames.json"
+    path.write_text(_stack_frames(4 * MB))
+    tracemalloc.start()
+    try:
+        reader = TraceReader(path)
+        assert sum(len(batch) for batch in reader.batches()) == 10
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    text = path.read_text()
+    size = text.index(', "traceEvents"') - len('{"stackFrames": ')
+    assert reader.header["stackFrames"] == f"<{size} bytes, not kept>"
+    assert peak < 6 * (4 * MB), peak  # decoded, the frames took ~20 bytes a byte

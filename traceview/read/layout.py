@@ -10,6 +10,11 @@ from traceview.read.jsonscan import Resume, Text, skip_ws, string_at, value_end
 
 EXECUTION_TRACE_KEYS = frozenset({"nodes", "schema"})
 UTF8_BOM = b"\xef\xbb\xbf"
+# Header values the analyses read, kept whatever their size; others only up to this size.
+ALWAYS_KEPT = frozenset(
+    {"deviceProperties", "distributedInfo", "schemaVersion", "displayTimeUnit", "traceName"}
+)
+_MAX_KEPT_VALUE = 1 << 20
 
 
 class NeedMore(Exception):
@@ -74,7 +79,7 @@ def _object_until_events(
         if end is None:
             _need(buf, len(buf), at_eof)
             raise NotATrace(f"the value of {key!r} is cut off")
-        header[key] = _loads(buf[pos:end])
+        header[key] = _header_value(key, buf, pos, end)
         pos = _after_member(buf, end, at_eof)
 
 
@@ -98,7 +103,7 @@ def parse_trailer(buf: Text, pos: int, header: dict[str, Any], is_object: bool) 
             if key == "traceEvents":
                 repeated += 1
             else:
-                header.setdefault(key, _loads(buf[pos:end]))
+                header.setdefault(key, _header_value(key, buf, pos, end))
             pos = skip_ws(buf, end)
         if buf[pos : pos + 1] != b"}":
             raise NeedMore if pos >= len(buf) else NotATrace("malformed text after traceEvents")
@@ -145,6 +150,14 @@ def _need(buf: Text, pos: int, at_eof: bool) -> None:
         if at_eof:
             raise NotATrace("JSON ends early", len(buf))
         raise NeedMore
+
+
+def _header_value(key: str, buf: Text, pos: int, end: int) -> Any:
+    """A header value, decoded; one traceview does not read and longer than 1 MB (such as a
+    big ``stackFrames`` object: 50 MB took 1 GB decoded) is kept only as its size."""
+    if end - pos > _MAX_KEPT_VALUE and key not in ALWAYS_KEPT:
+        return f"<{end - pos} bytes, not kept>"
+    return _loads(buf[pos:end])
 
 
 def _loads(raw: bytes | bytearray) -> Any:
