@@ -10,7 +10,6 @@ wrongly typed fields): stdlib json, event by event, skipping and counting bad ev
 from __future__ import annotations
 
 import json
-import mmap
 import re
 from collections import Counter
 from decimal import Decimal
@@ -112,7 +111,7 @@ def _decode_slow(chunk: bytes | bytearray, exact: bool, skipped: Counter[str]) -
 
 
 def decode_span(
-    data: bytes | bytearray | mmap.mmap,
+    data: bytes | bytearray,
     start: int,
     end: int,
     exact: bool,
@@ -120,12 +119,12 @@ def decode_span(
 ) -> list[Any]:
     """Decode the events in ``data[start:end]`` (as decode_chunk).
 
-    In a writable buffer (a bytearray, a private memory map) the span is decoded where it
+    In a writable buffer (the reader's bytearray) the span is decoded where it
     lies: the bytes just before and after it (whitespace, a comma or the array's ``[``) are
     overwritten by brackets for the call and put back. What the fast path rejects takes the
     slow path, on a copy.
     """
-    if isinstance(data, bytearray | mmap.mmap) and 0 < start <= end < len(data):
+    if isinstance(data, bytearray) and 0 < start <= end < len(data):
         before, after = data[start - 1], data[end]
         data[start - 1], data[end] = ord("["), ord("]")
         try:

@@ -6,15 +6,14 @@ event array and to repair a block the fast cutter split at the wrong nesting dep
 
 from __future__ import annotations
 
-import mmap
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import msgspec
 
-# What the scanners read: file text as bytes, a growing bytearray, or a memory map.
-Text = bytes | bytearray | mmap.mmap
+# What the scanners read: file text as bytes or a growing bytearray.
+Text = bytes | bytearray
 
 # A JSON string's body, in possessive steps: no backtracking state is kept per byte, so a
 # string of any length is scanned in linear time and constant memory (the alternation
