@@ -7,11 +7,9 @@ import hashlib
 import json
 import os
 from collections.abc import Iterator
-from contextlib import AbstractContextManager, nullcontext
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
-from unittest.mock import patch
 
 import pytest
 from conftest import load_generator
@@ -21,7 +19,6 @@ from hypothesis import strategies as st
 from traceview.errors import TraceviewError
 from traceview.events import NeedsExactTimes, collect_events, to_ns
 from traceview.read.reader import TraceReader
-from traceview.read.source import TraceSource
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 EDGE = FIXTURES / "edge"
@@ -42,11 +39,6 @@ def _exact_batches(reader: TraceReader) -> Iterator[list[Any]]:
         except NeedsExactTimes:
             batch = reader.redecode_exact()
         yield batch
-
-
-def _blocks_only(mapped: bool) -> AbstractContextManager[Any]:
-    """Read plain files block by block (as gzip is) instead of through a memory map."""
-    return nullcontext() if mapped else patch.object(TraceSource, "mapping", lambda self: None)
 
 
 def _read(path: Path, **kwargs: Any) -> tuple[TraceReader, list[Any]]:
@@ -201,7 +193,6 @@ def _serialize(events: list[dict[str, Any]], style: str, int_ts: bool) -> tuple[
     style=st.sampled_from(["indent", "lines", "spaced", "compact"]),
     int_ts=st.booleans(),
     block_size=st.integers(16, 600),
-    mapped=st.booleans(),
 )
 def test_random_events_roundtrip(
     tmp_path_factory: pytest.TempPathFactory,
@@ -209,14 +200,12 @@ def test_random_events_roundtrip(
     style: str,
     int_ts: bool,
     block_size: int,
-    mapped: bool,
 ) -> None:
     data, expected = _serialize(events, style, int_ts)
     assert [_ref_key(d) for d in _reference(data)] == expected  # the serializer itself
     path = tmp_path_factory.mktemp("h") / "t.json"
     path.write_bytes(data)
-    with _blocks_only(mapped):
-        reader, got = _read(path, block_size=block_size)
+    reader, got = _read(path, block_size=block_size)
     assert [_key(e) for e in got] == expected
     assert reader.header.get("traceName") == "h"
     assert not reader.stats.skipped
@@ -243,12 +232,10 @@ CLEAN = [
 
 @pytest.mark.parametrize("name", CLEAN)
 @pytest.mark.parametrize("block_size", [31, 257, 1 << 20])
-@pytest.mark.parametrize("mapped", [True, False])
-def test_edge_clean_files_match_stdlib(name: str, block_size: int, mapped: bool) -> None:
+def test_edge_clean_files_match_stdlib(name: str, block_size: int) -> None:
     path = EDGE / name
     ref = _reference(path.read_bytes())
-    with _blocks_only(mapped):
-        reader, events = _read(path, block_size=block_size)
+    reader, events = _read(path, block_size=block_size)
     assert [_key(e) for e in events] == [_ref_key(d) for d in ref]
     assert reader.stats.events >= len(ref)
     assert not reader.stats.skipped
@@ -473,25 +460,11 @@ def test_truncated_gzip_at_many_offsets(
         _check_cut(path, ref, block_size, True)
 
 
-# --- 5. reading in place through a memory map ------------------------------------------------
-
-
-@pytest.mark.parametrize("layout", ["kineto", "lines", "compact"])
-@pytest.mark.parametrize("block_size", [4096, 1 << 20])
-def test_mapped_and_block_reading_agree(tmp_path: Path, layout: str, block_size: int) -> None:
-    path = tmp_path / "t.json"
-    gen.write_trace(path, steps=4, seed=11, layout=layout, ts_mode="ns", hostile_names=True)
-    results = []
-    for mapped in (True, False):
-        with _blocks_only(mapped):
-            reader, events = _read(path, block_size=block_size)
-        results.append(([_key(e) for e in events], reader.header, reader.stats))
-    assert results[0] == results[1]
-    assert results[0][0] == [_ref_key(d) for d in _reference(path.read_bytes())]
+# --- 6. the file itself ------------------------------------------------------------------
 
 
 def test_reading_never_writes_the_trace(tmp_path: Path) -> None:
-    """Brackets are written around each chunk in a private map: the file stays as it was."""
+    """Brackets are written around each chunk in the reader's buffer: the file stays as it was."""
     path = tmp_path / "t.json"
     gen.write_trace(path, steps=4, seed=2, layout="kineto", hostile_names=True)
     digest, stat = hashlib.sha256(path.read_bytes()).hexdigest(), path.stat()
@@ -510,6 +483,6 @@ def test_a_file_shortened_while_read_is_an_error(tmp_path: Path) -> None:
     batches = reader.batches()
     next(batches)
     os.truncate(path, size // 2)  # another program rewrites the trace meanwhile
-    with pytest.raises(TraceviewError, match="got shorter while it was read"):
+    with pytest.raises(TraceviewError, match="the file changed while it was read"):
         for _ in batches:
             pass

@@ -9,7 +9,7 @@ is read.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any
@@ -40,21 +40,31 @@ _CATEGORIES = {
 }
 STEP_PREFIX = "ProfilerStep#"
 _INT64_MAX = 2**63 - 1
+_INT64_MIN, _UINT64_MAX = -(2**63), 2**64 - 1
 
 
 class NeedsExactTimes(Exception):
     """A float timestamp too large to hold ns precision: decode this chunk exactly."""
 
 
+# Why an event was skipped (BadNumber's message, counted in the warnings).
+NOT_FINITE = "events skipped: ts missing, or ts or dur not a finite number"
+OUT_OF_RANGE = "events skipped: ts or dur out of range (beyond ±2^62 ns, about ±146 years)"
+NEGATIVE_DUR = "events skipped: dur negative"
+
+
 class BadNumber(Exception):
-    """A timestamp or duration that is not a finite number."""
+    """A timestamp or duration that cannot be used; the message says why."""
+
+    def __init__(self, why: str = NOT_FINITE) -> None:
+        super().__init__(why)
 
 
 def to_ns(value: float | int | Decimal) -> int:
     """A µs value from the trace as exact integer nanoseconds (|ns| < 2^62, so sums fit)."""
     ns = _to_ns(value)
     if not -batch.NS_LIMIT < ns < batch.NS_LIMIT:
-        raise BadNumber
+        raise BadNumber(OUT_OF_RANGE)
     return ns
 
 
@@ -72,22 +82,30 @@ def _to_ns(value: float | int | Decimal) -> int:
         try:
             return int((value * 1000).to_integral_value())
         except ArithmeticError:  # an exponent beyond Decimal's range, e.g. 1e999999999
-            raise BadNumber from None
+            raise BadNumber(OUT_OF_RANGE) from None
     raise BadNumber
 
 
 class Interner:
-    """Stores each distinct value once and hands out dense integer ids."""
+    """Stores each distinct value once and hands out dense integer ids.
 
-    def __init__(self) -> None:
+    ``carry``: how a new value is stored (a value and what it becomes share one id).
+    """
+
+    def __init__(self, carry: Callable[[Any], Any] | None = None) -> None:
         self.ids: dict[Any, int] = {}
         self.values: list[Any] = []
+        self._carry = carry
 
     def id(self, value: Any) -> int:
         found = self.ids.get(value)
         if found is None:
-            found = self.ids[value] = len(self.values)
-            self.values.append(value)
+            stored = value if self._carry is None else self._carry(value)
+            found = self.ids.get(stored)
+            if found is None:
+                found = self.ids[stored] = len(self.values)
+                self.values.append(stored)
+            self.ids[value] = found
         return found
 
     def ids_of(self, values: list[Any]) -> np.ndarray:
@@ -100,6 +118,19 @@ class Interner:
 
     def __len__(self) -> int:
         return len(self.values)
+
+
+def carry_key(key: tuple[Any, Any]) -> tuple[Any, Any]:
+    """A (device, stream) or (pid, tid) key as it is kept: integers beyond 64 bits (which no
+    JSON writer here can write as numbers) as their decimal text."""
+    a, b = key
+    return (_carried(a), _carried(b))
+
+
+def _carried(value: Any) -> Any:
+    if type(value) is int and not _INT64_MIN <= value <= _UINT64_MAX:
+        return str(value)
+    return value
 
 
 @dataclass(frozen=True)
@@ -190,8 +221,8 @@ class EventCollector:
         """``spill``: where CPU rows go (default: a new temporary file when the first comes)."""
         self.keep_cpu = keep_cpu
         self.names = Interner()
-        self.streams = Interner()
-        self.threads = Interner()
+        self.streams = Interner(carry_key)
+        self.threads = Interner(carry_key)
         self.quality: Counter[str] = Counter()
         self.cpu_quality: Counter[str] = Counter()  # the part of quality from CPU ops
         self._categories: dict[str, int] = {}
@@ -305,8 +336,8 @@ class EventCollector:
         for e, kind in pairs:
             try:
                 self._add_event(e, kind, lists)
-            except BadNumber:
-                self.quality["events skipped: ts or dur not a finite number, or dur negative"] += 1
+            except BadNumber as e:
+                self.quality[str(e)] += 1
 
     def absorb_before(self, part: TraceEvents) -> None:
         """Put the rows of an earlier part of the same file (a worker's) before ours.
@@ -381,7 +412,7 @@ class EventCollector:
             return 0
         dur = to_ns(e.dur)
         if dur < 0:
-            raise BadNumber
+            raise BadNumber(NEGATIVE_DUR)
         return dur
 
     def _add_gpu(self, e: Any, kind: int, ts: int, dur: int, lists: _Lists) -> None:

@@ -74,12 +74,18 @@ def open_slot(path: Path, settings: CacheSettings, keep_cpu: bool) -> Slot | Non
     root = settings.root()
     try:
         claim(root)
-        (root / ENTRIES).mkdir(exist_ok=True)
-        ident = identity(path)
-        key = trace_key(path, root, settings.refresh, settings.verify)
     except TraceviewError as e:  # not a traceview cache, or / or $HOME
         warn(f"{e.message}; reading without the cache")
         return None
+    except Exception as e:  # unwritable dir: work without the cache
+        warn(f"cache {root} unusable ({type(e).__name__}: {e}); reading without the cache")
+        return None
+    try:
+        (root / ENTRIES).mkdir(exist_ok=True)
+        ident = identity(path)
+        key = trace_key(path, root, settings.refresh, settings.verify)
+    except TraceviewError:
+        raise  # the trace changed while it was hashed
     except Exception as e:  # unwritable dir, broken index: work without the cache
         warn(f"cache {root} unusable ({type(e).__name__}: {e}); reading without the cache")
         return None

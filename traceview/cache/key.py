@@ -3,39 +3,40 @@
 from __future__ import annotations
 
 import contextlib
-import mmap
+import os
 import sqlite3
 from pathlib import Path
 from typing import Any
 
-_BLOCK = 8 << 20
-_MAP_STEP = 64 << 20
+from traceview.errors import TraceviewError
+
+# Small enough for each block to be hashed while the CPU cache still holds it (100 MB trace:
+# 12 ms with 1 MB blocks, 22 ms with 8 MB ones).
+_BLOCK = 1 << 20
 INDEX_DIR = "index"
 
 
 def content_hash(path: Path) -> str:
     """The xxh3-128 hex digest of the file's bytes (read-only).
 
-    Hashed straight from a memory map (1 GB trace: 0.08 s against 0.17 s reading 8 MB
-    blocks, whose copies cost more than the hash), pages dropped as it goes; files that
-    cannot be mapped are read in blocks.
+    Read into one reusable buffer, never through a memory map: a mapped file that another
+    program shortens meanwhile kills the process (SIGBUS); a read only comes back short,
+    and a file shorter than when hashing began is "the file changed while it was read".
     """
     import xxhash
 
     digest = xxhash.xxh3_128()
-    with path.open("rb") as f:
-        try:
-            mapping = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-        except (OSError, ValueError):  # empty or special file
-            while block := f.read(_BLOCK):
-                digest.update(block)
-            return digest.hexdigest()
-        with mapping, memoryview(mapping) as view:
-            for start in range(0, len(mapping), _MAP_STEP):
-                size = min(_MAP_STEP, len(mapping) - start)
-                digest.update(view[start : start + size])
-                if hasattr(mmap, "MADV_DONTNEED"):
-                    mapping.madvise(mmap.MADV_DONTNEED, start, size)
+    buffer = bytearray(_BLOCK)
+    with path.open("rb", buffering=0) as f, memoryview(buffer) as view:
+        size, done = os.fstat(f.fileno()).st_size, 0
+        while n := f.readinto(view):
+            digest.update(view[:n])
+            done += n
+    if done < size:
+        raise TraceviewError(
+            f"{path}: the file changed while it was read (it got shorter: {size} bytes "
+            f"when reading began, {done} read)"
+        )
     return digest.hexdigest()
 
 

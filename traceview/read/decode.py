@@ -10,7 +10,6 @@ wrongly typed fields): stdlib json, event by event, skipping and counting bad ev
 from __future__ import annotations
 
 import json
-import mmap
 import re
 from collections import Counter
 from decimal import Decimal
@@ -18,12 +17,13 @@ from typing import Any
 
 import msgspec
 
-from traceview.read.jsonscan import iter_values
+from traceview.read.jsonscan import STRING_BODY, TRUNCATED, ends_plainly, iter_values
 
 # A timestamp with ≥ 10 integer digits and a fraction: float64 cannot hold it to the ns.
 _EXACT_TS = re.compile(rb'"ts"\s*:\s*-?\d{10,}\.\d')
-# Non-standard number tokens some writers emit; stdlib json knows only NaN/Infinity.
-_BAD_CONSTANT = re.compile(rb'"(?:[^"\\]|\\.)*"|(-?\b(?:inf|Infinity|NaN|nan)\b)', re.S)
+# Non-standard number tokens some writers emit; stdlib json knows only NaN/Infinity. A string
+# the text ends inside runs to the end (so the scan stays linear however many quotes follow).
+_BAD_CONSTANT = re.compile(STRING_BODY + rb'(?:"|\Z)|(-?\b(?:inf|Infinity|NaN|nan)\b)', re.S)
 
 
 class Args(msgspec.Struct, gc=False):
@@ -69,15 +69,23 @@ _FAST = msgspec.json.Decoder(list[Event])
 _FAST_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError, RecursionError)
 _SLOW_ERRORS = (RecursionError, ArithmeticError)
 _FAST_EXACT = msgspec.json.Decoder(list[ExactEvent])
+# What may follow a syntax error found where the text only ends too early: a number or a
+# literal cut short (``12.``, ``tru``), then nothing (or the closing bracket added here).
+_UNFINISHED = re.compile(r"[\w.+-]*\s*")
 
 
 class ChunkError(Exception):
-    """A chunk is not a sequence of JSON values (bad syntax or a cut inside an event)."""
+    """A chunk is not a sequence of JSON values (bad syntax or a cut inside an event).
 
-    def __init__(self, pos: int, why: str) -> None:
+    ``cut_short``: the text is valid as far as it goes and only ends inside a value (a cut
+    at the wrong place, or the end of a truncated file); otherwise it is damaged at ``pos``.
+    """
+
+    def __init__(self, pos: int, why: str, cut_short: bool = True) -> None:
         super().__init__(why)
         self.pos = pos
         self.why = why
+        self.cut_short = cut_short
 
 
 def needs_exact(chunk: bytes | bytearray) -> bool:
@@ -89,7 +97,8 @@ def decode_chunk(chunk: bytes | bytearray, exact: bool, skipped: Counter[str]) -
     """Decode ``chunk`` (events separated by commas, no brackets) into Event structs."""
     try:
         return _decode_fast(chunk, exact)
-    except _FAST_ERRORS:
+    except _FAST_ERRORS as e:
+        _check_cut_short(e, chunk)
         return _decode_slow(chunk, exact, skipped)
 
 
@@ -102,7 +111,7 @@ def _decode_slow(chunk: bytes | bytearray, exact: bool, skipped: Counter[str]) -
 
 
 def decode_span(
-    data: bytes | bytearray | mmap.mmap,
+    data: bytes | bytearray,
     start: int,
     end: int,
     exact: bool,
@@ -110,19 +119,20 @@ def decode_span(
 ) -> list[Any]:
     """Decode the events in ``data[start:end]`` (as decode_chunk).
 
-    In a writable buffer (a bytearray, a private memory map) the span is decoded where it
+    In a writable buffer (the reader's bytearray) the span is decoded where it
     lies: the bytes just before and after it (whitespace, a comma or the array's ``[``) are
     overwritten by brackets for the call and put back. What the fast path rejects takes the
     slow path, on a copy.
     """
-    if isinstance(data, bytearray | mmap.mmap) and 0 < start <= end < len(data):
+    if isinstance(data, bytearray) and 0 < start <= end < len(data):
         before, after = data[start - 1], data[end]
         data[start - 1], data[end] = ord("["), ord("]")
         try:
             with memoryview(data) as view, view[start - 1 : end + 1] as span:
                 return (_FAST_EXACT if exact else _FAST).decode(span)
-        except _FAST_ERRORS:
-            pass
+        except _FAST_ERRORS as e:
+            with memoryview(data) as view, view[start:end] as span:
+                _check_cut_short(e, span)
         finally:
             data[start - 1], data[end] = before, after
         return _decode_slow(data[start:end], exact, skipped)
@@ -131,6 +141,13 @@ def decode_span(
 
 def _decode_fast(chunk: bytes | bytearray, exact: bool) -> list[Any]:
     return (_FAST_EXACT if exact else _FAST).decode(b"[" + chunk + b"]")
+
+
+def _check_cut_short(error: Exception, text: bytes | bytearray | memoryview) -> None:
+    """A chunk the fast decoder read to its end without an error before it only ends too
+    early: no slower decoder can read it either (and trying would cost a copy of it)."""
+    if isinstance(error, msgspec.DecodeError) and str(error) == TRUNCATED and ends_plainly(text):
+        raise ChunkError(len(text), "the text ends inside an event") from None
 
 
 def _decode_each(chunk: bytes | bytearray, exact: bool, skipped: Counter[str]) -> list[Any]:
@@ -178,7 +195,10 @@ def _loads_without_bad_constants(chunk: bytes | bytearray) -> list[Any]:
         return json.loads("[" + text + "]", parse_float=Decimal)  # type: ignore[no-any-return]
     except json.JSONDecodeError as e:
         pos = len(text[: max(0, e.pos - 1)].encode("utf-8", errors="replace"))
-        raise ChunkError(pos, e.msg) from None
+        # Valid so far if only an unfinished token follows (``[`` shifts positions by one).
+        unfinished = _UNFINISHED.fullmatch(text, max(0, e.pos - 1)) is not None
+        short = unfinished or e.msg.startswith("Unterminated string")
+        raise ChunkError(pos, e.msg, short) from None
 
 
 def _non_finite(token: str) -> str:

@@ -6,9 +6,15 @@ from typing import Any
 
 import orjson
 
-from traceview.read.jsonscan import Text, skip_ws, string_at, value_end
+from traceview.read.jsonscan import Resume, Text, skip_ws, string_at, value_end
 
 EXECUTION_TRACE_KEYS = frozenset({"nodes", "schema"})
+UTF8_BOM = b"\xef\xbb\xbf"
+# Header values the analyses read, kept whatever their size; others only up to this size.
+ALWAYS_KEPT = frozenset(
+    {"deviceProperties", "distributedInfo", "schemaVersion", "displayTimeUnit", "traceName"}
+)
+_MAX_KEPT_VALUE = 1 << 20
 
 
 class NeedMore(Exception):
@@ -16,16 +22,34 @@ class NeedMore(Exception):
 
 
 class NotATrace(Exception):
-    """The text is not a Chrome trace; the message says what it is instead."""
+    """The text is not a Chrome trace; the message says what it is instead, and ``pos``
+    where in the text, when a place can be named (see ``message``)."""
+
+    def __init__(self, why: str, pos: int | None = None) -> None:
+        super().__init__(why)
+        self.why = why
+        self.pos = pos
+
+    def message(self, base: int) -> str:
+        """The message, with the place as a file offset (``base``: where the text starts)."""
+        return self.why if self.pos is None else f"{self.why} at byte {base + self.pos}"
 
 
-def find_events_start(buf: Text, header: dict[str, Any], at_eof: bool) -> int:
+def content_start(buf: Text) -> int:
+    """Where the JSON text starts: after a UTF-8 byte order mark, if there is one."""
+    return len(UTF8_BOM) if buf[: len(UTF8_BOM)] == UTF8_BOM else 0
+
+
+def find_events_start(
+    buf: Text, header: dict[str, Any], at_eof: bool, resume: Resume | None = None
+) -> int:
     """Parse the top level up to the event array; return the offset just after its ``[``.
 
     Fills ``header`` with the keys met before ``traceEvents``. Raises NeedMore when the
-    buffer ends first, NotATrace when the text is not a Chrome trace.
+    buffer ends first, NotATrace when the text is not a Chrome trace. ``resume`` keeps the
+    scan of an unfinished value for the next call, with the same text and more after it.
     """
-    pos = skip_ws(buf, 0)
+    pos = skip_ws(buf, content_start(buf))
     if pos >= len(buf):
         raise NeedMore if not at_eof else NotATrace("no JSON content (only whitespace)")
     first = buf[pos : pos + 1]
@@ -33,10 +57,12 @@ def find_events_start(buf: Text, header: dict[str, Any], at_eof: bool) -> int:
         return pos + 1
     if first != b"{":
         raise NotATrace(f"not JSON: starts with {_show(buf[pos : pos + 16])}")
-    return _object_until_events(buf, pos + 1, header, at_eof)
+    return _object_until_events(buf, pos + 1, header, at_eof, resume)
 
 
-def _object_until_events(buf: Text, pos: int, header: dict[str, Any], at_eof: bool) -> int:
+def _object_until_events(
+    buf: Text, pos: int, header: dict[str, Any], at_eof: bool, resume: Resume | None
+) -> int:
     """Walk key/value pairs of the top-level object until the key ``traceEvents``."""
     while True:
         pos = skip_ws(buf, pos)
@@ -49,17 +75,22 @@ def _object_until_events(buf: Text, pos: int, header: dict[str, Any], at_eof: bo
                 return pos + 1
             _need(buf, pos, at_eof)
             raise NotATrace('"traceEvents" is not a list')
-        end = value_end(buf, pos, at_eof=at_eof)
+        end = value_end(buf, pos, at_eof=at_eof, resume=resume)
         if end is None:
             _need(buf, len(buf), at_eof)
             raise NotATrace(f"the value of {key!r} is cut off")
-        header[key] = _loads(buf[pos:end])
+        header[key] = _header_value(key, buf, pos, end)
         pos = _after_member(buf, end, at_eof)
 
 
-def parse_trailer(buf: Text, pos: int, header: dict[str, Any], is_object: bool) -> None:
-    """Parse what follows the event array's ``]`` (the whole rest of the file is in ``buf``)."""
+def parse_trailer(buf: Text, pos: int, header: dict[str, Any], is_object: bool) -> int:
+    """Parse what follows the event array's ``]`` (the whole rest of the file is in ``buf``).
+
+    Returns how many more ``traceEvents`` keys it holds (a repeated key): their values are
+    skipped, not decoded into the header.
+    """
     pos = skip_ws(buf, pos)
+    repeated = 0
     if is_object:
         while pos < len(buf) and buf[pos : pos + 1] == b",":
             key, pos = _key(buf, skip_ws(buf, pos + 1), False)
@@ -69,13 +100,17 @@ def parse_trailer(buf: Text, pos: int, header: dict[str, Any], is_object: bool) 
             end = value_end(buf, pos, at_eof=True)
             if end is None:
                 raise NeedMore
-            header.setdefault(key, _loads(buf[pos:end]))
+            if key == "traceEvents":
+                repeated += 1
+            else:
+                header.setdefault(key, _header_value(key, buf, pos, end))
             pos = skip_ws(buf, end)
         if buf[pos : pos + 1] != b"}":
             raise NeedMore if pos >= len(buf) else NotATrace("malformed text after traceEvents")
         pos = skip_ws(buf, pos + 1)
     if pos < len(buf):
-        raise NotATrace(f"unexpected text after the trace at byte {pos}")
+        raise NotATrace("unexpected text after the trace", pos)
+    return repeated
 
 
 def _key(buf: Text, pos: int, at_eof: bool) -> tuple[str | None, int]:
@@ -84,16 +119,16 @@ def _key(buf: Text, pos: int, at_eof: bool) -> tuple[str | None, int]:
         return None, pos
     _need(buf, pos, at_eof)
     if buf[pos : pos + 1] != b'"':
-        raise NotATrace(f"malformed JSON object at byte {pos}")
+        raise NotATrace("malformed JSON object", pos)
     found = string_at(buf, pos)
     if found is None:
         _need(buf, len(buf), at_eof)
-        raise NotATrace(f"unterminated string at byte {pos}")
+        raise NotATrace("unterminated string", pos)
     raw, pos = found
     pos = skip_ws(buf, pos)
     _need(buf, pos, at_eof)
     if buf[pos : pos + 1] != b":":
-        raise NotATrace(f"malformed JSON object at byte {pos}")
+        raise NotATrace("malformed JSON object", pos)
     return str(_loads(raw)), pos + 1
 
 
@@ -106,15 +141,23 @@ def _after_member(buf: Text, pos: int, at_eof: bool) -> int:
         return pos + 1
     if ch == b"}":
         return pos
-    raise NotATrace(f"malformed JSON object at byte {pos}")
+    raise NotATrace("malformed JSON object", pos)
 
 
 def _need(buf: Text, pos: int, at_eof: bool) -> None:
     """Raise NeedMore if ``pos`` is past the buffer and more input may come."""
     if pos >= len(buf):
         if at_eof:
-            raise NotATrace(f"JSON ends early at byte {len(buf)}")
+            raise NotATrace("JSON ends early", len(buf))
         raise NeedMore
+
+
+def _header_value(key: str, buf: Text, pos: int, end: int) -> Any:
+    """A header value, decoded; one traceview does not read and longer than 1 MB (such as a
+    big ``stackFrames`` object: 50 MB took 1 GB decoded) is kept only as its size."""
+    if end - pos > _MAX_KEPT_VALUE and key not in ALWAYS_KEPT:
+        return f"<{end - pos} bytes, not kept>"
+    return _loads(buf[pos:end])
 
 
 def _loads(raw: bytes | bytearray) -> Any:

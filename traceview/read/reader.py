@@ -5,13 +5,12 @@ The event array is cut into chunks at candidate boundaries ``}␣,␣{`` (the la
 nested object makes the chunk undecodable (an unterminated string or unbalanced
 brackets), so a wrong cut is always detected; it is then repaired by an exact scan.
 
-A plain file's event array is cut and decoded in place in a private memory map (see
-read.source); gzip text, the header and what follows the last cut are read as blocks.
+The text is read block by block into a bytearray and each chunk is decoded where it lies
+there (see read.decode.decode_span), plain or gzip alike.
 """
 
 from __future__ import annotations
 
-import mmap
 import re
 from collections import Counter
 from collections.abc import Callable, Generator, Iterator
@@ -20,9 +19,15 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from traceview.errors import TraceviewError
-from traceview.read.decode import ChunkError, decode_span, needs_exact
-from traceview.read.jsonscan import skip_ws, split_values, value_end
-from traceview.read.layout import NeedMore, NotATrace, find_events_start, parse_trailer
+from traceview.read.decode import ChunkError, decode_chunk, decode_span, needs_exact
+from traceview.read.jsonscan import Resume, skip_ws, split_values, value_end
+from traceview.read.layout import (
+    NeedMore,
+    NotATrace,
+    content_start,
+    find_events_start,
+    parse_trailer,
+)
 from traceview.read.source import (
     TraceSource,
     TruncatedInput,
@@ -42,6 +47,11 @@ _BOUNDARY_WINDOW = 1 << 20
 # the same text (1 GB trace, two processes: 0.6 against 3.0 ms/MB, r = 0.25); both parts
 # take as long when x = (1 + r) / (2 + r).
 _GZIP_WORKER_SHARE = 0.56
+# A warning: a JSON object may repeat a key; readers differ in which value they keep.
+REPEATED_EVENTS_KEY = (
+    '"traceEvents" arrays after the first, not analysed (the key is repeated in the '
+    "trace's JSON object; only the first array is read)"
+)
 
 
 @dataclass
@@ -58,29 +68,16 @@ class ReadStats:
 
 @dataclass
 class _Buffer:
-    """Decompressed text not yet decoded: ``data[pos:]`` starts at file offset ``base + pos``.
-
-    Mapped, the text is the file's memory map instead (``base`` 0, ``data`` unused), read
-    so far up to ``end``.
-    """
+    """Decompressed text not yet decoded: ``data[pos:]`` starts at file offset ``base + pos``."""
 
     data: bytearray = field(default_factory=bytearray)
     pos: int = 0
     base: int = 0
     eof: bool = False
     min_cut: int = 0
-    mapping: mmap.mmap | None = None
-    end: int = 0
-
-    @property
-    def text(self) -> bytearray | mmap.mmap:
-        """The text positions refer to: ``data``, or the memory map."""
-        return self.data if self.mapping is None else self.mapping
-
-    @property
-    def size(self) -> int:
-        """Length of the text read so far."""
-        return len(self.data) if self.mapping is None else self.end
+    # Text wanted after ``pos`` before a cut is tried again: after a chunk that did not hold
+    # one whole event, twice as much, so an event of any length is scanned O(1) times a byte.
+    want: int = 0
 
 
 class SplitFailed(Exception):
@@ -120,7 +117,7 @@ class TraceReader:
         # Parallel reading, the worker: called at the end of ``byte_range`` for the real end.
         self.final_end: Callable[[], int | None] | None = None
         # Valid until the next batch is asked for (the buffer changes only then).
-        self._last_chunk: tuple[bytes | bytearray | mmap.mmap, int, int | None] = (b"", 0, None)
+        self._last_chunk: tuple[bytes | bytearray, int, int | None] = (b"", 0, None)
         self._last_count = 0
         self._last_event_end = 0  # file offset just after the last whole event decoded
 
@@ -224,24 +221,21 @@ class TraceReader:
         self, buf: _Buffer, blocks: Iterator[bytes], source: TraceSource
     ) -> Iterator[list[Any]]:
         """Decode chunk after chunk while a cut can be found; the rest stays in ``buf``."""
-        mapping = source.mapping()
-        if mapping is not None:
-            _map_buffer(buf, mapping)
         while True:
-            if not buf.eof and buf.size - buf.pos < self.block_size:
-                self._fill(buf, blocks, source)
+            if not buf.eof and len(buf.data) - buf.pos < max(self.block_size, buf.want):
+                self._fill(buf, blocks)
                 continue
-            cut = _last_cut(buf.text, buf.pos, buf.min_cut, buf.size)
+            cut = _last_cut(buf.data, buf.pos, buf.min_cut, len(buf.data))
             if cut is None:
                 if buf.eof:
                     break
-                self._fill(buf, blocks, source)
+                # A later cut starts at the last } seen or after it: search no text twice.
+                last = buf.data.rfind(b"}", max(buf.pos, buf.min_cut))
+                buf.min_cut = len(buf.data) if last < 0 else last
+                self._fill(buf, blocks)
                 continue
             yield from self._chunk_between(buf, cut)
-            source.release(buf.base + buf.pos)
             self._progress(source)
-        if mapping is not None:
-            _unmap_buffer(buf, source)
 
     def _blocks(self, source: TraceSource) -> Iterator[bytes]:
         """Source blocks; a truncated gzip stream ends the blocks and marks the truncation."""
@@ -250,15 +244,8 @@ class TraceReader:
         except TruncatedInput as e:
             self.stats.truncated_at = e.offset
 
-    def _fill(
-        self, buf: _Buffer, blocks: Iterator[bytes], source: TraceSource | None = None
-    ) -> None:
+    def _fill(self, buf: _Buffer, blocks: Iterator[bytes]) -> None:
         """Drop consumed text and append the next block (or mark the end of input)."""
-        if buf.mapping is not None and source is not None:  # mapped: widen the window
-            end = source.extend_window(buf.end)
-            buf.eof = end == buf.end
-            buf.end = end
-            return
         block = next(blocks, None)
         if block is None:
             buf.eof = True
@@ -273,22 +260,43 @@ class TraceReader:
         buf.pos -= drop
 
     def _read_header(self, buf: _Buffer, blocks: Iterator[bytes]) -> bool:
-        """Parse the top level up to the event array; True if the file is an object."""
+        """Parse the top level up to the event array; True if the file is an object.
+
+        Leading whitespace is dropped as it comes, and the header is parsed again only once
+        the text has doubled, so a header of any length (a long string, a big object) is
+        parsed in linear time; the scan of a big value goes on where it stopped.
+        """
+        resume = Resume()
         while True:
-            try:
-                start = find_events_start(buf.data, self.header, buf.eof)
-            except NeedMore:
-                if len(buf.data) > _MAX_HEADER:
-                    self._fail(f"no event array in the first {_MAX_HEADER >> 20} MB")
+            if not buf.eof and skip_ws(buf.data, content_start(buf.data)) == len(buf.data):
+                buf.base += len(buf.data)  # only whitespace so far
+                buf.data.clear()
                 self._fill(buf, blocks)
                 continue
+            try:
+                start = find_events_start(buf.data, self.header, buf.eof, resume)
+            except NeedMore:
+                if buf.base + len(buf.data) > _MAX_HEADER:
+                    self._fail(f"no event array in the first {_MAX_HEADER >> 20} MB")
+                for _ in range(max(1, len(buf.data) // self.block_size)):
+                    self._fill(buf, blocks)
+                continue
             except NotATrace as e:
-                self._fail(str(e))
+                self._header_failed(e, buf)
             buf.pos = start
             self._check_plain_end()
             first = skip_ws(buf.data, start)
             self.stats.exact_times = needs_exact(buf.data[first : first + self.block_size])
-            return buf.data[skip_ws(buf.data, 0)] == ord("{")
+            return buf.data[skip_ws(buf.data, content_start(buf.data))] == ord("{")
+
+    def _header_failed(self, error: NotATrace, buf: _Buffer) -> NoReturn:
+        """The text before the event array is not a trace's, or a gzip stream ends in it."""
+        if self.stats.truncated_at is not None:
+            self._fail(
+                f"truncated: the gzip stream ends early, after {self.stats.truncated_at} "
+                "decompressed bytes, before the event array"
+            )
+        self._fail(error.message(buf.base))
 
     def _check_plain_end(self) -> None:
         """Fail fast (before reading it all) on a plain file that ends inside the JSON."""
@@ -300,33 +308,41 @@ class TraceReader:
 
     def _chunk_between(self, buf: _Buffer, cut: re.Match[bytes]) -> Iterator[list[Any]]:
         """Decode the events from ``buf.pos`` to the cut; repair the cut if it was wrong."""
-        text = buf.text
+        text = buf.data
         start = skip_ws(text, buf.pos)
         if text[start : start + 1] == b",":
             start = skip_ws(text, start + 1)
         try:
             events = self._decode_counted(text, start, cut.start() + 1)
-        except ChunkError:
+        except ChunkError as e:
             if self.byte_range is not None or buf.base + start == self.resume_at:
                 raise SplitFailed from None  # a part that may start at a wrong boundary
             chunk = text[start : cut.start() + 1]
-            end = self._repair(chunk, buf.base + start)
+            end = self._repair(chunk, buf.base + start, e)
             buf.pos = start + end
             buf.min_cut = cut.start() + 1
+            buf.want = 0 if end else 2 * (len(buf.data) - start)
             if end:
                 self._last_event_end = buf.base + start + end
                 yield self._decode_or_fail(chunk[:end], buf.base + start)
             return
         buf.pos = cut.end() - 1
+        buf.want = 0
         self._last_event_end = buf.base + cut.start() + 1
         yield events
 
-    def _repair(self, chunk: bytes | bytearray, offset: int) -> int:
-        """Length of the complete events at the start of a chunk cut at the wrong place."""
+    def _repair(self, chunk: bytes | bytearray, offset: int, error: ChunkError) -> int:
+        """Length of the complete events at the start of a chunk cut at the wrong place.
+
+        When not even the first event is whole, the chunk is damaged (``error``, e.g. a lost
+        quote, which the exact scan cannot see) or it ends inside that event (read on).
+        """
         self.stats.repaired_chunks += 1
         end, _ = split_values(chunk)
         if chunk[end:].strip(b" \t\r\n,") == b"":
             self._decode_or_fail(chunk, offset)
+        if end == 0 and not error.cut_short:
+            self._fail(f"malformed JSON at byte {offset + error.pos}: {error.why}")
         return end
 
     def _decode_or_fail(self, chunk: bytes | bytearray, offset: int) -> list[Any]:
@@ -348,6 +364,7 @@ class TraceReader:
         while data[pos : pos + 1] not in (b"]", b""):
             end = value_end(data, pos)
             if end is None:
+                self._fail_if_damaged(data[pos:], buf.base + pos)
                 break
             last_end = end
             pos = skip_ws(data, end)
@@ -364,20 +381,31 @@ class TraceReader:
         buf.pos = pos + 1
         return True
 
+    def _fail_if_damaged(self, text: bytes | bytearray, offset: int) -> None:
+        """Text that ends inside an event: an error at the damage if it is not only cut short
+        (a lost quote makes the rest of a file look like one unfinished event)."""
+        try:
+            decode_chunk(text, False, Counter())
+        except ChunkError as e:
+            if not e.cut_short:
+                self._fail(f"malformed JSON at byte {offset + e.pos}: {e.why}")
+
     def _trailer(self, buf: _Buffer, blocks: Iterator[bytes], is_object: bool) -> None:
         """Read and parse the keys after the event array (the rest of the file)."""
         rest: list[bytes | bytearray] = [buf.data[buf.pos :], *blocks]
         try:
-            parse_trailer(b"".join(rest), 0, self.header, is_object)
+            repeated = parse_trailer(b"".join(rest), 0, self.header, is_object)
+            if repeated:
+                self.stats.skipped[REPEATED_EVENTS_KEY] += repeated
         except NeedMore:
             self._truncated(self._last_event_end)
         except NotATrace as e:
-            self._fail(str(e))
+            self._fail(e.message(buf.base + buf.pos))
         if self.stats.truncated_at is not None:
             self._truncated(self._last_event_end)
 
     def _decode_counted(
-        self, data: bytes | bytearray | mmap.mmap, start: int = 0, end: int | None = None
+        self, data: bytes | bytearray, start: int = 0, end: int | None = None
     ) -> list[Any]:
         """Decode ``data[start:end]`` and count its events (kept to decode again exactly)."""
         self._last_chunk = (data, start, end)
@@ -406,26 +434,7 @@ class TraceReader:
         raise TraceviewError(f"{self.path}: {message}")
 
 
-def _map_buffer(buf: _Buffer, mapping: mmap.mmap) -> None:
-    """Switch ``buf`` to the file's memory map; the text it holds is where the map goes on."""
-    buf.mapping, buf.end = mapping, buf.base + len(buf.data)
-    buf.pos, buf.min_cut, buf.base = buf.base + buf.pos, buf.base + buf.min_cut, 0
-    buf.data = bytearray()
-
-
-def _unmap_buffer(buf: _Buffer, source: TraceSource) -> None:
-    """Back to bytes: the text after the last cut (the last events, the closing bracket)
-    as a copy; further blocks (the keys after the array) continue after it."""
-    assert buf.mapping is not None
-    buf.data, buf.base = bytearray(buf.mapping[buf.pos : buf.end]), buf.pos
-    buf.min_cut = max(0, buf.min_cut - buf.pos)
-    buf.pos, buf.mapping = 0, None
-    source.blocks_from(buf.base + len(buf.data))
-
-
-def _last_cut(
-    data: bytearray | mmap.mmap, lo: int, min_cut: int, size: int
-) -> re.Match[bytes] | None:
+def _last_cut(data: bytearray, lo: int, min_cut: int, size: int) -> re.Match[bytes] | None:
     """The last candidate event boundary in ``data[lo:size]`` at or after ``min_cut``."""
     for window in (*_WINDOWS, size):
         last = None

@@ -1,15 +1,15 @@
 """Open a trace file read-only, plain or gzip (detected by magic bytes, not by suffix).
 
-A plain file's event array is read through a private (copy-on-write) memory map, so its
-text is decoded where the page cache holds it instead of being copied block by block; the
-pages already decoded are dropped as reading goes on, so memory stays flat. Writes to a
-private map never reach the file.
+Files are read with plain reads, never through a memory map: a mapped file that another
+program shortens kills the reading process (SIGBUS, which Python cannot catch), while a
+read just comes back short, which is reported as "the file changed while it was read".
 """
 
 from __future__ import annotations
 
-import mmap
+import errno
 import os
+import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,8 +23,6 @@ GZIP_MAGIC = b"\x1f\x8b"
 # zlib-ng's stub declares ``error`` as an instance; it is the exception class.
 _INFLATE_ERROR: type[Exception] = zlib_ng.error  # type: ignore[assignment]
 _GZIP_READ = 1 << 20
-# Decoded pages of a mapped file are dropped from memory in steps of this size.
-_RELEASE_STEP = 16 << 20
 
 
 @dataclass(frozen=True)
@@ -37,22 +35,53 @@ class SourceInfo:
 
 
 def check_path(path: Path) -> SourceInfo:
-    """Fail with one clear line if ``path`` cannot be read as a trace file."""
-    if not path.exists():
-        raise TraceviewError(f"{path}: no such file")
-    if path.is_dir():
-        raise TraceviewError(f"{path}: is a directory, not a trace file")
+    """Fail with one clear line if ``path`` cannot be read as a trace file.
+
+    Opened without blocking, so a named pipe without a writer cannot hang the command.
+    """
     try:
-        with path.open("rb") as f:
-            magic = f.read(2)
-    except PermissionError:
-        raise TraceviewError(f"{path}: permission denied") from None
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as e:
+        raise TraceviewError(f"{path}: {_open_error(e)}") from None
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise TraceviewError(f"{path}: is a directory, not a trace file")
+        if not stat.S_ISREG(st.st_mode):
+            raise TraceviewError(
+                f"{path}: is {_kind(st.st_mode)}, not a regular file: traceview reads traces "
+                "from files only (save it to a file first)"
+            )
+        magic = os.read(fd, 2)
     except OSError as e:
         raise TraceviewError(f"{path}: cannot read: {e.strerror or e}") from None
-    size = path.stat().st_size
-    if size == 0:
+    finally:
+        os.close(fd)
+    if st.st_size == 0:
         raise TraceviewError(f"{path}: empty file, not a trace")
-    return SourceInfo(path=path, size_bytes=size, compressed=magic == GZIP_MAGIC)
+    return SourceInfo(path=path, size_bytes=st.st_size, compressed=magic == GZIP_MAGIC)
+
+
+def _open_error(error: OSError) -> str:
+    """Why a path cannot be opened, in a few words."""
+    if error.errno == errno.ENOENT:
+        return "no such file"
+    if error.errno in (errno.EACCES, errno.EPERM):
+        return "permission denied"
+    if error.errno == errno.ELOOP:
+        return "too many levels of symbolic links (a symlink loop?)"
+    return f"cannot read: {error.strerror or error}"
+
+
+def _kind(mode: int) -> str:
+    """What a file that is not a regular file is, for messages."""
+    if stat.S_ISFIFO(mode):
+        return "a named pipe (FIFO)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    return "a block device" if stat.S_ISBLK(mode) else "a special file"
 
 
 class TraceSource:
@@ -73,49 +102,10 @@ class TraceSource:
         self._limit: int | None = None  # stop reading at this offset
         # At the limit: asked once for the real one (which may block until it is known).
         self.final_limit: Callable[[], int] | None = None
-        self._map: mmap.mmap | None = None
-        self._mapped_end: int | None = None  # mapped reading: the end of the window so far
-        self._released = 0  # mapped reading: pages before this offset were dropped
-
-    def mapping(self) -> mmap.mmap | None:
-        """A private, copy-on-write memory map of a plain file (None for gzip, or a file
-        that cannot be mapped). Text may be written into it; the file never changes."""
-        if self.info.compressed:
-            return None
-        if self._map is None:
-            try:
-                self._map = mmap.mmap(self._raw.fileno(), 0, access=mmap.ACCESS_COPY)
-            except (OSError, ValueError):  # e.g. a special file: read it block by block
-                return None
-        return self._map
-
-    def extend_window(self, end: int) -> int:
-        """Mapped reading: the end of the window that follows one ending at ``end`` (one
-        block further, up to the limit); ``end`` itself at the end of the input."""
-        assert self._map is not None
-        if self._limit is not None and end >= self._limit:
-            self._extend_limit()
-        limit = len(self._map) if self._limit is None else min(self._limit, len(self._map))
-        self._mapped_end = max(end, min(end + self.block_size, limit))
-        # Pages past the end of a file that shrank would stop the process (SIGBUS) when read.
-        if os.fstat(self._raw.fileno()).st_size < self._mapped_end:
-            raise TraceviewError(f"{self.info.path}: the file got shorter while it was read")
-        return self._mapped_end
-
-    def release(self, offset: int) -> None:
-        """Mapped reading: the text before ``offset`` is done with; drop its pages."""
-        page = offset - offset % mmap.PAGESIZE
-        if self._map is None or page - self._released < _RELEASE_STEP:
-            return
-        if hasattr(mmap, "MADV_DONTNEED"):
-            self._map.madvise(mmap.MADV_DONTNEED, self._released, page - self._released)
-        self._released = page
 
     @property
     def file_position(self) -> int:
         """Bytes of the file consumed so far (compressed bytes for gzip)."""
-        if self._mapped_end is not None:
-            return max(self._mapped_end, self._raw.tell())
         return self._raw.tell()
 
     def blocks(self) -> Iterator[bytes]:
@@ -136,8 +126,18 @@ class TraceSource:
                     continue
             block = self._raw.read(size) if size > 0 else b""
             if not block:
+                self._check_not_shorter()
                 return
             yield block
+
+    def _check_not_shorter(self) -> None:
+        """At the end of the input: fail if the file is shorter than when reading began."""
+        now = os.fstat(self._raw.fileno()).st_size
+        if now < self.info.size_bytes:
+            raise TraceviewError(
+                f"{self.info.path}: the file changed while it was read (it got shorter: "
+                f"{self.info.size_bytes} bytes when reading began, {now} now)"
+            )
 
     def _extend_limit(self) -> bool:
         """At the limit: True if ``final_limit`` moved it further."""
@@ -180,10 +180,6 @@ class TraceSource:
         else:
             self._raw.seek(offset)
 
-    def blocks_from(self, offset: int) -> None:
-        """Plain files, after mapped reading: ``blocks()`` goes on at ``offset``."""
-        self._raw.seek(offset)
-
     def estimated_size(self) -> int:
         """Decompressed size: exact for plain files; for gzip, extrapolated from the
         compression ratio of what has been inflated so far."""
@@ -225,6 +221,7 @@ class TraceSource:
                     return
                 pending = member
                 inflater = zlib_ng.decompressobj(wbits=31)
+        self._check_not_shorter()
         raise TruncatedInput(self.decompressed_bytes, "gzip stream ends early")
 
     def _next_member(self, rest: bytes) -> bytes | None:
@@ -240,9 +237,7 @@ class TraceSource:
         return rest
 
     def close(self) -> None:
-        """Close the file (and its memory map)."""
-        if self._map is not None:
-            self._map.close()
+        """Close the file."""
         self._raw.close()
 
     def __enter__(self) -> TraceSource:
