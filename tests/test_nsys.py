@@ -276,3 +276,20 @@ def test_sqlite_named_like_a_report_is_read_by_content(
     path = tmp_path / "really.nsys-rep"
     shutil.copy(pair[1], path)
     assert report("kernels", str(path), "--no-cache")["totals"]["count"] > 0
+
+
+@pytest.mark.parametrize("low", [0, -5], ids=["packed", "row-sort"])
+def test_interned_rows_get_one_id_per_distinct_row(low: int) -> None:
+    """Both ways of finding the distinct rows (packed keys, a row sort) against a dict."""
+    import numpy as np
+
+    from traceview.events import Interner
+    from traceview.nsys_events import _interned
+
+    rng = np.random.default_rng(7)
+    keys = rng.integers(low, 4, size=(500, 2), dtype=np.int64)
+    interner = Interner()
+    interner.id("taken")  # ids already handed out stay as they are
+    ids = _interned(keys, interner, lambda k: k)
+    assert [interner.values[i] for i in ids] == [tuple(map(int, k)) for k in keys]
+    assert len(interner) == 1 + len({tuple(k) for k in keys.tolist()})

@@ -290,7 +290,16 @@ def _interned(
     """Interner ids for rows of integer keys (one interning per distinct row)."""
     if len(keys) == 0:
         return np.empty(0, dtype=np.int32)
-    uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
+    bits = 63 // keys.shape[1]
+    if keys.min() >= 0 and keys.max() < 1 << bits:  # rows packed in one int64: a 1-D sort
+        packed = np.zeros(len(keys), dtype=np.int64)
+        for column in keys.T:
+            packed = (packed << bits) | column
+        uniq_packed, inverse = np.unique(packed, return_inverse=True)
+        shifts = bits * np.arange(keys.shape[1] - 1, -1, -1)
+        uniq = (uniq_packed[:, None] >> shifts) & ((1 << bits) - 1)
+    else:
+        uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
     ids = np.array([interner.id(value(tuple(map(int, k)))) for k in uniq], dtype=np.int32)
     return ids[inverse.reshape(-1)]
 
