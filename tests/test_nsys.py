@@ -293,3 +293,37 @@ def test_interned_rows_get_one_id_per_distinct_row(low: int) -> None:
     ids = _interned(keys, interner, lambda k: k)
     assert [interner.values[i] for i in ids] == [tuple(map(int, k)) for k in keys]
     assert len(interner) == 1 + len({tuple(k) for k in keys.tolist()})
+
+
+def test_odd_rows_are_skipped_and_counted(tmp_path: Path) -> None:
+    """NULLs where nsys may leave them, an end before the start, a range never closed."""
+    from nsys_writer import PUSH_POP, Writer, gtid
+
+    path = tmp_path / "odd.sqlite"
+    w = Writer(path)
+    name = w.sid("k")
+    w.insert(
+        "CUPTI_ACTIVITY_KIND_KERNEL",
+        [(100, 200, 0, 1, 7, None, 1, name, name, 32, 1, 1),  # no correlation
+         (300, 250, 0, 1, 7, 2, 1, name, name, 32, 1, 1),  # ends before it starts
+         (400, 450, 0, 1, 7, 3, 1, name, name, 32, 1, 1)],
+    )  # fmt: skip
+    w.insert("CUPTI_ACTIVITY_KIND_MEMCPY", [(500, 600, 0, 1, 7, 4, 1, 8, 1, None, None)])
+    w.insert("CUPTI_ACTIVITY_KIND_RUNTIME", [(390, 395, 0, gtid(1, 2), 3, w.sid("cudaX_v1"), 0)])
+    w.insert(
+        "NVTX_EVENTS",
+        [(0, 1000, PUSH_POP, None, "ProfilerStep#3", gtid(1, 2), None),
+         (10, None, PUSH_POP, None, "ProfilerStep#4", gtid(1, 2), None)],
+    )  # fmt: skip
+    w.close()
+    r = run_cli("kernels", str(path), "--include", "kernel,memcpy", "-f", "json", "--no-cache")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    counts = {k["name"]: (k["count"], k["total_us"]) for k in doc["kernels"]}
+    assert counts == {"k": (2, 0.15), "Memcpy HtoD (Unknown -> Unknown)": (1, 0.1)}
+    warnings = doc["trace"]["warnings"]
+    assert "1 events skipped: ts or dur not a finite number, or dur negative" in warnings
+    assert "1 NVTX ranges without an end (left out)" in warnings
+    assert "2 GPU activities have no matching launch event" in " ".join(warnings)  # k, copy
+    steps = report("steps", str(path), "--no-cache")["steps"]
+    assert [(s["step"], s["kernels"]) for s in steps] == [(3, 2)]

@@ -102,7 +102,7 @@ class _Reading:
         if not have:
             return
         detail = {KERNEL: _first(have, "demangledName", "shortName", "mangledName"),
-                  MEMCPY: "copyKind, " + _or(have, "srcKind", -1) + ", " + _or(have, "dstKind", -1),
+                  MEMCPY: ", ".join(_or(have, c, -1) for c in ("copyKind", "srcKind", "dstKind")),
                   MEMSET: _first(have, "memKind", "memoryKind")}[kind]  # fmt: skip
         sql = (
             f"SELECT {_time(have, 'start')}, {_time(have, 'end')}, {_or(have, 'deviceId', 0)}, "
@@ -121,7 +121,7 @@ class _Reading:
                     streams,
                     ts[ok],
                     dur[ok],
-                    rows[:, 4],
+                    np.maximum(rows[:, 4], -1),  # none: −1, as for kineto
                 )
             )
             self._read(len(ok))
