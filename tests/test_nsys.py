@@ -327,3 +327,75 @@ def test_odd_rows_are_skipped_and_counted(tmp_path: Path) -> None:
     assert "2 GPU activities have no matching launch event" in " ".join(warnings)  # k, copy
     steps = report("steps", str(path), "--no-cache")["steps"]
     assert [(s["step"], s["kernels"]) for s in steps] == [(3, 2)]
+
+
+def _as_values(events: Any) -> dict[str, Any]:
+    """TraceEvents with ids replaced by the names, streams and threads they stand for."""
+    names, streams, threads = events.names, events.streams, events.threads
+    gpu, rt = events.gpu, events.runtime
+    cpu = [
+        (threads[r["thread"]], names[r["name"]], int(r["ts"]), int(r["end"]), int(r["correlation"]))
+        for block in events.cpu.blocks()
+        for r in block
+    ]
+    return {
+        "gpu": list(
+            zip(
+                gpu.kind.tolist(),
+                [names[i] for i in gpu.name],
+                [streams[i] for i in gpu.stream],
+                gpu.ts.tolist(),
+                gpu.dur.tolist(),
+                gpu.correlation.tolist(),
+                strict=True,
+            )
+        ),
+        "runtime": sorted(zip(rt.correlation.tolist(), rt.ts.tolist(), strict=True)),
+        "cpu": cpu,
+        "steps": events.steps,
+        "span": events.span_ns,
+        "quality": events.quality,
+        "cpu_quality": events.cpu_quality,
+        "rows": events.read.events,
+    }
+
+
+@pytest.mark.parametrize("keep_cpu", [False, True])
+def test_worker_read_equals_the_serial_read(
+    pair: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, keep_cpu: bool
+) -> None:
+    """The runtime and NVTX tables read by a forked worker give the serial result."""
+    from traceview import nsys_events
+
+    serial = _as_values(nsys_events.collect_nsys(pair[1], keep_cpu))
+    parts: list[Any] = []
+    result = nsys_events._HostWorker.result
+    monkeypatch.setattr(
+        nsys_events._HostWorker, "result", lambda self: parts.append(result(self)) or parts[-1]
+    )
+    monkeypatch.setenv("TRACEVIEW_NSYS_SPLIT_MIN_ROWS", "0")
+    split = _as_values(nsys_events.collect_nsys(pair[1], keep_cpu))
+    assert len(parts) == 1 and parts[0] is not None  # the worker's part was used
+    assert split == serial
+    assert len(split["cpu"]) > 1000 if keep_cpu else split["cpu"] == []
+
+
+def test_worker_error_is_the_error(
+    pair: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bad data in a table the worker reads is the same one-line error."""
+    from traceview.errors import TraceviewError
+    from traceview.nsys_events import collect_nsys
+
+    path = tmp_path / "bad-runtime.sqlite"
+    db = sqlite3.connect(f"file:{pair[1]}?mode=ro", uri=True)
+    page = db.execute("PRAGMA page_size").fetchone()[0]
+    sql_root = "SELECT rootpage FROM sqlite_master WHERE name = 'CUPTI_ACTIVITY_KIND_RUNTIME'"
+    root = db.execute(sql_root).fetchone()[0]
+    db.close()
+    data = bytearray(pair[1].read_bytes())
+    data[(root - 1) * page : root * page] = b"\x55" * page
+    path.write_bytes(bytes(data))
+    monkeypatch.setenv("TRACEVIEW_NSYS_SPLIT_MIN_ROWS", "0")
+    with pytest.raises(TraceviewError, match="malformed"):
+        collect_nsys(path)

@@ -18,15 +18,20 @@ Times stay as nsys writes them: integer ns from the start of the session.
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 import re
 from collections import Counter
 from collections.abc import Callable
+from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from traceview import batch, cpu_rows
+from traceview import batch, cpu_rows, parallel
+from traceview.cpu_rows import SpillFile
+from traceview.errors import TraceviewError
 from traceview.events import (
     KERNEL,
     MEMCPY,
@@ -38,13 +43,15 @@ from traceview.events import (
     TraceEvents,
 )
 from traceview.read.nsys import Export
-from traceview.read.reader import ReadStats
+from traceview.read.reader import ReadStats, SplitFailed
 
 KERNELS = "CUPTI_ACTIVITY_KIND_KERNEL"
 MEMCPYS = "CUPTI_ACTIVITY_KIND_MEMCPY"
 MEMSETS = "CUPTI_ACTIVITY_KIND_MEMSET"
 RUNTIME = "CUPTI_ACTIVITY_KIND_RUNTIME"
 NVTX = "NVTX_EVENTS"
+GPU_TABLES = (KERNELS, MEMCPYS, MEMSETS)
+SPLIT_MIN_ROWS = 1_000_000
 NVTX_RANGES = (59, 60)  # NvtxPushPopRange, NvtxStartEndRange
 BAD_ROW = "events skipped: ts or dur not a finite number, or dur negative"  # kineto's words
 NO_END = "NVTX ranges without an end (left out)"
@@ -68,32 +75,112 @@ _MEM_ENUM = ("PAGEABLE", "PINNED", "DEVICE", "ARRAY", "MANAGED", "DEVICE_STATIC"
 def collect_nsys(
     path: Path, keep_cpu: bool = False, on_progress: Callable[[int], None] | None = None
 ) -> TraceEvents:
-    """Read an nsys SQLite export into TraceEvents (CPU rows if asked)."""
-    with Export(path) as export:
-        reading = _Reading(export, keep_cpu, on_progress)
-        reading.gpu(KERNELS, KERNEL)
-        reading.gpu(MEMCPYS, MEMCPY)
-        reading.gpu(MEMSETS, MEMSET)
-        reading.runtime()
-        reading.nvtx()
-        return reading.collector.finish_as(
-            str(path), export.size_bytes, header_of(export), reading.stats
-        )
+    """Read an nsys SQLite export into TraceEvents (CPU rows if asked).
+
+    With many runtime calls and NVTX ranges, a forked worker reads those tables while this
+    process reads the GPU ones (SQLite's rows as Python objects are most of the cost, and
+    need the GIL); the parts merge as in traceview.parallel. If the worker fails for any
+    reason but bad data, this process reads its tables itself: the result is the same.
+    """
+    with Export(path) as export:  # closed before a fork: a connection must not cross one
+        header = header_of(export)
+        host_rows = export.row_estimate(RUNTIME) + export.row_estimate(NVTX)
+    split = (os.cpu_count() or 1) > 1 and host_rows >= _split_min_rows()
+    worker = _HostWorker(path, keep_cpu) if split else None
+    try:
+        with Export(path) as export:
+            reading = _Reading(export, keep_cpu, on_progress, host=worker is None)
+            reading.gpu(KERNELS, KERNEL)
+            reading.gpu(MEMCPYS, MEMCPY)
+            reading.gpu(MEMSETS, MEMSET)
+            part = worker.result() if worker is not None else None
+            if part is None:
+                reading.runtime()
+                reading.nvtx()
+            else:
+                reading.collector.absorb_before(part)
+                reading.stats.events += part.read.events
+                reading.stats.chunks += part.read.chunks
+            size = export.size_bytes
+    finally:
+        if worker is not None:
+            worker.stop()
+    return reading.collector.finish_as(str(path), size, header, reading.stats)
+
+
+def _split_min_rows() -> int:
+    """Runtime + NVTX rows from which a worker reads them (env override for tests)."""
+    value = os.environ.get("TRACEVIEW_NSYS_SPLIT_MIN_ROWS")
+    return int(value) if value else SPLIT_MIN_ROWS
+
+
+class _HostWorker:
+    """A forked process reading the runtime and NVTX tables into a TraceEvents part."""
+
+    def __init__(self, path: Path, keep_cpu: bool) -> None:
+        context = multiprocessing.get_context("fork")
+        self._receiver, sender = context.Pipe(duplex=False)
+        self._memfd = parallel._memfd()
+        self._spill = SpillFile.made_now() if keep_cpu else None  # the worker's CPU rows
+        args = (sender, path, keep_cpu, self._memfd, self._spill)
+        self._process = context.Process(target=_read_host_tables, args=args, daemon=True)
+        self._process.start()
+        sender.close()
+
+    def result(self) -> TraceEvents | None:
+        """The worker's part; None if it could not give one (a TraceviewError is raised)."""
+        try:
+            return parallel._receive(self._receiver, self._memfd, self._spill)
+        except SplitFailed:
+            return None
+
+    def stop(self) -> None:
+        self._receiver.close()
+        if self._memfd is not None:
+            os.close(self._memfd)
+        if self._process.is_alive():  # not wanted any more (this process failed)
+            self._process.kill()
+        self._process.join()
+
+
+def _read_host_tables(
+    conn: Connection, path: Path, keep_cpu: bool, memfd: int | None, spill: SpillFile | None
+) -> None:
+    """In the worker: the runtime and NVTX tables, sent back as a TraceEvents part."""
+    try:
+        with Export(path) as export:
+            reading = _Reading(export, keep_cpu, None, spill=spill)
+            reading.runtime()
+            reading.nvtx()
+            part = reading.collector.finish_as(str(path), export.size_bytes, {}, reading.stats)
+    except TraceviewError as e:
+        conn.send(("error", e.message))
+        return
+    except Exception:  # the main process reads the tables itself and gets the answer
+        conn.send(("split failed", None))
+        return
+    parallel._send(conn, part, memfd)
 
 
 class _Reading:
     """One pass over an export's tables into an EventCollector."""
 
     def __init__(
-        self, export: Export, keep_cpu: bool, on_progress: Callable[[int], None] | None
+        self,
+        export: Export,
+        keep_cpu: bool,
+        on_progress: Callable[[int], None] | None,
+        host: bool = True,
+        spill: SpillFile | None = None,
     ) -> None:
+        """``host``: the runtime and NVTX tables are read here too (for the progress)."""
         self.export = export
         self.keep_cpu = keep_cpu
-        self.collector = EventCollector(keep_cpu)
+        self.collector = EventCollector(keep_cpu, spill)
         self.stats = ReadStats()
         self._strings: dict[tuple[int, bool], int] = {}  # (StringIds id, strip) → name id
         self._on_progress = on_progress
-        tables = (KERNELS, MEMCPYS, MEMSETS, RUNTIME, NVTX)
+        tables = (KERNELS, MEMCPYS, MEMSETS, RUNTIME, NVTX) if host else GPU_TABLES
         self._total = max(1, sum(export.row_estimate(t) for t in tables))
 
     def gpu(self, table: str, kind: int) -> None:
