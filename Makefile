@@ -20,6 +20,7 @@ $(STAMP): pyproject.toml
 install: $(STAMP) ## Create .venv and install traceview with its dev tools
 
 demo: $(STAMP) ## Run traceview on the bundled demo trace
+	$(BIN)/traceview summary $(DEMO)
 	$(BIN)/traceview kernels $(DEMO) --top 8
 	$(BIN)/traceview gaps $(DEMO) --hist-min 1 --gap-top 5 --largest 5
 	$(BIN)/traceview steps $(DEMO)

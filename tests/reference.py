@@ -727,3 +727,60 @@ def held_by(events: list[Event], after: Event, start: int, end: int, wait: int) 
         "covered_ns": covered,
         "syncs": ranked([(o, e) for o, e in syncs if o > 0]),
     }
+
+
+# --------------------------------------------------------------------------------------------
+# Operators: which cpu_op launched each kernel
+# --------------------------------------------------------------------------------------------
+
+CPU_OP_CATEGORIES = frozenset({"cpu_op", "operator"})
+
+
+def op_links(events: list[Event]) -> list[tuple[Event, str | None, str | None]]:
+    """Per kernel (in file order): (kernel, leaf op name, top op name).
+
+    The launch is the earliest runtime call with the kernel's correlation (the first in the
+    file among equal starts); its ops are the cpu_op (2021: Operator) events, not
+    ProfilerStep#N, on the launch's (pid, tid) whose closed window contains the launch start.
+    Leaf: largest ts, then smallest dur, then smallest name; top: smallest ts, then largest
+    dur, then smallest name. Found by a sweep per thread over starts, launches and ends in
+    time order (a start before a launch before an end at the same instant), keeping the ops
+    open at each launch.
+    """
+    launches: dict[Any, Event] = {}
+    for e in events:
+        if e.get("ph") == "X" and _cat(e) in RUNTIME_CATEGORIES and ts_ns(e) is not None:
+            c = _args(e).get("correlation")
+            if c is not None and (c not in launches or ts_ns(e) < ts_ns(launches[c])):  # type: ignore[operator]
+                launches[c] = e
+    kernels = gpu_events(events, ("kernel",))
+    points: dict[tuple[Any, Any], list[tuple[int, int, int]]] = defaultdict(list)
+    for i, k in enumerate(kernels):
+        launch = launches.get(_args(k).get("correlation"))
+        if launch is not None:
+            points[(launch.get("pid"), launch.get("tid"))].append((ts_ns(launch), 1, i))  # type: ignore[arg-type]
+    ops: list[Event] = []
+    for e in events:
+        if (
+            e.get("ph") == "X"
+            and _cat(e) in CPU_OP_CATEGORIES
+            and ts_ns(e) is not None
+            and not event_name(e).startswith("ProfilerStep#")
+        ):
+            start, end = interval_ns(e)
+            points[(e.get("pid"), e.get("tid"))] += [(start, 0, len(ops)), (end, 2, len(ops))]
+            ops.append(e)
+    found: dict[int, tuple[str | None, str | None]] = {}
+    for sweep in points.values():
+        open_ops: set[int] = set()
+        for _, what, i in sorted(sweep):
+            if what == 0:
+                open_ops.add(i)
+            elif what == 2:
+                open_ops.discard(i)
+            elif open_ops:
+                around = [ops[j] for j in open_ops]
+                leaf = min(around, key=lambda e: (-interval_ns(e)[0], dur_ns(e), event_name(e)))
+                top = min(around, key=lambda e: (interval_ns(e)[0], -dur_ns(e), event_name(e)))
+                found[i] = (event_name(leaf), event_name(top))
+    return [(k, *found.get(i, (None, None))) for i, k in enumerate(kernels)]

@@ -198,7 +198,7 @@ def test_prune_least_recently_used(tmp_path: Path) -> None:
     oldest = _entries()[0]
     os.utime(oldest.directory / manage.USED, (1, 1))
     size = sum(e.size for e in _entries())
-    r = runner.invoke(app, ["cache", "prune", "--max-size", str(size - 1)])
+    r = runner.invoke(app, ["cache", "prune", "--max-size", f"{size - 1}B"])
     assert r.exit_code == 0, r.output
     assert oldest.key not in [e.key for e in _entries()]
     assert len(_entries()) == 2

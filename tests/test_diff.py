@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from traceview.analyses.snapshot import build_snapshot, load_snapshot, to_json
 from traceview.cli import app
+from traceview.errors import TraceviewError
 from traceview.run import ReadOptions, read_trace
 
 DEMO = ROOT / "fixtures" / "demo.json.gz"
@@ -252,7 +253,7 @@ def test_ci_flow_as_a_subprocess(traces: dict[str, Path], tmp_path: Path) -> Non
     assert ok.returncode == 0, ok.stderr
     r = run_cli("diff", str(baseline), str(traces["slow"]), "--max-regression", "5%", "-f", "md")
     assert r.returncode == 1, r.stderr
-    assert f"kernel {SLOWED} +30.00% > 5%" in r.stdout
+    assert f"- kernel {SLOWED} +30.00% &gt; 5%" in r.stdout  # Markdown: > as an entity
     assert r.stderr.startswith("traceview: error: regression gate failed: kernel ")
     assert "Traceback" not in r.stderr and len(r.stderr.splitlines()) == 1
 
@@ -268,3 +269,16 @@ def test_a_schema_1_snapshot_is_still_a_baseline(tmp_path: Path) -> None:
     r = runner.invoke(app, ["diff", str(old), str(DEMO), "--max-regression", "0", "-q"])
     assert r.exit_code == 0, r.output
     assert load_snapshot(old).steps[0].devices == ()
+
+
+def test_a_negative_lag_is_a_valid_snapshot_number(tmp_path: Path) -> None:
+    """A step whose GPU work starts before the CPU step has a negative lag: not out of range."""
+    doc = json.loads(_snapshot_text())
+    doc["steps"][0]["devices"][0]["lag_us"] = -51.0
+    path = tmp_path / "lag.json"
+    path.write_text(json.dumps(doc))
+    assert load_snapshot(path).steps[0].devices[0].lag_us == -51.0
+    doc["steps"][0]["devices"][0]["busy_us"] = -1.0
+    path.write_text(json.dumps(doc))
+    with pytest.raises(TraceviewError, match=r"busy_us = -1\.0 is out of range"):
+        load_snapshot(path)

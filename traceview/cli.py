@@ -63,6 +63,14 @@ CacheDir = Annotated[
         show_default=False,
     ),
 ]
+Verify = Annotated[
+    bool,
+    typer.Option(
+        "--verify",
+        help="Re-hash the trace to find its cache entry instead of trusting its path, size, "
+        "mtime and inode (for a file edited in place with its mtime restored).",
+    ),
+]
 Verbose = Annotated[
     bool, typer.Option("--verbose", "-v", help="Full kernel names instead of short ones.")
 ]
@@ -103,7 +111,9 @@ def kernels(
     group_by: Annotated[
         str,
         typer.Option(
-            "--group-by", help="name (exact kernel name) or short (merge template instantiations)."
+            "--group-by",
+            help="name (exact kernel name), short (merge template instantiations) or category "
+            "(gemm, attention, communication, ...; see docs/metrics.md).",
         ),
     ] = "name",
     pstep: Annotated[
@@ -137,6 +147,7 @@ def kernels(
     no_cache: NoCache = False,
     refresh: Refresh = False,
     cache_dir: CacheDir = None,
+    verify: Verify = False,
 ) -> None:
     """Per-kernel statistics: count, total, mean, std, min/max, p50/p90/p99, shares."""
     from traceview import run
@@ -155,7 +166,7 @@ def kernels(
         run.kernels(
             trace,
             options,
-            run.ReadOptions(partial, quiet, strict, not no_cache, refresh, cache_dir),
+            run.ReadOptions(partial, quiet, strict, not no_cache, refresh, cache_dir, verify),
             out,
         )
 
@@ -238,6 +249,7 @@ def gaps(
     no_cache: NoCache = False,
     refresh: Refresh = False,
     cache_dir: CacheDir = None,
+    verify: Verify = False,
 ) -> None:
     """Why the GPU sits idle: device gaps with their cause (CPU or GPU), idle per device,
     histogram, transitions, the largest gaps and what the CPU was doing."""
@@ -248,8 +260,12 @@ def gaps(
 
     with _reported():
         if trace is None:
+            from traceview.render.escape import visible  # a file name is data too
+
             trace = last_trace()
-            print(f"traceview: using the last trace analysed: {trace}", file=sys.stderr)
+            print(
+                f"traceview: using the last trace analysed: {visible(str(trace))}", file=sys.stderr
+            )
         options = GapOptions(
             busy=tuple(k.strip() for k in busy.split(",") if k.strip()),
             min_gap_ns=parse_duration(min_gap),
@@ -265,7 +281,7 @@ def gaps(
         run.gaps(
             trace,
             options,
-            run.ReadOptions(partial, quiet, strict, not no_cache, refresh, cache_dir),
+            run.ReadOptions(partial, quiet, strict, not no_cache, refresh, cache_dir, verify),
             out,
         )
 
@@ -280,6 +296,7 @@ def steps(
     no_cache: NoCache = False,
     refresh: Refresh = False,
     cache_dir: CacheDir = None,
+    verify: Verify = False,
 ) -> None:
     """The ProfilerSteps: CPU duration, kernels launched, and per device the GPU window,
     busy %, idle and how far the GPU runs behind the CPU."""
@@ -288,6 +305,64 @@ def steps(
     _call(
         run.steps,
         trace,
+        run.ReadOptions(partial, quiet, strict, not no_cache, refresh, cache_dir, verify),
+        run.OutputOptions(fmt),
+    )
+
+
+@app.command()
+def summary(
+    trace: Trace,
+    fmt: Annotated[
+        str, typer.Option("--format", "-f", help="table (rich or plain when piped), json or md.")
+    ] = "table",
+    partial: Partial = False,
+    quiet: Quiet = False,
+    strict: Strict = False,
+    no_cache: NoCache = False,
+    refresh: Refresh = False,
+    cache_dir: CacheDir = None,
+) -> None:
+    """One screen: per device where the time went (categories, communication, copies, idle),
+    the top categories, kernels and operators, launch and step figures, and hints."""
+    from traceview import run
+
+    _call(
+        run.summary,
+        trace,
+        run.ReadOptions(partial, quiet, strict, not no_cache, refresh, cache_dir),
+        run.OutputOptions(fmt),
+    )
+
+
+@app.command()
+def ops(
+    trace: Trace,
+    level: Annotated[
+        str,
+        typer.Option(
+            "--level",
+            help="Attribute each kernel to its leaf op (innermost cpu_op around its launch) or "
+            "its top op (outermost).",
+        ),
+    ] = "leaf",
+    top: Annotated[int, typer.Option("--top", "-t", min=0, help="Rows to show; 0 = all.")] = 20,
+    fmt: Format = "table",
+    partial: Partial = False,
+    quiet: Quiet = False,
+    strict: Strict = False,
+    no_cache: NoCache = False,
+    refresh: Refresh = False,
+    cache_dir: CacheDir = None,
+) -> None:
+    """Where the GPU time went per operator: calls, kernels, GPU and CPU time, launch delay."""
+    from traceview import run
+    from traceview.analyses.ops import OpOptions
+
+    _call(
+        run.ops,
+        trace,
+        OpOptions(level=level, top=top),
         run.ReadOptions(partial, quiet, strict, not no_cache, refresh, cache_dir),
         run.OutputOptions(fmt),
     )
@@ -309,6 +384,7 @@ def snapshot(
     no_cache: NoCache = False,
     refresh: Refresh = False,
     cache_dir: CacheDir = None,
+    verify: Verify = False,
 ) -> None:
     """A small versioned JSON summary of a trace: the baseline for traceview diff."""
     from traceview import run
@@ -316,7 +392,7 @@ def snapshot(
     _call(
         run.snapshot,
         trace,
-        run.ReadOptions(partial, quiet, strict, not no_cache, refresh, cache_dir),
+        run.ReadOptions(partial, quiet, strict, not no_cache, refresh, cache_dir, verify),
         output,
         force,
     )
@@ -369,6 +445,14 @@ def diff(
     top: Annotated[
         int, typer.Option("--top", "-t", min=0, help="Kernel rows per table; 0 = all.")
     ] = 20,
+    allow_empty_baseline: Annotated[
+        bool,
+        typer.Option(
+            "--allow-empty-baseline",
+            help="Pass the gate when the baseline has no kernel time (or no idle) and NEW has "
+            "some; without it that growth from zero is a regression.",
+        ),
+    ] = False,
     verbose: Verbose = False,
     fmt: Annotated[
         str,
@@ -384,6 +468,7 @@ def diff(
     no_cache: NoCache = False,
     refresh: Refresh = False,
     cache_dir: CacheDir = None,
+    verify: Verify = False,
 ) -> None:
     """Compare two traces or snapshots; with --max-regression, a CI gate (exit 1 on regression)."""
     from traceview import run
@@ -405,13 +490,14 @@ def diff(
             min_share_pct=parse_percent(min_share, "--min-share"),
             min_time_ns=parse_duration(min_time),
             top=top,
+            allow_empty_baseline=allow_empty_baseline,
         )
         out = run.OutputOptions(fmt, verbose)
         run.diff(
             base,
             new,
             options,
-            run.ReadOptions(partial, quiet, strict, not no_cache, refresh, cache_dir),
+            run.ReadOptions(partial, quiet, strict, not no_cache, refresh, cache_dir, verify),
             out,
         )
 
@@ -434,16 +520,18 @@ def export(
     no_cache: NoCache = False,
     refresh: Refresh = False,
     cache_dir: CacheDir = None,
+    verify: Verify = False,
 ) -> None:
     """Write the trace's columns as Parquet tables (for pandas, DuckDB, polars); see README."""
     from traceview import run
 
-    read = run.ReadOptions(partial, quiet, strict, not no_cache, refresh, cache_dir)
+    read = run.ReadOptions(partial, quiet, strict, not no_cache, refresh, cache_dir, verify)
     _call(run.export, trace, read, output, force)
 
 
 cache_app = typer.Typer(
-    help="The Parquet cache of ingested traces: info, list, clear, prune.",
+    help="The Parquet cache of ingested traces: info, list, clear, prune. A cache directory "
+    "holds a CACHEDIR.TAG naming traceview; other directories are refused.",
     no_args_is_help=True,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
@@ -452,7 +540,7 @@ app.add_typer(cache_app, name="cache")
 
 @cache_app.command("info")
 def cache_info(cache_dir: CacheDir = None) -> None:
-    """Where the cache is, how many entries, their size and the size limit."""
+    """Where the cache is, how many entries, their size, leftover temp dirs, the size limit."""
     from traceview import run
 
     _call(run.cache_info, cache_dir)
@@ -468,7 +556,7 @@ def cache_list(cache_dir: CacheDir = None) -> None:
 
 @cache_app.command("clear")
 def cache_clear(cache_dir: CacheDir = None) -> None:
-    """Remove every entry and the file index."""
+    """Remove every entry, the file index and temp dirs left by killed runs (nothing else)."""
     from traceview import run
 
     _call(run.cache_clear, cache_dir)
@@ -480,12 +568,14 @@ def cache_prune(
         str | None,
         typer.Option(
             "--max-size",
-            help="Size limit: 20GB, 500MB (default: $TRACEVIEW_CACHE_MAX_SIZE, else 20GB).",
+            help="Size limit with a unit: 20GB, 500MB, 4096B, or 0 "
+            "(default: $TRACEVIEW_CACHE_MAX_SIZE, else 20GB).",
         ),
     ] = None,
     cache_dir: CacheDir = None,
 ) -> None:
-    """Evict least recently used entries until the cache is within its size limit."""
+    """Evict least recently used entries until the cache is within its size limit; remove
+    temp dirs left by killed runs."""
     from traceview import run
 
     _call(run.cache_prune, cache_dir, max_size)
@@ -508,9 +598,11 @@ def _reported() -> Iterator[None]:
     except Exception as e:  # a bug: still one line, unless TRACEVIEW_DEBUG asks for the traceback
         if os.environ.get("TRACEVIEW_DEBUG"):
             raise
+        from traceview.render.escape import visible  # the message may quote a name
+
         print(
             f"traceview: internal error (please report it; TRACEVIEW_DEBUG=1 shows the "
-            f"traceback): {type(e).__name__}: {e}",
+            f"traceback): {type(e).__name__}: {visible(str(e))}",
             file=sys.stderr,
         )
         raise typer.Exit(1) from None

@@ -21,7 +21,8 @@ import numpy as np
 from traceview.errors import TraceviewError
 
 # ``thread`` indexes TraceEvents.threads, ``name`` TraceEvents.names; ``correlation`` is a
-# runtime call's id (UNCORRELATED if it has none) or OP for a CPU op; ts and end in ns.
+# runtime call's id (UNCORRELATED if it has none), OP for a CPU op (cpu_op, 2021's Operator) or
+# ANNOTATION for a user_annotation; ts and end in ns.
 ROW = np.dtype(
     [
         ("thread", "<i4"),
@@ -32,7 +33,14 @@ ROW = np.dtype(
     ]
 )
 FIELDS = ("thread", "name", "ts", "end", "correlation")
-OP, UNCORRELATED = -1, -2
+OP, UNCORRELATED, ANNOTATION = -1, -2, -3
+
+
+def is_op(correlation: np.ndarray) -> np.ndarray:
+    """Mask: the rows that are CPU ops or user annotations (not runtime calls)."""
+    return (correlation == OP) | (correlation == ANNOTATION)
+
+
 BLOCK_ROWS = 1 << 16
 
 

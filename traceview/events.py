@@ -235,7 +235,7 @@ class EventCollector:
                 self.cpu_quality.update(self.quality - before)
             elif ops:
                 ts, dur = op_times
-                new_cpu.append(self._cpu_rows(ops, ts, ts + dur, np.full(len(ops), cpu_rows.OP)))
+                new_cpu.append(self._cpu_rows(ops, ts, ts + dur, _op_kinds(ops)))
         self._add_each(steps, lists)
         self._commit(lists)
         if gpu_columns is not None:
@@ -369,7 +369,7 @@ class EventCollector:
         elif e.name.startswith(STEP_PREFIX):
             self._add_step(e.name, ts, dur, kind == _GPU_ANNOTATION, lists)
         elif self.keep_cpu and kind == _CPU_ANNOTATION:
-            self._add_cpu(e, ts, dur, cpu_rows.OP, lists)
+            self._add_cpu(e, ts, dur, int(_op_kinds([e])[0]), lists)
 
     def _add_cpu(self, e: Any, ts: int, dur: int, corr: int, lists: _Lists) -> None:
         thread = self.threads.id((e.pid, e.tid))
@@ -504,6 +504,14 @@ def empty_columns() -> dict[str, Any]:
         "gpu": GpuColumns(*_join([], _GPU_DTYPES)),
         "runtime": RuntimeColumns(*_join([], (np.int64, np.int64))),
     }
+
+
+def _op_kinds(ops: list[Any]) -> np.ndarray:
+    """The CPU-row mark of each CPU op: ANNOTATION for a user_annotation, else OP."""
+    return np.array(
+        [cpu_rows.ANNOTATION if e.cat.lower() == "user_annotation" else cpu_rows.OP for e in ops],
+        dtype=np.int64,
+    )
 
 
 def _correlation(e: Any) -> int:

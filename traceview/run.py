@@ -13,7 +13,13 @@ import orjson
 
 from traceview.analyses.summary import read_warnings
 from traceview.errors import TraceviewError, UsageError
-from traceview.render.output import stderr_console, stdout_is_terminal, write_file, write_stdout
+from traceview.render.output import (
+    check_output_path,
+    stderr_console,
+    stdout_is_terminal,
+    write_file,
+    write_stdout,
+)
 from traceview.state import remember_trace
 
 # Each command imports its own analysis and renderer: a warm run is mostly start-up, and
@@ -24,10 +30,13 @@ if TYPE_CHECKING:
     from traceview.analyses.diff import DiffOptions, Side
     from traceview.analyses.gaps import GapOptions
     from traceview.analyses.kernels import KernelOptions
+    from traceview.analyses.ops import OpOptions
+    from traceview.cache.manage import Removal
     from traceview.events import TraceEvents
 
 FORMATS = ("table", "json", "csv", "md")
 DIFF_FORMATS = ("table", "json", "md")
+SUMMARY_FORMATS = DIFF_FORMATS
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
@@ -42,6 +51,7 @@ class ReadOptions:
     cache: bool = True
     refresh: bool = False
     cache_dir: Path | None = None
+    verify: bool = False
 
 
 @dataclass(frozen=True)
@@ -63,9 +73,11 @@ def read_trace(path: Path, options: ReadOptions, keep_cpu: bool = False) -> Trac
     if options.strict and problems:
         raise TraceviewError(f"{path}: --strict: {'; '.join(problems)}")
     if problems:
+        from traceview.render.escape import rich_text
+
         console = stderr_console()
         for problem in problems:
-            console.print(f"traceview: warning: {problem}", markup=False, soft_wrap=True)
+            console.print(rich_text(f"traceview: warning: {problem}"), soft_wrap=True)
     remember_trace(path)
     return events
 
@@ -76,7 +88,7 @@ def _read_cached(path: Path, options: ReadOptions, keep_cpu: bool) -> TraceEvent
     from traceview.analyses.summary import with_facts
     from traceview.events import without_cpu
 
-    settings = cache.CacheSettings(True, options.refresh, options.cache_dir)
+    settings = cache.CacheSettings(True, options.refresh, options.cache_dir, options.verify)
     slot = cache.open_slot(path, settings, keep_cpu)
     if slot is None:
         return None
@@ -136,8 +148,10 @@ def kernels(path: Path, options: KernelOptions, read: ReadOptions, out: OutputOp
     from traceview.analyses.kernels import analyse_kernels
     from traceview.render import kernels as render_kernels
 
-    _check_output(out)
-    report = analyse_kernels(read_trace(path, read), options)
+    _check_output(out, path)
+    report = analyse_kernels(
+        read_trace(path, read, keep_cpu=options.group_by == "category"), options
+    )
     _show(
         out,
         json_doc=lambda: render_kernels.as_json(report),
@@ -147,7 +161,7 @@ def kernels(path: Path, options: KernelOptions, read: ReadOptions, out: OutputOp
         text=lambda: render_kernels.text(report, out.verbose),
     )
     if out.output is not None:
-        write_file(out.output, render_kernels.detailed_report(report), out.force)
+        write_file(out.output, render_kernels.detailed_report(report), out.force, (path,))
 
 
 @_command
@@ -177,7 +191,7 @@ def gaps(path: Path, options: GapOptions, read: ReadOptions, out: OutputOptions)
     from traceview.analyses.gaps import analyse_gaps
     from traceview.render import gaps as render_gaps
 
-    _check_output(out)
+    _check_output(out, path)
     events = read_trace(path, read, keep_cpu=options.context)
     report = analyse_gaps(events, options)
     _show(
@@ -190,14 +204,52 @@ def gaps(path: Path, options: GapOptions, read: ReadOptions, out: OutputOptions)
     )
     if out.output is not None:
         full = analyse_gaps(events, replace(options, top=0))
-        write_file(out.output, render_gaps.detailed_report(full), out.force)
+        write_file(out.output, render_gaps.detailed_report(full), out.force, (path,))
 
 
-def _check_output(out: OutputOptions) -> None:
-    """Usage errors before any reading: a bad --format, an -o file that exists."""
+@_command
+def ops(path: Path, options: OpOptions, read: ReadOptions, out: OutputOptions) -> None:
+    """``traceview ops``."""
+    from traceview.analyses.ops import analyse_ops, check_options
+    from traceview.render import ops as render_ops
+
     _check_format(out.format)
-    if out.output is not None and out.output.exists() and not out.force:
-        raise UsageError(f"{out.output}: already exists (use --force to overwrite)")
+    check_options(options)
+    report = analyse_ops(read_trace(path, read, keep_cpu=True), options)
+    _show(
+        out,
+        json_doc=report.as_json,
+        csv=lambda: render_ops.csv(report),
+        markdown=lambda: render_ops.markdown(report),
+        rich=lambda console: render_ops.print_rich(report, console),
+        text=lambda: render_ops.text(report),
+    )
+
+
+@_command
+def summary(path: Path, read: ReadOptions, out: OutputOptions) -> None:
+    """``traceview summary``."""
+    from traceview.analyses.overview import overview
+    from traceview.render import overview as render_overview
+
+    if out.format not in SUMMARY_FORMATS:
+        raise UsageError(f"--format {out.format!r}: expected one of {', '.join(SUMMARY_FORMATS)}")
+    report = overview(read_trace(path, read, keep_cpu=True))
+    _show(
+        out,
+        json_doc=report.as_json,
+        csv=lambda: "",
+        markdown=lambda: render_overview.markdown(report),
+        rich=lambda console: render_overview.print_rich(report, console),
+        text=lambda: render_overview.text(report),
+    )
+
+
+def _check_output(out: OutputOptions, trace: Path) -> None:
+    """Usage errors before any reading: a bad --format, an -o file that cannot be written."""
+    _check_format(out.format)
+    if out.output is not None:
+        check_output_path(out.output, out.force, (trace,))
 
 
 def _show(
@@ -238,13 +290,13 @@ def snapshot(path: Path, read: ReadOptions, output: Path | None, force: bool) ->
     """``traceview snapshot``: the JSON snapshot to stdout, or atomically to ``output``."""
     from traceview.analyses.snapshot import build_snapshot, to_json
 
-    if output is not None and output.exists() and not force:
-        raise UsageError(f"{output}: already exists (use --force to overwrite)")
+    if output is not None:
+        check_output_path(output, force, (path,))
     text = to_json(build_snapshot(read_trace(path, read)))
     if output is None:
         write_stdout(text)
     else:
-        write_file(output, text, force)
+        write_file(output, text, force, (path,))
 
 
 @_command
@@ -285,14 +337,15 @@ def _diff_side(path: Path, read: ReadOptions) -> Side:
 @_command
 def export(path: Path, read: ReadOptions, directory: Path, force: bool) -> None:
     """``traceview export``: the trace's tables as Parquet files in ``directory``."""
-    from traceview.cache.store import export_tables
+    from traceview.cache.store import EXPORT_FILES, export_tables
+    from traceview.render.output import check_export_dir, removed_on_failure
 
-    if directory.exists() and any(directory.iterdir()) and not force:
-        raise UsageError(f"{directory}: not empty (use --force to write into it)")
+    check_export_dir(directory, force, (path,), EXPORT_FILES)
     events = read_trace(path, read, keep_cpu=True)
     try:
-        directory.mkdir(parents=True, exist_ok=True)
-        names = export_tables(events, directory)
+        with removed_on_failure(directory, EXPORT_FILES):
+            directory.mkdir(parents=True, exist_ok=True)
+            names = export_tables(events, directory)
     except OSError as e:
         raise TraceviewError(f"{directory}: cannot write: {e.strerror or e}") from None
     stderr_console().print(f"Wrote {directory} ({', '.join(names)})", markup=False)
@@ -300,36 +353,53 @@ def export(path: Path, read: ReadOptions, directory: Path, force: bool) -> None:
 
 def cache_info(directory: Path | None) -> None:
     """``traceview cache info``."""
-    from traceview.cache import CacheSettings
     from traceview.cache.manage import info_lines
+    from traceview.render.escape import text_lines
 
-    write_stdout("\n".join(info_lines(CacheSettings(directory=directory).root())) + "\n")
+    write_stdout(text_lines(info_lines(_cache_root(directory))) + "\n")
 
 
 def cache_list(directory: Path | None) -> None:
     """``traceview cache list``."""
-    from traceview.cache import CacheSettings
     from traceview.cache.manage import list_lines
+    from traceview.render.escape import text_lines  # trace file names are data too
 
-    write_stdout("\n".join(list_lines(CacheSettings(directory=directory).root())) + "\n")
+    write_stdout(text_lines(list_lines(_cache_root(directory))) + "\n")
 
 
 def cache_clear(directory: Path | None) -> None:
-    """``traceview cache clear``: remove every entry and the index."""
-    from traceview.cache import CacheSettings
+    """``traceview cache clear``: remove every entry, the index and leftover temp dirs."""
     from traceview.cache.manage import clear
 
-    root = CacheSettings(directory=directory).root()
-    stderr_console().print(f"Removed {clear(root)} entries from {root}", markup=False)
+    root = _cache_root(directory)
+    _report_removal(clear(root), root)
 
 
 def cache_prune(directory: Path | None, max_size: str | None) -> None:
-    """``traceview cache prune``: evict least recently used entries down to the size limit."""
-    from traceview.cache import CacheSettings, manage
+    """``traceview cache prune``: evict least recently used entries down to the size limit,
+    and remove the temp dirs of killed runs."""
+    from traceview.cache import manage
+
+    limit = manage.parse_size(max_size, "--max-size") if max_size else manage.max_size()
+    root = _cache_root(directory)
+    evicted, tmp = manage.evict(root, limit), manage.remove_stale_tmp(root)
+    _report_removal(
+        manage.Removal(evicted.entries, tmp.tmp_dirs, evicted.failed + tmp.failed), root
+    )
+
+
+def _cache_root(directory: Path | None) -> Path:
+    """The cache directory, checked to be a traceview cache (or absent)."""
+    from traceview.cache import CacheSettings
+    from traceview.cache.root import check
 
     root = CacheSettings(directory=directory).root()
-    limit = manage.parse_size(max_size) if max_size else manage.max_size()
-    removed = manage.evict(root, limit)
-    manage.remove_stale_tmp(root)
-    freed = manage.human_size(sum(e.size for e in removed))
-    stderr_console().print(f"Removed {len(removed)} entries ({freed}) from {root}", markup=False)
+    check(root)
+    return root
+
+
+def _report_removal(removal: Removal, root: Path) -> None:
+    """What was removed on stderr; an error (exit 1) if anything could not be."""
+    if removal.failed:
+        raise TraceviewError(removal.summary(root))
+    stderr_console().print(removal.summary(root), markup=False, soft_wrap=True)

@@ -24,7 +24,8 @@ from traceview.aggregate.order import (
     lex_order,
     searchsorted_pairs,
 )
-from traceview.cpu_rows import OP, ROW, CpuRows, Windows
+from traceview.cpu_rows import ROW, CpuRows, Windows
+from traceview.cpu_rows import is_op as cpu_op_mask
 from traceview.events import STEP_PREFIX, TraceEvents
 
 TOP = 3  # ops and sync calls named per gap
@@ -171,7 +172,7 @@ def _holders(
     rows = live[row]
     ts, end, name = rows["ts"], rows["end"], rows["name"]
     start = gaps.start[gap]
-    is_op = rows["correlation"] == OP
+    is_op = cpu_op_mask(rows["correlation"])
     step = _name_mask(events.names, distinct(name[is_op]), lambda n: n.startswith(STEP_PREFIX))
     op_overlap = np.minimum(end, start + gaps.host_wait[gap]) - np.maximum(ts, start)
     ops = is_op & ~step[name] & (op_overlap > 0)

@@ -36,6 +36,7 @@ class DiffOptions:
     min_share_pct: float = 1.0
     min_time_ns: int = 10_000
     top: int = 20
+    allow_empty_baseline: bool = False
 
 
 @dataclass(frozen=True)
@@ -119,13 +120,14 @@ class KernelChange:
 
 @dataclass(frozen=True)
 class Failure:
-    """One gate check that failed: ``what`` is ``kernel_time``, ``idle`` or ``kernel``."""
+    """One gate check that failed: ``what`` is ``kernel_time``, ``idle`` or ``kernel``;
+    ``pct`` is None for a growth from zero (a baseline without any: no percentage)."""
 
     what: str
     name: str
     before: float
     after: float
-    pct: float
+    pct: float | None
     limit_pct: float
 
 
@@ -353,15 +355,16 @@ def _gate(options: DiffOptions, figures: tuple[Change, ...], changed: list[Kerne
     by_key = {f.key: f for f in figures}
     failures: list[Failure] = []
     limit = options.max_regression_pct
+    empty_ok = options.allow_empty_baseline
     if limit is not None:
-        failures += _exceeds(by_key["kernel_time_us"], "kernel_time", limit)
+        failures += _exceeds(by_key["kernel_time_us"], "kernel_time", limit, empty_ok)
         failures += [
             Failure("kernel", k.name, k.time_before_us, k.time_after_us, k.pct or 0.0, limit)
             for k in changed
             if k.regressed
         ]
     if options.max_idle_regression_pct is not None:
-        failures += _exceeds(by_key["idle_us"], "idle", options.max_idle_regression_pct)
+        failures += _exceeds(by_key["idle_us"], "idle", options.max_idle_regression_pct, empty_ok)
     return Gate(
         max_regression_pct=limit,
         max_idle_regression_pct=options.max_idle_regression_pct,
@@ -371,11 +374,18 @@ def _gate(options: DiffOptions, figures: tuple[Change, ...], changed: list[Kerne
     )
 
 
-def _exceeds(change: Change, what: str, limit: float) -> list[Failure]:
-    pct = change.pct
-    if pct is None or pct <= limit or change.before is None or change.after is None:
+def _exceeds(change: Change, what: str, limit: float, empty_ok: bool) -> list[Failure]:
+    """The failure of one figure; a growth from zero fails (no percentage can pass it)
+    unless ``--allow-empty-baseline``."""
+    before, after = change.before, change.after
+    if before is None or after is None:
         return []
-    return [Failure(what, change.label, change.before, change.after, pct, limit)]
+    if before == 0 and after > 0:
+        return [] if empty_ok else [Failure(what, change.label, before, after, None, limit)]
+    pct = change.pct
+    if pct is None or pct <= limit:
+        return []
+    return [Failure(what, change.label, before, after, pct, limit)]
 
 
 def _view(side: Side, idx: list[int]) -> SideView:

@@ -14,13 +14,16 @@ import numpy as np
 from traceview.aggregate import moments
 from traceview.aggregate.order import dense_ids
 from traceview.aggregate.percentiles import nearest_rank
+from traceview.analyses.categories import CATEGORIES, categorize
 from traceview.analyses.devices import usage
 from traceview.analyses.names import short_name
+from traceview.analyses.oplinks import link_ops
 from traceview.analyses.steps import in_steps, step_windows
 from traceview.analyses.summary import TraceSummary, summarize
 from traceview.errors import UsageError
 from traceview.events import GPU_KINDS, KERNEL, TraceEvents
 
+GROUP_BY = ("name", "short", "category")
 SORT_KEYS = (
     "count",
     "duration",
@@ -116,7 +119,10 @@ def analyse_kernels(events: TraceEvents, options: KernelOptions) -> KernelReport
     del steps
     gpu = events.gpu
     dur = gpu.dur[mask]
-    labels, group = _groups(events.names, gpu.name[mask], options.group_by)
+    if options.group_by == "category":
+        labels, group = category_groups(events, mask)
+    else:
+        labels, group = _groups(events.names, gpu.name[mask], options.group_by)
     rows = _rows(labels, group, dur, options.group_by)
     rows.sort(key=_sort_key(options.sort))
     kept = rows if options.top == 0 else rows[: options.top]
@@ -177,8 +183,8 @@ def _name_mask(events: TraceEvents, pattern: str) -> np.ndarray:
 
 def _groups(names: list[str], name_ids: np.ndarray, group_by: str) -> tuple[list[str], np.ndarray]:
     """Group labels and the group id of every selected row."""
-    if group_by not in ("name", "short"):
-        raise UsageError(f"--group-by {group_by!r}: expected name or short")
+    if group_by not in GROUP_BY:
+        raise UsageError(f"--group-by {group_by!r}: expected one of {', '.join(GROUP_BY)}")
     used, group = dense_ids(name_ids, len(names))
     labels = [names[i] for i in used]
     if group_by == "name":
@@ -186,6 +192,15 @@ def _groups(names: list[str], name_ids: np.ndarray, group_by: str) -> tuple[list
     shorts = [short_name(n) for n in labels]
     short_labels, to_short = np.unique(np.array(shorts, dtype=object), return_inverse=True)
     return [str(s) for s in short_labels], to_short[group].astype(np.int64)
+
+
+def category_groups(events: TraceEvents, mask: np.ndarray) -> tuple[list[str], np.ndarray]:
+    """Category labels and the group id of every selected row (ops linked when the trace's
+    CPU rows are read, so a kernel launched by aten::mm is a GEMM)."""
+    links = link_ops(events) if len(events.cpu) else None
+    category = categorize(events, None if links is None else links.leaf)[mask]
+    used, group = dense_ids(category, len(CATEGORIES))
+    return [CATEGORIES[i] for i in used.tolist()], group
 
 
 def _rows(labels: list[str], group: np.ndarray, dur: np.ndarray, group_by: str) -> list[KernelRow]:

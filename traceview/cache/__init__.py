@@ -11,11 +11,11 @@ import os
 import shutil
 import stat
 import threading
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from traceview.errors import TraceviewError
 from traceview.events import TraceEvents
 from traceview.render.output import stderr_console
 from traceview.state import state_dir
@@ -26,11 +26,13 @@ TMP = "tmp"
 
 @dataclass(frozen=True)
 class CacheSettings:
-    """Whether and where to cache; ``refresh`` re-ingests and replaces the entry."""
+    """Whether and where to cache; ``refresh`` re-ingests and replaces the entry; ``verify``
+    re-hashes the trace instead of trusting the (path, size, mtime, inode) index."""
 
     enabled: bool = True
     refresh: bool = False
     directory: Path | None = None
+    verify: bool = False
 
     def root(self) -> Path:
         """The cache directory: ``--cache-dir``, else traceview's state directory."""
@@ -62,6 +64,7 @@ def entry_dir(root: Path, key: str) -> Path:
 def open_slot(path: Path, settings: CacheSettings, keep_cpu: bool) -> Slot | None:
     """The trace's cache slot (with its events on a hit), or None to read without the cache."""
     from traceview.cache.key import identity, trace_key
+    from traceview.cache.root import claim
 
     try:
         if not stat.S_ISREG(path.stat().st_mode):
@@ -70,9 +73,13 @@ def open_slot(path: Path, settings: CacheSettings, keep_cpu: bool) -> Slot | Non
         return None  # missing or unreadable: the reader gives the error
     root = settings.root()
     try:
-        (root / ENTRIES).mkdir(parents=True, exist_ok=True)
+        claim(root)
+        (root / ENTRIES).mkdir(exist_ok=True)
         ident = identity(path)
-        key = trace_key(path, root, settings.refresh)
+        key = trace_key(path, root, settings.refresh, settings.verify)
+    except TraceviewError as e:  # not a traceview cache, or / or $HOME
+        warn(f"{e.message}; reading without the cache")
+        return None
     except Exception as e:  # unwritable dir, broken index: work without the cache
         warn(f"cache {root} unusable ({type(e).__name__}: {e}); reading without the cache")
         return None
@@ -96,6 +103,8 @@ def _load(root: Path, key: str, path: Path, keep_cpu: bool) -> TraceEvents | Non
             return None  # read the trace; publish then upgrades or completes the entry
         events = read_entry(directory, meta, keep_cpu)
     except Exception as e:  # damaged, truncated, another schema: rebuild, never crash
+        if not directory.exists():
+            return None  # removed while we read it (cache prune, clear): a miss
         warn(f"cache entry {key} is damaged or outdated ({e}); rebuilding it")
         remove_tree(directory)
         return None
@@ -117,6 +126,7 @@ def publish(slot: Slot, events: TraceEvents) -> None:
     from traceview.cache.manage import evict, max_size
 
     try:
+        limit = max_size()  # a bad $TRACEVIEW_CACHE_MAX_SIZE: said before anything is written
         if identity(slot.trace) != slot.identity:
             return  # the trace changed while it was read: its hash is stale
         target = entry_dir(slot.root, slot.key)
@@ -125,7 +135,7 @@ def publish(slot: Slot, events: TraceEvents) -> None:
         if current is not None and not (slot.refresh or upgrade):
             return  # published by another process meanwhile
         _write_entry(slot, events, target, replace=slot.refresh or upgrade)
-        evict(slot.root, max_size(), keep=slot.key)
+        evict(slot.root, limit, keep=slot.key)
     except Exception as e:  # full disk, unwritable dir, unencodable name: no cache this time
         warn(f"could not write the cache entry ({type(e).__name__}: {e})")
 
@@ -161,9 +171,10 @@ def _meta_or_none(directory: Path) -> dict[str, Any] | None:
 def _write_entry(slot: Slot, events: TraceEvents, target: Path, replace: bool) -> None:
     """Write the entry into a temp dir in the cache, then rename it into place."""
     from traceview.cache.manage import write_paths
+    from traceview.cache.root import new_tmp_name
     from traceview.cache.store import write_entry
 
-    tmp = slot.root / TMP / f"{slot.key}.{os.getpid()}.{uuid.uuid4().hex}"
+    tmp = slot.root / TMP / new_tmp_name(slot.key)
     tmp.mkdir(parents=True)
     try:
         write_entry(tmp, events, keep_cpu=True)
@@ -175,6 +186,8 @@ def _write_entry(slot: Slot, events: TraceEvents, target: Path, replace: bool) -
 
 def _rename_into_place(tmp: Path, target: Path, replace: bool) -> None:
     """Publish ``tmp`` as ``target``; an existing entry stays unless ``replace``."""
+    from traceview.cache.root import new_tmp_name
+
     try:
         os.rename(tmp, target)
         return
@@ -183,7 +196,7 @@ def _rename_into_place(tmp: Path, target: Path, replace: bool) -> None:
             raise
     if not replace:
         return  # another process published the same content first: keep theirs
-    old = target.parent.parent / TMP / f"{target.name}.old.{uuid.uuid4().hex}"
+    old = target.parent.parent / TMP / new_tmp_name(target.name, old=True)
     try:
         os.rename(target, old)
     except OSError:

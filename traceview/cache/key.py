@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import mmap
+import sqlite3
 from pathlib import Path
+from typing import Any
 
 _BLOCK = 8 << 20
 _MAP_STEP = 64 << 20
@@ -42,27 +45,74 @@ def identity(path: Path) -> tuple[str, int, int, int]:
     return (str(path.resolve()), st.st_size, st.st_mtime_ns, st.st_ino)
 
 
-def trace_key(path: Path, cache_dir: Path, refresh: bool = False) -> str:
-    """The content hash of ``path``, from the identity index unless the file changed."""
-    import diskcache
-
+def trace_key(path: Path, cache_dir: Path, refresh: bool = False, verify: bool = False) -> str:
+    """The content hash of ``path``, from the identity index unless the file changed (or
+    ``verify``: always hashed). Without a usable index (a read-only cache), just the hash."""
     ident = identity(path)
-    with diskcache.Cache(str(cache_dir / INDEX_DIR)) as index:
-        known = None if refresh else index.get(ident)
+    index = _open_index(cache_dir)
+    if index is None:
+        return content_hash(path)
+    with index:
+        known = None if refresh or verify else _get(index, ident)
         if isinstance(known, str):
             return known
         digest = content_hash(path)
         if identity(path) == ident:  # not rewritten while we hashed it
-            index.set(ident, digest)
+            with contextlib.suppress(sqlite3.Error, OSError):
+                index.set(ident, digest)
         return digest
 
 
-def forget_index(cache_dir: Path) -> None:
-    """Drop every remembered file identity (``cache clear``)."""
+def _get(index: Any, ident: tuple[str, int, int, int]) -> object:
+    try:
+        return index.get(ident)
+    except (sqlite3.Error, OSError):
+        return None
+
+
+def _open_index(cache_dir: Path) -> Any:
+    """The identity index; a damaged one is deleted and made anew; None when it cannot be
+    opened for writing (a read-only cache)."""
     import diskcache
 
-    with diskcache.Cache(str(cache_dir / INDEX_DIR)) as index:
-        index.clear()
+    folder = cache_dir / INDEX_DIR
+    for attempt in range(2):
+        try:
+            return diskcache.Cache(str(folder))
+        except sqlite3.OperationalError:
+            return None  # read-only, or locked for longer than diskcache waits
+        except sqlite3.DatabaseError:  # "file is not a database": rebuild it
+            if attempt or _remove_index_files(folder) is not None:
+                return None
+        except OSError:
+            return None
+    return None
+
+
+def _remove_index_files(folder: Path) -> str | None:
+    """Delete the index's own files (``cache.db`` and its journals), nothing else."""
+    for name in ("cache.db", "cache.db-wal", "cache.db-shm", "cache.db-journal"):
+        try:
+            (folder / name).unlink(missing_ok=True)
+        except OSError as e:
+            return e.strerror or str(e)
+    return None
+
+
+def forget_index(cache_dir: Path) -> str | None:
+    """Drop every remembered file identity (``cache clear``); None when done, else why not."""
+    folder = cache_dir / INDEX_DIR
+    if not folder.is_dir():
+        return None
+    index = _open_index(cache_dir)
+    if index is None:
+        return "cannot open the index for writing"
+    try:
+        with index:
+            index.clear()
+    except (sqlite3.Error, OSError) as e:
+        return str(e)
+    return None
 
 
 def index_size(cache_dir: Path) -> int:

@@ -11,7 +11,7 @@ import functools
 import json
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -33,9 +33,13 @@ from traceview.read.reader import ReadStats
 # 2: cpu.parquet holds int32 thread and name ids and is checked by a digest in meta.json.
 CACHE_SCHEMA = 3  # 3: device = args.device even without args.stream
 META = "meta.json"
+META_DIGEST = "meta_digest"
 GPU_COLUMNS = ("kind", "name", "stream", "ts", "dur", "correlation")
 RUNTIME_COLUMNS = ("correlation", "ts")
 CPU_COLUMNS = ("thread", "ts", "end", "name", "correlation")
+TABLES = ("gpu.parquet", "runtime.parquet", "steps.parquet", "names.parquet", "streams.parquet")
+CPU_TABLES = ("cpu.parquet", "threads.parquet")
+EXPORT_FILES = (*TABLES, *CPU_TABLES, META)
 
 
 class DamagedEntry(Exception):
@@ -54,7 +58,16 @@ def write_entry(directory: Path, events: TraceEvents, keep_cpu: bool) -> None:
     meta["digests"] = {
         name: content_hash(directory / name) for name in sizes if name == "cpu.parquet"
     }
+    meta[META_DIGEST] = _meta_digest(meta)
     (directory / META).write_bytes(orjson.dumps(meta, option=orjson.OPT_INDENT_2))
+
+
+def _meta_digest(meta: dict[str, Any]) -> str:
+    """xxh3-128 of the metadata but its digest, keys sorted: an edit of meta.json is damage."""
+    import xxhash
+
+    rest = {key: value for key, value in meta.items() if key != META_DIGEST}
+    return xxhash.xxh3_128_hexdigest(orjson.dumps(rest, option=orjson.OPT_SORT_KEYS))
 
 
 def export_tables(events: TraceEvents, directory: Path) -> list[str]:
@@ -192,7 +205,8 @@ def _meta(events: TraceEvents, sizes: dict[str, int]) -> dict[str, Any]:
 
 
 def read_meta(directory: Path) -> dict[str, Any]:
-    """The entry's metadata, checked: schema and version match, every file has its size."""
+    """The entry's metadata, checked: schema and version match, its checksum holds, every
+    file has its size."""
     try:
         meta = orjson.loads((directory / META).read_bytes())
     except (OSError, orjson.JSONDecodeError) as e:
@@ -205,6 +219,14 @@ def read_meta(directory: Path) -> dict[str, Any]:
             f"made by cache schema {made[0]} / traceview {made[1]}, "
             f"this is cache schema {CACHE_SCHEMA} / traceview {__version__}"
         )
+    if META_DIGEST not in meta:
+        raise DamagedEntry(f"{META} has no checksum (made by an older traceview)")
+    try:
+        intact = meta[META_DIGEST] == _meta_digest(meta)
+    except TypeError as e:  # orjson cannot re-encode it (an integer beyond 64 bits)
+        raise DamagedEntry(f"{META}: {e}") from None
+    if not intact:
+        raise DamagedEntry(f"{META}: its content changed")
     for name, size in meta["files"].items():
         found = (directory / name).stat().st_size if (directory / name).is_file() else None
         if found != size:
@@ -233,7 +255,7 @@ def read_entry(directory: Path, meta: dict[str, Any], keep_cpu: bool) -> TraceEv
     )
     if keep_cpu and meta["has_cpu"]:
         _check_digests(directory, meta)
-        cpu = CpuRows((ParquetRows(directory / "cpu.parquet", meta["cpu_rows"]),))
+        cpu = CpuRows((ParquetRows.opened(directory / "cpu.parquet", meta["cpu_rows"]),))
         return replace(events, cpu=cpu, threads=_read_pairs(directory / "threads.parquet"))
     return without_cpu(events) if meta["has_cpu"] else events
 
@@ -260,10 +282,21 @@ def _check_digests(directory: Path, meta: dict[str, Any]) -> None:
 
 @dataclass(frozen=True)
 class ParquetRows:
-    """The CPU rows of an entry, read a block at a time (a RowSource, see cpu_rows)."""
+    """The CPU rows of an entry, read a block at a time (a RowSource, see cpu_rows).
+
+    Read through ``source``, a descriptor opened with the entry, when there is one: a
+    ``cache prune`` that removes the entry during the analysis cannot take the rows away.
+    """
 
     path: Path
     count: int
+    source: Any = field(default=None, compare=False, repr=False)
+
+    @classmethod
+    def opened(cls, path: Path, count: int) -> ParquetRows:
+        import pyarrow as pa
+
+        return cls(path, count, pa.OSFile(str(path)))
 
     def __len__(self) -> int:
         return self.count
@@ -271,7 +304,8 @@ class ParquetRows:
     def blocks(self, size: int, windows: Windows | None = None) -> Iterator[np.ndarray]:
         """A row group at a time (written ``BLOCK_ROWS`` rows each); with ``windows``, the
         groups whose [least ts, greatest end] overlaps none of them are not even read."""
-        with _parquet().ParquetFile(self.path, page_checksum_verification=True) as parquet:
+        source = self.path if self.source is None else self.source
+        with _parquet().ParquetFile(source, page_checksum_verification=True) as parquet:
             for group in range(parquet.metadata.num_row_groups):
                 if windows is not None and not _may_be_live(parquet.metadata, group, windows):
                     continue

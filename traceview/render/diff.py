@@ -14,6 +14,7 @@ from traceview.analyses.diff import (
 )
 from traceview.analyses.names import short_name
 from traceview.render import units
+from traceview.render.escape import markdown_list, markdown_text, print_line, text_lines
 from traceview.render.tables import Table, to_markdown, to_rich, to_text
 
 if TYPE_CHECKING:
@@ -119,7 +120,7 @@ def _sections(report: DiffReport, verbose: bool) -> list[tuple[str, Table, str]]
 
 def print_rich(report: DiffReport, console: Console, verbose: bool) -> None:
     for line in summary_lines(report):
-        console.print(line, markup=False)
+        print_line(console, line)
     for title, table, footer in _sections(report, verbose):
         console.print(f"\n[bold]{title}[/bold]")
         if table.rows:
@@ -127,33 +128,33 @@ def print_rich(report: DiffReport, console: Console, verbose: bool) -> None:
         else:
             console.print("none")
         if footer:
-            console.print(footer, markup=False)
+            print_line(console, footer)
     style = None if not report.gate.active else "bold green" if report.gate.passed else "bold red"
     console.print()
     for line in gate_lines(report, verbose):
-        console.print(line, markup=False, style=style)
+        print_line(console, line, style)
 
 
 def text(report: DiffReport, verbose: bool) -> str:
-    parts = ["\n".join(summary_lines(report))]
+    parts = [text_lines(summary_lines(report))]
     for title, table, footer in _sections(report, verbose):
         body = to_text(table) if table.rows else "none\n"
         parts.append(f"{title}\n{body}{footer}".rstrip("\n"))
-    parts.append("\n".join(gate_lines(report, verbose)))
+    parts.append(text_lines(gate_lines(report, verbose)))
     return "\n\n".join(parts) + "\n"
 
 
 def markdown(report: DiffReport, verbose: bool) -> str:
     """A review comment: the verdict first, then the header as a list and the tables."""
     gate = gate_lines(report, verbose)
-    verdict = f" — {gate[0].removeprefix('gate     ')}" if report.gate.active else ""
+    verdict = f" — {markdown_text(gate[0].removeprefix('gate     '))}" if report.gate.active else ""
     parts = [f"**traceview diff{verdict}**"]
-    parts.append("\n".join(f"- {line}" for line in summary_lines(report)))
+    parts.append(markdown_list(summary_lines(report)))
     for title, table, footer in _sections(report, verbose):
         body = to_markdown(table) if table.rows else "none\n"
         parts.append(f"### {title}\n\n{body}\n{footer}".rstrip("\n"))
     if len(gate) > 1:
-        parts.append("### Regressions\n\n" + "\n".join(f"- {g.strip()}" for g in gate[1:]))
+        parts.append("### Regressions\n\n" + markdown_list([g.strip() for g in gate[1:]]))
     return "\n\n".join(parts) + "\n"
 
 
@@ -220,9 +221,10 @@ def _limits(report: DiffReport) -> str:
 def _failure(f: Failure, verbose: bool) -> str:
     what = {"kernel_time": "total kernel time", "idle": "GPU idle time"}.get(f.what)
     label = what or f"kernel {_name(f.name, verbose)}"
-    return (
-        f"{label} {f.pct:+.2f}% > {f.limit_pct:g}% ({units.us(f.before)} → {units.us(f.after)} µs)"
-    )
+    times = f"({units.us(f.before)} → {units.us(f.after)} µs)"
+    if f.pct is None:
+        return f"{label} grew from 0 in the baseline {times} (--allow-empty-baseline accepts it)"
+    return f"{label} {f.pct:+.2f}% > {f.limit_pct:g}% {times}"
 
 
 def _gate_cell(k: KernelChange) -> str:

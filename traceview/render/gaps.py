@@ -8,6 +8,7 @@ from traceview.analyses.cpu_context import CpuContext, Holder
 from traceview.analyses.gaps import GapReport, Histogram, StreamGaps
 from traceview.analyses.names import short_name
 from traceview.render import units
+from traceview.render.escape import markdown_list, print_line, text_lines
 from traceview.render.header import trace_lines
 from traceview.render.tables import Table, to_csv, to_markdown, to_rich, to_text
 
@@ -166,31 +167,34 @@ def _sections(report: GapReport, verbose: bool) -> list[tuple[str, Table | list[
 
 def print_rich(report: GapReport, console: Console, verbose: bool) -> None:
     for line in summary_lines(report):
-        console.print(line, markup=False)
+        print_line(console, line)
     for title, body in _sections(report, verbose):
         console.print(f"\n[bold]{title}[/bold]")
         if isinstance(body, Table):
             to_rich(body, console, drop_order=_NARROW_DROP)
         else:
             for line in body:
-                console.print(line, markup=False)
-    console.print(footer(report), markup=False)
+                print_line(console, line)
+    print_line(console, footer(report))
 
 
 def text(report: GapReport, verbose: bool) -> str:
-    parts = ["\n".join(summary_lines(report))]
+    parts = [text_lines(summary_lines(report))]
     for title, body in _sections(report, verbose):
-        rendered = to_text(body) if isinstance(body, Table) else "\n".join(body) + "\n"
+        rendered = to_text(body) if isinstance(body, Table) else text_lines(body) + "\n"
         parts.append(f"{title}\n{rendered}")
     return "\n\n".join(parts) + "\n" + footer(report) + "\n"
 
 
 def markdown(report: GapReport, verbose: bool) -> str:
-    parts = ["\n".join(f"- {line}" for line in summary_lines(report))]
+    parts = [markdown_list(summary_lines(report))]
     for title, body in _sections(report, verbose):
-        rendered = (
-            to_markdown(body) if isinstance(body, Table) else "```\n" + "\n".join(body) + "\n```\n"
-        )
+        if isinstance(body, Table):
+            rendered = to_markdown(body)
+        elif title.startswith("Gap histogram"):  # numbers only: aligned in a code block
+            rendered = "```\n" + text_lines(body) + "\n```\n"
+        else:
+            rendered = markdown_list(body) + "\n"
         parts.append(f"### {title}\n\n{rendered}")
     return "\n\n".join(parts) + "\n" + footer(report) + "\n"
 

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from traceview.analyses.kernels import KernelReport, KernelRow
 from traceview.render import units
+from traceview.render.escape import markdown_list, print_line, text_lines
 from traceview.render.header import device_busy_lines, trace_lines
 from traceview.render.tables import Table, to_csv, to_markdown, to_rich, to_text
 
@@ -43,7 +44,8 @@ def table(report: KernelReport, verbose: bool) -> Table:
         (str(rank), row.name if verbose else row.short_name, *_stat_cells(row))
         for rank, row in enumerate(report.rows, 1)
     ]
-    return Table(("#", "Kernel", *_STAT_HEADERS), (True, False) + (True,) * 11, rows)
+    label = "Category" if report.options.group_by == "category" else "Kernel"
+    return Table(("#", label, *_STAT_HEADERS), (True, False) + (True,) * 11, rows)
 
 
 def footer(report: KernelReport) -> str:
@@ -59,15 +61,15 @@ def footer(report: KernelReport) -> str:
 def print_table(report: KernelReport, console: Console, verbose: bool) -> None:
     """Header lines, the rich table, the footer."""
     for line in summary_lines(report):
-        console.print(line, markup=False, highlight=False)
+        print_line(console, line)
     to_rich(table(report, verbose), console, drop_order=_NARROW_DROP)
-    console.print(footer(report), markup=False, highlight=False)
+    print_line(console, footer(report))
 
 
 def text(report: KernelReport, verbose: bool) -> str:
     """Plain text (the same content as the rich table), for pipes."""
     return (
-        "\n".join(summary_lines(report))
+        text_lines(summary_lines(report))
         + "\n\n"
         + to_text(table(report, verbose))
         + ("\n" + footer(report) + "\n")
@@ -76,7 +78,7 @@ def text(report: KernelReport, verbose: bool) -> str:
 
 def markdown(report: KernelReport, verbose: bool) -> str:
     """Markdown: header as a list, then the table."""
-    head = "\n".join(f"- {line}" for line in summary_lines(report))
+    head = markdown_list(summary_lines(report))
     return head + "\n\n" + to_markdown(table(report, verbose)) + "\n" + footer(report) + "\n"
 
 
@@ -129,7 +131,7 @@ def detailed_report(report: KernelReport) -> str:
             lines.append(f"    {label:<13} {value}")
         lines.append("")
     lines.append(footer(report))
-    return "\n".join(lines) + "\n"
+    return text_lines(lines) + "\n"
 
 
 def _stat_cells(row: KernelRow) -> tuple[str, ...]:

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import stat
 import sys
-import tempfile
 import time
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from traceview.errors import TraceviewError
+from traceview.errors import TraceviewError, UsageError
 
 if TYPE_CHECKING:  # rich is imported only to print (0.03 s): a warm run may print nothing
     from rich.console import Console
@@ -25,29 +27,175 @@ def stderr_console() -> Console:
 
 
 def stdout_is_terminal() -> bool:
-    return sys.stdout.isatty()
+    return sys.stdout is not None and sys.stdout.isatty()
 
 
 def write_stdout(text: str) -> None:
-    sys.stdout.write(text)
-    sys.stdout.flush()
-
-
-def write_file(path: Path, text: str, force: bool) -> None:
-    """Write ``text`` to ``path`` atomically; refuse to replace a file without ``force``."""
-    if path.exists() and not force:
-        raise TraceviewError(f"{path}: already exists (use --force to overwrite)")
-    if path.is_dir():
-        raise TraceviewError(f"{path}: is a directory")
-    directory = path.parent if str(path.parent) else Path(".")
+    """Write data to stdout; a full disk or a closed stdout is one error line, not a traceback."""
+    if sys.stdout is None:  # started with stdout closed (``>&-``)
+        raise TraceviewError("cannot write to stdout: it is closed")
     try:
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{path.name}.", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise  # the reader left (``| head``): the CLI exits quietly
+    except (OSError, ValueError) as e:
+        _discard_stdout()
+        reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+        raise TraceviewError(f"cannot write to stdout: {reason}") from None
+
+
+def _discard_stdout() -> None:
+    """Point fd 1 at /dev/null, so that the interpreter's flush at exit cannot fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+
+
+def check_output_path(path: Path, force: bool, inputs: Sequence[Path]) -> None:
+    """Usage errors of an output file, before any reading: the input trace itself (through a
+    hard link or a symlink too, ``--force`` or not), a directory, a file that exists without
+    ``--force``. A character device or FIFO (``/dev/null``, ``/dev/stdout``) is written to."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return  # a new file (or a dangling symlink, whose target is created)
+    except OSError as e:
+        raise UsageError(f"{path}: cannot write ({e.strerror or e})") from None
+    if _is_an_input(st, inputs):
+        raise UsageError(f"{path}: is the input trace; it is never overwritten")
+    if stat.S_ISDIR(st.st_mode):
+        raise UsageError(f"{path}: is a directory; name an output file")
+    if stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode) or _is_open_fd(path):
+        return
+    if not stat.S_ISREG(st.st_mode):
+        raise UsageError(f"{path}: not a regular file, character device or pipe")
+    if not force:
+        raise UsageError(f"{path}: already exists (use --force to overwrite)")
+
+
+def _is_an_input(st: os.stat_result, inputs: Sequence[Path]) -> bool:
+    """Whether ``st`` is the file of one of ``inputs`` (same device and inode)."""
+    for source in inputs:
+        try:
+            other = source.stat()
+        except OSError:
+            continue
+        if (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino):
+            return True
+    return False
+
+
+def write_file(path: Path, text: str, force: bool, inputs: Sequence[Path] = ()) -> None:
+    """Write ``text`` to ``path``: a regular file atomically (a temp file renamed over it, with
+    the user's umask), a device or pipe by writing to it. Never an input trace."""
+    check_output_path(path, force, inputs)
+    data = text.encode("utf-8")
+    try:
+        st = path.stat()
+    except OSError:
+        st = None
+    try:
+        if st is not None and (not stat.S_ISREG(st.st_mode) or _is_open_fd(path)):
+            _write_through(path, data)
+        else:
+            _write_atomically(Path(os.path.realpath(path)), data, st)
     except OSError as e:
         raise TraceviewError(f"{path}: cannot write ({e.strerror or e})") from None
     stderr_console().print(f"Wrote {path}", markup=False, soft_wrap=True)
+
+
+def _is_open_fd(path: Path) -> bool:
+    """Whether ``path`` leads, through symlinks, to an open file descriptor (``/dev/stdout``,
+    ``/proc/self/fd/1``): what the shell redirected it to is written to, never replaced."""
+    for _ in range(40):
+        if path.parent.name == "fd" and path.parent.parent.parent == Path("/proc"):
+            return True
+        if not path.is_symlink():
+            return False
+        path = path.parent / os.readlink(path)
+    return False
+
+
+def _write_through(path: Path, data: bytes) -> None:
+    """Write to a device, pipe or open descriptor as it is: no temp file, the node is never
+    replaced; appended, so a report after stdout data (``-o /dev/stdout > f``) follows it."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NOCTTY)
+    try:
+        _write_all(fd, data)
+    finally:
+        os.close(fd)
+
+
+def _write_atomically(target: Path, data: bytes, st: os.stat_result | None) -> None:
+    """A temp file beside ``target`` (mode 0666 less the umask, or the mode of the file it
+    replaces), renamed over it; removed if anything fails."""
+    tmp = target.parent / f".{target.name}.{os.getpid()}.{uuid.uuid4().hex[:12]}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666)
+    try:
+        try:
+            if st is not None:
+                os.fchmod(fd, stat.S_IMODE(st.st_mode) & 0o777)
+            _write_all(fd, data)
+        finally:
+            os.close(fd)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def check_export_dir(
+    directory: Path, force: bool, inputs: Sequence[Path], names: Sequence[str]
+) -> None:
+    """Usage errors of ``export -o DIR`` before any reading: a file, not a directory (the
+    input trace above all), a directory that is not empty without ``--force``, a directory
+    where one of the files to write is an input."""
+    try:
+        st = directory.stat()
+    except FileNotFoundError:
+        return
+    except OSError as e:
+        raise UsageError(f"{directory}: cannot write ({e.strerror or e})") from None
+    if _is_an_input(st, inputs):
+        raise UsageError(f"{directory}: is the input trace; export -o names a directory")
+    if not stat.S_ISDIR(st.st_mode):
+        raise UsageError(f"{directory}: not a directory (export -o names a directory)")
+    if not force and any(directory.iterdir()):
+        raise UsageError(f"{directory}: not empty (use --force to write into it)")
+    for name in names:
+        with contextlib.suppress(OSError):
+            if _is_an_input((directory / name).stat(), inputs):
+                raise UsageError(f"{directory / name}: is the input trace; it is never overwritten")
+
+
+@contextlib.contextmanager
+def removed_on_failure(directory: Path, names: Sequence[str]) -> Iterator[None]:
+    """If the block fails, remove what it created: the files of ``names`` that were not
+    there before, and the directories (``directory`` and its parents) it made, once empty."""
+    made = [d for d in (directory, *directory.parents) if not os.path.lexists(d)]
+    existing = {name for name in names if os.path.lexists(directory / name)}
+    try:
+        yield
+    except BaseException:
+        for name in names:
+            if name not in existing:
+                with contextlib.suppress(OSError):
+                    os.unlink(directory / name)
+        for d in made:  # deepest first; rmdir removes only empty directories
+            with contextlib.suppress(OSError):
+                os.rmdir(d)
+        raise
 
 
 class ByteProgress:

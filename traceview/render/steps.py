@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from traceview.analyses.steps import StepDevice, StepRow, compress
 from traceview.analyses.summary import TraceSummary
 from traceview.render import units
+from traceview.render.escape import markdown_list, markdown_text, print_line, text_lines
 from traceview.render.header import trace_lines
 from traceview.render.tables import Table, to_csv, to_markdown, to_rich, to_text
 
@@ -25,7 +26,7 @@ def table(trace: TraceSummary, rows: list[StepRow]) -> Table:
     """One line per step and device (a step without GPU work: one line, device ``-``)."""
     cells = []
     for r in rows:
-        step = f"{r.step}" + (" (gpu annotation)" if r.gpu_only else "")
+        step = r.name + (" (gpu annotation)" if r.gpu_only else "")
         head = (
             step,
             units.duration((r.cpu_start_ns - trace.span_start_ns) / 1000),
@@ -125,18 +126,20 @@ def _footer(rows: list[StepRow]) -> list[str]:
 
 def print_rich(trace: TraceSummary, rows: list[StepRow], console: Console) -> None:
     for line in summary_lines(trace, rows):
-        console.print(line, markup=False)
+        print_line(console, line)
     to_rich(table(trace, rows), console)
     for line in _footer(rows):
-        console.print(line, markup=False)
+        print_line(console, line)
 
 
 def text(trace: TraceSummary, rows: list[StepRow]) -> str:
-    footer = "".join(line + "\n" for line in _footer(rows))
-    return "\n".join(summary_lines(trace, rows)) + "\n\n" + to_text(table(trace, rows)) + footer
+    footer = _footer(rows)
+    head = text_lines(summary_lines(trace, rows))
+    tail = text_lines(footer) + "\n" if footer else ""
+    return head + "\n\n" + to_text(table(trace, rows)) + tail
 
 
 def markdown(trace: TraceSummary, rows: list[StepRow]) -> str:
-    head = "\n".join(f"- {line}" for line in summary_lines(trace, rows))
-    footer = "".join(f"\n{line}\n" for line in _footer(rows))
+    head = markdown_list(summary_lines(trace, rows))
+    footer = "".join(f"\n{markdown_text(line)}\n" for line in _footer(rows))
     return head + "\n\n" + to_markdown(table(trace, rows)) + footer

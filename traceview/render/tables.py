@@ -1,4 +1,7 @@
-"""A plain table model rendered four ways: rich, aligned text, Markdown and CSV."""
+"""A plain table model rendered four ways: rich, aligned text, Markdown and CSV.
+
+Cells may hold names from the trace: each rendering escapes them (see render.escape).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +10,8 @@ import io
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from traceview.render.escape import csv_cell, markdown_text, rich_text, visible
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -53,24 +58,26 @@ def to_rich(
     from rich import box
     from rich.table import Table as RichTable
 
-    table = fit(table, console.width, drop_order)
-    rich_table = RichTable(title=title, box=box.SIMPLE_HEAD, header_style="bold")
+    table = fit(_visible(table), console.width, drop_order)
+    rich_title = None if title is None else rich_text(title)
+    rich_table = RichTable(title=rich_title, box=box.SIMPLE_HEAD, header_style="bold")
     for i, (header, right) in enumerate(zip(table.headers, table.right, strict=True)):
         longest = max((len(row[i]) for row in table.rows), default=0)
         rich_table.add_column(
-            header,
+            rich_text(header),
             justify="right" if right else "left",
             overflow="fold",
             no_wrap=right,
             min_width=None if right else min(_MIN_TEXT_WIDTH, max(longest, len(header))),
         )
     for row in table.rows:
-        rich_table.add_row(*row)
+        rich_table.add_row(*(rich_text(cell) for cell in row))
     console.print(rich_table)
 
 
 def to_text(table: Table) -> str:
     """Aligned plain text, for pipes and reports."""
+    table = _visible(table)
     cells = [table.headers, *table.rows]
     widths = [max(len(row[i]) for row in cells) for i in range(len(table.headers))]
     lines = []
@@ -88,16 +95,25 @@ def to_markdown(table: Table) -> str:
     """A GitHub-flavoured Markdown table."""
 
     def line(cells: tuple[str, ...]) -> str:
-        return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+        return "| " + " | ".join(markdown_text(c) for c in cells) + " |"
 
     rule = "|" + "|".join("---:" if right else "---" for right in table.right) + "|"
     return "\n".join([line(table.headers), rule, *(line(r) for r in table.rows)]) + "\n"
 
 
 def to_csv(headers: tuple[str, ...], rows: Sequence[tuple[object, ...]]) -> str:
-    """CSV with raw (unformatted) values."""
+    """CSV with raw (unformatted) numbers; text escaped and kept from reading as a formula."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(headers)
-    writer.writerows(rows)
+    writer.writerow([csv_cell(h) for h in headers])
+    writer.writerows([csv_cell(v) for v in row] for row in rows)
     return out.getvalue()
+
+
+def _visible(table: Table) -> Table:
+    """The table with control characters in its cells shown as escapes."""
+    return Table(
+        tuple(visible(h) for h in table.headers),
+        table.right,
+        [tuple(visible(c) for c in row) for row in table.rows],
+    )

@@ -1,0 +1,83 @@
+"""Kernel → launching operator (leaf and top) on every real trace, against tests/reference.py."""
+
+from __future__ import annotations
+
+import functools
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import reference as ref
+from conftest import trace_params
+
+from traceview.analyses.oplinks import NO_OP, link_ops
+from traceview.analyses.ops import NO_OP_ROW, OpOptions, analyse_ops
+from traceview.events import KERNEL, TraceEvents, collect_events
+from traceview.read.reader import TraceReader
+
+
+@functools.cache
+def _load(path: Path) -> tuple[list[dict[str, Any]], TraceEvents]:
+    _, raw = ref.load_trace(path)
+    return raw, collect_events(TraceReader(path), keep_cpu=True)
+
+
+@pytest.mark.parametrize("path", trace_params())
+def test_leaf_and_top_ops_match_reference(path: Path) -> None:
+    raw, events = _load(path)
+    want = ref.op_links(raw)
+    if not want:
+        pytest.skip("no kernels")
+    links = link_ops(events)
+    kernels = events.gpu.kind == KERNEL
+
+    def op_time(ops: Any) -> Counter[tuple[str | None, str]]:
+        out: Counter[tuple[str | None, str]] = Counter()
+        for row in map(int, ops[0]):
+            name = None if ops[1][row] == NO_OP else events.names[int(ops[1][row])]
+            out[(name, events.names[int(events.gpu.name[row])])] += int(events.gpu.dur[row])
+        return out
+
+    rows = np.flatnonzero(kernels)
+    for level, index in (("leaf", 1), ("top", 2)):
+        expected: Counter[tuple[str | None, str]] = Counter()
+        for k, *ops in want:
+            expected[(ops[index - 1], ref.event_name(k))] += ref.dur_ns(k)
+        got = op_time((rows, links.leaf if level == "leaf" else links.top))
+        assert got == expected, level
+    linked = sum(1 for _, leaf, _ in want if leaf is not None)
+    assert int((links.leaf[rows] != NO_OP).sum()) == linked
+
+
+@pytest.mark.parametrize("path", trace_params())
+@pytest.mark.parametrize("level", ["leaf", "top"])
+def test_ops_table_matches_reference(path: Path, level: str) -> None:
+    raw, events = _load(path)
+    want = ref.op_links(raw)
+    report = analyse_ops(events, OpOptions(level=level, top=0))
+    expected: dict[str, list[int]] = {}
+    for k, leaf, top in want:
+        name = (leaf if level == "leaf" else top) or NO_OP_ROW
+        entry = expected.setdefault(name, [0, 0])
+        entry[0] += 1
+        entry[1] += ref.dur_ns(k)
+    got = {r.name: [r.kernels, r.gpu_time_ns] for r in report.rows}
+    assert got == expected
+    assert report.gpu_time_ns == sum(ref.dur_ns(k) for k, _, _ in want)
+    assert sum(r.gpu_time_ns for r in report.rows) == report.gpu_time_ns
+    calls: Counter[str] = Counter()
+    cpu: Counter[str] = Counter()
+    for e in raw:
+        if (
+            e.get("ph") == "X"
+            and str(e.get("cat", "")).lower() in ref.CPU_OP_CATEGORIES
+            and ref.ts_ns(e) is not None
+            and not ref.event_name(e).startswith("ProfilerStep#")
+        ):
+            calls[ref.event_name(e)] += 1
+            cpu[ref.event_name(e)] += ref.dur_ns(e)
+    for r in report.rows:
+        if r.name != NO_OP_ROW:
+            assert (r.calls, r.cpu_time_ns) == (calls[r.name], cpu[r.name]), r.name

@@ -1,0 +1,325 @@
+"""``traceview summary``: where each GPU's time went, on one screen, and what to try.
+
+Per device, the window is split exactly into compute (the union of its non-communication
+kernels), exposed communication (communication kernels' time not overlapped by compute),
+exposed memcpy/memset (copy time overlapped by neither) and idle; each category's own busy time
+(its union) is listed beside it. Then the top categories, kernels and operators by GPU time,
+launch figures, steps and the hints (analyses.hints). Definitions in docs/metrics.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from traceview.aggregate.intervals import unions
+from traceview.analyses import hints as hint_rules
+from traceview.analyses.categories import CATEGORIES, categorize
+from traceview.analyses.devices import (
+    NO_LAUNCH,
+    DeviceUsage,
+    device_gaps,
+    device_of_stream,
+    name_rank,
+)
+from traceview.analyses.oplinks import link_ops
+from traceview.analyses.ops import OpOptions, OpRow, analyse_ops
+from traceview.analyses.steps import step_table
+from traceview.analyses.summary import TraceSummary, summarize
+from traceview.events import KERNEL, MEMCPY, MEMSET, TraceEvents
+
+TOP = 5
+SCHEMA_VERSION = 2
+_COMM = CATEGORIES.index("communication")
+
+
+@dataclass(frozen=True)
+class CategoryTime:
+    """A category on one device (busy = the union of its activities) or overall (ns)."""
+
+    category: str
+    busy_ns: int
+    gpu_time_ns: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "category": self.category,
+            "busy_us": self.busy_ns / 1000,
+            "gpu_time_us": self.gpu_time_ns / 1000,
+        }
+
+
+@dataclass(frozen=True)
+class Breakdown:
+    """One device's window split exactly: compute + exposed communication + exposed
+    memcpy/memset + idle = window; with the unions of communication and of copies, the host
+    wait of its gaps, and each category's busy time (ns)."""
+
+    device: Any
+    window_ns: int
+    compute_ns: int
+    exposed_communication_ns: int
+    exposed_copy_ns: int
+    idle_ns: int
+    communication_ns: int
+    copy_ns: int
+    host_wait_ns: int
+    categories: tuple[CategoryTime, ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "device": self.device,
+            "window_us": self.window_ns / 1000,
+            "compute_us": self.compute_ns / 1000,
+            "exposed_communication_us": self.exposed_communication_ns / 1000,
+            "exposed_memcpy_memset_us": self.exposed_copy_ns / 1000,
+            "idle_us": self.idle_ns / 1000,
+            "communication_us": self.communication_ns / 1000,
+            "memcpy_memset_us": self.copy_ns / 1000,
+            "host_wait_us": self.host_wait_ns / 1000,
+            "categories": [c.as_dict() for c in self.categories],
+        }
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """A kernel (by name) or a category by its GPU time."""
+
+    name: str
+    gpu_time_ns: int
+    pct: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "gpu_time_us": self.gpu_time_ns / 1000, "pct": self.pct}
+
+
+@dataclass(frozen=True)
+class Launches:
+    """Kernels, those with a known launch, the median launch delay (kernel start − launch
+    start) and how many kernels ran shorter than the runtime call that launched them."""
+
+    kernels: int
+    linked: int
+    median_delay_ns: int | None
+    timed: int
+    shorter_than_launch: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "kernels": self.kernels,
+            "linked": self.linked,
+            "median_delay_us": None
+            if self.median_delay_ns is None
+            else self.median_delay_ns / 1000,
+            "shorter_than_launch": self.shorter_than_launch,
+            "shorter_than_launch_pct": (
+                100.0 * self.shorter_than_launch / self.timed if self.timed else None
+            ),
+        }
+
+
+@dataclass(frozen=True)
+class StepDeviceFigures:
+    """Over the steps: a device's median busy % of its step window, median lag, and in how
+    many steps it ran behind the CPU."""
+
+    device: Any
+    median_busy_pct: float
+    median_lag_ns: int
+    behind: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "device": self.device,
+            "median_busy_pct": self.median_busy_pct,
+            "median_lag_us": self.median_lag_ns / 1000,
+            "steps_behind": self.behind,
+        }
+
+
+@dataclass(frozen=True)
+class Steps:
+    count: int
+    median_cpu_ns: int | None
+    devices: tuple[StepDeviceFigures, ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "count": self.count,
+            "median_cpu_dur_us": None if self.median_cpu_ns is None else self.median_cpu_ns / 1000,
+            "devices": [d.as_dict() for d in self.devices],
+        }
+
+
+@dataclass(frozen=True)
+class Overview:
+    """The result of ``traceview summary``."""
+
+    trace: TraceSummary
+    devices: tuple[Breakdown, ...]
+    categories: tuple[Ranked, ...]
+    kernels: tuple[Ranked, ...]
+    ops: tuple[OpRow, ...]
+    launches: Launches
+    steps: Steps
+    hints: tuple[hint_rules.Hint, ...]
+    notes: list[str] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "trace": self.trace.as_dict(),
+            "devices": [d.as_dict() for d in self.devices],
+            "top_categories": [c.as_dict() for c in self.categories],
+            "top_kernels": [k.as_dict() for k in self.kernels],
+            "top_ops": [o.as_dict() for o in self.ops],
+            "launch": self.launches.as_dict(),
+            "steps": self.steps.as_dict(),
+            "hints": [h.as_dict() for h in self.hints],
+            "notes": list(self.notes),
+        }
+
+
+def overview(events: TraceEvents) -> Overview:
+    """Everything ``summary`` shows, from one read of the trace (CPU rows included)."""
+    links = link_ops(events)
+    category = categorize(events, links.leaf)
+    gpu = events.gpu
+    busy = np.flatnonzero(gpu.dur > 0)
+    usage, gaps = device_gaps(events, busy, links.launch, name_rank(events.names))
+    devices = _breakdowns(events, busy, category, usage, gaps.device, gaps.host_wait)
+    kernels = np.flatnonzero(gpu.kind == KERNEL)
+    ops = analyse_ops(events, OpOptions(top=TOP), links)
+    facts = hint_rules.Facts(events, links, category, devices, usage, gaps, ops.rows)
+    steps = _steps(events)
+    return Overview(
+        trace=summarize(events, usage),
+        devices=devices,
+        categories=_ranked(list(CATEGORIES), gpu.dur, category),
+        kernels=_ranked(events.names, gpu.dur[kernels], gpu.name[kernels]),
+        ops=tuple(ops.rows),
+        launches=_launches(events, kernels, links.launch, links.launch_end),
+        steps=steps,
+        hints=tuple(hint_rules.evaluate(facts)),
+        notes=[] if len(events.cpu) else ["no CPU ops in this trace: no operators, no launches"],
+    )
+
+
+def _breakdowns(
+    events: TraceEvents,
+    busy: np.ndarray,
+    category: np.ndarray,
+    usage: list[DeviceUsage],
+    gap_device: np.ndarray,
+    host_wait: np.ndarray,
+) -> tuple[Breakdown, ...]:
+    gpu = events.gpu
+    device_index, values = device_of_stream(events)
+    device = device_index[gpu.stream[busy]]
+    ts = gpu.ts[busy]
+    end = ts + gpu.dur[busy]
+    cat = category[busy]
+    copy = (gpu.kind[busy] == MEMCPY) | (gpu.kind[busy] == MEMSET)
+    comm = (cat == _COMM) & ~copy
+    compute = ~comm & ~copy
+    n = len(values)
+    compute_ns = _union_by(device[compute], ts[compute], end[compute], n)
+    with_comm_ns = _union_by(device[~copy], ts[~copy], end[~copy], n)
+    all_ns = _union_by(device, ts, end, n)
+    comm_ns = _union_by(device[comm], ts[comm], end[comm], n)
+    copy_ns = _union_by(device[copy], ts[copy], end[copy], n)
+    width = len(CATEGORIES)
+    per_cat = unions(device * width + cat, ts, end)
+    cat_busy: dict[int, list[tuple[int, int]]] = {}
+    for seg, b in zip(per_cat.segment.tolist(), per_cat.busy.tolist(), strict=True):
+        cat_busy.setdefault(seg // width, []).append((seg % width, b))
+    gpu_time = np.zeros(n * width, dtype=np.int64)
+    np.add.at(gpu_time, device * width + cat, gpu.dur[busy])
+    wait = np.zeros(n, dtype=np.int64)
+    np.add.at(wait, gap_device, host_wait)
+    index = {(type(v), v): i for i, v in enumerate(values)}
+    out = []
+    for u in usage:
+        d = index[(type(u.device), u.device)]
+        cats = sorted(
+            (CategoryTime(CATEGORIES[c], b, int(gpu_time[d * width + c])) for c, b in cat_busy[d]),
+            key=lambda c: (-c.gpu_time_ns, c.category),
+        )
+        out.append(
+            Breakdown(
+                device=u.device,
+                window_ns=u.window_ns,
+                compute_ns=int(compute_ns[d]),
+                exposed_communication_ns=int(with_comm_ns[d] - compute_ns[d]),
+                exposed_copy_ns=int(all_ns[d] - with_comm_ns[d]),
+                idle_ns=u.window_ns - int(all_ns[d]),
+                communication_ns=int(comm_ns[d]),
+                copy_ns=int(copy_ns[d]),
+                host_wait_ns=int(wait[d]),
+                categories=tuple(cats),
+            )
+        )
+    return tuple(out)
+
+
+def _union_by(segment: np.ndarray, start: np.ndarray, end: np.ndarray, n: int) -> np.ndarray:
+    """Per segment id in [0, n): the length of the union of its intervals."""
+    u = unions(segment, start, end)
+    out = np.zeros(n, dtype=np.int64)
+    out[u.segment] = u.busy
+    return out
+
+
+def _ranked(labels: list[str], dur: np.ndarray, ids: np.ndarray) -> tuple[Ranked, ...]:
+    """The TOP labels by summed duration (``ids`` index ``labels``)."""
+    sums = np.zeros(len(labels), dtype=np.int64)
+    np.add.at(sums, ids, dur)
+    totals = {labels[i]: int(sums[i]) for i in np.flatnonzero(sums).tolist()}
+    whole = sum(totals.values())
+    best = sorted(totals.items(), key=lambda kv: (-kv[1], kv[0]))[:TOP]
+    return tuple(Ranked(k, v, 100.0 * v / whole if whole else 0.0) for k, v in best)
+
+
+def _launches(
+    events: TraceEvents, kernels: np.ndarray, launch: np.ndarray, launch_end: np.ndarray
+) -> Launches:
+    gpu = events.gpu
+    has = launch[kernels] != NO_LAUNCH
+    delay = (gpu.ts[kernels] - launch[kernels])[has]
+    timed = has & (launch_end[kernels] != NO_LAUNCH)
+    call = (launch_end[kernels] - launch[kernels])[timed]
+    return Launches(
+        kernels=len(kernels),
+        linked=int(has.sum()),
+        median_delay_ns=_median(delay),
+        timed=int(timed.sum()),
+        shorter_than_launch=int((gpu.dur[kernels][timed] < call).sum()),
+    )
+
+
+def _median(values: np.ndarray) -> int | None:
+    """Nearest-rank median (the ceil(n/2)-th smallest), None when empty."""
+    if len(values) == 0:
+        return None
+    return int(np.partition(values, (len(values) + 1) // 2 - 1)[(len(values) + 1) // 2 - 1])
+
+
+def _steps(events: TraceEvents) -> Steps:
+    rows = step_table(events)
+    per_device: dict[Any, list[tuple[float, int, bool]]] = {}
+    for r in rows:
+        for d in r.devices:
+            per_device.setdefault(d.device, []).append((d.busy_pct, d.lag_ns, r.behind(d)))
+    devices = tuple(
+        StepDeviceFigures(
+            device=device,
+            median_busy_pct=float(sorted(b for b, _, _ in found)[(len(found) + 1) // 2 - 1]),
+            median_lag_ns=int(_median(np.array([lag for _, lag, _ in found])) or 0),
+            behind=sum(1 for _, _, behind in found if behind),
+        )
+        for device, found in per_device.items()
+    )
+    cpu = np.array([r.cpu_end_ns - r.cpu_start_ns for r in rows], dtype=np.int64)
+    return Steps(len(rows), _median(cpu), devices)
