@@ -26,7 +26,9 @@ app = typer.Typer(
 Trace = Annotated[
     Path,
     typer.Argument(
-        help="Trace file: Chrome trace JSON, plain or gzip (.json, .json.gz).", show_default=False
+        help="Trace file: Chrome trace JSON, plain or gzip (.json, .json.gz), or an Nsight "
+        "Systems SQLite export (nsys export --type sqlite).",
+        show_default=False,
     ),
 ]
 Format = Annotated[

@@ -460,17 +460,43 @@ class EventCollector:
         else:
             self._span = (min(self._span[0], start), max(self._span[1], end))
 
+    def add_columns(
+        self,
+        gpu: tuple[np.ndarray, ...] | None = None,
+        runtime: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+        cpu: np.ndarray | None = None,
+        steps: Iterable[StepWindow] = (),
+    ) -> None:
+        """Columns converted elsewhere (an Nsight Systems export): GPU rows as (kind, name,
+        stream, ts, dur, correlation), runtime calls as (correlation, ts, dur), CPU rows of
+        cpu_rows.ROW, step windows. Ids refer to this collector's interners."""
+        if gpu is not None and len(gpu[3]):
+            self._commit_gpu(gpu)
+        if runtime is not None:
+            self._commit_runtime(*runtime)
+        if cpu is not None:
+            self._cpu.append(cpu)
+        for step in steps:
+            self._widen_span(step.start_ns, step.end_ns)
+            self._steps.append(step)
+
     def finish(self, reader: TraceReader) -> TraceEvents:
         """All columns, joined (the collector is emptied); stream ids renumbered in the order
         of their values."""
+        return self.finish_as(str(reader.path), reader.info.size_bytes, reader.header, reader.stats)
+
+    def finish_as(
+        self, path: str, size_bytes: int, header: dict[str, Any], read: ReadStats
+    ) -> TraceEvents:
+        """``finish`` for a source that is not a TraceReader."""
         gpu = _join(self._gpu, _GPU_DTYPES)
         gpu[2], streams = _sorted_streams(gpu[2], self.streams.values)
         self._cpu.flush()
         return TraceEvents(
-            path=str(reader.path),
-            size_bytes=reader.info.size_bytes,
-            header=reader.header,
-            read=reader.stats,
+            path=path,
+            size_bytes=size_bytes,
+            header=header,
+            read=read,
             names=self.names.values,
             streams=streams,
             gpu=GpuColumns(*gpu),

@@ -108,10 +108,16 @@ def _read_cached(path: Path, options: ReadOptions, keep_cpu: bool) -> TraceEvent
 def _ingest(path: Path, options: ReadOptions, keep_cpu: bool) -> TraceEvents:
     """Read the trace itself, with a progress bar on a terminal."""
     from traceview.events import collect_events
+    from traceview.read.nsys import is_sqlite
     from traceview.read.reader import TraceReader
     from traceview.render.output import ByteProgress
 
     _wait_for_cache_writes()  # no thread may be writing when the reader forks
+    if is_sqlite(path):  # an Nsight Systems export, recognised by its content
+        from traceview.nsys_events import collect_nsys
+
+        with ByteProgress(path.stat().st_size, enabled=not options.quiet) as progress:
+            return collect_nsys(path, keep_cpu, progress)
     reader = TraceReader(path, partial=options.partial)
     with ByteProgress(reader.info.size_bytes, enabled=not options.quiet) as progress:
         reader.on_progress = progress
