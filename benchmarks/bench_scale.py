@@ -100,9 +100,9 @@ def run_once(
     cmd = [sys.executable, "-m", "traceview", *args, "--no-cache", "--quiet"]
     with tempfile.TemporaryFile("w+") as err:
         t0 = time.perf_counter()
-        env = dict(os.environ, PYTHONPATH=str(tree)) if tree is not None else None
+        # ``python -m`` puts the working directory first on sys.path: run in the tree.
         proc = subprocess.Popen(
-            cmd, stdout=subprocess.DEVNULL, stderr=err, env=env, start_new_session=True
+            cmd, stdout=subprocess.DEVNULL, stderr=err, cwd=tree, start_new_session=True
         )
         timer = threading.Timer(timeout, os.killpg, (proc.pid, signal.SIGKILL))
         timer.start()
@@ -168,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"runs: {args.runs} (medians); timeout {args.timeout:.0f} s")
     print(f"{'case':<32} {'MB':>6} {'command':<9} {'wall s':>8} {'peak RSS MB':>12}")
     for case in cases(args):
-        path = ensure_trace(args.data_dir, case)
+        path = ensure_trace(args.data_dir.resolve(), case)
         mb = path.stat().st_size / 1e6
         for command in args.commands:
             wall, rss = measure(path, command, args.runs, args.timeout, args.tree)
