@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import heapq
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -17,7 +17,7 @@ from traceview.aggregate.intervals import union_length
 from traceview.aggregate.order import dense_ids
 from traceview.aggregate.percentiles import nearest_rank
 from traceview.analyses.names import short_name
-from traceview.analyses.steps import in_steps, step_windows
+from traceview.analyses.steps import Steps, in_steps, select_steps, step_windows
 from traceview.analyses.summary import TraceSummary, summarize
 from traceview.errors import UsageError
 from traceview.events import GPU_KINDS, KERNEL, TraceEvents
@@ -53,7 +53,7 @@ class KernelOptions:
     group_by: str = "name"
     include: tuple[str, ...] = ("kernel",)
     name_regex: str | None = None
-    steps: tuple[int, ...] = ()
+    steps: Steps = ()  # step numbers and (first, last) ranges; the report's: the steps chosen
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,7 @@ class KernelReport:
 
 def analyse_kernels(events: TraceEvents, options: KernelOptions) -> KernelReport:
     """Select GPU rows by kind, steps and name; compute per-name statistics; sort; cut."""
-    mask, notes = _selection(events, options)
+    mask, notes, options = _selection(events, options)
     trace = summarize(events)  # before our row-sized temporaries, so the peaks do not stack
     gpu = events.gpu
     ts, dur = gpu.ts[mask], gpu.dur[mask]
@@ -125,8 +125,11 @@ def analyse_kernels(events: TraceEvents, options: KernelOptions) -> KernelReport
     )
 
 
-def _selection(events: TraceEvents, options: KernelOptions) -> tuple[np.ndarray, list[str]]:
-    """Mask over GPU rows for the requested kinds, steps and name regex."""
+def _selection(
+    events: TraceEvents, options: KernelOptions
+) -> tuple[np.ndarray, list[str], KernelOptions]:
+    """Mask over GPU rows for the requested kinds, steps and name regex; the options with
+    the steps chosen, one by one (step ranges are intersected with the steps that exist)."""
     unknown = set(options.include) - set(GPU_KINDS)
     if unknown:
         raise UsageError(
@@ -137,16 +140,18 @@ def _selection(events: TraceEvents, options: KernelOptions) -> tuple[np.ndarray,
     notes: list[str] = []
     if options.steps:
         windows = step_windows(events)
-        mask &= in_steps(events, list(options.steps), windows)
-        gpu_only = [n for n in options.steps if windows[n].gpu_only]
+        chosen = select_steps(options.steps, windows)
+        mask &= in_steps(events, chosen, windows)
+        gpu_only = [n for n in chosen if windows[n].gpu_only]
         if gpu_only:
             notes.append(
                 "steps " + ", ".join(map(str, gpu_only)) + " have no CPU ProfilerStep: "
                 "used the gpu_user_annotation window and each kernel's own start time"
             )
+        options = replace(options, steps=tuple(chosen))
     if options.name_regex is not None:
         mask &= _name_mask(events, options.name_regex)
-    return mask, notes
+    return mask, notes, options
 
 
 def _name_mask(events: TraceEvents, pattern: str) -> np.ndarray:
