@@ -10,9 +10,10 @@ Size. Kernel names dominate: real traces have 10–200 distinct kernels (the lar
 ../shared/traces has 194), so up to ``MAX_KERNELS`` every kernel is stored. Beyond that, the
 largest kernels covering ``COVER`` of the kernel time are stored (at least ``MAX_KERNELS``) and
 the rest are summed in ``other`` with a 12-hex-digit digest of each name, so ``diff`` can tell a
-kernel below this snapshot's cut from a new one. Per-step arrays cost kernels × steps numbers,
-so the last ``MAX_STEPS`` steps are kept (warm-up comes first); whole-trace figures always
-cover everything. Times are µs rounded to the ns.
+kernel below this snapshot's cut from a new one. At most ``MAX_STORED`` are stored whatever they
+cover: with 10^5 distinct names (compiled models) their step arrays would take gigabytes.
+Per-step arrays cost kernels × steps numbers, so the last ``MAX_STEPS`` steps are kept (warm-up
+comes first); whole-trace figures always cover everything. Times are µs rounded to the ns.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ KIND = "traceview-snapshot"
 SCHEMA_VERSION = 1
 MAX_KERNELS = 200
 COVER = 0.999
+MAX_STORED = 2000
 MAX_STEPS = 100
 SNIFF_BYTES = 4096
 _MARK = re.compile(rb'"kind"\s*:\s*"traceview-snapshot"')
@@ -141,14 +143,17 @@ def digest(name: str) -> str:
 
 
 def build_snapshot(
-    events: TraceEvents, max_kernels: int = MAX_KERNELS, max_steps: int = MAX_STEPS
+    events: TraceEvents,
+    max_kernels: int = MAX_KERNELS,
+    max_steps: int = MAX_STEPS,
+    max_stored: int = MAX_STORED,
 ) -> Snapshot:
     """Summarise a read trace (kernels only; idle counts kernel, memcpy and memset as busy)."""
     report = analyse_kernels(events, KernelOptions(sort="total", top=0))
     devices = analyse_gaps(events, GapOptions(largest=0, top=0)).devices
     all_steps = step_table(events)
     steps = all_steps[len(all_steps) - max_steps :] if len(all_steps) > max_steps else all_steps
-    stored = _stored(report.rows, max_kernels)
+    stored = _stored(report.rows, max_kernels, max_stored)
     windows, rows_by = step_windows(events), StepRows(events, np.arange(len(events.gpu.ts)))
     step_rows = [np.sort(rows_by.within(windows[s.step])) for s in steps]
     counts, totals = _step_sums(events, step_rows, [r.name for r in stored])
@@ -189,13 +194,14 @@ def build_snapshot(
     )
 
 
-def _stored(rows: list[KernelRow], max_kernels: int) -> list[KernelRow]:
-    """The rows (largest total first) kept by name: all, or those covering COVER of the time."""
+def _stored(rows: list[KernelRow], max_kernels: int, max_stored: int) -> list[KernelRow]:
+    """The rows (largest total first) kept by name: all, or those covering COVER of the time;
+    never more than ``max_stored``."""
     if len(rows) <= max_kernels:
         return rows
     need = COVER * sum(r.total_us for r in rows)
     covered, keep = 0.0, 0
-    while keep < len(rows) and (keep < max_kernels or covered < need):
+    while keep < min(len(rows), max_stored) and (keep < max_kernels or covered < need):
         covered += rows[keep].total_us
         keep += 1
     return rows[:keep]
