@@ -5,13 +5,24 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import load_generator, run_cli
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_gaps_analysis import make
 
 from traceview import run
 from traceview.analyses.kernels import KernelOptions, analyse_kernels
-from traceview.analyses.steps import describe_ranges, parse_steps, pick_steps
+from traceview.analyses.steps import (
+    describe_ranges,
+    in_steps,
+    parse_steps,
+    pick_steps,
+    step_windows,
+)
 from traceview.errors import UsageError
+from traceview.events import StepWindow
 
 gen = load_generator()
 
@@ -67,3 +78,27 @@ def test_step_range_in_json_lists_the_steps_chosen(trace: Path) -> None:
     assert json.loads(r.stdout)["selection"]["steps"] == [5, 6]
     g = run_cli("gaps", str(trace), "--pstep", "5-6", "-f", "json", "--no-cache")
     assert g.returncode == 0, g.stderr
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    ts=st.lists(st.integers(0, 100), min_size=1, max_size=30),
+    windows=st.lists(
+        st.tuples(st.integers(0, 100), st.integers(0, 40), st.booleans()), min_size=1, max_size=8
+    ),
+    data=st.data(),
+)
+def test_in_steps_marks_what_a_pass_per_window_marks(
+    ts: list[int], windows: list[tuple[int, int, bool]], data: st.DataObject
+) -> None:
+    """Overlapping windows, CPU and GPU-only, any subset of the steps."""
+    steps = [StepWindow(i, start, start + length, on_gpu) for i, (start, length, on_gpu) in
+             enumerate(windows)]  # fmt: skip
+    events = make([("k", (0, 7), t, 1) for t in ts], steps=steps)
+    chosen = data.draw(st.lists(st.sampled_from(range(len(steps))), min_size=1, unique=True))
+    by_window = step_windows(events)
+    want = np.zeros(len(ts), dtype=bool)
+    for n in chosen:
+        w = by_window[n]
+        want |= (events.gpu.ts >= w.start_ns) & (events.gpu.ts <= w.end_ns)
+    assert in_steps(events, chosen, by_window).tolist() == want.tolist()

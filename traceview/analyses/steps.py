@@ -69,7 +69,7 @@ def parse_steps(spec: str) -> tuple[tuple[int, int], ...]:
 
 def step_ranges(steps: Iterable[int | tuple[int, int]]) -> list[tuple[int, int]]:
     """Step numbers and (first, last) ranges as sorted, merged, inclusive ranges."""
-    return _merged([(s, s) if isinstance(s, int) else s for s in steps])
+    return _merged([s if isinstance(s, tuple) else (int(s), int(s)) for s in steps])
 
 
 def _merged(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
