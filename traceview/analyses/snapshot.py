@@ -32,7 +32,7 @@ import orjson
 from traceview import __version__
 from traceview.aggregate.intervals import union_length
 from traceview.analyses.gaps import GapOptions, analyse_gaps
-from traceview.analyses.kernels import KernelOptions, KernelRow, analyse_kernels
+from traceview.analyses.kernels import KernelOptions, KernelReport, KernelRow, analyse_kernels
 from traceview.analyses.steps import StepRow, StepRows, step_table, step_windows
 from traceview.errors import TraceviewError
 from traceview.events import KERNEL, TraceEvents
@@ -149,15 +149,15 @@ def build_snapshot(
     max_stored: int = MAX_STORED,
 ) -> Snapshot:
     """Summarise a read trace (kernels only; idle counts kernel, memcpy and memset as busy)."""
-    report = analyse_kernels(events, KernelOptions(sort="total", top=0))
+    # Rows only for the kernels that can be stored: with 10^6 names, a row each costs seconds.
+    report = analyse_kernels(events, KernelOptions(sort="total", top=max(max_kernels, max_stored)))
     devices = analyse_gaps(events, GapOptions(largest=0, top=0)).devices
     all_steps = step_table(events)
     steps = all_steps[len(all_steps) - max_steps :] if len(all_steps) > max_steps else all_steps
-    stored = _stored(report.rows, max_kernels, max_stored)
+    stored = _stored(report, max_kernels, max_stored)
     windows, rows_by = step_windows(events), StepRows(events, np.arange(len(events.gpu.ts)))
     step_rows = [np.sort(rows_by.within(windows[s.step])) for s in steps]
     counts, totals = _step_sums(events, step_rows, [r.name for r in stored])
-    rest = report.rows[len(stored) :]
     return Snapshot(
         kind=KIND,
         schema_version=SCHEMA_VERSION,
@@ -184,27 +184,37 @@ def build_snapshot(
             _kernel_stat(row, counts[:, i], totals[:, i]) for i, row in enumerate(stored)
         ),
         other=OtherKernels(
-            kernels=len(rest),
-            count=sum(r.count for r in rest),
-            total_us=sum(round(r.total_us * 1000) for r in rest) / 1000,
+            kernels=report.distinct - len(stored),
+            count=report.count - sum(r.count for r in stored),
+            total_us=(round(report.total_us * 1000) - sum(round(r.total_us * 1000) for r in stored))
+            / 1000,
             step_counts=tuple(counts[:, -1].tolist()),
             step_totals_us=tuple((totals[:, -1] / 1000).tolist()),
-            digests=tuple(sorted(digest(r.name) for r in rest)),
+            digests=_digests_besides(events, {r.name for r in stored}),
         ),
     )
 
 
-def _stored(rows: list[KernelRow], max_kernels: int, max_stored: int) -> list[KernelRow]:
+def _stored(report: KernelReport, max_kernels: int, max_stored: int) -> list[KernelRow]:
     """The rows (largest total first) kept by name: all, or those covering COVER of the time;
-    never more than ``max_stored``."""
-    if len(rows) <= max_kernels:
+    never more than ``max_stored`` (``report`` has at least the rows to store)."""
+    rows = report.rows
+    if report.distinct <= max_kernels:
         return rows
-    need = COVER * sum(r.total_us for r in rows)
+    need = COVER * report.total_us
     covered, keep = 0.0, 0
     while keep < min(len(rows), max_stored) and (keep < max_kernels or covered < need):
         covered += rows[keep].total_us
         keep += 1
     return rows[:keep]
+
+
+def _digests_besides(events: TraceEvents, stored: set[str]) -> tuple[str, ...]:
+    """Sorted digests of the kernel names not stored."""
+    gpu = events.gpu
+    used = np.unique(gpu.name[gpu.kind == KERNEL]).tolist()
+    names = events.names
+    return tuple(sorted(digest(names[i]) for i in used if names[i] not in stored))
 
 
 def _step_sums(
