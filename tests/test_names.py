@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from traceview.analyses.names import short_name
+from traceview.analyses.names import short_name, short_names
 
 CASES = [
     ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, "
@@ -55,6 +55,7 @@ def test_short_name_matches_the_character_by_character_reference(pieces: list[st
 def test_short_name_of_the_cases_matches_the_reference() -> None:
     for name, _ in CASES:
         assert short_name.__wrapped__(name) == _reference_short_name(name)
+    assert short_names([n for n, _ in CASES]) == [s for _, s in CASES]
 
 
 def _reference_short_name(name: str) -> str:

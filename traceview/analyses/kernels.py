@@ -16,7 +16,7 @@ from traceview.aggregate import moments
 from traceview.aggregate.intervals import union_length
 from traceview.aggregate.order import dense_ids
 from traceview.aggregate.percentiles import nearest_rank
-from traceview.analyses.names import short_name
+from traceview.analyses.names import short_name, short_names
 from traceview.analyses.steps import Steps, in_steps, select_steps, step_windows
 from traceview.analyses.summary import TraceSummary, summarize
 from traceview.errors import UsageError
@@ -172,7 +172,7 @@ def _groups(names: list[str], name_ids: np.ndarray, group_by: str) -> tuple[list
     if group_by == "name":
         return labels, group
     ids: dict[str, int] = {}  # short name → group id, in order of first appearance
-    to_short = np.array([ids.setdefault(short_name(n), len(ids)) for n in labels], np.int64)
+    to_short = np.array([ids.setdefault(s, len(ids)) for s in short_names(labels)], np.int64)
     return list(ids), to_short[group]
 
 

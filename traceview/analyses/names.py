@@ -19,6 +19,15 @@ _PARENS_SPACES = re.compile(r"[() ]")
 @lru_cache(maxsize=65536)
 def short_name(name: str) -> str:
     """The qualified function name of a kernel signature, or the name unchanged."""
+    return _short_name(name)
+
+
+def short_names(names: list[str]) -> list[str]:
+    """``short_name`` of many distinct names, past the cache (which cannot help them)."""
+    return [_short_name(n) for n in names]
+
+
+def _short_name(name: str) -> str:
     bare = _without_templates(name)
     if bare is None:
         return name
