@@ -187,3 +187,11 @@ def test_percent_change_and_step_lists() -> None:
     assert percent_change(0, 0) == 0 and percent_change(0, 5) is None
     assert percent_change(None, 5) is None
     assert describe_steps([7, 5, 6, 9]) == "5-7, 9" and describe_steps([]) == "none"
+
+
+def test_stored_kernels_are_capped_whatever_they_cover(demo: TraceEvents) -> None:
+    """Many equal kernels (10^5 distinct names): no step arrays per name for all of them."""
+    capped = build_snapshot(demo, max_kernels=10, max_stored=20)
+    assert len(capped.kernels) == 20 and capped.other.kernels == 30
+    assert len(capped.other.digests) == 30
+    assert not diff(build_snapshot(demo), capped).vanished

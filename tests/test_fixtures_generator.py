@@ -128,3 +128,17 @@ def test_edge_fixtures_documented() -> None:
     assert len(files) >= 18
     for name in files:
         assert f"`{name}`" in readme
+
+
+def test_scale_trace_has_the_requested_names_streams_and_steps(tmp_path: Path) -> None:
+    path = tmp_path / "scale.json"
+    gen.write_scale_trace(path, kernels=500, names=40, streams=7, steps=9)
+    events = json.loads(path.read_bytes())["traceEvents"]
+    kernels = [e for e in events if e["cat"] == "kernel"]
+    steps = [e for e in events if e["name"].startswith("ProfilerStep#")]
+    assert len(kernels) == 500
+    assert len({e["name"] for e in kernels}) == 40
+    assert len({(e["args"]["device"], e["args"]["stream"]) for e in kernels}) == 7
+    assert [e["name"] for e in steps] == [f"ProfilerStep#{n}" for n in range(5, 14)]
+    launches = {e["args"]["correlation"] for e in events if e["cat"] == "cuda_runtime"}
+    assert {e["args"]["correlation"] for e in kernels} == launches

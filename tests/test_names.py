@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from traceview.analyses.names import short_name
+from traceview.analyses.names import short_name, short_names
 
 CASES = [
     ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, "
@@ -35,3 +37,86 @@ CASES = [
 @pytest.mark.parametrize(("name", "short"), CASES)
 def test_short_name(name: str, short: str) -> None:
     assert short_name(name) == short
+
+
+# Text made of what the parser looks at, so brackets nest, balance and fail to balance often.
+_PIECES = st.sampled_from(
+    ["<", ">", "(", ")", " ", "::", "-", "->", "operator", " const", "void ", "a", "f", "int", ","]
+)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(pieces=st.lists(_PIECES, max_size=24))
+def test_short_name_matches_the_character_by_character_reference(pieces: list[str]) -> None:
+    name = "".join(pieces)
+    assert short_name.__wrapped__(name) == _reference_short_name(name)
+
+
+def test_short_name_of_the_cases_matches_the_reference() -> None:
+    for name, _ in CASES:
+        assert short_name.__wrapped__(name) == _reference_short_name(name)
+    assert short_names([n for n, _ in CASES]) == [s for _, s in CASES]
+
+
+def _reference_short_name(name: str) -> str:
+    """short_name as it was written first, a Python step per character: the reference."""
+    bare = _ref_without_templates(name)
+    if bare is None:
+        return name
+    function = _ref_function_name(bare)
+    if function is not None:
+        return function
+    return bare.strip() if bare != name else name
+
+
+def _ref_without_templates(name: str) -> str | None:
+    """The name with every <...> removed; None if the angle brackets do not balance."""
+    out: list[str] = []
+    depth = 0
+    for i, ch in enumerate(name):
+        if ch == "<" and not name.startswith("operator", max(0, i - 8)):
+            depth += 1
+        elif ch == ">" and depth and name[i - 1 : i] != "-":
+            depth -= 1
+        elif depth == 0:
+            out.append(ch)
+    return "".join(out) if depth == 0 else None
+
+
+def _ref_function_name(text: str) -> str | None:
+    """``ns::f`` from ``[void|type] ns::f(args) [const]``; None if ``text`` is no call."""
+    text = text.rstrip().removesuffix(" const").rstrip()
+    if not text.endswith(")"):
+        return None
+    depth = 0
+    for i in range(len(text) - 1, -1, -1):
+        depth += {")": 1, "(": -1}.get(text[i], 0)
+        if depth == 0:
+            head = text[:i]
+            break
+    else:
+        return None
+    if not head or head[-1] in " (":
+        return None
+    tokens = _ref_top_level_tokens(head.removeprefix("void "))
+    if len(tokens) == 1 or "::" in tokens[-1]:  # one word, or a return type then ns::name
+        return tokens[-1]
+    return None  # prose with a parenthesised remark, e.g. "Memcpy HtoD (Pageable -> Device)"
+
+
+def _ref_top_level_tokens(text: str) -> list[str]:
+    """Split ``text`` at spaces that are not inside parentheses."""
+    tokens: list[str] = []
+    current: list[str] = []
+    depth = 0
+    for ch in text:
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if ch == " " and depth == 0:
+            if current:
+                tokens.append("".join(current))
+            current = []
+        else:
+            current.append(ch)
+    if current:
+        tokens.append("".join(current))
+    return tokens

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from itertools import groupby
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -20,6 +19,7 @@ import numpy as np
 from traceview import __version__
 from traceview.analyses.names import short_name
 from traceview.analyses.snapshot import Snapshot, digest
+from traceview.analyses.steps import Steps, describe_ranges, pick_steps, step_ranges
 from traceview.errors import UsageError
 
 MIN_STEPS_FOR_MEDIAN = 2
@@ -30,7 +30,7 @@ _PERCENT = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*%?\s*$")
 class DiffOptions:
     """Selection (``steps``), gate limits and how many kernel rows to show."""
 
-    steps: tuple[int, ...] = ()
+    steps: Steps = ()  # step numbers and (first, last) ranges; the report's: the steps compared
     max_regression_pct: float | None = None
     max_idle_regression_pct: float | None = None
     min_share_pct: float = 1.0
@@ -211,6 +211,8 @@ def compare(base: Side, new: Side, options: DiffOptions) -> DiffReport:
         mode = "median"
     else:
         mode = "steps" if options.steps else "total"
+    if options.steps:  # every step asked for is on both sides: the base's are the ones compared
+        options = replace(options, steps=tuple(base.snapshot.steps[i].step for i in b_idx))
     b, a = _figures(base.snapshot, b_idx, mode), _figures(new.snapshot, n_idx, mode)
     changed, added, gone, hidden = _kernel_changes(base, new, b, a, options)
     figures = (
@@ -241,25 +243,24 @@ def compare(base: Side, new: Side, options: DiffOptions) -> DiffReport:
 
 def describe_steps(steps: Sequence[int]) -> str:
     """``5-10, 12`` style list of step numbers, or ``none``."""
-    runs = []
-    for _, group in groupby(enumerate(sorted(steps)), lambda p: p[1] - p[0]):
-        run = [n for _, n in group]
-        runs.append(f"{run[0]}" if len(run) == 1 else f"{run[0]}-{run[-1]}")
-    return ", ".join(runs) or "none"
+    return describe_ranges(step_ranges(steps)) if steps else "none"
 
 
-def _select(side: Side, which: str, steps: tuple[int, ...]) -> list[int]:
+def _select(side: Side, which: str, steps: Steps) -> list[int]:
     """Positions in ``snapshot.steps`` of the steps to compare: the ``--pstep`` ones, or all."""
     numbers = [s.step for s in side.snapshot.steps]
-    missing = [n for n in steps if n not in numbers]
+    if not steps:
+        return list(range(len(numbers)))
+    position = {n: i for i, n in enumerate(numbers)}
+    chosen, missing = pick_steps(steps, sorted(numbers))
     if missing:
         kept = side.snapshot.steps_left_out
         hint = f"; the snapshot keeps only the last {len(numbers)} steps" if kept else ""
         raise UsageError(
-            f"--pstep: no ProfilerStep {', '.join(map(str, missing))} in {which} {side.path} "
+            f"--pstep: no ProfilerStep {describe_ranges(missing)} in {which} {side.path} "
             f"(steps found: {describe_steps(numbers)}{hint})"
         )
-    return [numbers.index(n) for n in steps] if steps else list(range(len(numbers)))
+    return [position[n] for n in chosen]
 
 
 def _figures(snap: Snapshot, idx: list[int], mode: str) -> _Figures:

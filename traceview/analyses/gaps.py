@@ -34,7 +34,7 @@ from traceview.analyses.devices import (
     host_wait,
     name_rank,
 )
-from traceview.analyses.steps import in_steps, step_windows
+from traceview.analyses.steps import Steps, in_steps, select_steps, step_windows
 from traceview.analyses.summary import TraceSummary, summarize
 from traceview.errors import UsageError
 from traceview.events import GPU_KINDS, TraceEvents
@@ -66,7 +66,7 @@ class GapOptions:
     min_gap_ns: int = 0
     streams: Sequence[Any] | None = None
     devices: Sequence[Any] | None = None
-    steps: tuple[int, ...] = ()
+    steps: Steps = ()  # step numbers and (first, last) ranges
     hist_min_ns: int | None = None
     hist_max_ns: int | None = None
     bins: int = 20
@@ -385,8 +385,9 @@ def _selection(events: TraceEvents, options: GapOptions) -> tuple[np.ndarray, li
     notes: list[str] = []
     if options.steps:
         windows = step_windows(events)
-        mask &= in_steps(events, list(options.steps), windows)
-        gpu_only = [n for n in options.steps if windows[n].gpu_only]
+        chosen = select_steps(options.steps, windows)
+        mask &= in_steps(events, chosen, windows)
+        gpu_only = [n for n in chosen if windows[n].gpu_only]
         if gpu_only:
             notes.append(
                 "steps " + ", ".join(map(str, gpu_only)) + " have no CPU ProfilerStep: "

@@ -5,8 +5,9 @@ Definitions: docs/metrics.md. Times are µs in the result, computed from exact n
 
 from __future__ import annotations
 
+import heapq
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -16,9 +17,9 @@ from traceview.aggregate.order import dense_ids
 from traceview.aggregate.percentiles import nearest_rank
 from traceview.analyses.categories import CATEGORIES, categorize
 from traceview.analyses.devices import usage
-from traceview.analyses.names import short_name
+from traceview.analyses.names import short_name, short_names
 from traceview.analyses.oplinks import link_ops
-from traceview.analyses.steps import in_steps, step_windows
+from traceview.analyses.steps import Steps, in_steps, select_steps, step_windows
 from traceview.analyses.summary import TraceSummary, summarize
 from traceview.errors import UsageError
 from traceview.events import GPU_KINDS, KERNEL, TraceEvents
@@ -34,6 +35,7 @@ SORT_KEYS = (
     "p99",
     "name",
 )
+_FLOAT_EXACT = 1 << 53  # ns values below this convert to float64 exactly
 _SORT_FIELD = {
     "count": "count",
     "duration": "mean_us",
@@ -54,7 +56,7 @@ class KernelOptions:
     group_by: str = "name"
     include: tuple[str, ...] = ("kernel",)
     name_regex: str | None = None
-    steps: tuple[int, ...] = ()
+    steps: Steps = ()  # step numbers and (first, last) ranges; the report's: the steps chosen
 
 
 @dataclass(frozen=True)
@@ -112,7 +114,7 @@ def analyse_kernels(events: TraceEvents, options: KernelOptions) -> KernelReport
     The header's device figures are over all GPU activity (kernel, memcpy, memset) of the
     selected steps, or of the whole trace: the one device definition every command uses.
     """
-    mask, notes = _selection(events, options)
+    mask, notes, options = _selection(events, options)
     steps = _step_rows(events, options)
     # before our row-sized temporaries, so the peaks do not stack
     trace = summarize(events, None if steps is None else usage(events, steps))
@@ -123,26 +125,28 @@ def analyse_kernels(events: TraceEvents, options: KernelOptions) -> KernelReport
         labels, group = category_groups(events, mask)
     else:
         labels, group = _groups(events.names, gpu.name[mask], options.group_by)
-    rows = _rows(labels, group, dur, options.group_by)
-    rows.sort(key=_sort_key(options.sort))
-    kept = rows if options.top == 0 else rows[: options.top]
-    cut = rows[len(kept) :]
+    stats = _Stats.of(group, dur, len(labels))
+    kept = _ranked(stats, labels, options.sort, options.top)
+    rows = [_row(stats, labels[g], g, options.group_by) for g in kept]
     return KernelReport(
         trace=trace,
         options=options,
         count=len(dur),
-        total_us=int(dur.sum()) / 1000,
-        distinct=len(rows),
-        rows=kept,
-        left_out_rows=len(cut),
-        left_out_count=sum(r.count for r in cut),
-        left_out_us=sum(r.total_us for r in cut),
+        total_us=stats.total_ns / 1000,
+        distinct=len(labels),
+        rows=rows,
+        left_out_rows=len(labels) - len(rows),
+        left_out_count=stats.total_count - sum(r.count for r in rows),
+        left_out_us=(stats.total_ns - int(stats.moments.total[kept].sum())) / 1000,
         notes=notes,
     )
 
 
-def _selection(events: TraceEvents, options: KernelOptions) -> tuple[np.ndarray, list[str]]:
-    """Mask over GPU rows for the requested kinds, steps and name regex."""
+def _selection(
+    events: TraceEvents, options: KernelOptions
+) -> tuple[np.ndarray, list[str], KernelOptions]:
+    """Mask over GPU rows for the requested kinds, steps and name regex; the options with
+    the steps chosen, one by one (step ranges are intersected with the steps that exist)."""
     unknown = set(options.include) - set(GPU_KINDS)
     if unknown:
         raise UsageError(
@@ -153,16 +157,18 @@ def _selection(events: TraceEvents, options: KernelOptions) -> tuple[np.ndarray,
     notes: list[str] = []
     if options.steps:
         windows = step_windows(events)
-        mask &= in_steps(events, list(options.steps), windows)
-        gpu_only = [n for n in options.steps if windows[n].gpu_only]
+        chosen = select_steps(options.steps, windows)
+        mask &= in_steps(events, chosen, windows)
+        gpu_only = [n for n in chosen if windows[n].gpu_only]
         if gpu_only:
             notes.append(
                 "steps " + ", ".join(map(str, gpu_only)) + " have no CPU ProfilerStep: "
                 "used the gpu_user_annotation window and each kernel's own start time"
             )
+        options = replace(options, steps=tuple(chosen))
     if options.name_regex is not None:
         mask &= _name_mask(events, options.name_regex)
-    return mask, notes
+    return mask, notes, options
 
 
 def _step_rows(events: TraceEvents, options: KernelOptions) -> np.ndarray | None:
@@ -189,9 +195,9 @@ def _groups(names: list[str], name_ids: np.ndarray, group_by: str) -> tuple[list
     labels = [names[i] for i in used]
     if group_by == "name":
         return labels, group
-    shorts = [short_name(n) for n in labels]
-    short_labels, to_short = np.unique(np.array(shorts, dtype=object), return_inverse=True)
-    return [str(s) for s in short_labels], to_short[group].astype(np.int64)
+    ids: dict[str, int] = {}  # short name → group id, in order of first appearance
+    to_short = np.array([ids.setdefault(s, len(ids)) for s in short_names(labels)], np.int64)
+    return list(ids), to_short[group]
 
 
 def category_groups(events: TraceEvents, mask: np.ndarray) -> tuple[list[str], np.ndarray]:
@@ -203,35 +209,86 @@ def category_groups(events: TraceEvents, mask: np.ndarray) -> tuple[list[str], n
     return [CATEGORIES[i] for i in used.tolist()], group
 
 
-def _rows(labels: list[str], group: np.ndarray, dur: np.ndarray, group_by: str) -> list[KernelRow]:
-    """Per-group statistics (ns → µs)."""
+@dataclass(frozen=True)
+class _Stats:
+    """Per-group statistics as arrays indexed by group id (ns), and the totals."""
+
+    moments: moments.Moments
+    std: np.ndarray
+    pcts: dict[int, np.ndarray]
+    total_count: int
+    total_ns: int
+
+    @classmethod
+    def of(cls, group: np.ndarray, dur: np.ndarray, groups: int) -> _Stats:
+        stats = moments.accumulate(group, dur, groups)
+        pcts = nearest_rank(group, dur, groups, (50, 90, 99))
+        return cls(stats, stats.std(), pcts, int(stats.count.sum()), int(stats.total.sum()))
+
+    def field(self, name: str) -> np.ndarray | None:
+        """The values of a KernelRow field for every group, as the row computes them, or None
+        when numpy floats could differ from the row's (ns sums beyond 2^53: exact ints only)."""
+        m = self.moments
+        if name == "count":
+            return m.count
+        if self.total_ns >= _FLOAT_EXACT:  # every other ns figure is at most the total
+            return None
+        total = m.total.astype(np.float64)
+        if name == "mean_us":
+            return total / m.count / 1000
+        if name == "pct_launches":
+            return 100.0 * m.count.astype(np.float64) / self.total_count
+        if name == "pct_time":
+            return 100.0 * total / self.total_ns if self.total_ns else np.zeros(len(total))
+        if name == "total_us":
+            return total / 1000
+        ns = m.maximum if name == "max_us" else self.pcts[99]
+        return ns.astype(np.float64) / 1000
+
+
+def _ranked(stats: _Stats, labels: list[str], sort: str, top: int) -> list[int]:
+    """The group ids of the rows to show, in order: the ``top`` first (all for 0) by
+    ``_sort_key(sort)``, found without building or sorting a row per group."""
+    key = _sort_key(sort)  # checks ``sort``
     n = len(labels)
-    stats = moments.accumulate(group, dur, n)
-    pcts = nearest_rank(group, dur, n, (50, 90, 99))
-    total_count = int(stats.count.sum())
-    total_ns = int(stats.total.sum())
-    std = stats.std()
-    rows = []
-    for g, label in enumerate(labels):
-        count, total = int(stats.count[g]), int(stats.total[g])
-        rows.append(
-            KernelRow(
-                name=label,
-                short_name=label if group_by == "short" else short_name(label),
-                count=count,
-                total_us=total / 1000,
-                mean_us=total / count / 1000,
-                std_us=float(std[g]) / 1000,
-                min_us=int(stats.minimum[g]) / 1000,
-                max_us=int(stats.maximum[g]) / 1000,
-                p50_us=int(pcts[50][g]) / 1000,
-                p90_us=int(pcts[90][g]) / 1000,
-                p99_us=int(pcts[99][g]) / 1000,
-                pct_launches=100.0 * count / total_count,
-                pct_time=100.0 * total / total_ns if total_ns else 0.0,
-            )
-        )
-    return rows
+    if sort == "name":
+        everyone = range(n)
+        return heapq.nsmallest(top, everyone, key=labels.__getitem__) if top else sorted(
+            everyone, key=labels.__getitem__
+        )  # fmt: skip
+    values = stats.field(_SORT_FIELD[sort])
+    if values is None:  # beyond exact floats: compare the rows themselves
+        rows = sorted((_row(stats, labels[g], g, "short") for g in range(n)), key=key)
+        index = {label: g for g, label in enumerate(labels)}
+        return [index[r.name] for r in rows[: top or None]]
+    candidates = np.arange(n)
+    if 0 < top < n:  # only rows at least as large as the top-th can be among the top
+        candidates = np.flatnonzero(values >= np.partition(values, n - top)[n - top])
+    listed = values.tolist()
+    order = lambda g: (-listed[g], labels[g])  # noqa: E731 (the row key, on group ids)
+    chosen = candidates.tolist()
+    return heapq.nsmallest(top, chosen, key=order) if top else sorted(chosen, key=order)
+
+
+def _row(stats: _Stats, label: str, g: int, group_by: str) -> KernelRow:
+    """One group's statistics (ns → µs)."""
+    m = stats.moments
+    count, total = int(m.count[g]), int(m.total[g])
+    return KernelRow(
+        name=label,
+        short_name=label if group_by == "short" else short_name(label),
+        count=count,
+        total_us=total / 1000,
+        mean_us=total / count / 1000,
+        std_us=float(stats.std[g]) / 1000,
+        min_us=int(m.minimum[g]) / 1000,
+        max_us=int(m.maximum[g]) / 1000,
+        p50_us=int(stats.pcts[50][g]) / 1000,
+        p90_us=int(stats.pcts[90][g]) / 1000,
+        p99_us=int(stats.pcts[99][g]) / 1000,
+        pct_launches=100.0 * count / stats.total_count,
+        pct_time=100.0 * total / stats.total_ns if stats.total_ns else 0.0,
+    )
 
 
 def _sort_key(sort: str) -> Any:

@@ -10,9 +10,10 @@ Size. Kernel names dominate: real traces have 10–200 distinct kernels (the lar
 ../shared/traces has 194), so up to ``MAX_KERNELS`` every kernel is stored. Beyond that, the
 largest kernels covering ``COVER`` of the kernel time are stored (at least ``MAX_KERNELS``) and
 the rest are summed in ``other`` with a 12-hex-digit digest of each name, so ``diff`` can tell a
-kernel below this snapshot's cut from a new one. Per-step arrays cost kernels × steps numbers,
-so the last ``MAX_STEPS`` steps are kept (warm-up comes first); whole-trace figures always
-cover everything. Times are µs rounded to the ns.
+kernel below this snapshot's cut from a new one. At most ``MAX_STORED`` are stored whatever they
+cover: with 10^5 distinct names (compiled models) their step arrays would take gigabytes.
+Per-step arrays cost kernels × steps numbers, so the last ``MAX_STEPS`` steps are kept (warm-up
+comes first); whole-trace figures always cover everything. Times are µs rounded to the ns.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import orjson
 
 from traceview import __version__
 from traceview.analyses.gaps import GapOptions, analyse_gaps
-from traceview.analyses.kernels import KernelOptions, KernelRow, analyse_kernels
+from traceview.analyses.kernels import KernelOptions, KernelReport, KernelRow, analyse_kernels
 from traceview.analyses.steps import StepRow, StepRows, step_table, step_windows
 from traceview.errors import TraceviewError
 from traceview.events import KERNEL, TraceEvents
@@ -42,6 +43,7 @@ SCHEMA_VERSION = 2
 READABLE_VERSIONS = (1, 2)  # 1 lacks the steps' device figures; its other figures agree
 MAX_KERNELS = 200
 COVER = 0.999
+MAX_STORED = 2000
 MAX_STEPS = 100
 SNIFF_BYTES = 4096
 # A snapshot is a few hundred KB (200 kernels × 100 steps at most); a bigger file is refused
@@ -164,18 +166,21 @@ def digest(name: str) -> str:
 
 
 def build_snapshot(
-    events: TraceEvents, max_kernels: int = MAX_KERNELS, max_steps: int = MAX_STEPS
+    events: TraceEvents,
+    max_kernels: int = MAX_KERNELS,
+    max_steps: int = MAX_STEPS,
+    max_stored: int = MAX_STORED,
 ) -> Snapshot:
     """Summarise a read trace (kernels only; idle counts kernel, memcpy and memset as busy)."""
-    report = analyse_kernels(events, KernelOptions(sort="total", top=0))
+    # Rows only for the kernels that can be stored: with 10^6 names, a row each costs seconds.
+    report = analyse_kernels(events, KernelOptions(sort="total", top=max(max_kernels, max_stored)))
     devices = analyse_gaps(events, GapOptions(largest=0, top=0)).devices
     all_steps = step_table(events)
     steps = all_steps[len(all_steps) - max_steps :] if len(all_steps) > max_steps else all_steps
-    stored = _stored(report.rows, max_kernels)
+    stored = _stored(report, max_kernels, max_stored)
     windows, rows_by = step_windows(events), StepRows(events, np.arange(len(events.gpu.ts)))
     step_rows = [np.sort(rows_by.within(windows[s.step])) for s in steps]
     counts, totals = _step_sums(events, step_rows, [r.name for r in stored])
-    rest = report.rows[len(stored) :]
     return Snapshot(
         kind=KIND,
         schema_version=SCHEMA_VERSION,
@@ -199,26 +204,37 @@ def build_snapshot(
             _kernel_stat(row, counts[:, i], totals[:, i]) for i, row in enumerate(stored)
         ),
         other=OtherKernels(
-            kernels=len(rest),
-            count=sum(r.count for r in rest),
-            total_us=sum(round(r.total_us * 1000) for r in rest) / 1000,
+            kernels=report.distinct - len(stored),
+            count=report.count - sum(r.count for r in stored),
+            total_us=(round(report.total_us * 1000) - sum(round(r.total_us * 1000) for r in stored))
+            / 1000,
             step_counts=tuple(counts[:, -1].tolist()),
             step_totals_us=tuple((totals[:, -1] / 1000).tolist()),
-            digests=tuple(sorted(digest(r.name) for r in rest)),
+            digests=_digests_besides(events, {r.name for r in stored}),
         ),
     )
 
 
-def _stored(rows: list[KernelRow], max_kernels: int) -> list[KernelRow]:
-    """The rows (largest total first) kept by name: all, or those covering COVER of the time."""
-    if len(rows) <= max_kernels:
+def _stored(report: KernelReport, max_kernels: int, max_stored: int) -> list[KernelRow]:
+    """The rows (largest total first) kept by name: all, or those covering COVER of the time;
+    never more than ``max_stored`` (``report`` has at least the rows to store)."""
+    rows = report.rows
+    if report.distinct <= max_kernels:
         return rows
-    need = COVER * sum(r.total_us for r in rows)
+    need = COVER * report.total_us
     covered, keep = 0.0, 0
-    while keep < len(rows) and (keep < max_kernels or covered < need):
+    while keep < min(len(rows), max_stored) and (keep < max_kernels or covered < need):
         covered += rows[keep].total_us
         keep += 1
     return rows[:keep]
+
+
+def _digests_besides(events: TraceEvents, stored: set[str]) -> tuple[str, ...]:
+    """Sorted digests of the kernel names not stored."""
+    gpu = events.gpu
+    used = np.unique(gpu.name[gpu.kind == KERNEL]).tolist()
+    names = events.names
+    return tuple(sorted(digest(names[i]) for i in used if names[i] not in stored))
 
 
 def _step_sums(

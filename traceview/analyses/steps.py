@@ -9,6 +9,8 @@ use that window and the activity's own ts.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +26,9 @@ from traceview.events import KERNEL, STEP_PREFIX, TraceEvents
 # CPU step's duration (or more) after the CPU had launched it: the GPU was still busy.
 BEHIND_SHARE = 0.1
 _SPEC = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$")
+_DESCRIBE_RUNS = 12  # runs of step numbers an error message lists at most
+
+Steps = tuple[int | tuple[int, int], ...]  # step numbers and inclusive (first, last) ranges
 
 
 @dataclass(frozen=True)
@@ -111,9 +116,10 @@ class StepRow:
         }
 
 
-def parse_steps(spec: str) -> list[int]:
-    """``N``, ``N-M`` or ``N,M,...`` (parts may be ranges) as a sorted list of step numbers."""
-    steps: set[int] = set()
+def parse_steps(spec: str) -> tuple[tuple[int, int], ...]:
+    """``N``, ``N-M`` or ``N,M,...`` (parts may be ranges) as sorted, merged, inclusive
+    (first, last) ranges: a range stays two numbers, however many steps it spans."""
+    ranges = []
     for part in spec.split(","):
         m = _SPEC.match(part)
         if not m:
@@ -121,8 +127,53 @@ def parse_steps(spec: str) -> list[int]:
         first, last = int(m.group(1)), int(m.group(2) or m.group(1))
         if last < first:
             raise UsageError(f"--pstep {spec!r}: range {first}-{last} runs backwards")
-        steps.update(range(first, last + 1))
-    return sorted(steps)
+        ranges.append((first, last))
+    return tuple(_merged(ranges))
+
+
+def step_ranges(steps: Iterable[int | tuple[int, int]]) -> list[tuple[int, int]]:
+    """Step numbers and (first, last) ranges as sorted, merged, inclusive ranges."""
+    return _merged([s if isinstance(s, tuple) else (int(s), int(s)) for s in steps])
+
+
+def _merged(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for first, last in sorted(ranges):
+        if out and first <= out[-1][1] + 1:
+            out[-1] = (out[-1][0], max(out[-1][1], last))
+        else:
+            out.append((first, last))
+    return out
+
+
+def pick_steps(
+    steps: Iterable[int | tuple[int, int]], available: list[int]
+) -> tuple[list[int], list[tuple[int, int]]]:
+    """The ``available`` steps (sorted) inside ``steps``, and the requested ranges of steps
+    that are not available; in time linear in the ranges and the available steps."""
+    chosen: list[int] = []
+    missing: list[tuple[int, int]] = []
+    for first, last in step_ranges(steps):
+        inside = available[bisect_left(available, first) : bisect_right(available, last)]
+        chosen += inside
+        expected = first
+        for n in [*inside, last + 1]:  # the holes between the steps found
+            if n > expected:
+                missing.append((expected, n - 1))
+            expected = n + 1
+    return chosen, missing
+
+
+def select_steps(steps: Iterable[int | tuple[int, int]], windows: dict[int, Window]) -> list[int]:
+    """The steps asked for, all of which must exist: else the usage error naming the missing
+    ones and those found, compressed to ranges and cut to a readable length."""
+    chosen, missing = pick_steps(steps, list(windows))
+    if missing:
+        raise UsageError(
+            f"--pstep: no ProfilerStep {describe_ranges(missing)} in this trace "
+            f"(steps found: {compress(list(windows))})"
+        )
+    return chosen
 
 
 def step_windows(events: TraceEvents) -> dict[int, Window]:
@@ -145,30 +196,46 @@ def step_windows(events: TraceEvents) -> dict[int, Window]:
 
 def in_steps(
     events: TraceEvents,
-    steps: list[int],
+    steps: Iterable[int | tuple[int, int]],
     windows: dict[int, Window],
     launch: np.ndarray | None = None,
 ) -> np.ndarray:
     """Boolean mask over GPU rows: the row belongs to one of ``steps``.
 
+    One binary search per row over the union of the chosen windows (CPU windows on launch
+    times, GPU-only ones on the rows' own start), not a pass over the rows per step.
     ``launch`` is ``launch_times(events)``, passed in when testing many steps.
     """
-    missing = [n for n in steps if n not in windows]
-    if missing:
-        found = compress(list(windows))
-        raise UsageError(
-            f"--pstep: no ProfilerStep {', '.join(map(str, missing))} in this trace "
-            f"(steps found: {found})"
-        )
-    if launch is None:
-        launch = launch_times(events)
+    chosen = select_steps(steps, windows)
     own = events.gpu.ts
     mask = np.zeros(len(own), dtype=bool)
-    for n in steps:
-        w = windows[n]
-        point = own if w.gpu_only else launch
-        mask |= (point >= w.start_ns) & (point <= w.end_ns)
+    for gpu_only in (False, True):
+        spans = [(w.start_ns, w.end_ns) for n in chosen if (w := windows[n]).gpu_only == gpu_only]
+        if not spans:
+            continue
+        if gpu_only:
+            points = own
+        else:
+            points = launch = launch_times(events) if launch is None else launch
+        mask |= _within(points, spans)
     return mask
+
+
+def _within(points: np.ndarray, spans: list[tuple[int, int]]) -> np.ndarray:
+    """Whether each point lies in one of the closed intervals ``spans``."""
+    starts, ends = _union(np.array(spans, dtype=np.int64))
+    at = np.searchsorted(starts, points, side="right") - 1
+    return (at >= 0) & (points <= ends[np.maximum(at, 0)])
+
+
+def _union(spans: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Closed intervals (rows of start, end) merged where they overlap or touch."""
+    spans = spans[np.argsort(spans[:, 0], kind="stable")]
+    reach = np.maximum.accumulate(spans[:, 1])
+    new = np.ones(len(spans), dtype=bool)
+    new[1:] = spans[1:, 0] > reach[:-1]
+    first = np.flatnonzero(new)
+    return spans[first, 0], reach[np.append(first[1:] - 1, len(spans) - 1)]
 
 
 def step_table(events: TraceEvents) -> list[StepRow]:
@@ -270,15 +337,14 @@ class StepRows:
 
 def compress(steps: list[int]) -> str:
     """``5-10, 12`` style list of step numbers, or ``none``."""
-    if not steps:
-        return "none"
-    runs: list[str] = []
-    start = prev = steps[0]
-    for n in [*steps[1:], None]:
-        if n is not None and n == prev + 1:
-            prev = n
-            continue
-        runs.append(f"{start}" if start == prev else f"{start}-{prev}")
-        if n is not None:
-            start = prev = n
+    return describe_ranges(step_ranges(steps)) if steps else "none"
+
+
+def describe_ranges(ranges: list[tuple[int, int]], limit: int = _DESCRIBE_RUNS) -> str:
+    """``5-10, 12`` for sorted ranges; past ``limit`` runs, the first and last few and how
+    many were left out, so an error line stays short."""
+    runs = [f"{a}" if a == b else f"{a}-{b}" for a, b in ranges]
+    if len(runs) > limit:
+        keep = limit // 2
+        runs = [*runs[:keep], f"... ({len(runs) - 2 * keep} more)", *runs[-keep:]]
     return ", ".join(runs)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from traceview.analyses.kernels import KernelReport, KernelRow
+from traceview.analyses.steps import Steps
 from traceview.render import units
 from traceview.render.escape import markdown_list, print_line, text_lines
 from traceview.render.header import device_busy_lines, trace_lines
@@ -144,5 +145,6 @@ def _stat_cells(row: KernelRow) -> tuple[str, ...]:
     )  # fmt: skip
 
 
-def _steps(steps: tuple[int, ...]) -> str:
+def _steps(steps: Steps) -> str:
+    """The steps chosen (the report's options hold step numbers, not ranges)."""
     return ", ".join(f"ProfilerStep#{n}" for n in steps)

@@ -1,0 +1,118 @@
+"""Time linear in the input (issue #21): doubling a case at most ~2.5x the time.
+
+Generous ratio checks measured in one run (best of 3 each), at sizes where a per-group or
+per-step pass over all rows, or a step range expanded into a set, would be far over.
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+from collections.abc import Callable
+
+import pytest
+from conftest import load_generator
+
+from traceview import run
+from traceview.analyses.kernels import KernelOptions, analyse_kernels
+from traceview.analyses.names import short_name
+from traceview.analyses.steps import parse_steps
+from traceview.errors import UsageError
+from traceview.events import TraceEvents
+
+MAX_RATIO = 2.5
+gen = load_generator()
+
+
+N = 100_000  # kernels, all names distinct; and twice as many
+
+
+@pytest.fixture(scope="module")
+def traces(tmp_path_factory: pytest.TempPathFactory) -> dict[int, TraceEvents]:
+    """Traces of N and 2N kernel launches, every launch under its own name."""
+    out = {}
+    for n in (N, 2 * N):
+        path = tmp_path_factory.mktemp("linear") / "t.json"
+        gen.write_scale_trace(path, kernels=n, names=n)
+        out[n] = run.read_trace(path, run.ReadOptions(quiet=True, cache=False))
+    return out
+
+
+def _ratio_of(double: Callable[[], object], single: Callable[[], object]) -> float:
+    """Best-of-3 time of ``double`` over that of ``single``, run alternately. CPU time of
+    this process: the machine is shared, and other processes' load would otherwise swamp
+    the ratio; the cyclic GC is off (its passes scale with every object alive, the
+    fixtures' traces too, not with the work measured)."""
+    best = [float("inf"), float("inf")]
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(3):
+            for i, action in enumerate((double, single)):
+                t0 = time.process_time()
+                action()
+                best[i] = min(best[i], time.process_time() - t0)
+    finally:
+        gc.enable()
+    return best[0] / best[1]
+
+
+def _ratio(traces: dict[int, TraceEvents], action: Callable[[TraceEvents], object]) -> float:
+    """Time of the action on 2N launches over its time on N."""
+    return _ratio_of(lambda: action(traces[2 * N]), lambda: action(traces[N]))
+
+
+@pytest.mark.parametrize("sort", ["duration-percentage", "count", "name"])
+def test_kernels_with_all_names_distinct_is_linear(
+    traces: dict[int, TraceEvents], sort: str
+) -> None:
+    """All rows tie on count; the top 10 need neither a row per name nor a full sort."""
+    assert _ratio(traces, lambda e: analyse_kernels(e, KernelOptions(sort=sort))) <= MAX_RATIO
+
+
+def test_kernels_group_by_short_with_many_names_is_linear(
+    traces: dict[int, TraceEvents],
+) -> None:
+    def action(events: TraceEvents) -> object:
+        short_name.cache_clear()  # each run pays for its short names
+        return analyse_kernels(events, KernelOptions(group_by="short", top=0))
+
+    assert _ratio(traces, action) <= MAX_RATIO
+
+
+STEPS = 2000  # ProfilerSteps of 10 launches each; and twice as many
+
+
+@pytest.fixture(scope="module")
+def stepped(tmp_path_factory: pytest.TempPathFactory) -> dict[int, TraceEvents]:
+    out = {}
+    for n in (STEPS, 2 * STEPS):
+        path = tmp_path_factory.mktemp("linear") / "t.json"
+        gen.write_scale_trace(path, kernels=10 * n, steps=n)
+        out[n] = run.read_trace(path, run.ReadOptions(quiet=True, cache=False))
+    return out
+
+
+def test_kernels_of_every_step_selected_is_linear(stepped: dict[int, TraceEvents]) -> None:
+    """Not a pass over all rows per selected step."""
+
+    def action(events: TraceEvents) -> object:
+        every = tuple(range(5, 5 + len(events.steps)))
+        return analyse_kernels(events, KernelOptions(steps=every))
+
+    assert (
+        _ratio_of(lambda: action(stepped[2 * STEPS]), lambda: action(stepped[STEPS])) <= MAX_RATIO
+    )
+
+
+def test_a_step_range_costs_the_same_whatever_its_length(
+    stepped: dict[int, TraceEvents],
+) -> None:
+    """A range reaching 10x further beyond the steps: the same usage error, as fast."""
+    events = stepped[STEPS]
+
+    def action(spec: str) -> None:
+        with pytest.raises(UsageError, match="no ProfilerStep"):
+            analyse_kernels(events, KernelOptions(steps=tuple(parse_steps(spec))))
+
+    assert _ratio_of(lambda: action("5-1000000"), lambda: action("5-100000")) <= MAX_RATIO
