@@ -198,3 +198,13 @@ def test_steps_and_kernels_json_shapes(tmp_path: Path) -> None:
     ]
     assert doc["trace"]["device_count"] == 1
     assert (doc["totals"]["gpu_busy_us"], doc["totals"]["gpu_busy_pct"]) == (50.0, 100.0)
+
+
+def test_a_step_number_in_other_digits_is_not_a_step(tmp_path: Path) -> None:
+    """``ProfilerStep#²`` is no step number (str.isdigit accepts it, int() does not)."""
+    events = read(
+        tmp_path,
+        [x("user_annotation", "ProfilerStep#²", 0, 10), x("user_annotation", "ProfilerStep#3", 0, 10),
+         kernel("k", 1, 2)],
+    )  # fmt: skip
+    assert [r.step for r in step_table(events)] == [3]

@@ -8,6 +8,7 @@ import hashlib
 import json
 import shutil
 import sqlite3
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -399,3 +400,87 @@ def test_worker_error_is_the_error(
     monkeypatch.setenv("TRACEVIEW_NSYS_SPLIT_MIN_ROWS", "0")
     with pytest.raises(TraceviewError, match="malformed"):
         collect_nsys(path)
+
+
+@pytest.fixture(scope="module")
+def ops_pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """As ``pair``, without user annotations too: nsys has one kind of NVTX range, which
+    traceview takes as operators, so only a trace whose CPU ranges are all cpu_ops has the same
+    operators in both forms."""
+    folder = tmp_path_factory.mktemp("ops_pair")
+    doc = load_kineto(DEMO)
+    doc["traceEvents"] = [
+        e
+        for e in doc["traceEvents"]
+        if e.get("cat") not in ("gpu_user_annotation", "user_annotation")
+        or (
+            str(e.get("name", "")).startswith("ProfilerStep#")
+            and e.get("cat") != "gpu_user_annotation"
+        )
+    ]
+    kineto = folder / "demo.json"
+    kineto.write_text(_dumps(doc))
+    nsys = folder / "demo.sqlite"
+    kineto_to_nsys(load_kineto(kineto), nsys)
+    return kineto, nsys
+
+
+def _dumps(value: Any) -> str:
+    """JSON with Decimal numbers written as they were read (exact ns timestamps)."""
+    if isinstance(value, Decimal):
+        return str(value)
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{json.dumps(k)}: {_dumps(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_dumps(v) for v in value) + "]"
+    return json.dumps(value)
+
+
+@pytest.mark.parametrize("level", ["leaf", "top"])
+def test_round_trip_ops_are_identical(ops_pair: tuple[Path, Path], level: str) -> None:
+    kineto, nsys = ops_pair
+    args = ("--level", level, "--top", "0", "--no-cache")
+    want = _activity(report("ops", str(kineto), *args))
+    got = _activity(report("ops", str(nsys), *args))
+    assert got["ops"] == want["ops"] and len(want["ops"]) > 10
+    assert got["totals"] == want["totals"]
+
+
+def test_round_trip_summary_is_identical(ops_pair: tuple[Path, Path]) -> None:
+    kineto, nsys = ops_pair
+    want = report("summary", str(kineto), "--no-cache")
+    got = report("summary", str(nsys), "--no-cache")
+    for key in ("devices", "top_categories", "top_kernels", "top_ops", "launch", "steps"):
+        assert got[key] == want[key], key
+
+
+def test_real_summary_equals_sql(real: Path) -> None:
+    """The real export has no NVTX: every kernel is in the (no op) row, and the device's window
+    splits into compute, memcpy and idle as straight SQL says."""
+    doc = report("summary", str(real), "--no-cache")
+    (device,) = doc["devices"]
+    db = sqlite3.connect(f"file:{real}?mode=ro", uri=True)
+    kernels = db.execute("SELECT start, end FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchall()
+    copies = db.execute("SELECT start, end FROM CUPTI_ACTIVITY_KIND_MEMCPY").fetchall()
+    db.close()
+
+    def union(spans: list[tuple[int, int]]) -> int:
+        total, reach = 0, None
+        for start, end in sorted(s for s in spans if s[1] > s[0]):
+            if reach is None or start > reach:
+                total += end - start
+                reach = end
+            elif end > reach:
+                total += end - reach
+                reach = end
+        return total
+
+    busy = [s for s in kernels + copies if s[1] > s[0]]
+    window = max(e for _, e in busy) - min(s for s, _ in busy)
+    assert round(device["window_us"] * 1000) == window
+    assert round(device["compute_us"] * 1000) == union(kernels)
+    assert round(device["exposed_memcpy_memset_us"] * 1000) == union(busy) - union(kernels)
+    assert round(device["idle_us"] * 1000) == window - union(busy)
+    ops = report("ops", str(real), "--no-cache", "--top", "0")
+    assert [o["name"] for o in ops["ops"]] == ["(no op)"]
+    assert ops["ops"][0]["kernels"] == len(kernels)

@@ -426,7 +426,7 @@ class EventCollector:
 
     def _add_step(self, name: str, ts: int, dur: int, on_gpu: bool, lists: _Lists) -> None:
         number = name[len(STEP_PREFIX) :]
-        if number.isdigit():
+        if number.isdecimal():  # as \d: not ², which isdigit() accepts and int() refuses
             lists.steps.append(StepWindow(int(number), ts, ts + dur, on_gpu))
 
     def _commit(self, lists: _Lists) -> None:
