@@ -202,9 +202,6 @@ def test_steps_and_kernels_json_shapes(tmp_path: Path) -> None:
 
 def test_a_step_number_in_other_digits_is_not_a_step(tmp_path: Path) -> None:
     """``ProfilerStep#²`` is no step number (str.isdigit accepts it, int() does not)."""
-    events = read(
-        tmp_path,
-        [x("user_annotation", "ProfilerStep#²", 0, 10), x("user_annotation", "ProfilerStep#3", 0, 10),
-         kernel("k", 1, 2)],
-    )  # fmt: skip
+    steps = [x("user_annotation", f"ProfilerStep#{n}", 0, 10) for n in ("²", "3")]
+    events = read(tmp_path, [*steps, kernel("k", 1, 2)])
     assert [r.step for r in step_table(events)] == [3]
