@@ -267,22 +267,19 @@ def analyse_gaps(events: TraceEvents, options: GapOptions) -> GapReport:
     launch = first_launch(events)
     usage, all_device_gaps = device_gaps(events, rows, launch, rank)
     device_kept = (all_device_gaps.end - all_device_gaps.start) >= options.min_gap_ns
-    streams, stream_gaps, transitions = _stream_scope(events, rows, rank, launch, options)
+    streams, stream_gaps, pairs = _stream_scope(events, rows, rank, launch, options)
     del rows
     if options.per_stream:
         gaps, idle_ns = stream_gaps, sum(round(s.idle_us * 1000) for s in streams)
+        before, after, signed = pairs
     else:
         gaps, idle_ns = all_device_gaps.take(device_kept), sum(u.idle_ns for u in usage)
         names = events.gpu.name
-        transitions = _transitions(
-            events.names,
-            names[all_device_gaps.before],
-            names[all_device_gaps.after],
-            all_device_gaps.end - all_device_gaps.start,
-            options.sort,
-        )
+        before, after = names[all_device_gaps.before], names[all_device_gaps.after]
+        signed = all_device_gaps.end - all_device_gaps.start
+    shown, distinct = _transitions(events.names, rank, before, after, signed, options)
+    del before, after, signed, pairs
     lengths = gaps.end - gaps.start
-    shown = transitions if options.top == 0 else transitions[: options.top]
     return GapReport(
         trace=summarize(events, usage),
         options=options,
@@ -292,16 +289,16 @@ def analyse_gaps(events: TraceEvents, options: GapOptions) -> GapReport:
         histogram=_histogram(lengths, options),
         transitions=shown,
         largest=_largest(events, gaps, options.largest),
-        left_out_transitions=len(transitions) - len(shown),
+        left_out_transitions=distinct - len(shown),
         notes=notes,
     )
 
 
 def _stream_scope(
     events: TraceEvents, rows: np.ndarray, rank: np.ndarray, launch: np.ndarray, options: GapOptions
-) -> tuple[list[StreamGaps], GapSet, list[Transition]]:
-    """Per stream: the table rows, the positive gaps --min-gap keeps, and the transitions of
-    every consecutive pair (signed gaps)."""
+) -> tuple[list[StreamGaps], GapSet, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Per stream: the table rows, the positive gaps --min-gap keeps, and every consecutive
+    pair as (name before, name after, signed gap) for the transitions."""
     source = _sorted_rows(events, rows, rank)  # the GPU row of each row in stream order
     gpu = events.gpu
     stream, ts = gpu.stream[source], gpu.ts[source]
@@ -325,8 +322,7 @@ def _stream_scope(
         host_wait=host_wait(launch[after], start, start + gap[kept]),
     )
     name = gpu.name[source]
-    transitions = _transitions(events.names, name[pairs], name[pairs + 1], gap, options.sort)
-    return table, gaps, transitions
+    return table, gaps, (name[pairs], name[pairs + 1], gap)
 
 
 def _sorted_rows(events: TraceEvents, rows: np.ndarray, rank: np.ndarray) -> np.ndarray:
@@ -509,9 +505,16 @@ def _totals(lengths: np.ndarray, idle_ns: int) -> GapTotals:
 
 
 def _transitions(
-    names: list[str], before: np.ndarray, after: np.ndarray, gap: np.ndarray, sort: str
-) -> list[Transition]:
-    """Statistics of the (signed) gap per (name before, name after), sorted."""
+    names: list[str],
+    rank: np.ndarray,
+    before: np.ndarray,
+    after: np.ndarray,
+    gap: np.ndarray,
+    options: GapOptions,
+) -> tuple[list[Transition], int]:
+    """Statistics of the (signed) gap per (name before, name after): the ``options.top`` first
+    by the sort field (then the names), and how many pairs there are. Ranked as arrays, so a
+    row is built only for the pairs shown, whatever the number of distinct names."""
     width = max(len(names), 1)
     key: np.ndarray = before.astype(np.int32 if width * width < 2**31 else np.int64)
     key *= width
@@ -520,24 +523,32 @@ def _transitions(
     del key
     stats = moments.accumulate(group, gap, len(used))
     std = stats.std()
-    rows = []
-    for g, k in enumerate(used.tolist()):
-        count, total = int(stats.count[g]), int(stats.total[g])
-        rows.append(
-            Transition(
-                from_name=names[k // width],
-                to_name=names[k % width],
-                count=count,
-                total_us=total / 1000,
-                mean_us=total / (count * 1000),
-                min_us=int(stats.minimum[g]) / 1000,
-                max_us=int(stats.maximum[g]) / 1000,
-                std_us=float(std[g]) / 1000,
-            )
+    count, total = stats.count, stats.total
+    values = {
+        "count": count.astype(np.float64),
+        "total_us": total / 1000,
+        "mean_us": total / (count * 1000),
+        "min_us": stats.minimum / 1000,
+        "max_us": stats.maximum / 1000,
+        "std_us": std / 1000,
+    }[_sort_field(options.sort)]
+    first, second = used // width, used % width
+    order = np.lexsort((rank[second], rank[first], -values))
+    chosen = order if options.top == 0 else order[: options.top]
+    rows = [
+        Transition(
+            from_name=names[int(first[g])],
+            to_name=names[int(second[g])],
+            count=int(count[g]),
+            total_us=int(total[g]) / 1000,
+            mean_us=int(total[g]) / (int(count[g]) * 1000),
+            min_us=int(stats.minimum[g]) / 1000,
+            max_us=int(stats.maximum[g]) / 1000,
+            std_us=float(std[g]) / 1000,
         )
-    field_name = _sort_field(sort)
-    rows.sort(key=lambda t: (-getattr(t, field_name), t.from_name, t.to_name))
-    return rows
+        for g in chosen.tolist()
+    ]
+    return rows, len(used)
 
 
 def _sort_field(sort: str) -> str:
