@@ -332,6 +332,7 @@ def summary(
     no_cache: NoCache = False,
     refresh: Refresh = False,
     cache_dir: CacheDir = None,
+    verify: Verify = False,
 ) -> None:
     """One screen: per device where the time went (categories, communication, copies, idle),
     the top categories, kernels and operators, launch and step figures, and hints."""
@@ -340,7 +341,7 @@ def summary(
     _call(
         run.summary,
         trace,
-        run.ReadOptions(partial, quiet, strict, not no_cache, refresh, cache_dir),
+        run.ReadOptions(partial, quiet, strict, not no_cache, refresh, cache_dir, verify),
         run.OutputOptions(fmt),
     )
 
@@ -364,6 +365,7 @@ def ops(
     no_cache: NoCache = False,
     refresh: Refresh = False,
     cache_dir: CacheDir = None,
+    verify: Verify = False,
 ) -> None:
     """Where the GPU time went per operator: calls, kernels, GPU and CPU time, launch delay."""
     from traceview import run
@@ -373,7 +375,7 @@ def ops(
         run.ops,
         trace,
         OpOptions(level=level, top=top),
-        run.ReadOptions(partial, quiet, strict, not no_cache, refresh, cache_dir),
+        run.ReadOptions(partial, quiet, strict, not no_cache, refresh, cache_dir, verify),
         run.OutputOptions(fmt),
     )
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from traceview.aggregate.intervals import min_by_segment, sums_by_run, unions
 from traceview.aggregate.order import concat_ranges
-from traceview.analyses.devices import device_of_stream, launch_times
+from traceview.analyses.devices import DeviceUsage, device_of_stream, launch_times
 from traceview.errors import UsageError
 from traceview.events import KERNEL, STEP_PREFIX, TraceEvents
 
@@ -41,36 +41,20 @@ class Window:
 
 
 @dataclass(frozen=True)
-class StepDevice:
-    """A step's GPU work on one device: the window of its busy events, their union, how long
-    after the CPU step began the device started on it (lag) and how long after the first of
-    them was launched (queue: the GPU was still busy with earlier work). ns, the file's time
-    base."""
+class StepDevice(DeviceUsage):
+    """A step's GPU work on one device: the window [start_ns, end_ns] of its busy events and
+    their union (DeviceUsage), how long after the CPU step began the device started on it
+    (lag) and how long after the first of them was launched (queue: the GPU was still busy
+    with earlier work). ns, the file's time base."""
 
-    device: Any
-    gpu_start_ns: int
-    gpu_end_ns: int
-    busy_ns: int
     lag_ns: int
     queue_ns: int
-
-    @property
-    def window_ns(self) -> int:
-        return self.gpu_end_ns - self.gpu_start_ns
-
-    @property
-    def idle_ns(self) -> int:
-        return self.window_ns - self.busy_ns
-
-    @property
-    def busy_pct(self) -> float:
-        return 100.0 * self.busy_ns / self.window_ns if self.window_ns > 0 else 0.0
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "device": self.device,
-            "gpu_start_us": self.gpu_start_ns / 1000,
-            "gpu_end_us": self.gpu_end_ns / 1000,
+            "gpu_start_us": self.start_ns / 1000,
+            "gpu_end_us": self.end_ns / 1000,
             "window_us": self.window_ns / 1000,
             "busy_us": self.busy_ns / 1000,
             "idle_us": self.idle_ns / 1000,
