@@ -71,6 +71,15 @@ Verify = Annotated[
         "mtime and inode (for a file edited in place with its mtime restored).",
     ),
 ]
+StepRegex = Annotated[
+    str | None,
+    typer.Option(
+        "--step-regex",
+        help="Steps are the CPU ranges (cpu_op, user_annotation, nsys NVTX) whose whole name "
+        "matches this, its one group the step number (default: ProfilerStep#N annotations).",
+        show_default=False,
+    ),
+]
 Verbose = Annotated[
     bool, typer.Option("--verbose", "-v", help="Full kernel names instead of short ones.")
 ]
@@ -157,6 +166,7 @@ def kernels(
     refresh: Refresh = False,
     cache_dir: CacheDir = None,
     verify: Verify = False,
+    step_regex: StepRegex = None,
 ) -> None:
     """Per-kernel statistics: count, total, mean, std, min/max, p50/p90/p99, shares."""
     from traceview import run
@@ -175,7 +185,9 @@ def kernels(
         run.kernels(
             trace,
             options,
-            run.ReadOptions(partial, quiet, strict, not no_cache, refresh, cache_dir, verify),
+            run.ReadOptions(
+                partial, quiet, strict, not no_cache, refresh, cache_dir, verify, step_regex
+            ),
             out,
         )
 
@@ -260,6 +272,7 @@ def gaps(
     refresh: Refresh = False,
     cache_dir: CacheDir = None,
     verify: Verify = False,
+    step_regex: StepRegex = None,
 ) -> None:
     """Why the GPU sits idle: device gaps with their cause (CPU or GPU), idle per device,
     histogram, transitions, the largest gaps and what the CPU was doing."""
@@ -291,7 +304,9 @@ def gaps(
         run.gaps(
             trace,
             options,
-            run.ReadOptions(partial, quiet, strict, not no_cache, refresh, cache_dir, verify),
+            run.ReadOptions(
+                partial, quiet, strict, not no_cache, refresh, cache_dir, verify, step_regex
+            ),
             out,
         )
 
@@ -307,6 +322,7 @@ def steps(
     refresh: Refresh = False,
     cache_dir: CacheDir = None,
     verify: Verify = False,
+    step_regex: StepRegex = None,
 ) -> None:
     """The ProfilerSteps: CPU duration, kernels launched, and per device the GPU window,
     busy %, idle and how far the GPU runs behind the CPU."""
@@ -315,7 +331,9 @@ def steps(
     _call(
         run.steps,
         trace,
-        run.ReadOptions(partial, quiet, strict, not no_cache, refresh, cache_dir, verify),
+        run.ReadOptions(
+            partial, quiet, strict, not no_cache, refresh, cache_dir, verify, step_regex
+        ),
         run.OutputOptions(fmt),
     )
 
@@ -333,6 +351,7 @@ def summary(
     refresh: Refresh = False,
     cache_dir: CacheDir = None,
     verify: Verify = False,
+    step_regex: StepRegex = None,
 ) -> None:
     """One screen: per device where the time went (categories, communication, copies, idle),
     the top categories, kernels and operators, launch and step figures, and hints."""
@@ -341,7 +360,9 @@ def summary(
     _call(
         run.summary,
         trace,
-        run.ReadOptions(partial, quiet, strict, not no_cache, refresh, cache_dir, verify),
+        run.ReadOptions(
+            partial, quiet, strict, not no_cache, refresh, cache_dir, verify, step_regex
+        ),
         run.OutputOptions(fmt),
     )
 
@@ -366,6 +387,7 @@ def ops(
     refresh: Refresh = False,
     cache_dir: CacheDir = None,
     verify: Verify = False,
+    step_regex: StepRegex = None,
 ) -> None:
     """Where the GPU time went per operator: calls, kernels, GPU and CPU time, launch delay."""
     from traceview import run
@@ -375,7 +397,9 @@ def ops(
         run.ops,
         trace,
         OpOptions(level=level, top=top),
-        run.ReadOptions(partial, quiet, strict, not no_cache, refresh, cache_dir, verify),
+        run.ReadOptions(
+            partial, quiet, strict, not no_cache, refresh, cache_dir, verify, step_regex
+        ),
         run.OutputOptions(fmt),
     )
 
@@ -397,6 +421,7 @@ def snapshot(
     refresh: Refresh = False,
     cache_dir: CacheDir = None,
     verify: Verify = False,
+    step_regex: StepRegex = None,
 ) -> None:
     """A small versioned JSON summary of a trace: the baseline for traceview diff."""
     from traceview import run
@@ -404,7 +429,9 @@ def snapshot(
     _call(
         run.snapshot,
         trace,
-        run.ReadOptions(partial, quiet, strict, not no_cache, refresh, cache_dir, verify),
+        run.ReadOptions(
+            partial, quiet, strict, not no_cache, refresh, cache_dir, verify, step_regex
+        ),
         output,
         force,
     )
@@ -482,6 +509,7 @@ def diff(
     refresh: Refresh = False,
     cache_dir: CacheDir = None,
     verify: Verify = False,
+    step_regex: StepRegex = None,
 ) -> None:
     """Compare two traces or snapshots; with --max-regression, a CI gate (exit 1 on regression)."""
     from traceview import run
@@ -510,7 +538,9 @@ def diff(
             base,
             new,
             options,
-            run.ReadOptions(partial, quiet, strict, not no_cache, refresh, cache_dir, verify),
+            run.ReadOptions(
+                partial, quiet, strict, not no_cache, refresh, cache_dir, verify, step_regex
+            ),
             out,
         )
 
@@ -534,11 +564,14 @@ def export(
     refresh: Refresh = False,
     cache_dir: CacheDir = None,
     verify: Verify = False,
+    step_regex: StepRegex = None,
 ) -> None:
     """Write the trace's columns as Parquet tables (for pandas, DuckDB, polars); see README."""
     from traceview import run
 
-    read = run.ReadOptions(partial, quiet, strict, not no_cache, refresh, cache_dir, verify)
+    read = run.ReadOptions(
+        partial, quiet, strict, not no_cache, refresh, cache_dir, verify, step_regex
+    )
     _call(run.export, trace, read, output, force)
 
 

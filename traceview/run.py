@@ -52,6 +52,7 @@ class ReadOptions:
     refresh: bool = False
     cache_dir: Path | None = None
     verify: bool = False
+    step_regex: str | None = None  # steps from the CPU ranges whose name matches it
 
 
 @dataclass(frozen=True)
@@ -66,10 +67,21 @@ class OutputOptions:
 
 
 def read_trace(path: Path, options: ReadOptions, keep_cpu: bool = False) -> TraceEvents:
-    """Read a trace (from the cache when it holds it); remember it as the last one analysed."""
+    """Read a trace (from the cache when it holds it); remember it as the last one analysed.
+    With ``--step-regex`` the steps are the CPU ranges whose name matches it."""
+    regex = None
+    if options.step_regex is not None:
+        from traceview.analyses.steps import compile_step_regex
+
+        regex = compile_step_regex(options.step_regex)  # a usage error before any reading
+        keep_cpu = True
     events = _read_cached(path, options, keep_cpu) if options.cache else None
     if events is None:
         events = _ingest(path, options, keep_cpu)
+    if regex is not None:
+        from traceview.analyses.steps import steps_matching
+
+        events = replace(events, steps=steps_matching(events, regex))
     problems = read_warnings(events)
     if options.strict and problems:
         raise TraceviewError(f"{path}: --strict: {'; '.join(problems)}")

@@ -19,8 +19,9 @@ import numpy as np
 from traceview.aggregate.intervals import min_by_segment, sums_by_run, unions
 from traceview.aggregate.order import concat_ranges
 from traceview.analyses.devices import DeviceUsage, device_of_stream, launch_times
+from traceview.cpu_rows import is_op
 from traceview.errors import UsageError
-from traceview.events import KERNEL, STEP_PREFIX, TraceEvents
+from traceview.events import KERNEL, STEP_PREFIX, StepWindow, TraceEvents
 
 # A device runs behind the CPU in a step when it started the step's work this share of the
 # CPU step's duration (or more) after the CPU had launched it: the GPU was still busy.
@@ -158,6 +159,50 @@ def select_steps(steps: Iterable[int | tuple[int, int]], windows: dict[int, Wind
             f"(steps found: {compress(list(windows))})"
         )
     return chosen
+
+
+def compile_step_regex(pattern: str) -> re.Pattern[str]:
+    """``--step-regex``: a regular expression with one group, the step number (digits)."""
+    try:
+        regex = re.compile(pattern)
+    except re.error as e:
+        raise UsageError(
+            f"--step-regex {pattern!r}: not a valid regular expression ({e})"
+        ) from None
+    if regex.groups != 1:
+        raise UsageError(
+            f"--step-regex {pattern!r}: needs exactly one group, the step number "
+            r"(e.g. 'train_step_(\d+)')"
+        )
+    return regex
+
+
+def steps_matching(events: TraceEvents, regex: re.Pattern[str]) -> list[StepWindow]:
+    """The step windows of ``--step-regex``: every CPU range (cpu_op, user_annotation, an
+    nsys NVTX range) and ``ProfilerStep#N`` annotation whose whole name matches ``regex``,
+    its group being the step number; a match whose group is not a number is no step."""
+    names = events.names
+    number = {}
+    for i, name in enumerate(names):
+        m = regex.fullmatch(name)
+        if m and (m.group(1) or "").isdecimal():
+            number[i] = int(m.group(1))
+    out = [
+        w
+        for w in events.steps
+        if (m := regex.fullmatch(f"{STEP_PREFIX}{w.step}")) and (m.group(1) or "").isdecimal()
+    ]
+    if not number:
+        return out
+    wanted = np.zeros(len(names), dtype=bool)
+    wanted[list(number)] = True
+    for block in events.cpu.blocks():
+        ranges = block[is_op(block["correlation"]) & wanted[block["name"]]]
+        for name, ts, end in zip(
+            ranges["name"].tolist(), ranges["ts"].tolist(), ranges["end"].tolist(), strict=True
+        ):
+            out.append(StepWindow(number[name], ts, end, False))
+    return out
 
 
 def step_windows(events: TraceEvents) -> dict[int, Window]:
