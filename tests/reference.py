@@ -628,8 +628,9 @@ def _describe_gap(
 
 def step_devices(events: list[Event], busy: Iterable[str] = ALL_BUSY) -> dict[int, dict]:
     """Per step: cpu start/end, kernels and kernel time (every attributed kernel), and per
-    device the window/busy/idle of its attributed busy events (dur > 0) and lag = GPU start −
-    CPU step start (all ns)."""
+    device the window/busy/idle of its attributed busy events (dur > 0), lag = GPU start −
+    CPU step start and queue = GPU start − the earliest launch of those events (an event
+    without a launch counts its own start) (all ns)."""
     windows = step_windows(events)
     launches = launch_ts_by_correlation(events)
     kinds = _check_kinds(busy)
@@ -645,7 +646,13 @@ def step_devices(events: list[Event], busy: Iterable[str] = ALL_BUSY) -> dict[in
         for device, group in per_device.items():
             figures = device_figures(group)
             first = min(interval_ns(e)[0] for e in group)
-            devices[device] = {**figures, "gpu_start_ns": first, "lag_ns": first - window[0]}
+            launched = min(_assignment_time(e, launches, "cpu") for e in group)
+            devices[device] = {
+                **figures,
+                "gpu_start_ns": first,
+                "lag_ns": first - window[0],
+                "queue_ns": first - launched,
+            }
         out[step] = {
             "cpu_start_ns": window[0],
             "cpu_end_ns": window[1],

@@ -42,10 +42,18 @@ def test_step_devices_match_reference(path: Path) -> None:
             expected["kernel_time_ns"],
         )
         got = {
-            d.device: (d.start_ns, d.window_ns, d.busy_ns, d.idle_ns, d.lag_ns) for d in row.devices
+            d.device: (d.start_ns, d.window_ns, d.busy_ns, d.idle_ns, d.lag_ns, d.queue_ns)
+            for d in row.devices
         }
         assert got == {
-            device: (v["gpu_start_ns"], v["window_ns"], v["busy_ns"], v["idle_ns"], v["lag_ns"])
+            device: (
+                v["gpu_start_ns"],
+                v["window_ns"],
+                v["busy_ns"],
+                v["idle_ns"],
+                v["lag_ns"],
+                v["queue_ns"],
+            )
             for device, v in expected["devices"].items()
         }, row.step
 
