@@ -195,9 +195,10 @@ def steps(path: Path, read: ReadOptions, out: OutputOptions) -> None:
 @_command
 def gaps(path: Path, options: GapOptions, read: ReadOptions, out: OutputOptions) -> None:
     """``traceview gaps``."""
-    from traceview.analyses.gaps import analyse_gaps
+    from traceview.analyses.gaps import analyse_gaps, check_options
     from traceview.render import gaps as render_gaps
 
+    check_options(options)  # before reading a trace that may take minutes
     _check_output(out, path)
     events = read_trace(path, read, keep_cpu=options.context)
     if _nothing_to_show(events, out):
