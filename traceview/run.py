@@ -117,7 +117,7 @@ def _ingest(path: Path, options: ReadOptions, keep_cpu: bool) -> TraceEvents:
         from traceview.nsys_events import collect_nsys
 
         with ByteProgress(path.stat().st_size, enabled=not options.quiet) as progress:
-            return collect_nsys(path, keep_cpu, progress)
+            return collect_nsys(path, keep_cpu, lambda done: progress(done, None))
     reader = TraceReader(path, partial=options.partial)
     with ByteProgress(reader.info.size_bytes, enabled=not options.quiet) as progress:
         reader.on_progress = progress

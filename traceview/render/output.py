@@ -205,7 +205,8 @@ def removed_on_failure(directory: Path, names: Sequence[str]) -> Iterator[None]:
 
 
 class ByteProgress:
-    """A transient progress bar by file bytes read, throttled; silent when not a terminal."""
+    """A transient progress bar by bytes read (decompressed for gzip, against an estimated
+    total), throttled; silent when not a terminal."""
 
     def __init__(self, total_bytes: int, enabled: bool) -> None:
         self._enabled = enabled and sys.stderr.isatty()
@@ -214,7 +215,7 @@ class ByteProgress:
         self._total = total_bytes
         self._last = 0.0
 
-    def __enter__(self) -> Callable[[int], None]:
+    def __enter__(self) -> Callable[[int, int | None], None]:
         if self._enabled:
             from rich.progress import (
                 BarColumn,
@@ -232,13 +233,14 @@ class ByteProgress:
             self._task = self._progress.add_task("read", total=self._total)
         return self.update
 
-    def update(self, position: int) -> None:
+    def update(self, position: int, total: int | None = None) -> None:
+        """``position`` bytes done of ``total`` (a new estimate) or of the size given first."""
         now = time.monotonic()
         if self._progress is None or now - self._last < 0.1:
             return
         self._last = now
         if self._task is not None:
-            self._progress.update(self._task, completed=position)
+            self._progress.update(self._task, completed=position, total=total or self._total)
 
     def __exit__(self, *exc: object) -> None:
         if self._progress is not None:
