@@ -58,3 +58,21 @@ def test_parallel_read_starts_at_zero_and_grows(
     # comes after the 1 MB it searches for a boundary, a lot of this small trace.
     assert fractions[0] < 0.45
     assert fractions == sorted(fractions) and fractions[-1] == 1.0
+
+
+def test_the_bar_keeps_its_speed_while_the_estimate_drifts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """rich resets a task's speed samples whenever its total changes: a gzip estimate that
+    moves by 0.1% at each update must not (the bar showed ``?`` for the speed all along)."""
+    from traceview.render import output
+
+    monkeypatch.setattr(output.sys.stderr, "isatty", lambda: True)
+    clock = iter(range(1, 100))
+    monkeypatch.setattr(output.time, "monotonic", lambda: float(next(clock)))
+    bar = output.ByteProgress(None, enabled=True)
+    with bar as update:
+        for i in range(1, 6):
+            update(i * 100_000, 1_000_000 + i * 1000)
+        assert bar._progress is not None and bar._task is not None
+        task = bar._progress.tasks[0]
+        assert task.total == 1_001_000 and task.completed == 500_000
+        assert len(task._progress) == 5  # all the samples the speed is estimated from

@@ -119,7 +119,8 @@ def _ingest(path: Path, options: ReadOptions, keep_cpu: bool) -> TraceEvents:
         with ByteProgress(path.stat().st_size, enabled=not options.quiet) as progress:
             return collect_nsys(path, keep_cpu, lambda done: progress(done, None))
     reader = TraceReader(path, partial=options.partial)
-    with ByteProgress(reader.info.size_bytes, enabled=not options.quiet) as progress:
+    size = None if reader.info.compressed else reader.info.size_bytes  # gzip: estimated later
+    with ByteProgress(size, enabled=not options.quiet) as progress:
         reader.on_progress = progress
         return collect_events(reader, keep_cpu)
 

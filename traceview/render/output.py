@@ -204,11 +204,17 @@ def removed_on_failure(directory: Path, names: Sequence[str]) -> Iterator[None]:
         raise
 
 
+def _near(estimate: int, shown: int | None) -> bool:
+    """An estimated total within 2% of the one shown."""
+    return shown is not None and abs(estimate - shown) <= shown // 50
+
+
 class ByteProgress:
     """A transient progress bar by bytes read (decompressed for gzip, against an estimated
     total), throttled; silent when not a terminal."""
 
-    def __init__(self, total_bytes: int, enabled: bool) -> None:
+    def __init__(self, total_bytes: int | None, enabled: bool) -> None:
+        """``total_bytes``: None until the reader's first estimate (gzip)."""
         self._enabled = enabled and sys.stderr.isatty()
         self._progress: Progress | None = None
         self._task: TaskID | None = None
@@ -239,8 +245,10 @@ class ByteProgress:
         if self._progress is None or now - self._last < 0.1:
             return
         self._last = now
+        if total is not None and not _near(total, self._total):
+            self._total = total  # only when it moved: rich forgets its speed when it changes
         if self._task is not None:
-            self._progress.update(self._task, completed=position, total=total or self._total)
+            self._progress.update(self._task, completed=position, total=self._total)
 
     def __exit__(self, *exc: object) -> None:
         if self._progress is not None:
