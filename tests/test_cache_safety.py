@@ -132,7 +132,7 @@ def test_clear_removes_only_what_it_can_name(demo: Path) -> None:
     (_cache() / "tmp" / "somebody-elses").mkdir(parents=True)
     (_cache() / "notes.txt").write_text("mine")
     r = runner.invoke(app, ["cache", "clear"])
-    assert r.exit_code == 0 and "Removed 1 entries" in r.stderr, r.output
+    assert r.exit_code == 0 and "Removed 1 entry (" in r.stderr, r.output
     assert (_cache() / "entries" / "not-an-entry").is_dir()
     assert (_cache() / "tmp" / "somebody-elses").is_dir()
     assert (_cache() / "notes.txt").read_text() == "mine"
@@ -163,7 +163,7 @@ def test_clear_with_a_damaged_index(demo: Path) -> None:
     _kernels(demo)
     _damage_index()
     r = _run("cache", "clear")
-    assert r.returncode == 0 and r.stderr.startswith("Removed 1 entries"), r.stderr
+    assert r.returncode == 0 and r.stderr.startswith("Removed 1 entry ("), r.stderr
     assert manage.entries(_cache()) == []
 
 

@@ -56,7 +56,7 @@ def test_kernels_sort_top_and_footer(small: Path) -> None:
     r = runner.invoke(app, ["kernels", str(small), "--sort", "name", "--top", "1"])
     assert r.exit_code == 0, r.output
     assert "other" in r.stdout and "void k" not in r.stdout
-    assert "1 more kernels not shown (1 launches, 30.0 µs); use --top 0 for all" in r.stdout
+    assert "1 more kernel not shown (1 launch, 30.0 µs); use --top 0 for all" in r.stdout
 
 
 def test_kernels_pstep_and_name(small: Path) -> None:

@@ -156,7 +156,7 @@ def test_markdown_for_a_review_comment(traces: dict[str, Path]) -> None:
         (["--max-regression", "five"], "--max-regression 'five': expected a percentage"),
         (["--max-regression", "-5%"], "expected a percentage"),
         (["--min-share", "150%"], "--min-share 150%: must be at most 100%"),
-        (["--min-time", "5 parsecs"], "duration '5 parsecs'"),
+        (["--min-time", "5 parsecs"], "--min-time '5 parsecs'"),
         (["--format", "csv"], "--format 'csv': expected one of table, json, md"),
         (["--pstep", "x"], "--pstep 'x'"),
     ],

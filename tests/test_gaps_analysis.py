@@ -340,11 +340,11 @@ def test_histogram_linear_default_range() -> None:
         ({"hist_min_ns": 20, "hist_max_ns": 10}, "--hist-min"),
         ({"hist_min_ns": 0}, "log scale"),
         ({"hist_max_ns": -1, "linear": True}, "--hist-max"),
-        ({"sort": "bogus"}, "--sort 'bogus'"),
+        ({"sort": "bogus"}, "--gap-sort 'bogus'"),
         ({"busy": ("kernel", "cpu_op")}, "cpu_op"),
         ({"busy": ()}, "--busy"),
         ({"min_gap_ns": -1}, "--min-gap"),
-        ({"top": -1}, "--top"),
+        ({"top": -1}, "--gap-top"),
         ({"largest": -1}, "--largest"),
     ],
 )

@@ -79,7 +79,7 @@ def test_gap_output_report(tmp_path: Path) -> None:
     ("args", "message"),
     [
         (["--hist-min", "1ms", "--hist-max", "10us"], "hist"),
-        (["--min-gap", "five"], "duration 'five'"),
+        (["--min-gap", "five"], "--min-gap 'five'"),
         (["--gap-sort", "bogus"], "bogus"),
         (["--busy", "kernel,bogus"], "bogus"),
         (["--pstep", "99"], "no ProfilerStep 99"),

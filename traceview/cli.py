@@ -13,9 +13,11 @@ import typer
 
 from traceview import __version__
 from traceview.errors import TraceviewError
+from traceview.usage import OneLineErrors
 
 app = typer.Typer(
     name="traceview",
+    cls=OneLineErrors,
     help="Where did the GPU time go? Streaming analysis of huge Chrome-trace / profiler files.",
     no_args_is_help=True,
     add_completion=False,
@@ -277,7 +279,7 @@ def gaps(
     """Why the GPU sits idle: device gaps with their cause (CPU or GPU), idle per device,
     histogram, transitions, the largest gaps and what the CPU was doing."""
     from traceview import run
-    from traceview.analyses.gaps import GapOptions, parse_duration
+    from traceview.analyses.gaps import GapOptions, parse_duration, parse_hist_range
     from traceview.analyses.steps import parse_steps
     from traceview.state import last_trace
 
@@ -289,14 +291,15 @@ def gaps(
             print(
                 f"traceview: using the last trace analysed: {visible(str(trace))}", file=sys.stderr
             )
+        hist_min_ns, hist_max_ns = parse_hist_range(hist_min, hist_max)
         options = GapOptions(
             busy=tuple(k.strip() for k in busy.split(",") if k.strip()),
-            min_gap_ns=parse_duration(min_gap),
+            min_gap_ns=parse_duration(min_gap, "--min-gap"),
             streams=tuple(stream) if stream else None,
             devices=tuple(device) if device else None,
             steps=tuple(parse_steps(pstep)) if pstep else (),
-            hist_min_ns=parse_duration(hist_min) if hist_min else None,
-            hist_max_ns=parse_duration(hist_max) if hist_max else None,
+            hist_min_ns=hist_min_ns,
+            hist_max_ns=hist_max_ns,
             bins=bins, linear=linear, largest=largest, sort=gap_sort, top=gap_top,
             per_stream=per_stream, context=not no_context,
         )  # fmt: skip
@@ -529,7 +532,7 @@ def diff(
                 else None
             ),
             min_share_pct=parse_percent(min_share, "--min-share"),
-            min_time_ns=parse_duration(min_time),
+            min_time_ns=parse_duration(min_time, "--min-time"),
             top=top,
             allow_empty_baseline=allow_empty_baseline,
         )
@@ -664,4 +667,4 @@ def main() -> None:
     # No linear algebra here: without its thread pool, OpenBLAS makes numpy's import ~0.05 s
     # shorter (0.14 s against 0.19 s, median of 11 on 2 cores).
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    app()
+    app(prog_name="traceview")

@@ -129,9 +129,10 @@ def _ingest(path: Path, options: ReadOptions, keep_cpu: bool) -> TraceEvents:
         from traceview.nsys_events import collect_nsys
 
         with ByteProgress(path.stat().st_size, enabled=not options.quiet) as progress:
-            return collect_nsys(path, keep_cpu, progress)
+            return collect_nsys(path, keep_cpu, lambda done: progress(done, None))
     reader = TraceReader(path, partial=options.partial)
-    with ByteProgress(reader.info.size_bytes, enabled=not options.quiet) as progress:
+    size = None if reader.info.compressed else reader.info.size_bytes  # gzip: estimated later
+    with ByteProgress(size, enabled=not options.quiet) as progress:
         reader.on_progress = progress
         return collect_events(reader, keep_cpu)
 
@@ -207,9 +208,10 @@ def steps(path: Path, read: ReadOptions, out: OutputOptions) -> None:
 @_command
 def gaps(path: Path, options: GapOptions, read: ReadOptions, out: OutputOptions) -> None:
     """``traceview gaps``."""
-    from traceview.analyses.gaps import analyse_gaps
+    from traceview.analyses.gaps import analyse_gaps, check_options
     from traceview.render import gaps as render_gaps
 
+    check_options(options)  # before reading a trace that may take minutes
     _check_output(out, path)
     events = read_trace(path, read, keep_cpu=options.context)
     if _nothing_to_show(events, out):

@@ -241,16 +241,26 @@ class GapReport:
         }
 
 
-def parse_duration(text: str) -> int:
-    """``250ns``, ``1us``, ``0.5ms``, ``2s`` or a bare number of µs, as integer ns."""
+def parse_duration(text: str, flag: str = "duration") -> int:
+    """``250ns``, ``1us``, ``0.5ms``, ``2s`` or a bare number of µs, as integer ns; errors name
+    ``flag``, the option the text came from."""
     m = _DURATION.match(text)
     unit = m.group(3).lower() if m else ""
     if not m or unit not in ("", *_UNITS_NS):
-        raise UsageError(f"duration {text!r}: expected a number with ns, us, ms or s (e.g. 5us)")
+        raise UsageError(f"{flag} {text!r}: expected a number with ns, us, ms or s (e.g. 5us)")
     if m.group(1) == "-":
-        raise UsageError(f"duration {text!r}: must not be negative")
+        raise UsageError(f"{flag} {text!r}: must not be negative")
     value = Decimal(m.group(2)) * _UNITS_NS[unit or "us"]
     return int(value.to_integral_value(rounding=ROUND_HALF_EVEN))
+
+
+def parse_hist_range(lo: str | None, hi: str | None) -> tuple[int | None, int | None]:
+    """``--hist-min`` and ``--hist-max`` as ns; an error quotes them as the user typed them."""
+    lo_ns = parse_duration(lo, "--hist-min") if lo else None
+    hi_ns = parse_duration(hi, "--hist-max") if hi else None
+    if lo_ns is not None and hi_ns is not None and lo_ns >= hi_ns:
+        raise UsageError(f"--hist-min {lo} must be below --hist-max {hi}")
+    return lo_ns, hi_ns
 
 
 def analyse_gaps(events: TraceEvents, options: GapOptions) -> GapReport:
@@ -259,7 +269,7 @@ def analyse_gaps(events: TraceEvents, options: GapOptions) -> GapReport:
     Row-sized arrays are made one after another and dropped as soon as they are used: on a
     4 GB trace each costs 2-18 MB, and those alive together set the peak memory.
     """
-    _check(options)
+    check_options(options)
     mask, notes = _selection(events, options)
     rows = np.flatnonzero(mask)
     del mask
@@ -340,8 +350,8 @@ def _compact(index: np.ndarray, bound: int) -> np.ndarray:
     return index.astype(np.int32) if bound < 2**31 else index
 
 
-def _check(options: GapOptions) -> None:
-    """Reject option values that make no sense."""
+def check_options(options: GapOptions) -> None:
+    """Reject option values that make no sense (named as ``traceview gaps`` spells them)."""
     unknown = set(options.busy) - set(GPU_KINDS)
     if unknown or not options.busy:
         bad = sorted(unknown)[0] if unknown else ""
@@ -353,14 +363,14 @@ def _check(options: GapOptions) -> None:
     if options.largest < 0:
         raise UsageError(f"--largest {options.largest}: must not be negative")
     if options.top < 0:
-        raise UsageError(f"--top {options.top}: must not be negative (0 shows all)")
+        raise UsageError(f"--gap-top {options.top}: must not be negative (0 shows all)")
     for flag, value in (("--hist-min", options.hist_min_ns), ("--hist-max", options.hist_max_ns)):
         if value is not None and (value < 0 or (value == 0 and not options.linear)):
             kind = "negative" if value < 0 else "zero on a log scale (use --linear)"
             raise UsageError(f"{flag}: must not be {kind}")
     lo, hi = options.hist_min_ns, options.hist_max_ns
     if lo is not None and hi is not None and lo >= hi:
-        raise UsageError(f"--hist-min ({lo} ns) must be below --hist-max ({hi} ns)")
+        raise UsageError(f"--hist-min {lo}ns must be below --hist-max {hi}ns")
     _sort_field(options.sort)
 
 
@@ -555,7 +565,7 @@ def _sort_field(sort: str) -> str:
     """The Transition field a --sort key orders by (largest first)."""
     field_name = _SORT_FIELD.get(_SORT_ALIASES.get(sort, sort))
     if field_name is None:
-        raise UsageError(f"--sort {sort!r}: expected one of {', '.join(SORT_KEYS)}")
+        raise UsageError(f"--gap-sort {sort!r}: expected one of {', '.join(SORT_KEYS)}")
     return field_name
 
 
@@ -650,5 +660,7 @@ __all__ = [
     "StreamGaps",
     "Transition",
     "analyse_gaps",
+    "check_options",
     "parse_duration",
+    "parse_hist_range",
 ]

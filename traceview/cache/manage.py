@@ -43,7 +43,8 @@ class Removal:
     def summary(self, root: Path) -> str:
         """``Removed 2 entries (1.2 MB) and 1 temp dir from ROOT``, and what failed."""
         freed = human_size(sum(e.size for e in self.entries))
-        text = f"Removed {len(self.entries)} entries ({freed})"
+        n = len(self.entries)
+        text = f"Removed {n} {'entry' if n == 1 else 'entries'} ({freed})"
         if self.tmp_dirs:
             text += f" and {self.tmp_dirs} temp dir{'s' * (self.tmp_dirs > 1)}"
         text += f" from {root}"

@@ -75,6 +75,9 @@ def _object_until_events(
                 return pos + 1
             _need(buf, pos, at_eof)
             raise NotATrace('"traceEvents" is not a list')
+        if _other_format(header, key):  # said at once, not after walking a value of many MB
+            header[key] = None
+            raise NotATrace(_no_events_message(header))
         end = value_end(buf, pos, at_eof=at_eof, resume=resume)
         if end is None:
             _need(buf, len(buf), at_eof)
@@ -166,6 +169,12 @@ def _loads(raw: bytes | bytearray) -> Any:
         return orjson.loads(raw)
     except orjson.JSONDecodeError:
         return raw.decode("utf-8", errors="replace")
+
+
+def _other_format(header: dict[str, Any], key: str) -> bool:
+    """A top-level key that shows the file is not a Chrome trace: a rocprofiler file, or the
+    ``nodes`` after the ``schema`` of a PyTorch Execution Trace."""
+    return key.startswith("rocprofiler") or header.keys() | {key} >= EXECUTION_TRACE_KEYS
 
 
 def _no_events_message(header: dict[str, Any]) -> str:

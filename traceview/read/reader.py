@@ -93,7 +93,7 @@ class TraceReader:
         *,
         partial: bool = False,
         block_size: int = BLOCK_SIZE,
-        on_progress: Callable[[int], None] | None = None,
+        on_progress: Callable[[int, int], None] | None = None,
         byte_range: tuple[int, int] | None = None,
     ) -> None:
         self.info = check_path(path)
@@ -427,8 +427,17 @@ class TraceReader:
             )
 
     def _progress(self, source: TraceSource) -> None:
-        if self.on_progress is not None:
-            self.on_progress(source.file_position)
+        """Report (decompressed bytes done, estimated decompressed size). The main process of a
+        parallel read starts in the middle while the worker reads the start: its own part is
+        scaled to the whole, so the bar moves from 0 as both parts do."""
+        if self.on_progress is None:
+            return
+        total = source.estimated_size()
+        done = source.position
+        if self.split_at is not None:
+            start = min(self.split_at, total - 1)
+            done = max(0, done - start) * total // (total - start)
+        self.on_progress(min(done, total), total)
 
     def _fail(self, message: str) -> NoReturn:
         raise TraceviewError(f"{self.path}: {message}")

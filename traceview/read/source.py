@@ -104,6 +104,11 @@ class TraceSource:
         self.final_limit: Callable[[], int] | None = None
 
     @property
+    def position(self) -> int:
+        """Decompressed bytes read so far: the file offset of a plain file."""
+        return self.decompressed_bytes if self.info.compressed else self._raw.tell()
+
+    @property
     def file_position(self) -> int:
         """Bytes of the file consumed so far (compressed bytes for gzip)."""
         return self._raw.tell()

@@ -104,11 +104,12 @@ def _sections(report: DiffReport, verbose: bool) -> list[tuple[str, Table, str]]
     return [
         (f"Summary{per}", figures_table(report), ""),
         (f"Kernels on both sides, by |Δ time|{per}", kernels_table(report, verbose),
-         _footer(out["kernels"], "kernels")),
+         _footer(out["kernels"], "kernel")),
         ("New kernels (only in NEW)", one_side_table(report.new_kernels, verbose, True),
-         _footer(out["new"], "new kernels")),
+         _footer(out["new"], "new kernel")),
         ("Vanished kernels (only in BASE)",
-         one_side_table(report.vanished, verbose, False), _footer(out["vanished"], "vanished")),
+         one_side_table(report.vanished, verbose, False), _footer(out["vanished"], "vanished",
+                                                                "vanished")),
     ]  # fmt: skip
 
 
@@ -225,8 +226,11 @@ def _gate_cell(k: KernelChange) -> str:
     return "FAIL" if k.regressed else "ok" if k.gated else "-"
 
 
-def _footer(left_out: int, what: str) -> str:
-    return f"{left_out} more {what} not shown; use --top 0 for all" if left_out else ""
+def _footer(left_out: int, noun: str, plural: str | None = None) -> str:
+    if not left_out:
+        return ""
+    more = units.counted(left_out, f"more {noun}", plural and f"more {plural}")
+    return f"{more} not shown; use --top 0 for all"
 
 
 def _name(name: str, verbose: bool) -> str:

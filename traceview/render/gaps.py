@@ -26,7 +26,7 @@ def summary_lines(report: GapReport) -> list[str]:
     lines = trace_lines(report.trace)
     scope = "device gaps" if report.options.scope == "device" else "gaps per stream"
     lines.append(
-        f"busy     {'+'.join(report.options.busy)}; {scope}: {units.count(t.gaps)} gaps, "
+        f"busy     {'+'.join(report.options.busy)}; {scope}: {units.counted(t.gaps, 'gap')}, "
         f"total {units.duration(t.gap_total_us)}, mean {units.duration(t.mean_gap_us)}; "
         f"idle {units.duration(t.idle_us)}"
     )
@@ -143,7 +143,8 @@ def histogram_lines(h: Histogram) -> list[str]:
 def footer(report: GapReport) -> str:
     if report.left_out_transitions == 0:
         return "all transitions shown"
-    return f"{report.left_out_transitions} more transitions not shown; use --gap-top 0 for all"
+    more = units.counted(report.left_out_transitions, "more transition")
+    return f"{more} not shown; use --gap-top 0 for all"
 
 
 def _sections(report: GapReport, verbose: bool) -> list[tuple[str, Table | list[str], str | None]]:

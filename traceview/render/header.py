@@ -8,13 +8,13 @@ from traceview.render import units
 
 def trace_lines(trace: TraceSummary) -> list[str]:
     """``trace``/``gpu`` header lines and one line per warning."""
-    devices = f"{trace.device_count} device{'s' if trace.device_count != 1 else ''}"
+    devices = units.counted(trace.device_count, "device")
     if trace.device_names:
         devices += f" ({', '.join(trace.device_names)})"
     lines = [
         f"trace    {trace.path} ({units.size(trace.size_bytes)}), "
-        f"{units.count(trace.events_read)} events, span {units.duration(trace.span_us)}",
-        f"gpu      {devices}, {trace.streams} stream{'s' if trace.streams != 1 else ''}",
+        f"{units.counted(trace.events_read, 'event')}, span {units.duration(trace.span_us)}",
+        f"gpu      {devices}, {units.counted(trace.streams, 'stream')}",
     ]
     lines += [f"warning  {w}" for w in trace.warnings]
     return lines

@@ -28,8 +28,8 @@ def summary_lines(report: KernelReport) -> list[str]:
     kinds = "+".join(report.options.include)
     lines = trace_lines(report.trace)
     lines.append(
-        f"{kinds:<8} {units.count(report.count)} launches, {units.count(report.distinct)} "
-        f"distinct, total {units.duration(report.total_us)}"
+        f"{kinds:<8} {units.counted(report.count, 'launch', 'launches')}, "
+        f"{units.count(report.distinct)} distinct, total {units.duration(report.total_us)}"
     )
     if report.options.steps:
         lines.append(f"steps    {_steps(report.options.steps)}")
@@ -51,11 +51,17 @@ def table(report: KernelReport, verbose: bool) -> Table:
 def footer(report: KernelReport) -> str:
     """How much --top left out."""
     if report.left_out_rows == 0:
-        return f"all {report.distinct} kernels shown"
+        return _all_shown(report.distinct, "kernel")
+    launches = units.counted(report.left_out_count, "launch", "launches")
     return (
-        f"{report.left_out_rows} more kernels not shown ({units.count(report.left_out_count)} "
-        f"launches, {units.duration(report.left_out_us)}); use --top 0 for all"
+        f"{units.counted(report.left_out_rows, 'more kernel')} not shown ({launches}, "
+        f"{units.duration(report.left_out_us)}); use --top 0 for all"
     )
+
+
+def _all_shown(n: int, noun: str) -> str:
+    """``all 12 kernels shown``, ``1 kernel shown``."""
+    return f"{units.counted(n, noun)} shown" if n == 1 else f"all {units.counted(n, noun)} shown"
 
 
 def print_table(report: KernelReport, console: Console, verbose: bool) -> None:

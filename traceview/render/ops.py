@@ -23,8 +23,9 @@ _CSV_FIELDS = ("name", "calls", "kernels", "gpu_time_us", "pct_gpu_time", "gpu_b
 def summary_lines(report: OpReport) -> list[str]:
     lines = trace_lines(report.trace)
     lines.append(
-        f"ops      {report.options.level} op of each kernel: {units.count(report.kernels)} "
-        f"kernels, GPU time {units.duration(report.gpu_time_ns / 1000)}"
+        f"ops      {report.options.level} op of each kernel: "
+        f"{units.counted(report.kernels, 'kernel')}, "
+        f"GPU time {units.duration(report.gpu_time_ns / 1000)}"
     )
     lines += device_busy_lines(report.trace)
     lines += [f"note     {n}" for n in report.notes]
@@ -51,8 +52,9 @@ def _cells(r: OpRow) -> tuple[str, ...]:
 
 def footer(report: OpReport) -> str:
     if report.left_out == 0:
-        return f"all {len(report.rows)} ops shown"
-    return f"{report.left_out} more ops not shown; use --top 0 for all"
+        n = len(report.rows)
+        return f"{units.counted(n, 'op')} shown" if n == 1 else f"all {n} ops shown"
+    return f"{units.counted(report.left_out, 'more op')} not shown; use --top 0 for all"
 
 
 def print_rich(report: OpReport, console: Console) -> None:

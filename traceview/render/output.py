@@ -20,10 +20,16 @@ if TYPE_CHECKING:  # rich is imported only to print (0.03 s): a warm run may pri
 
 
 def stderr_console() -> Console:
-    """The console for progress, warnings and errors."""
+    """The console for progress, warnings and errors; lines are not hard-wrapped when stderr is
+    not a terminal (a log file or ``2>&1 | grep`` gets each message on one line)."""
     from rich.console import Console
 
-    return Console(stderr=True, highlight=False)
+    return Console(stderr=True, highlight=False, soft_wrap=not _is_terminal(sys.stderr))
+
+
+def _is_terminal(stream: object) -> bool:
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty())
 
 
 def stdout_is_terminal() -> bool:
@@ -198,17 +204,24 @@ def removed_on_failure(directory: Path, names: Sequence[str]) -> Iterator[None]:
         raise
 
 
-class ByteProgress:
-    """A transient progress bar by file bytes read, throttled; silent when not a terminal."""
+def _near(estimate: int, shown: int | None) -> bool:
+    """An estimated total within 2% of the one shown."""
+    return shown is not None and abs(estimate - shown) <= shown // 50
 
-    def __init__(self, total_bytes: int, enabled: bool) -> None:
+
+class ByteProgress:
+    """A transient progress bar by bytes read (decompressed for gzip, against an estimated
+    total), throttled; silent when not a terminal."""
+
+    def __init__(self, total_bytes: int | None, enabled: bool) -> None:
+        """``total_bytes``: None until the reader's first estimate (gzip)."""
         self._enabled = enabled and sys.stderr.isatty()
         self._progress: Progress | None = None
         self._task: TaskID | None = None
         self._total = total_bytes
         self._last = 0.0
 
-    def __enter__(self) -> Callable[[int], None]:
+    def __enter__(self) -> Callable[[int, int | None], None]:
         if self._enabled:
             from rich.progress import (
                 BarColumn,
@@ -226,13 +239,16 @@ class ByteProgress:
             self._task = self._progress.add_task("read", total=self._total)
         return self.update
 
-    def update(self, position: int) -> None:
+    def update(self, position: int, total: int | None = None) -> None:
+        """``position`` bytes done of ``total`` (a new estimate) or of the size given first."""
         now = time.monotonic()
         if self._progress is None or now - self._last < 0.1:
             return
         self._last = now
+        if total is not None and not _near(total, self._total):
+            self._total = total  # only when it moved: rich forgets its speed when it changes
         if self._task is not None:
-            self._progress.update(self._task, completed=position)
+            self._progress.update(self._task, completed=position, total=self._total)
 
     def __exit__(self, *exc: object) -> None:
         if self._progress is not None:

@@ -72,7 +72,7 @@ def detail_lines(o: Overview) -> list[str]:
             else "launch calls not recorded"
         )
         lines.append(
-            f"launch   {units.count(launch.linked)} of {units.count(launch.kernels)} kernels "
+            f"launch   {units.count(launch.linked)} of {units.counted(launch.kernels, 'kernel')} "
             f"linked to a launch; median launch delay {delay}; {shorter}"
         )
     steps = o.steps
@@ -83,7 +83,9 @@ def detail_lines(o: Overview) -> list[str]:
             f"{_d(d.median_lag_ns)}, behind the CPU in {d.behind} of {steps.count}"
             for d in steps.devices
         ]
-        lines.append(f"steps    {steps.count} steps, median {median}; " + "; ".join(parts))
+        lines.append(
+            f"steps    {units.counted(steps.count, 'step')}, median {median}; " + "; ".join(parts)
+        )
     if not o.hints:
         lines.append("hints    none fired (docs/hints.md lists the rules)")
     for h in o.hints:

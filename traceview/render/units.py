@@ -16,6 +16,11 @@ def count(value: int) -> str:
     return f"{value:,}"
 
 
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """``1 launch``, ``2 launches``, ``1,204 kernels``: the noun agrees with the count."""
+    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
+
+
 def duration(value_us: float) -> str:
     """A human duration: 850 µs, 12.3 ms, 4.56 s."""
     if value_us < 1000:
