@@ -15,7 +15,7 @@ from conftest import load_generator
 
 from traceview import run
 from traceview.analyses.kernels import KernelOptions, analyse_kernels
-from traceview.analyses.names import short_name
+from traceview.analyses.names import display_names, short_name
 from traceview.analyses.steps import parse_steps
 from traceview.errors import UsageError
 from traceview.events import TraceEvents
@@ -116,3 +116,22 @@ def test_a_step_range_costs_the_same_whatever_its_length(
             analyse_kernels(events, KernelOptions(steps=tuple(parse_steps(spec))))
 
     assert _ratio_of(lambda: action("5-1000000"), lambda: action("5-100000")) <= MAX_RATIO
+
+
+def _names(n: int) -> list[str]:
+    """n distinct names: half alone, half in groups of 1000 that share a short name."""
+    alone = [f"kernel_{i}" for i in range(n // 2)]
+    shared = [f"void ns::k{i // 1000}<{i}, float>(int)" for i in range(n - n // 2)]
+    return alone + shared
+
+
+def test_display_names_are_linear_in_distinct_names() -> None:
+    small, large = _names(N), _names(2 * N)
+    assert _ratio_of(lambda: display_names(large), lambda: display_names(small)) <= MAX_RATIO
+
+
+def test_display_names_of_one_large_group_are_linear() -> None:
+    """Every name shares one short name: told apart by their arguments, not pairwise."""
+    small = [f"void k<{i}, float>(int)" for i in range(N)]
+    large = [f"void k<{i}, float>(int)" for i in range(2 * N)]
+    assert _ratio_of(lambda: display_names(large), lambda: display_names(small)) <= MAX_RATIO

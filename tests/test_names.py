@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from traceview.analyses.names import short_name, short_names
+from traceview.analyses.names import display_names, short_name, short_names
 
 CASES = [
     ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, "
@@ -120,3 +122,88 @@ def _ref_top_level_tokens(text: str) -> list[str]:
     if current:
         tokens.append("".join(current))
     return tokens
+
+
+# Real names: the demo's cutlass kernels and kineto__resnet50_profiler_api_nw0's convolutions.
+CUTLASS = [
+    f"void cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_{t}_align4>("
+    f"cutlass_80_tensorop_s1688gemm_{t}_align4::Params)"
+    for t in ("128x128_32x3_nn", "128x128_32x3_tn", "256x128_32x3_nt")
+]
+CONV = [
+    f"void implicit_convolve_sgemm<float, float, {a}, 1, false, true, true>(int, int, int, "
+    "float const*, int, float*, float const*, kernel_conv_params, unsigned long long, int, "
+    "float, float, int, float const*, float const*, bool, int, int)"
+    for a in ("1024, 5, 5, 3, 3, 3", "1024, 6, 7, 3, 3, 5", "128, 5, 5, 3, 3, 3")
+]
+ELEMENTWISE = [
+    "void at::native::vectorized_elementwise_kernel<2, at::native::CUDAFunctor_add<float>, "
+    "at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<float>, "
+    "at::detail::Array<char*, 3>)",
+    "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, "
+    "at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<float>, "
+    "at::detail::Array<char*, 3>)",
+    "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::BFloat16>"
+    ", at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<c10::BFloat16>, "
+    "at::detail::Array<char*, 3>)",
+    "void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl(at::"
+    "TensorIteratorBase&, at::native::GeluType)::{lambda()#2}::operator()() const::{lambda()#2}::"
+    "operator()() const::{lambda(float)#1}, at::detail::Array<char*, 2> >(int, at::native::"
+    "GeluCUDAKernelImpl(at::TensorIteratorBase&, at::native::GeluType)::{lambda()#2}::operator()"
+    "() const::{lambda()#2}::operator()() const::{lambda(float)#1}, at::detail::Array<char*, 2>)",
+]
+K = "at::native::vectorized_elementwise_kernel"
+
+
+def test_display_names_keep_just_the_template_arguments_that_differ() -> None:
+    shown = display_names([*CUTLASS, *CONV, *ELEMENTWISE, "ampere_sgemm_128x64_tn"])
+    assert [shown[n] for n in CUTLASS] == [
+        "cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_128x128_32x3_nn_align4>",
+        "cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_128x128_32x3_tn_align4>",
+        "cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_256x128_32x3_nt_align4>",
+    ]
+    assert [shown[n] for n in CONV] == [
+        "implicit_convolve_sgemm<…, 1024, 5, …>",
+        "implicit_convolve_sgemm<…, 1024, 6, …>",
+        "implicit_convolve_sgemm<…, 128, 5, …>",
+    ]
+    assert [shown[n] for n in ELEMENTWISE] == [
+        f"{K}<2, CUDAFunctor_add<float>, …>",
+        f"{K}<4, CUDAFunctor_add<float>, …>",
+        f"{K}<4, CUDAFunctor_add<BFloat16>, …>",
+        f"{K}<4, GeluCUDAKernelImpl()::{{lambda(float)#1}}, …>",
+    ]
+    assert shown["ampere_sgemm_128x64_tn"] == "ampere_sgemm_128x64_tn"  # alone: its short name
+
+
+def test_a_name_without_a_collision_keeps_its_short_name() -> None:
+    assert display_names([CUTLASS[0], ELEMENTWISE[0]]) == {
+        CUTLASS[0]: "cutlass::Kernel2",
+        ELEMENTWISE[0]: K,
+    }
+
+
+def test_names_the_arguments_cannot_tell_apart_get_a_stable_number() -> None:
+    """Same template arguments, other parameters: ``#k`` by full name, whatever the order."""
+    names = ["void k<int>(float)", "void k<int>(int)", "k(double)"]
+    for order in (names, names[::-1], sorted(names)):
+        assert display_names(order) == {
+            "k(double)": "k #1",
+            "void k<int>(float)": "k #2",
+            "void k<int>(int)": "k #3",
+        }
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from([*CUTLASS, *CONV, *ELEMENTWISE, "x", "k #1", "void k<int>(int)",
+                                 "void k<long>(int)", "k(int)", "k #2", ""]),
+                unique=True),
+       st.randoms())  # fmt: skip
+def test_display_names_are_unique_and_independent_of_order(
+    names: list[str], rnd: random.Random
+) -> None:
+    shown = display_names(names)
+    assert len(set(shown.values())) == len(names)
+    shuffled = names[:]
+    rnd.shuffle(shuffled)
+    assert display_names(shuffled) == shown

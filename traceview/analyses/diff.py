@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from traceview import __version__
-from traceview.analyses.names import short_name
+from traceview.analyses.names import display_names
 from traceview.analyses.snapshot import Snapshot, digest
 from traceview.analyses.steps import Steps, describe_ranges, pick_steps, step_ranges
 from traceview.errors import UsageError
@@ -98,10 +98,7 @@ class KernelChange:
     share_before_pct: float
     gated: bool
     regressed: bool
-
-    @property
-    def short_name(self) -> str:
-        return short_name(self.name)
+    short_name: str  # as displayed: told apart from every kernel name of both sides
 
     @property
     def delta_us(self) -> float:
@@ -129,6 +126,7 @@ class Failure:
     after: float
     pct: float | None
     limit_pct: float
+    short_name: str = ""  # a kernel's name as displayed
 
 
 @dataclass(frozen=True)
@@ -303,14 +301,16 @@ def _kernel_changes(
     added: list[KernelChange] = []
     gone: list[KernelChange] = []
     hidden = 0
-    for name in sorted(b.kernels.keys() | a.kernels.keys()):
+    names = sorted(b.kernels.keys() | a.kernels.keys())
+    shown = display_names(names)
+    for name in names:
         before, after = b.kernels.get(name), a.kernels.get(name)
         if (before is None and digest(name) in hidden_before) or (
             after is None and digest(name) in hidden_after
         ):
             hidden += 1
             continue
-        row = _kernel_change(name, before, after, b.kernel_time_us, options)
+        row = _kernel_change(name, shown[name], (before, after), b.kernel_time_us, options)
         {"changed": changed, "new": added, "vanished": gone}[row.status].append(row)
     changed.sort(key=lambda k: (-abs(k.delta_us), k.name))
     added.sort(key=lambda k: (-k.time_after_us, k.name))
@@ -318,13 +318,17 @@ def _kernel_changes(
     return changed, added, gone, hidden
 
 
+_Figure = tuple[float, float, float] | None
+
+
 def _kernel_change(
     name: str,
-    before: tuple[float, float, float] | None,
-    after: tuple[float, float, float] | None,
+    shown: str,
+    sides: tuple[_Figure, _Figure],
     base_kernel_time_us: float,
     options: DiffOptions,
 ) -> KernelChange:
+    before, after = sides
     status = "new" if before is None else "vanished" if after is None else "changed"
     count_b, time_b, mean_b = before or (0.0, 0.0, None)
     count_a, time_a, mean_a = after or (0.0, 0.0, None)
@@ -348,6 +352,7 @@ def _kernel_change(
         share_before_pct=share,
         gated=gated,
         regressed=gated and limit is not None and pct is not None and pct > limit,
+        short_name=shown,
     )
 
 
@@ -359,11 +364,7 @@ def _gate(options: DiffOptions, figures: tuple[Change, ...], changed: list[Kerne
     empty_ok = options.allow_empty_baseline
     if limit is not None:
         failures += _exceeds(by_key["kernel_time_us"], "kernel_time", limit, empty_ok)
-        failures += [
-            Failure("kernel", k.name, k.time_before_us, k.time_after_us, k.pct or 0.0, limit)
-            for k in changed
-            if k.regressed
-        ]
+        failures += [_kernel_failure(k, limit) for k in changed if k.regressed]
     if options.max_idle_regression_pct is not None:
         failures += _exceeds(by_key["idle_us"], "idle", options.max_idle_regression_pct, empty_ok)
     return Gate(
@@ -373,6 +374,11 @@ def _gate(options: DiffOptions, figures: tuple[Change, ...], changed: list[Kerne
         min_time_us=options.min_time_ns / 1000,
         failures=tuple(failures),
     )
+
+
+def _kernel_failure(k: KernelChange, limit: float) -> Failure:
+    pct = k.pct or 0.0
+    return Failure("kernel", k.name, k.time_before_us, k.time_after_us, pct, limit, k.short_name)
 
 
 def _exceeds(change: Change, what: str, limit: float, empty_ok: bool) -> list[Failure]:
