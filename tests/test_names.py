@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from traceview.analyses.names import display_names, short_name, short_names
+from traceview.analyses import names
+from traceview.analyses.names import demangled, display_names, short_name, short_names
 
 CASES = [
     ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, "
@@ -207,3 +208,52 @@ def test_display_names_are_unique_and_independent_of_order(
     shuffled = names[:]
     rnd.shuffle(shuffled)
     assert display_names(shuffled) == shown
+
+
+# Mangled names recorded in tracelens__inference__sglang_decode (aiter) and vllm_decode (ck_tile).
+AITER = [
+    "_ZN5aiter24add_rmsnorm_quant_kernelIDF16bDF16bLi256ELi16ELb0ELb0ELb1ELi1EEEvPT0_PT_PfS4_S4_S4"
+    "_diiiiiiib",
+    "_ZN5aiter24add_rmsnorm_quant_kernelIDF16bDF16bLi64ELi8ELb0ELb0ELb1ELi1EEEvPT0_PT_PfS4_S4_S4_"
+    "diiiiiiib",
+]
+CK_TILE = (
+    "_ZN7ck_tile6kentryILi1ENS_12Rmsnorm2dFwdINS_27Rmsnorm2dFwdPipelineOnePassINS_27Rmsnorm2dFwdPip"
+    "elineProblemIDF16bDF16bfDF16bDF16bDF16bffNS_19Generic2dBlockShapeINS_8sequenceIJLi1ELi3072EEEE"
+    "NS5_IJLi1ELi128EEEENS5_IJLi1ELi8EEEEEENS_18Rmsnorm2dFwdTraitsILb1ELb0ELb0ELb0ELNS_21Rmsnorm2dFu"
+    "sedAddEnumE0ELNS_23Rmsnorm2dFusedQuantEnumE0ELNS_22Rmsnorm2dSensitiveEnumE0EEEEENS_33Rmsnorm2dF"
+    "wdPipelineDefaultPolicyEEENS_17Default2DEpilogueINS_24Default2DEpilogueProblemIfDF16bLb0ELb1ELb"
+    "0EEEvEEEEJNSM_5KargsEEEEvDpT1_"
+)
+# cpp_demangle does not parse this one (c++filt does): it stays as recorded.
+SGL = (
+    "_ZN7sgl_hip10activation18act_and_mul_kernelI14__hip_bfloat16TnPFT_RKS3_EXadL_Z4siluIS2_ES3_S5_"
+    "EEEEvPS3_PS4_i"
+)
+
+
+def test_mangled_names_are_demangled_for_their_short_and_displayed_names() -> None:
+    assert demangled(AITER[0]).startswith(
+        "void aiter::add_rmsnorm_quant_kernel<std::bfloat16_t, std::bfloat16_t, 256, 16, false, "
+    )
+    assert short_name(CK_TILE) == "ck_tile::kentry"
+    assert display_names(AITER) == {
+        AITER[0]: "aiter::add_rmsnorm_quant_kernel<…, 256, …>",
+        AITER[1]: "aiter::add_rmsnorm_quant_kernel<…, 64, …>",
+    }
+
+
+@pytest.mark.parametrize("name", [SGL, "_Z", "_ZN3abc", "_Z" + "N" * 100_000, "_Z\x1b[31m"])
+def test_a_mangled_name_that_does_not_parse_stays_as_it_is(name: str) -> None:
+    assert demangled(name) == name
+
+
+def test_without_a_demangler_mangled_names_stay_as_recorded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(names, "_demangle", None)
+    names.demangled.cache_clear()
+    try:
+        assert short_name.__wrapped__(AITER[0]) == AITER[0]
+    finally:
+        names.demangled.cache_clear()

@@ -3,17 +3,41 @@
 ``void at::native::vectorized_elementwise_kernel<4, ...>(int, ...)`` becomes
 ``at::native::vectorized_elementwise_kernel``; names that are not signatures
 (``ampere_sgemm_128x64_tn``, ``Memcpy HtoD (Pageable -> Device)``) stay as they are.
+Itanium-mangled names (``_ZN7ck_tile…``) are demangled first, by cpp_demangle when it is
+installed; without it, or when a name does not parse, they stay as they are.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from functools import lru_cache
+
+_demangle: Callable[[str], str] | None
+try:
+    import cpp_demangle
+
+    _demangle = cpp_demangle.demangle
+except ImportError:  # the documented fallback: mangled names are shown as recorded
+    _demangle = None
 
 _ANGLES = re.compile(r"[<>]")
 _INNERMOST = re.compile(r"<[^<>]*>")
 _PARENS = re.compile(r"[()]")
 _PARENS_SPACES = re.compile(r"[() ]")
+_MAX_GROWTH = 16  # a demangled name longer than this many times its mangled one is refused
+
+
+@lru_cache(maxsize=65536)
+def demangled(name: str) -> str:
+    """``name`` demangled if it is an Itanium C++ mangled name (``_Z…``), else unchanged."""
+    if _demangle is None or not name.startswith("_Z"):
+        return name
+    try:
+        text = _demangle(name)
+    except ValueError:  # not well-formed, or too deep: cpp_demangle's one error
+        return name
+    return text if len(text) <= _MAX_GROWTH * len(name) else name
 
 
 @lru_cache(maxsize=65536)
@@ -28,6 +52,7 @@ def short_names(names: list[str]) -> list[str]:
 
 
 def _short_name(name: str) -> str:
+    name = demangled(name)
     bare = _without_templates(name)
     if bare is None:
         return name
@@ -158,7 +183,7 @@ _MAX_PAIRS = 8  # differing arguments up to which pairs of them are tried
 def _told_apart(short: str, members: list[str]) -> dict[str, str]:
     """Display names of the (sorted) distinct names that share ``short``: the fewest
     differing template arguments that tell them apart, else ``#k``."""
-    args = [[_brief(a) for a in _template_args(name, short)] for name in members]
+    args = [[_brief(a) for a in _template_args(demangled(name), short)] for name in members]
     for chosen in _choices(_differing(args)):
         kept = [_kept(a, chosen) for a in args]
         if len(set(kept)) == len(members) and max(map(len, kept)) <= _MAX_ARGS:
