@@ -257,3 +257,42 @@ def test_without_a_demangler_mangled_names_stay_as_recorded(
         assert short_name.__wrapped__(AITER[0]) == AITER[0]
     finally:
         names.demangled.cache_clear()
+
+
+# Tensile kernels recorded in tracelens__mi300__resnet_act_checkpoint: the same family and tile.
+TENSILE = [
+    (
+        "Cijk_Ailk_Bljk_BBS_BH_MT32x32x64_MI16x16x16x1_SN_1LDSB0_APM1_ABV0_ACED0_AF0EM1_AF1EM1_AMAS0_"
+        "ASE_ASGT_ASLT_ASM_ASAE01_ASCE01_ASEM1_AAC0_BL1_BS1_CLR0_DTLA0_DTLB0_DTVA0_DTVB0_DVO0_ETSP_EP"
+        "S1_ELFLR0_EMLL0_FSSC10_FL0_GLVWA2_GLVWB2_GRCGA1_GRCGB1_GRPM1_GRVWn1_GSU1_GSUASB_GLS0_ISA942_"
+        "IU1_K1_KLA_LBSPPA512_LBSPPB128_LPA16_LPB16_LDL1_LRVW8_LWPMn1_LDW0_FMA_MIAV1_MDA2_MO40_MMFSC_"
+        "MKFGSU256_NTA0_NTB0_NTC2_NTD2_NEPBS8_NLCA1_NLCB1_ONLL1_OPLV0_PK0_PAP0_PGR2_PLR5_PKA0_SIA3_SL"
+        "W1_SS1_SU64_SUM0_SUS128_SCIUI1_SPO1_SRVW0_SSO1_SVW1_SNLL0_TSGRA0_TSGRB0_TT1_16_TLDS1_UMLDSA0"
+        "_UMLDSB1_U64SL1_USFGROn1_VAW1_VSn1_VW1_VWB1_VFLRP1_WSGRA0_WSGRB0_WS64_WG32_8_1_WGMn16"
+    ),
+    (
+        "Cijk_Ailk_Bljk_BBS_BH_MT32x32x64_MI16x16x16x1_SN_1LDSB0_APM1_ABV0_ACED0_AF0EM1_AF1EM1_AMAS0_"
+        "ASE_ASGT_ASLT_ASM_ASAE01_ASCE01_ASEM1_AAC0_BL1_BS1_CLR0_DTLA0_DTLB0_DTVA0_DTVB0_DVO0_ETSP_EP"
+        "S1_ELFLR8_EMLL0_FSSC10_FL0_GLVWA2_GLVWB8_GRCGA1_GRCGB1_GRPM1_GRVWn1_GSU1_GSUASB_GLS1_ISA942_"
+        "IU1_K1_KLA_LBSPPA512_LBSPPB128_LPA16_LPB16_LDL1_LRVW8_LWPMn1_LDW0_FMA_MIAV0_MDA2_MO40_MMFSC_"
+        "MKFGSU256_NTA0_NTB0_NTC0_NTD0_NEPBS0_NLCA1_NLCB1_ONLL1_OPLV0_PK0_PAP0_PGR1_PLR5_PKA0_SIA3_SL"
+        "W1_SS0_SU64_SUM0_SUS128_SCIUI1_SPO0_SRVW0_SSO0_SVW4_SNLL0_TSGRA0_TSGRB0_TT1_16_TLDS1_UMLDSA0"
+        "_UMLDSB1_U64SL1_USFGROn1_VAW1_VSn1_VW1_VWB1_VFLRP1_WSGRA0_WSGRB0_WS64_WG32_8_1_WGM16"
+    ),
+]
+
+
+def test_tensile_names_are_their_family_and_macro_tile() -> None:
+    assert short_name(TENSILE[0]) == "Cijk_Ailk_Bljk_BBS_BH MT32x32x64"
+    assert short_name("Cijk_Alik_Bljk_HHS_BH_MT128x128x64_MI32x32x8x1_SN_K1") == (
+        "Cijk_Alik_Bljk_HHS_BH MT128x128x64"
+    )
+    assert short_name("Cijk_Alik_Bljk_HHS_BH_MT128x128x64") == "Cijk_Alik_Bljk_HHS_BH MT128x128x64"
+    assert short_name("Cijk_no_tile_here") == "Cijk_no_tile_here"
+
+
+def test_tensile_names_that_share_a_tile_keep_the_first_parameter_that_differs() -> None:
+    assert display_names(TENSILE) == {
+        TENSILE[0]: "Cijk_Ailk_Bljk_BBS_BH MT32x32x64 … ELFLR0 …",
+        TENSILE[1]: "Cijk_Ailk_Bljk_BBS_BH MT32x32x64 … ELFLR8 …",
+    }

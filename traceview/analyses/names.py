@@ -3,6 +3,8 @@
 ``void at::native::vectorized_elementwise_kernel<4, ...>(int, ...)`` becomes
 ``at::native::vectorized_elementwise_kernel``; names that are not signatures
 (``ampere_sgemm_128x64_tn``, ``Memcpy HtoD (Pageable -> Device)``) stay as they are.
+AMD Tensile/hipBLASLt kernels (``Cijk_Alik_Bljk_HHS_BH_MT128x128x64_MI32x32x8_…``, ~800
+characters) are their family and macro tile: ``Cijk_Alik_Bljk_HHS_BH MT128x128x64``.
 Itanium-mangled names (``_ZN7ck_tile…``) are demangled first, by cpp_demangle when it is
 installed; without it, or when a name does not parse, they stay as they are.
 """
@@ -25,6 +27,7 @@ _ANGLES = re.compile(r"[<>]")
 _INNERMOST = re.compile(r"<[^<>]*>")
 _PARENS = re.compile(r"[()]")
 _PARENS_SPACES = re.compile(r"[() ]")
+_TENSILE = re.compile(r"(Cijk_\w*?)_(MT\d+x\d+x\d+)(?:_|$)")  # family, macro tile
 _MAX_GROWTH = 16  # a demangled name longer than this many times its mangled one is refused
 
 
@@ -53,6 +56,9 @@ def short_names(names: list[str]) -> list[str]:
 
 def _short_name(name: str) -> str:
     name = demangled(name)
+    tensile = _TENSILE.match(name) if name.startswith("Cijk_") else None
+    if tensile:
+        return f"{tensile[1]} {tensile[2]}"
     bare = _without_templates(name)
     if bare is None:
         return name
@@ -183,15 +189,28 @@ _MAX_PAIRS = 8  # differing arguments up to which pairs of them are tried
 def _told_apart(short: str, members: list[str]) -> dict[str, str]:
     """Display names of the (sorted) distinct names that share ``short``: the fewest
     differing template arguments that tell them apart, else ``#k``."""
-    args = [[_brief(a) for a in _template_args(demangled(name), short)] for name in members]
+    tensile = short.startswith("Cijk_")
+    args = [_tensile_tokens(n) if tensile else _arguments(n, short) for n in members]
     for chosen in _choices(_differing(args)):
-        kept = [_kept(a, chosen) for a in args]
+        kept = [_kept(a, chosen, " " if tensile else ", ") for a in args]
         if len(set(kept)) == len(members) and max(map(len, kept)) <= _MAX_ARGS:
-            return {name: f"{short}<{k}>" for name, k in zip(members, kept, strict=True)}
+            form = "{} {}" if tensile else "{}<{}>"
+            return {name: form.format(short, k) for name, k in zip(members, kept, strict=True)}
     return {name: f"{short} #{k}" for k, name in enumerate(members, 1)}
 
 
-def _kept(args: list[str], chosen: list[int]) -> str:
+def _arguments(name: str, short: str) -> list[str]:
+    """The template arguments after ``short``, each brief."""
+    return [_brief(a) for a in _template_args(demangled(name), short)]
+
+
+def _tensile_tokens(name: str) -> list[str]:
+    """The ``_``-separated parameters after a Tensile name's macro tile."""
+    tile = _TENSILE.match(name)
+    return name[tile.end() :].split("_") if tile else []
+
+
+def _kept(args: list[str], chosen: list[int], sep: str) -> str:
     """The ``chosen`` arguments, ``…`` for each run of the others: ``…, 1024, 6, …``."""
     wanted = set(chosen)
     out: list[str] = []
@@ -200,7 +219,7 @@ def _kept(args: list[str], chosen: list[int]) -> str:
             out.append(arg)
         elif not out or out[-1] != "…":
             out.append("…")
-    return ", ".join(out)
+    return sep.join(out)
 
 
 def _differing(args: list[list[str]]) -> list[int]:
