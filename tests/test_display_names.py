@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from pathlib import Path
 
 from conftest import ROOT
 from typer.testing import CliRunner
@@ -71,3 +72,38 @@ def test_summary_top_kernels_tell_the_kernels_apart() -> None:
     r = runner.invoke(app, ["summary", str(DEMO), "-q"])
     assert r.exit_code == 0, r.output
     assert "cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_128x128_32x3_tn_align4>" in r.stdout
+
+
+def _trace(path: Path, kernels: list[tuple[str, int]]) -> Path:
+    """A one-stream trace with these (name, µs) kernels, one after another."""
+    events, ts = [], 0
+    for name, dur in kernels:
+        events.append({"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": 7, "ts": ts,
+                       "dur": dur, "args": {"device": 0, "stream": 7}})  # fmt: skip
+        ts += dur + 5
+    path.write_text(json.dumps({"traceEvents": events}))
+    return path
+
+
+def test_diff_group_by_short_compares_template_instantiations_as_one_kernel(
+    tmp_path: Path,
+) -> None:
+    base = _trace(tmp_path / "base.json", [("void k<int>(int)", 10), ("void k<float>(int)", 20)])
+    new = _trace(tmp_path / "new.json", [("void k<long>(int)", 35)])
+    args = ["diff", str(base), str(new), "-q", "-f", "json", "--no-cache"]
+    by_name = json.loads(runner.invoke(app, args).stdout)
+    assert [k["name"] for k in by_name["kernels"]] == []
+    assert [k["short_name"] for k in by_name["new_kernels"]] == ["k<long>"]  # told from k<int>
+    r = runner.invoke(app, [*args, "--group-by", "short"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert doc["selection"]["group_by"] == "short"
+    assert doc["new_kernels"] == [] and doc["vanished_kernels"] == []
+    [k] = doc["kernels"]
+    assert (k["name"], k["time_before_us"], k["time_after_us"]) == ("k", 30.0, 35.0)
+
+
+def test_diff_group_by_other_is_a_usage_error() -> None:
+    r = runner.invoke(app, ["diff", str(DEMO), str(DEMO), "-q", "--group-by", "category"])
+    assert r.exit_code == 2
+    assert "--group-by 'category': expected one of name, short" in r.output

@@ -162,6 +162,7 @@ def as_json(report: DiffReport) -> dict[str, Any]:
         "selection": {
             "steps": list(report.options.steps),
             "top": report.options.top,
+            "group_by": report.options.group_by,
             "min_share_pct": gate.min_share_pct,
             "min_time_us": gate.min_time_us,
         },
