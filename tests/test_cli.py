@@ -45,18 +45,20 @@ def test_kernels_json_shape(small: Path) -> None:
     assert doc["totals"]["count"] == 2 and doc["totals"]["total_us"] == 40.0
     first = doc["kernels"][0]
     assert set(first) == {
-        "name", "short_name", "count", "total_us", "mean_us", "std_us", "min_us", "max_us",
-        "p50_us", "p90_us", "p99_us", "pct_launches", "pct_time",
+        "name", "short_name", "variants", "count", "total_us", "mean_us", "std_us", "min_us",
+        "max_us", "p50_us", "p90_us", "p99_us", "pct_launches", "pct_time",
     }  # fmt: skip
     assert first["name"] == "void k<int>(int)" and first["short_name"] == "k"
+    assert first["variants"] == 1
     assert doc["trace"]["span_us"] == 100.0  # ProfilerStep#3 [0, 100] is on the timeline
 
 
 def test_kernels_sort_top_and_footer(small: Path) -> None:
     r = runner.invoke(app, ["kernels", str(small), "--sort", "name", "--top", "1"])
     assert r.exit_code == 0, r.output
-    assert "other" in r.stdout and "void k" not in r.stdout
-    assert "1 more kernel not shown (1 launch, 30.0 µs); use --top 0 for all" in r.stdout
+    # by the displayed name: "k" (of "void k<int>(int)") before "other"
+    assert r.stdout.rstrip().splitlines()[-3].endswith("  k") and "other" not in r.stdout
+    assert "1 more kernel not shown (1 launch, 10.0 µs); use --top 0 for all" in r.stdout
 
 
 def test_kernels_pstep_and_name(small: Path) -> None:
@@ -64,7 +66,7 @@ def test_kernels_pstep_and_name(small: Path) -> None:
     assert r.exit_code == 0, r.output
     lines = r.stdout.strip().splitlines()
     # "other" has no launch event: its own start (60) is inside the step window [0, 100].
-    assert len(lines) == 3 and lines[1].startswith("1,void k<int>(int),k,1,30.0")
+    assert len(lines) == 3 and lines[1].startswith("1,void k<int>(int),k,1,1,30.0")
     r = runner.invoke(app, ["kernels", str(small), "--name", "^oth", "-f", "json"])
     assert [k["name"] for k in json.loads(r.stdout)["kernels"]] == ["other"]
 

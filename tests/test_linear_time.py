@@ -16,7 +16,7 @@ from conftest import load_generator
 from traceview import run
 from traceview.analyses.gaps import GapOptions, analyse_gaps
 from traceview.analyses.kernels import KernelOptions, analyse_kernels
-from traceview.analyses.names import short_name
+from traceview.analyses.names import display_names, short_name
 from traceview.analyses.steps import parse_steps
 from traceview.errors import UsageError
 from traceview.events import TraceEvents
@@ -127,3 +127,22 @@ def test_gaps_with_all_names_distinct_is_linear(
     built only for those shown (one row per pair before: 13.5 s → 1.4 s for 10^6 names)."""
     options = GapOptions(largest=5, per_stream=per_stream)
     assert _ratio(traces, lambda events: analyse_gaps(events, options)) <= MAX_RATIO
+
+
+def _names(n: int) -> list[str]:
+    """n distinct names: half alone, half in groups of 1000 that share a short name."""
+    alone = [f"kernel_{i}" for i in range(n // 2)]
+    shared = [f"void ns::k{i // 1000}<{i}, float>(int)" for i in range(n - n // 2)]
+    return alone + shared
+
+
+def test_display_names_are_linear_in_distinct_names() -> None:
+    small, large = _names(N), _names(2 * N)
+    assert _ratio_of(lambda: display_names(large), lambda: display_names(small)) <= MAX_RATIO
+
+
+def test_display_names_of_one_large_group_are_linear() -> None:
+    """Every name shares one short name: told apart by their arguments, not pairwise."""
+    small = [f"void k<{i}, float>(int)" for i in range(N)]
+    large = [f"void k<{i}, float>(int)" for i in range(2 * N)]
+    assert _ratio_of(lambda: display_names(large), lambda: display_names(small)) <= MAX_RATIO

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from traceview.analyses.names import short_name, short_names
+from traceview.analyses import names
+from traceview.analyses.names import demangled, display_names, short_name, short_names
 
 CASES = [
     ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, "
@@ -120,3 +123,176 @@ def _ref_top_level_tokens(text: str) -> list[str]:
     if current:
         tokens.append("".join(current))
     return tokens
+
+
+# Real names: the demo's cutlass kernels and kineto__resnet50_profiler_api_nw0's convolutions.
+CUTLASS = [
+    f"void cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_{t}_align4>("
+    f"cutlass_80_tensorop_s1688gemm_{t}_align4::Params)"
+    for t in ("128x128_32x3_nn", "128x128_32x3_tn", "256x128_32x3_nt")
+]
+CONV = [
+    f"void implicit_convolve_sgemm<float, float, {a}, 1, false, true, true>(int, int, int, "
+    "float const*, int, float*, float const*, kernel_conv_params, unsigned long long, int, "
+    "float, float, int, float const*, float const*, bool, int, int)"
+    for a in ("1024, 5, 5, 3, 3, 3", "1024, 6, 7, 3, 3, 5", "128, 5, 5, 3, 3, 3")
+]
+ELEMENTWISE = [
+    "void at::native::vectorized_elementwise_kernel<2, at::native::CUDAFunctor_add<float>, "
+    "at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<float>, "
+    "at::detail::Array<char*, 3>)",
+    "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, "
+    "at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<float>, "
+    "at::detail::Array<char*, 3>)",
+    "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::BFloat16>"
+    ", at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<c10::BFloat16>, "
+    "at::detail::Array<char*, 3>)",
+    "void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl(at::"
+    "TensorIteratorBase&, at::native::GeluType)::{lambda()#2}::operator()() const::{lambda()#2}::"
+    "operator()() const::{lambda(float)#1}, at::detail::Array<char*, 2> >(int, at::native::"
+    "GeluCUDAKernelImpl(at::TensorIteratorBase&, at::native::GeluType)::{lambda()#2}::operator()"
+    "() const::{lambda()#2}::operator()() const::{lambda(float)#1}, at::detail::Array<char*, 2>)",
+]
+K = "at::native::vectorized_elementwise_kernel"
+
+
+def test_display_names_keep_just_the_template_arguments_that_differ() -> None:
+    shown = display_names([*CUTLASS, *CONV, *ELEMENTWISE, "ampere_sgemm_128x64_tn"])
+    assert [shown[n] for n in CUTLASS] == [
+        "cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_128x128_32x3_nn_align4>",
+        "cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_128x128_32x3_tn_align4>",
+        "cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_256x128_32x3_nt_align4>",
+    ]
+    assert [shown[n] for n in CONV] == [
+        "implicit_convolve_sgemm<…, 1024, 5, …>",
+        "implicit_convolve_sgemm<…, 1024, 6, …>",
+        "implicit_convolve_sgemm<…, 128, 5, …>",
+    ]
+    assert [shown[n] for n in ELEMENTWISE] == [
+        f"{K}<2, CUDAFunctor_add<float>, …>",
+        f"{K}<4, CUDAFunctor_add<float>, …>",
+        f"{K}<4, CUDAFunctor_add<BFloat16>, …>",
+        f"{K}<4, GeluCUDAKernelImpl()::{{lambda(float)#1}}, …>",
+    ]
+    assert shown["ampere_sgemm_128x64_tn"] == "ampere_sgemm_128x64_tn"  # alone: its short name
+
+
+def test_a_name_without_a_collision_keeps_its_short_name() -> None:
+    assert display_names([CUTLASS[0], ELEMENTWISE[0]]) == {
+        CUTLASS[0]: "cutlass::Kernel2",
+        ELEMENTWISE[0]: K,
+    }
+
+
+def test_names_the_arguments_cannot_tell_apart_get_a_stable_number() -> None:
+    """Same template arguments, other parameters: ``#k`` by full name, whatever the order."""
+    names = ["void k<int>(float)", "void k<int>(int)", "k(double)"]
+    for order in (names, names[::-1], sorted(names)):
+        assert display_names(order) == {
+            "k(double)": "k #1",
+            "void k<int>(float)": "k #2",
+            "void k<int>(int)": "k #3",
+        }
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from([*CUTLASS, *CONV, *ELEMENTWISE, "x", "k #1", "void k<int>(int)",
+                                 "void k<long>(int)", "k(int)", "k #2", ""]),
+                unique=True),
+       st.randoms())  # fmt: skip
+def test_display_names_are_unique_and_independent_of_order(
+    names: list[str], rnd: random.Random
+) -> None:
+    shown = display_names(names)
+    assert len(set(shown.values())) == len(names)
+    shuffled = names[:]
+    rnd.shuffle(shuffled)
+    assert display_names(shuffled) == shown
+
+
+# Mangled names recorded in tracelens__inference__sglang_decode (aiter) and vllm_decode (ck_tile).
+AITER = [
+    "_ZN5aiter24add_rmsnorm_quant_kernelIDF16bDF16bLi256ELi16ELb0ELb0ELb1ELi1EEEvPT0_PT_PfS4_S4_S4"
+    "_diiiiiiib",
+    "_ZN5aiter24add_rmsnorm_quant_kernelIDF16bDF16bLi64ELi8ELb0ELb0ELb1ELi1EEEvPT0_PT_PfS4_S4_S4_"
+    "diiiiiiib",
+]
+CK_TILE = (
+    "_ZN7ck_tile6kentryILi1ENS_12Rmsnorm2dFwdINS_27Rmsnorm2dFwdPipelineOnePassINS_27Rmsnorm2dFwdPip"
+    "elineProblemIDF16bDF16bfDF16bDF16bDF16bffNS_19Generic2dBlockShapeINS_8sequenceIJLi1ELi3072EEEE"
+    "NS5_IJLi1ELi128EEEENS5_IJLi1ELi8EEEEEENS_18Rmsnorm2dFwdTraitsILb1ELb0ELb0ELb0ELNS_21Rmsnorm2dFu"
+    "sedAddEnumE0ELNS_23Rmsnorm2dFusedQuantEnumE0ELNS_22Rmsnorm2dSensitiveEnumE0EEEEENS_33Rmsnorm2dF"
+    "wdPipelineDefaultPolicyEEENS_17Default2DEpilogueINS_24Default2DEpilogueProblemIfDF16bLb0ELb1ELb"
+    "0EEEvEEEEJNSM_5KargsEEEEvDpT1_"
+)
+# cpp_demangle does not parse this one (c++filt does): it stays as recorded.
+SGL = (
+    "_ZN7sgl_hip10activation18act_and_mul_kernelI14__hip_bfloat16TnPFT_RKS3_EXadL_Z4siluIS2_ES3_S5_"
+    "EEEEvPS3_PS4_i"
+)
+
+
+def test_mangled_names_are_demangled_for_their_short_and_displayed_names() -> None:
+    assert demangled(AITER[0]).startswith(
+        "void aiter::add_rmsnorm_quant_kernel<std::bfloat16_t, std::bfloat16_t, 256, 16, false, "
+    )
+    assert short_name(CK_TILE) == "ck_tile::kentry"
+    assert display_names(AITER) == {
+        AITER[0]: "aiter::add_rmsnorm_quant_kernel<…, 256, …>",
+        AITER[1]: "aiter::add_rmsnorm_quant_kernel<…, 64, …>",
+    }
+
+
+@pytest.mark.parametrize("name", [SGL, "_Z", "_ZN3abc", "_Z" + "N" * 100_000, "_Z\x1b[31m"])
+def test_a_mangled_name_that_does_not_parse_stays_as_it_is(name: str) -> None:
+    assert demangled(name) == name
+
+
+def test_without_a_demangler_mangled_names_stay_as_recorded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(names, "_demangle", None)
+    names.demangled.cache_clear()
+    try:
+        assert short_name.__wrapped__(AITER[0]) == AITER[0]
+    finally:
+        names.demangled.cache_clear()
+
+
+# Tensile kernels recorded in tracelens__mi300__resnet_act_checkpoint: the same family and tile.
+TENSILE = [
+    (
+        "Cijk_Ailk_Bljk_BBS_BH_MT32x32x64_MI16x16x16x1_SN_1LDSB0_APM1_ABV0_ACED0_AF0EM1_AF1EM1_AMAS0_"
+        "ASE_ASGT_ASLT_ASM_ASAE01_ASCE01_ASEM1_AAC0_BL1_BS1_CLR0_DTLA0_DTLB0_DTVA0_DTVB0_DVO0_ETSP_EP"
+        "S1_ELFLR0_EMLL0_FSSC10_FL0_GLVWA2_GLVWB2_GRCGA1_GRCGB1_GRPM1_GRVWn1_GSU1_GSUASB_GLS0_ISA942_"
+        "IU1_K1_KLA_LBSPPA512_LBSPPB128_LPA16_LPB16_LDL1_LRVW8_LWPMn1_LDW0_FMA_MIAV1_MDA2_MO40_MMFSC_"
+        "MKFGSU256_NTA0_NTB0_NTC2_NTD2_NEPBS8_NLCA1_NLCB1_ONLL1_OPLV0_PK0_PAP0_PGR2_PLR5_PKA0_SIA3_SL"
+        "W1_SS1_SU64_SUM0_SUS128_SCIUI1_SPO1_SRVW0_SSO1_SVW1_SNLL0_TSGRA0_TSGRB0_TT1_16_TLDS1_UMLDSA0"
+        "_UMLDSB1_U64SL1_USFGROn1_VAW1_VSn1_VW1_VWB1_VFLRP1_WSGRA0_WSGRB0_WS64_WG32_8_1_WGMn16"
+    ),
+    (
+        "Cijk_Ailk_Bljk_BBS_BH_MT32x32x64_MI16x16x16x1_SN_1LDSB0_APM1_ABV0_ACED0_AF0EM1_AF1EM1_AMAS0_"
+        "ASE_ASGT_ASLT_ASM_ASAE01_ASCE01_ASEM1_AAC0_BL1_BS1_CLR0_DTLA0_DTLB0_DTVA0_DTVB0_DVO0_ETSP_EP"
+        "S1_ELFLR8_EMLL0_FSSC10_FL0_GLVWA2_GLVWB8_GRCGA1_GRCGB1_GRPM1_GRVWn1_GSU1_GSUASB_GLS1_ISA942_"
+        "IU1_K1_KLA_LBSPPA512_LBSPPB128_LPA16_LPB16_LDL1_LRVW8_LWPMn1_LDW0_FMA_MIAV0_MDA2_MO40_MMFSC_"
+        "MKFGSU256_NTA0_NTB0_NTC0_NTD0_NEPBS0_NLCA1_NLCB1_ONLL1_OPLV0_PK0_PAP0_PGR1_PLR5_PKA0_SIA3_SL"
+        "W1_SS0_SU64_SUM0_SUS128_SCIUI1_SPO0_SRVW0_SSO0_SVW4_SNLL0_TSGRA0_TSGRB0_TT1_16_TLDS1_UMLDSA0"
+        "_UMLDSB1_U64SL1_USFGROn1_VAW1_VSn1_VW1_VWB1_VFLRP1_WSGRA0_WSGRB0_WS64_WG32_8_1_WGM16"
+    ),
+]
+
+
+def test_tensile_names_are_their_family_and_macro_tile() -> None:
+    assert short_name(TENSILE[0]) == "Cijk_Ailk_Bljk_BBS_BH MT32x32x64"
+    assert short_name("Cijk_Alik_Bljk_HHS_BH_MT128x128x64_MI32x32x8x1_SN_K1") == (
+        "Cijk_Alik_Bljk_HHS_BH MT128x128x64"
+    )
+    assert short_name("Cijk_Alik_Bljk_HHS_BH_MT128x128x64") == "Cijk_Alik_Bljk_HHS_BH MT128x128x64"
+    assert short_name("Cijk_no_tile_here") == "Cijk_no_tile_here"
+
+
+def test_tensile_names_that_share_a_tile_keep_the_first_parameter_that_differs() -> None:
+    assert display_names(TENSILE) == {
+        TENSILE[0]: "Cijk_Ailk_Bljk_BBS_BH MT32x32x64 … ELFLR0 …",
+        TENSILE[1]: "Cijk_Ailk_Bljk_BBS_BH MT32x32x64 … ELFLR8 …",
+    }

@@ -495,6 +495,14 @@ def diff(
             "some; without it that growth from zero is a regression.",
         ),
     ] = False,
+    group_by: Annotated[
+        str,
+        typer.Option(
+            "--group-by",
+            help="Compare kernels by exact name, or by short name (template instantiations "
+            "summed: a kernel whose template arguments changed is not new): name, short.",
+        ),
+    ] = "name",
     verbose: Verbose = False,
     wide: Wide = False,
     fmt: Annotated[
@@ -535,6 +543,7 @@ def diff(
             min_time_ns=parse_duration(min_time, "--min-time"),
             top=top,
             allow_empty_baseline=allow_empty_baseline,
+            group_by=group_by,
         )
         out = run.OutputOptions(fmt, verbose, wide=wide)
         run.diff(

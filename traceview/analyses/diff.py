@@ -17,12 +17,13 @@ from typing import Any
 import numpy as np
 
 from traceview import __version__
-from traceview.analyses.names import short_name
+from traceview.analyses.names import display_names, short_names
 from traceview.analyses.snapshot import Snapshot, digest
 from traceview.analyses.steps import Steps, describe_ranges, pick_steps, step_ranges
 from traceview.errors import UsageError
 
 MIN_STEPS_FOR_MEDIAN = 2
+GROUP_BY = ("name", "short")
 _PERCENT = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*%?\s*$")
 
 
@@ -37,6 +38,7 @@ class DiffOptions:
     min_time_ns: int = 10_000
     top: int = 20
     allow_empty_baseline: bool = False
+    group_by: str = "name"  # compare kernels by exact name or by short name (merged)
 
 
 @dataclass(frozen=True)
@@ -98,10 +100,7 @@ class KernelChange:
     share_before_pct: float
     gated: bool
     regressed: bool
-
-    @property
-    def short_name(self) -> str:
-        return short_name(self.name)
+    short_name: str  # as displayed: told apart from every kernel name of both sides
 
     @property
     def delta_us(self) -> float:
@@ -129,6 +128,7 @@ class Failure:
     after: float
     pct: float | None
     limit_pct: float
+    short_name: str = ""  # a kernel's name as displayed
 
 
 @dataclass(frozen=True)
@@ -176,6 +176,7 @@ class _Figures:
     idle_us: float
     step_time_us: float | None
     kernels: dict[str, tuple[float, float, float]]
+    members: dict[str, list[str]]  # each kernel key's full names (one unless by short name)
 
 
 def percent_change(before: float | None, after: float | None) -> float | None:
@@ -201,6 +202,8 @@ def check_options(options: DiffOptions) -> None:
         raise UsageError("--min-time: must not be negative")
     if options.top < 0:
         raise UsageError(f"--top {options.top}: must not be negative (0 shows all)")
+    if options.group_by not in GROUP_BY:
+        raise UsageError(f"--group-by {options.group_by!r}: expected one of {', '.join(GROUP_BY)}")
 
 
 def compare(base: Side, new: Side, options: DiffOptions) -> DiffReport:
@@ -213,7 +216,9 @@ def compare(base: Side, new: Side, options: DiffOptions) -> DiffReport:
         mode = "steps" if options.steps else "total"
     if options.steps:  # every step asked for is on both sides: the base's are the ones compared
         options = replace(options, steps=tuple(base.snapshot.steps[i].step for i in b_idx))
-    b, a = _figures(base.snapshot, b_idx, mode), _figures(new.snapshot, n_idx, mode)
+    by_short = options.group_by == "short"
+    b = _figures(base.snapshot, b_idx, mode, by_short)
+    a = _figures(new.snapshot, n_idx, mode, by_short)
     changed, added, gone, hidden = _kernel_changes(base, new, b, a, options)
     figures = (
         Change("kernel_time_us", "kernel time (µs)", b.kernel_time_us, a.kernel_time_us),
@@ -263,33 +268,50 @@ def _select(side: Side, which: str, steps: Steps) -> list[int]:
     return [position[n] for n in chosen]
 
 
-def _figures(snap: Snapshot, idx: list[int], mode: str) -> _Figures:
-    """One side's figures: whole-trace totals, sums over steps, or per-step medians."""
+def _figures(snap: Snapshot, idx: list[int], mode: str, by_short: bool) -> _Figures:
+    """One side's figures: whole-trace totals, sums over steps, or per-step medians; kernels
+    by exact name, or summed per short name (per step, before any median)."""
     durations = [snap.steps[i].duration_us for i in idx]
     step_time = float(np.median(durations)) if durations else None
+    members = _members(snap, by_short)
+    by_name = {k.name: k for k in snap.kernels}
     if mode == "total":
         t = snap.totals
-        kernels = {
-            k.name: (float(k.count), k.total_us, k.total_us / k.count)
-            for k in snap.kernels
-            if k.count
-        }
-        return _Figures(t.total_us, float(t.count), t.idle_us, step_time, kernels)
+        kernels = {}
+        for key, names in members.items():
+            count = sum(by_name[n].count for n in names)
+            total = sum(by_name[n].total_us for n in names)
+            if count:
+                kernels[key] = (float(count), total, total / count)
+        return _Figures(t.total_us, float(t.count), t.idle_us, step_time, kernels, members)
     reduce: Callable[[Any], Any] = np.median if mode == "median" else np.sum
     steps = [snap.steps[i] for i in idx]
     out: dict[str, tuple[float, float, float]] = {}
-    for k in snap.kernels:
-        counts, times = np.array(k.step_counts)[idx], np.array(k.step_totals_us)[idx]
+    for key, names in members.items():
+        counts = np.sum([np.array(by_name[n].step_counts)[idx] for n in names], axis=0)
+        times = np.sum([np.array(by_name[n].step_totals_us)[idx] for n in names], axis=0)
         if counts.sum() > 0:
             mean = float(times.sum()) / int(counts.sum())
-            out[k.name] = (float(reduce(counts)), float(reduce(times)), mean)
+            out[key] = (float(reduce(counts)), float(reduce(times)), mean)
     return _Figures(
         kernel_time_us=float(reduce([s.kernel_time_us for s in steps])),
         kernel_count=float(reduce([s.kernels for s in steps])),
         idle_us=float(reduce([s.idle_us for s in steps])),
         step_time_us=step_time,
         kernels=out,
+        members=members,
     )
+
+
+def _members(snap: Snapshot, by_short: bool) -> dict[str, list[str]]:
+    """Kernel key → the full names it stands for."""
+    names = [k.name for k in snap.kernels]
+    if not by_short:
+        return {n: [n] for n in names}
+    members: dict[str, list[str]] = {}
+    for name, short in zip(names, short_names(names), strict=True):
+        members.setdefault(short, []).append(name)
+    return members
 
 
 def _kernel_changes(
@@ -303,14 +325,16 @@ def _kernel_changes(
     added: list[KernelChange] = []
     gone: list[KernelChange] = []
     hidden = 0
-    for name in sorted(b.kernels.keys() | a.kernels.keys()):
+    names = sorted(b.kernels.keys() | a.kernels.keys())
+    shown = {n: n for n in names} if options.group_by == "short" else display_names(names)
+    for name in names:
         before, after = b.kernels.get(name), a.kernels.get(name)
-        if (before is None and digest(name) in hidden_before) or (
-            after is None and digest(name) in hidden_after
+        if (before is None and _hidden(a.members[name], hidden_before)) or (
+            after is None and _hidden(b.members[name], hidden_after)
         ):
             hidden += 1
             continue
-        row = _kernel_change(name, before, after, b.kernel_time_us, options)
+        row = _kernel_change(name, shown[name], (before, after), b.kernel_time_us, options)
         {"changed": changed, "new": added, "vanished": gone}[row.status].append(row)
     changed.sort(key=lambda k: (-abs(k.delta_us), k.name))
     added.sort(key=lambda k: (-k.time_after_us, k.name))
@@ -318,13 +342,22 @@ def _kernel_changes(
     return changed, added, gone, hidden
 
 
+def _hidden(names: list[str], digests: set[str]) -> bool:
+    """Whether the other side left any of these names out of its snapshot (below its cut)."""
+    return any(digest(n) in digests for n in names)
+
+
+_Figure = tuple[float, float, float] | None
+
+
 def _kernel_change(
     name: str,
-    before: tuple[float, float, float] | None,
-    after: tuple[float, float, float] | None,
+    shown: str,
+    sides: tuple[_Figure, _Figure],
     base_kernel_time_us: float,
     options: DiffOptions,
 ) -> KernelChange:
+    before, after = sides
     status = "new" if before is None else "vanished" if after is None else "changed"
     count_b, time_b, mean_b = before or (0.0, 0.0, None)
     count_a, time_a, mean_a = after or (0.0, 0.0, None)
@@ -348,6 +381,7 @@ def _kernel_change(
         share_before_pct=share,
         gated=gated,
         regressed=gated and limit is not None and pct is not None and pct > limit,
+        short_name=shown,
     )
 
 
@@ -359,11 +393,7 @@ def _gate(options: DiffOptions, figures: tuple[Change, ...], changed: list[Kerne
     empty_ok = options.allow_empty_baseline
     if limit is not None:
         failures += _exceeds(by_key["kernel_time_us"], "kernel_time", limit, empty_ok)
-        failures += [
-            Failure("kernel", k.name, k.time_before_us, k.time_after_us, k.pct or 0.0, limit)
-            for k in changed
-            if k.regressed
-        ]
+        failures += [_kernel_failure(k, limit) for k in changed if k.regressed]
     if options.max_idle_regression_pct is not None:
         failures += _exceeds(by_key["idle_us"], "idle", options.max_idle_regression_pct, empty_ok)
     return Gate(
@@ -373,6 +403,11 @@ def _gate(options: DiffOptions, figures: tuple[Change, ...], changed: list[Kerne
         min_time_us=options.min_time_ns / 1000,
         failures=tuple(failures),
     )
+
+
+def _kernel_failure(k: KernelChange, limit: float) -> Failure:
+    pct = k.pct or 0.0
+    return Failure("kernel", k.name, k.time_before_us, k.time_after_us, pct, limit, k.short_name)
 
 
 def _exceeds(change: Change, what: str, limit: float, empty_ok: bool) -> list[Failure]:

@@ -34,6 +34,7 @@ from traceview.analyses.devices import (
     host_wait,
     name_rank,
 )
+from traceview.analyses.names import display_names
 from traceview.analyses.steps import Steps, in_steps, select_steps, step_windows
 from traceview.analyses.summary import TraceSummary, summarize
 from traceview.errors import UsageError
@@ -222,6 +223,7 @@ class GapReport:
     largest: list[LargestGap]
     left_out_transitions: int = 0
     notes: list[str] = field(default_factory=list)
+    shown_names: dict[str, str] = field(default_factory=dict)  # full → displayed (the shown)
 
     def as_json(self) -> dict[str, Any]:
         """The ``--format json`` document (schema_version 2)."""
@@ -290,6 +292,7 @@ def analyse_gaps(events: TraceEvents, options: GapOptions) -> GapReport:
     shown, distinct = _transitions(events.names, rank, before, after, signed, options)
     del before, after, signed, pairs
     lengths = gaps.end - gaps.start
+    largest = _largest(events, gaps, options.largest)
     return GapReport(
         trace=summarize(events, usage),
         options=options,
@@ -298,10 +301,21 @@ def analyse_gaps(events: TraceEvents, options: GapOptions) -> GapReport:
         devices=_device_rows(events, usage, all_device_gaps, device_kept),
         histogram=_histogram(lengths, options),
         transitions=shown,
-        largest=_largest(events, gaps, options.largest),
+        largest=largest,
         left_out_transitions=distinct - len(shown),
         notes=notes,
+        shown_names=_shown_names(events, shown, largest),
     )
+
+
+def _shown_names(
+    events: TraceEvents, transitions: list[Transition], largest: list[LargestGap]
+) -> dict[str, str]:
+    """The displayed name of each name in the tables, decided over every GPU name."""
+    display = display_names([events.names[i] for i in np.unique(events.gpu.name).tolist()])
+    listed = {n for t in transitions for n in (t.from_name, t.to_name)}
+    listed |= {n for g in largest for n in (g.before, g.after)}
+    return {n: display.get(n, n) for n in listed}
 
 
 def _stream_scope(

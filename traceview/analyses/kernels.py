@@ -17,7 +17,7 @@ from traceview.aggregate.order import dense_ids
 from traceview.aggregate.percentiles import nearest_rank
 from traceview.analyses.categories import CATEGORIES, categorize
 from traceview.analyses.devices import usage
-from traceview.analyses.names import short_name, short_names
+from traceview.analyses.names import display_names, short_names
 from traceview.analyses.oplinks import link_ops
 from traceview.analyses.steps import Steps, in_steps, select_steps, step_windows
 from traceview.analyses.summary import TraceSummary, summarize
@@ -64,7 +64,8 @@ class KernelRow:
     """Statistics of one kernel name (or one short name with --group-by short)."""
 
     name: str
-    short_name: str
+    short_name: str  # as displayed: told apart from the other names (docs/metrics.md)
+    variants: int  # distinct names merged (--group-by short), else 1
     count: int
     total_us: float
     mean_us: float
@@ -123,11 +124,13 @@ def analyse_kernels(events: TraceEvents, options: KernelOptions) -> KernelReport
     dur = gpu.dur[mask]
     if options.group_by == "category":
         labels, group = category_groups(events, mask)
+        groups = _Labels(labels, labels, [1] * len(labels))
     else:
-        labels, group = _groups(events.names, gpu.name[mask], options.group_by)
+        groups, group = _groups(events.names, gpu.name[mask], options.group_by)
+        labels = groups.names
     stats = _Stats.of(group, dur, len(labels))
-    kept = _ranked(stats, labels, options.sort, options.top)
-    rows = [_row(stats, labels[g], g, options.group_by) for g in kept]
+    kept = _ranked(stats, groups, options.sort, options.top)
+    rows = [_row(stats, groups, g) for g in kept]
     return KernelReport(
         trace=trace,
         options=options,
@@ -187,17 +190,28 @@ def _name_mask(events: TraceEvents, pattern: str) -> np.ndarray:
     return matching[events.gpu.name] if len(matching) else np.zeros(0, dtype=bool)
 
 
-def _groups(names: list[str], name_ids: np.ndarray, group_by: str) -> tuple[list[str], np.ndarray]:
-    """Group labels and the group id of every selected row."""
+@dataclass(frozen=True)
+class _Labels:
+    """Per group id: its name, the name shown, how many distinct names it merged."""
+
+    names: list[str]
+    shown: list[str]
+    variants: list[int]
+
+
+def _groups(names: list[str], name_ids: np.ndarray, group_by: str) -> tuple[_Labels, np.ndarray]:
+    """Group labels (decided over every selected name) and the group id of every row."""
     if group_by not in GROUP_BY:
         raise UsageError(f"--group-by {group_by!r}: expected one of {', '.join(GROUP_BY)}")
     used, group = dense_ids(name_ids, len(names))
     labels = [names[i] for i in used]
     if group_by == "name":
-        return labels, group
+        display = display_names(labels)
+        return _Labels(labels, [display[n] for n in labels], [1] * len(labels)), group
     ids: dict[str, int] = {}  # short name → group id, in order of first appearance
     to_short = np.array([ids.setdefault(s, len(ids)) for s in short_names(labels)], np.int64)
-    return list(ids), to_short[group]
+    merged = np.bincount(to_short, minlength=len(ids)).tolist()
+    return _Labels(list(ids), list(ids), merged), to_short[group]
 
 
 def category_groups(events: TraceEvents, mask: np.ndarray) -> tuple[list[str], np.ndarray]:
@@ -246,19 +260,21 @@ class _Stats:
         return ns.astype(np.float64) / 1000
 
 
-def _ranked(stats: _Stats, labels: list[str], sort: str, top: int) -> list[int]:
+def _ranked(stats: _Stats, groups: _Labels, sort: str, top: int) -> list[int]:
     """The group ids of the rows to show, in order: the ``top`` first (all for 0) by
-    ``_sort_key(sort)``, found without building or sorting a row per group."""
+    ``_sort_key(sort)`` (``name``: the name shown), without a row per group or a full sort."""
     key = _sort_key(sort)  # checks ``sort``
+    labels = groups.names
     n = len(labels)
     if sort == "name":
+        by_shown = lambda g: (groups.shown[g], labels[g])  # noqa: E731 (ties: hostile names)
         everyone = range(n)
-        return heapq.nsmallest(top, everyone, key=labels.__getitem__) if top else sorted(
-            everyone, key=labels.__getitem__
+        return heapq.nsmallest(top, everyone, key=by_shown) if top else sorted(
+            everyone, key=by_shown
         )  # fmt: skip
     values = stats.field(_SORT_FIELD[sort])
     if values is None:  # beyond exact floats: compare the rows themselves
-        rows = sorted((_row(stats, labels[g], g, "short") for g in range(n)), key=key)
+        rows = sorted((_row(stats, groups, g) for g in range(n)), key=key)
         index = {label: g for g, label in enumerate(labels)}
         return [index[r.name] for r in rows[: top or None]]
     candidates = np.arange(n)
@@ -270,13 +286,14 @@ def _ranked(stats: _Stats, labels: list[str], sort: str, top: int) -> list[int]:
     return heapq.nsmallest(top, chosen, key=order) if top else sorted(chosen, key=order)
 
 
-def _row(stats: _Stats, label: str, g: int, group_by: str) -> KernelRow:
+def _row(stats: _Stats, groups: _Labels, g: int) -> KernelRow:
     """One group's statistics (ns → µs)."""
     m = stats.moments
     count, total = int(m.count[g]), int(m.total[g])
     return KernelRow(
-        name=label,
-        short_name=label if group_by == "short" else short_name(label),
+        name=groups.names[g],
+        short_name=groups.shown[g],
+        variants=groups.variants[g],
         count=count,
         total_us=total / 1000,
         mean_us=total / count / 1000,
@@ -294,7 +311,7 @@ def _row(stats: _Stats, label: str, g: int, group_by: str) -> KernelRow:
 def _sort_key(sort: str) -> Any:
     """Key for list.sort: largest first, ties by name; ``name`` sorts alphabetically."""
     if sort == "name":
-        return lambda r: (r.name,)
+        return lambda r: (r.short_name, r.name)
     field_name = _SORT_FIELD.get(sort)
     if field_name is None:
         raise UsageError(f"--sort {sort!r}: expected one of {', '.join(SORT_KEYS)}")

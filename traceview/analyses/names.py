@@ -3,17 +3,44 @@
 ``void at::native::vectorized_elementwise_kernel<4, ...>(int, ...)`` becomes
 ``at::native::vectorized_elementwise_kernel``; names that are not signatures
 (``ampere_sgemm_128x64_tn``, ``Memcpy HtoD (Pageable -> Device)``) stay as they are.
+AMD Tensile/hipBLASLt kernels (``Cijk_Alik_Bljk_HHS_BH_MT128x128x64_MI32x32x8_…``, ~800
+characters) are their family and macro tile: ``Cijk_Alik_Bljk_HHS_BH MT128x128x64``.
+Itanium-mangled names (``_ZN7ck_tile…``) are demangled first, by cpp_demangle when it is
+installed; without it, or when a name does not parse, they stay as they are.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from functools import lru_cache
+
+_demangle: Callable[[str], str] | None
+try:
+    import cpp_demangle
+
+    _demangle = cpp_demangle.demangle
+except ImportError:  # the documented fallback: mangled names are shown as recorded
+    _demangle = None
 
 _ANGLES = re.compile(r"[<>]")
 _INNERMOST = re.compile(r"<[^<>]*>")
 _PARENS = re.compile(r"[()]")
 _PARENS_SPACES = re.compile(r"[() ]")
+_TENSILE = re.compile(r"(Cijk_\w*?)_(MT\d+x\d+x\d+)(?:_|$)")  # family, macro tile
+_MAX_GROWTH = 16  # a demangled name longer than this many times its mangled one is refused
+
+
+@lru_cache(maxsize=65536)
+def demangled(name: str) -> str:
+    """``name`` demangled if it is an Itanium C++ mangled name (``_Z…``), else unchanged."""
+    if _demangle is None or not name.startswith("_Z"):
+        return name
+    try:
+        text = _demangle(name)
+    except ValueError:  # not well-formed, or too deep: cpp_demangle's one error
+        return name
+    return text if len(text) <= _MAX_GROWTH * len(name) else name
 
 
 @lru_cache(maxsize=65536)
@@ -28,6 +55,10 @@ def short_names(names: list[str]) -> list[str]:
 
 
 def _short_name(name: str) -> str:
+    name = demangled(name)
+    tensile = _TENSILE.match(name) if name.startswith("Cijk_") else None
+    if tensile:
+        return f"{tensile[1]} {tensile[2]}"
     bare = _without_templates(name)
     if bare is None:
         return name
@@ -123,3 +154,130 @@ def _top_level_tokens(text: str) -> list[str]:
     if len(text) > start:
         tokens.append(text[start:])
     return tokens
+
+
+def display_names(names: list[str]) -> dict[str, str]:
+    """The name to show for each distinct name: its short name, unless other names share it;
+    then the short name with the template arguments that tell them apart, or ``#k`` (k by
+    full name) when those do not. Decided over all ``names``, so the same whatever is shown.
+    Linear: names are grouped by short name and only colliding groups look further."""
+    distinct = list(dict.fromkeys(names))
+    groups: dict[str, list[str]] = {}
+    for name, short in zip(distinct, short_names(distinct), strict=True):
+        groups.setdefault(short, []).append(name)
+    shown: dict[str, str] = {}
+    for short, members in groups.items():
+        if len(members) == 1:
+            shown[members[0]] = short
+        else:
+            shown.update(_told_apart(short, sorted(members)))
+    return _unique(shown)
+
+
+_QUALIFIER = re.compile(r"\b(?:[A-Za-z_]\w*::)+")
+_ANONYMOUS = re.compile(r"\(anonymous namespace\)::")
+_LAMBDA_SCOPE = re.compile(  # f(params)::{lambda()#2}::operator()() const::…{lambda(x)#1}
+    r"\((?:[^()]|\([^()]*\))*\)(?:::\{lambda\(\)#\d+\}::operator\(\)\(\) const)*::"
+    r"(\{lambda\([^{}]*\)#\d+\})"
+)
+_LAMBDA_DEPTH = 4  # lambdas in template arguments of lambdas' functions, shortened inside out
+_MAX_ARGS = 120  # characters of template arguments shown; beyond, ``#k``
+_MAX_SINGLES = 16  # differing arguments tried alone (a bound on the work per group)
+_MAX_PAIRS = 8  # differing arguments up to which pairs of them are tried
+
+
+def _told_apart(short: str, members: list[str]) -> dict[str, str]:
+    """Display names of the (sorted) distinct names that share ``short``: the fewest
+    differing template arguments that tell them apart, else ``#k``."""
+    tensile = short.startswith("Cijk_")
+    args = [_tensile_tokens(n) if tensile else _arguments(n, short) for n in members]
+    for chosen in _choices(_differing(args)):
+        kept = [_kept(a, chosen, " " if tensile else ", ") for a in args]
+        if len(set(kept)) == len(members) and max(map(len, kept)) <= _MAX_ARGS:
+            form = "{} {}" if tensile else "{}<{}>"
+            return {name: form.format(short, k) for name, k in zip(members, kept, strict=True)}
+    return {name: f"{short} #{k}" for k, name in enumerate(members, 1)}
+
+
+def _arguments(name: str, short: str) -> list[str]:
+    """The template arguments after ``short``, each brief."""
+    return [_brief(a) for a in _template_args(demangled(name), short)]
+
+
+def _tensile_tokens(name: str) -> list[str]:
+    """The ``_``-separated parameters after a Tensile name's macro tile."""
+    tile = _TENSILE.match(name)
+    return name[tile.end() :].split("_") if tile else []
+
+
+def _kept(args: list[str], chosen: list[int], sep: str) -> str:
+    """The ``chosen`` arguments, ``…`` for each run of the others: ``…, 1024, 6, …``."""
+    wanted = set(chosen)
+    out: list[str] = []
+    for i, arg in enumerate(args):
+        if i in wanted:
+            out.append(arg)
+        elif not out or out[-1] != "…":
+            out.append("…")
+    return sep.join(out)
+
+
+def _differing(args: list[list[str]]) -> list[int]:
+    """Positions whose argument is not the same in every list (missing counts as differing);
+    linear: only the positions all lists have are compared."""
+    common = min(len(a) for a in args)
+    same = [i for i in range(common) if len({a[i] for a in args}) == 1]
+    return sorted(set(range(max(len(a) for a in args))) - set(same))
+
+
+def _choices(differ: list[int]) -> list[list[int]]:
+    """Sets of argument positions to try, fewest first."""
+    singles = [[i] for i in differ[:_MAX_SINGLES]]
+    pairs = [[i, j] for i in differ for j in differ if i < j] if len(differ) <= _MAX_PAIRS else []
+    return [*singles, *pairs, differ] if differ else []
+
+
+def _brief(arg: str) -> str:
+    """A template argument without namespaces; a lambda as its function and its signature:
+    ``ns::f(int)::{lambda()#2}::operator()() const::{lambda(float)#1}``
+    → ``f()::{lambda(float)#1}``."""
+    arg = _ANONYMOUS.sub("", arg)
+    for _ in range(_LAMBDA_DEPTH):
+        shorter = _LAMBDA_SCOPE.sub(r"()::\1", arg)
+        if shorter == arg:
+            break
+        arg = shorter
+    return _QUALIFIER.sub("", arg).replace(" >", ">").strip()
+
+
+def _template_args(name: str, short: str) -> list[str]:
+    """The top-level template arguments right after ``short`` in ``name`` ([] if none)."""
+    start = name.find(short + "<")
+    if start < 0:
+        return []
+    args: list[str] = []
+    depth = 0
+    begin = start + len(short) + 1
+    for m in _ARG_MARKS.finditer(name, begin - 1):
+        ch, i = m.group(), m.start()
+        if ch in "<(" and not (ch == "<" and name.startswith("operator", max(0, i - 8))):
+            depth += 1
+        elif ch in ">)" and not (ch == ">" and name[i - 1 : i] == "-"):
+            depth -= 1
+            if depth == 0:
+                return [*args, name[begin:i].strip()]
+        elif ch == "," and depth == 1:
+            args.append(name[begin:i].strip())
+            begin = i + 1
+    return []
+
+
+_ARG_MARKS = re.compile(r"[<>(),]")
+
+
+def _unique(shown: dict[str, str]) -> dict[str, str]:
+    """Hostile names can still meet (a kernel literally called ``k #2``): those show in full."""
+    seen: dict[str, int] = {}
+    for display in shown.values():
+        seen[display] = seen.get(display, 0) + 1
+    return {name: name if seen[d] > 1 else d for name, d in shown.items()}

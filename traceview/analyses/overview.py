@@ -9,7 +9,7 @@ launch figures, steps and the hints (analyses.hints). Definitions in docs/metric
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -24,6 +24,7 @@ from traceview.analyses.devices import (
     device_of_stream,
     name_rank,
 )
+from traceview.analyses.names import display_names
 from traceview.analyses.oplinks import link_ops
 from traceview.analyses.ops import OpOptions, OpRow, analyse_ops
 from traceview.analyses.steps import step_table
@@ -90,6 +91,7 @@ class Ranked:
     name: str
     gpu_time_ns: int
     pct: float
+    short_name: str = ""  # a kernel's name as displayed (docs/metrics.md "Short names")
 
     def as_dict(self) -> dict[str, Any]:
         return {"name": self.name, "gpu_time_us": self.gpu_time_ns / 1000, "pct": self.pct}
@@ -198,7 +200,7 @@ def overview(events: TraceEvents) -> Overview:
         trace=summarize(events, usage),
         devices=devices,
         categories=_ranked(list(CATEGORIES), gpu.dur, category),
-        kernels=_ranked(events.names, gpu.dur[kernels], gpu.name[kernels]),
+        kernels=_named(events, _ranked(events.names, gpu.dur[kernels], gpu.name[kernels])),
         ops=tuple(ops.rows),
         launches=_launches(events, kernels, links.launch, links.launch_end),
         steps=steps,
@@ -280,6 +282,12 @@ def _ranked(labels: list[str], dur: np.ndarray, ids: np.ndarray) -> tuple[Ranked
     whole = sum(totals.values())
     best = sorted(totals.items(), key=lambda kv: (-kv[1], kv[0]))[:TOP]
     return tuple(Ranked(k, v, 100.0 * v / whole if whole else 0.0) for k, v in best)
+
+
+def _named(events: TraceEvents, kernels: tuple[Ranked, ...]) -> tuple[Ranked, ...]:
+    """The kernels with their displayed names, decided over every GPU name of the trace."""
+    display = display_names([events.names[i] for i in np.unique(events.gpu.name).tolist()])
+    return tuple(replace(k, short_name=display.get(k.name, k.name)) for k in kernels)
 
 
 def _launches(

@@ -12,7 +12,6 @@ from traceview.analyses.diff import (
     SideView,
     describe_steps,
 )
-from traceview.analyses.names import short_name
 from traceview.render import units
 from traceview.render.escape import markdown_list, markdown_text, print_line, text_lines
 from traceview.render.tables import Table, to_markdown, to_rich, to_text
@@ -62,7 +61,7 @@ def kernels_table(report: DiffReport, verbose: bool) -> Table:
         cells = (str(rank), _counts(k.count_before, k.count_after), _time(k.time_before_us),
                  _time(k.time_after_us), _signed(k.delta_us, _time), _pct(k.pct),
                  _time(k.mean_before_us), _time(k.mean_after_us))  # fmt: skip
-        rows.append(cells + ((_gate_cell(k),) if gate else ()) + (_name(k.name, verbose),))
+        rows.append(cells + ((_gate_cell(k),) if gate else ()) + (_name(k, verbose),))
     return Table(headers, (*(True,) * (len(headers) - 1), False), rows)
 
 
@@ -71,7 +70,7 @@ def one_side_table(rows: tuple[KernelChange, ...], verbose: bool, after: bool) -
     cells = [
         (str(rank), _count(k.count_after if after else k.count_before),
          _time(k.time_after_us if after else k.time_before_us),
-         _time(k.mean_after_us if after else k.mean_before_us), _name(k.name, verbose))
+         _time(k.mean_after_us if after else k.mean_before_us), _name(k, verbose))
         for rank, k in enumerate(rows, 1)
     ]  # fmt: skip
     headers = ("#", "Count", "Time", "Mean", "Kernel")
@@ -164,6 +163,7 @@ def as_json(report: DiffReport) -> dict[str, Any]:
         "selection": {
             "steps": list(report.options.steps),
             "top": report.options.top,
+            "group_by": report.options.group_by,
             "min_share_pct": gate.min_share_pct,
             "min_time_us": gate.min_time_us,
         },
@@ -215,7 +215,7 @@ def _limits(report: DiffReport) -> str:
 
 def _failure(f: Failure, verbose: bool) -> str:
     what = {"kernel_time": "total kernel time", "idle": "GPU idle time"}.get(f.what)
-    label = what or f"kernel {_name(f.name, verbose)}"
+    label = what or f"kernel {_name(f, verbose)}"
     times = f"({units.us(f.before)} → {units.us(f.after)} µs)"
     if f.pct is None:
         return f"{label} grew from 0 in the baseline {times} (--allow-empty-baseline accepts it)"
@@ -233,8 +233,8 @@ def _footer(left_out: int, noun: str, plural: str | None = None) -> str:
     return f"{more} not shown; use --top 0 for all"
 
 
-def _name(name: str, verbose: bool) -> str:
-    return name if verbose else short_name(name)
+def _name(k: KernelChange | Failure, verbose: bool) -> str:
+    return k.name if verbose else k.short_name
 
 
 def _us(value: float | None) -> str:

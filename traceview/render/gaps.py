@@ -6,7 +6,6 @@ from typing import TYPE_CHECKING
 
 from traceview.analyses.cpu_context import CpuContext, Holder
 from traceview.analyses.gaps import GapReport, Histogram, StreamGaps
-from traceview.analyses.names import short_name
 from traceview.render import units
 from traceview.render.escape import markdown_list, print_line, text_lines
 from traceview.render.header import trace_lines
@@ -60,7 +59,7 @@ def streams_table(report: GapReport) -> Table:
 
 def transitions_table(report: GapReport, verbose: bool) -> Table:
     def name(n: str) -> str:
-        return n if verbose else short_name(n)
+        return n if verbose else report.shown_names.get(n, n)
 
     rows = [
         (units.count(t.count), units.time(t.total_us), units.time(t.mean_us),
@@ -74,7 +73,7 @@ def transitions_table(report: GapReport, verbose: bool) -> Table:
 
 def largest_table(report: GapReport, verbose: bool) -> Table:
     def name(n: str) -> str:
-        return n if verbose else short_name(n)
+        return n if verbose else report.shown_names.get(n, n)
 
     rows = [
         (str(i), str(g.device), str(g.stream), units.time(g.start_us),

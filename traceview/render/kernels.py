@@ -41,11 +41,17 @@ def summary_lines(report: KernelReport) -> list[str]:
 def table(report: KernelReport, verbose: bool) -> Table:
     """The kernel table as formatted cells."""
     rows = [
-        (str(rank), *_stat_cells(row), row.name if verbose else row.short_name)
+        (str(rank), *_stat_cells(row), _name_cell(row, verbose))
         for rank, row in enumerate(report.rows, 1)
     ]
     label = "Category" if report.options.group_by == "category" else "Kernel"
     return Table(("#", *_STAT_HEADERS, label), (True,) * 12 + (False,), rows)
+
+
+def _name_cell(row: KernelRow, verbose: bool) -> str:
+    """The name shown, and with --group-by short how many distinct names the row merged."""
+    name = row.name if verbose else row.short_name
+    return f"{name} ({row.variants} variants)" if row.variants > 1 else name
 
 
 def footer(report: KernelReport) -> str:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from traceview.analyses.names import short_name
 from traceview.analyses.overview import Breakdown, Overview
 from traceview.render import units
 from traceview.render.escape import markdown_list, markdown_text, print_line, text_lines
@@ -51,7 +50,7 @@ def top_tables(o: Overview) -> list[tuple[str, Table]]:
     right = (False, True, True)
     headers = ("Name", "GPU time", "%")
     categories = [(c.name, _d(c.gpu_time_ns), units.pct(c.pct)) for c in o.categories]
-    kernels = [(short_name(k.name), _d(k.gpu_time_ns), units.pct(k.pct)) for k in o.kernels]
+    kernels = [(k.short_name or k.name, _d(k.gpu_time_ns), units.pct(k.pct)) for k in o.kernels]
     ops = [(op.name, _d(op.gpu_time_ns), units.pct(op.pct_gpu_time)) for op in o.ops]
     return [
         ("Top categories", Table(headers, right, categories)),
