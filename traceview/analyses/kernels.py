@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import heapq
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -195,8 +196,23 @@ class _Labels:
     """Per group id: its name, the name shown, how many distinct names it merged."""
 
     names: list[str]
-    shown: list[str]
+    shown: Sequence[str]
     variants: list[int]
+
+
+@dataclass(frozen=True)
+class _Shown(Sequence[str]):
+    """The displayed name of each group, found when asked for (the rows shown, or every
+    group for ``--sort name``): colliding names are told apart lazily."""
+
+    names: list[str]
+    display: Mapping[str, str]
+
+    def __getitem__(self, g: int) -> str:  # type: ignore[override]
+        return self.display[self.names[g]]
+
+    def __len__(self) -> int:
+        return len(self.names)
 
 
 def _groups(names: list[str], name_ids: np.ndarray, group_by: str) -> tuple[_Labels, np.ndarray]:
@@ -206,8 +222,7 @@ def _groups(names: list[str], name_ids: np.ndarray, group_by: str) -> tuple[_Lab
     used, group = dense_ids(name_ids, len(names))
     labels = [names[i] for i in used]
     if group_by == "name":
-        display = display_names(labels)
-        return _Labels(labels, [display[n] for n in labels], [1] * len(labels)), group
+        return _Labels(labels, _Shown(labels, display_names(labels)), [1] * len(labels)), group
     ids: dict[str, int] = {}  # short name → group id, in order of first appearance
     to_short = np.array([ids.setdefault(s, len(ids)) for s in short_names(labels)], np.int64)
     merged = np.bincount(to_short, minlength=len(ids)).tolist()

@@ -12,7 +12,7 @@ installed; without it, or when a name does not parse, they stay as they are.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from functools import lru_cache
 
 _demangle: Callable[[str], str] | None
@@ -156,22 +156,51 @@ def _top_level_tokens(text: str) -> list[str]:
     return tokens
 
 
-def display_names(names: list[str]) -> dict[str, str]:
+def display_names(names: list[str]) -> Mapping[str, str]:
     """The name to show for each distinct name: its short name, unless other names share it;
     then the short name with the template arguments that tell them apart, or ``#k`` (k by
     full name) when those do not. Decided over all ``names``, so the same whatever is shown.
-    Linear: names are grouped by short name and only colliding groups look further."""
+    Linear: names are grouped by short name and only colliding groups look further, each
+    when one of its names is first asked for (a table shows a few of a million names)."""
     distinct = list(dict.fromkeys(names))
     groups: dict[str, list[str]] = {}
     for name, short in zip(distinct, short_names(distinct), strict=True):
         groups.setdefault(short, []).append(name)
-    shown: dict[str, str] = {}
-    for short, members in groups.items():
-        if len(members) == 1:
-            shown[members[0]] = short
-        else:
-            shown.update(_told_apart(short, sorted(members)))
-    return _unique(shown)
+    lazy = _Display(groups)
+    if any(_LOOKALIKE.search(short) for short in groups):
+        return _unique({name: lazy[name] for name in distinct})  # hostile shapes: compare all
+    return lazy
+
+
+# A short name that could equal another group's told-apart form (``k<1>``, ``k #2``,
+# ``Cijk_… MT64x64x8``); with none, names of different groups can never show alike.
+_LOOKALIKE = re.compile(r"[<# ]")
+
+
+class _Display(Mapping[str, str]):
+    """Display names, each colliding group worked out the first time one of its names is
+    asked for."""
+
+    def __init__(self, groups: dict[str, list[str]]) -> None:
+        self._groups = groups
+        self._group_of = {name: short for short, members in groups.items() for name in members}
+        self._shown: dict[str, str] = {}
+
+    def __getitem__(self, name: str) -> str:
+        if name not in self._shown:
+            short = self._group_of[name]
+            members = self._groups[short]
+            if len(members) == 1:
+                self._shown[name] = short
+            else:
+                self._shown.update(_told_apart(short, sorted(members)))
+        return self._shown[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._group_of)
+
+    def __len__(self) -> int:
+        return len(self._group_of)
 
 
 _QUALIFIER = re.compile(r"\b(?:[A-Za-z_]\w*::)+")
