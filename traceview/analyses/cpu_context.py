@@ -20,16 +20,15 @@ from traceview.aggregate.intervals import unions
 from traceview.aggregate.order import (
     concat_ranges,
     distinct,
-    first_of_runs,
     lex_order,
     searchsorted_pairs,
 )
+from traceview.analyses.devices import NO_LAUNCH
 from traceview.cpu_rows import ROW, CpuRows, Windows
 from traceview.cpu_rows import is_op as cpu_op_mask
 from traceview.events import STEP_PREFIX, TraceEvents
 
 TOP = 3  # ops and sync calls named per gap
-NO_LAUNCH = np.iinfo(np.int64).min
 # Runtime calls that block the calling thread until the GPU has done something.
 SYNC_CALL = re.compile(
     r"^(?:cuda|hip|cu)(?:(?:Stream|Device|Event|Ctx)Synchronize|Memcpy(?!\w*Async)\w*)"
@@ -38,10 +37,12 @@ SYNC_CALL = re.compile(
 
 @dataclass(frozen=True)
 class GapQuery:
-    """The gaps to explain: the correlation id of the activity after each (−1: none), and its
-    [start, end] and host wait (ns)."""
+    """The gaps to explain: the correlation id of the activity after each (−1: none) and the
+    start of its launch (devices.first_launch: NO_LAUNCH when none), and the gap's [start,
+    end] and host wait (ns)."""
 
     correlation: np.ndarray
+    launch: np.ndarray
     start: np.ndarray
     end: np.ndarray
     host_wait: np.ndarray
@@ -96,7 +97,7 @@ def cpu_contexts(events: TraceEvents, gaps: GapQuery) -> list[CpuContext]:
     """The CpuContext of each gap: one pass over the CPU rows for all gaps (sources that know
     each block's time range skip those outside the gaps and launches)."""
     n = len(gaps.start)
-    launch = _first_launch(events, gaps.correlation)
+    launch = gaps.launch
     has = launch != NO_LAUNCH
     if len(events.cpu) == 0 or not has.any():
         return [NO_CONTEXT] * n
@@ -119,24 +120,6 @@ def cpu_contexts(events: TraceEvents, gaps: GapQuery) -> list[CpuContext]:
         )
         for g in range(n)
     ]
-
-
-def _first_launch(events: TraceEvents, correlation: np.ndarray) -> np.ndarray:
-    """The start of the earliest runtime call of each correlation id, else NO_LAUNCH."""
-    runtime = events.runtime
-    out = np.full(len(correlation), NO_LAUNCH, dtype=np.int64)
-    hit = np.isin(runtime.correlation, correlation[correlation >= 0])
-    if not hit.any():
-        return out
-    corr, ts = runtime.correlation[hit], runtime.ts[hit]
-    order = np.lexsort((ts, corr))
-    ordered = corr[order]
-    first = first_of_runs(ordered)
-    ids = ordered[first]
-    at = np.minimum(np.searchsorted(ids, correlation), len(ids) - 1)
-    found = (correlation >= 0) & (ids[at] == correlation)
-    out[found] = ts[order][first][at[found]]
-    return out
 
 
 def _scan(cpu: CpuRows, windows: Windows) -> np.ndarray:

@@ -292,7 +292,7 @@ def analyse_gaps(events: TraceEvents, options: GapOptions) -> GapReport:
     shown, distinct = _transitions(events.names, rank, before, after, signed, options)
     del before, after, signed, pairs
     lengths = gaps.end - gaps.start
-    largest = _largest(events, gaps, options.largest)
+    largest = _largest(events, gaps, launch, options.largest)
     return GapReport(
         trace=summarize(events, usage),
         options=options,
@@ -609,9 +609,9 @@ def _histogram(positive: np.ndarray, options: GapOptions) -> Histogram:
     return Histogram("us", (edges / 1000).tolist(), counts.tolist(), below, above)
 
 
-def _largest(events: TraceEvents, gaps: GapSet, n: int) -> list[LargestGap]:
+def _largest(events: TraceEvents, gaps: GapSet, launch: np.ndarray, n: int) -> list[LargestGap]:
     """The ``n`` longest gaps (all with n = 0), longest first (ties: earliest first), with the
-    CPU context of each."""
+    CPU context of each (``launch``: first_launch of every GPU row)."""
     if len(gaps) == 0:
         return []
     order = _longest(gaps.end - gaps.start, gaps.start, n or len(gaps))
@@ -619,7 +619,13 @@ def _largest(events: TraceEvents, gaps: GapSet, n: int) -> list[LargestGap]:
     gpu = events.gpu
     contexts = cpu_contexts(
         events,
-        GapQuery(gpu.correlation[chosen.after], chosen.start, chosen.end, chosen.host_wait),
+        GapQuery(
+            gpu.correlation[chosen.after],
+            launch[chosen.after],
+            chosen.start,
+            chosen.end,
+            chosen.host_wait,
+        ),
     )
     origin = events.span_ns[0] if events.span_ns else 0
     out = []

@@ -180,7 +180,11 @@ def dataloader(f: Facts) -> Hint | None:
     contexts = cpu_contexts(
         f.events,
         GapQuery(
-            f.events.gpu.correlation[chosen.after], chosen.start, chosen.end, chosen.host_wait
+            f.events.gpu.correlation[chosen.after],
+            f.links.launch[chosen.after],
+            chosen.start,
+            chosen.end,
+            chosen.host_wait,
         ),
     )
     held = sum(c.ops[0].overlap_ns for c in contexts if c.ops and "DataLoader" in c.ops[0].name)
