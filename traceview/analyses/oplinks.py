@@ -39,12 +39,13 @@ class OpLinks:
     launch_end: np.ndarray
 
 
-def link_ops(events: TraceEvents) -> OpLinks:
-    """The OpLinks of every GPU row (empty links when the trace has no CPU rows)."""
+def link_ops(events: TraceEvents, rank: np.ndarray | None = None) -> OpLinks:
+    """The OpLinks of every GPU row (empty links when the trace has no CPU rows); ``rank`` is
+    ``name_rank(events.names)`` when the caller has it already."""
     n = len(events.gpu.ts)
     launch = first_launch(events)
     thread, launch_end = _launch_threads(events, launch)
-    rank = name_rank(events.names)
+    rank = name_rank(events.names) if rank is None else rank
     leaf, top = _Best(n, innermost=True), _Best(n, innermost=False)
     known = np.flatnonzero(thread >= 0)
     by_launch = known[lex_order((launch[known], thread[known]))]

@@ -186,11 +186,12 @@ class Overview:
 
 def overview(events: TraceEvents) -> Overview:
     """Everything ``summary`` shows, from one read of the trace (CPU rows included)."""
-    links = link_ops(events)
+    rank = name_rank(events.names)  # one sort of every name, for both
+    links = link_ops(events, rank)
     category = categorize(events, links.leaf)
     gpu = events.gpu
     busy = np.flatnonzero(gpu.dur > 0)
-    usage, gaps = device_gaps(events, busy, links.launch, name_rank(events.names))
+    usage, gaps = device_gaps(events, busy, links.launch, rank)
     devices = _breakdowns(events, busy, category, usage, gaps.device, gaps.host_wait)
     kernels = np.flatnonzero(gpu.kind == KERNEL)
     ops = analyse_ops(events, OpOptions(top=TOP), links)
