@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from traceview.aggregate.intervals import union_length
+from traceview.aggregate.intervals import unions
 from traceview.aggregate.order import dense_ids, lex_order, packed
 from traceview.aggregate.percentiles import nearest_rank
 
@@ -73,23 +75,33 @@ def test_nearest_rank_of_values_too_wide_to_pack() -> None:
     assert got[100].tolist() == [7, 2**62]
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(
     intervals=st.lists(
-        st.tuples(st.integers(-(10**12), 10**12), st.integers(0, 10**6)), max_size=40
+        st.tuples(st.integers(0, 3), st.integers(-(10**12), 10**12), st.integers(0, 10**6)),
+        max_size=40,
     )
 )
-def test_union_length_in_place_equals_copying_and_brute_force(
-    intervals: list[tuple[int, int]],
-) -> None:
-    start = np.array([s for s, _ in intervals], dtype=np.int64)
-    end = start + np.array([d for _, d in intervals], dtype=np.int64)
-    merged: list[list[int]] = []
-    for s, e in sorted(zip(start.tolist(), end.tolist(), strict=True)):
-        if merged and s <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], e)
-        else:
-            merged.append([s, e])
-    expected = sum(e - s for s, e in merged)
-    assert union_length(start, end) == expected
-    assert union_length(start.copy(), end.copy(), scratch=True) == expected
+def test_unions_equal_a_walk_per_segment(intervals: list[tuple[int, int, int]]) -> None:
+    """Per segment: first start, last end, union length and every hole, against merging
+    sorted intervals by hand."""
+    segment = np.array([g for g, _, _ in intervals], dtype=np.int64)
+    start = np.array([s for _, s, _ in intervals], dtype=np.int64)
+    end = start + np.array([d for _, _, d in intervals], dtype=np.int64)
+    u = unions(segment, start, end)
+    assert u.segment.tolist() == sorted(set(segment.tolist()))
+    holes = []
+    for i, g in enumerate(u.segment.tolist()):
+        merged: list[list[int]] = []
+        for s, e in sorted((s, e) for h, s, e in zip(segment, start, end, strict=True) if h == g):
+            if merged and s <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], e)
+            else:
+                merged.append([s, e])
+        assert (u.first[i], u.last[i]) == (merged[0][0], max(e for _, e in merged))
+        assert u.busy[i] == sum(e - s for s, e in merged)
+        holes += [(g, a[1], b[0]) for a, b in itertools.pairwise(merged)]
+    got = list(
+        zip(u.hole_segment.tolist(), u.hole_start.tolist(), u.hole_end.tolist(), strict=True)
+    )
+    assert got == holes
