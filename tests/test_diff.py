@@ -12,10 +12,11 @@ from conftest import ROOT, run_cli
 from test_fixtures_generator import gen
 from typer.testing import CliRunner
 
-from traceview.analyses.snapshot import build_snapshot, load_snapshot, to_json
+from traceview.analyses.snapshot import build_snapshot
 from traceview.cli import app
 from traceview.errors import TraceviewError
 from traceview.run import ReadOptions, read_trace
+from traceview.snapshot_file import load_snapshot, to_json
 
 DEMO = ROOT / "fixtures" / "demo.json.gz"
 SLOWED = "ampere_sgemm_128x128_nt"  # ~14% of the generated traces' kernel time

@@ -23,6 +23,7 @@ from traceview.analyses.snapshot import (
     KernelStat,
     OtherKernels,
     Snapshot,
+    SnapshotTrace,
     StepStat,
     Totals,
     build_snapshot,
@@ -52,7 +53,9 @@ def snap(kernels: dict[str, list[float]], idle: float = 100.0) -> Snapshot:
     totals = Totals(sum(k.count for k in stats), sum(k.total_us for k in stats), len(stats),
                     0.0, 0.0, idle * n)  # fmt: skip
     other = OtherKernels(0, 0, 0.0, (0,) * n, (0.0,) * n, ())
-    return Snapshot(KIND, 1, __version__, {"path": "t.json"}, totals, (), steps, 0, stats, other)
+    return Snapshot(
+        KIND, 1, __version__, SnapshotTrace("t.json"), totals, (), steps, 0, stats, other
+    )
 
 
 def diff(base: Snapshot, new: Snapshot, options: DiffOptions = GATE) -> DiffReport:

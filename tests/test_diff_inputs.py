@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
-from traceview.analyses.snapshot import MAX_SNAPSHOT_BYTES, build_snapshot, to_json
+from traceview.analyses.snapshot import build_snapshot
 from traceview.run import ReadOptions, read_trace
+from traceview.snapshot_file import MAX_SNAPSHOT_BYTES, to_json
 
 DEMO = ROOT / "fixtures" / "demo.json.gz"
 LAUNCH = {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
@@ -123,7 +124,7 @@ def test_a_huge_snapshot_is_refused(tmp_path: Path, compressed: bool) -> None:
 def test_a_trace_is_told_from_its_first_key(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from traceview.analyses import snapshot
+    from traceview import snapshot_file as snapshot
 
     trace = write_trace(tmp_path / "t.json", [LAUNCH, kernel(20, 30)])
     sorted_snapshot = tmp_path / "s.json"

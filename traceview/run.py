@@ -340,7 +340,8 @@ def _stdout_console(wide: bool = False) -> Console:
 @_command
 def snapshot(path: Path, read: ReadOptions, output: Path | None, force: bool) -> None:
     """``traceview snapshot``: the JSON snapshot to stdout, or atomically to ``output``."""
-    from traceview.analyses.snapshot import build_snapshot, to_json
+    from traceview.analyses.snapshot import build_snapshot
+    from traceview.snapshot_file import to_json
 
     if output is not None:
         check_output_path(output, force, (path,))
@@ -379,7 +380,8 @@ def diff(
 def _diff_side(path: Path, read: ReadOptions) -> Side:
     """A diff input: a snapshot (recognised by its content) or a trace, snapshotted here."""
     from traceview.analyses.diff import Side
-    from traceview.analyses.snapshot import build_snapshot, is_snapshot, load_snapshot
+    from traceview.analyses.snapshot import build_snapshot
+    from traceview.snapshot_file import is_snapshot, load_snapshot
 
     if is_snapshot(path):
         return Side(str(path), "snapshot", load_snapshot(path))

@@ -18,7 +18,7 @@ import numpy as np
 
 from traceview import __version__
 from traceview.analyses.names import display_names, short_names
-from traceview.analyses.snapshot import Snapshot, digest
+from traceview.analyses.snapshot import Snapshot, SnapshotTrace, digest
 from traceview.analyses.steps import Steps, describe_ranges, pick_steps, step_ranges
 from traceview.errors import UsageError
 
@@ -58,7 +58,7 @@ class SideView:
     path: str
     source: str
     traceview_version: str
-    trace: dict[str, Any]
+    trace: SnapshotTrace
     steps: tuple[int, ...]
     available_steps: int
 
@@ -454,7 +454,7 @@ def _notes(base: Side, new: Side, hidden: int) -> list[str]:
             f"{hidden} kernels seen on one side only are below the other side's snapshot cut "
             "(the smallest 0.1% of its kernel time); not compared"
         )
-    names = [tuple(s.snapshot.trace.get("device_names") or ()) for s in (base, new)]
+    names = [tuple(s.snapshot.trace.device_names) for s in (base, new)]
     if all(names) and names[0] != names[1]:
         notes.append(f"different GPUs: base {', '.join(names[0])}; new {', '.join(names[1])}")
     return notes

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from traceview.analyses.diff import (
@@ -38,7 +39,7 @@ def summary_lines(report: DiffReport) -> list[str]:
     lines = [_side_line("base", report.base), _side_line("new", report.new)]
     lines.append(f"compare  {_compare(report)}")
     for which, side in (("base", report.base), ("new", report.new)):
-        lines += [f"warning  {which}: {w}" for w in side.trace.get("warnings") or ()]
+        lines += [f"warning  {which}: {w}" for w in side.trace.warnings]
     lines += [f"note     {n}" for n in report.notes]
     return lines
 
@@ -187,8 +188,8 @@ def _side_line(which: str, side: SideView) -> str:
     trace = side.trace
     steps = f"{side.available_steps} step{'s' * (side.available_steps != 1)}"
     if side.source == "snapshot":
-        return f"{which:<8} {side.path} (snapshot of {trace.get('path', '?')}, {steps})"
-    size = units.size(int(trace.get("size_bytes") or 0))
+        return f"{which:<8} {side.path} (snapshot of {trace.path}, {steps})"
+    size = units.size(trace.size_bytes)
     return f"{which:<8} {side.path} (trace, {size}, {steps})"
 
 
@@ -283,7 +284,7 @@ def _side_json(side: SideView) -> dict[str, Any]:
         "path": side.path,
         "source": side.source,
         "traceview_version": side.traceview_version,
-        "trace": side.trace,
+        "trace": asdict(side.trace),
         "steps": list(side.steps),
         "available_steps": side.available_steps,
     }
