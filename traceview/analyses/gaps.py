@@ -35,7 +35,8 @@ from traceview.analyses.devices import (
     name_rank,
 )
 from traceview.analyses.names import display_names
-from traceview.analyses.steps import Steps, in_steps, select_steps, step_windows
+from traceview.analyses.selection import Selection, select
+from traceview.analyses.steps import Steps
 from traceview.analyses.summary import TraceSummary, summarize
 from traceview.errors import UsageError
 from traceview.events import GPU_KINDS, TraceEvents
@@ -390,42 +391,9 @@ def check_options(options: GapOptions) -> None:
 
 def _selection(events: TraceEvents, options: GapOptions) -> tuple[np.ndarray, list[str]]:
     """Mask over GPU rows for the busy kinds, streams, devices and steps."""
-    gpu = events.gpu
-    kinds = [GPU_KINDS.index(k) for k in options.busy]
-    mask = np.isin(gpu.kind, kinds)
-    wanted_streams = np.ones(len(events.streams), dtype=bool)
-    if options.streams is not None:
-        keep = _present("--stream", options.streams, [s for _, s in events.streams])
-        wanted_streams &= np.array([str(s) in keep for _, s in events.streams], dtype=bool)
-    if options.devices is not None:
-        keep = _present("--device", options.devices, [d for d, _ in events.streams])
-        wanted_streams &= np.array([str(d) in keep for d, _ in events.streams], dtype=bool)
-    if len(wanted_streams):
-        mask &= wanted_streams[gpu.stream]
-    notes: list[str] = []
-    if options.steps:
-        windows = step_windows(events)
-        chosen = select_steps(options.steps, windows)
-        mask &= in_steps(events, chosen, windows)
-        gpu_only = [n for n in chosen if windows[n].gpu_only]
-        if gpu_only:
-            notes.append(
-                "steps " + ", ".join(map(str, gpu_only)) + " have no CPU ProfilerStep: "
-                "used the gpu_user_annotation window and each activity's own start time"
-            )
-    return mask, notes
-
-
-def _present(flag: str, wanted: Sequence[Any], values: list[Any]) -> set[str]:
-    """The wanted values (as text); a usage error listing the trace's own when one is not in
-    it (a filter that matches nothing is never a silent success)."""
-    have = {str(v) for v in values}
-    missing = [str(v) for v in wanted if str(v) not in have]
-    if missing:
-        found = ", ".join(sorted(have, key=lambda v: (len(v), v))[:20]) or "none"
-        more = f" and {len(have) - 20} more" if len(have) > 20 else ""
-        raise UsageError(f"{flag} {', '.join(missing)}: not in this trace (found: {found}{more})")
-    return {str(v) for v in wanted}
+    selection = Selection(options.busy, options.steps, options.devices, options.streams)
+    chosen = select(events, selection)
+    return chosen.mask, chosen.notes
 
 
 def _pairs(stream: np.ndarray) -> np.ndarray:

@@ -6,7 +6,6 @@ Definitions: docs/metrics.md. Times are µs in the result, computed from exact n
 from __future__ import annotations
 
 import heapq
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -20,7 +19,8 @@ from traceview.analyses.categories import CATEGORIES, categorize
 from traceview.analyses.devices import usage
 from traceview.analyses.names import display_names, short_names
 from traceview.analyses.oplinks import link_ops
-from traceview.analyses.steps import Steps, in_steps, select_steps, step_windows
+from traceview.analyses.selection import Selection, select
+from traceview.analyses.steps import Steps, in_steps, step_windows
 from traceview.analyses.summary import TraceSummary, summarize
 from traceview.errors import UsageError
 from traceview.events import GPU_KINDS, KERNEL, TraceEvents
@@ -156,23 +156,12 @@ def _selection(
         raise UsageError(
             f"--include: unknown kind {sorted(unknown)[0]!r} (known: {', '.join(GPU_KINDS)})"
         )
-    kinds = [GPU_KINDS.index(k) for k in options.include]
-    mask = np.isin(events.gpu.kind, kinds)
-    notes: list[str] = []
+    chosen = select(
+        events, Selection(options.include, options.steps, name_regex=options.name_regex)
+    )
     if options.steps:
-        windows = step_windows(events)
-        chosen = select_steps(options.steps, windows)
-        mask &= in_steps(events, chosen, windows)
-        gpu_only = [n for n in chosen if windows[n].gpu_only]
-        if gpu_only:
-            notes.append(
-                "steps " + ", ".join(map(str, gpu_only)) + " have no CPU ProfilerStep: "
-                "used the gpu_user_annotation window and each kernel's own start time"
-            )
-        options = replace(options, steps=tuple(chosen))
-    if options.name_regex is not None:
-        mask &= _name_mask(events, options.name_regex)
-    return mask, notes, options
+        options = replace(options, steps=chosen.steps)
+    return chosen.mask, chosen.notes, options
 
 
 def _step_rows(events: TraceEvents, options: KernelOptions) -> np.ndarray | None:
@@ -180,15 +169,6 @@ def _step_rows(events: TraceEvents, options: KernelOptions) -> np.ndarray | None
     if not options.steps:
         return None
     return np.flatnonzero(in_steps(events, list(options.steps), step_windows(events)))
-
-
-def _name_mask(events: TraceEvents, pattern: str) -> np.ndarray:
-    try:
-        regex = re.compile(pattern)
-    except re.error as e:
-        raise UsageError(f"--name {pattern!r}: not a valid regular expression ({e})") from None
-    matching = np.array([regex.search(n) is not None for n in events.names], dtype=bool)
-    return matching[events.gpu.name] if len(matching) else np.zeros(0, dtype=bool)
 
 
 @dataclass(frozen=True)
