@@ -27,6 +27,7 @@ from traceview.render import diff as render_diff
 from traceview.render import gaps as render_gaps
 from traceview.render import kernels as render_kernels
 from traceview.render import steps as render_steps
+from traceview.render.document import print_rich, to_plain
 
 GOLDENS = Path(__file__).parent / "goldens"
 TRACES = {
@@ -54,12 +55,11 @@ def _renderings(name: str, command: str) -> tuple[Rich, Callable[[], str]]:
         )
     if command == "gaps":
         g = analyse_gaps(events, GapOptions(top=5, largest=5))
-        return (lambda c: render_gaps.print_rich(g, c, False)), lambda: render_gaps.text(g, False)
+        doc = render_gaps.document(g, False)
+        return (lambda c: print_rich(doc, c)), lambda: to_plain(doc)
     if command == "steps":
-        trace, rows = summarize(events), step_table(events)
-        return (lambda c: render_steps.print_rich(trace, rows, c)), lambda: render_steps.text(
-            trace, rows
-        )
+        doc = render_steps.document(summarize(events), step_table(events))
+        return (lambda c: print_rich(doc, c)), lambda: to_plain(doc)
     snapshot = build_snapshot(events)
     d = compare(Side("base", "trace", snapshot), Side("new", "trace", snapshot), DiffOptions(top=8))
     return (lambda c: render_diff.print_rich(d, c, False)), lambda: render_diff.text(d, False)

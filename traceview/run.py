@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from traceview.analyses.ops import OpOptions
     from traceview.cache.manage import Removal
     from traceview.events import TraceEvents
+    from traceview.render.document import Document
 
 FORMATS = ("table", "json", "csv", "md")
 DIFF_FORMATS = ("table", "json", "md")
@@ -195,14 +196,7 @@ def steps(path: Path, read: ReadOptions, out: OutputOptions) -> None:
     events = read_trace(path, read)
     rows = step_table(events)
     trace = summarize(events)
-    _show(
-        out,
-        json_doc=lambda: render_steps.as_json(trace, rows),
-        csv=lambda: render_steps.csv(rows),
-        markdown=lambda: render_steps.markdown(trace, rows),
-        rich=lambda console: render_steps.print_rich(trace, rows, console),
-        text=lambda: render_steps.text(trace, rows),
-    )
+    show(out, render_steps.document(trace, rows))
 
 
 @_command
@@ -217,14 +211,7 @@ def gaps(path: Path, options: GapOptions, read: ReadOptions, out: OutputOptions)
     if _nothing_to_show(events, out):
         return
     report = analyse_gaps(events, options)
-    _show(
-        out,
-        json_doc=report.as_json,
-        csv=lambda: render_gaps.csv(report),
-        markdown=lambda: render_gaps.markdown(report, out.verbose),
-        rich=lambda console: render_gaps.print_rich(report, console, out.verbose),
-        text=lambda: render_gaps.text(report, out.verbose),
-    )
+    show(out, render_gaps.document(report, out.verbose))
     if out.output is not None:
         full = analyse_gaps(events, replace(options, top=0))
         write_file(out.output, render_gaps.detailed_report(full), out.force, (path,))
@@ -264,14 +251,7 @@ def summary(path: Path, read: ReadOptions, out: OutputOptions) -> None:
     if _nothing_to_show(events, out):
         return
     report = overview(events)
-    _show(
-        out,
-        json_doc=report.as_json,
-        csv=lambda: "",
-        markdown=lambda: render_overview.markdown(report),
-        rich=lambda console: render_overview.print_rich(report, console),
-        text=lambda: render_overview.text(report),
-    )
+    show(out, render_overview.document(report))
 
 
 def _nothing_to_show(events: TraceEvents, out: OutputOptions) -> bool:
@@ -323,6 +303,18 @@ def _show(
         rich(_stdout_console(out.wide))
     else:
         write_stdout(text())
+
+
+def show(out: OutputOptions, doc: Document) -> None:
+    """A document on stdout in the chosen format (rich on a terminal, text when piped)."""
+    from traceview.render.document import RENDERERS, print_rich, to_plain
+
+    if out.format in RENDERERS:
+        write_stdout(RENDERERS[out.format](doc))
+    elif stdout_is_terminal():
+        print_rich(doc, _stdout_console(out.wide))
+    else:
+        write_stdout(to_plain(doc))
 
 
 def _check_format(fmt: str) -> None:

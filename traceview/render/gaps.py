@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from traceview.analyses.cpu_context import CpuContext, Holder
 from traceview.analyses.gaps import GapReport, Histogram, StreamGaps
 from traceview.render import units
-from traceview.render.escape import markdown_list, print_line, text_lines
+from traceview.render.document import Document, Lines, Section, to_plain
 from traceview.render.header import trace_lines
-from traceview.render.tables import Table, to_csv, to_markdown, to_rich, to_text
-
-if TYPE_CHECKING:
-    from rich.console import Console
+from traceview.render.tables import Table, to_csv
 
 _BAR = 40
 # Columns left out, in this order, when the terminal is too narrow for all of them.
@@ -166,40 +161,22 @@ def _sections(report: GapReport, verbose: bool) -> list[tuple[str, Table | list[
     ]  # fmt: skip
 
 
-def print_rich(report: GapReport, console: Console, verbose: bool) -> None:
-    for line in summary_lines(report):
-        print_line(console, line)
-    for title, body, note in _sections(report, verbose):
-        console.print()
-        print_line(console, title, style="bold")
-        if isinstance(body, Table):
-            to_rich(body, console, drop_order=_NARROW_DROP)
-        else:
-            for line in body:
-                print_line(console, line)
-        if note:
-            print_line(console, note)
-
-
-def text(report: GapReport, verbose: bool) -> str:
-    parts = [text_lines(summary_lines(report))]
-    for title, body, note in _sections(report, verbose):
-        rendered = to_text(body) if isinstance(body, Table) else text_lines(body) + "\n"
-        parts.append(f"{title}\n{rendered}" + (f"{note}\n" if note else ""))
-    return "\n\n".join(parts)
-
-
-def markdown(report: GapReport, verbose: bool) -> str:
-    parts = [markdown_list(summary_lines(report))]
-    for title, body, note in _sections(report, verbose):
-        if isinstance(body, Table):
-            rendered = to_markdown(body)
-        elif title.startswith("Gap histogram"):  # numbers only: aligned in a code block
-            rendered = "```\n" + text_lines(body) + "\n```\n"
-        else:
-            rendered = markdown_list(body) + "\n"
-        parts.append(f"### {title}\n\n{rendered}" + (f"\n{note}\n" if note else ""))
-    return "\n\n".join(parts)
+def document(report: GapReport, verbose: bool) -> Document:
+    """``traceview gaps`` in every format; ``verbose``: full names."""
+    return Document(
+        head=summary_lines(report),
+        sections=[
+            Section(
+                body if isinstance(body, Table) else Lines(body, aligned=title.startswith("Gap")),
+                title,
+                note,
+                _NARROW_DROP,
+            )
+            for title, body, note in _sections(report, verbose)
+        ],
+        data=report.as_json,
+        csv=lambda: csv(report),
+    )
 
 
 def csv(report: GapReport) -> str:
@@ -210,4 +187,4 @@ def csv(report: GapReport) -> str:
 
 def detailed_report(report: GapReport) -> str:
     """The --gap-output report: everything with full names (transitions uncut by --gap-top)."""
-    return text(report, verbose=True)
+    return to_plain(document(report, verbose=True))

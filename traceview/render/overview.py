@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from traceview.analyses.overview import Breakdown, Overview
 from traceview.render import units
-from traceview.render.escape import markdown_list, markdown_text, print_line, text_lines
+from traceview.render.document import Document, Lines, Section
 from traceview.render.header import trace_lines
-from traceview.render.tables import Table, to_markdown, to_rich, to_text
-
-if TYPE_CHECKING:
-    from rich.console import Console
+from traceview.render.tables import Table
 
 
 def _d(ns: int) -> str:
@@ -98,25 +93,12 @@ def _sections(o: Overview) -> list[tuple[str, Table]]:
     return [*out, *top_tables(o)]
 
 
-def print_rich(o: Overview, console: Console) -> None:
-    for line in header_lines(o):
-        print_line(console, line)
-    for title, body in _sections(o):
-        console.print()
-        print_line(console, title, style="bold")
-        to_rich(body, console)
-    console.print()
-    for line in detail_lines(o):
-        print_line(console, line)
-
-
-def text(o: Overview) -> str:
-    parts = [text_lines(header_lines(o))]
-    parts += [f"{text_lines([title])}\n{to_text(body)}" for title, body in _sections(o)]
-    return "\n\n".join(parts) + "\n" + text_lines(detail_lines(o)) + "\n"
-
-
-def markdown(o: Overview) -> str:
-    parts = [markdown_list(header_lines(o))]
-    parts += [f"### {markdown_text(title)}\n\n{to_markdown(body)}" for title, body in _sections(o)]
-    return "\n\n".join(parts) + "\n" + markdown_list(detail_lines(o)) + "\n"
+def document(o: Overview) -> Document:
+    """``traceview summary`` in every format (no CSV: it is several tables of unlike rows)."""
+    sections = [Section(body, title) for title, body in _sections(o)]
+    return Document(
+        head=header_lines(o),
+        sections=[*sections, Section(Lines(detail_lines(o)))],
+        data=o.as_json,
+        csv=None,
+    )

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from traceview.analyses.steps import StepDevice, StepRow, compress
 from traceview.analyses.summary import TraceSummary
 from traceview.render import units
-from traceview.render.escape import markdown_list, markdown_text, print_line, text_lines
+from traceview.render.document import Document, Section
 from traceview.render.header import trace_lines
-from traceview.render.tables import Table, to_csv, to_markdown, to_rich, to_text
-
-if TYPE_CHECKING:
-    from rich.console import Console
+from traceview.render.tables import Table, to_csv
 
 SCHEMA_VERSION = 2
 _HEADERS = ("Step", "Device", "CPU start", "CPU dur", "Kernels", "Kernel time",
@@ -124,22 +121,12 @@ def _footer(rows: list[StepRow]) -> list[str]:
     return [f"note     {n}" for n in notes(rows)] + ([legend] if rows else [])
 
 
-def print_rich(trace: TraceSummary, rows: list[StepRow], console: Console) -> None:
-    for line in summary_lines(trace, rows):
-        print_line(console, line)
-    to_rich(table(trace, rows), console)
-    for line in _footer(rows):
-        print_line(console, line)
-
-
-def text(trace: TraceSummary, rows: list[StepRow]) -> str:
-    footer = _footer(rows)
-    head = text_lines(summary_lines(trace, rows))
-    tail = text_lines(footer) + "\n" if footer else ""
-    return head + "\n\n" + to_text(table(trace, rows)) + tail
-
-
-def markdown(trace: TraceSummary, rows: list[StepRow]) -> str:
-    head = markdown_list(summary_lines(trace, rows))
-    footer = "".join(f"\n{markdown_text(line)}\n" for line in _footer(rows))
-    return head + "\n\n" + to_markdown(table(trace, rows)) + footer
+def document(trace: TraceSummary, rows: list[StepRow]) -> Document:
+    """``traceview steps`` in every format."""
+    return Document(
+        head=summary_lines(trace, rows),
+        sections=[Section(table(trace, rows))],
+        foot=_footer(rows),
+        data=lambda: as_json(trace, rows),
+        csv=lambda: csv(rows),
+    )
