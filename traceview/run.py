@@ -13,6 +13,7 @@ import orjson
 
 from traceview.analyses.summary import read_warnings
 from traceview.errors import TraceviewError, UsageError
+from traceview.options import ReadOptions
 from traceview.render.output import (
     check_output_path,
     stderr_console,
@@ -39,20 +40,6 @@ DIFF_FORMATS = ("table", "json", "md")
 SUMMARY_FORMATS = DIFF_FORMATS
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
-
-
-@dataclass(frozen=True)
-class ReadOptions:
-    """How to read the trace."""
-
-    partial: bool = False
-    quiet: bool = False
-    strict: bool = False
-    cache: bool = True
-    refresh: bool = False
-    cache_dir: Path | None = None
-    verify: bool = False
-    step_regex: str | None = None  # steps from the CPU ranges whose name matches it
 
 
 @dataclass(frozen=True)

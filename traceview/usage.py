@@ -1,17 +1,20 @@
-"""Click's own usage errors (unknown option, missing argument, --top -1) as one line.
+"""Every error as one line: click's usage errors (unknown option, missing argument, --top -1)
+and whatever a command raises.
 
-Typer prints them as a boxed panel under the usage text; traceview says every usage error the
-same way: ``traceview: error: ...`` on stderr, exit 2.
+Typer prints usage errors as a boxed panel under the usage text; traceview says every error the
+same way: ``traceview: error: ...`` on stderr, exit 2 for a usage error, else 1 (130 on Ctrl-C).
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
 # typer vendors click; its exceptions are not re-exported (only BadParameter is).
-from typer import Abort
+from typer import Abort, Exit
+from typer._click.core import Context
 from typer._click.exceptions import (
     BadParameter,
     ClickException,
@@ -27,7 +30,38 @@ from traceview.errors import USAGE_ERROR, TraceviewError
 
 
 class OneLineErrors(TyperGroup):
-    """The root group: parses and runs as typer does, but reports click's errors in one line."""
+    """The root group: parses and runs as typer does, but reports every error in one line."""
+
+    def invoke(self, ctx: Context) -> Any:
+        """Run the command; turn what it raises into one line on stderr and an exit code."""
+        try:
+            return super().invoke(ctx)
+        except TraceviewError as e:
+            _exit(e.message, e.exit_code)
+        except BrokenPipeError:  # the reader of stdout went away (| head): not an error
+            sys.stderr.close()
+            raise Exit(0) from None
+        except OSError as e:  # a file the command could not read or write
+            where = f"{e.filename}: " if e.filename is not None else ""
+            _exit(f"{where}{e.strerror or e}", 1)
+        except MemoryError:
+            _exit("out of memory", 1)
+        except KeyboardInterrupt:
+            print("traceview: interrupted", file=sys.stderr)
+            raise Exit(130) from None
+        except (Exit, ClickException, Abort):
+            raise
+        except Exception as e:  # a bug: one line, unless TRACEVIEW_DEBUG asks for the traceback
+            if os.environ.get("TRACEVIEW_DEBUG"):
+                raise
+            from traceview.render.escape import visible  # the message may quote a name
+
+            print(
+                f"traceview: internal error (please report it; TRACEVIEW_DEBUG=1 shows the "
+                f"traceback): {type(e).__name__}: {visible(str(e))}",
+                file=sys.stderr,
+            )
+            raise Exit(1) from None
 
     def main(  # type: ignore[override]  # standalone_mode is taken by name only
         self, args: Sequence[str] | None = None, standalone_mode: bool = True, **extra: Any
@@ -45,6 +79,11 @@ class OneLineErrors(TyperGroup):
             print("traceview: aborted", file=sys.stderr)
             sys.exit(1)
         sys.exit(code if isinstance(code, int) else 0)
+
+
+def _exit(message: str, code: int) -> NoReturn:
+    print(f"traceview: error: {TraceviewError(message).message}", file=sys.stderr)
+    raise Exit(code) from None
 
 
 def _fail(e: ClickException, args: list[str]) -> NoReturn:
