@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from traceview import __version__
+from traceview import __version__, choices
 from traceview.cli_options import FROM_FLAGS, CacheDir, reads_traces
 from traceview.options import ReadOptions
 from traceview.usage import OneLineErrors
@@ -33,7 +33,7 @@ Trace = Annotated[
     ),
 ]
 Format = Annotated[
-    str,
+    choices.Format,
     typer.Option(
         "--format", "-f", help="Output: table (rich on a terminal, text when piped), json, csv, md."
     ),
@@ -74,25 +74,25 @@ def _root(
 def kernels(
     trace: Trace,
     sort: Annotated[
-        str,
+        choices.KernelSort,
         typer.Option(
             "--sort",
             "-s",
             help="Order: count, duration (mean), percentage (% of launches), "
             "duration-percentage (% of kernel time), total, max, p99, name.",
         ),
-    ] = "duration-percentage",
+    ] = choices.KernelSort.DURATION_PERCENTAGE,
     top: Annotated[int, typer.Option("--top", "-t", min=0, help="Rows to show; 0 = all.")] = 10,
     verbose: Verbose = False,
     wide: Wide = False,
     group_by: Annotated[
-        str,
+        choices.KernelGroupBy,
         typer.Option(
             "--group-by",
             help="name (exact kernel name), short (merge template instantiations) or category "
             "(gemm, attention, communication, ...; see docs/metrics.md).",
         ),
-    ] = "name",
+    ] = choices.KernelGroupBy.NAME,
     pstep: Annotated[
         str | None,
         typer.Option("--pstep", help="Only kernels of these ProfilerSteps: N, N-M or N,M,..."),
@@ -106,7 +106,7 @@ def kernels(
     name: Annotated[
         str | None, typer.Option("--name", help="Only kernels whose full name matches this regex.")
     ] = None,
-    fmt: Format = "table",
+    fmt: Format = choices.Format.TABLE,
     output: Annotated[
         Path | None,
         typer.Option(
@@ -174,9 +174,9 @@ def gaps(
         bool, typer.Option("--linear", help="Linear histogram bins (default: log).")
     ] = False,
     gap_sort: Annotated[
-        str,
+        choices.GapSort,
         typer.Option("--gap-sort", help="Transitions order: count, avg, max, min, stdev, total."),
-    ] = "total",
+    ] = choices.GapSort.TOTAL,
     gap_top: Annotated[
         int, typer.Option("--gap-top", min=0, help="Transitions to show; 0 = all.")
     ] = 15,
@@ -202,13 +202,18 @@ def gaps(
     ] = False,
     verbose: Verbose = False,
     wide: Wide = False,
-    fmt: Format = "table",
-    gap_output: Annotated[
+    fmt: Format = choices.Format.TABLE,
+    output: Annotated[
         Path | None,
-        typer.Option("--gap-output", help="Also write a detailed text report (full names) here."),
+        typer.Option(
+            "--output",
+            "-o",
+            "--gap-output",
+            help="Also write a detailed text report (every transition, full names) here.",
+        ),
     ] = None,
     force: Annotated[
-        bool, typer.Option("--force", help="Overwrite the --gap-output file if it exists.")
+        bool, typer.Option("--force", help="Overwrite the --output file if it exists.")
     ] = False,
     read: ReadOptions = FROM_FLAGS,
 ) -> None:
@@ -236,7 +241,7 @@ def gaps(
         bins=bins, linear=linear, largest=largest, sort=gap_sort, top=gap_top,
         per_stream=per_stream, context=not no_context,
     )  # fmt: skip
-    out = run.OutputOptions(fmt, verbose, gap_output, force, wide)
+    out = run.OutputOptions(fmt, verbose, output, force, wide)
     run.gaps(trace, options, read, out)
 
 
@@ -244,7 +249,7 @@ def gaps(
 @reads_traces
 def steps(
     trace: Trace,
-    fmt: Format = "table",
+    fmt: Format = choices.Format.TABLE,
     read: ReadOptions = FROM_FLAGS,
 ) -> None:
     """The ProfilerSteps: CPU duration, kernels launched, and per device the GPU window,
@@ -260,7 +265,7 @@ def summary(
     trace: Trace,
     fmt: Annotated[
         str, typer.Option("--format", "-f", help="table (rich or plain when piped), json or md.")
-    ] = "table",
+    ] = choices.DocumentFormat.TABLE,
     read: ReadOptions = FROM_FLAGS,
 ) -> None:
     """One screen: per device where the time went (categories, communication, copies, idle),
@@ -275,15 +280,15 @@ def summary(
 def ops(
     trace: Trace,
     level: Annotated[
-        str,
+        choices.OpLevel,
         typer.Option(
             "--level",
             help="Attribute each kernel to its leaf op (innermost cpu_op around its launch) or "
             "its top op (outermost).",
         ),
-    ] = "leaf",
+    ] = choices.OpLevel.LEAF,
     top: Annotated[int, typer.Option("--top", "-t", min=0, help="Rows to show; 0 = all.")] = 20,
-    fmt: Format = "table",
+    fmt: Format = choices.Format.TABLE,
     read: ReadOptions = FROM_FLAGS,
 ) -> None:
     """Where the GPU time went per operator: calls, kernels, GPU and CPU time, launch delay."""
@@ -369,23 +374,23 @@ def diff(
         ),
     ] = False,
     group_by: Annotated[
-        str,
+        choices.DiffGroupBy,
         typer.Option(
             "--group-by",
             help="Compare kernels by exact name, or by short name (template instantiations "
             "summed: a kernel whose template arguments changed is not new): name, short.",
         ),
-    ] = "name",
+    ] = choices.DiffGroupBy.NAME,
     verbose: Verbose = False,
     wide: Wide = False,
     fmt: Annotated[
-        str,
+        choices.DocumentFormat,
         typer.Option(
             "--format",
             "-f",
             help="Output: table (rich on a terminal, text when piped), json, md (review comment).",
         ),
-    ] = "table",
+    ] = choices.DocumentFormat.TABLE,
     read: ReadOptions = FROM_FLAGS,
 ) -> None:
     """Compare two traces or snapshots; with --max-regression, a CI gate (exit 1 on regression)."""

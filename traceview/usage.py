@@ -7,6 +7,7 @@ same way: ``traceview: error: ...`` on stderr, exit 2 for a usage error, else 1 
 
 from __future__ import annotations
 
+import ast
 import os
 import sys
 from collections.abc import Sequence
@@ -24,8 +25,10 @@ from typer._click.exceptions import (
     UsageError,
 )
 from typer._click.types import IntRange
+from typer._types import TyperChoice
 from typer.core import TyperGroup
 
+from traceview.choices import expected_one_of
 from traceview.errors import USAGE_ERROR, TraceviewError
 
 
@@ -108,7 +111,7 @@ def message(e: ClickException, args: Sequence[str]) -> str:
     else:
         text = _sentence(e.format_message())
     ctx = getattr(e, "ctx", None)
-    if isinstance(e, UsageError) and ctx is not None:
+    if isinstance(e, UsageError) and ctx is not None and not _is_choice(e):  # choices are listed
         text += f" (see {ctx.command_path} -h)"
     return text
 
@@ -118,12 +121,20 @@ def _bad_option(e: BadParameter, args: Sequence[str]) -> str:
     assert e.param is not None
     name = _typed_name(list(e.param.opts) + list(e.param.secondary_opts), args)
     kind, why = e.param.type, e.message.rstrip(".")
+    if isinstance(kind, TyperChoice):  # ``--sort 'x': expected one of count, ...``
+        value = ast.literal_eval(why.partition(" is not one of ")[0])  # click quotes it
+        return expected_one_of(name, value, map(str, kind.choices))
     value, sep, _ = why.partition(" is not in the range ")
     if sep and isinstance(kind, IntRange) and kind.min is not None and kind.max is None:
         return f"{name} {value}: must be at least {kind.min}"
     if isinstance(kind, IntRange) and why.endswith(" is not a valid int range"):
         return f"{name} {why.removesuffix(' is not a valid int range')}: not an integer"
     return f"{name}: {why}"
+
+
+def _is_choice(e: ClickException) -> bool:
+    param = getattr(e, "param", None)
+    return param is not None and isinstance(param.type, TyperChoice)
 
 
 def _typed_name(names: list[str], args: Sequence[str]) -> str:
