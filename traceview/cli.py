@@ -264,7 +264,8 @@ def steps(
 def summary(
     trace: Trace,
     fmt: Annotated[
-        str, typer.Option("--format", "-f", help="table (rich or plain when piped), json or md.")
+        choices.DocumentFormat,
+        typer.Option("--format", "-f", help="table (rich or plain when piped), json or md."),
     ] = choices.DocumentFormat.TABLE,
     read: ReadOptions = FROM_FLAGS,
 ) -> None:
