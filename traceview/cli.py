@@ -49,6 +49,8 @@ Wide = Annotated[
         "important are left out on a narrow one, and said so).",
     ),
 ]
+Top = Annotated[int, typer.Option("--top", "-t", min=0, help="Rows to show; 0 = all.")]
+Force = Annotated[bool, typer.Option("--force", help="Overwrite the --output file if it exists.")]
 
 
 def _version(value: bool) -> None:
@@ -82,7 +84,7 @@ def kernels(
             "duration-percentage (% of kernel time), total, max, p99, name.",
         ),
     ] = choices.KernelSort.DURATION_PERCENTAGE,
-    top: Annotated[int, typer.Option("--top", "-t", min=0, help="Rows to show; 0 = all.")] = 10,
+    top: Top = 10,
     verbose: Verbose = False,
     wide: Wide = False,
     group_by: Annotated[
@@ -115,9 +117,7 @@ def kernels(
             help="Also write a detailed text report (every kernel, full names) here.",
         ),
     ] = None,
-    force: Annotated[
-        bool, typer.Option("--force", help="Overwrite the --output file if it exists.")
-    ] = False,
+    force: Force = False,
     read: ReadOptions = FROM_FLAGS,
 ) -> None:
     """Per-kernel statistics: count, total, mean, std, min/max, p50/p90/p99, shares."""
@@ -212,9 +212,7 @@ def gaps(
             help="Also write a detailed text report (every transition, full names) here.",
         ),
     ] = None,
-    force: Annotated[
-        bool, typer.Option("--force", help="Overwrite the --output file if it exists.")
-    ] = False,
+    force: Force = False,
     read: ReadOptions = FROM_FLAGS,
 ) -> None:
     """Why the GPU sits idle: device gaps with their cause (CPU or GPU), idle per device,
@@ -288,7 +286,7 @@ def ops(
             "its top op (outermost).",
         ),
     ] = choices.OpLevel.LEAF,
-    top: Annotated[int, typer.Option("--top", "-t", min=0, help="Rows to show; 0 = all.")] = 20,
+    top: Top = 20,
     fmt: Format = choices.Format.TABLE,
     read: ReadOptions = FROM_FLAGS,
 ) -> None:
@@ -307,9 +305,7 @@ def snapshot(
         Path | None,
         typer.Option("--output", "-o", help="Write the snapshot here (default: stdout)."),
     ] = None,
-    force: Annotated[
-        bool, typer.Option("--force", help="Overwrite the --output file if it exists.")
-    ] = False,
+    force: Force = False,
     read: ReadOptions = FROM_FLAGS,
 ) -> None:
     """A small versioned JSON summary of a trace: the baseline for traceview diff."""
