@@ -39,7 +39,9 @@ class DiffOptions:
     min_time_ns: int = 10_000
     top: int = 20
     allow_empty_baseline: bool = False
-    group_by: str = "name"  # compare kernels by exact name or by short name (merged)
+    group_by: DiffGroupBy = (
+        DiffGroupBy.NAME
+    )  # compare kernels by exact name or by short name (merged)
 
 
 @dataclass(frozen=True)

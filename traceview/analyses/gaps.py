@@ -73,7 +73,7 @@ class GapOptions:
     bins: int = 20
     linear: bool = False
     largest: int = 10
-    sort: str = "total"
+    sort: GapSort = GapSort.TOTAL
     top: int = 15
     per_stream: bool = False
     context: bool = True  # read CPU rows to say what held each listed gap

@@ -44,9 +44,9 @@ _SORT_FIELD = {
 class KernelOptions:
     """What to select and how to order it."""
 
-    sort: str = "duration-percentage"
+    sort: KernelSort = KernelSort.DURATION_PERCENTAGE
     top: int = 10
-    group_by: str = "name"
+    group_by: KernelGroupBy = KernelGroupBy.NAME
     include: tuple[str, ...] = ("kernel",)
     name_regex: str | None = None
     steps: Steps = ()  # step numbers and (first, last) ranges; the report's: the steps chosen

@@ -35,7 +35,7 @@ SCHEMA_VERSION = 2
 class OpOptions:
     """Which op a kernel is attributed to, and how many rows to show."""
 
-    level: str = "leaf"
+    level: OpLevel = OpLevel.LEAF
     top: int = 20
 
 
