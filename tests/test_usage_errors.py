@@ -52,7 +52,7 @@ def test_click_usage_errors_are_one_line(args: list[str], line: str) -> None:
     ("args", "line"),
     [
         (["--gap-sort", "bogus"], "--gap-sort 'bogus': expected one of count, avg, max, min, "
-                                  "stdev, total"),
+                                  "stdev, total, avggap, maxgap"),
         (["--hist-min", "5us", "--hist-max", "1us"], "--hist-min 5us must be below --hist-max 1us"),
         (["--hist-min", "2ms", "--hist-max", "900"], "--hist-min 2ms must be below --hist-max 900"),
         (["--min-gap", "5xs"], "--min-gap '5xs': expected a number with ns, us, ms or s "

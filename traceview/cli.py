@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
-from traceview import __version__
-from traceview.errors import TraceviewError
+from traceview import __version__, choices
+from traceview.cli_options import FROM_FLAGS, CacheDir, reads_traces
+from traceview.options import ReadOptions
 from traceview.usage import OneLineErrors
 
 app = typer.Typer(
@@ -34,52 +33,9 @@ Trace = Annotated[
     ),
 ]
 Format = Annotated[
-    str,
+    choices.Format,
     typer.Option(
         "--format", "-f", help="Output: table (rich on a terminal, text when piped), json, csv, md."
-    ),
-]
-Partial = Annotated[
-    bool,
-    typer.Option(
-        "--partial", help="Analyse the complete events of a truncated trace (with a warning)."
-    ),
-]
-Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar on stderr.")]
-Strict = Annotated[
-    bool,
-    typer.Option("--strict", help="Fail (exit 1) instead of skipping and counting bad events."),
-]
-NoCache = Annotated[
-    bool,
-    typer.Option("--no-cache", help="Read the trace itself: neither use nor fill the cache."),
-]
-Refresh = Annotated[
-    bool, typer.Option("--refresh", help="Re-read the trace and replace its cache entry.")
-]
-CacheDir = Annotated[
-    Path | None,
-    typer.Option(
-        "--cache-dir",
-        help="Cache directory (default: $TRACEVIEW_CACHE_DIR, else ~/.cache/traceview).",
-        show_default=False,
-    ),
-]
-Verify = Annotated[
-    bool,
-    typer.Option(
-        "--verify",
-        help="Re-hash the trace to find its cache entry instead of trusting its path, size, "
-        "mtime and inode (for a file edited in place with its mtime restored).",
-    ),
-]
-StepRegex = Annotated[
-    str | None,
-    typer.Option(
-        "--step-regex",
-        help="Steps are the CPU ranges (cpu_op, user_annotation, nsys NVTX) whose whole name "
-        "matches this, its one group the step number (default: ProfilerStep#N annotations).",
-        show_default=False,
     ),
 ]
 Verbose = Annotated[
@@ -93,6 +49,8 @@ Wide = Annotated[
         "important are left out on a narrow one, and said so).",
     ),
 ]
+Top = Annotated[int, typer.Option("--top", "-t", min=0, help="Rows to show; 0 = all.")]
+Force = Annotated[bool, typer.Option("--force", help="Overwrite the --output file if it exists.")]
 
 
 def _version(value: bool) -> None:
@@ -114,28 +72,29 @@ def _root(
 
 
 @app.command()
+@reads_traces
 def kernels(
     trace: Trace,
     sort: Annotated[
-        str,
+        choices.KernelSort,
         typer.Option(
             "--sort",
             "-s",
             help="Order: count, duration (mean), percentage (% of launches), "
             "duration-percentage (% of kernel time), total, max, p99, name.",
         ),
-    ] = "duration-percentage",
-    top: Annotated[int, typer.Option("--top", "-t", min=0, help="Rows to show; 0 = all.")] = 10,
+    ] = choices.KernelSort.DURATION_PERCENTAGE,
+    top: Top = 10,
     verbose: Verbose = False,
     wide: Wide = False,
     group_by: Annotated[
-        str,
+        choices.KernelGroupBy,
         typer.Option(
             "--group-by",
             help="name (exact kernel name), short (merge template instantiations) or category "
             "(gemm, attention, communication, ...; see docs/metrics.md).",
         ),
-    ] = "name",
+    ] = choices.KernelGroupBy.NAME,
     pstep: Annotated[
         str | None,
         typer.Option("--pstep", help="Only kernels of these ProfilerSteps: N, N-M or N,M,..."),
@@ -149,7 +108,7 @@ def kernels(
     name: Annotated[
         str | None, typer.Option("--name", help="Only kernels whose full name matches this regex.")
     ] = None,
-    fmt: Format = "table",
+    fmt: Format = choices.Format.TABLE,
     output: Annotated[
         Path | None,
         typer.Option(
@@ -158,17 +117,8 @@ def kernels(
             help="Also write a detailed text report (every kernel, full names) here.",
         ),
     ] = None,
-    force: Annotated[
-        bool, typer.Option("--force", help="Overwrite the --output file if it exists.")
-    ] = False,
-    partial: Partial = False,
-    quiet: Quiet = False,
-    strict: Strict = False,
-    no_cache: NoCache = False,
-    refresh: Refresh = False,
-    cache_dir: CacheDir = None,
-    verify: Verify = False,
-    step_regex: StepRegex = None,
+    force: Force = False,
+    read: ReadOptions = FROM_FLAGS,
 ) -> None:
     """Per-kernel statistics: count, total, mean, std, min/max, p50/p90/p99, shares."""
     from traceview import run
@@ -178,23 +128,16 @@ def kernels(
     kinds = tuple(k.strip() for k in include.split(",") if k.strip())
     if "kernel" not in kinds:
         kinds = ("kernel", *kinds)
-    with _reported():
-        options = KernelOptions(
-            sort=sort, top=top, group_by=group_by, include=kinds, name_regex=name,
-            steps=tuple(parse_steps(pstep)) if pstep else (),
-        )  # fmt: skip
-        out = run.OutputOptions(fmt, verbose, output, force, wide)
-        run.kernels(
-            trace,
-            options,
-            run.ReadOptions(
-                partial, quiet, strict, not no_cache, refresh, cache_dir, verify, step_regex
-            ),
-            out,
-        )
+    options = KernelOptions(
+        sort=sort, top=top, group_by=group_by, include=kinds, name_regex=name,
+        steps=tuple(parse_steps(pstep)) if pstep else (),
+    )  # fmt: skip
+    out = run.OutputOptions(fmt, verbose, output, force, wide)
+    run.kernels(trace, options, read, out)
 
 
 @app.command()
+@reads_traces
 def gaps(
     trace: Annotated[
         Path | None,
@@ -231,9 +174,9 @@ def gaps(
         bool, typer.Option("--linear", help="Linear histogram bins (default: log).")
     ] = False,
     gap_sort: Annotated[
-        str,
+        choices.GapSort,
         typer.Option("--gap-sort", help="Transitions order: count, avg, max, min, stdev, total."),
-    ] = "total",
+    ] = choices.GapSort.TOTAL,
     gap_top: Annotated[
         int, typer.Option("--gap-top", min=0, help="Transitions to show; 0 = all.")
     ] = 15,
@@ -259,22 +202,18 @@ def gaps(
     ] = False,
     verbose: Verbose = False,
     wide: Wide = False,
-    fmt: Format = "table",
-    gap_output: Annotated[
+    fmt: Format = choices.Format.TABLE,
+    output: Annotated[
         Path | None,
-        typer.Option("--gap-output", help="Also write a detailed text report (full names) here."),
+        typer.Option(
+            "--output",
+            "-o",
+            "--gap-output",
+            help="Also write a detailed text report (every transition, full names) here.",
+        ),
     ] = None,
-    force: Annotated[
-        bool, typer.Option("--force", help="Overwrite the --gap-output file if it exists.")
-    ] = False,
-    partial: Partial = False,
-    quiet: Quiet = False,
-    strict: Strict = False,
-    no_cache: NoCache = False,
-    refresh: Refresh = False,
-    cache_dir: CacheDir = None,
-    verify: Verify = False,
-    step_regex: StepRegex = None,
+    force: Force = False,
+    read: ReadOptions = FROM_FLAGS,
 ) -> None:
     """Why the GPU sits idle: device gaps with their cause (CPU or GPU), idle per device,
     histogram, transitions, the largest gaps and what the CPU was doing."""
@@ -283,164 +222,100 @@ def gaps(
     from traceview.analyses.steps import parse_steps
     from traceview.state import last_trace
 
-    with _reported():
-        if trace is None:
-            from traceview.render.escape import visible  # a file name is data too
+    if trace is None:
+        from traceview.render.escape import visible  # a file name is data too
 
-            trace = last_trace()
-            print(
-                f"traceview: using the last trace analysed: {visible(str(trace))}", file=sys.stderr
-            )
-        hist_min_ns, hist_max_ns = parse_hist_range(hist_min, hist_max)
-        options = GapOptions(
-            busy=tuple(k.strip() for k in busy.split(",") if k.strip()),
-            min_gap_ns=parse_duration(min_gap, "--min-gap"),
-            streams=tuple(stream) if stream else None,
-            devices=tuple(device) if device else None,
-            steps=tuple(parse_steps(pstep)) if pstep else (),
-            hist_min_ns=hist_min_ns,
-            hist_max_ns=hist_max_ns,
-            bins=bins, linear=linear, largest=largest, sort=gap_sort, top=gap_top,
-            per_stream=per_stream, context=not no_context,
-        )  # fmt: skip
-        out = run.OutputOptions(fmt, verbose, gap_output, force, wide)
-        run.gaps(
-            trace,
-            options,
-            run.ReadOptions(
-                partial, quiet, strict, not no_cache, refresh, cache_dir, verify, step_regex
-            ),
-            out,
-        )
+        trace = last_trace()
+        print(f"traceview: using the last trace analysed: {visible(str(trace))}", file=sys.stderr)
+    hist_min_ns, hist_max_ns = parse_hist_range(hist_min, hist_max)
+    options = GapOptions(
+        busy=tuple(k.strip() for k in busy.split(",") if k.strip()),
+        min_gap_ns=parse_duration(min_gap, "--min-gap"),
+        streams=tuple(stream) if stream else None,
+        devices=tuple(device) if device else None,
+        steps=tuple(parse_steps(pstep)) if pstep else (),
+        hist_min_ns=hist_min_ns,
+        hist_max_ns=hist_max_ns,
+        bins=bins, linear=linear, largest=largest, sort=gap_sort, top=gap_top,
+        per_stream=per_stream, context=not no_context,
+    )  # fmt: skip
+    out = run.OutputOptions(fmt, verbose, output, force, wide)
+    run.gaps(trace, options, read, out)
 
 
 @app.command()
+@reads_traces
 def steps(
     trace: Trace,
-    fmt: Format = "table",
-    partial: Partial = False,
-    quiet: Quiet = False,
-    strict: Strict = False,
-    no_cache: NoCache = False,
-    refresh: Refresh = False,
-    cache_dir: CacheDir = None,
-    verify: Verify = False,
-    step_regex: StepRegex = None,
+    fmt: Format = choices.Format.TABLE,
+    read: ReadOptions = FROM_FLAGS,
 ) -> None:
     """The ProfilerSteps: CPU duration, kernels launched, and per device the GPU window,
     busy %, idle and how far the GPU runs behind the CPU."""
     from traceview import run
 
-    _call(
-        run.steps,
-        trace,
-        run.ReadOptions(
-            partial, quiet, strict, not no_cache, refresh, cache_dir, verify, step_regex
-        ),
-        run.OutputOptions(fmt),
-    )
+    run.steps(trace, read, run.OutputOptions(fmt))
 
 
 @app.command()
+@reads_traces
 def summary(
     trace: Trace,
     fmt: Annotated[
-        str, typer.Option("--format", "-f", help="table (rich or plain when piped), json or md.")
-    ] = "table",
-    partial: Partial = False,
-    quiet: Quiet = False,
-    strict: Strict = False,
-    no_cache: NoCache = False,
-    refresh: Refresh = False,
-    cache_dir: CacheDir = None,
-    verify: Verify = False,
-    step_regex: StepRegex = None,
+        choices.DocumentFormat,
+        typer.Option("--format", "-f", help="table (rich or plain when piped), json or md."),
+    ] = choices.DocumentFormat.TABLE,
+    read: ReadOptions = FROM_FLAGS,
 ) -> None:
     """One screen: per device where the time went (categories, communication, copies, idle),
     the top categories, kernels and operators, launch and step figures, and hints."""
     from traceview import run
 
-    _call(
-        run.summary,
-        trace,
-        run.ReadOptions(
-            partial, quiet, strict, not no_cache, refresh, cache_dir, verify, step_regex
-        ),
-        run.OutputOptions(fmt),
-    )
+    run.summary(trace, read, run.OutputOptions(fmt))
 
 
 @app.command()
+@reads_traces
 def ops(
     trace: Trace,
     level: Annotated[
-        str,
+        choices.OpLevel,
         typer.Option(
             "--level",
             help="Attribute each kernel to its leaf op (innermost cpu_op around its launch) or "
             "its top op (outermost).",
         ),
-    ] = "leaf",
-    top: Annotated[int, typer.Option("--top", "-t", min=0, help="Rows to show; 0 = all.")] = 20,
-    fmt: Format = "table",
-    partial: Partial = False,
-    quiet: Quiet = False,
-    strict: Strict = False,
-    no_cache: NoCache = False,
-    refresh: Refresh = False,
-    cache_dir: CacheDir = None,
-    verify: Verify = False,
-    step_regex: StepRegex = None,
+    ] = choices.OpLevel.LEAF,
+    top: Top = 20,
+    fmt: Format = choices.Format.TABLE,
+    read: ReadOptions = FROM_FLAGS,
 ) -> None:
     """Where the GPU time went per operator: calls, kernels, GPU and CPU time, launch delay."""
     from traceview import run
     from traceview.analyses.ops import OpOptions
 
-    _call(
-        run.ops,
-        trace,
-        OpOptions(level=level, top=top),
-        run.ReadOptions(
-            partial, quiet, strict, not no_cache, refresh, cache_dir, verify, step_regex
-        ),
-        run.OutputOptions(fmt),
-    )
+    run.ops(trace, OpOptions(level=level, top=top), read, run.OutputOptions(fmt))
 
 
 @app.command()
+@reads_traces
 def snapshot(
     trace: Trace,
     output: Annotated[
         Path | None,
         typer.Option("--output", "-o", help="Write the snapshot here (default: stdout)."),
     ] = None,
-    force: Annotated[
-        bool, typer.Option("--force", help="Overwrite the --output file if it exists.")
-    ] = False,
-    partial: Partial = False,
-    quiet: Quiet = False,
-    strict: Strict = False,
-    no_cache: NoCache = False,
-    refresh: Refresh = False,
-    cache_dir: CacheDir = None,
-    verify: Verify = False,
-    step_regex: StepRegex = None,
+    force: Force = False,
+    read: ReadOptions = FROM_FLAGS,
 ) -> None:
     """A small versioned JSON summary of a trace: the baseline for traceview diff."""
     from traceview import run
 
-    _call(
-        run.snapshot,
-        trace,
-        run.ReadOptions(
-            partial, quiet, strict, not no_cache, refresh, cache_dir, verify, step_regex
-        ),
-        output,
-        force,
-    )
+    run.snapshot(trace, read, output, force)
 
 
 @app.command()
+@reads_traces
 def diff(
     base: Annotated[
         Path,
@@ -496,31 +371,24 @@ def diff(
         ),
     ] = False,
     group_by: Annotated[
-        str,
+        choices.DiffGroupBy,
         typer.Option(
             "--group-by",
             help="Compare kernels by exact name, or by short name (template instantiations "
             "summed: a kernel whose template arguments changed is not new): name, short.",
         ),
-    ] = "name",
+    ] = choices.DiffGroupBy.NAME,
     verbose: Verbose = False,
     wide: Wide = False,
     fmt: Annotated[
-        str,
+        choices.DocumentFormat,
         typer.Option(
             "--format",
             "-f",
             help="Output: table (rich on a terminal, text when piped), json, md (review comment).",
         ),
-    ] = "table",
-    partial: Partial = False,
-    quiet: Quiet = False,
-    strict: Strict = False,
-    no_cache: NoCache = False,
-    refresh: Refresh = False,
-    cache_dir: CacheDir = None,
-    verify: Verify = False,
-    step_regex: StepRegex = None,
+    ] = choices.DocumentFormat.TABLE,
+    read: ReadOptions = FROM_FLAGS,
 ) -> None:
     """Compare two traces or snapshots; with --max-regression, a CI gate (exit 1 on regression)."""
     from traceview import run
@@ -528,36 +396,28 @@ def diff(
     from traceview.analyses.gaps import parse_duration
     from traceview.analyses.steps import parse_steps
 
-    with _reported():
-        options = DiffOptions(
-            steps=tuple(parse_steps(pstep)) if pstep else (),
-            max_regression_pct=(
-                parse_percent(max_regression, "--max-regression") if max_regression else None
-            ),
-            max_idle_regression_pct=(
-                parse_percent(max_idle_regression, "--max-idle-regression")
-                if max_idle_regression
-                else None
-            ),
-            min_share_pct=parse_percent(min_share, "--min-share"),
-            min_time_ns=parse_duration(min_time, "--min-time"),
-            top=top,
-            allow_empty_baseline=allow_empty_baseline,
-            group_by=group_by,
-        )
-        out = run.OutputOptions(fmt, verbose, wide=wide)
-        run.diff(
-            base,
-            new,
-            options,
-            run.ReadOptions(
-                partial, quiet, strict, not no_cache, refresh, cache_dir, verify, step_regex
-            ),
-            out,
-        )
+    options = DiffOptions(
+        steps=tuple(parse_steps(pstep)) if pstep else (),
+        max_regression_pct=(
+            parse_percent(max_regression, "--max-regression") if max_regression else None
+        ),
+        max_idle_regression_pct=(
+            parse_percent(max_idle_regression, "--max-idle-regression")
+            if max_idle_regression
+            else None
+        ),
+        min_share_pct=parse_percent(min_share, "--min-share"),
+        min_time_ns=parse_duration(min_time, "--min-time"),
+        top=top,
+        allow_empty_baseline=allow_empty_baseline,
+        group_by=group_by,
+    )
+    out = run.OutputOptions(fmt, verbose, wide=wide)
+    run.diff(base, new, options, read, out)
 
 
 @app.command()
+@reads_traces
 def export(
     trace: Trace,
     output: Annotated[
@@ -569,22 +429,12 @@ def export(
     force: Annotated[
         bool, typer.Option("--force", help="Write into the directory even if it is not empty.")
     ] = False,
-    partial: Partial = False,
-    quiet: Quiet = False,
-    strict: Strict = False,
-    no_cache: NoCache = False,
-    refresh: Refresh = False,
-    cache_dir: CacheDir = None,
-    verify: Verify = False,
-    step_regex: StepRegex = None,
+    read: ReadOptions = FROM_FLAGS,
 ) -> None:
     """Write the trace's columns as Parquet tables (for pandas, DuckDB, polars); see README."""
     from traceview import run
 
-    read = run.ReadOptions(
-        partial, quiet, strict, not no_cache, refresh, cache_dir, verify, step_regex
-    )
-    _call(run.export, trace, read, output, force)
+    run.export(trace, read, output, force)
 
 
 cache_app = typer.Typer(
@@ -601,7 +451,7 @@ def cache_info(cache_dir: CacheDir = None) -> None:
     """Where the cache is, how many entries, their size, leftover temp dirs, the size limit."""
     from traceview import run
 
-    _call(run.cache_info, cache_dir)
+    run.cache_info(cache_dir)
 
 
 @cache_app.command("list")
@@ -609,7 +459,7 @@ def cache_list(cache_dir: CacheDir = None) -> None:
     """Every entry: key, size, last use, the trace path(s) it was read from."""
     from traceview import run
 
-    _call(run.cache_list, cache_dir)
+    run.cache_list(cache_dir)
 
 
 @cache_app.command("clear")
@@ -617,7 +467,7 @@ def cache_clear(cache_dir: CacheDir = None) -> None:
     """Remove every entry, the file index and temp dirs left by killed runs (nothing else)."""
     from traceview import run
 
-    _call(run.cache_clear, cache_dir)
+    run.cache_clear(cache_dir)
 
 
 @cache_app.command("prune")
@@ -636,39 +486,7 @@ def cache_prune(
     temp dirs left by killed runs."""
     from traceview import run
 
-    _call(run.cache_prune, cache_dir, max_size)
-
-
-@contextmanager
-def _reported() -> Iterator[None]:
-    """Turn a TraceviewError into one line on stderr and its exit code."""
-    try:
-        yield
-    except TraceviewError as e:
-        print(f"traceview: error: {e.message}", file=sys.stderr)
-        raise typer.Exit(e.exit_code) from None
-    except BrokenPipeError:
-        sys.stderr.close()
-        raise typer.Exit(0) from None
-    except MemoryError:
-        print("traceview: error: out of memory", file=sys.stderr)
-        raise typer.Exit(1) from None
-    except Exception as e:  # a bug: still one line, unless TRACEVIEW_DEBUG asks for the traceback
-        if os.environ.get("TRACEVIEW_DEBUG"):
-            raise
-        from traceview.render.escape import visible  # the message may quote a name
-
-        print(
-            f"traceview: internal error (please report it; TRACEVIEW_DEBUG=1 shows the "
-            f"traceback): {type(e).__name__}: {visible(str(e))}",
-            file=sys.stderr,
-        )
-        raise typer.Exit(1) from None
-
-
-def _call(fn: Callable[..., None], *args: Any) -> None:
-    with _reported():
-        fn(*args)
+    run.cache_prune(cache_dir, max_size)
 
 
 def main() -> None:

@@ -12,7 +12,9 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 import orjson
 
 from traceview.analyses.summary import read_warnings
-from traceview.errors import TraceviewError, UsageError
+from traceview.choices import DocumentFormat, Format, check_choice
+from traceview.errors import TraceviewError
+from traceview.options import ReadOptions
 from traceview.render.output import (
     check_output_path,
     stderr_console,
@@ -35,25 +37,8 @@ if TYPE_CHECKING:
     from traceview.events import TraceEvents
     from traceview.render.document import Document
 
-FORMATS = ("table", "json", "csv", "md")
-DIFF_FORMATS = ("table", "json", "md")
-SUMMARY_FORMATS = DIFF_FORMATS
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
-
-
-@dataclass(frozen=True)
-class ReadOptions:
-    """How to read the trace."""
-
-    partial: bool = False
-    quiet: bool = False
-    strict: bool = False
-    cache: bool = True
-    refresh: bool = False
-    cache_dir: Path | None = None
-    verify: bool = False
-    step_regex: str | None = None  # steps from the CPU ranges whose name matches it
 
 
 @dataclass(frozen=True)
@@ -160,9 +145,10 @@ def _wait_for_cache_writes() -> None:
 @_command
 def kernels(path: Path, options: KernelOptions, read: ReadOptions, out: OutputOptions) -> None:
     """``traceview kernels``."""
-    from traceview.analyses.kernels import analyse_kernels
+    from traceview.analyses.kernels import analyse_kernels, check_options
     from traceview.render import kernels as render_kernels
 
+    check_options(options)  # before reading a trace that may take minutes
     _check_output(out, path)
     events = read_trace(path, read, keep_cpu=options.group_by == "category")
     if _nothing_to_show(events, out):
@@ -245,8 +231,7 @@ def summary(path: Path, read: ReadOptions, out: OutputOptions) -> None:
     from traceview.analyses.overview import overview
     from traceview.render import overview as render_overview
 
-    if out.format not in SUMMARY_FORMATS:
-        raise UsageError(f"--format {out.format!r}: expected one of {', '.join(SUMMARY_FORMATS)}")
+    check_choice("--format", out.format, DocumentFormat)
     events = read_trace(path, read, keep_cpu=True)
     if _nothing_to_show(events, out):
         return
@@ -318,8 +303,7 @@ def show(out: OutputOptions, doc: Document) -> None:
 
 
 def _check_format(fmt: str) -> None:
-    if fmt not in FORMATS:
-        raise UsageError(f"--format {fmt!r}: expected one of {', '.join(FORMATS)}")
+    check_choice("--format", fmt, Format)
 
 
 def _stdout_console(wide: bool = False) -> Console:
@@ -352,8 +336,7 @@ def diff(
     from traceview.analyses.diff import check_options, compare
     from traceview.render import diff as render_diff
 
-    if out.format not in DIFF_FORMATS:
-        raise UsageError(f"--format {out.format!r}: expected one of {', '.join(DIFF_FORMATS)}")
+    check_choice("--format", out.format, DocumentFormat)
     check_options(options)
     report = compare(_diff_side(base, read), _diff_side(new, read), options)
     if out.format == "json":

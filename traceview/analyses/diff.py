@@ -20,10 +20,11 @@ from traceview import __version__
 from traceview.analyses.names import display_names, short_names
 from traceview.analyses.snapshot import Snapshot, SnapshotTrace, digest
 from traceview.analyses.steps import Steps, describe_ranges, pick_steps, step_ranges
+from traceview.choices import DiffGroupBy, check_choice
 from traceview.errors import UsageError
 
 MIN_STEPS_FOR_MEDIAN = 2
-GROUP_BY = ("name", "short")
+GROUP_BY = tuple(DiffGroupBy)
 _PERCENT = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*%?\s*$")
 
 
@@ -38,7 +39,9 @@ class DiffOptions:
     min_time_ns: int = 10_000
     top: int = 20
     allow_empty_baseline: bool = False
-    group_by: str = "name"  # compare kernels by exact name or by short name (merged)
+    group_by: DiffGroupBy = (
+        DiffGroupBy.NAME
+    )  # compare kernels by exact name or by short name (merged)
 
 
 @dataclass(frozen=True)
@@ -202,8 +205,7 @@ def check_options(options: DiffOptions) -> None:
         raise UsageError("--min-time: must not be negative")
     if options.top < 0:
         raise UsageError(f"--top {options.top}: must not be negative (0 shows all)")
-    if options.group_by not in GROUP_BY:
-        raise UsageError(f"--group-by {options.group_by!r}: expected one of {', '.join(GROUP_BY)}")
+    check_choice("--group-by", options.group_by, DiffGroupBy)
 
 
 def compare(base: Side, new: Side, options: DiffOptions) -> DiffReport:

@@ -38,12 +38,12 @@ from traceview.analyses.names import display_names
 from traceview.analyses.selection import Selection, select
 from traceview.analyses.steps import Steps
 from traceview.analyses.summary import TraceSummary, summarize
+from traceview.choices import GAP_SORT_ALIASES, GapSort, check_choice
 from traceview.errors import UsageError
 from traceview.events import GPU_KINDS, TraceEvents
 
 SCHEMA_VERSION = 2
-SORT_KEYS = ("count", "avg", "max", "min", "stdev", "total")
-_SORT_ALIASES = {"avggap": "avg", "maxgap": "max"}
+SORT_KEYS = tuple(GapSort)
 _SORT_FIELD = {
     "count": "count",
     "avg": "mean_us",
@@ -74,7 +74,7 @@ class GapOptions:
     bins: int = 20
     linear: bool = False
     largest: int = 10
-    sort: str = "total"
+    sort: GapSort = GapSort.TOTAL
     top: int = 15
     per_stream: bool = False
     context: bool = True  # read CPU rows to say what held each listed gap
@@ -386,7 +386,7 @@ def check_options(options: GapOptions) -> None:
     lo, hi = options.hist_min_ns, options.hist_max_ns
     if lo is not None and hi is not None and lo >= hi:
         raise UsageError(f"--hist-min {lo}ns must be below --hist-max {hi}ns")
-    _sort_field(options.sort)
+    check_choice("--gap-sort", options.sort, GapSort)
 
 
 def _selection(events: TraceEvents, options: GapOptions) -> tuple[np.ndarray, list[str]]:
@@ -545,10 +545,7 @@ def _transitions(
 
 def _sort_field(sort: str) -> str:
     """The Transition field a --sort key orders by (largest first)."""
-    field_name = _SORT_FIELD.get(_SORT_ALIASES.get(sort, sort))
-    if field_name is None:
-        raise UsageError(f"--gap-sort {sort!r}: expected one of {', '.join(SORT_KEYS)}")
-    return field_name
+    return _SORT_FIELD[GAP_SORT_ALIASES.get(GapSort(sort), sort)]
 
 
 def _histogram(positive: np.ndarray, options: GapOptions) -> Histogram:

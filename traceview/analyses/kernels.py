@@ -19,23 +19,15 @@ from traceview.analyses.categories import CATEGORIES, categorize
 from traceview.analyses.devices import usage
 from traceview.analyses.names import display_names, short_names
 from traceview.analyses.oplinks import link_ops
-from traceview.analyses.selection import Selection, select
+from traceview.analyses.selection import Selection, name_regex, select
 from traceview.analyses.steps import Steps, in_steps, step_windows
 from traceview.analyses.summary import TraceSummary, summarize
+from traceview.choices import KernelGroupBy, KernelSort, check_choice
 from traceview.errors import UsageError
 from traceview.events import GPU_KINDS, KERNEL, TraceEvents
 
-GROUP_BY = ("name", "short", "category")
-SORT_KEYS = (
-    "count",
-    "duration",
-    "percentage",
-    "duration-percentage",
-    "total",
-    "max",
-    "p99",
-    "name",
-)
+GROUP_BY = tuple(KernelGroupBy)
+SORT_KEYS = tuple(KernelSort)
 _FLOAT_EXACT = 1 << 53  # ns values below this convert to float64 exactly
 _SORT_FIELD = {
     "count": "count",
@@ -52,9 +44,9 @@ _SORT_FIELD = {
 class KernelOptions:
     """What to select and how to order it."""
 
-    sort: str = "duration-percentage"
+    sort: KernelSort = KernelSort.DURATION_PERCENTAGE
     top: int = 10
-    group_by: str = "name"
+    group_by: KernelGroupBy = KernelGroupBy.NAME
     include: tuple[str, ...] = ("kernel",)
     name_regex: str | None = None
     steps: Steps = ()  # step numbers and (first, last) ranges; the report's: the steps chosen
@@ -116,6 +108,7 @@ def analyse_kernels(events: TraceEvents, options: KernelOptions) -> KernelReport
     The header's device figures are over all GPU activity (kernel, memcpy, memset) of the
     selected steps, or of the whole trace: the one device definition every command uses.
     """
+    check_options(options)
     mask, notes, options = _selection(events, options)
     steps = _step_rows(events, options)
     # before our row-sized temporaries, so the peaks do not stack
@@ -146,16 +139,26 @@ def analyse_kernels(events: TraceEvents, options: KernelOptions) -> KernelReport
     )
 
 
-def _selection(
-    events: TraceEvents, options: KernelOptions
-) -> tuple[np.ndarray, list[str], KernelOptions]:
-    """Mask over GPU rows for the requested kinds, steps and name regex; the options with
-    the steps chosen, one by one (step ranges are intersected with the steps that exist)."""
+def check_options(options: KernelOptions) -> None:
+    """Usage errors, before any reading: every option value that does not need the trace."""
+    check_choice("--sort", options.sort, KernelSort)
+    check_choice("--group-by", options.group_by, KernelGroupBy)
     unknown = set(options.include) - set(GPU_KINDS)
     if unknown:
         raise UsageError(
             f"--include: unknown kind {sorted(unknown)[0]!r} (known: {', '.join(GPU_KINDS)})"
         )
+    if options.top < 0:
+        raise UsageError(f"--top {options.top}: must not be negative (0 shows all)")
+    if options.name_regex is not None:
+        name_regex(options.name_regex)
+
+
+def _selection(
+    events: TraceEvents, options: KernelOptions
+) -> tuple[np.ndarray, list[str], KernelOptions]:
+    """Mask over GPU rows for the requested kinds, steps and name regex; the options with
+    the steps chosen, one by one (step ranges are intersected with the steps that exist)."""
     chosen = select(
         events, Selection(options.include, options.steps, name_regex=options.name_regex)
     )
@@ -197,8 +200,6 @@ class _Shown(Sequence[str]):
 
 def _groups(names: list[str], name_ids: np.ndarray, group_by: str) -> tuple[_Labels, np.ndarray]:
     """Group labels (decided over every selected name) and the group id of every row."""
-    if group_by not in GROUP_BY:
-        raise UsageError(f"--group-by {group_by!r}: expected one of {', '.join(GROUP_BY)}")
     used, group = dense_ids(name_ids, len(names))
     labels = [names[i] for i in used]
     if group_by == "name":
@@ -307,10 +308,16 @@ def _sort_key(sort: str) -> Any:
     """Key for list.sort: largest first, ties by name; ``name`` sorts alphabetically."""
     if sort == "name":
         return lambda r: (r.short_name, r.name)
-    field_name = _SORT_FIELD.get(sort)
-    if field_name is None:
-        raise UsageError(f"--sort {sort!r}: expected one of {', '.join(SORT_KEYS)}")
+    field_name = _SORT_FIELD[sort]
     return lambda r: (-getattr(r, field_name), r.name)
 
 
-__all__ = ["KERNEL", "SORT_KEYS", "KernelOptions", "KernelReport", "KernelRow", "analyse_kernels"]
+__all__ = [
+    "KERNEL",
+    "SORT_KEYS",
+    "KernelOptions",
+    "KernelReport",
+    "KernelRow",
+    "analyse_kernels",
+    "check_options",
+]

@@ -21,11 +21,12 @@ from traceview.aggregate.percentiles import nearest_rank
 from traceview.analyses.devices import NO_LAUNCH, device_of_stream
 from traceview.analyses.oplinks import NO_OP, OpLinks, link_ops
 from traceview.analyses.summary import TraceSummary, summarize
+from traceview.choices import OpLevel, check_choice
 from traceview.cpu_rows import OP
 from traceview.errors import UsageError
 from traceview.events import KERNEL, TraceEvents
 
-LEVELS = ("leaf", "top")
+LEVELS = tuple(OpLevel)
 NO_OP_ROW = "(no op)"
 SCHEMA_VERSION = 2
 
@@ -34,7 +35,7 @@ SCHEMA_VERSION = 2
 class OpOptions:
     """Which op a kernel is attributed to, and how many rows to show."""
 
-    level: str = "leaf"
+    level: OpLevel = OpLevel.LEAF
     top: int = 20
 
 
@@ -97,8 +98,7 @@ class OpReport:
 
 def check_options(options: OpOptions) -> None:
     """Usage errors, before any reading."""
-    if options.level not in LEVELS:
-        raise UsageError(f"--level {options.level!r}: expected one of {', '.join(LEVELS)}")
+    check_choice("--level", options.level, OpLevel)
     if options.top < 0:
         raise UsageError(f"--top {options.top}: must not be negative (0 shows all)")
 

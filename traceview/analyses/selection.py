@@ -92,10 +92,15 @@ def _present(flag: str, wanted: Sequence[Any], values: list[Any]) -> set[str]:
     return {str(v) for v in wanted}
 
 
-def _name_mask(events: TraceEvents, pattern: str) -> np.ndarray:
+def name_regex(pattern: str) -> re.Pattern[str]:
+    """``--name``'s pattern compiled, or a usage error naming it."""
     try:
-        regex = re.compile(pattern)
+        return re.compile(pattern)
     except re.error as e:
         raise UsageError(f"--name {pattern!r}: not a valid regular expression ({e})") from None
+
+
+def _name_mask(events: TraceEvents, pattern: str) -> np.ndarray:
+    regex = name_regex(pattern)
     matching = np.array([regex.search(n) is not None for n in events.names], dtype=bool)
     return matching[events.gpu.name] if len(matching) else np.zeros(0, dtype=bool)

@@ -29,6 +29,7 @@ from traceview.analyses.gaps import GapOptions, analyse_gaps
 from traceview.analyses.kernels import KernelOptions, KernelReport, KernelRow, analyse_kernels
 from traceview.analyses.steps import StepRow, StepRows, step_table, step_windows
 from traceview.analyses.summary import TraceSummary
+from traceview.choices import KernelSort
 from traceview.events import KERNEL, TraceEvents
 
 KIND = "traceview-snapshot"
@@ -181,7 +182,9 @@ def build_snapshot(
 ) -> Snapshot:
     """Summarise a read trace (kernels only; idle counts kernel, memcpy and memset as busy)."""
     # Rows only for the kernels that can be stored: with 10^6 names, a row each costs seconds.
-    report = analyse_kernels(events, KernelOptions(sort="total", top=max(max_kernels, max_stored)))
+    report = analyse_kernels(
+        events, KernelOptions(sort=KernelSort.TOTAL, top=max(max_kernels, max_stored))
+    )
     devices = analyse_gaps(events, GapOptions(largest=0, top=0)).devices
     all_steps = step_table(events)
     steps = all_steps[len(all_steps) - max_steps :] if len(all_steps) > max_steps else all_steps
