@@ -177,7 +177,7 @@ def test_against_a_walk_over_every_ns(seed: int) -> None:
 
 def _covering_log(path: Path, events: Any, devices: list[Any]) -> Path:
     """Samples every 40 ms on GPUs 0..7 from before the trace to after it, power varying."""
-    base = base_ns(events.header)
+    base = base_ns(events)
     t0 = base + int(events.gpu.ts.min()) - 50 * MS
     t1 = base + int((events.gpu.ts + events.gpu.dur).max()) + 50 * MS
     rows = []
@@ -191,7 +191,7 @@ def _reference_device(
 ) -> tuple[int, int]:
     """Total and busy energy (pJ) of one device: a step integral over the samples, and over
     the union of its activities merged one by one (no traceview code)."""
-    base = base_ns(events.header)
+    base = base_ns(events)
     spans = sorted(
         (base + int(events.gpu.ts[r]), base + int(events.gpu.ts[r] + events.gpu.dur[r]))
         for r in device_rows.tolist()
@@ -245,9 +245,10 @@ def test_real_traces_add_up(path: Path, tmp_path: Path) -> None:
 # ------------------------------------------------------------------------------ the command
 
 
-def _trace(path: Path, base: int | None = None) -> Path:
-    """Kernels on device 0 at 0-1 ms and 2-4 ms (µs ts relative to ``base``, else epoch)."""
-    origin = 0 if base is not None else T0 // 1000
+def _trace(path: Path, base: int | None = None, relative: bool = True) -> Path:
+    """Kernels on device 0 at 0-1 ms and 2-4 ms after T0: ts relative to ``base`` when there
+    is one (as kineto writes), else epoch µs (also with a base when not ``relative``)."""
+    origin = 0 if base is not None and relative else T0 // 1000
     kernels = [
         {"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": 7, "ts": origin + ts,
          "dur": dur, "args": {"device": 0, "stream": 7}}
@@ -260,9 +261,9 @@ def _trace(path: Path, base: int | None = None) -> Path:
     return path
 
 
-@pytest.mark.parametrize("with_base", [False, True])
-def test_cli_json(tmp_path: Path, with_base: bool) -> None:
-    trace = _trace(tmp_path / "t.json", T0 if with_base else None)
+@pytest.mark.parametrize(("base", "relative"), [(None, False), (T0, True), (10**18, False)])
+def test_cli_json(tmp_path: Path, base: int | None, relative: bool) -> None:
+    trace = _trace(tmp_path / "t.json", base, relative)
     log = _log(tmp_path / "log.csv", [(T0 - 10 * MS, 0, "100.00"), (T0 + 10 * MS, 0, "100")])
     r = run_cli("energy", str(trace), "--power", str(log), "--power-tz", "UTC", "-f", "json",
                 "--top", "0", "--no-cache")  # fmt: skip

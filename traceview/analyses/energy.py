@@ -95,18 +95,22 @@ def parse_gpu_map(pairs: list[str]) -> dict[int, str]:
     return out
 
 
-def base_ns(header: dict[str, Any]) -> int:
-    """The trace's epoch offset: ``baseTimeNanoseconds`` when the header has it (ts is then
-    relative to it), else 0 (kineto then writes epoch µs)."""
-    base = header.get("baseTimeNanoseconds")
-    return base if type(base) is int else 0
+def base_ns(events: TraceEvents) -> int:
+    """The trace's epoch offset: ``baseTimeNanoseconds`` when the header has it and the
+    timestamps are below it (kineto's ts are then relative to it), else 0 (kineto writes
+    epoch µs without a base; a trace with epoch-scale ts and a base does not add it twice)."""
+    base = events.header.get("baseTimeNanoseconds")
+    if type(base) is not int or base <= 0:
+        return 0
+    first = int(events.gpu.ts.min()) if len(events.gpu.ts) else 0
+    return base if first < base else 0
 
 
 def attribute(events: TraceEvents, log: PowerLog, gpu_map: dict[int, str]) -> EnergyReport:
     """The energy of every device and activity of ``events``; a TraceviewError when the log
     does not cover a device's window."""
     gpu = events.gpu
-    epoch = base_ns(events.header)
+    epoch = base_ns(events)
     device_index, device_values = device_of_stream(events)
     row_device = device_index[gpu.stream] if len(gpu.ts) else np.empty(0, np.int64)
     active = gpu.dur > 0
