@@ -2,10 +2,13 @@
 bytes): time to read a generated trace into columns, serially and with the default reader.
 
     python benchmarks/bench_launch.py [--size 200MB] [--runs 5] [--data-dir /tmp]
+                                      [--serial] [--root OTHER_CHECKOUT ...]
 
-Run it on the commit before the launch column and on the one after; each run reads the same
-file (generated once, seed 0, from the page cache after one untimed read) in a fresh process,
-without the cache, and prints the median wall time of ``collect_events`` and the peak RSS.
+Each run reads the same file (generated once, seed 0, from the page cache after one untimed
+read) in a fresh process, without the cache, and prints the median wall and CPU time (user +
+sys, the reading processes together) of ``collect_events`` and the peak RSS. ``--root`` runs
+the same measurement with other checkouts' traceview (e.g. the commit before the launch
+column), runs interleaved so that load from other processes hits every checkout alike.
 """
 
 from __future__ import annotations
@@ -19,15 +22,16 @@ import sys
 from pathlib import Path
 
 _WORKER = """
-import json, resource, sys, time
+import json, os, resource, sys, time
 from pathlib import Path
 from traceview.events import collect_events
 from traceview.read.reader import TraceReader
-t = time.perf_counter()
+t, cpu = time.perf_counter(), os.times()
 events = collect_events(TraceReader(Path(sys.argv[1])))
-took = time.perf_counter() - t
+took, after = time.perf_counter() - t, os.times()
+used = sum(after[:4]) - sum(cpu[:4])
 rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-print(json.dumps({"s": took, "rss": rss, "gpu": len(events.gpu.ts)}))
+print(json.dumps({"s": took, "cpu": used, "rss": rss, "gpu": len(events.gpu.ts)}))
 """
 
 
@@ -36,28 +40,36 @@ def main() -> None:
     parser.add_argument("--size", default="200MB")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--data-dir", type=Path, default=Path("/tmp"))
+    parser.add_argument("--serial", action="store_true", help="one reading process")
+    parser.add_argument("--root", type=Path, action="append", default=[])
     args = parser.parse_args()
-    root = Path(__file__).resolve().parent.parent
+    here = Path(__file__).resolve().parent.parent
     trace = args.data_dir / f"bench-launch-{args.size}.json"
     if not trace.exists():
-        generator = root / "fixtures" / "generate.py"
+        generator = here / "fixtures" / "generate.py"
         subprocess.run(
             [sys.executable, str(generator), "--size", args.size, str(trace)], check=True
         )
     trace.read_bytes()  # into the page cache
-    env = {**os.environ, "PYTHONPATH": str(root)}
-    runs = []
+    roots = [here, *args.root]
+    runs: dict[Path, list[dict[str, float]]] = {root: [] for root in roots}
     for _ in range(args.runs):
-        out = subprocess.run(
-            [sys.executable, "-c", _WORKER, str(trace)], env=env, check=True, capture_output=True
+        for root in roots:
+            env = {**os.environ, "PYTHONPATH": str(root)}
+            if args.serial:
+                env["TRACEVIEW_PARALLEL_MIN_BYTES"] = str(1 << 60)
+            out = subprocess.run(
+                [sys.executable, "-c", _WORKER, str(trace)], env=env, check=True,
+                capture_output=True,
+            )  # fmt: skip
+            runs[root].append(json.loads(out.stdout))
+    for root, done in runs.items():
+        print(
+            f"{root}: {trace.name}, {done[0]['gpu']:,} GPU rows; median of {args.runs}: wall "
+            f"{statistics.median(r['s'] for r in done):.3f} s, CPU "
+            f"{statistics.median(r['cpu'] for r in done):.3f} s; peak RSS "
+            f"{max(r['rss'] for r in done) / 1e6:.0f} MB"
         )
-        runs.append(json.loads(out.stdout))
-    took = statistics.median(r["s"] for r in runs)
-    rss = max(r["rss"] for r in runs)
-    print(
-        f"{trace.name}: {runs[0]['gpu']:,} GPU rows; read {took:.3f} s median of {args.runs} "
-        f"(min {min(r['s'] for r in runs):.3f}), peak RSS {rss / 1e6:.0f} MB"
-    )
 
 
 if __name__ == "__main__":
