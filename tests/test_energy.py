@@ -322,3 +322,17 @@ def test_unique_with_power_has_energy(tmp_path: Path) -> None:
     assert [(x["name"], x["energy_j"], x["tier"]) for x in records] == [
         ("relu_b", 0.2, 3), ("gemm_a", 0.1, 2)
     ]  # fmt: skip
+
+
+def test_trace_without_gpu_activity(tmp_path: Path) -> None:
+    trace = tmp_path / "t.json"
+    trace.write_text(json.dumps({"traceEvents": [
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 0, "dur": 5}
+    ]}))  # fmt: skip
+    log = _log(tmp_path / "log.csv", [(T0, 0, "100")])
+    r = run_cli("energy", str(trace), "--power", str(log), "-f", "json", "--no-cache")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout) == {"schema_version": 1, "devices": [], "kernels": []}
+    assert "no energy to attribute" in r.stderr
+    table = run_cli("unique", str(trace), "--no-cache")
+    assert table.returncode == 0 and "no GPU kernels recorded" in table.stdout

@@ -4,6 +4,7 @@ trace, each branch of the tier rule, and the command's outputs."""
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -133,6 +134,8 @@ def test_matmul_op_makes_tier_2_and_launch_config_splits(tmp_path: Path) -> None
         ({"grid": [True, 1, 1], "block": [1, 1, 1, 1], "bytes": -4}, NO_LAUNCH),
         ({"grid": [[1], 1, 1], "block": {"x": 1}, "bytes": 1.5}, NO_LAUNCH),
         ({"bytes": 2**70}, NO_LAUNCH),
+        ({"bytes": Decimal("64.0"), "grid": [Decimal("2"), 1, 1]}, (2, 1, 1) + (-1,) * 5 + (64,)),
+        ({"bytes": float("nan"), "registers per thread": Decimal("Infinity")}, NO_LAUNCH),
         ({"bytes": 512}, (-1,) * 8 + (512,)),
     ],
 )

@@ -11,8 +11,10 @@ write numbers as text (``"[8, 1, 1]"``, ``"2049000"``): those are read too. Anyt
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
+from decimal import Decimal
 from typing import Any
 
 import numpy as np
@@ -84,8 +86,8 @@ def _count(value: Any) -> int:
     kind = type(value)
     if kind is int:
         return value if 0 <= value <= _INT64_MAX else ABSENT  # type: ignore[no-any-return]
-    if kind is float and value.is_integer():
-        return _count(int(value))
+    if (kind is float or kind is Decimal) and math.isfinite(value) and value == int(value):
+        return _count(int(value))  # 32.0, or Decimal("32.0") from the exact decoder
     if kind is str and _NUMBER.fullmatch(value):
         return _count(int(value))
     return ABSENT

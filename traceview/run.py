@@ -475,6 +475,8 @@ def unique(
 
         check_power_options(power)
     events = read_trace(path, read, keep_cpu=True)
+    if _nothing_to_show(events, out):
+        return
     report = unique_kernels(events)
     energies = None
     if power is not None:
@@ -510,6 +512,8 @@ def energy(
     _check_format(out.format)
     check_power_options(power)
     events = read_trace(path, read)
+    if _nothing_to_show(events, out):
+        return
     report = _energy(path, events, power, out)
     _show(
         out,
@@ -531,11 +535,14 @@ def _energy(
     gpu_map = check_power_options(power)
     log, zone_note = read_log(power)
     report = attribute(events, log, gpu_map)
+    if log.skipped:
+        _warn(f"{log.skipped} power log rows without a usable sample were skipped")
+    if not report.devices:
+        _warn("no GPU activity with a duration: no energy to attribute")
+        return report
     console = stderr_console()
     for line in (zone_note, window_line(report)):
         console.print(f"traceview: {line}", markup=False, highlight=False, soft_wrap=True)
-    if log.skipped:
-        _warn(f"{log.skipped} power log rows without a usable sample were skipped")
     for line in limits(report):
         _warn(line)
     return report
