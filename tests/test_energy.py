@@ -336,3 +336,24 @@ def test_trace_without_gpu_activity(tmp_path: Path) -> None:
     assert "no energy to attribute" in r.stderr
     table = run_cli("unique", str(trace), "--no-cache")
     assert table.returncode == 0 and "no GPU kernels recorded" in table.stdout
+
+
+@pytest.mark.parametrize(
+    ("stamps", "expected_ns"),
+    [
+        (["2024/05/01 10:00:00.5", "2024-05-01T10:00:01"], [T0 + 500 * MS, T0 + 1000 * MS]),
+        (
+            ["2024/05/01 10:00:00.123456", "2024/05/01 10:00:00.000001"],
+            [T0 + 1000, T0 + 123_456_000],
+        ),
+        (["2024/05/01 10:00:00.250", "2024/05/01 10:00:00.999"], [T0 + 250 * MS, T0 + 999 * MS]),
+        (["2024/05/01 10:00:00.250", "2024/05/01 10:00:0x.999"], [T0 + 250 * MS]),
+    ],
+)
+def test_timestamp_layouts(tmp_path: Path, stamps: list[str], expected_ns: list[int]) -> None:
+    path = tmp_path / "log.csv"
+    rows = [f"{s}, 0, 10.5 W" for s in stamps]
+    path.write_text("timestamp, index, power.draw [W]\n" + "\n".join(rows) + "\n")
+    log = _read(path)
+    assert log.t_ns.tolist() == expected_ns
+    assert log.skipped == len(stamps) - len(expected_ns)
