@@ -791,3 +791,67 @@ def op_links(events: list[Event]) -> list[tuple[Event, str | None, str | None]]:
                 top = min(around, key=lambda e: (interval_ns(e)[0], -dur_ns(e), event_name(e)))
                 found[i] = (event_name(leaf), event_name(top))
     return [(k, *found.get(i, (None, None))) for i, k in enumerate(kernels)]
+
+
+# --------------------------------------------------------------------------------------------
+# Unique kernels and energy (docs/metrics.md "Unique kernels", "Energy")
+# --------------------------------------------------------------------------------------------
+
+
+def _launch_dims(value: Any) -> tuple[int, ...] | None:
+    """A grid/block written as a list of 1-3 non-negative ints, padded with 1s; else None."""
+    if not isinstance(value, list) or not 1 <= len(value) <= 3:
+        return None
+    if not all(type(v) is int and v >= 0 for v in value):
+        return None
+    return tuple(value) + (1,) * (3 - len(value))
+
+
+def _launch_count(value: Any) -> int | None:
+    return value if type(value) is int and value >= 0 else None
+
+
+def unique_groups(events: Iterable[Event]) -> dict[tuple[Any, ...], list[int]]:
+    """Durations (ns) of every GPU activity by its unique key: (kind, name, grid, block,
+    registers per thread, shared memory) for kernels, (kind, name, bytes) for copies/sets."""
+    groups: dict[tuple[Any, ...], list[int]] = defaultdict(list)
+    for e in events:
+        kind = gpu_kind(e)
+        if kind is None:
+            continue
+        args = _args(e)
+        if kind == "kernel":
+            key: tuple[Any, ...] = (
+                kind,
+                event_name(e),
+                _launch_dims(args.get("grid")),
+                _launch_dims(args.get("block")),
+                _launch_count(args.get("registers per thread")),
+                _launch_count(args.get("shared memory")),
+            )
+        else:
+            key = (kind, event_name(e), _launch_count(args.get("bytes")))
+        groups[key].append(dur_ns(e))
+    return dict(groups)
+
+
+def energy_per_ns(
+    activities: list[tuple[int, int]], samples: list[tuple[int, int]]
+) -> tuple[list[Fraction], int, int]:
+    """Energies by a walk over every nanosecond of the window (small inputs only): activity
+    energies (mW·ns, exact fractions), busy and idle energy. ``activities`` are [start, end)
+    with end > start; ``samples`` (t, mW) sorted by t, the first at or before the window."""
+    start = min(a for a, _ in activities)
+    end = max(b for _, b in activities)
+    energy = [Fraction(0)] * len(activities)
+    busy = idle = 0
+    for t in range(start, end):
+        power = [p for s, p in samples if s <= t][-1]
+        running = [i for i, (a, b) in enumerate(activities) if a <= t < b]
+        if running:
+            busy += power
+            for i in running:
+                energy[i] += Fraction(power, len(running))
+        else:
+            idle += power
+    return energy, busy, idle

@@ -52,6 +52,7 @@ def make(
         ts=ts,
         dur=dur,
         correlation=np.full(len(rows), -1, dtype=np.int64),
+        launch=np.zeros(len(rows), dtype=np.int32),
     )
     empty = np.empty(0, dtype=np.int64)
     return TraceEvents(
@@ -66,6 +67,7 @@ def make(
         steps=steps or [],
         span_ns=(int(ts.min()), int((ts + dur).max())) if rows else None,
         quality=Counter(),
+        launches=[(-1,) * 9],
     )
 
 

@@ -49,9 +49,26 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     shim = bin_dir / "traceview"
     shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m traceview "$@"\n')
     shim.chmod(0o755)
+    _write_power_log(DEMO, work / "power.csv")
     (work / "ci").mkdir()
     _run(f"traceview snapshot {DEMO} -o ci/baseline.json -q", work)
     return work
+
+
+def _write_power_log(trace: Path, out: Path) -> None:
+    """An nvidia-smi log (UTC, every 40 ms, GPUs 0-1) covering the run's window."""
+    from datetime import UTC, datetime
+
+    from traceview.events import collect_events
+    from traceview.read.reader import TraceReader
+
+    gpu = collect_events(TraceReader(trace)).gpu
+    start, end = int(gpu.ts.min()) // 10**6 - 100, int((gpu.ts + gpu.dur).max()) // 10**6 + 100
+    lines = ["timestamp, index, power.draw.instant [W]"]
+    for ms in range(start, end, 40):
+        stamp = f"{datetime.fromtimestamp(ms // 1000, UTC):%Y/%m/%d %H:%M:%S}.{ms % 1000:03d}"
+        lines += [f"{stamp}, {g}, {150 + ms % 7}.00 W" for g in (0, 1)]
+    out.write_text("\n".join(lines) + "\n")
 
 
 def _run(command: str, cwd: Path) -> subprocess.CompletedProcess[str]:

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from traceview import batch, cpu_rows
+from traceview import batch, cpu_rows, launches
 from traceview.cpu_rows import CpuRows, RowSource, SpillFile
 from traceview.memory import release_free_memory
 from traceview.read.reader import ReadStats, TraceReader
@@ -145,7 +145,8 @@ class StepWindow:
 
 @dataclass(frozen=True)
 class GpuColumns:
-    """One row per GPU activity; times in ns; correlation −1 when absent."""
+    """One row per GPU activity; times in ns; correlation −1 when absent; launch: the id of
+    its launch configuration in TraceEvents.launches."""
 
     kind: np.ndarray
     name: np.ndarray
@@ -153,6 +154,7 @@ class GpuColumns:
     ts: np.ndarray
     dur: np.ndarray
     correlation: np.ndarray
+    launch: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -194,6 +196,8 @@ class TraceEvents:
     facts: TraceFacts | None = None  # None: not worked out yet (see analyses.summary)
     # The part of ``quality`` that comes from CPU ops (counted only when CPU rows are kept).
     cpu_quality: Counter[str] = field(default_factory=Counter)
+    # Launch configurations (grid, block, ...; see traceview.launches) by id.
+    launches: list[tuple[int, ...]] = field(default_factory=list)
 
 
 @dataclass
@@ -206,6 +210,7 @@ class _Lists:
     ts: list[int] = field(default_factory=list)
     dur: list[int] = field(default_factory=list)
     corr: list[int] = field(default_factory=list)
+    launch: list[int] = field(default_factory=list)
     rt_corr: list[int] = field(default_factory=list)
     rt_ts: list[int] = field(default_factory=list)
     rt_start: list[int] = field(default_factory=list)
@@ -223,6 +228,7 @@ class EventCollector:
         self.names = Interner()
         self.streams = Interner(carry_key)
         self.threads = Interner(carry_key)
+        self.launches = Interner(launches.normalise)
         self.quality: Counter[str] = Counter()
         self.cpu_quality: Counter[str] = Counter()  # the part of quality from CPU ops
         self._categories: dict[str, int] = {}
@@ -329,6 +335,7 @@ class EventCollector:
             ts,
             dur,
             corr,
+            launches.launch_ids(self.launches, gpu),
         )
 
     def _add_each(self, pairs: Iterable[tuple[Any, int]], lists: _Lists) -> None:
@@ -347,6 +354,7 @@ class EventCollector:
         """
         names = self.names.ids_of(part.names) if part.names else np.empty(0, np.int32)
         streams = self.streams.ids_of(part.streams) if part.streams else np.empty(0, np.int32)
+        launch = self.launches.ids_of(part.launches) if part.launches else np.empty(0, np.int32)
         gpu = part.gpu
         if len(gpu.ts):
             columns = (
@@ -356,6 +364,7 @@ class EventCollector:
                 gpu.ts,
                 gpu.dur,
                 gpu.correlation,
+                launch[gpu.launch],
             )
             self._gpu.insert(0, columns)
         if len(part.runtime.ts):
@@ -423,6 +432,7 @@ class EventCollector:
         lists.ts.append(ts)
         lists.dur.append(dur)
         lists.corr.append(_correlation(e))
+        lists.launch.append(int(launches.launch_ids(self.launches, [e])[0]))
 
     def _add_step(self, name: str, ts: int, dur: int, on_gpu: bool, lists: _Lists) -> None:
         number = name[len(STEP_PREFIX) :]
@@ -439,6 +449,7 @@ class EventCollector:
                     np.array(lists.ts, dtype=np.int64),
                     np.array(lists.dur, dtype=np.int64),
                     np.array(lists.corr, dtype=np.int64),
+                    np.array(lists.launch, dtype=np.int32),
                 )
             )
         if lists.rt_corr:
@@ -468,7 +479,7 @@ class EventCollector:
         steps: Iterable[StepWindow] = (),
     ) -> None:
         """Columns converted elsewhere (an Nsight Systems export): GPU rows as (kind, name,
-        stream, ts, dur, correlation), runtime calls as (correlation, ts, dur), CPU rows of
+        stream, ts, dur, correlation, launch), runtime calls as (correlation, ts, dur), CPU rows of
         cpu_rows.ROW, step windows. Ids refer to this collector's interners."""
         if gpu is not None and len(gpu[3]):
             self._commit_gpu(gpu)
@@ -507,10 +518,11 @@ class EventCollector:
             cpu=cpu_rows.from_parts([*self._cpu_before, self._cpu]),
             cpu_quality=self.cpu_quality,
             threads=self.threads.values,
+            launches=self.launches.values,
         )
 
 
-_GPU_DTYPES = (np.int8, np.int32, np.int32, np.int64, np.int64, np.int64)
+_GPU_DTYPES = (np.int8, np.int32, np.int32, np.int64, np.int64, np.int64, np.int32)
 
 
 def _join(parts: list[tuple[np.ndarray, ...]], dtypes: tuple[Any, ...]) -> list[np.ndarray]:

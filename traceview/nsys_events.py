@@ -42,6 +42,7 @@ from traceview.events import (
     StepWindow,
     TraceEvents,
 )
+from traceview.launches import LAUNCH_FIELDS
 from traceview.read.nsys import Export
 from traceview.read.reader import ReadStats, SplitFailed
 
@@ -193,10 +194,12 @@ class _Reading:
                   MEMSET: _first(have, "memKind", "memoryKind")}[kind]  # fmt: skip
         sql = (
             f"SELECT {_time(have, 'start')}, {_time(have, 'end')}, {_or(have, 'deviceId', 0)}, "
-            f"{_or(have, 'streamId', 0)}, {_or(have, 'correlationId', -1)}, {detail} "
+            f"{_or(have, 'streamId', 0)}, {_or(have, 'correlationId', -1)}, "
+            f"{_launch_columns(have, kind)}, {detail} "
             f'FROM "{table}" ORDER BY rowid'
         )
         names = self._gpu_namer(kind)
+        launches = self.collector.launches
         for rows in self.export.int_batches(sql, table):
             ts, dur, ok = self._times(rows[:, 0], rows[:, 1])
             rows = rows[ok]
@@ -204,11 +207,12 @@ class _Reading:
             self.collector.add_columns(
                 gpu=(
                     np.full(len(rows), kind, dtype=np.int8),
-                    names(rows[:, 5:]),
+                    names(rows[:, 5 + _LAUNCH_WIDTH :]),
                     streams,
                     ts[ok],
                     dur[ok],
                     np.maximum(rows[:, 4], -1),  # none: −1, as for kineto
+                    _interned(rows[:, 5 : 5 + _LAUNCH_WIDTH], launches, launch_of),
                 )
             )
             self._read(len(ok))
@@ -389,6 +393,26 @@ def _interned(
         uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
     ids = np.array([interner.id(value(tuple(map(int, k)))) for k in uniq], dtype=np.int32)
     return ids[inverse.reshape(-1)]
+
+
+_LAUNCH_WIDTH = len(LAUNCH_FIELDS)
+
+
+def _launch_columns(have: set[str], kind: int) -> str:
+    """The SELECT columns of a GPU table's launch configuration (traceview.launches): grid,
+    block, registers, static + dynamic shared memory of kernels; bytes of copies and sets."""
+    if kind != KERNEL:
+        return ", ".join(["-1"] * (_LAUNCH_WIDTH - 1) + [_or(have, "bytes", -1)])
+    dims = [_or(have, f"{what}{axis}", -1) for what in ("grid", "block") for axis in "XYZ"]
+    shared = [f'"{c}"' for c in ("staticSharedMemory", "dynamicSharedMemory") if c in have]
+    both = [" + ".join(shared)] if len(shared) == 2 else []
+    total = f"COALESCE({', '.join([*both, *shared, '-1'])})" if shared else "-1"  # NULL + x: NULL
+    return ", ".join([*dims, _or(have, "registersPerThread", -1), total, "-1"])
+
+
+def launch_of(key: tuple[int, ...]) -> tuple[int, ...]:
+    """A launch configuration from an export's columns (negatives: absent)."""
+    return tuple(v if v >= 0 else -1 for v in key)
 
 
 def _or(have: set[str], column: str, default: int) -> str:

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from traceview.analyses.diff import DiffOptions, Side
+    from traceview.analyses.energy import EnergyReport, PowerOptions
     from traceview.analyses.gaps import GapOptions
     from traceview.analyses.kernels import KernelOptions
     from traceview.analyses.ops import OpOptions
@@ -432,3 +433,93 @@ def _report_removal(removal: Removal, root: Path) -> None:
     if removal.failed:
         raise TraceviewError(removal.summary(root))
     stderr_console().print(removal.summary(root), markup=False, soft_wrap=True)
+
+
+@_command
+def unique(
+    path: Path, read: ReadOptions, out: OutputOptions, top: int, power: PowerOptions | None
+) -> None:
+    """``traceview unique``: the distinct kernels, to the terminal and as JSON lines (-o)."""
+    from traceview.analyses.unique import unique_kernels
+    from traceview.render import unique as render_unique
+
+    if out.format not in UNIQUE_FORMATS:
+        raise UsageError(f"--format {out.format!r}: expected one of {', '.join(UNIQUE_FORMATS)}")
+    if out.output is not None:
+        check_output_path(out.output, out.force, (path,))
+    if power is not None:
+        from traceview.analyses.energy import check_power_options
+
+        check_power_options(power)
+    events = read_trace(path, read, keep_cpu=True)
+    if _nothing_to_show(events, out):
+        return
+    report = unique_kernels(events)
+    energies = None
+    if power is not None:
+        from traceview.analyses.energy import PJ_PER_J
+
+        row_pj = _energy(path, events, power, out).row_pj
+        energies = [int(row_pj[k.rows].sum()) / PJ_PER_J for k in report.kernels]
+    stderr_console().print(render_unique.summary_line(report), markup=False, highlight=False)
+    if out.output is not None:
+        write_file(out.output, render_unique.json_lines(report, energies), out.force, (path,))
+    if out.format == "json":
+        document = render_unique.as_json(report, energies)
+        write_stdout(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode() + "\n")
+    elif out.format == "csv":
+        write_stdout(render_unique.csv(report, energies))
+    elif stdout_is_terminal():
+        render_unique.print_rich(report, _stdout_console(out.wide), out.verbose, top)
+    else:
+        write_stdout(render_unique.text(report, out.verbose, top))
+
+
+UNIQUE_FORMATS = ("table", "json", "csv")
+
+
+@_command
+def energy(
+    path: Path, read: ReadOptions, out: OutputOptions, top: int, power: PowerOptions
+) -> None:
+    """``traceview energy``: a power log attributed to devices and kernels."""
+    from traceview.analyses.energy import check_power_options
+    from traceview.render import energy as render_energy
+
+    _check_format(out.format)
+    check_power_options(power)
+    events = read_trace(path, read)
+    if _nothing_to_show(events, out):
+        return
+    report = _energy(path, events, power, out)
+    _show(
+        out,
+        json_doc=lambda: render_energy.as_json(report, top),
+        csv=lambda: render_energy.csv(report),
+        markdown=lambda: render_energy.markdown(report, top, out.verbose),
+        rich=lambda console: render_energy.print_rich(report, console, top, out.verbose),
+        text=lambda: render_energy.text(report, top, out.verbose),
+    )
+
+
+def _energy(
+    path: Path, events: TraceEvents, power: PowerOptions, out: OutputOptions
+) -> EnergyReport:
+    """Read the power log, attribute it, and say on stderr how it was aligned and its limits."""
+    from traceview.analyses.energy import attribute, check_power_options, limits, read_log
+    from traceview.render.energy import window_line
+
+    gpu_map = check_power_options(power)
+    log, zone_note = read_log(power)
+    report = attribute(events, log, gpu_map)
+    if log.skipped:
+        _warn(f"{log.skipped} power log rows without a usable sample were skipped")
+    if not report.devices:
+        _warn("no GPU activity with a duration: no energy to attribute")
+        return report
+    console = stderr_console()
+    for line in (zone_note, window_line(report)):
+        console.print(f"traceview: {line}", markup=False, highlight=False, soft_wrap=True)
+    for line in limits(report):
+        _warn(line)
+    return report

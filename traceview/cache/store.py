@@ -31,13 +31,16 @@ from traceview.events import (
 from traceview.read.reader import ReadStats
 
 # 2: cpu.parquet holds int32 thread and name ids and is checked by a digest in meta.json.
-CACHE_SCHEMA = 3  # 3: device = args.device even without args.stream
+CACHE_SCHEMA = 4  # 3: device = args.device even without args.stream; 4: launch configurations
 META = "meta.json"
 META_DIGEST = "meta_digest"
-GPU_COLUMNS = ("kind", "name", "stream", "ts", "dur", "correlation")
+GPU_COLUMNS = ("kind", "name", "stream", "ts", "dur", "correlation", "launch")
 RUNTIME_COLUMNS = ("correlation", "ts")
 CPU_COLUMNS = ("thread", "ts", "end", "name", "correlation")
-TABLES = ("gpu.parquet", "runtime.parquet", "steps.parquet", "names.parquet", "streams.parquet")
+TABLES = (
+    "gpu.parquet", "runtime.parquet", "steps.parquet", "names.parquet", "streams.parquet",
+    "launches.parquet",
+)  # fmt: skip
 CPU_TABLES = ("cpu.parquet", "threads.parquet")
 EXPORT_FILES = (*TABLES, *CPU_TABLES, META)
 
@@ -110,6 +113,7 @@ def _tables(events: TraceEvents) -> dict[str, Any]:
             {"id": pa.array(range(len(events.names)), pa.int32()), "name": events.names}
         ),
         "streams.parquet": _pairs(events.streams, ("device", "stream")),
+        "launches.parquet": _launches(events.launches),
     }
     return tables
 
@@ -252,6 +256,7 @@ def read_entry(directory: Path, meta: dict[str, Any], keep_cpu: bool) -> TraceEv
         quality=Counter(meta["quality"]),
         facts=_read_facts(meta.get("facts")),
         cpu_quality=Counter(meta["cpu_quality"]),
+        launches=_read_launches(directory / "launches.parquet"),
     )
     if keep_cpu and meta["has_cpu"]:
         _check_digests(directory, meta)
@@ -383,3 +388,24 @@ def _read_stats(read: dict[str, Any]) -> ReadStats:
         skipped=Counter(read["skipped"]),
         truncated_at=read["truncated_at"],
     )
+
+
+def _launches(launches: list[tuple[int, ...]]) -> Any:
+    """The launch configurations (traceview.launches) as a table: id, then one int64 column
+    per field (−1: absent)."""
+    import pyarrow as pa
+
+    from traceview.launches import LAUNCH_FIELDS, launch_table
+
+    table = launch_table(launches)
+    columns = {"id": pa.array(range(len(launches)), pa.int32())}
+    columns.update({name: pa.array(table[:, i]) for i, name in enumerate(LAUNCH_FIELDS)})
+    return pa.table(columns)
+
+
+def _read_launches(path: Path) -> list[tuple[int, ...]]:
+    from traceview.launches import LAUNCH_FIELDS
+
+    table = _read_table(path)
+    columns = [table.column(name).to_pylist() for name in LAUNCH_FIELDS]
+    return [tuple(row) for row in zip(*columns, strict=True)]

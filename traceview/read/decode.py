@@ -32,6 +32,13 @@ class Args(msgspec.Struct, gc=False):
     correlation: int | None = None
     device: int | str | None = None
     stream: int | str | None = None
+    # Launch configuration (traceview.launches): any JSON value, checked when interned, so a
+    # value of an unexpected type never sends a chunk to the slow path.
+    grid: Any = None
+    block: Any = None
+    registers: Any = msgspec.field(default=None, name="registers per thread")
+    shared_memory: Any = msgspec.field(default=None, name="shared memory")
+    bytes: Any = None
 
 
 class Event(msgspec.Struct, gc=False):

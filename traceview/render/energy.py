@@ -1,0 +1,112 @@
+"""Renderings of an EnergyReport: table (rich or text), Markdown, CSV, JSON."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from traceview.analyses.energy import PJ_PER_J, SCHEMA_VERSION, EnergyReport, stamp
+from traceview.analyses.names import short_name
+from traceview.events import GPU_KINDS
+from traceview.render import units
+from traceview.render.tables import Table, to_csv, to_markdown, to_rich, to_text
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+_DEVICE_HEADERS = ("Device", "Window", "Energy J", "Busy J", "Idle J", "Kernels J",
+                   "Copies J", "Mean W", "Coverage %")  # fmt: skip
+_KERNEL_HEADERS = ("#", "Kind", "Count", "Energy J", "Mean W", "J / launch", "Name")
+
+
+def joules(pj: int) -> float:
+    return pj / PJ_PER_J
+
+
+def as_json(report: EnergyReport, top: int) -> dict[str, Any]:
+    kernels = report.kernels if top == 0 else report.kernels[:top]
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "devices": [
+            {
+                "device": d.device,
+                "window_us": d.window_ns / 1000,
+                "energy_j": joules(d.energy_pj),
+                "busy_energy_j": joules(d.busy_pj),
+                "idle_energy_j": joules(d.idle_pj),
+                "kernel_energy_j": joules(d.kernel_pj),
+                "copy_energy_j": joules(d.copy_pj),
+                "mean_power_w": d.mean_power_w,
+                "coverage_pct": d.coverage_pct,
+            }
+            for d in report.devices
+        ],
+        "kernels": [
+            {
+                "name": k.name,
+                "kind": GPU_KINDS[k.kind],
+                "count": k.count,
+                "energy_j": joules(k.energy_pj),
+                "mean_power_w": k.mean_power_w,
+                "energy_per_launch_j": joules(k.energy_pj) / k.count,
+            }
+            for k in kernels
+        ],
+    }
+
+
+def device_table(report: EnergyReport) -> Table:
+    rows = [
+        (str(d.device), units.time(d.window_ns / 1000), _j(d.energy_pj), _j(d.busy_pj),
+         _j(d.idle_pj), _j(d.kernel_pj), _j(d.copy_pj), f"{d.mean_power_w:,.1f}",
+         f"{d.coverage_pct:.1f}")
+        for d in report.devices
+    ]  # fmt: skip
+    return Table(_DEVICE_HEADERS, (False,) + (True,) * 8, rows)
+
+
+def kernel_table(report: EnergyReport, top: int, verbose: bool) -> Table:
+    kernels = report.kernels if top == 0 else report.kernels[:top]
+    rows = [
+        (str(i), GPU_KINDS[k.kind], units.count(k.count), _j(k.energy_pj),
+         f"{k.mean_power_w:,.1f}", f"{joules(k.energy_pj) / k.count:.3g}",
+         k.name if verbose else short_name(k.name))
+        for i, k in enumerate(kernels, 1)
+    ]  # fmt: skip
+    return Table(_KERNEL_HEADERS, (True, False, True, True, True, True, False), rows)
+
+
+def _j(pj: int) -> str:
+    return f"{joules(pj):,.4f}"
+
+
+def text(report: EnergyReport, top: int, verbose: bool) -> str:
+    return to_text(device_table(report)) + "\n" + to_text(kernel_table(report, top, verbose))
+
+
+def markdown(report: EnergyReport, top: int, verbose: bool) -> str:
+    return (
+        to_markdown(device_table(report)) + "\n" + to_markdown(kernel_table(report, top, verbose))
+    )
+
+
+def print_rich(report: EnergyReport, console: Console, top: int, verbose: bool) -> None:
+    to_rich(device_table(report), console, drop_order=("Copies J", "Kernels J", "Coverage %"))
+    to_rich(kernel_table(report, top, verbose), console, drop_order=("J / launch", "Kind"))
+
+
+def csv(report: EnergyReport) -> str:
+    """Every name (whatever --top says), numbers raw."""
+    headers = ("kind", "name", "count", "energy_j", "mean_power_w", "energy_per_launch_j")
+    rows = [
+        (GPU_KINDS[k.kind], k.name, k.count, joules(k.energy_pj), k.mean_power_w,
+         joules(k.energy_pj) / k.count)
+        for k in report.kernels
+    ]  # fmt: skip
+    return to_csv(headers, rows)
+
+
+def window_line(report: EnergyReport) -> str:
+    """The aligned windows, for stderr."""
+    t0, t1 = report.trace_window_ns
+    l0, l1 = report.log_window_ns
+    return f"trace window {stamp(t0)} – {stamp(t1)} UTC; power log {stamp(l0)} – {stamp(l1)} UTC"

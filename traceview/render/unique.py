@@ -1,0 +1,134 @@
+"""Renderings of a UniqueReport: JSON records (one a line in the -o file), table, CSV."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from traceview.analyses.names import short_name
+from traceview.analyses.unique import SCHEMA_VERSION, TIERS, UniqueKernel, UniqueReport
+from traceview.analyses.unique import launch_fields as _launch_fields
+from traceview.render import units
+from traceview.render.tables import Table, to_csv, to_rich, to_text
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+_HEADERS = ("#", "Tier", "Kind", "Count", "Total", "Mean", "Grid", "Block", "Regs", "Shared",
+            "Bytes", "Category", "Op", "Name")  # fmt: skip
+_RIGHT = (True, True, False, True, True, True, False, False, True, True, True, False, False, False)
+_NARROW_DROP = ("Op", "Category", "Regs", "Shared", "Mean", "Block", "Grid", "Bytes", "Kind")
+CSV_FIELDS = ("kind", "name", "short_name", "grid", "block", "registers_per_thread",
+              "shared_memory", "bytes", "count", "total_us", "mean_us", "min_us", "max_us",
+              "devices", "streams", "category", "op", "tier")  # fmt: skip
+
+
+def record(kernel: UniqueKernel, energy_j: float | None = None) -> dict[str, Any]:
+    """One activity as its JSON record (times in µs; absent launch values as null)."""
+    out: dict[str, Any] = {"kind": kernel.kind, "name": kernel.name,
+                           "short_name": short_name(kernel.name), **_launch_fields(kernel),
+                           "count": kernel.count, "total_us": kernel.total_ns / 1000,
+                           "mean_us": kernel.mean_ns / 1000, "min_us": kernel.min_ns / 1000,
+                           "max_us": kernel.max_ns / 1000, "devices": list(kernel.devices),
+                           "streams": list(kernel.streams), "category": kernel.category,
+                           "op": kernel.op, "tier": kernel.tier}  # fmt: skip
+    if energy_j is not None:
+        out["energy_j"] = energy_j
+    return out
+
+
+def records(report: UniqueReport, energies: Sequence[float] | None = None) -> list[dict[str, Any]]:
+    """Every record, in the report's order; ``energies`` (J, one per record) when known."""
+    if energies is None:
+        return [record(k) for k in report.kernels]
+    return [record(k, e) for k, e in zip(report.kernels, energies, strict=True)]
+
+
+def json_lines(report: UniqueReport, energies: Sequence[float] | None = None) -> str:
+    """The -o file: one JSON object a line, each with ``schema_version``."""
+    lines = [
+        orjson.dumps({"schema_version": SCHEMA_VERSION, **r}).decode()
+        for r in records(report, energies)
+    ]
+    return "".join(line + "\n" for line in lines)
+
+
+def as_json(report: UniqueReport, energies: Sequence[float] | None = None) -> dict[str, Any]:
+    """The terminal's JSON document."""
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "activities": report.activities,
+        "unique": len(report.kernels),
+        "per_tier": {str(t): n for t, n in report.per_tier().items()},
+        "kernels": records(report, energies),
+    }
+
+
+def csv(report: UniqueReport, energies: Sequence[float] | None = None) -> str:
+    """One CSV row per record; lists as JSON text."""
+    fields = CSV_FIELDS if energies is None else (*CSV_FIELDS, "energy_j")
+    rows = []
+    for r in records(report, energies):
+        rows.append(tuple(_csv_value(r[f]) for f in fields))
+    return to_csv(fields, rows)
+
+
+def _csv_value(value: Any) -> Any:
+    if isinstance(value, list):
+        return orjson.dumps(value).decode()
+    return "" if value is None else value
+
+
+def summary_line(report: UniqueReport) -> str:
+    """``N activities → M unique (tier 1: a, tier 2: b, tier 3: c)``."""
+    tiers = ", ".join(f"tier {t}: {units.count(n)}" for t, n in report.per_tier().items())
+    return (
+        f"{units.counted(report.activities, 'activity', 'activities')} → "
+        f"{units.count(len(report.kernels))} unique ({tiers})"
+    )
+
+
+def table(report: UniqueReport, verbose: bool, top: int) -> Table:
+    """The first ``top`` records (0: all) as formatted cells."""
+    shown = report.kernels if top == 0 else report.kernels[:top]
+    rows = [_cells(i, k, verbose) for i, k in enumerate(shown, 1)]
+    return Table(_HEADERS, _RIGHT, rows)
+
+
+def _cells(rank: int, kernel: UniqueKernel, verbose: bool) -> tuple[str, ...]:
+    launch = _launch_fields(kernel)
+
+    def dims(value: list[int] | None) -> str:
+        return "" if value is None else "×".join(map(str, value))
+
+    def number(value: int | None) -> str:
+        return "" if value is None else units.count(value)
+
+    return (
+        str(rank), str(kernel.tier), kernel.kind, units.count(kernel.count),
+        units.time(kernel.total_ns / 1000), units.time(kernel.mean_ns / 1000),
+        dims(launch["grid"]), dims(launch["block"]), number(launch["registers_per_thread"]),
+        number(launch["shared_memory"]), number(launch["bytes"]), kernel.category, kernel.op,
+        kernel.name if verbose else short_name(kernel.name),
+    )  # fmt: skip
+
+
+def text(report: UniqueReport, verbose: bool, top: int) -> str:
+    return to_text(table(report, verbose, top)) + _left_out(report, top)
+
+
+def print_rich(report: UniqueReport, console: Console, verbose: bool, top: int) -> None:
+    to_rich(table(report, verbose, top), console, drop_order=_NARROW_DROP)
+    note = _left_out(report, top)
+    if note:
+        console.print(note.rstrip("\n"), markup=False, highlight=False)
+
+
+def _left_out(report: UniqueReport, top: int) -> str:
+    hidden = len(report.kernels) - top if top else 0
+    return f"{units.count(hidden)} more not shown (--top 0: all)\n" if hidden > 0 else ""
+
+
+__all__ = ["TIERS", "as_json", "csv", "json_lines", "print_rich", "record", "summary_line"]
