@@ -19,6 +19,14 @@ class Format(StrEnum):
     MD = "md"
 
 
+class UniqueFormat(StrEnum):
+    """``unique --format`` (its file output is JSON lines, -o)."""
+
+    TABLE = "table"
+    JSON = "json"
+    CSV = "csv"
+
+
 class DocumentFormat(StrEnum):
     """``--format`` of summary and diff (no CSV: they are not one table)."""
 
@@ -98,6 +106,7 @@ __all__ = [
     "KernelGroupBy",
     "KernelSort",
     "OpLevel",
+    "UniqueFormat",
     "check_choice",
     "expected_one_of",
 ]

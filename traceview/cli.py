@@ -489,14 +489,6 @@ def cache_prune(
     run.cache_prune(cache_dir, max_size)
 
 
-def main() -> None:
-    """Entry point (usage errors exit 2, data errors 1, see traceview.errors)."""
-    # No linear algebra here: without its thread pool, OpenBLAS makes numpy's import ~0.05 s
-    # shorter (0.14 s against 0.19 s, median of 11 on 2 cores).
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    app(prog_name="traceview")
-
-
 PowerLogFile = Annotated[
     Path | None,
     typer.Option(
@@ -533,6 +525,7 @@ PowerGpu = Annotated[
 
 
 @app.command()
+@reads_traces
 def unique(
     trace: Trace,
     output: Annotated[
@@ -544,31 +537,23 @@ def unique(
             show_default=False,
         ),
     ] = None,
-    force: Annotated[
-        bool, typer.Option("--force", help="Overwrite the --output file if it exists.")
-    ] = False,
+    force: Force = False,
     top: Annotated[
         int, typer.Option("--top", "-t", min=0, help="Table rows to show; 0 = all.")
     ] = 20,
     fmt: Annotated[
-        str,
+        choices.UniqueFormat,
         typer.Option(
             "--format", "-f", help="Terminal output: table (rich, text when piped), json, csv."
         ),
-    ] = "table",
+    ] = choices.UniqueFormat.TABLE,
     power: PowerLogFile = None,
     power_tz: PowerTz = None,
     power_offset: PowerOffset = "0",
     power_gpu: PowerGpu = None,
     verbose: Verbose = False,
     wide: Wide = False,
-    partial: Partial = False,
-    quiet: Quiet = False,
-    strict: Strict = False,
-    no_cache: NoCache = False,
-    refresh: Refresh = False,
-    cache_dir: CacheDir = None,
-    verify: Verify = False,
+    read: ReadOptions = FROM_FLAGS,
 ) -> None:
     """The distinct kernels (name + launch configuration) and copies, with their replay tier
     (1 memcpy/memset, 2 GEMM/BLAS, 3 other); with --power, each one's energy."""
@@ -578,17 +563,11 @@ def unique(
     options = None
     if power is not None:
         options = PowerOptions(power, power_tz, power_offset, tuple(power_gpu or ()))
-    _call(
-        run.unique,
-        trace,
-        run.ReadOptions(partial, quiet, strict, not no_cache, refresh, cache_dir, verify),
-        run.OutputOptions(fmt, verbose, output, force, wide),
-        top,
-        options,
-    )
+    run.unique(trace, read, run.OutputOptions(fmt, verbose, output, force, wide), top, options)
 
 
 @app.command()
+@reads_traces
 def energy(
     trace: Trace,
     power: Annotated[
@@ -606,26 +585,22 @@ def energy(
     top: Annotated[
         int, typer.Option("--top", "-t", min=0, help="Kernel rows to show; 0 = all.")
     ] = 20,
-    fmt: Format = "table",
+    fmt: Format = choices.Format.TABLE,
     verbose: Verbose = False,
     wide: Wide = False,
-    partial: Partial = False,
-    quiet: Quiet = False,
-    strict: Strict = False,
-    no_cache: NoCache = False,
-    refresh: Refresh = False,
-    cache_dir: CacheDir = None,
-    verify: Verify = False,
+    read: ReadOptions = FROM_FLAGS,
 ) -> None:
     """GPU energy from an nvidia-smi power log: per device (busy, idle) and per kernel."""
     from traceview import run
     from traceview.analyses.energy import PowerOptions
 
-    _call(
-        run.energy,
-        trace,
-        run.ReadOptions(partial, quiet, strict, not no_cache, refresh, cache_dir, verify),
-        run.OutputOptions(fmt, verbose, wide=wide),
-        top,
-        PowerOptions(power, power_tz, power_offset, tuple(power_gpu or ())),
-    )
+    options = PowerOptions(power, power_tz, power_offset, tuple(power_gpu or ()))
+    run.energy(trace, read, run.OutputOptions(fmt, verbose, wide=wide), top, options)
+
+
+def main() -> None:
+    """Entry point (usage errors exit 2, data errors 1, see traceview.errors)."""
+    # No linear algebra here: without its thread pool, OpenBLAS makes numpy's import ~0.05 s
+    # shorter (0.14 s against 0.19 s, median of 11 on 2 cores).
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    app(prog_name="traceview")

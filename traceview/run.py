@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 import orjson
 
 from traceview.analyses.summary import read_warnings
-from traceview.choices import DocumentFormat, Format, check_choice
+from traceview.choices import DocumentFormat, Format, UniqueFormat, check_choice
 from traceview.errors import TraceviewError
 from traceview.options import ReadOptions
 from traceview.render.output import (
@@ -443,8 +443,7 @@ def unique(
     from traceview.analyses.unique import unique_kernels
     from traceview.render import unique as render_unique
 
-    if out.format not in UNIQUE_FORMATS:
-        raise UsageError(f"--format {out.format!r}: expected one of {', '.join(UNIQUE_FORMATS)}")
+    check_choice("--format", out.format, UniqueFormat)
     if out.output is not None:
         check_output_path(out.output, out.force, (path,))
     if power is not None:
@@ -473,9 +472,6 @@ def unique(
         render_unique.print_rich(report, _stdout_console(out.wide), out.verbose, top)
     else:
         write_stdout(render_unique.text(report, out.verbose, top))
-
-
-UNIQUE_FORMATS = ("table", "json", "csv")
 
 
 @_command
