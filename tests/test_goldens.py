@@ -49,10 +49,8 @@ def _events(name: str) -> TraceEvents:
 def _renderings(name: str, command: str) -> tuple[Rich, Callable[[], str]]:
     events = _events(name)
     if command == "kernels":
-        k = analyse_kernels(events, KernelOptions(top=8))
-        return (lambda c: render_kernels.print_table(k, c, False)), lambda: render_kernels.text(
-            k, False
-        )
+        doc = render_kernels.document(analyse_kernels(events, KernelOptions(top=8)), False)
+        return (lambda c: print_rich(doc, c)), lambda: to_plain(doc)
     if command == "gaps":
         g = analyse_gaps(events, GapOptions(top=5, largest=5))
         doc = render_gaps.document(g, False)

@@ -160,14 +160,7 @@ def kernels(path: Path, options: KernelOptions, read: ReadOptions, out: OutputOp
     every = analyse_kernels(events, replace(options, top=0)) if wants_all else report
     if options.name_regex is not None and report.count == 0:
         _warn(f"--name {options.name_regex!r} matches no kernel of this trace")
-    _show(
-        out,
-        json_doc=lambda: render_kernels.as_json(report),
-        csv=lambda: render_kernels.csv(every),
-        markdown=lambda: render_kernels.markdown(report, out.verbose),
-        rich=lambda console: render_kernels.print_table(report, console, out.verbose),
-        text=lambda: render_kernels.text(report, out.verbose),
-    )
+    show(out, render_kernels.document(report, out.verbose, every))
     if out.output is not None:
         write_file(out.output, render_kernels.detailed_report(every), out.force, (path,))
 

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from traceview.analyses.kernels import KernelReport, KernelRow
 from traceview.analyses.steps import Steps
 from traceview.render import units
-from traceview.render.escape import markdown_list, print_line, text_lines
+from traceview.render.document import Document, Section
+from traceview.render.escape import text_lines
 from traceview.render.header import device_busy_lines, trace_lines
-from traceview.render.tables import Table, to_csv, to_markdown, to_rich, to_text
-
-if TYPE_CHECKING:
-    from rich.console import Console
+from traceview.render.tables import Table, to_csv, to_text
 
 SCHEMA_VERSION = 2
 _STAT_HEADERS = ("Count", "Total", "Mean", "Std", "Min", "Max", "P50", "P90", "P99",
@@ -70,28 +68,16 @@ def _all_shown(n: int, noun: str) -> str:
     return f"{units.counted(n, noun)} shown" if n == 1 else f"all {units.counted(n, noun)} shown"
 
 
-def print_table(report: KernelReport, console: Console, verbose: bool) -> None:
-    """Header lines, the rich table, the footer."""
-    for line in summary_lines(report):
-        print_line(console, line)
-    to_rich(table(report, verbose), console, drop_order=_NARROW_DROP)
-    print_line(console, footer(report))
-
-
-def text(report: KernelReport, verbose: bool) -> str:
-    """Plain text (the same content as the rich table), for pipes."""
-    return (
-        text_lines(summary_lines(report))
-        + "\n\n"
-        + to_text(table(report, verbose))
-        + ("\n" + footer(report) + "\n")
+def document(report: KernelReport, verbose: bool, every: KernelReport | None = None) -> Document:
+    """``traceview kernels`` in every format; ``every``: the same analysis without --top, for
+    the CSV (files hold every row)."""
+    return Document(
+        head=summary_lines(report),
+        sections=[Section(table(report, verbose), drop_order=_NARROW_DROP)],
+        foot=[footer(report)],
+        data=lambda: as_json(report),
+        csv=lambda: csv(every or report),
     )
-
-
-def markdown(report: KernelReport, verbose: bool) -> str:
-    """Markdown: header as a list, then the table."""
-    head = markdown_list(summary_lines(report))
-    return head + "\n\n" + to_markdown(table(report, verbose)) + "\n" + footer(report) + "\n"
 
 
 def csv(report: KernelReport) -> str:
