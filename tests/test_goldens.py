@@ -60,7 +60,8 @@ def _renderings(name: str, command: str) -> tuple[Rich, Callable[[], str]]:
         return (lambda c: print_rich(doc, c)), lambda: to_plain(doc)
     snapshot = build_snapshot(events)
     d = compare(Side("base", "trace", snapshot), Side("new", "trace", snapshot), DiffOptions(top=8))
-    return (lambda c: render_diff.print_rich(d, c, False)), lambda: render_diff.text(d, False)
+    doc = render_diff.document(d, False)
+    return (lambda c: print_rich(doc, c)), lambda: to_plain(doc)
 
 
 @pytest.mark.parametrize("command", ["kernels", "gaps", "steps", "diff"])

@@ -333,15 +333,7 @@ def diff(
     check_choice("--format", out.format, DocumentFormat)
     check_options(options)
     report = compare(_diff_side(base, read), _diff_side(new, read), options)
-    if out.format == "json":
-        document = render_diff.as_json(report)
-        write_stdout(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode() + "\n")
-    elif out.format == "md":
-        write_stdout(render_diff.markdown(report, out.verbose))
-    elif stdout_is_terminal():
-        render_diff.print_rich(report, _stdout_console(out.wide), out.verbose)
-    else:
-        write_stdout(render_diff.text(report, out.verbose))
+    show(out, render_diff.document(report, out.verbose))
     if not report.gate.passed:
         raise TraceviewError(render_diff.failure_message(report, out.verbose))
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from traceview.analyses.diff import (
     Change,
@@ -14,11 +14,8 @@ from traceview.analyses.diff import (
     describe_steps,
 )
 from traceview.render import units
-from traceview.render.escape import markdown_list, markdown_text, print_line, text_lines
-from traceview.render.tables import Table, to_markdown, to_rich, to_text
-
-if TYPE_CHECKING:
-    from rich.console import Console
+from traceview.render.document import Document, Lines, Section
+from traceview.render.tables import Table
 
 SCHEMA_VERSION = 1
 # Numbers first, the kernel name last (it is what folds on a narrow terminal).
@@ -97,6 +94,12 @@ def failure_message(report: DiffReport, verbose: bool) -> str:
     )
 
 
+def _verdict_style(report: DiffReport) -> str | None:
+    if not report.gate.active:
+        return None
+    return "bold green" if report.gate.passed else "bold red"
+
+
 def _sections(report: DiffReport, verbose: bool) -> list[tuple[str, Table, str]]:
     """(title, table, footer) of each section; the footer says what --top left out."""
     per = " (per-step medians)" if report.mode == "median" else ""
@@ -113,44 +116,28 @@ def _sections(report: DiffReport, verbose: bool) -> list[tuple[str, Table, str]]
     ]  # fmt: skip
 
 
-def print_rich(report: DiffReport, console: Console, verbose: bool) -> None:
-    for line in summary_lines(report):
-        print_line(console, line)
-    for title, table, footer in _sections(report, verbose):
-        console.print(f"\n[bold]{title}[/bold]")
-        if table.rows:
-            to_rich(table, console, drop_order=_NARROW_DROP)
-        else:
-            console.print("none")
-        if footer:
-            print_line(console, footer)
-    style = None if not report.gate.active else "bold green" if report.gate.passed else "bold red"
-    console.print()
-    for line in gate_lines(report, verbose):
-        print_line(console, line, style)
-
-
-def text(report: DiffReport, verbose: bool) -> str:
-    parts = [text_lines(summary_lines(report))]
-    for title, table, footer in _sections(report, verbose):
-        body = to_text(table) if table.rows else "none\n"
-        parts.append(f"{title}\n{body}{footer}".rstrip("\n"))
-    parts.append(text_lines(gate_lines(report, verbose)))
-    return "\n\n".join(parts) + "\n"
-
-
-def markdown(report: DiffReport, verbose: bool) -> str:
-    """A review comment: the verdict first, then the header as a list and the tables."""
+def document(report: DiffReport, verbose: bool) -> Document:
+    """``traceview diff`` in every format (no CSV: it is several tables); the gate's verdict
+    last, in green or red on a terminal, and the Markdown review comment's headline."""
     gate = gate_lines(report, verbose)
-    verdict = f" — {markdown_text(gate[0].removeprefix('gate     '))}" if report.gate.active else ""
-    parts = [f"**traceview diff{verdict}**"]
-    parts.append(markdown_list(summary_lines(report)))
-    for title, table, footer in _sections(report, verbose):
-        body = to_markdown(table) if table.rows else "none\n"
-        parts.append(f"### {title}\n\n{body}\n{footer}".rstrip("\n"))
-    if len(gate) > 1:
-        parts.append("### Regressions\n\n" + markdown_list([g.strip() for g in gate[1:]]))
-    return "\n\n".join(parts) + "\n"
+    verdict = gate[0].removeprefix("gate     ")
+    return Document(
+        head=summary_lines(report),
+        sections=[
+            Section(
+                (table if table.rows else Lines(["none"])),
+                title=title,
+                note=footer or None,
+                drop_order=_NARROW_DROP,
+            )
+            for title, table, footer in _sections(report, verbose)
+        ],
+        foot=gate,
+        foot_style=_verdict_style(report),
+        title="traceview diff" + (f" — {verdict}" if report.gate.active else ""),
+        data=lambda: as_json(report),
+        csv=None,
+    )
 
 
 def as_json(report: DiffReport) -> dict[str, Any]:

@@ -54,6 +54,10 @@ class Document:
     data: Callable[[], dict[str, Any]]
     csv: Callable[[], str] | None
     foot: Sequence[str] = field(default_factory=tuple)
+    # The footer's style on a terminal (a verdict in green or red); a Markdown document's first
+    # line, in bold (a review comment's headline).
+    foot_style: str | None = None
+    title: str | None = None
 
 
 def to_json_text(doc: Document) -> str:
@@ -81,8 +85,10 @@ def to_plain(doc: Document) -> str:
 
 
 def to_md(doc: Document) -> str:
-    """Markdown: the header as a list, titled sections as ### headings, tables as tables."""
-    parts = [markdown_list(list(doc.head))]
+    """Markdown: the title in bold, the header as a list, titled sections as ### headings,
+    tables as tables; the footer's first line, then the others as a list."""
+    parts = [f"**{markdown_text(doc.title)}**"] if doc.title is not None else []
+    parts.append(markdown_list(list(doc.head)))
     for s in doc.sections:
         if isinstance(s.body, Table):
             body = to_markdown(s.body)
@@ -93,7 +99,10 @@ def to_md(doc: Document) -> str:
         title = f"### {markdown_text(s.title)}\n\n" if s.title is not None else ""
         note = f"\n{markdown_text(s.note)}\n" if s.note is not None else ""
         parts.append(title + body + note)
-    parts += [markdown_text(line) + "\n" for line in doc.foot]
+    if doc.foot:  # a verdict, and what it is made of as a list
+        parts.append(markdown_text(doc.foot[0]) + "\n")
+    if len(doc.foot) > 1:
+        parts.append(markdown_list([line.strip() for line in doc.foot[1:]]))
     return "\n\n".join(p.rstrip("\n") for p in parts) + "\n"
 
 
@@ -113,10 +122,11 @@ def print_rich(doc: Document, console: Console) -> None:
         if s.note is not None:
             print_line(console, s.note)
     if doc.foot:
-        if doc.sections and not isinstance(doc.sections[-1].body, Table):
+        last = doc.sections[-1] if doc.sections else None
+        if last is not None and not (isinstance(last.body, Table) and last.note is None):
             console.print()  # a rich table ends with a blank line of its own
         for line in doc.foot:
-            print_line(console, line)
+            print_line(console, line, doc.foot_style)
 
 
 # The formats that produce text; "table" is rich on a terminal, else plain text.
