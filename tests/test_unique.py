@@ -191,8 +191,11 @@ def test_cli_writes_json_lines_and_summary(tmp_path: Path) -> None:
     assert again.returncode == 2 and "exists" in again.stderr
     csv = run_cli("unique", str(trace), "-f", "csv", "--no-cache")
     assert csv.returncode == 0 and csv.stdout.count("\n") == 4
-    bad = run_cli("unique", str(trace), "-f", "md", "--no-cache")
-    assert bad.returncode == 2
+    md = run_cli("unique", str(trace), "-f", "md", "--no-cache")
+    rows = [line for line in md.stdout.splitlines() if line.startswith("| ")]
+    assert md.returncode == 0 and len(rows) == 4  # the header and three records
+    bad = run_cli("unique", str(trace), "-f", "html", "--no-cache")
+    assert bad.returncode == 2 and "-f 'html': expected one of" in bad.stderr
 
 
 def _unique_json(events: Any) -> str:

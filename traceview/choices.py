@@ -11,20 +11,12 @@ from traceview.errors import UsageError
 
 
 class Format(StrEnum):
-    """``--format`` of kernels, gaps, steps and ops."""
+    """``--format`` of the commands whose output is one main table."""
 
     TABLE = "table"
     JSON = "json"
     CSV = "csv"
     MD = "md"
-
-
-class UniqueFormat(StrEnum):
-    """``unique --format`` (its file output is JSON lines, -o)."""
-
-    TABLE = "table"
-    JSON = "json"
-    CSV = "csv"
 
 
 class DocumentFormat(StrEnum):
@@ -106,7 +98,6 @@ __all__ = [
     "KernelGroupBy",
     "KernelSort",
     "OpLevel",
-    "UniqueFormat",
     "check_choice",
     "expected_one_of",
 ]

@@ -541,12 +541,7 @@ def unique(
     top: Annotated[
         int, typer.Option("--top", "-t", min=0, help="Table rows to show; 0 = all.")
     ] = 20,
-    fmt: Annotated[
-        choices.UniqueFormat,
-        typer.Option(
-            "--format", "-f", help="Terminal output: table (rich, text when piped), json, csv."
-        ),
-    ] = choices.UniqueFormat.TABLE,
+    fmt: Format = choices.Format.TABLE,
     power: PowerLogFile = None,
     power_tz: PowerTz = None,
     power_offset: PowerOffset = "0",

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 import orjson
 
 from traceview.analyses.summary import read_warnings
-from traceview.choices import DocumentFormat, Format, UniqueFormat, check_choice
+from traceview.choices import DocumentFormat, Format, check_choice
 from traceview.errors import TraceviewError
 from traceview.options import ReadOptions
 from traceview.render.output import (
@@ -428,7 +428,7 @@ def unique(
     from traceview.analyses.unique import unique_kernels
     from traceview.render import unique as render_unique
 
-    check_choice("--format", out.format, UniqueFormat)
+    _check_format(out.format)
     if out.output is not None:
         check_output_path(out.output, out.force, (path,))
     if power is not None:
@@ -448,15 +448,7 @@ def unique(
     stderr_console().print(render_unique.summary_line(report), markup=False, highlight=False)
     if out.output is not None:
         write_file(out.output, render_unique.json_lines(report, energies), out.force, (path,))
-    if out.format == "json":
-        document = render_unique.as_json(report, energies)
-        write_stdout(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode() + "\n")
-    elif out.format == "csv":
-        write_stdout(render_unique.csv(report, energies))
-    elif stdout_is_terminal():
-        render_unique.print_rich(report, _stdout_console(out.wide), out.verbose, top)
-    else:
-        write_stdout(render_unique.text(report, out.verbose, top))
+    show(out, render_unique.document(report, out.verbose, top, energies))
 
 
 @_command
@@ -473,14 +465,7 @@ def energy(
     if _nothing_to_show(events, out):
         return
     report = _energy(path, events, power, out)
-    _show(
-        out,
-        json_doc=lambda: render_energy.as_json(report, top),
-        csv=lambda: render_energy.csv(report),
-        markdown=lambda: render_energy.markdown(report, top, out.verbose),
-        rich=lambda console: render_energy.print_rich(report, console, top, out.verbose),
-        text=lambda: render_energy.text(report, top, out.verbose),
-    )
+    show(out, render_energy.document(report, top, out.verbose))
 
 
 def _energy(

@@ -72,7 +72,7 @@ def to_csv_text(doc: Document) -> str:
 
 def to_plain(doc: Document) -> str:
     """Plain text for pipes and files: blocks separated by a blank line."""
-    parts = [text_lines(list(doc.head))]
+    parts = [text_lines(list(doc.head))] if doc.head else []
     for s in doc.sections:
         body = to_text(s.body) if isinstance(s.body, Table) else text_lines(list(s.body.lines))
         body = body.rstrip("\n") + "\n"
@@ -88,7 +88,8 @@ def to_md(doc: Document) -> str:
     """Markdown: the title in bold, the header as a list, titled sections as ### headings,
     tables as tables; the footer's first line, then the others as a list."""
     parts = [f"**{markdown_text(doc.title)}**"] if doc.title is not None else []
-    parts.append(markdown_list(list(doc.head)))
+    if doc.head:
+        parts.append(markdown_list(list(doc.head)))
     for s in doc.sections:
         if isinstance(s.body, Table):
             body = to_markdown(s.body)

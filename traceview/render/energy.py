@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from traceview.analyses.energy import PJ_PER_J, SCHEMA_VERSION, EnergyReport, stamp
 from traceview.analyses.names import short_name
 from traceview.events import GPU_KINDS
 from traceview.render import units
-from traceview.render.tables import Table, to_csv, to_markdown, to_rich, to_text
-
-if TYPE_CHECKING:
-    from rich.console import Console
+from traceview.render.document import Document, Section
+from traceview.render.tables import Table, to_csv
 
 _DEVICE_HEADERS = ("Device", "Window", "Energy J", "Busy J", "Idle J", "Kernels J",
                    "Copies J", "Mean W", "Coverage %")  # fmt: skip
@@ -79,19 +77,21 @@ def _j(pj: int) -> str:
     return f"{joules(pj):,.4f}"
 
 
-def text(report: EnergyReport, top: int, verbose: bool) -> str:
-    return to_text(device_table(report)) + "\n" + to_text(kernel_table(report, top, verbose))
-
-
-def markdown(report: EnergyReport, top: int, verbose: bool) -> str:
-    return (
-        to_markdown(device_table(report)) + "\n" + to_markdown(kernel_table(report, top, verbose))
+def document(report: EnergyReport, top: int, verbose: bool) -> Document:
+    """``traceview energy`` in every format (the CSV: every kernel name)."""
+    hidden = len(report.kernels) - top if top else 0
+    more = f"{units.count(hidden)} more not shown; use --top 0 for all" if hidden > 0 else None
+    return Document(
+        head=[],
+        sections=[
+            Section(device_table(report), drop_order=("Copies J", "Kernels J", "Coverage %")),
+            Section(
+                kernel_table(report, top, verbose), note=more, drop_order=("J / launch", "Kind")
+            ),
+        ],
+        data=lambda: as_json(report, top),
+        csv=lambda: csv(report),
     )
-
-
-def print_rich(report: EnergyReport, console: Console, top: int, verbose: bool) -> None:
-    to_rich(device_table(report), console, drop_order=("Copies J", "Kernels J", "Coverage %"))
-    to_rich(kernel_table(report, top, verbose), console, drop_order=("J / launch", "Kind"))
 
 
 def csv(report: EnergyReport) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 
@@ -11,10 +11,8 @@ from traceview.analyses.names import short_name
 from traceview.analyses.unique import SCHEMA_VERSION, TIERS, UniqueKernel, UniqueReport
 from traceview.analyses.unique import launch_fields as _launch_fields
 from traceview.render import units
-from traceview.render.tables import Table, to_csv, to_rich, to_text
-
-if TYPE_CHECKING:
-    from rich.console import Console
+from traceview.render.document import Document, Section
+from traceview.render.tables import Table, to_csv
 
 _HEADERS = ("#", "Tier", "Kind", "Count", "Total", "Mean", "Grid", "Block", "Regs", "Shared",
             "Bytes", "Category", "Op", "Name")  # fmt: skip
@@ -115,20 +113,19 @@ def _cells(rank: int, kernel: UniqueKernel, verbose: bool) -> tuple[str, ...]:
     )  # fmt: skip
 
 
-def text(report: UniqueReport, verbose: bool, top: int) -> str:
-    return to_text(table(report, verbose, top)) + _left_out(report, top)
-
-
-def print_rich(report: UniqueReport, console: Console, verbose: bool, top: int) -> None:
-    to_rich(table(report, verbose, top), console, drop_order=_NARROW_DROP)
-    note = _left_out(report, top)
-    if note:
-        console.print(note.rstrip("\n"), markup=False, highlight=False)
-
-
-def _left_out(report: UniqueReport, top: int) -> str:
+def document(
+    report: UniqueReport, verbose: bool, top: int, energies: Sequence[float] | None
+) -> Document:
+    """``traceview unique`` in every format (its summary line goes to stderr; JSON and CSV
+    hold every record)."""
     hidden = len(report.kernels) - top if top else 0
-    return f"{units.count(hidden)} more not shown (--top 0: all)\n" if hidden > 0 else ""
+    more = f"{units.count(hidden)} more not shown; use --top 0 for all" if hidden > 0 else None
+    return Document(
+        head=[],
+        sections=[Section(table(report, verbose, top), note=more, drop_order=_NARROW_DROP)],
+        data=lambda: as_json(report, energies),
+        csv=lambda: csv(report, energies),
+    )
 
 
-__all__ = ["TIERS", "as_json", "csv", "json_lines", "print_rich", "record", "summary_line"]
+__all__ = ["TIERS", "as_json", "csv", "document", "json_lines", "record", "summary_line"]
