@@ -17,7 +17,7 @@ from traceview.analyses.gaps import GapOptions, analyse_gaps
 from traceview.analyses.kernels import KernelOptions, analyse_kernels
 from traceview.analyses.steps import step_table
 from traceview.errors import TraceviewError
-from traceview.events import collect_events
+from traceview.parallel import collect_events
 from traceview.read.reader import TraceReader
 
 SEED_NAMES = [

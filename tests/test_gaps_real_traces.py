@@ -12,7 +12,8 @@ import pytest
 import reference as ref
 
 from traceview.analyses.gaps import GapOptions, GapReport, analyse_gaps
-from traceview.events import TraceEvents, collect_events
+from traceview.events import TraceEvents
+from traceview.parallel import collect_events
 from traceview.read.reader import TraceReader
 
 TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"

@@ -9,7 +9,8 @@ import reference as ref
 from conftest import trace_params
 
 from traceview.analyses.kernels import KernelOptions, analyse_kernels
-from traceview.events import TraceEvents, collect_events
+from traceview.events import TraceEvents
+from traceview.parallel import collect_events
 from traceview.read.reader import TraceReader
 
 TOL_US = 0.01

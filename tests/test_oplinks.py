@@ -14,7 +14,8 @@ from conftest import trace_params
 
 from traceview.analyses.oplinks import NO_OP, link_ops
 from traceview.analyses.ops import NO_OP_ROW, OpOptions, analyse_ops
-from traceview.events import KERNEL, TraceEvents, collect_events
+from traceview.events import KERNEL, TraceEvents
+from traceview.parallel import collect_events
 from traceview.read.reader import TraceReader
 
 

@@ -10,7 +10,7 @@ import reference as ref
 from conftest import trace_params
 
 from traceview.analyses.summary import summarize
-from traceview.events import collect_events
+from traceview.parallel import collect_events
 from traceview.read.reader import TraceReader
 
 

@@ -17,7 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from traceview.errors import TraceviewError
-from traceview.events import NeedsExactTimes, collect_events, to_ns
+from traceview.events import NeedsExactTimes, to_ns
+from traceview.parallel import collect_events
 from traceview.read.reader import TraceReader
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

@@ -15,7 +15,8 @@ from traceview.analyses.gaps import GapOptions, analyse_gaps
 from traceview.analyses.kernels import KernelOptions, analyse_kernels
 from traceview.analyses.snapshot import build_snapshot
 from traceview.analyses.steps import step_table
-from traceview.events import TraceEvents, collect_events
+from traceview.events import TraceEvents
+from traceview.parallel import collect_events
 from traceview.read.reader import TraceReader
 
 

@@ -16,7 +16,8 @@ from typer.testing import CliRunner
 
 from traceview.analyses.overview import Overview, overview
 from traceview.cli import app
-from traceview.events import TraceEvents, collect_events
+from traceview.events import TraceEvents
+from traceview.parallel import collect_events
 from traceview.read.reader import TraceReader
 
 DEMO = Path(__file__).resolve().parents[1] / "fixtures" / "demo.json.gz"

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from traceview.analyses.devices import DeviceUsage, usage
-from traceview.analyses.quality import quality_warnings
+from traceview.analyses.quality import measure_checks, quality_warnings
 from traceview.events import TraceEvents, TraceFacts
 
 _HEADER_FIELDS = ("schemaVersion", "displayTimeUnit", "baseTimeNanoseconds", "traceName")
@@ -62,7 +62,7 @@ def facts_of(events: TraceEvents) -> TraceFacts:
     """The trace's TraceFacts: as known, or worked out now."""
     if events.facts is not None:
         return events.facts
-    return TraceFacts(tuple(quality_warnings(events)), _resolution(events))
+    return TraceFacts(measure_checks(events), _resolution(events))
 
 
 def summarize(
@@ -87,7 +87,11 @@ def summarize(
         streams=len(events.streams),
         device_names=_device_names(events.header),
         header=_header_fields(events.header),
-        warnings=(*read_warnings(events), *facts.checks, *extra_warnings),
+        warnings=(
+            *read_warnings(events),
+            *quality_warnings(facts.checks, events.header),
+            *extra_warnings,
+        ),
         time_resolution=facts.time_resolution,
     )
 

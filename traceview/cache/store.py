@@ -11,7 +11,7 @@ import functools
 import json
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ import orjson
 from traceview import __version__
 from traceview.cpu_rows import ROW, CpuRows, Windows
 from traceview.events import (
+    DataChecks,
     GpuColumns,
     RuntimeColumns,
     StepWindow,
@@ -31,7 +32,8 @@ from traceview.events import (
 from traceview.read.reader import ReadStats
 
 # 2: cpu.parquet holds int32 thread and name ids and is checked by a digest in meta.json.
-CACHE_SCHEMA = 3  # 3: device = args.device even without args.stream
+CACHE_SCHEMA = 4  # 3: device = args.device even without args.stream
+# 4: the data checks kept as numbers (DataChecks), their wording built for each report
 META = "meta.json"
 META_DIGEST = "meta_digest"
 GPU_COLUMNS = ("kind", "name", "stream", "ts", "dur", "correlation")
@@ -263,13 +265,13 @@ def read_entry(directory: Path, meta: dict[str, Any], keep_cpu: bool) -> TraceEv
 def _facts_json(facts: TraceFacts | None) -> dict[str, Any] | None:
     if facts is None:
         return None
-    return {"checks": list(facts.checks), "time_resolution": facts.time_resolution}
+    return {"checks": asdict(facts.checks), "time_resolution": facts.time_resolution}
 
 
 def _read_facts(facts: dict[str, Any] | None) -> TraceFacts | None:
     if facts is None:
         return None
-    return TraceFacts(tuple(str(c) for c in facts["checks"]), str(facts["time_resolution"]))
+    return TraceFacts(DataChecks(**facts["checks"]), str(facts["time_resolution"]))
 
 
 def _check_digests(directory: Path, meta: dict[str, Any]) -> None:
