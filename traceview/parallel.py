@@ -160,7 +160,8 @@ def _receive(conn: Connection, memfd: int | None, spill: SpillFile | None) -> Tr
     if spill is not None and cpu_count:
         spill.count = cpu_count  # what the worker wrote into the file
         cpu = CpuRows((spill,))
-    return replace(skeleton, cpu=cpu, **groups)
+    part: TraceEvents = replace(skeleton, cpu=cpu, **groups)
+    return part
 
 
 def _map_columns(memfd: int, shapes: list[tuple[str, int]]) -> list[np.ndarray]:

@@ -250,7 +250,7 @@ def read_entry(directory: Path, meta: dict[str, Any], keep_cpu: bool) -> TraceEv
         gpu=gpu,
         runtime=RuntimeColumns(*_arrays(directory / "runtime.parquet", RUNTIME_COLUMNS)),
         steps=_read_steps(directory / "steps.parquet"),
-        span_ns=tuple(meta["span_ns"]) if meta["span_ns"] is not None else None,  # type: ignore[arg-type]
+        span_ns=tuple(meta["span_ns"]) if meta["span_ns"] is not None else None,
         quality=Counter(meta["quality"]),
         facts=_read_facts(meta.get("facts")),
         cpu_quality=Counter(meta["cpu_quality"]),
