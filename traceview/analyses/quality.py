@@ -1,15 +1,13 @@
-"""Data-quality checks of a trace: measured once as numbers (kept in the cache), worded for
-every report's header and JSON."""
+"""Data-quality checks of a trace and its time resolution, measured once as numbers and kept
+in the cache (this code is part of the cache's ingest fingerprint; the wording is not:
+traceview.analyses.quality_words)."""
 
 from __future__ import annotations
-
-from typing import Any
 
 import numpy as np
 
 from traceview.aggregate.order import lex_order
 from traceview.events import DataChecks, TraceEvents
-from traceview.humanize import duration
 
 SUSPICIOUS_NS = 10 * 1_000_000_000  # a single GPU activity longer than 10 s
 
@@ -31,35 +29,11 @@ def measure_checks(events: TraceEvents) -> DataChecks:
     )
 
 
-def quality_warnings(checks: DataChecks, header: dict[str, Any]) -> list[str]:
-    """The checks that found something, in words (and a display unit the trace misstates)."""
-    warnings = []
-    if checks.overlaps:
-        warnings.append(
-            f"{checks.overlaps} GPU activities overlap the previous one on their stream "
-            f"(up to {duration(checks.overlap_max_ns / 1000)})"
-        )
-    if checks.zero_durations:
-        warnings.append(f"{checks.zero_durations} GPU activities have a duration of 0")
-    if checks.no_launches:
-        warnings.append("no runtime launch events: --pstep uses each kernel's own start time")
-    elif checks.missing_launches:
-        warnings.append(
-            f"{checks.missing_launches} GPU activities have no matching launch event "
-            "(--pstep uses their own start time)"
-        )
-    if checks.long_activities:
-        warnings.append(
-            f"{checks.long_activities} GPU activities last longer than "
-            f"{duration(SUSPICIOUS_NS / 1000)} (longest {duration(checks.longest_ns / 1000)}): "
-            "check the trace"
-        )
-    unit = header.get("displayTimeUnit")
-    if unit not in (None, "ms", "us"):
-        warnings.append(
-            f"displayTimeUnit is {unit!r}; ts and dur are read as µs, as the trace format defines"
-        )
-    return warnings
+def time_resolution(events: TraceEvents) -> str:
+    """``ns`` when timestamps carry sub-µs digits, else ``us``."""
+    ts = events.gpu.ts
+    exact = events.read.exact_times or bool(len(ts) and (ts % 1000 != 0).any())
+    return "ns" if exact else "us"
 
 
 def _overlaps(events: TraceEvents) -> tuple[int, int]:

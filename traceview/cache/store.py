@@ -19,6 +19,7 @@ import numpy as np
 import orjson
 
 from traceview import __version__
+from traceview.cache.fingerprint import ingest_fingerprint
 from traceview.cpu_rows import ROW, CpuRows, Windows
 from traceview.events import (
     DataChecks,
@@ -186,6 +187,7 @@ def _meta(events: TraceEvents, sizes: dict[str, int]) -> dict[str, Any]:
     return {
         "cache_schema": CACHE_SCHEMA,
         "traceview_version": __version__,
+        "ingest_code": ingest_fingerprint(),
         "path": events.path,
         "size_bytes": events.size_bytes,
         "header": events.header,
@@ -207,8 +209,8 @@ def _meta(events: TraceEvents, sizes: dict[str, int]) -> dict[str, Any]:
 
 
 def read_meta(directory: Path) -> dict[str, Any]:
-    """The entry's metadata, checked: schema and version match, its checksum holds, every
-    file has its size."""
+    """The entry's metadata, checked: schema, version and ingest code match, its checksum
+    holds, every file has its size."""
     try:
         meta = orjson.loads((directory / META).read_bytes())
     except (OSError, orjson.JSONDecodeError) as e:
@@ -221,6 +223,8 @@ def read_meta(directory: Path) -> dict[str, Any]:
             f"made by cache schema {made[0]} / traceview {made[1]}, "
             f"this is cache schema {CACHE_SCHEMA} / traceview {__version__}"
         )
+    if meta.get("ingest_code") != ingest_fingerprint():
+        raise DamagedEntry("written by other reading code (its ingest_code fingerprint differs)")
     if META_DIGEST not in meta:
         raise DamagedEntry(f"{META} has no checksum (made by an older traceview)")
     try:
