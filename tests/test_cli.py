@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, SHARED_TRACES, run_cli
+from conftest import SHARED_TRACES, run_cli
 from typer.testing import CliRunner
 
 from traceview.cli import app
