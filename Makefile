@@ -28,10 +28,11 @@ demo: $(STAMP) ## Run traceview on the bundled demo trace
 test: $(STAMP) ## Run the test suite (real traces from ../shared/traces when present)
 	$(BIN)/python -m pytest -q
 
-lint: $(STAMP) ## ruff lint and format check, mypy on the package
+lint: $(STAMP) ## ruff lint and format check, mypy --strict on the package, import layers
 	$(BIN)/ruff check traceview tests fixtures benchmarks
 	$(BIN)/ruff format --check traceview tests fixtures benchmarks
 	$(BIN)/mypy traceview
+	$(BIN)/lint-imports
 
 format: $(STAMP) ## Format the code with ruff
 	$(BIN)/ruff format traceview tests fixtures benchmarks

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import subprocess
 import sys
+from collections.abc import Callable, Hashable
 from pathlib import Path
 from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+if TYPE_CHECKING:
+    from traceview.events import TraceEvents
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_TRACES = ROOT.parent / "shared" / "traces"
@@ -75,3 +81,52 @@ def load_generator() -> ModuleType:
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
+
+
+class RealTrace:
+    """One real trace, shared by every test of the session: parsed by the slow reference
+    (``raw``) and read by traceview (``events``) each once, on first use, and derived
+    results kept by ``derived``; all freed when the session moves to the next trace."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._derived: dict[Hashable, Any] = {}
+
+    @functools.cached_property
+    def loaded(self) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        import reference
+
+        return reference.load_trace(self.path)
+
+    @property
+    def raw(self) -> list[dict[str, Any]]:
+        """The events as the reference parses them (stdlib json, numbers as Decimal)."""
+        return self.loaded[1]
+
+    @functools.cached_property
+    def events(self) -> TraceEvents:
+        """traceview's columns, CPU rows included."""
+        from traceview.parallel import collect_events
+        from traceview.read.reader import TraceReader
+
+        return collect_events(TraceReader(self.path), keep_cpu=True)
+
+    @functools.cached_property
+    def gpu_events(self) -> TraceEvents:
+        """What a read without CPU rows gives (traceview.events.without_cpu, tested equal)."""
+        from traceview.events import without_cpu
+
+        return without_cpu(self.events)
+
+    def derived(self, key: Hashable, make: Callable[[], Any]) -> Any:
+        """``make()``, once per trace and key."""
+        if key not in self._derived:
+            self._derived[key] = make()
+        return self._derived[key]
+
+
+@pytest.fixture(scope="session", params=trace_params())
+def real_trace(request: pytest.FixtureRequest) -> RealTrace:
+    """Each real trace in turn, for the whole session: pytest runs every test that uses one
+    trace before the next, so only one is held in memory and each is parsed once."""
+    return RealTrace(request.param)

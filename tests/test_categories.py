@@ -9,13 +9,13 @@ from functools import cache
 from pathlib import Path
 
 import pytest
-from conftest import SHARED_TRACES, trace_params
+from conftest import SHARED_TRACES, RealTrace
 from typer.testing import CliRunner
 
 from traceview.analyses.categories import NAME_RULES, by_name, by_op
 from traceview.analyses.kernels import KernelOptions, analyse_kernels
 from traceview.cli import app
-from traceview.events import collect_events
+from traceview.parallel import collect_events
 from traceview.read.reader import TraceReader
 
 # (category, a kernel name as it stands in a trace of ../shared/traces)
@@ -102,9 +102,8 @@ def test_a_kernel_launched_by_a_matmul_is_a_gemm(tmp_path: Path) -> None:
     assert "Category" in r.stdout and "gemm" in r.stdout
 
 
-@pytest.mark.parametrize("path", trace_params())
-def test_category_times_add_up_to_the_kernel_time(path: Path) -> None:
-    events = collect_events(TraceReader(path), keep_cpu=True)
+def test_category_times_add_up_to_the_kernel_time(real_trace: RealTrace) -> None:
+    events = real_trace.events
     for include in (("kernel",), ("kernel", "memcpy", "memset")):
         by_category = analyse_kernels(
             events, KernelOptions(group_by="category", top=0, include=include)

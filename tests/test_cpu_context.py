@@ -17,7 +17,7 @@ from traceview.analyses import cpu_context
 from traceview.analyses.gaps import GapOptions, analyse_gaps
 from traceview.cli import app
 from traceview.cpu_rows import ArrayRows, CpuRows, SpillFile, Windows, rows
-from traceview.events import collect_events
+from traceview.parallel import collect_events
 from traceview.read.reader import TraceReader
 
 

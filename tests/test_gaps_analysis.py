@@ -18,14 +18,8 @@ from hypothesis import strategies as st
 
 from traceview.analyses.gaps import GapOptions, GapReport, analyse_gaps, parse_duration
 from traceview.errors import UsageError
-from traceview.events import (
-    GPU_KINDS,
-    GpuColumns,
-    RuntimeColumns,
-    StepWindow,
-    TraceEvents,
-    collect_events,
-)
+from traceview.events import GPU_KINDS, GpuColumns, RuntimeColumns, StepWindow, TraceEvents
+from traceview.parallel import collect_events
 from traceview.read.reader import ReadStats, TraceReader
 
 Row = tuple[str, Any, int, int]  # name, stream key, ts ns, dur ns

@@ -4,51 +4,37 @@ gaps, transitions of both scopes and the CPU context of the largest gaps."""
 
 from __future__ import annotations
 
-import functools
-from pathlib import Path
 from typing import Any
 
 import pytest
 import reference as ref
+from conftest import RealTrace
 
 from traceview.analyses.gaps import GapOptions, GapReport, analyse_gaps
-from traceview.events import TraceEvents, collect_events
-from traceview.read.reader import TraceReader
+from traceview.events import TraceEvents
 
-TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
-NOT_CHROME = {"hta__execution_trace__benchmark_simple_add_et.json.gz"}
-FILES = sorted(p.name for p in TRACES.glob("*.json.gz") if p.name not in NOT_CHROME)
 BUSY_SETS = [("kernel", "memcpy", "memset"), ("kernel",)]
-PARAMS: list[str | None] = [*FILES] if FILES else [None]
 US = 0.01  # µs tolerance on derived floats (means, std)
 
 
-@functools.cache
-def _load(name: str) -> tuple[list[dict[str, Any]], TraceEvents]:
-    path = TRACES / name
-    _, raw = ref.load_trace(path)
-    return raw, collect_events(TraceReader(path), keep_cpu=True)
+def _load(trace: RealTrace) -> tuple[list[dict[str, Any]], TraceEvents]:
+    return trace.raw, trace.events
 
 
-@functools.cache
-def _report(name: str, busy: tuple[str, ...], per_stream: bool) -> GapReport:
-    raw, events = _load(name)
-    if not ref.gpu_events(raw, ("kernel",)):
+def _report(trace: RealTrace, busy: tuple[str, ...], per_stream: bool) -> GapReport:
+    if not ref.gpu_events(trace.raw, ("kernel",)):
         pytest.skip("no kernels in this trace")
     options = GapOptions(busy=busy, top=0, largest=0, per_stream=per_stream)
-    return analyse_gaps(events, options)
+    return trace.derived(("gaps", options), lambda: analyse_gaps(trace.events, options))
 
 
-@functools.cache
-def _device_gaps(name: str, busy: tuple[str, ...]) -> dict[Any, dict[str, Any]]:
-    return ref.device_gaps(_load(name)[0], busy)
+def _device_gaps(trace: RealTrace, busy: tuple[str, ...]) -> dict[Any, dict[str, Any]]:
+    return trace.derived(("device_gaps", busy), lambda: ref.device_gaps(trace.raw, busy))
 
 
-@pytest.fixture(params=PARAMS, ids=lambda n: str(n))
-def trace(request: pytest.FixtureRequest) -> str:
-    if not TRACES.is_dir() or request.param is None:
-        pytest.skip(f"real traces not found at {TRACES}")
-    return str(request.param)
+@pytest.fixture
+def trace(real_trace: RealTrace) -> RealTrace:
+    return real_trace
 
 
 def _ns(us: float) -> int:
@@ -56,7 +42,7 @@ def _ns(us: float) -> int:
 
 
 @pytest.mark.parametrize("busy", BUSY_SETS, ids=["all", "kernel"])
-def test_streams_match_reference(trace: str, busy: tuple[str, ...]) -> None:
+def test_streams_match_reference(trace: RealTrace, busy: tuple[str, ...]) -> None:
     report = _report(trace, busy, False)
     want = ref.gap_stats(_load(trace)[0], busy=busy)
     got = {(s.device, s.stream): s.as_dict() for s in report.streams}
@@ -70,7 +56,7 @@ def test_streams_match_reference(trace: str, busy: tuple[str, ...]) -> None:
 
 
 @pytest.mark.parametrize("busy", BUSY_SETS, ids=["all", "kernel"])
-def test_device_figures_match_reference(trace: str, busy: tuple[str, ...]) -> None:
+def test_device_figures_match_reference(trace: RealTrace, busy: tuple[str, ...]) -> None:
     report = _report(trace, busy, False)
     want = _device_gaps(trace, busy)
     got = {d.device: d for d in report.devices}
@@ -97,7 +83,7 @@ def test_device_figures_match_reference(trace: str, busy: tuple[str, ...]) -> No
 
 
 @pytest.mark.parametrize("busy", BUSY_SETS, ids=["all", "kernel"])
-def test_every_device_gap_matches_reference(trace: str, busy: tuple[str, ...]) -> None:
+def test_every_device_gap_matches_reference(trace: RealTrace, busy: tuple[str, ...]) -> None:
     """--largest 0 lists every device gap, longest first (ties: earliest first)."""
     raw, _ = _load(trace)
     report = _report(trace, busy, False)
@@ -120,7 +106,7 @@ def test_every_device_gap_matches_reference(trace: str, busy: tuple[str, ...]) -
 
 
 @pytest.mark.parametrize("busy", BUSY_SETS, ids=["all", "kernel"])
-def test_per_stream_totals_match_reference(trace: str, busy: tuple[str, ...]) -> None:
+def test_per_stream_totals_match_reference(trace: RealTrace, busy: tuple[str, ...]) -> None:
     report = _report(trace, busy, True)
     want = ref.gap_stats(_load(trace)[0], busy=busy)
     assert report.totals.gaps == want["totals"]["gaps"] == sum(report.histogram.counts)
@@ -131,7 +117,7 @@ def test_per_stream_totals_match_reference(trace: str, busy: tuple[str, ...]) ->
 
 
 @pytest.mark.parametrize("per_stream", [False, True], ids=["device", "stream"])
-def test_transitions_match_reference(trace: str, per_stream: bool) -> None:
+def test_transitions_match_reference(trace: RealTrace, per_stream: bool) -> None:
     busy = BUSY_SETS[0]
     report = _report(trace, busy, per_stream)
     assert report.left_out_transitions == 0
@@ -154,7 +140,7 @@ def test_transitions_match_reference(trace: str, per_stream: bool) -> None:
             assert abs(getattr(t, f) - expected[f]) <= US, (key, f, getattr(t, f), expected[f])
 
 
-def test_cpu_context_of_the_largest_gaps_matches_reference(trace: str) -> None:
+def test_cpu_context_of_the_largest_gaps_matches_reference(trace: RealTrace) -> None:
     raw, events = _load(trace)
     if not ref.gpu_events(raw, ("kernel",)):
         pytest.skip("no kernels in this trace")

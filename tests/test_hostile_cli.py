@@ -1,4 +1,5 @@
-"""Every kind of hostile input, through the real CLI as a subprocess: exit code, one line."""
+"""Hostile but readable input through the real CLI as a subprocess: skipped events counted and
+said, odd but valid files read (unreadable input: tests/test_bad_input_matrix.py)."""
 
 from __future__ import annotations
 
@@ -27,20 +28,6 @@ def with_event(raw_event: str) -> str:
     good = json.dumps(KERNEL)
     return '{"traceEvents": [\n' + good + ",\n" + raw_event + ",\n" + good + "\n]}"
 
-
-ERRORS: dict[str, tuple[bytes, str]] = {
-    "empty": (b"", "empty file"),
-    "garbage text": (b"this is not json at all\n", "not JSON"),
-    "random binary": (os.urandom(2048).replace(b"\x1f\x8b", b"xx"), "not JSON"),
-    "object without traceEvents": (b'{"a": 1}', 'without "traceEvents"'),
-    "execution trace": (b'{"schema": "1.0.1", "pid": 7, "nodes": []}', "Execution Trace"),
-    "rocprofiler json": (b'{"rocprofiler-sdk-tool": [{"agents": []}]}', "rocprofiler"),
-    "corrupt gzip": (gzip.compress(trace_text([KERNEL]).encode())[:12] + b"\x00" * 40, "corrupt gzip"),
-    "gzip trailing garbage": (gzip.compress(trace_text([KERNEL]).encode()) + b"garbage!", "after the end of the gzip"),
-    "truncated plain": (trace_text([KERNEL] * 3).encode()[:-20], "truncated"),
-    "truncated gzip": (gzip.compress(trace_text([KERNEL] * 3).encode())[:-12], "truncated"),
-    "events not a list": (b'{"traceEvents": 5}', "not a list"),
-}  # fmt: skip
 
 WARNINGS: dict[str, tuple[bytes, str]] = {
     "name a number": (with_event('{"ph": "X", "cat": "kernel", "name": 5, "ts": 1, "dur": 1}').encode(), "1 events skipped"),
@@ -77,13 +64,6 @@ def assert_one_line_error(r: object, fragment: str) -> None:
     assert r.stdout == ""  # type: ignore[attr-defined]
 
 
-@pytest.mark.parametrize("command", ["kernels", "gaps", "steps"])
-@pytest.mark.parametrize("kind", sorted(ERRORS))
-def test_bad_input_is_one_line_exit_1(tmp_path: Path, command: str, kind: str) -> None:
-    data, fragment = ERRORS[kind]
-    assert_one_line_error(run_cli(command, str(write(tmp_path, kind, data)), "-q"), fragment)
-
-
 @pytest.mark.parametrize("kind", sorted(WARNINGS))
 def test_skipped_events_are_counted_never_silent(tmp_path: Path, kind: str) -> None:
     data, fragment = WARNINGS[kind]
@@ -104,11 +84,6 @@ def test_odd_but_valid_input_reads(tmp_path: Path, kind: str) -> None:
     assert json.loads(r.stdout)["totals"]["count"] == kernels
     assert run_cli("gaps", str(path), "-f", "json", "-q").returncode == 0
     assert run_cli("steps", str(path), "-f", "json", "-q").returncode == 0
-
-
-def test_missing_file_and_directory(tmp_path: Path) -> None:
-    assert_one_line_error(run_cli("kernels", str(tmp_path / "nope.json")), "no such file")
-    assert_one_line_error(run_cli("gaps", str(tmp_path)), "is a directory")
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root can read any file")

@@ -2,25 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import reference as ref
-from conftest import trace_params
+from conftest import RealTrace
 
 from traceview.analyses.kernels import KernelOptions, analyse_kernels
-from traceview.events import TraceEvents, collect_events
-from traceview.read.reader import TraceReader
 
-TOL_US = 0.01
-_cache: dict[Path, tuple[TraceEvents, list[dict]]] = {}
-
-
-def load(path: Path) -> tuple[TraceEvents, list[dict]]:
-    if path not in _cache:
-        _cache.clear()
-        _cache[path] = (collect_events(TraceReader(path)), ref.load_trace(path)[1])
-    return _cache[path]
+TOL_US = 0.01  # µs, for the derived floats (mean, std); ns figures are compared exactly
+EXACT = ("total_us", "min_us", "max_us", "p50_us", "p90_us", "p99_us")  # ns / 1000, rounded once
 
 
 def assert_rows_match(report_rows: list, expected: dict[str, dict]) -> None:
@@ -29,40 +18,31 @@ def assert_rows_match(report_rows: list, expected: dict[str, dict]) -> None:
     for name, want in expected.items():
         row = got[name]
         assert row.count == want["count"], name
-        for key in (
-            "total_us",
-            "mean_us",
-            "std_us",
-            "min_us",
-            "max_us",
-            "p50_us",
-            "p90_us",
-            "p99_us",
-        ):
+        for key in EXACT:
+            assert getattr(row, key) == want[key], (name, key)
+        for key in ("mean_us", "std_us"):
             assert getattr(row, key) == pytest.approx(want[key], abs=TOL_US), (name, key)
         for key in ("pct_launches", "pct_time"):
             assert getattr(row, key) == pytest.approx(want[key], abs=1e-6), (name, key)
 
 
-@pytest.mark.parametrize("path", trace_params())
 @pytest.mark.parametrize("include", [("kernel",), ("kernel", "memcpy", "memset")])
-def test_kernel_statistics_equal_reference(path: Path, include: tuple[str, ...]) -> None:
-    events, raw = load(path)
+def test_kernel_statistics_equal_reference(real_trace: RealTrace, include: tuple[str, ...]) -> None:
+    events, raw = real_trace.gpu_events, real_trace.raw
     report = analyse_kernels(events, KernelOptions(top=0, include=include))
     assert_rows_match(report.rows, ref.kernel_stats(raw, include=include))
     totals = ref.kernel_totals(raw, include=include)
     assert (report.count, report.distinct) == (totals["count"], totals["distinct"])
-    assert report.total_us == pytest.approx(totals["total_us"], abs=TOL_US)
-    assert report.trace.span_us == pytest.approx(ref.trace_span_us(raw), abs=TOL_US)
+    assert report.total_us == totals["total_us"]
+    assert report.trace.span_us == ref.trace_span_us(raw)
     devices = ref.device_gaps(raw)  # busy: kernel, memcpy, memset whatever --include says
     got = {d.device: (d.window_ns, d.busy_ns) for d in report.trace.devices}
     assert got == {k: (v["window_ns"], v["busy_ns"]) for k, v in devices.items()}
     assert round(report.gpu_busy_us * 1000) == sum(v["busy_ns"] for v in devices.values())
 
 
-@pytest.mark.parametrize("path", trace_params())
-def test_pstep_selection_equals_reference(path: Path) -> None:
-    events, raw = load(path)
+def test_pstep_selection_equals_reference(real_trace: RealTrace) -> None:
+    events, raw = real_trace.gpu_events, real_trace.raw
     steps = sorted(ref.step_windows(raw))
     if not steps:
         pytest.skip("no ProfilerStep in this trace")

@@ -2,31 +2,25 @@
 
 from __future__ import annotations
 
-import functools
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 import reference as ref
-from conftest import trace_params
+from conftest import RealTrace
 
 from traceview.analyses.oplinks import NO_OP, link_ops
 from traceview.analyses.ops import NO_OP_ROW, OpOptions, analyse_ops
-from traceview.events import KERNEL, TraceEvents, collect_events
-from traceview.read.reader import TraceReader
+from traceview.events import KERNEL, TraceEvents
 
 
-@functools.cache
-def _load(path: Path) -> tuple[list[dict[str, Any]], TraceEvents]:
-    _, raw = ref.load_trace(path)
-    return raw, collect_events(TraceReader(path), keep_cpu=True)
+def _load(trace: RealTrace) -> tuple[list[dict[str, Any]], TraceEvents]:
+    return trace.raw, trace.events
 
 
-@pytest.mark.parametrize("path", trace_params())
-def test_leaf_and_top_ops_match_reference(path: Path) -> None:
-    raw, events = _load(path)
+def test_leaf_and_top_ops_match_reference(real_trace: RealTrace) -> None:
+    raw, events = _load(real_trace)
     want = ref.op_links(raw)
     if not want:
         pytest.skip("no kernels")
@@ -51,10 +45,9 @@ def test_leaf_and_top_ops_match_reference(path: Path) -> None:
     assert int((links.leaf[rows] != NO_OP).sum()) == linked
 
 
-@pytest.mark.parametrize("path", trace_params())
 @pytest.mark.parametrize("level", ["leaf", "top"])
-def test_ops_table_matches_reference(path: Path, level: str) -> None:
-    raw, events = _load(path)
+def test_ops_table_matches_reference(real_trace: RealTrace, level: str) -> None:
+    raw, events = _load(real_trace)
     want = ref.op_links(raw)
     report = analyse_ops(events, OpOptions(level=level, top=0))
     expected: dict[str, list[int]] = {}

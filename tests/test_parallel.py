@@ -14,7 +14,8 @@ from traceview.analyses.gaps import GapOptions, analyse_gaps
 from traceview.analyses.kernels import KernelOptions, analyse_kernels
 from traceview.analyses.steps import step_table
 from traceview.errors import TraceviewError
-from traceview.events import TraceEvents, collect_events
+from traceview.events import TraceEvents
+from traceview.parallel import collect_events
 from traceview.read.reader import TraceReader
 from traceview.read.source import TraceSource, check_path
 from traceview.render.kernels import as_json

@@ -5,12 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 import reference as ref
-from conftest import trace_params
+from conftest import RealTrace
 
 from traceview.analyses.summary import summarize
-from traceview.events import collect_events
+from traceview.parallel import collect_events
 from traceview.read.reader import TraceReader
 
 
@@ -65,10 +64,9 @@ def test_clean_trace_has_no_warnings(tmp_path: Path) -> None:
     ]
 
 
-@pytest.mark.parametrize("path", trace_params())
-def test_counts_on_real_traces(path: Path) -> None:
-    warnings = summarize(collect_events(TraceReader(path))).warnings
-    _, raw = ref.load_trace(path)
+def test_counts_on_real_traces(real_trace: RealTrace) -> None:
+    warnings = summarize(real_trace.gpu_events).warnings
+    raw = real_trace.raw
     gpu = ref.gpu_events(raw, ("kernel", "memcpy", "memset"))
     zero = sum(1 for e in gpu if ref.dur_ns(e) == 0)
     assert (f"{zero} GPU activities have a duration of 0" in warnings) == (zero > 0)

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from traceview.errors import TraceviewError
-from traceview.events import collect_events
+from traceview.parallel import collect_events
 from traceview.read import reader as reader_module
 from traceview.read.decode import ChunkError, decode_chunk
 from traceview.read.jsonscan import split_values, value_end
@@ -236,7 +236,7 @@ from pathlib import Path
 from typing import Any
 import xxhash
 from traceview.errors import TraceviewError
-from traceview.events import collect_events
+from traceview.parallel import collect_events
 
 path, real = Path(sys.argv[1]), xxhash.xxh3_128
 
@@ -285,7 +285,7 @@ from pathlib import Path
 from typing import Any
 import traceview.read.reader as reader
 from traceview.errors import TraceviewError
-from traceview.events import collect_events
+from traceview.parallel import collect_events
 
 path, real = Path(sys.argv[1]), reader.decode_span
 

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 import reference as ref
+from conftest import RealTrace, real_traces
 
 TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
 NOT_CHROME = {"hta__execution_trace__benchmark_simple_add_et.json.gz"}
@@ -471,14 +472,20 @@ def listed_kernel_traces() -> list[tuple[str, int]]:
     return rows
 
 
-REAL = listed_kernel_traces()
+LISTED = dict(listed_kernel_traces())
 
 
-@pytest.mark.parametrize(("name", "kernels"), REAL or [pytest.param("-", 0, id="no-traces")])
-def test_real_trace(name: str, kernels: int) -> None:
-    if not REAL:
+def test_every_listed_trace_is_checked() -> None:
+    if not LISTED:
         pytest.skip(f"no shared traces at {TRACES}")
-    _, events = ref.load_trace(TRACES / name)
+    assert set(LISTED) <= {p.name for p in real_traces()}
+
+
+def test_real_trace(real_trace: RealTrace) -> None:
+    kernels = LISTED.get(real_trace.path.name)
+    if not kernels:
+        pytest.skip("not listed with kernels in the traces' README.md")
+    events = real_trace.raw
     counted = sum(1 for e in events if e.get("ph") == "X" and str(e.get("cat")).lower() == "kernel")
     assert counted == kernels
     stats = ref.kernel_stats(events)

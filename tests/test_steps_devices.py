@@ -3,31 +3,25 @@ in ``steps``, ``kernels --pstep N``, ``gaps --pstep N`` and ``snapshot`` (one de
 
 from __future__ import annotations
 
-import functools
-from pathlib import Path
 from typing import Any
 
 import pytest
 import reference as ref
-from conftest import trace_params
+from conftest import RealTrace
 
 from traceview.analyses.gaps import GapOptions, analyse_gaps
 from traceview.analyses.kernels import KernelOptions, analyse_kernels
 from traceview.analyses.snapshot import build_snapshot
 from traceview.analyses.steps import step_table
-from traceview.events import TraceEvents, collect_events
-from traceview.read.reader import TraceReader
+from traceview.events import TraceEvents
 
 
-@functools.cache
-def _load(path: Path) -> tuple[list[dict[str, Any]], TraceEvents]:
-    _, raw = ref.load_trace(path)
-    return raw, collect_events(TraceReader(path))
+def _load(trace: RealTrace) -> tuple[list[dict[str, Any]], TraceEvents]:
+    return trace.raw, trace.gpu_events
 
 
-@pytest.mark.parametrize("path", trace_params())
-def test_step_devices_match_reference(path: Path) -> None:
-    raw, events = _load(path)
+def test_step_devices_match_reference(real_trace: RealTrace) -> None:
+    raw, events = _load(real_trace)
     want = ref.step_devices(raw)
     rows = step_table(events)
     assert [r.step for r in rows] == sorted(want)
@@ -58,9 +52,8 @@ def test_step_devices_match_reference(path: Path) -> None:
         }, row.step
 
 
-@pytest.mark.parametrize("path", trace_params())
-def test_every_command_reports_the_same_step_device_figures(path: Path) -> None:
-    _, events = _load(path)
+def test_every_command_reports_the_same_step_device_figures(real_trace: RealTrace) -> None:
+    _, events = _load(real_trace)
     rows = step_table(events)
     if not rows:
         pytest.skip("no steps in this trace")

@@ -3,30 +3,25 @@ real trace; launch figures equal the reference; JSON shape."""
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 from pathlib import Path
 from typing import Any
 
-import pytest
 import reference as ref
-from conftest import trace_params
+from conftest import RealTrace
 from typer.testing import CliRunner
 
 from traceview.analyses.overview import Overview, overview
 from traceview.cli import app
-from traceview.events import TraceEvents, collect_events
-from traceview.read.reader import TraceReader
+from traceview.events import TraceEvents
 
 DEMO = Path(__file__).resolve().parents[1] / "fixtures" / "demo.json.gz"
 
 
-@functools.cache
-def _load(path: Path) -> tuple[list[dict[str, Any]], TraceEvents, Overview]:
-    _, raw = ref.load_trace(path)
-    events = collect_events(TraceReader(path), keep_cpu=True)
-    return raw, events, overview(events)
+def _load(trace: RealTrace) -> tuple[list[dict[str, Any]], TraceEvents, Overview]:
+    view = trace.derived("overview", lambda: overview(trace.events))
+    return trace.raw, trace.events, view
 
 
 COMM_NAME = re.compile(r"nccl|rccl|hccl|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all")
@@ -41,9 +36,8 @@ def _comm(e: dict[str, Any], leaf: dict[int, str | None]) -> bool:
     return COMM_NAME.search(ref.event_name(e).lower()) is not None
 
 
-@pytest.mark.parametrize("path", trace_params())
-def test_breakdown_adds_up_and_equals_simple_unions(path: Path) -> None:
-    raw, _, view = _load(path)
+def test_breakdown_adds_up_and_equals_simple_unions(real_trace: RealTrace) -> None:
+    raw, _, view = _load(real_trace)
     per_device = ref.busy_by_device(raw)
     leaf = {id(k): op for k, op, _ in ref.op_links(raw)}
     assert {d.device for d in view.devices} == set(per_device)
@@ -70,9 +64,8 @@ def test_breakdown_adds_up_and_equals_simple_unions(path: Path) -> None:
         assert d.host_wait_ns == sum(g["host_wait_ns"] for g in gaps)
 
 
-@pytest.mark.parametrize("path", trace_params())
-def test_launch_figures_match_reference(path: Path) -> None:
-    raw, _, view = _load(path)
+def test_launch_figures_match_reference(real_trace: RealTrace) -> None:
+    raw, _, view = _load(real_trace)
     launches = {}
     for e in raw:
         if e.get("ph") == "X" and str(e.get("cat", "")).lower() in ref.RUNTIME_CATEGORIES:

@@ -32,7 +32,8 @@ def ns_array(values: Sequence[Any]) -> np.ndarray | None:
     if array.dtype.kind == "f":
         if len(array) and not (np.abs(array) < FLOAT_EXACT_LIMIT).all():  # also NaN, inf
             return None
-        return np.rint(array * 1000).astype(np.int64)
+        ns: np.ndarray = np.rint(array * 1000).astype(np.int64)
+        return ns
     return None
 
 

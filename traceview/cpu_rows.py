@@ -38,7 +38,8 @@ OP, UNCORRELATED, ANNOTATION = -1, -2, -3
 
 def is_op(correlation: np.ndarray) -> np.ndarray:
     """Mask: the rows that are CPU ops or user annotations (not runtime calls)."""
-    return (correlation == OP) | (correlation == ANNOTATION)
+    mask: np.ndarray = (correlation == OP) | (correlation == ANNOTATION)
+    return mask
 
 
 BLOCK_ROWS = 1 << 16

@@ -166,12 +166,26 @@ class RuntimeColumns:
 
 
 @dataclass(frozen=True)
+class DataChecks:
+    """What can mislead in the GPU rows, as numbers (integer ns); the warnings' wording is
+    built from them for each report (traceview.analyses.quality), never stored."""
+
+    overlaps: int = 0  # activities that start before the previous one on their stream ends
+    overlap_max_ns: int = 0
+    zero_durations: int = 0
+    no_launches: bool = False  # GPU rows but not one runtime launch event
+    missing_launches: int = 0  # GPU rows whose correlation id no launch carries
+    long_activities: int = 0  # longer than analyses.quality.SUSPICIOUS_NS
+    longest_ns: int = 0
+
+
+@dataclass(frozen=True)
 class TraceFacts:
     """What the summary of every report says about the data, worked out once per trace
-    (it takes a pass over all GPU rows) and kept in the cache: data-quality warnings and
+    (it takes a pass over all GPU rows) and kept in the cache: data-quality checks and
     whether timestamps carry ns (``ns``) or whole µs (``us``)."""
 
-    checks: tuple[str, ...]
+    checks: DataChecks
     time_resolution: str
 
 
@@ -605,13 +619,3 @@ def without_cpu(events: TraceEvents) -> TraceEvents:
         cpu=CpuRows(),
         threads=[],
     )
-
-
-def collect_events(reader: TraceReader, keep_cpu: bool = False) -> TraceEvents:
-    """Read the whole trace through ``reader`` into TraceEvents (CPU activity if asked).
-
-    A big plain file is read in two processes (traceview.parallel).
-    """
-    from traceview import parallel
-
-    return parallel.collect(reader, keep_cpu)

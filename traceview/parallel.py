@@ -29,8 +29,9 @@ PARALLEL_MIN_BYTES = 256 << 20
 _COLUMN_GROUPS = ("gpu", "runtime")  # CPU rows go to a file the worker writes into
 
 
-def collect(reader: TraceReader, keep_cpu: bool = False) -> TraceEvents:
-    """All of a trace's events, in two processes when it is big and the CPU allows."""
+def collect_events(reader: TraceReader, keep_cpu: bool = False) -> TraceEvents:
+    """Read the whole trace through ``reader`` into TraceEvents (CPU activity if asked): in
+    two processes when it is big and the CPU allows."""
     split = reader.plan_split(_min_bytes()) if (os.cpu_count() or 1) > 1 else None
     if split is None:
         return _serial(reader, keep_cpu)
@@ -159,7 +160,8 @@ def _receive(conn: Connection, memfd: int | None, spill: SpillFile | None) -> Tr
     if spill is not None and cpu_count:
         spill.count = cpu_count  # what the worker wrote into the file
         cpu = CpuRows((spill,))
-    return replace(skeleton, cpu=cpu, **groups)
+    part: TraceEvents = replace(skeleton, cpu=cpu, **groups)
+    return part
 
 
 def _map_columns(memfd: int, shapes: list[tuple[str, int]]) -> list[np.ndarray]:

@@ -106,7 +106,7 @@ def _read_cached(path: Path, options: ReadOptions, keep_cpu: bool) -> TraceEvent
 
 def _ingest(path: Path, options: ReadOptions, keep_cpu: bool) -> TraceEvents:
     """Read the trace itself, with a progress bar on a terminal."""
-    from traceview.events import collect_events
+    from traceview.parallel import collect_events
     from traceview.read.nsys import is_sqlite
     from traceview.read.reader import TraceReader
     from traceview.render.output import ByteProgress

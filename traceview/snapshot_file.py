@@ -81,7 +81,7 @@ def is_snapshot(path: Path) -> bool:
             f"{path}: traceview JSON output, not a trace or a snapshot "
             "(make a baseline with: traceview snapshot TRACE -o FILE)"
         )
-    return probe.kind == KIND
+    return isinstance(probe.kind, str) and probe.kind == KIND
 
 
 _FIRST_KEY = re.compile(rb'\s*\{\s*("(?:[^"\\]|\\.)*")\s*:')

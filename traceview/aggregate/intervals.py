@@ -72,7 +72,7 @@ def _running_max(run: np.ndarray, head: np.ndarray, s: np.ndarray, e: np.ndarray
     if len(s) == 0:
         return e.copy()
     base = s[head][run]
-    rel = e - base  # ≥ 0: every end is at or after its run's first start
+    rel: np.ndarray = e - base  # ≥ 0: every end is at or after its run's first start
     width = int(rel.max()) + 1
     if len(head) * width < _BAND_LIMIT:
         rel += run.astype(np.int64) * width
@@ -90,7 +90,8 @@ def sums_by_run(run: np.ndarray, values: np.ndarray, runs: int) -> np.ndarray:
     """Exact int64 sums of ``values`` per id in [0, runs), ``run`` (the ids) ascending."""
     total = np.r_[0, np.cumsum(values, dtype=np.int64)]
     bounds = np.searchsorted(run, np.arange(runs + 1))
-    return total[bounds[1:]] - total[bounds[:-1]]
+    sums: np.ndarray = total[bounds[1:]] - total[bounds[:-1]]
+    return sums
 
 
 def min_by_segment(segment: np.ndarray, values: np.ndarray) -> np.ndarray:

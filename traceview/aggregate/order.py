@@ -8,6 +8,7 @@ data), and ids below a small bound group with a bincount instead of a sort.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal
 
 import numpy as np
 
@@ -83,7 +84,11 @@ def concat_ranges(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarra
 
 
 def searchsorted_pairs(
-    major: np.ndarray, minor: np.ndarray, at_major: np.ndarray, at_minor: np.ndarray, side: str
+    major: np.ndarray,
+    minor: np.ndarray,
+    at_major: np.ndarray,
+    at_minor: np.ndarray,
+    side: Literal["left", "right"],
 ) -> np.ndarray:
     """``np.searchsorted`` over (major, minor) pairs sorted lexicographically, for the query
     pairs (at_major, at_minor). Majors are non-negative ids; pairs are packed into int64 keys
@@ -99,8 +104,11 @@ def searchsorted_pairs(
                 (a.astype(np.int64) << bits) | (m - low)
                 for a, m in ((major, minor), (at_major, at_minor))
             ]
-            return np.searchsorted(keys[0], keys[1], side=side)  # type: ignore[call-overload]
-    return np.searchsorted(_records(major, minor), _records(at_major, at_minor), side=side)  # type: ignore[call-overload]
+            packed_at: np.ndarray = np.searchsorted(keys[0], keys[1], side=side)
+            return packed_at
+    records, at_records = _records(major, minor), _records(at_major, at_minor)
+    at: np.ndarray = np.searchsorted(records, at_records, side=side)
+    return at
 
 
 def _records(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -118,4 +126,5 @@ def first_of_runs(ordered: np.ndarray) -> np.ndarray:
 def distinct(values: np.ndarray) -> np.ndarray:
     """The sorted distinct values."""
     ordered = np.sort(values)
-    return ordered[first_of_runs(ordered)]
+    firsts: np.ndarray = ordered[first_of_runs(ordered)]
+    return firsts

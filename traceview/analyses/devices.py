@@ -131,7 +131,8 @@ def name_rank(names: list[str]) -> np.ndarray:
 
 def positive(events: TraceEvents, rows: np.ndarray) -> np.ndarray:
     """The rows (GPU row indices) whose duration is positive: the busy events."""
-    return rows[events.gpu.dur[rows] > 0]
+    busy: np.ndarray = rows[events.gpu.dur[rows] > 0]
+    return busy
 
 
 def usage(events: TraceEvents, rows: np.ndarray) -> list[DeviceUsage]:
@@ -179,7 +180,8 @@ def device_gaps(
 def host_wait(launch: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
     """clamp(launch − start, 0, end − start) per gap; 0 where there is no launch."""
     wait = np.where(launch == NO_LAUNCH, start, launch) - start
-    return np.clip(wait, 0, end - start)
+    clamped: np.ndarray = np.clip(wait, 0, end - start)
+    return clamped
 
 
 def _first_at(
@@ -192,7 +194,8 @@ def _first_at(
     key primary) among those whose ``pair`` equals (a, b); every query must match."""
     order = lex_order(sort_keys)
     at = searchsorted_pairs(pair[0][order], pair[1][order], *queries, side="left")
-    return rows[order[at]]
+    first: np.ndarray = rows[order[at]]
+    return first
 
 
 def _usage_list(

@@ -245,7 +245,8 @@ class _Stats:
             return None
         total = m.total.astype(np.float64)
         if name == "mean_us":
-            return total / m.count / 1000
+            mean: np.ndarray = total / m.count / 1000
+            return mean
         if name == "pct_launches":
             return 100.0 * m.count.astype(np.float64) / self.total_count
         if name == "pct_time":

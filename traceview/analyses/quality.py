@@ -1,26 +1,46 @@
-"""Data-quality warnings about a trace, shown in every report's header and JSON."""
+"""Data-quality checks of a trace and its time resolution, measured once as numbers and kept
+in the cache (this code is part of the cache's ingest fingerprint; the wording is not:
+traceview.analyses.quality_words)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from traceview.aggregate.order import lex_order
-from traceview.events import TraceEvents
-from traceview.render.units import duration
+from traceview.events import DataChecks, TraceEvents
 
 SUSPICIOUS_NS = 10 * 1_000_000_000  # a single GPU activity longer than 10 s
 
 
-def quality_warnings(events: TraceEvents) -> list[str]:
-    """Things in the data that can mislead: overlaps, zero durations, missing launches."""
-    checks = (_overlaps, _zero_durations, _missing_launches, _suspicious, _display_unit)
-    return [w for check in checks if (w := check(events))]
+def measure_checks(events: TraceEvents) -> DataChecks:
+    """Overlaps, zero durations, missing launches and suspiciously long activities, counted."""
+    dur = events.gpu.dur
+    long = dur > SUSPICIOUS_NS
+    overlaps, overlap_max = _overlaps(events)
+    no_launches, missing = _missing_launches(events)
+    return DataChecks(
+        overlaps=overlaps,
+        overlap_max_ns=overlap_max,
+        zero_durations=int(np.count_nonzero(dur == 0)),
+        no_launches=no_launches,
+        missing_launches=missing,
+        long_activities=int(np.count_nonzero(long)),
+        longest_ns=int(dur.max()) if long.any() else 0,
+    )
 
 
-def _overlaps(events: TraceEvents) -> str | None:
+def time_resolution(events: TraceEvents) -> str:
+    """``ns`` when timestamps carry sub-µs digits, else ``us``."""
+    ts = events.gpu.ts
+    exact = events.read.exact_times or bool(len(ts) and (ts % 1000 != 0).any())
+    return "ns" if exact else "us"
+
+
+def _overlaps(events: TraceEvents) -> tuple[int, int]:
+    """How many activities run into the previous one on their stream, and the most by which."""
     gpu = events.gpu
     if len(gpu.ts) < 2:
-        return None
+        return 0, 0
     # Rows by stream, then start (ties in row order); few row-sized arrays alive at a time.
     order = lex_order((gpu.ts, gpu.stream))
     end = (gpu.ts + gpu.dur)[order]
@@ -31,50 +51,19 @@ def _overlaps(events: TraceEvents) -> str | None:
     del order
     overlap = into_next[(stream[1:] == stream[:-1]) & (into_next > 0)]
     if len(overlap) == 0:
-        return None
-    return (
-        f"{len(overlap)} GPU activities overlap the previous one on their stream "
-        f"(up to {duration(int(overlap.max()) / 1000)})"
-    )
+        return 0, 0
+    return len(overlap), int(overlap.max())
 
 
-def _zero_durations(events: TraceEvents) -> str | None:
-    zero = int((events.gpu.dur == 0).sum())
-    return f"{zero} GPU activities have a duration of 0" if zero else None
-
-
-def _missing_launches(events: TraceEvents) -> str | None:
+def _missing_launches(events: TraceEvents) -> tuple[bool, int]:
+    """Whether GPU rows came without any launch event; else how many match none."""
     gpu, runtime = events.gpu, events.runtime
     if len(gpu.ts) == 0:
-        return None
+        return False, 0
     if len(runtime.correlation) == 0:
-        return "no runtime launch events: --pstep uses each kernel's own start time"
+        return True, 0
     # A binary search in the sorted launch ids: a third of the memory np.isin takes.
     launches = np.sort(runtime.correlation)
     at = np.searchsorted(launches, gpu.correlation)
     np.minimum(at, len(launches) - 1, out=at)
-    missing = int(np.count_nonzero(launches[at] != gpu.correlation))
-    if missing == 0:
-        return None
-    return (
-        f"{missing} GPU activities have no matching launch event "
-        "(--pstep uses their own start time)"
-    )
-
-
-def _suspicious(events: TraceEvents) -> str | None:
-    dur = events.gpu.dur
-    long = int((dur > SUSPICIOUS_NS).sum())
-    if not long:
-        return None
-    return (
-        f"{long} GPU activities last longer than {duration(SUSPICIOUS_NS / 1000)} "
-        f"(longest {duration(int(dur.max()) / 1000)}): check the trace"
-    )
-
-
-def _display_unit(events: TraceEvents) -> str | None:
-    unit = events.header.get("displayTimeUnit")
-    if unit in (None, "ms", "us"):
-        return None
-    return f"displayTimeUnit is {unit!r}; ts and dur are read as µs, as the trace format defines"
+    return False, int(np.count_nonzero(launches[at] != gpu.correlation))

@@ -8,7 +8,8 @@ from typing import Any
 import numpy as np
 
 from traceview.analyses.devices import DeviceUsage, usage
-from traceview.analyses.quality import quality_warnings
+from traceview.analyses.quality import measure_checks, time_resolution
+from traceview.analyses.quality_words import quality_warnings
 from traceview.events import TraceEvents, TraceFacts
 
 _HEADER_FIELDS = ("schemaVersion", "displayTimeUnit", "baseTimeNanoseconds", "traceName")
@@ -62,7 +63,7 @@ def facts_of(events: TraceEvents) -> TraceFacts:
     """The trace's TraceFacts: as known, or worked out now."""
     if events.facts is not None:
         return events.facts
-    return TraceFacts(tuple(quality_warnings(events)), _resolution(events))
+    return TraceFacts(measure_checks(events), time_resolution(events))
 
 
 def summarize(
@@ -87,16 +88,13 @@ def summarize(
         streams=len(events.streams),
         device_names=_device_names(events.header),
         header=_header_fields(events.header),
-        warnings=(*read_warnings(events), *facts.checks, *extra_warnings),
+        warnings=(
+            *read_warnings(events),
+            *quality_warnings(facts.checks, events.header),
+            *extra_warnings,
+        ),
         time_resolution=facts.time_resolution,
     )
-
-
-def _resolution(events: TraceEvents) -> str:
-    """``ns`` when timestamps carry sub-µs digits, else ``us``."""
-    ts = events.gpu.ts
-    exact = events.read.exact_times or bool(len(ts) and (ts % 1000 != 0).any())
-    return "ns" if exact else "us"
 
 
 def _device_names(header: dict[str, Any]) -> tuple[str, ...]:

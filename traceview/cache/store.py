@@ -11,7 +11,7 @@ import functools
 import json
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +19,10 @@ import numpy as np
 import orjson
 
 from traceview import __version__
+from traceview.cache.fingerprint import ingest_fingerprint
 from traceview.cpu_rows import ROW, CpuRows, Windows
 from traceview.events import (
+    DataChecks,
     GpuColumns,
     RuntimeColumns,
     StepWindow,
@@ -31,7 +33,9 @@ from traceview.events import (
 from traceview.read.reader import ReadStats
 
 # 2: cpu.parquet holds int32 thread and name ids and is checked by a digest in meta.json.
-CACHE_SCHEMA = 4  # 3: device = args.device even without args.stream; 4: launch configurations
+CACHE_SCHEMA = 5  # 3: device = args.device even without args.stream
+# 4: the data checks kept as numbers (DataChecks), their wording built for each report
+# 5: launch configurations (launches.parquet, gpu.parquet's launch column)
 META = "meta.json"
 META_DIGEST = "meta_digest"
 GPU_COLUMNS = ("kind", "name", "stream", "ts", "dur", "correlation", "launch")
@@ -188,6 +192,7 @@ def _meta(events: TraceEvents, sizes: dict[str, int]) -> dict[str, Any]:
     return {
         "cache_schema": CACHE_SCHEMA,
         "traceview_version": __version__,
+        "ingest_code": ingest_fingerprint(),
         "path": events.path,
         "size_bytes": events.size_bytes,
         "header": events.header,
@@ -209,8 +214,8 @@ def _meta(events: TraceEvents, sizes: dict[str, int]) -> dict[str, Any]:
 
 
 def read_meta(directory: Path) -> dict[str, Any]:
-    """The entry's metadata, checked: schema and version match, its checksum holds, every
-    file has its size."""
+    """The entry's metadata, checked: schema, version and ingest code match, its checksum
+    holds, every file has its size."""
     try:
         meta = orjson.loads((directory / META).read_bytes())
     except (OSError, orjson.JSONDecodeError) as e:
@@ -223,6 +228,8 @@ def read_meta(directory: Path) -> dict[str, Any]:
             f"made by cache schema {made[0]} / traceview {made[1]}, "
             f"this is cache schema {CACHE_SCHEMA} / traceview {__version__}"
         )
+    if meta.get("ingest_code") != ingest_fingerprint():
+        raise DamagedEntry("written by other reading code (its ingest_code fingerprint differs)")
     if META_DIGEST not in meta:
         raise DamagedEntry(f"{META} has no checksum (made by an older traceview)")
     try:
@@ -252,7 +259,7 @@ def read_entry(directory: Path, meta: dict[str, Any], keep_cpu: bool) -> TraceEv
         gpu=gpu,
         runtime=RuntimeColumns(*_arrays(directory / "runtime.parquet", RUNTIME_COLUMNS)),
         steps=_read_steps(directory / "steps.parquet"),
-        span_ns=tuple(meta["span_ns"]) if meta["span_ns"] is not None else None,  # type: ignore[arg-type]
+        span_ns=tuple(meta["span_ns"]) if meta["span_ns"] is not None else None,
         quality=Counter(meta["quality"]),
         facts=_read_facts(meta.get("facts")),
         cpu_quality=Counter(meta["cpu_quality"]),
@@ -268,13 +275,13 @@ def read_entry(directory: Path, meta: dict[str, Any], keep_cpu: bool) -> TraceEv
 def _facts_json(facts: TraceFacts | None) -> dict[str, Any] | None:
     if facts is None:
         return None
-    return {"checks": list(facts.checks), "time_resolution": facts.time_resolution}
+    return {"checks": asdict(facts.checks), "time_resolution": facts.time_resolution}
 
 
 def _read_facts(facts: dict[str, Any] | None) -> TraceFacts | None:
     if facts is None:
         return None
-    return TraceFacts(tuple(str(c) for c in facts["checks"]), str(facts["time_resolution"]))
+    return TraceFacts(DataChecks(**facts["checks"]), str(facts["time_resolution"]))
 
 
 def _check_digests(directory: Path, meta: dict[str, Any]) -> None:

@@ -361,7 +361,7 @@ class TraceReader:
         if data[pos : pos + 1] == b",":
             pos = skip_ws(data, pos + 1)
         first, last_end = pos, pos
-        while data[pos : pos + 1] not in (b"]", b""):
+        while pos < len(data) and data[pos] != ord("]"):
             end = value_end(data, pos)
             if end is None:
                 self._fail_if_damaged(data[pos:], buf.base + pos)
@@ -370,7 +370,7 @@ class TraceReader:
             pos = skip_ws(data, end)
             if data[pos : pos + 1] == b",":
                 pos = skip_ws(data, pos + 1)
-            elif data[pos : pos + 1] not in (b"]", b""):
+            elif pos < len(data) and data[pos] != ord("]"):
                 self._fail(f"malformed JSON at byte {buf.base + pos}: expected , or ]")
         if last_end > first:
             self._last_event_end = buf.base + last_end

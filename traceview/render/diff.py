@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
@@ -245,7 +246,7 @@ def _counts(before: float, after: float) -> str:
     return _count(before) if before == after else f"{_count(before)} → {_count(after)}"
 
 
-def _signed(value: float | None, fmt: Any) -> str:
+def _signed(value: float | None, fmt: Callable[[float], str]) -> str:
     if value is None:
         return "-"
     text = fmt(abs(value))

@@ -12,24 +12,11 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from traceview.console import stderr_console as stderr_console  # run.py prints with it too
 from traceview.errors import TraceviewError, UsageError
 
 if TYPE_CHECKING:  # rich is imported only to print (0.03 s): a warm run may print nothing
-    from rich.console import Console
     from rich.progress import Progress, TaskID
-
-
-def stderr_console() -> Console:
-    """The console for progress, warnings and errors; lines are not hard-wrapped when stderr is
-    not a terminal (a log file or ``2>&1 | grep`` gets each message on one line)."""
-    from rich.console import Console
-
-    return Console(stderr=True, highlight=False, soft_wrap=not _is_terminal(sys.stderr))
-
-
-def _is_terminal(stream: object) -> bool:
-    isatty = getattr(stream, "isatty", None)
-    return bool(isatty and isatty())
 
 
 def stdout_is_terminal() -> bool:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from traceview.humanize import duration as duration  # also words the data checks
+
 
 def us(value: float) -> str:
     """Microseconds with thousands separators and 3 decimals (ns resolution)."""
@@ -19,15 +21,6 @@ def count(value: int) -> str:
 def counted(n: int, noun: str, plural: str | None = None) -> str:
     """``1 launch``, ``2 launches``, ``1,204 kernels``: the noun agrees with the count."""
     return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
-
-
-def duration(value_us: float) -> str:
-    """A human duration: 850 µs, 12.3 ms, 4.56 s."""
-    if value_us < 1000:
-        return f"{value_us:,.1f} µs"
-    if value_us < 1_000_000:
-        return f"{value_us / 1000:,.1f} ms"
-    return f"{value_us / 1_000_000:,.2f} s"
 
 
 def time(value_us: float) -> str:
