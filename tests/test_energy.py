@@ -17,7 +17,8 @@ from conftest import run_cli, trace_params
 
 from traceview.analyses.energy import attribute, base_ns, integrate
 from traceview.errors import TraceviewError, UsageError
-from traceview.events import KERNEL, collect_events
+from traceview.events import KERNEL
+from traceview.parallel import collect_events
 from traceview.read.power import INSTANT, parse_zone, read_power_log
 from traceview.read.reader import TraceReader
 

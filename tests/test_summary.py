@@ -110,4 +110,4 @@ def test_summary_cli_shapes() -> None:
         assert r.exit_code == 0, r.output
         assert "exposed communication" in r.stdout and "hint" in r.stdout
     r = CliRunner().invoke(app, ["summary", str(DEMO), "-f", "csv"])
-    assert r.exit_code == 2 and "--format 'csv'" in r.stderr
+    assert r.exit_code == 2 and "-f 'csv': expected one of table, json, md" in r.stderr

@@ -14,8 +14,9 @@ import reference
 from conftest import run_cli, trace_params
 
 from traceview.analyses.unique import tier_of, unique_kernels
-from traceview.events import KERNEL, MEMCPY, MEMSET, collect_events
+from traceview.events import KERNEL, MEMCPY, MEMSET
 from traceview.launches import NO_LAUNCH, normalise, raw_key
+from traceview.parallel import collect_events
 from traceview.read.reader import TraceReader
 
 

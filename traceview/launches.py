@@ -85,7 +85,7 @@ def _count(value: Any) -> int:
     """A non-negative integer (int, integral float, or decimal text), else ABSENT."""
     kind = type(value)
     if kind is int:
-        return value if 0 <= value <= _INT64_MAX else ABSENT  # type: ignore[no-any-return]
+        return value if 0 <= value <= _INT64_MAX else ABSENT
     if (kind is float or kind is Decimal) and math.isfinite(value) and value == int(value):
         return _count(int(value))  # 32.0, or Decimal("32.0") from the exact decoder
     if kind is str and _NUMBER.fullmatch(value):

@@ -154,7 +154,8 @@ def _matmul_ops(events: TraceEvents, leaf: np.ndarray) -> np.ndarray:
     is_matmul = np.array([bool(MATMUL_OP.search(n)) for n in events.names], dtype=bool)
     if len(is_matmul) == 0:
         return np.zeros(len(leaf), dtype=bool)
-    return (leaf >= 0) & is_matmul[np.maximum(leaf, 0)]
+    matmul: np.ndarray = (leaf >= 0) & is_matmul[np.maximum(leaf, 0)]
+    return matmul
 
 
 def _mode(

@@ -19,6 +19,7 @@ INGEST_SOURCES = (
     "batch.py",
     "cpu_rows.py",
     "events.py",
+    "launches.py",
     "nsys_events.py",
     "parallel.py",
     "state.py",

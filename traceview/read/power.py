@@ -202,7 +202,8 @@ def _epoch_ns(fields: list[np.ndarray], zone: tzinfo | None) -> np.ndarray:
             raise TraceviewError(f"bad timestamp in the power log: {y}/{mo}/{d} {h}h") from None
         aware = local.replace(tzinfo=zone) if zone is not None else local.astimezone()
         starts[i] = int(aware.timestamp()) * 10**9
-    return starts[inverse.reshape(-1)] + (minute * 60 + second) * 10**9 + ns
+    stamps: np.ndarray = starts[inverse.reshape(-1)] + (minute * 60 + second) * 10**9 + ns
+    return stamps
 
 
 def _columns(path: Path, header: list[str]) -> tuple[int, int, int, str]:
