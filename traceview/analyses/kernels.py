@@ -333,4 +333,19 @@ def _sort_key(sort: str) -> Any:
     return lambda r: (-getattr(r, field_name), r.name)
 
 
-__all__ = ["KERNEL", "SORT_KEYS", "KernelOptions", "KernelReport", "KernelRow", "analyse_kernels"]
+def selection(events: TraceEvents, options: KernelOptions) -> tuple[np.ndarray, KernelOptions]:
+    """The mask over GPU rows that ``analyse_kernels`` selects, and the options with the
+    steps chosen (the per-rank summaries of a run select like the one-file table)."""
+    mask, _, options = _selection(events, options)
+    return mask, options
+
+
+__all__ = [
+    "KERNEL",
+    "SORT_KEYS",
+    "KernelOptions",
+    "KernelReport",
+    "KernelRow",
+    "analyse_kernels",
+    "selection",
+]

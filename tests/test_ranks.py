@@ -1,0 +1,123 @@
+"""Several ranks: summaries, the roll-up, collectives and stragglers against the independent
+reference (tests/ranks_reference.py) on the 8-rank DLRM run and on generated runs."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+import ranks_reference as rr
+from conftest import ROOT, SHARED_TRACES
+
+from traceview.analyses.kernels import KernelOptions, analyse_kernels
+from traceview.analyses.ranks import RanksReport, ranks_report
+from traceview.engines.worker import RunResult
+from traceview.run import ReadOptions, read_trace
+from traceview.run_ranks import RunOptions, gather
+
+DLRM = sorted(SHARED_TRACES.glob("param__dlrm_8rank_worker*.json.gz"))
+needs_dlrm = pytest.mark.skipif(len(DLRM) != 8, reason="../shared/traces has no DLRM run")
+READ = ReadOptions(quiet=True)
+
+
+def _gather(inputs: list[Path], **run: object) -> tuple[RunResult, RanksReport]:
+    result = gather(inputs, RunOptions(**run), READ, KernelOptions())  # type: ignore[arg-type]
+    return result, ranks_report(result.summaries, result.rollup, result.waits)
+
+
+def generated_run(tmp: Path, *extra: str) -> Path:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("generate_run", ROOT / "fixtures/generate_run.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.write_run(tmp, module.parse_args([str(tmp), *extra]))
+    return tmp
+
+
+def _check_against_reference(
+    paths: dict[int, Path], result: RunResult, report: RanksReport
+) -> None:
+    run = rr.load_run(paths)
+    want = rr.collectives(run)
+    got = {(c.name, c.index): c for c in report.collectives}
+    assert set(got) == set(want)
+    for key, c in got.items():
+        assert (c.skew_ns, c.last, c.latency_ns) == (
+            want[key]["skew_ns"], want[key]["last"], want[key]["latency_ns"]
+        )  # fmt: skip
+    waits = rr.waits(run)
+    for row in report.rows:
+        assert (row.waits.times_last, row.waits.wait_ns) == waits[row.summary.rank]
+    rollup = result.rollup
+    expected = rr.rollup(run)
+    stats = rollup.stats
+    assert sorted(stats.names) == sorted(expected)
+    from traceview.aggregate import sketch
+
+    pcts = sketch.quantiles(stats.sketch, len(stats.names), (50, 90, 99))
+    std = stats.moments.std()
+    for g, name in enumerate(stats.names):
+        e = expected[name]
+        m = stats.moments
+        assert int(m.count[g]) == e["count"] and int(m.total[g]) == e["total_ns"]
+        assert int(m.minimum[g]) == e["min_ns"] and int(m.maximum[g]) == e["max_ns"]
+        assert math.isclose(std[g], e["std_ns"], rel_tol=1e-9, abs_tol=1e-6)
+        for p in (50, 90, 99):
+            assert abs(pcts[p][g] - e[f"p{p}_ns"]) <= 0.01 * e[f"p{p}_ns"], (name, p)
+        assert int(rollup.rank_count[g]) == e["ranks"]
+        assert int(rollup.low_total[g]) == e["rank_min_ns"]
+        assert int(rollup.high_total[g]) == e["rank_max_ns"]
+
+
+@needs_dlrm
+def test_dlrm_run_matches_reference() -> None:
+    result, report = _gather(DLRM)
+    assert [s.rank for s in result.summaries] == list(range(8))
+    _check_against_reference({i: p for i, p in enumerate(DLRM)}, result, report)
+    assert len(report.collectives) == 8
+    assert sum(c.last == 7 for c in report.collectives) == 5  # as the issue states
+    assert report.warnings == []  # clocks aligned: ends within a few µs
+
+
+@needs_dlrm
+def test_per_rank_totals_equal_the_per_file_results() -> None:
+    result, _ = _gather(DLRM)
+    for summary, path in zip(result.summaries, DLRM, strict=True):
+        alone = analyse_kernels(read_trace(path, READ), KernelOptions(top=0))
+        assert summary.kernels == alone.count
+        assert summary.kernel_time_ns == round(alone.total_us * 1000)
+        assert len(summary.stats.names) == alone.distinct
+
+
+def test_generated_run_finds_the_late_rank(tmp_path: Path) -> None:
+    run = generated_run(tmp_path, "--ranks", "6", "--late-rank", "4", "--gzip")
+    result, report = _gather([run], jobs=2)
+    assert len(report.collectives) == 6  # 2 steps × 3 collectives
+    assert all(c.last == 4 for c in report.collectives)
+    times_last = {r.summary.rank: r.waits.times_last for r in report.rows}
+    assert times_last == {0: 0, 1: 0, 2: 0, 3: 0, 4: 6, 5: 0}
+    assert min(report.rows, key=lambda r: r.waits.wait_ns).summary.rank == 4
+    _check_against_reference({r: run / f"run_rank{r}.json.gz" for r in range(6)}, result, report)
+
+
+def test_skewed_clock_is_warned(tmp_path: Path) -> None:
+    run = generated_run(tmp_path, "--ranks", "3", "--skew-rank", "1", "--skew-clock-us", "5000")
+    _, report = _gather([run], jobs=1)
+    assert report.clock_spread_ns is not None and report.clock_spread_ns >= 5_000_000
+    assert any("clocks may not be aligned" in w for w in report.warnings)
+
+
+def test_dask_equals_local(tmp_path: Path) -> None:
+    pytest.importorskip("distributed")
+    run = generated_run(tmp_path, "--ranks", "5", "--late-rank", "2")
+    local, local_report = _gather([run], jobs=2)
+    dask, dask_report = _gather([run], engine="dask", jobs=2)
+    assert local_report.as_json() == dask_report.as_json()
+    a, b = local.rollup, dask.rollup
+    assert a.stats.names == b.stats.names
+    for field in ("count", "total", "minimum", "maximum", "mean", "m2"):
+        assert (getattr(a.stats.moments, field) == getattr(b.stats.moments, field)).all()
+    assert (a.stats.sketch.count == b.stats.sketch.count).all()

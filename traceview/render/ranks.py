@@ -1,0 +1,126 @@
+"""Renderings of ``traceview ranks``: the per-rank table, then collectives and stragglers."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from traceview.analyses.names import display_names
+from traceview.analyses.ranks import RanksReport
+from traceview.render import units
+from traceview.render.escape import markdown_list, print_line, text_lines
+from traceview.render.tables import Table, to_csv, to_markdown, to_rich, to_text
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+_RANK_HEADERS = (
+    "Rank",
+    "Kernels",
+    "Kernel time",
+    "Busy %",
+    "Idle",
+    "Comm",
+    "Exposed comm",
+    "Median step",
+    "Last",
+    "Wait",
+    "",
+)
+_COLLECTIVE_HEADERS = ("Collective", "#", "Skew", "Last rank", "Latency", "End spread")
+_NARROW_DROP = ("Idle", "Median step", "Exposed comm", "End spread")
+
+
+def header_lines(report: RanksReport) -> list[str]:
+    """The run, the slowest rank, the clock check, warnings."""
+    lines = [
+        f"run      {units.counted(report.ranks, 'rank')}, {units.counted(report.ranks, 'file')}, "
+        f"{units.size(report.size_bytes)}"
+    ]
+    if report.slowest is not None:
+        lines.append(f"slowest  rank {report.slowest} (longest median step, else kernel time)")
+    if report.clock_spread_ns is not None:
+        lines.append(
+            f"clocks   collectives end {units.duration(report.clock_spread_ns / 1000)} apart "
+            "across ranks (median)"
+        )
+    lines += [f"warning  {w}" for w in report.warnings]
+    return lines
+
+
+def rank_table(report: RanksReport) -> Table:
+    """One row per rank."""
+    rows = []
+    for row in report.rows:
+        s, w = row.summary, row.waits
+        step = "-" if s.median_step_ns is None else units.time(s.median_step_ns / 1000)
+        rows.append(
+            (
+                str(s.rank),
+                units.count(s.kernels),
+                units.time(s.kernel_time_ns / 1000),
+                units.pct(s.busy_pct),
+                units.time(s.idle_ns / 1000),
+                units.time(s.comm_ns / 1000),
+                units.time(s.exposed_comm_ns / 1000),
+                step,
+                units.count(w.times_last),
+                units.time(w.wait_ns / 1000),
+                "slowest" if s.rank == report.slowest else "",
+            )
+        )
+    return Table(_RANK_HEADERS, (True,) * 10 + (False,), rows)
+
+
+def collective_table(report: RanksReport) -> Table:
+    """One row per collective present on every rank."""
+    shown = display_names([c.name for c in report.collectives])
+    rows = [
+        (
+            shown[c.name],
+            str(c.index),
+            units.time(c.skew_ns / 1000),
+            str(c.last),
+            units.time(c.latency_ns / 1000),
+            units.time(c.end_spread_ns / 1000),
+        )
+        for c in report.collectives
+    ]
+    return Table(_COLLECTIVE_HEADERS, (False, *(True,) * 5), rows)
+
+
+def _collectives_line(report: RanksReport) -> str:
+    if not report.collectives:
+        return "no collective ran on every rank (communication kernels: nccl or rccl in the name)"
+    return f"{units.counted(len(report.collectives), 'collective')} on every rank"
+
+
+def print_rich(report: RanksReport, console: Console) -> None:
+    for line in header_lines(report):
+        print_line(console, line)
+    to_rich(rank_table(report), console, drop_order=_NARROW_DROP)
+    print_line(console, _collectives_line(report))
+    if report.collectives:
+        to_rich(collective_table(report), console, drop_order=_NARROW_DROP)
+
+
+def text(report: RanksReport) -> str:
+    out = text_lines(header_lines(report)) + "\n\n" + to_text(rank_table(report))
+    out += "\n" + _collectives_line(report) + "\n"
+    if report.collectives:
+        out += "\n" + to_text(collective_table(report))
+    return out
+
+
+def markdown(report: RanksReport) -> str:
+    out = markdown_list(header_lines(report)) + "\n\n" + to_markdown(rank_table(report))
+    out += "\n" + _collectives_line(report) + "\n"
+    if report.collectives:
+        out += "\n" + to_markdown(collective_table(report))
+    return out
+
+
+def csv(report: RanksReport) -> str:
+    """One CSV row per rank, raw numbers (the collectives are in the JSON)."""
+    rows = [r.as_dict(report.slowest) for r in report.rows]
+    fields = [k for k in rows[0] if k != "devices"] if rows else ["rank"]
+    return to_csv(tuple(fields), [tuple(r[f] for f in fields) for r in rows])

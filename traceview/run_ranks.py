@@ -1,0 +1,105 @@
+"""The commands over a whole run (several rank files): find the files and ranks, summarise
+every rank on an engine, merge, analyse, render. The CLI calls these."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from traceview.errors import UsageError
+from traceview.run import ReadOptions, _show, _warn
+
+if TYPE_CHECKING:
+    from traceview.analyses.kernels import KernelOptions
+    from traceview.engines.worker import RunResult
+    from traceview.run import OutputOptions
+
+ENGINES = ("local", "dask")
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """Which files make the run, how ranks are told, and where they are read."""
+
+    glob: str | None = None
+    rank_regex: str | None = None
+    jobs: int | None = None  # local engine: processes (None: all cores)
+    engine: str = "local"
+    scheduler: str | None = None  # dask: the scheduler's address
+    scheduler_file: Path | None = None  # dask: its scheduler file
+    per_rank: bool = False
+
+
+def is_run(inputs: Sequence[Path], run: RunOptions) -> bool:
+    """Whether the inputs are a run (several files, a directory or a glob) rather than one
+    trace file read the usual way."""
+    return (
+        len(inputs) > 1
+        or run.glob is not None
+        or any(p.is_dir() for p in inputs)
+        or (not inputs[0].exists() and any(c in str(inputs[0]) for c in "*?["))
+    )
+
+
+def check_options(run: RunOptions) -> None:
+    """Usage errors before any reading."""
+    if run.engine not in ENGINES:
+        raise UsageError(f"--engine {run.engine!r}: expected one of {', '.join(ENGINES)}")
+    if run.jobs is not None and run.jobs < 1:
+        raise UsageError(f"-j {run.jobs}: expected a number of processes ≥ 1")
+    if run.engine != "dask" and (run.scheduler or run.scheduler_file):
+        raise UsageError("--scheduler and --scheduler-file need --engine dask")
+
+
+def gather(
+    inputs: Sequence[Path],
+    run: RunOptions,
+    read: ReadOptions,
+    kernels: KernelOptions,
+    report: bool = False,
+) -> RunResult:
+    """Find the run's files and ranks, summarise every rank, merge."""
+    from traceview.engines.worker import RankTask
+    from traceview.read.discover import assign_ranks, compile_rank_regex, run_files
+
+    check_options(run)
+    regex = compile_rank_regex(run.rank_regex)
+    files = assign_ranks(run_files(list(inputs), run.glob), regex)
+    by_order = [f for f in files if f.source == "order"]
+    if by_order:
+        _warn(
+            "no rank in the header or the file name of "
+            + ", ".join(f"{f.path} (rank {f.rank} by file order)" for f in by_order)
+        )
+    # Workers stay quiet: one progress bar per rank would be noise.
+    quiet = ReadOptions(**{**read.__dict__, "quiet": True})
+    tasks = [RankTask(f.rank, f.path, quiet, kernels, report) for f in files]
+    if run.engine == "dask":
+        from traceview.engines import dask
+
+        return dask.run(tasks, run, read.partial)
+    from traceview.engines import local
+
+    return local.run(tasks, run, read.partial)
+
+
+def ranks(inputs: Sequence[Path], run: RunOptions, read: ReadOptions, out: OutputOptions) -> None:
+    """``traceview ranks``."""
+    from traceview.analyses.kernels import KernelOptions
+    from traceview.analyses.ranks import ranks_report
+    from traceview.render import ranks as render_ranks
+
+    result = gather(inputs, run, read, KernelOptions())
+    report = ranks_report(result.summaries, result.rollup, result.waits)
+    for warning in report.warnings:
+        _warn(warning)
+    _show(
+        out,
+        json_doc=report.as_json,
+        csv=lambda: render_ranks.csv(report),
+        markdown=lambda: render_ranks.markdown(report),
+        rich=lambda console: render_ranks.print_rich(report, console),
+        text=lambda: render_ranks.text(report),
+    )
