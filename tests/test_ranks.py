@@ -79,6 +79,7 @@ def test_dlrm_run_matches_reference() -> None:
     _check_against_reference({i: p for i, p in enumerate(DLRM)}, result, report)
     assert len(report.collectives) == 8
     assert sum(c.last == 7 for c in report.collectives) == 5  # as the issue states
+    assert report.slowest == 7
     assert report.warnings == []  # clocks aligned: ends within a few µs
 
 
@@ -100,6 +101,7 @@ def test_generated_run_finds_the_late_rank(tmp_path: Path) -> None:
     times_last = {r.summary.rank: r.waits.times_last for r in report.rows}
     assert times_last == {0: 0, 1: 0, 2: 0, 3: 0, 4: 6, 5: 0}
     assert min(report.rows, key=lambda r: r.waits.wait_ns).summary.rank == 4
+    assert report.slowest == 4
     _check_against_reference({r: run / f"run_rank{r}.json.gz" for r in range(6)}, result, report)
 
 

@@ -103,3 +103,29 @@ def ranks(inputs: Sequence[Path], run: RunOptions, read: ReadOptions, out: Outpu
         rich=lambda console: render_ranks.print_rich(report, console),
         text=lambda: render_ranks.text(report),
     )
+
+
+def kernels(
+    inputs: Sequence[Path],
+    run: RunOptions,
+    options: KernelOptions,
+    read: ReadOptions,
+    out: OutputOptions,
+) -> None:
+    """``traceview kernels`` over several ranks: the roll-up, then per rank on request."""
+    from traceview.analyses.kernel_rollup import check_options, rollup_report
+    from traceview.render import kernel_rollup as render
+
+    check_options(options)
+    if out.output is not None:
+        raise UsageError("-o: the detailed report is for one trace; use --format json > FILE")
+    result = gather(inputs, run, read, options, report=run.per_rank)
+    report = rollup_report(result.summaries, result.rollup, options)
+    _show(
+        out,
+        json_doc=report.as_json,
+        csv=lambda: render.csv(report),
+        markdown=lambda: render.markdown(report, out.verbose),
+        rich=lambda console: render.print_rich(report, console, out.verbose),
+        text=lambda: render.text(report, out.verbose),
+    )

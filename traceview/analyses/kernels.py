@@ -340,6 +340,12 @@ def selection(events: TraceEvents, options: KernelOptions) -> tuple[np.ndarray, 
     return mask, options
 
 
+def sort_key(sort: str) -> Any:
+    """The table's row order for ``--sort`` (a usage error for an unknown key): largest
+    first, ties by name; ``name`` alphabetically. The roll-up of several ranks sorts so."""
+    return _sort_key(sort)
+
+
 __all__ = [
     "KERNEL",
     "SORT_KEYS",
@@ -348,4 +354,5 @@ __all__ = [
     "KernelRow",
     "analyse_kernels",
     "selection",
+    "sort_key",
 ]

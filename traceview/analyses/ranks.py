@@ -1,8 +1,9 @@
 """``traceview ranks``: one row per rank, the collectives and the stragglers of a run.
 
 Built from the per-rank summaries, the merged roll-up (its pass-1 collective table) and the
-pass-2 waits of each rank. The slowest rank is the one with the longest median step time
-(without steps: the most kernel time), the smallest rank on ties. Definitions in
+pass-2 waits of each rank. The slowest rank is the one the others wait for: the rank that
+started collectives last most often (ties: the least wait, then the smallest rank); without
+collectives, the longest median step (without steps: the most kernel time). Definitions in
 docs/metrics.md ("Several ranks").
 """
 
@@ -97,16 +98,21 @@ def ranks_report(
         size_bytes=rollup.size_bytes,
         rows=[RankRow(s, w) for s, w in zip(summaries, waits, strict=True)],
         collectives=collectives,
-        slowest=slowest_rank(summaries),
+        slowest=slowest_rank(summaries, waits if collectives else None),
         clock_spread_ns=spread,
         warnings=warnings,
     )
 
 
-def slowest_rank(summaries: Sequence[RankSummary]) -> int | None:
-    """The rank with the longest median step (or the most kernel time without steps)."""
+def slowest_rank(
+    summaries: Sequence[RankSummary], waits: Sequence[Waits] | None = None
+) -> int | None:
+    """The rank the others wait for (most often last, then the least wait); without
+    collectives, the longest median step (or the most kernel time without steps)."""
     if not summaries:
         return None
+    if waits:
+        return min(waits, key=lambda w: (-w.times_last, w.wait_ns, w.rank)).rank
     with_steps = [s for s in summaries if s.median_step_ns is not None]
     if with_steps:
         return min(with_steps, key=lambda s: (-(s.median_step_ns or 0), s.rank)).rank

@@ -37,7 +37,12 @@ def header_lines(report: RanksReport) -> list[str]:
         f"{units.size(report.size_bytes)}"
     ]
     if report.slowest is not None:
-        lines.append(f"slowest  rank {report.slowest} (longest median step, else kernel time)")
+        why = (
+            "most often last to start a collective"
+            if report.collectives
+            else ("longest median step, else most kernel time")
+        )
+        lines.append(f"slowest  rank {report.slowest} ({why})")
     if report.clock_spread_ns is not None:
         lines.append(
             f"clocks   collectives end {units.duration(report.clock_spread_ns / 1000)} apart "
