@@ -14,7 +14,8 @@ from traceview.analyses.kernels import KernelOptions, analyse_kernels
 from traceview.analyses.ranks import RanksReport, ranks_report
 from traceview.engines.worker import RunResult
 from traceview.run import ReadOptions, read_trace
-from traceview.run_ranks import RunOptions, gather
+from traceview.run_options import RunOptions
+from traceview.run_ranks import gather
 
 DLRM = sorted(SHARED_TRACES.glob("param__dlrm_8rank_worker*.json.gz"))
 needs_dlrm = pytest.mark.skipif(len(DLRM) != 8, reason="../shared/traces has no DLRM run")

@@ -4,32 +4,17 @@ every rank on an engine, merge, analyse, render. The CLI calls these."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from traceview.errors import UsageError
 from traceview.run import ReadOptions, _show, _warn
+from traceview.run_options import ENGINES, RunOptions
 
 if TYPE_CHECKING:
     from traceview.analyses.kernels import KernelOptions
     from traceview.engines.worker import RunResult
     from traceview.run import OutputOptions
-
-ENGINES = ("local", "dask")
-
-
-@dataclass(frozen=True)
-class RunOptions:
-    """Which files make the run, how ranks are told, and where they are read."""
-
-    glob: str | None = None
-    rank_regex: str | None = None
-    jobs: int | None = None  # local engine: processes (None: all cores)
-    engine: str = "local"
-    scheduler: str | None = None  # dask: the scheduler's address
-    scheduler_file: Path | None = None  # dask: its scheduler file
-    per_rank: bool = False
 
 
 def is_run(inputs: Sequence[Path], run: RunOptions) -> bool:

@@ -25,7 +25,7 @@ from traceview.errors import TraceviewError
 if TYPE_CHECKING:
     from distributed import Client
 
-    from traceview.run_ranks import RunOptions
+    from traceview.run_options import RunOptions
 
 
 def run(tasks: Sequence[RankTask], options: RunOptions, partial: bool) -> RunResult:

@@ -24,7 +24,7 @@ from traceview.engines.worker import (
 )
 
 if TYPE_CHECKING:
-    from traceview.run_ranks import RunOptions
+    from traceview.run_options import RunOptions
 
 
 def default_jobs() -> int:
