@@ -124,3 +124,22 @@ def test_dask_equals_local(tmp_path: Path) -> None:
     for field in ("count", "total", "minimum", "maximum", "mean", "m2"):
         assert (getattr(a.stats.moments, field) == getattr(b.stats.moments, field)).all()
     assert (a.stats.sketch.count == b.stats.sketch.count).all()
+
+
+def test_a_broken_rank_is_one_error_or_skipped_with_partial(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from traceview.errors import TraceviewError
+
+    run = generated_run(tmp_path, "--ranks", "3")
+    (run / "run_rank7.json").write_text("hello, not a trace")
+    with pytest.raises(TraceviewError, match=r"^rank 7: .*run_rank7\.json: .*--partial skips it$"):
+        _gather([run], jobs=2)
+    result = gather(
+        [run], RunOptions(jobs=2), ReadOptions(quiet=True, partial=True), KernelOptions()
+    )
+    assert [s.rank for s in result.summaries] == [0, 1, 2]
+    assert "warning: --partial: skipped rank 7" in capsys.readouterr().err
+    missing = tmp_path / "run_rank8.json"
+    with pytest.raises(TraceviewError, match=r"rank 8: .*no such file"):
+        _gather([run / "run_rank0.json", missing])
