@@ -101,3 +101,26 @@ def rollup(run: dict[int, list[dict[str, Any]]]) -> dict[str, dict[str, Any]]:
             "rank_max_ns": max(totals.values()),
         }
     return out
+
+
+def step_spread(paths: dict[int, Path]) -> dict[int, dict[str, int]]:
+    """Per step number: ranks, min/max CPU duration with their rank (smallest on ties) and
+    the nearest-rank median over the ranks that have the step."""
+    by_step: dict[int, list[tuple[int, int]]] = defaultdict(list)
+    for rank, path in paths.items():
+        _, events = reference.load_trace(path)
+        for step, (start, end, _) in reference.step_windows(events).items():
+            by_step[step].append((end - start, rank))
+    out = {}
+    for step, values in by_step.items():
+        values.sort()
+        high = max(v for v, _ in values)
+        out[step] = {
+            "ranks": len(values),
+            "min_ns": values[0][0],
+            "min_rank": values[0][1],
+            "median_ns": reference.nearest_rank([v for v, _ in values], 50),
+            "max_ns": high,
+            "max_rank": min(r for v, r in values if v == high),
+        }
+    return out

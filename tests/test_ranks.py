@@ -143,3 +143,25 @@ def test_a_broken_rank_is_one_error_or_skipped_with_partial(
     missing = tmp_path / "run_rank8.json"
     with pytest.raises(TraceviewError, match=r"rank 8: .*no such file"):
         _gather([run / "run_rank0.json", missing])
+
+
+@pytest.mark.parametrize("which", ["dlrm", "generated"])
+def test_step_rollup_matches_reference(which: str, tmp_path: Path) -> None:
+    from traceview.analyses.step_rollup import step_rollup
+
+    if which == "dlrm":
+        if len(DLRM) != 8:
+            pytest.skip("../shared/traces has no DLRM run")
+        paths = dict(enumerate(DLRM))
+    else:
+        run = generated_run(tmp_path, "--ranks", "5", "--steps", "3", "--late-rank", "1")
+        paths = {r: run / f"run_rank{r}.json" for r in range(5)}
+    result, _ = _gather(list(paths.values()))
+    got = {r.step: r for r in step_rollup(result.summaries, result.rollup).rows}
+    want = rr.step_spread(paths)
+    assert set(got) == set(want)
+    for step, w in want.items():
+        g = got[step]
+        assert (g.ranks, g.min_ns, g.min_rank, g.median_ns, g.max_ns, g.max_rank) == (
+            w["ranks"], w["min_ns"], w["min_rank"], w["median_ns"], w["max_ns"], w["max_rank"]
+        )  # fmt: skip

@@ -114,3 +114,21 @@ def kernels(
         rich=lambda console: render.print_rich(report, console, out.verbose),
         text=lambda: render.text(report, out.verbose),
     )
+
+
+def steps(inputs: Sequence[Path], run: RunOptions, read: ReadOptions, out: OutputOptions) -> None:
+    """``traceview steps`` over several ranks: the roll-up, then per rank on request."""
+    from traceview.analyses.kernels import KernelOptions
+    from traceview.analyses.step_rollup import step_rollup
+    from traceview.render import step_rollup as render
+
+    result = gather(inputs, run, read, KernelOptions(), report=run.per_rank)
+    report = step_rollup(result.summaries, result.rollup)
+    _show(
+        out,
+        json_doc=report.as_json,
+        csv=lambda: render.csv(report),
+        markdown=lambda: render.markdown(report),
+        rich=lambda console: render.print_rich(report, console),
+        text=lambda: render.text(report),
+    )

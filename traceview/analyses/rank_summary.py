@@ -22,7 +22,8 @@ from traceview.aggregate.order import dense_ids
 from traceview.aggregate.percentiles import nearest_rank
 from traceview.analyses.devices import DeviceUsage, device_of_stream, positive, usage
 from traceview.analyses.kernels import KernelOptions, KernelReport, analyse_kernels, selection
-from traceview.analyses.steps import step_table
+from traceview.analyses.steps import StepRow, step_table
+from traceview.analyses.summary import TraceSummary, summarize
 from traceview.events import KERNEL, TraceEvents
 
 COMMUNICATION = re.compile(r"nccl|rccl", re.IGNORECASE)
@@ -72,7 +73,9 @@ class RankSummary:
     exposed_comm_ns: int
     median_step_ns: int | None
     comm: CommKernels
+    steps: tuple[tuple[int, int, int], ...] = ()  # (step, CPU duration, kernel time) ns
     report: KernelReport | None = None  # the per-file kernels table, when asked for
+    step_report: tuple[TraceSummary, list[StepRow]] | None = None  # the per-file steps table
     warnings: tuple[str, ...] = ()
 
     @property
@@ -92,9 +95,11 @@ class RankSummary:
 def summarize_rank(
     events: TraceEvents, rank: int, options: KernelOptions | None = None, report: bool = False
 ) -> RankSummary:
-    """The summary of one rank's events; with ``report`` also its per-file kernels table."""
+    """The summary of one rank's events; with ``report`` also its per-file kernels and steps
+    tables."""
     options = options or KernelOptions()
     gpu = events.gpu
+    rows = step_table(events)
     kernel = np.flatnonzero(gpu.kind == KERNEL)
     comm = _is_comm(events)[gpu.name[kernel]] if len(kernel) else np.zeros(0, dtype=bool)
     return RankSummary(
@@ -107,9 +112,11 @@ def summarize_rank(
         devices=usage(events, np.arange(len(gpu.ts))),
         comm_ns=int(gpu.dur[kernel[comm]].sum()),
         exposed_comm_ns=exposed_ns(events, kernel, comm),
-        median_step_ns=median_step_ns(events),
+        median_step_ns=median_step_ns(rows),
         comm=comm_kernels(events, kernel[comm]),
+        steps=tuple((r.step, r.cpu_end_ns - r.cpu_start_ns, r.kernel_time_ns) for r in rows),
         report=analyse_kernels(events, options) if report else None,
+        step_report=(summarize(events), rows) if report else None,
     )
 
 
@@ -152,9 +159,8 @@ def _busy(events: TraceEvents, rows: np.ndarray) -> int:
     return int(u.busy.sum())
 
 
-def median_step_ns(events: TraceEvents) -> int | None:
+def median_step_ns(rows: list[StepRow]) -> int | None:
     """The nearest-rank median of the CPU step durations; None without steps."""
-    rows = step_table(events)
     if not rows:
         return None
     durations = sorted(r.cpu_end_ns - r.cpu_start_ns for r in rows)

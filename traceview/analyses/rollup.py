@@ -41,6 +41,7 @@ class Rollup:
     high_rank: np.ndarray
     totals: sketch.Sketch  # per name: the sketch of the per-rank totals
     collectives: collectives.CollectiveState
+    steps: dict[int, tuple[tuple[int, int], ...]]  # step → (rank, CPU duration ns) per rank
 
     @property
     def distinct(self) -> int:
@@ -66,6 +67,7 @@ def of_rank(summary: RankSummary) -> Rollup:
         high_rank=rank,
         totals=sketch.of_values(np.arange(n), total),
         collectives=collectives.of_rank(summary.rank, summary.comm),
+        steps={step: ((summary.rank, dur),) for step, dur, _ in summary.steps},
     )
 
 
@@ -97,6 +99,7 @@ def merge(a: Rollup, b: Rollup) -> Rollup:
         high_rank=np.where(take_high, highr_b, highr_a),
         totals=sketch.merge(a.totals, sketch.regroup(b.totals, to_new)),
         collectives=collectives.merge(a.collectives, b.collectives),
+        steps={s: a.steps.get(s, ()) + b.steps.get(s, ()) for s in sorted({*a.steps, *b.steps})},
     )
 
 
