@@ -124,3 +124,18 @@ def step_spread(paths: dict[int, Path]) -> dict[int, dict[str, int]]:
             "max_rank": min(r for v, r in values if v == high),
         }
     return out
+
+
+def gap_lengths(paths: dict[int, Path]) -> dict[int, tuple[list[int], int]]:
+    """rank → (the lengths of its device gaps over all devices, Σ host wait), all GPU
+    activity busy."""
+    out = {}
+    for rank, path in paths.items():
+        _, events = reference.load_trace(path)
+        lengths, wait = [], 0
+        for figures in reference.device_gaps(events).values():
+            for gap in figures["gaps"]:
+                lengths.append(gap["end_ns"] - gap["start_ns"])
+                wait += gap["host_wait_ns"]
+        out[rank] = (lengths, wait)
+    return out

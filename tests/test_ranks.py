@@ -165,3 +165,27 @@ def test_step_rollup_matches_reference(which: str, tmp_path: Path) -> None:
         assert (g.ranks, g.min_ns, g.min_rank, g.median_ns, g.max_ns, g.max_rank) == (
             w["ranks"], w["min_ns"], w["min_rank"], w["median_ns"], w["max_ns"], w["max_rank"]
         )  # fmt: skip
+
+
+@needs_dlrm
+def test_gap_rollup_matches_reference() -> None:
+    from traceview.analyses.gap_rollup import gap_rollup
+
+    paths = dict(enumerate(DLRM))
+    result, _ = _gather(DLRM)
+    report = gap_rollup(result.summaries, result.rollup)
+    want = rr.gap_lengths(paths)
+    every: list[int] = []
+    for summary, got in report.ranks:
+        lengths, wait = want[summary.rank]
+        every += lengths
+        assert got.gaps == len(lengths) and got.gap_total_us * 1000 == sum(lengths)
+        assert round(got.host_wait_us * 1000) == wait
+        assert summary.idle_ns == sum(lengths)  # idle = Σ device gaps, as one file says
+    every.sort()
+    run = report.rollup
+    assert run.gaps == len(every) and round(run.gap_total_us * 1000) == sum(every)
+    assert run.max_gap_us * 1000 == every[-1] and run.min_gap_us * 1000 == every[0]
+    for p in (50, 90, 99):
+        exact = rr.reference.nearest_rank(every, p)
+        assert abs(getattr(run, f"p{p}_gap_us") * 1000 - exact) <= 0.01 * exact

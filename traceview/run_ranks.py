@@ -132,3 +132,21 @@ def steps(inputs: Sequence[Path], run: RunOptions, read: ReadOptions, out: Outpu
         rich=lambda console: render.print_rich(report, console),
         text=lambda: render.text(report),
     )
+
+
+def gaps(inputs: Sequence[Path], run: RunOptions, read: ReadOptions, out: OutputOptions) -> None:
+    """``traceview gaps`` over several ranks: per rank and over the run."""
+    from traceview.analyses.gap_rollup import gap_rollup
+    from traceview.analyses.kernels import KernelOptions
+    from traceview.render import gap_rollup as render
+
+    result = gather(inputs, run, read, KernelOptions())
+    report = gap_rollup(result.summaries, result.rollup)
+    _show(
+        out,
+        json_doc=report.as_json,
+        csv=lambda: render.csv(report),
+        markdown=lambda: render.markdown(report),
+        rich=lambda console: render.print_rich(report, console),
+        text=lambda: render.text(report),
+    )

@@ -20,7 +20,15 @@ from traceview.aggregate import moments, sketch
 from traceview.aggregate.intervals import unions
 from traceview.aggregate.order import dense_ids
 from traceview.aggregate.percentiles import nearest_rank
-from traceview.analyses.devices import DeviceUsage, device_of_stream, positive, usage
+from traceview.analyses.devices import (
+    DeviceUsage,
+    device_gaps,
+    device_of_stream,
+    first_launch,
+    name_rank,
+    positive,
+    usage,
+)
 from traceview.analyses.kernels import KernelOptions, KernelReport, analyse_kernels, selection
 from traceview.analyses.steps import StepRow, step_table
 from traceview.analyses.summary import TraceSummary, summarize
@@ -59,6 +67,16 @@ class CommKernels:
 
 
 @dataclass(frozen=True)
+class GapFigures:
+    """The device gaps of every device of a set of ranks (ns): Moments and the sketch of
+    their lengths (one group), the host wait summed."""
+
+    lengths: moments.Moments
+    sketch: sketch.Sketch
+    host_wait_ns: int
+
+
+@dataclass(frozen=True)
 class RankSummary:
     """One rank of a run: everything the multi-rank commands need from its file."""
 
@@ -74,6 +92,7 @@ class RankSummary:
     median_step_ns: int | None
     comm: CommKernels
     steps: tuple[tuple[int, int, int], ...] = ()  # (step, CPU duration, kernel time) ns
+    gaps: GapFigures | None = None
     report: KernelReport | None = None  # the per-file kernels table, when asked for
     step_report: tuple[TraceSummary, list[StepRow]] | None = None  # the per-file steps table
     warnings: tuple[str, ...] = ()
@@ -115,6 +134,7 @@ def summarize_rank(
         median_step_ns=median_step_ns(rows),
         comm=comm_kernels(events, kernel[comm]),
         steps=tuple((r.step, r.cpu_end_ns - r.cpu_start_ns, r.kernel_time_ns) for r in rows),
+        gaps=gap_figures(events),
         report=analyse_kernels(events, options) if report else None,
         step_report=(summarize(events), rows) if report else None,
     )
@@ -129,6 +149,27 @@ def kernel_stats(events: TraceEvents, options: KernelOptions) -> KernelStats:
         names=[events.names[i] for i in used.tolist()],
         moments=moments.accumulate(group, dur, len(used)),
         sketch=sketch.of_values(group, dur),
+    )
+
+
+def gap_figures(events: TraceEvents) -> GapFigures:
+    """The device gaps of all GPU activity (the ``gaps`` command's default busy events)."""
+    _, gaps = device_gaps(
+        events, np.arange(len(events.gpu.ts)), first_launch(events), name_rank(events.names)
+    )
+    length = gaps.end - gaps.start
+    one = np.zeros(len(length), dtype=np.int64)
+    return GapFigures(
+        moments.accumulate(one, length, 1), sketch.of_values(one, length), int(gaps.host_wait.sum())
+    )
+
+
+def merge_gaps(a: GapFigures, b: GapFigures) -> GapFigures:
+    """The gap figures of both."""
+    return GapFigures(
+        moments.merge(a.lengths, b.lengths),
+        sketch.merge(a.sketch, b.sketch),
+        a.host_wait_ns + b.host_wait_ns,
     )
 
 

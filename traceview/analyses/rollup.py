@@ -19,10 +19,11 @@ import numpy as np
 
 from traceview.aggregate import moments, sketch
 from traceview.analyses import collectives
-from traceview.analyses.rank_summary import KernelStats, RankSummary
+from traceview.analyses.rank_summary import GapFigures, KernelStats, RankSummary, merge_gaps
 
 _T = TypeVar("_T")
 _I64 = np.iinfo(np.int64)
+NO_GAPS = GapFigures(moments.empty(1), sketch.empty(), 0)
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,7 @@ class Rollup:
     totals: sketch.Sketch  # per name: the sketch of the per-rank totals
     collectives: collectives.CollectiveState
     steps: dict[int, tuple[tuple[int, int], ...]]  # step → (rank, CPU duration ns) per rank
+    gaps: GapFigures  # the device gaps of every rank
 
     @property
     def distinct(self) -> int:
@@ -68,6 +70,7 @@ def of_rank(summary: RankSummary) -> Rollup:
         totals=sketch.of_values(np.arange(n), total),
         collectives=collectives.of_rank(summary.rank, summary.comm),
         steps={step: ((summary.rank, dur),) for step, dur, _ in summary.steps},
+        gaps=summary.gaps or NO_GAPS,
     )
 
 
@@ -100,6 +103,7 @@ def merge(a: Rollup, b: Rollup) -> Rollup:
         totals=sketch.merge(a.totals, sketch.regroup(b.totals, to_new)),
         collectives=collectives.merge(a.collectives, b.collectives),
         steps={s: a.steps.get(s, ()) + b.steps.get(s, ()) for s in sorted({*a.steps, *b.steps})},
+        gaps=merge_gaps(a.gaps, b.gaps),
     )
 
 
