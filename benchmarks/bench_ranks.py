@@ -51,11 +51,19 @@ def make_run(data: Path, label: str, ranks: int, size: int) -> tuple[Path, Path,
     for r in range(1, ranks):
         copy = run_dir / f"rank{r}.json"
         if not copy.exists():
-            shutil.copyfile(one, copy)
+            copy_as_rank(one, copy, r)
     if not single.exists():
         generate.write_trace(single, size_bytes=size * ranks, seed=0)
     total = sum(p.stat().st_size for p in run_dir.glob("rank*.json"))
     return run_dir, single, total
+
+
+def copy_as_rank(source: Path, target: Path, rank: int) -> None:
+    """A copy of a trace whose header's ``distributedInfo.rank`` says ``rank``."""
+    with source.open("rb") as src, target.open("wb") as dst:
+        head = src.read(1 << 16)
+        dst.write(head.replace(b'"rank": 0,', b'"rank": %d,' % rank, 1))
+        shutil.copyfileobj(src, dst, 16 << 20)
 
 
 def bench(label: str, run_dir: Path, single: Path, nbytes: int, runs: int) -> None:

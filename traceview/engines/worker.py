@@ -49,7 +49,7 @@ def ingest(task: RankTask) -> RankSummary | RankFailure:
 
     os.environ["TRACEVIEW_PARALLEL_MIN_BYTES"] = _SINGLE_PROCESS
     try:
-        events = read_trace(task.path, task.read)
+        events = read_trace(task.path, task.read, remember=False)
         return summarize_rank(events, task.rank, task.kernels, task.report)
     except TraceviewError as e:
         return RankFailure(task.rank, task.path, e.message)

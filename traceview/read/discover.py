@@ -128,7 +128,7 @@ def _open(path: Path) -> IO[bytes]:
 
 
 def _rank_before_events(f: IO[bytes]) -> int | None:
-    for prefix, event, value in ijson.parse(f, buf_size=1 << 16):
+    for prefix, event, value in ijson.parse(f, buf_size=1 << 12):
         if prefix == "" and event == "map_key" and value == "traceEvents":
             return None
         if prefix == "distributedInfo.rank":
