@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from traceview.errors import UsageError
 from traceview.run import ReadOptions, _show, _warn
@@ -80,14 +80,7 @@ def ranks(inputs: Sequence[Path], run: RunOptions, read: ReadOptions, out: Outpu
     report = ranks_report(result.summaries, result.rollup, result.waits)
     for warning in report.warnings:
         _warn(warning)
-    _show(
-        out,
-        json_doc=report.as_json,
-        csv=lambda: render_ranks.csv(report),
-        markdown=lambda: render_ranks.markdown(report),
-        rich=lambda console: render_ranks.print_rich(report, console),
-        text=lambda: render_ranks.text(report),
-    )
+    _show_report(out, report, render_ranks)
 
 
 def kernels(
@@ -124,14 +117,7 @@ def steps(inputs: Sequence[Path], run: RunOptions, read: ReadOptions, out: Outpu
 
     result = gather(inputs, run, read, KernelOptions(), report=run.per_rank)
     report = step_rollup(result.summaries, result.rollup)
-    _show(
-        out,
-        json_doc=report.as_json,
-        csv=lambda: render.csv(report),
-        markdown=lambda: render.markdown(report),
-        rich=lambda console: render.print_rich(report, console),
-        text=lambda: render.text(report),
-    )
+    _show_report(out, report, render)
 
 
 def gaps(inputs: Sequence[Path], run: RunOptions, read: ReadOptions, out: OutputOptions) -> None:
@@ -142,6 +128,12 @@ def gaps(inputs: Sequence[Path], run: RunOptions, read: ReadOptions, out: Output
 
     result = gather(inputs, run, read, KernelOptions())
     report = gap_rollup(result.summaries, result.rollup)
+    _show_report(out, report, render)
+
+
+def _show_report(out: OutputOptions, report: Any, render: Any) -> None:
+    """A run report in the chosen format: ``report.as_json`` and the renderer module's
+    ``csv``, ``markdown``, ``print_rich`` and ``text`` of the report."""
     _show(
         out,
         json_doc=report.as_json,

@@ -23,15 +23,6 @@ from traceview.analyses.rollup import Rollup
 from traceview.errors import UsageError
 
 SCHEMA_VERSION = 1
-_FIELDS = {
-    "count": "count",
-    "duration": "mean_us",
-    "percentage": "pct_launches",
-    "duration-percentage": "pct_time",
-    "total": "total_us",
-    "max": "max_us",
-    "p99": "p99_us",
-}
 
 
 @dataclass(frozen=True)

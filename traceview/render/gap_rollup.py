@@ -8,6 +8,7 @@ from traceview.aggregate import sketch
 from traceview.analyses.gap_rollup import GapRollup, GapStats
 from traceview.render import units
 from traceview.render.escape import markdown_list, print_line, text_lines
+from traceview.render.header import run_line
 from traceview.render.tables import Table, to_csv, to_markdown, to_rich, to_text
 
 if TYPE_CHECKING:
@@ -21,8 +22,7 @@ _NARROW_DROP = ("Std", "Min", "P50~", "P90~", "Mean")
 def header_lines(report: GapRollup) -> list[str]:
     n = len(report.ranks)
     return [
-        f"run      {units.counted(n, 'rank')}, {units.counted(n, 'file')}, "
-        f"{units.size(report.size_bytes)}",
+        run_line(n, report.size_bytes),
         "busy     kernel+memcpy+memset: device gaps (the GPU idle), every device of every rank",
         f"note     ~: within {100 * sketch.ALPHA:g}% (a mergeable sketch)",
     ]

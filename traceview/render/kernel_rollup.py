@@ -10,6 +10,7 @@ from traceview.analyses.kernel_rollup import RollupReport, RollupRow
 from traceview.render import kernels as one_file
 from traceview.render import units
 from traceview.render.escape import markdown_list, print_line, text_lines
+from traceview.render.header import run_line
 from traceview.render.tables import Table, to_csv, to_markdown, to_rich, to_text
 
 if TYPE_CHECKING:
@@ -27,8 +28,7 @@ def header_lines(report: RollupReport) -> list[str]:
     kinds = "+".join(report.options.include)
     ranks = len(report.ranks)
     return [
-        f"run      {units.counted(ranks, 'rank')}, {units.counted(ranks, 'file')}, "
-        f"{units.size(report.size_bytes)}",
+        run_line(ranks, report.size_bytes),
         f"{kinds:<8} {units.counted(report.count, 'launch', 'launches')}, "
         f"{units.count(report.distinct)} distinct, total {units.duration(report.total_us)}",
         f"note     ~: within {100 * sketch.ALPHA:g}% (a mergeable sketch); exact in a rank's table",

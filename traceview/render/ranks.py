@@ -8,6 +8,7 @@ from traceview.analyses.names import display_names
 from traceview.analyses.ranks import RanksReport
 from traceview.render import units
 from traceview.render.escape import markdown_list, print_line, text_lines
+from traceview.render.header import run_line
 from traceview.render.tables import Table, to_csv, to_markdown, to_rich, to_text
 
 if TYPE_CHECKING:
@@ -32,10 +33,7 @@ _NARROW_DROP = ("Idle", "Median step", "Exposed comm", "End spread")
 
 def header_lines(report: RanksReport) -> list[str]:
     """The run, the slowest rank, the clock check, warnings."""
-    lines = [
-        f"run      {units.counted(report.ranks, 'rank')}, {units.counted(report.ranks, 'file')}, "
-        f"{units.size(report.size_bytes)}"
-    ]
+    lines = [run_line(report.ranks, report.size_bytes)]
     if report.slowest is not None:
         why = (
             "most often last to start a collective"

@@ -10,6 +10,7 @@ from traceview.analyses.summary import TraceSummary
 from traceview.render import steps as one_file
 from traceview.render import units
 from traceview.render.escape import markdown_list, print_line, text_lines
+from traceview.render.header import run_line
 from traceview.render.tables import Table, to_csv, to_markdown, to_rich, to_text
 
 if TYPE_CHECKING:
@@ -21,8 +22,7 @@ _HEADERS = ("Step", "Ranks", "Min", "Min rank", "Median", "Max", "Max rank", "Sp
 def header_lines(report: StepRollup) -> list[str]:
     n = len(report.summaries)
     return [
-        f"run      {units.counted(n, 'rank')}, {units.counted(n, 'file')}, "
-        f"{units.size(report.size_bytes)}",
+        run_line(n, report.size_bytes),
         "steps    CPU step duration across the ranks that have the step",
     ]
 
