@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from traceview.aggregate import sketch
-from traceview.analyses.kernels import KernelOptions, KernelReport, sort_key
+from traceview.analyses.kernels import KernelOptions, KernelReport, KernelRow, sort_key
 from traceview.analyses.names import display_names
 from traceview.analyses.rank_summary import RankSummary
 from traceview.analyses.rollup import Rollup
@@ -26,35 +26,16 @@ SCHEMA_VERSION = 1
 
 
 @dataclass(frozen=True)
-class RollupRow:
-    """One kernel name over the whole run (µs)."""
+class RollupRow(KernelRow):
+    """One kernel name over the whole run (µs): the one-file row's figures (percentiles from
+    the sketch; ``variants`` 1), then how the ranks share it."""
 
-    name: str
-    short_name: str
-    count: int
-    total_us: float
-    mean_us: float
-    std_us: float
-    min_us: float
-    max_us: float
-    p50_us: float
-    p90_us: float
-    p99_us: float
-    pct_launches: float
-    pct_time: float
     ranks: int
     rank_min_total_us: float
     rank_min: int
     rank_median_total_us: float
     rank_max_total_us: float
     rank_max: int
-
-    @property
-    def variants(self) -> int:  # the one-file table's field, for shared renderers
-        return 1
-
-    def as_dict(self) -> dict[str, Any]:
-        return {f: getattr(self, f) for f in self.__dataclass_fields__}
 
 
 @dataclass(frozen=True)
@@ -163,6 +144,7 @@ def _rows(rollup: Rollup) -> list[RollupRow]:
             RollupRow(
                 name=name,
                 short_name=shown[name],
+                variants=1,
                 count=count,
                 total_us=total / 1000,
                 mean_us=total / count / 1000,
