@@ -13,6 +13,7 @@ from traceview.run_options import ENGINES, RunOptions
 
 if TYPE_CHECKING:
     from traceview.analyses.kernels import KernelOptions
+    from traceview.analyses.run_snapshot import RunSnapshot
     from traceview.engines.worker import RunResult
     from traceview.run import OutputOptions
 
@@ -44,6 +45,7 @@ def gather(
     read: ReadOptions,
     kernels: KernelOptions,
     report: bool = False,
+    snapshot: bool = False,
 ) -> RunResult:
     """Find the run's files and ranks, summarise every rank, merge."""
     from traceview.engines.worker import RankTask
@@ -60,7 +62,7 @@ def gather(
         )
     # Workers stay quiet: one progress bar per rank would be noise.
     quiet = ReadOptions(**{**read.__dict__, "quiet": True})
-    tasks = [RankTask(f.rank, f.path, quiet, kernels, report) for f in files]
+    tasks = [RankTask(f.rank, f.path, quiet, kernels, report, snapshot) for f in files]
     if run.engine == "dask":
         from traceview.engines import dask
 
@@ -129,6 +131,34 @@ def gaps(inputs: Sequence[Path], run: RunOptions, read: ReadOptions, out: Output
     result = gather(inputs, run, read, KernelOptions())
     report = gap_rollup(result.summaries, result.rollup)
     _show_report(out, report, render)
+
+
+def snapshot(
+    inputs: Sequence[Path], run: RunOptions, read: ReadOptions, output: Path | None, force: bool
+) -> None:
+    """``traceview snapshot`` of a run: the roll-up and every rank's snapshot as one JSON
+    document, to stdout or atomically to ``output``."""
+    from traceview.analyses.kernels import KernelOptions
+    from traceview.render.output import check_output_path, write_file, write_stdout
+    from traceview.run_snapshot_file import to_json
+
+    if output is not None:
+        check_output_path(output, force, tuple(inputs))
+    text = to_json(run_snapshot(inputs, run, read, KernelOptions()))
+    if output is None:
+        write_stdout(text)
+    else:
+        write_file(output, text, force, tuple(inputs))
+
+
+def run_snapshot(
+    inputs: Sequence[Path], run: RunOptions, read: ReadOptions, kernels: KernelOptions
+) -> RunSnapshot:
+    """The snapshot of the run the inputs make (each rank's built in its worker)."""
+    from traceview.analyses.run_snapshot import build_run_snapshot
+
+    result = gather(inputs, run, read, kernels, snapshot=True)
+    return build_run_snapshot(result.summaries, result.rollup)
 
 
 def _show_report(out: OutputOptions, report: Any, render: Any) -> None:

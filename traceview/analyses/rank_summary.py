@@ -30,6 +30,7 @@ from traceview.analyses.devices import (
     usage,
 )
 from traceview.analyses.kernels import KernelOptions, KernelReport, analyse_kernels, selection
+from traceview.analyses.snapshot import Snapshot, build_snapshot
 from traceview.analyses.steps import StepRow, step_table
 from traceview.analyses.summary import TraceSummary, summarize
 from traceview.events import KERNEL, TraceEvents
@@ -95,6 +96,7 @@ class RankSummary:
     gaps: GapFigures | None = None
     report: KernelReport | None = None  # the per-file kernels table, when asked for
     step_report: tuple[TraceSummary, list[StepRow]] | None = None  # the per-file steps table
+    snapshot: Snapshot | None = None  # the one-file snapshot, for a run snapshot
     warnings: tuple[str, ...] = ()
 
     @property
@@ -112,10 +114,14 @@ class RankSummary:
 
 
 def summarize_rank(
-    events: TraceEvents, rank: int, options: KernelOptions | None = None, report: bool = False
+    events: TraceEvents,
+    rank: int,
+    options: KernelOptions | None = None,
+    report: bool = False,
+    snapshot: bool = False,
 ) -> RankSummary:
     """The summary of one rank's events; with ``report`` also its per-file kernels and steps
-    tables."""
+    tables, with ``snapshot`` its one-file snapshot."""
     options = options or KernelOptions()
     gpu = events.gpu
     rows = step_table(events)
@@ -137,6 +143,7 @@ def summarize_rank(
         gaps=gap_figures(events),
         report=analyse_kernels(events, options) if report else None,
         step_report=(summarize(events), rows) if report else None,
+        snapshot=build_snapshot(events) if snapshot else None,
     )
 
 

@@ -31,6 +31,7 @@ class RankTask:
     read: ReadOptions
     kernels: KernelOptions
     report: bool = False  # keep the per-file kernels table (--per-rank)
+    snapshot: bool = False  # keep the one-file snapshot (snapshot and diff of a run)
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,7 @@ def ingest(task: RankTask) -> RankSummary | RankFailure:
     os.environ["TRACEVIEW_PARALLEL_MIN_BYTES"] = _SINGLE_PROCESS
     try:
         events = read_trace(task.path, task.read, remember=False)
-        return summarize_rank(events, task.rank, task.kernels, task.report)
+        return summarize_rank(events, task.rank, task.kernels, task.report, task.snapshot)
     except TraceviewError as e:
         return RankFailure(task.rank, task.path, e.message)
     finally:
