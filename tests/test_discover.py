@@ -88,3 +88,9 @@ def test_empty_inputs_are_errors(tmp_path: Path) -> None:
         run_files([tmp_path / "*.json"])
     with pytest.raises(TraceviewError, match="not a valid regular expression"):
         compile_rank_regex("(")
+
+
+def test_a_corrupt_gzip_has_no_header_rank(tmp_path: Path) -> None:
+    path = tmp_path / "rank3.json.gz"
+    path.write_bytes(gzip.compress(b'{"traceEvents": []}')[:20] + b"\x00garbage" * 20)
+    assert header_rank(path) is None

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import IO
 
 import ijson
+from zlib_ng import zlib_ng
 
 from traceview.errors import TraceviewError, UsageError
 from traceview.read.source import GZIP_MAGIC
@@ -109,11 +110,12 @@ def name_rank(path: Path, regex: re.Pattern[str]) -> int | None:
 
 def header_rank(path: Path) -> int | None:
     """``distributedInfo.rank`` from the header, reading only up to ``traceEvents``; None when
-    the file cannot be read that way or the header has no rank."""
+    the file cannot be read that way or the header has no rank (the reader then says what is
+    wrong with it, if anything)."""
     try:
         with _open(path) as f:
             return _rank_before_events(f)
-    except (OSError, ValueError, EOFError, ijson.JSONError):
+    except (OSError, ValueError, EOFError, ijson.JSONError, zlib_ng.error):
         return None
 
 
