@@ -112,7 +112,7 @@ def _bad_inputs(tmp: Path) -> dict[str, Path]:
     text = json.dumps(SMALL, indent=1).encode()
     files = {
         "missing": tmp / "nope.json",
-        "directory": tmp,
+        "directory": tmp / "no_traces",  # a directory is a run (#15): one without rank files
         "empty": tmp / "empty.json",
         "garbage": tmp / "garbage.txt",
         "binary": tmp / "random.bin",
@@ -124,6 +124,7 @@ def _bad_inputs(tmp: Path) -> dict[str, Path]:
         "events_not_list": tmp / "notlist.json",
         "trailing_garbage": tmp / "trailing.json",
     }
+    files["directory"].mkdir(exist_ok=True)
     files["empty"].write_bytes(b"")
     files["garbage"].write_text("hello, this is not a trace\n")
     files["binary"].write_bytes(bytes(range(256)) * 8)
@@ -152,7 +153,7 @@ def test_error_messages_say_what_is_wrong(tmp_path: Path) -> None:
     files = _bad_inputs(tmp_path)
     expect = {
         "missing": "no such file",
-        "directory": "is a directory",
+        "directory": "a directory without trace files",
         "empty": "empty file",
         "garbage": "not JSON",
         "execution_trace": "PyTorch Execution Trace",

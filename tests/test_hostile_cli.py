@@ -108,7 +108,9 @@ def test_odd_but_valid_input_reads(tmp_path: Path, kind: str) -> None:
 
 def test_missing_file_and_directory(tmp_path: Path) -> None:
     assert_one_line_error(run_cli("kernels", str(tmp_path / "nope.json")), "no such file")
-    assert_one_line_error(run_cli("gaps", str(tmp_path)), "is a directory")
+    assert_one_line_error(
+        run_cli("gaps", str(tmp_path)), "a directory without trace files"
+    )  # a run (#15)
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root can read any file")

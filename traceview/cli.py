@@ -6,13 +6,16 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from traceview import __version__
+from traceview.cli_run_options import FROM_RUN_FLAGS, PerRank, Traces, reads_runs
 from traceview.errors import TraceviewError
+from traceview.run_options import RunOptions
 from traceview.usage import OneLineErrors
 
 app = typer.Typer(
@@ -114,8 +117,9 @@ def _root(
 
 
 @app.command()
+@reads_runs
 def kernels(
-    trace: Trace,
+    trace: Traces,
     sort: Annotated[
         str,
         typer.Option(
@@ -169,9 +173,11 @@ def kernels(
     cache_dir: CacheDir = None,
     verify: Verify = False,
     step_regex: StepRegex = None,
+    per_rank: PerRank = False,
+    runs: RunOptions = FROM_RUN_FLAGS,
 ) -> None:
     """Per-kernel statistics: count, total, mean, std, min/max, p50/p90/p99, shares."""
-    from traceview import run
+    from traceview import run, run_ranks
     from traceview.analyses.kernels import KernelOptions
     from traceview.analyses.steps import parse_steps
 
@@ -184,21 +190,25 @@ def kernels(
             steps=tuple(parse_steps(pstep)) if pstep else (),
         )  # fmt: skip
         out = run.OutputOptions(fmt, verbose, output, force, wide)
-        run.kernels(
-            trace,
-            options,
-            run.ReadOptions(
-                partial, quiet, strict, not no_cache, refresh, cache_dir, verify, step_regex
-            ),
-            out,
+        read = run.ReadOptions(
+            partial, quiet, strict, not no_cache, refresh, cache_dir, verify, step_regex
         )
+        if run_ranks.is_run(trace, runs):
+            run_ranks.kernels(trace, replace(runs, per_rank=per_rank), options, read, out)
+        else:
+            run.kernels(trace[0], options, read, out)
 
 
 @app.command()
+@reads_runs
 def gaps(
     trace: Annotated[
-        Path | None,
-        typer.Argument(help="Trace file; omitted: the last trace analysed.", show_default=False),
+        list[Path] | None,
+        typer.Argument(
+            help="Trace file; omitted: the last trace analysed. Several files, a directory or "
+            "a glob make a run: one trace per rank.",
+            show_default=False,
+        ),
     ] = None,
     busy: Annotated[
         str, typer.Option("--busy", help="What keeps the GPU busy: kernel,memcpy,memset or kernel.")
@@ -275,10 +285,11 @@ def gaps(
     cache_dir: CacheDir = None,
     verify: Verify = False,
     step_regex: StepRegex = None,
+    runs: RunOptions = FROM_RUN_FLAGS,
 ) -> None:
     """Why the GPU sits idle: device gaps with their cause (CPU or GPU), idle per device,
     histogram, transitions, the largest gaps and what the CPU was doing."""
-    from traceview import run
+    from traceview import run, run_ranks
     from traceview.analyses.gaps import GapOptions, parse_duration, parse_hist_range
     from traceview.analyses.steps import parse_steps
     from traceview.state import last_trace
@@ -287,9 +298,10 @@ def gaps(
         if trace is None:
             from traceview.render.escape import visible  # a file name is data too
 
-            trace = last_trace()
+            trace = [last_trace()]
             print(
-                f"traceview: using the last trace analysed: {visible(str(trace))}", file=sys.stderr
+                f"traceview: using the last trace analysed: {visible(str(trace[0]))}",
+                file=sys.stderr,
             )
         hist_min_ns, hist_max_ns = parse_hist_range(hist_min, hist_max)
         options = GapOptions(
@@ -304,19 +316,19 @@ def gaps(
             per_stream=per_stream, context=not no_context,
         )  # fmt: skip
         out = run.OutputOptions(fmt, verbose, gap_output, force, wide)
-        run.gaps(
-            trace,
-            options,
-            run.ReadOptions(
-                partial, quiet, strict, not no_cache, refresh, cache_dir, verify, step_regex
-            ),
-            out,
+        read = run.ReadOptions(
+            partial, quiet, strict, not no_cache, refresh, cache_dir, verify, step_regex
         )
+        if run_ranks.is_run(trace, runs):
+            run_ranks.gaps(trace, runs, options, read, out)
+        else:
+            run.gaps(trace[0], options, read, out)
 
 
 @app.command()
+@reads_runs
 def steps(
-    trace: Trace,
+    trace: Traces,
     fmt: Format = "table",
     partial: Partial = False,
     quiet: Quiet = False,
@@ -326,19 +338,21 @@ def steps(
     cache_dir: CacheDir = None,
     verify: Verify = False,
     step_regex: StepRegex = None,
+    per_rank: PerRank = False,
+    runs: RunOptions = FROM_RUN_FLAGS,
 ) -> None:
     """The ProfilerSteps: CPU duration, kernels launched, and per device the GPU window,
     busy %, idle and how far the GPU runs behind the CPU."""
-    from traceview import run
+    from traceview import run, run_ranks
 
-    _call(
-        run.steps,
-        trace,
-        run.ReadOptions(
-            partial, quiet, strict, not no_cache, refresh, cache_dir, verify, step_regex
-        ),
-        run.OutputOptions(fmt),
+    read = run.ReadOptions(
+        partial, quiet, strict, not no_cache, refresh, cache_dir, verify, step_regex
     )
+    if run_ranks.is_run(trace, runs):
+        runs = replace(runs, per_rank=per_rank)
+        _call(run_ranks.steps, trace, runs, read, run.OutputOptions(fmt))
+    else:
+        _call(run.steps, trace[0], read, run.OutputOptions(fmt))
 
 
 @app.command()
@@ -408,8 +422,9 @@ def ops(
 
 
 @app.command()
+@reads_runs
 def snapshot(
-    trace: Trace,
+    trace: Traces,
     output: Annotated[
         Path | None,
         typer.Option("--output", "-o", help="Write the snapshot here (default: stdout)."),
@@ -425,19 +440,19 @@ def snapshot(
     cache_dir: CacheDir = None,
     verify: Verify = False,
     step_regex: StepRegex = None,
+    runs: RunOptions = FROM_RUN_FLAGS,
 ) -> None:
-    """A small versioned JSON summary of a trace: the baseline for traceview diff."""
-    from traceview import run
+    """A small versioned JSON summary of a trace (of a run: the roll-up and every rank's):
+    the baseline for traceview diff."""
+    from traceview import run, run_ranks
 
-    _call(
-        run.snapshot,
-        trace,
-        run.ReadOptions(
-            partial, quiet, strict, not no_cache, refresh, cache_dir, verify, step_regex
-        ),
-        output,
-        force,
+    read = run.ReadOptions(
+        partial, quiet, strict, not no_cache, refresh, cache_dir, verify, step_regex
     )
+    if run_ranks.is_run(trace, runs):
+        _call(run_ranks.snapshot, trace, runs, read, output, force)
+    else:
+        _call(run.snapshot, trace[0], read, output, force)
 
 
 @app.command()
@@ -585,6 +600,39 @@ def export(
         partial, quiet, strict, not no_cache, refresh, cache_dir, verify, step_regex
     )
     _call(run.export, trace, read, output, force)
+
+
+@app.command()
+@reads_runs
+def ranks(
+    trace: Traces,
+    fmt: Format = "table",
+    wide: Wide = False,
+    partial: Annotated[
+        bool,
+        typer.Option(
+            "--partial",
+            help="Skip a rank that cannot be read (with a warning); analyse the complete "
+            "events of a truncated trace.",
+        ),
+    ] = False,
+    quiet: Quiet = False,
+    strict: Strict = False,
+    no_cache: NoCache = False,
+    refresh: Refresh = False,
+    cache_dir: CacheDir = None,
+    verify: Verify = False,
+    step_regex: StepRegex = None,
+    runs: RunOptions = FROM_RUN_FLAGS,
+) -> None:
+    """A run, one trace per rank: per rank kernel time, busy %, communication (exposed),
+    step time, the slowest rank; the collectives, their skew and who arrives last."""
+    from traceview import run, run_ranks
+
+    read = run.ReadOptions(
+        partial, quiet, strict, not no_cache, refresh, cache_dir, verify, step_regex
+    )
+    _call(run_ranks.ranks, trace, runs, read, run.OutputOptions(fmt, wide=wide))
 
 
 cache_app = typer.Typer(

@@ -1,7 +1,7 @@
 """The options of every command that takes a run (several rank files), declared once.
 
 ``@reads_runs`` adds them to a command's signature (typer parses them, ``--help`` lists them)
-and hands the command one :class:`RunOptions` as its ``run`` argument, like ``@reads_traces``
+and hands the command one :class:`RunOptions` as its ``runs`` argument, like ``@reads_traces``
 does for the read flags.
 """
 
@@ -88,20 +88,39 @@ def _run_flags(
     return RunOptions(glob, rank_regex, jobs, engine, scheduler, scheduler_file)
 
 
-FROM_RUN_FLAGS = RunOptions()  # a command's ``run`` default; @reads_runs passes the real one
+PerRank = Annotated[
+    bool,
+    typer.Option(
+        "--per-rank",
+        help="Several ranks: each rank's own table after the roll-up.",
+        rich_help_panel=_PANEL,
+    ),
+]
+Traces = Annotated[
+    list[Path],
+    typer.Argument(
+        help="Trace file: Chrome trace JSON, plain or gzip (.json, .json.gz), or an Nsight "
+        "Systems SQLite export (nsys export --type sqlite). Several files, a directory or a "
+        "glob make a run: one trace per rank, rolled up.",
+        show_default=False,
+    ),
+]
+
+
+FROM_RUN_FLAGS = RunOptions()  # a command's ``runs`` default; @reads_runs passes the real one
 _RUN_FLAGS = tuple(inspect.signature(_run_flags, eval_str=True).parameters.values())
 RUN_FLAG_NAMES = tuple(p.name for p in _RUN_FLAGS)
 
 
 def reads_runs(command: Callable[..., None]) -> Callable[..., None]:
-    """A command taking ``run: RunOptions``: typer sees the run flags instead."""
+    """A command taking ``runs: RunOptions``: typer sees the run flags instead."""
     signature = inspect.signature(command, eval_str=True)
-    own = [p for name, p in signature.parameters.items() if name != "run"]
+    own = [p for name, p in signature.parameters.items() if name != "runs"]
 
     @functools.wraps(command)
     def with_run_flags(*args: Any, **kwargs: Any) -> None:
         flags = {name: kwargs.pop(name) for name in RUN_FLAG_NAMES if name in kwargs}
-        command(*args, run=_run_flags(**flags), **kwargs)
+        command(*args, runs=_run_flags(**flags), **kwargs)
 
     with_run_flags.__signature__ = signature.replace(  # type: ignore[attr-defined]
         parameters=[*own, *_RUN_FLAGS]
@@ -109,4 +128,4 @@ def reads_runs(command: Callable[..., None]) -> Callable[..., None]:
     return with_run_flags
 
 
-__all__ = ["FROM_RUN_FLAGS", "RUN_FLAG_NAMES", "reads_runs"]
+__all__ = ["FROM_RUN_FLAGS", "RUN_FLAG_NAMES", "PerRank", "Traces", "reads_runs"]

@@ -12,6 +12,7 @@ from traceview.run import ReadOptions, _show, _warn
 from traceview.run_options import ENGINES, RunOptions
 
 if TYPE_CHECKING:
+    from traceview.analyses.gaps import GapOptions
     from traceview.analyses.kernels import KernelOptions
     from traceview.analyses.run_snapshot import RunSnapshot
     from traceview.engines.worker import RunResult
@@ -122,12 +123,29 @@ def steps(inputs: Sequence[Path], run: RunOptions, read: ReadOptions, out: Outpu
     _show_report(out, report, render)
 
 
-def gaps(inputs: Sequence[Path], run: RunOptions, read: ReadOptions, out: OutputOptions) -> None:
-    """``traceview gaps`` over several ranks: per rank and over the run."""
+def gaps(
+    inputs: Sequence[Path],
+    run: RunOptions,
+    options: GapOptions,
+    read: ReadOptions,
+    out: OutputOptions,
+) -> None:
+    """``traceview gaps`` over several ranks: per rank and over the run (device gaps of every
+    GPU activity; the selection and report options are for one trace)."""
+    from dataclasses import replace
+
     from traceview.analyses.gap_rollup import gap_rollup
+    from traceview.analyses.gaps import GapOptions
     from traceview.analyses.kernels import KernelOptions
     from traceview.render import gap_rollup as render
 
+    if replace(options, context=True) != GapOptions():
+        raise UsageError(
+            "gaps over several ranks takes no gap options (only --format and the read and "
+            "run options); give one rank's trace for --min-gap, --stream, --per-stream, ..."
+        )
+    if out.output is not None:
+        raise UsageError("--gap-output: the detailed report is for one trace")
     result = gather(inputs, run, read, KernelOptions())
     report = gap_rollup(result.summaries, result.rollup)
     _show_report(out, report, render)
