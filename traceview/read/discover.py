@@ -14,7 +14,7 @@ import glob as globbing
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, cast
 
 import ijson
 from zlib_ng import zlib_ng
@@ -108,6 +108,10 @@ def name_rank(path: Path, regex: re.Pattern[str]) -> int | None:
     return int(text) if text is not None and text.isdigit() else None
 
 
+# A corrupt gzip stream (zlib_ng.pyi types the class as an instance).
+_ZLIB_NG_ERROR = cast("type[Exception]", zlib_ng.error)
+
+
 def header_rank(path: Path) -> int | None:
     """``distributedInfo.rank`` from the header, reading only up to ``traceEvents``; None when
     the file cannot be read that way or the header has no rank (the reader then says what is
@@ -115,7 +119,7 @@ def header_rank(path: Path) -> int | None:
     try:
         with _open(path) as f:
             return _rank_before_events(f)
-    except (OSError, ValueError, EOFError, ijson.JSONError, zlib_ng.error):
+    except (OSError, ValueError, EOFError, ijson.JSONError, _ZLIB_NG_ERROR):
         return None
 
 
