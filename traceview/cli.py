@@ -456,6 +456,7 @@ def snapshot(
 
 
 @app.command()
+@reads_runs
 def diff(
     base: Annotated[
         Path,
@@ -536,9 +537,19 @@ def diff(
     cache_dir: CacheDir = None,
     verify: Verify = False,
     step_regex: StepRegex = None,
+    per_rank: Annotated[
+        bool,
+        typer.Option(
+            "--per-rank",
+            help="Two runs: also compare each rank found in both, each with the gate.",
+            rich_help_panel="Several ranks",
+        ),
+    ] = False,
+    runs: RunOptions = FROM_RUN_FLAGS,
 ) -> None:
-    """Compare two traces or snapshots; with --max-regression, a CI gate (exit 1 on regression)."""
-    from traceview import run
+    """Compare two traces or snapshots (or two runs: directories, globs or run snapshots);
+    with --max-regression, a CI gate (exit 1 on regression)."""
+    from traceview import run, run_ranks
     from traceview.analyses.diff import DiffOptions, parse_percent
     from traceview.analyses.gaps import parse_duration
     from traceview.analyses.steps import parse_steps
@@ -561,15 +572,13 @@ def diff(
             group_by=group_by,
         )
         out = run.OutputOptions(fmt, verbose, wide=wide)
-        run.diff(
-            base,
-            new,
-            options,
-            run.ReadOptions(
-                partial, quiet, strict, not no_cache, refresh, cache_dir, verify, step_regex
-            ),
-            out,
+        read = run.ReadOptions(
+            partial, quiet, strict, not no_cache, refresh, cache_dir, verify, step_regex
         )
+        if run_ranks.is_run_side(base, runs) or run_ranks.is_run_side(new, runs):
+            run_ranks.diff(base, new, replace(runs, per_rank=per_rank), options, read, out)
+        else:
+            run.diff(base, new, options, read, out)
 
 
 @app.command()

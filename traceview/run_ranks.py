@@ -12,8 +12,10 @@ from traceview.run import ReadOptions, _show, _warn
 from traceview.run_options import ENGINES, RunOptions
 
 if TYPE_CHECKING:
+    from traceview.analyses.diff import DiffOptions
     from traceview.analyses.gaps import GapOptions
     from traceview.analyses.kernels import KernelOptions
+    from traceview.analyses.run_diff import RunSide
     from traceview.analyses.run_snapshot import RunSnapshot
     from traceview.engines.worker import RunResult
     from traceview.run import OutputOptions
@@ -177,6 +179,63 @@ def run_snapshot(
 
     result = gather(inputs, run, read, kernels, snapshot=True)
     return build_run_snapshot(result.summaries, result.rollup)
+
+
+def is_run_side(path: Path, run: RunOptions) -> bool:
+    """Whether a ``diff`` input is a run: a run snapshot, a directory or a glob."""
+    from traceview.run_snapshot_file import is_run_snapshot
+
+    return is_run([path], run) or (path.is_file() and is_run_snapshot(path))
+
+
+def diff(
+    base: Path,
+    new: Path,
+    run: RunOptions,
+    options: DiffOptions,
+    read: ReadOptions,
+    out: OutputOptions,
+) -> None:
+    """``traceview diff`` of two runs: the roll-ups, and each rank with ``--per-rank``; a
+    failed gate raises (exit 1) after the report."""
+    from traceview.analyses.run_diff import check_run_options, compare_runs
+    from traceview.errors import TraceviewError
+    from traceview.render import run_diff as render
+    from traceview.run import DIFF_FORMATS
+
+    if out.format not in DIFF_FORMATS:
+        raise UsageError(f"--format {out.format!r}: expected one of {', '.join(DIFF_FORMATS)}")
+    check_run_options(options)
+    for side, other in ((base, new), (new, base)):
+        if not is_run_side(side, run):
+            raise UsageError(
+                f"{side} is one trace and {other} a run: compare a run with a run (a directory, "
+                "a glob or a run snapshot), or one rank's trace with another"
+            )
+    report = compare_runs(
+        _run_side(base, run, read), _run_side(new, run, read), options, run.per_rank
+    )
+    _show(
+        out,
+        json_doc=lambda: render.as_json(report),
+        csv=lambda: "",
+        markdown=lambda: render.markdown(report, out.verbose),
+        rich=lambda console: render.print_rich(report, console, out.verbose),
+        text=lambda: render.text(report, out.verbose),
+    )
+    if not report.passed:
+        raise TraceviewError(render.failure_message(report, out.verbose))
+
+
+def _run_side(path: Path, run: RunOptions, read: ReadOptions) -> RunSide:
+    """A run diff input: a run snapshot (recognised by its content) or a run, read here."""
+    from traceview.analyses.kernels import KernelOptions
+    from traceview.analyses.run_diff import RunSide
+    from traceview.run_snapshot_file import is_run_snapshot, load_run_snapshot
+
+    if path.is_file() and is_run_snapshot(path):
+        return RunSide(str(path), "run snapshot", load_run_snapshot(path))
+    return RunSide(str(path), "run", run_snapshot([path], run, read, KernelOptions()))
 
 
 def _show_report(out: OutputOptions, report: Any, render: Any) -> None:
