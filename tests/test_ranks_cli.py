@@ -4,6 +4,7 @@ snapshot and ranks; the JSON field names issue #15 gives; bad ranks as one line.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -99,3 +100,16 @@ def test_bad_runs_are_one_line(tmp_path: Path) -> None:
     assert "run_rank0.json" in r.stderr and "copy.json" in r.stderr
     r = run_cli("ranks", str(tmp_path / "nothing*.json"))
     assert r.returncode != 0 and r.stderr.count("\n") == 1, r.stderr
+
+
+def test_without_dask_the_dask_engine_is_one_line(
+    run_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "distributed", None)  # as if traceview[dask] were absent
+    r = runner.invoke(app, ["ranks", str(run_dir), "-q", "--engine", "dask"])
+    assert r.exit_code == 1
+    assert r.output == "traceview: error: --engine dask needs dask.distributed: " + (
+        "pip install 'traceview[dask]'\n"
+    )
+    r = runner.invoke(app, ["ranks", str(run_dir), "-q", "--scheduler", "tcp://x:8786"])
+    assert r.exit_code == 2 and "need --engine dask" in r.output
