@@ -12,22 +12,25 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from traceview import __version__
-from traceview.analyses.kernel_rollup import RollupRow, rollup_report
+from traceview.analyses.kernel_rollup import rollup_report
 from traceview.analyses.kernels import KernelOptions
 from traceview.analyses.rank_summary import RankSummary
 from traceview.analyses.rollup import Rollup
 from traceview.analyses.snapshot import KIND as SNAPSHOT_KIND
 from traceview.analyses.snapshot import SCHEMA_VERSION as SNAPSHOT_SCHEMA
 from traceview.analyses.snapshot import (
-    KernelStat,
     OtherKernels,
     Snapshot,
     SnapshotTrace,
     Totals,
+    kernel_stat,
 )
 
 KIND = "traceview-run-snapshot"
+_NO_STEPS = np.zeros(0, dtype=np.int64)  # the roll-up snapshot has no steps
 SCHEMA_VERSION = 1
 
 
@@ -99,23 +102,6 @@ def rollup_snapshot(summaries: Sequence[RankSummary], rollup: Rollup) -> Snapsho
         devices=(),
         steps=(),
         steps_left_out=0,
-        kernels=tuple(_kernel_stat(row) for row in report.rows),
+        kernels=tuple(kernel_stat(row, _NO_STEPS, _NO_STEPS) for row in report.rows),
         other=OtherKernels(0, 0, 0.0, (), (), ()),
-    )
-
-
-def _kernel_stat(row: RollupRow) -> KernelStat:
-    return KernelStat(
-        name=row.name,
-        count=row.count,
-        total_us=row.total_us,
-        mean_us=round(row.mean_us, 3),
-        std_us=round(row.std_us, 3),
-        min_us=row.min_us,
-        max_us=row.max_us,
-        p50_us=row.p50_us,
-        p90_us=row.p90_us,
-        p99_us=row.p99_us,
-        step_counts=(),
-        step_totals_us=(),
     )
