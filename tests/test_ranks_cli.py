@@ -113,3 +113,13 @@ def test_without_dask_the_dask_engine_is_one_line(
     )
     r = runner.invoke(app, ["ranks", str(run_dir), "-q", "--scheduler", "tcp://x:8786"])
     assert r.exit_code == 2 and "need --engine dask" in r.output
+
+
+def test_a_run_snapshot_never_overwrites_a_rank(tmp_path: Path) -> None:
+    run = generated_run(tmp_path / "run", "--ranks", "2")
+    rank0 = run / "run_rank0.json"
+    before = rank0.read_bytes()
+    for given in (str(run), str(run / "*.json")):
+        r = run_cli("snapshot", given, "-q", "-o", str(rank0), "--force")
+        assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert rank0.read_bytes() == before

@@ -159,16 +159,19 @@ def snapshot(
     """``traceview snapshot`` of a run: the roll-up and every rank's snapshot as one JSON
     document, to stdout or atomically to ``output``."""
     from traceview.analyses.kernels import KernelOptions
+    from traceview.read.discover import run_files
     from traceview.render.output import check_output_path, write_file, write_stdout
     from traceview.run_snapshot_file import to_json
 
+    check_options(run)
+    files = tuple(run_files(list(inputs), run.glob))  # never written over, --force or not
     if output is not None:
-        check_output_path(output, force, tuple(inputs))
+        check_output_path(output, force, files)
     text = to_json(run_snapshot(inputs, run, read, KernelOptions()))
     if output is None:
         write_stdout(text)
     else:
-        write_file(output, text, force, tuple(inputs))
+        write_file(output, text, force, files)
 
 
 def run_snapshot(
