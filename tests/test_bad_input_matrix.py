@@ -24,7 +24,10 @@ TEXT = json.dumps({"traceEvents": [KERNEL] * 3}, indent=1).encode()
 # kind -> (the file's bytes; None: no file, "dir": a directory), a fragment of the error line
 BAD: dict[str, tuple[bytes | str | None, str]] = {
     "missing": (None, "no such file"),
-    "directory": ("dir", "is a directory"),
+    "directory": (
+        "dir",
+        "directory",
+    ),  # "is a directory"; to a command taking runs, one without trace files
     "empty": (b"", "empty file"),
     "garbage text": (b"hello, this is not a trace\n", "not JSON"),
     "binary": (bytes(range(256)) * 8, "not JSON"),
@@ -51,6 +54,12 @@ COMMANDS: dict[str, list[str]] = {
     "diff base": ["diff", "{trace}", "{good}"],
     "diff new": ["diff", "{good}", "{trace}"],
 }
+# The commands that take a run, and what they say of an empty directory: an empty run (1); to
+# diff, a run against one trace (a usage error).
+_EMPTY_RUN = (1, "a directory without trace files")
+_MIXED = (2, "compare a run with a run")
+RUN_COMMANDS = {"kernels": _EMPTY_RUN, "gaps": _EMPTY_RUN, "steps": _EMPTY_RUN,
+                "snapshot": _EMPTY_RUN, "diff base": _MIXED, "diff new": _MIXED}  # fmt: skip
 runner = CliRunner()
 
 
@@ -75,9 +84,12 @@ def test_bad_input_is_one_line_exit_1(tmp_path: Path, command: str, kind: str) -
     fill = {"trace": str(trace), "good": str(good), "out": str(out)}
     r = runner.invoke(app, [a.format(**fill) for a in COMMANDS[command]] + ["-q"])
     lines = r.stderr.strip().splitlines()
-    assert r.exit_code == 1, (r.stdout, r.stderr)
+    exit_code, fragment = 1, BAD[kind][1]
+    if kind == "directory" and command in RUN_COMMANDS:  # a directory is a run (#15)
+        exit_code, fragment = RUN_COMMANDS[command]
+    assert r.exit_code == exit_code, (r.stdout, r.stderr)
     assert len(lines) == 1 and lines[0].startswith("traceview: error: "), r.stderr
-    assert BAD[kind][1] in lines[0], lines[0]
+    assert fragment in lines[0], lines[0]
     assert r.stdout == ""
     assert list(out.iterdir()) == []  # no snapshot, no half-written tables left behind
 

@@ -13,7 +13,7 @@ import typer
 from conftest import ROOT
 from typer.testing import CliRunner
 
-from traceview import run
+from traceview import run, run_ranks
 from traceview.cli import app
 from traceview.options import ReadOptions
 
@@ -87,13 +87,14 @@ def _invocation(name: str, tmp_path: Path) -> list[str]:
 
 
 def _captured(monkeypatch: pytest.MonkeyPatch, name: str) -> list[ReadOptions]:
-    """Replace run.<name> with a recorder of the ReadOptions it is given."""
+    """Replace run.<name> (run_ranks.ranks for ``ranks``) with a recorder of the ReadOptions
+    it is given."""
     seen: list[ReadOptions] = []
 
     def record(*args: object, **kwargs: object) -> None:
         seen.extend(a for a in (*args, *kwargs.values()) if isinstance(a, ReadOptions))
 
-    monkeypatch.setattr(run, name.replace("-", "_"), record)
+    monkeypatch.setattr(run_ranks if name == "ranks" else run, name.replace("-", "_"), record)
     return seen
 
 

@@ -17,7 +17,7 @@ from nsys_writer import kineto_to_nsys, load_kineto
 
 DEMO = ROOT / "fixtures" / "demo.json.gz"
 _FENCE = re.compile(r"^```(?:sh|shell|bash|console)\n(.*?)^```", re.M | re.S)
-_RUN = ("traceview ", "python fixtures/generate.py ")
+_RUN = ("traceview ", "python fixtures/generate.py ", "python fixtures/generate_run.py ")
 
 
 def readme_commands(text: str) -> list[str]:

@@ -31,7 +31,8 @@ DEMO = str(ROOT / "fixtures" / "demo.json.gz")
         (["diff", DEMO, DEMO, "-t", "-3"], "-t -3: must be at least 0 (see traceview diff -h)"),
         (
             ["kernels", DEMO, "--groupby", "short"],
-            "no such option: --groupby; did you mean --group-by? (see traceview kernels -h)",
+            "no such option: --groupby; did you mean --glob or --group-by? "
+            "(see traceview kernels -h)",
         ),
         (["kernels"], "missing argument 'trace' (see traceview kernels -h)"),
         (["diff", DEMO], "missing argument 'new' (see traceview diff -h)"),

@@ -2,4 +2,5 @@
 
 from traceview.cli import main
 
-main()
+if __name__ == "__main__":  # spawned worker processes (Dask) import this module again
+    main()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
@@ -11,7 +12,9 @@ import typer
 
 from traceview import __version__, choices
 from traceview.cli_options import FROM_FLAGS, CacheDir, reads_traces
+from traceview.cli_run_options import FROM_RUN_FLAGS, PerRank, Traces, reads_runs
 from traceview.options import ReadOptions
+from traceview.run_options import RunOptions
 from traceview.usage import OneLineErrors
 
 app = typer.Typer(
@@ -73,8 +76,9 @@ def _root(
 
 @app.command()
 @reads_traces
+@reads_runs
 def kernels(
-    trace: Trace,
+    trace: Traces,
     sort: Annotated[
         choices.KernelSort,
         typer.Option(
@@ -118,10 +122,12 @@ def kernels(
         ),
     ] = None,
     force: Force = False,
+    per_rank: PerRank = False,
     read: ReadOptions = FROM_FLAGS,
+    runs: RunOptions = FROM_RUN_FLAGS,
 ) -> None:
     """Per-kernel statistics: count, total, mean, std, min/max, p50/p90/p99, shares."""
-    from traceview import run
+    from traceview import run, run_ranks
     from traceview.analyses.kernels import KernelOptions
     from traceview.analyses.steps import parse_steps
 
@@ -133,15 +139,23 @@ def kernels(
         steps=tuple(parse_steps(pstep)) if pstep else (),
     )  # fmt: skip
     out = run.OutputOptions(fmt, verbose, output, force, wide)
-    run.kernels(trace, options, read, out)
+    if run_ranks.is_run(trace, runs):
+        run_ranks.kernels(trace, replace(runs, per_rank=per_rank), options, read, out)
+    else:
+        run.kernels(trace[0], options, read, out)
 
 
 @app.command()
 @reads_traces
+@reads_runs
 def gaps(
     trace: Annotated[
-        Path | None,
-        typer.Argument(help="Trace file; omitted: the last trace analysed.", show_default=False),
+        list[Path] | None,
+        typer.Argument(
+            help="Trace file; omitted: the last trace analysed. Several files, a directory or "
+            "a glob make a run: one trace per rank.",
+            show_default=False,
+        ),
     ] = None,
     busy: Annotated[
         str, typer.Option("--busy", help="What keeps the GPU busy: kernel,memcpy,memset or kernel.")
@@ -214,10 +228,11 @@ def gaps(
     ] = None,
     force: Force = False,
     read: ReadOptions = FROM_FLAGS,
+    runs: RunOptions = FROM_RUN_FLAGS,
 ) -> None:
     """Why the GPU sits idle: device gaps with their cause (CPU or GPU), idle per device,
     histogram, transitions, the largest gaps and what the CPU was doing."""
-    from traceview import run
+    from traceview import run, run_ranks
     from traceview.analyses.gaps import GapOptions, parse_duration, parse_hist_range
     from traceview.analyses.steps import parse_steps
     from traceview.state import last_trace
@@ -225,8 +240,10 @@ def gaps(
     if trace is None:
         from traceview.render.escape import visible  # a file name is data too
 
-        trace = last_trace()
-        print(f"traceview: using the last trace analysed: {visible(str(trace))}", file=sys.stderr)
+        trace = [last_trace()]
+        print(
+            f"traceview: using the last trace analysed: {visible(str(trace[0]))}", file=sys.stderr
+        )
     hist_min_ns, hist_max_ns = parse_hist_range(hist_min, hist_max)
     options = GapOptions(
         busy=tuple(k.strip() for k in busy.split(",") if k.strip()),
@@ -240,21 +257,30 @@ def gaps(
         per_stream=per_stream, context=not no_context,
     )  # fmt: skip
     out = run.OutputOptions(fmt, verbose, output, force, wide)
-    run.gaps(trace, options, read, out)
+    if run_ranks.is_run(trace, runs):
+        run_ranks.gaps(trace, runs, options, read, out)
+    else:
+        run.gaps(trace[0], options, read, out)
 
 
 @app.command()
 @reads_traces
+@reads_runs
 def steps(
-    trace: Trace,
+    trace: Traces,
     fmt: Format = choices.Format.TABLE,
+    per_rank: PerRank = False,
     read: ReadOptions = FROM_FLAGS,
+    runs: RunOptions = FROM_RUN_FLAGS,
 ) -> None:
     """The ProfilerSteps: CPU duration, kernels launched, and per device the GPU window,
     busy %, idle and how far the GPU runs behind the CPU."""
-    from traceview import run
+    from traceview import run, run_ranks
 
-    run.steps(trace, read, run.OutputOptions(fmt))
+    if run_ranks.is_run(trace, runs):
+        run_ranks.steps(trace, replace(runs, per_rank=per_rank), read, run.OutputOptions(fmt))
+    else:
+        run.steps(trace[0], read, run.OutputOptions(fmt))
 
 
 @app.command()
@@ -299,23 +325,30 @@ def ops(
 
 @app.command()
 @reads_traces
+@reads_runs
 def snapshot(
-    trace: Trace,
+    trace: Traces,
     output: Annotated[
         Path | None,
         typer.Option("--output", "-o", help="Write the snapshot here (default: stdout)."),
     ] = None,
     force: Force = False,
     read: ReadOptions = FROM_FLAGS,
+    runs: RunOptions = FROM_RUN_FLAGS,
 ) -> None:
-    """A small versioned JSON summary of a trace: the baseline for traceview diff."""
-    from traceview import run
+    """A small versioned JSON summary of a trace (of a run: the roll-up and every rank's):
+    the baseline for traceview diff."""
+    from traceview import run, run_ranks
 
-    run.snapshot(trace, read, output, force)
+    if run_ranks.is_run(trace, runs):
+        run_ranks.snapshot(trace, runs, read, output, force)
+    else:
+        run.snapshot(trace[0], read, output, force)
 
 
 @app.command()
 @reads_traces
+@reads_runs
 def diff(
     base: Annotated[
         Path,
@@ -388,10 +421,20 @@ def diff(
             help="Output: table (rich on a terminal, text when piped), json, md (review comment).",
         ),
     ] = choices.DocumentFormat.TABLE,
+    per_rank: Annotated[
+        bool,
+        typer.Option(
+            "--per-rank",
+            help="Two runs: also compare each rank found in both, each with the gate.",
+            rich_help_panel="Several ranks",
+        ),
+    ] = False,
     read: ReadOptions = FROM_FLAGS,
+    runs: RunOptions = FROM_RUN_FLAGS,
 ) -> None:
-    """Compare two traces or snapshots; with --max-regression, a CI gate (exit 1 on regression)."""
-    from traceview import run
+    """Compare two traces or snapshots (or two runs: directories, globs or run snapshots);
+    with --max-regression, a CI gate (exit 1 on regression)."""
+    from traceview import run, run_ranks
     from traceview.analyses.diff import DiffOptions, parse_percent
     from traceview.analyses.gaps import parse_duration
     from traceview.analyses.steps import parse_steps
@@ -413,7 +456,10 @@ def diff(
         group_by=group_by,
     )
     out = run.OutputOptions(fmt, verbose, wide=wide)
-    run.diff(base, new, options, read, out)
+    if run_ranks.is_run_side(base, runs) or run_ranks.is_run_side(new, runs):
+        run_ranks.diff(base, new, replace(runs, per_rank=per_rank), options, read, out)
+    else:
+        run.diff(base, new, options, read, out)
 
 
 @app.command()
@@ -435,6 +481,23 @@ def export(
     from traceview import run
 
     run.export(trace, read, output, force)
+
+
+@app.command()
+@reads_traces
+@reads_runs
+def ranks(
+    trace: Traces,
+    fmt: Format = choices.Format.TABLE,
+    wide: Wide = False,
+    read: ReadOptions = FROM_FLAGS,
+    runs: RunOptions = FROM_RUN_FLAGS,
+) -> None:
+    """A run, one trace per rank: per rank kernel time, busy %, communication (exposed),
+    step time, the slowest rank; the collectives, their skew and who arrives last."""
+    from traceview import run, run_ranks
+
+    run_ranks.ranks(trace, runs, read, run.OutputOptions(fmt, wide=wide))
 
 
 cache_app = typer.Typer(

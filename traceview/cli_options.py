@@ -20,7 +20,9 @@ from traceview.options import ReadOptions
 Partial = Annotated[
     bool,
     typer.Option(
-        "--partial", help="Analyse the complete events of a truncated trace (with a warning)."
+        "--partial",
+        help="Analyse the complete events of a truncated trace (with a warning); in a run, "
+        "skip a rank that cannot be read.",
     ),
 ]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar on stderr.")]

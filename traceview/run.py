@@ -53,7 +53,9 @@ class OutputOptions:
     wide: bool = False  # a terminal table shows every column, however wide
 
 
-def read_trace(path: Path, options: ReadOptions, keep_cpu: bool = False) -> TraceEvents:
+def read_trace(
+    path: Path, options: ReadOptions, keep_cpu: bool = False, remember: bool = True
+) -> TraceEvents:
     """Read a trace (from the cache when it holds it); remember it as the last one analysed.
     With ``--step-regex`` the steps are the CPU ranges whose name matches it."""
     regex = None
@@ -78,7 +80,8 @@ def read_trace(path: Path, options: ReadOptions, keep_cpu: bool = False) -> Trac
         console = stderr_console()
         for problem in problems:
             console.print(rich_text(f"traceview: warning: {problem}"), soft_wrap=True)
-    remember_trace(path)
+    if remember:  # not a run's rank files, read in workers: a write each would cost 3 ms
+        remember_trace(path)
     return events
 
 

@@ -228,4 +228,10 @@ def _inconsistency(snapshot: Snapshot) -> str | None:
     return None
 
 
-__all__ = ["MAX_SNAPSHOT_BYTES", "is_snapshot", "load_snapshot", "to_json"]
+def problem_of(snapshot: Snapshot) -> str | None:
+    """What makes a decoded snapshot unusable (a number out of range, an inconsistency), or
+    None; run snapshots check each of theirs with it."""
+    return _out_of_range(snapshot, "") or _inconsistency(snapshot)
+
+
+__all__ = ["MAX_SNAPSHOT_BYTES", "is_snapshot", "load_snapshot", "problem_of", "to_json"]

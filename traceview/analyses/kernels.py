@@ -313,6 +313,19 @@ def _sort_key(sort: str) -> Any:
     return lambda r: (-getattr(r, field_name), r.name)
 
 
+def selection(events: TraceEvents, options: KernelOptions) -> tuple[np.ndarray, KernelOptions]:
+    """The mask over GPU rows that ``analyse_kernels`` selects, and the options with the
+    steps chosen (the per-rank summaries of a run select like the one-file table)."""
+    mask, _, options = _selection(events, options)
+    return mask, options
+
+
+def sort_key(sort: str) -> Any:
+    """The table's row order for ``--sort`` (a usage error for an unknown key): largest
+    first, ties by name; ``name`` alphabetically. The roll-up of several ranks sorts so."""
+    return _sort_key(sort)
+
+
 __all__ = [
     "KERNEL",
     "SORT_KEYS",
@@ -321,4 +334,6 @@ __all__ = [
     "KernelRow",
     "analyse_kernels",
     "check_options",
+    "selection",
+    "sort_key",
 ]

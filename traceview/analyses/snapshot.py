@@ -211,9 +211,7 @@ def build_snapshot(
         ),
         steps=tuple(_step_stat(row) for row in steps),
         steps_left_out=len(all_steps) - len(steps),
-        kernels=tuple(
-            _kernel_stat(row, counts[:, i], totals[:, i]) for i, row in enumerate(stored)
-        ),
+        kernels=tuple(kernel_stat(row, counts[:, i], totals[:, i]) for i, row in enumerate(stored)),
         other=OtherKernels(
             kernels=report.distinct - len(stored),
             count=report.count - sum(r.count for r in stored),
@@ -294,7 +292,8 @@ def _step_stat(row: StepRow) -> StepStat:
     )
 
 
-def _kernel_stat(row: KernelRow, counts: np.ndarray, totals_ns: np.ndarray) -> KernelStat:
+def kernel_stat(row: KernelRow, counts: np.ndarray, totals_ns: np.ndarray) -> KernelStat:
+    """A kernels-table row as stored in a snapshot, with its count and time in each step."""
     return KernelStat(
         name=row.name,
         count=row.count,
@@ -323,4 +322,5 @@ __all__ = [
     "Totals",
     "build_snapshot",
     "digest",
+    "kernel_stat",
 ]

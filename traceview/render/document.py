@@ -58,6 +58,8 @@ class Document:
     # line, in bold (a review comment's headline).
     foot_style: str | None = None
     title: str | None = None
+    # Documents shown after this one, each under its heading (a run's ranks, one by one).
+    parts: Sequence[tuple[str, Document]] = field(default_factory=tuple)
 
 
 def to_json_text(doc: Document) -> str:
@@ -81,6 +83,7 @@ def to_plain(doc: Document) -> str:
         parts.append(title + body + note)
     if doc.foot:
         parts.append(text_lines(list(doc.foot)) + "\n")
+    parts += [f"{text_lines([heading])}\n{to_plain(part)}" for heading, part in doc.parts]
     return "\n\n".join(p.rstrip("\n") for p in parts) + "\n"
 
 
@@ -104,6 +107,7 @@ def to_md(doc: Document) -> str:
         parts.append(markdown_text(doc.foot[0]) + "\n")
     if len(doc.foot) > 1:
         parts.append(markdown_list([line.strip() for line in doc.foot[1:]]))
+    parts += [f"## {markdown_text(heading)}\n\n{to_md(part)}" for heading, part in doc.parts]
     return "\n\n".join(p.rstrip("\n") for p in parts) + "\n"
 
 
@@ -128,6 +132,10 @@ def print_rich(doc: Document, console: Console) -> None:
             console.print()  # a rich table ends with a blank line of its own
         for line in doc.foot:
             print_line(console, line, doc.foot_style)
+    for heading, part in doc.parts:
+        console.print()
+        print_line(console, heading, style="bold")
+        print_rich(part, console)
 
 
 # The formats that produce text; "table" is rich on a terminal, else plain text.

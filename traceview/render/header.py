@@ -27,3 +27,11 @@ def device_busy_lines(trace: TraceSummary) -> list[str]:
         f"({units.duration(d.busy_ns / 1000)} of {units.duration(d.window_ns / 1000)})"
         for d in trace.devices
     ]
+
+
+def run_line(ranks: int, size_bytes: int) -> str:
+    """The header line of a report over several rank files: ranks, files, bytes."""
+    return (
+        f"run      {units.counted(ranks, 'rank')}, {units.counted(ranks, 'file')}, "
+        f"{units.size(size_bytes)}"
+    )

@@ -1,0 +1,120 @@
+"""Renderings of ``traceview ranks``: the per-rank table, then collectives and stragglers."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from traceview.analyses.names import display_names
+from traceview.analyses.ranks import RanksReport
+from traceview.render import units
+from traceview.render.document import Document, Lines, Section
+from traceview.render.header import run_line
+from traceview.render.tables import Table, to_csv
+
+if TYPE_CHECKING:
+    pass
+
+_RANK_HEADERS = (
+    "Rank",
+    "Kernels",
+    "Kernel time",
+    "Busy %",
+    "Idle",
+    "Comm",
+    "Exposed comm",
+    "Median step",
+    "Last",
+    "Wait",
+    "",
+)
+_COLLECTIVE_HEADERS = ("Collective", "#", "Skew", "Last rank", "Latency", "End spread")
+_NARROW_DROP = ("Idle", "Median step", "Exposed comm", "End spread")
+
+
+def header_lines(report: RanksReport) -> list[str]:
+    """The run, the slowest rank, the clock check, warnings."""
+    lines = [run_line(report.ranks, report.size_bytes)]
+    if report.slowest is not None:
+        why = (
+            "most often last to start a collective"
+            if report.collectives
+            else ("longest median step, else most kernel time")
+        )
+        lines.append(f"slowest  rank {report.slowest} ({why})")
+    if report.clock_spread_ns is not None:
+        lines.append(
+            f"clocks   collectives end {units.duration(report.clock_spread_ns / 1000)} apart "
+            "across ranks (median)"
+        )
+    lines += [f"warning  {w}" for w in report.warnings]
+    return lines
+
+
+def rank_table(report: RanksReport) -> Table:
+    """One row per rank."""
+    rows = []
+    for row in report.rows:
+        s, w = row.summary, row.waits
+        step = "-" if s.median_step_ns is None else units.time(s.median_step_ns / 1000)
+        rows.append(
+            (
+                str(s.rank),
+                units.count(s.kernels),
+                units.time(s.kernel_time_ns / 1000),
+                units.pct(s.busy_pct),
+                units.time(s.idle_ns / 1000),
+                units.time(s.comm_ns / 1000),
+                units.time(s.exposed_comm_ns / 1000),
+                step,
+                units.count(w.times_last),
+                units.time(w.wait_ns / 1000),
+                "slowest" if s.rank == report.slowest else "",
+            )
+        )
+    return Table(_RANK_HEADERS, (True,) * 10 + (False,), rows)
+
+
+def collective_table(report: RanksReport) -> Table:
+    """One row per collective present on every rank."""
+    shown = display_names([c.name for c in report.collectives])
+    rows = [
+        (
+            shown[c.name],
+            str(c.index),
+            units.time(c.skew_ns / 1000),
+            str(c.last),
+            units.time(c.latency_ns / 1000),
+            units.time(c.end_spread_ns / 1000),
+        )
+        for c in report.collectives
+    ]
+    return Table(_COLLECTIVE_HEADERS, (False, *(True,) * 5), rows)
+
+
+def _collectives_line(report: RanksReport) -> str:
+    if not report.collectives:
+        return "no collective ran on every rank (communication kernels: nccl or rccl in the name)"
+    return f"{units.counted(len(report.collectives), 'collective')} on every rank"
+
+
+def document(report: RanksReport) -> Document:
+    """``traceview ranks`` in every format (the CSV: one row per rank)."""
+    collectives = _collectives_line(report)
+    second = (
+        Section(collective_table(report), title=collectives, drop_order=_NARROW_DROP)
+        if report.collectives
+        else Section(Lines([collectives]))
+    )
+    return Document(
+        head=header_lines(report),
+        sections=[Section(rank_table(report), drop_order=_NARROW_DROP), second],
+        data=report.as_json,
+        csv=lambda: csv(report),
+    )
+
+
+def csv(report: RanksReport) -> str:
+    """One CSV row per rank, raw numbers (the collectives are in the JSON)."""
+    rows = [r.as_dict(report.slowest) for r in report.rows]
+    fields = [k for k in rows[0] if k != "devices"] if rows else ["rank"]
+    return to_csv(tuple(fields), [tuple(r[f] for f in fields) for r in rows])

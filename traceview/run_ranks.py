@@ -1,0 +1,227 @@
+"""The commands over a whole run (several rank files): find the files and ranks, summarise
+every rank on an engine, merge, analyse, render. The CLI calls these."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from traceview.choices import DocumentFormat, check_choice
+from traceview.errors import UsageError
+from traceview.options import ReadOptions
+from traceview.run import _warn, show
+from traceview.run_options import ENGINES, RunOptions
+
+if TYPE_CHECKING:
+    from traceview.analyses.diff import DiffOptions
+    from traceview.analyses.gaps import GapOptions
+    from traceview.analyses.kernels import KernelOptions
+    from traceview.analyses.run_diff import RunSide
+    from traceview.analyses.run_snapshot import RunSnapshot
+    from traceview.engines.worker import RunResult
+    from traceview.run import OutputOptions
+
+
+def is_run(inputs: Sequence[Path], run: RunOptions) -> bool:
+    """Whether the inputs are a run (several files, a directory or a glob) rather than one
+    trace file read the usual way."""
+    return (
+        len(inputs) > 1
+        or run.glob is not None
+        or any(p.is_dir() for p in inputs)
+        or (not inputs[0].exists() and any(c in str(inputs[0]) for c in "*?["))
+    )
+
+
+def check_options(run: RunOptions) -> None:
+    """Usage errors before any reading."""
+    if run.engine not in ENGINES:
+        raise UsageError(f"--engine {run.engine!r}: expected one of {', '.join(ENGINES)}")
+    if run.jobs is not None and run.jobs < 1:
+        raise UsageError(f"-j {run.jobs}: expected a number of processes ≥ 1")
+    if run.engine != "dask" and (run.scheduler or run.scheduler_file):
+        raise UsageError("--scheduler and --scheduler-file need --engine dask")
+
+
+def gather(
+    inputs: Sequence[Path],
+    run: RunOptions,
+    read: ReadOptions,
+    kernels: KernelOptions,
+    report: bool = False,
+    snapshot: bool = False,
+) -> RunResult:
+    """Find the run's files and ranks, summarise every rank, merge."""
+    from traceview.engines.worker import RankTask
+    from traceview.read.discover import assign_ranks, compile_rank_regex, run_files
+
+    check_options(run)
+    regex = compile_rank_regex(run.rank_regex)
+    files = assign_ranks(run_files(list(inputs), run.glob), regex)
+    by_order = [f for f in files if f.source == "order"]
+    if by_order:
+        _warn(
+            "no rank in the header or the file name of "
+            + ", ".join(f"{f.path} (rank {f.rank} by file order)" for f in by_order)
+        )
+    # Workers stay quiet: one progress bar per rank would be noise.
+    quiet = ReadOptions(**{**read.__dict__, "quiet": True})
+    tasks = [RankTask(f.rank, f.path, quiet, kernels, report, snapshot) for f in files]
+    if run.engine == "dask":
+        from traceview.engines import dask
+
+        return dask.run(tasks, run, read.partial)
+    from traceview.engines import local
+
+    return local.run(tasks, run, read.partial)
+
+
+def ranks(inputs: Sequence[Path], run: RunOptions, read: ReadOptions, out: OutputOptions) -> None:
+    """``traceview ranks``."""
+    from traceview.analyses.kernels import KernelOptions
+    from traceview.analyses.ranks import ranks_report
+    from traceview.render import ranks as render_ranks
+
+    result = gather(inputs, run, read, KernelOptions())
+    report = ranks_report(result.summaries, result.rollup, result.waits)
+    for warning in report.warnings:
+        _warn(warning)
+    show(out, render_ranks.document(report))
+
+
+def kernels(
+    inputs: Sequence[Path],
+    run: RunOptions,
+    options: KernelOptions,
+    read: ReadOptions,
+    out: OutputOptions,
+) -> None:
+    """``traceview kernels`` over several ranks: the roll-up, then per rank on request."""
+    from traceview.analyses.kernel_rollup import check_options, rollup_report
+    from traceview.render import kernel_rollup as render
+
+    check_options(options)
+    if out.output is not None:
+        raise UsageError("-o: the detailed report is for one trace; use --format json > FILE")
+    result = gather(inputs, run, read, options, report=run.per_rank)
+    report = rollup_report(result.summaries, result.rollup, options)
+    show(out, render.document(report, out.verbose))
+
+
+def steps(inputs: Sequence[Path], run: RunOptions, read: ReadOptions, out: OutputOptions) -> None:
+    """``traceview steps`` over several ranks: the roll-up, then per rank on request."""
+    from traceview.analyses.kernels import KernelOptions
+    from traceview.analyses.step_rollup import step_rollup
+    from traceview.render import step_rollup as render
+
+    result = gather(inputs, run, read, KernelOptions(), report=run.per_rank)
+    report = step_rollup(result.summaries, result.rollup)
+    show(out, render.document(report))
+
+
+def gaps(
+    inputs: Sequence[Path],
+    run: RunOptions,
+    options: GapOptions,
+    read: ReadOptions,
+    out: OutputOptions,
+) -> None:
+    """``traceview gaps`` over several ranks: per rank and over the run (device gaps of every
+    GPU activity; the selection and report options are for one trace)."""
+    from dataclasses import replace
+
+    from traceview.analyses.gap_rollup import gap_rollup
+    from traceview.analyses.gaps import GapOptions
+    from traceview.analyses.kernels import KernelOptions
+    from traceview.render import gap_rollup as render
+
+    if replace(options, context=True) != GapOptions():
+        raise UsageError(
+            "gaps over several ranks takes no gap options (only --format and the read and "
+            "run options); give one rank's trace for --min-gap, --stream, --per-stream, ..."
+        )
+    if out.output is not None:
+        raise UsageError("--gap-output: the detailed report is for one trace")
+    result = gather(inputs, run, read, KernelOptions())
+    report = gap_rollup(result.summaries, result.rollup)
+    show(out, render.document(report))
+
+
+def snapshot(
+    inputs: Sequence[Path], run: RunOptions, read: ReadOptions, output: Path | None, force: bool
+) -> None:
+    """``traceview snapshot`` of a run: the roll-up and every rank's snapshot as one JSON
+    document, to stdout or atomically to ``output``."""
+    from traceview.analyses.kernels import KernelOptions
+    from traceview.read.discover import run_files
+    from traceview.render.output import check_output_path, write_file, write_stdout
+    from traceview.run_snapshot_file import to_json
+
+    check_options(run)
+    files = tuple(run_files(list(inputs), run.glob))  # never written over, --force or not
+    if output is not None:
+        check_output_path(output, force, files)
+    text = to_json(run_snapshot(inputs, run, read, KernelOptions()))
+    if output is None:
+        write_stdout(text)
+    else:
+        write_file(output, text, force, files)
+
+
+def run_snapshot(
+    inputs: Sequence[Path], run: RunOptions, read: ReadOptions, kernels: KernelOptions
+) -> RunSnapshot:
+    """The snapshot of the run the inputs make (each rank's built in its worker)."""
+    from traceview.analyses.run_snapshot import build_run_snapshot
+
+    result = gather(inputs, run, read, kernels, snapshot=True)
+    return build_run_snapshot(result.summaries, result.rollup)
+
+
+def is_run_side(path: Path, run: RunOptions) -> bool:
+    """Whether a ``diff`` input is a run: a run snapshot, a directory or a glob."""
+    from traceview.run_snapshot_file import is_run_snapshot
+
+    return is_run([path], run) or (path.is_file() and is_run_snapshot(path))
+
+
+def diff(
+    base: Path,
+    new: Path,
+    run: RunOptions,
+    options: DiffOptions,
+    read: ReadOptions,
+    out: OutputOptions,
+) -> None:
+    """``traceview diff`` of two runs: the roll-ups, and each rank with ``--per-rank``; a
+    failed gate raises (exit 1) after the report."""
+    from traceview.analyses.run_diff import check_run_options, compare_runs
+    from traceview.errors import TraceviewError
+    from traceview.render import run_diff as render
+
+    check_choice("--format", out.format, DocumentFormat)
+    check_run_options(options)
+    for side, other in ((base, new), (new, base)):
+        if not is_run_side(side, run):
+            raise UsageError(
+                f"{side} is one trace and {other} a run: compare a run with a run (a directory, "
+                "a glob or a run snapshot), or one rank's trace with another"
+            )
+    report = compare_runs(
+        _run_side(base, run, read), _run_side(new, run, read), options, run.per_rank
+    )
+    show(out, render.document(report, out.verbose))
+    if not report.passed:
+        raise TraceviewError(render.failure_message(report, out.verbose))
+
+
+def _run_side(path: Path, run: RunOptions, read: ReadOptions) -> RunSide:
+    """A run diff input: a run snapshot (recognised by its content) or a run, read here."""
+    from traceview.analyses.kernels import KernelOptions
+    from traceview.analyses.run_diff import RunSide
+    from traceview.run_snapshot_file import is_run_snapshot, load_run_snapshot
+
+    if path.is_file() and is_run_snapshot(path):
+        return RunSide(str(path), "run snapshot", load_run_snapshot(path))
+    return RunSide(str(path), "run", run_snapshot([path], run, read, KernelOptions()))
