@@ -18,7 +18,14 @@ from hypothesis import strategies as st
 
 from traceview.analyses.gaps import GapOptions, GapReport, analyse_gaps, parse_duration
 from traceview.errors import UsageError
-from traceview.events import GPU_KINDS, GpuColumns, RuntimeColumns, StepWindow, TraceEvents
+from traceview.events import (
+    GPU_KINDS,
+    GpuColumns,
+    RuntimeColumns,
+    StepWindow,
+    StreamKey,
+    TraceEvents,
+)
 from traceview.parallel import collect_events
 from traceview.read.reader import ReadStats, TraceReader
 
@@ -55,7 +62,7 @@ def make(
         header={},
         read=ReadStats(events=len(rows)),
         names=list(names),
-        streams=list(streams),
+        streams=[StreamKey(*key) for key in streams],
         gpu=gpu,
         runtime=RuntimeColumns(empty, empty),
         steps=steps or [],

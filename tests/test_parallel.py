@@ -34,7 +34,7 @@ def read_with(
     monkeypatch.setenv("TRACEVIEW_PARALLEL_MIN_BYTES", "1" if parallel else str(1 << 60))
     reader = TraceReader(path, block_size=64 << 10)
     events = collect_events(reader, keep_cpu=True)
-    return events, reader.resume_at is not None  # reset by a fallback to a serial read
+    return events, events.read.resume_at is not None  # None after a fallback to a serial read
 
 
 def summary(events: TraceEvents) -> tuple:

@@ -20,8 +20,8 @@ def _progress(path: Path, parallel: bool, monkeypatch: pytest.MonkeyPatch) -> li
     monkeypatch.setenv("TRACEVIEW_PARALLEL_MIN_BYTES", "1" if parallel else str(1 << 60))
     calls: list[tuple[int, int]] = []
     reader = TraceReader(path, block_size=64 << 10, on_progress=lambda *a: calls.append(a))
-    collect_events(reader)
-    assert (reader.resume_at is not None) == parallel
+    events = collect_events(reader)
+    assert (events.read.resume_at is not None) == parallel
     return calls
 
 

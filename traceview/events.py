@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -189,6 +189,13 @@ class TraceFacts:
     time_resolution: str
 
 
+class StreamKey(NamedTuple):
+    """One GPU stream: the trace's own device and stream values (numbers stay numbers)."""
+
+    device: Any
+    stream: Any
+
+
 @dataclass(frozen=True)
 class TraceEvents:
     """Everything the analyses need from one trace, in memory-light columns."""
@@ -198,7 +205,7 @@ class TraceEvents:
     header: dict[str, Any]
     read: ReadStats
     names: list[str]
-    streams: list[tuple[Any, Any]]
+    streams: list[StreamKey]  # by stream id
     gpu: GpuColumns
     runtime: RuntimeColumns
     steps: list[StepWindow]
@@ -581,7 +588,7 @@ def _correlation(e: Any) -> int:
 
 def _sorted_streams(
     ids: np.ndarray, streams: list[tuple[Any, Any]]
-) -> tuple[np.ndarray, list[tuple[Any, Any]]]:
+) -> tuple[np.ndarray, list[StreamKey]]:
     """Stream ids in the order of the (device, stream) values, numbers before text.
 
     Ids then do not depend on the order events were read in (serial or in parallel parts).
@@ -589,7 +596,7 @@ def _sorted_streams(
     order = sorted(range(len(streams)), key=lambda i: tuple(map(_value_key, streams[i])))
     remap = np.empty(len(order), dtype=np.int32)
     remap[order] = np.arange(len(order), dtype=np.int32)
-    return remap[ids], [streams[i] for i in order]
+    return remap[ids], [StreamKey(*streams[i]) for i in order]
 
 
 def _value_key(value: Any) -> tuple[int, Any]:

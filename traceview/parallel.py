@@ -10,6 +10,7 @@ whole file is read again serially, which gives the same result or the precise er
 
 from __future__ import annotations
 
+import functools
 import mmap
 import multiprocessing
 import os
@@ -23,7 +24,7 @@ import numpy as np
 from traceview.cpu_rows import CpuRows, SpillFile
 from traceview.errors import TraceviewError
 from traceview.events import EventCollector, NeedsExactTimes, TraceEvents, empty_columns
-from traceview.read.reader import SplitFailed, TraceReader
+from traceview.read.reader import MainPart, SplitFailed, TraceReader, WorkerPart
 
 PARALLEL_MIN_BYTES = 256 << 20
 _COLUMN_GROUPS = ("gpu", "runtime")  # CPU rows go to a file the worker writes into
@@ -31,7 +32,8 @@ _COLUMN_GROUPS = ("gpu", "runtime")  # CPU rows go to a file the worker writes i
 
 def collect_events(reader: TraceReader, keep_cpu: bool = False) -> TraceEvents:
     """Read the whole trace through ``reader`` into TraceEvents (CPU activity if asked): in
-    two processes when it is big and the CPU allows."""
+    two processes when it is big and the CPU allows (each part by its own reader, made by
+    ``reader.for_part``; ``reader`` itself reads the file only if the split fails)."""
     split = reader.plan_split(_min_bytes()) if (os.cpu_count() or 1) > 1 else None
     if split is None:
         return _serial(reader, keep_cpu)
@@ -49,9 +51,8 @@ def collect_events(reader: TraceReader, keep_cpu: bool = False) -> TraceEvents:
     try:
         # This process skips to the middle, finds the boundary and tells the worker where
         # to stop, while the worker is already reading from the start.
-        reader.split_at = split[1]
-        reader.on_boundary = boundary_out.send
-        collector = _collect(reader, keep_cpu)
+        main = reader.for_part(MainPart(split_at=split[1], on_boundary=boundary_out.send))
+        collector = _collect(main, keep_cpu)
         part = _receive(receiver, memfd, spill)
     except SplitFailed:
         pass
@@ -64,12 +65,11 @@ def collect_events(reader: TraceReader, keep_cpu: bool = False) -> TraceEvents:
             worker.kill()
         worker.join()
     if part is None:
-        reader.reset()
         return _serial(reader, keep_cpu)
     collector.absorb_before(part)
-    _merge_stats(reader, part)
+    _merge_stats(main, part)
     del part  # what was not absorbed as it is (remapped ids) is freed before joining
-    return collector.finish(reader)
+    return collector.finish(main)
 
 
 def _worker(
@@ -86,9 +86,9 @@ def _worker(
     """In the forked worker: read from the first event to the boundary the main process
     finds (at or after the middle), and send the part back."""
     try:
-        part = TraceReader(path, block_size=block_size, byte_range=split)
-        part.stats.exact_times = exact_times
-        part.final_end = lambda: _recv_boundary(boundary)
+        final_end = functools.partial(_recv_boundary, boundary)
+        spec = WorkerPart(*split, final_end=final_end, exact_times=exact_times)
+        part = TraceReader(path, block_size=block_size, part=spec)
         events = _serial(part, keep_cpu, spill)
     except TraceviewError as e:
         conn.send(("error", str(e)))

@@ -90,11 +90,11 @@ def device_of_stream(events: TraceEvents) -> tuple[np.ndarray, list[Any]]:
     values: list[Any] = []
     seen: dict[tuple[type, Any], int] = {}
     index = np.empty(len(events.streams), dtype=np.int64)
-    for i, (device, _) in enumerate(events.streams):
-        key = (type(device), device)
+    for i, stream in enumerate(events.streams):
+        key = (type(stream.device), stream.device)
         if key not in seen:
             seen[key] = len(values)
-            values.append(device)
+            values.append(stream.device)
         index[i] = seen[key]
     return index, values
 

@@ -83,7 +83,7 @@ def summarize(
         events_read=events.read.events,
         span_us=(span[1] - span[0]) / 1000 if span else 0.0,
         span_start_ns=span[0] if span else 0,
-        device_count=len({(type(device), device) for device, _ in events.streams}),
+        device_count=len({(type(s.device), s.device) for s in events.streams}),
         devices=tuple(devices),
         streams=len(events.streams),
         device_names=_device_names(events.header),

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import json
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -26,6 +26,7 @@ from traceview.events import (
     GpuColumns,
     RuntimeColumns,
     StepWindow,
+    StreamKey,
     TraceEvents,
     TraceFacts,
     without_cpu,
@@ -151,7 +152,7 @@ def _columns(columns: Any, names: tuple[str, ...]) -> Any:
     return pa.table({name: getattr(columns, name) for name in names})
 
 
-def _pairs(keys: list[tuple[Any, Any]], names: tuple[str, str]) -> Any:
+def _pairs(keys: Sequence[tuple[Any, Any]], names: tuple[str, str]) -> Any:
     """Interned (a, b) keys as a table; each value as JSON text, so ints and strings survive.
 
     Stdlib json, not orjson: pids and tids may be integers beyond 64 bits.
@@ -255,7 +256,7 @@ def read_entry(directory: Path, meta: dict[str, Any], keep_cpu: bool) -> TraceEv
         header=meta["header"],
         read=_read_stats(meta["read"]),
         names=names,
-        streams=_read_pairs(directory / "streams.parquet"),
+        streams=[StreamKey(*pair) for pair in _read_pairs(directory / "streams.parquet")],
         gpu=gpu,
         runtime=RuntimeColumns(*_arrays(directory / "runtime.parquet", RUNTIME_COLUMNS)),
         steps=_read_steps(directory / "steps.parquet"),

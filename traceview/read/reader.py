@@ -11,6 +11,8 @@ there (see read.decode.decode_span), plain or gzip alike.
 
 from __future__ import annotations
 
+import copy
+import functools
 import re
 from collections import Counter
 from collections.abc import Callable, Generator, Iterator
@@ -64,6 +66,30 @@ class ReadStats:
     exact_times: bool = False
     skipped: Counter[str] = field(default_factory=Counter)
     truncated_at: int | None = None
+    # A read split in two processes: where this process's part started (not kept in the cache).
+    resume_at: int | None = None
+
+
+@dataclass(frozen=True)
+class MainPart:
+    """Parallel reading, this process (see traceview.parallel): after the header, skip to
+    ``split_at``, find the first event boundary there, report it through ``on_boundary``
+    (None: there is none, the split fails) and read from it to the end."""
+
+    split_at: int
+    on_boundary: Callable[[int | None], None]
+
+
+@dataclass(frozen=True)
+class WorkerPart:
+    """Parallel reading, the worker: the events in [start, end), no header, decoded exactly
+    if ``exact_times``; ``final_end()`` gives the real end once the main process has found
+    it (None: it gave up on the split)."""
+
+    start: int
+    end: int
+    final_end: Callable[[], int | None]
+    exact_times: bool = False
 
 
 @dataclass
@@ -94,28 +120,22 @@ class TraceReader:
         partial: bool = False,
         block_size: int = BLOCK_SIZE,
         on_progress: Callable[[int, int], None] | None = None,
-        byte_range: tuple[int, int] | None = None,
+        part: MainPart | WorkerPart | None = None,
     ) -> None:
         self.info = check_path(path)
         self.path = path
         self.partial = partial
         self.block_size = block_size
         self.on_progress = on_progress
-        # Parallel reading (see traceview.parallel): this reader covers only part of the array.
-        self.byte_range = byte_range  # a worker: the events in [start, end), no header
-        self.reset()
+        self.part = part  # parallel reading: the part of the event array this reader covers
+        self._start()
 
-    def reset(self) -> None:
-        """Forget everything read so far, to read the file again from the start."""
+    def _start(self) -> None:
+        """Nothing read yet."""
         self.header: dict[str, Any] = {}
-        self.stats = ReadStats()
-        self.resume_at: int | None = None  # the main reader: where its part starts
-        # Parallel reading, the main reader: skip to ``split_at`` after the header, find the
-        # first event boundary there, report it through ``on_boundary`` and read from it.
-        self.split_at: int | None = None
-        self.on_boundary: Callable[[int | None], None] = lambda boundary: None
-        # Parallel reading, the worker: called at the end of ``byte_range`` for the real end.
-        self.final_end: Callable[[], int | None] | None = None
+        self.stats = ReadStats(
+            exact_times=isinstance(self.part, WorkerPart) and self.part.exact_times
+        )
         # Valid until the next batch is asked for (the buffer changes only then).
         self._last_chunk: tuple[bytes | bytearray, int, int | None] = (b"", 0, None)
         self._last_count = 0
@@ -124,10 +144,17 @@ class TraceReader:
     def batches(self) -> Iterator[list[Any]]:
         """Yield lists of decoded events (see read.decode.Event), in file order."""
         with TraceSource(self.info, self.block_size) as source:
-            if self.byte_range is not None:
-                yield from self._read_range(source, *self.byte_range)
+            if isinstance(self.part, WorkerPart):
+                yield from self._read_range(source, self.part)
             else:
                 yield from self._read(source)
+
+    def for_part(self, part: MainPart) -> TraceReader:
+        """A new reader of the same file with the same settings, for this process's part."""
+        reader = copy.copy(self)
+        reader.part = part
+        reader._start()
+        return reader
 
     def plan_split(self, min_bytes: int) -> tuple[int, int] | None:
         """(first event offset, split point) of a file big enough to split in two parts.
@@ -154,11 +181,11 @@ class TraceReader:
         share = _GZIP_WORKER_SHARE if self.info.compressed else 0.5
         return start, start + int((size - start) * share)
 
-    def _read_range(self, source: TraceSource, start: int, end: int) -> Iterator[list[Any]]:
+    def _read_range(self, source: TraceSource, part: WorkerPart) -> Iterator[list[Any]]:
         """A worker's part: the complete events in [start, end); any doubt raises SplitFailed."""
-        buf = _Buffer(base=start)
-        source.seek(start, limit=end)
-        source.final_limit = self._final_end
+        buf = _Buffer(base=part.start)
+        source.seek(part.start, limit=part.end)
+        source.final_limit = functools.partial(_final_end, part)
         yield from self._cut_chunks(buf, self._blocks(source), source)
         rest = buf.data[buf.pos :].strip(b" \t\r\n,")
         if rest:
@@ -178,8 +205,8 @@ class TraceReader:
         blocks = self._blocks(source)
         buf = _Buffer()
         is_object = self._read_header(buf, blocks)
-        if self.split_at is not None:
-            self._skip_to_boundary(buf, blocks, source, self.split_at)
+        if isinstance(self.part, MainPart):
+            self._skip_to_boundary(buf, blocks, source, self.part)
         yield from self._cut_chunks(buf, blocks, source)
         closed = yield from self._tail(buf)
         if closed:
@@ -188,17 +215,11 @@ class TraceReader:
             self._truncated(self._last_event_end)
         self._progress(source)
 
-    def _final_end(self) -> int:
-        """The worker's real end, once the main reader has found it (SplitFailed if not)."""
-        end = self.final_end() if self.final_end is not None else None
-        if end is None:
-            raise SplitFailed
-        return end
-
     def _skip_to_boundary(
-        self, buf: _Buffer, blocks: Iterator[bytes], source: TraceSource, offset: int
+        self, buf: _Buffer, blocks: Iterator[bytes], source: TraceSource, part: MainPart
     ) -> None:
-        """Continue at the first newline-anchored event boundary at or after ``offset``."""
+        """Continue at the first newline-anchored event boundary at or after ``split_at``."""
+        offset = part.split_at
         buf.data, buf.pos, buf.base, buf.min_cut = bytearray(), 0, offset, 0
         source.seek(offset)
         while len(buf.data) < _BOUNDARY_WINDOW and not buf.eof:
@@ -211,11 +232,11 @@ class TraceReader:
             ),
             None,
         )
-        self.on_boundary(None if boundary is None else buf.base + boundary)
+        part.on_boundary(None if boundary is None else buf.base + boundary)
         if boundary is None:
             raise SplitFailed
         buf.pos = boundary
-        self.resume_at = buf.base + boundary
+        self.stats.resume_at = buf.base + boundary
 
     def _cut_chunks(
         self, buf: _Buffer, blocks: Iterator[bytes], source: TraceSource
@@ -315,7 +336,7 @@ class TraceReader:
         try:
             events = self._decode_counted(text, start, cut.start() + 1)
         except ChunkError as e:
-            if self.byte_range is not None or buf.base + start == self.resume_at:
+            if isinstance(self.part, WorkerPart) or buf.base + start == self.stats.resume_at:
                 raise SplitFailed from None  # a part that may start at a wrong boundary
             chunk = text[start : cut.start() + 1]
             end = self._repair(chunk, buf.base + start, e)
@@ -434,13 +455,21 @@ class TraceReader:
             return
         total = source.estimated_size()
         done = source.position
-        if self.split_at is not None:
-            start = min(self.split_at, total - 1)
+        if isinstance(self.part, MainPart):
+            start = min(self.part.split_at, total - 1)
             done = max(0, done - start) * total // (total - start)
         self.on_progress(min(done, total), total)
 
     def _fail(self, message: str) -> NoReturn:
         raise TraceviewError(f"{self.path}: {message}")
+
+
+def _final_end(part: WorkerPart) -> int:
+    """The worker's real end, once the main reader has found it (SplitFailed if not)."""
+    end = part.final_end()
+    if end is None:
+        raise SplitFailed
+    return end
 
 
 def _last_cut(data: bytearray, lo: int, min_cut: int, size: int) -> re.Match[bytes] | None:
