@@ -214,7 +214,8 @@ def test_parallel_read_equals_serial(tmp_path: Path, monkeypatch: pytest.MonkeyP
     for parallel in (True, False):
         monkeypatch.setenv("TRACEVIEW_PARALLEL_MIN_BYTES", "1" if parallel else str(1 << 60))
         reader = TraceReader(path, block_size=64 << 10)
-        reads.append((_unique_json(collect_events(reader, keep_cpu=True)), reader.resume_at))
+        events = collect_events(reader, keep_cpu=True)
+        reads.append((_unique_json(events), events.read.resume_at))
     assert reads[0][1] is not None  # really read in two parts
     assert reads[0][0] == reads[1][0]
     assert json.loads(reads[0][0])["per_tier"]["2"] > 0
