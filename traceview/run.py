@@ -75,7 +75,8 @@ def read_trace(path: Path, options: ReadOptions, keep_cpu: bool = False) -> Trac
 
         regex = compile_step_regex(options.step_regex)  # a usage error before any reading
         keep_cpu = True
-    events = _read_cached(path, options, keep_cpu) if options.cache else None
+    pipe = _is_pipe(path, options)
+    events = _read_cached(path, options, keep_cpu) if options.cache and not pipe else None
     if events is None:
         events = _ingest(path, options, keep_cpu)
     if regex is not None:
@@ -91,7 +92,8 @@ def read_trace(path: Path, options: ReadOptions, keep_cpu: bool = False) -> Trac
         console = stderr_console()
         for problem in problems:
             console.print(rich_text(f"traceview: warning: {problem}"), soft_wrap=True)
-    remember_trace(path)
+    if not pipe:
+        remember_trace(path)
     return events
 
 
@@ -131,10 +133,22 @@ def _ingest(path: Path, options: ReadOptions, keep_cpu: bool) -> TraceEvents:
         with ByteProgress(path.stat().st_size, enabled=not options.quiet) as progress:
             return collect_nsys(path, keep_cpu, lambda done: progress(done, None))
     reader = TraceReader(path, partial=options.partial)
-    size = None if reader.info.compressed else reader.info.size_bytes  # gzip: estimated later
+    # gzip: estimated later; a pipe: bytes read without a total
+    size = None if reader.info.compressed or reader.info.stream else reader.info.size_bytes
     with ByteProgress(size, enabled=not options.quiet) as progress:
         reader.on_progress = progress
         return collect_events(reader, keep_cpu)
+
+
+def _is_pipe(path: Path, options: ReadOptions) -> bool:
+    """Whether the trace comes from a pipe (read.stream), said on stderr with what it means."""
+    from traceview.read.stream import is_pipe, pipe_note
+
+    if not is_pipe(path):
+        return False
+    if not options.quiet:
+        stderr_console().print(pipe_note(path, options.verify, options.refresh), markup=False)
+    return True
 
 
 def _command(run: Callable[_P, _R]) -> Callable[_P, _R]:
@@ -362,6 +376,8 @@ def diff(
     if out.format not in DIFF_FORMATS:
         raise UsageError(f"--format {out.format!r}: expected one of {', '.join(DIFF_FORMATS)}")
     check_options(options)
+    if base == new == Path("-"):
+        raise UsageError("diff: only one side can be read from stdin (-)")
     report = compare(_diff_side(base, read), _diff_side(new, read), options)
     if out.format == "json":
         document = render_diff.as_json(report)

@@ -19,6 +19,7 @@ comes first); whole-trace figures always cover everything. Times are µs rounded
 from __future__ import annotations
 
 import hashlib
+import io
 import math
 import re
 import zlib
@@ -36,7 +37,8 @@ from traceview.analyses.kernels import KernelOptions, KernelReport, KernelRow, a
 from traceview.analyses.steps import StepRow, StepRows, step_table, step_windows
 from traceview.errors import TraceviewError
 from traceview.events import KERNEL, TraceEvents
-from traceview.read.source import GZIP_MAGIC, check_path
+from traceview.read.source import GZIP_MAGIC, SourceInfo, check_path
+from traceview.read.stream import pipe_input
 
 KIND = "traceview-snapshot"
 SCHEMA_VERSION = 2
@@ -322,11 +324,13 @@ def is_snapshot(path: Path) -> bool:
     Other traceview JSON outputs (``kernels -f json`` and the like) are rejected here with a
     hint, since the trace reader could only say that they are not traces.
     """
-    check_path(path)
-    head = _head(path)
+    info = check_path(path)
+    head = _head(path, info.stream)
     first = _first_key(head)
     if first is not None and first not in _SNAPSHOT_KEYS:
         return False  # a snapshot's keys are its fields, whatever their order: a trace
+    if info.stream and first is None and not _MARK.search(head):
+        return False  # a pipe is not held in memory to find out
     data = _read_bounded(path)
     if data is None:
         if _MARK.search(head):
@@ -370,10 +374,13 @@ class _Probe(msgspec.Struct):
     traceEvents: msgspec.Raw | None = None
 
 
-def _head(path: Path) -> bytes:
-    """The first KB of the file (decompressed)."""
-    with path.open("rb") as f:
-        raw = f.read(1 << 16)
+def _head(path: Path, stream: bool) -> bytes:
+    """The first KB of the file or pipe (decompressed)."""
+    if stream:
+        raw = pipe_input(path).peek(1 << 16)
+    else:
+        with path.open("rb") as f:
+            raw = f.read(1 << 16)
     if not raw.startswith(GZIP_MAGIC):
         return raw[:SNIFF_BYTES]
     try:
@@ -413,7 +420,7 @@ def _read_bounded(path: Path) -> bytes | None:
     if not info.compressed and info.size_bytes > MAX_SNAPSHOT_BYTES:
         return None
     try:
-        with path.open("rb") as f:
+        with _bounded_input(info) as f:
             data = _inflate_bounded(f) if info.compressed else f.read(MAX_SNAPSHOT_BYTES + 1)
     except OSError as e:
         raise TraceviewError(f"{path}: cannot read: {e.strerror or e}") from None
@@ -422,6 +429,13 @@ def _read_bounded(path: Path) -> bytes | None:
     if data is None or len(data) > MAX_SNAPSHOT_BYTES:
         return None
     return data.removeprefix(b"\xef\xbb\xbf")
+
+
+def _bounded_input(info: SourceInfo) -> BinaryIO:
+    """The file, or a pipe's first bytes (kept by the pipe for the trace reader, in case)."""
+    if info.stream:
+        return io.BytesIO(pipe_input(info.path).peek(MAX_SNAPSHOT_BYTES + 1))
+    return info.path.open("rb")
 
 
 def _inflate_bounded(f: BinaryIO) -> bytes | None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable, Generator, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -93,7 +93,7 @@ class TraceReader:
         *,
         partial: bool = False,
         block_size: int = BLOCK_SIZE,
-        on_progress: Callable[[int, int], None] | None = None,
+        on_progress: Callable[[int, int | None], None] | None = None,
         byte_range: tuple[int, int] | None = None,
     ) -> None:
         self.info = check_path(path)
@@ -128,6 +128,8 @@ class TraceReader:
                 yield from self._read_range(source, *self.byte_range)
             else:
                 yield from self._read(source)
+            if self.info.stream:  # its size is known now
+                self.info = replace(self.info, size_bytes=source.file_position)
 
     def plan_split(self, min_bytes: int) -> tuple[int, int] | None:
         """(first event offset, split point) of a file big enough to split in two parts.
@@ -139,7 +141,8 @@ class TraceReader:
         the start, and the worker gets a bit more than half, since the main process must
         inflate the worker's part too before it reaches its own. None when the file is small.
         """
-        if self.info.size_bytes < min_bytes // 64:  # no trace compresses more than ~64×
+        # A pipe has no offsets; no trace compresses more than ~64×.
+        if self.info.stream or self.info.size_bytes < min_bytes // 64:
             return None
         with TraceSource(self.info, self.block_size) as source:
             buf = _Buffer()
@@ -300,7 +303,9 @@ class TraceReader:
 
     def _check_plain_end(self) -> None:
         """Fail fast (before reading it all) on a plain file that ends inside the JSON."""
-        if not self.partial and not self.info.compressed and not plain_file_ends_cleanly(self.path):
+        if self.partial or self.info.compressed or self.info.stream:
+            return
+        if not plain_file_ends_cleanly(self.path):
             self._fail(
                 "truncated or followed by other data: the file does not end with } or ] "
                 "(use --partial to analyse the events it holds)"
@@ -431,6 +436,9 @@ class TraceReader:
         parallel read starts in the middle while the worker reads the start: its own part is
         scaled to the whole, so the bar moves from 0 as both parts do."""
         if self.on_progress is None:
+            return
+        if self.info.stream:  # bytes read, of a size nobody knows yet
+            self.on_progress(source.position, None)
             return
         total = source.estimated_size()
         done = source.position
