@@ -17,6 +17,9 @@ if TYPE_CHECKING:
 SCHEMA_VERSION = 2
 _HEADERS = ("Step", "Device", "CPU start", "CPU dur", "Kernels", "Kernel time",
             "GPU window", "Busy %", "Idle", "Lag", "Queue")  # fmt: skip
+# On a narrow terminal these go first (the step, its device, duration, GPU window, busy % and
+# lag stay: they say whether the GPU or the CPU set the pace).
+_NARROW_DROP = ("CPU start", "Kernel time", "Queue", "Kernels", "Idle")
 _CSV_FIELDS = ("step", "name", "cpu_start_us", "cpu_dur_us", "kernels", "kernel_time_us",
                "gpu_only", "device", "gpu_start_us", "gpu_end_us", "window_us", "busy_us",
                "idle_us", "busy_pct", "lag_us", "queue_us")  # fmt: skip
@@ -36,7 +39,7 @@ def table(trace: TraceSummary, rows: list[StepRow]) -> Table:
         )
         for d in r.devices or (None,):
             cells.append((head[0], "-" if d is None else str(d.device), *head[1:], *_device(d)))
-    right = (False, False, *(True,) * 9)
+    right = (False, *(True,) * 10)  # the device is a number (or -)
     return Table(_HEADERS, right, cells)
 
 
@@ -127,7 +130,7 @@ def _footer(rows: list[StepRow]) -> list[str]:
 def print_rich(trace: TraceSummary, rows: list[StepRow], console: Console) -> None:
     for line in summary_lines(trace, rows):
         print_line(console, line)
-    to_rich(table(trace, rows), console)
+    to_rich(table(trace, rows), console, drop_order=_NARROW_DROP)
     for line in _footer(rows):
         print_line(console, line)
 
