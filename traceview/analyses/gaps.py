@@ -308,6 +308,18 @@ def analyse_gaps(events: TraceEvents, options: GapOptions) -> GapReport:
     )
 
 
+def device_idle(events: TraceEvents, options: GapOptions) -> list[DeviceIdle]:
+    """Only the per-device rows of ``analyse_gaps`` (the same figures), without the streams,
+    transitions, histogram and largest gaps."""
+    check_options(options)
+    mask, _ = _selection(events, options)
+    usage, gaps = device_gaps(
+        events, np.flatnonzero(mask), first_launch(events), name_rank(events.names)
+    )
+    kept = (gaps.end - gaps.start) >= options.min_gap_ns
+    return _device_rows(events, usage, gaps, kept)
+
+
 def _shown_names(
     events: TraceEvents, transitions: list[Transition], largest: list[LargestGap]
 ) -> dict[str, str]:
@@ -681,6 +693,7 @@ __all__ = [
     "Transition",
     "analyse_gaps",
     "check_options",
+    "device_idle",
     "parse_duration",
     "parse_hist_range",
 ]

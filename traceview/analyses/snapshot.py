@@ -32,7 +32,7 @@ import numpy as np
 import orjson
 
 from traceview import __version__
-from traceview.analyses.gaps import GapOptions, analyse_gaps
+from traceview.analyses.gaps import GapOptions, device_idle
 from traceview.analyses.kernels import KernelOptions, KernelReport, KernelRow, analyse_kernels
 from traceview.analyses.steps import StepRow, StepRows, step_table, step_windows
 from traceview.errors import TraceviewError
@@ -176,7 +176,7 @@ def build_snapshot(
     """Summarise a read trace (kernels only; idle counts kernel, memcpy and memset as busy)."""
     # Rows only for the kernels that can be stored: with 10^6 names, a row each costs seconds.
     report = analyse_kernels(events, KernelOptions(sort="total", top=max(max_kernels, max_stored)))
-    devices = analyse_gaps(events, GapOptions(largest=0, top=0)).devices
+    devices = device_idle(events, GapOptions())
     all_steps = step_table(events)
     steps = all_steps[len(all_steps) - max_steps :] if len(all_steps) > max_steps else all_steps
     stored = _stored(report, max_kernels, max_stored)
