@@ -177,10 +177,11 @@ def build_snapshot(
     # Rows only for the kernels that can be stored: with 10^6 names, a row each costs seconds.
     report = analyse_kernels(events, KernelOptions(sort="total", top=max(max_kernels, max_stored)))
     devices = device_idle(events, GapOptions())
-    all_steps = step_table(events)
-    steps = all_steps[len(all_steps) - max_steps :] if len(all_steps) > max_steps else all_steps
+    windows = step_windows(events)
+    kept = list(windows)[max(len(windows) - max_steps, 0) :]  # the last max_steps steps
+    steps = step_table(events, {n: windows[n] for n in kept})
     stored = _stored(report, max_kernels, max_stored)
-    windows, rows_by = step_windows(events), StepRows(events, np.arange(len(events.gpu.ts)))
+    rows_by = StepRows(events, np.arange(len(events.gpu.ts)))
     step_rows = [np.sort(rows_by.within(windows[s.step])) for s in steps]
     counts, totals = _step_sums(events, step_rows, [r.name for r in stored])
     return Snapshot(
@@ -201,7 +202,7 @@ def build_snapshot(
             for d in devices
         ),
         steps=tuple(_step_stat(row) for row in steps),
-        steps_left_out=len(all_steps) - len(steps),
+        steps_left_out=len(windows) - len(steps),
         kernels=tuple(
             _kernel_stat(row, counts[:, i], totals[:, i]) for i, row in enumerate(stored)
         ),
