@@ -29,15 +29,22 @@ gen = load_generator()
 N = 100_000  # kernels, all names distinct; and twice as many
 
 
+def _read_pair(
+    tmp_path_factory: pytest.TempPathFactory, n: int, make: Callable[[int], dict[str, int]]
+) -> dict[int, TraceEvents]:
+    """The scale traces ``make(n)`` and ``make(2 * n)``, read, by n."""
+    out = {}
+    for size in (n, 2 * n):
+        path = tmp_path_factory.mktemp("linear") / "t.json"
+        gen.write_scale_trace(path, **make(size))
+        out[size] = run.read_trace(path, run.ReadOptions(quiet=True, cache=False))
+    return out
+
+
 @pytest.fixture(scope="module")
 def traces(tmp_path_factory: pytest.TempPathFactory) -> dict[int, TraceEvents]:
     """Traces of N and 2N kernel launches, every launch under its own name."""
-    out = {}
-    for n in (N, 2 * N):
-        path = tmp_path_factory.mktemp("linear") / "t.json"
-        gen.write_scale_trace(path, kernels=n, names=n)
-        out[n] = run.read_trace(path, run.ReadOptions(quiet=True, cache=False))
-    return out
+    return _read_pair(tmp_path_factory, N, lambda n: {"kernels": n, "names": n})
 
 
 def _ratio_of(double: Callable[[], object], single: Callable[[], object]) -> float:
@@ -87,12 +94,7 @@ STEPS = 2000  # ProfilerSteps of 10 launches each; and twice as many
 
 @pytest.fixture(scope="module")
 def stepped(tmp_path_factory: pytest.TempPathFactory) -> dict[int, TraceEvents]:
-    out = {}
-    for n in (STEPS, 2 * STEPS):
-        path = tmp_path_factory.mktemp("linear") / "t.json"
-        gen.write_scale_trace(path, kernels=10 * n, steps=n)
-        out[n] = run.read_trace(path, run.ReadOptions(quiet=True, cache=False))
-    return out
+    return _read_pair(tmp_path_factory, STEPS, lambda n: {"kernels": 10 * n, "steps": n})
 
 
 def test_kernels_of_every_step_selected_is_linear(stepped: dict[int, TraceEvents]) -> None:
@@ -157,12 +159,7 @@ STREAMS = 10_000  # streams, 10 launches each; and twice as many
 
 @pytest.fixture(scope="module")
 def streamed(tmp_path_factory: pytest.TempPathFactory) -> dict[int, TraceEvents]:
-    out = {}
-    for n in (STREAMS, 2 * STREAMS):
-        path = tmp_path_factory.mktemp("linear") / "t.json"
-        gen.write_scale_trace(path, kernels=10 * n, streams=n)
-        out[n] = run.read_trace(path, run.ReadOptions(quiet=True, cache=False))
-    return out
+    return _read_pair(tmp_path_factory, STREAMS, lambda n: {"kernels": 10 * n, "streams": n})
 
 
 @pytest.mark.parametrize(
