@@ -16,7 +16,7 @@ import pytest
 from conftest import ROOT, SHARED_TRACES, load_generator
 from rich.console import Console
 
-from traceview.analyses.diff import DiffOptions, Side, compare
+from traceview.analyses.diff import DiffOptions, DiffReport, Side, compare
 from traceview.analyses.gaps import GapOptions, analyse_gaps
 from traceview.analyses.kernels import KernelOptions, analyse_kernels
 from traceview.analyses.snapshot import build_snapshot
@@ -85,6 +85,10 @@ def _renderings(name: str, command: str) -> tuple[Rich, Callable[[], str]]:
         )
     snapshot = build_snapshot(events)
     d = compare(Side("base", "trace", snapshot), Side("new", "trace", snapshot), DiffOptions(top=8))
+    return _diff_renderings(d)
+
+
+def _diff_renderings(d: DiffReport) -> tuple[Rich, Callable[[], str]]:
     return (lambda c: render_diff.print_rich(d, c, False)), lambda: render_diff.text(d, False)
 
 
@@ -105,12 +109,7 @@ def test_golden_diff_with_changes(pair: str, request: pytest.FixtureRequest) -> 
         pytest.skip("../shared/traces is absent")
     sides = [Side(f"<{n}>", "trace", build_snapshot(_events(n))) for n in (base, new)]
     d = compare(*sides, DiffOptions(top=8, max_regression_pct=5))
-    _check(
-        f"{pair}-diff",
-        lambda c: render_diff.print_rich(d, c, False),
-        lambda: render_diff.text(d, False),
-        request,
-    )
+    _check(f"{pair}-diff", *_diff_renderings(d), request)
 
 
 def _check(stem: str, rich: Rich, text: Callable[[], str], request: pytest.FixtureRequest) -> None:
