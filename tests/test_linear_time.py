@@ -17,7 +17,8 @@ from traceview import run
 from traceview.analyses.gaps import GapOptions, analyse_gaps
 from traceview.analyses.kernels import KernelOptions, analyse_kernels
 from traceview.analyses.names import display_names, short_name
-from traceview.analyses.steps import parse_steps
+from traceview.analyses.snapshot import build_snapshot
+from traceview.analyses.steps import parse_steps, step_table
 from traceview.errors import UsageError
 from traceview.events import TraceEvents
 
@@ -28,15 +29,22 @@ gen = load_generator()
 N = 100_000  # kernels, all names distinct; and twice as many
 
 
+def _read_pair(
+    tmp_path_factory: pytest.TempPathFactory, n: int, make: Callable[[int], dict[str, int]]
+) -> dict[int, TraceEvents]:
+    """The scale traces ``make(n)`` and ``make(2 * n)``, read, by n."""
+    out = {}
+    for size in (n, 2 * n):
+        path = tmp_path_factory.mktemp("linear") / "t.json"
+        gen.write_scale_trace(path, **make(size))
+        out[size] = run.read_trace(path, run.ReadOptions(quiet=True, cache=False))
+    return out
+
+
 @pytest.fixture(scope="module")
 def traces(tmp_path_factory: pytest.TempPathFactory) -> dict[int, TraceEvents]:
     """Traces of N and 2N kernel launches, every launch under its own name."""
-    out = {}
-    for n in (N, 2 * N):
-        path = tmp_path_factory.mktemp("linear") / "t.json"
-        gen.write_scale_trace(path, kernels=n, names=n)
-        out[n] = run.read_trace(path, run.ReadOptions(quiet=True, cache=False))
-    return out
+    return _read_pair(tmp_path_factory, N, lambda n: {"kernels": n, "names": n})
 
 
 def _ratio_of(double: Callable[[], object], single: Callable[[], object]) -> float:
@@ -86,12 +94,7 @@ STEPS = 2000  # ProfilerSteps of 10 launches each; and twice as many
 
 @pytest.fixture(scope="module")
 def stepped(tmp_path_factory: pytest.TempPathFactory) -> dict[int, TraceEvents]:
-    out = {}
-    for n in (STEPS, 2 * STEPS):
-        path = tmp_path_factory.mktemp("linear") / "t.json"
-        gen.write_scale_trace(path, kernels=10 * n, steps=n)
-        out[n] = run.read_trace(path, run.ReadOptions(quiet=True, cache=False))
-    return out
+    return _read_pair(tmp_path_factory, STEPS, lambda n: {"kernels": 10 * n, "steps": n})
 
 
 def test_kernels_of_every_step_selected_is_linear(stepped: dict[int, TraceEvents]) -> None:
@@ -127,6 +130,54 @@ def test_gaps_with_all_names_distinct_is_linear(
     built only for those shown (one row per pair before: 13.5 s → 1.4 s for 10^6 names)."""
     options = GapOptions(largest=5, per_stream=per_stream)
     assert _ratio(traces, lambda events: analyse_gaps(events, options)) <= MAX_RATIO
+
+
+def test_snapshot_with_all_names_distinct_is_linear(traces: dict[int, TraceEvents]) -> None:
+    """Rows only for the kernels that can be stored, the rest from exact totals and digests."""
+    assert _ratio(traces, build_snapshot) <= MAX_RATIO
+
+
+def test_step_table_of_many_steps_is_linear(stepped: dict[int, TraceEvents]) -> None:
+    """One union over (step, device) segments, not a pass over the rows per step."""
+    assert _ratio_of(
+        lambda: step_table(stepped[2 * STEPS]), lambda: step_table(stepped[STEPS])
+    ) <= (MAX_RATIO)
+
+
+def test_gaps_of_every_step_selected_is_linear(stepped: dict[int, TraceEvents]) -> None:
+    def action(events: TraceEvents) -> object:
+        every = ((5, 4 + len(events.steps)),)
+        return analyse_gaps(events, GapOptions(steps=every))
+
+    assert (
+        _ratio_of(lambda: action(stepped[2 * STEPS]), lambda: action(stepped[STEPS])) <= MAX_RATIO
+    )
+
+
+STREAMS = 10_000  # streams, 10 launches each; and twice as many
+
+
+@pytest.fixture(scope="module")
+def streamed(tmp_path_factory: pytest.TempPathFactory) -> dict[int, TraceEvents]:
+    return _read_pair(tmp_path_factory, STREAMS, lambda n: {"kernels": 10 * n, "streams": n})
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["kernels", "gaps-device", "gaps-stream", "steps", "snapshot"],
+)
+def test_many_streams_are_linear(streamed: dict[int, TraceEvents], command: str) -> None:
+    """Per-stream figures (windows, unions, gaps) for all streams at once: a pass over the
+    rows per stream would be 4x here."""
+    action: Callable[[TraceEvents], object] = {
+        "kernels": lambda e: analyse_kernels(e, KernelOptions()),
+        "gaps-device": lambda e: analyse_gaps(e, GapOptions()),
+        "gaps-stream": lambda e: analyse_gaps(e, GapOptions(per_stream=True)),
+        "steps": step_table,
+        "snapshot": build_snapshot,
+    }[command]
+    ratio = _ratio_of(lambda: action(streamed[2 * STREAMS]), lambda: action(streamed[STREAMS]))
+    assert ratio <= MAX_RATIO
 
 
 def _names(n: int) -> list[str]:

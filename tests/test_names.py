@@ -252,11 +252,11 @@ def test_without_a_demangler_mangled_names_stay_as_recorded(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(names, "_demangle", None)
-    names.demangled.cache_clear()
+    names._demangled.cache_clear()
     try:
         assert short_name.__wrapped__(AITER[0]) == AITER[0]
     finally:
-        names.demangled.cache_clear()
+        names._demangled.cache_clear()
 
 
 # Tensile kernels recorded in tracelens__mi300__resnet_act_checkpoint: the same family and tile.

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import itertools
+from unittest import mock
 
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from traceview.aggregate import intervals as intervals_module
 from traceview.aggregate.intervals import unions
 from traceview.aggregate.order import dense_ids, lex_order, packed
 from traceview.aggregate.percentiles import nearest_rank
@@ -80,15 +82,19 @@ def test_nearest_rank_of_values_too_wide_to_pack() -> None:
     intervals=st.lists(
         st.tuples(st.integers(0, 3), st.integers(-(10**12), 10**12), st.integers(0, 10**6)),
         max_size=40,
-    )
+    ),
+    ranked=st.booleans(),
 )
-def test_unions_equal_a_walk_per_segment(intervals: list[tuple[int, int, int]]) -> None:
+def test_unions_equal_a_walk_per_segment(
+    intervals: list[tuple[int, int, int]], ranked: bool
+) -> None:
     """Per segment: first start, last end, union length and every hole, against merging
-    sorted intervals by hand."""
+    sorted intervals by hand; ``ranked``: as when the ends' bands would overflow int64."""
     segment = np.array([g for g, _, _ in intervals], dtype=np.int64)
     start = np.array([s for _, s, _ in intervals], dtype=np.int64)
     end = start + np.array([d for _, _, d in intervals], dtype=np.int64)
-    u = unions(segment, start, end)
+    with mock.patch.object(intervals_module, "_BAND_LIMIT", 0 if ranked else 1 << 62):
+        u = unions(segment, start, end)
     assert u.segment.tolist() == sorted(set(segment.tolist()))
     holes = []
     for i, g in enumerate(u.segment.tolist()):

@@ -31,7 +31,8 @@ Trace = Annotated[
     Path,
     typer.Argument(
         help="Trace file: Chrome trace JSON, plain or gzip (.json, .json.gz), or an Nsight "
-        "Systems SQLite export (nsys export --type sqlite).",
+        "Systems SQLite export (nsys export --type sqlite); - reads stdin (a pipe: read "
+        "once, not cached).",
         show_default=False,
     ),
 ]

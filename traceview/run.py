@@ -13,7 +13,7 @@ import orjson
 
 from traceview.analyses.summary import read_warnings
 from traceview.choices import DocumentFormat, Format, check_choice
-from traceview.errors import TraceviewError
+from traceview.errors import TraceviewError, UsageError
 from traceview.options import ReadOptions
 from traceview.render.output import (
     check_output_path,
@@ -64,7 +64,8 @@ def read_trace(
 
         regex = compile_step_regex(options.step_regex)  # a usage error before any reading
         keep_cpu = True
-    events = _read_cached(path, options, keep_cpu) if options.cache else None
+    pipe = _is_pipe(path, options)
+    events = _read_cached(path, options, keep_cpu) if options.cache and not pipe else None
     if events is None:
         events = _ingest(path, options, keep_cpu)
     if regex is not None:
@@ -80,7 +81,7 @@ def read_trace(
         console = stderr_console()
         for problem in problems:
             console.print(rich_text(f"traceview: warning: {problem}"), soft_wrap=True)
-    if remember:  # not a run's rank files, read in workers: a write each would cost 3 ms
+    if remember and not pipe:  # not a pipe, nor a run's rank files (a write each costs 3 ms)
         remember_trace(path)
     return events
 
@@ -121,10 +122,22 @@ def _ingest(path: Path, options: ReadOptions, keep_cpu: bool) -> TraceEvents:
         with ByteProgress(path.stat().st_size, enabled=not options.quiet) as progress:
             return collect_nsys(path, keep_cpu, lambda done: progress(done, None))
     reader = TraceReader(path, partial=options.partial)
-    size = None if reader.info.compressed else reader.info.size_bytes  # gzip: estimated later
+    # gzip: estimated later; a pipe: bytes read without a total
+    size = None if reader.info.compressed or reader.info.stream else reader.info.size_bytes
     with ByteProgress(size, enabled=not options.quiet) as progress:
         reader.on_progress = progress
         return collect_events(reader, keep_cpu)
+
+
+def _is_pipe(path: Path, options: ReadOptions) -> bool:
+    """Whether the trace comes from a pipe (read.stream), said on stderr with what it means."""
+    from traceview.read.stream import is_pipe, pipe_note
+
+    if not is_pipe(path):
+        return False
+    if not options.quiet:
+        stderr_console().print(pipe_note(path, options.verify, options.refresh), markup=False)
+    return True
 
 
 def _command(run: Callable[_P, _R]) -> Callable[_P, _R]:
@@ -335,6 +348,8 @@ def diff(
 
     check_choice("--format", out.format, DocumentFormat)
     check_options(options)
+    if base == new == Path("-"):
+        raise UsageError("diff: only one side can be read from stdin (-)")
     report = compare(_diff_side(base, read), _diff_side(new, read), options)
     show(out, render_diff.document(report, out.verbose))
     if not report.gate.passed:

@@ -5,6 +5,7 @@ number checked, so that a damaged or hand-edited baseline fails in one line, nev
 
 from __future__ import annotations
 
+import io
 import math
 import re
 import zlib
@@ -18,7 +19,8 @@ import orjson
 from traceview import __version__
 from traceview.analyses.snapshot import KIND, KernelStat, OtherKernels, Snapshot
 from traceview.errors import TraceviewError
-from traceview.read.source import GZIP_MAGIC, check_path
+from traceview.read.source import GZIP_MAGIC, SourceInfo, check_path
+from traceview.read.stream import pipe_input
 
 READABLE_VERSIONS = (1, 2)  # 1 lacks the steps' device figures; its other figures agree
 SNIFF_BYTES = 4096
@@ -60,11 +62,13 @@ def is_snapshot(path: Path) -> bool:
     Other traceview JSON outputs (``kernels -f json`` and the like) are rejected here with a
     hint, since the trace reader could only say that they are not traces.
     """
-    check_path(path)
-    head = _head(path)
+    info = check_path(path)
+    head = _head(path, info.stream)
     first = _first_key(head)
     if first is not None and first not in _SNAPSHOT_KEYS:
         return False  # a snapshot's keys are its fields, whatever their order: a trace
+    if info.stream and first is None and not _MARK.search(head):
+        return False  # a pipe is not held in memory to find out
     data = _read_bounded(path)
     if data is None:
         if _MARK.search(head):
@@ -108,10 +112,13 @@ class _Probe(msgspec.Struct):
     traceEvents: msgspec.Raw | None = None
 
 
-def _head(path: Path) -> bytes:
-    """The first KB of the file (decompressed)."""
-    with path.open("rb") as f:
-        raw = f.read(1 << 16)
+def _head(path: Path, stream: bool) -> bytes:
+    """The first KB of the file or pipe (decompressed)."""
+    if stream:
+        raw = pipe_input(path).peek(1 << 16)
+    else:
+        with path.open("rb") as f:
+            raw = f.read(1 << 16)
     if not raw.startswith(GZIP_MAGIC):
         return raw[:SNIFF_BYTES]
     try:
@@ -151,7 +158,7 @@ def _read_bounded(path: Path) -> bytes | None:
     if not info.compressed and info.size_bytes > MAX_SNAPSHOT_BYTES:
         return None
     try:
-        with path.open("rb") as f:
+        with _bounded_input(info) as f:
             data = _inflate_bounded(f) if info.compressed else f.read(MAX_SNAPSHOT_BYTES + 1)
     except OSError as e:
         raise TraceviewError(f"{path}: cannot read: {e.strerror or e}") from None
@@ -160,6 +167,13 @@ def _read_bounded(path: Path) -> bytes | None:
     if data is None or len(data) > MAX_SNAPSHOT_BYTES:
         return None
     return data.removeprefix(b"\xef\xbb\xbf")
+
+
+def _bounded_input(info: SourceInfo) -> BinaryIO:
+    """The file, or a pipe's first bytes (kept by the pipe for the trace reader, in case)."""
+    if info.stream:
+        return io.BytesIO(pipe_input(info.path).peek(MAX_SNAPSHOT_BYTES + 1))
+    return info.path.open("rb")
 
 
 def _inflate_bounded(f: BinaryIO) -> bytes | None:

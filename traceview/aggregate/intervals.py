@@ -42,7 +42,9 @@ def unions(segment: np.ndarray, start: np.ndarray, end: np.ndarray) -> Unions:
     del order
     change = np.r_[len(seg) > 0, seg[1:] != seg[:-1]]
     head = np.flatnonzero(change)
-    run = np.cumsum(change) - 1
+    run = np.cumsum(change, dtype=np.int64)
+    del change
+    run -= 1
     reach = _running_max(run, head, s, e)  # latest end so far within the segment
     inner = np.ones(len(s), dtype=bool)
     inner[head] = False
@@ -66,8 +68,9 @@ def _running_max(run: np.ndarray, head: np.ndarray, s: np.ndarray, e: np.ndarray
     """``max(e[head of i's run] … e[i])`` for every i (rows sorted by run, then start).
 
     Each run's ends are shifted into a band of its own (run · width + end − run's first
-    start), so one cumulative maximum over all rows never carries across runs; runs whose
-    bands would not fit in int64 are done one by one.
+    start), so one cumulative maximum over all rows never carries across runs. When the bands
+    would not fit in int64 (many runs over a long span), the ends are replaced by their ranks
+    (< n, same order): bands of width n always fit, at the cost of one more sort.
     """
     if len(s) == 0:
         return e.copy()
@@ -75,15 +78,23 @@ def _running_max(run: np.ndarray, head: np.ndarray, s: np.ndarray, e: np.ndarray
     rel: np.ndarray = e - base  # ≥ 0: every end is at or after its run's first start
     width = int(rel.max()) + 1
     if len(head) * width < _BAND_LIMIT:
-        rel += run.astype(np.int64) * width
-        np.maximum.accumulate(rel, out=rel)
-        rel -= run.astype(np.int64) * width
+        _banded_max(rel, run, width)
         rel += base
         return rel
-    out = np.empty_like(e)
-    for lo, hi in zip(head.tolist(), [*head[1:].tolist(), len(s)], strict=True):
-        out[lo:hi] = np.maximum.accumulate(e[lo:hi])
-    return out
+    del rel, base
+    by_end = np.argsort(e, kind="stable")
+    rank = np.empty(len(e), dtype=np.int64)
+    rank[by_end] = np.arange(len(e))
+    _banded_max(rank, run, len(e))
+    return e[by_end[rank]]
+
+
+def _banded_max(values: np.ndarray, run: np.ndarray, width: int) -> None:
+    """Running maximum of ``values`` (each in [0, width)) within each run, in place."""
+    band = run.astype(np.int64, copy=False) * width  # one band array, added and removed
+    values += band
+    np.maximum.accumulate(values, out=values)
+    values -= band
 
 
 def sums_by_run(run: np.ndarray, values: np.ndarray, runs: int) -> np.ndarray:

@@ -135,12 +135,21 @@ def positive(events: TraceEvents, rows: np.ndarray) -> np.ndarray:
     return busy
 
 
-def usage(events: TraceEvents, rows: np.ndarray) -> list[DeviceUsage]:
-    """Window and busy time of each device over the busy events among ``rows``."""
-    rows = positive(events, rows)
+def usage(events: TraceEvents, rows: np.ndarray | None = None) -> list[DeviceUsage]:
+    """Window and busy time of each device over the busy events among ``rows`` (None: all
+    rows, without a copy of the columns when every event is busy)."""
+    gpu = events.gpu
+    if rows is None and bool((gpu.dur > 0).all()):
+        ts, dur, stream = gpu.ts, gpu.dur, gpu.stream
+    else:
+        rows = positive(events, np.arange(len(gpu.ts)) if rows is None else rows)
+        ts, dur, stream = gpu.ts[rows], gpu.dur[rows], gpu.stream[rows]
+        del rows
     device, values = device_of_stream(events)
-    ts = events.gpu.ts[rows]
-    u = unions(device[events.gpu.stream[rows]], ts, ts + events.gpu.dur[rows])
+    segment = device.astype(np.int32)[stream]
+    end = ts + dur
+    del dur
+    u = unions(segment, ts, end)
     return _usage_list(u.segment, u.first, u.last, u.busy, values)
 
 

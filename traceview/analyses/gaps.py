@@ -309,6 +309,18 @@ def analyse_gaps(events: TraceEvents, options: GapOptions) -> GapReport:
     )
 
 
+def device_idle(events: TraceEvents, options: GapOptions) -> list[DeviceIdle]:
+    """Only the per-device rows of ``analyse_gaps`` (the same figures), without the streams,
+    transitions, histogram and largest gaps."""
+    check_options(options)
+    mask, _ = _selection(events, options)
+    usage, gaps = device_gaps(
+        events, np.flatnonzero(mask), first_launch(events), name_rank(events.names)
+    )
+    kept = (gaps.end - gaps.start) >= options.min_gap_ns
+    return _device_rows(events, usage, gaps, kept)
+
+
 def _shown_names(
     events: TraceEvents, transitions: list[Transition], largest: list[LargestGap]
 ) -> dict[str, str]:
@@ -421,27 +433,35 @@ def _stream_rows(
     zeros = np.bincount(pair_stream[gap == 0], minlength=n)
     count = np.bincount(stream, minlength=n)
     u = unions(stream.astype(np.int64), ts, end)
-    out = []
-    for sid, first, last, busy in zip(
-        u.segment.tolist(), u.first.tolist(), u.last.tolist(), u.busy.tolist(), strict=True
-    ):
-        device, stream_value = events.streams[sid]
-        window = last - first
-        out.append(
-            StreamGaps(
-                device=device,
-                stream=stream_value,
-                events=int(count[sid]),
-                gaps=int(gaps[sid]),
-                gap_total_us=int(gap_ns[sid]) / 1000,
-                overlaps=int(overlaps[sid]),
-                overlap_us=int(overlap_ns[sid]) / 1000,
-                zero_gaps=int(zeros[sid]),
-                window_us=window / 1000,
-                busy_us=busy / 1000,
-                idle_us=(window - busy) / 1000,
-            )
+    sid = u.segment
+    columns = zip(
+        sid.tolist(),
+        count[sid].tolist(),
+        gaps[sid].tolist(),
+        gap_ns[sid].tolist(),
+        overlaps[sid].tolist(),
+        overlap_ns[sid].tolist(),
+        zeros[sid].tolist(),
+        (u.last - u.first).tolist(),
+        u.busy.tolist(),
+        strict=True,
+    )
+    out = [
+        StreamGaps(
+            device=events.streams[i][0],
+            stream=events.streams[i][1],
+            events=n,
+            gaps=g,
+            gap_total_us=g_ns / 1000,
+            overlaps=o,
+            overlap_us=o_ns / 1000,
+            zero_gaps=z,
+            window_us=window / 1000,
+            busy_us=busy / 1000,
+            idle_us=(window - busy) / 1000,
         )
+        for i, n, g, g_ns, o, o_ns, z, window, busy in columns
+    ]
     out.sort(key=lambda r: (_value_key(r.device), _value_key(r.stream)))
     return out
 
@@ -646,6 +666,7 @@ __all__ = [
     "Transition",
     "analyse_gaps",
     "check_options",
+    "device_idle",
     "parse_duration",
     "parse_hist_range",
 ]

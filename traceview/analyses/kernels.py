@@ -277,9 +277,10 @@ def _ranked(stats: _Stats, groups: _Labels, sort: str, top: int) -> list[int]:
     candidates = np.arange(n)
     if 0 < top < n:  # only rows at least as large as the top-th can be among the top
         candidates = np.flatnonzero(values >= np.partition(values, n - top)[n - top])
-    listed = values.tolist()
+    # the values of the candidates only: a list of every group's would be 32 bytes a group
+    listed = dict(zip(candidates.tolist(), values[candidates].tolist(), strict=True))
     order = lambda g: (-listed[g], labels[g])  # noqa: E731 (the row key, on group ids)
-    chosen = candidates.tolist()
+    chosen = list(listed)
     return heapq.nsmallest(top, chosen, key=order) if top else sorted(chosen, key=order)
 
 

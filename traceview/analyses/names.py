@@ -15,6 +15,8 @@ import re
 from collections.abc import Callable, Iterator, Mapping
 from functools import lru_cache
 
+import numpy as np
+
 _demangle: Callable[[str], str] | None
 try:
     import cpp_demangle
@@ -31,11 +33,17 @@ _TENSILE = re.compile(r"(Cijk_\w*?)_(MT\d+x\d+x\d+)(?:_|$)")  # family, macro ti
 _MAX_GROWTH = 16  # a demangled name longer than this many times its mangled one is refused
 
 
-@lru_cache(maxsize=65536)
 def demangled(name: str) -> str:
-    """``name`` demangled if it is an Itanium C++ mangled name (``_Z…``), else unchanged."""
+    """``name`` demangled if it is an Itanium C++ mangled name (``_Z…``), else unchanged
+    (such names are not kept in the cache: a million of them would hold ~100 MB)."""
     if _demangle is None or not name.startswith("_Z"):
         return name
+    return _demangled(name)
+
+
+@lru_cache(maxsize=65536)
+def _demangled(name: str) -> str:
+    assert _demangle is not None
     try:
         text = _demangle(name)
     except ValueError:  # not well-formed, or too deep: cpp_demangle's one error
@@ -160,15 +168,21 @@ def display_names(names: list[str]) -> Mapping[str, str]:
     """The name to show for each distinct name: its short name, unless other names share it;
     then the short name with the template arguments that tell them apart, or ``#k`` (k by
     full name) when those do not. Decided over all ``names``, so the same whatever is shown.
-    Linear: names are grouped by short name and only colliding groups look further, each
-    when one of its names is first asked for (a table shows a few of a million names)."""
-    distinct = list(dict.fromkeys(names))
-    groups: dict[str, list[str]] = {}
-    for name, short in zip(distinct, short_names(distinct), strict=True):
-        groups.setdefault(short, []).append(name)
-    lazy = _Display(groups)
-    if any(_LOOKALIKE.search(short) for short in groups):
-        return _unique({name: lazy[name] for name in distinct})  # hostile shapes: compare all
+    Linear, and light on memory: a hash of each short name is kept, not the short names;
+    only colliding groups look further, each when one of its names is first asked for (a
+    table shows a few of a million names)."""
+    lookalike = False
+
+    def hashes() -> Iterator[int]:
+        nonlocal lookalike
+        for name in names:
+            short = _short_name(name)
+            lookalike = lookalike or _LOOKALIKE.search(short) is not None
+            yield hash(short)
+
+    lazy = _Display(names, np.fromiter(hashes(), dtype=np.int64, count=len(names)))
+    if lookalike:  # hostile shapes: compare all
+        return _unique({name: lazy[name] for name in dict.fromkeys(names)})
     return lazy
 
 
@@ -179,28 +193,34 @@ _LOOKALIKE = re.compile(r"[<# ]")
 
 class _Display(Mapping[str, str]):
     """Display names, each colliding group worked out the first time one of its names is
-    asked for."""
+    asked for. Names whose short names hash alike are found by a binary search in the
+    sorted hashes, then compared by their short names themselves."""
 
-    def __init__(self, groups: dict[str, list[str]]) -> None:
-        self._groups = groups
-        self._group_of = {name: short for short, members in groups.items() for name in members}
+    def __init__(self, names: list[str], hashes: np.ndarray) -> None:
+        self._names = names
+        self._order = np.argsort(hashes, kind="stable")
+        self._sorted = hashes[self._order]
         self._shown: dict[str, str] = {}
 
     def __getitem__(self, name: str) -> str:
         if name not in self._shown:
-            short = self._group_of[name]
-            members = self._groups[short]
-            if len(members) == 1:
+            short = _short_name(name)
+            key = hash(short)
+            lo = int(np.searchsorted(self._sorted, key, side="left"))
+            hi = int(np.searchsorted(self._sorted, key, side="right"))
+            members = {self._names[i] for i in self._order[lo:hi].tolist()}
+            same = sorted(m for m in members if _short_name(m) == short)
+            if len(same) <= 1:
                 self._shown[name] = short
             else:
-                self._shown.update(_told_apart(short, sorted(members)))
+                self._shown.update(_told_apart(short, same))
         return self._shown[name]
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._group_of)
+        return iter(dict.fromkeys(self._names))
 
     def __len__(self) -> int:
-        return len(self._group_of)
+        return len(set(self._names))
 
 
 _QUALIFIER = re.compile(r"\b(?:[A-Za-z_]\w*::)+")

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from traceview import __version__
-from traceview.analyses.gaps import GapOptions, analyse_gaps
+from traceview.analyses.gaps import GapOptions, device_idle
 from traceview.analyses.kernels import KernelOptions, KernelReport, KernelRow, analyse_kernels
 from traceview.analyses.steps import StepRow, StepRows, step_table, step_windows
 from traceview.analyses.summary import TraceSummary
@@ -185,11 +185,12 @@ def build_snapshot(
     report = analyse_kernels(
         events, KernelOptions(sort=KernelSort.TOTAL, top=max(max_kernels, max_stored))
     )
-    devices = analyse_gaps(events, GapOptions(largest=0, top=0)).devices
-    all_steps = step_table(events)
-    steps = all_steps[len(all_steps) - max_steps :] if len(all_steps) > max_steps else all_steps
+    devices = device_idle(events, GapOptions())
+    windows = step_windows(events)
+    kept = list(windows)[max(len(windows) - max_steps, 0) :]  # the last max_steps steps
+    steps = step_table(events, {n: windows[n] for n in kept})
     stored = _stored(report, max_kernels, max_stored)
-    windows, rows_by = step_windows(events), StepRows(events, np.arange(len(events.gpu.ts)))
+    rows_by = StepRows(events, np.arange(len(events.gpu.ts)))
     step_rows = [np.sort(rows_by.within(windows[s.step])) for s in steps]
     counts, totals = _step_sums(events, step_rows, [r.name for r in stored])
     return Snapshot(
@@ -210,7 +211,7 @@ def build_snapshot(
             for d in devices
         ),
         steps=tuple(_step_stat(row) for row in steps),
-        steps_left_out=len(all_steps) - len(steps),
+        steps_left_out=len(windows) - len(steps),
         kernels=tuple(kernel_stat(row, counts[:, i], totals[:, i]) for i, row in enumerate(stored)),
         other=OtherKernels(
             kernels=report.distinct - len(stored),

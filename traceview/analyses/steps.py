@@ -267,14 +267,16 @@ def _union(spans: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return spans[first, 0], reach[np.append(first[1:] - 1, len(spans) - 1)]
 
 
-def step_table(events: TraceEvents) -> list[StepRow]:
+def step_table(events: TraceEvents, windows: dict[int, Window] | None = None) -> list[StepRow]:
     """One row per step: its window, the kernels launched in it, and per device the window,
     busy and idle time of its busy events (kernel, memcpy, memset with dur > 0) and the lag.
+    ``windows``: only these steps (a part of ``step_windows(events)``); default all.
 
     All steps at once: the steps' rows are concatenated, and one union over (step, device)
     segments gives every figure (no Python loop per step but building the rows).
     """
-    windows = step_windows(events)
+    if windows is None:
+        windows = step_windows(events)
     if not windows:
         return []
     steps = list(windows)

@@ -5,8 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-import numpy as np
-
 from traceview.analyses.devices import DeviceUsage, usage
 from traceview.analyses.quality import measure_checks, time_resolution
 from traceview.analyses.quality_words import quality_warnings
@@ -76,7 +74,7 @@ def summarize(
     facts = facts_of(events)
     span = events.span_ns
     if devices is None:
-        devices = usage(events, np.arange(len(events.gpu.ts)))
+        devices = usage(events)
     return TraceSummary(
         path=events.path,
         size_bytes=events.size_bytes,

@@ -16,7 +16,7 @@ import functools
 import re
 from collections import Counter
 from collections.abc import Callable, Generator, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -119,7 +119,7 @@ class TraceReader:
         *,
         partial: bool = False,
         block_size: int = BLOCK_SIZE,
-        on_progress: Callable[[int, int], None] | None = None,
+        on_progress: Callable[[int, int | None], None] | None = None,
         part: MainPart | WorkerPart | None = None,
     ) -> None:
         self.info = check_path(path)
@@ -148,6 +148,8 @@ class TraceReader:
                 yield from self._read_range(source, self.part)
             else:
                 yield from self._read(source)
+            if self.info.stream:  # its size is known now
+                self.info = replace(self.info, size_bytes=source.file_position)
 
     def for_part(self, part: MainPart) -> TraceReader:
         """A new reader of the same file with the same settings, for this process's part."""
@@ -166,7 +168,8 @@ class TraceReader:
         the start, and the worker gets a bit more than half, since the main process must
         inflate the worker's part too before it reaches its own. None when the file is small.
         """
-        if self.info.size_bytes < min_bytes // 64:  # no trace compresses more than ~64×
+        # A pipe has no offsets; no trace compresses more than ~64×.
+        if self.info.stream or self.info.size_bytes < min_bytes // 64:
             return None
         with TraceSource(self.info, self.block_size) as source:
             buf = _Buffer()
@@ -321,7 +324,9 @@ class TraceReader:
 
     def _check_plain_end(self) -> None:
         """Fail fast (before reading it all) on a plain file that ends inside the JSON."""
-        if not self.partial and not self.info.compressed and not plain_file_ends_cleanly(self.path):
+        if self.partial or self.info.compressed or self.info.stream:
+            return
+        if not plain_file_ends_cleanly(self.path):
             self._fail(
                 "truncated or followed by other data: the file does not end with } or ] "
                 "(use --partial to analyse the events it holds)"
@@ -452,6 +457,9 @@ class TraceReader:
         parallel read starts in the middle while the worker reads the start: its own part is
         scaled to the whole, so the bar moves from 0 as both parts do."""
         if self.on_progress is None:
+            return
+        if self.info.stream:  # bytes read, of a size nobody knows yet
+            self.on_progress(source.position, None)
             return
         total = source.estimated_size()
         done = source.position

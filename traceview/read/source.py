@@ -18,6 +18,7 @@ from typing import BinaryIO
 from zlib_ng import zlib_ng
 
 from traceview.errors import TraceviewError
+from traceview.read.stream import SQLITE_MAGIC, PipeInput, is_pipe, pipe_input
 
 GZIP_MAGIC = b"\x1f\x8b"
 # zlib-ng's stub declares ``error`` as an instance; it is the exception class.
@@ -30,15 +31,20 @@ class SourceInfo:
     """What we know about the file before reading it."""
 
     path: Path
-    size_bytes: int
+    size_bytes: int  # a pipe: 0 until it has been read, then the bytes read
     compressed: bool
+    stream: bool = False  # a pipe (see read.stream): read once, from the start, not cached
 
 
 def check_path(path: Path) -> SourceInfo:
     """Fail with one clear line if ``path`` cannot be read as a trace file.
 
     Opened without blocking, so a named pipe without a writer cannot hang the command.
+    A pipe (``-``, ``/dev/stdin``, ``<(...)``, a named pipe) is a stream: its first bytes
+    tell gzip from plain text.
     """
+    if is_pipe(path):
+        return _pipe_info(path)
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as e:
@@ -60,6 +66,28 @@ def check_path(path: Path) -> SourceInfo:
     if st.st_size == 0:
         raise TraceviewError(f"{path}: empty file, not a trace")
     return SourceInfo(path=path, size_bytes=st.st_size, compressed=magic == GZIP_MAGIC)
+
+
+def _pipe_info(path: Path) -> SourceInfo:
+    """What the first bytes of a pipe say; an SQLite database cannot be read from one."""
+    head = pipe_input(path).peek(1 << 16)
+    if not head:
+        raise TraceviewError(f"{path}: empty input, not a trace")
+    compressed = head.startswith(GZIP_MAGIC)
+    if (_inflated(head) if compressed else head).startswith(SQLITE_MAGIC):
+        raise TraceviewError(
+            f"{path}: an SQLite database (an Nsight Systems export?) cannot be read from a "
+            "pipe: SQLite reads a file in place; save it to a file and pass its path"
+        )
+    return SourceInfo(path=path, size_bytes=0, compressed=compressed, stream=True)
+
+
+def _inflated(head: bytes) -> bytes:
+    """The first inflated bytes of a gzip stream's start (b"" if they do not inflate)."""
+    try:
+        return zlib_ng.decompressobj(wbits=31).decompress(head, 1 << 10)
+    except _INFLATE_ERROR:
+        return b""
 
 
 def _open_error(error: OSError) -> str:
@@ -95,7 +123,9 @@ class TraceSource:
     def __init__(self, info: SourceInfo, block_size: int) -> None:
         self.info = info
         self.block_size = block_size
-        self._raw: BinaryIO = info.path.open("rb")
+        self._raw: BinaryIO | PipeInput = (
+            pipe_input(info.path).take() if info.stream else info.path.open("rb")
+        )
         self.decompressed_bytes = 0  # gzip: inflated so far, including any dropped bytes
         self.compressed_consumed = 0  # gzip: file bytes the inflater has consumed
         self._start = 0  # gzip: the next offset to yield
@@ -137,6 +167,8 @@ class TraceSource:
 
     def _check_not_shorter(self) -> None:
         """At the end of the input: fail if the file is shorter than when reading began."""
+        if self.info.stream:
+            return
         now = os.fstat(self._raw.fileno()).st_size
         if now < self.info.size_bytes:
             raise TraceviewError(
@@ -187,7 +219,9 @@ class TraceSource:
 
     def estimated_size(self) -> int:
         """Decompressed size: exact for plain files; for gzip, extrapolated from the
-        compression ratio of what has been inflated so far."""
+        compression ratio of what has been inflated so far. A pipe: what has been read."""
+        if self.info.stream:
+            return self.position
         if not self.info.compressed or self.compressed_consumed == 0:
             return self.info.size_bytes
         return self.info.size_bytes * self.decompressed_bytes // self.compressed_consumed

@@ -46,8 +46,9 @@ def figures_table(report: DiffReport) -> Table:
     """Kernel time, launches, idle time and step time: before, after, delta, %."""
     rows = []
     for f in report.figures:
-        fmt = _count if f.key == "kernel_count" else _us
-        rows.append((f.label, fmt(f.before), fmt(f.after), _signed(f.delta, fmt), _pct(f.pct)))
+        fmt = _count if f.key == "kernel_count" else _time  # durations in the unit that fits
+        label = f.label.removesuffix(" (µs)")
+        rows.append((label, fmt(f.before), fmt(f.after), _signed(f.delta, fmt), _pct(f.pct)))
     return Table(("Figure", "Before", "After", "Delta", "%"), (False, True, True, True, True), rows)
 
 
@@ -209,7 +210,7 @@ def _limits(report: DiffReport) -> str:
 def _failure(f: Failure, verbose: bool) -> str:
     what = {"kernel_time": "total kernel time", "idle": "GPU idle time"}.get(f.what)
     label = what or f"kernel {_name(f, verbose)}"
-    times = f"({units.us(f.before)} → {units.us(f.after)} µs)"
+    times = f"({units.time(f.before)} → {units.time(f.after)})"
     if f.pct is None:
         return f"{label} grew from 0 in the baseline {times} (--allow-empty-baseline accepts it)"
     return f"{label} {f.pct:+.2f}% > {f.limit_pct:g}% {times}"
@@ -228,10 +229,6 @@ def _footer(left_out: int, noun: str, plural: str | None = None) -> str:
 
 def _name(k: KernelChange | Failure, verbose: bool) -> str:
     return k.name if verbose else k.short_name
-
-
-def _us(value: float | None) -> str:
-    return "-" if value is None else units.us(value)
 
 
 def _time(value: float | None) -> str:

@@ -14,6 +14,9 @@ from traceview.render.tables import Table, to_csv
 SCHEMA_VERSION = 2
 _HEADERS = ("Step", "Device", "CPU start", "CPU dur", "Kernels", "Kernel time",
             "GPU window", "Busy %", "Idle", "Lag", "Queue")  # fmt: skip
+# On a narrow terminal these go first (the step, its device, duration, GPU window, busy % and
+# lag stay: they say whether the GPU or the CPU set the pace).
+_NARROW_DROP = ("CPU start", "Kernel time", "Queue", "Kernels", "Idle")
 _CSV_FIELDS = ("step", "name", "cpu_start_us", "cpu_dur_us", "kernels", "kernel_time_us",
                "gpu_only", "device", "gpu_start_us", "gpu_end_us", "window_us", "busy_us",
                "idle_us", "busy_pct", "lag_us", "queue_us")  # fmt: skip
@@ -33,7 +36,7 @@ def table(trace: TraceSummary, rows: list[StepRow]) -> Table:
         )
         for d in r.devices or (None,):
             cells.append((head[0], "-" if d is None else str(d.device), *head[1:], *_device(d)))
-    right = (False, False, *(True,) * 9)
+    right = (False, *(True,) * 10)  # the device is a number (or -)
     return Table(_HEADERS, right, cells)
 
 
@@ -125,7 +128,7 @@ def document(trace: TraceSummary, rows: list[StepRow]) -> Document:
     """``traceview steps`` in every format."""
     return Document(
         head=summary_lines(trace, rows),
-        sections=[Section(table(trace, rows))],
+        sections=[Section(table(trace, rows), drop_order=_NARROW_DROP)],
         foot=_footer(rows),
         data=lambda: as_json(trace, rows),
         csv=lambda: csv(rows),
