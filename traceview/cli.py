@@ -677,3 +677,41 @@ def main() -> None:
     # shorter (0.14 s against 0.19 s, median of 11 on 2 cores).
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     app(prog_name="traceview")
+
+
+@app.command()
+def report(
+    trace: Trace,
+    output: Annotated[
+        Path,
+        typer.Option("--output", "-o", help="The HTML file to write.", show_default=False),
+    ],
+    timeline_step: Annotated[
+        int | None,
+        typer.Option(
+            "--timeline-step",
+            help="The step drawn as kernel rectangles per stream (default: the median step).",
+            show_default=False,
+        ),
+    ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Overwrite the --output file if it exists.")
+    ] = False,
+    partial: Partial = False,
+    quiet: Quiet = False,
+    strict: Strict = False,
+    no_cache: NoCache = False,
+    refresh: Refresh = False,
+    cache_dir: CacheDir = None,
+    verify: Verify = False,
+    step_regex: StepRegex = None,
+) -> None:
+    """One self-contained HTML page with plots (works offline): time breakdown, kernels,
+    utilisation timeline, gap histogram, steps, roofline. Needs the report extra (plotly)."""
+    from traceview import run
+    from traceview.render.html.documents import ReportOptions
+
+    read = run.ReadOptions(
+        partial, quiet, strict, not no_cache, refresh, cache_dir, verify, step_regex
+    )
+    _call(run.report, trace, ReportOptions(timeline_step=timeline_step), read, output, force)

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from traceview.analyses.ops import OpOptions
     from traceview.cache.manage import Removal
     from traceview.events import TraceEvents
+    from traceview.render.html.documents import ReportOptions
 
 FORMATS = ("table", "json", "csv", "md")
 DIFF_FORMATS = ("table", "json", "md")
@@ -455,3 +456,22 @@ def _report_removal(removal: Removal, root: Path) -> None:
     if removal.failed:
         raise TraceviewError(removal.summary(root))
     stderr_console().print(removal.summary(root), markup=False, soft_wrap=True)
+
+
+@_command
+def report(
+    path: Path, options: ReportOptions, read: ReadOptions, output: Path, force: bool
+) -> None:
+    """``traceview report``: one self-contained HTML page from one read of the trace."""
+    import shlex
+
+    from traceview import __version__
+    from traceview.render.html.documents import collect
+    from traceview.render.html.page import PageInfo, plotly_js, render
+
+    check_output_path(output, force, (path,))
+    plotly_js()  # the missing extra is said before any reading
+    events = read_trace(path, read, keep_cpu=True)
+    command = shlex.join(["traceview", *sys.argv[1:]])
+    page = render(collect(events, options), PageInfo(__version__, command))
+    write_file(output, page, force, (path,))
