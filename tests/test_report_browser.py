@@ -55,7 +55,7 @@ class Visit:
         self.page.on("pageerror", lambda e: self.errors.append(f"page error: {e}"))
         self.page.on("dialog", self._dialog)
         self.page.goto(path.as_uri())
-        self.page.wait_for_function("document.querySelectorAll('.js-plotly-plot').length > 0")
+        self.page.wait_for_function("document.body.dataset.drawn === 'true'")
 
     def _route(self, route: Any) -> None:
         if route.request.url.startswith("file:"):
@@ -174,6 +174,21 @@ def test_real_traces(browser: Any, tmp_path: Path, name: str) -> None:
     assert {"breakdown", "kernels", "timeline", "gap-histogram"} <= set(drawn)
     assert all(w > 100 and h > 100 for w, h in drawn.values()), drawn
     visit.screenshot(tmp_path / f"{name.split('__')[0]}.png")
+    visit.clean()
+
+
+EDGE = sorted(p.name for p in (ROOT / "fixtures" / "edge").glob("*.json"))
+UNREADABLE = {"execution_trace.json", "truncated.json"}
+
+
+@pytest.mark.parametrize("name", [n for n in EDGE if n not in UNREADABLE])
+def test_edge_fixtures_draw_without_errors(browser: Any, tmp_path: Path, name: str) -> None:
+    visit = Visit(browser, _report(ROOT / "fixtures" / "edge" / name, tmp_path))
+    drawn = visit.drawn()
+    assert all(w > 100 and h > 100 for w, h in drawn.values()), drawn
+    absent = visit.page.locator("[data-absent]").all_inner_texts()
+    assert all(text.startswith("absent: ") for text in absent)
+    assert len(drawn) + len(absent) >= 7  # every chart, or a line saying why not
     visit.clean()
 
 

@@ -98,9 +98,11 @@ def _layout(title: str, x: str, y: str, height: int = 360, **more: Any) -> dict[
     }
 
 
-def breakdown(docs: Documents) -> Figure:
+def breakdown(docs: Documents) -> Figure | None:
     """Per device, its window split exactly (compute + exposed comm + exposed copies + idle)."""
     devices = docs.summary["devices"]
+    if not devices:
+        return None
     y = [device_label(d["device"]) for d in devices]
     data = [
         {
@@ -122,10 +124,12 @@ def breakdown(docs: Documents) -> Figure:
     return {"data": data, "layout": layout}
 
 
-def categories(docs: Documents) -> Figure:
+def categories(docs: Documents) -> Figure | None:
     """Per device, each category's busy time (the union of its activities)."""
     devices = docs.summary["devices"]
     names = [c for c in CATEGORIES if any(_busy(d, c) for d in devices)]
+    if not names:
+        return None
     data = [
         {
             "type": "bar",
@@ -146,9 +150,11 @@ def _busy(device: dict[str, Any], category: str) -> float:
     return next((c["busy_us"] for c in device["categories"] if c["category"] == category), 0.0)
 
 
-def top_kernels(docs: Documents) -> Figure:
+def top_kernels(docs: Documents) -> Figure | None:
     """The kernels with the most time, as a bar each (full name on hover)."""
     rows = docs.kernels["kernels"][:TOP_KERNELS]
+    if not rows:
+        return None
     data = [
         {
             "type": "bar",
@@ -167,10 +173,12 @@ def top_kernels(docs: Documents) -> Figure:
     return {"data": data, "layout": layout}
 
 
-def utilisation(docs: Documents) -> Figure:
+def utilisation(docs: Documents) -> Figure | None:
     """Busy % per bin of each device and stream, with the largest device gaps marked."""
     util = docs.utilisation.as_json()
     rows = util["rows"]
+    if not rows:
+        return None
     edges = np.asarray(util["edges_ms"])
     centres = ((edges[:-1] + edges[1:]) / 2).round(4).tolist() if len(edges) else []
     y = [device_label(r["device"], r["stream"]) for r in rows]
@@ -220,7 +228,7 @@ def _gap_text(gap: dict[str, Any]) -> str:
 def step_work(docs: Documents) -> Figure | None:
     """The chosen step's GPU work: a rectangle per activity on its stream's row."""
     work = docs.step
-    if work is None:
+    if work is None or len(work.ts) == 0:
         return None
     streams = [device_label(d, s) for d, s in work.streams]
     start = (work.ts - work.start_ns) / 1e6
@@ -259,11 +267,13 @@ def step_work(docs: Documents) -> Figure | None:
     return {"data": data, "layout": layout}
 
 
-def gap_histogram(docs: Documents) -> Figure:
+def gap_histogram(docs: Documents) -> Figure | None:
     """The device-gap histogram of ``gaps``: a bar per bin (its edges, its count), the bins
     log-spaced as there, the count axis log so the few long gaps stay visible."""
     hist = docs.gaps["histogram"]
     edges, counts = hist["edges"], hist["counts"]
+    if not any(counts):
+        return None
     bins = [f"{units.time(lo)}–{units.time(hi)}" for lo, hi in pairwise(edges)]
     data = [
         {
@@ -285,9 +295,11 @@ def gap_histogram(docs: Documents) -> Figure:
     return {"data": data, "layout": layout}
 
 
-def steps(docs: Documents) -> Figure:
+def steps(docs: Documents) -> Figure | None:
     """Per step: its time, each device's GPU busy time and lag; outlier steps marked."""
     rows = docs.steps["steps"]
+    if not rows:
+        return None
     x = [r["step"] for r in rows]
     data: list[dict[str, Any]] = [
         {

@@ -19,6 +19,7 @@ from traceview.render.escape import html_text, script_json
 from traceview.render.html import charts, roofline
 from traceview.render.html.documents import Documents
 
+NO_GPU = "absent: no GPU activity in this trace"
 TABLE_ROWS = 5000  # kernels (and ops) rows carried in the page, by time
 _CSP = (
     "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
@@ -139,9 +140,9 @@ def _section(section: Section, docs: Documents, figures: dict[str, Any]) -> str:
     ]
     for name, build, absent in section.charts:
         figure = build(docs)
-        if figure is None:
+        if figure is None and absent:
             parts.append(f'<p class="absent" data-absent="{name}">{html_text(absent)}</p>')
-        else:
+        elif figure is not None:
             figures[name] = figure
             parts.append(f'<div class="chart" data-chart="{name}"></div>')
     if section.extra is not None:
@@ -204,9 +205,7 @@ def _timeline_notes(docs: Documents) -> str:
     left = docs.utilisation.streams_left_out
     if left:
         notes.append(f"{left} less busy streams are left out of the utilisation rows.")
-    if docs.step is None:
-        notes.append("No steps in this trace: no per-step rectangles.")
-    elif docs.step.capped:
+    if docs.step is not None and docs.step.capped:
         notes.append(
             f"Step {docs.step.step} has {docs.step.total:,} GPU activities: the "
             f"{len(docs.step.ts):,} longest are drawn."
@@ -223,7 +222,7 @@ SECTIONS = (
         "(communication not overlapped by compute) + exposed memcpy/memset + idle; below, "
         "each category's busy time (the union of its activities). As <code>traceview "
         "summary</code>; docs/metrics.md “Summary”.",
-        (("breakdown", charts.breakdown, ""), ("categories", charts.categories, "")),
+        (("breakdown", charts.breakdown, NO_GPU), ("categories", charts.categories, "")),
         _breakdown_table,
     ),
     Section(
@@ -232,7 +231,7 @@ SECTIONS = (
         "Per kernel name: launches, total and per-launch statistics (µs), shares of "
         "launches and of kernel time. As <code>traceview kernels --top 0</code>; "
         "docs/metrics.md “Kernels”. Click a column to sort; hover a name for the full one.",
-        (("kernels", charts.top_kernels, ""),),
+        (("kernels", charts.top_kernels, "absent: no kernels in this trace"),),
         _kernel_table,
     ),
     Section(
@@ -244,8 +243,8 @@ SECTIONS = (
         "<code>traceview gaps</code>). Below, one step's GPU work as rectangles per stream, "
         "coloured by category (by name); docs/metrics.md “Timeline”.",
         (
-            ("timeline", charts.utilisation, ""),
-            ("timeline-step", charts.step_work, "absent: this trace has no steps"),
+            ("timeline", charts.utilisation, NO_GPU),
+            ("timeline-step", charts.step_work, "absent: no step with GPU work in this trace"),
         ),
         _timeline_notes,
     ),
@@ -255,7 +254,7 @@ SECTIONS = (
         "How many device gaps (the GPU idle between two busy stretches) fall in each "
         "length bin: the histogram of <code>traceview gaps</code>, same log-spaced edges; "
         "docs/metrics.md “Gaps”.",
-        (("gap-histogram", charts.gap_histogram, ""),),
+        (("gap-histogram", charts.gap_histogram, "absent: no device gaps in this trace"),),
     ),
     Section(
         "steps",

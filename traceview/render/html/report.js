@@ -5,10 +5,12 @@
   const charts = JSON.parse(document.getElementById("tv-charts").textContent);
   const data = JSON.parse(document.getElementById("tv-data").textContent);
   const config = { displaylogo: false, responsive: true, showLink: false, showSendToCloud: false };
+  const drawing = [];
   document.querySelectorAll("[data-chart]").forEach(function (el) {
     const figure = charts[el.dataset.chart];
-    if (figure) Plotly.newPlot(el, figure.data, figure.layout, config);
+    if (figure) drawing.push(Plotly.newPlot(el, figure.data, figure.layout, config));
   });
+  Promise.all(drawing).then(function () { document.body.dataset.drawn = "true"; });
 
   const COLUMNS = [
     ["#", "rank", 0], ["kernel", "short_name", -1], ["count", "count", 0],
