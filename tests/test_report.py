@@ -18,6 +18,16 @@ from traceview.cli import app
 from traceview.render.escape import html_text, script_json
 
 DEMO = ROOT / "fixtures" / "demo.json.gz"
+# The charts drawn for the demo trace (its ops have no FLOPs: no roofline, no heatmap).
+CHARTS = (
+    "breakdown",
+    "categories",
+    "kernels",
+    "timeline",
+    "timeline-step",
+    "gap-histogram",
+    "steps",
+)
 runner = CliRunner()
 # Names that would run script if the page put them into HTML unescaped.
 XSS = (
@@ -110,15 +120,7 @@ def test_the_tables_and_charts_show_the_commands_figures(tmp_path: Path) -> None
 
 def test_every_section_and_the_header(tmp_path: Path) -> None:
     page = write_report(DEMO, tmp_path / "r.html", "--timeline-step", "6")
-    for name in (
-        "breakdown",
-        "categories",
-        "kernels",
-        "timeline",
-        "timeline-step",
-        "gap-histogram",
-        "steps",
-    ):
+    for name in CHARTS:
         assert f'data-chart="{name}"' in page
     # The demo's ops have no FLOPs yet: each roofline chart is one line saying why.
     assert 'data-absent="roofline"' in page and 'data-absent="gemm-heatmap"' in page

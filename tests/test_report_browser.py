@@ -14,30 +14,26 @@ from typing import Any
 import pytest
 
 from tests.conftest import ROOT, SHARED_TRACES
-from tests.test_report import XSS, hostile_xss_trace, write_report
-from tests.test_report_roofline import PEAKS, ROWS
+from tests.test_report import CHARTS, XSS, hostile_xss_trace, write_report
+from tests.test_report_roofline import DEVICE, ROWS
 
-CHROMIUM = Path("/usr/bin/chromium")
+# Debian's chromium, or the one $TRACEVIEW_CHROMIUM names (playwright downloads no browser here).
+CHROMIUM = Path(os.environ.get("TRACEVIEW_CHROMIUM", "/usr/bin/chromium"))
 DEMO = ROOT / "fixtures" / "demo.json.gz"
-CHARTS = (
-    "breakdown",
-    "categories",
-    "kernels",
-    "timeline",
-    "timeline-step",
-    "gap-histogram",
-    "steps",
-)
 # A real trace whose ops carry shapes (record_shapes) and one without steps.
 REAL = (
     "tracelens__h100__gaunernst_bert-small-uncased__1016001.json.gz",
     "kineto__resnet50_profiler_api_nw0.json.gz",
 )
 
-sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
-if not CHROMIUM.exists():
+sync_api = pytest.importorskip(
+    "playwright.sync_api", reason="playwright is not installed (pip install -e '.[dev]')"
+)
+if not os.access(CHROMIUM, os.X_OK):
     pytest.skip(
-        "no /usr/bin/chromium (apt-get install chromium; .ci/run does it)", allow_module_level=True
+        f"no chromium at {CHROMIUM} (apt-get install chromium, as .ci/run does, or set "
+        "TRACEVIEW_CHROMIUM to a chromium binary)",
+        allow_module_level=True,
     )
 
 
@@ -95,7 +91,9 @@ class Visit:
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
+        b = p.chromium.launch(
+            executable_path=str(CHROMIUM), args=["--no-sandbox", "--disable-dev-shm-usage"]
+        )
         yield b
         b.close()
 
@@ -147,7 +145,7 @@ def test_roofline_and_heatmap_drawn_from_ops_with_flops(browser: Any, tmp_path: 
     from traceview.run import ReadOptions, read_trace
 
     docs = collect(read_trace(DEMO, ReadOptions(quiet=True), keep_cpu=True), ReportOptions())
-    docs = replace(docs, ops={**docs.ops, "ops": ROWS, "peaks": PEAKS})
+    docs = replace(docs, ops={**docs.ops, "ops": ROWS, "device": DEVICE})
     page = tmp_path / "roofline.html"
     page.write_text(render(docs, PageInfo("test", "traceview report")), "utf-8")
     visit = Visit(browser, page)

@@ -25,7 +25,7 @@ from traceview.analyses.devices import (
     name_rank,
 )
 from traceview.analyses.names import display_names
-from traceview.analyses.oplinks import link_ops
+from traceview.analyses.oplinks import OpLinks, link_ops
 from traceview.analyses.ops import OpOptions, OpRow, analyse_ops
 from traceview.analyses.steps import step_table
 from traceview.analyses.summary import TraceSummary, summarize
@@ -184,10 +184,11 @@ class Overview:
         }
 
 
-def overview(events: TraceEvents) -> Overview:
-    """Everything ``summary`` shows, from one read of the trace (CPU rows included)."""
+def overview(events: TraceEvents, links: OpLinks | None = None) -> Overview:
+    """Everything ``summary`` shows, from one read of the trace (CPU rows included);
+    ``links`` is ``link_ops(events)`` when the caller has it already."""
     rank = name_rank(events.names)  # one sort of every name, for both
-    links = link_ops(events, rank)
+    links = link_ops(events, rank) if links is None else links
     category = categorize(events, links.leaf)
     gpu = events.gpu
     busy = np.flatnonzero(gpu.dur > 0)

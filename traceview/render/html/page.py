@@ -268,13 +268,15 @@ SECTIONS = (
     Section(
         "roofline",
         "Roofline",
-        "One point per op row with FLOPs (<code>traceview ops</code>): x = arithmetic "
-        "intensity (FLOP/byte), y = achieved TFLOP/s; the memory and compute ceilings of "
-        "the device when its peaks are known. Click a dtype in the legend to hide it; "
-        "docs/metrics.md “Operators”.",
+        "One point per op and shapes with FLOPs (<code>traceview ops --group-by "
+        "op+shapes</code>): x = arithmetic intensity (FLOP/byte), y = achieved TFLOP/s; the "
+        "memory and compute ceilings of the device when its peaks are known. Click a dtype "
+        "in the legend to hide it. Below, GEMMs by M and N, coloured by % of peak; the menu "
+        "picks the dtype and K. docs/metrics.md “Operators”, “Report”.",
         (
             ("roofline", lambda d: roofline.roofline(d.ops), roofline.ABSENT),
             ("gemm-heatmap", lambda d: roofline.gemm_heatmap(d.ops), roofline.GEMM_ABSENT),
         ),
+        lambda d: roofline.notes(d.ops),
     ),
 )

@@ -1,14 +1,17 @@
 """The roofline and the GEMM heatmap, driven by the ``ops`` rows that carry FLOPs.
 
-What is read from the ``ops`` JSON (the operator issue's fields): per row ``name``, ``flops``,
-``bytes``, ``tflops_per_s``, ``gpu_time_us``, ``kernels`` and, when present, ``intensity``
-(else flops / bytes), ``dtype``, ``shapes`` (Input Dims), ``pct_peak``; at the top, ``peaks``:
-one mapping or a list of them with ``tflops_per_s`` (a number, or per dtype) and ``tb_per_s``.
-Rows without ``flops`` are left out; with none, each chart is replaced by one line saying why.
+What is read from the ``ops`` JSON (the operator issue's fields, schema_version 2): per row
+``name``, ``flops``, ``bytes``, ``tflops_per_s``, ``gpu_time_us``, ``kernels`` and, when
+present, ``intensity`` (else flops / bytes), ``dtype``, ``shapes`` (``--group-by op+shapes``:
+the Input Dims and types as one line, ``[[M, K], [K, N]] (float, float)``), ``pct_of_peak``,
+``peak_tflops_per_s``; at the top, the ``device`` block: ``device``, ``peak_tflops_per_s``
+(per dtype), ``peak_tb_per_s``, ``source``. Rows without ``flops`` are left out; with none,
+each chart is replaced by one line saying why.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
@@ -34,16 +37,31 @@ def measured(ops: dict[str, Any]) -> list[dict[str, Any]]:
 
 def peaks(ops: dict[str, Any]) -> tuple[dict[str, float], float | None]:
     """The device's compute peaks (TFLOP/s per dtype, ``""`` when one for all) and its
-    memory bandwidth (TB/s), from the ``ops`` document; empty when it has none."""
-    found = ops.get("peaks")
-    first = found[0] if isinstance(found, list) and found else found
-    if not isinstance(first, dict):
+    memory bandwidth (TB/s), from the ``ops`` document's ``device`` block; empty when the
+    device's peaks are not known."""
+    device = ops.get("device")
+    if not isinstance(device, dict):
         return {}, None
-    compute = first.get("tflops_per_s")
+    compute = device.get("peak_tflops_per_s")
     per_dtype = compute if isinstance(compute, dict) else {"": compute}
     clean = {str(k): float(v) for k, v in per_dtype.items() if isinstance(v, int | float) and v}
-    bandwidth = first.get("tb_per_s")
+    bandwidth = device.get("peak_tb_per_s")
     return clean, float(bandwidth) if isinstance(bandwidth, int | float) and bandwidth else None
+
+
+def notes(ops: dict[str, Any]) -> str:
+    """Whose peaks draw the ceilings, or why there are none (when there are points)."""
+    if not measured(ops):
+        return ""
+    device = ops.get("device")
+    if isinstance(device, dict) and any(peaks(ops)):
+        text = f"Ceilings: the peaks of {device.get('device')} ({device.get('source')})."
+    else:
+        text = (
+            "No ceilings: the device's peaks are not known (traceview ops --peaks FILE gives "
+            "them for a GPU not in the built-in table)."
+        )
+    return f'<p class="note">{html_text(text)}</p>'
 
 
 def _intensity(row: dict[str, Any]) -> float:
@@ -112,7 +130,7 @@ def _ceilings(
     xs = [_intensity(r) for r in rows]
     lo, hi = min(xs) / 4, max(xs) * 4
     out = []
-    for name, peak in sorted(compute.items()):
+    for name, peak in sorted(_compute_ceilings(rows, compute).items()):
         ridge = peak / bandwidth if bandwidth else lo
         out.append(
             _line(
@@ -129,6 +147,17 @@ def _ceilings(
             )
         )
     return out
+
+
+def _compute_ceilings(rows: list[dict[str, Any]], compute: dict[str, float]) -> dict[str, float]:
+    """The compute peak of each dtype the points have (the peak ``ops`` used for the row,
+    else the device's peak for that dtype); every peak of the device when none is known."""
+    mine: dict[str, float] = {}
+    for r in rows:
+        peak = r.get("peak_tflops_per_s") or compute.get(_dtype(r))
+        if peak and _dtype(r) not in mine:
+            mine[_dtype(r)] = float(peak)
+    return mine or compute
 
 
 def _line(x: list[float], y: list[float], name: str) -> dict[str, Any]:
@@ -149,9 +178,9 @@ def gemm_mnk(row: dict[str, Any]) -> tuple[int, int, int] | None:
     [[…,K],[N,K]] with the leading dims as M)."""
     if all(isinstance(row.get(k), int) for k in "mnk"):
         return row["m"], row["n"], row["k"]
-    shapes = row.get("shapes")
+    shapes = _dims(row.get("shapes"))
     name = str(row.get("name", "")).split(" ")[0]
-    if name not in GEMM_OPS or not isinstance(shapes, list):
+    if name not in GEMM_OPS or shapes is None:
         return None
     dims = [s for s in shapes if isinstance(s, list) and len(s) >= 2]
     try:
@@ -164,6 +193,17 @@ def gemm_mnk(row: dict[str, Any]) -> tuple[int, int, int] | None:
         return a[-2], b[-1], a[-1]  # batched: per batch
     except (IndexError, TypeError):
         return None
+
+
+def _dims(shapes: Any) -> list[Any] | None:
+    """The Input Dims of a row: a list, or the list at the start of the shapes line
+    (``[[M, K], [K, N]] (float, float)``); None when there are none."""
+    if isinstance(shapes, str):
+        try:
+            shapes = json.loads(shapes.rsplit(" (", 1)[0])
+        except ValueError:
+            return None
+    return shapes if isinstance(shapes, list) else None
 
 
 def gemm_heatmap(ops: dict[str, Any]) -> Figure | None:
@@ -196,13 +236,14 @@ def gemm_heatmap(ops: dict[str, Any]) -> Figure | None:
 
 
 def _gemm_cells(ops: dict[str, Any]) -> list[dict[str, Any]]:
-    """GEMM rows with (M, N, K) and a % of peak (its ``pct_peak``, else from the peaks)."""
+    """GEMM rows with (M, N, K) and a % of peak (its ``pct_of_peak``, else its achieved
+    TFLOP/s over its dtype's peak)."""
     compute, _ = peaks(ops)
     out = []
     for r in measured(ops):
         mnk = gemm_mnk(r)
-        peak = compute.get(_dtype(r)) or compute.get("")
-        pct = r.get("pct_peak")
+        peak = r.get("peak_tflops_per_s") or compute.get(_dtype(r)) or compute.get("")
+        pct = r.get("pct_of_peak")
         if pct is None and peak:
             pct = 100.0 * r["tflops_per_s"] / peak
         if mnk is None or pct is None or min(mnk) <= 0:
@@ -239,8 +280,8 @@ def _heat(cells: list[dict[str, Any]], visible: bool) -> dict[str, Any]:
         names.setdefault(key, []).append(
             f"{label(c['row']['name'], 60)} M={c['m']} N={c['n']} K={c['k']}: {c['pct']:.1f}%"
         )
-    ys = sorted({k[0] for k in acc})
-    xs = sorted({k[1] for k in acc})
+    ys = list(range(min(k[0] for k in acc), max(k[0] for k in acc) + 1))  # every cell one size
+    xs = list(range(min(k[1] for k in acc), max(k[1] for k in acc) + 1))
     z = [[acc[(y, x)][0] / acc[(y, x)][1] if (y, x) in acc else None for x in xs] for y in ys]
     text = [["<br>".join(names.get((y, x), [])[:8]) for x in xs] for y in ys]
     return {
