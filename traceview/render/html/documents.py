@@ -61,7 +61,7 @@ def collect(events: TraceEvents, options: ReportOptions) -> Documents:
     kernels = analyse_kernels(events, KernelOptions(top=0))
     links = link_ops(events)  # for summary and ops: the costliest step, done once
     return Documents(
-        summary=overview(events, links).as_json(),
+        summary=overview(events, links, rows).as_json(),
         kernels=render_kernels.as_json(kernels),
         gaps=analyse_gaps(events, GapOptions(largest=LARGEST_GAPS)).as_json(),
         steps=steps,
