@@ -14,7 +14,14 @@ from typing import Any
 import pytest
 
 from tests.conftest import ROOT, SHARED_TRACES
-from tests.test_report import CHARTS, XSS, hostile_xss_trace, write_report
+from tests.test_report import (
+    CHARTS,
+    ROOFLINE,
+    XSS,
+    hostile_xss_trace,
+    with_flops,
+    write_report,
+)
 from tests.test_report_roofline import DEVICE, ROWS
 
 # Debian's chromium, or the one $TRACEVIEW_CHROMIUM names (playwright downloads no browser here).
@@ -101,7 +108,8 @@ def browser() -> Iterator[Any]:
 def test_demo_offline_drawn_and_filterable(browser: Any, tmp_path: Path) -> None:
     visit = Visit(browser, _report(DEMO, tmp_path))
     drawn = visit.drawn()
-    assert sorted(drawn) == sorted(CHARTS)
+    roofline = ROOFLINE if with_flops(visit.page.content()) else ()
+    assert sorted(drawn) == sorted(CHARTS + roofline)
     assert all(w > 100 and h > 100 for w, h in drawn.values()), drawn
     rows = visit.page.locator("#kernel-table tbody tr")
     assert rows.count() == 50
