@@ -24,6 +24,8 @@ demo: $(STAMP) ## Run traceview on the bundled demo trace
 	$(BIN)/traceview kernels $(DEMO) --top 8
 	$(BIN)/traceview gaps $(DEMO) --hist-min 1 --gap-top 5 --largest 5
 	$(BIN)/traceview steps $(DEMO)
+	$(BIN)/traceview report $(DEMO) -o demo-report.html --force --quiet
+	@echo "The HTML report: $(CURDIR)/demo-report.html (open it in a browser; it works offline)"
 
 test: $(STAMP) ## Run the test suite (real traces from ../shared/traces when present)
 	$(BIN)/python -m pytest -q

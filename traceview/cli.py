@@ -663,3 +663,30 @@ def main() -> None:
     # shorter (0.14 s against 0.19 s, median of 11 on 2 cores).
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     app(prog_name="traceview")
+
+
+@app.command()
+@reads_traces
+def report(
+    trace: Trace,
+    output: Annotated[
+        Path,
+        typer.Option("--output", "-o", help="The HTML file to write.", show_default=False),
+    ],
+    timeline_step: Annotated[
+        int | None,
+        typer.Option(
+            "--timeline-step",
+            help="The step drawn as kernel rectangles per stream (default: the median step).",
+            show_default=False,
+        ),
+    ] = None,
+    force: Force = False,
+    read: ReadOptions = FROM_FLAGS,
+) -> None:
+    """One self-contained HTML page with plots (works offline): time breakdown, kernels,
+    utilisation timeline, gap histogram, steps, roofline. Needs the report extra (plotly)."""
+    from traceview import run
+    from traceview.render.html.documents import ReportOptions
+
+    run.report(trace, ReportOptions(timeline_step=timeline_step), read, output, force)

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from traceview.cache.manage import Removal
     from traceview.events import TraceEvents
     from traceview.render.document import Document
+    from traceview.render.html.documents import ReportOptions
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -507,3 +508,22 @@ def _energy(
     for line in limits(report):
         _warn(line)
     return report
+
+
+@_command
+def report(
+    path: Path, options: ReportOptions, read: ReadOptions, output: Path, force: bool
+) -> None:
+    """``traceview report``: one self-contained HTML page from one read of the trace."""
+    import shlex
+
+    from traceview import __version__
+    from traceview.render.html.documents import collect
+    from traceview.render.html.page import PageInfo, plotly_js, render
+
+    check_output_path(output, force, (path,))
+    plotly_js()  # the missing extra is said before any reading
+    events = read_trace(path, read, keep_cpu=True)
+    command = shlex.join(["traceview", *sys.argv[1:]])
+    page = render(collect(events, options), PageInfo(__version__, command))
+    write_file(output, page, force, (path,))

@@ -25,9 +25,9 @@ from traceview.analyses.devices import (
     name_rank,
 )
 from traceview.analyses.names import display_names
-from traceview.analyses.oplinks import link_ops
+from traceview.analyses.oplinks import OpLinks, link_ops
 from traceview.analyses.ops import OpOptions, OpRow, analyse_ops
-from traceview.analyses.steps import step_table
+from traceview.analyses.steps import StepRow, step_table
 from traceview.analyses.summary import TraceSummary, summarize
 from traceview.events import KERNEL, MEMCPY, MEMSET, TraceEvents
 
@@ -184,10 +184,14 @@ class Overview:
         }
 
 
-def overview(events: TraceEvents) -> Overview:
-    """Everything ``summary`` shows, from one read of the trace (CPU rows included)."""
+def overview(
+    events: TraceEvents, links: OpLinks | None = None, step_rows: list[StepRow] | None = None
+) -> Overview:
+    """Everything ``summary`` shows, from one read of the trace (CPU rows included);
+    ``links`` and ``step_rows`` are ``link_ops(events)`` and ``step_table(events)`` when the
+    caller has them already."""
     rank = name_rank(events.names)  # one sort of every name, for both
-    links = link_ops(events, rank)
+    links = link_ops(events, rank) if links is None else links
     category = categorize(events, links.leaf)
     gpu = events.gpu
     busy = np.flatnonzero(gpu.dur > 0)
@@ -196,7 +200,7 @@ def overview(events: TraceEvents) -> Overview:
     kernels = np.flatnonzero(gpu.kind == KERNEL)
     ops = analyse_ops(events, OpOptions(top=TOP), links)
     facts = hint_rules.Facts(events, links, category, devices, usage, gaps, ops.rows)
-    steps = _steps(events)
+    steps = _steps(step_table(events) if step_rows is None else step_rows)
     return Overview(
         trace=summarize(events, usage),
         devices=devices,
@@ -315,8 +319,7 @@ def _median(values: np.ndarray) -> int | None:
     return int(np.partition(values, (len(values) + 1) // 2 - 1)[(len(values) + 1) // 2 - 1])
 
 
-def _steps(events: TraceEvents) -> Steps:
-    rows = step_table(events)
+def _steps(rows: list[StepRow]) -> Steps:
     per_device: dict[Any, list[tuple[float, int, bool]]] = {}
     for r in rows:
         for d in r.devices:

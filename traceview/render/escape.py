@@ -79,3 +79,29 @@ def csv_cell(value: object) -> object:
         return value
     shown = visible(value)
     return "'" + shown if value.startswith(_FORMULA_START) else shown
+
+
+_HTML = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"})
+# Inside <script>, "</script>" or "<!--" would end or change the element whatever the JSON
+# means, and U+2028/2029 end a line in older JavaScript: written as JSON escapes instead.
+_SCRIPT_JSON = {b"<": b"\\u003c", b">": b"\\u003e", b"&": b"\\u0026"}
+_SCRIPT_LINES = {"\u2028": "\\u2028", "\u2029": "\\u2029"}
+
+
+def html_text(text: str) -> str:
+    """HTML text or attribute value: visible, with ``& < > " '`` as character references."""
+    return visible(text).translate(_HTML)
+
+
+def script_json(value: object) -> str:
+    """``value`` as JSON safe to put inside a ``<script>`` element: no ``<``, ``>``, ``&``
+    and no U+2028/U+2029 left as such (each written as its ``\\u`` escape)."""
+    import orjson
+
+    raw = orjson.dumps(value, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS)
+    for byte, byte_escape in _SCRIPT_JSON.items():
+        raw = raw.replace(byte, byte_escape)
+    text = raw.decode()
+    for char, char_escape in _SCRIPT_LINES.items():
+        text = text.replace(char, char_escape)
+    return text

@@ -1,0 +1,213 @@
+"""The report's timeline: GPU utilisation over the whole trace, binned, per device and per
+stream; and the GPU work of one step as rectangles per stream.
+
+Utilisation of a bin = the length of the union of the busy events (kernel, memcpy, memset with
+dur > 0) of the device (or stream) inside the bin, divided by the bin's width: exact integer ns
+from the unions' maximal intervals, with no Python loop per event or stream. The bins split the
+trace span into ``bins`` parts of equal width (± 1 ns). Definitions in docs/metrics.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from traceview.aggregate.intervals import unions
+from traceview.aggregate.order import lex_order
+from traceview.analyses.categories import CATEGORIES, categorize
+from traceview.analyses.devices import device_of_stream
+from traceview.analyses.steps import StepRows, describe_ranges, step_ranges, step_windows
+from traceview.errors import TraceviewError
+from traceview.events import TraceEvents
+
+BINS = 1000
+MAX_STREAM_ROWS = 64  # stream rows kept (the busiest); device rows are always kept
+MAX_RECTANGLES = 20_000
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class UtilRow:
+    """One device (``stream`` None) or one stream: its busy ns in each bin."""
+
+    device: Any
+    stream: Any
+    busy: np.ndarray  # int64, one per bin
+
+    def as_dict(self, width: np.ndarray) -> dict[str, Any]:
+        pct = np.divide(100.0 * self.busy, width, out=np.zeros(len(width)), where=width > 0)
+        return {
+            "device": self.device,
+            "stream": self.stream,
+            "busy_us": int(self.busy.sum()) / 1000,
+            "busy_pct": np.round(pct, 2).tolist(),
+        }
+
+
+@dataclass(frozen=True)
+class Utilisation:
+    """Busy ns per bin of every device and of the busiest streams over ``edges`` (ns)."""
+
+    edges: np.ndarray  # int64, bins + 1
+    rows: tuple[UtilRow, ...]
+    streams_left_out: int
+
+    def as_json(self) -> dict[str, Any]:
+        width = np.diff(self.edges)
+        start = int(self.edges[0]) if len(self.edges) else 0
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "start_us": start / 1000,
+            "edges_ms": ((self.edges - start) / 1e6).tolist(),
+            "rows": [r.as_dict(width) for r in self.rows],
+            "streams_left_out": self.streams_left_out,
+        }
+
+
+@dataclass(frozen=True)
+class StepWork:
+    """The GPU work of one step: per rectangle its stream (index into ``streams``), start
+    and duration (ns), name id and category (index into CATEGORIES); the longest
+    ``MAX_RECTANGLES`` when there are more (``total`` says how many)."""
+
+    step: int
+    start_ns: int
+    end_ns: int
+    streams: list[tuple[Any, Any]]
+    stream: np.ndarray
+    ts: np.ndarray
+    dur: np.ndarray
+    name: np.ndarray
+    category: np.ndarray
+    total: int
+
+    @property
+    def capped(self) -> bool:
+        return self.total > len(self.ts)
+
+
+def bin_edges(start: int, end: int, bins: int = BINS) -> np.ndarray:
+    """``bins`` + 1 integer edges splitting [start, end] into near-equal parts."""
+    span = max(end - start, bins)  # at least 1 ns a bin
+    return start + (np.arange(bins + 1, dtype=np.int64) * span) // bins
+
+
+def busy_per_bin(
+    segment: np.ndarray, start: np.ndarray, end: np.ndarray, segments: int, edges: np.ndarray
+) -> np.ndarray:
+    """(segments × bins) int64: per segment id in [0, segments), the length of the union of
+    its intervals inside each bin [edges[k], edges[k+1])."""
+    n = len(edges) - 1
+    out = np.zeros((segments, n), dtype=np.int64)
+    seg, a, b = merged_intervals(segment, start, end)
+    a, b = np.clip(a, edges[0], edges[-1]), np.clip(b, edges[0], edges[-1])
+    keep = b > a
+    seg, a, b = seg[keep], a[keep], b[keep]
+    ka = np.minimum(np.searchsorted(edges, a, side="right") - 1, n - 1)
+    kb = np.maximum(np.searchsorted(edges, b, side="left") - 1, 0)
+    same = ka == kb
+    size = segments * n
+    # Partial bins: exact in float64 (every bin's sum is at most its width < 2**53).
+    parts = np.zeros(size)
+    parts += np.bincount(seg[same] * n + ka[same], weights=(b - a)[same], minlength=size)
+    cross = ~same
+    s, ka, kb, a, b = seg[cross], ka[cross], kb[cross], a[cross], b[cross]
+    parts += np.bincount(s * n + ka, weights=edges[ka + 1] - a, minlength=size)
+    parts += np.bincount(s * n + kb, weights=b - edges[kb], minlength=size)
+    out += np.rint(parts).astype(np.int64).reshape(segments, n)
+    # Whole bins between: +1 from ka + 1, −1 from kb, a running sum along each segment's bins.
+    covered = np.bincount(s * (n + 1) + ka + 1, minlength=segments * (n + 1))
+    covered -= np.bincount(s * (n + 1) + kb, minlength=segments * (n + 1))
+    whole = np.cumsum(covered.reshape(segments, n + 1)[:, :n], axis=1)
+    out += whole * np.diff(edges)
+    return out
+
+
+def merged_intervals(
+    segment: np.ndarray, start: np.ndarray, end: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The maximal intervals of each segment's union: (segment, start, end), in (segment,
+    start) order. A union is [first, last] less its holes."""
+    u = unions(segment, start, end)
+    seg = np.concatenate([u.segment, u.hole_segment])
+    starts = np.concatenate([u.first, u.hole_end])
+    ends = np.concatenate([u.hole_start, u.last])
+    by_start = lex_order((starts, seg))
+    by_end = lex_order((ends, np.concatenate([u.hole_segment, u.segment])))
+    return seg[by_start], starts[by_start], ends[by_end]
+
+
+def utilisation(events: TraceEvents, bins: int = BINS) -> Utilisation:
+    """Every device's and the busiest streams' busy ns per bin, over the trace span."""
+    gpu = events.gpu
+    busy = np.flatnonzero(gpu.dur > 0)
+    if len(busy) == 0:
+        return Utilisation(np.zeros(0, dtype=np.int64), (), 0)
+    ts, stream = gpu.ts[busy], gpu.stream[busy]
+    end = ts + gpu.dur[busy]
+    lo, hi = int(ts.min()), int(end.max())
+    if events.span_ns is not None:
+        lo, hi = min(lo, events.span_ns[0]), max(hi, events.span_ns[1])
+    edges = bin_edges(lo, hi, bins)
+    device_index, devices = device_of_stream(events)
+    per_device = busy_per_bin(device_index[stream], ts, end, len(devices), edges)
+    per_stream = busy_per_bin(stream, ts, end, len(events.streams), edges)
+    totals = per_stream.sum(axis=1)
+    used = np.flatnonzero(totals > 0)
+    kept = used[np.argsort(-totals[used], kind="stable")][:MAX_STREAM_ROWS]
+    rows: list[UtilRow] = []
+    for d, device in enumerate(devices):
+        rows.append(UtilRow(device, None, per_device[d]))
+        mine = sorted(s for s in kept.tolist() if device_index[s] == d)
+        rows += [UtilRow(device, events.streams[s][1], per_stream[s]) for s in mine]
+    return Utilisation(edges, tuple(rows), len(used) - len(kept))
+
+
+def pick_step(events: TraceEvents, wanted: int | None) -> int | None:
+    """The step to draw: ``wanted``, else the median step number (nearest rank); None when
+    the trace has no steps. A step the trace lacks is an error naming those it has."""
+    numbers = list(step_windows(events))
+    if wanted is None:
+        return numbers[(len(numbers) + 1) // 2 - 1] if numbers else None
+    if wanted not in numbers:
+        have = describe_ranges(step_ranges(numbers)) if numbers else "none"
+        raise TraceviewError(
+            f"--timeline-step {wanted}: no such step in this trace (steps: {have})"
+        )
+    return wanted
+
+
+def step_work(events: TraceEvents, step: int, cap: int = MAX_RECTANGLES) -> StepWork:
+    """The GPU work (dur > 0) of ``step`` (assigned as in ``traceview steps``), the longest
+    ``cap`` rectangles when there are more."""
+    window = step_windows(events)[step]
+    gpu = events.gpu
+    rows = StepRows(events, np.flatnonzero(gpu.dur > 0)).within(window)
+    total = len(rows)
+    if total > cap:
+        rows = rows[np.argsort(-gpu.dur[rows], kind="stable")[:cap]]
+    rows = np.sort(rows)
+    used, stream = np.unique(gpu.stream[rows], return_inverse=True)
+    end = gpu.ts[rows] + gpu.dur[rows]
+    return StepWork(
+        step=step,
+        start_ns=int(gpu.ts[rows].min()) if len(rows) else window.start_ns,
+        end_ns=int(end.max()) if len(rows) else window.end_ns,
+        streams=[events.streams[s] for s in used.tolist()],
+        stream=stream.astype(np.int64),
+        ts=gpu.ts[rows],
+        dur=gpu.dur[rows],
+        name=gpu.name[rows],
+        category=_categories(events, rows),
+        total=total,
+    )
+
+
+def _categories(events: TraceEvents, rows: np.ndarray) -> np.ndarray:
+    """The category (by name and kind, no op link) of each row."""
+    return categorize(events)[rows] if len(rows) else np.zeros(0, dtype=np.int64)
+
+
+__all__ = ["CATEGORIES", "StepWork", "Utilisation", "pick_step", "step_work", "utilisation"]

@@ -1,0 +1,82 @@
+"""What the report shows: the JSON documents of ``summary``, ``kernels``, ``gaps``, ``steps``
+and ``ops``, built by the same analyses and renderers as those commands from one read of the
+trace, so every number in the page equals theirs; plus the timeline (analyses.timeline)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any
+
+from traceview.analyses.gaps import GapOptions, analyse_gaps
+from traceview.analyses.kernels import KernelOptions, analyse_kernels
+from traceview.analyses.oplinks import link_ops
+from traceview.analyses.ops import OpOptions, analyse_ops
+from traceview.analyses.overview import overview
+from traceview.analyses.step_outliers import outliers
+from traceview.analyses.steps import step_table
+from traceview.analyses.summary import summarize
+from traceview.analyses.timeline import (
+    BINS,
+    StepWork,
+    Utilisation,
+    pick_step,
+    step_work,
+    utilisation,
+)
+from traceview.events import TraceEvents
+from traceview.render import kernels as render_kernels
+from traceview.render import steps as render_steps
+
+LARGEST_GAPS = 20  # the device gaps marked on the timeline (``gaps --largest 20``)
+
+
+@dataclass(frozen=True)
+class ReportOptions:
+    """What the page shows beyond the commands' defaults."""
+
+    timeline_step: int | None = None  # the step drawn as rectangles (None: the median step)
+    bins: int = BINS
+
+
+@dataclass(frozen=True)
+class Documents:
+    """The commands' JSON documents and the timeline, for one trace."""
+
+    summary: dict[str, Any]
+    kernels: dict[str, Any]  # ``kernels --top 0``
+    gaps: dict[str, Any]  # ``gaps --largest 20``
+    steps: dict[str, Any]
+    ops: dict[str, Any]  # ``ops --top 0 [--group-by op+shapes]``
+    step_outliers: list[bool]  # per row of ``steps``
+    utilisation: Utilisation
+    step: StepWork | None
+    names: list[str]  # the trace's names (StepWork.name indexes them)
+
+
+def collect(events: TraceEvents, options: ReportOptions) -> Documents:
+    """Every document from the one ``events`` (read with its CPU rows)."""
+    step = pick_step(events, options.timeline_step)
+    rows = step_table(events)
+    steps = render_steps.as_json(summarize(events), rows)
+    kernels = analyse_kernels(events, KernelOptions(top=0))
+    links = link_ops(events)  # for summary and ops: the costliest step, done once
+    return Documents(
+        summary=overview(events, links, rows).as_json(),
+        kernels=render_kernels.as_json(kernels),
+        gaps=analyse_gaps(events, GapOptions(largest=LARGEST_GAPS)).as_json(),
+        steps=steps,
+        ops=analyse_ops(events, _op_options(), links).as_json(),
+        step_outliers=outliers([s["cpu_dur_us"] for s in steps["steps"]]),
+        utilisation=utilisation(events, options.bins),
+        step=None if step is None else step_work(events, step),
+        names=events.names,
+    )
+
+
+def _op_options() -> OpOptions:
+    """``ops --top 0``, with ``--group-by op+shapes`` where ``ops`` has it (the operator
+    issue): then the roofline has one point per op and shapes (and so dtype)."""
+    wanted: dict[str, Any] = {"top": 0}
+    if "group_by" in {f.name for f in fields(OpOptions)}:
+        wanted["group_by"] = "op+shapes"
+    return OpOptions(**wanted)

@@ -1,0 +1,282 @@
+"""The report page: header, one section per view, plotly.js and the data inline.
+
+Nothing is loaded from anywhere: plotly.js, the style, the script and the data are in the file,
+and its Content-Security-Policy forbids every request (``default-src 'none'``). Text from the
+trace is HTML-escaped (``html_text``); data goes in ``<script type="application/json">``
+elements written by ``script_json``, so no name can close them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+from traceview.errors import TraceviewError
+from traceview.render import units
+from traceview.render.escape import html_text, script_json
+from traceview.render.html import charts, roofline
+from traceview.render.html.documents import Documents
+
+NO_GPU = "absent: no GPU activity in this trace"
+TABLE_ROWS = 5000  # kernels (and ops) rows carried in the page, by time
+_CSP = (
+    "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
+    "img-src data: blob:; font-src data:"
+)
+MISSING_PLOTLY = (
+    "traceview report needs plotly (its plotly.js is inlined in the page): "
+    "pip install 'traceview[report]'"
+)
+
+
+@dataclass(frozen=True)
+class PageInfo:
+    """What the header says beyond the documents."""
+
+    version: str
+    command: str
+
+
+@dataclass(frozen=True)
+class Section:
+    """A section of the page: its title, what its figures mean, and its charts."""
+
+    id: str
+    title: str
+    definition: str
+    charts: tuple[tuple[str, Callable[[Documents], charts.Figure | None], str], ...]
+    extra: Callable[[Documents], str] | None = None
+
+
+def plotly_js() -> str:
+    """plotly.min.js from the plotly package (the optional ``report`` extra)."""
+    try:
+        return (resources.files("plotly") / "package_data" / "plotly.min.js").read_text("utf-8")
+    except (ModuleNotFoundError, FileNotFoundError):
+        raise TraceviewError(MISSING_PLOTLY) from None
+
+
+def render(docs: Documents, info: PageInfo) -> str:
+    """The whole page."""
+    figures: dict[str, Any] = {}
+    body = [_header(docs, info)]
+    for section in SECTIONS:
+        body.append(_section(section, docs, figures))
+    data = {
+        "summary": docs.summary,
+        "kernels": _capped(docs.kernels, "kernels"),
+        "gaps": docs.gaps,
+        "steps": docs.steps,
+        "ops": _capped(docs.ops, "ops"),
+    }
+    asset = resources.files("traceview.render.html")
+    return "\n".join(
+        [
+            "<!DOCTYPE html>",
+            '<html lang="en"><head><meta charset="utf-8">',
+            f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">',
+            '<meta name="viewport" content="width=device-width, initial-scale=1">',
+            f"<title>traceview report: {html_text(_file_name(docs))}</title>",
+            f"<style>{(asset / 'report.css').read_text('utf-8')}</style>",
+            f"<script>{plotly_js()}</script>",
+            "</head><body>",
+            *body,
+            f'<script type="application/json" id="tv-charts">{script_json(figures)}</script>',
+            f'<script type="application/json" id="tv-data">{script_json(data)}</script>',
+            f"<script>{(asset / 'report.js').read_text('utf-8')}</script>",
+            "</body></html>",
+            "",
+        ]
+    )
+
+
+def _capped(doc: dict[str, Any], key: str) -> dict[str, Any]:
+    """The document with at most TABLE_ROWS rows (they come by time, largest first)."""
+    rows = doc[key]
+    if len(rows) <= TABLE_ROWS:
+        return doc
+    return {**doc, key: rows[:TABLE_ROWS], "report_rows_left_out": len(rows) - TABLE_ROWS}
+
+
+def _file_name(docs: Documents) -> str:
+    return str(docs.summary["trace"]["path"]).rsplit("/", 1)[-1]
+
+
+def _header(docs: Documents, info: PageInfo) -> str:
+    trace = docs.summary["trace"]
+    devices = ", ".join(f"GPU {d['device']} ({d['busy_pct']:.1f}% busy)" for d in trace["devices"])
+    names = ", ".join(trace.get("device_names") or []) or "not recorded"
+    rows = [
+        ("trace", trace["path"]),
+        ("size", units.size(trace["size_bytes"])),
+        ("span", units.duration(trace["span_us"])),
+        ("devices", f"{devices or 'none'}; {names}"),
+        ("events", f"{trace['events_read']:,}"),
+        ("traceview", info.version),
+        ("command", info.command),
+    ]
+    cells = "".join(f"<tr><th>{k}</th><td>{html_text(str(v))}</td></tr>" for k, v in rows)
+    warnings = "".join(f"<li>{html_text(w)}</li>" for w in trace.get("warnings", []))
+    return (
+        f"<header><h1>traceview report: {html_text(_file_name(docs))}</h1>"
+        f'<table class="facts">{cells}</table>'
+        + (f'<ul class="warnings">{warnings}</ul>' if warnings else "")
+        + _nav()
+        + "</header>"
+    )
+
+
+def _nav() -> str:
+    links = "".join(f'<a href="#{s.id}">{s.title}</a>' for s in SECTIONS)
+    return f"<nav>{links}</nav>"
+
+
+def _section(section: Section, docs: Documents, figures: dict[str, Any]) -> str:
+    parts = [
+        f'<section id="{section.id}"><h2>{section.title}</h2>',
+        f'<p class="definition">{section.definition}</p>',
+    ]
+    for name, build, absent in section.charts:
+        figure = build(docs)
+        if figure is None and absent:
+            parts.append(f'<p class="absent" data-absent="{name}">{html_text(absent)}</p>')
+        elif figure is not None:
+            figures[name] = figure
+            parts.append(f'<div class="chart" data-chart="{name}"></div>')
+    if section.extra is not None:
+        parts.append(section.extra(docs))
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
+def _breakdown_table(docs: Documents) -> str:
+    """The split's figures beside the chart (ms and % of the window)."""
+    head = (
+        "device",
+        "window",
+        "compute",
+        "exposed comm.",
+        "exposed memcpy/memset",
+        "idle",
+        "host wait",
+    )
+    keys = (
+        "window_us",
+        "compute_us",
+        "exposed_communication_us",
+        "exposed_memcpy_memset_us",
+        "idle_us",
+        "host_wait_us",
+    )
+    rows = []
+    for d in docs.summary["devices"]:
+        window = d["window_us"] or 1
+        cells = [f"<td>{html_text(str(d['device']))}</td>"]
+        cells += [
+            f"<td>{d[k] / 1000:,.3f} ms<small> {100 * d[k] / window:.1f}%</small></td>"
+            for k in keys
+        ]
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    header = "".join(f"<th>{h}</th>" for h in head)
+    return f'<table class="figures"><tr>{header}</tr>{"".join(rows)}</table>'
+
+
+def _kernel_table(docs: Documents) -> str:
+    """The place of the sortable, filterable table (report.js fills it from the data)."""
+    total = len(docs.kernels["kernels"])
+    note = (
+        f'<p class="note">The page carries the {TABLE_ROWS:,} kernels with the most time of '
+        f"{total:,}; <code>traceview kernels --top 0 -f csv</code> lists all.</p>"
+        if total > TABLE_ROWS
+        else ""
+    )
+    return (
+        '<div class="table-tools"><input type="search" id="kernel-filter" '
+        'placeholder="filter by name (substring or /regex/)" aria-label="filter kernels">'
+        '<span id="kernel-count"></span></div>'
+        f'{note}<div class="table-wrap"><table id="kernel-table" class="kernels"></table></div>'
+    )
+
+
+def _timeline_notes(docs: Documents) -> str:
+    notes = []
+    left = docs.utilisation.streams_left_out
+    if left:
+        notes.append(f"{left} less busy streams are left out of the utilisation rows.")
+    if docs.step is not None and docs.step.capped:
+        notes.append(
+            f"Step {docs.step.step} has {docs.step.total:,} GPU activities: the "
+            f"{len(docs.step.ts):,} longest are drawn."
+        )
+    return "".join(f'<p class="note">{html_text(n)}</p>' for n in notes)
+
+
+SECTIONS = (
+    Section(
+        "breakdown",
+        "Where each GPU's time went",
+        "Per device, its window (first start to last end of its GPU work) split exactly: "
+        "compute (the union of its non-communication kernels) + exposed communication "
+        "(communication not overlapped by compute) + exposed memcpy/memset + idle; below, "
+        "each category's busy time (the union of its activities). As <code>traceview "
+        "summary</code>; docs/metrics.md “Summary”.",
+        (("breakdown", charts.breakdown, NO_GPU), ("categories", charts.categories, "")),
+        _breakdown_table,
+    ),
+    Section(
+        "kernels",
+        "Kernels",
+        "Per kernel name: launches, total and per-launch statistics (µs), shares of "
+        "launches and of kernel time. As <code>traceview kernels --top 0</code>; "
+        "docs/metrics.md “Kernels”. Click a column to sort; hover a name for the full one.",
+        (("kernels", charts.top_kernels, "absent: no kernels in this trace"),),
+        _kernel_table,
+    ),
+    Section(
+        "timeline",
+        "Timeline",
+        "GPU utilisation over the whole trace: per device and stream, the busy share of "
+        "each of ~1,000 equal bins (the union of kernels, memcpy and memset inside the "
+        "bin ÷ its width); ▼ marks the largest device gaps with their cause (as "
+        "<code>traceview gaps</code>). Below, one step's GPU work as rectangles per stream, "
+        "coloured by category (by name); docs/metrics.md “Timeline”.",
+        (
+            ("timeline", charts.utilisation, NO_GPU),
+            ("timeline-step", charts.step_work, "absent: no step with GPU work in this trace"),
+        ),
+        _timeline_notes,
+    ),
+    Section(
+        "gap-histogram",
+        "Device gaps",
+        "How many device gaps (the GPU idle between two busy stretches) fall in each "
+        "length bin: the histogram of <code>traceview gaps</code>, same log-spaced edges; "
+        "docs/metrics.md “Gaps”.",
+        (("gap-histogram", charts.gap_histogram, "absent: no device gaps in this trace"),),
+    ),
+    Section(
+        "steps",
+        "Steps",
+        "Per ProfilerStep: its time (the CPU step's duration), each device's GPU busy time "
+        "in it and its lag (GPU start − CPU step start), as <code>traceview steps</code>; "
+        "✕ marks outlier steps (|time − median| &gt; 3 × 1.4826 × max(MAD, 2% of the "
+        "median)); docs/metrics.md “Steps”, “Outlier steps”.",
+        (("steps", charts.steps, "absent: this trace has no ProfilerStep annotations"),),
+    ),
+    Section(
+        "roofline",
+        "Roofline",
+        "One point per op and shapes with FLOPs (<code>traceview ops --group-by "
+        "op+shapes</code>): x = arithmetic intensity (FLOP/byte), y = achieved TFLOP/s; the "
+        "memory and compute ceilings of the device when its peaks are known. Click a dtype "
+        "in the legend to hide it. Below, GEMMs by M and N, coloured by % of peak; the menu "
+        "picks the dtype and K. docs/metrics.md “Operators”, “Report”.",
+        (
+            ("roofline", lambda d: roofline.roofline(d.ops), roofline.ABSENT),
+            ("gemm-heatmap", lambda d: roofline.gemm_heatmap(d.ops), roofline.GEMM_ABSENT),
+        ),
+        lambda d: roofline.notes(d.ops),
+    ),
+)
