@@ -67,11 +67,13 @@ def _fails(path: Path) -> None:
 
 
 def _best_time(run: Callable[[], object], runs: int = 3) -> float:
+    """The least CPU time of ``runs`` runs: the reader reads in this one process, and CPU time,
+    unlike the wall clock, does not count the time other processes of a busy machine take."""
     best = float("inf")
     for _ in range(runs):
-        start = time.perf_counter()
+        start = time.process_time()
         run()
-        best = min(best, time.perf_counter() - start)
+        best = min(best, time.process_time() - start)
     return best
 
 
@@ -138,10 +140,10 @@ def test_a_lost_quote_is_reported_where_it_is_in_linear_time(tmp_path: Path) -> 
         at = text.index('"name": "k"', len(text) // 10) + len('"name": "k')
         path = tmp_path / f"lost-{n}.json"
         path.write_text(text[:at] + text[at + 1 :])  # the name's closing quote is lost
-        start = time.perf_counter()
+        start = time.process_time()
         with pytest.raises(TraceviewError, match=f"malformed JSON at byte {at + 3}: Expecting"):
             _read_all(path)
-        times.append(time.perf_counter() - start)
+        times.append(time.process_time() - start)
     assert times[1] / times[0] <= MAX_RATIO
 
 
