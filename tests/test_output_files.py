@@ -32,7 +32,12 @@ WRITERS = {
     "gaps": ["gaps", "{trace}", "-q", "--gap-output", "{out}"],
     "snapshot": ["snapshot", "{trace}", "-q", "-o", "{out}"],
     "export": ["export", "{trace}", "-q", "-o", "{out}"],
+    "steps": ["steps", "{trace}", "-q", "-o", "{out}"],
+    "summary": ["summary", "{trace}", "-q", "-o", "{out}"],
+    "diff": ["diff", "{trace}", "{trace}", "-q", "-o", "{out}"],
 }
+# The commands whose -o holds their output in the chosen format, instead of stdout.
+SAVERS = {"steps": "table json csv md", "summary": "table json md", "diff": "table json md"}
 runner = CliRunner()
 
 
@@ -70,6 +75,24 @@ def test_the_input_is_never_written(trace: Path, tmp_path: Path, command: str, l
     r = run_cli(*args(command, trace, out), "--force")
     one_error_line(r, 2, "is the input trace")
     assert digest(trace) == before and trace.stat().st_ino == out.stat().st_ino
+
+
+@pytest.mark.parametrize(
+    ("command", "fmt"), [(c, f) for c, formats in SAVERS.items() for f in formats.split()]
+)
+def test_o_writes_what_stdout_would_show(
+    trace: Path, tmp_path: Path, command: str, fmt: str
+) -> None:
+    """-o FILE holds what stdout shows when piped (table: plain text), and stdout is empty."""
+    shown = runner.invoke(app, [*args(command, trace, "-")[:-2], "-f", fmt])
+    assert shown.exit_code == 0, shown.output
+    out = tmp_path / f"out.{fmt}"
+    saved = runner.invoke(app, [*args(command, trace, out), "-f", fmt])
+    assert saved.exit_code == 0, saved.output
+    assert saved.stdout == "" and out.read_text() == shown.stdout
+    again = runner.invoke(app, [*args(command, trace, out), "-f", fmt])
+    assert again.exit_code == 2 and "exists" in again.stderr  # before any reading
+    assert runner.invoke(app, [*args(command, trace, out), "-f", fmt, "--force"]).exit_code == 0
 
 
 def test_export_into_a_directory_holding_the_trace_as_a_table(tmp_path: Path) -> None:

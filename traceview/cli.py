@@ -55,6 +55,16 @@ Wide = Annotated[
 ]
 Top = Annotated[int, typer.Option("--top", "-t", min=0, help="Rows to show; 0 = all.")]
 Force = Annotated[bool, typer.Option("--force", help="Overwrite the --output file if it exists.")]
+Save = Annotated[
+    Path | None,
+    typer.Option(
+        "--output",
+        "-o",
+        help="Write the output (in the --format chosen; table: plain text) to this file "
+        "instead of stdout.",
+        show_default=False,
+    ),
+]
 
 
 def _version(value: bool) -> None:
@@ -270,6 +280,8 @@ def gaps(
 def steps(
     trace: Traces,
     fmt: Format = choices.Format.TABLE,
+    save: Save = None,
+    force: Force = False,
     per_rank: PerRank = False,
     read: ReadOptions = FROM_FLAGS,
     runs: RunOptions = FROM_RUN_FLAGS,
@@ -278,10 +290,11 @@ def steps(
     busy %, idle and how far the GPU runs behind the CPU."""
     from traceview import run, run_ranks
 
+    out = run.OutputOptions(fmt, force=force, save=save)
     if run_ranks.is_run(trace, runs):
-        run_ranks.steps(trace, replace(runs, per_rank=per_rank), read, run.OutputOptions(fmt))
+        run_ranks.steps(trace, replace(runs, per_rank=per_rank), read, out)
     else:
-        run.steps(trace[0], read, run.OutputOptions(fmt))
+        run.steps(trace[0], read, out)
 
 
 @app.command()
@@ -292,13 +305,15 @@ def summary(
         choices.DocumentFormat,
         typer.Option("--format", "-f", help="table (rich or plain when piped), json or md."),
     ] = choices.DocumentFormat.TABLE,
+    save: Save = None,
+    force: Force = False,
     read: ReadOptions = FROM_FLAGS,
 ) -> None:
     """One screen: per device where the time went (categories, communication, copies, idle),
     the top categories, kernels and operators, launch and step figures, and hints."""
     from traceview import run
 
-    run.summary(trace, read, run.OutputOptions(fmt))
+    run.summary(trace, read, run.OutputOptions(fmt, force=force, save=save))
 
 
 @app.command()
@@ -422,6 +437,8 @@ def diff(
             help="Output: table (rich on a terminal, text when piped), json, md (review comment).",
         ),
     ] = choices.DocumentFormat.TABLE,
+    save: Save = None,
+    force: Force = False,
     per_rank: Annotated[
         bool,
         typer.Option(
@@ -456,7 +473,7 @@ def diff(
         allow_empty_baseline=allow_empty_baseline,
         group_by=group_by,
     )
-    out = run.OutputOptions(fmt, verbose, wide=wide)
+    out = run.OutputOptions(fmt, verbose, force=force, wide=wide, save=save)
     if run_ranks.is_run_side(base, runs) or run_ranks.is_run_side(new, runs):
         run_ranks.diff(base, new, replace(runs, per_rank=per_rank), options, read, out)
     else:
@@ -491,6 +508,8 @@ def ranks(
     trace: Traces,
     fmt: Format = choices.Format.TABLE,
     wide: Wide = False,
+    save: Save = None,
+    force: Force = False,
     read: ReadOptions = FROM_FLAGS,
     runs: RunOptions = FROM_RUN_FLAGS,
 ) -> None:
@@ -498,7 +517,8 @@ def ranks(
     step time, the slowest rank; the collectives, their skew and who arrives last."""
     from traceview import run, run_ranks
 
-    run_ranks.ranks(trace, runs, read, run.OutputOptions(fmt, wide=wide))
+    out = run.OutputOptions(fmt, wide=wide, force=force, save=save)
+    run_ranks.ranks(trace, runs, read, out)
 
 
 cache_app = typer.Typer(
@@ -647,6 +667,8 @@ def energy(
     fmt: Format = choices.Format.TABLE,
     verbose: Verbose = False,
     wide: Wide = False,
+    save: Save = None,
+    force: Force = False,
     read: ReadOptions = FROM_FLAGS,
 ) -> None:
     """GPU energy from an nvidia-smi power log: per device (busy, idle) and per kernel."""
@@ -654,7 +676,8 @@ def energy(
     from traceview.analyses.energy import PowerOptions
 
     options = PowerOptions(power, power_tz, power_offset, tuple(power_gpu or ()))
-    run.energy(trace, read, run.OutputOptions(fmt, verbose, wide=wide), top, options)
+    out = run.OutputOptions(fmt, verbose, force=force, wide=wide, save=save)
+    run.energy(trace, read, out, top, options)
 
 
 def main() -> None:

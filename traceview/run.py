@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
@@ -52,6 +52,10 @@ class OutputOptions:
     output: Path | None = None
     force: bool = False
     wide: bool = False  # a terminal table shows every column, however wide
+    # -o of steps, summary, diff, energy and ranks: the output, in the chosen format (table:
+    # plain text), written to this file instead of stdout (kernels' and gaps' -o is ``output``,
+    # a detailed report written besides).
+    save: Path | None = None
 
 
 def read_trace(
@@ -190,10 +194,11 @@ def steps(path: Path, read: ReadOptions, out: OutputOptions) -> None:
     from traceview.render import steps as render_steps
 
     _check_format(out.format)
+    check_save(out, (path,))
     events = read_trace(path, read)
     rows = step_table(events)
     trace = summarize(events)
-    show(out, render_steps.document(trace, rows))
+    show(out, render_steps.document(trace, rows), (path,))
 
 
 @_command
@@ -243,11 +248,12 @@ def summary(path: Path, read: ReadOptions, out: OutputOptions) -> None:
     from traceview.render import overview as render_overview
 
     check_choice("--format", out.format, DocumentFormat)
+    check_save(out, (path,))
     events = read_trace(path, read, keep_cpu=True)
     if _nothing_to_show(events, out):
         return
     report = overview(events)
-    show(out, render_overview.document(report))
+    show(out, render_overview.document(report), (path,))
 
 
 def _nothing_to_show(events: TraceEvents, out: OutputOptions) -> bool:
@@ -270,6 +276,12 @@ def _warn(message: str) -> None:
     from traceview.render.escape import print_line
 
     print_line(stderr_console(), f"traceview: warning: {message}")
+
+
+def check_save(out: OutputOptions, inputs: Sequence[Path]) -> None:
+    """Before any reading: an -o file (``out.save``) that cannot be written is a usage error."""
+    if out.save is not None:
+        check_output_path(out.save, out.force, inputs)
 
 
 def _check_output(out: OutputOptions, trace: Path) -> None:
@@ -301,11 +313,14 @@ def _show(
         write_stdout(text())
 
 
-def show(out: OutputOptions, doc: Document) -> None:
-    """A document on stdout in the chosen format (rich on a terminal, text when piped)."""
+def show(out: OutputOptions, doc: Document, inputs: Sequence[Path] = ()) -> None:
+    """A document on stdout in the chosen format (rich on a terminal, text when piped), or in
+    the ``out.save`` file (never one of ``inputs``)."""
     from traceview.render.document import RENDERERS, print_rich, to_plain
 
-    if out.format in RENDERERS:
+    if out.save is not None:
+        write_file(out.save, RENDERERS.get(out.format, to_plain)(doc), out.force, inputs)
+    elif out.format in RENDERERS:
         write_stdout(RENDERERS[out.format](doc))
     elif stdout_is_terminal():
         print_rich(doc, _stdout_console(out.wide))
@@ -351,8 +366,9 @@ def diff(
     check_options(options)
     if base == new == Path("-"):
         raise UsageError("diff: only one side can be read from stdin (-)")
+    check_save(out, (base, new))
     report = compare(_diff_side(base, read), _diff_side(new, read), options)
-    show(out, render_diff.document(report, out.verbose))
+    show(out, render_diff.document(report, out.verbose), (base, new))
     if not report.gate.passed:
         raise TraceviewError(render_diff.failure_message(report, out.verbose))
 
@@ -480,11 +496,12 @@ def energy(
 
     _check_format(out.format)
     check_power_options(power)
+    check_save(out, (path, power.path))
     events = read_trace(path, read)
     if _nothing_to_show(events, out):
         return
     report = _energy(path, events, power, out)
-    show(out, render_energy.document(report, top, out.verbose))
+    show(out, render_energy.document(report, top, out.verbose), (path, power.path))
 
 
 def _energy(

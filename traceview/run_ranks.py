@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from traceview.choices import DocumentFormat, check_choice
 from traceview.errors import UsageError
 from traceview.options import ReadOptions
-from traceview.run import _warn, show
+from traceview.run import _warn, check_save, show
 from traceview.run_options import ENGINES, RunOptions
 
 if TYPE_CHECKING:
@@ -83,11 +83,12 @@ def ranks(inputs: Sequence[Path], run: RunOptions, read: ReadOptions, out: Outpu
     from traceview.analyses.ranks import ranks_report
     from traceview.render import ranks as render_ranks
 
+    check_save(out, inputs)
     result = gather(inputs, run, read, KernelOptions())
     report = ranks_report(result.summaries, result.rollup, result.waits)
     for warning in report.warnings:
         _warn(warning)
-    show(out, render_ranks.document(report))
+    show(out, render_ranks.document(report), [*inputs, *(Path(s.path) for s in result.summaries)])
 
 
 def kernels(
@@ -115,9 +116,10 @@ def steps(inputs: Sequence[Path], run: RunOptions, read: ReadOptions, out: Outpu
     from traceview.analyses.step_rollup import step_rollup
     from traceview.render import step_rollup as render
 
+    check_save(out, inputs)
     result = gather(inputs, run, read, KernelOptions(), report=run.per_rank)
     report = step_rollup(result.summaries, result.rollup)
-    show(out, render.document(report))
+    show(out, render.document(report), [*inputs, *(Path(s.path) for s in result.summaries)])
 
 
 def gaps(
@@ -211,7 +213,7 @@ def diff(
     report = compare_runs(
         _run_side(base, run, read), _run_side(new, run, read), options, run.per_rank
     )
-    show(out, render.document(report, out.verbose))
+    show(out, render.document(report, out.verbose), (base, new))
     if not report.passed:
         raise TraceviewError(render.failure_message(report, out.verbose))
 
