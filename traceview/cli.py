@@ -382,6 +382,21 @@ def ops(
         ),
     ] = "leaf",
     top: Annotated[int, typer.Option("--top", "-t", min=0, help="Rows to show; 0 = all.")] = 20,
+    group_by: Annotated[
+        str,
+        typer.Option(
+            "--group-by",
+            help="One row per op name (op), or per op name, Input Dims and Input type (op+shapes).",
+        ),
+    ] = "op",
+    peaks: Annotated[
+        Path | None,
+        typer.Option(
+            "--peaks",
+            help="JSON or TOML file of GPU peaks (TFLOP/s per dtype, TB/s) used before the "
+            "built-in table; see docs/metrics.md.",
+        ),
+    ] = None,
     fmt: Format = "table",
     partial: Partial = False,
     quiet: Quiet = False,
@@ -392,14 +407,15 @@ def ops(
     verify: Verify = False,
     step_regex: StepRegex = None,
 ) -> None:
-    """Where the GPU time went per operator: calls, kernels, GPU and CPU time, launch delay."""
+    """Where the GPU time went per operator: calls, kernels, GPU and CPU time, launch delay,
+    and from shapes FLOPs, bytes, TFLOP/s, % of peak and the bound."""
     from traceview import run
     from traceview.analyses.ops import OpOptions
 
     _call(
         run.ops,
         trace,
-        OpOptions(level=level, top=top),
+        OpOptions(level=level, top=top, group_by=group_by, peaks_file=peaks),
         run.ReadOptions(
             partial, quiet, strict, not no_cache, refresh, cache_dir, verify, step_regex
         ),
