@@ -2,7 +2,7 @@
 
 A big trace holds millions of CPU ops and runtime calls, and ``gaps`` needs them only to
 explain its few largest gaps, which are known only once every GPU activity is read. So the
-rows (32 bytes each) are appended to an unnamed temporary file as they are read, and scanned
+rows (36 bytes each) are appended to an unnamed temporary file as they are read, and scanned
 block by block afterwards: memory stays flat whatever the trace size. A read from the cache
 scans its Parquet table the same way (see cache.store).
 """
