@@ -516,7 +516,8 @@ def diff(
         typer.Option(
             "--group-by",
             help="Compare kernels by exact name, or by short name (template instantiations "
-            "summed: a kernel whose template arguments changed is not new): name, short.",
+            "summed: a kernel whose template arguments changed is not new), or by category "
+            "(from kernel names; the gate applies per category): name, short, category.",
         ),
     ] = "name",
     verbose: Verbose = False,
