@@ -31,7 +31,9 @@ from traceview.events import (
 from traceview.read.reader import ReadStats
 
 # 2: cpu.parquet holds int32 thread and name ids and is checked by a digest in meta.json.
-CACHE_SCHEMA = 4  # 3: device = args.device even without args.stream; 4: CPU op shapes
+# 3: device = args.device even without args.stream; 5: CPU op shapes (4, launch configurations,
+# is main's).
+CACHE_SCHEMA = 5
 META = "meta.json"
 META_DIGEST = "meta_digest"
 GPU_COLUMNS = ("kind", "name", "stream", "ts", "dur", "correlation")
