@@ -8,7 +8,8 @@ here by pointer jumping (each round, a call not contained by its candidate moves
 candidate's candidate), so the rounds grow with the log of the nesting, not with the calls;
 exact for properly nested calls (any two either nested or disjoint), as kineto writes them.
 
-Needs every CPU op of the trace at once (thread, ts, end, name, shape: 28 bytes a call).
+Needs every CPU op of the trace at once (thread, ts, end, name, shape: 28 bytes a call, about
+90 at the peak of the stack walk).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from traceview.aggregate.order import dense_ids
-from traceview.cpu_rows import OP
+from traceview.cpu_rows import OP, ROW
 from traceview.events import TraceEvents
 
 
@@ -37,10 +38,17 @@ class OpCalls:
 def op_calls(events: TraceEvents) -> OpCalls:
     """The OpCalls of every cpu_op (2021: Operator) row of the trace."""
     thread, ts, end, name, shape = _op_columns(events)
+    children = _children_time(thread, ts, end)
+    del thread
     dur = end - ts
-    self_ns = dur - _children_time(thread, ts, end)
+    del ts, end
+    self_ns = dur - children
+    del children
     width = np.int64(max(len(events.shapes), 0) + 1)
-    used, group = dense_ids(name * width + (shape + 1), int(len(events.names) * width) or 1)
+    key = name.astype(np.int64) * width + (shape.astype(np.int64) + 1)
+    del name, shape
+    used, group = dense_ids(key, int(len(events.names) * width) or 1)
+    del key
     n = len(used)
     return OpCalls(
         name=used // width,
@@ -58,26 +66,34 @@ def _sums(group: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
 
 
 def _op_columns(events: TraceEvents) -> tuple[np.ndarray, ...]:
-    """thread, ts, end, name, shape of the CPU ops, in file order (int64)."""
-    parts: list[list[np.ndarray]] = [[], [], [], [], []]
+    """thread, ts, end, name, shape of the CPU ops, in file order (ts and end int64, the ids
+    int32 as stored)."""
+    fields = ("thread", "ts", "end", "name", "shape")
+    parts: list[list[np.ndarray]] = [[] for _ in fields]
     for block in events.cpu.blocks():
         ops = block[block["correlation"] == OP]
-        for i, field in enumerate(("thread", "ts", "end", "name", "shape")):
-            parts[i].append(ops[field].astype(np.int64))
-    return tuple(np.concatenate(p) if p else np.zeros(0, dtype=np.int64) for p in parts)
+        for i, field in enumerate(fields):
+            parts[i].append(np.ascontiguousarray(ops[field]))
+    return tuple(
+        np.concatenate(p) if p else np.zeros(0, dtype=ROW[f])
+        for p, f in zip(parts, fields, strict=True)
+    )
 
 
 def parents(thread: np.ndarray, ts: np.ndarray, end: np.ndarray) -> np.ndarray:
     """Per call, the index of its parent call (−1 for none); see the module docstring."""
     n = len(ts)
-    parent = np.full(n, -1, dtype=np.int64)
+    # positions in int32 when they fit: half the memory
+    index = np.dtype(np.int32) if n < 2**31 - 1 else np.dtype(np.int64)
+    parent = np.full(n, -1, dtype=index)
     if n == 0:
         return parent
-    order = np.lexsort((np.arange(n), -end, ts, thread))
+    order = np.lexsort((np.arange(n, dtype=index), -end, ts, thread)).astype(index)
     t, e = thread[order], end[order]
-    cand = np.arange(-1, n - 1, dtype=np.int64)
+    cand: np.ndarray = np.arange(-1, n - 1, dtype=index)
     cand[np.r_[True, t[1:] != t[:-1]]] = -1
-    found = np.full(n, -1, dtype=np.int64)  # parent in sorted positions, once known
+    del t
+    found: np.ndarray = np.full(n, -1, dtype=index)  # parent in sorted positions, once known
     done = cand < 0
     while not done.all():
         todo = np.flatnonzero(~done)
@@ -90,6 +106,7 @@ def parents(thread: np.ndarray, ts: np.ndarray, end: np.ndarray) -> np.ndarray:
         nxt = np.where(done[c], found[c], cand[c])
         cand[rest] = nxt
         done[rest[nxt < 0]] = True
+    del cand, done, e
     parent[order] = np.where(found >= 0, order[np.maximum(found, 0)], -1)
     return parent
 
@@ -98,6 +115,6 @@ def _children_time(thread: np.ndarray, ts: np.ndarray, end: np.ndarray) -> np.nd
     """Per call, the summed duration of its direct children."""
     parent = parents(thread, ts, end)
     out = np.zeros(len(ts), dtype=np.int64)
-    has = parent >= 0
-    np.add.at(out, parent[has], (end - ts)[has])
+    has = np.flatnonzero(parent >= 0)
+    np.add.at(out, parent[has], end[has] - ts[has])
     return out
