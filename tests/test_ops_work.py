@@ -4,7 +4,6 @@ tests/reference.py, the peaks look-up and the bound."""
 
 from __future__ import annotations
 
-import functools
 import json
 from collections import defaultdict
 from pathlib import Path
@@ -16,20 +15,13 @@ import reference as ref
 from conftest import trace_params
 from hypothesis import given
 from hypothesis import strategies as st
+from test_oplinks import _load  # the raw events and the CPU-keeping read, cached
 
 from traceview.analyses.opcalls import parents
 from traceview.analyses.ops import OpOptions, analyse_ops
 from traceview.analyses.opwork import bound
 from traceview.analyses.peaks import device_peaks, load_peaks_file
 from traceview.errors import UsageError
-from traceview.events import TraceEvents, collect_events
-from traceview.read.reader import TraceReader
-
-
-@functools.cache
-def _load(path: Path) -> tuple[list[dict[str, Any]], TraceEvents]:
-    _, raw = ref.load_trace(path)
-    return raw, collect_events(TraceReader(path), keep_cpu=True)
 
 
 @pytest.mark.parametrize("path", trace_params())
