@@ -158,3 +158,23 @@ def test_bound_rule() -> None:
     assert bound(False, 1000, 100, 10**9, 10**8, 100.0, 1.0) == "memory"  # 10 < 100
     assert bound(False, 1000, 100, None, 10**8, 100.0, 1.0) is None
     assert bound(False, 1000, 100, 10**9, 10**8, None, 1.0) is None
+
+
+def test_note_on_rows_above_the_peak() -> None:
+    """The demo's fp32 GEMMs run faster than the H100's fp32 peak (on TF32 tensor cores): a note
+    says so; a trace whose rows stay below their peak has no such note."""
+    demo = analyse_ops(_load(Path("fixtures/demo.json.gz"))[1], OpOptions(top=0))
+    over = [r for r in demo.rows if r.pct_of_peak is not None and r.pct_of_peak > 100]
+    assert over and over[0].dtype == "float"
+    assert [n for n in demo.notes if "above 100% of the peak" in n] == [
+        f"{len(over)} rows above 100% of the peak of their dtype: fp32 ops that ran on TF32"
+        " tensor cores are measured against the fp32 peak, or the peaks are not this GPU's"
+        " (--peaks)"
+    ]
+    bert = Path("../shared/traces/tracelens__h100__gaunernst_bert-small-uncased__1016001.json.gz")
+    if not bert.exists():
+        pytest.skip("real traces absent")
+    report = analyse_ops(_load(bert)[1], OpOptions(top=0))
+    assert all(r.pct_of_peak is None or r.pct_of_peak <= 100 for r in report.rows)
+    assert any(r.pct_of_peak is not None for r in report.rows)
+    assert not any("above 100%" in n for n in report.notes)

@@ -234,6 +234,17 @@ def analyse_ops(events: TraceEvents, options: OpOptions, links: OpLinks | None =
         notes.append("no CPU ops in this trace: every kernel is in the (no op) row")
     if peak_note is not None:
         notes.append(peak_note)
+    over = sum(1 for r in out if r.pct_of_peak is not None and r.pct_of_peak > 100)
+    if over:
+        notes.append(
+            (
+                f"{over} rows above 100% of the peak of their"
+                if over > 1
+                else "1 row above 100% of the peak of its"
+            )
+            + " dtype: fp32 ops that ran on TF32 tensor cores are measured against the fp32"
+            " peak, or the peaks are not this GPU's (--peaks)"
+        )
     return OpReport(
         trace=summarize(events),
         options=options,
