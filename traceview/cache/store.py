@@ -277,6 +277,7 @@ def read_entry(directory: Path, meta: dict[str, Any], keep_cpu: bool) -> TraceEv
     )
     if keep_cpu and meta["has_cpu"]:
         _check_digests(directory, meta)
+        _check_cpu_columns(directory / "cpu.parquet")
         cpu = CpuRows((ParquetRows.opened(directory / "cpu.parquet", meta["cpu_rows"]),))
         threads = _read_pairs(directory / "threads.parquet")
         shapes = _read_shapes(directory / "shapes.parquet")
@@ -294,6 +295,15 @@ def _read_facts(facts: dict[str, Any] | None) -> TraceFacts | None:
     if facts is None:
         return None
     return TraceFacts(tuple(str(c) for c in facts["checks"]), str(facts["time_resolution"]))
+
+
+def _check_cpu_columns(path: Path) -> None:
+    """The CPU rows are read lazily, after the entry is accepted: an entry whose cpu.parquet
+    lacks a column (written by another build with the same schema number) is refused here."""
+    with _parquet().ParquetFile(path) as parquet:
+        missing = set(CPU_COLUMNS) - set(parquet.schema_arrow.names)
+    if missing:
+        raise DamagedEntry(f"cpu.parquet has no column {', '.join(sorted(missing))}")
 
 
 def _check_digests(directory: Path, meta: dict[str, Any]) -> None:
