@@ -337,6 +337,7 @@ def commands(path: Path) -> dict[str, list[str]]:
         "traceview kernels": [*tv, "kernels", f, *cold],
         "traceview gaps": [*tv, "gaps", f, *cold],
         "traceview steps": [*tv, "steps", f, *cold],
+        "traceview ops": [*tv, "ops", f, *cold],  # issue 16: within 1.5x of gaps
         FILL: [*tv, "kernels", f, "-f", "json", "-q", "--refresh"],
         WARM: [*tv, "kernels", f, "-f", "json", "-q"],
         WARM_GAPS: [*tv, "gaps", f, "-f", "json", "-q"],
@@ -494,6 +495,12 @@ def ratio_lines(rows: list[Row]) -> list[str]:
             out.append(
                 f"cache {label} {kind}: warm gaps {gaps.wall_s / warm_gaps.wall_s:.1f}x faster"
                 " than --no-cache"
+            )
+        ops = by.get((label, kind, "traceview ops"))
+        if gaps and ops:
+            out.append(
+                f"ops {label} {kind}: {ops.wall_s / gaps.wall_s:.2f}x the wall time of gaps"
+                f" (target <= 1.5), peak RSS {ops.rss_mb:.0f} vs {gaps.rss_mb:.0f} MB"
             )
     for label in dict.fromkeys(r.size_label for r in rows):
         parts = []

@@ -855,3 +855,111 @@ def energy_per_ns(
         else:
             idle += power
     return energy, busy, idle
+
+
+# --------------------------------------------------------------------------------------------
+# Operator calls: self time, FLOPs and bytes from shapes
+# --------------------------------------------------------------------------------------------
+
+
+def cpu_op_calls(events: list[Event]) -> list[Event]:
+    """The cpu_op (2021: Operator) events with a number ts, but ProfilerStep#N, in file order."""
+    return [
+        e
+        for e in events
+        if e.get("ph") == "X"
+        and _cat(e) in CPU_OP_CATEGORIES
+        and ts_ns(e) is not None
+        and not event_name(e).startswith("ProfilerStep#")
+    ]
+
+
+def self_times_ns(calls: list[tuple[Hashable, int, int]]) -> list[int]:
+    """Per call (thread, ts, end), its duration minus its direct children's: a stack walk per
+    thread over the calls in (ts, longest first, file order) order; a call's parent is the
+    innermost open call (the stack top after popping the calls whose end is before its end)."""
+    order = sorted(range(len(calls)), key=lambda i: (calls[i][1], -calls[i][2], i))
+    stacks: dict[Hashable, list[int]] = defaultdict(list)
+    child_time = [0] * len(calls)
+    for i in order:
+        thread, ts, end = calls[i]
+        stack = stacks[thread]
+        while stack and calls[stack[-1]][2] < end:
+            stack.pop()
+        if stack:
+            child_time[stack[-1]] += end - ts
+        stack.append(i)
+    return [end - ts - child_time[i] for i, (_, ts, end) in enumerate(calls)]
+
+
+ELEMENT_BYTES = {"double": 8, "float": 4, "c10::Half": 2, "c10::BFloat16": 2,
+                 "c10::Float8_e4m3fn": 1, "long int": 8, "int": 4, "bool": 1}  # fmt: skip
+
+
+def _matmul_out(a: list[int], b: list[int]) -> tuple[list[int], int]:
+    """Output shape and inner size of torch.matmul(a, b), through numpy's own matmul."""
+    import numpy as np
+
+    out = np.matmul(np.empty(a, dtype=np.int8), np.empty(b, dtype=np.int8)).shape
+    return list(out), a[-1]
+
+
+def op_flops_bytes(name: str, args: dict[str, Any]) -> tuple[int, int] | None:
+    """FLOPs and bytes of one call, written out per op from the definitions; None if unknown."""
+    dims, types = args.get("Input Dims", args.get("Input dims")), args.get("Input type")
+    concrete = args.get("Concrete Inputs")
+    if not dims or not types:
+        return None
+    size = ELEMENT_BYTES.get(types[0])
+    if size is None:
+        return None
+    n = math.prod
+    if name == "aten::mm":
+        (m, k), (_, cols) = dims[0], dims[1]
+        return 2 * m * cols * k, (m * k + k * cols + m * cols) * size
+    if name == "aten::addmm":
+        (m, k), (_, cols) = dims[1], dims[2]
+        return 2 * m * cols * k, (m * k + k * cols + m * cols + n(dims[0])) * size
+    if name == "aten::bmm":
+        (b, m, k), (_, _, cols) = dims[0], dims[1]
+        return 2 * b * m * cols * k, b * (m * k + k * cols + m * cols) * size
+    if name == "aten::linear":
+        rows, k, cols = n(dims[0][:-1]), dims[0][-1], dims[1][0]
+        bias = n(dims[2]) if len(dims) > 2 and dims[2] else 0
+        return 2 * rows * cols * k, (rows * k + cols * k + rows * cols + bias) * size
+    if name == "aten::matmul":
+        try:
+            out, k = _matmul_out(dims[0], dims[1])
+        except ValueError:  # shapes torch.matmul would refuse
+            return None
+        return 2 * n(out) * k, (n(dims[0]) + n(dims[1]) + n(out)) * size
+    attention = {"aten::scaled_dot_product_attention": 5,
+                 "aten::_scaled_dot_product_flash_attention": 4}  # fmt: skip
+    if name in attention and concrete and concrete[attention[name]] in ("True", "False"):
+        (b, h, nq, d), nkv = dims[0], dims[1][2]
+        flops = 4 * b * h * nq * nkv * d // (2 if concrete[attention[name]] == "True" else 1)
+        return flops, (n(dims[0]) * 2 + n(dims[1]) + n(dims[2])) * size
+    if name == "aten::_flash_attention_forward" and concrete and concrete[8] in ("True", "False"):
+        (b, nq, h, d), nkv = dims[0], dims[1][1]
+        flops = 4 * b * h * nq * nkv * d // (2 if concrete[8] == "True" else 1)
+        return flops, (n(dims[0]) * 2 + n(dims[1]) + n(dims[2])) * size
+    if name == "aten::conv2d" and concrete:
+        return _conv2d(dims, concrete, size)
+    return None
+
+
+def _conv2d(dims: list[list[int]], concrete: list[str], size: int) -> tuple[int, int] | None:
+    """A 2-D convolution, its output size found by counting the window positions."""
+    (batch, channels, height, width), (k, per_group, r, s) = dims[0], dims[1]
+    stride, pad, dil = (json.loads(concrete[i]) for i in (3, 4, 5))
+    if int(concrete[6]) * per_group != channels:
+        return None
+
+    def positions(size_in: int, kernel: int, i: int) -> int:
+        span = dil[i] * (kernel - 1)
+        return sum(1 for at in range(-pad[i], size_in + pad[i] - span, stride[i]))
+
+    p, q = positions(height, r, 0), positions(width, s, 1)
+    flops = 2 * batch * k * per_group * r * s * p * q
+    moved = (batch * channels * height * width + k * per_group * r * s + batch * k * p * q) * size
+    return flops, moved

@@ -145,6 +145,20 @@ def test_schema_bump_rebuilds(demo: Path, monkeypatch: pytest.MonkeyPatch) -> No
     assert store.read_meta(entry.directory)["cache_schema"] == store.CACHE_SCHEMA
 
 
+def test_entry_without_a_cpu_column_rebuilds(demo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An entry of the same schema number whose cpu.parquet lacks a column (another build wrote
+    it) is rebuilt, not an internal error when the CPU rows are read."""
+    cold = _json(["ops"], demo, "--no-cache")
+    with monkeypatch.context() as m:
+        m.setattr(store, "CPU_COLUMNS", tuple(c for c in store.CPU_COLUMNS if c != "shape"))
+        _json(["ops"], demo)  # writes the entry without the shape column
+    r = runner.invoke(app, ["ops", str(demo), "-f", "json", "-q"])
+    assert r.exit_code == 0, r.output
+    assert r.stdout == cold
+    assert "cpu.parquet has no column shape" in r.stderr and "rebuilding" in r.stderr
+    assert _json(["ops"], demo) == cold
+
+
 def test_one_ingest_serves_every_command(demo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The first command stores what every command needs (CPU rows too): no second read."""
     cold = {c[0] + str(i): _json(c, demo, "--no-cache") for i, c in enumerate(COMMANDS)}

@@ -35,9 +35,11 @@ WRITERS = {
     "steps": ["steps", "{trace}", "-q", "-o", "{out}"],
     "summary": ["summary", "{trace}", "-q", "-o", "{out}"],
     "diff": ["diff", "{trace}", "{trace}", "-q", "-o", "{out}"],
+    "ops": ["ops", "{trace}", "-q", "-o", "{out}"],
 }
 # The commands whose -o holds their output in the chosen format, instead of stdout.
-SAVERS = {"steps": "table json csv md", "summary": "table json md", "diff": "table json md"}
+SAVERS = {"steps": "table json csv md", "summary": "table json md", "diff": "table json md",
+          "ops": "table json csv md"}  # fmt: skip
 runner = CliRunner()
 
 

@@ -53,6 +53,7 @@ class DiffGroupBy(StrEnum):
 
     NAME = "name"
     SHORT = "short"
+    CATEGORY = "category"
 
 
 class GapSort(StrEnum):
@@ -78,6 +79,13 @@ class OpLevel(StrEnum):
     TOP = "top"
 
 
+class OpGroupBy(StrEnum):
+    """``ops --group-by``."""
+
+    OP = "op"
+    OP_SHAPES = "op+shapes"
+
+
 def expected_one_of(flag: str, value: object, allowed: Iterable[str]) -> str:
     """The one message for a value outside its set: ``--sort 'x': expected one of a, b``."""
     return f"{flag} {str(value)!r}: expected one of {', '.join(allowed)}"
@@ -97,6 +105,7 @@ __all__ = [
     "GapSort",
     "KernelGroupBy",
     "KernelSort",
+    "OpGroupBy",
     "OpLevel",
     "check_choice",
     "expected_one_of",

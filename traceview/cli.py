@@ -329,14 +329,33 @@ def ops(
         ),
     ] = choices.OpLevel.LEAF,
     top: Top = 20,
+    group_by: Annotated[
+        choices.OpGroupBy,
+        typer.Option(
+            "--group-by",
+            help="One row per op name (op), or per op name, Input Dims and Input type (op+shapes).",
+        ),
+    ] = choices.OpGroupBy.OP,
+    peaks: Annotated[
+        Path | None,
+        typer.Option(
+            "--peaks",
+            help="JSON or TOML file of GPU peaks (TFLOP/s per dtype, TB/s) used before the "
+            "built-in table; see docs/metrics.md.",
+        ),
+    ] = None,
     fmt: Format = choices.Format.TABLE,
+    save: Save = None,
+    force: Force = False,
     read: ReadOptions = FROM_FLAGS,
 ) -> None:
-    """Where the GPU time went per operator: calls, kernels, GPU and CPU time, launch delay."""
+    """Where the GPU time went per operator: calls, kernels, GPU and CPU time, launch delay,
+    and from shapes FLOPs, bytes, TFLOP/s, % of peak and the bound."""
     from traceview import run
     from traceview.analyses.ops import OpOptions
 
-    run.ops(trace, OpOptions(level=level, top=top), read, run.OutputOptions(fmt))
+    options = OpOptions(level=level, top=top, group_by=group_by, peaks_file=peaks)
+    run.ops(trace, options, read, run.OutputOptions(fmt, force=force, save=save))
 
 
 @app.command()
@@ -424,7 +443,8 @@ def diff(
         typer.Option(
             "--group-by",
             help="Compare kernels by exact name, or by short name (template instantiations "
-            "summed: a kernel whose template arguments changed is not new): name, short.",
+            "summed: a kernel whose template arguments changed is not new), or by category "
+            "(from kernel names; the gate applies per category): name, short, category.",
         ),
     ] = choices.DiffGroupBy.NAME,
     verbose: Verbose = False,

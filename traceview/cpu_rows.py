@@ -2,7 +2,7 @@
 
 A big trace holds millions of CPU ops and runtime calls, and ``gaps`` needs them only to
 explain its few largest gaps, which are known only once every GPU activity is read. So the
-rows (32 bytes each) are appended to an unnamed temporary file as they are read, and scanned
+rows (36 bytes each) are appended to an unnamed temporary file as they are read, and scanned
 block by block afterwards: memory stays flat whatever the trace size. A read from the cache
 scans its Parquet table the same way (see cache.store).
 """
@@ -22,7 +22,8 @@ from traceview.errors import TraceviewError
 
 # ``thread`` indexes TraceEvents.threads, ``name`` TraceEvents.names; ``correlation`` is a
 # runtime call's id (UNCORRELATED if it has none), OP for a CPU op (cpu_op, 2021's Operator) or
-# ANNOTATION for a user_annotation; ts and end in ns.
+# ANNOTATION for a user_annotation; ts and end in ns; ``shape`` indexes TraceEvents.shapes (a CPU
+# op's Input Dims, types and Concrete Inputs), NO_SHAPE when it has none.
 ROW = np.dtype(
     [
         ("thread", "<i4"),
@@ -30,10 +31,12 @@ ROW = np.dtype(
         ("ts", "<i8"),
         ("end", "<i8"),
         ("correlation", "<i8"),
+        ("shape", "<i4"),
     ]
 )
-FIELDS = ("thread", "name", "ts", "end", "correlation")
+FIELDS = ("thread", "name", "ts", "end", "correlation", "shape")
 OP, UNCORRELATED, ANNOTATION = -1, -2, -3
+NO_SHAPE = -1
 
 
 def is_op(correlation: np.ndarray) -> np.ndarray:
@@ -101,11 +104,17 @@ class CpuRows:
 
 
 def rows(
-    thread: np.ndarray, ts: np.ndarray, end: np.ndarray, name: np.ndarray, correlation: np.ndarray
+    thread: np.ndarray,
+    ts: np.ndarray,
+    end: np.ndarray,
+    name: np.ndarray,
+    correlation: np.ndarray,
+    shape: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Columns of equal length as one structured array of ``ROW``."""
+    """Columns of equal length as one structured array of ``ROW`` (shape: NO_SHAPE if None)."""
     out = np.empty(len(ts), dtype=ROW)
-    for field, column in zip(FIELDS, (thread, name, ts, end, correlation), strict=True):
+    shape = np.full(len(ts), NO_SHAPE, dtype=np.int32) if shape is None else shape
+    for field, column in zip(FIELDS, (thread, name, ts, end, correlation, shape), strict=True):
         out[field] = column
     return out
 
@@ -192,11 +201,12 @@ def _cannot_write(e: OSError) -> str:
 
 @dataclass(frozen=True)
 class Renumbered:
-    """Another source's rows with its thread and name ids mapped to this trace's."""
+    """Another source's rows with its thread, name and shape ids mapped to this trace's."""
 
     source: RowSource
     threads: np.ndarray
     names: np.ndarray
+    shapes: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.source)
@@ -206,6 +216,9 @@ class Renumbered:
             block = block.copy()
             block["thread"] = self.threads[block["thread"]]
             block["name"] = self.names[block["name"]]
+            if self.shapes is not None and len(self.shapes):
+                known = block["shape"] >= 0
+                block["shape"][known] = self.shapes[block["shape"][known]]
             yield block
 
 

@@ -219,6 +219,9 @@ class TraceEvents:
     cpu_quality: Counter[str] = field(default_factory=Counter)
     # Launch configurations (grid, block, ...; see traceview.launches) by id.
     launches: list[tuple[int, ...]] = field(default_factory=list)
+    # The distinct (Input Dims, Input type, Concrete Inputs) of CPU ops, as raw JSON text
+    # (b"" when absent); a CPU row's ``shape`` indexes it.
+    shapes: list[tuple[bytes, bytes, bytes]] = field(default_factory=list)
 
 
 @dataclass
@@ -237,7 +240,7 @@ class _Lists:
     rt_start: list[int] = field(default_factory=list)
     rt_end: list[int] = field(default_factory=list)
     steps: list[StepWindow] = field(default_factory=list)
-    cpu: list[tuple[int, int, int, int, int]] = field(default_factory=list)
+    cpu: list[tuple[int, int, int, int, int, int]] = field(default_factory=list)
 
 
 class EventCollector:
@@ -250,6 +253,8 @@ class EventCollector:
         self.streams = Interner(carry_key)
         self.threads = Interner(carry_key)
         self.launches = Interner(launches.normalise)
+        self.shapes = Interner()
+        self.shapes.id(None)  # id 0: no shape (stored as NO_SHAPE, shape ids one less)
         self.quality: Counter[str] = Counter()
         self.cpu_quality: Counter[str] = Counter()  # the part of quality from CPU ops
         self._categories: dict[str, int] = {}
@@ -293,7 +298,8 @@ class EventCollector:
                 self.cpu_quality.update(self.quality - before)
             elif ops:
                 ts, dur = op_times
-                new_cpu.append(self._cpu_rows(ops, ts, ts + dur, _op_kinds(ops)))
+                shapes = self._shape_ids(_shape_keys(ops))
+                new_cpu.append(self._cpu_rows(ops, ts, ts + dur, _op_kinds(ops), shapes))
         self._add_each(steps, lists)
         self._commit(lists)
         if gpu_columns is not None:
@@ -304,12 +310,21 @@ class EventCollector:
             self._cpu.append(table)
 
     def _cpu_rows(
-        self, events: list[Any], ts: np.ndarray, end: np.ndarray, correlation: np.ndarray
+        self,
+        events: list[Any],
+        ts: np.ndarray,
+        end: np.ndarray,
+        correlation: np.ndarray,
+        shapes: np.ndarray | None = None,
     ) -> np.ndarray:
         """CPU rows of a batch of runtime calls or CPU ops, converted at once."""
         threads = self.threads.ids_of([(e.pid, e.tid) for e in events])
         names = self.names.ids_of([e.name for e in events])
-        return cpu_rows.rows(threads, ts, end, names, correlation)
+        return cpu_rows.rows(threads, ts, end, names, correlation, shapes)
+
+    def _shape_ids(self, keys: list[Any]) -> np.ndarray:
+        """The shape ids of (dims, types, concrete) keys, NO_SHAPE for None."""
+        return self.shapes.ids_of(keys) + np.int32(cpu_rows.NO_SHAPE)
 
     def _split(
         self, events: Iterable[Any]
@@ -392,7 +407,8 @@ class EventCollector:
             self._runtime.insert(0, (part.runtime.correlation, part.runtime.ts))
         if len(part.cpu):
             threads = self.threads.ids_of(part.threads)
-            self._cpu_before.insert(0, cpu_rows.Renumbered(part.cpu, threads, names))
+            shapes = self._shape_ids(list(part.shapes)) if part.shapes else None
+            self._cpu_before.insert(0, cpu_rows.Renumbered(part.cpu, threads, names, shapes))
         if part.span_ns is not None:
             self._widen_span(*part.span_ns)
         self._steps[:0] = part.steps
@@ -426,15 +442,17 @@ class EventCollector:
             lists.rt_start.append(ts)
             lists.rt_end.append(ts + dur)
             if self.keep_cpu:
-                self._add_cpu(e, ts, dur, corr if corr >= 0 else cpu_rows.UNCORRELATED, lists)
+                corr = corr if corr >= 0 else cpu_rows.UNCORRELATED
+                self._add_cpu(e, ts, dur, corr, cpu_rows.NO_SHAPE, lists)
         elif e.name.startswith(STEP_PREFIX):
             self._add_step(e.name, ts, dur, kind == _GPU_ANNOTATION, lists)
         elif self.keep_cpu and kind == _CPU_ANNOTATION:
-            self._add_cpu(e, ts, dur, int(_op_kinds([e])[0]), lists)
+            shape = int(self._shape_ids(_shape_keys([e]))[0])
+            self._add_cpu(e, ts, dur, int(_op_kinds([e])[0]), shape, lists)
 
-    def _add_cpu(self, e: Any, ts: int, dur: int, corr: int, lists: _Lists) -> None:
+    def _add_cpu(self, e: Any, ts: int, dur: int, corr: int, shape: int, lists: _Lists) -> None:
         thread = self.threads.id((e.pid, e.tid))
-        lists.cpu.append((thread, ts, ts + dur, self.names.id(e.name), corr))
+        lists.cpu.append((thread, ts, ts + dur, self.names.id(e.name), corr, shape))
 
     def _duration(self, e: Any) -> int:
         if e.dur is None:
@@ -540,6 +558,7 @@ class EventCollector:
             cpu_quality=self.cpu_quality,
             threads=self.threads.values,
             launches=self.launches.values,
+            shapes=self.shapes.values[1:] if self.shapes.values else [],
         )
 
 
@@ -576,6 +595,20 @@ def _op_kinds(ops: list[Any]) -> np.ndarray:
         [cpu_rows.ANNOTATION if e.cat.lower() == "user_annotation" else cpu_rows.OP for e in ops],
         dtype=np.int64,
     )
+
+
+def _shape_keys(ops: list[Any]) -> list[tuple[bytes, bytes, bytes] | None]:
+    """Per CPU op, its (Input Dims, Input type, Concrete Inputs) raw text; None without dims."""
+    return [_shape_key(e.args) for e in ops]
+
+
+def _shape_key(args: Any) -> tuple[bytes, bytes, bytes] | None:
+    if args is None:
+        return None
+    dims = args.input_dims or args.input_dims_2021
+    if not dims:
+        return None
+    return (bytes(dims), bytes(args.input_type), bytes(args.concrete_inputs))
 
 
 def _correlation(e: Any) -> int:
@@ -625,4 +658,5 @@ def without_cpu(events: TraceEvents) -> TraceEvents:
         cpu_quality=Counter(),
         cpu=CpuRows(),
         threads=[],
+        shapes=[],
     )

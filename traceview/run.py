@@ -7,9 +7,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
-
-import orjson
+from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 from traceview.analyses.summary import read_warnings
 from traceview.choices import DocumentFormat, Format, check_choice
@@ -227,18 +225,15 @@ def ops(path: Path, options: OpOptions, read: ReadOptions, out: OutputOptions) -
 
     _check_format(out.format)
     check_options(options)
+    check_save(out, (path,))
     events = read_trace(path, read, keep_cpu=True)
     if _nothing_to_show(events, out):
         return
     report = analyse_ops(events, options)
-    _show(
-        out,
-        json_doc=report.as_json,
-        csv=lambda: render_ops.csv(report),
-        markdown=lambda: render_ops.markdown(report),
-        rich=lambda console: render_ops.print_rich(report, console),
-        text=lambda: render_ops.text(report),
-    )
+    # The CSV holds every op whatever --top says.
+    wants_all = options.top != 0 and out.format == "csv"
+    every = analyse_ops(events, replace(options, top=0)) if wants_all else report
+    show(out, render_ops.document(report, every), (path,))
 
 
 @_command
@@ -289,28 +284,6 @@ def _check_output(out: OutputOptions, trace: Path) -> None:
     _check_format(out.format)
     if out.output is not None:
         check_output_path(out.output, out.force, (trace,))
-
-
-def _show(
-    out: OutputOptions,
-    *,
-    json_doc: Callable[[], Any],
-    csv: Callable[[], str],
-    markdown: Callable[[], str],
-    rich: Callable[[Console], None],
-    text: Callable[[], str],
-) -> None:
-    """Render a report on stdout in the chosen format (rich on a terminal, text when piped)."""
-    if out.format == "json":
-        write_stdout(orjson.dumps(json_doc(), option=orjson.OPT_INDENT_2).decode() + "\n")
-    elif out.format == "csv":
-        write_stdout(csv())
-    elif out.format == "md":
-        write_stdout(markdown())
-    elif stdout_is_terminal():
-        rich(_stdout_console(out.wide))
-    else:
-        write_stdout(text())
 
 
 def show(out: OutputOptions, doc: Document, inputs: Sequence[Path] = ()) -> None:

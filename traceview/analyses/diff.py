@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from traceview import __version__
+from traceview.analyses.categories import by_name
 from traceview.analyses.names import display_names, short_names
 from traceview.analyses.snapshot import Snapshot, SnapshotTrace, digest
 from traceview.analyses.steps import Steps, describe_ranges, pick_steps, step_ranges
@@ -39,9 +40,7 @@ class DiffOptions:
     min_time_ns: int = 10_000
     top: int = 20
     allow_empty_baseline: bool = False
-    group_by: DiffGroupBy = (
-        DiffGroupBy.NAME
-    )  # compare kernels by exact name or by short name (merged)
+    group_by: DiffGroupBy = DiffGroupBy.NAME  # by exact name, short name or category (merged)
 
 
 @dataclass(frozen=True)
@@ -218,9 +217,8 @@ def compare(base: Side, new: Side, options: DiffOptions) -> DiffReport:
         mode = "steps" if options.steps else "total"
     if options.steps:  # every step asked for is on both sides: the base's are the ones compared
         options = replace(options, steps=tuple(base.snapshot.steps[i].step for i in b_idx))
-    by_short = options.group_by == "short"
-    b = _figures(base.snapshot, b_idx, mode, by_short)
-    a = _figures(new.snapshot, n_idx, mode, by_short)
+    b = _figures(base.snapshot, b_idx, mode, options.group_by)
+    a = _figures(new.snapshot, n_idx, mode, options.group_by)
     changed, added, gone, hidden = _kernel_changes(base, new, b, a, options)
     figures = (
         Change("kernel_time_us", "kernel time (µs)", b.kernel_time_us, a.kernel_time_us),
@@ -270,12 +268,12 @@ def _select(side: Side, which: str, steps: Steps) -> list[int]:
     return [position[n] for n in chosen]
 
 
-def _figures(snap: Snapshot, idx: list[int], mode: str, by_short: bool) -> _Figures:
+def _figures(snap: Snapshot, idx: list[int], mode: str, group_by: str) -> _Figures:
     """One side's figures: whole-trace totals, sums over steps, or per-step medians; kernels
-    by exact name, or summed per short name (per step, before any median)."""
+    by exact name, or summed per short name or category (per step, before any median)."""
     durations = [snap.steps[i].duration_us for i in idx]
     step_time = float(np.median(durations)) if durations else None
-    members = _members(snap, by_short)
+    members = _members(snap, group_by)
     by_name = {k.name: k for k in snap.kernels}
     if mode == "total":
         t = snap.totals
@@ -305,14 +303,16 @@ def _figures(snap: Snapshot, idx: list[int], mode: str, by_short: bool) -> _Figu
     )
 
 
-def _members(snap: Snapshot, by_short: bool) -> dict[str, list[str]]:
-    """Kernel key → the full names it stands for."""
+def _members(snap: Snapshot, group_by: str) -> dict[str, list[str]]:
+    """Kernel key → the full names it stands for. Categories come from the kernel name rules
+    alone: a snapshot has no CPU ops to link."""
     names = [k.name for k in snap.kernels]
-    if not by_short:
+    if group_by == "name":
         return {n: [n] for n in names}
+    keys = short_names(names) if group_by == "short" else [by_name(n) for n in names]
     members: dict[str, list[str]] = {}
-    for name, short in zip(names, short_names(names), strict=True):
-        members.setdefault(short, []).append(name)
+    for name, key in zip(names, keys, strict=True):
+        members.setdefault(key, []).append(name)
     return members
 
 
@@ -328,7 +328,8 @@ def _kernel_changes(
     gone: list[KernelChange] = []
     hidden = 0
     names = sorted(b.kernels.keys() | a.kernels.keys())
-    shown = {n: n for n in names} if options.group_by == "short" else display_names(names)
+    merged = options.group_by in ("short", "category")
+    shown = {n: n for n in names} if merged else display_names(names)
     for name in names:
         before, after = b.kernels.get(name), a.kernels.get(name)
         if (before is None and _hidden(a.members[name], hidden_before)) or (

@@ -21,7 +21,7 @@ import numpy as np
 
 from traceview.aggregate.order import concat_ranges, first_of_runs, lex_order, searchsorted_pairs
 from traceview.analyses.devices import NO_LAUNCH, first_launch, name_rank
-from traceview.cpu_rows import OP
+from traceview.cpu_rows import NO_SHAPE, OP
 from traceview.events import TraceEvents
 
 NO_OP = -1
@@ -30,13 +30,16 @@ NO_OP = -1
 @dataclass(frozen=True)
 class OpLinks:
     """Per GPU row: the name id of its leaf and top op (NO_OP when none), the thread id, start
-    and end of its launch (−1 / NO_LAUNCH / NO_LAUNCH when none)."""
+    and end of its launch (−1 / NO_LAUNCH / NO_LAUNCH when none), and the shape id of its
+    leaf and top op (NO_SHAPE when none)."""
 
     leaf: np.ndarray
     top: np.ndarray
     thread: np.ndarray
     launch: np.ndarray
     launch_end: np.ndarray
+    leaf_shape: np.ndarray | None = None
+    top_shape: np.ndarray | None = None
 
 
 def link_ops(events: TraceEvents, rank: np.ndarray | None = None) -> OpLinks:
@@ -58,9 +61,9 @@ def link_ops(events: TraceEvents, rank: np.ndarray | None = None) -> OpLinks:
         hi = searchsorted_pairs(at_thread, at_ts, ops["thread"], ops["end"], side="right")
         at, which = concat_ranges(lo, hi)  # every (op, launch it contains) pair
         row, op = by_launch[at], ops[which]
-        leaf.offer(row, op["ts"], op["end"] - op["ts"], rank[op["name"]], op["name"])
-        top.offer(row, op["ts"], op["end"] - op["ts"], rank[op["name"]], op["name"])
-    return OpLinks(leaf.name, top.name, thread, launch, launch_end)
+        leaf.offer(row, op["ts"], op["end"] - op["ts"], rank[op["name"]], op["name"], op["shape"])
+        top.offer(row, op["ts"], op["end"] - op["ts"], rank[op["name"]], op["name"], op["shape"])
+    return OpLinks(leaf.name, top.name, thread, launch, launch_end, leaf.shape, top.shape)
 
 
 class _Best:
@@ -73,9 +76,16 @@ class _Best:
         self.dur = np.zeros(n, dtype=np.int64)
         self.rank = np.zeros(n, dtype=np.int64)
         self.name = np.full(n, NO_OP, dtype=np.int64)
+        self.shape = np.full(n, NO_SHAPE, dtype=np.int64)
 
     def offer(
-        self, row: np.ndarray, ts: np.ndarray, dur: np.ndarray, rank: np.ndarray, name: np.ndarray
+        self,
+        row: np.ndarray,
+        ts: np.ndarray,
+        dur: np.ndarray,
+        rank: np.ndarray,
+        name: np.ndarray,
+        shape: np.ndarray,
     ) -> None:
         """Keep, per row, the better of its best so far and the best of these candidates."""
         if len(row) == 0:
@@ -83,8 +93,8 @@ class _Best:
         key_ts, key_dur = self.sign * ts, -self.sign * dur
         order = np.lexsort((rank, key_dur, key_ts, row))
         first = order[np.r_[True, row[order][1:] != row[order][:-1]]]
-        row, key_ts, key_dur, rank, name = (
-            row[first], key_ts[first], key_dur[first], rank[first], name[first]
+        row, key_ts, key_dur, rank, name, shape = (
+            row[first], key_ts[first], key_dur[first], rank[first], name[first], shape[first]
         )  # fmt: skip
         empty = self.name[row] == NO_OP
         old = (self.ts[row], self.dur[row], self.rank[row])
@@ -96,6 +106,7 @@ class _Best:
         row = row[better]
         self.ts[row], self.dur[row] = key_ts[better], key_dur[better]
         self.rank[row], self.name[row] = rank[better], name[better]
+        self.shape[row] = shape[better]
 
 
 def _launch_threads(events: TraceEvents, launch: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -34,19 +34,21 @@ from traceview.events import (
 from traceview.read.reader import ReadStats
 
 # 2: cpu.parquet holds int32 thread and name ids and is checked by a digest in meta.json.
-CACHE_SCHEMA = 5  # 3: device = args.device even without args.stream
+CACHE_SCHEMA = 6  # 3: device = args.device even without args.stream
 # 4: the data checks kept as numbers (DataChecks), their wording built for each report
 # 5: launch configurations (launches.parquet, gpu.parquet's launch column)
+# 6: CPU op shapes (shapes.parquet, cpu.parquet's shape column)
 META = "meta.json"
 META_DIGEST = "meta_digest"
 GPU_COLUMNS = ("kind", "name", "stream", "ts", "dur", "correlation", "launch")
 RUNTIME_COLUMNS = ("correlation", "ts")
-CPU_COLUMNS = ("thread", "ts", "end", "name", "correlation")
+CPU_COLUMNS = ("thread", "ts", "end", "name", "correlation", "shape")
 TABLES = (
     "gpu.parquet", "runtime.parquet", "steps.parquet", "names.parquet", "streams.parquet",
     "launches.parquet",
 )  # fmt: skip
-CPU_TABLES = ("cpu.parquet", "threads.parquet")
+CPU_TABLES = ("cpu.parquet", "threads.parquet", "shapes.parquet")
+SHAPE_COLUMNS = ("dims", "types", "concrete")
 EXPORT_FILES = (*TABLES, *CPU_TABLES, META)
 
 
@@ -95,7 +97,26 @@ def _write_tables(directory: Path, events: TraceEvents, keep_cpu: bool) -> dict[
         sizes["threads.parquet"] = _write(
             directory / "threads.parquet", _pairs(events.threads, ("pid", "tid"))
         )
+        sizes["shapes.parquet"] = _write(directory / "shapes.parquet", _shapes(events.shapes))
     return sizes
+
+
+def _shapes(shapes: list[tuple[bytes, bytes, bytes]]) -> Any:
+    """The CPU ops' distinct (Input Dims, Input type, Concrete Inputs), raw JSON as binary."""
+    import pyarrow as pa
+
+    columns = list(zip(*shapes, strict=True)) or [(), (), ()]
+    return pa.table(
+        {name: pa.array(col, pa.binary()) for name, col in zip(SHAPE_COLUMNS, columns, strict=True)}
+    )
+
+
+def _read_shapes(path: Path) -> list[tuple[bytes, bytes, bytes]]:
+    if not path.is_file():  # an entry exported without shapes
+        return []
+    table = _read_table(path)
+    columns = [table.column(name).to_pylist() for name in SHAPE_COLUMNS]
+    return list(zip(*columns, strict=True))
 
 
 def _tables(events: TraceEvents) -> dict[str, Any]:
@@ -140,7 +161,7 @@ def _write_cpu(path: Path, cpu: CpuRows) -> int:
 _CPU_OPTIONS: dict[str, Any] = {
     "use_dictionary": False,
     "column_encoding": {
-        name: "PLAIN" if name in ("thread", "name") else "DELTA_BINARY_PACKED"
+        name: "PLAIN" if name in ("thread", "name", "shape") else "DELTA_BINARY_PACKED"
         for name in CPU_COLUMNS
     },
 }
@@ -268,8 +289,11 @@ def read_entry(directory: Path, meta: dict[str, Any], keep_cpu: bool) -> TraceEv
     )
     if keep_cpu and meta["has_cpu"]:
         _check_digests(directory, meta)
+        _check_cpu_columns(directory / "cpu.parquet")
         cpu = CpuRows((ParquetRows.opened(directory / "cpu.parquet", meta["cpu_rows"]),))
-        return replace(events, cpu=cpu, threads=_read_pairs(directory / "threads.parquet"))
+        threads = _read_pairs(directory / "threads.parquet")
+        shapes = _read_shapes(directory / "shapes.parquet")
+        return replace(events, cpu=cpu, threads=threads, shapes=shapes)
     return without_cpu(events) if meta["has_cpu"] else events
 
 
@@ -283,6 +307,15 @@ def _read_facts(facts: dict[str, Any] | None) -> TraceFacts | None:
     if facts is None:
         return None
     return TraceFacts(DataChecks(**facts["checks"]), str(facts["time_resolution"]))
+
+
+def _check_cpu_columns(path: Path) -> None:
+    """The CPU rows are read lazily, after the entry is accepted: an entry whose cpu.parquet
+    lacks a column (written by another build with the same schema number) is refused here."""
+    with _parquet().ParquetFile(path) as parquet:
+        missing = set(CPU_COLUMNS) - set(parquet.schema_arrow.names)
+    if missing:
+        raise DamagedEntry(f"cpu.parquet has no column {', '.join(sorted(missing))}")
 
 
 def _check_digests(directory: Path, meta: dict[str, Any]) -> None:

@@ -26,6 +26,14 @@ _EXACT_TS = re.compile(rb'"ts"\s*:\s*-?\d{10,}\.\d')
 _BAD_CONSTANT = re.compile(STRING_BODY + rb'(?:"|\Z)|(-?\b(?:inf|Infinity|NaN|nan)\b)', re.S)
 
 
+# Where a CPU op's shapes are (record_shapes): kept as raw JSON text, parsed only by the
+# analyses that want them, so a trace without them, or a command that ignores them, pays
+# nothing but the skip msgspec does anyway.
+# 2021 traces spell it "Input dims". A span holding any of these keys is decoded from a copy.
+SHAPE_KEY = b'"Input '
+_NO_RAW = msgspec.Raw()
+
+
 class Args(msgspec.Struct, gc=False):
     """The few `args` fields traceview uses."""
 
@@ -39,6 +47,10 @@ class Args(msgspec.Struct, gc=False):
     registers: Any = msgspec.field(default=None, name="registers per thread")
     shared_memory: Any = msgspec.field(default=None, name="shared memory")
     bytes: Any = None
+    input_dims: msgspec.Raw = msgspec.field(name="Input Dims", default=_NO_RAW)
+    input_dims_2021: msgspec.Raw = msgspec.field(name="Input dims", default=_NO_RAW)
+    input_type: msgspec.Raw = msgspec.field(name="Input type", default=_NO_RAW)
+    concrete_inputs: msgspec.Raw = msgspec.field(name="Concrete Inputs", default=_NO_RAW)
 
 
 class Event(msgspec.Struct, gc=False):
@@ -131,7 +143,10 @@ def decode_span(
     overwritten by brackets for the call and put back. What the fast path rejects takes the
     slow path, on a copy.
     """
-    if isinstance(data, bytearray) and 0 < start <= end < len(data):
+    # Raw fields would keep a view of the buffer alive (it could not grow or shrink any
+    # more): a span with shapes is decoded from a copy.
+    shaped = data.find(SHAPE_KEY, start, end) >= 0
+    if isinstance(data, bytearray) and 0 < start <= end < len(data) and not shaped:
         before, after = data[start - 1], data[end]
         data[start - 1], data[end] = ord("["), ord("]")
         try:
@@ -223,10 +238,27 @@ def _convert(item: Any) -> ExactEvent | None:
         value = item.get(key)
         if isinstance(value, str):
             item[key] = _clean_text(value)
+    _raw_shapes(item.get("args"))
     try:
         return msgspec.convert(item, ExactEvent)
     except (msgspec.ValidationError, UnicodeEncodeError):  # e.g. a lone surrogate in args
         return None
+
+
+_RAW_FIELDS = ("Input Dims", "Input dims", "Input type", "Concrete Inputs")
+
+
+def _raw_shapes(args: Any) -> None:
+    """The shape fields of a slow-path event's args as the raw JSON text the fast path keeps
+    (left out if they cannot be encoded)."""
+    if not isinstance(args, dict):
+        return
+    for key in _RAW_FIELDS:
+        if key in args:
+            try:
+                args[key] = msgspec.Raw(msgspec.json.encode(args[key]))
+            except (TypeError, ValueError, UnicodeEncodeError):
+                del args[key]
 
 
 def _clean_text(value: str) -> str:

@@ -6,18 +6,23 @@ from typing import TYPE_CHECKING
 
 from traceview.analyses.ops import OpReport, OpRow
 from traceview.render import units
-from traceview.render.escape import markdown_list, print_line, text_lines
+from traceview.render.document import Document, Section
 from traceview.render.header import device_busy_lines, trace_lines
-from traceview.render.tables import Table, to_csv, to_markdown, to_rich, to_text
+from traceview.render.tables import Table, to_csv
 
 if TYPE_CHECKING:
-    from rich.console import Console
+    pass
 
 _HEADERS = ("#", "Op", "Calls", "Kernels", "GPU time", "% GPU", "GPU busy", "CPU time",
-            "Kernels/call", "Launch delay")  # fmt: skip
-_NARROW_DROP = ("Kernels/call", "CPU time", "GPU busy", "Launch delay")
-_CSV_FIELDS = ("name", "calls", "kernels", "gpu_time_us", "pct_gpu_time", "gpu_busy_us",
-               "cpu_time_us", "kernels_per_call", "launch_delay_us")  # fmt: skip
+            "Kernels/call", "Launch delay", "CPU self", "TFLOP/s", "TB/s", "% peak",
+            "Bound")  # fmt: skip
+_NARROW_DROP = ("Kernels/call", "CPU self", "TB/s", "CPU time", "GPU busy", "Launch delay",
+                "% peak", "TFLOP/s")  # fmt: skip
+_CSV_FIELDS = ("name", "shapes", "calls", "kernels", "gpu_time_us", "pct_gpu_time",
+               "gpu_busy_us", "cpu_time_us", "cpu_self_us", "kernels_per_call",
+               "launch_delay_us", "flops", "bytes", "dtype", "tflops_per_s", "tb_per_s",
+               "intensity", "peak_tflops_per_s", "peak_tb_per_s", "pct_of_peak",
+               "bound")  # fmt: skip
 
 
 def summary_lines(report: OpReport) -> list[str]:
@@ -28,13 +33,25 @@ def summary_lines(report: OpReport) -> list[str]:
         f"GPU time {units.duration(report.gpu_time_ns / 1000)}"
     )
     lines += device_busy_lines(report.trace)
+    if report.peaks is not None:
+        peaks = report.peaks
+        bw = "-" if peaks.tb_per_s is None else f"{peaks.tb_per_s:g} TB/s"
+        lines.append(f"peaks    {peaks.device}: {bw} ({peaks.source})")
     lines += [f"note     {n}" for n in report.notes]
     return lines
 
 
 def table(report: OpReport) -> Table:
-    rows = [(str(i), r.name, *_cells(r)) for i, r in enumerate(report.rows, 1)]
-    return Table(_HEADERS, (True, False, *(True,) * 8), rows)
+    rows = [(str(i), _label(r), *_cells(r)) for i, r in enumerate(report.rows, 1)]
+    return Table(_HEADERS, (True, False, *(True,) * 12, False), rows)
+
+
+def _label(r: OpRow) -> str:
+    return r.name if r.shapes is None else f"{r.name} {r.shapes}"
+
+
+def _figure(value: float | None, digits: int = 2) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
 
 
 def _cells(r: OpRow) -> tuple[str, ...]:
@@ -47,6 +64,11 @@ def _cells(r: OpRow) -> tuple[str, ...]:
         units.duration(r.cpu_time_ns / 1000),
         f"{r.kernels / r.calls:.2f}" if r.calls else "-",
         "-" if r.launch_delay_ns is None else units.duration(r.launch_delay_ns / 1000),
+        units.duration(r.cpu_self_ns / 1000),
+        _figure(r.tflops_per_s),
+        _figure(r.tb_per_s, 3),
+        "-" if r.pct_of_peak is None else units.pct(r.pct_of_peak),
+        r.bound or "-",
     )
 
 
@@ -57,21 +79,16 @@ def footer(report: OpReport) -> str:
     return f"{units.counted(report.left_out, 'more op')} not shown; use --top 0 for all"
 
 
-def print_rich(report: OpReport, console: Console) -> None:
-    for line in summary_lines(report):
-        print_line(console, line)
-    to_rich(table(report), console, drop_order=_NARROW_DROP)
-    print_line(console, footer(report))
-
-
-def text(report: OpReport) -> str:
-    head = text_lines(summary_lines(report))
-    return head + "\n\n" + to_text(table(report)) + footer(report) + "\n"
-
-
-def markdown(report: OpReport) -> str:
-    head = markdown_list(summary_lines(report))
-    return head + "\n\n" + to_markdown(table(report)) + "\n" + footer(report) + "\n"
+def document(report: OpReport, every: OpReport | None = None) -> Document:
+    """``traceview ops`` in every format; ``every``: the same analysis without --top, for the
+    CSV (files hold every row)."""
+    return Document(
+        head=summary_lines(report),
+        sections=[Section(table(report), drop_order=_NARROW_DROP)],
+        foot=[footer(report)],
+        data=report.as_json,
+        csv=lambda: csv(every or report),
+    )
 
 
 def csv(report: OpReport) -> str:
