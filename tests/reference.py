@@ -897,11 +897,18 @@ ELEMENT_BYTES = {"double": 8, "float": 4, "c10::Half": 2, "c10::BFloat16": 2,
 
 
 def _matmul_out(a: list[int], b: list[int]) -> tuple[list[int], int]:
-    """Output shape and inner size of torch.matmul(a, b), through numpy's own matmul."""
+    """Output shape and inner size of torch.matmul(a, b), by its documented rules: a 1-D side
+    gains a dimension of 1 that the result drops; the batch dimensions broadcast (numpy's
+    rule); the inner sizes must agree (else ValueError). (numpy's matmul on empty arrays would
+    agree, but it multiplies them: minutes for the big GEMMs of real traces.)"""
     import numpy as np
 
-    out = np.matmul(np.empty(a, dtype=np.int8), np.empty(b, dtype=np.int8)).shape
-    return list(out), a[-1]
+    left, right = ([1, *a] if len(a) == 1 else a), ([*b, 1] if len(b) == 1 else b)
+    if not a or not b or left[-1] != right[-2]:
+        raise ValueError("inner sizes differ")
+    batch = list(np.broadcast_shapes(tuple(left[:-2]), tuple(right[:-2])))
+    out = [*batch, *([left[-2]] if len(a) > 1 else []), *([right[-1]] if len(b) > 1 else [])]
+    return out, a[-1]
 
 
 def op_flops_bytes(name: str, args: dict[str, Any]) -> tuple[int, int] | None:
