@@ -156,3 +156,11 @@ def test_any_name_is_safe_in_every_rendering(name: str) -> None:
     assert unescaped_pipes(cell) == 0 and "<" not in cell and "\n" not in cell
     (_, row) = csv.reader(io.StringIO(to_csv(("name",), [(name,)]), newline=""))
     assert row == [("'" if name.startswith(("=", "+", "-", "@", "\t", "\r")) else "") + shown]
+
+
+def test_header_durations_below_a_microsecond_in_ns() -> None:
+    from traceview.render.units import duration
+
+    assert [duration(v) for v in (0.02, 0.9996, 0, 1, 850, 12_345, 4_560_000)] == [
+        "20 ns", "1,000 ns", "0.0 µs", "1.0 µs", "850.0 µs", "12.3 ms", "4.56 s",
+    ]  # fmt: skip
