@@ -10,7 +10,8 @@ Each case varies one dimension from a base trace (``--kernels`` launches, 100 di
 4 streams, 10 steps), generated once by ``fixtures/generate.py`` (``write_scale_trace``, ~400
 bytes per kernel launch) and kept in the data dir. Every command runs in its own subprocess
 with ``--no-cache``; wall is ``time.perf_counter`` around it (interpreter start-up included),
-peak RSS is ``os.wait4``'s ru_maxrss (the largest single process). Medians of ``--runs``; a
+peak RSS is ``os.wait4``'s ru_maxrss (the largest single process; traces are generated in a
+child, since a forked child's ru_maxrss starts at the parent's RSS). Medians of ``--runs``; a
 run over ``--timeout`` (or killed when out of memory) is shown as ``killed``. The default is
 a quick run (~5 min on 2 busy cores).
 
@@ -23,7 +24,6 @@ needed tens of GB: do not run it on old code on a shared machine).
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import signal
 import statistics
@@ -34,7 +34,6 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 
 ROOT = Path(__file__).resolve().parents[1]
 BASE_NAMES, BASE_STREAMS, BASE_STEPS = 100, 4, 10
@@ -65,19 +64,6 @@ class Case:
         return f"k{self.kernels}-n{self.names}-s{self.streams}-p{self.steps}"
 
 
-def load_generator() -> ModuleType:
-    """Import fixtures/generate.py by path (registered first: its dataclasses need that)."""
-    name = "traceview_fixtures_generate"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, ROOT / "fixtures" / "generate.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 def ensure_trace(data_dir: Path, case: Case) -> Path:
     """The case's trace, generated (atomically) if missing."""
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -85,9 +71,15 @@ def ensure_trace(data_dir: Path, case: Case) -> Path:
     if not path.exists():
         tmp = path.with_name(f".{path.name}.tmp")
         t0 = time.perf_counter()
-        load_generator().write_scale_trace(
-            tmp, kernels=case.kernels, names=case.names, streams=case.streams, steps=case.steps
+        # In a child process: a forked child's ru_maxrss starts at its parent's RSS, so a
+        # benchmark process grown by generating a trace would inflate every later measurement.
+        code = (
+            "import sys; from pathlib import Path; "
+            f"sys.path.insert(0, {str(ROOT / 'fixtures')!r}); import generate; "
+            f"generate.write_scale_trace(Path({str(tmp)!r}), kernels={case.kernels}, "
+            f"names={case.names}, streams={case.streams}, steps={case.steps})"
         )
+        subprocess.run([sys.executable, "-c", code], check=True)
         os.replace(tmp, path)
         print(f"generated {path} in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
     return path
