@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 import reference
-from conftest import run_cli, trace_params
+from conftest import RealTrace, run_cli, trace_params
 
 from traceview.analyses.unique import tier_of, unique_kernels
 from traceview.events import KERNEL, MEMCPY, MEMSET
@@ -260,3 +260,21 @@ def test_nsys_export_launch_columns(tmp_path: Path) -> None:
     got_copies = sorted((k.launch[8], k.count) for k in report.kernels if k.kind == "memcpy")
     assert got_kernels == sorted(kernels)
     assert [c for _, c in got_copies] and got_copies == sorted(copies)
+
+
+def test_input_dims_are_those_of_a_call_of_the_launching_op(real_trace: RealTrace) -> None:
+    """A record's Input Dims / Input type are those of some call of its op in the trace; None
+    when no call of that op carries them, or when there is no op."""
+    report = unique_kernels(real_trace.events)
+    shapes: dict[str, set[str]] = {}
+    for e in reference.cpu_op_calls(real_trace.raw):
+        args = e.get("args", {})
+        dims = args.get("Input Dims", args.get("Input dims"))
+        if dims is not None and args.get("Input type") is not None:
+            key = json.dumps([dims, args["Input type"]])
+            shapes.setdefault(reference.event_name(e), set()).add(key)
+    for k in report.kernels:
+        if k.op == "" or k.op not in shapes:
+            assert k.input_dims is None and k.input_types is None, k.name
+        else:
+            assert json.dumps([k.input_dims, k.input_types]) in shapes[k.op], (k.name, k.op)

@@ -14,11 +14,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import orjson
 
 from traceview.aggregate.order import first_of_runs, lex_order
 from traceview.analyses.categories import CATEGORIES, NAME_RULES, OP_RULES, categorize
 from traceview.analyses.devices import device_of_stream, name_rank
 from traceview.analyses.oplinks import NO_OP, link_ops
+from traceview.cpu_rows import NO_SHAPE
 from traceview.events import GPU_KINDS, KERNEL, TraceEvents
 from traceview.launches import ABSENT, LAUNCH_FIELDS, launch_table
 
@@ -34,7 +36,9 @@ _BYTES = LAUNCH_FIELDS.index("bytes")
 @dataclass(frozen=True)
 class UniqueKernel:
     """One distinct activity. Launch values are −1 when the trace has none; ``op`` is the
-    leaf op that launched most of its rows ("" when none)."""
+    leaf op that launched most of its rows ("" when none), ``input_dims`` and
+    ``input_types`` the Input Dims and Input type of that op's calls that launched most of
+    them (None when the trace has none)."""
 
     kind: str
     name: str
@@ -49,6 +53,8 @@ class UniqueKernel:
     op: str
     tier: int
     rows: np.ndarray  # the GPU rows of this activity (for energy attribution)
+    input_dims: Any = None
+    input_types: Any = None
 
     @property
     def mean_ns(self) -> float:
@@ -114,6 +120,10 @@ def unique_kernels(events: TraceEvents) -> UniqueReport:
     top_category = _mode(group, category[order], len(starts))
     top_op = _mode(group, links.leaf[order], len(starts), rank)
     places = _places(events, group, order, len(starts))
+    op_shape = np.full(len(starts), NO_SHAPE, dtype=np.int64)
+    if links.leaf_shape is not None:  # the op's own shape: among the rows its op launched
+        by_op = links.leaf[order] == top_op[group]
+        op_shape = _mode(group, np.where(by_op, links.leaf_shape[order], NO_SHAPE), len(starts))
     kernels = []
     for g, row in enumerate(first.tolist()):
         kind, name = int(gpu.kind[row]), events.names[int(gpu.name[row])]
@@ -126,10 +136,24 @@ def unique_kernels(events: TraceEvents) -> UniqueReport:
                 category=CATEGORIES[int(top_category[g])],
                 op=events.names[op] if op != NO_OP else "",
                 tier=tier_of(kind, name, bool(by_matmul[g])), rows=rows_of[g],
+                input_dims=_shape_part(events, int(op_shape[g]), 0),
+                input_types=_shape_part(events, int(op_shape[g]), 1),
             )
         )  # fmt: skip
     kernels.sort(key=lambda k: (-k.total_ns, k.kind, k.name, k.launch))
     return UniqueReport(n, kernels)
+
+
+def _shape_part(events: TraceEvents, shape: int, part: int) -> Any:
+    """Input Dims (0) or Input type (1) of a shape id, as the trace wrote it (None when none
+    or not JSON)."""
+    if shape == NO_SHAPE:
+        return None
+    raw = events.shapes[shape][part]
+    try:
+        return orjson.loads(raw) if raw else None
+    except orjson.JSONDecodeError:
+        return None
 
 
 def _run_ids(order: np.ndarray, *columns: np.ndarray) -> np.ndarray:

@@ -20,7 +20,8 @@ _RIGHT = (True, True, False, True, True, True, False, False, True, True, True, F
 _NARROW_DROP = ("Op", "Category", "Regs", "Shared", "Mean", "Block", "Grid", "Bytes", "Kind")
 CSV_FIELDS = ("kind", "name", "short_name", "grid", "block", "registers_per_thread",
               "shared_memory", "bytes", "count", "total_us", "mean_us", "min_us", "max_us",
-              "devices", "streams", "category", "op", "tier")  # fmt: skip
+              "devices", "streams", "category", "op", "input_dims", "input_types",
+              "tier")  # fmt: skip
 
 
 def record(kernel: UniqueKernel, energy_j: float | None = None) -> dict[str, Any]:
@@ -31,7 +32,8 @@ def record(kernel: UniqueKernel, energy_j: float | None = None) -> dict[str, Any
                            "mean_us": kernel.mean_ns / 1000, "min_us": kernel.min_ns / 1000,
                            "max_us": kernel.max_ns / 1000, "devices": list(kernel.devices),
                            "streams": list(kernel.streams), "category": kernel.category,
-                           "op": kernel.op, "tier": kernel.tier}  # fmt: skip
+                           "op": kernel.op, "input_dims": kernel.input_dims,
+                           "input_types": kernel.input_types, "tier": kernel.tier}  # fmt: skip
     if energy_j is not None:
         out["energy_j"] = energy_j
     return out
