@@ -278,3 +278,28 @@ def test_a_full_disk_leaves_nothing_behind(trace: Path, tmp_path: Path, command:
     assert r.stdout.split() == ["rc=1", "filler"], (r.stdout, r.stderr)
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "No space left on device" in lines[0], r.stderr
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["ranks", "{run}", "-o", "{victim}"],
+        ["steps", "{run}", "-o", "{victim}"],
+        ["snapshot", "{run}", "-o", "{victim}"],
+        ["diff", "{run}", "{other}", "-o", "{victim}"],
+    ],
+)
+def test_a_run_output_is_never_one_of_its_rank_files(tmp_path: Path, argv: list[str]) -> None:
+    """A rank file inside a directory given as a run is an input too: refused before any
+    reading, --force or not."""
+    run, other = tmp_path / "run", tmp_path / "other"
+    for directory in (run, other):
+        directory.mkdir()
+        for rank in (0, 1):
+            (directory / f"rank{rank}.json").write_text(json.dumps(TRACE))
+    victim = other / "rank1.json" if argv[0] == "diff" else run / "rank1.json"
+    before = digest(victim)
+    fill = {"run": run, "other": other, "victim": victim}
+    r = run_cli(*[a.format(**fill) for a in argv], "--force", "-q")
+    one_error_line(r, 2, "is the input trace")
+    assert digest(victim) == before

@@ -44,6 +44,15 @@ def check_options(run: RunOptions) -> None:
         raise UsageError("--scheduler and --scheduler-file need --engine dask")
 
 
+def run_inputs(inputs: Sequence[Path], run: RunOptions) -> tuple[Path, ...]:
+    """The trace files the inputs name: what an output file must never be, --force or not
+    (known before any reading)."""
+    from traceview.read.discover import run_files
+
+    check_options(run)
+    return tuple(run_files(list(inputs), run.glob))
+
+
 def gather(
     inputs: Sequence[Path],
     run: RunOptions,
@@ -83,12 +92,13 @@ def ranks(inputs: Sequence[Path], run: RunOptions, read: ReadOptions, out: Outpu
     from traceview.analyses.ranks import ranks_report
     from traceview.render import ranks as render_ranks
 
-    check_save(out, inputs)
+    files = run_inputs(inputs, run)
+    check_save(out, files)
     result = gather(inputs, run, read, KernelOptions())
     report = ranks_report(result.summaries, result.rollup, result.waits)
     for warning in report.warnings:
         _warn(warning)
-    show(out, render_ranks.document(report), [*inputs, *(Path(s.path) for s in result.summaries)])
+    show(out, render_ranks.document(report), files)
 
 
 def kernels(
@@ -116,10 +126,11 @@ def steps(inputs: Sequence[Path], run: RunOptions, read: ReadOptions, out: Outpu
     from traceview.analyses.step_rollup import step_rollup
     from traceview.render import step_rollup as render
 
-    check_save(out, inputs)
+    files = run_inputs(inputs, run)
+    check_save(out, files)
     result = gather(inputs, run, read, KernelOptions(), report=run.per_rank)
     report = step_rollup(result.summaries, result.rollup)
-    show(out, render.document(report), [*inputs, *(Path(s.path) for s in result.summaries)])
+    show(out, render.document(report), files)
 
 
 def gaps(
@@ -156,12 +167,10 @@ def snapshot(
     """``traceview snapshot`` of a run: the roll-up and every rank's snapshot as one JSON
     document, to stdout or atomically to ``output``."""
     from traceview.analyses.kernels import KernelOptions
-    from traceview.read.discover import run_files
     from traceview.render.output import check_output_path, write_file, write_stdout
     from traceview.run_snapshot_file import to_json
 
-    check_options(run)
-    files = tuple(run_files(list(inputs), run.glob))  # never written over, --force or not
+    files = run_inputs(inputs, run)
     if output is not None:
         check_output_path(output, force, files)
     text = to_json(run_snapshot(inputs, run, read, KernelOptions()))
@@ -210,10 +219,12 @@ def diff(
                 f"{side} is one trace and {other} a run: compare a run with a run (a directory, "
                 "a glob or a run snapshot), or one rank's trace with another"
             )
+    files = run_inputs([base, new], run)  # a run snapshot is its own file
+    check_save(out, files)
     report = compare_runs(
         _run_side(base, run, read), _run_side(new, run, read), options, run.per_rank
     )
-    show(out, render.document(report, out.verbose), (base, new))
+    show(out, render.document(report, out.verbose), files)
     if not report.passed:
         raise TraceviewError(render.failure_message(report, out.verbose))
 
