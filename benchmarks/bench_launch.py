@@ -24,7 +24,7 @@ from pathlib import Path
 _WORKER = """
 import json, os, resource, sys, time
 from pathlib import Path
-from traceview.parallel import collect_events
+from traceview.columns.parallel import collect_events
 from traceview.read.reader import TraceReader
 t, cpu = time.perf_counter(), os.times()
 events = collect_events(TraceReader(Path(sys.argv[1])))

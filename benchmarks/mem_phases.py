@@ -84,7 +84,7 @@ def main() -> int:
     p.add_argument("--command", choices=["kernels", "gaps", "steps", "snapshot"], default="kernels")
     args = p.parse_args()
     os.environ["TRACEVIEW_PARALLEL_MIN_BYTES"] = str(1 << 62)  # one process: its RSS is all
-    from traceview.parallel import collect_events
+    from traceview.columns.parallel import collect_events
     from traceview.read.reader import TraceReader
 
     sampler = Sampler()

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from traceview.events import TraceEvents
+    from traceview.columns.model import TraceEvents
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_TRACES = ROOT.parent / "shared" / "traces"
@@ -106,15 +106,15 @@ class RealTrace:
     @functools.cached_property
     def events(self) -> TraceEvents:
         """traceview's columns, CPU rows included."""
-        from traceview.parallel import collect_events
+        from traceview.columns.parallel import collect_events
         from traceview.read.reader import TraceReader
 
         return collect_events(TraceReader(self.path), keep_cpu=True)
 
     @functools.cached_property
     def gpu_events(self) -> TraceEvents:
-        """What a read without CPU rows gives (traceview.events.without_cpu, tested equal)."""
-        from traceview.events import without_cpu
+        """What a read without CPU rows gives (columns.model.without_cpu, tested equal)."""
+        from traceview.columns.model import without_cpu
 
         return without_cpu(self.events)
 

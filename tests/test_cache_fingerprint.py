@@ -25,7 +25,7 @@ runner = CliRunner()
 CONTENT_NEUTRAL = {
     "traceview",
     "traceview.errors",
-    "traceview.memory",
+    "traceview.columns.memory",
     "traceview.humanize",
     "traceview.cache.key",
     "traceview.cache.fingerprint",
@@ -90,7 +90,7 @@ def test_fingerprint_covers_what_the_ingest_code_imports() -> None:
     """Every module the reading, column, cache-store and fact code imports (even lazily) is
     hashed, unless it cannot change an entry's content."""
     graph = grimp.build_graph("traceview")
-    roots = ("traceview.cache.store", "traceview.parallel", "traceview.nsys_events")
+    roots = ("traceview.cache.store", "traceview.columns.parallel", "traceview.columns.nsys")
     ingest = {*roots, "traceview.analyses.quality"}
     for module in ingest.copy():
         ingest |= graph.find_upstream_modules(module)

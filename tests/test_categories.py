@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from traceview.analyses.categories import NAME_RULES, by_name, by_op
 from traceview.analyses.kernels import KernelOptions, analyse_kernels
 from traceview.cli import app
-from traceview.parallel import collect_events
+from traceview.columns.parallel import collect_events
 from traceview.read.reader import TraceReader
 
 # (category, a kernel name as it stands in a trace of ../shared/traces)

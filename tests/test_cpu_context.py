@@ -16,8 +16,8 @@ from typer.testing import CliRunner
 from traceview.analyses import cpu_context
 from traceview.analyses.gaps import GapOptions, analyse_gaps
 from traceview.cli import app
-from traceview.cpu_rows import ArrayRows, CpuRows, SpillFile, Windows, rows
-from traceview.parallel import collect_events
+from traceview.columns.cpu_rows import FIELDS, ArrayRows, CpuRows, SpillFile, Windows, rows
+from traceview.columns.parallel import collect_events
 from traceview.read.reader import TraceReader
 
 
@@ -98,11 +98,13 @@ def test_scan_matches_brute_force(
     cut: int,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("traceview.cpu_rows.BLOCK_ROWS", 7)  # blocks, and a partial last one
+    monkeypatch.setattr(
+        "traceview.columns.cpu_rows.BLOCK_ROWS", 7
+    )  # blocks, and a partial last one
     start = np.array([s for s, _ in items], dtype=np.int64)
     end = start + np.array([d for _, d in items], dtype=np.int64)
     order = np.arange(len(items), dtype=np.int64)  # the row number, kept as the name id
-    table = rows(order, start, end, order, order)
+    table = rows(thread=order, name=order, ts=start, end=end, correlation=order)
     spill = SpillFile()  # the rows in two sources: a spill file, then memory
     spill.append(table[:cut])
     cpu = CpuRows((spill, ArrayRows(table[cut:])))
@@ -137,7 +139,8 @@ def test_no_room_for_cpu_rows_is_one_clear_error(
 
 def test_spilled_rows_read_back_in_order(tmp_path: Path) -> None:
     spill = SpillFile()
-    table = rows(*(np.arange(n, n + 10, dtype=np.int64) for n in range(0, 50, 10)))
+    columns = (np.arange(n, n + 10, dtype=np.int64) for n in range(0, 50, 10))
+    table = rows(**dict(zip(FIELDS, columns, strict=False)))
     for piece in np.array_split(table, 3):
         spill.append(piece)
     assert len(spill) == 10

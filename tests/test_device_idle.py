@@ -13,8 +13,8 @@ from traceview.analyses.gaps import GapOptions, GapReport, analyse_gaps
 from traceview.analyses.kernels import KernelOptions, analyse_kernels
 from traceview.analyses.steps import step_table
 from traceview.cli import app
-from traceview.events import TraceEvents
-from traceview.parallel import collect_events
+from traceview.columns.model import TraceEvents
+from traceview.columns.parallel import collect_events
 from traceview.read.reader import TraceReader
 
 

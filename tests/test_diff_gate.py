@@ -29,8 +29,8 @@ from traceview.analyses.snapshot import (
     build_snapshot,
 )
 from traceview.analyses.steps import step_table
+from traceview.columns.model import TraceEvents
 from traceview.errors import UsageError
-from traceview.events import TraceEvents
 from traceview.run import ReadOptions, read_trace
 
 GATE = DiffOptions(max_regression_pct=5.0)

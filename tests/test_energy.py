@@ -16,9 +16,9 @@ import reference
 from conftest import run_cli, trace_params
 
 from traceview.analyses.energy import attribute, base_ns, integrate
+from traceview.columns.parallel import collect_events
+from traceview.columns.schema import KERNEL
 from traceview.errors import TraceviewError, UsageError
-from traceview.events import KERNEL
-from traceview.parallel import collect_events
 from traceview.read.power import INSTANT, parse_zone, read_power_log
 from traceview.read.reader import TraceReader
 

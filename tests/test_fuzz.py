@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from traceview.analyses.gaps import GapOptions, analyse_gaps
 from traceview.analyses.kernels import KernelOptions, analyse_kernels
 from traceview.analyses.steps import step_table
+from traceview.columns.parallel import collect_events
 from traceview.errors import DATA_ERROR, TraceviewError
-from traceview.parallel import collect_events
 from traceview.read.reader import TraceReader
 
 SEED_NAMES = [

@@ -17,16 +17,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from traceview.analyses.gaps import GapOptions, GapReport, analyse_gaps, parse_duration
+from traceview.columns.model import StepWindow, StreamKey, TraceEvents
+from traceview.columns.parallel import collect_events
+from traceview.columns.schema import GPU_KINDS, GpuColumns, RuntimeColumns
 from traceview.errors import UsageError
-from traceview.events import (
-    GPU_KINDS,
-    GpuColumns,
-    RuntimeColumns,
-    StepWindow,
-    StreamKey,
-    TraceEvents,
-)
-from traceview.parallel import collect_events
 from traceview.read.reader import ReadStats, TraceReader
 
 Row = tuple[str, Any, int, int]  # name, stream key, ts ns, dur ns

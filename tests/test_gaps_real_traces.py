@@ -11,7 +11,7 @@ import reference as ref
 from conftest import RealTrace
 
 from traceview.analyses.gaps import GapOptions, GapReport, analyse_gaps
-from traceview.events import TraceEvents
+from traceview.columns.model import TraceEvents
 
 BUSY_SETS = [("kernel", "memcpy", "memset"), ("kernel",)]
 US = 0.01  # µs tolerance on derived floats (means, std)

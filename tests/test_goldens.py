@@ -22,8 +22,8 @@ from traceview.analyses.kernels import KernelOptions, analyse_kernels
 from traceview.analyses.snapshot import build_snapshot
 from traceview.analyses.steps import step_table
 from traceview.analyses.summary import summarize
-from traceview.events import TraceEvents
-from traceview.parallel import collect_events
+from traceview.columns.model import TraceEvents
+from traceview.columns.parallel import collect_events
 from traceview.read.reader import TraceReader
 from traceview.render import diff as render_diff
 from traceview.render import gaps as render_gaps

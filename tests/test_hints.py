@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from traceview.analyses.overview import overview
-from traceview.parallel import collect_events
+from traceview.columns.parallel import collect_events
 from traceview.read.reader import TraceReader
 
 Events = list[dict[str, Any]]

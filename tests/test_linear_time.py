@@ -19,8 +19,8 @@ from traceview.analyses.kernels import KernelOptions, analyse_kernels
 from traceview.analyses.names import display_names, short_name
 from traceview.analyses.snapshot import build_snapshot
 from traceview.analyses.steps import parse_steps, step_table
+from traceview.columns.model import TraceEvents
 from traceview.errors import UsageError
-from traceview.events import TraceEvents
 
 MAX_RATIO = 2.5
 gen = load_generator()

@@ -284,8 +284,8 @@ def test_interned_rows_get_one_id_per_distinct_row(low: int) -> None:
     """Both ways of finding the distinct rows (packed keys, a row sort) against a dict."""
     import numpy as np
 
-    from traceview.events import Interner
-    from traceview.nsys_events import _interned
+    from traceview.columns.intern import Interner
+    from traceview.columns.nsys import _interned
 
     rng = np.random.default_rng(7)
     keys = rng.integers(low, 4, size=(500, 2), dtype=np.int64)
@@ -366,7 +366,7 @@ def test_worker_read_equals_the_serial_read(
     pair: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, keep_cpu: bool
 ) -> None:
     """The runtime and NVTX tables read by a forked worker give the serial result."""
-    from traceview import nsys_events
+    from traceview.columns import nsys as nsys_events
 
     serial = _as_values(nsys_events.collect_nsys(pair[1], keep_cpu))
     parts: list[Any] = []
@@ -385,8 +385,8 @@ def test_worker_error_is_the_error(
     pair: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Bad data in a table the worker reads is the same one-line error."""
+    from traceview.columns.nsys import collect_nsys
     from traceview.errors import TraceviewError
-    from traceview.nsys_events import collect_nsys
 
     path = tmp_path / "bad-runtime.sqlite"
     db = sqlite3.connect(f"file:{pair[1]}?mode=ro", uri=True)

@@ -12,7 +12,8 @@ from conftest import RealTrace
 
 from traceview.analyses.oplinks import NO_OP, link_ops
 from traceview.analyses.ops import NO_OP_ROW, OpOptions, analyse_ops
-from traceview.events import KERNEL, TraceEvents
+from traceview.columns.model import TraceEvents
+from traceview.columns.schema import KERNEL
 
 
 def _load(trace: RealTrace) -> tuple[list[dict[str, Any]], TraceEvents]:

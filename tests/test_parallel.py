@@ -13,9 +13,9 @@ from conftest import ROOT, load_generator
 from traceview.analyses.gaps import GapOptions, analyse_gaps
 from traceview.analyses.kernels import KernelOptions, analyse_kernels
 from traceview.analyses.steps import step_table
+from traceview.columns.model import TraceEvents
+from traceview.columns.parallel import collect_events
 from traceview.errors import TraceviewError
-from traceview.events import TraceEvents
-from traceview.parallel import collect_events
 from traceview.read.reader import TraceReader
 from traceview.read.source import TraceSource, check_path
 from traceview.render.kernels import as_json
@@ -89,7 +89,7 @@ def test_columns_come_back_through_the_pipe_too(
     path = tmp_path / "t.json"
     generate.write_trace(path, steps=8, seed=4, layout="kineto")
     serial = read(path, False, monkeypatch)
-    monkeypatch.setattr("traceview.parallel._memfd", lambda: None)
+    monkeypatch.setattr("traceview.columns.parallel._memfd", lambda: None)
     through_pipe, split = read_with(path, True, monkeypatch)
     assert split
     assert summary(through_pipe) == summary(serial)

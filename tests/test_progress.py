@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import load_generator
 
-from traceview.parallel import collect_events
+from traceview.columns.parallel import collect_events
 from traceview.read.reader import TraceReader
 
 generate = load_generator()

@@ -9,7 +9,7 @@ import reference as ref
 from conftest import RealTrace
 
 from traceview.analyses.summary import summarize
-from traceview.parallel import collect_events
+from traceview.columns.parallel import collect_events
 from traceview.read.reader import TraceReader
 
 

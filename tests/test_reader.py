@@ -17,9 +17,9 @@ from conftest import load_generator
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from traceview.columns.numbers import NeedsExactTimes, to_ns
+from traceview.columns.parallel import collect_events
 from traceview.errors import TraceviewError
-from traceview.events import NeedsExactTimes, to_ns
-from traceview.parallel import collect_events
 from traceview.read.reader import TraceReader
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

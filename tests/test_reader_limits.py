@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
+from traceview.columns.parallel import collect_events
 from traceview.errors import TraceviewError
-from traceview.parallel import collect_events
 from traceview.read import reader as reader_module
 from traceview.read.decode import ChunkError, decode_chunk
 from traceview.read.jsonscan import split_values, value_end
@@ -238,7 +238,7 @@ from pathlib import Path
 from typing import Any
 import xxhash
 from traceview.errors import TraceviewError
-from traceview.parallel import collect_events
+from traceview.columns.parallel import collect_events
 
 path, real = Path(sys.argv[1]), xxhash.xxh3_128
 
@@ -287,7 +287,7 @@ from pathlib import Path
 from typing import Any
 import traceview.read.reader as reader
 from traceview.errors import TraceviewError
-from traceview.parallel import collect_events
+from traceview.columns.parallel import collect_events
 
 path, real = Path(sys.argv[1]), reader.decode_span
 

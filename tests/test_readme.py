@@ -59,7 +59,7 @@ def _write_power_log(trace: Path, out: Path) -> None:
     """An nvidia-smi log (UTC, every 40 ms, GPUs 0-1) covering the run's window."""
     from datetime import UTC, datetime
 
-    from traceview.parallel import collect_events
+    from traceview.columns.parallel import collect_events
     from traceview.read.reader import TraceReader
 
     gpu = collect_events(TraceReader(trace)).gpu

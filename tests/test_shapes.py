@@ -13,9 +13,9 @@ import pytest
 import reference as ref
 from conftest import trace_params
 
-from traceview.cpu_rows import OP
-from traceview.events import TraceEvents
-from traceview.parallel import collect_events
+from traceview.columns.cpu_rows import OP
+from traceview.columns.model import TraceEvents
+from traceview.columns.parallel import collect_events
 from traceview.read.reader import TraceReader
 
 

@@ -21,8 +21,8 @@ from traceview.analyses.steps import (
     pick_steps,
     step_windows,
 )
+from traceview.columns.model import StepWindow
 from traceview.errors import UsageError
-from traceview.events import StepWindow
 
 gen = load_generator()
 

@@ -13,7 +13,7 @@ from traceview.analyses.gaps import GapOptions, analyse_gaps
 from traceview.analyses.kernels import KernelOptions, analyse_kernels
 from traceview.analyses.snapshot import build_snapshot
 from traceview.analyses.steps import step_table
-from traceview.events import TraceEvents
+from traceview.columns.model import TraceEvents
 
 
 def _load(trace: RealTrace) -> tuple[list[dict[str, Any]], TraceEvents]:

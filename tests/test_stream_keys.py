@@ -10,8 +10,8 @@ import reference as ref
 from conftest import ROOT
 
 from traceview import cache
-from traceview.events import StreamKey
-from traceview.parallel import collect_events
+from traceview.columns.model import StreamKey
+from traceview.columns.parallel import collect_events
 from traceview.read.reader import TraceReader
 
 DEMO = ROOT / "fixtures" / "demo.json.gz"

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from traceview.analyses.overview import Overview, overview
 from traceview.cli import app
-from traceview.events import TraceEvents
+from traceview.columns.model import TraceEvents
 
 DEMO = Path(__file__).resolve().parents[1] / "fixtures" / "demo.json.gz"
 

@@ -14,9 +14,9 @@ import reference
 from conftest import RealTrace, run_cli, trace_params
 
 from traceview.analyses.unique import tier_of, unique_kernels
-from traceview.events import KERNEL, MEMCPY, MEMSET
-from traceview.launches import NO_LAUNCH, normalise, raw_key
-from traceview.parallel import collect_events
+from traceview.columns.launches import NO_LAUNCH, normalise, raw_key
+from traceview.columns.parallel import collect_events
+from traceview.columns.schema import KERNEL, MEMCPY, MEMSET
 from traceview.read.reader import TraceReader
 
 
@@ -141,7 +141,7 @@ def test_matmul_op_makes_tier_2_and_launch_config_splits(tmp_path: Path) -> None
     ],
 )
 def test_launch_values_are_checked(args: dict[str, Any], expected: tuple[int, ...]) -> None:
-    from traceview.launches import _hashable
+    from traceview.columns.launches import _hashable
 
     fields = {"grid": None, "block": None, "registers": None, "shared_memory": None,
               "bytes": None}  # fmt: skip
@@ -253,7 +253,7 @@ def test_nsys_export_launch_columns(tmp_path: Path) -> None:
         copies = db.execute(
             "SELECT bytes, COUNT(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY GROUP BY copyKind, bytes"
         ).fetchall()  # a copy's name is its kind
-    from traceview.nsys_events import collect_nsys
+    from traceview.columns.nsys import collect_nsys
 
     report = unique_kernels(collect_nsys(path, keep_cpu=True))
     got_kernels = sorted((*k.launch[:8], k.count) for k in report.kernels if k.kind == "kernel")

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from traceview.analyses.kernels import KernelOptions
     from traceview.analyses.ops import OpOptions
     from traceview.cache.manage import Removal
-    from traceview.events import TraceEvents
+    from traceview.columns.model import TraceEvents
     from traceview.render.document import Document
     from traceview.render.html.documents import ReportOptions
 
@@ -93,7 +93,7 @@ def _read_cached(path: Path, options: ReadOptions, keep_cpu: bool) -> TraceEvent
     """The events from the cache, or a fresh read stored in it; None when it cannot be used."""
     from traceview import cache
     from traceview.analyses.summary import with_facts
-    from traceview.events import without_cpu
+    from traceview.columns.model import without_cpu
 
     settings = cache.CacheSettings(True, options.refresh, options.cache_dir, options.verify)
     slot = cache.open_slot(path, settings, keep_cpu)
@@ -113,14 +113,14 @@ def _read_cached(path: Path, options: ReadOptions, keep_cpu: bool) -> TraceEvent
 
 def _ingest(path: Path, options: ReadOptions, keep_cpu: bool) -> TraceEvents:
     """Read the trace itself, with a progress bar on a terminal."""
-    from traceview.parallel import collect_events
+    from traceview.columns.parallel import collect_events
     from traceview.read.nsys import is_sqlite
     from traceview.read.reader import TraceReader
     from traceview.render.output import ByteProgress
 
     _wait_for_cache_writes()  # no thread may be writing when the reader forks
     if is_sqlite(path):  # an Nsight Systems export, recognised by its content
-        from traceview.nsys_events import collect_nsys
+        from traceview.columns.nsys import collect_nsys
 
         with ByteProgress(path.stat().st_size, enabled=not options.quiet) as progress:
             return collect_nsys(path, keep_cpu, lambda done: progress(done, None))

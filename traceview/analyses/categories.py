@@ -16,7 +16,8 @@ import re
 import numpy as np
 
 from traceview.aggregate.order import distinct
-from traceview.events import KERNEL, MEMCPY, MEMSET, TraceEvents
+from traceview.columns.model import TraceEvents
+from traceview.columns.schema import KERNEL, MEMCPY, MEMSET
 
 # (category, regular expression on the lower-cased kernel name); the first match wins.
 NAME_RULES: tuple[tuple[str, str], ...] = (

@@ -24,9 +24,9 @@ from traceview.aggregate.order import (
     searchsorted_pairs,
 )
 from traceview.analyses.devices import NO_LAUNCH
-from traceview.cpu_rows import ROW, CpuRows, Windows
-from traceview.cpu_rows import is_op as cpu_op_mask
-from traceview.events import STEP_PREFIX, TraceEvents
+from traceview.columns.cpu_rows import ROW, CpuRows, Windows
+from traceview.columns.cpu_rows import is_op as cpu_op_mask
+from traceview.columns.model import STEP_PREFIX, TraceEvents
 
 TOP = 3  # ops and sync calls named per gap
 # Runtime calls that block the calling thread until the GPU has done something.

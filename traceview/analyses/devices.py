@@ -21,7 +21,7 @@ import numpy as np
 
 from traceview.aggregate.intervals import unions
 from traceview.aggregate.order import first_of_runs, lex_order, searchsorted_pairs
-from traceview.events import TraceEvents
+from traceview.columns.model import TraceEvents
 
 NO_LAUNCH = np.iinfo(np.int64).min
 

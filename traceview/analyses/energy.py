@@ -21,8 +21,9 @@ import numpy as np
 
 from traceview.aggregate.order import first_of_runs
 from traceview.analyses.devices import device_of_stream
+from traceview.columns.model import TraceEvents
+from traceview.columns.schema import KERNEL
 from traceview.errors import TraceviewError, UsageError
-from traceview.events import KERNEL, TraceEvents
 from traceview.read.power import AVERAGE, PowerLog
 
 SCHEMA_VERSION = 1

@@ -39,8 +39,9 @@ from traceview.analyses.selection import Selection, select
 from traceview.analyses.steps import Steps
 from traceview.analyses.summary import TraceSummary, summarize
 from traceview.choices import GAP_SORT_ALIASES, GapSort, check_choice
+from traceview.columns.model import TraceEvents
+from traceview.columns.schema import GPU_KINDS
 from traceview.errors import UsageError
-from traceview.events import GPU_KINDS, TraceEvents
 
 SCHEMA_VERSION = 2
 SORT_KEYS = tuple(GapSort)

@@ -17,7 +17,8 @@ from traceview.analyses.categories import CATEGORIES
 from traceview.analyses.cpu_context import GapQuery, cpu_contexts
 from traceview.analyses.devices import DeviceUsage, GapSet
 from traceview.analyses.oplinks import NO_OP, OpLinks
-from traceview.events import KERNEL, MEMCPY, TraceEvents
+from traceview.columns.model import TraceEvents
+from traceview.columns.schema import KERNEL, MEMCPY
 
 if TYPE_CHECKING:
     from traceview.analyses.ops import OpRow

@@ -23,8 +23,9 @@ from traceview.analyses.selection import Selection, name_regex, select
 from traceview.analyses.steps import Steps, in_steps, step_windows
 from traceview.analyses.summary import TraceSummary, summarize
 from traceview.choices import KernelGroupBy, KernelSort, check_choice
+from traceview.columns.model import TraceEvents
+from traceview.columns.schema import GPU_KINDS, KERNEL
 from traceview.errors import UsageError
-from traceview.events import GPU_KINDS, KERNEL, TraceEvents
 
 GROUP_BY = tuple(KernelGroupBy)
 SORT_KEYS = tuple(KernelSort)

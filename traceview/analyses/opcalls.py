@@ -19,8 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from traceview.aggregate.order import dense_ids
-from traceview.cpu_rows import OP, ROW
-from traceview.events import TraceEvents
+from traceview.columns.cpu_rows import OP, ROW
+from traceview.columns.model import TraceEvents
 
 
 @dataclass(frozen=True)

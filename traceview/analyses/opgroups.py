@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from traceview.events import TraceEvents
+from traceview.columns.model import TraceEvents
 
 
 class OpKeys:

@@ -21,8 +21,8 @@ import numpy as np
 
 from traceview.aggregate.order import concat_ranges, first_of_runs, lex_order, searchsorted_pairs
 from traceview.analyses.devices import NO_LAUNCH, first_launch, name_rank
-from traceview.cpu_rows import NO_SHAPE, OP
-from traceview.events import TraceEvents
+from traceview.columns.cpu_rows import NO_SHAPE, OP
+from traceview.columns.model import TraceEvents
 
 NO_OP = -1
 

@@ -28,9 +28,10 @@ from traceview.analyses.opwork import bound, group_work, pair_work, peak_flops
 from traceview.analyses.peaks import Peaks, device_peaks, load_peaks_file
 from traceview.analyses.summary import TraceSummary, summarize
 from traceview.choices import OpGroupBy, OpLevel, check_choice
-from traceview.cpu_rows import NO_SHAPE
+from traceview.columns.cpu_rows import NO_SHAPE
+from traceview.columns.model import TraceEvents
+from traceview.columns.schema import KERNEL
 from traceview.errors import UsageError
-from traceview.events import KERNEL, TraceEvents
 
 LEVELS = tuple(OpLevel)
 NO_OP_ROW = "(no op)"

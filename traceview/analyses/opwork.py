@@ -18,7 +18,7 @@ import numpy as np
 from traceview.analyses.flops import PEAK_DTYPE, Work, op_work
 from traceview.analyses.opcalls import OpCalls
 from traceview.analyses.peaks import Peaks
-from traceview.events import TraceEvents
+from traceview.columns.model import TraceEvents
 
 BOUNDS = ("communication", "launch", "compute", "memory")
 

@@ -29,7 +29,8 @@ from traceview.analyses.oplinks import OpLinks, link_ops
 from traceview.analyses.ops import OpOptions, OpRow, analyse_ops
 from traceview.analyses.steps import StepRow, step_table
 from traceview.analyses.summary import TraceSummary, summarize
-from traceview.events import KERNEL, MEMCPY, MEMSET, TraceEvents
+from traceview.columns.model import TraceEvents
+from traceview.columns.schema import KERNEL, MEMCPY, MEMSET
 
 TOP = 5
 SCHEMA_VERSION = 2

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from traceview.aggregate.order import lex_order
-from traceview.events import DataChecks, TraceEvents
+from traceview.columns.model import DataChecks, TraceEvents
 
 SUSPICIOUS_NS = 10 * 1_000_000_000  # a single GPU activity longer than 10 s
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from traceview.analyses.quality import SUSPICIOUS_NS
-from traceview.events import DataChecks
+from traceview.columns.model import DataChecks
 from traceview.humanize import duration
 
 

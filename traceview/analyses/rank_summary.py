@@ -34,7 +34,8 @@ from traceview.analyses.snapshot import Snapshot, build_snapshot
 from traceview.analyses.steps import StepRow, step_table
 from traceview.analyses.summary import TraceSummary, summarize
 from traceview.choices import KernelGroupBy
-from traceview.events import KERNEL, TraceEvents
+from traceview.columns.model import TraceEvents
+from traceview.columns.schema import KERNEL
 
 COMMUNICATION = re.compile(r"nccl|rccl", re.IGNORECASE)
 

@@ -15,8 +15,9 @@ from typing import Any
 import numpy as np
 
 from traceview.analyses.steps import Steps, in_steps, select_steps, step_windows
+from traceview.columns.model import TraceEvents
+from traceview.columns.schema import GPU_KINDS
 from traceview.errors import UsageError
-from traceview.events import GPU_KINDS, TraceEvents
 
 
 @dataclass(frozen=True)

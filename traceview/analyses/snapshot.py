@@ -30,7 +30,8 @@ from traceview.analyses.kernels import KernelOptions, KernelReport, KernelRow, a
 from traceview.analyses.steps import StepRow, StepRows, step_table, step_windows
 from traceview.analyses.summary import TraceSummary
 from traceview.choices import KernelSort
-from traceview.events import KERNEL, TraceEvents
+from traceview.columns.model import TraceEvents
+from traceview.columns.schema import KERNEL
 
 KIND = "traceview-snapshot"
 SCHEMA_VERSION = 2

@@ -19,9 +19,10 @@ import numpy as np
 from traceview.aggregate.intervals import min_by_segment, sums_by_run, unions
 from traceview.aggregate.order import concat_ranges
 from traceview.analyses.devices import DeviceUsage, device_of_stream, launch_times
-from traceview.cpu_rows import is_op
+from traceview.columns.cpu_rows import is_op
+from traceview.columns.model import STEP_PREFIX, StepWindow, TraceEvents
+from traceview.columns.schema import KERNEL
 from traceview.errors import UsageError
-from traceview.events import KERNEL, STEP_PREFIX, StepWindow, TraceEvents
 
 # A device runs behind the CPU in a step when it started the step's work this share of the
 # CPU step's duration (or more) after the CPU had launched it: the GPU was still busy.

@@ -8,7 +8,7 @@ from typing import Any
 from traceview.analyses.devices import DeviceUsage, usage
 from traceview.analyses.quality import measure_checks, time_resolution
 from traceview.analyses.quality_words import quality_warnings
-from traceview.events import TraceEvents, TraceFacts
+from traceview.columns.model import TraceEvents, TraceFacts
 
 _HEADER_FIELDS = ("schemaVersion", "displayTimeUnit", "baseTimeNanoseconds", "traceName")
 

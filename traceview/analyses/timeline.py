@@ -19,8 +19,8 @@ from traceview.aggregate.order import lex_order
 from traceview.analyses.categories import CATEGORIES, categorize
 from traceview.analyses.devices import device_of_stream
 from traceview.analyses.steps import StepRows, describe_ranges, step_ranges, step_windows
+from traceview.columns.model import TraceEvents
 from traceview.errors import TraceviewError
-from traceview.events import TraceEvents
 
 BINS = 1000
 MAX_STREAM_ROWS = 64  # stream rows kept (the busiest); device rows are always kept

@@ -20,9 +20,10 @@ from traceview.aggregate.order import first_of_runs, lex_order
 from traceview.analyses.categories import CATEGORIES, NAME_RULES, OP_RULES, categorize
 from traceview.analyses.devices import device_of_stream, name_rank
 from traceview.analyses.oplinks import NO_OP, link_ops
-from traceview.cpu_rows import NO_SHAPE
-from traceview.events import GPU_KINDS, KERNEL, TraceEvents
-from traceview.launches import ABSENT, LAUNCH_FIELDS, launch_table
+from traceview.columns.cpu_rows import NO_SHAPE
+from traceview.columns.launches import ABSENT, LAUNCH_FIELDS, launch_table
+from traceview.columns.model import TraceEvents
+from traceview.columns.schema import GPU_KINDS, KERNEL
 
 SCHEMA_VERSION = 1
 TIERS = (1, 2, 3)

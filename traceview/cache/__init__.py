@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from traceview.columns.model import TraceEvents
 from traceview.console import stderr_console
 from traceview.errors import TraceviewError
-from traceview.events import TraceEvents
 from traceview.state import state_dir
 
 ENTRIES = "entries"

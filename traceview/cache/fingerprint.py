@@ -16,12 +16,7 @@ from pathlib import Path
 # tests/test_cache_fingerprint.py checks that every module they import is here.
 INGEST_SOURCES = (
     "read",
-    "batch.py",
-    "cpu_rows.py",
-    "events.py",
-    "launches.py",
-    "nsys_events.py",
-    "parallel.py",
+    "columns",
     "state.py",
     "cache/store.py",
     "analyses/quality.py",

@@ -1,7 +1,7 @@
 """TraceEvents ⇄ a directory of zstd Parquet tables plus ``meta.json`` (pyarrow imported lazily).
 
 The CPU rows (``cpu.parquet``) are written and read a block at a time, never whole, as the
-reader keeps them (see traceview.cpu_rows); a digest of the file in ``meta.json`` catches
+reader keeps them (see traceview.columns.cpu_rows); a digest of the file in ``meta.json`` catches
 damage when the entry is opened, before an analysis streams through it.
 """
 
@@ -20,29 +20,41 @@ import orjson
 
 from traceview import __version__
 from traceview.cache.fingerprint import ingest_fingerprint
-from traceview.cpu_rows import ROW, CpuRows, Windows
-from traceview.events import (
+from traceview.columns.cpu_rows import ROW, CpuRows, Windows
+from traceview.columns.model import (
     DataChecks,
-    GpuColumns,
-    RuntimeColumns,
     StepWindow,
     StreamKey,
     TraceEvents,
     TraceFacts,
     without_cpu,
 )
+from traceview.columns.schema import (
+    CPU_COLUMNS as CPU_SCHEMA,
+)
+from traceview.columns.schema import (
+    TABLES as COLUMN_TABLES,
+)
+from traceview.columns.schema import (
+    GpuColumns,
+    Group,
+    RuntimeColumns,
+    SchemaMismatch,
+    arrays_of,
+    from_arrays,
+)
 from traceview.read.reader import ReadStats
 
 # 2: cpu.parquet holds int32 thread and name ids and is checked by a digest in meta.json.
-CACHE_SCHEMA = 6  # 3: device = args.device even without args.stream
+CACHE_SCHEMA = 7  # 3: device = args.device even without args.stream
 # 4: the data checks kept as numbers (DataChecks), their wording built for each report
 # 5: launch configurations (launches.parquet, gpu.parquet's launch column)
 # 6: CPU op shapes (shapes.parquet, cpu.parquet's shape column)
+# 7: the columns as declared in traceview.columns.schema (cpu.parquet in its order), checked
+#    by name and type when read
 META = "meta.json"
 META_DIGEST = "meta_digest"
-GPU_COLUMNS = ("kind", "name", "stream", "ts", "dur", "correlation", "launch")
-RUNTIME_COLUMNS = ("correlation", "ts")
-CPU_COLUMNS = ("thread", "ts", "end", "name", "correlation", "shape")
+CPU_COLUMNS = tuple(c.name for c in CPU_SCHEMA)
 TABLES = (
     "gpu.parquet", "runtime.parquet", "steps.parquet", "names.parquet", "streams.parquet",
     "launches.parquet",
@@ -125,8 +137,8 @@ def _tables(events: TraceEvents) -> dict[str, Any]:
 
     steps = events.steps
     tables = {
-        "gpu.parquet": _columns(events.gpu, GPU_COLUMNS),
-        "runtime.parquet": _columns(events.runtime, RUNTIME_COLUMNS),
+        "gpu.parquet": _columns(events.gpu),
+        "runtime.parquet": _columns(events.runtime),
         "steps.parquet": pa.table(
             {
                 "step": pa.array([s.step for s in steps], pa.int64()),
@@ -167,10 +179,18 @@ _CPU_OPTIONS: dict[str, Any] = {
 }
 
 
-def _columns(columns: Any, names: tuple[str, ...]) -> Any:
+def _arrow_schema(table: tuple[Any, ...]) -> Any:
+    """The Parquet (Arrow) schema of a column table of traceview.columns.schema."""
     import pyarrow as pa
 
-    return pa.table({name: getattr(columns, name) for name in names})
+    return pa.schema([(c.name, pa.from_numpy_dtype(c.dtype)) for c in table])
+
+
+def _columns(columns: GpuColumns | RuntimeColumns) -> Any:
+    import pyarrow as pa
+
+    table = COLUMN_TABLES[type(columns)]
+    return pa.Table.from_arrays(arrays_of(columns), schema=_arrow_schema(table))
 
 
 def _pairs(keys: Sequence[tuple[Any, Any]], names: tuple[str, str]) -> Any:
@@ -269,7 +289,7 @@ def read_meta(directory: Path) -> dict[str, Any]:
 
 def read_entry(directory: Path, meta: dict[str, Any], keep_cpu: bool) -> TraceEvents:
     """TraceEvents from an entry; without ``keep_cpu``, exactly what a read without CPU gives."""
-    gpu = GpuColumns(*_arrays(directory / "gpu.parquet", GPU_COLUMNS))
+    gpu = _group(directory / "gpu.parquet", GpuColumns)
     names = _read_names(directory / "names.parquet")
     events = TraceEvents(
         path=meta["path"],
@@ -279,7 +299,7 @@ def read_entry(directory: Path, meta: dict[str, Any], keep_cpu: bool) -> TraceEv
         names=names,
         streams=[StreamKey(*pair) for pair in _read_pairs(directory / "streams.parquet")],
         gpu=gpu,
-        runtime=RuntimeColumns(*_arrays(directory / "runtime.parquet", RUNTIME_COLUMNS)),
+        runtime=_group(directory / "runtime.parquet", RuntimeColumns),
         steps=_read_steps(directory / "steps.parquet"),
         span_ns=tuple(meta["span_ns"]) if meta["span_ns"] is not None else None,
         quality=Counter(meta["quality"]),
@@ -311,11 +331,17 @@ def _read_facts(facts: dict[str, Any] | None) -> TraceFacts | None:
 
 def _check_cpu_columns(path: Path) -> None:
     """The CPU rows are read lazily, after the entry is accepted: an entry whose cpu.parquet
-    lacks a column (written by another build with the same schema number) is refused here."""
+    lacks a column or holds one of another type (written by another build with the same schema
+    number) is refused here."""
     with _parquet().ParquetFile(path) as parquet:
-        missing = set(CPU_COLUMNS) - set(parquet.schema_arrow.names)
+        found = parquet.schema_arrow
+    missing = set(CPU_COLUMNS) - set(found.names)
     if missing:
         raise DamagedEntry(f"cpu.parquet has no column {', '.join(sorted(missing))}")
+    expected = _arrow_schema(CPU_SCHEMA)
+    for name in CPU_COLUMNS:
+        if found.field(name).type != expected.field(name).type:
+            raise DamagedEntry(f"cpu.parquet: column {name} is {found.field(name).type}")
 
 
 def _check_digests(directory: Path, meta: dict[str, Any]) -> None:
@@ -373,14 +399,21 @@ def _may_be_live(metadata: Any, group: int, windows: Windows) -> bool:
     return bool(windows.hits(*span)[0])
 
 
-def _arrays(path: Path, names: tuple[str, ...]) -> list[np.ndarray]:
-    """The columns as numpy arrays: read-only views of Arrow's memory where Arrow allows it.
+def _group(path: Path, group: type[Group]) -> Group:
+    """A column group as numpy arrays: read-only views of Arrow's memory where Arrow allows it;
+    DamagedEntry unless the file holds exactly the group's columns and types.
 
     Not copied: nothing writes into event columns, and copying the CPU columns of a 1 GB trace
     (73 MB) was a tenth of a warm ``gaps`` run.
     """
     table = _read_table(path)
-    return [table.column(name).to_numpy() for name in names]
+    columns = COLUMN_TABLES[group]
+    if table.schema.names != [c.name for c in columns]:
+        raise DamagedEntry(f"{path.name} has the columns {', '.join(table.schema.names)}")
+    try:
+        return from_arrays(group, [table.column(c.name).to_numpy() for c in columns])
+    except SchemaMismatch as e:
+        raise DamagedEntry(f"{path.name}: {e}") from None
 
 
 def _read_table(path: Path) -> Any:
@@ -432,11 +465,11 @@ def _read_stats(read: dict[str, Any]) -> ReadStats:
 
 
 def _launches(launches: list[tuple[int, ...]]) -> Any:
-    """The launch configurations (traceview.launches) as a table: id, then one int64 column
+    """The launch configurations (traceview.columns.launches) as a table: id, then one int64 column
     per field (−1: absent)."""
     import pyarrow as pa
 
-    from traceview.launches import LAUNCH_FIELDS, launch_table
+    from traceview.columns.launches import LAUNCH_FIELDS, launch_table
 
     table = launch_table(launches)
     columns = {"id": pa.array(range(len(launches)), pa.int32())}
@@ -445,7 +478,7 @@ def _launches(launches: list[tuple[int, ...]]) -> Any:
 
 
 def _read_launches(path: Path) -> list[tuple[int, ...]]:
-    from traceview.launches import LAUNCH_FIELDS
+    from traceview.columns.launches import LAUNCH_FIELDS
 
     table = _read_table(path)
     columns = [table.column(name).to_pylist() for name in LAUNCH_FIELDS]

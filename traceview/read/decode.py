@@ -40,7 +40,7 @@ class Args(msgspec.Struct, gc=False):
     correlation: int | None = None
     device: int | str | None = None
     stream: int | str | None = None
-    # Launch configuration (traceview.launches): any JSON value, checked when interned, so a
+    # Launch configuration (traceview.columns.launches): any JSON value, checked when interned, so a
     # value of an unexpected type never sends a chunk to the slow path.
     grid: Any = None
     block: Any = None

@@ -72,7 +72,7 @@ class ReadStats:
 
 @dataclass(frozen=True)
 class MainPart:
-    """Parallel reading, this process (see traceview.parallel): after the header, skip to
+    """Parallel reading, this process (see traceview.columns.parallel): after the header, skip to
     ``split_at``, find the first event boundary there, report it through ``on_boundary``
     (None: there is none, the split fails) and read from it to the end."""
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from traceview.analyses.energy import PJ_PER_J, SCHEMA_VERSION, EnergyReport, stamp
 from traceview.analyses.names import short_name
-from traceview.events import GPU_KINDS
+from traceview.columns.schema import GPU_KINDS
 from traceview.render import units
 from traceview.render.document import Document, Section
 from traceview.render.tables import Table, to_csv

@@ -23,7 +23,7 @@ from traceview.analyses.timeline import (
     step_work,
     utilisation,
 )
-from traceview.events import TraceEvents
+from traceview.columns.model import TraceEvents
 from traceview.render import kernels as render_kernels
 from traceview.render import steps as render_steps
 

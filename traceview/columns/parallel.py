@@ -14,20 +14,29 @@ import functools
 import mmap
 import multiprocessing
 import os
-from dataclasses import fields, replace
+from dataclasses import replace
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
-from traceview.cpu_rows import CpuRows, SpillFile
+from traceview.columns.collect import EventCollector
+from traceview.columns.cpu_rows import CpuRows, SpillFile
+from traceview.columns.model import TraceEvents
+from traceview.columns.numbers import NeedsExactTimes
+from traceview.columns.schema import (
+    GPU_COLUMNS,
+    RUNTIME_COLUMNS,
+    GpuColumns,
+    RuntimeColumns,
+    arrays_of,
+    empty,
+    from_arrays,
+)
 from traceview.errors import TraceviewError
-from traceview.events import EventCollector, NeedsExactTimes, TraceEvents, empty_columns
 from traceview.read.reader import MainPart, SplitFailed, TraceReader, WorkerPart
 
 PARALLEL_MIN_BYTES = 256 << 20
-_COLUMN_GROUPS = ("gpu", "runtime")  # CPU rows go to a file the worker writes into
 
 
 def collect_events(reader: TraceReader, keep_cpu: bool = False) -> TraceEvents:
@@ -117,8 +126,8 @@ def _recv_boundary(boundary: Connection) -> int | None:
 def _send(conn: Connection, part: TraceEvents, memfd: int | None) -> None:
     """The part without its columns (pickled), then the columns: written one after another
     into ``memfd`` (each at a multiple of 8 bytes), else sent through the pipe as bytes."""
-    columns = [getattr(getattr(part, g), f.name) for g in _COLUMN_GROUPS for f in _fields(g)]
-    skeleton = replace(part, cpu=CpuRows(), **{g: _empty(g) for g in _COLUMN_GROUPS})
+    columns = [*arrays_of(part.gpu), *arrays_of(part.runtime)]  # CPU rows: in the spill file
+    skeleton = replace(part, cpu=CpuRows(), gpu=empty(GpuColumns), runtime=empty(RuntimeColumns))
     in_memfd = memfd is not None and _write_columns(memfd, columns)
     shapes = [(c.dtype.str, len(c)) for c in columns]
     conn.send(("part", (skeleton, shapes, in_memfd, len(part.cpu))))
@@ -155,12 +164,13 @@ def _receive(conn: Connection, memfd: int | None, spill: SpillFile | None) -> Tr
     else:
         arrays = [_receive_array(conn, dtype, n) for dtype, n in shapes]
     columns = iter(arrays)
-    groups = {g: type(_empty(g))(*(next(columns) for _ in _fields(g))) for g in _COLUMN_GROUPS}
+    gpu = from_arrays(GpuColumns, [next(columns) for _ in GPU_COLUMNS])
+    runtime = from_arrays(RuntimeColumns, [next(columns) for _ in RUNTIME_COLUMNS])
     cpu = CpuRows()
     if spill is not None and cpu_count:
         spill.count = cpu_count  # what the worker wrote into the file
         cpu = CpuRows((spill,))
-    part: TraceEvents = replace(skeleton, cpu=cpu, **groups)
+    part: TraceEvents = replace(skeleton, cpu=cpu, gpu=gpu, runtime=runtime)
     return part
 
 
@@ -184,15 +194,6 @@ def _receive_array(conn: Connection, dtype: str, length: int) -> np.ndarray:
     else:
         conn.recv_bytes()
     return array
-
-
-def _fields(group: str) -> tuple[Any, ...]:
-    return fields(_empty(group))
-
-
-def _empty(group: str) -> Any:
-    """Empty columns of one group (GpuColumns or RuntimeColumns)."""
-    return empty_columns()[group]
 
 
 def _serial(reader: TraceReader, keep_cpu: bool, spill: SpillFile | None = None) -> TraceEvents:

@@ -29,20 +29,14 @@ from typing import Any
 
 import numpy as np
 
-from traceview import batch, cpu_rows, parallel
-from traceview.cpu_rows import SpillFile
+from traceview.columns import batch, cpu_rows, parallel
+from traceview.columns.collect import EventCollector
+from traceview.columns.cpu_rows import SpillFile
+from traceview.columns.intern import Interner
+from traceview.columns.launches import LAUNCH_FIELDS
+from traceview.columns.model import STEP_PREFIX, StepWindow, TraceEvents
+from traceview.columns.schema import KERNEL, MEMCPY, MEMSET
 from traceview.errors import TraceviewError
-from traceview.events import (
-    KERNEL,
-    MEMCPY,
-    MEMSET,
-    STEP_PREFIX,
-    EventCollector,
-    Interner,
-    StepWindow,
-    TraceEvents,
-)
-from traceview.launches import LAUNCH_FIELDS
 from traceview.read.nsys import Export
 from traceview.read.reader import ReadStats, SplitFailed
 
@@ -80,7 +74,7 @@ def collect_nsys(
 
     With many runtime calls and NVTX ranges, a forked worker reads those tables while this
     process reads the GPU ones (SQLite's rows as Python objects are most of the cost, and
-    need the GIL); the parts merge as in traceview.parallel. If the worker fails for any
+    need the GIL); the parts merge as in traceview.columns.parallel. If the worker fails for any
     reason but bad data, this process reads its tables itself: the result is the same.
     """
     with Export(path) as export:  # closed before a fork: a connection must not cross one
@@ -310,7 +304,7 @@ class _Reading:
         self, gtid: np.ndarray, ts: np.ndarray, end: np.ndarray, names: np.ndarray, corr: np.ndarray
     ) -> np.ndarray:
         threads = _interned(gtid[:, None], self.collector.threads, lambda k: thread_of(k[0]))
-        return cpu_rows.rows(threads, ts, end, names, corr)
+        return cpu_rows.rows(thread=threads, name=names, ts=ts, end=end, correlation=corr)
 
     def _read(self, rows: int) -> None:
         self.stats.events += rows
@@ -399,7 +393,7 @@ _LAUNCH_WIDTH = len(LAUNCH_FIELDS)
 
 
 def _launch_columns(have: set[str], kind: int) -> str:
-    """The SELECT columns of a GPU table's launch configuration (traceview.launches): grid,
+    """The SELECT columns of a GPU table's launch configuration (traceview.columns.launches): grid,
     block, registers, static + dynamic shared memory of kernels; bytes of copies and sets."""
     if kind != KERNEL:
         return ", ".join(["-1"] * (_LAUNCH_WIDTH - 1) + [_or(have, "bytes", -1)])

@@ -1,4 +1,4 @@
-"""Stage 2: decoded events → numpy columns in exact integer nanoseconds, names interned.
+"""Decoded events → numpy columns in exact integer nanoseconds, names interned.
 
 Only what analyses use is kept: GPU activity (kernel, memcpy, memset), runtime/driver
 calls (to map a kernel to the CPU launch with the same correlation id) and ProfilerStep
@@ -9,20 +9,30 @@ is read.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
-from decimal import Decimal
-from typing import Any, NamedTuple
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
-from traceview import batch, cpu_rows, launches
-from traceview.cpu_rows import CpuRows, RowSource, SpillFile
-from traceview.memory import release_free_memory
+from traceview.columns import batch, cpu_rows, launches
+from traceview.columns.cpu_rows import RowSource, SpillFile
+from traceview.columns.intern import Interner, carry_key
+from traceview.columns.model import STEP_PREFIX, StepWindow, StreamKey, TraceEvents
+from traceview.columns.numbers import NEGATIVE_DUR, BadNumber, NeedsExactTimes, to_ns
+from traceview.columns.schema import (
+    GPU_COLUMNS,
+    KERNEL,
+    MEMCPY,
+    MEMSET,
+    RUNTIME_COLUMNS,
+    GpuColumns,
+    RuntimeColumns,
+    from_arrays,
+    join_columns,
+)
 from traceview.read.reader import ReadStats, TraceReader
 
-KERNEL, MEMCPY, MEMSET = 0, 1, 2
-GPU_KINDS = ("kernel", "memcpy", "memset")
 _RUNTIME, _CPU_ANNOTATION, _GPU_ANNOTATION, _OTHER = 10, 11, 12, -1
 _CATEGORIES = {
     "kernel": KERNEL,
@@ -38,190 +48,9 @@ _CATEGORIES = {
     "operator": _CPU_ANNOTATION,  # 2021 kineto's name for cpu_op
     "gpu_user_annotation": _GPU_ANNOTATION,
 }
-STEP_PREFIX = "ProfilerStep#"
 _INT64_MAX = 2**63 - 1
-_INT64_MIN, _UINT64_MAX = -(2**63), 2**64 - 1
-
-
-class NeedsExactTimes(Exception):
-    """A float timestamp too large to hold ns precision: decode this chunk exactly."""
-
-
-# Why an event was skipped (BadNumber's message, counted in the warnings).
-NOT_FINITE = "events skipped: ts missing, or ts or dur not a finite number"
-OUT_OF_RANGE = "events skipped: ts or dur out of range (beyond ±2^62 ns, about ±146 years)"
-NEGATIVE_DUR = "events skipped: dur negative"
-
-
-class BadNumber(Exception):
-    """A timestamp or duration that cannot be used; the message says why."""
-
-    def __init__(self, why: str = NOT_FINITE) -> None:
-        super().__init__(why)
-
-
-def to_ns(value: float | int | Decimal) -> int:
-    """A µs value from the trace as exact integer nanoseconds (|ns| < 2^62, so sums fit)."""
-    ns = _to_ns(value)
-    if not -batch.NS_LIMIT < ns < batch.NS_LIMIT:
-        raise BadNumber(OUT_OF_RANGE)
-    return ns
-
-
-def _to_ns(value: float | int | Decimal) -> int:
-    kind = type(value)
-    if kind is int:
-        return value * 1000  # type: ignore[return-value]
-    if kind is float:
-        if -batch.FLOAT_EXACT_LIMIT < value < batch.FLOAT_EXACT_LIMIT:  # False for NaN
-            return round(value * 1000)
-        if value != value or value in (float("inf"), float("-inf")):
-            raise BadNumber
-        raise NeedsExactTimes
-    if isinstance(value, Decimal) and value.is_finite():
-        try:
-            return int((value * 1000).to_integral_value())
-        except ArithmeticError:  # an exponent beyond Decimal's range, e.g. 1e999999999
-            raise BadNumber(OUT_OF_RANGE) from None
-    raise BadNumber
-
-
-class Interner:
-    """Stores each distinct value once and hands out dense integer ids.
-
-    ``carry``: how a new value is stored (a value and what it becomes share one id).
-    """
-
-    def __init__(self, carry: Callable[[Any], Any] | None = None) -> None:
-        self.ids: dict[Any, int] = {}
-        self.values: list[Any] = []
-        self._carry = carry
-
-    def id(self, value: Any) -> int:
-        found = self.ids.get(value)
-        if found is None:
-            stored = value if self._carry is None else self._carry(value)
-            found = self.ids.get(stored)
-            if found is None:
-                found = self.ids[stored] = len(self.values)
-                self.values.append(stored)
-            self.ids[value] = found
-        return found
-
-    def ids_of(self, values: list[Any]) -> np.ndarray:
-        """The ids of many values at once (int32)."""
-        get = self.ids.get
-        out = [get(v, -1) for v in values]
-        if -1 in out:
-            out = [self.id(v) for v in values]
-        return np.array(out, dtype=np.int32)
-
-    def __len__(self) -> int:
-        return len(self.values)
-
-
-def carry_key(key: tuple[Any, Any]) -> tuple[Any, Any]:
-    """A (device, stream) or (pid, tid) key as it is kept: integers beyond 64 bits (which no
-    JSON writer here can write as numbers) as their decimal text."""
-    a, b = key
-    return (_carried(a), _carried(b))
-
-
-def _carried(value: Any) -> Any:
-    if type(value) is int and not _INT64_MIN <= value <= _UINT64_MAX:
-        return str(value)
-    return value
-
-
-@dataclass(frozen=True)
-class StepWindow:
-    """One ``ProfilerStep#N`` annotation: [start, end] in ns, from the CPU or the GPU side."""
-
-    step: int
-    start_ns: int
-    end_ns: int
-    on_gpu: bool
-
-
-@dataclass(frozen=True)
-class GpuColumns:
-    """One row per GPU activity; times in ns; correlation −1 when absent; launch: the id of
-    its launch configuration in TraceEvents.launches."""
-
-    kind: np.ndarray
-    name: np.ndarray
-    stream: np.ndarray
-    ts: np.ndarray
-    dur: np.ndarray
-    correlation: np.ndarray
-    launch: np.ndarray
-
-
-@dataclass(frozen=True)
-class RuntimeColumns:
-    """One row per runtime/driver call that carries a correlation id."""
-
-    correlation: np.ndarray
-    ts: np.ndarray
-
-
-@dataclass(frozen=True)
-class DataChecks:
-    """What can mislead in the GPU rows, as numbers (integer ns); the warnings' wording is
-    built from them for each report (traceview.analyses.quality), never stored."""
-
-    overlaps: int = 0  # activities that start before the previous one on their stream ends
-    overlap_max_ns: int = 0
-    zero_durations: int = 0
-    no_launches: bool = False  # GPU rows but not one runtime launch event
-    missing_launches: int = 0  # GPU rows whose correlation id no launch carries
-    long_activities: int = 0  # longer than analyses.quality.SUSPICIOUS_NS
-    longest_ns: int = 0
-
-
-@dataclass(frozen=True)
-class TraceFacts:
-    """What the summary of every report says about the data, worked out once per trace
-    (it takes a pass over all GPU rows) and kept in the cache: data-quality checks and
-    whether timestamps carry ns (``ns``) or whole µs (``us``)."""
-
-    checks: DataChecks
-    time_resolution: str
-
-
-class StreamKey(NamedTuple):
-    """One GPU stream: the trace's own device and stream values (numbers stay numbers)."""
-
-    device: Any
-    stream: Any
-
-
-@dataclass(frozen=True)
-class TraceEvents:
-    """Everything the analyses need from one trace, in memory-light columns."""
-
-    path: str
-    size_bytes: int
-    header: dict[str, Any]
-    read: ReadStats
-    names: list[str]
-    streams: list[StreamKey]  # by stream id
-    gpu: GpuColumns
-    runtime: RuntimeColumns
-    steps: list[StepWindow]
-    span_ns: tuple[int, int] | None
-    quality: Counter[str]
-    # Runtime calls and CPU ops, for explaining GPU gaps (empty unless asked for).
-    cpu: CpuRows = field(default_factory=CpuRows)
-    threads: list[tuple[Any, Any]] = field(default_factory=list)
-    facts: TraceFacts | None = None  # None: not worked out yet (see analyses.summary)
-    # The part of ``quality`` that comes from CPU ops (counted only when CPU rows are kept).
-    cpu_quality: Counter[str] = field(default_factory=Counter)
-    # Launch configurations (grid, block, ...; see traceview.launches) by id.
-    launches: list[tuple[int, ...]] = field(default_factory=list)
-    # The distinct (Input Dims, Input type, Concrete Inputs) of CPU ops, as raw JSON text
-    # (b"" when absent); a CPU row's ``shape`` indexes it.
-    shapes: list[tuple[bytes, bytes, bytes]] = field(default_factory=list)
+_GPU = [c.name for c in GPU_COLUMNS]  # where each column is in a batch's tuple
+GPU_STREAM, GPU_TS, GPU_DUR = _GPU.index("stream"), _GPU.index("ts"), _GPU.index("dur")
 
 
 @dataclass
@@ -320,7 +149,9 @@ class EventCollector:
         """CPU rows of a batch of runtime calls or CPU ops, converted at once."""
         threads = self.threads.ids_of([(e.pid, e.tid) for e in events])
         names = self.names.ids_of([e.name for e in events])
-        return cpu_rows.rows(threads, ts, end, names, correlation, shapes)
+        return cpu_rows.rows(
+            thread=threads, name=names, ts=ts, end=end, correlation=correlation, shape=shapes
+        )
 
     def _shape_ids(self, keys: list[Any]) -> np.ndarray:
         """The shape ids of (dims, types, concrete) keys, NO_SHAPE for None."""
@@ -416,7 +247,7 @@ class EventCollector:
         self.cpu_quality.update(part.cpu_quality)
 
     def _commit_gpu(self, columns: tuple[np.ndarray, ...]) -> None:
-        ts, dur = columns[3], columns[4]
+        ts, dur = columns[GPU_TS], columns[GPU_DUR]
         self._gpu.append(columns)
         self._widen_span(int(ts.min()), int((ts + dur).max()))
 
@@ -452,7 +283,7 @@ class EventCollector:
 
     def _add_cpu(self, e: Any, ts: int, dur: int, corr: int, shape: int, lists: _Lists) -> None:
         thread = self.threads.id((e.pid, e.tid))
-        lists.cpu.append((thread, ts, ts + dur, self.names.id(e.name), corr, shape))
+        lists.cpu.append((thread, self.names.id(e.name), ts, ts + dur, corr, shape))
 
     def _duration(self, e: Any) -> int:
         if e.dur is None:
@@ -499,7 +330,9 @@ class EventCollector:
             self._widen_span(min(lists.rt_start), max(lists.rt_end))
         if lists.cpu:
             table = np.array(lists.cpu, dtype=np.int64)
-            self._cpu.append(cpu_rows.rows(*(table[:, i] for i in range(table.shape[1]))))
+            self._cpu.append(
+                cpu_rows.rows(**{f: table[:, i] for i, f in enumerate(cpu_rows.FIELDS)})
+            )
         for step in lists.steps:
             self._widen_span(step.start_ns, step.end_ns)
         self._steps.extend(lists.steps)
@@ -520,7 +353,7 @@ class EventCollector:
         """Columns converted elsewhere (an Nsight Systems export): GPU rows as (kind, name,
         stream, ts, dur, correlation, launch), runtime calls as (correlation, ts, dur), CPU rows of
         cpu_rows.ROW, step windows. Ids refer to this collector's interners."""
-        if gpu is not None and len(gpu[3]):
+        if gpu is not None and len(gpu[GPU_TS]):
             self._commit_gpu(gpu)
         if runtime is not None:
             self._commit_runtime(*runtime)
@@ -539,8 +372,8 @@ class EventCollector:
         self, path: str, size_bytes: int, header: dict[str, Any], read: ReadStats
     ) -> TraceEvents:
         """``finish`` for a source that is not a TraceReader."""
-        gpu = _join(self._gpu, _GPU_DTYPES)
-        gpu[2], streams = _sorted_streams(gpu[2], self.streams.values)
+        gpu = join_columns(self._gpu, GPU_COLUMNS)
+        gpu[GPU_STREAM], streams = _sorted_streams(gpu[GPU_STREAM], self.streams.values)
         self._cpu.flush()
         return TraceEvents(
             path=path,
@@ -549,8 +382,8 @@ class EventCollector:
             read=read,
             names=self.names.values,
             streams=streams,
-            gpu=GpuColumns(*gpu),
-            runtime=RuntimeColumns(*_join(self._runtime, (np.int64, np.int64))),
+            gpu=from_arrays(GpuColumns, gpu),
+            runtime=from_arrays(RuntimeColumns, join_columns(self._runtime, RUNTIME_COLUMNS)),
             steps=self._steps,
             span_ns=self._span,
             quality=self.quality,
@@ -560,33 +393,6 @@ class EventCollector:
             launches=self.launches.values,
             shapes=self.shapes.values[1:] if self.shapes.values else [],
         )
-
-
-_GPU_DTYPES = (np.int8, np.int32, np.int32, np.int64, np.int64, np.int64, np.int32)
-
-
-def _join(parts: list[tuple[np.ndarray, ...]], dtypes: tuple[Any, ...]) -> list[np.ndarray]:
-    """Per-batch column tuples joined into columns. ``parts`` is emptied and each column's
-    batches freed once it is joined, so the peak is the rows plus one column, not twice."""
-    batches = [list(c) for c in zip(*parts, strict=True)] or [[] for _ in dtypes]
-    parts.clear()
-    columns = []
-    for i, dtype in enumerate(dtypes):
-        if not batches[i]:
-            columns.append(np.empty(0, dtype=dtype))
-            continue
-        columns.append(np.concatenate(batches[i]))
-        batches[i] = []
-        release_free_memory()
-    return columns
-
-
-def empty_columns() -> dict[str, Any]:
-    """Empty column groups, by TraceEvents field name."""
-    return {
-        "gpu": GpuColumns(*_join([], _GPU_DTYPES)),
-        "runtime": RuntimeColumns(*_join([], (np.int64, np.int64))),
-    }
 
 
 def _op_kinds(ops: list[Any]) -> np.ndarray:
@@ -637,26 +443,3 @@ def _value_key(value: Any) -> tuple[int, Any]:
     if isinstance(value, int | float) and not isinstance(value, bool):
         return (0, value)
     return (1, str(value))
-
-
-def without_cpu(events: TraceEvents) -> TraceEvents:
-    """Exactly what reading the trace without CPU rows gives: no CPU rows, threads or the
-    counters of CPU-op problems, and names renumbered as such a read interns them (GPU
-    names in order of first use)."""
-    name = events.gpu.name
-    first = np.full(len(events.names), len(name), dtype=np.int64)
-    np.minimum.at(first, name, np.arange(len(name)))  # each name's first row, without a sort
-    used = np.flatnonzero(first < len(name))
-    order = used[np.argsort(first[used], kind="stable")]
-    new_id = np.full(len(events.names), -1, dtype=np.int32)
-    new_id[order] = np.arange(len(order), dtype=np.int32)
-    return replace(
-        events,
-        gpu=replace(events.gpu, name=new_id[events.gpu.name]),
-        names=[events.names[i] for i in order.tolist()],
-        quality=events.quality - events.cpu_quality,
-        cpu_quality=Counter(),
-        cpu=CpuRows(),
-        threads=[],
-        shapes=[],
-    )

@@ -18,23 +18,12 @@ from typing import IO, Protocol
 
 import numpy as np
 
+from traceview.columns.schema import CPU_COLUMNS
 from traceview.errors import TraceviewError
 
-# ``thread`` indexes TraceEvents.threads, ``name`` TraceEvents.names; ``correlation`` is a
-# runtime call's id (UNCORRELATED if it has none), OP for a CPU op (cpu_op, 2021's Operator) or
-# ANNOTATION for a user_annotation; ts and end in ns; ``shape`` indexes TraceEvents.shapes (a CPU
-# op's Input Dims, types and Concrete Inputs), NO_SHAPE when it has none.
-ROW = np.dtype(
-    [
-        ("thread", "<i4"),
-        ("name", "<i4"),
-        ("ts", "<i8"),
-        ("end", "<i8"),
-        ("correlation", "<i8"),
-        ("shape", "<i4"),
-    ]
-)
-FIELDS = ("thread", "name", "ts", "end", "correlation", "shape")
+# One CPU row as a record; its columns are declared in traceview.columns.schema.
+ROW = np.dtype([(c.name, c.dtype) for c in CPU_COLUMNS])
+FIELDS = tuple(c.name for c in CPU_COLUMNS)
 OP, UNCORRELATED, ANNOTATION = -1, -2, -3
 NO_SHAPE = -1
 
@@ -104,14 +93,16 @@ class CpuRows:
 
 
 def rows(
+    *,
     thread: np.ndarray,
+    name: np.ndarray,
     ts: np.ndarray,
     end: np.ndarray,
-    name: np.ndarray,
     correlation: np.ndarray,
     shape: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Columns of equal length as one structured array of ``ROW`` (shape: NO_SHAPE if None)."""
+    """Columns of equal length, in the order of CPU_COLUMNS, as one structured array of
+    ``ROW`` (shape: NO_SHAPE if None)."""
     out = np.empty(len(ts), dtype=ROW)
     shape = np.full(len(ts), NO_SHAPE, dtype=np.int32) if shape is None else shape
     for field, column in zip(FIELDS, (thread, name, ts, end, correlation, shape), strict=True):

@@ -1,0 +1,57 @@
+"""Interning: each distinct name, stream or thread is stored once and rows carry its integer id."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+_INT64_MIN, _UINT64_MAX = -(2**63), 2**64 - 1
+
+
+class Interner:
+    """Stores each distinct value once and hands out dense integer ids.
+
+    ``carry``: how a new value is stored (a value and what it becomes share one id).
+    """
+
+    def __init__(self, carry: Callable[[Any], Any] | None = None) -> None:
+        self.ids: dict[Any, int] = {}
+        self.values: list[Any] = []
+        self._carry = carry
+
+    def id(self, value: Any) -> int:
+        found = self.ids.get(value)
+        if found is None:
+            stored = value if self._carry is None else self._carry(value)
+            found = self.ids.get(stored)
+            if found is None:
+                found = self.ids[stored] = len(self.values)
+                self.values.append(stored)
+            self.ids[value] = found
+        return found
+
+    def ids_of(self, values: list[Any]) -> np.ndarray:
+        """The ids of many values at once (int32)."""
+        get = self.ids.get
+        out = [get(v, -1) for v in values]
+        if -1 in out:
+            out = [self.id(v) for v in values]
+        return np.array(out, dtype=np.int32)
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+
+def carry_key(key: tuple[Any, Any]) -> tuple[Any, Any]:
+    """A (device, stream) or (pid, tid) key as it is kept: integers beyond 64 bits (which no
+    JSON writer here can write as numbers) as their decimal text."""
+    a, b = key
+    return (_carried(a), _carried(b))
+
+
+def _carried(value: Any) -> Any:
+    if type(value) is int and not _INT64_MIN <= value <= _UINT64_MAX:
+        return str(value)
+    return value

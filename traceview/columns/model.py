@@ -1,0 +1,107 @@
+"""What a read gives the analyses: one trace as columns (TraceEvents) and what comes with them."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from traceview.columns.cpu_rows import CpuRows
+from traceview.columns.schema import GpuColumns, RuntimeColumns
+from traceview.read.reader import ReadStats
+
+STEP_PREFIX = "ProfilerStep#"
+
+
+@dataclass(frozen=True)
+class StepWindow:
+    """One ``ProfilerStep#N`` annotation: [start, end] in ns, from the CPU or the GPU side."""
+
+    step: int
+    start_ns: int
+    end_ns: int
+    on_gpu: bool
+
+
+@dataclass(frozen=True)
+class DataChecks:
+    """What can mislead in the GPU rows, as numbers (integer ns); the warnings' wording is
+    built from them for each report (traceview.analyses.quality), never stored."""
+
+    overlaps: int = 0  # activities that start before the previous one on their stream ends
+    overlap_max_ns: int = 0
+    zero_durations: int = 0
+    no_launches: bool = False  # GPU rows but not one runtime launch event
+    missing_launches: int = 0  # GPU rows whose correlation id no launch carries
+    long_activities: int = 0  # longer than analyses.quality.SUSPICIOUS_NS
+    longest_ns: int = 0
+
+
+@dataclass(frozen=True)
+class TraceFacts:
+    """What the summary of every report says about the data, worked out once per trace
+    (it takes a pass over all GPU rows) and kept in the cache: data-quality checks and
+    whether timestamps carry ns (``ns``) or whole µs (``us``)."""
+
+    checks: DataChecks
+    time_resolution: str
+
+
+class StreamKey(NamedTuple):
+    """One GPU stream: the trace's own device and stream values (numbers stay numbers)."""
+
+    device: Any
+    stream: Any
+
+
+@dataclass(frozen=True)
+class TraceEvents:
+    """Everything the analyses need from one trace, in memory-light columns."""
+
+    path: str
+    size_bytes: int
+    header: dict[str, Any]
+    read: ReadStats
+    names: list[str]
+    streams: list[StreamKey]  # by stream id
+    gpu: GpuColumns
+    runtime: RuntimeColumns
+    steps: list[StepWindow]
+    span_ns: tuple[int, int] | None
+    quality: Counter[str]
+    # Runtime calls and CPU ops, for explaining GPU gaps (empty unless asked for).
+    cpu: CpuRows = field(default_factory=CpuRows)
+    threads: list[tuple[Any, Any]] = field(default_factory=list)
+    facts: TraceFacts | None = None  # None: not worked out yet (see analyses.summary)
+    # The part of ``quality`` that comes from CPU ops (counted only when CPU rows are kept).
+    cpu_quality: Counter[str] = field(default_factory=Counter)
+    # Launch configurations (grid, block, ...; see traceview.columns.launches) by id.
+    launches: list[tuple[int, ...]] = field(default_factory=list)
+    # The distinct (Input Dims, Input type, Concrete Inputs) of CPU ops, as raw JSON text
+    # (b"" when absent); a CPU row's ``shape`` indexes it.
+    shapes: list[tuple[bytes, bytes, bytes]] = field(default_factory=list)
+
+
+def without_cpu(events: TraceEvents) -> TraceEvents:
+    """Exactly what reading the trace without CPU rows gives: no CPU rows, threads or the
+    counters of CPU-op problems, and names renumbered as such a read interns them (GPU
+    names in order of first use)."""
+    name = events.gpu.name
+    first = np.full(len(events.names), len(name), dtype=np.int64)
+    np.minimum.at(first, name, np.arange(len(name)))  # each name's first row, without a sort
+    used = np.flatnonzero(first < len(name))
+    order = used[np.argsort(first[used], kind="stable")]
+    new_id = np.full(len(events.names), -1, dtype=np.int32)
+    new_id[order] = np.arange(len(order), dtype=np.int32)
+    return replace(
+        events,
+        gpu=replace(events.gpu, name=new_id[events.gpu.name]),
+        names=[events.names[i] for i in order.tolist()],
+        quality=events.quality - events.cpu_quality,
+        cpu_quality=Counter(),
+        cpu=CpuRows(),
+        threads=[],
+        shapes=[],
+    )

@@ -1,0 +1,52 @@
+"""Trace numbers as exact integer nanoseconds: the per-event conversion, and why an event is
+skipped. The batch path (traceview.columns.batch) shares its limits, so both accept exactly the
+same values."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from traceview.columns import batch
+
+
+class NeedsExactTimes(Exception):
+    """A float timestamp too large to hold ns precision: decode this chunk exactly."""
+
+
+# Why an event was skipped (BadNumber's message, counted in the warnings).
+NOT_FINITE = "events skipped: ts missing, or ts or dur not a finite number"
+OUT_OF_RANGE = "events skipped: ts or dur out of range (beyond ±2^62 ns, about ±146 years)"
+NEGATIVE_DUR = "events skipped: dur negative"
+
+
+class BadNumber(Exception):
+    """A timestamp or duration that cannot be used; the message says why."""
+
+    def __init__(self, why: str = NOT_FINITE) -> None:
+        super().__init__(why)
+
+
+def to_ns(value: float | int | Decimal) -> int:
+    """A µs value from the trace as exact integer nanoseconds (|ns| < 2^62, so sums fit)."""
+    ns = _to_ns(value)
+    if not -batch.NS_LIMIT < ns < batch.NS_LIMIT:
+        raise BadNumber(OUT_OF_RANGE)
+    return ns
+
+
+def _to_ns(value: float | int | Decimal) -> int:
+    kind = type(value)
+    if kind is int:
+        return value * 1000  # type: ignore[return-value]
+    if kind is float:
+        if -batch.FLOAT_EXACT_LIMIT < value < batch.FLOAT_EXACT_LIMIT:  # False for NaN
+            return round(value * 1000)
+        if value != value or value in (float("inf"), float("-inf")):
+            raise BadNumber
+        raise NeedsExactTimes
+    if isinstance(value, Decimal) and value.is_finite():
+        try:
+            return int((value * 1000).to_integral_value())
+        except ArithmeticError:  # an exponent beyond Decimal's range, e.g. 1e999999999
+            raise BadNumber(OUT_OF_RANGE) from None
+    raise BadNumber

@@ -1,0 +1,129 @@
+"""The column schema, declared once: every column of every group, its name and numpy dtype.
+
+Everything else is derived from these tables: the column dataclasses are checked against them
+when this module is imported, and the joined and empty columns (traceview.columns.collect), the
+worker's transport (traceview.columns.parallel), the CPU rows' record type
+(traceview.columns.cpu_rows) and the cache's Parquet schema (traceview.cache.store) are built
+from them. Adding a column means adding a row here and a field to its dataclass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+from typing import NamedTuple, TypeVar
+
+import numpy as np
+
+from traceview.columns.memory import release_free_memory
+
+KERNEL, MEMCPY, MEMSET = 0, 1, 2
+GPU_KINDS = ("kernel", "memcpy", "memset")
+
+
+class Column(NamedTuple):
+    name: str
+    dtype: np.dtype
+
+
+def _table(*columns: tuple[str, str]) -> tuple[Column, ...]:
+    return tuple(Column(name, np.dtype(dtype)) for name, dtype in columns)
+
+
+# One row per GPU activity. kind: KERNEL, MEMCPY or MEMSET; name: index into TraceEvents.names;
+# stream: index into TraceEvents.streams; ts, dur in ns; correlation: −1 when absent; launch:
+# index into TraceEvents.launches (traceview.columns.launches).
+GPU_COLUMNS = _table(
+    ("kind", "<i1"), ("name", "<i4"), ("stream", "<i4"), ("ts", "<i8"), ("dur", "<i8"),
+    ("correlation", "<i8"), ("launch", "<i4"),
+)  # fmt: skip
+# One row per runtime/driver call that carries a correlation id: the id and its start (ns).
+RUNTIME_COLUMNS = _table(("correlation", "<i8"), ("ts", "<i8"))
+# One row per CPU op or runtime call kept for the gaps' CPU context (traceview.columns.cpu_rows):
+# thread: index into TraceEvents.threads; name: into TraceEvents.names; ts, end in ns;
+# correlation: a runtime call's id, or a mark (cpu_rows.OP, UNCORRELATED, ANNOTATION);
+# shape: index into TraceEvents.shapes, or cpu_rows.NO_SHAPE.
+CPU_COLUMNS = _table(
+    ("thread", "<i4"), ("name", "<i4"), ("ts", "<i8"), ("end", "<i8"), ("correlation", "<i8"),
+    ("shape", "<i4"),
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class GpuColumns:
+    """One row per GPU activity (GPU_COLUMNS)."""
+
+    kind: np.ndarray
+    name: np.ndarray
+    stream: np.ndarray
+    ts: np.ndarray
+    dur: np.ndarray
+    correlation: np.ndarray
+    launch: np.ndarray
+
+
+@dataclass(frozen=True)
+class RuntimeColumns:
+    """One row per runtime/driver call that carries a correlation id (RUNTIME_COLUMNS)."""
+
+    correlation: np.ndarray
+    ts: np.ndarray
+
+
+Group = TypeVar("Group", GpuColumns, RuntimeColumns)
+TABLES: dict[type, tuple[Column, ...]] = {GpuColumns: GPU_COLUMNS, RuntimeColumns: RUNTIME_COLUMNS}
+
+
+class SchemaMismatch(ValueError):
+    """Columns that are not those of their table (another name, length or dtype)."""
+
+
+def arrays_of(columns: GpuColumns | RuntimeColumns) -> list[np.ndarray]:
+    """The group's arrays, in the order of its table."""
+    return [getattr(columns, c.name) for c in TABLES[type(columns)]]
+
+
+def from_arrays(group: type[Group], arrays: Sequence[np.ndarray]) -> Group:
+    """The group from arrays in table order; SchemaMismatch unless each has its column's dtype
+    and all have one length."""
+    table = TABLES[group]
+    if len(arrays) != len(table) or len({len(a) for a in arrays}) > 1:
+        raise SchemaMismatch(f"{group.__name__}: {len(arrays)} columns of unequal lengths")
+    for column, array in zip(table, arrays, strict=True):
+        if array.dtype != column.dtype:
+            raise SchemaMismatch(f"column {column.name} is {array.dtype}, not {column.dtype}")
+    return group(*arrays)
+
+
+def empty(group: type[Group]) -> Group:
+    """The group with no rows."""
+    return group(*(np.empty(0, dtype=c.dtype) for c in TABLES[group]))
+
+
+def join_columns(
+    parts: list[tuple[np.ndarray, ...]], table: tuple[Column, ...]
+) -> list[np.ndarray]:
+    """Per-batch column tuples (in table order) joined into columns. ``parts`` is emptied and
+    each column's batches freed once it is joined, so the peak is the rows plus one column,
+    not twice."""
+    batches = [list(c) for c in zip(*parts, strict=True)] or [[] for _ in table]
+    parts.clear()
+    columns = []
+    for i, column in enumerate(table):
+        if not batches[i]:
+            columns.append(np.empty(0, dtype=column.dtype))
+            continue
+        columns.append(np.concatenate(batches[i]))
+        batches[i] = []
+        release_free_memory()
+    return columns
+
+
+def _check_dataclasses() -> None:
+    for group, table in TABLES.items():
+        declared = tuple(f.name for f in fields(group))
+        if declared != tuple(c.name for c in table):
+            raise TypeError(f"{group.__name__} declares {declared}, its table {table}")
+
+
+_check_dataclasses()
