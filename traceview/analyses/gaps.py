@@ -79,6 +79,7 @@ class GapOptions:
     top: int = 15
     per_stream: bool = False
     context: bool = True  # read CPU rows to say what held each listed gap
+    stream_top: int = 100  # streams in the Streams table (0: all; JSON and CSV hold all)
 
     @property
     def scope(self) -> str:
