@@ -14,6 +14,7 @@ Definitions in docs/metrics.md; tests check them against tests/reference.py.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +23,7 @@ import numpy as np
 from traceview.aggregate.intervals import unions
 from traceview.aggregate.order import first_of_runs, lex_order, searchsorted_pairs
 from traceview.columns.model import TraceEvents
+from traceview.columns.packed_names import ranks
 
 NO_LAUNCH = np.iinfo(np.int64).min
 
@@ -122,11 +124,10 @@ def launch_times(events: TraceEvents) -> np.ndarray:
     return np.where(launch == NO_LAUNCH, events.gpu.ts, launch)
 
 
-def name_rank(names: list[str]) -> np.ndarray:
-    """``rank[id]`` = position of the name string in sorted order (ties broken like strings)."""
-    rank = np.empty(len(names), dtype=np.int64)
-    rank[sorted(range(len(names)), key=names.__getitem__)] = np.arange(len(names))
-    return rank
+def name_rank(names: Sequence[str]) -> np.ndarray:
+    """``rank[id]`` = position of the name string in sorted order (ties broken like strings);
+    packed names are ranked without a string each."""
+    return ranks(names)
 
 
 def positive(events: TraceEvents, rows: np.ndarray) -> np.ndarray:

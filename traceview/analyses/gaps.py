@@ -40,6 +40,7 @@ from traceview.analyses.steps import Steps
 from traceview.analyses.summary import TraceSummary, summarize
 from traceview.choices import GAP_SORT_ALIASES, GapSort, check_choice
 from traceview.columns.model import TraceEvents
+from traceview.columns.packed_names import take
 from traceview.columns.schema import GPU_KINDS
 from traceview.errors import UsageError
 
@@ -327,7 +328,7 @@ def _shown_names(
     events: TraceEvents, transitions: list[Transition], largest: list[LargestGap]
 ) -> dict[str, str]:
     """The displayed name of each name in the tables, decided over every GPU name."""
-    display = display_names([events.names[i] for i in np.unique(events.gpu.name).tolist()])
+    display = display_names(take(events.names, np.unique(events.gpu.name)))
     listed = {n for t in transitions for n in (t.from_name, t.to_name)}
     listed |= {n for g in largest for n in (g.before, g.after)}
     return {n: display.get(n, n) for n in listed}
@@ -519,7 +520,7 @@ def _totals(lengths: np.ndarray, idle_ns: int) -> GapTotals:
 
 
 def _transitions(
-    names: list[str],
+    names: Sequence[str],
     rank: np.ndarray,
     before: np.ndarray,
     after: np.ndarray,

@@ -24,6 +24,7 @@ from traceview.analyses.steps import Steps, in_steps, step_windows
 from traceview.analyses.summary import TraceSummary, summarize
 from traceview.choices import KernelGroupBy, KernelSort, check_choice
 from traceview.columns.model import TraceEvents
+from traceview.columns.packed_names import take
 from traceview.columns.schema import GPU_KINDS, KERNEL
 from traceview.errors import UsageError
 
@@ -103,11 +104,15 @@ class KernelReport:
         return 100.0 * sum(d.busy_ns for d in self.trace.devices) / window if window else 0.0
 
 
-def analyse_kernels(events: TraceEvents, options: KernelOptions) -> KernelReport:
+def analyse_kernels(
+    events: TraceEvents, options: KernelOptions, shown_names: bool = True
+) -> KernelReport:
     """Select GPU rows by kind, steps and name; compute per-name statistics; sort; cut.
 
     The header's device figures are over all GPU activity (kernel, memcpy, memset) of the
     selected steps, or of the whole trace: the one device definition every command uses.
+    ``shown_names=False``: a row's ``short_name`` is its full name, for a caller that shows
+    none (the snapshot): the display names take a pass over every distinct name.
     """
     check_options(options)
     mask, notes, options = _selection(events, options)
@@ -118,11 +123,11 @@ def analyse_kernels(events: TraceEvents, options: KernelOptions) -> KernelReport
     gpu = events.gpu
     dur = gpu.dur[mask]
     if options.group_by == "category":
-        labels, group = category_groups(events, mask)
-        groups = _Labels(labels, labels, [1] * len(labels))
+        categories, group = category_groups(events, mask)
+        groups = _Labels(categories, categories, [1] * len(categories))
     else:
-        groups, group = _groups(events.names, gpu.name[mask], options.group_by)
-        labels = groups.names
+        groups, group = _groups(events.names, gpu.name[mask], options.group_by, shown_names)
+    labels = groups.names
     stats = _Stats.of(group, dur, len(labels))
     kept = _ranked(stats, groups, options.sort, options.top)
     rows = [_row(stats, groups, g) for g in kept]
@@ -179,7 +184,7 @@ def _step_rows(events: TraceEvents, options: KernelOptions) -> np.ndarray | None
 class _Labels:
     """Per group id: its name, the name shown, how many distinct names it merged."""
 
-    names: list[str]
+    names: Sequence[str]
     shown: Sequence[str]
     variants: list[int]
 
@@ -189,7 +194,7 @@ class _Shown(Sequence[str]):
     """The displayed name of each group, found when asked for (the rows shown, or every
     group for ``--sort name``): colliding names are told apart lazily."""
 
-    names: list[str]
+    names: Sequence[str]
     display: Mapping[str, str]
 
     def __getitem__(self, g: int) -> str:  # type: ignore[override]
@@ -199,12 +204,15 @@ class _Shown(Sequence[str]):
         return len(self.names)
 
 
-def _groups(names: list[str], name_ids: np.ndarray, group_by: str) -> tuple[_Labels, np.ndarray]:
+def _groups(
+    names: Sequence[str], name_ids: np.ndarray, group_by: str, shown_names: bool = True
+) -> tuple[_Labels, np.ndarray]:
     """Group labels (decided over every selected name) and the group id of every row."""
     used, group = dense_ids(name_ids, len(names))
-    labels = [names[i] for i in used]
+    labels = take(names, used)  # the names themselves when every one is used
     if group_by == "name":
-        return _Labels(labels, _Shown(labels, display_names(labels)), [1] * len(labels)), group
+        shown = _Shown(labels, display_names(labels)) if shown_names else labels
+        return _Labels(labels, shown, [1] * len(labels)), group
     ids: dict[str, int] = {}  # short name → group id, in order of first appearance
     to_short = np.array([ids.setdefault(s, len(ids)) for s in short_names(labels)], np.int64)
     merged = np.bincount(to_short, minlength=len(ids)).tolist()

@@ -9,6 +9,7 @@ launch figures, steps and the hints (analyses.hints). Definitions in docs/metric
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -30,6 +31,7 @@ from traceview.analyses.ops import OpOptions, OpRow, analyse_ops
 from traceview.analyses.steps import StepRow, step_table
 from traceview.analyses.summary import TraceSummary, summarize
 from traceview.columns.model import TraceEvents
+from traceview.columns.packed_names import take
 from traceview.columns.schema import KERNEL, MEMCPY, MEMSET
 
 TOP = 5
@@ -280,7 +282,7 @@ def _union_by(segment: np.ndarray, start: np.ndarray, end: np.ndarray, n: int) -
     return out
 
 
-def _ranked(labels: list[str], dur: np.ndarray, ids: np.ndarray) -> tuple[Ranked, ...]:
+def _ranked(labels: Sequence[str], dur: np.ndarray, ids: np.ndarray) -> tuple[Ranked, ...]:
     """The TOP labels by summed duration (``ids`` index ``labels``)."""
     sums = np.zeros(len(labels), dtype=np.int64)
     np.add.at(sums, ids, dur)
@@ -292,7 +294,7 @@ def _ranked(labels: list[str], dur: np.ndarray, ids: np.ndarray) -> tuple[Ranked
 
 def _named(events: TraceEvents, kernels: tuple[Ranked, ...]) -> tuple[Ranked, ...]:
     """The kernels with their displayed names, decided over every GPU name of the trace."""
-    display = display_names([events.names[i] for i in np.unique(events.gpu.name).tolist()])
+    display = display_names(take(events.names, np.unique(events.gpu.name)))
     return tuple(replace(k, short_name=display.get(k.name, k.name)) for k in kernels)
 
 

@@ -183,8 +183,11 @@ def build_snapshot(
 ) -> Snapshot:
     """Summarise a read trace (kernels only; idle counts kernel, memcpy and memset as busy)."""
     # Rows only for the kernels that can be stored: with 10^6 names, a row each costs seconds.
+    # A snapshot stores full names only: no display names (a pass over every distinct name).
     report = analyse_kernels(
-        events, KernelOptions(sort=KernelSort.TOTAL, top=max(max_kernels, max_stored))
+        events,
+        KernelOptions(sort=KernelSort.TOTAL, top=max(max_kernels, max_stored)),
+        shown_names=False,
     )
     devices = device_idle(events, GapOptions())
     windows = step_windows(events)
@@ -243,9 +246,9 @@ def _stored(report: KernelReport, max_kernels: int, max_stored: int) -> list[Ker
 def _digests_besides(events: TraceEvents, stored: set[str]) -> tuple[str, ...]:
     """Sorted digests of the kernel names not stored."""
     gpu = events.gpu
-    used = np.unique(gpu.name[gpu.kind == KERNEL]).tolist()
-    names = events.names
-    return tuple(sorted(digest(names[i]) for i in used if names[i] not in stored))
+    used = np.flatnonzero(np.bincount(gpu.name[gpu.kind == KERNEL], minlength=len(events.names)))
+    names = (events.names[i] for i in used.tolist())
+    return tuple(sorted(digest(name) for name in names if name not in stored))
 
 
 def _step_sums(
@@ -255,9 +258,10 @@ def _step_sums(
     ``other``): count and time ns."""
     gpu = events.gpu
     slot = np.full(len(events.names), len(names), dtype=np.int64)
-    index = {name: i for i, name in enumerate(events.names)}
-    for i, name in enumerate(names):
-        slot[index[name]] = i
+    column = {name: i for i, name in enumerate(names)}  # a dict of the stored names only
+    for name_id, name in enumerate(events.names):
+        if name in column:
+            slot[name_id] = column[name]
     counts = np.zeros((len(step_rows), len(names) + 1), dtype=np.int64)
     totals = np.zeros_like(counts)
     kernels = gpu.kind == KERNEL

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -32,13 +33,13 @@ class Interner:
             self.ids[value] = found
         return found
 
-    def ids_of(self, values: list[Any]) -> np.ndarray:
-        """The ids of many values at once (int32)."""
-        get = self.ids.get
-        out = [get(v, -1) for v in values]
-        if -1 in out:
-            out = [self.id(v) for v in values]
-        return np.array(out, dtype=np.int32)
+    def ids_of(self, values: Sequence[Any]) -> np.ndarray:
+        """The ids of many values at once (int32), without a Python int each."""
+        n = len(values)
+        out = np.fromiter(map(self.ids.get, values, repeat(-1)), dtype=np.int32, count=n)
+        if n and out.min() < 0:
+            out = np.fromiter(map(self.id, values), dtype=np.int32, count=n)
+        return out
 
     def __len__(self) -> int:
         return len(self.values)

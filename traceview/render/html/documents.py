@@ -4,6 +4,7 @@ trace, so every number in the page equals theirs; plus the timeline (analyses.ti
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -50,7 +51,7 @@ class Documents:
     step_outliers: list[bool]  # per row of ``steps``
     utilisation: Utilisation
     step: StepWork | None
-    names: list[str]  # the trace's names (StepWork.name indexes them)
+    names: Sequence[str]  # the trace's names (StepWork.name indexes them)
 
 
 def collect(events: TraceEvents, options: ReportOptions) -> Documents:
