@@ -95,6 +95,10 @@ def test_unions_equal_a_walk_per_segment(
     end = start + np.array([d for _, _, d in intervals], dtype=np.int64)
     with mock.patch.object(intervals_module, "_BAND_LIMIT", 0 if ranked else 1 << 62):
         u = unions(segment, start, end)
+        bare = unions(segment, start, end, holes=False)  # the same without the holes
+    for got, want in ((bare.first, u.first), (bare.last, u.last), (bare.busy, u.busy)):
+        assert got.tolist() == want.tolist()
+    assert len(bare.hole_start) == len(bare.hole_end) == len(bare.hole_segment) == 0
     assert u.segment.tolist() == sorted(set(segment.tolist()))
     holes = []
     for i, g in enumerate(u.segment.tolist()):

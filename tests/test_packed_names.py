@@ -4,12 +4,14 @@ the string order of ``rank`` (against Python's own sort), hostile text included.
 from __future__ import annotations
 
 import pickle
+from unittest import mock
 
 import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from traceview.columns.packed_names import PackedNames, ranks, take
+from traceview.columns import packed_names
+from traceview.columns.packed_names import PackedNames, ranks, subset
 
 # Bytes that tie or sort on their edges: NUL (a shorter name is padded with it), a lone
 # surrogate, 2-, 3- and 4-byte characters, the highest BMP character, ASCII.
@@ -50,7 +52,11 @@ def test_take_pickle_and_draining(names: list[str], data: st.DataObject) -> None
     packed = PackedNames.of(names)
     chosen = np.array(ids, dtype=np.int64)
     assert list(packed.take(chosen)) == [names[i] for i in ids]
-    assert list(take(names, chosen)) == [names[i] for i in ids]
+    with mock.patch.object(packed_names, "_TAKE_BYTES", 3):  # names gathered in many chunks
+        assert list(packed.take(chosen)) == [names[i] for i in ids]
+    assert list(subset(names, chosen)) == [names[i] for i in ids]
+    assert list(subset(packed, chosen)) == [names[i] for i in ids]
+    assert [subset(packed, chosen)[i] for i in range(len(ids))] == [names[i] for i in ids]
     assert pickle.loads(pickle.dumps(packed)) == names
     drained = list(names)
     assert PackedNames.draining(drained) == packed and drained == []

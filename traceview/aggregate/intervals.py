@@ -30,42 +30,46 @@ class Unions:
     hole_end: np.ndarray
 
 
-def unions(segment: np.ndarray, start: np.ndarray, end: np.ndarray) -> Unions:
+def unions(segment: np.ndarray, start: np.ndarray, end: np.ndarray, holes: bool = True) -> Unions:
     """Every segment's union and holes at once: one sort by (segment, start), a running
     maximum of the ends within each segment, a hole wherever a start passes that maximum.
 
     ``segment`` holds non-negative ids; ``end ≥ start``. Linear after the sort, whatever the
-    number of segments (no Python loop per segment).
+    number of segments (no Python loop per segment). ``holes=False``: no hole arrays (empty),
+    for callers that need only each segment's first, last and busy. Row-sized arrays are
+    made in place where they can be: at 2.5·10^6 rows each int64 one is 20 MB.
     """
     order = lex_order((start, segment))
-    seg, s, e = segment[order], start[order], end[order]
+    seg, s, reach = segment[order], start[order], end[order]
     del order
-    change = np.r_[len(seg) > 0, seg[1:] != seg[:-1]]
-    head = np.flatnonzero(change)
-    run = np.cumsum(change, dtype=np.int64)
-    del change
-    run -= 1
-    reach = _running_max(run, head, s, e)  # latest end so far within the segment
-    inner = np.ones(len(s), dtype=bool)
-    inner[head] = False
-    at = np.flatnonzero(inner[1:] & (s[1:] > reach[:-1])) + 1  # a start past all before it
-    hole_start, hole_end, hole_run = reach[at - 1], s[at], run[at]
-    tail = np.r_[head[1:], len(s)][: len(head)] - 1
-    first, last = s[head], reach[tail]
-    idle = sums_by_run(hole_run, hole_end - hole_start, len(head))
+    head = np.flatnonzero(np.r_[len(seg) > 0, seg[1:] != seg[:-1]])
+    _running_max(s, reach, head)  # reach[i]: latest end so far within i's segment
+    # gap[i]: how far row i+1 starts past every row before it in its segment (0 if not)
+    gap = np.zeros(len(s), dtype=np.int64)
+    np.subtract(s[1:], reach[:-1], out=gap[:-1])
+    np.maximum(gap, 0, out=gap)
+    gap[head[1:] - 1] = 0  # across two segments: no hole
+    idle = np.add.reduceat(gap, head) if len(head) else gap[:0]
+    first, last = s[head], reach[np.r_[head[1:], len(s)][: len(head)] - 1]
+    if holes:
+        at = np.flatnonzero(gap) + 1  # a start past all before it
+        hole_segment, hole_start, hole_end = seg[at], reach[at - 1], s[at]
+    else:
+        hole_segment, hole_start, hole_end = seg[:0], s[:0], s[:0]
     return Unions(
         segment=seg[head],
         first=first,
         last=last,
         busy=last - first - idle,
-        hole_segment=seg[at],
+        hole_segment=hole_segment,
         hole_start=hole_start,
         hole_end=hole_end,
     )
 
 
-def _running_max(run: np.ndarray, head: np.ndarray, s: np.ndarray, e: np.ndarray) -> np.ndarray:
-    """``max(e[head of i's run] … e[i])`` for every i (rows sorted by run, then start).
+def _running_max(s: np.ndarray, e: np.ndarray, head: np.ndarray) -> None:
+    """``e[i] = max(e[head of i's run] … e[i])`` in place (rows sorted by run, then start;
+    ``head``: each run's first row).
 
     Each run's ends are shifted into a band of its own (run · width + end − run's first
     start), so one cumulative maximum over all rows never carries across runs. When the bands
@@ -73,28 +77,25 @@ def _running_max(run: np.ndarray, head: np.ndarray, s: np.ndarray, e: np.ndarray
     (< n, same order): bands of width n always fit, at the cost of one more sort.
     """
     if len(s) == 0:
-        return e.copy()
-    base = s[head][run]
-    rel: np.ndarray = e - base  # ≥ 0: every end is at or after its run's first start
-    width = int(rel.max()) + 1
+        return
+    counts = np.diff(np.r_[head, len(s)])
+    base = s[head]
+    width = int((np.maximum.reduceat(e, head) - base).max()) + 1  # ≥ 1: every end ≥ start
     if len(head) * width < _BAND_LIMIT:
-        _banded_max(rel, run, width)
-        rel += base
-        return rel
-    del rel, base
+        shift = np.repeat(np.arange(len(head), dtype=np.int64) * width - base, counts)
+        e += shift
+        np.maximum.accumulate(e, out=e)
+        e -= shift
+        return
     by_end = np.argsort(e, kind="stable")
     rank = np.empty(len(e), dtype=np.int64)
     rank[by_end] = np.arange(len(e))
-    _banded_max(rank, run, len(e))
-    return e[by_end[rank]]
-
-
-def _banded_max(values: np.ndarray, run: np.ndarray, width: int) -> None:
-    """Running maximum of ``values`` (each in [0, width)) within each run, in place."""
-    band = run.astype(np.int64, copy=False) * width  # one band array, added and removed
-    values += band
-    np.maximum.accumulate(values, out=values)
-    values -= band
+    shift = np.repeat(np.arange(len(head), dtype=np.int64) * len(e), counts)
+    rank += shift
+    np.maximum.accumulate(rank, out=rank)
+    rank -= shift
+    del shift
+    e[:] = e[by_end[rank]]
 
 
 def sums_by_run(run: np.ndarray, values: np.ndarray, runs: int) -> np.ndarray:

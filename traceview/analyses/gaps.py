@@ -40,7 +40,7 @@ from traceview.analyses.steps import Steps
 from traceview.analyses.summary import TraceSummary, summarize
 from traceview.choices import GAP_SORT_ALIASES, GapSort, check_choice
 from traceview.columns.model import TraceEvents
-from traceview.columns.packed_names import take
+from traceview.columns.packed_names import subset
 from traceview.columns.schema import GPU_KINDS
 from traceview.errors import UsageError
 
@@ -277,24 +277,27 @@ def analyse_gaps(events: TraceEvents, options: GapOptions) -> GapReport:
     """
     check_options(options)
     mask, notes = _selection(events, options)
-    rows = np.flatnonzero(mask)
+    rows = _compact(np.flatnonzero(mask), len(mask))
     del mask
     rank = name_rank(events.names)
     launch = first_launch(events)
     usage, all_device_gaps = device_gaps(events, rows, launch, rank)
     device_kept = (all_device_gaps.end - all_device_gaps.start) >= options.min_gap_ns
-    streams, stream_gaps, pairs = _stream_scope(events, rows, rank, launch, options)
-    del rows
-    if options.per_stream:
-        gaps, idle_ns = stream_gaps, sum(round(s.idle_us * 1000) for s in streams)
-        before, after, signed = pairs
+    devices = _device_rows(events, usage, all_device_gaps, device_kept)
+    if options.per_stream:  # the streams' gaps replace the devices' (summed up above)
+        del all_device_gaps, device_kept
+        streams, gaps, (before, after, signed) = _stream_scope(events, rows, rank, launch, options)
+        idle_ns = sum(round(s.idle_us * 1000) for s in streams)
     else:
+        streams = _stream_table(events, rows, rank, options)
         gaps, idle_ns = all_device_gaps.take(device_kept), sum(u.idle_ns for u in usage)
         names = events.gpu.name
         before, after = names[all_device_gaps.before], names[all_device_gaps.after]
         signed = all_device_gaps.end - all_device_gaps.start
+        del all_device_gaps, device_kept
+    del rows
     shown, distinct = _transitions(events.names, rank, before, after, signed, options)
-    del before, after, signed, pairs
+    del before, after, signed
     lengths = gaps.end - gaps.start
     largest = _largest(events, gaps, launch, options.largest)
     return GapReport(
@@ -302,7 +305,7 @@ def analyse_gaps(events: TraceEvents, options: GapOptions) -> GapReport:
         options=options,
         totals=_totals(lengths, idle_ns),
         streams=streams,
-        devices=_device_rows(events, usage, all_device_gaps, device_kept),
+        devices=devices,
         histogram=_histogram(lengths, options),
         transitions=shown,
         largest=largest,
@@ -328,17 +331,26 @@ def _shown_names(
     events: TraceEvents, transitions: list[Transition], largest: list[LargestGap]
 ) -> dict[str, str]:
     """The displayed name of each name in the tables, decided over every GPU name."""
-    display = display_names(take(events.names, np.unique(events.gpu.name)))
+    display = display_names(subset(events.names, np.unique(events.gpu.name)))
     listed = {n for t in transitions for n in (t.from_name, t.to_name)}
     listed |= {n for g in largest for n in (g.before, g.after)}
     return {n: display.get(n, n) for n in listed}
 
 
-def _stream_scope(
-    events: TraceEvents, rows: np.ndarray, rank: np.ndarray, launch: np.ndarray, options: GapOptions
-) -> tuple[list[StreamGaps], GapSet, tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """Per stream: the table rows, the positive gaps --min-gap keeps, and every consecutive
-    pair as (name before, name after, signed gap) for the transitions."""
+def _stream_table(
+    events: TraceEvents, rows: np.ndarray, rank: np.ndarray, options: GapOptions
+) -> list[StreamGaps]:
+    """Only the per-stream table: with device gaps, the streams' own gaps are not used."""
+    source, stream, ts, end, pairs, gap, kept = _stream_pairs(events, rows, rank, options)
+    del source
+    return _stream_rows(events, stream, ts, end, pairs, gap, kept)
+
+
+def _stream_pairs(
+    events: TraceEvents, rows: np.ndarray, rank: np.ndarray, options: GapOptions
+) -> tuple[np.ndarray, ...]:
+    """The rows in stream order (their GPU rows, stream, ts, end); the consecutive pairs on
+    one stream, their signed gap, and which of them --min-gap keeps."""
     source = _sorted_rows(events, rows, rank)  # the GPU row of each row in stream order
     gpu = events.gpu
     stream, ts = gpu.stream[source], gpu.ts[source]
@@ -348,6 +360,15 @@ def _stream_scope(
     gap = ts[pairs + 1]
     gap -= end[pairs]
     kept = (gap > 0) & (gap >= options.min_gap_ns)
+    return source, stream, ts, end, pairs, gap, kept
+
+
+def _stream_scope(
+    events: TraceEvents, rows: np.ndarray, rank: np.ndarray, launch: np.ndarray, options: GapOptions
+) -> tuple[list[StreamGaps], GapSet, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Per stream: the table rows, the positive gaps --min-gap keeps, and every consecutive
+    pair as (name before, name after, signed gap) for the transitions."""
+    source, stream, ts, end, pairs, gap, kept = _stream_pairs(events, rows, rank, options)
     table = _stream_rows(events, stream, ts, end, pairs, gap, kept)
     del ts
     at = pairs[kept]
@@ -361,7 +382,7 @@ def _stream_scope(
         after=after,
         host_wait=host_wait(launch[after], start, start + gap[kept]),
     )
-    name = gpu.name[source]
+    name = events.gpu.name[source]
     return table, gaps, (name[pairs], name[pairs + 1], gap)
 
 
@@ -435,7 +456,7 @@ def _stream_rows(
     overlap_ns = -_sum_by(pair_stream[over], gap[over], n)
     zeros = np.bincount(pair_stream[gap == 0], minlength=n)
     count = np.bincount(stream, minlength=n)
-    u = unions(stream.astype(np.int64), ts, end)
+    u = unions(stream, ts, end, holes=False)
     sid = u.segment
     columns = zip(
         sid.tolist(),

@@ -24,7 +24,7 @@ from traceview.analyses.steps import Steps, in_steps, step_windows
 from traceview.analyses.summary import TraceSummary, summarize
 from traceview.choices import KernelGroupBy, KernelSort, check_choice
 from traceview.columns.model import TraceEvents
-from traceview.columns.packed_names import take
+from traceview.columns.packed_names import subset
 from traceview.columns.schema import GPU_KINDS, KERNEL
 from traceview.errors import UsageError
 
@@ -209,7 +209,7 @@ def _groups(
 ) -> tuple[_Labels, np.ndarray]:
     """Group labels (decided over every selected name) and the group id of every row."""
     used, group = dense_ids(name_ids, len(names))
-    labels = take(names, used)  # the names themselves when every one is used
+    labels = subset(names, used)  # the names themselves when every one is used
     if group_by == "name":
         shown = _Shown(labels, display_names(labels)) if shown_names else labels
         return _Labels(labels, shown, [1] * len(labels)), group

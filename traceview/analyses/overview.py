@@ -31,7 +31,7 @@ from traceview.analyses.ops import OpOptions, OpRow, analyse_ops
 from traceview.analyses.steps import StepRow, step_table
 from traceview.analyses.summary import TraceSummary, summarize
 from traceview.columns.model import TraceEvents
-from traceview.columns.packed_names import take
+from traceview.columns.packed_names import subset
 from traceview.columns.schema import KERNEL, MEMCPY, MEMSET
 
 TOP = 5
@@ -294,7 +294,7 @@ def _ranked(labels: Sequence[str], dur: np.ndarray, ids: np.ndarray) -> tuple[Ra
 
 def _named(events: TraceEvents, kernels: tuple[Ranked, ...]) -> tuple[Ranked, ...]:
     """The kernels with their displayed names, decided over every GPU name of the trace."""
-    display = display_names(take(events.names, np.unique(events.gpu.name)))
+    display = display_names(subset(events.names, np.unique(events.gpu.name)))
     return tuple(replace(k, short_name=display.get(k.name, k.name)) for k in kernels)
 
 

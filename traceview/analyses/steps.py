@@ -281,7 +281,10 @@ def step_table(events: TraceEvents, windows: dict[int, Window] | None = None) ->
     if not windows:
         return []
     steps = list(windows)
-    member, owner = StepRows(events, np.arange(len(events.gpu.ts))).members(list(windows.values()))
+    launch = launch_times(events)  # once: each costs a search of every row's correlation
+    rows = StepRows(events, np.arange(len(events.gpu.ts)), launch)
+    member, owner = rows.members(list(windows.values()))
+    del rows
     gpu = events.gpu
     kernel = gpu.kind[member] == KERNEL
     kernels = np.bincount(owner[kernel], minlength=len(steps))
@@ -293,7 +296,8 @@ def step_table(events: TraceEvents, windows: dict[int, Window] | None = None) ->
     ts = gpu.ts[member]
     segment = owner * width + device_index[gpu.stream[member]]
     u = unions(segment, ts, ts + gpu.dur[member])
-    launched = min_by_segment(segment, launch_times(events)[member])
+    launched = min_by_segment(segment, launch[member])
+    del launch
     per_step: list[list[StepDevice]] = [[] for _ in steps]
     for seg, first, last, busy_ns, launch in zip(
         u.segment.tolist(),
@@ -328,15 +332,23 @@ class StepRows:
     row's own start for GPU-only steps), so each step's rows are found by two binary searches
     instead of a pass over every row per step."""
 
-    def __init__(self, events: TraceEvents, rows: np.ndarray) -> None:
+    def __init__(
+        self, events: TraceEvents, rows: np.ndarray, launch: np.ndarray | None = None
+    ) -> None:
+        """``launch``: ``launch_times(events)`` when the caller has it."""
         self.events = events
         self.rows = rows
+        self._launch = launch
         self._sorted: dict[bool, tuple[np.ndarray, np.ndarray]] = {}
 
     def _by_point(self, gpu_only: bool) -> tuple[np.ndarray, np.ndarray]:
         if gpu_only not in self._sorted:
             gpu = self.events.gpu
-            point = (gpu.ts if gpu_only else launch_times(self.events))[self.rows]
+            if gpu_only:
+                point = gpu.ts[self.rows]
+            else:
+                launch = launch_times(self.events) if self._launch is None else self._launch
+                point = launch[self.rows]
             order = np.argsort(point, kind="stable")
             self._sorted[gpu_only] = (point[order], self.rows[order])
         return self._sorted[gpu_only]

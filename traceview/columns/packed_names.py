@@ -12,6 +12,7 @@ bytes still sort as the strings do (UTF-8 keeps code point order), which ``rank`
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, overload
 
@@ -20,6 +21,7 @@ import numpy as np
 _ENCODING = ("utf-8", "surrogatepass")
 _CHUNK = 1 << 16  # names encoded at once
 _WORD = 8  # bytes compared per pass of ``rank``
+_TAKE_BYTES = 1 << 22  # bytes of names gathered at once by ``take``
 
 
 class PackedNames(Sequence[str]):
@@ -129,11 +131,18 @@ class PackedNames(Sequence[str]):
             return self
         starts, lengths = self.starts()[ids], self.lengths()[ids]
         ends = np.cumsum(lengths)
-        # the byte positions of every chosen name, one name after another
-        at = np.arange(int(ends[-1]) if len(ends) else 0, dtype=np.int64)
-        at += np.repeat(starts - (ends - lengths), lengths)
+        out = np.empty(int(ends[-1]) if len(ends) else 0, dtype=np.uint8)
         source = np.frombuffer(self._view, dtype=np.uint8)
-        return PackedNames(source[at].tobytes(), ends)
+        # the byte positions of the chosen names, a chunk of names at a time (an index per
+        # byte of all of them would take 8 bytes a byte)
+        cuts = np.searchsorted(ends, np.arange(0, len(out) + _TAKE_BYTES, _TAKE_BYTES))
+        bounds = np.unique(np.r_[cuts, len(ids)]).tolist()
+        for lo, hi in itertools.pairwise(bounds):
+            first = int(ends[lo - 1]) if lo else 0
+            at = np.arange(first, int(ends[hi - 1]), dtype=np.int64)
+            at += np.repeat(starts[lo:hi] - (ends[lo:hi] - lengths[lo:hi]), lengths[lo:hi])
+            out[first : int(ends[hi - 1])] = source[at]
+        return PackedNames(out, ends)
 
     def lengths(self) -> np.ndarray:
         """The length of each name in bytes."""
@@ -232,11 +241,38 @@ def _by_length(rank: np.ndarray, ended: np.ndarray, lengths: np.ndarray) -> None
     rank[ids] = group + (position - group_start)
 
 
-def take(names: Sequence[str], ids: np.ndarray) -> Sequence[str]:
-    """The names ``ids`` (in that order): packed anew from packed names, else a list."""
-    if isinstance(names, PackedNames):
-        return names.take(ids)
-    return [names[i] for i in np.asarray(ids).tolist()]
+def subset(names: Sequence[str], ids: np.ndarray) -> Sequence[str]:
+    """The names ``ids`` (in that order), each looked up when asked for: no copy (``names``
+    itself when ``ids`` are all of them, in order)."""
+    ids = np.asarray(ids, dtype=np.int64)
+    if len(ids) == len(names) and np.array_equal(ids, np.arange(len(names))):
+        return names
+    return _Subset(names, ids)
+
+
+class _Subset(Sequence[str]):
+    __slots__ = ("_ids", "_names")
+
+    def __init__(self, names: Sequence[str], ids: np.ndarray) -> None:
+        self._names, self._ids = names, ids
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[str]: ...
+
+    def __getitem__(self, i: int | slice) -> str | Sequence[str]:
+        if isinstance(i, slice):
+            return _Subset(self._names, self._ids[i])
+        return self._names[int(self._ids[i])]
+
+    def __iter__(self) -> Iterator[str]:
+        names = self._names
+        return (names[i] for i in self._ids.tolist())
 
 
 def ranks(names: Sequence[str]) -> np.ndarray:
