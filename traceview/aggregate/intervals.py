@@ -104,13 +104,3 @@ def sums_by_run(run: np.ndarray, values: np.ndarray, runs: int) -> np.ndarray:
     bounds = np.searchsorted(run, np.arange(runs + 1))
     sums: np.ndarray = total[bounds[1:]] - total[bounds[:-1]]
     return sums
-
-
-def min_by_segment(segment: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """The smallest value of each segment present, in ascending segment order."""
-    if len(segment) == 0:
-        return values[:0].copy()
-    order = np.argsort(segment, kind="stable")
-    seg = segment[order]
-    head = np.flatnonzero(np.r_[True, seg[1:] != seg[:-1]])
-    return np.minimum.reduceat(values[order], head)
