@@ -169,12 +169,17 @@ def usage(events: TraceEvents, rows: np.ndarray | None = None) -> list[DeviceUsa
 
 
 def device_gaps(
-    events: TraceEvents, rows: np.ndarray, launch: np.ndarray, name_rank: np.ndarray
+    events: TraceEvents,
+    rows: np.ndarray,
+    launch: np.ndarray,
+    name_rank: np.ndarray,
+    with_before: bool = True,
 ) -> tuple[list[DeviceUsage], GapSet]:
     """Each device's usage and every device gap of the busy events among ``rows``.
 
     ``launch`` is ``first_launch(events)``, ``name_rank`` the rank of each name id in sorted
-    order (ties between events are broken by name text).
+    order (ties between events are broken by name text). ``with_before=False``: the gaps'
+    ``before`` rows are not looked for (left empty), for callers that sum the gaps up.
     """
     rows = positive(events, rows)
     gpu = events.gpu
@@ -185,11 +190,14 @@ def device_gaps(
     u = unions(device, ts, end)
     rank = name_rank[gpu.name[rows]]
     # before: the first of the rows ordered by (device, end, −ts, name) at (device, start)
-    before = _first_at(
-        (rank, -ts, end, device), (device, end), (u.hole_segment, u.hole_start), rows
+    before = (
+        _first_at((rank, -ts, end, device), (device, end), (u.hole_segment, u.hole_start), rows)
+        if with_before
+        else rows[:0]
     )
     # after: the first of the rows ordered by (device, ts, end, name) at (device, end)
     after = _first_at((rank, end, ts, device), (device, ts), (u.hole_segment, u.hole_end), rows)
+    del rank, device, ts, end
     gaps = GapSet(
         device=u.hole_segment,
         start=u.hole_start,

@@ -320,9 +320,11 @@ def device_idle(events: TraceEvents, options: GapOptions) -> list[DeviceIdle]:
     transitions, histogram and largest gaps."""
     check_options(options)
     mask, _ = _selection(events, options)
-    usage, gaps = device_gaps(
-        events, np.flatnonzero(mask), first_launch(events), name_rank(events.names)
-    )
+    rows = _compact(np.flatnonzero(mask), len(mask))
+    del mask
+    launch, rank = first_launch(events), name_rank(events.names)
+    usage, gaps = device_gaps(events, rows, launch, rank, with_before=False)
+    del rows, launch, rank
     kept = (gaps.end - gaps.start) >= options.min_gap_ns
     return _device_rows(events, usage, gaps, kept)
 
