@@ -28,9 +28,18 @@ class Unions:
     hole_segment: np.ndarray
     hole_start: np.ndarray
     hole_end: np.ndarray
+    # Per hole, the interval that ends it (its index in the input): the first at the hole's
+    # end in (segment, start, *ties) order; None unless asked for.
+    hole_next: np.ndarray | None = None
 
 
-def unions(segment: np.ndarray, start: np.ndarray, end: np.ndarray, holes: bool = True) -> Unions:
+def unions(
+    segment: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
+    holes: bool = True,
+    ties: tuple[np.ndarray, ...] = (),
+) -> Unions:
     """Every segment's union and holes at once: one sort by (segment, start), a running
     maximum of the ends within each segment, a hole wherever a start passes that maximum.
 
@@ -38,10 +47,16 @@ def unions(segment: np.ndarray, start: np.ndarray, end: np.ndarray, holes: bool 
     number of segments (no Python loop per segment). ``holes=False``: no hole arrays (empty),
     for callers that need only each segment's first, last and busy. Row-sized arrays are
     made in place where they can be: at 2.5·10^6 rows each int64 one is 20 MB.
+
+    ``ties``: keys (lexsort's order: the last the first) that order intervals of one segment
+    with the same start; with them, each hole's next interval (``hole_next``) is found: the
+    first, in that order, of those starting at the hole's end (it is the one right after the
+    hole: one starting there before it would end at or after the hole's end, so no hole).
     """
-    order = lex_order((start, segment))
+    order = lex_order((*ties, start, segment))
     seg, s, reach = segment[order], start[order], end[order]
-    del order
+    if not ties:
+        del order
     head = np.flatnonzero(np.r_[len(seg) > 0, seg[1:] != seg[:-1]])
     _running_max(s, reach, head)  # reach[i]: latest end so far within i's segment
     # gap[i]: how far row i+1 starts past every row before it in its segment (0 if not)
@@ -51,9 +66,15 @@ def unions(segment: np.ndarray, start: np.ndarray, end: np.ndarray, holes: bool 
     gap[head[1:] - 1] = 0  # across two segments: no hole
     idle = np.add.reduceat(gap, head) if len(head) else gap[:0]
     first, last = s[head], reach[np.r_[head[1:], len(s)][: len(head)] - 1]
+    hole_next = None
     if holes:
-        at = np.flatnonzero(gap) + 1  # a start past all before it
-        hole_segment, hole_start, hole_end = seg[at], reach[at - 1], s[at]
+        at = np.flatnonzero(gap)  # the last row before each hole
+        del gap
+        hole_start = reach[at]
+        at += 1  # a start past all before it
+        hole_segment, hole_end = seg[at], s[at]
+        if ties:
+            hole_next = order[at]
     else:
         hole_segment, hole_start, hole_end = seg[:0], s[:0], s[:0]
     return Unions(
@@ -64,6 +85,7 @@ def unions(segment: np.ndarray, start: np.ndarray, end: np.ndarray, holes: bool 
         hole_segment=hole_segment,
         hole_start=hole_start,
         hole_end=hole_end,
+        hole_next=hole_next,
     )
 
 

@@ -186,17 +186,20 @@ def device_gaps(
     device_index, values = device_of_stream(events)
     device = device_index.astype(np.int32)[gpu.stream[rows]]  # row-sized: the narrower
     ts = gpu.ts[rows]
-    end = ts + gpu.dur[rows]
-    u = unions(device, ts, end)
-    rank = name_rank[gpu.name[rows]]
+    end = gpu.dur[rows]
+    end += ts
+    rank = name_rank.astype(np.int32, copy=False)[gpu.name[rows]]  # < 2^31 names
+    # after: the first of the rows ordered by (device, ts, end, name) at (device, end), which
+    # the unions' own sort finds
+    u = unions(device, ts, end, ties=(rank, end))
+    assert u.hole_next is not None
+    after = rows[u.hole_next]
     # before: the first of the rows ordered by (device, end, −ts, name) at (device, start)
     before = (
         _first_at((rank, -ts, end, device), (device, end), (u.hole_segment, u.hole_start), rows)
         if with_before
         else rows[:0]
     )
-    # after: the first of the rows ordered by (device, ts, end, name) at (device, end)
-    after = _first_at((rank, end, ts, device), (device, ts), (u.hole_segment, u.hole_end), rows)
     del rank, device, ts, end
     gaps = GapSet(
         device=u.hole_segment,
