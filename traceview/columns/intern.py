@@ -26,7 +26,7 @@ class Interner:
         found = self.ids.get(value)
         if found is None:
             stored = value if self._carry is None else self._carry(value)
-            found = self.ids.get(stored)
+            found = self.ids.get(stored) if stored is not value else None
             if found is None:
                 found = self.ids[stored] = len(self.values)
                 self.values.append(stored)
@@ -37,8 +37,9 @@ class Interner:
         """The ids of many values at once (int32), without a Python int each."""
         n = len(values)
         out = np.fromiter(map(self.ids.get, values, repeat(-1)), dtype=np.int32, count=n)
-        if n and out.min() < 0:
-            out = np.fromiter(map(self.id, values), dtype=np.int32, count=n)
+        if n and out.min() < 0:  # new values: only those looked up again, one by one
+            for i in np.flatnonzero(out < 0).tolist():
+                out[i] = self.id(values[i])
         return out
 
     def __len__(self) -> int:
