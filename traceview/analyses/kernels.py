@@ -1,6 +1,7 @@
 """Per-kernel statistics: count, total, mean, std, min, max, p50/p90/p99, shares.
 
-Definitions: docs/metrics.md. Times are µs in the result, computed from exact ns.
+Definitions: docs/metrics.md. Times are integer ns in the result (means and deviations float
+ns); µs appear only where a row is serialised (``KernelRow.as_dict``) or rendered.
 """
 
 from __future__ import annotations
@@ -32,12 +33,12 @@ SORT_KEYS = tuple(KernelSort)
 _FLOAT_EXACT = 1 << 53  # ns values below this convert to float64 exactly
 _SORT_FIELD = {
     "count": "count",
-    "duration": "mean_us",
+    "duration": "mean_ns",
     "percentage": "pct_launches",
     "duration-percentage": "pct_time",
-    "total": "total_us",
-    "max": "max_us",
-    "p99": "p99_us",
+    "total": "total_ns",
+    "max": "max_ns",
+    "p99": "p99_ns",
 }
 
 
@@ -55,25 +56,39 @@ class KernelOptions:
 
 @dataclass(frozen=True)
 class KernelRow:
-    """Statistics of one kernel name (or one short name with --group-by short)."""
+    """Statistics of one kernel name (or one short name with --group-by short), in ns."""
 
     name: str
     short_name: str  # as displayed: told apart from the other names (docs/metrics.md)
     variants: int  # distinct names merged (--group-by short), else 1
     count: int
-    total_us: float
-    mean_us: float
-    std_us: float
-    min_us: float
-    max_us: float
-    p50_us: float
-    p90_us: float
-    p99_us: float
+    total_ns: int
+    mean_ns: float
+    std_ns: float
+    min_ns: int
+    max_ns: int
+    p50_ns: int
+    p90_ns: int
+    p99_ns: int
     pct_launches: float
     pct_time: float
 
     def as_dict(self) -> dict[str, Any]:
-        return {f: getattr(self, f) for f in self.__dataclass_fields__}
+        """The row as JSON and CSV give it: every duration in µs (``total_ns`` → ``total_us``)."""
+        return {_us_key(f): _us_value(f, getattr(self, f)) for f in self.__dataclass_fields__}
+
+    @classmethod
+    def json_fields(cls) -> list[str]:
+        """The keys of ``as_dict``, in order."""
+        return [_us_key(f) for f in cls.__dataclass_fields__]
+
+
+def _us_key(name: str) -> str:
+    return name.removesuffix("_ns") + "_us" if name.endswith("_ns") else name
+
+
+def _us_value(name: str, value: Any) -> Any:
+    return value / 1000 if name.endswith("_ns") else value
 
 
 @dataclass(frozen=True)
@@ -83,18 +98,18 @@ class KernelReport:
     trace: TraceSummary
     options: KernelOptions
     count: int
-    total_us: float
+    total_ns: int
     distinct: int
     rows: list[KernelRow]
     left_out_rows: int = 0
     left_out_count: int = 0
-    left_out_us: float = 0.0
+    left_out_ns: int = 0
     notes: list[str] = field(default_factory=list)
 
     @property
-    def gpu_busy_us(self) -> float:
+    def gpu_busy_ns(self) -> int:
         """The devices' busy time, summed (``trace.devices`` has it per device)."""
-        return sum(d.busy_ns for d in self.trace.devices) / 1000
+        return sum(d.busy_ns for d in self.trace.devices)
 
     @property
     def gpu_busy_pct(self) -> float:
@@ -130,12 +145,12 @@ def analyse_kernels(events: TraceEvents, options: KernelOptions) -> KernelReport
         trace=trace,
         options=options,
         count=len(dur),
-        total_us=stats.total_ns / 1000,
+        total_ns=stats.total_ns,
         distinct=len(labels),
         rows=rows,
         left_out_rows=len(labels) - len(rows),
         left_out_count=stats.total_count - sum(r.count for r in rows),
-        left_out_us=(stats.total_ns - int(stats.moments.total[kept].sum())) / 1000,
+        left_out_ns=stats.total_ns - int(stats.moments.total[kept].sum()),
         notes=notes,
     )
 
@@ -245,17 +260,17 @@ class _Stats:
         if self.total_ns >= _FLOAT_EXACT:  # every other ns figure is at most the total
             return None
         total = m.total.astype(np.float64)
-        if name == "mean_us":
-            mean: np.ndarray = total / m.count / 1000
+        if name == "mean_ns":
+            mean: np.ndarray = total / m.count
             return mean
         if name == "pct_launches":
             return 100.0 * m.count.astype(np.float64) / self.total_count
         if name == "pct_time":
             return 100.0 * total / self.total_ns if self.total_ns else np.zeros(len(total))
-        if name == "total_us":
-            return total / 1000
-        ns = m.maximum if name == "max_us" else self.pcts[99]
-        return ns.astype(np.float64) / 1000
+        if name == "total_ns":
+            return total
+        ns = m.maximum if name == "max_ns" else self.pcts[99]
+        return ns.astype(np.float64)
 
 
 def _ranked(stats: _Stats, groups: _Labels, sort: str, top: int) -> list[int]:
@@ -286,7 +301,7 @@ def _ranked(stats: _Stats, groups: _Labels, sort: str, top: int) -> list[int]:
 
 
 def _row(stats: _Stats, groups: _Labels, g: int) -> KernelRow:
-    """One group's statistics (ns → µs)."""
+    """One group's statistics."""
     m = stats.moments
     count, total = int(m.count[g]), int(m.total[g])
     return KernelRow(
@@ -294,14 +309,14 @@ def _row(stats: _Stats, groups: _Labels, g: int) -> KernelRow:
         short_name=groups.shown[g],
         variants=groups.variants[g],
         count=count,
-        total_us=total / 1000,
-        mean_us=total / count / 1000,
-        std_us=float(stats.std[g]) / 1000,
-        min_us=int(m.minimum[g]) / 1000,
-        max_us=int(m.maximum[g]) / 1000,
-        p50_us=int(stats.pcts[50][g]) / 1000,
-        p90_us=int(stats.pcts[90][g]) / 1000,
-        p99_us=int(stats.pcts[99][g]) / 1000,
+        total_ns=total,
+        mean_ns=total / count,
+        std_ns=float(stats.std[g]),
+        min_ns=int(m.minimum[g]),
+        max_ns=int(m.maximum[g]),
+        p50_ns=int(stats.pcts[50][g]),
+        p90_ns=int(stats.pcts[90][g]),
+        p99_ns=int(stats.pcts[99][g]),
         pct_launches=100.0 * count / stats.total_count,
         pct_time=100.0 * total / stats.total_ns if stats.total_ns else 0.0,
     )
