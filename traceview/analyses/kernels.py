@@ -18,6 +18,7 @@ from traceview.aggregate.order import dense_ids
 from traceview.aggregate.percentiles import nearest_rank
 from traceview.analyses.categories import CATEGORIES, categorize
 from traceview.analyses.devices import usage
+from traceview.analyses.in_us import us_fields, us_names
 from traceview.analyses.names import display_names, short_names
 from traceview.analyses.oplinks import link_ops
 from traceview.analyses.selection import Selection, name_regex, select
@@ -75,20 +76,12 @@ class KernelRow:
 
     def as_dict(self) -> dict[str, Any]:
         """The row as JSON and CSV give it: every duration in µs (``total_ns`` → ``total_us``)."""
-        return {_us_key(f): _us_value(f, getattr(self, f)) for f in self.__dataclass_fields__}
+        return us_fields(self)
 
     @classmethod
     def json_fields(cls) -> list[str]:
         """The keys of ``as_dict``, in order."""
-        return [_us_key(f) for f in cls.__dataclass_fields__]
-
-
-def _us_key(name: str) -> str:
-    return name.removesuffix("_ns") + "_us" if name.endswith("_ns") else name
-
-
-def _us_value(name: str, value: Any) -> Any:
-    return value / 1000 if name.endswith("_ns") else value
+        return us_names(cls)
 
 
 @dataclass(frozen=True)

@@ -205,10 +205,16 @@ def build_snapshot(
             distinct=report.distinct,
             gpu_busy_us=report.gpu_busy_ns / 1000,
             gpu_busy_pct=round(report.gpu_busy_pct, 3),
-            idle_us=sum(round(d.idle_us * 1000) for d in devices) / 1000,
+            idle_us=sum(d.idle_ns for d in devices) / 1000,
         ),
         devices=tuple(
-            DeviceStat(d.device, d.window_us, d.busy_us, d.idle_us, round(d.idle_pct, 3))
+            DeviceStat(
+                d.device,
+                d.window_ns / 1000,
+                d.busy_ns / 1000,
+                d.idle_ns / 1000,
+                round(d.idle_pct, 3),
+            )
             for d in devices
         ),
         steps=tuple(_step_stat(row) for row in steps),

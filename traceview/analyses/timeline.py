@@ -161,7 +161,7 @@ def utilisation(events: TraceEvents, bins: int = BINS) -> Utilisation:
     for d, device in enumerate(devices):
         rows.append(UtilRow(device, None, per_device[d]))
         mine = sorted(s for s in kept.tolist() if device_index[s] == d)
-        rows += [UtilRow(device, events.streams[s][1], per_stream[s]) for s in mine]
+        rows += [UtilRow(device, events.streams[s].stream, per_stream[s]) for s in mine]
     return Utilisation(edges, tuple(rows), len(used) - len(kept))
 
 
