@@ -39,7 +39,7 @@ def test_kernel_statistics_equal_reference(real_trace: RealTrace, include: tuple
     totals = ref.kernel_totals(raw, include=include)
     assert (report.count, report.distinct) == (totals["count"], totals["distinct"])
     assert report.total_ns / 1000 == totals["total_us"]
-    assert report.trace.span_us == ref.trace_span_us(raw)
+    assert report.trace.span_ns / 1000 == ref.trace_span_us(raw)
     devices = ref.device_gaps(raw)  # busy: kernel, memcpy, memset whatever --include says
     got = {d.device: (d.window_ns, d.busy_ns) for d in report.trace.devices}
     assert got == {k: (v["window_ns"], v["busy_ns"]) for k, v in devices.items()}

@@ -24,7 +24,7 @@ class TraceSummary:
     path: str
     size_bytes: int
     events_read: int
-    span_us: float
+    span_ns: int
     span_start_ns: int
     device_count: int
     devices: tuple[DeviceUsage, ...]
@@ -40,7 +40,7 @@ class TraceSummary:
             "path": self.path,
             "size_bytes": self.size_bytes,
             "events_read": self.events_read,
-            "span_us": self.span_us,
+            "span_us": self.span_ns / 1000,
             "span_start_us": self.span_start_ns / 1000,
             "device_count": self.device_count,
             "devices": [d.as_dict() for d in self.devices],
@@ -79,7 +79,7 @@ def summarize(
         path=events.path,
         size_bytes=events.size_bytes,
         events_read=events.read.events,
-        span_us=(span[1] - span[0]) / 1000 if span else 0.0,
+        span_ns=span[1] - span[0] if span else 0,
         span_start_ns=span[0] if span else 0,
         device_count=len({(type(s.device), s.device) for s in events.streams}),
         devices=tuple(devices),

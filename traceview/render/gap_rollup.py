@@ -29,11 +29,11 @@ def header_lines(report: GapRollup) -> list[str]:
 
 
 def _cells(label: str, g: GapStats) -> tuple[str, ...]:
-    t = units.time
+    t = units.time_ns
     return (
-        label, units.count(g.gaps), t(g.gap_total_us), t(g.mean_gap_us), t(g.std_gap_us),
-        t(g.min_gap_us), t(g.max_gap_us), t(g.p50_gap_us), t(g.p90_gap_us), t(g.p99_gap_us),
-        t(g.host_wait_us),
+        label, units.count(g.gaps), t(g.gap_total_ns), t(g.mean_gap_ns), t(g.std_gap_ns),
+        t(g.min_gap_ns), t(g.max_gap_ns), t(g.p50_gap_ns), t(g.p90_gap_ns), t(g.p99_gap_ns),
+        t(g.host_wait_ns),
     )  # fmt: skip
 
 
