@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from traceview.aggregate import sketch
 from traceview.analyses.gap_rollup import GapRollup, GapStats
+from traceview.analyses.in_us import us_names
 from traceview.render import units
 from traceview.render.document import Document, Section
 from traceview.render.header import run_line
@@ -54,7 +55,7 @@ def document(report: GapRollup) -> Document:
 
 
 def csv(report: GapRollup) -> str:
-    fields = ("rank", *GapStats.__dataclass_fields__)
+    fields = ("rank", *us_names(GapStats))
     rows = [(s.rank, *g.as_dict().values()) for s, g in report.ranks]
     rows.append(("all", *report.rollup.as_dict().values()))
     return to_csv(fields, rows)

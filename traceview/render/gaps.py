@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from traceview.analyses.cpu_context import CpuContext, Holder
 from traceview.analyses.gaps import GapReport, Histogram, StreamGaps
+from traceview.analyses.in_us import us_names
 from traceview.render import units
 from traceview.render.document import Document, Lines, Section, to_plain
 from traceview.render.header import trace_lines
@@ -182,8 +183,9 @@ def document(report: GapReport, verbose: bool) -> Document:
 
 def csv(report: GapReport) -> str:
     """One CSV row per stream with raw numbers."""
-    fields = tuple(StreamGaps.__dataclass_fields__)
-    return to_csv(fields, [tuple(getattr(s, f) for f in fields) for s in report.streams])
+    return to_csv(
+        tuple(us_names(StreamGaps)), [tuple(s.as_dict().values()) for s in report.streams]
+    )
 
 
 def detailed_report(report: GapReport) -> str:

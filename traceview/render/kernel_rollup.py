@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from traceview.aggregate import sketch
+from traceview.analyses.in_us import us_names
 from traceview.analyses.kernel_rollup import RollupReport, RollupRow
 from traceview.render import kernels as one_file
 from traceview.render import units
@@ -78,8 +79,7 @@ def document(report: RollupReport, verbose: bool) -> Document:
 
 def csv(report: RollupReport) -> str:
     """One CSV row per kernel name of the roll-up, raw numbers."""
-    fields = list(RollupRow.__dataclass_fields__)
     return to_csv(
-        ("position", *fields),
-        [(i, *(getattr(r, f) for f in fields)) for i, r in enumerate(report.rows, 1)],
+        ("position", *us_names(RollupRow)),
+        [(i, *r.as_dict().values()) for i, r in enumerate(report.rows, 1)],
     )
