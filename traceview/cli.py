@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import inspect
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, TypeVar
 
 import typer
 
@@ -27,6 +29,19 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
+
+def command(group: typer.Typer = app, name: str | None = None) -> Callable[[_F], _F]:
+    """``group.command(name)`` whose one-line help in the command list is the first paragraph
+    of the docstring as one line (the list keeps a docstring's line breaks mid-sentence)."""
+
+    def register(f: _F) -> _F:
+        first = (inspect.getdoc(f) or "").split("\n\n")[0]
+        return group.command(name, short_help=" ".join(first.split()))(f)
+
+    return register
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
 Trace = Annotated[
     Path,
     typer.Argument(
@@ -85,7 +100,7 @@ def _root(
     """Where did the GPU time go? Streaming analysis of huge Chrome-trace / profiler files."""
 
 
-@app.command()
+@command()
 @reads_traces
 @reads_runs
 def kernels(
@@ -156,7 +171,7 @@ def kernels(
         run.kernels(trace[0], options, read, out)
 
 
-@app.command()
+@command()
 @reads_traces
 @reads_runs
 def gaps(
@@ -274,7 +289,7 @@ def gaps(
         run.gaps(trace[0], options, read, out)
 
 
-@app.command()
+@command()
 @reads_traces
 @reads_runs
 def steps(
@@ -297,7 +312,7 @@ def steps(
         run.steps(trace[0], read, out)
 
 
-@app.command()
+@command()
 @reads_traces
 def summary(
     trace: Trace,
@@ -316,7 +331,7 @@ def summary(
     run.summary(trace, read, run.OutputOptions(fmt, force=force, save=save))
 
 
-@app.command()
+@command()
 @reads_traces
 def ops(
     trace: Trace,
@@ -358,7 +373,7 @@ def ops(
     run.ops(trace, options, read, run.OutputOptions(fmt, force=force, save=save))
 
 
-@app.command()
+@command()
 @reads_traces
 @reads_runs
 def snapshot(
@@ -381,7 +396,7 @@ def snapshot(
         run.snapshot(trace[0], read, output, force)
 
 
-@app.command()
+@command()
 @reads_traces
 @reads_runs
 def diff(
@@ -500,7 +515,7 @@ def diff(
         run.diff(base, new, options, read, out)
 
 
-@app.command()
+@command()
 @reads_traces
 def export(
     trace: Trace,
@@ -521,7 +536,7 @@ def export(
     run.export(trace, read, output, force)
 
 
-@app.command()
+@command()
 @reads_traces
 @reads_runs
 def ranks(
@@ -550,7 +565,7 @@ cache_app = typer.Typer(
 app.add_typer(cache_app, name="cache")
 
 
-@cache_app.command("info")
+@command(cache_app, "info")
 def cache_info(cache_dir: CacheDir = None) -> None:
     """Where the cache is, how many entries, their size, leftover temp dirs, the size limit."""
     from traceview import run
@@ -558,7 +573,7 @@ def cache_info(cache_dir: CacheDir = None) -> None:
     run.cache_info(cache_dir)
 
 
-@cache_app.command("list")
+@command(cache_app, "list")
 def cache_list(cache_dir: CacheDir = None) -> None:
     """Every entry: key, size, last use, the trace path(s) it was read from."""
     from traceview import run
@@ -566,7 +581,7 @@ def cache_list(cache_dir: CacheDir = None) -> None:
     run.cache_list(cache_dir)
 
 
-@cache_app.command("clear")
+@command(cache_app, "clear")
 def cache_clear(cache_dir: CacheDir = None) -> None:
     """Remove every entry, the file index and temp dirs left by killed runs (nothing else)."""
     from traceview import run
@@ -574,7 +589,7 @@ def cache_clear(cache_dir: CacheDir = None) -> None:
     run.cache_clear(cache_dir)
 
 
-@cache_app.command("prune")
+@command(cache_app, "prune")
 def cache_prune(
     max_size: Annotated[
         str | None,
@@ -628,7 +643,7 @@ PowerGpu = Annotated[
 ]
 
 
-@app.command()
+@command()
 @reads_traces
 def unique(
     trace: Trace,
@@ -665,7 +680,7 @@ def unique(
     run.unique(trace, read, run.OutputOptions(fmt, verbose, output, force, wide), top, options)
 
 
-@app.command()
+@command()
 @reads_traces
 def energy(
     trace: Trace,
@@ -708,7 +723,7 @@ def main() -> None:
     app(prog_name="traceview")
 
 
-@app.command()
+@command()
 @reads_traces
 def report(
     trace: Trace,
