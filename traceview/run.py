@@ -75,8 +75,15 @@ def read_trace(
         from traceview.analyses.steps import steps_matching
 
         events = replace(events, steps=steps_matching(events, regex))
-    problems = read_warnings(events)
-    if options.strict and problems:
+    report_problems(path, read_warnings(events), options.strict)
+    if remember and not pipe:  # not a pipe, nor a run's rank files (a write each costs 3 ms)
+        remember_trace(path)
+    return events
+
+
+def report_problems(path: Path, problems: list[str], strict: bool) -> None:
+    """What reading met, as warnings on stderr; with ``--strict``, an error."""
+    if strict and problems:
         raise TraceviewError(f"{path}: --strict: {'; '.join(problems)}")
     if problems:
         from traceview.render.escape import rich_text
@@ -84,9 +91,6 @@ def read_trace(
         console = stderr_console()
         for problem in problems:
             console.print(rich_text(f"traceview: warning: {problem}"), soft_wrap=True)
-    if remember and not pipe:  # not a pipe, nor a run's rank files (a write each costs 3 ms)
-        remember_trace(path)
-    return events
 
 
 def _read_cached(path: Path, options: ReadOptions, keep_cpu: bool) -> TraceEvents | None:

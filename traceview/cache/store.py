@@ -46,12 +46,14 @@ from traceview.columns.schema import (
 from traceview.read.reader import ReadStats
 
 # 2: cpu.parquet holds int32 thread and name ids and is checked by a digest in meta.json.
-CACHE_SCHEMA = 7  # 3: device = args.device even without args.stream
+CACHE_SCHEMA = 8  # 3: device = args.device even without args.stream
 # 4: the data checks kept as numbers (DataChecks), their wording built for each report
 # 5: launch configurations (launches.parquet, gpu.parquet's launch column)
 # 6: CPU op shapes (shapes.parquet, cpu.parquet's shape column)
 # 7: the columns as declared in traceview.columns.schema (cpu.parquet in its order), checked
 #    by name and type when read
+# 8: derived numbers beside the tables (derived-<key>.npz, traceview.cache.derived): a run's
+#    per-rank summaries, so a warm run of many ranks reads them instead of the columns
 META = "meta.json"
 META_DIGEST = "meta_digest"
 CPU_COLUMNS = tuple(c.name for c in CPU_SCHEMA)
@@ -451,6 +453,12 @@ def _read_steps(path: Path) -> list[StepWindow]:
     table = _read_table(path)
     columns = (table.column(name).to_pylist() for name in ("step", "start_ns", "end_ns", "on_gpu"))
     return [StepWindow(*row) for row in zip(*columns, strict=True)]
+
+
+def read_figures(meta: dict[str, Any]) -> tuple[ReadStats, Counter[str]]:
+    """What reading met and the data-quality counts, from an entry's metadata (as its
+    events have them)."""
+    return _read_stats(meta["read"]), Counter(meta["quality"])
 
 
 def _read_stats(read: dict[str, Any]) -> ReadStats:
