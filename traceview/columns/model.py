@@ -8,8 +8,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from traceview.columns.comms import CommKey, gpu_only, no_comms
 from traceview.columns.cpu_rows import CpuRows
-from traceview.columns.schema import GpuColumns, RuntimeColumns
+from traceview.columns.schema import CommColumns, GpuColumns, RuntimeColumns
 from traceview.read.reader import ReadStats
 
 STEP_PREFIX = "ProfilerStep#"
@@ -82,6 +83,10 @@ class TraceEvents:
     # The distinct (Input Dims, Input type, Concrete Inputs) of CPU ops, as raw JSON text
     # (b"" when absent); a CPU row's ``shape`` indexes it.
     shapes: list[tuple[bytes, bytes, bytes]] = field(default_factory=list)
+    # A collective's metadata (traceview.columns.comms): a row per kernel or CPU op carrying
+    # it (none in most traces); a row's ``key`` indexes ``comm_keys``.
+    comms: CommColumns = field(default_factory=no_comms)
+    comm_keys: list[CommKey] = field(default_factory=list)
 
 
 def without_cpu(events: TraceEvents) -> TraceEvents:
@@ -95,6 +100,7 @@ def without_cpu(events: TraceEvents) -> TraceEvents:
     order = used[np.argsort(first[used], kind="stable")]
     new_id = np.full(len(events.names), -1, dtype=np.int32)
     new_id[order] = np.arange(len(order), dtype=np.int32)
+    comms, comm_keys = gpu_only(events.comms, events.comm_keys)
     return replace(
         events,
         gpu=replace(events.gpu, name=new_id[events.gpu.name]),
@@ -104,4 +110,6 @@ def without_cpu(events: TraceEvents) -> TraceEvents:
         cpu=CpuRows(),
         threads=[],
         shapes=[],
+        comms=comms,
+        comm_keys=comm_keys,
     )
