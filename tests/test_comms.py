@@ -15,6 +15,7 @@ from conftest import SHARED_TRACES, RealTrace
 from traceview.columns.comms import count
 from traceview.columns.model import TraceEvents, without_cpu
 from traceview.columns.parallel import collect_events
+from traceview.columns.schema import COMM_COLUMNS
 from traceview.read.reader import TraceReader
 
 NCCL = SHARED_TRACES / "hta__nccl_parser_config__nccl_data.json.gz"
@@ -35,7 +36,7 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else str(value) if type(value) is int else ""
 
 
-def expected_rows(raw: list[dict[str, Any]], with_cpu: bool = True) -> Counter[tuple[Any, ...]]:
+def expected_rows(raw: list[dict[str, Any]]) -> Counter[tuple[Any, ...]]:
     """(side, name, ts, end, process group, collective, dtype, counts...) of every GPU
     activity and CPU op (not ProfilerStep#) whose args have a text ``Collective name``."""
     rows: Counter[tuple[Any, ...]] = Counter()
@@ -47,8 +48,7 @@ def expected_rows(raw: list[dict[str, Any]], with_cpu: bool = True) -> Counter[t
         if reference.gpu_kind(e) is not None:
             side = "gpu"
         elif (
-            with_cpu
-            and e.get("ph") == "X"
+            e.get("ph") == "X"
             and str(e.get("cat")).lower() in cpu_categories
             and reference.ts_ns(e) is not None
             and not reference.event_name(e).startswith("ProfilerStep#")
@@ -75,7 +75,6 @@ def found_rows(events: TraceEvents, raw_names: bool = True) -> Counter[tuple[Any
             assert (int(gpu.ts[row]), int(gpu.ts[row] + gpu.dur[row])) == (start, end)
             side, name = "gpu", events.names[int(gpu.name[row])]
         else:
-            assert table.thread[i] >= 0
             side, name = "cpu", None
         meta = events.comm_keys[int(table.key[i])]
         counts = (
@@ -90,10 +89,19 @@ def _without_cpu_names(rows: Counter[tuple[Any, ...]]) -> Counter[tuple[Any, ...
 
 
 def test_every_carrying_event_has_its_row(real_trace: RealTrace) -> None:
+    """With CPU rows each op's thread is known; without, the same rows, threads unknown."""
     want = _without_cpu_names(expected_rows(real_trace.raw))
+    full, alone = real_trace.events.comms, real_trace.gpu_events.comms
     assert found_rows(real_trace.events) == want
-    gpu_only = _without_cpu_names(expected_rows(real_trace.raw, with_cpu=False))
-    assert found_rows(real_trace.gpu_events) == gpu_only
+    assert (full.thread[full.gpu_row < 0] >= 0).all()
+    assert found_rows(real_trace.gpu_events) == want
+    assert (alone.thread == -1).all()
+
+
+def _same_table(a: TraceEvents, b: TraceEvents) -> None:
+    assert a.comm_keys == b.comm_keys
+    for c in COMM_COLUMNS:
+        assert (getattr(a.comms, c.name) == getattr(b.comms, c.name)).all(), c.name
 
 
 @needs_nccl
@@ -140,8 +148,7 @@ def test_the_cache_keeps_the_rows(tmp_path: Path) -> None:
     alone = read_entry(tmp_path, read_meta(tmp_path), keep_cpu=False)
     assert found_rows(alone) == found_rows(without_cpu(events))
     fresh = collect_events(TraceReader(NCCL), keep_cpu=False)
-    assert found_rows(fresh) == found_rows(alone)
-    assert fresh.comm_keys == alone.comm_keys
+    _same_table(fresh, alone)  # a read without CPU rows is exactly without_cpu's
 
 
 @pytest.mark.parametrize(

@@ -45,12 +45,17 @@ def _check_against_reference(
 ) -> None:
     run = rr.load_run(paths)
     want = rr.collectives(run)
-    got = {(c.name, c.index): c for c in report.collectives}
+    got = {(c.name, c.process_group, c.matched_by, c.index): c for c in report.collectives}
     assert set(got) == set(want)
     for key, c in got.items():
-        assert (c.skew_ns, c.last, c.latency_ns) == (
-            want[key]["skew_ns"], want[key]["last"], want[key]["latency_ns"]
+        w = want[key]
+        assert (c.skew_ns, c.last, c.latency_ns, c.bytes, c.ranks) == (
+            w["skew_ns"], w["last"], w["latency_ns"], w["bytes"], w["ranks"]
         )  # fmt: skip
+        for field in ("algbw_gbps", "busbw_gbps"):
+            mine, theirs = getattr(c, field), w[field]
+            assert (mine is None) == (theirs is None), (key, field)
+            assert mine is None or math.isclose(mine, theirs, rel_tol=1e-12), (key, field)
     waits = rr.waits(run)
     for row in report.rows:
         assert (row.waits.times_last, row.waits.wait_ns) == waits[row.summary.rank]

@@ -57,10 +57,15 @@ class OutputOptions:
 
 
 def read_trace(
-    path: Path, options: ReadOptions, keep_cpu: bool = False, remember: bool = True
+    path: Path,
+    options: ReadOptions,
+    keep_cpu: bool = False,
+    remember: bool = True,
+    warn: bool = True,
 ) -> TraceEvents:
     """Read a trace (from the cache when it holds it); remember it as the last one analysed.
-    With ``--step-regex`` the steps are the CPU ranges whose name matches it."""
+    With ``--step-regex`` the steps are the CPU ranges whose name matches it. ``warn``: say
+    what reading met (False: a second read of a trace whose first said it)."""
     regex = None
     if options.step_regex is not None:
         from traceview.analyses.steps import compile_step_regex
@@ -75,7 +80,8 @@ def read_trace(
         from traceview.analyses.steps import steps_matching
 
         events = replace(events, steps=steps_matching(events, regex))
-    report_problems(path, read_warnings(events), options.strict)
+    if warn:
+        report_problems(path, read_warnings(events), options.strict)
     if remember and not pipe:  # not a pipe, nor a run's rank files (a write each costs 3 ms)
         remember_trace(path)
     return events

@@ -25,7 +25,7 @@ from traceview.cache.fingerprint import INGEST_SOURCES, code_fingerprint
 # The code a summary's numbers come from: the ingest code (the entry's columns), and every
 # analysis and aggregate (tests/test_rank_summary_arrays.py checks what rank_summary imports).
 SUMMARY_SOURCES = (*INGEST_SOURCES, "analyses", "aggregate", "choices.py")
-FORMAT = 1  # the layout of the arrays below
+FORMAT = 2  # the layout of the arrays below (2: the collectives' metadata)
 _SCALARS = ("size_bytes", "kernels", "kernel_time_ns", "comm_ns", "exposed_comm_ns")
 
 
@@ -43,6 +43,7 @@ def to_arrays(summary: RankSummary) -> dict[str, np.ndarray]:
     text = {
         "kernel_names": summary.stats.names,
         "comm_names": summary.comm.names,
+        "comm_groups": summary.comm.groups,
         "devices": [d.device for d in summary.devices],
     }
     gaps = summary.gaps
@@ -82,7 +83,13 @@ def from_arrays(arrays: dict[str, np.ndarray], rank: int, path: str) -> RankSumm
             for device, row in zip(text["devices"], arrays["devices"].tolist(), strict=True)
         ],
         median_step_ns=median[0] if median else None,
-        comm=_unflat("comm", CommKernels, arrays, names=[str(n) for n in text["comm_names"]]),
+        comm=_unflat(
+            "comm",
+            CommKernels,
+            arrays,
+            names=[str(n) for n in text["comm_names"]],
+            groups=[(str(pg), str(c)) for pg, c in text["comm_groups"]],
+        ),
         steps=tuple((step, cpu, gpu) for step, cpu, gpu in arrays["steps"].tolist()),
         gaps=_gaps(arrays) if "gaps.host_wait_ns" in arrays else None,
     )

@@ -140,6 +140,8 @@ class EventCollector:
                 shapes = self._shape_ids(_shape_keys(ops))
                 new_cpu.append(self._cpu_rows(ops, ts, ts + dur, _op_kinds(ops), shapes))
                 new_comm += self._op_comm_rows(ops, ts, ts + dur)
+        elif ops:
+            new_comm += self._threadless_comm_rows(ops, lists)
         self._add_each(steps, lists)
         new_comm += self._listed_comm_rows(lists)
         self._commit(lists)
@@ -175,6 +177,21 @@ class EventCollector:
         no_row = np.full(len(at), comms.NO_GPU_ROW)
         return [comms.rows(carrying, self.comm_keys, no_row, threads, ts[at], end[at])]
 
+    def _threadless_comm_rows(self, ops: list[Any], lists: _Lists) -> list[tuple[np.ndarray, ...]]:
+        """Without CPU rows: the metadata of the CPU ops carrying it (few), thread unknown,
+        so no kernel links to them but the table says they exist: the rows a read with CPU
+        rows keeps, in its order (nothing is counted: CPU-op problems are not this read's)."""
+        times = batch.timed(ops)
+        if times is None:
+            for e in ops:
+                span = _span_or_none(e)
+                if span is not None:
+                    lists.comm.append((e, comms.NO_GPU_ROW, comms.NO_THREAD, *span))
+            return []
+        ts, dur = times
+        none = np.full(len(ops), comms.NO_GPU_ROW)
+        return [comms.rows(ops, self.comm_keys, none, none, ts, ts + dur)]
+
     def _listed_comm_rows(self, lists: _Lists) -> list[tuple[np.ndarray, ...]]:
         """The metadata rows of events converted one by one."""
         if not lists.comm:
@@ -208,6 +225,7 @@ class EventCollector:
         and the CPU ops to keep (only when CPU activity is kept)."""
         categories = self._categories
         keep_cpu = self.keep_cpu
+        carries = comms.carries
         gpu: list[Any] = []
         kinds: list[int] = []
         runtime: list[Any] = []
@@ -226,7 +244,7 @@ class EventCollector:
                 runtime.append(e)
             elif e.name.startswith(STEP_PREFIX):
                 steps.append((e, kind))
-            elif keep_cpu and kind == _CPU_ANNOTATION:
+            elif kind == _CPU_ANNOTATION and (keep_cpu or carries(e)):
                 ops.append(e)
         return gpu, kinds, runtime, steps, ops
 
@@ -458,6 +476,17 @@ class EventCollector:
             comms=from_arrays(CommColumns, join_columns(self._comm, COMM_COLUMNS)),
             comm_keys=self.comm_keys.values,
         )
+
+
+def _span_or_none(e: Any) -> tuple[int, int] | None:
+    """(ts, end) in ns of an event the per-event path keeps (dur missing: 0), else None."""
+    if e.ts is None:
+        return None
+    try:
+        ts, dur = to_ns(e.ts), 0 if e.dur is None else to_ns(e.dur)
+    except BadNumber:
+        return None
+    return (ts, ts + dur) if dur >= 0 else None
 
 
 def _op_kinds(ops: list[Any]) -> np.ndarray:

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from traceview.columns.intern import Interner
-from traceview.columns.schema import COMM_COLUMNS, CommColumns, empty, from_arrays
+from traceview.columns.schema import CommColumns, empty
 from traceview.read.decode import CommArgs
 
 CommKey = tuple[str, str, str]  # process group, collective, dtype
@@ -80,17 +81,11 @@ def renumbered(
     return (table.gpu_row, thread, table.ts, table.end, key, *(getattr(table, n) for n in _COUNTS))
 
 
-def gpu_only(table: CommColumns, keys: list[CommKey]) -> tuple[CommColumns, list[CommKey]]:
-    """The kernels' rows alone, keys renumbered in their order of first use: what a read
-    without CPU ops keeps."""
-    kept = table.gpu_row >= 0
-    if kept.all():
-        return table, keys
-    interner = Interner()
-    new = interner.ids_of([keys[i] for i in table.key[kept].tolist()])
-    columns = [getattr(table, c.name)[kept] for c in COMM_COLUMNS]
-    columns[[c.name for c in COMM_COLUMNS].index("key")] = new
-    return from_arrays(CommColumns, columns), interner.values
+def threadless(table: CommColumns) -> CommColumns:
+    """The table of a read without CPU rows: the CPU ops' threads unknown (NO_THREAD)."""
+    if not (table.thread >= 0).any():
+        return table
+    return replace(table, thread=np.full(len(table.thread), NO_THREAD, dtype=np.int32))
 
 
 def no_comms() -> CommColumns:

@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from traceview.columns.comms import CommKey, gpu_only, no_comms
+from traceview.columns.comms import CommKey, no_comms, threadless
 from traceview.columns.cpu_rows import CpuRows
 from traceview.columns.schema import CommColumns, GpuColumns, RuntimeColumns
 from traceview.read.reader import ReadStats
@@ -100,7 +100,6 @@ def without_cpu(events: TraceEvents) -> TraceEvents:
     order = used[np.argsort(first[used], kind="stable")]
     new_id = np.full(len(events.names), -1, dtype=np.int32)
     new_id[order] = np.arange(len(order), dtype=np.int32)
-    comms, comm_keys = gpu_only(events.comms, events.comm_keys)
     return replace(
         events,
         gpu=replace(events.gpu, name=new_id[events.gpu.name]),
@@ -110,6 +109,5 @@ def without_cpu(events: TraceEvents) -> TraceEvents:
         cpu=CpuRows(),
         threads=[],
         shapes=[],
-        comms=comms,
-        comm_keys=comm_keys,
+        comms=threadless(events.comms),
     )

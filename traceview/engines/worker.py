@@ -46,7 +46,7 @@ class RankFailure:
 def ingest(task: RankTask) -> RankSummary | RankFailure:
     """Read one rank's file and summarise it (runs in a worker process): the summary stored
     in the file's cache entry when it has one, else worked out and stored there."""
-    from traceview.analyses.rank_summary import summarize_rank
+    from traceview.analyses.rank_summary import needs_cpu_rows, summarize_rank
     from traceview.engines import stored
     from traceview.run import read_trace
 
@@ -62,6 +62,9 @@ def ingest(task: RankTask) -> RankSummary | RankFailure:
         if found is not None:
             return found
         events = read_trace(task.path, task.read, remember=False)
+        if needs_cpu_rows(events):  # rare: metadata only on CPU ops (from the cache: cheap)
+            _wait_for_cache_writes()  # the entry, so this read hits it if the first wrote it
+            events = read_trace(task.path, task.read, keep_cpu=True, remember=False, warn=False)
         summary = summarize_rank(events, task.rank, task.kernels, task.report, task.snapshot)
         if where is not None:
             _wait_for_cache_writes()  # the entry, written in the background
