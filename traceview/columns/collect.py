@@ -33,6 +33,7 @@ from traceview.columns.schema import (
     from_arrays,
     join_columns,
 )
+from traceview.read.decode import may_carry
 from traceview.read.reader import ReadStats, TraceReader
 
 _RUNTIME, _CPU_ANNOTATION, _GPU_ANNOTATION, _OTHER = 10, 11, 12, -1
@@ -111,13 +112,15 @@ class EventCollector:
             raise
 
     def _add(self, events: Iterable[Any]) -> None:
-        gpu, gpu_kinds, runtime, steps, ops = self._split(events)
+        # Whether this batch may hold a collective's metadata: else no event is checked.
+        carry = may_carry(events) if isinstance(events, list) else True
+        gpu, gpu_kinds, runtime, steps, ops = self._split(events, carry)
         lists = _Lists()
         gpu_columns = self._gpu_columns(gpu, gpu_kinds)
         new_comm: list[tuple[np.ndarray, ...]] = []
         if gpu_columns is None:
             self._add_each(zip(gpu, gpu_kinds, strict=True), lists)
-        else:
+        elif carry:
             new_comm += self._gpu_comm_rows(gpu, gpu_columns)
         runtime_times = batch.timed(runtime)
         runtime_corr = batch.correlations(runtime) if runtime_times is not None else None
@@ -157,7 +160,10 @@ class EventCollector:
         self, gpu: list[Any], columns: tuple[np.ndarray, ...]
     ) -> list[tuple[np.ndarray, ...]]:
         """The metadata rows of a batch of GPU events converted at once (none, mostly)."""
-        at = [i for i, e in enumerate(gpu) if comms.carries(e)]
+        # Inline, not comms.carries: this runs over every GPU event of such a batch.
+        at = [
+            i for i, e in enumerate(gpu) if (a := e.args) is not None and type(a.collective) is str
+        ]
         if not at:
             return []
         ts, dur = columns[GPU_TS][at], columns[GPU_DUR][at]
@@ -181,6 +187,9 @@ class EventCollector:
         """Without CPU rows: the metadata of the CPU ops carrying it (few), thread unknown,
         so no kernel links to them but the table says they exist: the rows a read with CPU
         rows keeps, in its order (nothing is counted: CPU-op problems are not this read's)."""
+        ops = [e for e in ops if comms.carries(e)]  # a collective name that is not text: none
+        if not ops:
+            return []
         times = batch.timed(ops)
         if times is None:
             for e in ops:
@@ -219,13 +228,13 @@ class EventCollector:
         return self.shapes.ids_of(keys) + np.int32(cpu_rows.NO_SHAPE)
 
     def _split(
-        self, events: Iterable[Any]
+        self, events: Iterable[Any], carry: bool
     ) -> tuple[list[Any], list[int], list[Any], list[tuple[Any, int]], list[Any]]:
         """GPU activity (with kinds), runtime calls, ProfilerStep annotations (with kinds),
-        and the CPU ops to keep (only when CPU activity is kept)."""
+        and the CPU ops to keep (when CPU activity is kept; else those carrying a collective's
+        metadata, which only a batch that may ``carry`` it has)."""
         categories = self._categories
         keep_cpu = self.keep_cpu
-        carries = comms.carries
         gpu: list[Any] = []
         kinds: list[int] = []
         runtime: list[Any] = []
@@ -244,7 +253,9 @@ class EventCollector:
                 runtime.append(e)
             elif e.name.startswith(STEP_PREFIX):
                 steps.append((e, kind))
-            elif kind == _CPU_ANNOTATION and (keep_cpu or carries(e)):
+            elif kind == _CPU_ANNOTATION and (
+                keep_cpu or (carry and (a := e.args) is not None and a.collective is not None)
+            ):
                 ops.append(e)
         return gpu, kinds, runtime, steps, ops
 

@@ -32,9 +32,10 @@ _COUNTS = ("in_nelems", "out_nelems", "group_size", "seq")
 
 
 def carries(e: Any) -> bool:
-    """Whether the event's args carry a collective's metadata."""
+    """Whether the event's args carry a collective's metadata (only an event of a span that
+    ``may_carry`` can)."""
     args = e.args
-    return isinstance(args, CommArgs) and isinstance(args.collective, str)
+    return type(args) is CommArgs and type(args.collective) is str
 
 
 def key_of(args: CommArgs) -> CommKey:

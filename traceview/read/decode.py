@@ -80,8 +80,10 @@ class ExactEvent(msgspec.Struct, gc=False):
 
 
 # The NCCL metadata kineto writes on collective kernels and ``record_param_comms`` CPU ops
-# (traceview.columns.comms). A span holding this key is decoded with the Comm* types below;
-# any other keeps the smaller structs: more fields cost every event (7% slower decoding).
+# (traceview.columns.comms). A span holding this key is decoded with the Comm* types below, as
+# is any span the slow paths decode; any other keeps the smaller structs (more fields cost every
+# event: 5-7% slower decoding). So the events of one decoded span all have Comm* types or none
+# does (``may_carry``).
 COMM_KEY = b'"Collective name"'
 
 
@@ -110,6 +112,13 @@ class ExactCommEvent(ExactEvent, gc=False):
 
 
 AnyEvent = Event | ExactEvent
+COMM_EVENTS = (CommEvent, ExactCommEvent)
+
+
+def may_carry(events: list[Any]) -> bool:
+    """Whether the events of one decoded span may carry a collective's metadata."""
+    return bool(events) and type(events[0]) in COMM_EVENTS
+
 
 _NUMBER_TYPES = (int, Decimal, type(None))
 NON_FINITE = b'"<non-finite number>"'
@@ -223,7 +232,7 @@ def _decode_each(chunk: bytes | bytearray, exact: bool, skipped: Counter[str]) -
         last_end = end
         value = chunk[start:end]
         try:
-            out.extend(_decode_fast(value, exact))
+            out.extend(_decoder(exact, comm=True).decode(b"[" + value + b"]"))
         except _FAST_ERRORS:
             try:
                 out.extend(_decode_lenient(value, skipped))
@@ -270,7 +279,7 @@ def _non_finite(token: str) -> str:
     return NON_FINITE.decode()
 
 
-def _convert(item: Any) -> ExactEvent | ExactCommEvent | None:
+def _convert(item: Any) -> ExactCommEvent | None:
     """A dict from the slow path as an ExactEvent, or None if its fields have wrong types."""
     if not isinstance(item, dict):
         return None
@@ -282,9 +291,8 @@ def _convert(item: Any) -> ExactEvent | ExactCommEvent | None:
             item[key] = _clean_text(value)
     args = item.get("args")
     _raw_shapes(args)
-    comm = isinstance(args, dict) and "Collective name" in args
     try:
-        return msgspec.convert(item, ExactCommEvent if comm else ExactEvent)
+        return msgspec.convert(item, ExactCommEvent)
     except (msgspec.ValidationError, UnicodeEncodeError):  # e.g. a lone surrogate in args
         return None
 
