@@ -57,12 +57,13 @@ def load_run(paths: dict[int, Path]) -> dict[int, list[dict[str, Any]]]:
     return run
 
 
-def _carries(e: dict[str, Any]) -> bool:
+def carries(e: dict[str, Any]) -> bool:
     args = e.get("args")
     return isinstance(args, dict) and isinstance(args.get("Collective name"), str)
 
 
-def _count(value: Any) -> int:
+def count(value: Any) -> int:
+    """A count as the reference reads it: an int in [0, 2^63) or a text of ASCII digits, else −1."""
     if type(value) is int and 0 <= value < 2**63:
         return value
     if isinstance(value, str) and value.strip().isascii() and value.strip().isdecimal():
@@ -70,24 +71,25 @@ def _count(value: Any) -> int:
     return -1
 
 
-def _text(value: Any) -> str:
+def text(value: Any) -> str:
+    """Text as is, an int as its digits, anything else ""."""
     return value if isinstance(value, str) else str(value) if type(value) is int else ""
 
 
 def _meta(kernel: dict[str, Any], op: dict[str, Any] | None) -> dict[str, Any] | None:
-    own = kernel["args"] if _carries(kernel) else None
+    own = kernel["args"] if carries(kernel) else None
     if own is None and op is None:
         return None
     keyed = own if own is not None else op["args"]  # type: ignore[index]
     meta: dict[str, Any] = {
-        "group": _text(keyed.get("Process Group Name")),
-        "collective": _text(keyed.get("Collective name")),
-        "dtype": _text(keyed.get("dtype")),
+        "group": text(keyed.get("Process Group Name")),
+        "collective": text(keyed.get("Collective name")),
+        "dtype": text(keyed.get("dtype")),
     }
     for field in _COUNTS:
-        value = _count(own.get(field)) if own is not None else -1
+        value = count(own.get(field)) if own is not None else -1
         if value < 0 and op is not None:
-            value = _count(op["args"].get(field))
+            value = count(op["args"].get(field))
         meta[field] = value
     return meta
 
@@ -105,7 +107,7 @@ def _launching_ops(events: list[dict[str, Any]]) -> Any:
             c = (e.get("args") or {}).get("correlation")
             if c is not None and (c not in launches or (ts, i) < launches[c][:2]):
                 launches[c] = (ts, i, e)
-        elif cat in _CPU and _carries(e) and not reference.event_name(e).startswith("Profiler"):
+        elif cat in _CPU and carries(e) and not reference.event_name(e).startswith("Profiler"):
             ops[(e.get("pid"), e.get("tid"))].append((ts, i, e))
 
     def launching(kernel: dict[str, Any]) -> dict[str, Any] | None:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import ranks_reference as rr
 import reference
 from conftest import SHARED_TRACES, RealTrace
 
@@ -23,19 +24,6 @@ needs_nccl = pytest.mark.skipif(not NCCL.is_file(), reason="../shared/traces is 
 _FIELDS = ("In msg nelems", "Out msg nelems", "Group size", "Seq")
 
 
-def _count(value: Any) -> int:
-    """The reference's reading of a count: an int ≥ 0 or a text of digits, else −1."""
-    if type(value) is int and 0 <= value < 2**63:
-        return value
-    if isinstance(value, str) and value.strip().isdecimal() and value.strip().isascii():
-        return int(value) if int(value) < 2**63 else -1
-    return -1
-
-
-def _text(value: Any) -> str:
-    return value if isinstance(value, str) else str(value) if type(value) is int else ""
-
-
 def expected_rows(raw: list[dict[str, Any]]) -> Counter[tuple[Any, ...]]:
     """(side, name, ts, end, process group, collective, dtype, counts...) of every GPU
     activity and CPU op (not ProfilerStep#) whose args have a text ``Collective name``."""
@@ -43,7 +31,7 @@ def expected_rows(raw: list[dict[str, Any]]) -> Counter[tuple[Any, ...]]:
     cpu_categories = {"cpu_op", "operator", "user_annotation"}
     for e in raw:
         args = e.get("args")
-        if not isinstance(args, dict) or not isinstance(args.get("Collective name"), str):
+        if not rr.carries(e):
             continue
         if reference.gpu_kind(e) is not None:
             side = "gpu"
@@ -57,8 +45,8 @@ def expected_rows(raw: list[dict[str, Any]]) -> Counter[tuple[Any, ...]]:
         else:
             continue
         start, end = reference.interval_ns(e)
-        meta = (_text(args.get(k)) for k in ("Process Group Name", "Collective name", "dtype"))
-        counts = (_count(args.get(k)) for k in _FIELDS)
+        meta = (rr.text(args.get(k)) for k in ("Process Group Name", "Collective name", "dtype"))
+        counts = (rr.count(args.get(k)) for k in _FIELDS)
         rows[(side, reference.event_name(e), start, end, *meta, *counts)] += 1
     return rows
 
@@ -157,4 +145,4 @@ def test_the_cache_keeps_the_rows(tmp_path: Path) -> None:
      (True, -1), (None, -1), (2**63, -1), ("٣", -1)],
 )  # fmt: skip
 def test_counts(value: Any, expected: int) -> None:
-    assert count(value) == expected == _count(value)
+    assert count(value) == expected == rr.count(value)
