@@ -549,7 +549,8 @@ def ranks(
     runs: RunOptions = FROM_RUN_FLAGS,
 ) -> None:
     """A run, one trace per rank: per rank kernel time, busy %, communication (exposed),
-    step time, the slowest rank; the collectives, their skew and who arrives last."""
+    step time, the slowest rank; the collectives, their skew and who arrives last, and
+    where the trace gives process groups and message sizes, nccl-tests algbw and busbw."""
     from traceview import run, run_ranks
 
     out = run.OutputOptions(fmt, wide=wide, force=force, save=save)

@@ -57,10 +57,15 @@ class OutputOptions:
 
 
 def read_trace(
-    path: Path, options: ReadOptions, keep_cpu: bool = False, remember: bool = True
+    path: Path,
+    options: ReadOptions,
+    keep_cpu: bool = False,
+    remember: bool = True,
+    warn: bool = True,
 ) -> TraceEvents:
     """Read a trace (from the cache when it holds it); remember it as the last one analysed.
-    With ``--step-regex`` the steps are the CPU ranges whose name matches it."""
+    With ``--step-regex`` the steps are the CPU ranges whose name matches it. ``warn``: say
+    what reading met (False: a second read of a trace whose first said it)."""
     regex = None
     if options.step_regex is not None:
         from traceview.analyses.steps import compile_step_regex
@@ -75,8 +80,16 @@ def read_trace(
         from traceview.analyses.steps import steps_matching
 
         events = replace(events, steps=steps_matching(events, regex))
-    problems = read_warnings(events)
-    if options.strict and problems:
+    if warn:
+        report_problems(path, read_warnings(events), options.strict)
+    if remember and not pipe:  # not a pipe, nor a run's rank files (a write each costs 3 ms)
+        remember_trace(path)
+    return events
+
+
+def report_problems(path: Path, problems: list[str], strict: bool) -> None:
+    """What reading met, as warnings on stderr; with ``--strict``, an error."""
+    if strict and problems:
         raise TraceviewError(f"{path}: --strict: {'; '.join(problems)}")
     if problems:
         from traceview.render.escape import rich_text
@@ -84,9 +97,6 @@ def read_trace(
         console = stderr_console()
         for problem in problems:
             console.print(rich_text(f"traceview: warning: {problem}"), soft_wrap=True)
-    if remember and not pipe:  # not a pipe, nor a run's rank files (a write each costs 3 ms)
-        remember_trace(path)
-    return events
 
 
 def _read_cached(path: Path, options: ReadOptions, keep_cpu: bool) -> TraceEvents | None:

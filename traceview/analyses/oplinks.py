@@ -47,7 +47,7 @@ def link_ops(events: TraceEvents, rank: np.ndarray | None = None) -> OpLinks:
     ``name_rank(events.names)`` when the caller has it already."""
     n = len(events.gpu.ts)
     launch = first_launch(events)
-    thread, launch_end = _launch_threads(events, launch)
+    thread, launch_end = launch_threads(events, launch)
     rank = name_rank(events.names) if rank is None else rank
     leaf, top = _Best(n, innermost=True), _Best(n, innermost=False)
     known = np.flatnonzero(thread >= 0)
@@ -109,7 +109,7 @@ class _Best:
         self.shape[row] = shape[better]
 
 
-def _launch_threads(events: TraceEvents, launch: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def launch_threads(events: TraceEvents, launch: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per GPU row, the thread and end of its launching runtime call (the first in the file
     among calls with its correlation starting at its launch), else −1 and NO_LAUNCH."""
     gpu = events.gpu

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -9,6 +10,7 @@ from traceview.analyses.devices import DeviceUsage, usage
 from traceview.analyses.quality import measure_checks, time_resolution
 from traceview.analyses.quality_words import quality_warnings
 from traceview.columns.model import TraceEvents, TraceFacts
+from traceview.read.reader import ReadStats
 
 _HEADER_FIELDS = ("schemaVersion", "displayTimeUnit", "baseTimeNanoseconds", "traceName")
 
@@ -128,11 +130,16 @@ def _header_fields(header: dict[str, Any]) -> dict[str, Any]:
 
 def read_warnings(events: TraceEvents) -> list[str]:
     """What reading could not take as it was: skipped events, missing durations, truncation."""
-    notes = [f"{n} {why}" for why, n in sorted(events.read.skipped.items())]
-    notes += [f"{n} {why}" for why, n in sorted(events.quality.items())]
-    if events.read.truncated_at is not None:
+    return read_problems(events.read, events.quality)
+
+
+def read_problems(read: ReadStats, quality: Mapping[str, int]) -> list[str]:
+    """``read_warnings`` from the read's figures alone (as a cache entry's metadata has them)."""
+    notes = [f"{n} {why}" for why, n in sorted(read.skipped.items())]
+    notes += [f"{n} {why}" for why, n in sorted(quality.items())]
+    if read.truncated_at is not None:
         notes.append(
-            f"TRUNCATED trace: analysed only the {events.read.events} events before byte "
-            f"{events.read.truncated_at} (--partial)"
+            f"TRUNCATED trace: analysed only the {read.events} events before byte "
+            f"{read.truncated_at} (--partial)"
         )
     return notes
