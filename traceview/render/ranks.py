@@ -26,7 +26,7 @@ _RANK_HEADERS = (
     "Median step",
     "Last",
     "Wait",
-    "",
+    "Mark",
 )
 _COLLECTIVE_HEADERS = ("Collective", "#", "Skew", "Last rank", "Latency", "End spread")
 # With the trace's metadata: the process group, the ranks in it, size S, algbw and busbw.
