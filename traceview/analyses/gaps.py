@@ -17,7 +17,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_EVEN, Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -42,6 +42,9 @@ from traceview.choices import GAP_SORT_ALIASES, GapSort, check_choice
 from traceview.columns.model import TraceEvents
 from traceview.columns.schema import GPU_KINDS
 from traceview.errors import UsageError
+
+if TYPE_CHECKING:
+    from traceview.analyses.shared import Shared
 
 SCHEMA_VERSION = 2
 SORT_KEYS = tuple(GapSort)
@@ -267,19 +270,29 @@ def parse_hist_range(lo: str | None, hi: str | None) -> tuple[int | None, int | 
     return lo_ns, hi_ns
 
 
-def analyse_gaps(events: TraceEvents, options: GapOptions) -> GapReport:
+def analyse_gaps(
+    events: TraceEvents, options: GapOptions, shared: Shared | None = None
+) -> GapReport:
     """Select busy activities; compute per-stream, per-device, transition and gap figures.
+    ``shared``: the name ranks, launches and, when every row is selected, the device usage
+    and gaps, when the caller has them already.
 
     Row-sized arrays are made one after another and dropped as soon as they are used: on a
     4 GB trace each costs 2-18 MB, and those alive together set the peak memory.
     """
     check_options(options)
     mask, notes = _selection(events, options)
+    every = bool(mask.all())
     rows = np.flatnonzero(mask)
     del mask
-    rank = name_rank(events.names)
-    launch = first_launch(events)
-    usage, all_device_gaps = device_gaps(events, rows, launch, rank)
+    if shared is None:
+        rank, launch = name_rank(events.names), first_launch(events)
+    else:
+        rank, launch = shared.rank, shared.links.launch
+    if shared is not None and every:
+        usage, all_device_gaps = shared.usage, shared.gaps
+    else:
+        usage, all_device_gaps = device_gaps(events, rows, launch, rank)
     device_kept = (all_device_gaps.end - all_device_gaps.start) >= options.min_gap_ns
     streams, stream_gaps, pairs = _stream_scope(events, rows, rank, launch, options)
     del rows

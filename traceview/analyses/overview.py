@@ -17,18 +17,12 @@ import numpy as np
 from traceview.aggregate.intervals import unions
 from traceview.analyses import hints as hint_rules
 from traceview.analyses.categories import CATEGORIES, categorize
-from traceview.analyses.devices import (
-    NO_LAUNCH,
-    DeviceUsage,
-    device_gaps,
-    device_of_stream,
-    name_rank,
-)
+from traceview.analyses.devices import NO_LAUNCH, DeviceUsage, device_of_stream
 from traceview.analyses.names import display_names
-from traceview.analyses.oplinks import OpLinks, link_ops
 from traceview.analyses.ops import OpOptions, OpRow, analyse_ops
-from traceview.analyses.steps import StepRow, step_table
-from traceview.analyses.summary import TraceSummary, summarize
+from traceview.analyses.shared import Shared, work_out
+from traceview.analyses.steps import StepRow
+from traceview.analyses.summary import TraceSummary
 from traceview.columns.model import TraceEvents
 from traceview.columns.schema import KERNEL, MEMCPY, MEMSET
 
@@ -185,25 +179,22 @@ class Overview:
         }
 
 
-def overview(
-    events: TraceEvents, links: OpLinks | None = None, step_rows: list[StepRow] | None = None
-) -> Overview:
+def overview(events: TraceEvents, shared: Shared | None = None) -> Overview:
     """Everything ``summary`` shows, from one read of the trace (CPU rows included);
-    ``links`` and ``step_rows`` are ``link_ops(events)`` and ``step_table(events)`` when the
+    ``shared``: the op links, op calls, device usage and gaps and step table, when the
     caller has them already."""
-    rank = name_rank(events.names)  # one sort of every name, for both
-    links = link_ops(events, rank) if links is None else links
+    shared = work_out(events) if shared is None else shared
+    links, usage, gaps = shared.links, shared.usage, shared.gaps
     category = categorize(events, links.leaf)
     gpu = events.gpu
     busy = np.flatnonzero(gpu.dur > 0)
-    usage, gaps = device_gaps(events, busy, links.launch, rank)
     devices = _breakdowns(events, busy, category, usage, gaps.device, gaps.host_wait)
     kernels = np.flatnonzero(gpu.kind == KERNEL)
-    ops = analyse_ops(events, OpOptions(top=TOP), links)
+    ops = analyse_ops(events, OpOptions(top=TOP), shared)
     facts = hint_rules.Facts(events, links, category, devices, usage, gaps, ops.rows)
-    steps = _steps(step_table(events) if step_rows is None else step_rows)
+    steps = _steps(shared.step_rows)
     return Overview(
-        trace=summarize(events, usage),
+        trace=shared.trace,
         devices=devices,
         categories=_ranked(list(CATEGORIES), gpu.dur, category),
         kernels=_named(events, _ranked(events.names, gpu.dur[kernels], gpu.name[kernels])),
