@@ -19,7 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from traceview.aggregate.order import concat_ranges, first_of_runs, lex_order, searchsorted_pairs
+from traceview.aggregate.order import concat_ranges, first_of_runs, lex_order
+from traceview.aggregate.pairs import SortedPairs
 from traceview.analyses.devices import NO_LAUNCH, first_launch, name_rank
 from traceview.columns.cpu_rows import NO_SHAPE, OP
 from traceview.columns.model import TraceEvents
@@ -52,13 +53,13 @@ def link_ops(events: TraceEvents, rank: np.ndarray | None = None) -> OpLinks:
     leaf, top = _Best(n, innermost=True), _Best(n, innermost=False)
     known = np.flatnonzero(thread >= 0)
     by_launch = known[lex_order((launch[known], thread[known]))]
-    at_thread, at_ts = thread[by_launch], launch[by_launch]
+    keys = SortedPairs(thread[by_launch], launch[by_launch])
     for block in events.cpu.blocks():
         ops = block[block["correlation"] == OP]
         if len(ops) == 0 or len(by_launch) == 0:
             continue
-        lo = searchsorted_pairs(at_thread, at_ts, ops["thread"], ops["ts"], side="left")
-        hi = searchsorted_pairs(at_thread, at_ts, ops["thread"], ops["end"], side="right")
+        lo = keys.search(ops["thread"], ops["ts"], side="left")
+        hi = keys.search(ops["thread"], ops["end"], side="right")
         at, which = concat_ranges(lo, hi)  # every (op, launch it contains) pair
         row, op = by_launch[at], ops[which]
         leaf.offer(row, op["ts"], op["end"] - op["ts"], rank[op["name"]], op["name"], op["shape"])
@@ -91,7 +92,7 @@ class _Best:
         if len(row) == 0:
             return
         key_ts, key_dur = self.sign * ts, -self.sign * dur
-        order = np.lexsort((rank, key_dur, key_ts, row))
+        order = lex_order((rank, key_dur, key_ts, row))
         first = order[np.r_[True, row[order][1:] != row[order][:-1]]]
         row, key_ts, key_dur, rank, name, shape = (
             row[first], key_ts[first], key_dur[first], rank[first], name[first], shape[first]
@@ -119,11 +120,11 @@ def _launch_threads(events: TraceEvents, launch: np.ndarray) -> tuple[np.ndarray
     if len(rows) == 0 or len(events.cpu) == 0:
         return thread, end
     by_key = rows[lex_order((launch[rows], gpu.correlation[rows]))]
-    corr, ts = gpu.correlation[by_key], launch[by_key]
+    keys = SortedPairs(gpu.correlation[by_key], launch[by_key])
     for block in events.cpu.blocks():
         calls = block[block["correlation"] >= 0]
-        lo = searchsorted_pairs(corr, ts, calls["correlation"], calls["ts"], side="left")
-        hi = searchsorted_pairs(corr, ts, calls["correlation"], calls["ts"], side="right")
+        lo = keys.search(calls["correlation"], calls["ts"], side="left")
+        hi = keys.search(calls["correlation"], calls["ts"], side="right")
         at, which = concat_ranges(lo, hi)  # the GPU rows this call launched
         target = by_key[at]
         fresh = thread[target] < 0
