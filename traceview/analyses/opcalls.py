@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from traceview.aggregate.order import dense_ids
+from traceview.aggregate.order import dense_ids, lex_order
 from traceview.columns.cpu_rows import OP, ROW
 from traceview.columns.model import TraceEvents
 
@@ -88,11 +88,13 @@ def parents(thread: np.ndarray, ts: np.ndarray, end: np.ndarray) -> np.ndarray:
     parent = np.full(n, -1, dtype=index)
     if n == 0:
         return parent
-    order = np.lexsort((np.arange(n, dtype=index), -end, ts, thread)).astype(index)
+    order = lex_order((-end, ts, thread)).astype(index)  # stable: file order in ties
     t, e = thread[order], end[order]
     cand: np.ndarray = np.arange(-1, n - 1, dtype=index)
-    cand[np.r_[True, t[1:] != t[:-1]]] = -1
-    del t
+    head = np.r_[True, t[1:] != t[:-1]]
+    cand[head] = -1
+    cand[_unreached(head, ts[order], e)] = -1  # no earlier call can hold them: no parent
+    del t, head
     found: np.ndarray = np.full(n, -1, dtype=index)  # parent in sorted positions, once known
     done = cand < 0
     while not done.all():
@@ -109,6 +111,24 @@ def parents(thread: np.ndarray, ts: np.ndarray, end: np.ndarray) -> np.ndarray:
     del cand, done, e
     parent[order] = np.where(found >= 0, order[np.maximum(found, 0)], -1)
     return parent
+
+
+def _unreached(head: np.ndarray, ts: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Mask over the calls sorted by (thread, ts, −end) (``head``: a thread's first call):
+    those whose end no earlier call of their thread reaches. None of those is inside an
+    earlier call, so none has a parent; marking them at once spares the pointer jumping its
+    longest chains (a thread's top-level calls, each one's candidate the one before)."""
+    run = np.cumsum(head) - 1
+    rel = end - ts[np.flatnonzero(head)][run]  # ≥ 0: from the thread's first start
+    width = int(rel.max()) + 1 if len(rel) else 1
+    if len(rel) == 0 or (int(run[-1]) + 1) * width >= 1 << 62:
+        return np.zeros(len(end), dtype=bool)  # the bands would not fit: leave it to the walk
+    band = run * width
+    reach = np.maximum.accumulate(rel + band) - band  # latest end so far within the thread
+    unreached = np.zeros(len(end), dtype=bool)
+    unreached[1:] = reach[:-1] < rel[1:]
+    unreached &= ~head
+    return unreached
 
 
 def _children_time(thread: np.ndarray, ts: np.ndarray, end: np.ndarray) -> np.ndarray:
