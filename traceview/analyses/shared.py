@@ -13,7 +13,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from traceview.analyses.devices import DeviceUsage, GapSet, device_gaps, name_rank
+from traceview.analyses.devices import (
+    DeviceUsage,
+    GapSet,
+    device_gaps,
+    launch_times,
+    name_rank,
+)
 from traceview.analyses.opcalls import OpCalls, op_calls
 from traceview.analyses.oplinks import OpLinks, link_ops
 from traceview.analyses.steps import StepRow, step_table
@@ -45,7 +51,7 @@ def work_out(events: TraceEvents) -> Shared:
         rank=rank,
         links=links,
         calls=op_calls(events),
-        step_rows=step_table(events),
+        step_rows=step_table(events, launch=launch_times(events, links.launch)),
         usage=usage,
         gaps=gaps,
         trace=summarize(events, usage),
