@@ -22,6 +22,8 @@ from traceview.aggregate.order import dense_ids, lex_order
 from traceview.columns.cpu_rows import OP, ROW
 from traceview.columns.model import TraceEvents
 
+OP_FIELDS = ("thread", "ts", "end", "name", "shape")
+
 
 @dataclass(frozen=True)
 class OpCalls:
@@ -35,9 +37,11 @@ class OpCalls:
     self_ns: np.ndarray
 
 
-def op_calls(events: TraceEvents) -> OpCalls:
-    """The OpCalls of every cpu_op (2021: Operator) row of the trace."""
-    thread, ts, end, name, shape = _op_columns(events)
+def op_calls(events: TraceEvents, columns: tuple[np.ndarray, ...] | None = None) -> OpCalls:
+    """The OpCalls of every cpu_op (2021: Operator) row of the trace; ``columns``: the ops'
+    OP_FIELDS (``OpColumns``), when the caller has read them already."""
+    thread, ts, end, name, shape = _op_columns(events) if columns is None else columns
+    del columns
     children = _children_time(thread, ts, end)
     del thread
     dur = end - ts
@@ -66,18 +70,32 @@ def _sums(group: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
 
 
 def _op_columns(events: TraceEvents) -> tuple[np.ndarray, ...]:
-    """thread, ts, end, name, shape of the CPU ops, in file order (ts and end int64, the ids
-    int32 as stored)."""
-    fields = ("thread", "ts", "end", "name", "shape")
-    parts: list[list[np.ndarray]] = [[] for _ in fields]
+    """OP_FIELDS of the CPU ops, in file order (ts and end int64, the ids int32 as stored)."""
+    gathered = OpColumns()
     for block in events.cpu.blocks():
+        gathered.add(block)
+    return gathered.columns()
+
+
+class OpColumns:
+    """The CPU ops' OP_FIELDS gathered from blocks of CPU rows, in file order: 28 bytes an
+    op, held only by a caller that reads the rows for something else too."""
+
+    def __init__(self) -> None:
+        self.parts: list[list[np.ndarray]] = [[] for _ in OP_FIELDS]
+
+    def add(self, block: np.ndarray) -> None:
         ops = block[block["correlation"] == OP]
-        for i, field in enumerate(fields):
-            parts[i].append(np.ascontiguousarray(ops[field]))
-    return tuple(
-        np.concatenate(p) if p else np.zeros(0, dtype=ROW[f])
-        for p, f in zip(parts, fields, strict=True)
-    )
+        for part, field in zip(self.parts, OP_FIELDS, strict=True):
+            part.append(np.ascontiguousarray(ops[field]))
+
+    def columns(self) -> tuple[np.ndarray, ...]:
+        """One array per field; the parts are dropped field by field as they are joined."""
+        out = []
+        for part, field in zip(self.parts, OP_FIELDS, strict=True):
+            out.append(np.concatenate(part) if part else np.zeros(0, dtype=ROW[field]))
+            part.clear()
+        return tuple(out)
 
 
 def parents(thread: np.ndarray, ts: np.ndarray, end: np.ndarray) -> np.ndarray:

@@ -9,7 +9,7 @@ saves doing the work again.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -45,12 +45,14 @@ class Shared:
 def work_out(events: TraceEvents) -> Shared:
     """The Shared of ``events``."""
     rank = name_rank(events.names)
-    links = link_ops(events, rank)
+    links = link_ops(events, rank, keep_ops=True)  # the CPU rows read once for both
+    calls = op_calls(events, links.ops)
+    links = replace(links, ops=None)
     usage, gaps = device_gaps(events, np.arange(len(events.gpu.ts)), links.launch, rank)
     return Shared(
         rank=rank,
         links=links,
-        calls=op_calls(events),
+        calls=calls,
         step_rows=step_table(events, launch=launch_times(events, links.launch)),
         usage=usage,
         gaps=gaps,
