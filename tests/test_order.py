@@ -85,17 +85,22 @@ def test_nearest_rank_of_values_too_wide_to_pack() -> None:
         max_size=40,
     ),
     ranked=st.booleans(),
+    ordered=st.booleans(),
 )
 def test_unions_equal_a_walk_per_segment(
-    intervals: list[tuple[int, int, int]], ranked: bool
+    intervals: list[tuple[int, int, int]], ranked: bool, ordered: bool
 ) -> None:
     """Per segment: first start, last end, union length and every hole, against merging
-    sorted intervals by hand; ``ranked``: as when the ends' bands would overflow int64."""
+    sorted intervals by hand; ``ranked``: as when the ends' bands would overflow int64;
+    ``ordered``: rows given in (segment, start) order, ties longest first, and not sorted."""
     segment = np.array([g for g, _, _ in intervals], dtype=np.int64)
     start = np.array([s for _, s, _ in intervals], dtype=np.int64)
     end = start + np.array([d for _, _, d in intervals], dtype=np.int64)
+    if ordered:
+        order = np.lexsort((start - end, start, segment))
+        segment, start, end = segment[order], start[order], end[order]
     with mock.patch.object(intervals_module, "_BAND_LIMIT", 0 if ranked else 1 << 62):
-        u = unions(segment, start, end)
+        u = unions(segment, start, end, ordered=ordered)
     assert u.segment.tolist() == sorted(set(segment.tolist()))
     holes = []
     for i, g in enumerate(u.segment.tolist()):

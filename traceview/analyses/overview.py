@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from traceview.aggregate.intervals import unions
+from traceview.aggregate.order import lex_order
 from traceview.analyses import hints as hint_rules
 from traceview.analyses.categories import CATEGORIES, categorize
 from traceview.analyses.devices import NO_LAUNCH, DeviceUsage, device_of_stream
@@ -216,6 +217,8 @@ def _breakdowns(
 ) -> tuple[Breakdown, ...]:
     gpu = events.gpu
     device_index, values = device_of_stream(events)
+    # by (device, start): the unions by device below need no sort of their own
+    busy = busy[lex_order((gpu.ts[busy], device_index[gpu.stream[busy]]))]
     device = device_index[gpu.stream[busy]]
     ts = gpu.ts[busy]
     end = ts + gpu.dur[busy]
@@ -264,8 +267,9 @@ def _breakdowns(
 
 
 def _union_by(segment: np.ndarray, start: np.ndarray, end: np.ndarray, n: int) -> np.ndarray:
-    """Per segment id in [0, n): the length of the union of its intervals."""
-    u = unions(segment, start, end)
+    """Per segment id in [0, n): the length of the union of its intervals (rows in (segment,
+    start) order)."""
+    u = unions(segment, start, end, ordered=True)
     out = np.zeros(n, dtype=np.int64)
     out[u.segment] = u.busy
     return out
