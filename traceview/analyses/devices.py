@@ -106,7 +106,7 @@ def first_launch(events: TraceEvents) -> np.ndarray:
     out = np.full(len(gpu.ts), NO_LAUNCH, dtype=np.int64)
     if len(runtime.correlation) == 0 or len(gpu.ts) == 0:
         return out
-    order = np.lexsort((runtime.ts, runtime.correlation))
+    order = lex_order((runtime.ts, runtime.correlation))
     ordered = runtime.correlation[order]
     first = first_of_runs(ordered)
     corr, launch = ordered[first], runtime.ts[order][first]

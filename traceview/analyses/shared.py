@@ -30,11 +30,12 @@ from traceview.columns.model import TraceEvents
 @dataclass(frozen=True)
 class Shared:
     """Of one trace (read with its CPU rows): the rank of each name id in sorted order, the
-    op links of every GPU row, the op calls, the step table, each device's usage and device
-    gaps over all its GPU activity, and the trace summary over that usage."""
+    op links and launch time of every GPU row, the op calls, the step table, each device's
+    usage and device gaps over all its GPU activity, and the trace summary over that usage."""
 
     rank: np.ndarray  # name_rank(events.names)
     links: OpLinks  # link_ops(events)
+    launch: np.ndarray  # launch_times(events)
     calls: OpCalls  # op_calls(events)
     step_rows: list[StepRow]  # step_table(events)
     usage: list[DeviceUsage]  # usage(events)
@@ -48,12 +49,14 @@ def work_out(events: TraceEvents) -> Shared:
     links = link_ops(events, rank, keep_ops=True)  # the CPU rows read once for both
     calls = op_calls(events, links.ops)
     links = replace(links, ops=None)
+    launch = launch_times(events, links.launch)
     usage, gaps = device_gaps(events, np.arange(len(events.gpu.ts)), links.launch, rank)
     return Shared(
         rank=rank,
         links=links,
+        launch=launch,
         calls=calls,
-        step_rows=step_table(events, launch=launch_times(events, links.launch)),
+        step_rows=step_table(events, launch=launch),
         usage=usage,
         gaps=gaps,
         trace=summarize(events, usage),
