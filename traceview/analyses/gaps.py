@@ -339,7 +339,8 @@ def _shown_names(
     events: TraceEvents, transitions: list[Transition], largest: list[LargestGap]
 ) -> dict[str, str]:
     """The displayed name of each name in the tables, decided over every GPU name."""
-    display = display_names([events.names[i] for i in np.unique(events.gpu.name).tolist()])
+    used, _ = dense_ids(events.gpu.name, len(events.names))  # np.unique without a sort
+    display = display_names([events.names[i] for i in used.tolist()])
     listed = {n for t in transitions for n in (t.from_name, t.to_name)}
     listed |= {n for g in largest for n in (g.before, g.after)}
     return {n: display.get(n, n) for n in listed}

@@ -198,7 +198,8 @@ def analyse_ops(events: TraceEvents, options: OpOptions, shared: Shared | None =
     busy = _busy(events, rows, group, n)
     delay = _launch_delay(links.launch[rows], ts, group, n)
     launch_ns = _launch_time(links, rows, group, n)
-    comm = _all_communication(events, links, rows, group, n)
+    category = categorize(events, links.leaf) if shared is None else shared.category
+    comm = _all_communication(category[rows], group, n)
     total = int(gpu_ns.sum())
     out = []
     for g, key in enumerate(used.tolist()):
@@ -282,11 +283,9 @@ def _launch_time(links: OpLinks, rows: np.ndarray, group: np.ndarray, n: int) ->
     return _sums(np.where(has, group, -1), np.where(has, end - launch, 0), n)
 
 
-def _all_communication(
-    events: TraceEvents, links: OpLinks, rows: np.ndarray, group: np.ndarray, n: int
-) -> np.ndarray:
-    """Per group: whether every one of its kernels is a communication kernel."""
-    category = categorize(events, links.leaf)[rows]
+def _all_communication(category: np.ndarray, group: np.ndarray, n: int) -> np.ndarray:
+    """Per group: whether every one of its kernels (their ``category``) is a communication
+    kernel."""
     comm = category == CATEGORIES.index("communication")
     every: np.ndarray = _sums(group, (~comm).astype(np.int64), n) == 0
     return every

@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 
 from traceview.aggregate.intervals import unions
-from traceview.aggregate.order import lex_order
+from traceview.aggregate.order import dense_ids, lex_order
 from traceview.analyses import hints as hint_rules
-from traceview.analyses.categories import CATEGORIES, categorize
+from traceview.analyses.categories import CATEGORIES
 from traceview.analyses.devices import NO_LAUNCH, DeviceUsage, device_of_stream
 from traceview.analyses.names import display_names
 from traceview.analyses.ops import OpOptions, OpRow, analyse_ops
@@ -186,7 +186,7 @@ def overview(events: TraceEvents, shared: Shared | None = None) -> Overview:
     caller has them already."""
     shared = work_out(events) if shared is None else shared
     links, usage, gaps = shared.links, shared.usage, shared.gaps
-    category = categorize(events, links.leaf)
+    category = shared.category
     gpu = events.gpu
     busy = np.flatnonzero(gpu.dur > 0)
     devices = _breakdowns(events, busy, category, usage, gaps.device, gaps.host_wait)
@@ -287,7 +287,8 @@ def _ranked(labels: list[str], dur: np.ndarray, ids: np.ndarray) -> tuple[Ranked
 
 def _named(events: TraceEvents, kernels: tuple[Ranked, ...]) -> tuple[Ranked, ...]:
     """The kernels with their displayed names, decided over every GPU name of the trace."""
-    display = display_names([events.names[i] for i in np.unique(events.gpu.name).tolist()])
+    used, _ = dense_ids(events.gpu.name, len(events.names))  # np.unique without a sort
+    display = display_names([events.names[i] for i in used.tolist()])
     return tuple(replace(k, short_name=display.get(k.name, k.name)) for k in kernels)
 
 

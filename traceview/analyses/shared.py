@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from traceview.analyses.categories import categorize
 from traceview.analyses.devices import (
     DeviceUsage,
     GapSet,
@@ -29,13 +30,14 @@ from traceview.columns.model import TraceEvents
 
 @dataclass(frozen=True)
 class Shared:
-    """Of one trace (read with its CPU rows): the rank of each name id in sorted order, the
-    op links and launch time of every GPU row, the op calls, the step table, each device's
-    usage and device gaps over all its GPU activity, and the trace summary over that usage."""
+    """Of one trace (read with its CPU rows): the rank of each name id in sorted order; the
+    op links, launch time and category of every GPU row; the op calls; the step table; each
+    device's usage and device gaps over all its GPU activity; the summary over that usage."""
 
     rank: np.ndarray  # name_rank(events.names)
     links: OpLinks  # link_ops(events)
     launch: np.ndarray  # launch_times(events)
+    category: np.ndarray  # categorize(events, links.leaf)
     calls: OpCalls  # op_calls(events)
     step_rows: list[StepRow]  # step_table(events)
     usage: list[DeviceUsage]  # usage(events)
@@ -55,6 +57,7 @@ def work_out(events: TraceEvents) -> Shared:
         rank=rank,
         links=links,
         launch=launch,
+        category=categorize(events, links.leaf),
         calls=calls,
         step_rows=step_table(events, launch=launch),
         usage=usage,
