@@ -508,11 +508,13 @@ def report(
     import shlex
 
     from traceview import __version__
+    from traceview.allocator import reuse_freed_memory
     from traceview.render.html.documents import collect
     from traceview.render.html.page import PageInfo, plotly_js, render
 
     check_output_path(output, force, (path,))
     plotly_js()  # the missing extra is said before any reading
+    reuse_freed_memory()
     events = read_trace(path, read, keep_cpu=True)
     command = shlex.join(["traceview", *sys.argv[1:]])
     page = render(collect(events, options), PageInfo(__version__, command))
