@@ -1,6 +1,7 @@
 """What the report shows: the JSON documents of ``summary``, ``kernels``, ``gaps``, ``steps``
 and ``ops``, built by the same analyses and renderers as those commands from one read of the
-trace, so every number in the page equals theirs; plus the timeline (analyses.timeline)."""
+trace, so every number in the page equals theirs; plus the timeline (analyses.timeline). Of a
+run, also the run's ``ranks`` document, the other documents being of one rank's trace."""
 
 from __future__ import annotations
 
@@ -34,6 +35,7 @@ class ReportOptions:
 
     timeline_step: int | None = None  # the step drawn as rectangles (None: the median step)
     bins: int = BINS
+    rank: int | None = None  # a run: the rank whose trace the sections show (None: the lowest)
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,9 @@ class Documents:
     utilisation: Utilisation
     step: StepWork | None
     names: list[str]  # the trace's names (StepWork.name indexes them)
+    # A run: the ``ranks`` document, and the rank whose trace the documents above are of.
+    ranks: dict[str, Any] | None = None
+    rank: int | None = None
 
 
 def collect(events: TraceEvents, options: ReportOptions) -> Documents:
