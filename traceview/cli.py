@@ -726,8 +726,9 @@ def main() -> None:
 
 @command()
 @reads_traces
+@reads_runs
 def report(
-    trace: Trace,
+    trace: Traces,
     output: Annotated[
         Path,
         typer.Option("--output", "-o", help="The HTML file to write.", show_default=False),
@@ -740,12 +741,28 @@ def report(
             show_default=False,
         ),
     ] = None,
+    rank: Annotated[
+        int | None,
+        typer.Option(
+            "--rank",
+            help="A run: the rank whose trace the sections after 'Ranks' show (default: the "
+            "lowest rank).",
+            rich_help_panel="Several ranks",
+            show_default=False,
+        ),
+    ] = None,
     force: Force = False,
     read: ReadOptions = FROM_FLAGS,
+    runs: RunOptions = FROM_RUN_FLAGS,
 ) -> None:
     """One self-contained HTML page with plots (works offline): time breakdown, kernels,
-    utilisation timeline, gap histogram, steps, roofline. Needs the report extra (plotly)."""
-    from traceview import run
+    utilisation timeline, gap histogram, steps, roofline; of a run (several rank files), the
+    ranks first. Needs the report extra (plotly)."""
+    from traceview import run, run_ranks
     from traceview.render.html.documents import ReportOptions
 
-    run.report(trace, ReportOptions(timeline_step=timeline_step), read, output, force)
+    options = ReportOptions(timeline_step=timeline_step, rank=rank)
+    if run_ranks.is_run(trace, runs):
+        run_ranks.report(trace, runs, read, options, output, force)
+    else:
+        run.report(trace[0], options, read, output, force)

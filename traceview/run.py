@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from traceview.cache.manage import Removal
     from traceview.columns.model import TraceEvents
     from traceview.render.document import Document
-    from traceview.render.html.documents import ReportOptions
+    from traceview.render.html.documents import Documents, ReportOptions
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -515,15 +515,25 @@ def report(
     path: Path, options: ReportOptions, read: ReadOptions, output: Path, force: bool
 ) -> None:
     """``traceview report``: one self-contained HTML page from one read of the trace."""
+    from traceview.allocator import reuse_freed_memory
+    from traceview.render.html.documents import collect
+    from traceview.render.html.page import plotly_js
+
+    if options.rank is not None:
+        raise UsageError(f"--rank {options.rank}: for a run (several rank files); {path} is one")
+    check_output_path(output, force, (path,))
+    plotly_js()  # the missing extra is said before any reading
+    reuse_freed_memory()
+    events = read_trace(path, read, keep_cpu=True)
+    write_page(collect(events, options), output, force, (path,))
+
+
+def write_page(docs: Documents, output: Path, force: bool, inputs: Sequence[Path]) -> None:
+    """The report page of ``docs``, written to ``output`` (never over one of the ``inputs``)."""
     import shlex
 
     from traceview import __version__
-    from traceview.render.html.documents import collect
-    from traceview.render.html.page import PageInfo, plotly_js, render
+    from traceview.render.html.page import PageInfo, render
 
-    check_output_path(output, force, (path,))
-    plotly_js()  # the missing extra is said before any reading
-    events = read_trace(path, read, keep_cpu=True)
     command = shlex.join(["traceview", *sys.argv[1:]])
-    page = render(collect(events, options), PageInfo(__version__, command))
-    write_file(output, page, force, (path,))
+    write_file(output, render(docs, PageInfo(__version__, command)), force, tuple(inputs))

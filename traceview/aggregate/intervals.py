@@ -30,16 +30,22 @@ class Unions:
     hole_end: np.ndarray
 
 
-def unions(segment: np.ndarray, start: np.ndarray, end: np.ndarray) -> Unions:
+def unions(
+    segment: np.ndarray, start: np.ndarray, end: np.ndarray, ordered: bool = False
+) -> Unions:
     """Every segment's union and holes at once: one sort by (segment, start), a running
     maximum of the ends within each segment, a hole wherever a start passes that maximum.
 
     ``segment`` holds non-negative ids; ``end ≥ start``. Linear after the sort, whatever the
-    number of segments (no Python loop per segment).
+    number of segments (no Python loop per segment). ``ordered``: the rows come in (segment,
+    start) order already (ties in any order: the result does not depend on it), so no sort.
     """
-    order = lex_order((start, segment))
-    seg, s, e = segment[order], start[order], end[order]
-    del order
+    if ordered:
+        seg, s, e = segment, start, end
+    else:
+        order = lex_order((start, segment))
+        seg, s, e = segment[order], start[order], end[order]
+        del order
     change = np.r_[len(seg) > 0, seg[1:] != seg[:-1]]
     head = np.flatnonzero(change)
     run = np.cumsum(change, dtype=np.int64)

@@ -106,7 +106,7 @@ def first_launch(events: TraceEvents) -> np.ndarray:
     out = np.full(len(gpu.ts), NO_LAUNCH, dtype=np.int64)
     if len(runtime.correlation) == 0 or len(gpu.ts) == 0:
         return out
-    order = np.lexsort((runtime.ts, runtime.correlation))
+    order = lex_order((runtime.ts, runtime.correlation))
     ordered = runtime.correlation[order]
     first = first_of_runs(ordered)
     corr, launch = ordered[first], runtime.ts[order][first]
@@ -116,9 +116,10 @@ def first_launch(events: TraceEvents) -> np.ndarray:
     return out
 
 
-def launch_times(events: TraceEvents) -> np.ndarray:
-    """Per GPU row: the start of its launching runtime call, else the row's own ts (ns)."""
-    launch = first_launch(events)
+def launch_times(events: TraceEvents, first: np.ndarray | None = None) -> np.ndarray:
+    """Per GPU row: the start of its launching runtime call, else the row's own ts (ns);
+    ``first`` is ``first_launch(events)`` when the caller has it already."""
+    launch = first_launch(events) if first is None else first
     return np.where(launch == NO_LAUNCH, events.gpu.ts, launch)
 
 

@@ -17,7 +17,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_EVEN, Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -43,6 +43,9 @@ from traceview.choices import GAP_SORT_ALIASES, GapSort, check_choice
 from traceview.columns.model import TraceEvents
 from traceview.columns.schema import GPU_KINDS
 from traceview.errors import UsageError
+
+if TYPE_CHECKING:
+    from traceview.analyses.shared import Shared
 
 SCHEMA_VERSION = 2
 SORT_KEYS = tuple(GapSort)
@@ -277,19 +280,29 @@ def parse_hist_range(lo: str | None, hi: str | None) -> tuple[int | None, int | 
     return lo_ns, hi_ns
 
 
-def analyse_gaps(events: TraceEvents, options: GapOptions) -> GapReport:
+def analyse_gaps(
+    events: TraceEvents, options: GapOptions, shared: Shared | None = None
+) -> GapReport:
     """Select busy activities; compute per-stream, per-device, transition and gap figures.
+    ``shared``: the name ranks, launches and, when every row is selected, the device usage
+    and gaps, when the caller has them already.
 
     Row-sized arrays are made one after another and dropped as soon as they are used: on a
     4 GB trace each costs 2-18 MB, and those alive together set the peak memory.
     """
     check_options(options)
     mask, notes = _selection(events, options)
+    every = bool(mask.all())
     rows = np.flatnonzero(mask)
     del mask
-    rank = name_rank(events.names)
-    launch = first_launch(events)
-    usage, all_device_gaps = device_gaps(events, rows, launch, rank)
+    if shared is None:
+        rank, launch = name_rank(events.names), first_launch(events)
+    else:
+        rank, launch = shared.rank, shared.links.launch
+    if shared is not None and every:
+        usage, all_device_gaps = shared.usage, shared.gaps
+    else:
+        usage, all_device_gaps = device_gaps(events, rows, launch, rank)
     device_kept = (all_device_gaps.end - all_device_gaps.start) >= options.min_gap_ns
     streams, stream_gaps, pairs = _stream_scope(events, rows, rank, launch, options)
     del rows
@@ -336,7 +349,8 @@ def _shown_names(
     events: TraceEvents, transitions: list[Transition], largest: list[LargestGap]
 ) -> dict[str, str]:
     """The displayed name of each name in the tables, decided over every GPU name."""
-    display = display_names([events.names[i] for i in np.unique(events.gpu.name).tolist()])
+    used, _ = dense_ids(events.gpu.name, len(events.names))  # np.unique without a sort
+    display = display_names([events.names[i] for i in used.tolist()])
     listed = {n for t in transitions for n in (t.from_name, t.to_name)}
     listed |= {n for g in largest for n in (g.before, g.after)}
     return {n: display.get(n, n) for n in listed}

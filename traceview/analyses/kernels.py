@@ -9,7 +9,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -28,6 +28,9 @@ from traceview.choices import KernelGroupBy, KernelSort, check_choice
 from traceview.columns.model import TraceEvents
 from traceview.columns.schema import GPU_KINDS, KERNEL
 from traceview.errors import UsageError
+
+if TYPE_CHECKING:
+    from traceview.analyses.shared import Shared
 
 GROUP_BY = tuple(KernelGroupBy)
 SORT_KEYS = tuple(KernelSort)
@@ -111,17 +114,23 @@ class KernelReport:
         return 100.0 * sum(d.busy_ns for d in self.trace.devices) / window if window else 0.0
 
 
-def analyse_kernels(events: TraceEvents, options: KernelOptions) -> KernelReport:
+def analyse_kernels(
+    events: TraceEvents, options: KernelOptions, shared: Shared | None = None
+) -> KernelReport:
     """Select GPU rows by kind, steps and name; compute per-name statistics; sort; cut.
 
     The header's device figures are over all GPU activity (kernel, memcpy, memset) of the
-    selected steps, or of the whole trace: the one device definition every command uses.
+    selected steps, or of the whole trace: the one device definition every command uses
+    (``shared``: the whole trace's summary, when the caller has it already).
     """
     check_options(options)
     mask, notes, options = _selection(events, options)
     steps = _step_rows(events, options)
     # before our row-sized temporaries, so the peaks do not stack
-    trace = summarize(events, None if steps is None else usage(events, steps))
+    if steps is None and shared is not None:
+        trace = shared.trace
+    else:
+        trace = summarize(events, None if steps is None else usage(events, steps))
     del steps
     gpu = events.gpu
     dur = gpu.dur[mask]

@@ -268,10 +268,13 @@ def _union(spans: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return spans[first, 0], reach[np.append(first[1:] - 1, len(spans) - 1)]
 
 
-def step_table(events: TraceEvents, windows: dict[int, Window] | None = None) -> list[StepRow]:
+def step_table(
+    events: TraceEvents, windows: dict[int, Window] | None = None, launch: np.ndarray | None = None
+) -> list[StepRow]:
     """One row per step: its window, the kernels launched in it, and per device the window,
     busy and idle time of its busy events (kernel, memcpy, memset with dur > 0) and the lag.
     ``windows``: only these steps (a part of ``step_windows(events)``); default all.
+    ``launch``: ``launch_times(events)``, when the caller has it already.
 
     All steps at once: the steps' rows are concatenated, and one union over (step, device)
     segments gives every figure (no Python loop per step but building the rows).
@@ -281,7 +284,9 @@ def step_table(events: TraceEvents, windows: dict[int, Window] | None = None) ->
     if not windows:
         return []
     steps = list(windows)
-    member, owner = StepRows(events, np.arange(len(events.gpu.ts))).members(list(windows.values()))
+    launch = launch_times(events) if launch is None else launch
+    every = StepRows(events, np.arange(len(events.gpu.ts)), launch)
+    member, owner = every.members(list(windows.values()))
     gpu = events.gpu
     kernel = gpu.kind[member] == KERNEL
     kernels = np.bincount(owner[kernel], minlength=len(steps))
@@ -293,7 +298,7 @@ def step_table(events: TraceEvents, windows: dict[int, Window] | None = None) ->
     ts = gpu.ts[member]
     segment = owner * width + device_index[gpu.stream[member]]
     u = unions(segment, ts, ts + gpu.dur[member])
-    launched = min_by_segment(segment, launch_times(events)[member])
+    launched = min_by_segment(segment, launch[member])
     per_step: list[list[StepDevice]] = [[] for _ in steps]
     for seg, first, last, busy_ns, launch in zip(
         u.segment.tolist(),
@@ -328,15 +333,22 @@ class StepRows:
     row's own start for GPU-only steps), so each step's rows are found by two binary searches
     instead of a pass over every row per step."""
 
-    def __init__(self, events: TraceEvents, rows: np.ndarray) -> None:
+    def __init__(
+        self, events: TraceEvents, rows: np.ndarray, launch: np.ndarray | None = None
+    ) -> None:
         self.events = events
         self.rows = rows
+        self.launch = launch  # launch_times(events), when known already
         self._sorted: dict[bool, tuple[np.ndarray, np.ndarray]] = {}
 
     def _by_point(self, gpu_only: bool) -> tuple[np.ndarray, np.ndarray]:
         if gpu_only not in self._sorted:
             gpu = self.events.gpu
-            point = (gpu.ts if gpu_only else launch_times(self.events))[self.rows]
+            if gpu_only:
+                point = gpu.ts[self.rows]
+            else:
+                launch = launch_times(self.events) if self.launch is None else self.launch
+                point = launch[self.rows]
             order = np.argsort(point, kind="stable")
             self._sorted[gpu_only] = (point[order], self.rows[order])
         return self._sorted[gpu_only]
