@@ -499,7 +499,10 @@ def walk(a: Any, b: Any, path: str, norm: Normaliser) -> Iterator[Finding]:
         for x, y in zip(a, b, strict=False):
             yield from walk(x, y, path + "[]", norm)
     elif not same_leaf(a, b, norm):
-        yield Finding("value", path, short(a), short(b))
+        kind = (
+            "value (null before)" if a is None else "value (null after)" if b is None else "value"
+        )
+        yield Finding(kind, path, short(a), short(b))
 
 
 def same_leaf(a: Any, b: Any, norm: Normaliser) -> bool:
