@@ -33,8 +33,9 @@ class Failed(Exception):
     """traceview report exited non-zero (its one-line message)."""
 
 
-def run(trace: Path, out: Path, cache: Path) -> tuple[float, float]:
-    """One ``traceview report`` in its own process: its wall time (s) and peak RSS (MB)."""
+def run(trace: Path, out: Path, cache: Path) -> tuple[float, float, float]:
+    """One ``traceview report`` in its own process: its wall time (s), peak RSS (MB) and CPU
+    time (user + system, s: on a loaded machine, steadier than the wall time)."""
     env = {**os.environ, "TRACEVIEW_CACHE_DIR": str(cache)}
     args = [sys.executable, "-m", "traceview", "report", str(trace), "-o", str(out), "--force"]
     start = time.perf_counter()
@@ -47,7 +48,7 @@ def run(trace: Path, out: Path, cache: Path) -> tuple[float, float]:
             err.seek(0)
             lines = err.read().strip().splitlines()
             raise Failed(lines[-1] if lines else f"exit {proc.returncode}")
-    return wall, usage.ru_maxrss / 1024
+    return wall, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
 
 
 def browse(page: Path) -> str:
@@ -88,20 +89,21 @@ def measure(trace: Path, runs: int, browser: bool) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         cache, out = Path(tmp) / "cache", Path(tmp) / "report.html"
         try:
-            cold, cold_rss = run(trace, out, cache)
+            cold, cold_rss, _ = run(trace, out, cache)
         except Failed as e:
             print(f"{trace.name}: no report ({e})")
             return
         warm = [run(trace, out, cache) for _ in range(runs)]
         page = out.read_bytes()
         shown = browse(out) if browser else ""
-    walls = [w for w, _ in warm]
+    walls, cpus = [w for w, _, _ in warm], [c for _, _, c in warm]
     print(
         f"{trace.name}: {trace.stat().st_size / 1e6:,.2f} MB trace; page "
         f"{len(page) / 1e6:.2f} MB ({len(gzip.compress(page)) / 1e6:.2f} MB gzipped); "
         f"cold {cold:.2f} s (peak RSS {cold_rss:,.0f} MB); warm median "
         f"{statistics.median(walls):.2f} s (runs: {', '.join(f'{w:.2f}' for w in walls)}; "
-        f"peak RSS {max(r for _, r in warm):,.0f} MB)" + (f"; {shown}" if shown else ""),
+        f"CPU median {statistics.median(cpus):.2f} s; "
+        f"peak RSS {max(r for _, r, _ in warm):,.0f} MB)" + (f"; {shown}" if shown else ""),
         flush=True,
     )
 

@@ -207,12 +207,17 @@ def sample_std_ns(values: list[int]) -> float:
 
 
 def describe_ns(values: list[int]) -> dict[str, Any]:
-    """count/total/mean/std/min/max/p50/p90/p99 of integer-ns values, times as µs floats."""
+    """count/total/mean/std/min/max/p50/p90/p99 of integer-ns values, times as µs floats; and
+    the integer ones as ns too (``total_ns``, ``min_ns``, ``max_ns``, ``p50_ns`` ...)."""
     ordered = sorted(values)
     n = len(ordered)
     total = sum(ordered)
     return {
         "count": n,
+        "total_ns": total,
+        "min_ns": ordered[0],
+        "max_ns": ordered[-1],
+        **{f"p{p}_ns": nearest_rank(ordered, p) for p in (50, 90, 99)},
         "total_us": us(total),
         "mean_us": us(Fraction(total, n)),
         "std_us": sample_std_ns(ordered) / 1000,

@@ -52,8 +52,8 @@ def test_context_names_what_held_the_gap(tmp_path: Path) -> None:
     the sync call (90-300) overlaps the gap by 200."""
     events = collect_events(TraceReader(sync_trace(tmp_path)), keep_cpu=True)
     (gap,) = analyse_gaps(events, GapOptions()).largest
-    assert (gap.before, gap.after, gap.gap_us) == ("a", "b", 210.0)
-    assert (gap.host_wait_us, gap.cause) == (205.0, "cpu")
+    assert (gap.before, gap.after, gap.gap_ns) == ("a", "b", 210_000)
+    assert (gap.host_wait_ns, gap.cause) == (205_000, "cpu")
     context = gap.context
     assert context.thread == "9/1" and context.launch_ns == 305_000
     assert [(h.name, h.overlap_ns) for h in context.ops] == [

@@ -51,9 +51,9 @@ def test_a_busy_stream_hides_another_streams_gap(tmp_path: Path) -> None:
     device = gaps(events)
     assert device.totals.gaps == 0 and device.largest == []
     (d,) = device.devices
-    assert (d.window_us, d.busy_us, d.idle_us, d.gaps) == (60.0, 60.0, 0.0, 0)
+    assert (d.window_ns, d.busy_ns, d.idle_ns, d.gaps) == (60_000, 60_000, 0, 0)
     stream = gaps(events, per_stream=True)
-    assert stream.totals.gaps == 1 and stream.largest[0].gap_us == 40.0
+    assert stream.totals.gaps == 1 and stream.largest[0].gap_ns == 40_000
     assert [s.gaps for s in stream.streams] == [1, 0]  # the table is the same in both scopes
     assert [s.gaps for s in device.streams] == [1, 0]
 
@@ -61,9 +61,9 @@ def test_a_busy_stream_hides_another_streams_gap(tmp_path: Path) -> None:
 def test_a_zero_length_event_never_splits_a_gap(tmp_path: Path) -> None:
     events = read(tmp_path, [kernel("a", 0, 10), kernel("empty", 20, 0), kernel("b", 30, 10)])
     (gap,) = gaps(events).largest
-    assert (gap.gap_us, gap.before, gap.after) == (20.0, "a", "b")
+    assert (gap.gap_ns, gap.before, gap.after) == (20_000, "a", "b")
     (d,) = gaps(events).devices
-    assert (d.window_us, d.busy_us, d.idle_us) == (40.0, 20.0, 20.0)
+    assert (d.window_ns, d.busy_ns, d.idle_ns) == (40_000, 20_000, 20_000)
 
 
 def test_a_gap_the_gpu_held_has_no_host_wait(tmp_path: Path) -> None:
@@ -80,13 +80,13 @@ def test_a_gap_the_gpu_held_has_no_host_wait(tmp_path: Path) -> None:
         ],
     )
     (gap,) = gaps(events).largest
-    assert (gap.gap_us, gap.host_wait_us, gap.cause) == (40.0, 0.0, "gpu")
+    assert (gap.gap_ns, gap.host_wait_ns, gap.cause) == (40_000, 0, "gpu")
     assert gap.context.ops == ()
     assert [(h.name, h.overlap_ns) for h in gap.context.syncs] == [
         ("cudaStreamSynchronize", 40_000)
     ]
     (d,) = gaps(events).devices
-    assert (d.idle_us, d.host_wait_us) == (40.0, 0.0)
+    assert (d.idle_ns, d.host_wait_ns) == (40_000, 0)
 
 
 def test_a_data_loader_gap_is_explained_by_the_loader(tmp_path: Path) -> None:
@@ -106,7 +106,7 @@ def test_a_data_loader_gap_is_explained_by_the_loader(tmp_path: Path) -> None:
     )
     report = gaps(events)
     (gap,) = report.largest
-    assert (gap.gap_us, gap.host_wait_us, gap.cause) == (145.0, 140.0, "cpu")
+    assert (gap.gap_ns, gap.host_wait_ns, gap.cause) == (145_000, 140_000, "cpu")
     context = gap.context
     assert [(h.name, h.overlap_ns) for h in context.ops] == [
         (loader, 120_000),
@@ -114,7 +114,7 @@ def test_a_data_loader_gap_is_explained_by_the_loader(tmp_path: Path) -> None:
     ]
     assert context.covered_ns == 120_000
     (d,) = report.devices
-    assert (d.idle_us, d.host_wait_us) == (145.0, 140.0)
+    assert (d.idle_ns, d.host_wait_ns) == (145_000, 140_000)
     r = CliRunner().invoke(app, ["gaps", str(tmp_path / "t.json"), "--no-cache"])
     assert r.exit_code == 0, r.output
     assert f"{loader} 120.0 µs of 140.0 µs host wait" in r.stdout
@@ -155,10 +155,11 @@ def test_two_devices_are_never_merged(tmp_path: Path) -> None:
     )
     report = gaps(events)
     d0, d1 = report.devices
-    assert (d0.device, d0.idle_us, d0.gaps) == (0, 0.0, 0)
-    assert (d1.device, d1.window_us, d1.busy_us, d1.idle_us, d1.gaps) == (1, 250.0, 110.0, 140.0, 1)
+    assert (d0.device, d0.idle_ns, d0.gaps) == (0, 0, 0)
+    figures = (d1.device, d1.window_ns, d1.busy_ns, d1.idle_ns, d1.gaps)
+    assert figures == (1, 250_000, 110_000, 140_000, 1)
     (gap,) = report.largest
-    assert (gap.device, gap.stream, gap.gap_us) == (1, 9, 140.0)
+    assert (gap.device, gap.stream, gap.gap_ns) == (1, 9, 140_000)
     kernels = analyse_kernels(events, KernelOptions())
     busy = [(d.device, d.busy_pct) for d in kernels.trace.devices]
     assert busy == [(0, 100.0), (1, 44.0)]

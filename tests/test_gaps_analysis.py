@@ -91,22 +91,23 @@ def test_zero_gap_overlap_nested_and_gap() -> None:
     report = run(rows)
     (s,) = report.streams
     assert (s.device, s.stream, s.events) == (0, 7, 5)
-    assert (s.gaps, s.gap_total_us) == (1, 0.14)
-    assert (s.overlaps, s.overlap_us, s.zero_gaps) == (2, 0.06, 1)
-    assert (s.window_us, s.busy_us, s.idle_us) == (0.32, 0.22, 0.1)
+    assert (s.gaps, s.gap_total_ns) == (1, 140)
+    assert (s.overlaps, s.overlap_ns, s.zero_gaps) == (2, 60, 1)
+    assert (s.window_ns, s.busy_ns, s.idle_ns) == (320, 220, 100)
     assert report.totals.gaps == 1
-    assert report.totals.idle_us == 0.1
-    assert report.totals.mean_gap_us == 0.14
+    assert report.totals.idle_ns == 100
+    assert report.totals.mean_gap_ns == 140
+    assert report.totals.as_dict()["mean_gap_us"] == 0.14
 
 
 def test_one_event_stream_and_empty_trace() -> None:
     report = run([("a", S, 1000, 250)])
     (s,) = report.streams
     assert (s.events, s.gaps, s.overlaps, s.zero_gaps) == (1, 0, 0, 0)
-    assert (s.window_us, s.busy_us, s.idle_us) == (0.25, 0.25, 0.0)
+    assert (s.window_ns, s.busy_ns, s.idle_ns) == (250, 250, 0)
     assert report.transitions == [] and report.largest == []
     assert report.histogram.counts == [] and report.histogram.edges == []
-    assert report.totals.mean_gap_us == 0.0
+    assert report.totals.mean_gap_ns == 0.0
 
     empty = run([])
     assert empty.streams == [] and empty.devices == [] and empty.totals.gaps == 0
@@ -130,8 +131,8 @@ def test_unsorted_input_gives_the_same_report() -> None:
 def test_zero_duration_events_touching() -> None:
     report = run([("a", S, 10, 0), ("b", S, 10, 0), ("c", S, 20, 0)])
     (s,) = report.streams
-    assert (s.zero_gaps, s.gaps, s.gap_total_us) == (1, 1, 0.01)
-    assert (s.window_us, s.busy_us, s.idle_us) == (0.01, 0.0, 0.01)
+    assert (s.zero_gaps, s.gaps, s.gap_total_ns) == (1, 1, 10)
+    assert (s.window_ns, s.busy_ns, s.idle_ns) == (10, 0, 10)
 
 
 def test_ties_on_start_and_end_order_by_name_string() -> None:
@@ -156,10 +157,10 @@ def test_ns_timestamps_from_a_json_trace(tmp_path: Path) -> None:
     path.write_bytes(gzip.compress(('{"traceEvents": [' + ", ".join(events) + "]}").encode()))
     report = analyse_gaps(collect_events(TraceReader(path)), GapOptions())
     (s,) = report.streams
-    assert (s.gaps, s.gap_total_us) == (1, 0.013)
+    assert (s.gaps, s.gap_total_ns) == (1, 13)
     (gap,) = report.largest
-    assert gap.gap_us == 0.013
-    assert gap.start_us == 1.0  # relative to the span start (first kernel's ts)
+    assert gap.gap_ns == 13
+    assert gap.start_ns == 1000  # relative to the span start (first kernel's ts)
     assert (gap.before, gap.after, gap.context.as_dict()) == ("first", "second", None)
 
 
@@ -177,11 +178,11 @@ def test_devices_union_across_streams() -> None:
     ]
     report = run(rows)
     d0, d1 = report.devices
-    assert (d0.device, d0.window_us, d0.busy_us, d0.idle_us) == (0, 0.4, 0.25, 0.15)
+    assert (d0.device, d0.window_ns, d0.busy_ns, d0.idle_ns) == (0, 400, 250, 150)
     assert d0.idle_pct == pytest.approx(37.5)
     assert (d1.device, d1.idle_pct) == (1, 0.0)
     assert [(s.device, s.stream) for s in report.streams] == [(0, 7), (0, 8), (1, 7)]
-    assert report.totals.idle_us == 0.2  # stream (0, 7) idle 100..300
+    assert report.totals.idle_ns == 200  # stream (0, 7) idle 100..300
 
 
 def test_stream_and_device_filters_match_by_text() -> None:
@@ -196,8 +197,8 @@ def test_busy_kinds_select_rows() -> None:
     events = make(rows, kinds=[0, 1, 0])
     all_kinds = analyse_gaps(events, GapOptions())
     kernels = analyse_gaps(events, GapOptions(busy=("kernel",)))
-    assert (all_kinds.streams[0].events, all_kinds.totals.gap_total_us) == (3, 0.03)
-    assert (kernels.streams[0].events, kernels.totals.gap_total_us) == (2, 0.04)
+    assert (all_kinds.streams[0].events, all_kinds.totals.gap_total_ns) == (3, 30)
+    assert (kernels.streams[0].events, kernels.totals.gap_total_ns) == (2, 40)
     assert kernels.as_json()["busy"] == ["kernel"]
 
 
@@ -205,7 +206,7 @@ def test_step_filter_uses_step_windows() -> None:
     rows = [("a", S, 0, 10), ("b", S, 100, 10), ("c", S, 150, 10), ("d", S, 400, 10)]
     events = make(rows, steps=[StepWindow(1, 90, 200, False), StepWindow(2, 300, 500, True)])
     one = analyse_gaps(events, GapOptions(steps=(1,)))
-    assert (one.streams[0].events, one.totals.gap_total_us) == (2, 0.04)
+    assert (one.streams[0].events, one.totals.gap_total_ns) == (2, 40)
     two = analyse_gaps(events, GapOptions(steps=(2,)))
     assert two.notes and "no CPU ProfilerStep" in two.notes[0]
     with pytest.raises(UsageError, match="no ProfilerStep 9"):
@@ -220,12 +221,12 @@ def test_step_filter_uses_step_windows() -> None:
 def test_min_gap_filters_gaps_but_not_transitions() -> None:
     rows = [("a", S, 0, 10), ("a", S, 15, 10), ("a", S, 75, 10), ("a", S, 585, 10)]
     report = run(rows, min_gap_ns=50)
-    assert (report.totals.gaps, report.totals.gap_total_us) == (2, 0.55)  # 50 kept, 5 dropped
+    assert (report.totals.gaps, report.totals.gap_total_ns) == (2, 550)  # 50 kept, 5 dropped
     assert report.streams[0].gaps == 2
     assert sum(report.histogram.counts) == 2
-    assert [g.gap_us for g in report.largest] == [0.5, 0.05]
+    assert [g.gap_ns for g in report.largest] == [500, 50]
     (t,) = report.transitions
-    assert (t.count, t.total_us, t.min_us) == (3, 0.555, 0.005)
+    assert (t.count, t.total_ns, t.min_ns) == (3, 555, 5)
 
 
 def test_transition_statistics() -> None:
@@ -240,15 +241,16 @@ def test_transition_statistics() -> None:
     report = run(rows)
     got = {(t.from_name, t.to_name): t for t in report.transitions}
     ab, ba = got["a", "b"], got["b", "a"]
-    assert (ab.count, ab.total_us, ab.min_us, ab.max_us) == (3, 0.04, 0.0, 0.03)
-    assert ab.mean_us == pytest.approx(0.04 / 3)
+    assert (ab.count, ab.total_ns, ab.min_ns, ab.max_ns) == (3, 40, 0, 30)
+    assert ab.mean_ns == pytest.approx(40 / 3)
+    assert ab.as_dict()["mean_us"] == pytest.approx(0.04 / 3)
     mean = 40 / 3
     spread = (10 - mean) ** 2 + (30 - mean) ** 2 + (0 - mean) ** 2
-    assert ab.std_us == pytest.approx(math.sqrt(spread / 2) / 1000)  # n − 1
-    assert (ba.count, ba.min_us, ba.max_us) == (2, -0.005, 0.03)
-    assert ba.std_us == pytest.approx(math.sqrt(2 * 17.5**2) / 1000)
+    assert ab.std_ns == pytest.approx(math.sqrt(spread / 2))  # n − 1
+    assert (ba.count, ba.min_ns, ba.max_ns) == (2, -5, 30)
+    assert ba.std_ns == pytest.approx(math.sqrt(2 * 17.5**2))
     single = run([("x", S, 0, 10), ("y", S, 30, 1)]).transitions[0]
-    assert (single.count, single.std_us, single.mean_us) == (1, 0.0, 0.02)
+    assert (single.count, single.std_ns, single.mean_ns) == (1, 0.0, 20)
 
 
 def test_transition_sorting_and_top() -> None:
@@ -273,10 +275,10 @@ def test_largest_gaps() -> None:
     rows += [("x", (1, "s"), 1000, 10), ("y", (1, "s"), 1500, 10)]
     report = run(rows, largest=2)
     first, second = report.largest
-    assert (first.device, first.stream, first.gap_us, first.start_us) == (1, "s", 0.49, 0.01)
+    assert (first.device, first.stream, first.gap_ns, first.start_ns) == (1, "s", 490, 10)
     assert (first.before, first.after) == ("x", "y")
-    assert (second.stream, second.gap_us, second.start_us) == (7, 0.09, 0.01)  # tie: earlier
-    assert [g.gap_us for g in run(rows, largest=0).largest] == [0.49, 0.09, 0.09]  # every gap
+    assert (second.stream, second.gap_ns, second.start_ns) == (7, 90, 10)  # tie: earlier
+    assert [g.gap_ns for g in run(rows, largest=0).largest] == [490, 90, 90]  # every gap
 
 
 # --------------------------------------------------------------------------------------------
@@ -469,16 +471,16 @@ def test_totals_equal_brute_force(rows: list[Row], min_gap: int) -> None:
     report = run(rows, min_gap_ns=min_gap, top=0, largest=1000)
     want = _brute(rows, min_gap)
     assert report.totals.gaps == len(want["gaps"])
-    assert round(report.totals.gap_total_us * 1000) == sum(want["gaps"])
-    assert round(report.totals.idle_us * 1000) == want["idle"]
+    assert report.totals.gap_total_ns == sum(want["gaps"])
+    assert report.totals.idle_ns == want["idle"]
     assert sum(s.overlaps for s in report.streams) == want["overlaps"]
     assert sum(s.zero_gaps for s in report.streams) == want["zeros"]
     assert sum(s.events for s in report.streams) == len(rows)
-    assert sorted(round(g.gap_us * 1000) for g in report.largest) == want["gaps"]
+    assert sorted(g.gap_ns for g in report.largest) == want["gaps"]
     assert sum(report.histogram.counts) == len(want["gaps"])
     got = {
         (t.from_name, t.to_name): (
-            t.count, round(t.total_us * 1000), round(t.min_us * 1000), round(t.max_us * 1000),
+            t.count, t.total_ns, t.min_ns, t.max_ns,
         )
         for t in report.transitions
     }  # fmt: skip

@@ -63,12 +63,12 @@ def test_device_figures_match_reference(trace: RealTrace, busy: tuple[str, ...])
     assert set(got) == set(want)
     for device, expected in want.items():
         d = got[device]
-        assert _ns(d.window_us) == expected["window_ns"], device
-        assert _ns(d.busy_us) == expected["busy_ns"], device
-        assert _ns(d.idle_us) == expected["idle_ns"], device
+        assert d.window_ns == expected["window_ns"], device
+        assert d.busy_ns == expected["busy_ns"], device
+        assert d.idle_ns == expected["idle_ns"], device
         assert d.gaps == len(expected["gaps"])
-        assert _ns(d.gap_total_us) == sum(g["end_ns"] - g["start_ns"] for g in expected["gaps"])
-        assert _ns(d.host_wait_us) == sum(g["host_wait_ns"] for g in expected["gaps"])
+        assert d.gap_total_ns == sum(g["end_ns"] - g["start_ns"] for g in expected["gaps"])
+        assert d.host_wait_ns == sum(g["host_wait_ns"] for g in expected["gaps"])
         # idle is exactly the sum of the device gaps
         assert expected["idle_ns"] == sum(g["end_ns"] - g["start_ns"] for g in expected["gaps"])
     trace_devices = {d.device: d for d in report.trace.devices}
@@ -78,8 +78,8 @@ def test_device_figures_match_reference(trace: RealTrace, busy: tuple[str, ...])
     totals = report.totals
     all_gaps = [g for v in want.values() for g in v["gaps"]]
     assert totals.gaps == len(all_gaps) == sum(report.histogram.counts)
-    assert _ns(totals.gap_total_us) == sum(g["end_ns"] - g["start_ns"] for g in all_gaps)
-    assert _ns(totals.idle_us) == sum(v["idle_ns"] for v in want.values())
+    assert totals.gap_total_ns == sum(g["end_ns"] - g["start_ns"] for g in all_gaps)
+    assert totals.idle_ns == sum(v["idle_ns"] for v in want.values())
 
 
 @pytest.mark.parametrize("busy", BUSY_SETS, ids=["all", "kernel"])
@@ -95,13 +95,13 @@ def test_every_device_gap_matches_reference(trace: RealTrace, busy: tuple[str, .
     )
     assert len(report.largest) == len(want)
     for gap, (device, expected) in zip(report.largest, want, strict=True):
-        got = (gap.device, _ns(gap.start_us), _ns(gap.gap_us), gap.before, gap.after)
+        got = (gap.device, gap.start_ns, gap.gap_ns, gap.before, gap.after)
         length = expected["end_ns"] - expected["start_ns"]
         relative = expected["start_ns"] - start
         assert got == (device, relative, length, expected["before"], expected["after"])
-        assert gap.ts_us == expected["start_ns"] / 1000  # as the file writes it (float µs)
+        assert gap.ts_ns == expected["start_ns"]  # on the trace's clock
         assert (gap.device, gap.stream) == expected["after_stream"]
-        assert _ns(gap.host_wait_us) == expected["host_wait_ns"]
+        assert gap.host_wait_ns == expected["host_wait_ns"]
         assert gap.cause == expected["cause"]
 
 
@@ -110,10 +110,10 @@ def test_per_stream_totals_match_reference(trace: RealTrace, busy: tuple[str, ..
     report = _report(trace, busy, True)
     want = ref.gap_stats(_load(trace)[0], busy=busy)
     assert report.totals.gaps == want["totals"]["gaps"] == sum(report.histogram.counts)
-    for f in ("gap_total_us", "idle_us"):
-        assert _ns(getattr(report.totals, f)) == _ns(want["totals"][f]), f
+    for f in ("gap_total", "idle"):
+        assert getattr(report.totals, f"{f}_ns") == _ns(want["totals"][f"{f}_us"]), f
     lengths = sorted(want["all_gaps_ns"], reverse=True)
-    assert [_ns(g.gap_us) for g in report.largest] == lengths
+    assert [g.gap_ns for g in report.largest] == lengths
 
 
 @pytest.mark.parametrize("per_stream", [False, True], ids=["device", "stream"])
@@ -134,10 +134,11 @@ def test_transitions_match_reference(trace: RealTrace, per_stream: bool) -> None
     for key, expected in want.items():
         t = got[key]
         assert t.count == expected["count"], key
-        for f in ("total_us", "min_us", "max_us"):
-            assert _ns(getattr(t, f)) == _ns(expected[f]), (key, f)
-        for f in ("mean_us", "std_us"):
-            assert abs(getattr(t, f) - expected[f]) <= US, (key, f, getattr(t, f), expected[f])
+        for f in ("total_ns", "min_ns", "max_ns"):
+            assert getattr(t, f) == expected[f], (key, f)
+        for f in ("mean", "std"):
+            got_ns, want_us = getattr(t, f"{f}_ns"), expected[f"{f}_us"]
+            assert abs(got_ns - want_us * 1000) <= US * 1000, (key, f, got_ns, want_us)
 
 
 def test_cpu_context_of_the_largest_gaps_matches_reference(trace: RealTrace) -> None:
@@ -148,8 +149,8 @@ def test_cpu_context_of_the_largest_gaps_matches_reference(trace: RealTrace) -> 
     origin = ref.trace_start_ns(raw)
     assert origin is not None
     for gap in report.largest:
-        start = origin + _ns(gap.start_us)
-        end = start + _ns(gap.gap_us)
+        start = origin + gap.start_ns
+        end = start + gap.gap_ns
         (after,) = [
             e
             for e in ref.gpu_events(raw, ("kernel", "memcpy", "memset"))
@@ -158,7 +159,7 @@ def test_cpu_context_of_the_largest_gaps_matches_reference(trace: RealTrace) -> 
             and ref.stream_key(e) == (gap.device, gap.stream)
             and ref.dur_ns(e) > 0
         ][:1]
-        want = ref.held_by(raw, after, start, end, _ns(gap.host_wait_us))
+        want = ref.held_by(raw, after, start, end, gap.host_wait_ns)
         got = gap.context.as_dict()
         if want is None:
             assert got is None

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from traceview.aggregate import intervals as intervals_module
 from traceview.aggregate.intervals import unions
 from traceview.aggregate.order import dense_ids, lex_order, packed
+from traceview.aggregate.pairs import SortedPairs
 from traceview.aggregate.percentiles import nearest_rank
 
 INT64 = st.integers(-(2**63), 2**63 - 1)
@@ -84,17 +85,22 @@ def test_nearest_rank_of_values_too_wide_to_pack() -> None:
         max_size=40,
     ),
     ranked=st.booleans(),
+    ordered=st.booleans(),
 )
 def test_unions_equal_a_walk_per_segment(
-    intervals: list[tuple[int, int, int]], ranked: bool
+    intervals: list[tuple[int, int, int]], ranked: bool, ordered: bool
 ) -> None:
     """Per segment: first start, last end, union length and every hole, against merging
-    sorted intervals by hand; ``ranked``: as when the ends' bands would overflow int64."""
+    sorted intervals by hand; ``ranked``: as when the ends' bands would overflow int64;
+    ``ordered``: rows given in (segment, start) order, ties longest first, and not sorted."""
     segment = np.array([g for g, _, _ in intervals], dtype=np.int64)
     start = np.array([s for _, s, _ in intervals], dtype=np.int64)
     end = start + np.array([d for _, _, d in intervals], dtype=np.int64)
+    if ordered:
+        order = np.lexsort((start - end, start, segment))
+        segment, start, end = segment[order], start[order], end[order]
     with mock.patch.object(intervals_module, "_BAND_LIMIT", 0 if ranked else 1 << 62):
-        u = unions(segment, start, end)
+        u = unions(segment, start, end, ordered=ordered)
         bare = unions(segment, start, end, holes=False)  # the same without the holes
     for got, want in ((bare.first, u.first), (bare.last, u.last), (bare.busy, u.busy)):
         assert got.tolist() == want.tolist()
@@ -121,3 +127,36 @@ def test_unions_equal_a_walk_per_segment(
         zip(u.hole_segment.tolist(), u.hole_start.tolist(), u.hole_end.tolist(), strict=True)
     )
     assert got == holes
+
+
+@st.composite
+def pair_queries(draw: st.DrawFn) -> tuple[np.ndarray, ...]:
+    """Sorted (major, minor) pairs and query pairs, queries also outside the pairs' ranges
+    (negative majors, majors past the last, minors below and above), minors of any width."""
+    width = draw(st.sampled_from([3, 1000, 2**40, 2**62]))
+    n, m = draw(st.integers(0, 40)), draw(st.integers(0, 40))
+    major = np.array(draw(st.lists(st.integers(0, 5), min_size=n, max_size=n)), dtype=np.int32)
+    minor = np.array(
+        draw(st.lists(st.integers(-width, width), min_size=n, max_size=n)), dtype=np.int64
+    )
+    at_major = np.array(draw(st.lists(st.integers(-2, 7), min_size=m, max_size=m)), np.int64)
+    at_minor = np.array(
+        draw(st.lists(st.integers(-width - 5, width + 5), min_size=m, max_size=m)),
+        np.int32 if width < 2**30 else np.int64,
+    )
+    order = np.lexsort((minor, major))
+    return major[order], minor[order], at_major, at_minor
+
+
+@settings(max_examples=200, deadline=None)
+@given(case=pair_queries())
+def test_sorted_pairs_search_is_searchsorted_over_pairs(case: tuple[np.ndarray, ...]) -> None:
+    major, minor, at_major, at_minor = case
+    pairs = list(zip(major.tolist(), minor.tolist(), strict=True))
+    index = SortedPairs(major, minor)
+    for side in ("left", "right"):
+        found = index.search(at_major, at_minor, side).tolist()
+        for a, b, at in zip(at_major.tolist(), at_minor.tolist(), found, strict=True):
+            key = (a, b)
+            expected = sum(1 for p in pairs if (p < key if side == "left" else p <= key))
+            assert at == expected, (key, side)

@@ -123,3 +123,22 @@ def test_a_run_snapshot_never_overwrites_a_rank(tmp_path: Path) -> None:
         r = run_cli("snapshot", given, "-q", "-o", str(rank0), "--force")
         assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
     assert rank0.read_bytes() == before
+
+
+def test_ranks_json_with_process_groups_has_sizes_and_bandwidth(tmp_path: Path) -> None:
+    run = generated_run(tmp_path, "--ranks", "3", "--comm-args", "op", "--seq")
+    doc = _json("ranks", str(run))
+    fields = {"process_group", "matched_by", "ranks", "bytes", "algbw_gbps", "busbw_gbps"}
+    for c in doc["collectives"]:
+        assert fields <= set(c)
+        assert c["matched_by"] == "seq" and c["process_group"] == "0" and c["ranks"] == 3
+        assert c["bytes"] > 0 and c["busbw_gbps"] > 0
+    kinds = {b["collective"]: b for b in doc["bandwidth"]}
+    assert set(kinds) == {"allreduce", "allgather"}
+    for b in kinds.values():
+        assert set(b) == {"collective", "collectives", "bytes", "time_us", "algbw_gbps",
+                          "busbw_gbps"}  # fmt: skip
+        assert b["algbw_gbps"] == pytest.approx(b["bytes"] / (b["time_us"] * 1000))
+    r = runner.invoke(app, ["ranks", str(run), "-q", "-j", "1"], terminal_width=200)
+    assert r.exit_code == 0, r.output
+    assert "busbw GB/s" in r.stdout and "bandwidth per collective kind" in r.stdout

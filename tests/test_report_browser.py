@@ -202,3 +202,27 @@ def _report(trace: Path, tmp_path: Path) -> Path:
     out = tmp_path / "report.html"
     write_report(trace, out, "--force")
     return out
+
+
+@pytest.mark.parametrize("run", ["dlrm", "generated"])
+def test_ranks_chart_drawn_for_a_run(browser: Any, tmp_path: Path, run: str) -> None:
+    from tests.test_ranks import generated_run
+    from tests.test_report_ranks import dlrm_dir
+
+    if run == "dlrm":
+        inputs = dlrm_dir(tmp_path)
+    else:
+        inputs = generated_run(tmp_path / "run", "--ranks", "6", "--late-rank", "4")
+    out = tmp_path / "report.html"
+    write_report(inputs, out, "--force", "-j", "1")
+    visit = Visit(browser, out)
+    drawn = visit.drawn()
+    assert drawn["ranks"][0] > 100 and drawn["ranks"][1] > 100, drawn
+    assert {"breakdown", "kernels", "timeline"} <= set(drawn)
+    assert all(w > 100 and h > 100 for w, h in drawn.values()), drawn
+    chart = visit.page.locator('[data-chart="ranks"]')
+    assert chart.locator(".annotation-text").text_content().startswith("★ slowest: rank ")
+    assert chart.locator("g.trace.bars .point").count() == 2 * (8 if run == "dlrm" else 6)
+    chart.screenshot(path=str(tmp_path / f"ranks-{run}.png"))
+    visit.screenshot(tmp_path / f"run-{run}.png")
+    visit.clean()

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import inspect
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, TypeVar
 
 import typer
 
@@ -27,6 +29,19 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
+
+def command(group: typer.Typer = app, name: str | None = None) -> Callable[[_F], _F]:
+    """``group.command(name)`` whose one-line help in the command list is the first paragraph
+    of the docstring as one line (the list keeps a docstring's line breaks mid-sentence)."""
+
+    def register(f: _F) -> _F:
+        first = (inspect.getdoc(f) or "").split("\n\n")[0]
+        return group.command(name, short_help=" ".join(first.split()))(f)
+
+    return register
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
 Trace = Annotated[
     Path,
     typer.Argument(
@@ -85,7 +100,7 @@ def _root(
     """Where did the GPU time go? Streaming analysis of huge Chrome-trace / profiler files."""
 
 
-@app.command()
+@command()
 @reads_traces
 @reads_runs
 def kernels(
@@ -156,7 +171,7 @@ def kernels(
         run.kernels(trace[0], options, read, out)
 
 
-@app.command()
+@command()
 @reads_traces
 @reads_runs
 def gaps(
@@ -283,7 +298,7 @@ def gaps(
         run.gaps(trace[0], options, read, out)
 
 
-@app.command()
+@command()
 @reads_traces
 @reads_runs
 def steps(
@@ -316,7 +331,7 @@ def steps(
         run.steps(trace[0], read, out, top)
 
 
-@app.command()
+@command()
 @reads_traces
 def summary(
     trace: Trace,
@@ -335,7 +350,7 @@ def summary(
     run.summary(trace, read, run.OutputOptions(fmt, force=force, save=save))
 
 
-@app.command()
+@command()
 @reads_traces
 def ops(
     trace: Trace,
@@ -377,7 +392,7 @@ def ops(
     run.ops(trace, options, read, run.OutputOptions(fmt, force=force, save=save))
 
 
-@app.command()
+@command()
 @reads_traces
 @reads_runs
 def snapshot(
@@ -400,7 +415,7 @@ def snapshot(
         run.snapshot(trace[0], read, output, force)
 
 
-@app.command()
+@command()
 @reads_traces
 @reads_runs
 def diff(
@@ -519,7 +534,7 @@ def diff(
         run.diff(base, new, options, read, out)
 
 
-@app.command()
+@command()
 @reads_traces
 def export(
     trace: Trace,
@@ -540,7 +555,7 @@ def export(
     run.export(trace, read, output, force)
 
 
-@app.command()
+@command()
 @reads_traces
 @reads_runs
 def ranks(
@@ -553,7 +568,8 @@ def ranks(
     runs: RunOptions = FROM_RUN_FLAGS,
 ) -> None:
     """A run, one trace per rank: per rank kernel time, busy %, communication (exposed),
-    step time, the slowest rank; the collectives, their skew and who arrives last."""
+    step time, the slowest rank; the collectives, their skew and who arrives last, and
+    where the trace gives process groups and message sizes, nccl-tests algbw and busbw."""
     from traceview import run, run_ranks
 
     out = run.OutputOptions(fmt, wide=wide, force=force, save=save)
@@ -569,7 +585,7 @@ cache_app = typer.Typer(
 app.add_typer(cache_app, name="cache")
 
 
-@cache_app.command("info")
+@command(cache_app, "info")
 def cache_info(cache_dir: CacheDir = None) -> None:
     """Where the cache is, how many entries, their size, leftover temp dirs, the size limit."""
     from traceview import run
@@ -577,7 +593,7 @@ def cache_info(cache_dir: CacheDir = None) -> None:
     run.cache_info(cache_dir)
 
 
-@cache_app.command("list")
+@command(cache_app, "list")
 def cache_list(cache_dir: CacheDir = None) -> None:
     """Every entry: key, size, last use, the trace path(s) it was read from."""
     from traceview import run
@@ -585,7 +601,7 @@ def cache_list(cache_dir: CacheDir = None) -> None:
     run.cache_list(cache_dir)
 
 
-@cache_app.command("clear")
+@command(cache_app, "clear")
 def cache_clear(cache_dir: CacheDir = None) -> None:
     """Remove every entry, the file index and temp dirs left by killed runs (nothing else)."""
     from traceview import run
@@ -593,7 +609,7 @@ def cache_clear(cache_dir: CacheDir = None) -> None:
     run.cache_clear(cache_dir)
 
 
-@cache_app.command("prune")
+@command(cache_app, "prune")
 def cache_prune(
     max_size: Annotated[
         str | None,
@@ -647,7 +663,7 @@ PowerGpu = Annotated[
 ]
 
 
-@app.command()
+@command()
 @reads_traces
 def unique(
     trace: Trace,
@@ -684,7 +700,7 @@ def unique(
     run.unique(trace, read, run.OutputOptions(fmt, verbose, output, force, wide), top, options)
 
 
-@app.command()
+@command()
 @reads_traces
 def energy(
     trace: Trace,
@@ -727,10 +743,11 @@ def main() -> None:
     app(prog_name="traceview")
 
 
-@app.command()
+@command()
 @reads_traces
+@reads_runs
 def report(
-    trace: Trace,
+    trace: Traces,
     output: Annotated[
         Path,
         typer.Option("--output", "-o", help="The HTML file to write.", show_default=False),
@@ -743,12 +760,28 @@ def report(
             show_default=False,
         ),
     ] = None,
+    rank: Annotated[
+        int | None,
+        typer.Option(
+            "--rank",
+            help="A run: the rank whose trace the sections after 'Ranks' show (default: the "
+            "lowest rank).",
+            rich_help_panel="Several ranks",
+            show_default=False,
+        ),
+    ] = None,
     force: Force = False,
     read: ReadOptions = FROM_FLAGS,
+    runs: RunOptions = FROM_RUN_FLAGS,
 ) -> None:
     """One self-contained HTML page with plots (works offline): time breakdown, kernels,
-    utilisation timeline, gap histogram, steps, roofline. Needs the report extra (plotly)."""
-    from traceview import run
+    utilisation timeline, gap histogram, steps, roofline; of a run (several rank files), the
+    ranks first. Needs the report extra (plotly)."""
+    from traceview import run, run_ranks
     from traceview.render.html.documents import ReportOptions
 
-    run.report(trace, ReportOptions(timeline_step=timeline_step), read, output, force)
+    options = ReportOptions(timeline_step=timeline_step, rank=rank)
+    if run_ranks.is_run(trace, runs):
+        run_ranks.report(trace, runs, read, options, output, force)
+    else:
+        run.report(trace[0], options, read, output, force)

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from traceview.cache.manage import Removal
     from traceview.columns.model import TraceEvents
     from traceview.render.document import Document
-    from traceview.render.html.documents import ReportOptions
+    from traceview.render.html.documents import Documents, ReportOptions
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -57,10 +57,15 @@ class OutputOptions:
 
 
 def read_trace(
-    path: Path, options: ReadOptions, keep_cpu: bool = False, remember: bool = True
+    path: Path,
+    options: ReadOptions,
+    keep_cpu: bool = False,
+    remember: bool = True,
+    warn: bool = True,
 ) -> TraceEvents:
     """Read a trace (from the cache when it holds it); remember it as the last one analysed.
-    With ``--step-regex`` the steps are the CPU ranges whose name matches it."""
+    With ``--step-regex`` the steps are the CPU ranges whose name matches it. ``warn``: say
+    what reading met (False: a second read of a trace whose first said it)."""
     regex = None
     if options.step_regex is not None:
         from traceview.analyses.steps import compile_step_regex
@@ -75,8 +80,16 @@ def read_trace(
         from traceview.analyses.steps import steps_matching
 
         events = replace(events, steps=steps_matching(events, regex))
-    problems = read_warnings(events)
-    if options.strict and problems:
+    if warn:
+        report_problems(path, read_warnings(events), options.strict)
+    if remember and not pipe:  # not a pipe, nor a run's rank files (a write each costs 3 ms)
+        remember_trace(path)
+    return events
+
+
+def report_problems(path: Path, problems: list[str], strict: bool) -> None:
+    """What reading met, as warnings on stderr; with ``--strict``, an error."""
+    if strict and problems:
         raise TraceviewError(f"{path}: --strict: {'; '.join(problems)}")
     if problems:
         from traceview.render.escape import rich_text
@@ -84,9 +97,6 @@ def read_trace(
         console = stderr_console()
         for problem in problems:
             console.print(rich_text(f"traceview: warning: {problem}"), soft_wrap=True)
-    if remember and not pipe:  # not a pipe, nor a run's rank files (a write each costs 3 ms)
-        remember_trace(path)
-    return events
 
 
 def _read_cached(path: Path, options: ReadOptions, keep_cpu: bool) -> TraceEvents | None:
@@ -505,15 +515,25 @@ def report(
     path: Path, options: ReportOptions, read: ReadOptions, output: Path, force: bool
 ) -> None:
     """``traceview report``: one self-contained HTML page from one read of the trace."""
+    from traceview.allocator import reuse_freed_memory
+    from traceview.render.html.documents import collect
+    from traceview.render.html.page import plotly_js
+
+    if options.rank is not None:
+        raise UsageError(f"--rank {options.rank}: for a run (several rank files); {path} is one")
+    check_output_path(output, force, (path,))
+    plotly_js()  # the missing extra is said before any reading
+    reuse_freed_memory()
+    events = read_trace(path, read, keep_cpu=True)
+    write_page(collect(events, options), output, force, (path,))
+
+
+def write_page(docs: Documents, output: Path, force: bool, inputs: Sequence[Path]) -> None:
+    """The report page of ``docs``, written to ``output`` (never over one of the ``inputs``)."""
     import shlex
 
     from traceview import __version__
-    from traceview.render.html.documents import collect
-    from traceview.render.html.page import PageInfo, plotly_js, render
+    from traceview.render.html.page import PageInfo, render
 
-    check_output_path(output, force, (path,))
-    plotly_js()  # the missing extra is said before any reading
-    events = read_trace(path, read, keep_cpu=True)
     command = shlex.join(["traceview", *sys.argv[1:]])
-    page = render(collect(events, options), PageInfo(__version__, command))
-    write_file(output, page, force, (path,))
+    write_file(output, render(docs, PageInfo(__version__, command)), force, tuple(inputs))

@@ -17,9 +17,11 @@ if TYPE_CHECKING:
     from traceview.analyses.diff import DiffOptions
     from traceview.analyses.gaps import GapOptions
     from traceview.analyses.kernels import KernelOptions
+    from traceview.analyses.rank_summary import RankSummary
     from traceview.analyses.run_diff import RunSide
     from traceview.analyses.run_snapshot import RunSnapshot
     from traceview.engines.worker import RunResult
+    from traceview.render.html.documents import ReportOptions
     from traceview.run import OutputOptions
 
 
@@ -99,6 +101,53 @@ def ranks(inputs: Sequence[Path], run: RunOptions, read: ReadOptions, out: Outpu
     for warning in report.warnings:
         _warn(warning)
     show(out, render_ranks.document(report), files)
+
+
+def report(
+    inputs: Sequence[Path],
+    run: RunOptions,
+    read: ReadOptions,
+    options: ReportOptions,
+    output: Path,
+    force: bool,
+) -> None:
+    """``traceview report`` of a run: the ranks section from the run's ``ranks`` document, the
+    other sections from one rank's trace (``--rank``, default the lowest rank)."""
+    from dataclasses import replace
+
+    from traceview.allocator import reuse_freed_memory
+    from traceview.analyses.kernels import KernelOptions
+    from traceview.analyses.ranks import ranks_report
+    from traceview.render.html.documents import collect
+    from traceview.render.html.page import plotly_js
+    from traceview.render.output import check_output_path
+    from traceview.run import read_trace, write_page
+
+    files = run_inputs(inputs, run)
+    check_output_path(output, force, files)
+    plotly_js()  # the missing extra is said before any reading
+    result = gather(inputs, run, read, KernelOptions())
+    ranks = ranks_report(result.summaries, result.rollup, result.waits)
+    for warning in ranks.warnings:
+        _warn(warning)
+    shown = _shown_rank(result.summaries, options.rank)
+    reuse_freed_memory()
+    events = read_trace(Path(shown.path), read, keep_cpu=True, remember=False)
+    docs = replace(collect(events, options), ranks=ranks.as_json(), rank=shown.rank)
+    write_page(docs, output, force, files)
+
+
+def _shown_rank(summaries: Sequence[RankSummary], wanted: int | None) -> RankSummary:
+    """The rank whose trace the report's sections show: ``wanted``, else the lowest."""
+    from traceview.analyses.steps import compress
+
+    if wanted is None:
+        return min(summaries, key=lambda s: s.rank)
+    for summary in summaries:
+        if summary.rank == wanted:
+            return summary
+    have = compress(sorted(s.rank for s in summaries))
+    raise UsageError(f"--rank {wanted}: no such rank in this run (ranks: {have})")
 
 
 def kernels(

@@ -39,6 +39,7 @@ def unions(
     end: np.ndarray,
     holes: bool = True,
     ties: tuple[np.ndarray, ...] = (),
+    ordered: bool = False,
 ) -> Unions:
     """Every segment's union and holes at once: one sort by (segment, start), a running
     maximum of the ends within each segment, a hole wherever a start passes that maximum.
@@ -52,11 +53,17 @@ def unions(
     with the same start; with them, each hole's next interval (``hole_next``) is found: the
     first, in that order, of those starting at the hole's end (it is the one right after the
     hole: one starting there before it would end at or after the hole's end, so no hole).
+    ``ordered``: the rows come in (segment, start) order already (ties in any order: the
+    result does not depend on it; with ``ties``, in their order), so no sort.
     """
-    order = lex_order((*ties, start, segment))
-    seg, s, reach = segment[order], start[order], end[order]
-    if not ties:
-        del order
+    order = None
+    if ordered:
+        seg, s, reach = segment, start, end.copy()
+    else:
+        order = lex_order((*ties, start, segment))
+        seg, s, reach = segment[order], start[order], end[order]
+        if not ties:
+            order = None
     head = np.flatnonzero(np.r_[len(seg) > 0, seg[1:] != seg[:-1]])
     _running_max(s, reach, head)  # reach[i]: latest end so far within i's segment
     # gap[i]: how far row i+1 starts past every row before it in its segment (0 if not)
@@ -74,7 +81,7 @@ def unions(
         at += 1  # a start past all before it
         hole_segment, hole_end = seg[at], s[at]
         if ties:
-            hole_next = order[at]
+            hole_next = at if order is None else order[at]
     else:
         hole_segment, hole_start, hole_end = seg[:0], s[:0], s[:0]
     return Unions(

@@ -132,9 +132,10 @@ def _launches_by_correlation(events: TraceEvents) -> tuple[np.ndarray, np.ndarra
     return ordered[first], ts[order[first]]
 
 
-def launch_times(events: TraceEvents) -> np.ndarray:
-    """Per GPU row: the start of its launching runtime call, else the row's own ts (ns)."""
-    launch = first_launch(events)
+def launch_times(events: TraceEvents, first: np.ndarray | None = None) -> np.ndarray:
+    """Per GPU row: the start of its launching runtime call, else the row's own ts (ns);
+    ``first`` is ``first_launch(events)`` when the caller has it already."""
+    launch = first_launch(events) if first is None else first
     return np.where(launch == NO_LAUNCH, events.gpu.ts, launch)
 
 

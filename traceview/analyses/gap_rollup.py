@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from traceview.aggregate import sketch
+from traceview.analyses.in_us import us_fields
 from traceview.analyses.rank_summary import GapFigures, RankSummary
 from traceview.analyses.rollup import NO_GAPS, Rollup
 
@@ -17,21 +18,21 @@ SCHEMA_VERSION = 1
 
 @dataclass(frozen=True)
 class GapStats:
-    """Statistics of a set of device gaps (µs)."""
+    """Statistics of a set of device gaps (ns; the sketch's percentiles rounded to the ns)."""
 
     gaps: int
-    gap_total_us: float
-    mean_gap_us: float
-    std_gap_us: float
-    min_gap_us: float
-    max_gap_us: float
-    p50_gap_us: float
-    p90_gap_us: float
-    p99_gap_us: float
-    host_wait_us: float
+    gap_total_ns: int
+    mean_gap_ns: float
+    std_gap_ns: float
+    min_gap_ns: int
+    max_gap_ns: int
+    p50_gap_ns: int
+    p90_gap_ns: int
+    p99_gap_ns: int
+    host_wait_ns: int
 
     def as_dict(self) -> dict[str, Any]:
-        return {f: getattr(self, f) for f in self.__dataclass_fields__}
+        return us_fields(self)
 
 
 def gap_stats(figures: GapFigures) -> GapStats:
@@ -39,20 +40,20 @@ def gap_stats(figures: GapFigures) -> GapStats:
     m = figures.lengths
     count = int(m.count[0])
     if count == 0:
-        return GapStats(0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, figures.host_wait_ns / 1000)
+        return GapStats(0, 0, 0.0, 0.0, 0, 0, 0, 0, 0, figures.host_wait_ns)
     pcts = sketch.quantiles(figures.sketch, 1, (50, 90, 99))
     total = int(m.total[0])
     return GapStats(
         gaps=count,
-        gap_total_us=total / 1000,
-        mean_gap_us=total / count / 1000,
-        std_gap_us=float(m.std()[0]) / 1000,
-        min_gap_us=int(m.minimum[0]) / 1000,
-        max_gap_us=int(m.maximum[0]) / 1000,
-        p50_gap_us=round(float(pcts[50][0])) / 1000,
-        p90_gap_us=round(float(pcts[90][0])) / 1000,
-        p99_gap_us=round(float(pcts[99][0])) / 1000,
-        host_wait_us=figures.host_wait_ns / 1000,
+        gap_total_ns=total,
+        mean_gap_ns=total / count,
+        std_gap_ns=float(m.std()[0]),
+        min_gap_ns=int(m.minimum[0]),
+        max_gap_ns=int(m.maximum[0]),
+        p50_gap_ns=round(float(pcts[50][0])),
+        p90_gap_ns=round(float(pcts[90][0])),
+        p99_gap_ns=round(float(pcts[99][0])),
+        host_wait_ns=figures.host_wait_ns,
     )
 
 

@@ -17,7 +17,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_EVEN, Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -34,6 +34,7 @@ from traceview.analyses.devices import (
     host_wait,
     name_rank,
 )
+from traceview.analyses.in_us import us_fields
 from traceview.analyses.names import display_names
 from traceview.analyses.selection import Selection, select
 from traceview.analyses.steps import Steps
@@ -44,15 +45,18 @@ from traceview.columns.packed_names import subset
 from traceview.columns.schema import GPU_KINDS
 from traceview.errors import UsageError
 
+if TYPE_CHECKING:
+    from traceview.analyses.shared import Shared
+
 SCHEMA_VERSION = 2
 SORT_KEYS = tuple(GapSort)
 _SORT_FIELD = {
     "count": "count",
-    "avg": "mean_us",
-    "max": "max_us",
-    "min": "min_us",
-    "stdev": "std_us",
-    "total": "total_us",
+    "avg": "mean_ns",
+    "max": "max_ns",
+    "min": "min_ns",
+    "stdev": "std_ns",
+    "total": "total_ns",
 }
 _UNITS_NS = {"ns": 1, "us": 1000, "µs": 1000, "μs": 1000, "ms": 1_000_000, "s": 1_000_000_000}
 _DURATION = re.compile(r"^\s*([+-]?)(\d+(?:\.\d*)?|\.\d+)\s*([a-zµμ]*)\s*$", re.IGNORECASE)
@@ -96,16 +100,16 @@ class StreamGaps:
     stream: Any
     events: int
     gaps: int
-    gap_total_us: float
+    gap_total_ns: int
     overlaps: int
-    overlap_us: float
+    overlap_ns: int
     zero_gaps: int
-    window_us: float
-    busy_us: float
-    idle_us: float
+    window_ns: int
+    busy_ns: int
+    idle_ns: int
 
     def as_dict(self) -> dict[str, Any]:
-        return {f: getattr(self, f) for f in self.__dataclass_fields__}
+        return us_fields(self)
 
 
 @dataclass(frozen=True)
@@ -114,16 +118,16 @@ class DeviceIdle:
     of its gaps --min-gap keeps and their total, and the host wait over all its gaps."""
 
     device: Any
-    window_us: float
-    busy_us: float
-    idle_us: float
+    window_ns: int
+    busy_ns: int
+    idle_ns: int
     idle_pct: float
     gaps: int
-    gap_total_us: float
-    host_wait_us: float
+    gap_total_ns: int
+    host_wait_ns: int
 
     def as_dict(self) -> dict[str, Any]:
-        return {f: getattr(self, f) for f in self.__dataclass_fields__}
+        return us_fields(self)
 
 
 @dataclass(frozen=True)
@@ -132,12 +136,18 @@ class GapTotals:
     devices' idle (device scope) or of the streams' idle (stream scope)."""
 
     gaps: int
-    gap_total_us: float
-    idle_us: float
-    mean_gap_us: float
+    gap_total_ns: int
+    idle_ns: int
+
+    @property
+    def mean_gap_ns(self) -> float:
+        return self.gap_total_ns / self.gaps if self.gaps else 0.0
 
     def as_dict(self) -> dict[str, Any]:
-        return {f: getattr(self, f) for f in self.__dataclass_fields__}
+        return {
+            **us_fields(self),
+            "mean_gap_us": self.gap_total_ns / (self.gaps * 1000) if self.gaps else 0.0,
+        }
 
 
 @dataclass(frozen=True)
@@ -167,47 +177,50 @@ class Transition:
     from_name: str
     to_name: str
     count: int
-    total_us: float
-    mean_us: float
-    min_us: float
-    max_us: float
-    std_us: float
+    total_ns: int
+    min_ns: int
+    max_ns: int
+    std_ns: float
+
+    @property
+    def mean_ns(self) -> float:
+        return self.total_ns / self.count
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "from": self.from_name,
             "to": self.to_name,
             "count": self.count,
-            "total_us": self.total_us,
-            "mean_us": self.mean_us,
-            "min_us": self.min_us,
-            "max_us": self.max_us,
-            "std_us": self.std_us,
+            "total_us": self.total_ns / 1000,
+            "mean_us": self.total_ns / (self.count * 1000),
+            "min_us": self.min_ns / 1000,
+            "max_us": self.max_ns / 1000,
+            "std_us": self.std_ns / 1000,
         }
 
 
 @dataclass(frozen=True)
 class LargestGap:
-    """One idle gap: ``start_us`` from the start of the trace span and ``ts_us`` as the trace
-    writes it (µs); the stream of the activity after it; the host wait and the cause."""
+    """One idle gap: ``start_ns`` from the start of the trace span and ``ts_ns`` on the trace's
+    clock; the stream of the activity after it; the host wait and the cause."""
 
     device: Any
     stream: Any
-    start_us: float
-    ts_us: float
-    gap_us: float
+    start_ns: int
+    ts_ns: int
+    gap_ns: int
     before: str
     after: str
-    host_wait_us: float
+    host_wait_ns: int
     context: CpuContext = NO_CONTEXT
 
     @property
     def cause(self) -> str:
         """``cpu`` when the CPU had not yet launched the next activity as the GPU ran dry."""
-        return "cpu" if self.host_wait_us > 0 else "gpu"
+        return "cpu" if self.host_wait_ns > 0 else "gpu"
 
     def as_dict(self) -> dict[str, Any]:
-        out = {f: getattr(self, f) for f in self.__dataclass_fields__ if f != "context"}
+        out = us_fields(self, skip=("context",))
         out["cause"] = self.cause
         out["cpu"] = self.context.as_dict()
         return out
@@ -269,25 +282,35 @@ def parse_hist_range(lo: str | None, hi: str | None) -> tuple[int | None, int | 
     return lo_ns, hi_ns
 
 
-def analyse_gaps(events: TraceEvents, options: GapOptions) -> GapReport:
+def analyse_gaps(
+    events: TraceEvents, options: GapOptions, shared: Shared | None = None
+) -> GapReport:
     """Select busy activities; compute per-stream, per-device, transition and gap figures.
+    ``shared``: the name ranks, launches and, when every row is selected, the device usage
+    and gaps, when the caller has them already.
 
     Row-sized arrays are made one after another and dropped as soon as they are used: on a
     4 GB trace each costs 2-18 MB, and those alive together set the peak memory.
     """
     check_options(options)
     mask, notes = _selection(events, options)
+    every = bool(mask.all())
     rows = _compact(np.flatnonzero(mask), len(mask))
     del mask
-    rank = name_rank(events.names)
-    launch = first_launch(events)
-    usage, all_device_gaps = device_gaps(events, rows, launch, rank)
+    if shared is None:
+        rank, launch = name_rank(events.names), first_launch(events)
+    else:
+        rank, launch = shared.rank, shared.links.launch
+    if shared is not None and every:
+        usage, all_device_gaps = shared.usage, shared.gaps
+    else:
+        usage, all_device_gaps = device_gaps(events, rows, launch, rank)
     device_kept = (all_device_gaps.end - all_device_gaps.start) >= options.min_gap_ns
     devices = _device_rows(events, usage, all_device_gaps, device_kept)
     if options.per_stream:  # the streams' gaps replace the devices' (summed up above)
         del all_device_gaps, device_kept
         streams, gaps, (before, after, signed) = _stream_scope(events, rows, rank, launch, options)
-        idle_ns = sum(round(s.idle_us * 1000) for s in streams)
+        idle_ns = sum(s.idle_ns for s in streams)
     else:
         streams = _stream_table(events, rows, rank, options)
         gaps, idle_ns = all_device_gaps.take(device_kept), sum(u.idle_ns for u in usage)
@@ -333,7 +356,8 @@ def _shown_names(
     events: TraceEvents, transitions: list[Transition], largest: list[LargestGap]
 ) -> dict[str, str]:
     """The displayed name of each name in the tables, decided over every GPU name."""
-    display = display_names(subset(events.names, np.unique(events.gpu.name)))
+    used, _ = dense_ids(events.gpu.name, len(events.names))  # np.unique without a sort
+    display = display_names(subset(events.names, used))
     listed = {n for t in transitions for n in (t.from_name, t.to_name)}
     listed |= {n for g in largest for n in (g.before, g.after)}
     return {n: display.get(n, n) for n in listed}
@@ -474,17 +498,17 @@ def _stream_rows(
     )
     out = [
         StreamGaps(
-            device=events.streams[i][0],
-            stream=events.streams[i][1],
+            device=events.streams[i].device,
+            stream=events.streams[i].stream,
             events=n,
             gaps=g,
-            gap_total_us=g_ns / 1000,
+            gap_total_ns=g_ns,
             overlaps=o,
-            overlap_us=o_ns / 1000,
+            overlap_ns=o_ns,
             zero_gaps=z,
-            window_us=window / 1000,
-            busy_us=busy / 1000,
-            idle_us=(window - busy) / 1000,
+            window_ns=window,
+            busy_ns=busy,
+            idle_ns=window - busy,
         )
         for i, n, g, g_ns, o, o_ns, z, window, busy in columns
     ]
@@ -519,13 +543,13 @@ def _device_rows(
     return [
         DeviceIdle(
             device=u.device,
-            window_us=u.window_ns / 1000,
-            busy_us=u.busy_ns / 1000,
-            idle_us=u.idle_ns / 1000,
+            window_ns=u.window_ns,
+            busy_ns=u.busy_ns,
+            idle_ns=u.idle_ns,
             idle_pct=u.idle_pct,
             gaps=int(count[i]),
-            gap_total_us=int(total[i]) / 1000,
-            host_wait_us=int(wait[i]) / 1000,
+            gap_total_ns=int(total[i]),
+            host_wait_ns=int(wait[i]),
         )
         for u in usage
         for i in (index[(type(u.device), u.device)],)
@@ -534,12 +558,7 @@ def _device_rows(
 
 def _totals(lengths: np.ndarray, idle_ns: int) -> GapTotals:
     count, total = len(lengths), int(lengths.sum())
-    return GapTotals(
-        gaps=count,
-        gap_total_us=total / 1000,
-        idle_us=idle_ns / 1000,
-        mean_gap_us=total / (count * 1000) if count else 0.0,
-    )
+    return GapTotals(gaps=count, gap_total_ns=total, idle_ns=idle_ns)
 
 
 def _transitions(
@@ -564,11 +583,11 @@ def _transitions(
     count, total = stats.count, stats.total
     values = {
         "count": count.astype(np.float64),
-        "total_us": total / 1000,
-        "mean_us": total / (count * 1000),
-        "min_us": stats.minimum / 1000,
-        "max_us": stats.maximum / 1000,
-        "std_us": std / 1000,
+        "total_ns": total.astype(np.float64),
+        "mean_ns": total / count,
+        "min_ns": stats.minimum.astype(np.float64),
+        "max_ns": stats.maximum.astype(np.float64),
+        "std_ns": std,
     }[_sort_field(options.sort)]
     first, second = used // width, used % width
     order = np.lexsort((rank[second], rank[first], -values))
@@ -578,11 +597,10 @@ def _transitions(
             from_name=names[int(first[g])],
             to_name=names[int(second[g])],
             count=int(count[g]),
-            total_us=int(total[g]) / 1000,
-            mean_us=int(total[g]) / (int(count[g]) * 1000),
-            min_us=int(stats.minimum[g]) / 1000,
-            max_us=int(stats.maximum[g]) / 1000,
-            std_us=float(std[g]) / 1000,
+            total_ns=int(total[g]),
+            min_ns=int(stats.minimum[g]),
+            max_ns=int(stats.maximum[g]),
+            std_ns=float(std[g]),
         )
         for g in chosen.tolist()
     ]
@@ -649,17 +667,17 @@ def _largest(events: TraceEvents, gaps: GapSet, launch: np.ndarray, n: int) -> l
         contexts,
         strict=True,
     ):
-        device, stream = events.streams[int(gpu.stream[after])]
+        key = events.streams[int(gpu.stream[after])]
         out.append(
             LargestGap(
-                device=device,
-                stream=stream,
-                start_us=(start - origin) / 1000,
-                ts_us=start / 1000,
-                gap_us=(end - start) / 1000,
+                device=key.device,
+                stream=key.stream,
+                start_ns=start - origin,
+                ts_ns=start,
+                gap_ns=end - start,
                 before=events.names[int(gpu.name[before])],
                 after=events.names[int(gpu.name[after])],
-                host_wait_us=wait / 1000,
+                host_wait_ns=wait,
                 context=context,
             )
         )

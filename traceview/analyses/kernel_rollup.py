@@ -13,8 +13,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from traceview.aggregate import sketch
 from traceview.analyses.kernels import KernelOptions, KernelReport, KernelRow, sort_key
 from traceview.analyses.names import display_names
@@ -27,14 +25,14 @@ SCHEMA_VERSION = 1
 
 @dataclass(frozen=True)
 class RollupRow(KernelRow):
-    """One kernel name over the whole run (µs): the one-file row's figures (percentiles from
-    the sketch; ``variants`` 1), then how the ranks share it."""
+    """One kernel name over the whole run (ns): the one-file row's figures (percentiles from
+    the sketch, rounded to the ns; ``variants`` 1), then how the ranks share it."""
 
     ranks: int
-    rank_min_total_us: float
+    rank_min_total_ns: int
     rank_min: int
-    rank_median_total_us: float
-    rank_max_total_us: float
+    rank_median_total_ns: int
+    rank_max_total_ns: int
     rank_max: int
 
 
@@ -46,7 +44,7 @@ class RankTotals:
     path: str
     size_bytes: int
     count: int
-    total_us: float
+    total_ns: int
     distinct: int
     report: KernelReport | None
 
@@ -55,7 +53,11 @@ class RankTotals:
             "rank": self.rank,
             "path": self.path,
             "bytes": self.size_bytes,
-            "totals": {"count": self.count, "total_us": self.total_us, "distinct": self.distinct},
+            "totals": {
+                "count": self.count,
+                "total_us": self.total_ns / 1000,
+                "distinct": self.distinct,
+            },
         }
         if self.report is not None:
             out["kernels"] = [r.as_dict() for r in self.report.rows]
@@ -70,7 +72,7 @@ class RollupReport:
     ranks: list[RankTotals]
     size_bytes: int
     count: int
-    total_us: float
+    total_ns: int
     distinct: int
     rows: list[RollupRow]
     left_out_rows: int
@@ -84,7 +86,7 @@ class RollupReport:
                 "bytes": self.size_bytes,
                 "totals": {
                     "count": self.count,
-                    "total_us": self.total_us,
+                    "total_us": self.total_ns / 1000,
                     "distinct": self.distinct,
                 },
                 "kernels": [r.as_dict() for r in self.rows],
@@ -113,7 +115,7 @@ def rollup_report(
         ranks=[_rank_totals(s) for s in summaries],
         size_bytes=rollup.size_bytes,
         count=int(rollup.stats.moments.count.sum()),
-        total_us=int(rollup.stats.moments.total.sum()) / 1000,
+        total_ns=int(rollup.stats.moments.total.sum()),
         distinct=rollup.distinct,
         rows=kept,
         left_out_rows=len(rows) - len(kept),
@@ -123,13 +125,13 @@ def rollup_report(
 def _rank_totals(s: RankSummary) -> RankTotals:
     m = s.stats.moments
     return RankTotals(
-        s.rank, s.path, s.size_bytes, int(m.count.sum()), int(m.total.sum()) / 1000,
+        s.rank, s.path, s.size_bytes, int(m.count.sum()), int(m.total.sum()),
         len(s.stats.names), s.report,
     )  # fmt: skip
 
 
 def _rows(rollup: Rollup) -> list[RollupRow]:
-    """Every name's row (ns → µs)."""
+    """Every name's row."""
     stats = rollup.stats
     m, n = stats.moments, len(stats.names)
     pcts = sketch.quantiles(stats.sketch, n, (50, 90, 99))
@@ -146,27 +148,22 @@ def _rows(rollup: Rollup) -> list[RollupRow]:
                 short_name=shown[name],
                 variants=1,
                 count=count,
-                total_us=total / 1000,
-                mean_us=total / count / 1000,
-                std_us=float(std[g]) / 1000,
-                min_us=int(m.minimum[g]) / 1000,
-                max_us=int(m.maximum[g]) / 1000,
-                p50_us=_us(pcts[50][g]),
-                p90_us=_us(pcts[90][g]),
-                p99_us=_us(pcts[99][g]),
+                total_ns=total,
+                mean_ns=total / count,
+                std_ns=float(std[g]),
+                min_ns=int(m.minimum[g]),
+                max_ns=int(m.maximum[g]),
+                p50_ns=round(float(pcts[50][g])),
+                p90_ns=round(float(pcts[90][g])),
+                p99_ns=round(float(pcts[99][g])),
                 pct_launches=100.0 * count / count_all,
                 pct_time=100.0 * total / total_all if total_all else 0.0,
                 ranks=int(rollup.rank_count[g]),
-                rank_min_total_us=int(rollup.low_total[g]) / 1000,
+                rank_min_total_ns=int(rollup.low_total[g]),
                 rank_min=int(rollup.low_rank[g]),
-                rank_median_total_us=_us(median[g]),
-                rank_max_total_us=int(rollup.high_total[g]) / 1000,
+                rank_median_total_ns=round(float(median[g])),
+                rank_max_total_ns=int(rollup.high_total[g]),
                 rank_max=int(rollup.high_rank[g]),
             )
         )
     return rows
-
-
-def _us(ns: np.floating[Any] | float) -> float:
-    """A sketch estimate (float ns) in µs, rounded to the ns."""
-    return round(float(ns)) / 1000

@@ -1,6 +1,7 @@
 """Per-kernel statistics: count, total, mean, std, min, max, p50/p90/p99, shares.
 
-Definitions: docs/metrics.md. Times are µs in the result, computed from exact ns.
+Definitions: docs/metrics.md. Times are integer ns in the result (means and deviations float
+ns); µs appear only where a row is serialised (``KernelRow.as_dict``) or rendered.
 """
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -17,6 +18,7 @@ from traceview.aggregate.order import dense_ids
 from traceview.aggregate.percentiles import nearest_rank
 from traceview.analyses.categories import CATEGORIES, categorize
 from traceview.analyses.devices import usage
+from traceview.analyses.in_us import us_fields, us_names
 from traceview.analyses.names import display_names, short_names
 from traceview.analyses.oplinks import link_ops
 from traceview.analyses.selection import Selection, name_regex, select
@@ -28,17 +30,20 @@ from traceview.columns.packed_names import subset
 from traceview.columns.schema import GPU_KINDS, KERNEL
 from traceview.errors import UsageError
 
+if TYPE_CHECKING:
+    from traceview.analyses.shared import Shared
+
 GROUP_BY = tuple(KernelGroupBy)
 SORT_KEYS = tuple(KernelSort)
 _FLOAT_EXACT = 1 << 53  # ns values below this convert to float64 exactly
 _SORT_FIELD = {
     "count": "count",
-    "duration": "mean_us",
+    "duration": "mean_ns",
     "percentage": "pct_launches",
     "duration-percentage": "pct_time",
-    "total": "total_us",
-    "max": "max_us",
-    "p99": "p99_us",
+    "total": "total_ns",
+    "max": "max_ns",
+    "p99": "p99_ns",
 }
 
 
@@ -56,25 +61,31 @@ class KernelOptions:
 
 @dataclass(frozen=True)
 class KernelRow:
-    """Statistics of one kernel name (or one short name with --group-by short)."""
+    """Statistics of one kernel name (or one short name with --group-by short), in ns."""
 
     name: str
     short_name: str  # as displayed: told apart from the other names (docs/metrics.md)
     variants: int  # distinct names merged (--group-by short), else 1
     count: int
-    total_us: float
-    mean_us: float
-    std_us: float
-    min_us: float
-    max_us: float
-    p50_us: float
-    p90_us: float
-    p99_us: float
+    total_ns: int
+    mean_ns: float
+    std_ns: float
+    min_ns: int
+    max_ns: int
+    p50_ns: int
+    p90_ns: int
+    p99_ns: int
     pct_launches: float
     pct_time: float
 
     def as_dict(self) -> dict[str, Any]:
-        return {f: getattr(self, f) for f in self.__dataclass_fields__}
+        """The row as JSON and CSV give it: every duration in µs (``total_ns`` → ``total_us``)."""
+        return us_fields(self)
+
+    @classmethod
+    def json_fields(cls) -> list[str]:
+        """The keys of ``as_dict``, in order."""
+        return us_names(cls)
 
 
 @dataclass(frozen=True)
@@ -84,18 +95,18 @@ class KernelReport:
     trace: TraceSummary
     options: KernelOptions
     count: int
-    total_us: float
+    total_ns: int
     distinct: int
     rows: list[KernelRow]
     left_out_rows: int = 0
     left_out_count: int = 0
-    left_out_us: float = 0.0
+    left_out_ns: int = 0
     notes: list[str] = field(default_factory=list)
 
     @property
-    def gpu_busy_us(self) -> float:
+    def gpu_busy_ns(self) -> int:
         """The devices' busy time, summed (``trace.devices`` has it per device)."""
-        return sum(d.busy_ns for d in self.trace.devices) / 1000
+        return sum(d.busy_ns for d in self.trace.devices)
 
     @property
     def gpu_busy_pct(self) -> float:
@@ -105,12 +116,16 @@ class KernelReport:
 
 
 def analyse_kernels(
-    events: TraceEvents, options: KernelOptions, shown_names: bool = True
+    events: TraceEvents,
+    options: KernelOptions,
+    shared: Shared | None = None,
+    shown_names: bool = True,
 ) -> KernelReport:
     """Select GPU rows by kind, steps and name; compute per-name statistics; sort; cut.
 
     The header's device figures are over all GPU activity (kernel, memcpy, memset) of the
-    selected steps, or of the whole trace: the one device definition every command uses.
+    selected steps, or of the whole trace: the one device definition every command uses
+    (``shared``: the whole trace's summary, when the caller has it already).
     ``shown_names=False``: a row's ``short_name`` is its full name, for a caller that shows
     none (the snapshot): the display names take a pass over every distinct name.
     """
@@ -118,7 +133,10 @@ def analyse_kernels(
     mask, notes, options = _selection(events, options)
     steps = _step_rows(events, options)
     # before our row-sized temporaries, so the peaks do not stack
-    trace = summarize(events, None if steps is None else usage(events, steps))
+    if steps is None and shared is not None:
+        trace = shared.trace
+    else:
+        trace = summarize(events, None if steps is None else usage(events, steps))
     del steps
     gpu = events.gpu
     every = bool(mask.all())  # the column itself, not a copy (kernels only, no --pstep)
@@ -138,12 +156,12 @@ def analyse_kernels(
         trace=trace,
         options=options,
         count=len(dur),
-        total_us=stats.total_ns / 1000,
+        total_ns=stats.total_ns,
         distinct=len(labels),
         rows=rows,
         left_out_rows=len(labels) - len(rows),
         left_out_count=stats.total_count - sum(r.count for r in rows),
-        left_out_us=(stats.total_ns - int(stats.total[kept].sum())) / 1000,
+        left_out_ns=stats.total_ns - int(stats.total[kept].sum()),
         notes=notes,
     )
 
@@ -259,19 +277,19 @@ class _Stats:
         if self.total_ns >= _FLOAT_EXACT:  # every other ns figure is at most the total
             return None
         total = self.total.astype(np.float64)
-        if name == "mean_us":
-            mean: np.ndarray = total / self.count / 1000
+        if name == "mean_ns":
+            mean: np.ndarray = total / self.count
             return mean
         if name == "pct_launches":
             return 100.0 * self.count.astype(np.float64) / self.total_count
         if name == "pct_time":
             return 100.0 * total / self.total_ns if self.total_ns else np.zeros(len(total))
-        if name == "total_us":
-            return total / 1000
-        if name == "max_us":
-            return self.maximum.astype(np.float64) / 1000
+        if name == "total_ns":
+            return total
+        if name == "max_ns":
+            return self.maximum.astype(np.float64)
         p99 = nearest_rank(self.group, self.dur, len(self.count), (99,))[99]
-        return p99.astype(np.float64) / 1000
+        return p99.astype(np.float64)
 
     def detailed(self, kept: Sequence[int]) -> _Details:
         """Std and percentiles of the ``kept`` groups, from their rows only (the same figures,
@@ -337,7 +355,7 @@ def _ranked(stats: _Stats, groups: _Labels, sort: str, top: int) -> list[int]:
 
 
 def _row(stats: _Stats, details: _Details, groups: _Labels, g: int) -> KernelRow:
-    """One group's statistics (ns → µs)."""
+    """One group's statistics."""
     count, total = int(stats.count[g]), int(stats.total[g])
     at = int(details.position[g])
     return KernelRow(
@@ -345,14 +363,14 @@ def _row(stats: _Stats, details: _Details, groups: _Labels, g: int) -> KernelRow
         short_name=groups.shown[g],
         variants=groups.variants[g],
         count=count,
-        total_us=total / 1000,
-        mean_us=total / count / 1000,
-        std_us=float(details.std[at]) / 1000,
-        min_us=int(stats.minimum[g]) / 1000,
-        max_us=int(stats.maximum[g]) / 1000,
-        p50_us=int(details.pcts[50][at]) / 1000,
-        p90_us=int(details.pcts[90][at]) / 1000,
-        p99_us=int(details.pcts[99][at]) / 1000,
+        total_ns=total,
+        mean_ns=total / count,
+        std_ns=float(details.std[at]),
+        min_ns=int(stats.minimum[g]),
+        max_ns=int(stats.maximum[g]),
+        p50_ns=int(details.pcts[50][at]),
+        p90_ns=int(details.pcts[90][at]),
+        p99_ns=int(details.pcts[99][at]),
         pct_launches=100.0 * count / stats.total_count,
         pct_time=100.0 * total / stats.total_ns if stats.total_ns else 0.0,
     )

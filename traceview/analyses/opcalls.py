@@ -18,9 +18,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from traceview.aggregate.order import dense_ids
+from traceview.aggregate.order import dense_ids, lex_order
 from traceview.columns.cpu_rows import OP, ROW
 from traceview.columns.model import TraceEvents
+
+OP_FIELDS = ("thread", "ts", "end", "name", "shape")
 
 
 @dataclass(frozen=True)
@@ -35,9 +37,11 @@ class OpCalls:
     self_ns: np.ndarray
 
 
-def op_calls(events: TraceEvents) -> OpCalls:
-    """The OpCalls of every cpu_op (2021: Operator) row of the trace."""
-    thread, ts, end, name, shape = _op_columns(events)
+def op_calls(events: TraceEvents, columns: tuple[np.ndarray, ...] | None = None) -> OpCalls:
+    """The OpCalls of every cpu_op (2021: Operator) row of the trace; ``columns``: the ops'
+    OP_FIELDS (``OpColumns``), when the caller has read them already."""
+    thread, ts, end, name, shape = _op_columns(events) if columns is None else columns
+    del columns
     children = _children_time(thread, ts, end)
     del thread
     dur = end - ts
@@ -66,18 +70,32 @@ def _sums(group: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
 
 
 def _op_columns(events: TraceEvents) -> tuple[np.ndarray, ...]:
-    """thread, ts, end, name, shape of the CPU ops, in file order (ts and end int64, the ids
-    int32 as stored)."""
-    fields = ("thread", "ts", "end", "name", "shape")
-    parts: list[list[np.ndarray]] = [[] for _ in fields]
+    """OP_FIELDS of the CPU ops, in file order (ts and end int64, the ids int32 as stored)."""
+    gathered = OpColumns()
     for block in events.cpu.blocks():
+        gathered.add(block)
+    return gathered.columns()
+
+
+class OpColumns:
+    """The CPU ops' OP_FIELDS gathered from blocks of CPU rows, in file order: 28 bytes an
+    op, held only by a caller that reads the rows for something else too."""
+
+    def __init__(self) -> None:
+        self.parts: list[list[np.ndarray]] = [[] for _ in OP_FIELDS]
+
+    def add(self, block: np.ndarray) -> None:
         ops = block[block["correlation"] == OP]
-        for i, field in enumerate(fields):
-            parts[i].append(np.ascontiguousarray(ops[field]))
-    return tuple(
-        np.concatenate(p) if p else np.zeros(0, dtype=ROW[f])
-        for p, f in zip(parts, fields, strict=True)
-    )
+        for part, field in zip(self.parts, OP_FIELDS, strict=True):
+            part.append(np.ascontiguousarray(ops[field]))
+
+    def columns(self) -> tuple[np.ndarray, ...]:
+        """One array per field; the parts are dropped field by field as they are joined."""
+        out = []
+        for part, field in zip(self.parts, OP_FIELDS, strict=True):
+            out.append(np.concatenate(part) if part else np.zeros(0, dtype=ROW[field]))
+            part.clear()
+        return tuple(out)
 
 
 def parents(thread: np.ndarray, ts: np.ndarray, end: np.ndarray) -> np.ndarray:
@@ -88,11 +106,13 @@ def parents(thread: np.ndarray, ts: np.ndarray, end: np.ndarray) -> np.ndarray:
     parent = np.full(n, -1, dtype=index)
     if n == 0:
         return parent
-    order = np.lexsort((np.arange(n, dtype=index), -end, ts, thread)).astype(index)
+    order = lex_order((-end, ts, thread)).astype(index)  # stable: file order in ties
     t, e = thread[order], end[order]
     cand: np.ndarray = np.arange(-1, n - 1, dtype=index)
-    cand[np.r_[True, t[1:] != t[:-1]]] = -1
-    del t
+    head = np.r_[True, t[1:] != t[:-1]]
+    cand[head] = -1
+    cand[_unreached(head, ts[order], e)] = -1  # no earlier call can hold them: no parent
+    del t, head
     found: np.ndarray = np.full(n, -1, dtype=index)  # parent in sorted positions, once known
     done = cand < 0
     while not done.all():
@@ -109,6 +129,24 @@ def parents(thread: np.ndarray, ts: np.ndarray, end: np.ndarray) -> np.ndarray:
     del cand, done, e
     parent[order] = np.where(found >= 0, order[np.maximum(found, 0)], -1)
     return parent
+
+
+def _unreached(head: np.ndarray, ts: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Mask over the calls sorted by (thread, ts, −end) (``head``: a thread's first call):
+    those whose end no earlier call of their thread reaches. None of those is inside an
+    earlier call, so none has a parent; marking them at once spares the pointer jumping its
+    longest chains (a thread's top-level calls, each one's candidate the one before)."""
+    run = np.cumsum(head) - 1
+    rel = end - ts[np.flatnonzero(head)][run]  # ≥ 0: from the thread's first start
+    width = int(rel.max()) + 1 if len(rel) else 1
+    if len(rel) == 0 or (int(run[-1]) + 1) * width >= 1 << 62:
+        return np.zeros(len(end), dtype=bool)  # the bands would not fit: leave it to the walk
+    band = run * width
+    reach = np.maximum.accumulate(rel + band) - band  # latest end so far within the thread
+    unreached = np.zeros(len(end), dtype=bool)
+    unreached[1:] = reach[:-1] < rel[1:]
+    unreached &= ~head
+    return unreached
 
 
 def _children_time(thread: np.ndarray, ts: np.ndarray, end: np.ndarray) -> np.ndarray:

@@ -15,13 +15,16 @@ memory stays flat whatever the number of CPU ops.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
 
-from traceview.aggregate.order import concat_ranges, first_of_runs, lex_order, searchsorted_pairs
+from traceview.aggregate.order import concat_ranges, first_of_runs, lex_order
+from traceview.aggregate.pairs import SortedPairs
 from traceview.analyses.devices import NO_LAUNCH, first_launch, name_rank
-from traceview.columns.cpu_rows import NO_SHAPE, OP
+from traceview.analyses.opcalls import OP_FIELDS, OpColumns
+from traceview.columns.cpu_rows import BLOCK_ROWS, NO_SHAPE, OP
 from traceview.columns.model import TraceEvents
 
 NO_OP = -1
@@ -40,30 +43,50 @@ class OpLinks:
     launch_end: np.ndarray
     leaf_shape: np.ndarray | None = None
     top_shape: np.ndarray | None = None
+    ops: tuple[np.ndarray, ...] | None = None  # the CPU ops' OP_FIELDS, when kept (keep_ops)
 
 
-def link_ops(events: TraceEvents, rank: np.ndarray | None = None) -> OpLinks:
+def link_ops(
+    events: TraceEvents, rank: np.ndarray | None = None, keep_ops: bool = False
+) -> OpLinks:
     """The OpLinks of every GPU row (empty links when the trace has no CPU rows); ``rank`` is
-    ``name_rank(events.names)`` when the caller has it already."""
+    ``name_rank(events.names)`` when the caller has it already. With ``keep_ops``, the CPU
+    rows are read once: the ops' columns are gathered in the pass that finds the launches,
+    linked from memory and kept in ``ops`` (for op_calls)."""
     n = len(events.gpu.ts)
     launch = first_launch(events)
-    thread, launch_end = _launch_threads(events, launch)
+    gathered = OpColumns() if keep_ops else None
+    thread, launch_end = launch_threads(events, launch, gathered)
     rank = name_rank(events.names) if rank is None else rank
     leaf, top = _Best(n, innermost=True), _Best(n, innermost=False)
     known = np.flatnonzero(thread >= 0)
     by_launch = known[lex_order((launch[known], thread[known]))]
-    at_thread, at_ts = thread[by_launch], launch[by_launch]
-    for block in events.cpu.blocks():
-        ops = block[block["correlation"] == OP]
-        if len(ops) == 0 or len(by_launch) == 0:
+    keys = SortedPairs(thread[by_launch], launch[by_launch])
+    ops = None if gathered is None else gathered.columns()
+    for op_thread, ts, end, name, shape in _op_chunks(events, ops):
+        if len(ts) == 0 or len(by_launch) == 0:
             continue
-        lo = searchsorted_pairs(at_thread, at_ts, ops["thread"], ops["ts"], side="left")
-        hi = searchsorted_pairs(at_thread, at_ts, ops["thread"], ops["end"], side="right")
+        lo = keys.search(op_thread, ts, side="left")
+        hi = keys.search(op_thread, end, side="right")
         at, which = concat_ranges(lo, hi)  # every (op, launch it contains) pair
-        row, op = by_launch[at], ops[which]
-        leaf.offer(row, op["ts"], op["end"] - op["ts"], rank[op["name"]], op["name"], op["shape"])
-        top.offer(row, op["ts"], op["end"] - op["ts"], rank[op["name"]], op["name"], op["shape"])
-    return OpLinks(leaf.name, top.name, thread, launch, launch_end, leaf.shape, top.shape)
+        row, ts, name, shape = by_launch[at], ts[which], name[which], shape[which]
+        dur = end[which] - ts
+        leaf.offer(row, ts, dur, rank[name], name, shape)
+        top.offer(row, ts, dur, rank[name], name, shape)
+    return OpLinks(leaf.name, top.name, thread, launch, launch_end, leaf.shape, top.shape, ops)
+
+
+def _op_chunks(
+    events: TraceEvents, ops: tuple[np.ndarray, ...] | None
+) -> Iterator[tuple[np.ndarray, ...]]:
+    """The CPU ops' OP_FIELDS a block at a time: from ``ops`` when held, else read."""
+    if ops is not None:
+        for start in range(0, len(ops[0]), BLOCK_ROWS):
+            yield tuple(column[start : start + BLOCK_ROWS] for column in ops)
+        return
+    for block in events.cpu.blocks():
+        rows = block[block["correlation"] == OP]
+        yield tuple(rows[field] for field in OP_FIELDS)
 
 
 class _Best:
@@ -91,7 +114,7 @@ class _Best:
         if len(row) == 0:
             return
         key_ts, key_dur = self.sign * ts, -self.sign * dur
-        order = np.lexsort((rank, key_dur, key_ts, row))
+        order = lex_order((rank, key_dur, key_ts, row))
         first = order[np.r_[True, row[order][1:] != row[order][:-1]]]
         row, key_ts, key_dur, rank, name, shape = (
             row[first], key_ts[first], key_dur[first], rank[first], name[first], shape[first]
@@ -109,21 +132,26 @@ class _Best:
         self.shape[row] = shape[better]
 
 
-def _launch_threads(events: TraceEvents, launch: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def launch_threads(
+    events: TraceEvents, launch: np.ndarray, gathered: OpColumns | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Per GPU row, the thread and end of its launching runtime call (the first in the file
-    among calls with its correlation starting at its launch), else −1 and NO_LAUNCH."""
+    among calls with its correlation starting at its launch), else −1 and NO_LAUNCH; the
+    ops' columns gathered on the way when ``gathered`` is given."""
     gpu = events.gpu
     thread = np.full(len(gpu.ts), -1, dtype=np.int64)
     end = np.full(len(gpu.ts), NO_LAUNCH, dtype=np.int64)
     rows = np.flatnonzero(launch != NO_LAUNCH)
-    if len(rows) == 0 or len(events.cpu) == 0:
+    if (len(rows) == 0 and gathered is None) or len(events.cpu) == 0:
         return thread, end
     by_key = rows[lex_order((launch[rows], gpu.correlation[rows]))]
-    corr, ts = gpu.correlation[by_key], launch[by_key]
+    keys = SortedPairs(gpu.correlation[by_key], launch[by_key])
     for block in events.cpu.blocks():
+        if gathered is not None:
+            gathered.add(block)
         calls = block[block["correlation"] >= 0]
-        lo = searchsorted_pairs(corr, ts, calls["correlation"], calls["ts"], side="left")
-        hi = searchsorted_pairs(corr, ts, calls["correlation"], calls["ts"], side="right")
+        lo = keys.search(calls["correlation"], calls["ts"], side="left")
+        hi = keys.search(calls["correlation"], calls["ts"], side="right")
         at, which = concat_ranges(lo, hi)  # the GPU rows this call launched
         target = by_key[at]
         fresh = thread[target] < 0

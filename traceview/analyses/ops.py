@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -32,6 +32,9 @@ from traceview.columns.cpu_rows import NO_SHAPE
 from traceview.columns.model import TraceEvents
 from traceview.columns.schema import KERNEL
 from traceview.errors import UsageError
+
+if TYPE_CHECKING:
+    from traceview.analyses.shared import Shared
 
 LEVELS = tuple(OpLevel)
 NO_OP_ROW = "(no op)"
@@ -169,12 +172,12 @@ def check_options(options: OpOptions) -> None:
         load_peaks_file(options.peaks_file)
 
 
-def analyse_ops(events: TraceEvents, options: OpOptions, links: OpLinks | None = None) -> OpReport:
+def analyse_ops(events: TraceEvents, options: OpOptions, shared: Shared | None = None) -> OpReport:
     """Attribute every kernel to an op; per op name (or name and shapes) its CPU and GPU
     figures and, where shapes allow, FLOPs, bytes and the bound; by GPU time.
-    ``links`` is ``link_ops(events)`` when the caller has it already."""
+    ``shared``: the op links, op calls and summary, when the caller has them already."""
     check_options(options)
-    links = link_ops(events) if links is None else links
+    links = link_ops(events) if shared is None else shared.links
     gpu = events.gpu
     rows = np.flatnonzero(gpu.kind == KERNEL)
     leaf = options.level == "leaf"
@@ -183,7 +186,7 @@ def analyse_ops(events: TraceEvents, options: OpOptions, links: OpLinks | None =
     keys = OpKeys(events, options.group_by == "op+shapes")
     used, group = dense_ids(keys.of(op, op_shape), keys.bound)
     n = len(used)
-    calls = op_calls(events)
+    calls = op_calls(events) if shared is None else shared.calls
     pair_group = group_of(used, keys.of(calls.name, calls.shape))
     per_call = [_sums(pair_group, x, n) for x in (calls.calls, calls.cpu_ns, calls.self_ns)]
     work = group_work(calls, pair_work(events, calls), pair_group, n)
@@ -195,7 +198,8 @@ def analyse_ops(events: TraceEvents, options: OpOptions, links: OpLinks | None =
     busy = _busy(events, rows, group, n)
     delay = _launch_delay(links.launch[rows], ts, group, n)
     launch_ns = _launch_time(links, rows, group, n)
-    comm = _all_communication(events, links, rows, group, n)
+    category = categorize(events, links.leaf) if shared is None else shared.category
+    comm = _all_communication(category[rows], group, n)
     total = int(gpu_ns.sum())
     out = []
     for g, key in enumerate(used.tolist()):
@@ -246,7 +250,7 @@ def analyse_ops(events: TraceEvents, options: OpOptions, links: OpLinks | None =
             " peak, or the peaks are not this GPU's (--peaks)"
         )
     return OpReport(
-        trace=summarize(events),
+        trace=summarize(events) if shared is None else shared.trace,
         options=options,
         kernels=len(rows),
         gpu_time_ns=total,
@@ -279,11 +283,9 @@ def _launch_time(links: OpLinks, rows: np.ndarray, group: np.ndarray, n: int) ->
     return _sums(np.where(has, group, -1), np.where(has, end - launch, 0), n)
 
 
-def _all_communication(
-    events: TraceEvents, links: OpLinks, rows: np.ndarray, group: np.ndarray, n: int
-) -> np.ndarray:
-    """Per group: whether every one of its kernels is a communication kernel."""
-    category = categorize(events, links.leaf)[rows]
+def _all_communication(category: np.ndarray, group: np.ndarray, n: int) -> np.ndarray:
+    """Per group: whether every one of its kernels (their ``category``) is a communication
+    kernel."""
     comm = category == CATEGORIES.index("communication")
     every: np.ndarray = _sums(group, (~comm).astype(np.int64), n) == 0
     return every

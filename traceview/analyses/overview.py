@@ -16,20 +16,15 @@ from typing import Any
 import numpy as np
 
 from traceview.aggregate.intervals import unions
+from traceview.aggregate.order import dense_ids, lex_order
 from traceview.analyses import hints as hint_rules
-from traceview.analyses.categories import CATEGORIES, categorize
-from traceview.analyses.devices import (
-    NO_LAUNCH,
-    DeviceUsage,
-    device_gaps,
-    device_of_stream,
-    name_rank,
-)
+from traceview.analyses.categories import CATEGORIES
+from traceview.analyses.devices import NO_LAUNCH, DeviceUsage, device_of_stream
 from traceview.analyses.names import display_names
-from traceview.analyses.oplinks import OpLinks, link_ops
 from traceview.analyses.ops import OpOptions, OpRow, analyse_ops
-from traceview.analyses.steps import StepRow, step_table
-from traceview.analyses.summary import TraceSummary, summarize
+from traceview.analyses.shared import Shared, work_out
+from traceview.analyses.steps import StepRow
+from traceview.analyses.summary import TraceSummary
 from traceview.columns.model import TraceEvents
 from traceview.columns.packed_names import subset
 from traceview.columns.schema import KERNEL, MEMCPY, MEMSET
@@ -187,25 +182,22 @@ class Overview:
         }
 
 
-def overview(
-    events: TraceEvents, links: OpLinks | None = None, step_rows: list[StepRow] | None = None
-) -> Overview:
+def overview(events: TraceEvents, shared: Shared | None = None) -> Overview:
     """Everything ``summary`` shows, from one read of the trace (CPU rows included);
-    ``links`` and ``step_rows`` are ``link_ops(events)`` and ``step_table(events)`` when the
+    ``shared``: the op links, op calls, device usage and gaps and step table, when the
     caller has them already."""
-    rank = name_rank(events.names)  # one sort of every name, for both
-    links = link_ops(events, rank) if links is None else links
-    category = categorize(events, links.leaf)
+    shared = work_out(events) if shared is None else shared
+    links, usage, gaps = shared.links, shared.usage, shared.gaps
+    category = shared.category
     gpu = events.gpu
     busy = np.flatnonzero(gpu.dur > 0)
-    usage, gaps = device_gaps(events, busy, links.launch, rank)
     devices = _breakdowns(events, busy, category, usage, gaps.device, gaps.host_wait)
     kernels = np.flatnonzero(gpu.kind == KERNEL)
-    ops = analyse_ops(events, OpOptions(top=TOP), links)
+    ops = analyse_ops(events, OpOptions(top=TOP), shared)
     facts = hint_rules.Facts(events, links, category, devices, usage, gaps, ops.rows)
-    steps = _steps(step_table(events) if step_rows is None else step_rows)
+    steps = _steps(shared.step_rows)
     return Overview(
-        trace=summarize(events, usage),
+        trace=shared.trace,
         devices=devices,
         categories=_ranked(list(CATEGORIES), gpu.dur, category),
         kernels=_named(events, _ranked(events.names, gpu.dur[kernels], gpu.name[kernels])),
@@ -227,6 +219,8 @@ def _breakdowns(
 ) -> tuple[Breakdown, ...]:
     gpu = events.gpu
     device_index, values = device_of_stream(events)
+    # by (device, start): the unions by device below need no sort of their own
+    busy = busy[lex_order((gpu.ts[busy], device_index[gpu.stream[busy]]))]
     device = device_index[gpu.stream[busy]]
     ts = gpu.ts[busy]
     end = ts + gpu.dur[busy]
@@ -275,8 +269,9 @@ def _breakdowns(
 
 
 def _union_by(segment: np.ndarray, start: np.ndarray, end: np.ndarray, n: int) -> np.ndarray:
-    """Per segment id in [0, n): the length of the union of its intervals."""
-    u = unions(segment, start, end)
+    """Per segment id in [0, n): the length of the union of its intervals (rows in (segment,
+    start) order)."""
+    u = unions(segment, start, end, ordered=True)
     out = np.zeros(n, dtype=np.int64)
     out[u.segment] = u.busy
     return out
@@ -294,7 +289,8 @@ def _ranked(labels: Sequence[str], dur: np.ndarray, ids: np.ndarray) -> tuple[Ra
 
 def _named(events: TraceEvents, kernels: tuple[Ranked, ...]) -> tuple[Ranked, ...]:
     """The kernels with their displayed names, decided over every GPU name of the trace."""
-    display = display_names(subset(events.names, np.unique(events.gpu.name)))
+    used, _ = dense_ids(events.gpu.name, len(events.names))  # np.unique without a sort
+    display = display_names(subset(events.names, used))
     return tuple(replace(k, short_name=display.get(k.name, k.name)) for k in kernels)
 
 

@@ -20,6 +20,8 @@ from traceview.aggregate import moments, sketch
 from traceview.aggregate.intervals import unions
 from traceview.aggregate.order import dense_ids
 from traceview.aggregate.percentiles import nearest_rank
+from traceview.analyses import bandwidth
+from traceview.analyses.comm_meta import kernel_meta, ops_would_add
 from traceview.analyses.devices import (
     DeviceUsage,
     device_gaps,
@@ -52,21 +54,20 @@ class KernelStats:
 @dataclass(frozen=True)
 class CommKernels:
     """A rank's communication kernels in start order (ties: trace order): the index of the
-    name in ``names``, start (ns, epoch when the header gives the base) and duration (ns)."""
+    name in ``names``, start (ns, epoch when the header gives the base) and duration (ns); and
+    what the trace says of their collective (traceview.analyses.comm_meta): the index of its
+    (process group, collective name) in ``groups``, its sequence number, its size S in bytes
+    (traceview.analyses.bandwidth) and the number of ranks in its group (−1: not said)."""
 
     names: list[str]
     name: np.ndarray
     start: np.ndarray
     dur: np.ndarray
-
-    def instance(self) -> np.ndarray:
-        """k of each kernel: how many kernels of the same name started before it."""
-        order = np.argsort(self.name, kind="stable")
-        counts = np.bincount(self.name, minlength=len(self.names))
-        first = np.concatenate([[0], np.cumsum(counts)[:-1]])
-        k = np.empty(len(self.name), dtype=np.int64)
-        k[order] = np.arange(len(order)) - first[self.name[order]]
-        return k
+    groups: list[tuple[str, str]]
+    group: np.ndarray
+    seq: np.ndarray
+    bytes: np.ndarray
+    members: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -149,6 +150,14 @@ def summarize_rank(
     )
 
 
+def needs_cpu_rows(events: TraceEvents) -> bool:
+    """Whether the rank's communication kernels lack metadata that CPU ops of a read without
+    CPU rows carry (so the rank is read again with them, to link each kernel to its op)."""
+    kernel = np.flatnonzero(events.gpu.kind == KERNEL)
+    comm = _is_comm(events)[events.gpu.name[kernel]] if len(kernel) else kernel.astype(bool)
+    return ops_would_add(events, kernel[comm])
+
+
 def kernel_stats(events: TraceEvents, options: KernelOptions) -> KernelStats:
     """Moments and sketch per name of the GPU rows the kernel options select."""
     mask, _ = selection(events, replace(options, group_by=KernelGroupBy.NAME))
@@ -218,17 +227,41 @@ def median_step_ns(rows: list[StepRow]) -> int | None:
 
 
 def comm_kernels(events: TraceEvents, rows: np.ndarray) -> CommKernels:
-    """The communication kernels among ``rows``, in (start, row) order, on the epoch clock."""
+    """The communication kernels among ``rows``, in (start, row) order, on the epoch clock,
+    with their collectives' metadata."""
     gpu = events.gpu
     start = gpu.ts[rows] + time_base_ns(events.header)
     order = np.lexsort((rows, start))
-    used, name = dense_ids(gpu.name[rows][order], len(events.names))
+    rows = rows[order]
+    used, name = dense_ids(gpu.name[rows], len(events.names))
+    meta = kernel_meta(events, rows)
+    groups, group = _groups(events.comm_keys, meta.key)
+    size = bandwidth.element_bytes([dtype for _, _, dtype in events.comm_keys] + [""])
     return CommKernels(
         names=[events.names[i] for i in used.tolist()],
         name=name,
         start=start[order],
-        dur=gpu.dur[rows][order],
+        dur=gpu.dur[rows],
+        groups=groups,
+        group=group,
+        seq=meta.seq,
+        bytes=bandwidth.message_bytes(meta.in_nelems, meta.out_nelems, size[meta.key]),
+        members=meta.group_size,
     )
+
+
+def _groups(
+    keys: list[tuple[str, str, str]], key: np.ndarray
+) -> tuple[list[tuple[str, str]], np.ndarray]:
+    """The distinct (process group, collective) of the keys used, sorted, and the index of
+    each kernel's (−1 for key −1)."""
+    used = np.unique(key[key >= 0])
+    groups = sorted({keys[k][:2] for k in used.tolist()})
+    index = {pair: i for i, pair in enumerate(groups)}
+    of_key = np.full(len(keys) + 1, -1, np.int64)  # the last: key −1
+    for k in used.tolist():
+        of_key[k] = index[keys[k][:2]]
+    return groups, of_key[key]
 
 
 def time_base_ns(header: dict[str, Any]) -> int:

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from traceview.analyses.bandwidth import KindBandwidth, by_kind
 from traceview.analyses.collectives import (
     CLOCK_SPREAD_WARN_NS,
     Collective,
@@ -66,6 +67,7 @@ class RanksReport:
     slowest: int | None
     clock_spread_ns: int | None
     warnings: list[str]
+    bandwidth: list[KindBandwidth]  # per collective kind, where the trace gives sizes
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -73,6 +75,7 @@ class RanksReport:
             "run": {"ranks": self.ranks, "files": self.ranks, "bytes": self.size_bytes},
             "ranks": [r.as_dict(self.slowest) for r in self.rows],
             "collectives": [c.as_dict() for c in self.collectives],
+            "bandwidth": [b.as_dict() for b in self.bandwidth],
             "slowest": self.slowest,
             "clock_spread_us": None
             if self.clock_spread_ns is None
@@ -101,6 +104,7 @@ def ranks_report(
         slowest=slowest_rank(summaries, waits if collectives else None),
         clock_spread_ns=spread,
         warnings=warnings,
+        bandwidth=by_kind((c.kind, c.ranks, c.bytes, c.latency_ns) for c in collectives),
     )
 
 

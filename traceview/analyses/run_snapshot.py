@@ -94,7 +94,7 @@ def rollup_snapshot(summaries: Sequence[RankSummary], rollup: Rollup) -> Snapsho
         ),
         totals=Totals(
             count=report.count,
-            total_us=report.total_us,
+            total_us=report.total_ns / 1000,
             distinct=report.distinct,
             gpu_busy_us=busy / 1000,
             gpu_busy_pct=round(100.0 * busy / window, 3) if window else 0.0,

@@ -73,11 +73,11 @@ def _stream_mask(events: TraceEvents, selection: Selection) -> np.ndarray | None
         return None
     wanted = np.ones(len(events.streams), dtype=bool)
     for flag, values, part in (
-        ("--stream", selection.streams, 1),
-        ("--device", selection.devices, 0),
+        ("--stream", selection.streams, "stream"),
+        ("--device", selection.devices, "device"),
     ):
         if values is not None:
-            have = [key[part] for key in events.streams]
+            have = [getattr(key, part) for key in events.streams]
             keep = _present(flag, values, have)
             wanted &= np.array([str(v) in keep for v in have], dtype=bool)
     return wanted

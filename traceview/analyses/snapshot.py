@@ -207,14 +207,20 @@ def build_snapshot(
         trace=SnapshotTrace.of(report.trace),
         totals=Totals(
             count=report.count,
-            total_us=report.total_us,
+            total_us=report.total_ns / 1000,
             distinct=report.distinct,
-            gpu_busy_us=report.gpu_busy_us,
+            gpu_busy_us=report.gpu_busy_ns / 1000,
             gpu_busy_pct=round(report.gpu_busy_pct, 3),
-            idle_us=sum(round(d.idle_us * 1000) for d in devices) / 1000,
+            idle_us=sum(d.idle_ns for d in devices) / 1000,
         ),
         devices=tuple(
-            DeviceStat(d.device, d.window_us, d.busy_us, d.idle_us, round(d.idle_pct, 3))
+            DeviceStat(
+                d.device,
+                d.window_ns / 1000,
+                d.busy_ns / 1000,
+                d.idle_ns / 1000,
+                round(d.idle_pct, 3),
+            )
             for d in devices
         ),
         steps=tuple(_step_stat(row) for row in steps),
@@ -223,8 +229,7 @@ def build_snapshot(
         other=OtherKernels(
             kernels=report.distinct - len(stored),
             count=report.count - sum(r.count for r in stored),
-            total_us=(round(report.total_us * 1000) - sum(round(r.total_us * 1000) for r in stored))
-            / 1000,
+            total_us=(report.total_ns - sum(r.total_ns for r in stored)) / 1000,
             step_counts=tuple(counts[:, -1].tolist()),
             step_totals_us=tuple((totals[:, -1] / 1000).tolist()),
             digests=digests,
@@ -238,10 +243,10 @@ def _stored(report: KernelReport, max_kernels: int, max_stored: int) -> list[Ker
     rows = report.rows
     if report.distinct <= max_kernels:
         return rows
-    need = COVER * report.total_us
-    covered, keep = 0.0, 0
+    need = COVER * report.total_ns
+    covered, keep = 0, 0
     while keep < min(len(rows), max_stored) and (keep < max_kernels or covered < need):
-        covered += rows[keep].total_us
+        covered += rows[keep].total_ns
         keep += 1
     return rows[:keep]
 
@@ -309,18 +314,19 @@ def _step_stat(row: StepRow) -> StepStat:
 
 
 def kernel_stat(row: KernelRow, counts: np.ndarray, totals_ns: np.ndarray) -> KernelStat:
-    """A kernels-table row as stored in a snapshot, with its count and time in each step."""
+    """A kernels-table row as stored in a snapshot (the file's µs), with its count and time in
+    each step."""
     return KernelStat(
         name=row.name,
         count=row.count,
-        total_us=row.total_us,
-        mean_us=round(row.mean_us, 3),
-        std_us=round(row.std_us, 3),
-        min_us=row.min_us,
-        max_us=row.max_us,
-        p50_us=row.p50_us,
-        p90_us=row.p90_us,
-        p99_us=row.p99_us,
+        total_us=row.total_ns / 1000,
+        mean_us=round(row.mean_ns / 1000, 3),
+        std_us=round(row.std_ns / 1000, 3),
+        min_us=row.min_ns / 1000,
+        max_us=row.max_ns / 1000,
+        p50_us=row.p50_ns / 1000,
+        p90_us=row.p90_ns / 1000,
+        p99_us=row.p99_ns / 1000,
         step_counts=tuple(counts.tolist()),
         step_totals_us=tuple((totals_ns / 1000).tolist()),
     )

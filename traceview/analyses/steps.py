@@ -268,10 +268,13 @@ def _union(spans: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return spans[first, 0], reach[np.append(first[1:] - 1, len(spans) - 1)]
 
 
-def step_table(events: TraceEvents, windows: dict[int, Window] | None = None) -> list[StepRow]:
+def step_table(
+    events: TraceEvents, windows: dict[int, Window] | None = None, launch: np.ndarray | None = None
+) -> list[StepRow]:
     """One row per step: its window, the kernels launched in it, and per device the window,
     busy and idle time of its busy events (kernel, memcpy, memset with dur > 0) and the lag.
     ``windows``: only these steps (a part of ``step_windows(events)``); default all.
+    ``launch``: ``launch_times(events)``, when the caller has it already.
 
     All steps at once: the steps' rows are concatenated, and one union over (step, device)
     segments gives every figure (no Python loop per step but building the rows).
@@ -281,7 +284,7 @@ def step_table(events: TraceEvents, windows: dict[int, Window] | None = None) ->
     if not windows:
         return []
     steps = list(windows)
-    launch = launch_times(events)  # once: each costs a search of every row's correlation
+    launch = launch_times(events) if launch is None else launch
     rows = StepRows(events, _row_ids(len(events.gpu.ts)), launch)
     member, owner = rows.members(list(windows.values()))
     del rows
@@ -358,10 +361,9 @@ class StepRows:
     def __init__(
         self, events: TraceEvents, rows: np.ndarray, launch: np.ndarray | None = None
     ) -> None:
-        """``launch``: ``launch_times(events)`` when the caller has it."""
         self.events = events
         self.rows = rows
-        self._launch = launch
+        self.launch = launch  # launch_times(events), when known already
         self._sorted: dict[bool, tuple[np.ndarray, np.ndarray]] = {}
 
     def _by_point(self, gpu_only: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -370,7 +372,7 @@ class StepRows:
             if gpu_only:
                 point = gpu.ts[self.rows]
             else:
-                launch = launch_times(self.events) if self._launch is None else self._launch
+                launch = launch_times(self.events) if self.launch is None else self.launch
                 point = launch[self.rows]
             order = np.argsort(point, kind="stable")
             rows = self.rows[order]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -9,6 +10,7 @@ from traceview.analyses.devices import DeviceUsage, usage
 from traceview.analyses.quality import measure_checks, time_resolution
 from traceview.analyses.quality_words import quality_warnings
 from traceview.columns.model import TraceEvents, TraceFacts
+from traceview.read.reader import ReadStats
 
 _HEADER_FIELDS = ("schemaVersion", "displayTimeUnit", "baseTimeNanoseconds", "traceName")
 
@@ -24,7 +26,7 @@ class TraceSummary:
     path: str
     size_bytes: int
     events_read: int
-    span_us: float
+    span_ns: int
     span_start_ns: int
     device_count: int
     devices: tuple[DeviceUsage, ...]
@@ -40,7 +42,7 @@ class TraceSummary:
             "path": self.path,
             "size_bytes": self.size_bytes,
             "events_read": self.events_read,
-            "span_us": self.span_us,
+            "span_us": self.span_ns / 1000,
             "span_start_us": self.span_start_ns / 1000,
             "device_count": self.device_count,
             "devices": [d.as_dict() for d in self.devices],
@@ -79,7 +81,7 @@ def summarize(
         path=events.path,
         size_bytes=events.size_bytes,
         events_read=events.read.events,
-        span_us=(span[1] - span[0]) / 1000 if span else 0.0,
+        span_ns=span[1] - span[0] if span else 0,
         span_start_ns=span[0] if span else 0,
         device_count=len({(type(s.device), s.device) for s in events.streams}),
         devices=tuple(devices),
@@ -128,11 +130,16 @@ def _header_fields(header: dict[str, Any]) -> dict[str, Any]:
 
 def read_warnings(events: TraceEvents) -> list[str]:
     """What reading could not take as it was: skipped events, missing durations, truncation."""
-    notes = [f"{n} {why}" for why, n in sorted(events.read.skipped.items())]
-    notes += [f"{n} {why}" for why, n in sorted(events.quality.items())]
-    if events.read.truncated_at is not None:
+    return read_problems(events.read, events.quality)
+
+
+def read_problems(read: ReadStats, quality: Mapping[str, int]) -> list[str]:
+    """``read_warnings`` from the read's figures alone (as a cache entry's metadata has them)."""
+    notes = [f"{n} {why}" for why, n in sorted(read.skipped.items())]
+    notes += [f"{n} {why}" for why, n in sorted(quality.items())]
+    if read.truncated_at is not None:
         notes.append(
-            f"TRUNCATED trace: analysed only the {events.read.events} events before byte "
-            f"{events.read.truncated_at} (--partial)"
+            f"TRUNCATED trace: analysed only the {read.events} events before byte "
+            f"{read.truncated_at} (--partial)"
         )
     return notes

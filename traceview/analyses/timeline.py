@@ -161,7 +161,7 @@ def utilisation(events: TraceEvents, bins: int = BINS) -> Utilisation:
     for d, device in enumerate(devices):
         rows.append(UtilRow(device, None, per_device[d]))
         mine = sorted(s for s in kept.tolist() if device_index[s] == d)
-        rows += [UtilRow(device, events.streams[s][1], per_stream[s]) for s in mine]
+        rows += [UtilRow(device, events.streams[s].stream, per_stream[s]) for s in mine]
     return Utilisation(edges, tuple(rows), len(used) - len(kept))
 
 
@@ -179,12 +179,15 @@ def pick_step(events: TraceEvents, wanted: int | None) -> int | None:
     return wanted
 
 
-def step_work(events: TraceEvents, step: int, cap: int = MAX_RECTANGLES) -> StepWork:
+def step_work(
+    events: TraceEvents, step: int, cap: int = MAX_RECTANGLES, launch: np.ndarray | None = None
+) -> StepWork:
     """The GPU work (dur > 0) of ``step`` (assigned as in ``traceview steps``), the longest
-    ``cap`` rectangles when there are more."""
+    ``cap`` rectangles when there are more; ``launch``: ``launch_times(events)`` when the
+    caller has it already."""
     window = step_windows(events)[step]
     gpu = events.gpu
-    rows = StepRows(events, np.flatnonzero(gpu.dur > 0)).within(window)
+    rows = StepRows(events, np.flatnonzero(gpu.dur > 0), launch).within(window)
     total = len(rows)
     if total > cap:
         rows = rows[np.argsort(-gpu.dur[rows], kind="stable")[:cap]]

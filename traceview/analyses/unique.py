@@ -217,7 +217,7 @@ def _places(
         device = device_values[int(device_index[si])]
         if device not in devices:
             devices.append(device)
-        streams.append(events.streams[si][1])
+        streams.append(events.streams[si].stream)
     return [(tuple(d), tuple(s)) for d, s in out]
 
 

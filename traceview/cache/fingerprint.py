@@ -30,8 +30,15 @@ def ingest_fingerprint() -> str:
     return fingerprint(Path(__file__).resolve().parent.parent)
 
 
-def fingerprint(package: Path) -> str:
-    """An xxh3-128 digest of each ingest source's path (relative to ``package``) and bytes.
+@functools.cache
+def code_fingerprint(sources: tuple[str, ...]) -> str:
+    """The fingerprint of other code of this installation (``sources`` named as in
+    INGEST_SOURCES): what numbers derived from an entry were worked out with."""
+    return fingerprint(Path(__file__).resolve().parent.parent, sources)
+
+
+def fingerprint(package: Path, sources: tuple[str, ...] = INGEST_SOURCES) -> str:
+    """An xxh3-128 digest of each source's path (relative to ``package``) and bytes.
 
     xxhash, not hashlib: a warm run imports xxhash anyway (the entry's checksum), while
     hashlib's import alone took 12 ms of it (``python -X importtime``, demo trace).
@@ -39,17 +46,17 @@ def fingerprint(package: Path) -> str:
     import xxhash
 
     digest = xxhash.xxh3_128()
-    for path in source_files(package):
+    for path in source_files(package, sources):
         digest.update(path.relative_to(package).as_posix().encode() + b"\0")
         digest.update(path.read_bytes())
         digest.update(b"\0")
     return digest.hexdigest()
 
 
-def source_files(package: Path) -> list[Path]:
-    """The ingest source files under ``package``, in a fixed order."""
+def source_files(package: Path, sources: tuple[str, ...] = INGEST_SOURCES) -> list[Path]:
+    """The source files (by default the ingest ones) under ``package``, in a fixed order."""
     files: list[Path] = []
-    for name in INGEST_SOURCES:
+    for name in sources:
         path = package / name
         files += sorted(path.rglob("*.py")) if path.is_dir() else [path]
     return files

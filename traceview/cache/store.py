@@ -37,6 +37,7 @@ from traceview.columns.schema import (
     TABLES as COLUMN_TABLES,
 )
 from traceview.columns.schema import (
+    CommColumns,
     GpuColumns,
     Group,
     RuntimeColumns,
@@ -47,18 +48,21 @@ from traceview.columns.schema import (
 from traceview.read.reader import ReadStats
 
 # 2: cpu.parquet holds int32 thread and name ids and is checked by a digest in meta.json.
-CACHE_SCHEMA = 7  # 3: device = args.device even without args.stream
+CACHE_SCHEMA = 8  # 3: device = args.device even without args.stream
 # 4: the data checks kept as numbers (DataChecks), their wording built for each report
 # 5: launch configurations (launches.parquet, gpu.parquet's launch column)
 # 6: CPU op shapes (shapes.parquet, cpu.parquet's shape column)
 # 7: the columns as declared in traceview.columns.schema (cpu.parquet in its order), checked
 #    by name and type when read
+# 8: derived numbers beside the tables (derived-<key>.npz, traceview.cache.derived): a run's
+#    per-rank summaries, so a warm run of many ranks reads them instead of the columns; and
+#    the collectives' metadata (comms.parquet, comm_keys.parquet)
 META = "meta.json"
 META_DIGEST = "meta_digest"
 CPU_COLUMNS = tuple(c.name for c in CPU_SCHEMA)
 TABLES = (
     "gpu.parquet", "runtime.parquet", "steps.parquet", "names.parquet", "streams.parquet",
-    "launches.parquet",
+    "launches.parquet", "comms.parquet", "comm_keys.parquet",
 )  # fmt: skip
 CPU_TABLES = ("cpu.parquet", "threads.parquet", "shapes.parquet")
 SHAPE_COLUMNS = ("dims", "types", "concrete")
@@ -151,6 +155,8 @@ def _tables(events: TraceEvents) -> dict[str, Any]:
         "names.parquet": _names_table(events.names),
         "streams.parquet": _pairs(events.streams, ("device", "stream")),
         "launches.parquet": _launches(events.launches),
+        "comms.parquet": _columns(events.comms),
+        "comm_keys.parquet": _comm_keys(events.comm_keys),
     }
     return tables
 
@@ -185,7 +191,7 @@ def _arrow_schema(table: tuple[Any, ...]) -> Any:
     return pa.schema([(c.name, pa.from_numpy_dtype(c.dtype)) for c in table])
 
 
-def _columns(columns: GpuColumns | RuntimeColumns) -> Any:
+def _columns(columns: GpuColumns | RuntimeColumns | CommColumns) -> Any:
     import pyarrow as pa
 
     table = COLUMN_TABLES[type(columns)]
@@ -305,6 +311,8 @@ def read_entry(directory: Path, meta: dict[str, Any], keep_cpu: bool) -> TraceEv
         facts=_read_facts(meta.get("facts")),
         cpu_quality=Counter(meta["cpu_quality"]),
         launches=_read_launches(directory / "launches.parquet"),
+        comms=_group(directory / "comms.parquet", CommColumns),
+        comm_keys=_read_comm_keys(directory / "comm_keys.parquet"),
     )
     if keep_cpu and meta["has_cpu"]:
         _check_digests(directory, meta)
@@ -481,6 +489,12 @@ def _read_steps(path: Path) -> list[StepWindow]:
     return [StepWindow(*row) for row in zip(*columns, strict=True)]
 
 
+def read_figures(meta: dict[str, Any]) -> tuple[ReadStats, Counter[str]]:
+    """What reading met and the data-quality counts, from an entry's metadata (as its
+    events have them)."""
+    return _read_stats(meta["read"]), Counter(meta["quality"])
+
+
 def _read_stats(read: dict[str, Any]) -> ReadStats:
     return ReadStats(
         events=read["events"],
@@ -511,3 +525,24 @@ def _read_launches(path: Path) -> list[tuple[int, ...]]:
     table = _read_table(path)
     columns = [table.column(name).to_pylist() for name in LAUNCH_FIELDS]
     return [tuple(row) for row in zip(*columns, strict=True)]
+
+
+_COMM_KEY_COLUMNS = ("process_group", "collective", "dtype")
+
+
+def _comm_keys(keys: list[tuple[str, str, str]]) -> Any:
+    """The collectives' (process group, collective, dtype) keys (traceview.columns.comms)."""
+    import pyarrow as pa
+
+    columns = list(zip(*keys, strict=True)) or [(), (), ()]
+    table = {"id": pa.array(range(len(keys)), pa.int32())}
+    table.update(
+        {n: pa.array(c, pa.string()) for n, c in zip(_COMM_KEY_COLUMNS, columns, strict=True)}
+    )
+    return pa.table(table)
+
+
+def _read_comm_keys(path: Path) -> list[tuple[str, str, str]]:
+    table = _read_table(path)
+    a, b, c = (table.column(name).to_pylist() for name in _COMM_KEY_COLUMNS)
+    return [(str(x), str(y), str(z)) for x, y, z in zip(a, b, c, strict=True)]

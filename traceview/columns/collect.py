@@ -15,23 +15,26 @@ from typing import Any
 
 import numpy as np
 
-from traceview.columns import batch, cpu_rows, launches
+from traceview.columns import batch, comms, cpu_rows, launches
 from traceview.columns.cpu_rows import RowSource, SpillFile
 from traceview.columns.intern import Interner, carry_key
 from traceview.columns.model import STEP_PREFIX, StepWindow, StreamKey, TraceEvents
 from traceview.columns.numbers import NEGATIVE_DUR, BadNumber, NeedsExactTimes, to_ns
 from traceview.columns.packed_names import PackedNames
 from traceview.columns.schema import (
+    COMM_COLUMNS,
     GPU_COLUMNS,
     KERNEL,
     MEMCPY,
     MEMSET,
     RUNTIME_COLUMNS,
+    CommColumns,
     GpuColumns,
     RuntimeColumns,
     from_arrays,
     join_columns,
 )
+from traceview.read.decode import may_carry
 from traceview.read.reader import ReadStats, TraceReader
 
 _RUNTIME, _CPU_ANNOTATION, _GPU_ANNOTATION, _OTHER = 10, 11, 12, -1
@@ -71,6 +74,8 @@ class _Lists:
     rt_end: list[int] = field(default_factory=list)
     steps: list[StepWindow] = field(default_factory=list)
     cpu: list[tuple[int, int, int, int, int, int]] = field(default_factory=list)
+    # Events carrying a collective's metadata: (event, GPU row, thread id, ts, end).
+    comm: list[tuple[Any, int, int, int, int]] = field(default_factory=list)
 
 
 class EventCollector:
@@ -85,6 +90,7 @@ class EventCollector:
         self.launches = Interner(launches.normalise)
         self.shapes = Interner()
         self.shapes.id(None)  # id 0: no shape (stored as NO_SHAPE, shape ids one less)
+        self.comm_keys = Interner()
         self.quality: Counter[str] = Counter()
         self.cpu_quality: Counter[str] = Counter()  # the part of quality from CPU ops
         self._categories: dict[str, int] = {}
@@ -94,6 +100,8 @@ class EventCollector:
         self._cpu_before: list[RowSource] = []  # a worker's rows, read before ours
         self._steps: list[StepWindow] = []
         self._span: tuple[int, int] | None = None
+        self._comm: list[tuple[np.ndarray, ...]] = []  # per batch: COMM_COLUMNS
+        self._gpu_rows = 0  # GPU rows committed so far
 
     def add(self, events: Iterable[Any]) -> None:
         """Add one batch; all-or-nothing, so a batch can be retried after NeedsExactTimes."""
@@ -105,11 +113,16 @@ class EventCollector:
             raise
 
     def _add(self, events: Iterable[Any]) -> None:
-        gpu, gpu_kinds, runtime, steps, ops = self._split(events)
+        # Whether this batch may hold a collective's metadata: else no event is checked.
+        carry = may_carry(events) if isinstance(events, list) else True
+        gpu, gpu_kinds, runtime, steps, ops = self._split(events, carry)
         lists = _Lists()
         gpu_columns = self._gpu_columns(gpu, gpu_kinds)
+        new_comm: list[tuple[np.ndarray, ...]] = []
         if gpu_columns is None:
             self._add_each(zip(gpu, gpu_kinds, strict=True), lists)
+        elif carry:
+            new_comm += self._gpu_comm_rows(gpu, gpu_columns)
         runtime_times = batch.timed(runtime)
         runtime_corr = batch.correlations(runtime) if runtime_times is not None else None
         if runtime_times is None or runtime_corr is None:
@@ -130,7 +143,11 @@ class EventCollector:
                 ts, dur = op_times
                 shapes = self._shape_ids(_shape_keys(ops))
                 new_cpu.append(self._cpu_rows(ops, ts, ts + dur, _op_kinds(ops), shapes))
+                new_comm += self._op_comm_rows(ops, ts, ts + dur)
+        elif ops:
+            new_comm += self._threadless_comm_rows(ops, lists)
         self._add_each(steps, lists)
+        new_comm += self._listed_comm_rows(lists)
         self._commit(lists)
         if gpu_columns is not None:
             self._commit_gpu(gpu_columns)
@@ -138,6 +155,59 @@ class EventCollector:
             self._commit_runtime(runtime_corr, *runtime_times)
         for table in new_cpu:
             self._cpu.append(table)
+        self._comm += new_comm
+
+    def _gpu_comm_rows(
+        self, gpu: list[Any], columns: tuple[np.ndarray, ...]
+    ) -> list[tuple[np.ndarray, ...]]:
+        """The metadata rows of a batch of GPU events converted at once (none, mostly)."""
+        # Inline, not comms.carries: this runs over every GPU event of such a batch.
+        at = [
+            i for i, e in enumerate(gpu) if (a := e.args) is not None and type(a.collective) is str
+        ]
+        if not at:
+            return []
+        ts, dur = columns[GPU_TS][at], columns[GPU_DUR][at]
+        rows = np.array(at, dtype=np.int64) + self._gpu_rows
+        no_thread = np.full(len(at), comms.NO_THREAD)
+        return [comms.rows([gpu[i] for i in at], self.comm_keys, rows, no_thread, ts, ts + dur)]
+
+    def _op_comm_rows(
+        self, ops: list[Any], ts: np.ndarray, end: np.ndarray
+    ) -> list[tuple[np.ndarray, ...]]:
+        """The metadata rows of a batch of CPU ops converted at once (``record_param_comms``)."""
+        at = [i for i, e in enumerate(ops) if comms.carries(e)]
+        if not at:
+            return []
+        carrying = [ops[i] for i in at]
+        threads = self.threads.ids_of([(e.pid, e.tid) for e in carrying])
+        no_row = np.full(len(at), comms.NO_GPU_ROW)
+        return [comms.rows(carrying, self.comm_keys, no_row, threads, ts[at], end[at])]
+
+    def _threadless_comm_rows(self, ops: list[Any], lists: _Lists) -> list[tuple[np.ndarray, ...]]:
+        """Without CPU rows: the metadata of the CPU ops carrying it (few), thread unknown,
+        so no kernel links to them but the table says they exist: the rows a read with CPU
+        rows keeps, in its order (nothing is counted: CPU-op problems are not this read's)."""
+        ops = [e for e in ops if comms.carries(e)]  # a collective name that is not text: none
+        if not ops:
+            return []
+        times = batch.timed(ops)
+        if times is None:
+            for e in ops:
+                span = _span_or_none(e)
+                if span is not None:
+                    lists.comm.append((e, comms.NO_GPU_ROW, comms.NO_THREAD, *span))
+            return []
+        ts, dur = times
+        none = np.full(len(ops), comms.NO_GPU_ROW)
+        return [comms.rows(ops, self.comm_keys, none, none, ts, ts + dur)]
+
+    def _listed_comm_rows(self, lists: _Lists) -> list[tuple[np.ndarray, ...]]:
+        """The metadata rows of events converted one by one."""
+        if not lists.comm:
+            return []
+        events, gpu_row, thread, ts, end = zip(*lists.comm, strict=True)
+        return [comms.rows(events, self.comm_keys, gpu_row, thread, ts, end)]
 
     def _cpu_rows(
         self,
@@ -159,10 +229,11 @@ class EventCollector:
         return self.shapes.ids_of(keys) + np.int32(cpu_rows.NO_SHAPE)
 
     def _split(
-        self, events: Iterable[Any]
+        self, events: Iterable[Any], carry: bool
     ) -> tuple[list[Any], list[int], list[Any], list[tuple[Any, int]], list[Any]]:
         """GPU activity (with kinds), runtime calls, ProfilerStep annotations (with kinds),
-        and the CPU ops to keep (only when CPU activity is kept)."""
+        and the CPU ops to keep (when CPU activity is kept; else those carrying a collective's
+        metadata, which only a batch that may ``carry`` it has)."""
         categories = self._categories
         keep_cpu = self.keep_cpu
         gpu: list[Any] = []
@@ -183,7 +254,9 @@ class EventCollector:
                 runtime.append(e)
             elif e.name.startswith(STEP_PREFIX):
                 steps.append((e, kind))
-            elif keep_cpu and kind == _CPU_ANNOTATION:
+            elif kind == _CPU_ANNOTATION and (
+                keep_cpu or (carry and (a := e.args) is not None and a.collective is not None)
+            ):
                 ops.append(e)
         return gpu, kinds, runtime, steps, ops
 
@@ -220,6 +293,7 @@ class EventCollector:
         Rows stay in file order, so statistics accumulate in the same order as when the file
         is read serially and come out identical to the last bit.
         """
+        self._absorb_comms_before(part)
         names = self.names.ids_of(part.names) if part.names else np.empty(0, np.int32)
         streams = self.streams.ids_of(part.streams) if part.streams else np.empty(0, np.int32)
         launch = self.launches.ids_of(part.launches) if part.launches else np.empty(0, np.int32)
@@ -247,8 +321,19 @@ class EventCollector:
         self.quality.update(part.quality)
         self.cpu_quality.update(part.cpu_quality)
 
+    def _absorb_comms_before(self, part: TraceEvents) -> None:
+        """The part's metadata rows before ours, whose kernels move down by its GPU rows."""
+        n = len(part.gpu.ts)
+        self._comm = [comms.shifted(rows, n) for rows in self._comm]
+        self._gpu_rows += n
+        if len(part.comms.key):
+            keys = self.comm_keys.ids_of(part.comm_keys)
+            threads = self.threads.ids_of(part.threads) if part.threads else None
+            self._comm.insert(0, comms.renumbered(part.comms, keys, threads))
+
     def _commit_gpu(self, columns: tuple[np.ndarray, ...]) -> None:
         ts, dur = columns[GPU_TS], columns[GPU_DUR]
+        self._gpu_rows += len(ts)
         self._gpu.append(columns)
         self._widen_span(int(ts.min()), int((ts + dur).max()))
 
@@ -280,11 +365,15 @@ class EventCollector:
             self._add_step(e.name, ts, dur, kind == _GPU_ANNOTATION, lists)
         elif self.keep_cpu and kind == _CPU_ANNOTATION:
             shape = int(self._shape_ids(_shape_keys([e]))[0])
-            self._add_cpu(e, ts, dur, int(_op_kinds([e])[0]), shape, lists)
+            thread = self._add_cpu(e, ts, dur, int(_op_kinds([e])[0]), shape, lists)
+            if comms.carries(e):
+                lists.comm.append((e, comms.NO_GPU_ROW, thread, ts, ts + dur))
 
-    def _add_cpu(self, e: Any, ts: int, dur: int, corr: int, shape: int, lists: _Lists) -> None:
+    def _add_cpu(self, e: Any, ts: int, dur: int, corr: int, shape: int, lists: _Lists) -> int:
+        """Add one CPU row; its thread id."""
         thread = self.threads.id((e.pid, e.tid))
         lists.cpu.append((thread, self.names.id(e.name), ts, ts + dur, corr, shape))
+        return thread
 
     def _duration(self, e: Any) -> int:
         if e.dur is None:
@@ -304,6 +393,9 @@ class EventCollector:
         lists.dur.append(dur)
         lists.corr.append(_correlation(e))
         lists.launch.append(int(launches.launch_ids(self.launches, [e])[0]))
+        if comms.carries(e):
+            row = self._gpu_rows + len(lists.kind) - 1  # this batch's rows are not committed
+            lists.comm.append((e, row, comms.NO_THREAD, ts, ts + dur))
 
     def _add_step(self, name: str, ts: int, dur: int, on_gpu: bool, lists: _Lists) -> None:
         number = name[len(STEP_PREFIX) :]
@@ -397,7 +489,20 @@ class EventCollector:
             threads=self.threads.values,
             launches=self.launches.values,
             shapes=self.shapes.values[1:] if self.shapes.values else [],
+            comms=from_arrays(CommColumns, join_columns(self._comm, COMM_COLUMNS)),
+            comm_keys=self.comm_keys.values,
         )
+
+
+def _span_or_none(e: Any) -> tuple[int, int] | None:
+    """(ts, end) in ns of an event the per-event path keeps (dur missing: 0), else None."""
+    if e.ts is None:
+        return None
+    try:
+        ts, dur = to_ns(e.ts), 0 if e.dur is None else to_ns(e.dur)
+    except BadNumber:
+        return None
+    return (ts, ts + dur) if dur >= 0 else None
 
 
 def _op_kinds(ops: list[Any]) -> np.ndarray:

@@ -9,9 +9,10 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from traceview.columns.comms import CommKey, no_comms, threadless
 from traceview.columns.cpu_rows import CpuRows
 from traceview.columns.packed_names import PackedNames
-from traceview.columns.schema import GpuColumns, RuntimeColumns
+from traceview.columns.schema import CommColumns, GpuColumns, RuntimeColumns
 from traceview.read.reader import ReadStats
 
 STEP_PREFIX = "ProfilerStep#"
@@ -84,6 +85,10 @@ class TraceEvents:
     # The distinct (Input Dims, Input type, Concrete Inputs) of CPU ops, as raw JSON text
     # (b"" when absent); a CPU row's ``shape`` indexes it.
     shapes: list[tuple[bytes, bytes, bytes]] = field(default_factory=list)
+    # A collective's metadata (traceview.columns.comms): a row per kernel or CPU op carrying
+    # it (none in most traces); a row's ``key`` indexes ``comm_keys``.
+    comms: CommColumns = field(default_factory=no_comms)
+    comm_keys: list[CommKey] = field(default_factory=list)
 
 
 def without_cpu(events: TraceEvents) -> TraceEvents:
@@ -106,4 +111,5 @@ def without_cpu(events: TraceEvents) -> TraceEvents:
         cpu=CpuRows(),
         threads=[],
         shapes=[],
+        comms=threadless(events.comms),
     )

@@ -48,6 +48,15 @@ CPU_COLUMNS = _table(
     ("shape", "<i4"),
 )  # fmt: skip
 
+# One row per kernel or CPU op carrying a collective's metadata (traceview.columns.comms; no
+# rows in a trace without it): gpu_row: the kernel's GPU row, −1 for a CPU op; thread: the CPU
+# op's (index into TraceEvents.threads), −1 for a kernel; ts, end in ns; key: index into
+# TraceEvents.comm_keys (process group, collective, dtype); the numbers, −1 when absent.
+COMM_COLUMNS = _table(
+    ("gpu_row", "<i8"), ("thread", "<i4"), ("ts", "<i8"), ("end", "<i8"), ("key", "<i4"),
+    ("in_nelems", "<i8"), ("out_nelems", "<i8"), ("group_size", "<i8"), ("seq", "<i8"),
+)  # fmt: skip
+
 
 @dataclass(frozen=True)
 class GpuColumns:
@@ -70,15 +79,34 @@ class RuntimeColumns:
     ts: np.ndarray
 
 
-Group = TypeVar("Group", GpuColumns, RuntimeColumns)
-TABLES: dict[type, tuple[Column, ...]] = {GpuColumns: GPU_COLUMNS, RuntimeColumns: RUNTIME_COLUMNS}
+@dataclass(frozen=True)
+class CommColumns:
+    """One row per kernel or CPU op carrying a collective's metadata (COMM_COLUMNS)."""
+
+    gpu_row: np.ndarray
+    thread: np.ndarray
+    ts: np.ndarray
+    end: np.ndarray
+    key: np.ndarray
+    in_nelems: np.ndarray
+    out_nelems: np.ndarray
+    group_size: np.ndarray
+    seq: np.ndarray
+
+
+Group = TypeVar("Group", GpuColumns, RuntimeColumns, CommColumns)
+TABLES: dict[type, tuple[Column, ...]] = {
+    GpuColumns: GPU_COLUMNS,
+    RuntimeColumns: RUNTIME_COLUMNS,
+    CommColumns: COMM_COLUMNS,
+}
 
 
 class SchemaMismatch(ValueError):
     """Columns that are not those of their table (another name, length or dtype)."""
 
 
-def arrays_of(columns: GpuColumns | RuntimeColumns) -> list[np.ndarray]:
+def arrays_of(columns: GpuColumns | RuntimeColumns | CommColumns) -> list[np.ndarray]:
     """The group's arrays, in the order of its table."""
     return [getattr(columns, c.name) for c in TABLES[type(columns)]]
 

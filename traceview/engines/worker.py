@@ -44,14 +44,32 @@ class RankFailure:
 
 
 def ingest(task: RankTask) -> RankSummary | RankFailure:
-    """Read one rank's file and summarise it (runs in a worker process)."""
-    from traceview.analyses.rank_summary import summarize_rank
+    """Read one rank's file and summarise it (runs in a worker process): the summary stored
+    in the file's cache entry when it has one, else worked out and stored there."""
+    from traceview.analyses.rank_summary import needs_cpu_rows, summarize_rank
+    from traceview.engines import stored
     from traceview.run import read_trace
 
     os.environ["TRACEVIEW_PARALLEL_MIN_BYTES"] = _SINGLE_PROCESS
     try:
+        where = stored.place(task.path, task.read)
+        tables = task.report or task.snapshot  # the per-file tables need the events
+        found = (
+            None
+            if where is None or tables
+            else stored.load(where, task.rank, task.read, task.kernels)
+        )
+        if found is not None:
+            return found
         events = read_trace(task.path, task.read, remember=False)
-        return summarize_rank(events, task.rank, task.kernels, task.report, task.snapshot)
+        if needs_cpu_rows(events):  # rare: metadata only on CPU ops (from the cache: cheap)
+            _wait_for_cache_writes()  # the entry, so this read hits it if the first wrote it
+            events = read_trace(task.path, task.read, keep_cpu=True, remember=False, warn=False)
+        summary = summarize_rank(events, task.rank, task.kernels, task.report, task.snapshot)
+        if where is not None:
+            _wait_for_cache_writes()  # the entry, written in the background
+            stored.save(where, task.read, task.kernels, summary)
+        return summary
     except TraceviewError as e:
         return RankFailure(task.rank, task.path, e.message)
     finally:

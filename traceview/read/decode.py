@@ -79,7 +79,46 @@ class ExactEvent(msgspec.Struct, gc=False):
     args: Args | None = None
 
 
+# The NCCL metadata kineto writes on collective kernels and ``record_param_comms`` CPU ops
+# (traceview.columns.comms). A span holding this key is decoded with the Comm* types below, as
+# is any span the slow paths decode; any other keeps the smaller structs (more fields cost every
+# event: 5-7% slower decoding). So the events of one decoded span all have Comm* types or none
+# does (``may_carry``).
+COMM_KEY = b'"Collective name"'
+
+
+class CommArgs(Args, gc=False):
+    """``Args`` with a collective's metadata: any JSON value, checked when interned."""
+
+    collective: Any = msgspec.field(default=None, name="Collective name")
+    process_group: Any = msgspec.field(default=None, name="Process Group Name")
+    in_nelems: Any = msgspec.field(default=None, name="In msg nelems")
+    out_nelems: Any = msgspec.field(default=None, name="Out msg nelems")
+    dtype: Any = None
+    group_size: Any = msgspec.field(default=None, name="Group size")
+    seq: Any = msgspec.field(default=None, name="Seq")
+
+
+class CommEvent(Event, gc=False):
+    """``Event`` whose args may carry a collective's metadata."""
+
+    args: CommArgs | None = None
+
+
+class ExactCommEvent(ExactEvent, gc=False):
+    """``ExactEvent`` whose args may carry a collective's metadata."""
+
+    args: CommArgs | None = None
+
+
 AnyEvent = Event | ExactEvent
+COMM_EVENTS = (CommEvent, ExactCommEvent)
+
+
+def may_carry(events: list[Any]) -> bool:
+    """Whether the events of one decoded span may carry a collective's metadata."""
+    return bool(events) and type(events[0]) in COMM_EVENTS
+
 
 _NUMBER_TYPES = (int, Decimal, type(None))
 NON_FINITE = b'"<non-finite number>"'
@@ -88,6 +127,17 @@ _FAST = msgspec.json.Decoder(list[Event])
 _FAST_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError, RecursionError)
 _SLOW_ERRORS = (RecursionError, ArithmeticError)
 _FAST_EXACT = msgspec.json.Decoder(list[ExactEvent])
+_FAST_COMM = msgspec.json.Decoder(list[CommEvent])
+_FAST_EXACT_COMM = msgspec.json.Decoder(list[ExactCommEvent])
+
+
+def _decoder(exact: bool, comm: bool) -> msgspec.json.Decoder[list[Any]]:
+    """The fast decoder: exact numbers or not, with the collective metadata or not."""
+    if comm:
+        return _FAST_EXACT_COMM if exact else _FAST_COMM
+    return _FAST_EXACT if exact else _FAST
+
+
 # What may follow a syntax error found where the text only ends too early: a number or a
 # literal cut short (``12.``, ``tru``), then nothing (or the closing bracket added here).
 _UNFINISHED = re.compile(r"[\w.+-]*\s*")
@@ -149,9 +199,10 @@ def decode_span(
     if isinstance(data, bytearray) and 0 < start <= end < len(data) and not shaped:
         before, after = data[start - 1], data[end]
         data[start - 1], data[end] = ord("["), ord("]")
+        decoder = _decoder(exact, data.find(COMM_KEY, start, end) >= 0)
         try:
             with memoryview(data) as view, view[start - 1 : end + 1] as span:
-                return (_FAST_EXACT if exact else _FAST).decode(span)
+                return decoder.decode(span)
         except _FAST_ERRORS as e:
             with memoryview(data) as view, view[start:end] as span:
                 _check_cut_short(e, span)
@@ -162,7 +213,7 @@ def decode_span(
 
 
 def _decode_fast(chunk: bytes | bytearray, exact: bool) -> list[Any]:
-    return (_FAST_EXACT if exact else _FAST).decode(b"[" + chunk + b"]")
+    return _decoder(exact, COMM_KEY in chunk).decode(b"[" + chunk + b"]")
 
 
 def _check_cut_short(error: Exception, text: bytes | bytearray | memoryview) -> None:
@@ -181,7 +232,7 @@ def _decode_each(chunk: bytes | bytearray, exact: bool, skipped: Counter[str]) -
         last_end = end
         value = chunk[start:end]
         try:
-            out.extend(_decode_fast(value, exact))
+            out.extend(_decoder(exact, comm=True).decode(b"[" + value + b"]"))
         except _FAST_ERRORS:
             try:
                 out.extend(_decode_lenient(value, skipped))
@@ -192,14 +243,14 @@ def _decode_each(chunk: bytes | bytearray, exact: bool, skipped: Counter[str]) -
     return out
 
 
-def _decode_lenient(chunk: bytes | bytearray, skipped: Counter[str]) -> list[ExactEvent]:
+def _decode_lenient(chunk: bytes | bytearray, skipped: Counter[str]) -> list[Any]:
     """Slow path: stdlib json (NaN-tolerant, Decimal numbers), events checked one by one."""
     text = chunk.decode("utf-8", errors="replace")
     try:
         items = json.loads("[" + text + "]", parse_float=Decimal, parse_constant=_non_finite)
     except json.JSONDecodeError:
         items = _loads_without_bad_constants(chunk)
-    out: list[ExactEvent] = []
+    out: list[Any] = []
     for item in items:
         event = _convert(item)
         if event is None:
@@ -228,7 +279,7 @@ def _non_finite(token: str) -> str:
     return NON_FINITE.decode()
 
 
-def _convert(item: Any) -> ExactEvent | None:
+def _convert(item: Any) -> ExactCommEvent | None:
     """A dict from the slow path as an ExactEvent, or None if its fields have wrong types."""
     if not isinstance(item, dict):
         return None
@@ -238,9 +289,10 @@ def _convert(item: Any) -> ExactEvent | None:
         value = item.get(key)
         if isinstance(value, str):
             item[key] = _clean_text(value)
-    _raw_shapes(item.get("args"))
+    args = item.get("args")
+    _raw_shapes(args)
     try:
-        return msgspec.convert(item, ExactEvent)
+        return msgspec.convert(item, ExactCommEvent)
     except (msgspec.ValidationError, UnicodeEncodeError):  # e.g. a lone surrogate in args
         return None
 

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from traceview.aggregate import sketch
 from traceview.analyses.gap_rollup import GapRollup, GapStats
+from traceview.analyses.in_us import us_names
 from traceview.render import units
 from traceview.render.document import Document, Section
 from traceview.render.header import run_line
@@ -29,11 +30,11 @@ def header_lines(report: GapRollup) -> list[str]:
 
 
 def _cells(label: str, g: GapStats) -> tuple[str, ...]:
-    t = units.time
+    t = units.time_ns
     return (
-        label, units.count(g.gaps), t(g.gap_total_us), t(g.mean_gap_us), t(g.std_gap_us),
-        t(g.min_gap_us), t(g.max_gap_us), t(g.p50_gap_us), t(g.p90_gap_us), t(g.p99_gap_us),
-        t(g.host_wait_us),
+        label, units.count(g.gaps), t(g.gap_total_ns), t(g.mean_gap_ns), t(g.std_gap_ns),
+        t(g.min_gap_ns), t(g.max_gap_ns), t(g.p50_gap_ns), t(g.p90_gap_ns), t(g.p99_gap_ns),
+        t(g.host_wait_ns),
     )  # fmt: skip
 
 
@@ -54,7 +55,7 @@ def document(report: GapRollup) -> Document:
 
 
 def csv(report: GapRollup) -> str:
-    fields = ("rank", *GapStats.__dataclass_fields__)
+    fields = ("rank", *us_names(GapStats))
     rows = [(s.rank, *g.as_dict().values()) for s, g in report.ranks]
     rows.append(("all", *report.rollup.as_dict().values()))
     return to_csv(fields, rows)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from traceview.analyses.cpu_context import CpuContext, Holder
 from traceview.analyses.gaps import GapReport, Histogram, StreamGaps
+from traceview.analyses.in_us import us_names
 from traceview.render import capped, units
 from traceview.render.document import Document, Lines, Section, to_plain
 from traceview.render.header import trace_lines
@@ -21,16 +22,17 @@ def summary_lines(report: GapReport) -> list[str]:
     scope = "device gaps" if report.options.scope == "device" else "gaps per stream"
     lines.append(
         f"busy     {'+'.join(report.options.busy)}; {scope}: {units.counted(t.gaps, 'gap')}, "
-        f"total {units.duration(t.gap_total_us)}, mean {units.duration(t.mean_gap_us)}; "
-        f"idle {units.duration(t.idle_us)}"
+        f"total {units.duration_ns(t.gap_total_ns)}, mean {units.duration_ns(t.mean_gap_ns)}; "
+        f"idle {units.duration_ns(t.idle_ns)}"
     )
     for d in report.devices:
-        gpu_us = d.idle_us - d.host_wait_us
+        gpu_ns = d.idle_ns - d.host_wait_ns
+        wait = units.duration_ns(d.host_wait_ns)
         lines.append(
-            f"device   {d.device}: idle {units.pct(d.idle_pct)}% ({units.duration(d.idle_us)} "
-            f"of {units.duration(d.window_us)}) = host wait (cpu) "
-            f"{units.duration(d.host_wait_us)} ({units.pct(_pct(d.host_wait_us, d.window_us))}%) "
-            f"+ gpu {units.duration(gpu_us)} ({units.pct(_pct(gpu_us, d.window_us))}%)"
+            f"device   {d.device}: idle {units.pct(d.idle_pct)}% "
+            f"({units.duration_ns(d.idle_ns)} of {units.duration_ns(d.window_ns)}) = host wait "
+            f"(cpu) {wait} ({units.pct(_pct(d.host_wait_ns, d.window_ns))}%) "
+            f"+ gpu {units.duration_ns(gpu_ns)} ({units.pct(_pct(gpu_ns, d.window_ns))}%)"
         )
     lines += [f"note     {n}" for n in report.notes]
     return lines
@@ -44,8 +46,8 @@ def streams_table(report: GapReport) -> Table:
     """The first ``--stream-top`` streams (0: all)."""
     rows = [
         (str(s.device), str(s.stream), units.count(s.events), units.count(s.gaps),
-         units.time(s.gap_total_us), units.time(s.idle_us), units.count(s.overlaps),
-         units.time(s.overlap_us), units.count(s.zero_gaps))
+         units.time_ns(s.gap_total_ns), units.time_ns(s.idle_ns), units.count(s.overlaps),
+         units.time_ns(s.overlap_ns), units.count(s.zero_gaps))
         for s in capped.head(report.streams, report.options.stream_top)
     ]  # fmt: skip
     headers = ("Device", "Stream", "Events", "Gaps", "Gap total", "Idle", "Overlaps",
@@ -58,9 +60,9 @@ def transitions_table(report: GapReport, verbose: bool) -> Table:
         return n if verbose else report.shown_names.get(n, n)
 
     rows = [
-        (units.count(t.count), units.time(t.total_us), units.time(t.mean_us),
-         units.time(t.min_us), units.time(t.max_us), units.time(t.std_us), name(t.from_name),
-         name(t.to_name))
+        (units.count(t.count), units.time_ns(t.total_ns), units.time_ns(t.mean_ns),
+         units.time_ns(t.min_ns), units.time_ns(t.max_ns), units.time_ns(t.std_ns),
+         name(t.from_name), name(t.to_name))
         for t in report.transitions
     ]  # fmt: skip
     headers = ("Count", "Total", "Mean", "Min", "Max", "Std", "From", "To")
@@ -72,8 +74,8 @@ def largest_table(report: GapReport, verbose: bool) -> Table:
         return n if verbose else report.shown_names.get(n, n)
 
     rows = [
-        (str(i), str(g.device), str(g.stream), units.time(g.start_us),
-         units.time(g.gap_us), g.cause, units.time(g.host_wait_us), name(g.before),
+        (str(i), str(g.device), str(g.stream), units.time_ns(g.start_ns),
+         units.time_ns(g.gap_ns), g.cause, units.time_ns(g.host_wait_ns), name(g.before),
          name(g.after))
         for i, g in enumerate(report.largest, 1)
     ]  # fmt: skip
@@ -84,7 +86,7 @@ def largest_table(report: GapReport, verbose: bool) -> Table:
 def context_lines(report: GapReport) -> list[str]:
     """What held each listed gap on the CPU, one line per gap (numbered as in the table)."""
     return [
-        f"#{i} at ts {g.ts_us:.3f} µs: {context_text(g.context)}"
+        f"#{i} at ts {g.ts_ns / 1000:.3f} µs: {context_text(g.context)}"
         for i, g in enumerate(report.largest, 1)
     ]
 
@@ -190,8 +192,9 @@ def document(report: GapReport, verbose: bool) -> Document:
 
 def csv(report: GapReport) -> str:
     """One CSV row per stream with raw numbers."""
-    fields = tuple(StreamGaps.__dataclass_fields__)
-    return to_csv(fields, [tuple(getattr(s, f) for f in fields) for s in report.streams])
+    return to_csv(
+        tuple(us_names(StreamGaps)), [tuple(s.as_dict().values()) for s in report.streams]
+    )
 
 
 def detailed_report(report: GapReport) -> str:

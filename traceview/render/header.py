@@ -13,7 +13,7 @@ def trace_lines(trace: TraceSummary) -> list[str]:
         devices += f" ({', '.join(trace.device_names)})"
     lines = [
         f"trace    {trace.path} ({units.size(trace.size_bytes)}), "
-        f"{units.counted(trace.events_read, 'event')}, span {units.duration(trace.span_us)}",
+        f"{units.counted(trace.events_read, 'event')}, span {units.duration_ns(trace.span_ns)}",
         f"gpu      {devices}, {units.counted(trace.streams, 'stream')}",
     ]
     lines += [f"warning  {w}" for w in trace.warnings]

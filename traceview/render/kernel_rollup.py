@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from traceview.aggregate import sketch
+from traceview.analyses.in_us import us_names
 from traceview.analyses.kernel_rollup import RollupReport, RollupRow
 from traceview.render import kernels as one_file
 from traceview.render import units
@@ -30,7 +31,7 @@ def header_lines(report: RollupReport) -> list[str]:
     return [
         run_line(ranks, report.size_bytes),
         f"{kinds:<8} {units.counted(report.count, 'launch', 'launches')}, "
-        f"{units.count(report.distinct)} distinct, total {units.duration(report.total_us)}",
+        f"{units.count(report.distinct)} distinct, total {units.duration_ns(report.total_ns)}",
         f"note     ~: within {100 * sketch.ALPHA:g}% (a mergeable sketch); exact in a rank's table",
     ]
 
@@ -44,12 +45,12 @@ def table(report: RollupReport, verbose: bool) -> Table:
 
 
 def _cells(row: RollupRow) -> tuple[str, ...]:
-    t = units.time
+    t = units.time_ns
     return (
-        units.count(row.count), t(row.total_us), t(row.mean_us), t(row.std_us), t(row.min_us),
-        t(row.max_us), t(row.p50_us), t(row.p90_us), t(row.p99_us), units.pct(row.pct_launches),
-        units.pct(row.pct_time), str(row.ranks), f"{t(row.rank_min_total_us)} (r{row.rank_min})",
-        t(row.rank_median_total_us), f"{t(row.rank_max_total_us)} (r{row.rank_max})",
+        units.count(row.count), t(row.total_ns), t(row.mean_ns), t(row.std_ns), t(row.min_ns),
+        t(row.max_ns), t(row.p50_ns), t(row.p90_ns), t(row.p99_ns), units.pct(row.pct_launches),
+        units.pct(row.pct_time), str(row.ranks), f"{t(row.rank_min_total_ns)} (r{row.rank_min})",
+        t(row.rank_median_total_ns), f"{t(row.rank_max_total_ns)} (r{row.rank_max})",
     )  # fmt: skip
 
 
@@ -78,8 +79,7 @@ def document(report: RollupReport, verbose: bool) -> Document:
 
 def csv(report: RollupReport) -> str:
     """One CSV row per kernel name of the roll-up, raw numbers."""
-    fields = list(RollupRow.__dataclass_fields__)
     return to_csv(
-        ("position", *fields),
-        [(i, *(getattr(r, f) for f in fields)) for i, r in enumerate(report.rows, 1)],
+        ("position", *us_names(RollupRow)),
+        [(i, *r.as_dict().values()) for i, r in enumerate(report.rows, 1)],
     )

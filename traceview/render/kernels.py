@@ -27,7 +27,7 @@ def summary_lines(report: KernelReport) -> list[str]:
     lines = trace_lines(report.trace)
     lines.append(
         f"{kinds:<8} {units.counted(report.count, 'launch', 'launches')}, "
-        f"{units.count(report.distinct)} distinct, total {units.duration(report.total_us)}"
+        f"{units.count(report.distinct)} distinct, total {units.duration_ns(report.total_ns)}"
     )
     if report.options.steps:
         lines.append(f"steps    {_steps(report.options.steps)}")
@@ -59,7 +59,7 @@ def footer(report: KernelReport) -> str:
     launches = units.counted(report.left_out_count, "launch", "launches")
     return (
         f"{units.counted(report.left_out_rows, 'more kernel')} not shown ({launches}, "
-        f"{units.duration(report.left_out_us)}); use --top 0 for all"
+        f"{units.duration_ns(report.left_out_ns)}); use --top 0 for all"
     )
 
 
@@ -82,10 +82,10 @@ def document(report: KernelReport, verbose: bool, every: KernelReport | None = N
 
 def csv(report: KernelReport) -> str:
     """One CSV row per kernel with raw numbers and the full name."""
-    fields = list(KernelRow.__dataclass_fields__)
+    fields = KernelRow.json_fields()
     return to_csv(
         ("rank", *fields),
-        [(i, *(getattr(r, f) for f in fields)) for i, r in enumerate(report.rows, 1)],
+        [(i, *r.as_dict().values()) for i, r in enumerate(report.rows, 1)],
     )
 
 
@@ -104,16 +104,16 @@ def as_json(report: KernelReport) -> dict[str, Any]:
         },
         "totals": {
             "count": report.count,
-            "total_us": report.total_us,
+            "total_us": report.total_ns / 1000,
             "distinct": report.distinct,
-            "gpu_busy_us": report.gpu_busy_us,
+            "gpu_busy_us": report.gpu_busy_ns / 1000,
             "gpu_busy_pct": report.gpu_busy_pct,
         },
         "kernels": [row.as_dict() for row in report.rows],
         "left_out": {
             "kernels": report.left_out_rows,
             "count": report.left_out_count,
-            "total_us": report.left_out_us,
+            "total_us": report.left_out_ns / 1000,
         },
         "notes": report.notes,
     }
@@ -136,9 +136,9 @@ def detailed_report(report: KernelReport) -> str:
 
 def _stat_cells(row: KernelRow) -> tuple[str, ...]:
     return (
-        units.count(row.count), units.time(row.total_us), units.time(row.mean_us),
-        units.time(row.std_us), units.time(row.min_us), units.time(row.max_us),
-        units.time(row.p50_us), units.time(row.p90_us), units.time(row.p99_us),
+        units.count(row.count), units.time_ns(row.total_ns), units.time_ns(row.mean_ns),
+        units.time_ns(row.std_ns), units.time_ns(row.min_ns), units.time_ns(row.max_ns),
+        units.time_ns(row.p50_ns), units.time_ns(row.p90_ns), units.time_ns(row.p99_ns),
         units.pct(row.pct_launches), units.pct(row.pct_time),
     )  # fmt: skip
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from traceview.analyses.collectives import Collective
 from traceview.analyses.names import display_names
 from traceview.analyses.ranks import RanksReport
 from traceview.render import units
@@ -25,10 +26,13 @@ _RANK_HEADERS = (
     "Median step",
     "Last",
     "Wait",
-    "",
+    "Mark",
 )
 _COLLECTIVE_HEADERS = ("Collective", "#", "Skew", "Last rank", "Latency", "End spread")
-_NARROW_DROP = ("Idle", "Median step", "Exposed comm", "End spread")
+# With the trace's metadata: the process group, the ranks in it, size S, algbw and busbw.
+_META_HEADERS = ("Group", "Ranks", "Size", "algbw GB/s", "busbw GB/s")
+_BANDWIDTH_HEADERS = ("Collective", "Count", "Size", "Time", "algbw GB/s", "busbw GB/s")
+_NARROW_DROP = ("Idle", "Median step", "Exposed comm", "End spread", "Ranks", "Group")
 
 
 def header_lines(report: RanksReport) -> list[str]:
@@ -75,10 +79,13 @@ def rank_table(report: RanksReport) -> Table:
 
 
 def collective_table(report: RanksReport) -> Table:
-    """One row per collective present on every rank."""
+    """One row per collective present on every rank of its group (with the metadata columns
+    when the trace has process groups)."""
     shown = display_names([c.name for c in report.collectives])
-    rows = [
-        (
+    meta = any(c.process_group is not None for c in report.collectives)
+    rows = []
+    for c in report.collectives:
+        row = (
             shown[c.name],
             str(c.index),
             units.time(c.skew_ns / 1000),
@@ -86,15 +93,45 @@ def collective_table(report: RanksReport) -> Table:
             units.time(c.latency_ns / 1000),
             units.time(c.end_spread_ns / 1000),
         )
-        for c in report.collectives
+        rows.append(row + (_meta_cells(c) if meta else ()))
+    headers = _COLLECTIVE_HEADERS + (_META_HEADERS if meta else ())
+    return Table(headers, (False, *(True,) * (len(headers) - 1)), rows)
+
+
+def _meta_cells(c: Collective) -> tuple[str, ...]:
+    return (
+        "-" if c.process_group is None else c.process_group,
+        str(c.ranks),
+        "-" if c.bytes is None else units.size(c.bytes),
+        _gbps(c.algbw_gbps),
+        _gbps(c.busbw_gbps),
+    )
+
+
+def _gbps(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.2f}"
+
+
+def bandwidth_table(report: RanksReport) -> Table:
+    """Per collective kind: nccl-tests algbw and busbw over its collectives with a size."""
+    rows = [
+        (
+            b.kind,
+            units.count(b.collectives),
+            units.size(b.bytes),
+            units.time(b.time_ns / 1000),
+            _gbps(b.algbw_gbps),
+            _gbps(b.busbw_gbps),
+        )
+        for b in report.bandwidth
     ]
-    return Table(_COLLECTIVE_HEADERS, (False, *(True,) * 5), rows)
+    return Table(_BANDWIDTH_HEADERS, (False, *(True,) * 5), rows)
 
 
 def _collectives_line(report: RanksReport) -> str:
     if not report.collectives:
         return "no collective ran on every rank (communication kernels: nccl or rccl in the name)"
-    return f"{units.counted(len(report.collectives), 'collective')} on every rank"
+    return f"{units.counted(len(report.collectives), 'collective')} on every rank of its group"
 
 
 def document(report: RanksReport) -> Document:
@@ -105,9 +142,13 @@ def document(report: RanksReport) -> Document:
         if report.collectives
         else Section(Lines([collectives]))
     )
+    sections = [Section(rank_table(report), drop_order=_NARROW_DROP), second]
+    if report.bandwidth:
+        title = "bandwidth per collective kind (nccl-tests algbw and busbw; size S ÷ latency)"
+        sections.append(Section(bandwidth_table(report), title=title))
     return Document(
         head=header_lines(report),
-        sections=[Section(rank_table(report), drop_order=_NARROW_DROP), second],
+        sections=sections,
         data=report.as_json,
         csv=lambda: csv(report),
     )

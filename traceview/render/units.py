@@ -39,6 +39,16 @@ def time(value_us: float) -> str:
     raise AssertionError("unreachable")
 
 
+def time_ns(value_ns: float) -> str:
+    """``time`` of a duration in ns (results hold ns; µs is only how it is shown)."""
+    return time(value_ns / 1000)
+
+
+def duration_ns(value_ns: float) -> str:
+    """``duration`` of a duration in ns."""
+    return duration(value_ns / 1000)
+
+
 def size(n_bytes: int) -> str:
     """A file size: 812 B, 1.2 MB, 3.4 GB (decimal units)."""
     value = float(n_bytes)

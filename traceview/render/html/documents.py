@@ -1,6 +1,7 @@
 """What the report shows: the JSON documents of ``summary``, ``kernels``, ``gaps``, ``steps``
 and ``ops``, built by the same analyses and renderers as those commands from one read of the
-trace, so every number in the page equals theirs; plus the timeline (analyses.timeline)."""
+trace, so every number in the page equals theirs; plus the timeline (analyses.timeline). Of a
+run, also the run's ``ranks`` document, the other documents being of one rank's trace."""
 
 from __future__ import annotations
 
@@ -10,12 +11,10 @@ from typing import Any
 
 from traceview.analyses.gaps import GapOptions, analyse_gaps
 from traceview.analyses.kernels import KernelOptions, analyse_kernels
-from traceview.analyses.oplinks import link_ops
 from traceview.analyses.ops import OpOptions, analyse_ops
 from traceview.analyses.overview import overview
+from traceview.analyses.shared import work_out
 from traceview.analyses.step_outliers import outliers
-from traceview.analyses.steps import step_table
-from traceview.analyses.summary import summarize
 from traceview.analyses.timeline import (
     BINS,
     StepWork,
@@ -37,6 +36,7 @@ class ReportOptions:
 
     timeline_step: int | None = None  # the step drawn as rectangles (None: the median step)
     bins: int = BINS
+    rank: int | None = None  # a run: the rank whose trace the sections show (None: the lowest)
 
 
 @dataclass(frozen=True)
@@ -52,24 +52,27 @@ class Documents:
     utilisation: Utilisation
     step: StepWork | None
     names: Sequence[str]  # the trace's names (StepWork.name indexes them)
+    # A run: the ``ranks`` document, and the rank whose trace the documents above are of.
+    ranks: dict[str, Any] | None = None
+    rank: int | None = None
 
 
 def collect(events: TraceEvents, options: ReportOptions) -> Documents:
-    """Every document from the one ``events`` (read with its CPU rows)."""
+    """Every document from the one ``events`` (read with its CPU rows); what several
+    analyses need (op links, op calls, step table, device usage and gaps) is worked out once."""
     step = pick_step(events, options.timeline_step)
-    rows = step_table(events)
-    steps = render_steps.as_json(summarize(events), rows)
-    kernels = analyse_kernels(events, KernelOptions(top=0))
-    links = link_ops(events)  # for summary and ops: the costliest step, done once
+    shared = work_out(events)
+    steps = render_steps.as_json(shared.trace, shared.step_rows)
+    kernels = analyse_kernels(events, KernelOptions(top=0), shared)
     return Documents(
-        summary=overview(events, links, rows).as_json(),
+        summary=overview(events, shared).as_json(),
         kernels=render_kernels.as_json(kernels),
-        gaps=analyse_gaps(events, GapOptions(largest=LARGEST_GAPS)).as_json(),
+        gaps=analyse_gaps(events, GapOptions(largest=LARGEST_GAPS), shared).as_json(),
         steps=steps,
-        ops=analyse_ops(events, _op_options(), links).as_json(),
+        ops=analyse_ops(events, _op_options(), shared).as_json(),
         step_outliers=outliers([s["cpu_dur_us"] for s in steps["steps"]]),
         utilisation=utilisation(events, options.bins),
-        step=None if step is None else step_work(events, step),
+        step=None if step is None else step_work(events, step, launch=shared.launch),
         names=events.names,
     )
 

@@ -16,7 +16,7 @@ from typing import Any
 from traceview.errors import TraceviewError
 from traceview.render import units
 from traceview.render.escape import html_text, script_json
-from traceview.render.html import charts, roofline
+from traceview.render.html import charts, ranks, roofline
 from traceview.render.html.documents import Documents
 
 NO_GPU = "absent: no GPU activity in this trace"
@@ -62,7 +62,7 @@ def render(docs: Documents, info: PageInfo) -> str:
     """The whole page."""
     figures: dict[str, Any] = {}
     body = [_header(docs, info)]
-    for section in SECTIONS:
+    for section in _sections(docs):
         body.append(_section(section, docs, figures))
     data = {
         "summary": docs.summary,
@@ -71,6 +71,8 @@ def render(docs: Documents, info: PageInfo) -> str:
         "steps": docs.steps,
         "ops": _capped(docs.ops, "ops"),
     }
+    if docs.ranks is not None:
+        data["ranks"] = docs.ranks
     asset = resources.files("traceview.render.html")
     return "\n".join(
         [
@@ -78,7 +80,7 @@ def render(docs: Documents, info: PageInfo) -> str:
             '<html lang="en"><head><meta charset="utf-8">',
             f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">',
             '<meta name="viewport" content="width=device-width, initial-scale=1">',
-            f"<title>traceview report: {html_text(_file_name(docs))}</title>",
+            f"<title>traceview report: {html_text(_title(docs))}</title>",
             f"<style>{(asset / 'report.css').read_text('utf-8')}</style>",
             f"<script>{plotly_js()}</script>",
             "</head><body>",
@@ -109,6 +111,7 @@ def _header(docs: Documents, info: PageInfo) -> str:
     devices = ", ".join(f"GPU {d['device']} ({d['busy_pct']:.1f}% busy)" for d in trace["devices"])
     names = ", ".join(trace.get("device_names") or []) or "not recorded"
     rows = [
+        *ranks.header_rows(docs),
         ("trace", trace["path"]),
         ("size", units.size(trace["size_bytes"])),
         ("span", units.duration(trace["span_us"])),
@@ -120,17 +123,28 @@ def _header(docs: Documents, info: PageInfo) -> str:
     cells = "".join(f"<tr><th>{k}</th><td>{html_text(str(v))}</td></tr>" for k, v in rows)
     warnings = "".join(f"<li>{html_text(w)}</li>" for w in trace.get("warnings", []))
     return (
-        f"<header><h1>traceview report: {html_text(_file_name(docs))}</h1>"
+        f"<header><h1>traceview report: {html_text(_title(docs))}</h1>"
         f'<table class="facts">{cells}</table>'
         + (f'<ul class="warnings">{warnings}</ul>' if warnings else "")
-        + _nav()
+        + _nav(docs)
         + "</header>"
     )
 
 
-def _nav() -> str:
-    links = "".join(f'<a href="#{s.id}">{s.title}</a>' for s in SECTIONS)
+def _title(docs: Documents) -> str:
+    if docs.ranks is None:
+        return _file_name(docs)
+    return f"run of {docs.ranks['run']['ranks']} ranks, rank {docs.rank}: {_file_name(docs)}"
+
+
+def _nav(docs: Documents) -> str:
+    links = "".join(f'<a href="#{s.id}">{s.title}</a>' for s in _sections(docs))
     return f"<nav>{links}</nav>"
+
+
+def _sections(docs: Documents) -> tuple[Section, ...]:
+    """The sections of the page: of a run, the ranks first."""
+    return SECTIONS if docs.ranks is None else (RANKS, *SECTIONS)
 
 
 def _section(section: Section, docs: Documents, figures: dict[str, Any]) -> str:
@@ -213,6 +227,13 @@ def _timeline_notes(docs: Documents) -> str:
     return "".join(f'<p class="note">{html_text(n)}</p>' for n in notes)
 
 
+RANKS = Section(
+    "ranks",
+    "Ranks",
+    ranks.DEFINITION,
+    (("ranks", ranks.chart, "absent: no rank in this run"),),
+    ranks.table,
+)
 SECTIONS = (
     Section(
         "breakdown",
