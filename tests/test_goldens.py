@@ -49,6 +49,10 @@ TRACES.update(
     bert_mi300=SHARED_TRACES / "tracelens__mi300__gaunernst_bert-small-uncased__1016001.json.gz",
 )
 WIDTHS = (80, 120, 200)
+# The demo's steps and streams tables cut short, so that the line saying what they left out is
+# seen at every width (the real traces' tables are shown whole, as with the CLI's defaults).
+STEP_TOP = {"demo": 4}
+STREAM_TOP = {"demo": 5}
 Rich = Callable[[Console], None]
 
 
@@ -76,11 +80,12 @@ def _renderings(name: str, command: str) -> tuple[Rich, Callable[[], str]]:
         doc = render_kernels.document(analyse_kernels(events, KernelOptions(top=8)), False)
         return (lambda c: print_rich(doc, c)), lambda: to_plain(doc)
     if command == "gaps":
-        g = analyse_gaps(events, GapOptions(top=5, largest=5))
+        g = analyse_gaps(events, GapOptions(top=5, largest=5, stream_top=STREAM_TOP.get(name, 100)))
         doc = render_gaps.document(g, False)
         return (lambda c: print_rich(doc, c)), lambda: to_plain(doc)
     if command == "steps":
-        doc = render_steps.document(summarize(events), step_table(events))
+        top = STEP_TOP.get(name, 100)
+        doc = render_steps.document(summarize(events), step_table(events), top)
         return (lambda c: print_rich(doc, c)), lambda: to_plain(doc)
     snapshot = build_snapshot(events)
     d = compare(Side("base", "trace", snapshot), Side("new", "trace", snapshot), DiffOptions(top=8))

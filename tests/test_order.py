@@ -101,6 +101,16 @@ def test_unions_equal_a_walk_per_segment(
         segment, start, end = segment[order], start[order], end[order]
     with mock.patch.object(intervals_module, "_BAND_LIMIT", 0 if ranked else 1 << 62):
         u = unions(segment, start, end, ordered=ordered)
+        bare = unions(segment, start, end, holes=False)  # the same without the holes
+    for got, want in ((bare.first, u.first), (bare.last, u.last), (bare.busy, u.busy)):
+        assert got.tolist() == want.tolist()
+    assert len(bare.hole_start) == len(bare.hole_end) == len(bare.hole_segment) == 0
+    # with tie keys: each hole's next interval, the first (by end, then row) starting there
+    tied = unions(segment, start, end, ties=(np.arange(len(end)), end))
+    assert tied.hole_next is not None
+    for g, hole_end, row in zip(tied.hole_segment, tied.hole_end, tied.hole_next, strict=True):
+        at_end = [i for i in range(len(end)) if segment[i] == g and start[i] == hole_end]
+        assert row == min(at_end, key=lambda i: (end[i], i))
     assert u.segment.tolist() == sorted(set(segment.tolist()))
     holes = []
     for i, g in enumerate(u.segment.tolist()):

@@ -243,6 +243,15 @@ def gaps(
     verbose: Verbose = False,
     wide: Wide = False,
     fmt: Format = choices.Format.TABLE,
+    stream_top: Annotated[
+        int,
+        typer.Option(
+            "--stream-top",
+            min=0,
+            help="Streams in the Streams table (the first N; table, text and md); 0 = all. "
+            "JSON, CSV and the --gap-output report hold every stream.",
+        ),
+    ] = 100,
     output: Annotated[
         Path | None,
         typer.Option(
@@ -280,7 +289,7 @@ def gaps(
         hist_min_ns=hist_min_ns,
         hist_max_ns=hist_max_ns,
         bins=bins, linear=linear, largest=largest, sort=gap_sort, top=gap_top,
-        per_stream=per_stream, context=not no_context,
+        per_stream=per_stream, context=not no_context, stream_top=stream_top,
     )  # fmt: skip
     out = run.OutputOptions(fmt, verbose, output, force, wide)
     if run_ranks.is_run(trace, runs):
@@ -300,6 +309,16 @@ def steps(
     per_rank: PerRank = False,
     read: ReadOptions = FROM_FLAGS,
     runs: RunOptions = FROM_RUN_FLAGS,
+    top: Annotated[
+        int,
+        typer.Option(
+            "--top",
+            "-t",
+            min=0,
+            help="Steps in the table (the first N; table, text and md); 0 = all. JSON and CSV "
+            "hold every step.",
+        ),
+    ] = 100,
 ) -> None:
     """The ProfilerSteps: CPU duration, kernels launched, and per device the GPU window,
     busy %, idle and how far the GPU runs behind the CPU."""
@@ -307,9 +326,9 @@ def steps(
 
     out = run.OutputOptions(fmt, force=force, save=save)
     if run_ranks.is_run(trace, runs):
-        run_ranks.steps(trace, replace(runs, per_rank=per_rank), read, out)
+        run_ranks.steps(trace, replace(runs, per_rank=per_rank), read, out, top)
     else:
-        run.steps(trace[0], read, out)
+        run.steps(trace[0], read, out, top)
 
 
 @command()

@@ -195,8 +195,8 @@ def kernels(path: Path, options: KernelOptions, read: ReadOptions, out: OutputOp
 
 
 @_command
-def steps(path: Path, read: ReadOptions, out: OutputOptions) -> None:
-    """``traceview steps``."""
+def steps(path: Path, read: ReadOptions, out: OutputOptions, top: int) -> None:
+    """``traceview steps``; ``top``: steps in the table (0: all; JSON and CSV hold all)."""
     from traceview.analyses.steps import step_table
     from traceview.analyses.summary import summarize
     from traceview.render import steps as render_steps
@@ -206,7 +206,7 @@ def steps(path: Path, read: ReadOptions, out: OutputOptions) -> None:
     events = read_trace(path, read)
     rows = step_table(events)
     trace = summarize(events)
-    show(out, render_steps.document(trace, rows), (path,))
+    show(out, render_steps.document(trace, rows, top), (path,))
 
 
 @_command
@@ -223,7 +223,7 @@ def gaps(path: Path, options: GapOptions, read: ReadOptions, out: OutputOptions)
     report = analyse_gaps(events, options)
     show(out, render_gaps.document(report, out.verbose))
     if out.output is not None:
-        full = analyse_gaps(events, replace(options, top=0))
+        full = analyse_gaps(events, replace(options, top=0, stream_top=0))
         write_file(out.output, render_gaps.detailed_report(full), out.force, (path,))
 
 

@@ -169,8 +169,11 @@ def kernels(
     show(out, render.document(report, out.verbose))
 
 
-def steps(inputs: Sequence[Path], run: RunOptions, read: ReadOptions, out: OutputOptions) -> None:
-    """``traceview steps`` over several ranks: the roll-up, then per rank on request."""
+def steps(
+    inputs: Sequence[Path], run: RunOptions, read: ReadOptions, out: OutputOptions, top: int
+) -> None:
+    """``traceview steps`` over several ranks: the roll-up, then per rank on request; ``top``:
+    steps in each table (0: all)."""
     from traceview.analyses.kernels import KernelOptions
     from traceview.analyses.step_rollup import step_rollup
     from traceview.render import step_rollup as render
@@ -179,7 +182,7 @@ def steps(inputs: Sequence[Path], run: RunOptions, read: ReadOptions, out: Outpu
     check_save(out, files)
     result = gather(inputs, run, read, KernelOptions(), report=run.per_rank)
     report = step_rollup(result.summaries, result.rollup)
-    show(out, render.document(report), files)
+    show(out, render.document(report, top), files)
 
 
 def gaps(

@@ -28,50 +28,77 @@ class Unions:
     hole_segment: np.ndarray
     hole_start: np.ndarray
     hole_end: np.ndarray
+    # Per hole, the interval that ends it (its index in the input): the first at the hole's
+    # end in (segment, start, *ties) order; None unless asked for.
+    hole_next: np.ndarray | None = None
 
 
 def unions(
-    segment: np.ndarray, start: np.ndarray, end: np.ndarray, ordered: bool = False
+    segment: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
+    holes: bool = True,
+    ties: tuple[np.ndarray, ...] = (),
+    ordered: bool = False,
 ) -> Unions:
     """Every segment's union and holes at once: one sort by (segment, start), a running
     maximum of the ends within each segment, a hole wherever a start passes that maximum.
 
     ``segment`` holds non-negative ids; ``end ≥ start``. Linear after the sort, whatever the
-    number of segments (no Python loop per segment). ``ordered``: the rows come in (segment,
-    start) order already (ties in any order: the result does not depend on it), so no sort.
+    number of segments (no Python loop per segment). ``holes=False``: no hole arrays (empty),
+    for callers that need only each segment's first, last and busy. Row-sized arrays are
+    made in place where they can be: at 2.5·10^6 rows each int64 one is 20 MB.
+
+    ``ties``: keys (lexsort's order: the last the first) that order intervals of one segment
+    with the same start; with them, each hole's next interval (``hole_next``) is found: the
+    first, in that order, of those starting at the hole's end (it is the one right after the
+    hole: one starting there before it would end at or after the hole's end, so no hole).
+    ``ordered``: the rows come in (segment, start) order already (ties in any order: the
+    result does not depend on it; with ``ties``, in their order), so no sort.
     """
+    order = None
     if ordered:
-        seg, s, e = segment, start, end
+        seg, s, reach = segment, start, end.copy()
     else:
-        order = lex_order((start, segment))
-        seg, s, e = segment[order], start[order], end[order]
-        del order
-    change = np.r_[len(seg) > 0, seg[1:] != seg[:-1]]
-    head = np.flatnonzero(change)
-    run = np.cumsum(change, dtype=np.int64)
-    del change
-    run -= 1
-    reach = _running_max(run, head, s, e)  # latest end so far within the segment
-    inner = np.ones(len(s), dtype=bool)
-    inner[head] = False
-    at = np.flatnonzero(inner[1:] & (s[1:] > reach[:-1])) + 1  # a start past all before it
-    hole_start, hole_end, hole_run = reach[at - 1], s[at], run[at]
-    tail = np.r_[head[1:], len(s)][: len(head)] - 1
-    first, last = s[head], reach[tail]
-    idle = sums_by_run(hole_run, hole_end - hole_start, len(head))
+        order = lex_order((*ties, start, segment))
+        seg, s, reach = segment[order], start[order], end[order]
+        if not ties:
+            order = None
+    head = np.flatnonzero(np.r_[len(seg) > 0, seg[1:] != seg[:-1]])
+    _running_max(s, reach, head)  # reach[i]: latest end so far within i's segment
+    # gap[i]: how far row i+1 starts past every row before it in its segment (0 if not)
+    gap = np.zeros(len(s), dtype=np.int64)
+    np.subtract(s[1:], reach[:-1], out=gap[:-1])
+    np.maximum(gap, 0, out=gap)
+    gap[head[1:] - 1] = 0  # across two segments: no hole
+    idle = np.add.reduceat(gap, head) if len(head) else gap[:0]
+    first, last = s[head], reach[np.r_[head[1:], len(s)][: len(head)] - 1]
+    hole_next = None
+    if holes:
+        at = np.flatnonzero(gap)  # the last row before each hole
+        del gap
+        hole_start = reach[at]
+        at += 1  # a start past all before it
+        hole_segment, hole_end = seg[at], s[at]
+        if ties:
+            hole_next = at if order is None else order[at]
+    else:
+        hole_segment, hole_start, hole_end = seg[:0], s[:0], s[:0]
     return Unions(
         segment=seg[head],
         first=first,
         last=last,
         busy=last - first - idle,
-        hole_segment=seg[at],
+        hole_segment=hole_segment,
         hole_start=hole_start,
         hole_end=hole_end,
+        hole_next=hole_next,
     )
 
 
-def _running_max(run: np.ndarray, head: np.ndarray, s: np.ndarray, e: np.ndarray) -> np.ndarray:
-    """``max(e[head of i's run] … e[i])`` for every i (rows sorted by run, then start).
+def _running_max(s: np.ndarray, e: np.ndarray, head: np.ndarray) -> None:
+    """``e[i] = max(e[head of i's run] … e[i])`` in place (rows sorted by run, then start;
+    ``head``: each run's first row).
 
     Each run's ends are shifted into a band of its own (run · width + end − run's first
     start), so one cumulative maximum over all rows never carries across runs. When the bands
@@ -79,28 +106,25 @@ def _running_max(run: np.ndarray, head: np.ndarray, s: np.ndarray, e: np.ndarray
     (< n, same order): bands of width n always fit, at the cost of one more sort.
     """
     if len(s) == 0:
-        return e.copy()
-    base = s[head][run]
-    rel: np.ndarray = e - base  # ≥ 0: every end is at or after its run's first start
-    width = int(rel.max()) + 1
+        return
+    counts = np.diff(np.r_[head, len(s)])
+    base = s[head]
+    width = int((np.maximum.reduceat(e, head) - base).max()) + 1  # ≥ 1: every end ≥ start
     if len(head) * width < _BAND_LIMIT:
-        _banded_max(rel, run, width)
-        rel += base
-        return rel
-    del rel, base
+        shift = np.repeat(np.arange(len(head), dtype=np.int64) * width - base, counts)
+        e += shift
+        np.maximum.accumulate(e, out=e)
+        e -= shift
+        return
     by_end = np.argsort(e, kind="stable")
     rank = np.empty(len(e), dtype=np.int64)
     rank[by_end] = np.arange(len(e))
-    _banded_max(rank, run, len(e))
-    return e[by_end[rank]]
-
-
-def _banded_max(values: np.ndarray, run: np.ndarray, width: int) -> None:
-    """Running maximum of ``values`` (each in [0, width)) within each run, in place."""
-    band = run.astype(np.int64, copy=False) * width  # one band array, added and removed
-    values += band
-    np.maximum.accumulate(values, out=values)
-    values -= band
+    shift = np.repeat(np.arange(len(head), dtype=np.int64) * len(e), counts)
+    rank += shift
+    np.maximum.accumulate(rank, out=rank)
+    rank -= shift
+    del shift
+    e[:] = e[by_end[rank]]
 
 
 def sums_by_run(run: np.ndarray, values: np.ndarray, runs: int) -> np.ndarray:
@@ -109,13 +133,3 @@ def sums_by_run(run: np.ndarray, values: np.ndarray, runs: int) -> np.ndarray:
     bounds = np.searchsorted(run, np.arange(runs + 1))
     sums: np.ndarray = total[bounds[1:]] - total[bounds[:-1]]
     return sums
-
-
-def min_by_segment(segment: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """The smallest value of each segment present, in ascending segment order."""
-    if len(segment) == 0:
-        return values[:0].copy()
-    order = np.argsort(segment, kind="stable")
-    seg = segment[order]
-    head = np.flatnonzero(np.r_[True, seg[1:] != seg[:-1]])
-    return np.minimum.reduceat(values[order], head)

@@ -7,6 +7,7 @@ in one place; the batch step is Welford's update written for a whole numpy batch
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -92,26 +93,56 @@ def regroup(moments: Moments, mapping: np.ndarray, groups: int) -> Moments:
     return Moments(count, total, minimum, maximum, mean, m2)
 
 
-def accumulate(group: np.ndarray, values: np.ndarray, groups: int, batch: int = 1 << 20) -> Moments:
+def accumulate(
+    group: np.ndarray,
+    values: np.ndarray,
+    groups: int,
+    batch: int = 1 << 20,
+    positions: np.ndarray | None = None,
+) -> Moments:
     """Moments of all values: count, total, min and max in one pass, then M2 about the exact
     means batch by batch (row-sized temporaries stay a batch long; merging batches' Moments
-    instead would cost a dozen group-sized arrays a batch, 100 MB at 10^6 names)."""
-    m = empty(groups)
+    instead would cost a dozen group-sized arrays a batch, 100 MB at 10^6 names).
+
+    ``positions``: where each value is in a longer column (ascending) when ``values`` are a
+    part of it: the batches are cut where the whole column's are, so every group's M2 is
+    summed in the same order, and equal to the last bit, as from the whole column."""
     if len(values) == 0:
-        return m
-    count = np.bincount(group, minlength=groups).astype(np.int64)
-    total = np.zeros(groups, dtype=np.int64)
-    np.add.at(total, group, values)
-    np.minimum.at(m.minimum, group, values)
-    np.maximum.at(m.maximum, group, values)
+        return empty(groups)
+    count, total, minimum, maximum = extremes(group, values, groups)
     mean = np.divide(total, count, out=np.zeros(groups), where=count > 0)
     m2 = np.zeros(groups)
-    for start in range(0, len(values), batch):
-        part = group[start : start + batch]
-        squares = values[start : start + batch] - mean[part]
+    for start, stop in _batches(len(values), batch, positions):
+        part = group[start:stop]
+        squares = values[start:stop] - mean[part]
         squares *= squares
         m2 += np.bincount(part, weights=squares, minlength=groups)
-    return Moments(count, total, m.minimum, m.maximum, mean, m2)
+    return Moments(count, total, minimum, maximum, mean, m2)
+
+
+def extremes(
+    group: np.ndarray, values: np.ndarray, groups: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per group: count, exact total, minimum and maximum (int64; min and max undefined where
+    the count is 0)."""
+    count = np.bincount(group, minlength=groups).astype(np.int64, copy=False)
+    total = np.zeros(groups, dtype=np.int64)
+    np.add.at(total, group, values)
+    i64 = np.iinfo(np.int64)
+    minimum = np.full(groups, i64.max, dtype=np.int64)
+    maximum = np.full(groups, i64.min, dtype=np.int64)
+    np.minimum.at(minimum, group, values)
+    np.maximum.at(maximum, group, values)
+    return count, total, minimum, maximum
+
+
+def _batches(n: int, batch: int, positions: np.ndarray | None) -> list[tuple[int, int]]:
+    """[start, stop) of each batch of ``n`` values, cut every ``batch`` positions."""
+    if positions is None:
+        return [(start, min(start + batch, n)) for start in range(0, n, batch)]
+    cuts = np.searchsorted(positions, np.arange(batch, int(positions[-1]) + 1, batch))
+    bounds = [0, *cuts.tolist(), n]
+    return [(a, b) for a, b in itertools.pairwise(bounds) if b > a]
 
 
 def _grow(m: Moments, groups: int) -> Moments:

@@ -11,6 +11,7 @@ without Async, ...) that overlap the gap, with their time inside it.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -228,7 +229,7 @@ def _top(
     return out
 
 
-def _name_mask(names: list[str], ids: np.ndarray, test: Any) -> np.ndarray:
+def _name_mask(names: Sequence[str], ids: np.ndarray, test: Any) -> np.ndarray:
     """Mask over all name ids, true for those of ``ids`` that pass ``test``."""
     mask = np.zeros(len(names), dtype=bool)
     for i in ids.tolist():
@@ -236,7 +237,7 @@ def _name_mask(names: list[str], ids: np.ndarray, test: Any) -> np.ndarray:
     return mask
 
 
-def _name_rank(names: list[str], ids: np.ndarray) -> np.ndarray:
+def _name_rank(names: Sequence[str], ids: np.ndarray) -> np.ndarray:
     """For each id, its rank among the distinct ``ids`` by name text."""
     known = distinct(ids)
     order = sorted(range(len(known)), key=lambda i: names[int(known[i])])

@@ -14,6 +14,7 @@ Definitions in docs/metrics.md; tests check them against tests/reference.py.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +23,7 @@ import numpy as np
 from traceview.aggregate.intervals import unions
 from traceview.aggregate.order import first_of_runs, lex_order, searchsorted_pairs
 from traceview.columns.model import TraceEvents
+from traceview.columns.packed_names import ranks
 
 NO_LAUNCH = np.iinfo(np.int64).min
 
@@ -102,18 +104,32 @@ def device_of_stream(events: TraceEvents) -> tuple[np.ndarray, list[Any]]:
 def first_launch(events: TraceEvents) -> np.ndarray:
     """Per GPU row: the start of the earliest runtime call with its correlation id, else
     ``NO_LAUNCH``."""
-    gpu, runtime = events.gpu, events.runtime
-    out = np.full(len(gpu.ts), NO_LAUNCH, dtype=np.int64)
-    if len(runtime.correlation) == 0 or len(gpu.ts) == 0:
-        return out
-    order = lex_order((runtime.ts, runtime.correlation))
-    ordered = runtime.correlation[order]
-    first = first_of_runs(ordered)
-    corr, launch = ordered[first], runtime.ts[order][first]
-    at = np.minimum(np.searchsorted(corr, gpu.correlation), len(corr) - 1)
-    matched = (gpu.correlation >= 0) & (corr[at] == gpu.correlation)
-    out[matched] = launch[at[matched]]
+    gpu = events.gpu
+    if len(events.runtime.correlation) == 0 or len(gpu.ts) == 0:
+        return np.full(len(gpu.ts), NO_LAUNCH, dtype=np.int64)
+    corr, launch = _launches_by_correlation(events)
+    at = np.searchsorted(corr, gpu.correlation)
+    np.minimum(at, len(corr) - 1, out=at)
+    matched = corr[at] == gpu.correlation
+    matched &= gpu.correlation >= 0
+    out: np.ndarray = launch[at]
+    del at
+    out[~matched] = NO_LAUNCH
     return out
+
+
+def _launches_by_correlation(events: TraceEvents) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct correlation ids of the runtime calls, ascending, and the start of the
+    earliest call with each. Calls are mostly recorded in correlation order, each id once:
+    then the columns themselves, without a sort or a copy."""
+    runtime = events.runtime
+    correlation, ts = runtime.correlation, runtime.ts
+    if bool((correlation[1:] > correlation[:-1]).all()):
+        return correlation, ts
+    order = lex_order((ts, correlation))
+    ordered = correlation[order]
+    first = first_of_runs(ordered)
+    return ordered[first], ts[order[first]]
 
 
 def launch_times(events: TraceEvents, first: np.ndarray | None = None) -> np.ndarray:
@@ -123,11 +139,10 @@ def launch_times(events: TraceEvents, first: np.ndarray | None = None) -> np.nda
     return np.where(launch == NO_LAUNCH, events.gpu.ts, launch)
 
 
-def name_rank(names: list[str]) -> np.ndarray:
-    """``rank[id]`` = position of the name string in sorted order (ties broken like strings)."""
-    rank = np.empty(len(names), dtype=np.int64)
-    rank[sorted(range(len(names)), key=names.__getitem__)] = np.arange(len(names))
-    return rank
+def name_rank(names: Sequence[str]) -> np.ndarray:
+    """``rank[id]`` = position of the name string in sorted order (ties broken like strings);
+    packed names are ranked without a string each."""
+    return ranks(names)
 
 
 def positive(events: TraceEvents, rows: np.ndarray) -> np.ndarray:
@@ -150,32 +165,43 @@ def usage(events: TraceEvents, rows: np.ndarray | None = None) -> list[DeviceUsa
     segment = device.astype(np.int32)[stream]
     end = ts + dur
     del dur
-    u = unions(segment, ts, end)
+    u = unions(segment, ts, end, holes=False)
     return _usage_list(u.segment, u.first, u.last, u.busy, values)
 
 
 def device_gaps(
-    events: TraceEvents, rows: np.ndarray, launch: np.ndarray, name_rank: np.ndarray
+    events: TraceEvents,
+    rows: np.ndarray,
+    launch: np.ndarray,
+    name_rank: np.ndarray,
+    with_before: bool = True,
 ) -> tuple[list[DeviceUsage], GapSet]:
     """Each device's usage and every device gap of the busy events among ``rows``.
 
     ``launch`` is ``first_launch(events)``, ``name_rank`` the rank of each name id in sorted
-    order (ties between events are broken by name text).
+    order (ties between events are broken by name text). ``with_before=False``: the gaps'
+    ``before`` rows are not looked for (left empty), for callers that sum the gaps up.
     """
     rows = positive(events, rows)
     gpu = events.gpu
     device_index, values = device_of_stream(events)
-    device = device_index[gpu.stream[rows]]
+    device = device_index.astype(np.int32)[gpu.stream[rows]]  # row-sized: the narrower
     ts = gpu.ts[rows]
-    end = ts + gpu.dur[rows]
-    u = unions(device, ts, end)
-    rank = name_rank[gpu.name[rows]]
+    end = gpu.dur[rows]
+    end += ts
+    rank = name_rank.astype(np.int32, copy=False)[gpu.name[rows]]  # < 2^31 names
+    # after: the first of the rows ordered by (device, ts, end, name) at (device, end), which
+    # the unions' own sort finds
+    u = unions(device, ts, end, ties=(rank, end))
+    assert u.hole_next is not None
+    after = rows[u.hole_next]
     # before: the first of the rows ordered by (device, end, −ts, name) at (device, start)
-    before = _first_at(
-        (rank, -ts, end, device), (device, end), (u.hole_segment, u.hole_start), rows
+    before = (
+        _first_at((rank, -ts, end, device), (device, end), (u.hole_segment, u.hole_start), rows)
+        if with_before
+        else rows[:0]
     )
-    # after: the first of the rows ordered by (device, ts, end, name) at (device, end)
-    after = _first_at((rank, end, ts, device), (device, ts), (u.hole_segment, u.hole_end), rows)
+    del rank, device, ts, end
     gaps = GapSet(
         device=u.hole_segment,
         start=u.hole_start,

@@ -41,6 +41,7 @@ from traceview.analyses.steps import Steps
 from traceview.analyses.summary import TraceSummary, summarize
 from traceview.choices import GAP_SORT_ALIASES, GapSort, check_choice
 from traceview.columns.model import TraceEvents
+from traceview.columns.packed_names import subset
 from traceview.columns.schema import GPU_KINDS
 from traceview.errors import UsageError
 
@@ -83,6 +84,7 @@ class GapOptions:
     top: int = 15
     per_stream: bool = False
     context: bool = True  # read CPU rows to say what held each listed gap
+    stream_top: int = 100  # streams in the Streams table (0: all; JSON and CSV hold all)
 
     @property
     def scope(self) -> str:
@@ -293,7 +295,7 @@ def analyse_gaps(
     check_options(options)
     mask, notes = _selection(events, options)
     every = bool(mask.all())
-    rows = np.flatnonzero(mask)
+    rows = _compact(np.flatnonzero(mask), len(mask))
     del mask
     if shared is None:
         rank, launch = name_rank(events.names), first_launch(events)
@@ -304,18 +306,21 @@ def analyse_gaps(
     else:
         usage, all_device_gaps = device_gaps(events, rows, launch, rank)
     device_kept = (all_device_gaps.end - all_device_gaps.start) >= options.min_gap_ns
-    streams, stream_gaps, pairs = _stream_scope(events, rows, rank, launch, options)
-    del rows
-    if options.per_stream:
-        gaps, idle_ns = stream_gaps, sum(s.idle_ns for s in streams)
-        before, after, signed = pairs
+    devices = _device_rows(events, usage, all_device_gaps, device_kept)
+    if options.per_stream:  # the streams' gaps replace the devices' (summed up above)
+        del all_device_gaps, device_kept
+        streams, gaps, (before, after, signed) = _stream_scope(events, rows, rank, launch, options)
+        idle_ns = sum(s.idle_ns for s in streams)
     else:
+        streams = _stream_table(events, rows, rank, options)
         gaps, idle_ns = all_device_gaps.take(device_kept), sum(u.idle_ns for u in usage)
         names = events.gpu.name
         before, after = names[all_device_gaps.before], names[all_device_gaps.after]
         signed = all_device_gaps.end - all_device_gaps.start
+        del all_device_gaps, device_kept
+    del rows
     shown, distinct = _transitions(events.names, rank, before, after, signed, options)
-    del before, after, signed, pairs
+    del before, after, signed
     lengths = gaps.end - gaps.start
     largest = _largest(events, gaps, launch, options.largest)
     return GapReport(
@@ -323,7 +328,7 @@ def analyse_gaps(
         options=options,
         totals=_totals(lengths, idle_ns),
         streams=streams,
-        devices=_device_rows(events, usage, all_device_gaps, device_kept),
+        devices=devices,
         histogram=_histogram(lengths, options),
         transitions=shown,
         largest=largest,
@@ -338,9 +343,11 @@ def device_idle(events: TraceEvents, options: GapOptions) -> list[DeviceIdle]:
     transitions, histogram and largest gaps."""
     check_options(options)
     mask, _ = _selection(events, options)
-    usage, gaps = device_gaps(
-        events, np.flatnonzero(mask), first_launch(events), name_rank(events.names)
-    )
+    rows = _compact(np.flatnonzero(mask), len(mask))
+    del mask
+    launch, rank = first_launch(events), name_rank(events.names)
+    usage, gaps = device_gaps(events, rows, launch, rank, with_before=False)
+    del rows, launch, rank
     kept = (gaps.end - gaps.start) >= options.min_gap_ns
     return _device_rows(events, usage, gaps, kept)
 
@@ -350,17 +357,26 @@ def _shown_names(
 ) -> dict[str, str]:
     """The displayed name of each name in the tables, decided over every GPU name."""
     used, _ = dense_ids(events.gpu.name, len(events.names))  # np.unique without a sort
-    display = display_names([events.names[i] for i in used.tolist()])
+    display = display_names(subset(events.names, used))
     listed = {n for t in transitions for n in (t.from_name, t.to_name)}
     listed |= {n for g in largest for n in (g.before, g.after)}
     return {n: display.get(n, n) for n in listed}
 
 
-def _stream_scope(
-    events: TraceEvents, rows: np.ndarray, rank: np.ndarray, launch: np.ndarray, options: GapOptions
-) -> tuple[list[StreamGaps], GapSet, tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """Per stream: the table rows, the positive gaps --min-gap keeps, and every consecutive
-    pair as (name before, name after, signed gap) for the transitions."""
+def _stream_table(
+    events: TraceEvents, rows: np.ndarray, rank: np.ndarray, options: GapOptions
+) -> list[StreamGaps]:
+    """Only the per-stream table: with device gaps, the streams' own gaps are not used."""
+    source, stream, ts, end, pairs, gap, kept = _stream_pairs(events, rows, rank, options)
+    del source
+    return _stream_rows(events, stream, ts, end, pairs, gap, kept)
+
+
+def _stream_pairs(
+    events: TraceEvents, rows: np.ndarray, rank: np.ndarray, options: GapOptions
+) -> tuple[np.ndarray, ...]:
+    """The rows in stream order (their GPU rows, stream, ts, end); the consecutive pairs on
+    one stream, their signed gap, and which of them --min-gap keeps."""
     source = _sorted_rows(events, rows, rank)  # the GPU row of each row in stream order
     gpu = events.gpu
     stream, ts = gpu.stream[source], gpu.ts[source]
@@ -370,6 +386,15 @@ def _stream_scope(
     gap = ts[pairs + 1]
     gap -= end[pairs]
     kept = (gap > 0) & (gap >= options.min_gap_ns)
+    return source, stream, ts, end, pairs, gap, kept
+
+
+def _stream_scope(
+    events: TraceEvents, rows: np.ndarray, rank: np.ndarray, launch: np.ndarray, options: GapOptions
+) -> tuple[list[StreamGaps], GapSet, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Per stream: the table rows, the positive gaps --min-gap keeps, and every consecutive
+    pair as (name before, name after, signed gap) for the transitions."""
+    source, stream, ts, end, pairs, gap, kept = _stream_pairs(events, rows, rank, options)
     table = _stream_rows(events, stream, ts, end, pairs, gap, kept)
     del ts
     at = pairs[kept]
@@ -383,7 +408,7 @@ def _stream_scope(
         after=after,
         host_wait=host_wait(launch[after], start, start + gap[kept]),
     )
-    name = gpu.name[source]
+    name = events.gpu.name[source]
     return table, gaps, (name[pairs], name[pairs + 1], gap)
 
 
@@ -457,7 +482,7 @@ def _stream_rows(
     overlap_ns = -_sum_by(pair_stream[over], gap[over], n)
     zeros = np.bincount(pair_stream[gap == 0], minlength=n)
     count = np.bincount(stream, minlength=n)
-    u = unions(stream.astype(np.int64), ts, end)
+    u = unions(stream, ts, end, holes=False)
     sid = u.segment
     columns = zip(
         sid.tolist(),
@@ -537,7 +562,7 @@ def _totals(lengths: np.ndarray, idle_ns: int) -> GapTotals:
 
 
 def _transitions(
-    names: list[str],
+    names: Sequence[str],
     rank: np.ndarray,
     before: np.ndarray,
     after: np.ndarray,

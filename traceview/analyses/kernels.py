@@ -26,6 +26,7 @@ from traceview.analyses.steps import Steps, in_steps, step_windows
 from traceview.analyses.summary import TraceSummary, summarize
 from traceview.choices import KernelGroupBy, KernelSort, check_choice
 from traceview.columns.model import TraceEvents
+from traceview.columns.packed_names import subset
 from traceview.columns.schema import GPU_KINDS, KERNEL
 from traceview.errors import UsageError
 
@@ -115,13 +116,18 @@ class KernelReport:
 
 
 def analyse_kernels(
-    events: TraceEvents, options: KernelOptions, shared: Shared | None = None
+    events: TraceEvents,
+    options: KernelOptions,
+    shared: Shared | None = None,
+    shown_names: bool = True,
 ) -> KernelReport:
     """Select GPU rows by kind, steps and name; compute per-name statistics; sort; cut.
 
     The header's device figures are over all GPU activity (kernel, memcpy, memset) of the
     selected steps, or of the whole trace: the one device definition every command uses
     (``shared``: the whole trace's summary, when the caller has it already).
+    ``shown_names=False``: a row's ``short_name`` is its full name, for a caller that shows
+    none (the snapshot): the display names take a pass over every distinct name.
     """
     check_options(options)
     mask, notes, options = _selection(events, options)
@@ -133,16 +139,19 @@ def analyse_kernels(
         trace = summarize(events, None if steps is None else usage(events, steps))
     del steps
     gpu = events.gpu
-    dur = gpu.dur[mask]
+    every = bool(mask.all())  # the column itself, not a copy (kernels only, no --pstep)
+    dur = gpu.dur if every else gpu.dur[mask]
     if options.group_by == "category":
-        labels, group = category_groups(events, mask)
-        groups = _Labels(labels, labels, [1] * len(labels))
+        categories, group = category_groups(events, mask)
+        groups = _Labels(categories, categories, [1] * len(categories))
     else:
-        groups, group = _groups(events.names, gpu.name[mask], options.group_by)
-        labels = groups.names
+        ids = gpu.name if every else gpu.name[mask]
+        groups, group = _groups(events.names, ids, options.group_by, shown_names)
+    labels = groups.names
     stats = _Stats.of(group, dur, len(labels))
     kept = _ranked(stats, groups, options.sort, options.top)
-    rows = [_row(stats, groups, g) for g in kept]
+    details = stats.detailed(kept)
+    rows = [_row(stats, details, groups, g) for g in kept]
     return KernelReport(
         trace=trace,
         options=options,
@@ -152,7 +161,7 @@ def analyse_kernels(
         rows=rows,
         left_out_rows=len(labels) - len(rows),
         left_out_count=stats.total_count - sum(r.count for r in rows),
-        left_out_ns=stats.total_ns - int(stats.moments.total[kept].sum()),
+        left_out_ns=stats.total_ns - int(stats.total[kept].sum()),
         notes=notes,
     )
 
@@ -196,7 +205,7 @@ def _step_rows(events: TraceEvents, options: KernelOptions) -> np.ndarray | None
 class _Labels:
     """Per group id: its name, the name shown, how many distinct names it merged."""
 
-    names: list[str]
+    names: Sequence[str]
     shown: Sequence[str]
     variants: list[int]
 
@@ -206,7 +215,7 @@ class _Shown(Sequence[str]):
     """The displayed name of each group, found when asked for (the rows shown, or every
     group for ``--sort name``): colliding names are told apart lazily."""
 
-    names: list[str]
+    names: Sequence[str]
     display: Mapping[str, str]
 
     def __getitem__(self, g: int) -> str:  # type: ignore[override]
@@ -216,12 +225,15 @@ class _Shown(Sequence[str]):
         return len(self.names)
 
 
-def _groups(names: list[str], name_ids: np.ndarray, group_by: str) -> tuple[_Labels, np.ndarray]:
+def _groups(
+    names: Sequence[str], name_ids: np.ndarray, group_by: str, shown_names: bool = True
+) -> tuple[_Labels, np.ndarray]:
     """Group labels (decided over every selected name) and the group id of every row."""
     used, group = dense_ids(name_ids, len(names))
-    labels = [names[i] for i in used]
+    labels = subset(names, used)  # the names themselves when every one is used
     if group_by == "name":
-        return _Labels(labels, _Shown(labels, display_names(labels)), [1] * len(labels)), group
+        shown = _Shown(labels, display_names(labels)) if shown_names else labels
+        return _Labels(labels, shown, [1] * len(labels)), group
     ids: dict[str, int] = {}  # short name → group id, in order of first appearance
     to_short = np.array([ids.setdefault(s, len(ids)) for s in short_names(labels)], np.int64)
     merged = np.bincount(to_short, minlength=len(ids)).tolist()
@@ -239,40 +251,79 @@ def category_groups(events: TraceEvents, mask: np.ndarray) -> tuple[list[str], n
 
 @dataclass(frozen=True)
 class _Stats:
-    """Per-group statistics as arrays indexed by group id (ns), and the totals."""
+    """Count, total, min and max of every group as arrays by group id (ns), and the totals;
+    the other figures (std, percentiles) only of the groups whose rows are built
+    (``detailed``): with 10^6 names a table shows ten of them."""
 
-    moments: moments.Moments
-    std: np.ndarray
-    pcts: dict[int, np.ndarray]
+    group: np.ndarray  # per row
+    dur: np.ndarray
+    count: np.ndarray
+    total: np.ndarray
+    minimum: np.ndarray
+    maximum: np.ndarray
     total_count: int
     total_ns: int
 
     @classmethod
     def of(cls, group: np.ndarray, dur: np.ndarray, groups: int) -> _Stats:
-        stats = moments.accumulate(group, dur, groups)
-        pcts = nearest_rank(group, dur, groups, (50, 90, 99))
-        return cls(stats, stats.std(), pcts, int(stats.count.sum()), int(stats.total.sum()))
+        count, total, minimum, maximum = moments.extremes(group, dur, groups)
+        return cls(group, dur, count, total, minimum, maximum, int(count.sum()), int(total.sum()))
 
     def field(self, name: str) -> np.ndarray | None:
         """The values of a KernelRow field for every group, as the row computes them, or None
         when numpy floats could differ from the row's (ns sums beyond 2^53: exact ints only)."""
-        m = self.moments
         if name == "count":
-            return m.count
+            return self.count
         if self.total_ns >= _FLOAT_EXACT:  # every other ns figure is at most the total
             return None
-        total = m.total.astype(np.float64)
+        total = self.total.astype(np.float64)
         if name == "mean_ns":
-            mean: np.ndarray = total / m.count
+            mean: np.ndarray = total / self.count
             return mean
         if name == "pct_launches":
-            return 100.0 * m.count.astype(np.float64) / self.total_count
+            return 100.0 * self.count.astype(np.float64) / self.total_count
         if name == "pct_time":
             return 100.0 * total / self.total_ns if self.total_ns else np.zeros(len(total))
         if name == "total_ns":
             return total
-        ns = m.maximum if name == "max_ns" else self.pcts[99]
-        return ns.astype(np.float64)
+        if name == "max_ns":
+            return self.maximum.astype(np.float64)
+        p99 = nearest_rank(self.group, self.dur, len(self.count), (99,))[99]
+        return p99.astype(np.float64)
+
+    def detailed(self, kept: Sequence[int]) -> _Details:
+        """Std and percentiles of the ``kept`` groups, from their rows only (the same figures,
+        to the last bit, as from every row)."""
+        groups = len(self.count)
+        if len(kept) == groups:  # all of them (--top 0, the CSV): no subset to make
+            return _Details.of(np.arange(groups), self.group, self.dur, groups)
+        position = np.full(groups, -1, dtype=np.int64)
+        position[list(kept)] = np.arange(len(kept))
+        rows = np.flatnonzero(position[self.group] >= 0)
+        return _Details.of(position, position[self.group[rows]], self.dur[rows], len(kept), rows)
+
+
+@dataclass(frozen=True)
+class _Details:
+    """Std and p50/p90/p99 of some groups (ns): group ``g``'s at ``position[g]``."""
+
+    position: np.ndarray
+    std: np.ndarray
+    pcts: dict[int, np.ndarray]
+
+    @classmethod
+    def of(
+        cls,
+        position: np.ndarray,
+        group: np.ndarray,
+        dur: np.ndarray,
+        groups: int,
+        rows: np.ndarray | None = None,
+    ) -> _Details:
+        """``group``: each row's position among the groups; ``rows``: where the rows are in
+        the whole selection (None: they are all of it)."""
+        std = moments.accumulate(group, dur, groups, positions=rows).std()
+        return cls(position, std, nearest_rank(group, dur, groups, (50, 90, 99)))
 
 
 def _ranked(stats: _Stats, groups: _Labels, sort: str, top: int) -> list[int]:
@@ -289,7 +340,8 @@ def _ranked(stats: _Stats, groups: _Labels, sort: str, top: int) -> list[int]:
         )  # fmt: skip
     values = stats.field(_SORT_FIELD[sort])
     if values is None:  # beyond exact floats: compare the rows themselves
-        rows = sorted((_row(stats, groups, g) for g in range(n)), key=key)
+        details = stats.detailed(range(n))
+        rows = sorted((_row(stats, details, groups, g) for g in range(n)), key=key)
         index = {label: g for g, label in enumerate(labels)}
         return [index[r.name] for r in rows[: top or None]]
     candidates = np.arange(n)
@@ -302,10 +354,10 @@ def _ranked(stats: _Stats, groups: _Labels, sort: str, top: int) -> list[int]:
     return heapq.nsmallest(top, chosen, key=order) if top else sorted(chosen, key=order)
 
 
-def _row(stats: _Stats, groups: _Labels, g: int) -> KernelRow:
+def _row(stats: _Stats, details: _Details, groups: _Labels, g: int) -> KernelRow:
     """One group's statistics."""
-    m = stats.moments
-    count, total = int(m.count[g]), int(m.total[g])
+    count, total = int(stats.count[g]), int(stats.total[g])
+    at = int(details.position[g])
     return KernelRow(
         name=groups.names[g],
         short_name=groups.shown[g],
@@ -313,12 +365,12 @@ def _row(stats: _Stats, groups: _Labels, g: int) -> KernelRow:
         count=count,
         total_ns=total,
         mean_ns=total / count,
-        std_ns=float(stats.std[g]),
-        min_ns=int(m.minimum[g]),
-        max_ns=int(m.maximum[g]),
-        p50_ns=int(stats.pcts[50][g]),
-        p90_ns=int(stats.pcts[90][g]),
-        p99_ns=int(stats.pcts[99][g]),
+        std_ns=float(details.std[at]),
+        min_ns=int(stats.minimum[g]),
+        max_ns=int(stats.maximum[g]),
+        p50_ns=int(details.pcts[50][at]),
+        p90_ns=int(details.pcts[90][at]),
+        p99_ns=int(details.pcts[99][at]),
         pct_launches=100.0 * count / stats.total_count,
         pct_time=100.0 * total / stats.total_ns if stats.total_ns else 0.0,
     )

@@ -12,7 +12,7 @@ installed; without it, or when a name does not parse, they stay as they are.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import lru_cache
 
 import numpy as np
@@ -57,7 +57,7 @@ def short_name(name: str) -> str:
     return _short_name(name)
 
 
-def short_names(names: list[str]) -> list[str]:
+def short_names(names: Iterable[str]) -> list[str]:
     """``short_name`` of many distinct names, past the cache (which cannot help them)."""
     return [_short_name(n) for n in names]
 
@@ -164,7 +164,7 @@ def _top_level_tokens(text: str) -> list[str]:
     return tokens
 
 
-def display_names(names: list[str]) -> Mapping[str, str]:
+def display_names(names: Sequence[str]) -> Mapping[str, str]:
     """The name to show for each distinct name: its short name, unless other names share it;
     then the short name with the template arguments that tell them apart, or ``#k`` (k by
     full name) when those do not. Decided over all ``names``, so the same whatever is shown.
@@ -196,7 +196,7 @@ class _Display(Mapping[str, str]):
     asked for. Names whose short names hash alike are found by a binary search in the
     sorted hashes, then compared by their short names themselves."""
 
-    def __init__(self, names: list[str], hashes: np.ndarray) -> None:
+    def __init__(self, names: Sequence[str], hashes: np.ndarray) -> None:
         self._names = names
         self._order = np.argsort(hashes, kind="stable")
         self._sorted = hashes[self._order]

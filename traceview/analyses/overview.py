@@ -9,6 +9,7 @@ launch figures, steps and the hints (analyses.hints). Definitions in docs/metric
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -25,6 +26,7 @@ from traceview.analyses.shared import Shared, work_out
 from traceview.analyses.steps import StepRow
 from traceview.analyses.summary import TraceSummary
 from traceview.columns.model import TraceEvents
+from traceview.columns.packed_names import subset
 from traceview.columns.schema import KERNEL, MEMCPY, MEMSET
 
 TOP = 5
@@ -275,7 +277,7 @@ def _union_by(segment: np.ndarray, start: np.ndarray, end: np.ndarray, n: int) -
     return out
 
 
-def _ranked(labels: list[str], dur: np.ndarray, ids: np.ndarray) -> tuple[Ranked, ...]:
+def _ranked(labels: Sequence[str], dur: np.ndarray, ids: np.ndarray) -> tuple[Ranked, ...]:
     """The TOP labels by summed duration (``ids`` index ``labels``)."""
     sums = np.zeros(len(labels), dtype=np.int64)
     np.add.at(sums, ids, dur)
@@ -288,7 +290,7 @@ def _ranked(labels: list[str], dur: np.ndarray, ids: np.ndarray) -> tuple[Ranked
 def _named(events: TraceEvents, kernels: tuple[Ranked, ...]) -> tuple[Ranked, ...]:
     """The kernels with their displayed names, decided over every GPU name of the trace."""
     used, _ = dense_ids(events.gpu.name, len(events.names))  # np.unique without a sort
-    display = display_names([events.names[i] for i in used.tolist()])
+    display = display_names(subset(events.names, used))
     return tuple(replace(k, short_name=display.get(k.name, k.name)) for k in kernels)
 
 

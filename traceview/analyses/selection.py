@@ -44,7 +44,9 @@ class Selected:
 def select(events: TraceEvents, selection: Selection) -> Selected:
     """The GPU rows that pass every filter of ``selection``."""
     gpu = events.gpu
-    mask = np.isin(gpu.kind, [GPU_KINDS.index(k) for k in selection.kinds])
+    mask = np.zeros(len(gpu.kind), dtype=bool)
+    for kind in {GPU_KINDS.index(k) for k in selection.kinds}:  # no row-sized int temporary
+        mask |= gpu.kind == kind
     keep = _stream_mask(events, selection)
     if keep is not None and len(keep):
         mask &= keep[gpu.stream]

@@ -31,6 +31,7 @@ from traceview.analyses.steps import StepRow, StepRows, step_table, step_windows
 from traceview.analyses.summary import TraceSummary
 from traceview.choices import KernelSort
 from traceview.columns.model import TraceEvents
+from traceview.columns.packed_names import subset
 from traceview.columns.schema import KERNEL
 
 KIND = "traceview-snapshot"
@@ -183,8 +184,11 @@ def build_snapshot(
 ) -> Snapshot:
     """Summarise a read trace (kernels only; idle counts kernel, memcpy and memset as busy)."""
     # Rows only for the kernels that can be stored: with 10^6 names, a row each costs seconds.
+    # A snapshot stores full names only: no display names (a pass over every distinct name).
     report = analyse_kernels(
-        events, KernelOptions(sort=KernelSort.TOTAL, top=max(max_kernels, max_stored))
+        events,
+        KernelOptions(sort=KernelSort.TOTAL, top=max(max_kernels, max_stored)),
+        shown_names=False,
     )
     devices = device_idle(events, GapOptions())
     windows = step_windows(events)
@@ -193,7 +197,9 @@ def build_snapshot(
     stored = _stored(report, max_kernels, max_stored)
     rows_by = StepRows(events, np.arange(len(events.gpu.ts)))
     step_rows = [np.sort(rows_by.within(windows[s.step])) for s in steps]
-    counts, totals = _step_sums(events, step_rows, [r.name for r in stored])
+    slot, digests = _slots_and_digests(events, [r.name for r in stored])
+    counts, totals = _step_sums(events, step_rows, slot, len(stored))
+    del slot
     return Snapshot(
         kind=KIND,
         schema_version=SCHEMA_VERSION,
@@ -226,7 +232,7 @@ def build_snapshot(
             total_us=(report.total_ns - sum(r.total_ns for r in stored)) / 1000,
             step_counts=tuple(counts[:, -1].tolist()),
             step_totals_us=tuple((totals[:, -1] / 1000).tolist()),
-            digests=_digests_besides(events, {r.name for r in stored}),
+            digests=digests,
         ),
     )
 
@@ -245,31 +251,39 @@ def _stored(report: KernelReport, max_kernels: int, max_stored: int) -> list[Ker
     return rows[:keep]
 
 
-def _digests_besides(events: TraceEvents, stored: set[str]) -> tuple[str, ...]:
-    """Sorted digests of the kernel names not stored."""
+def _slots_and_digests(
+    events: TraceEvents, stored: list[str]
+) -> tuple[np.ndarray, tuple[str, ...]]:
+    """In one pass over the kernel names (each decoded once): per name id, the column of its
+    stored kernel (``len(stored)``: ``other``), and the sorted digests of the names not
+    stored."""
     gpu = events.gpu
-    used = np.unique(gpu.name[gpu.kind == KERNEL]).tolist()
-    names = events.names
-    return tuple(sorted(digest(names[i]) for i in used if names[i] not in stored))
+    used = np.flatnonzero(np.bincount(gpu.name[gpu.kind == KERNEL], minlength=len(events.names)))
+    column = {name: i for i, name in enumerate(stored)}
+    slot = np.full(len(events.names), len(stored), dtype=np.int64)
+    digests = []
+    for name_id, name in zip(used.tolist(), subset(events.names, used), strict=True):
+        at = column.get(name)
+        if at is None:
+            digests.append(digest(name))
+        else:
+            slot[name_id] = at
+    return slot, tuple(sorted(digests))
 
 
 def _step_sums(
-    events: TraceEvents, step_rows: list[np.ndarray], names: list[str]
+    events: TraceEvents, step_rows: list[np.ndarray], slot: np.ndarray, stored: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per step (row indices of its GPU activity) and stored kernel (column, the last one is
-    ``other``): count and time ns."""
+    ``other``; ``slot``: each name id's column): count and time ns."""
     gpu = events.gpu
-    slot = np.full(len(events.names), len(names), dtype=np.int64)
-    index = {name: i for i, name in enumerate(events.names)}
-    for i, name in enumerate(names):
-        slot[index[name]] = i
-    counts = np.zeros((len(step_rows), len(names) + 1), dtype=np.int64)
+    counts = np.zeros((len(step_rows), stored + 1), dtype=np.int64)
     totals = np.zeros_like(counts)
     kernels = gpu.kind == KERNEL
     for row, rows in enumerate(step_rows):
         rows = rows[kernels[rows]]
         which = slot[gpu.name[rows]]
-        counts[row] = np.bincount(which, minlength=len(names) + 1)
+        counts[row] = np.bincount(which, minlength=stored + 1)
         np.add.at(totals[row], which, gpu.dur[rows])
     return counts, totals
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from traceview.aggregate.intervals import min_by_segment, sums_by_run, unions
+from traceview.aggregate.intervals import sums_by_run, unions
 from traceview.aggregate.order import concat_ranges
 from traceview.analyses.devices import DeviceUsage, device_of_stream, launch_times
 from traceview.columns.cpu_rows import is_op
@@ -285,20 +285,33 @@ def step_table(
         return []
     steps = list(windows)
     launch = launch_times(events) if launch is None else launch
-    every = StepRows(events, np.arange(len(events.gpu.ts)), launch)
-    member, owner = every.members(list(windows.values()))
+    rows = StepRows(events, _row_ids(len(events.gpu.ts)), launch)
+    member, owner = rows.members(list(windows.values()))
+    del rows
     gpu = events.gpu
     kernel = gpu.kind[member] == KERNEL
     kernels = np.bincount(owner[kernel], minlength=len(steps))
     kernel_ns = sums_by_run(owner[kernel], gpu.dur[member[kernel]], len(steps))
+    del kernel
     busy = gpu.dur[member] > 0
-    member, owner = member[busy], owner[busy]
+    if not busy.all():
+        member, owner = member[busy], owner[busy]
+    del busy
     device_index, values = device_of_stream(events)
     width = max(len(values), 1)
+    # (step, device) segments: int32 when they fit (a row-sized array is 10 MB, not 20)
+    narrow = np.int32 if len(steps) * width < 2**31 else np.int64
+    segment: np.ndarray = owner.astype(narrow)
+    segment *= width
+    del owner
+    segment += device_index.astype(narrow)[gpu.stream[member]]
     ts = gpu.ts[member]
-    segment = owner * width + device_index[gpu.stream[member]]
-    u = unions(segment, ts, ts + gpu.dur[member])
-    launched = min_by_segment(segment, launch[member])
+    end = gpu.dur[member]
+    end += ts
+    u = unions(segment, ts, end, holes=False)
+    del ts, end
+    launched = _min_by(segment, launch[member], len(steps) * width)[u.segment]
+    del launch, member, segment
     per_step: list[list[StepDevice]] = [[] for _ in steps]
     for seg, first, last, busy_ns, launch in zip(
         u.segment.tolist(),
@@ -328,6 +341,18 @@ def step_table(
     ]
 
 
+def _row_ids(n: int) -> np.ndarray:
+    """0 … n−1, int32 when they fit."""
+    return np.arange(n, dtype=np.int32 if n < 2**31 else np.int64)
+
+
+def _min_by(segment: np.ndarray, values: np.ndarray, segments: int) -> np.ndarray:
+    """The smallest value of each segment id in [0, segments) (int64 max where none)."""
+    out = np.full(segments, np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(out, segment, values)
+    return out
+
+
 class StepRows:
     """GPU rows (indices) ordered by their step-assignment point (the launch time, or the
     row's own start for GPU-only steps), so each step's rows are found by two binary searches
@@ -350,7 +375,10 @@ class StepRows:
                 launch = launch_times(self.events) if self.launch is None else self.launch
                 point = launch[self.rows]
             order = np.argsort(point, kind="stable")
-            self._sorted[gpu_only] = (point[order], self.rows[order])
+            rows = self.rows[order]
+            point = point[order]
+            del order
+            self._sorted[gpu_only] = (point, rows)
         return self._sorted[gpu_only]
 
     def within(self, w: Window) -> np.ndarray:
@@ -363,20 +391,26 @@ class StepRows:
     def members(self, windows: list[Window]) -> tuple[np.ndarray, np.ndarray]:
         """The rows of every window, concatenated window after window, and for each the
         index of its window (rows in two overlapping windows appear twice)."""
-        parts, owners = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)]
+        parts, owners = [self.rows[:0]], [np.zeros(0, dtype=np.int32)]
         for gpu_only in (False, True):
-            which = np.array([i for i, w in enumerate(windows) if w.gpu_only == gpu_only])
-            if len(which) == 0:
+            which = [i for i, w in enumerate(windows) if w.gpu_only == gpu_only]
+            if not which:
                 continue
             points, rows = self._by_point(gpu_only)
             lo = np.searchsorted(points, [windows[i].start_ns for i in which], side="left")
             hi = np.searchsorted(points, [windows[i].end_ns for i in which], side="right")
             at, owner = concat_ranges(lo, hi)
             parts.append(rows[at])
-            owners.append(which[owner])
-        member, owner = np.concatenate(parts), np.concatenate(owners)
-        order = np.argsort(owner, kind="stable")
-        return member[order], owner[order]
+            del at
+            owners.append(np.array(which, dtype=np.int32)[owner])
+        # one kind of window (the usual case): its rows as they are, without a copy
+        member = parts[-1] if len(parts) == 2 else np.concatenate(parts)
+        owner = owners[-1] if len(owners) == 2 else np.concatenate(owners)
+        del parts, owners
+        if bool((owner[1:] < owner[:-1]).any()):  # windows that overlap, or of both kinds
+            order = np.argsort(owner, kind="stable")
+            member, owner = member[order], owner[order]
+        return member, owner
 
 
 def compress(steps: list[int]) -> str:

@@ -29,6 +29,7 @@ from traceview.columns.model import (
     TraceFacts,
     without_cpu,
 )
+from traceview.columns.packed_names import PackedNames
 from traceview.columns.schema import (
     CPU_COLUMNS as CPU_SCHEMA,
 )
@@ -151,9 +152,7 @@ def _tables(events: TraceEvents) -> dict[str, Any]:
                 "on_gpu": pa.array([s.on_gpu for s in steps], pa.bool_()),
             }
         ),
-        "names.parquet": pa.table(
-            {"id": pa.array(range(len(events.names)), pa.int32()), "name": events.names}
-        ),
+        "names.parquet": _names_table(events.names),
         "streams.parquet": _pairs(events.streams, ("device", "stream")),
         "launches.parquet": _launches(events.launches),
         "comms.parquet": _columns(events.comms),
@@ -445,8 +444,37 @@ def _parquet() -> Any:
     return pq
 
 
-def _read_names(path: Path) -> list[str]:
-    return [str(n) for n in _read_table(path).column("name").to_pylist()]
+def _read_names(path: Path) -> PackedNames:
+    """The names column as PackedNames over Arrow's own buffers: no string per name."""
+    import pyarrow as pa
+
+    column = _read_table(path).column("name")
+    array = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
+    if array.null_count:
+        raise DamagedEntry(f"{path.name}: a name is null")
+    _, offsets, data = array.buffers()
+    width = 8 if array.type == pa.large_string() else 4
+    at = np.frombuffer(offsets, f"<i{width}", count=len(array) + 1, offset=array.offset * width)
+    ends = at[1:].astype(np.int64) - int(at[0])
+    view = memoryview(data if data is not None else b"")[int(at[0]) : int(at[-1])]
+    return PackedNames(view, ends)
+
+
+def _names_table(names: Sequence[str]) -> Any:
+    """names.parquet: id, name (UTF-8 strings made from the packed bytes, not one by one);
+    a name that is no UTF-8 (a lone surrogate) raises, and the entry is not written."""
+    import pyarrow as pa
+
+    packed = PackedNames.of(names)
+    if packed.nbytes >= 1 << 31:  # beyond 32-bit offsets: Arrow makes chunks of them
+        column = pa.array(list(packed), pa.string())
+    else:
+        offsets = np.r_[np.int64(0), packed.ends].astype(np.int32)
+        column = pa.StringArray.from_buffers(
+            len(packed), pa.py_buffer(offsets), pa.py_buffer(packed.data)
+        )
+        column.validate(full=True)
+    return pa.table({"id": pa.array(range(len(packed)), pa.int32()), "name": column})
 
 
 def _read_pairs(path: Path) -> list[tuple[Any, Any]]:

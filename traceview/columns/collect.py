@@ -20,6 +20,7 @@ from traceview.columns.cpu_rows import RowSource, SpillFile
 from traceview.columns.intern import Interner, carry_key
 from traceview.columns.model import STEP_PREFIX, StepWindow, StreamKey, TraceEvents
 from traceview.columns.numbers import NEGATIVE_DUR, BadNumber, NeedsExactTimes, to_ns
+from traceview.columns.packed_names import PackedNames
 from traceview.columns.schema import (
     COMM_COLUMNS,
     GPU_COLUMNS,
@@ -464,6 +465,10 @@ class EventCollector:
         self, path: str, size_bytes: int, header: dict[str, Any], read: ReadStats
     ) -> TraceEvents:
         """``finish`` for a source that is not a TraceReader."""
+        # The names packed first, each string freed as it is packed (the interner is spent),
+        # before the columns are joined: the three are never all in memory together.
+        self.names.ids.clear()
+        names = PackedNames.draining(self.names.values)
         gpu = join_columns(self._gpu, GPU_COLUMNS)
         gpu[GPU_STREAM], streams = _sorted_streams(gpu[GPU_STREAM], self.streams.values)
         self._cpu.flush()
@@ -472,7 +477,7 @@ class EventCollector:
             size_bytes=size_bytes,
             header=header,
             read=read,
-            names=self.names.values,
+            names=names,
             streams=streams,
             gpu=from_arrays(GpuColumns, gpu),
             runtime=from_arrays(RuntimeColumns, join_columns(self._runtime, RUNTIME_COLUMNS)),

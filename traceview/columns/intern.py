@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -25,20 +26,21 @@ class Interner:
         found = self.ids.get(value)
         if found is None:
             stored = value if self._carry is None else self._carry(value)
-            found = self.ids.get(stored)
+            found = self.ids.get(stored) if stored is not value else None
             if found is None:
                 found = self.ids[stored] = len(self.values)
                 self.values.append(stored)
             self.ids[value] = found
         return found
 
-    def ids_of(self, values: list[Any]) -> np.ndarray:
-        """The ids of many values at once (int32)."""
-        get = self.ids.get
-        out = [get(v, -1) for v in values]
-        if -1 in out:
-            out = [self.id(v) for v in values]
-        return np.array(out, dtype=np.int32)
+    def ids_of(self, values: Sequence[Any]) -> np.ndarray:
+        """The ids of many values at once (int32), without a Python int each."""
+        n = len(values)
+        out = np.fromiter(map(self.ids.get, values, repeat(-1)), dtype=np.int32, count=n)
+        if n and out.min() < 0:  # new values: only those looked up again, one by one
+            for i in np.flatnonzero(out < 0).tolist():
+                out[i] = self.id(values[i])
+        return out
 
     def __len__(self) -> int:
         return len(self.values)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
@@ -10,6 +11,7 @@ import numpy as np
 
 from traceview.columns.comms import CommKey, no_comms, threadless
 from traceview.columns.cpu_rows import CpuRows
+from traceview.columns.packed_names import PackedNames
 from traceview.columns.schema import CommColumns, GpuColumns, RuntimeColumns
 from traceview.read.reader import ReadStats
 
@@ -65,7 +67,7 @@ class TraceEvents:
     size_bytes: int
     header: dict[str, Any]
     read: ReadStats
-    names: list[str]
+    names: Sequence[str]  # by name id; a PackedNames when read (traceview.columns.packed_names)
     streams: list[StreamKey]  # by stream id
     gpu: GpuColumns
     runtime: RuntimeColumns
@@ -103,7 +105,7 @@ def without_cpu(events: TraceEvents) -> TraceEvents:
     return replace(
         events,
         gpu=replace(events.gpu, name=new_id[events.gpu.name]),
-        names=[events.names[i] for i in order.tolist()],
+        names=PackedNames.of(events.names).take(order),
         quality=events.quality - events.cpu_quality,
         cpu_quality=Counter(),
         cpu=CpuRows(),

@@ -14,6 +14,7 @@ import functools
 import mmap
 import multiprocessing
 import os
+from collections.abc import Iterator
 from dataclasses import replace
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -24,6 +25,7 @@ from traceview.columns.collect import EventCollector
 from traceview.columns.cpu_rows import CpuRows, SpillFile
 from traceview.columns.model import TraceEvents
 from traceview.columns.numbers import NeedsExactTimes
+from traceview.columns.packed_names import PackedNames
 from traceview.columns.schema import (
     GPU_COLUMNS,
     RUNTIME_COLUMNS,
@@ -37,6 +39,7 @@ from traceview.errors import TraceviewError
 from traceview.read.reader import MainPart, SplitFailed, TraceReader, WorkerPart
 
 PARALLEL_MIN_BYTES = 256 << 20
+_RELEASE_EVERY = 4 << 20  # bytes of a worker's names read before their pages are given back
 
 
 def collect_events(reader: TraceReader, keep_cpu: bool = False) -> TraceEvents:
@@ -124,32 +127,48 @@ def _recv_boundary(boundary: Connection) -> int | None:
 
 
 def _send(conn: Connection, part: TraceEvents, memfd: int | None) -> None:
-    """The part without its columns (pickled), then the columns: written one after another
-    into ``memfd`` (each at a multiple of 8 bytes), else sent through the pipe as bytes."""
+    """The part without its columns and names (pickled), then the columns, and the names as
+    two flat arrays (their bytes, where each ends): written into ``memfd`` (each column, and
+    the names, from a page boundary: mapped on their own, each is unmapped once used), else
+    sent through the pipe."""
+    names = PackedNames.of(part.names)
     columns = [*arrays_of(part.gpu), *arrays_of(part.runtime)]  # CPU rows: in the spill file
-    skeleton = replace(part, cpu=CpuRows(), gpu=empty(GpuColumns), runtime=empty(RuntimeColumns))
-    in_memfd = memfd is not None and _write_columns(memfd, columns)
-    shapes = [(c.dtype.str, len(c)) for c in columns]
+    named = [np.frombuffer(names.data, dtype=np.uint8), names.ends]
+    skeleton = replace(
+        part,
+        names=PackedNames(),
+        cpu=CpuRows(),
+        gpu=empty(GpuColumns),
+        runtime=empty(RuntimeColumns),
+    )
+    sections = [*([column] for column in columns), named]  # each column mapped on its own
+    in_memfd = memfd is not None and _write_columns(memfd, sections)
+    shapes = [(c.dtype.str, len(c)) for c in (*columns, *named)]
     conn.send(("part", (skeleton, shapes, in_memfd, len(part.cpu))))
     if not in_memfd:
-        for column in columns:
+        for column in (*columns, *named):
             conn.send_bytes(np.ascontiguousarray(column).data.cast("B"))
 
 
-def _write_columns(memfd: int, columns: list[np.ndarray]) -> bool:
-    """Write the columns into the memfd, 8-byte aligned; False if it cannot be written."""
+def _write_columns(memfd: int, sections: list[list[np.ndarray]]) -> bool:
+    """Write the arrays into the memfd, 8-byte aligned, each section from a page boundary
+    (mapped on its own); False if it cannot be written."""
     try:
         with open(memfd, "wb", closefd=False) as f:
-            for column in columns:
-                f.write(np.ascontiguousarray(column).data.cast("B"))
-                f.write(bytes(-column.nbytes % 8))
+            for section in sections:
+                f.write(bytes(-f.tell() % mmap.ALLOCATIONGRANULARITY))
+                for column in section:
+                    f.write(np.ascontiguousarray(column).data.cast("B"))
+                    f.write(bytes(-column.nbytes % 8))
     except OSError:  # e.g. no memory left for it: the pipe is slower but needs none
         return False
     return True
 
 
 def _receive(conn: Connection, memfd: int | None, spill: SpillFile | None) -> TraceEvents:
-    """The worker's part; SplitFailed if it could not read it (or died)."""
+    """The worker's part; SplitFailed if it could not read it (or died). Its names are
+    over a mapping of their own, unmapped once the part is dropped (after its names are
+    interned), not when the columns are."""
     try:
         kind, payload = conn.recv()
     except EOFError:
@@ -159,32 +178,72 @@ def _receive(conn: Connection, memfd: int | None, spill: SpillFile | None) -> Tr
     if kind != "part":
         raise SplitFailed
     skeleton, shapes, in_memfd, cpu_count = payload
+    n_columns = len(GPU_COLUMNS) + len(RUNTIME_COLUMNS)
+    names_mapping = None
     if in_memfd and memfd is not None:
-        arrays = _map_columns(memfd, shapes)
+        sections = _map_columns(memfd, [*([s] for s in shapes[:n_columns]), shapes[n_columns:]])
+        arrays = [array for arrays, _ in sections for array in arrays]
+        names_mapping = sections[-1][1]
     else:
         arrays = [_receive_array(conn, dtype, n) for dtype, n in shapes]
     columns = iter(arrays)
     gpu = from_arrays(GpuColumns, [next(columns) for _ in GPU_COLUMNS])
     runtime = from_arrays(RuntimeColumns, [next(columns) for _ in RUNTIME_COLUMNS])
+    data, ends = next(columns), next(columns)
     cpu = CpuRows()
     if spill is not None and cpu_count:
         spill.count = cpu_count  # what the worker wrote into the file
         cpu = CpuRows((spill,))
-    part: TraceEvents = replace(skeleton, cpu=cpu, gpu=gpu, runtime=runtime)
+    names = (
+        PackedNames(data, ends)
+        if names_mapping is None
+        else _MappedNames(data, ends, names_mapping)
+    )
+    part: TraceEvents = replace(skeleton, names=names, cpu=cpu, gpu=gpu, runtime=runtime)
     return part
 
 
-def _map_columns(memfd: int, shapes: list[tuple[str, int]]) -> list[np.ndarray]:
-    """Read-only arrays over the worker's columns in the memfd (the map lives as long as
-    they do, and its pages are freed with the last of them)."""
-    size = os.fstat(memfd).st_size
-    mapping = mmap.mmap(memfd, size, access=mmap.ACCESS_READ) if size else b""
-    arrays, offset = [], 0
-    for dtype, n in shapes:
-        array = np.frombuffer(mapping, dtype=dtype, count=n, offset=offset)
-        arrays.append(array)
-        offset += array.nbytes + (-array.nbytes % 8)
-    return arrays
+def _map_columns(
+    memfd: int, sections: list[list[tuple[str, int]]]
+) -> list[tuple[list[np.ndarray], mmap.mmap | None]]:
+    """Read-only arrays over the worker's arrays in the memfd, section by section, each
+    section a mapping of its own (it lives as long as its arrays do, and its pages are
+    freed with the last of them); the arrays and the mapping of each section."""
+    out, start = [], 0
+    for shapes in sections:
+        start += -start % mmap.ALLOCATIONGRANULARITY
+        size = sum(np.dtype(dtype).itemsize * n + (-np.dtype(dtype).itemsize * n % 8)
+                   for dtype, n in shapes)  # fmt: skip
+        mapping = mmap.mmap(memfd, size, access=mmap.ACCESS_READ, offset=start) if size else None
+        arrays, offset = [], 0
+        for dtype, n in shapes:
+            array = np.frombuffer(mapping or b"", dtype=dtype, count=n, offset=offset)
+            arrays.append(array)
+            offset += array.nbytes + (-array.nbytes % 8)
+        out.append((arrays, mapping))
+        start += size
+    return out
+
+
+class _MappedNames(PackedNames):
+    """A worker's names over their own mapping of the memfd. Interning them reads each name
+    once, in order: the pages read are given back as it goes (the memfd keeps them), so the
+    worker's names never all count in this process's resident memory."""
+
+    __slots__ = ("_mapping",)
+
+    def __init__(self, data: np.ndarray, ends: np.ndarray, mapping: mmap.mmap) -> None:
+        super().__init__(data, ends)
+        self._mapping = mapping
+
+    def __iter__(self) -> Iterator[str]:
+        released = 0
+        for name, end in zip(super().__iter__(), self.ends.tolist(), strict=True):
+            yield name
+            if end - released >= _RELEASE_EVERY:
+                behind = end - end % mmap.PAGESIZE
+                self._mapping.madvise(mmap.MADV_DONTNEED, released, behind - released)
+                released = behind
 
 
 def _receive_array(conn: Connection, dtype: str, length: int) -> np.ndarray:

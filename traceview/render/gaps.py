@@ -5,7 +5,7 @@ from __future__ import annotations
 from traceview.analyses.cpu_context import CpuContext, Holder
 from traceview.analyses.gaps import GapReport, Histogram, StreamGaps
 from traceview.analyses.in_us import us_names
-from traceview.render import units
+from traceview.render import capped, units
 from traceview.render.document import Document, Lines, Section, to_plain
 from traceview.render.header import trace_lines
 from traceview.render.tables import Table, to_csv
@@ -43,11 +43,12 @@ def _pct(part: float, whole: float) -> float:
 
 
 def streams_table(report: GapReport) -> Table:
+    """The first ``--stream-top`` streams (0: all)."""
     rows = [
         (str(s.device), str(s.stream), units.count(s.events), units.count(s.gaps),
          units.time_ns(s.gap_total_ns), units.time_ns(s.idle_ns), units.count(s.overlaps),
          units.time_ns(s.overlap_ns), units.count(s.zero_gaps))
-        for s in report.streams
+        for s in capped.head(report.streams, report.options.stream_top)
     ]  # fmt: skip
     headers = ("Device", "Stream", "Events", "Gaps", "Gap total", "Idle", "Overlaps",
                "Overlap", "Zero gaps")  # fmt: skip
@@ -143,6 +144,14 @@ def footer(report: GapReport) -> str:
     return f"{more} not shown; use --gap-top 0 for all"
 
 
+def _more_streams(report: GapReport) -> str | None:
+    """What the Streams table left out: the streams and their gaps."""
+    top = report.options.stream_top
+    hidden = report.streams[top:] if top else []
+    gaps = units.counted(sum(s.gaps for s in hidden), "gap")
+    return capped.more_line(len(report.streams), top, "stream", "--stream-top", gaps)
+
+
 def _sections(report: GapReport, verbose: bool) -> list[tuple[str, Table | list[str], str | None]]:
     """(title, table or lines, the note that belongs under it)."""
     device = report.options.scope == "device"
@@ -153,7 +162,7 @@ def _sections(report: GapReport, verbose: bool) -> list[tuple[str, Table | list[
         else "Transitions (signed gap from one activity's end to the next one's start on a stream)"
     )
     return [
-        ("Streams", streams_table(report), None),
+        ("Streams", streams_table(report), _more_streams(report)),
         (f"Gap histogram ({kind})", histogram_lines(report.histogram), None),
         (transitions, transitions_table(report, verbose), footer(report)),
         (f"Largest gaps ({kind}; cause cpu: the next activity was not yet launched)",
@@ -189,5 +198,6 @@ def csv(report: GapReport) -> str:
 
 
 def detailed_report(report: GapReport) -> str:
-    """The --gap-output report: everything with full names (transitions uncut by --gap-top)."""
+    """The --gap-output report: everything with full names (transitions uncut by --gap-top,
+    streams by --stream-top)."""
     return to_plain(document(report, verbose=True))

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from traceview.analyses.steps import StepDevice, StepRow, compress
 from traceview.analyses.summary import TraceSummary
-from traceview.render import units
+from traceview.render import capped, units
 from traceview.render.document import Document, Section
 from traceview.render.header import trace_lines
 from traceview.render.tables import Table, to_csv
@@ -22,7 +23,7 @@ _CSV_FIELDS = ("step", "name", "cpu_start_us", "cpu_dur_us", "kernels", "kernel_
                "idle_us", "busy_pct", "lag_us", "queue_us")  # fmt: skip
 
 
-def table(trace: TraceSummary, rows: list[StepRow]) -> Table:
+def table(trace: TraceSummary, rows: Sequence[StepRow]) -> Table:
     """One line per step and device (a step without GPU work: one line, device ``-``)."""
     cells = []
     for r in rows:
@@ -115,6 +116,14 @@ def summary_lines(trace: TraceSummary, rows: list[StepRow]) -> list[str]:
     return lines
 
 
+def _more(rows: list[StepRow], top: int) -> str | None:
+    """What the table left out: steps, and their lines when a step has several devices."""
+    hidden = rows[top:] if top else []
+    lines = sum(max(len(r.devices), 1) for r in hidden)
+    detail = units.counted(lines, "line") if lines != len(hidden) else ""
+    return capped.more_line(len(rows), top, "step", "--top", detail)
+
+
 def _footer(rows: list[StepRow]) -> list[str]:
     legend = (
         "CPU start: from the trace start; GPU window: the step's GPU work on the device, first "
@@ -124,11 +133,13 @@ def _footer(rows: list[StepRow]) -> list[str]:
     return [f"note     {n}" for n in notes(rows)] + ([legend] if rows else [])
 
 
-def document(trace: TraceSummary, rows: list[StepRow]) -> Document:
-    """``traceview steps`` in every format."""
+def document(trace: TraceSummary, rows: list[StepRow], top: int) -> Document:
+    """``traceview steps`` in every format; the table (terminal, text, Markdown) shows the
+    first ``top`` steps (0: all), JSON and CSV every step."""
+    shown = capped.head(rows, top)
     return Document(
         head=summary_lines(trace, rows),
-        sections=[Section(table(trace, rows), drop_order=_NARROW_DROP)],
+        sections=[Section(table(trace, shown), note=_more(rows, top), drop_order=_NARROW_DROP)],
         foot=_footer(rows),
         data=lambda: as_json(trace, rows),
         csv=lambda: csv(rows),

@@ -5,6 +5,7 @@ run, also the run's ``ranks`` document, the other documents being of one rank's 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -50,7 +51,7 @@ class Documents:
     step_outliers: list[bool]  # per row of ``steps``
     utilisation: Utilisation
     step: StepWork | None
-    names: list[str]  # the trace's names (StepWork.name indexes them)
+    names: Sequence[str]  # the trace's names (StepWork.name indexes them)
     # A run: the ``ranks`` document, and the rank whose trace the documents above are of.
     ranks: dict[str, Any] | None = None
     rank: int | None = None
