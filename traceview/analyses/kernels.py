@@ -18,7 +18,7 @@ from traceview.aggregate.order import dense_ids
 from traceview.aggregate.percentiles import nearest_rank
 from traceview.analyses.categories import CATEGORIES, categorize
 from traceview.analyses.devices import usage
-from traceview.analyses.in_us import us_fields, us_names
+from traceview.analyses.in_us import us_fields
 from traceview.analyses.names import display_names, short_names
 from traceview.analyses.oplinks import link_ops
 from traceview.analyses.selection import Selection, name_regex, select
@@ -81,11 +81,6 @@ class KernelRow:
     def as_dict(self) -> dict[str, Any]:
         """The row as JSON and CSV give it: every duration in µs (``total_ns`` → ``total_us``)."""
         return us_fields(self)
-
-    @classmethod
-    def json_fields(cls) -> list[str]:
-        """The keys of ``as_dict``, in order."""
-        return us_names(cls)
 
 
 @dataclass(frozen=True)

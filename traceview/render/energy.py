@@ -54,7 +54,7 @@ def as_json(report: EnergyReport, top: int) -> dict[str, Any]:
 
 def device_table(report: EnergyReport) -> Table:
     rows = [
-        (str(d.device), units.time(d.window_ns / 1000), _j(d.energy_pj), _j(d.busy_pj),
+        (str(d.device), units.time_ns(d.window_ns), _j(d.energy_pj), _j(d.busy_pj),
          _j(d.idle_pj), _j(d.kernel_pj), _j(d.copy_pj), f"{d.mean_power_w:,.1f}",
          f"{d.coverage_pct:.1f}")
         for d in report.devices

@@ -99,10 +99,10 @@ def context_text(c: CpuContext) -> str:
     syncs = _holders(c.syncs)
     parts = []
     if c.host_wait_ns > 0:
-        wait = units.duration(c.host_wait_ns / 1000)
+        wait = units.duration_ns(c.host_wait_ns)
         if c.ops:
             top = c.ops[0]
-            parts.append(f"{top.name} {units.duration(top.overlap_ns / 1000)} of {wait} host wait")
+            parts.append(f"{top.name} {units.duration_ns(top.overlap_ns)} of {wait} host wait")
             if len(c.ops) > 1:
                 parts[-1] += f" (inside or beside it: {_holders(c.ops[1:])})"
         else:
@@ -116,12 +116,12 @@ def context_text(c: CpuContext) -> str:
         parts.insert(0, sync) if lead else parts.append(sync)
     uncovered = c.host_wait_ns - c.covered_ns
     if uncovered > 0 and c.covered_ns > 0:
-        parts.append(f"nothing recorded for {units.duration(uncovered / 1000)} of the host wait")
+        parts.append(f"nothing recorded for {units.duration_ns(uncovered)} of the host wait")
     return f"thread {c.thread}: " + "; ".join(parts)
 
 
 def _holders(holders: tuple[Holder, ...]) -> str:
-    return ", ".join(f"{h.name} {units.duration(h.overlap_ns / 1000)}" for h in holders)
+    return ", ".join(f"{h.name} {units.duration_ns(h.overlap_ns)}" for h in holders)
 
 
 def histogram_lines(h: Histogram) -> list[str]:

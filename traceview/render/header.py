@@ -24,7 +24,7 @@ def device_busy_lines(trace: TraceSummary) -> list[str]:
     """One line per device: busy % of its window (over the report's selection)."""
     return [
         f"device   {d.device}: busy {units.pct(d.busy_pct)}% "
-        f"({units.duration(d.busy_ns / 1000)} of {units.duration(d.window_ns / 1000)})"
+        f"({units.duration_ns(d.busy_ns)} of {units.duration_ns(d.window_ns)})"
         for d in trace.devices
     ]
 

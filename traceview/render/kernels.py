@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from traceview.analyses.in_us import us_names
 from traceview.analyses.kernels import KernelReport, KernelRow
 from traceview.analyses.steps import Steps
 from traceview.render import units
@@ -82,7 +83,7 @@ def document(report: KernelReport, verbose: bool, every: KernelReport | None = N
 
 def csv(report: KernelReport) -> str:
     """One CSV row per kernel with raw numbers and the full name."""
-    fields = KernelRow.json_fields()
+    fields = us_names(KernelRow)
     return to_csv(
         ("rank", *fields),
         [(i, *r.as_dict().values()) for i, r in enumerate(report.rows, 1)],

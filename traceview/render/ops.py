@@ -30,7 +30,7 @@ def summary_lines(report: OpReport) -> list[str]:
     lines.append(
         f"ops      {report.options.level} op of each kernel: "
         f"{units.counted(report.kernels, 'kernel')}, "
-        f"GPU time {units.duration(report.gpu_time_ns / 1000)}"
+        f"GPU time {units.duration_ns(report.gpu_time_ns)}"
     )
     lines += device_busy_lines(report.trace)
     if report.peaks is not None:
@@ -58,13 +58,13 @@ def _cells(r: OpRow) -> tuple[str, ...]:
     return (
         units.count(r.calls),
         units.count(r.kernels),
-        units.duration(r.gpu_time_ns / 1000),
+        units.duration_ns(r.gpu_time_ns),
         units.pct(r.pct_gpu_time),
-        units.duration(r.gpu_busy_ns / 1000),
-        units.duration(r.cpu_time_ns / 1000),
+        units.duration_ns(r.gpu_busy_ns),
+        units.duration_ns(r.cpu_time_ns),
         f"{r.kernels / r.calls:.2f}" if r.calls else "-",
-        "-" if r.launch_delay_ns is None else units.duration(r.launch_delay_ns / 1000),
-        units.duration(r.cpu_self_ns / 1000),
+        "-" if r.launch_delay_ns is None else units.duration_ns(r.launch_delay_ns),
+        units.duration_ns(r.cpu_self_ns),
         _figure(r.tflops_per_s),
         _figure(r.tb_per_s, 3),
         "-" if r.pct_of_peak is None else units.pct(r.pct_of_peak),

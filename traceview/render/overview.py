@@ -8,9 +8,7 @@ from traceview.render.document import Document, Lines, Section
 from traceview.render.header import trace_lines
 from traceview.render.tables import Table
 
-
-def _d(ns: int) -> str:
-    return units.duration(ns / 1000)
+_d = units.duration_ns  # a short name for the dense lines below
 
 
 def _pct(part: int, whole: int) -> str:

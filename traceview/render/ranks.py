@@ -47,7 +47,7 @@ def header_lines(report: RanksReport) -> list[str]:
         lines.append(f"slowest  rank {report.slowest} ({why})")
     if report.clock_spread_ns is not None:
         lines.append(
-            f"clocks   collectives end {units.duration(report.clock_spread_ns / 1000)} apart "
+            f"clocks   collectives end {units.duration_ns(report.clock_spread_ns)} apart "
             "across ranks (median)"
         )
     lines += [f"warning  {w}" for w in report.warnings]
@@ -59,19 +59,19 @@ def rank_table(report: RanksReport) -> Table:
     rows = []
     for row in report.rows:
         s, w = row.summary, row.waits
-        step = "-" if s.median_step_ns is None else units.time(s.median_step_ns / 1000)
+        step = "-" if s.median_step_ns is None else units.time_ns(s.median_step_ns)
         rows.append(
             (
                 str(s.rank),
                 units.count(s.kernels),
-                units.time(s.kernel_time_ns / 1000),
+                units.time_ns(s.kernel_time_ns),
                 units.pct(s.busy_pct),
-                units.time(s.idle_ns / 1000),
-                units.time(s.comm_ns / 1000),
-                units.time(s.exposed_comm_ns / 1000),
+                units.time_ns(s.idle_ns),
+                units.time_ns(s.comm_ns),
+                units.time_ns(s.exposed_comm_ns),
                 step,
                 units.count(w.times_last),
-                units.time(w.wait_ns / 1000),
+                units.time_ns(w.wait_ns),
                 "slowest" if s.rank == report.slowest else "",
             )
         )
@@ -88,10 +88,10 @@ def collective_table(report: RanksReport) -> Table:
         row = (
             shown[c.name],
             str(c.index),
-            units.time(c.skew_ns / 1000),
+            units.time_ns(c.skew_ns),
             str(c.last),
-            units.time(c.latency_ns / 1000),
-            units.time(c.end_spread_ns / 1000),
+            units.time_ns(c.latency_ns),
+            units.time_ns(c.end_spread_ns),
         )
         rows.append(row + (_meta_cells(c) if meta else ()))
     headers = _COLLECTIVE_HEADERS + (_META_HEADERS if meta else ())
@@ -119,7 +119,7 @@ def bandwidth_table(report: RanksReport) -> Table:
             b.kind,
             units.count(b.collectives),
             units.size(b.bytes),
-            units.time(b.time_ns / 1000),
+            units.time_ns(b.time_ns),
             _gbps(b.algbw_gbps),
             _gbps(b.busbw_gbps),
         )

@@ -33,7 +33,7 @@ def table(trace: TraceSummary, rows: Sequence[StepRow]) -> Table:
             units.duration((r.cpu_start_ns - trace.span_start_ns) / 1000),
             units.duration((r.cpu_end_ns - r.cpu_start_ns) / 1000),
             units.count(r.kernels),
-            units.duration(r.kernel_time_ns / 1000),
+            units.duration_ns(r.kernel_time_ns),
         )
         for d in r.devices or (None,):
             cells.append((head[0], "-" if d is None else str(d.device), *head[1:], *_device(d)))
@@ -45,9 +45,9 @@ def _device(d: StepDevice | None) -> tuple[str, ...]:
     if d is None:
         return ("-",) * 6
     return (
-        units.duration(d.window_ns / 1000),
+        units.duration_ns(d.window_ns),
         units.pct(d.busy_pct),
-        *(units.duration(v / 1000) for v in (d.idle_ns, d.lag_ns, d.queue_ns)),
+        *(units.duration_ns(v) for v in (d.idle_ns, d.lag_ns, d.queue_ns)),
     )
 
 
@@ -78,8 +78,8 @@ def notes(rows: list[StepRow]) -> list[str]:
 def _spread(found: list[tuple[int, int]]) -> str:
     lo, hi = min(ns for _, ns in found), max(ns for _, ns in found)
     if lo == hi:
-        return units.duration(lo / 1000)
-    return f"{units.duration(lo / 1000)} to {units.duration(hi / 1000)}"
+        return units.duration_ns(lo)
+    return f"{units.duration_ns(lo)} to {units.duration_ns(hi)}"
 
 
 def _steps(found: list[tuple[int, int]]) -> str:

@@ -108,7 +108,7 @@ def _cells(rank: int, kernel: UniqueKernel, verbose: bool) -> tuple[str, ...]:
 
     return (
         str(rank), str(kernel.tier), kernel.kind, units.count(kernel.count),
-        units.time(kernel.total_ns / 1000), units.time(kernel.mean_ns / 1000),
+        units.time_ns(kernel.total_ns), units.time_ns(kernel.mean_ns),
         dims(launch["grid"]), dims(launch["block"]), number(launch["registers_per_thread"]),
         number(launch["shared_memory"]), number(launch["bytes"]), kernel.category, kernel.op,
         kernel.name if verbose else short_name(kernel.name),
