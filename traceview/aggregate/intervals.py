@@ -31,6 +31,9 @@ class Unions:
     # Per hole, the interval that ends it (its index in the input): the first at the hole's
     # end in (segment, start, *ties) order; None unless asked for.
     hole_next: np.ndarray | None = None
+    # Per hole, the interval that starts it: of those ending at the hole's start, the latest
+    # to start, the first in (*ties) order among those; None unless asked for.
+    hole_prev: np.ndarray | None = None
 
 
 def unions(
@@ -40,6 +43,7 @@ def unions(
     holes: bool = True,
     ties: tuple[np.ndarray, ...] = (),
     ordered: bool = False,
+    prev: bool = False,
 ) -> Unions:
     """Every segment's union and holes at once: one sort by (segment, start), a running
     maximum of the ends within each segment, a hole wherever a start passes that maximum.
@@ -55,6 +59,8 @@ def unions(
     hole: one starting there before it would end at or after the hole's end, so no hole).
     ``ordered``: the rows come in (segment, start) order already (ties in any order: the
     result does not depend on it; with ``ties``, in their order), so no sort.
+    ``prev`` (with ``ties``): each hole's previous interval (``hole_prev``) is found too, in
+    the same sorted rows, without another sort.
     """
     order = None
     if ordered:
@@ -64,7 +70,26 @@ def unions(
         seg, s, reach = segment[order], start[order], end[order]
         if not ties:
             order = None
+    return unions_in_order(
+        seg, s, reach, holes=holes, neighbours=bool(ties), prev=prev and bool(ties), order=order
+    )
+
+
+def unions_in_order(
+    seg: np.ndarray,
+    s: np.ndarray,
+    reach: np.ndarray,
+    holes: bool = True,
+    neighbours: bool = False,
+    prev: bool = False,
+    order: np.ndarray | None = None,
+) -> Unions:
+    """``unions`` of rows already sorted by (segment, start, ties), for a caller that sorted
+    them itself and dropped its unsorted columns. ``reach`` (the ends) is overwritten with
+    their running maximum. ``neighbours``/``prev``: find ``hole_next``/``hole_prev``, as
+    positions in the sorted rows, or through ``order`` (sorted position → input index)."""
     head = np.flatnonzero(np.r_[len(seg) > 0, seg[1:] != seg[:-1]])
+    ends = reach.copy() if prev else None
     _running_max(s, reach, head)  # reach[i]: latest end so far within i's segment
     # gap[i]: how far row i+1 starts past every row before it in its segment (0 if not)
     gap = np.zeros(len(s), dtype=np.int64)
@@ -73,14 +98,19 @@ def unions(
     gap[head[1:] - 1] = 0  # across two segments: no hole
     idle = np.add.reduceat(gap, head) if len(head) else gap[:0]
     first, last = s[head], reach[np.r_[head[1:], len(s)][: len(head)] - 1]
-    hole_next = None
+    hole_next = hole_prev = None
     if holes:
         at = np.flatnonzero(gap)  # the last row before each hole
         del gap
         hole_start = reach[at]
+        if ends is not None:
+            ending = _last_to_end(seg, s, ends, reach, at)
+            del ends
+            hole_prev = ending if order is None else order[ending]
+            del ending
         at += 1  # a start past all before it
         hole_segment, hole_end = seg[at], s[at]
-        if ties:
+        if neighbours:
             hole_next = at if order is None else order[at]
     else:
         hole_segment, hole_start, hole_end = seg[:0], s[:0], s[:0]
@@ -93,7 +123,40 @@ def unions(
         hole_start=hole_start,
         hole_end=hole_end,
         hole_next=hole_next,
+        hole_prev=hole_prev,
     )
+
+
+def _last_to_end(
+    seg: np.ndarray, s: np.ndarray, ends: np.ndarray, reach: np.ndarray, before: np.ndarray
+) -> np.ndarray:
+    """For each hole (``before``: the position of the last row before it, in sorted rows;
+    ``ends`` their ends, ``reach`` the running maximum of those): the position of the row
+    that ends at the hole's start, the latest to start, the first in sorted order of those.
+
+    Rows ending at a hole's start end at the segment's running maximum (they "reach" it)
+    and no row after them up to the hole reaches further, so the last row ≤ ``before`` that
+    reaches is one of them and starts the latest. Reaching rows' ends never decrease within
+    a segment, so those with its segment, start and end come right before it among the
+    reaching rows: the first of that run is the answer. Linear: no sort, no search by key.
+    """
+    if len(before) == 0:
+        return np.empty(0, dtype=np.int64)
+    reaching = np.flatnonzero(ends == reach)  # includes each segment's first row
+    same = np.ones(max(len(reaching) - 1, 0), dtype=bool)  # as the reaching row before
+    for column in (seg, s, ends):
+        keyed = column[reaching]
+        same &= keyed[1:] == keyed[:-1]
+        del keyed
+    heads = np.flatnonzero(np.r_[True, ~same])  # the first reaching row of each run
+    del same
+    at = np.searchsorted(reaching, before, side="right")
+    at -= 1  # the last reaching row ≤ before
+    run = np.searchsorted(heads, at, side="right")
+    del at
+    run -= 1
+    found: np.ndarray = reaching[heads[run]]
+    return found
 
 
 def _running_max(s: np.ndarray, e: np.ndarray, head: np.ndarray) -> None:

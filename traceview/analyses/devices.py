@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from traceview.aggregate.intervals import unions
-from traceview.aggregate.order import first_of_runs, lex_order, searchsorted_pairs
+from traceview.aggregate.intervals import unions, unions_in_order
+from traceview.aggregate.order import first_of_runs, lex_order
 from traceview.columns.model import TraceEvents
 from traceview.columns.packed_names import ranks
 
@@ -190,18 +190,19 @@ def device_gaps(
     end = gpu.dur[rows]
     end += ts
     rank = name_rank.astype(np.int32, copy=False)[gpu.name[rows]]  # < 2^31 names
-    # after: the first of the rows ordered by (device, ts, end, name) at (device, end), which
-    # the unions' own sort finds
-    u = unions(device, ts, end, ties=(rank, end))
+    # Sorted by (device, ts, end, name): after, the first of those at (device, end), is the
+    # row right after the hole; before, the first at (device, start) by (end, −ts, name),
+    # is found in the same order. Each column is sorted and its unsorted copy dropped.
+    order = lex_order((rank, end, ts, device))
+    del rank
+    if len(order) < 2**31:
+        order = order.astype(np.int32)
+    device, ts, end = device[order], ts[order], end[order]
+    u = unions_in_order(device, ts, end, neighbours=True, prev=with_before, order=order)
+    del device, ts, end, order
     assert u.hole_next is not None
     after = rows[u.hole_next]
-    # before: the first of the rows ordered by (device, end, −ts, name) at (device, start)
-    before = (
-        _first_at((rank, -ts, end, device), (device, end), (u.hole_segment, u.hole_start), rows)
-        if with_before
-        else rows[:0]
-    )
-    del rank, device, ts, end
+    before = rows[u.hole_prev] if u.hole_prev is not None else rows[:0]
     gaps = GapSet(
         device=u.hole_segment,
         start=u.hole_start,
@@ -218,20 +219,6 @@ def host_wait(launch: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndar
     wait = np.where(launch == NO_LAUNCH, start, launch) - start
     clamped: np.ndarray = np.clip(wait, 0, end - start)
     return clamped
-
-
-def _first_at(
-    sort_keys: tuple[np.ndarray, ...],
-    pair: tuple[np.ndarray, np.ndarray],
-    queries: tuple[np.ndarray, np.ndarray],
-    rows: np.ndarray,
-) -> np.ndarray:
-    """For each query (a, b): the row first in ``sort_keys`` order (lexsort convention: last
-    key primary) among those whose ``pair`` equals (a, b); every query must match."""
-    order = lex_order(sort_keys)
-    at = searchsorted_pairs(pair[0][order], pair[1][order], *queries, side="left")
-    first: np.ndarray = rows[order[at]]
-    return first
 
 
 def _usage_list(

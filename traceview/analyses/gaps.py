@@ -482,7 +482,7 @@ def _stream_rows(
     overlap_ns = -_sum_by(pair_stream[over], gap[over], n)
     zeros = np.bincount(pair_stream[gap == 0], minlength=n)
     count = np.bincount(stream, minlength=n)
-    u = unions(stream, ts, end, holes=False)
+    u = unions(stream, ts, end, holes=False, ordered=True)  # the rows are in stream order
     sid = u.segment
     columns = zip(
         sid.tolist(),
