@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
 import pytest
 from conftest import ROOT
 
 from traceview import __version__
+from traceview.analyses import snapshot as snapshot_module
 from traceview.analyses.diff import (
     DiffOptions,
     DiffReport,
@@ -27,6 +29,7 @@ from traceview.analyses.snapshot import (
     StepStat,
     Totals,
     build_snapshot,
+    digest,
 )
 from traceview.analyses.steps import step_table
 from traceview.columns.model import TraceEvents
@@ -155,6 +158,9 @@ def test_storage_cut_is_not_mistaken_for_new_kernels(demo: TraceEvents) -> None:
     full, cut = build_snapshot(demo), build_snapshot(demo, max_kernels=10)
     assert len(cut.kernels) < 50 and cut.other.kernels == 50 - len(cut.kernels)
     assert len(cut.other.digests) == cut.other.kernels
+    stored = {k.name for k in cut.kernels}
+    hidden = {full_k.name for full_k in full.kernels} - stored
+    assert cut.other.digests == tuple(sorted(digest(n) for n in hidden))  # as strings sort
     covered = sum(k.total_us for k in cut.kernels) / cut.totals.total_us
     assert covered >= 0.999
     report = diff(full, cut)
@@ -198,3 +204,12 @@ def test_stored_kernels_are_capped_whatever_they_cover(demo: TraceEvents) -> Non
     assert len(capped.kernels) == 20 and capped.other.kernels == 30
     assert len(capped.other.digests) == 30
     assert not diff(build_snapshot(demo), capped).vanished
+
+
+def test_digests_as_numbers_write_back_as_digest_does() -> None:
+    """Digests kept as integers give the same text, leading zeros too, and sort like it."""
+    names = [f"kernel_{i}" for i in range(2000)]
+    names += [next(f"z{i}" for i in range(100_000) if digest(f"z{i}").startswith("000"))]
+    numbers = np.array([snapshot_module._digest_number(n) for n in names], dtype=np.uint64)
+    numbers.sort()
+    assert snapshot_module._digest_texts(numbers) == tuple(sorted(digest(n) for n in names))

@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from traceview.analyses import gaps as gaps_module
 from traceview.analyses.gaps import GapOptions, GapReport, analyse_gaps, parse_duration
 from traceview.columns.model import StepWindow, StreamKey, TraceEvents
 from traceview.columns.parallel import collect_events
@@ -268,6 +269,24 @@ def test_transition_sorting_and_top() -> None:
     cut = run(rows, top=1)
     assert len(cut.transitions) == 1 and cut.left_out_transitions == 2
     assert len(run(rows, top=0).transitions) == 3
+
+
+@pytest.mark.parametrize("top", [0, 1, 3])
+@pytest.mark.parametrize("sort", ["total", "count", "min", "stdev"])
+def test_transitions_in_passes_equal_one_pass(
+    monkeypatch: pytest.MonkeyPatch, top: int, sort: str
+) -> None:
+    """Pairs split into passes by the name before give the same table and count."""
+    rng = random.Random(7)
+    rows = [(f"k{rng.randrange(6)}", S, i * 10 + rng.randrange(12), 3) for i in range(200)]
+    whole = run(rows, top=top, sort=sort)
+    monkeypatch.setattr(gaps_module, "_PASS_GAPS", 7)  # ~29 passes
+    split = run(rows, top=top, sort=sort)
+    assert split.transitions == whole.transitions
+    assert split.left_out_transitions == whole.left_out_transitions
+    pairs = len(whole.transitions) + whole.left_out_transitions
+    assert pairs > 20  # most of the 36 pairs of 6 names
+    assert len(whole.transitions) == (top or pairs)
 
 
 def test_largest_gaps() -> None:

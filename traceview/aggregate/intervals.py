@@ -89,8 +89,12 @@ def unions_in_order(
     their running maximum. ``neighbours``/``prev``: find ``hole_next``/``hole_prev``, as
     positions in the sorted rows, or through ``order`` (sorted position → input index)."""
     head = np.flatnonzero(np.r_[len(seg) > 0, seg[1:] != seg[:-1]])
-    ends = reach.copy() if prev else None
+    ends = reach.copy() if prev and holes else None
     _running_max(s, reach, head)  # reach[i]: latest end so far within i's segment
+    prev_at = None
+    if ends is not None:
+        prev_at = _ending_here(seg, s, ends, reach)
+        del ends
     # gap[i]: how far row i+1 starts past every row before it in its segment (0 if not)
     gap = np.zeros(len(s), dtype=np.int64)
     np.subtract(s[1:], reach[:-1], out=gap[:-1])
@@ -102,12 +106,12 @@ def unions_in_order(
     if holes:
         at = np.flatnonzero(gap)  # the last row before each hole
         del gap
-        hole_start = reach[at]
-        if ends is not None:
-            ending = _last_to_end(seg, s, ends, reach, at)
-            del ends
+        if prev_at is not None:
+            ending = prev_at[at]
+            del prev_at
             hole_prev = ending if order is None else order[ending]
             del ending
+        hole_start = reach[at]
         at += 1  # a start past all before it
         hole_segment, hole_end = seg[at], s[at]
         if neighbours:
@@ -127,35 +131,29 @@ def unions_in_order(
     )
 
 
-def _last_to_end(
-    seg: np.ndarray, s: np.ndarray, ends: np.ndarray, reach: np.ndarray, before: np.ndarray
-) -> np.ndarray:
-    """For each hole (``before``: the position of the last row before it, in sorted rows;
-    ``ends`` their ends, ``reach`` the running maximum of those): the position of the row
-    that ends at the hole's start, the latest to start, the first in sorted order of those.
+def _ending_here(seg: np.ndarray, s: np.ndarray, ends: np.ndarray, reach: np.ndarray) -> np.ndarray:
+    """For each sorted row i: the position of the row that ends at ``reach[i]`` (the running
+    maximum end of i's segment), the latest to start, the first in sorted order of those.
+    At the last row before a hole, that is the row the hole comes after.
 
-    Rows ending at a hole's start end at the segment's running maximum (they "reach" it)
-    and no row after them up to the hole reaches further, so the last row ≤ ``before`` that
-    reaches is one of them and starts the latest. Reaching rows' ends never decrease within
-    a segment, so those with its segment, start and end come right before it among the
-    reaching rows: the first of that run is the answer. Linear: no sort, no search by key.
+    Rows ending at the running maximum "reach" it, and it grows only at reaching rows, so
+    the last reaching row ≤ i ends at ``reach[i]`` and starts the latest. Rows of one
+    segment with equal start and end are adjacent (sorted by start, then end) and all reach
+    if one does: the first of that run is the answer. Linear: no sort, no search, one
+    row-sized int array and two masks.
     """
-    if len(before) == 0:
-        return np.empty(0, dtype=np.int64)
-    reaching = np.flatnonzero(ends == reach)  # includes each segment's first row
-    same = np.ones(max(len(reaching) - 1, 0), dtype=bool)  # as the reaching row before
-    for column in (seg, s, ends):
-        keyed = column[reaching]
-        same &= keyed[1:] == keyed[:-1]
-        del keyed
-    heads = np.flatnonzero(np.r_[True, ~same])  # the first reaching row of each run
+    n = len(s)
+    same = np.zeros(n, dtype=bool)  # same segment, start and end as the row before
+    if n:
+        np.equal(seg[1:], seg[:-1], out=same[1:])
+        same[1:] &= s[1:] == s[:-1]
+        same[1:] &= ends[1:] == ends[:-1]
+    found = np.arange(n, dtype=np.int32 if n < 2**31 else np.int64)
+    found[same] = 0
     del same
-    at = np.searchsorted(reaching, before, side="right")
-    at -= 1  # the last reaching row ≤ before
-    run = np.searchsorted(heads, at, side="right")
-    del at
-    run -= 1
-    found: np.ndarray = reaching[heads[run]]
+    np.maximum.accumulate(found, out=found)  # the first row of each row's run
+    found[ends != reach] = -1  # rows that do not reach: taken from the reaching row before
+    np.maximum.accumulate(found, out=found)  # run starts never decrease: a forward fill
     return found
 
 

@@ -7,7 +7,7 @@ data), and ids below a small bound group with a bincount instead of a sort.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Literal
 
 import numpy as np
@@ -43,9 +43,32 @@ def lex_order(keys: Sequence[np.ndarray]) -> np.ndarray:
     key = packed(keys[-1], keys[-2]) if len(keys) >= 2 else None
     if key is None:
         return np.lexsort(keys)
+    others = keys[:-2]
+    return _ordered(key[0], (lambda rows: [k[rows] for k in others]) if others else None)
+
+
+def lex_order_then(
+    major: np.ndarray, minor: np.ndarray, ties: Callable[[np.ndarray], list[np.ndarray]]
+) -> np.ndarray:
+    """``lex_order((*ties(every row), minor, major))``, the tie keys asked for only at the
+    rows that tie on (major, minor): a caller need not hold them for every row, and
+    ``major`` and ``minor`` may be temporaries, dropped once packed."""
+    key = packed(major, minor)
+    if key is None:
+        return np.lexsort((*ties(np.arange(len(major))), minor, major))
+    del major, minor
     primary = key[0]
+    del key
+    return _ordered(primary, ties)
+
+
+def _ordered(
+    primary: np.ndarray, ties: Callable[[np.ndarray], list[np.ndarray]] | None
+) -> np.ndarray:
+    """Rows in ``primary`` order (stable), those equal in it ordered by ``ties(rows)``
+    (lexsort's convention), then by row."""
     order = np.argsort(primary, kind="stable")
-    if len(keys) == 2:
+    if ties is None:
         return order
     sorted_key = primary[order]
     tie = np.flatnonzero(sorted_key[1:] == sorted_key[:-1])
@@ -55,7 +78,7 @@ def lex_order(keys: Sequence[np.ndarray]) -> np.ndarray:
     in_run[tie] = in_run[tie + 1] = True
     at = np.flatnonzero(in_run)
     rows = order[at]
-    order[at] = rows[np.lexsort([k[rows] for k in (*keys[:-2], primary)])]
+    order[at] = rows[np.lexsort([*ties(rows), sorted_key[at]])]
     return order
 
 

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from traceview.aggregate.intervals import unions, unions_in_order
-from traceview.aggregate.order import first_of_runs, lex_order
+from traceview.aggregate.order import first_of_runs, lex_order, lex_order_then
 from traceview.columns.model import TraceEvents
 from traceview.columns.packed_names import ranks
 
@@ -101,21 +101,28 @@ def device_of_stream(events: TraceEvents) -> tuple[np.ndarray, list[Any]]:
     return index, values
 
 
-def first_launch(events: TraceEvents) -> np.ndarray:
-    """Per GPU row: the start of the earliest runtime call with its correlation id, else
-    ``NO_LAUNCH``."""
+def first_launch(events: TraceEvents, rows: np.ndarray | None = None) -> np.ndarray:
+    """Per GPU row (of ``rows``; None: every row): the start of the earliest runtime call
+    with its correlation id, else ``NO_LAUNCH``."""
     gpu = events.gpu
-    if len(events.runtime.correlation) == 0 or len(gpu.ts) == 0:
-        return np.full(len(gpu.ts), NO_LAUNCH, dtype=np.int64)
+    correlation = gpu.correlation if rows is None else gpu.correlation[rows]
+    if len(events.runtime.correlation) == 0 or len(correlation) == 0:
+        return np.full(len(correlation), NO_LAUNCH, dtype=np.int64)
     corr, launch = _launches_by_correlation(events)
-    at = np.searchsorted(corr, gpu.correlation)
+    at = np.searchsorted(corr, correlation)
     np.minimum(at, len(corr) - 1, out=at)
-    matched = corr[at] == gpu.correlation
-    matched &= gpu.correlation >= 0
-    out: np.ndarray = launch[at]
-    del at
+    matched = corr[at] == correlation
+    matched &= correlation >= 0
+    del correlation
+    out: np.ndarray = np.take(launch, at, out=at, mode="clip")  # in place: at is int64
     out[~matched] = NO_LAUNCH
     return out
+
+
+def launches_of(events: TraceEvents, launch: np.ndarray | None, rows: np.ndarray) -> np.ndarray:
+    """``first_launch`` of ``rows``: from ``launch`` (every row's, when the caller has it),
+    else worked out for these rows alone."""
+    return first_launch(events, rows) if launch is None else launch[rows]
 
 
 def _launches_by_correlation(events: TraceEvents) -> tuple[np.ndarray, np.ndarray]:
@@ -147,7 +154,8 @@ def name_rank(names: Sequence[str]) -> np.ndarray:
 
 def positive(events: TraceEvents, rows: np.ndarray) -> np.ndarray:
     """The rows (GPU row indices) whose duration is positive: the busy events."""
-    busy: np.ndarray = rows[events.gpu.dur[rows] > 0]
+    mask = events.gpu.dur[rows] > 0
+    busy: np.ndarray = rows if bool(mask.all()) else rows[mask]
     return busy
 
 
@@ -172,34 +180,40 @@ def usage(events: TraceEvents, rows: np.ndarray | None = None) -> list[DeviceUsa
 def device_gaps(
     events: TraceEvents,
     rows: np.ndarray,
-    launch: np.ndarray,
+    launch: np.ndarray | None,
     name_rank: np.ndarray,
     with_before: bool = True,
 ) -> tuple[list[DeviceUsage], GapSet]:
     """Each device's usage and every device gap of the busy events among ``rows``.
 
-    ``launch`` is ``first_launch(events)``, ``name_rank`` the rank of each name id in sorted
-    order (ties between events are broken by name text). ``with_before=False``: the gaps'
-    ``before`` rows are not looked for (left empty), for callers that sum the gaps up.
+    ``launch`` is ``first_launch(events)`` (None: looked up for the rows needed),
+    ``name_rank`` the rank of each name id in sorted order (ties between events are broken
+    by name text). ``with_before=False``: the gaps' ``before`` rows are not looked for (left
+    empty), for callers that sum the gaps up.
     """
     rows = positive(events, rows)
     gpu = events.gpu
     device_index, values = device_of_stream(events)
-    device = device_index.astype(np.int32)[gpu.stream[rows]]  # row-sized: the narrower
-    ts = gpu.ts[rows]
-    end = gpu.dur[rows]
-    end += ts
-    rank = name_rank.astype(np.int32, copy=False)[gpu.name[rows]]  # < 2^31 names
+    device = device_index.astype(np.int32)  # per stream id
+
+    def ends_and_ranks(at: np.ndarray) -> list[np.ndarray]:  # of rows tied on (device, ts)
+        tied = rows[at]
+        return [name_rank[gpu.name[tied]], gpu.ts[tied] + gpu.dur[tied]]
+
     # Sorted by (device, ts, end, name): after, the first of those at (device, end), is the
     # row right after the hole; before, the first at (device, start) by (end, −ts, name),
-    # is found in the same order. Each column is sorted and its unsorted copy dropped.
-    order = lex_order((rank, end, ts, device))
-    del rank
+    # is found in the same order. Only the sorted columns are made (row-sized, 20 MB each
+    # at 2.5·10^6 rows), handed to the unions, which drop them when done.
+    order = lex_order_then(device[gpu.stream[rows]], gpu.ts[rows], ends_and_ranks)
     if len(order) < 2**31:
         order = order.astype(np.int32)
-    device, ts, end = device[order], ts[order], end[order]
-    u = unions_in_order(device, ts, end, neighbours=True, prev=with_before, order=order)
-    del device, ts, end, order
+    u = unions_in_order(
+        *_sorted_columns(events, rows[order], device),
+        neighbours=True,
+        prev=with_before,
+        order=order,
+    )
+    del order
     assert u.hole_next is not None
     after = rows[u.hole_next]
     before = rows[u.hole_prev] if u.hole_prev is not None else rows[:0]
@@ -209,16 +223,33 @@ def device_gaps(
         end=u.hole_end,
         before=before,
         after=after,
-        host_wait=host_wait(launch[after], u.hole_start, u.hole_end),
+        host_wait=host_wait(launches_of(events, launch, after), u.hole_start, u.hole_end),
     )
     return _usage_list(u.segment, u.first, u.last, u.busy, values), gaps
 
 
+def _sorted_columns(
+    events: TraceEvents, rows: np.ndarray, device: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Device (``device`` per stream id), start and end of ``rows``."""
+    gpu = events.gpu
+    ts = gpu.ts[rows]
+    end = gpu.dur[rows]
+    end += ts
+    return device[gpu.stream[rows]], ts, end
+
+
 def host_wait(launch: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
-    """clamp(launch − start, 0, end − start) per gap; 0 where there is no launch."""
-    wait = np.where(launch == NO_LAUNCH, start, launch) - start
-    clamped: np.ndarray = np.clip(wait, 0, end - start)
-    return clamped
+    """clamp(launch − start, 0, end − start) per gap; 0 where there is no launch. ``launch``
+    (of each gap's next row: a fresh array, as ``launch[after]`` is) becomes the result."""
+    wait = launch
+    none = wait == NO_LAUNCH
+    wait[none] = start[none]
+    del none
+    wait -= start
+    length = end - start
+    np.clip(wait, 0, length, out=wait)
+    return wait
 
 
 def _usage_list(

@@ -30,8 +30,8 @@ from traceview.analyses.devices import (
     GapSet,
     device_gaps,
     device_of_stream,
-    first_launch,
     host_wait,
+    launches_of,
     name_rank,
 )
 from traceview.analyses.in_us import us_fields
@@ -298,31 +298,35 @@ def analyse_gaps(
     rows = _compact(np.flatnonzero(mask), len(mask))
     del mask
     if shared is None:
-        rank, launch = name_rank(events.names), first_launch(events)
+        rank, launch = name_rank(events.names), None  # launches looked up where needed
     else:
         rank, launch = shared.rank, shared.links.launch
+    # the stream table first: its row-sized temporaries are gone before the device gaps come
+    stream_table = None if options.per_stream else _stream_table(events, rows, rank, options)
     if shared is not None and every:
         usage, all_device_gaps = shared.usage, shared.gaps
     else:
         usage, all_device_gaps = device_gaps(events, rows, launch, rank)
     device_kept = (all_device_gaps.end - all_device_gaps.start) >= options.min_gap_ns
     devices = _device_rows(events, usage, all_device_gaps, device_kept)
-    if options.per_stream:  # the streams' gaps replace the devices' (summed up above)
+    if stream_table is None:  # the streams' gaps replace the devices' (summed up above)
         del all_device_gaps, device_kept
         streams, gaps, (before, after, signed) = _stream_scope(events, rows, rank, launch, options)
         idle_ns = sum(s.idle_ns for s in streams)
+        largest = _largest(events, gaps, launch, options.largest)
+        lengths = gaps.end - gaps.start
+        del gaps
     else:
-        streams = _stream_table(events, rows, rank, options)
-        gaps, idle_ns = all_device_gaps.take(device_kept), sum(u.idle_ns for u in usage)
+        streams, idle_ns = stream_table, sum(u.idle_ns for u in usage)
+        largest = _largest(events, all_device_gaps, launch, options.largest, device_kept)
         names = events.gpu.name
         before, after = names[all_device_gaps.before], names[all_device_gaps.after]
         signed = all_device_gaps.end - all_device_gaps.start
+        lengths = signed[device_kept]
         del all_device_gaps, device_kept
-    del rows
+    del rows, launch
     shown, distinct = _transitions(events.names, rank, before, after, signed, options)
     del before, after, signed
-    lengths = gaps.end - gaps.start
-    largest = _largest(events, gaps, launch, options.largest)
     return GapReport(
         trace=summarize(events, usage),
         options=options,
@@ -345,9 +349,9 @@ def device_idle(events: TraceEvents, options: GapOptions) -> list[DeviceIdle]:
     mask, _ = _selection(events, options)
     rows = _compact(np.flatnonzero(mask), len(mask))
     del mask
-    launch, rank = first_launch(events), name_rank(events.names)
-    usage, gaps = device_gaps(events, rows, launch, rank, with_before=False)
-    del rows, launch, rank
+    rank = name_rank(events.names)
+    usage, gaps = device_gaps(events, rows, None, rank, with_before=False)
+    del rows, rank
     kept = (gaps.end - gaps.start) >= options.min_gap_ns
     return _device_rows(events, usage, gaps, kept)
 
@@ -390,7 +394,11 @@ def _stream_pairs(
 
 
 def _stream_scope(
-    events: TraceEvents, rows: np.ndarray, rank: np.ndarray, launch: np.ndarray, options: GapOptions
+    events: TraceEvents,
+    rows: np.ndarray,
+    rank: np.ndarray,
+    launch: np.ndarray | None,
+    options: GapOptions,
 ) -> tuple[list[StreamGaps], GapSet, tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """Per stream: the table rows, the positive gaps --min-gap keeps, and every consecutive
     pair as (name before, name after, signed gap) for the transitions."""
@@ -406,7 +414,7 @@ def _stream_scope(
         end=start + gap[kept],
         before=source[at],
         after=after,
-        host_wait=host_wait(launch[after], start, start + gap[kept]),
+        host_wait=host_wait(launches_of(events, launch, after), start, start + gap[kept]),
     )
     name = events.gpu.name[source]
     return table, gaps, (name[pairs], name[pairs + 1], gap)
@@ -536,8 +544,12 @@ def _device_rows(
     """Per device: idle of its window, the gaps --min-gap keeps, host wait over all gaps."""
     _, values = device_of_stream(events)
     n = len(values)
-    count = np.bincount(gaps.device[kept], minlength=n)
-    total = _sum_by(gaps.device[kept], (gaps.end - gaps.start)[kept], n)
+    device, length = gaps.device, gaps.end - gaps.start
+    if not kept.all():
+        device, length = device[kept], length[kept]
+    count = np.bincount(device, minlength=n)
+    total = _sum_by(device, length, n)
+    del device, length
     wait = _sum_by(gaps.device, gaps.host_wait, n)
     index = {(type(v), v): i for i, v in enumerate(values)}
     return [
@@ -571,17 +583,65 @@ def _transitions(
 ) -> tuple[list[Transition], int]:
     """Statistics of the (signed) gap per (name before, name after): the ``options.top`` first
     by the sort field (then the names), and how many pairs there are. Ranked as arrays, so a
-    row is built only for the pairs shown, whatever the number of distinct names."""
-    width = max(len(names), 1)
+    row is built only for the pairs shown, whatever the number of distinct names.
+
+    Pairs are worked out in passes of about _PASS_GAPS gaps, split by the name before (so
+    each pair is in one pass): a pass's temporaries are a few times its gaps' size, and the
+    first ``top`` of all pairs are the first ``top`` of each pass's first ``top``.
+    """
+    passes = max(1, -(-len(gap) // _PASS_GAPS))
+    parts = []
+    distinct = 0
+    for j in range(passes):
+        mine = before % passes == j if passes > 1 else slice(None)
+        pairs, part = _pair_stats(len(names), rank, before[mine], after[mine], gap[mine], options)
+        distinct += pairs
+        parts.append(part)
+    first, second, value, count, total, low, high, std = (
+        np.concatenate(column) if passes > 1 else column[0] for column in zip(*parts, strict=True)
+    )
+    order = np.lexsort((rank[second], rank[first], -value))
+    chosen = order if options.top == 0 else order[: options.top]
+    rows = [
+        Transition(
+            from_name=names[int(first[g])],
+            to_name=names[int(second[g])],
+            count=int(count[g]),
+            total_ns=int(total[g]),
+            min_ns=int(low[g]),
+            max_ns=int(high[g]),
+            std_ns=float(std[g]),
+        )
+        for g in chosen.tolist()
+    ]
+    return rows, distinct
+
+
+_PASS_GAPS = 1 << 20
+
+
+def _pair_stats(
+    width: int,
+    rank: np.ndarray,
+    before: np.ndarray,
+    after: np.ndarray,
+    gap: np.ndarray,
+    options: GapOptions,
+) -> tuple[int, tuple[np.ndarray, ...]]:
+    """How many distinct (before, after) name pairs these gaps have, and per pair (the first
+    ``options.top`` by the sort field, then the names; all with top 0): the names, the sort
+    value, count, total, min, max and standard deviation of the gap."""
+    width = max(width, 1)
     key: np.ndarray = before.astype(np.int32 if width * width < 2**31 else np.int64)
     key *= width
     key += after
     used, group = dense_ids(key, width * width)
     del key
     stats = moments.accumulate(group, gap, len(used))
+    del group
     std = stats.std()
     count, total = stats.count, stats.total
-    values = {
+    value = {
         "count": count.astype(np.float64),
         "total_ns": total.astype(np.float64),
         "mean_ns": total / count,
@@ -590,21 +650,11 @@ def _transitions(
         "std_ns": std,
     }[_sort_field(options.sort)]
     first, second = used // width, used % width
-    order = np.lexsort((rank[second], rank[first], -values))
-    chosen = order if options.top == 0 else order[: options.top]
-    rows = [
-        Transition(
-            from_name=names[int(first[g])],
-            to_name=names[int(second[g])],
-            count=int(count[g]),
-            total_ns=int(total[g]),
-            min_ns=int(stats.minimum[g]),
-            max_ns=int(stats.maximum[g]),
-            std_ns=float(std[g]),
-        )
-        for g in chosen.tolist()
-    ]
-    return rows, len(used)
+    columns = (first, second, value, count, total, stats.minimum, stats.maximum, std)
+    if options.top == 0:
+        return len(used), columns
+    keep = np.lexsort((rank[second], rank[first], -value))[: options.top]
+    return len(used), tuple(column[keep] for column in columns)
 
 
 def _sort_field(sort: str) -> str:
@@ -638,19 +688,32 @@ def _histogram(positive: np.ndarray, options: GapOptions) -> Histogram:
     return Histogram("us", (edges / 1000).tolist(), counts.tolist(), below, above)
 
 
-def _largest(events: TraceEvents, gaps: GapSet, launch: np.ndarray, n: int) -> list[LargestGap]:
-    """The ``n`` longest gaps (all with n = 0), longest first (ties: earliest first), with the
-    CPU context of each (``launch``: first_launch of every GPU row)."""
-    if len(gaps) == 0:
+def _largest(
+    events: TraceEvents,
+    gaps: GapSet,
+    launch: np.ndarray | None,
+    n: int,
+    kept: np.ndarray | None = None,
+) -> list[LargestGap]:
+    """The ``n`` longest gaps (all with n = 0) of those ``kept`` (a mask; None: all), longest
+    first (ties: earliest first), with the CPU context of each (``launch``: first_launch of
+    every GPU row, or None)."""
+    length, start = gaps.end - gaps.start, gaps.start
+    index = None if kept is None or bool(kept.all()) else np.flatnonzero(kept)
+    if index is not None:
+        length, start = length[index], start[index]
+    if len(length) == 0:
         return []
-    order = _longest(gaps.end - gaps.start, gaps.start, n or len(gaps))
-    chosen = gaps.take(order)
+    order = _longest(length, start, n or len(length))
+    del length, start
+    chosen = gaps.take(order if index is None else index[order])
+    del index
     gpu = events.gpu
     contexts = cpu_contexts(
         events,
         GapQuery(
             gpu.correlation[chosen.after],
-            launch[chosen.after],
+            launches_of(events, launch, chosen.after),
             chosen.start,
             chosen.end,
             chosen.host_wait,
