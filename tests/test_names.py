@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import re
 
 import pytest
 from hypothesis import given, settings
@@ -320,3 +321,29 @@ def test_colliding_groups_are_told_apart_only_when_asked_for(
     assert shown[many[6]] == "ns::k1<6, …>" and calls == ["ns::k1"]  # worked out once
     everything = dict(shown)
     assert len(calls) == 1000 and len(set(everything.values())) == 4000
+
+
+def _innermost_first(name: str) -> str | None:
+    """The definition: innermost <...> removed until none is left; None if '<' remains."""
+    text, removed = re.subn(r"<[^<>]*>", "", name)
+    while removed:
+        text, removed = re.subn(r"<[^<>]*>", "", text)
+    return None if "<" in text else text
+
+
+_BRACKETED = st.recursive(  # nested groups, some left open, stray '>' in the text
+    st.text(alphabet="ab ,>", max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        .map("".join)
+        .flatmap(lambda t: st.sampled_from([f"<{t}>", f"<{t}", t]))
+    ),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(st.text(alphabet="<>a b,", max_size=40), _BRACKETED))
+def test_templates_removed_as_innermost_first(name: str) -> None:
+    """Removing nested groups up to three deep at once ends as innermost-first does."""
+    assert names._without_templates(name) == _innermost_first(name)

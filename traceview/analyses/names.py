@@ -27,6 +27,7 @@ except ImportError:  # the documented fallback: mangled names are shown as recor
 
 _ANGLES = re.compile(r"[<>]")
 _INNERMOST = re.compile(r"<[^<>]*>")
+_NESTED = re.compile(r"<(?:[^<>]++|<(?:[^<>]++|<[^<>]*+>)*+>)*+>")  # up to 3 deep, at once
 _PARENS = re.compile(r"[()]")
 _PARENS_SPACES = re.compile(r"[() ]")
 _TENSILE = re.compile(r"(Cijk_\w*?)_(MT\d+x\d+x\d+)(?:_|$)")  # family, macro tile
@@ -87,8 +88,8 @@ def _without_templates(name: str) -> str | None:
         return name
     if "operator" in name or "->" in name:
         return _without_templates_each(name)
-    text, removed = _INNERMOST.subn("", name)
-    while removed:
+    text, removed = _NESTED.subn("", name)  # most names nest no deeper than three
+    while removed and "<" in text:
         text, removed = _INNERMOST.subn("", text)
     return None if "<" in text else text
 
