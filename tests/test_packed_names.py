@@ -3,7 +3,9 @@ the string order of ``rank`` (against Python's own sort), hostile text included.
 
 from __future__ import annotations
 
+import itertools
 import pickle
+import random
 from unittest import mock
 
 import numpy as np
@@ -11,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from traceview.columns import packed_names
-from traceview.columns.packed_names import PackedNames, ranks, subset
+from traceview.columns.packed_names import PackedNames, ranks, ranks_of, subset
 
 # Bytes that tie or sort on their edges: NUL (a shorter name is padded with it), a lone
 # surrogate, 2-, 3- and 4-byte characters, the highest BMP character, ASCII.
@@ -71,3 +73,18 @@ def test_names_packed_take_a_third_less_memory() -> None:
     ]
     as_list = sys.getsizeof(names) + sum(sys.getsizeof(n) for n in names)
     assert PackedNames.of(names).nbytes < 0.8 * as_list
+
+
+def test_ranks_of_some_ids_order_them_as_their_names() -> None:
+    """Only the names asked for are ranked; their order is that of the strings, equal ids
+    equal, for packed names and a plain list alike."""
+    rng = random.Random(3)
+    texts = list(
+        {"".join(rng.choice("ab\x00é") for _ in range(rng.randrange(6))) for _ in range(300)}
+    )
+    ids = np.array([rng.randrange(len(texts)) for _ in range(500)], dtype=np.int32)
+    for names in (PackedNames.of(texts), texts):
+        got = ranks_of(names, ids)
+        for i, j in itertools.product(range(0, 500, 7), range(0, 500, 11)):
+            a, b = texts[ids[i]], texts[ids[j]]
+            assert (got[i] < got[j]) == (a < b) and (got[i] == got[j]) == (a == b)

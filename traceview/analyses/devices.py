@@ -23,7 +23,7 @@ import numpy as np
 from traceview.aggregate.intervals import unions, unions_in_order
 from traceview.aggregate.order import first_of_runs, lex_order, lex_order_then
 from traceview.columns.model import TraceEvents
-from traceview.columns.packed_names import ranks
+from traceview.columns.packed_names import ranks, ranks_of
 
 NO_LAUNCH = np.iinfo(np.int64).min
 
@@ -142,8 +142,10 @@ def _launches_by_correlation(events: TraceEvents) -> tuple[np.ndarray, np.ndarra
 def launch_times(events: TraceEvents, first: np.ndarray | None = None) -> np.ndarray:
     """Per GPU row: the start of its launching runtime call, else the row's own ts (ns);
     ``first`` is ``first_launch(events)`` when the caller has it already."""
-    launch = first_launch(events) if first is None else first
-    return np.where(launch == NO_LAUNCH, events.gpu.ts, launch)
+    launch = first_launch(events) if first is None else first.copy()
+    none = launch == NO_LAUNCH
+    launch[none] = events.gpu.ts[none]
+    return launch
 
 
 def name_rank(names: Sequence[str]) -> np.ndarray:
@@ -181,15 +183,16 @@ def device_gaps(
     events: TraceEvents,
     rows: np.ndarray,
     launch: np.ndarray | None,
-    name_rank: np.ndarray,
+    name_rank: np.ndarray | None,
     with_before: bool = True,
 ) -> tuple[list[DeviceUsage], GapSet]:
     """Each device's usage and every device gap of the busy events among ``rows``.
 
     ``launch`` is ``first_launch(events)`` (None: looked up for the rows needed),
     ``name_rank`` the rank of each name id in sorted order (ties between events are broken
-    by name text). ``with_before=False``: the gaps' ``before`` rows are not looked for (left
-    empty), for callers that sum the gaps up.
+    by name text; None: only the names of tied events are ranked). ``with_before=False``:
+    the gaps' ``before`` rows are not looked for (left empty), for callers that sum the gaps
+    up.
     """
     rows = positive(events, rows)
     gpu = events.gpu
@@ -198,7 +201,9 @@ def device_gaps(
 
     def ends_and_ranks(at: np.ndarray) -> list[np.ndarray]:  # of rows tied on (device, ts)
         tied = rows[at]
-        return [name_rank[gpu.name[tied]], gpu.ts[tied] + gpu.dur[tied]]
+        name = gpu.name[tied]
+        rank = ranks_of(events.names, name) if name_rank is None else name_rank[name]
+        return [rank, gpu.ts[tied] + gpu.dur[tied]]
 
     # Sorted by (device, ts, end, name): after, the first of those at (device, end), is the
     # row right after the hole; before, the first at (device, start) by (end, −ts, name),

@@ -349,9 +349,8 @@ def device_idle(events: TraceEvents, options: GapOptions) -> list[DeviceIdle]:
     mask, _ = _selection(events, options)
     rows = _compact(np.flatnonzero(mask), len(mask))
     del mask
-    rank = name_rank(events.names)
-    usage, gaps = device_gaps(events, rows, None, rank, with_before=False)
-    del rows, rank
+    usage, gaps = device_gaps(events, rows, None, None, with_before=False)
+    del rows
     kept = (gaps.end - gaps.start) >= options.min_gap_ns
     return _device_rows(events, usage, gaps, kept)
 

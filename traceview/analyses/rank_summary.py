@@ -26,8 +26,6 @@ from traceview.analyses.devices import (
     DeviceUsage,
     device_gaps,
     device_of_stream,
-    first_launch,
-    name_rank,
     positive,
     usage,
 )
@@ -172,9 +170,7 @@ def kernel_stats(events: TraceEvents, options: KernelOptions) -> KernelStats:
 
 def gap_figures(events: TraceEvents) -> GapFigures:
     """The device gaps of all GPU activity (the ``gaps`` command's default busy events)."""
-    _, gaps = device_gaps(
-        events, np.arange(len(events.gpu.ts)), first_launch(events), name_rank(events.names)
-    )
+    _, gaps = device_gaps(events, np.arange(len(events.gpu.ts)), None, None, with_before=False)
     length = gaps.end - gaps.start
     one = np.zeros(len(length), dtype=np.int64)
     return GapFigures(

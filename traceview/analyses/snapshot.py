@@ -19,7 +19,7 @@ comes first); whole-trace figures always cover everything. Times are µs rounded
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +31,7 @@ from traceview.analyses.kernels import KernelOptions, KernelReport, KernelRow, a
 from traceview.analyses.steps import StepRow, StepRows, step_table, step_windows
 from traceview.analyses.summary import TraceSummary
 from traceview.choices import KernelSort
+from traceview.columns.memory import release_free_memory
 from traceview.columns.model import TraceEvents
 from traceview.columns.packed_names import subset
 from traceview.columns.schema import KERNEL
@@ -200,11 +201,14 @@ def build_snapshot(
     kept = list(windows)[max(len(windows) - max_steps, 0) :]  # the last max_steps steps
     steps = step_table(events, {n: windows[n] for n in kept})
     stored = _stored(report, max_kernels, max_stored)
-    rows_by = StepRows(events, np.arange(len(events.gpu.ts)))
-    step_rows = [np.sort(rows_by.within(windows[s.step])) for s in steps]
     slot, digests = _slots_and_digests(events, [r.name for r in stored])
-    counts, totals = _step_sums(events, step_rows, slot, len(stored))
+    rows_by = StepRows(events, np.arange(len(events.gpu.ts), dtype=np.int32))  # < 2^31 rows
+    step_rows = (rows_by.within(windows[s.step]) for s in steps)  # views, one at a time
+    counts, totals = _step_sums(events, step_rows, len(steps), slot, len(stored))
     del slot, rows_by, step_rows
+    # The row-sized temporaries are gone: their pages go back before the digests' strings
+    # (~70 MB at 10^6 names) are made; else the heap holds both at the peak.
+    release_free_memory()
     return Snapshot(
         kind=KIND,
         schema_version=SCHEMA_VERSION,
@@ -290,12 +294,17 @@ def _digest_texts(numbers: np.ndarray) -> tuple[str, ...]:
 
 
 def _step_sums(
-    events: TraceEvents, step_rows: list[np.ndarray], slot: np.ndarray, stored: int
+    events: TraceEvents,
+    step_rows: Iterable[np.ndarray],
+    steps: int,
+    slot: np.ndarray,
+    stored: int,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Per step (row indices of its GPU activity) and stored kernel (column, the last one is
-    ``other``; ``slot``: each name id's column): count and time ns."""
+    """Per step (row indices of its GPU activity, ``steps`` of them, in any order) and stored
+    kernel (column, the last one is ``other``; ``slot``: each name id's column): count and
+    time ns."""
     gpu = events.gpu
-    counts = np.zeros((len(step_rows), stored + 1), dtype=np.int64)
+    counts = np.zeros((steps, stored + 1), dtype=np.int64)
     totals = np.zeros_like(counts)
     kernels = gpu.kind == KERNEL
     for row, rows in enumerate(step_rows):

@@ -275,6 +275,15 @@ class _Subset(Sequence[str]):
         return (names[i] for i in self._ids.tolist())
 
 
+def ranks_of(names: Sequence[str], ids: np.ndarray) -> np.ndarray:
+    """For each of ``ids``: a number that orders them as their names sort as strings (equal
+    for equal ids), ranking only these names, not all of ``names``."""
+    used, inverse = np.unique(ids, return_inverse=True)
+    chosen = names.take(used) if isinstance(names, PackedNames) else subset(names, used)
+    local: np.ndarray = ranks(chosen)[inverse.reshape(-1)]
+    return local
+
+
 def ranks(names: Sequence[str]) -> np.ndarray:
     """``rank[id]``: the position of name ``id`` in sorted string order, ties by id."""
     if isinstance(names, PackedNames):
