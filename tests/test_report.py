@@ -183,9 +183,9 @@ def test_without_plotly_one_line_before_reading(
     from traceview.render.html import page
 
     def absent(name: str) -> None:
-        raise ModuleNotFoundError(name)
+        return None  # what find_spec says of a package that is not installed
 
-    monkeypatch.setattr(page.resources, "files", absent)
+    monkeypatch.setattr(page, "find_spec", absent)
     r = runner.invoke(app, ["report", str(DEMO), "-o", str(tmp_path / "r.html"), "-q"])
     assert r.exit_code == 1
     assert r.output.strip().splitlines() == [f"traceview: error: {page.MISSING_PLOTLY}"]

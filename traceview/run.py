@@ -517,12 +517,12 @@ def report(
     """``traceview report``: one self-contained HTML page from one read of the trace."""
     from traceview.allocator import reuse_freed_memory
     from traceview.render.html.documents import collect
-    from traceview.render.html.page import plotly_js
+    from traceview.render.html.page import plotly_path
 
     if options.rank is not None:
         raise UsageError(f"--rank {options.rank}: for a run (several rank files); {path} is one")
     check_output_path(output, force, (path,))
-    plotly_js()  # the missing extra is said before any reading
+    plotly_path()  # the missing extra is said before any reading
     reuse_freed_memory()
     events = read_trace(path, read, keep_cpu=True)
     write_page(collect(events, options), output, force, (path,))

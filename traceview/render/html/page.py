@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
+from importlib.util import find_spec
+from pathlib import Path
 from typing import Any
 
 from traceview.errors import TraceviewError
@@ -52,10 +54,19 @@ class Section:
 
 def plotly_js() -> str:
     """plotly.min.js from the plotly package (the optional ``report`` extra)."""
-    try:
-        return (resources.files("plotly") / "package_data" / "plotly.min.js").read_text("utf-8")
-    except (ModuleNotFoundError, FileNotFoundError):
-        raise TraceviewError(MISSING_PLOTLY) from None
+    return plotly_path().read_text("utf-8")
+
+
+def plotly_path() -> Path:
+    """Where plotly.min.js is, found without importing plotly (its import, which reads its
+    own metadata, took 0.02 s of a warm report); TraceviewError when it is not there."""
+    spec = find_spec("plotly")
+    if spec is None or spec.origin is None:
+        raise TraceviewError(MISSING_PLOTLY)
+    path = Path(spec.origin).parent / "package_data" / "plotly.min.js"
+    if not path.is_file():
+        raise TraceviewError(MISSING_PLOTLY)
+    return path
 
 
 def render(docs: Documents, info: PageInfo) -> str:
