@@ -9,8 +9,10 @@ import numpy as np
 import pytest
 import reference as ref
 from conftest import RealTrace
+from hypothesis import given
+from hypothesis import strategies as st
 
-from traceview.analyses.oplinks import NO_OP, link_ops
+from traceview.analyses.oplinks import NO_OP, first_minimal, link_ops
 from traceview.analyses.ops import NO_OP_ROW, OpOptions, analyse_ops
 from traceview.columns.model import TraceEvents
 from traceview.columns.schema import KERNEL
@@ -75,3 +77,20 @@ def test_ops_table_matches_reference(real_trace: RealTrace, level: str) -> None:
     for r in report.rows:
         if r.name != NO_OP_ROW:
             assert (r.calls, r.cpu_time_ns) == (calls[r.name], cpu[r.name]), r.name
+
+
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 6), st.integers(-3, 3), st.integers(-3, 3), st.integers(0, 3)),
+        max_size=60,
+    )
+)
+def test_first_minimal_is_the_first_of_each_run_of_the_sort(
+    entries: list[tuple[int, int, int, int]],
+) -> None:
+    row, ts, dur, rank = (np.array([e[i] for e in entries], dtype=np.int64) for i in range(4))
+    order = np.lexsort((rank, dur, ts, row))
+    want = order[np.r_[True, row[order][1:] != row[order][:-1]]] if len(row) else order
+    scratch = np.full(7, 99, dtype=np.int64)
+    got = first_minimal(row, (ts, dur, rank), scratch)
+    assert sorted(got.tolist()) == sorted(want.tolist())
