@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from traceview.console import stderr_console as stderr_console  # run.py prints with it too
 from traceview.errors import TraceviewError, UsageError
+from traceview.render.escape import visible
 
 if TYPE_CHECKING:  # rich is imported only to print (0.03 s): a warm run may print nothing
     from rich.progress import Progress, TaskID
@@ -98,7 +99,9 @@ def write_file(path: Path, text: str, force: bool, inputs: Sequence[Path] = ()) 
             _write_atomically(Path(os.path.realpath(path)), data, st)
     except OSError as e:
         raise TraceviewError(f"{path}: cannot write ({e.strerror or e})") from None
-    stderr_console().print(f"Wrote {path}", markup=False, soft_wrap=True)
+    # A plain line: rich's import and console were 0.02 s of a warm report (and rich read
+    # ":name:" in a path as an emoji).
+    sys.stderr.write(f"Wrote {visible(str(path))}\n")
 
 
 def _is_open_fd(path: Path) -> bool:
