@@ -71,7 +71,7 @@ def collect(events: TraceEvents, options: ReportOptions) -> Documents:
         steps=steps,
         ops=analyse_ops(events, _op_options(), shared).as_json(),
         step_outliers=outliers([s["cpu_dur_us"] for s in steps["steps"]]),
-        utilisation=utilisation(events, options.bins),
+        utilisation=utilisation(events, options.bins, shared.usage, shared.gaps),
         step=None if step is None else step_work(events, step, launch=shared.launch),
         names=events.names,
     )
