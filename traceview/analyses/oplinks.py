@@ -55,7 +55,7 @@ def link_ops(
     linked from memory and kept in ``ops`` (for op_calls)."""
     n = len(events.gpu.ts)
     launch = first_launch(events)
-    gathered = OpColumns() if keep_ops else None
+    gathered = OpColumns(len(events.cpu)) if keep_ops else None
     thread, launch_end = launch_threads(events, launch, gathered)
     rank = name_rank(events.names) if rank is None else rank
     scratch = np.empty(n, dtype=np.int64)
