@@ -169,8 +169,7 @@ def launch_threads(
         if gathered is not None:
             gathered.add(block)
         calls = block[block["correlation"] >= 0]
-        lo = keys.search(calls["correlation"], calls["ts"], side="left")
-        hi = keys.search(calls["correlation"], calls["ts"], side="right")
+        lo, hi = keys.equal_range(calls["correlation"], calls["ts"])
         at, which = concat_ranges(lo, hi)  # the GPU rows this call launched
         target = by_key[at]
         fresh = thread[target] < 0
