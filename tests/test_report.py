@@ -190,3 +190,13 @@ def test_without_plotly_one_line_before_reading(
     assert r.exit_code == 1
     assert r.output.strip().splitlines() == [f"traceview: error: {page.MISSING_PLOTLY}"]
     assert not (tmp_path / "r.html").exists()
+
+
+def test_the_page_written_as_bytes_is_the_page_encoded() -> None:
+    from traceview.render.html.documents import ReportOptions, collect
+    from traceview.render.html.page import PageInfo, render, render_bytes
+    from traceview.run import ReadOptions, read_trace
+
+    docs = collect(read_trace(DEMO, ReadOptions(quiet=True), keep_cpu=True), ReportOptions())
+    info = PageInfo("test", "traceview report <demo> ✓")
+    assert render_bytes(docs, info) == render(docs, info).encode("utf-8")

@@ -533,7 +533,7 @@ def write_page(docs: Documents, output: Path, force: bool, inputs: Sequence[Path
     import shlex
 
     from traceview import __version__
-    from traceview.render.html.page import PageInfo, render
+    from traceview.render.html.page import PageInfo, render_bytes
 
     command = shlex.join(["traceview", *sys.argv[1:]])
-    write_file(output, render(docs, PageInfo(__version__, command)), force, tuple(inputs))
+    write_file(output, render_bytes(docs, PageInfo(__version__, command)), force, tuple(inputs))

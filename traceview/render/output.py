@@ -83,11 +83,11 @@ def _is_an_input(st: os.stat_result, inputs: Sequence[Path]) -> bool:
     return False
 
 
-def write_file(path: Path, text: str, force: bool, inputs: Sequence[Path] = ()) -> None:
+def write_file(path: Path, text: str | bytes, force: bool, inputs: Sequence[Path] = ()) -> None:
     """Write ``text`` to ``path``: a regular file atomically (a temp file renamed over it, with
     the user's umask), a device or pipe by writing to it. Never an input trace."""
     check_output_path(path, force, inputs)
-    data = text.encode("utf-8")
+    data = text if isinstance(text, bytes) else text.encode("utf-8")  # bytes: UTF-8 already
     try:
         st = path.stat()
     except OSError:
