@@ -516,6 +516,8 @@ def report(
 ) -> None:
     """``traceview report``: one self-contained HTML page from one read of the trace."""
     from traceview.allocator import reuse_freed_memory
+    from traceview.analyses import stored_links
+    from traceview.analyses.shared import work_out
     from traceview.render.html.documents import collect
     from traceview.render.html.page import plotly_path
 
@@ -524,8 +526,14 @@ def report(
     check_output_path(output, force, (path,))
     plotly_path()  # the missing extra is said before any reading
     reuse_freed_memory()
+    where = stored_links.place(path, read)  # before the read: the trace's identity then
     events = read_trace(path, read, keep_cpu=True)
-    write_page(collect(events, options), output, force, (path,))
+    linked = None if where is None or read.refresh else stored_links.load(where, events)
+    shared = work_out(events, linked)
+    if where is not None and linked is None:
+        _wait_for_cache_writes()  # the entry, written in the background
+        stored_links.save(where, events, shared.links, shared.calls)
+    write_page(collect(events, options, shared), output, force, (path,))
 
 
 def write_page(docs: Documents, output: Path, force: bool, inputs: Sequence[Path]) -> None:
