@@ -5,10 +5,9 @@ op's stack (analyses.opcalls): on the 1 GB benchmark trace that is 0.55 s of CPU
 a warm report, redone on every run for the same entry. The arrays are kept as a derived file
 of the entry (cache.derived), under a key of the code that works them out (the ingest code,
 the analyses and aggregate), so they are served only to code that would compute the same
-ones, and only to the entry's own events (their sizes are checked). The launch starts are
-not kept (``first_launch`` gives them back from the runtime columns); ids are kept as int32
-where they fit. What is given back has the values and dtypes ``link_ops`` and ``op_calls``
-give.
+ones, and only to the entry's own events (their sizes are checked). Ids are kept as int32
+where they fit (19 MB for the 1 GB trace's 550k GPU rows); what is given back has the values
+and dtypes ``link_ops`` and ``op_calls`` give.
 """
 
 from __future__ import annotations
@@ -18,7 +17,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from traceview.analyses.devices import first_launch
 from traceview.analyses.opcalls import OpCalls
 from traceview.analyses.oplinks import OpLinks
 from traceview.cache.fingerprint import INGEST_SOURCES, code_fingerprint
@@ -77,7 +75,7 @@ def save(where: Place, events: TraceEvents, links: OpLinks, calls: OpCalls) -> N
 
 def to_arrays(events: TraceEvents, links: OpLinks, calls: OpCalls) -> dict[str, np.ndarray]:
     """The arrays to keep."""
-    out = {"sizes": _sizes(events), "launch_end": links.launch_end}
+    out = {"sizes": _sizes(events), "launch": links.launch, "launch_end": links.launch_end}
     for name in _IDS:
         out[name] = _narrow(getattr(links, name))
     for name in _CALLS:
@@ -90,10 +88,11 @@ def from_arrays(events: TraceEvents, arrays: dict[str, np.ndarray]) -> tuple[OpL
     if arrays["sizes"].tolist() != _sizes(events).tolist():
         raise ValueError("kept for other events")
     leaf, top, thread, leaf_shape, top_shape = (arrays[name].astype(np.int64) for name in _IDS)
-    end = arrays["launch_end"]
-    if any(len(a) != len(events.gpu.ts) for a in (leaf, top, thread, leaf_shape, top_shape, end)):
+    launch, end = arrays["launch"], arrays["launch_end"]
+    per_row = (leaf, top, thread, launch, end, leaf_shape, top_shape)
+    if any(len(a) != len(events.gpu.ts) for a in per_row):
         raise ValueError("not one value per GPU row")
-    links = OpLinks(leaf, top, thread, first_launch(events), end, leaf_shape, top_shape)
+    links = OpLinks(*per_row)
     calls = OpCalls(*(arrays[f"calls_{name}"] for name in _CALLS))
     return links, calls
 
