@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from traceview.analyses import hints
 from traceview.analyses.overview import overview
 from traceview.columns.parallel import collect_events
 from traceview.read.reader import TraceReader
@@ -143,3 +144,18 @@ def test_no_tensor_cores_no_precision_hint(tmp_path: Path) -> None:
     old = Trace(compute_major=6)
     fp32_gemm(old, False)
     assert "low-precision" not in old.rules(tmp_path)
+
+
+def test_no_scan_for_the_data_loader_when_the_host_waits_cannot_reach_the_share(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    t = Trace()
+    data_loader(t, False)
+    assert "dataloader" in t.rules(tmp_path)
+    t.kernel("ampere_sgemm_long", 30_000, 30_010, 1_000_000)  # the 21 ms of waits: below 5%
+
+    def no_scan(*args: Any) -> None:
+        raise AssertionError("the CPU rows were scanned")
+
+    monkeypatch.setattr(hints, "cpu_contexts", no_scan)
+    assert "dataloader" not in t.rules(tmp_path)

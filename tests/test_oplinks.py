@@ -9,9 +9,13 @@ import numpy as np
 import pytest
 import reference as ref
 from conftest import RealTrace
+from hypothesis import given
+from hypothesis import strategies as st
 
-from traceview.analyses.oplinks import NO_OP, link_ops
+from traceview.analyses.opcalls import OP_FIELDS, OpColumns
+from traceview.analyses.oplinks import NO_OP, first_minimal, link_ops
 from traceview.analyses.ops import NO_OP_ROW, OpOptions, analyse_ops
+from traceview.columns.cpu_rows import OP, ROW, rows
 from traceview.columns.model import TraceEvents
 from traceview.columns.schema import KERNEL
 
@@ -75,3 +79,47 @@ def test_ops_table_matches_reference(real_trace: RealTrace, level: str) -> None:
     for r in report.rows:
         if r.name != NO_OP_ROW:
             assert (r.calls, r.cpu_time_ns) == (calls[r.name], cpu[r.name]), r.name
+
+
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 6), st.integers(-3, 3), st.integers(-3, 3), st.integers(0, 3)),
+        max_size=60,
+    )
+)
+def test_first_minimal_is_the_first_of_each_run_of_the_sort(
+    entries: list[tuple[int, int, int, int]],
+) -> None:
+    row, ts, dur, rank = (np.array([e[i] for e in entries], dtype=np.int64) for i in range(4))
+    order = np.lexsort((rank, dur, ts, row))
+    want = order[np.r_[True, row[order][1:] != row[order][:-1]]] if len(row) else order
+    scratch = np.full(7, 99, dtype=np.int64)
+    got = first_minimal(row, (ts, dur, rank), scratch)
+    assert sorted(got.tolist()) == sorted(want.tolist())
+
+
+@given(
+    st.lists(st.lists(st.tuples(st.integers(-3, 2), st.integers(0, 9)), max_size=9), max_size=6),
+    st.integers(0, 20),
+)
+def test_op_columns_are_the_ops_of_every_block_in_order(
+    blocks: list[list[tuple[int, int]]], capacity: int
+) -> None:
+    tables = [
+        rows(
+            thread=np.array([t for _, t in b], dtype=np.int32),
+            name=np.array([t + 1 for _, t in b], dtype=np.int32),
+            ts=np.array([10 * t for _, t in b], dtype=np.int64),
+            end=np.array([10 * t + 5 for _, t in b], dtype=np.int64),
+            correlation=np.array([c for c, _ in b], dtype=np.int64),
+        )
+        for b in blocks
+    ]
+    gathered = OpColumns(capacity)  # too small or large enough: grown when need be
+    for table in tables:
+        gathered.add(table)
+    every = np.concatenate([np.zeros(0, dtype=ROW), *tables])
+    ops = every[every["correlation"] == OP]
+    got = gathered.columns()
+    assert [c.tolist() for c in got] == [ops[field].tolist() for field in OP_FIELDS]
+    assert [c.dtype for c in got] == [ROW[field] for field in OP_FIELDS]

@@ -160,3 +160,16 @@ def test_sorted_pairs_search_is_searchsorted_over_pairs(case: tuple[np.ndarray, 
             key = (a, b)
             expected = sum(1 for p in pairs if (p < key if side == "left" else p <= key))
             assert at == expected, (key, side)
+
+
+@settings(max_examples=200, deadline=None)
+@given(case=pair_queries())
+def test_sorted_pairs_equal_range_is_both_searches(case: tuple[np.ndarray, ...]) -> None:
+    major, minor, at_major, at_minor = case
+    # the pairs themselves asked for too: found queries, runs of equal pairs
+    at_major = np.concatenate([at_major, major.astype(at_major.dtype)])
+    at_minor = np.concatenate([at_minor, minor.astype(at_minor.dtype)])
+    index = SortedPairs(major, minor)
+    lo, hi = index.equal_range(at_major, at_minor)
+    assert lo.tolist() == index.search(at_major, at_minor, "left").tolist()
+    assert hi.tolist() == index.search(at_major, at_minor, "right").tolist()

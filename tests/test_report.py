@@ -183,10 +183,20 @@ def test_without_plotly_one_line_before_reading(
     from traceview.render.html import page
 
     def absent(name: str) -> None:
-        raise ModuleNotFoundError(name)
+        return None  # what find_spec says of a package that is not installed
 
-    monkeypatch.setattr(page.resources, "files", absent)
+    monkeypatch.setattr(page, "find_spec", absent)
     r = runner.invoke(app, ["report", str(DEMO), "-o", str(tmp_path / "r.html"), "-q"])
     assert r.exit_code == 1
     assert r.output.strip().splitlines() == [f"traceview: error: {page.MISSING_PLOTLY}"]
     assert not (tmp_path / "r.html").exists()
+
+
+def test_the_page_written_as_bytes_is_the_page_encoded() -> None:
+    from traceview.render.html.documents import ReportOptions, collect
+    from traceview.render.html.page import PageInfo, render, render_bytes
+    from traceview.run import ReadOptions, read_trace
+
+    docs = collect(read_trace(DEMO, ReadOptions(quiet=True), keep_cpu=True), ReportOptions())
+    info = PageInfo("test", "traceview report <demo> ✓")
+    assert render_bytes(docs, info) == render(docs, info).encode("utf-8")

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import statistics
 
+import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from traceview.analyses.step_outliers import outliers
+from traceview.analyses.step_outliers import _median, outliers
 
 
 def test_one_slow_step_among_steady_ones() -> None:
@@ -25,3 +26,9 @@ def test_matches_the_definition(times: list[float]) -> None:
     mad = statistics.median([abs(t - median) for t in times])
     limit = 3 * 1.4826 * max(mad, 0.02 * median)
     assert outliers(times) == [abs(t - median) > limit for t in times]
+
+
+@given(st.lists(st.floats(-1e300, 1e300) | st.integers(0, 5).map(float), min_size=1, max_size=30))
+def test_median_is_numpys_to_the_last_bit(values: list[float]) -> None:
+    t = np.asarray(values, dtype=np.float64)
+    assert _median(t) == float(np.median(t))

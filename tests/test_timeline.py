@@ -8,10 +8,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import RealTrace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.reference import union_length_ns
+from traceview.analyses.devices import device_gaps, first_launch, name_rank
 from traceview.analyses.timeline import (
     bin_edges,
     busy_per_bin,
@@ -91,3 +93,16 @@ def test_step_work_is_the_steps_gpu_work_and_capped_when_asked() -> None:
     assert sorted(small.dur.tolist()) == sorted(work.dur.tolist())[-10:]
     with pytest.raises(TraceviewError, match="no such step"):
         pick_step(events, 999)
+
+
+def test_device_rows_from_the_device_gaps_are_those_of_the_unions(real_trace: RealTrace) -> None:
+    events = real_trace.events
+    if not (events.gpu.dur > 0).any():
+        pytest.skip("no GPU activity")
+    launch, rank = first_launch(events), name_rank(events.names)
+    usage, gaps = device_gaps(events, np.arange(len(events.gpu.ts)), launch, rank)
+    alone, shared = utilisation(events, 300), utilisation(events, 300, usage, gaps)
+    assert [(r.device, r.stream) for r in shared.rows] == [(r.device, r.stream) for r in alone.rows]
+    assert all(
+        a.busy.tolist() == b.busy.tolist() for a, b in zip(alone.rows, shared.rows, strict=True)
+    )

@@ -521,16 +521,24 @@ def report(
 ) -> None:
     """``traceview report``: one self-contained HTML page from one read of the trace."""
     from traceview.allocator import reuse_freed_memory
+    from traceview.analyses import stored_links
+    from traceview.analyses.shared import work_out
     from traceview.render.html.documents import collect
-    from traceview.render.html.page import plotly_js
+    from traceview.render.html.page import plotly_path
 
     if options.rank is not None:
         raise UsageError(f"--rank {options.rank}: for a run (several rank files); {path} is one")
     check_output_path(output, force, (path,))
-    plotly_js()  # the missing extra is said before any reading
+    plotly_path()  # the missing extra is said before any reading
     reuse_freed_memory()
+    where = stored_links.place(path, read)  # before the read: the trace's identity then
     events = read_trace(path, read, keep_cpu=True)
-    write_page(collect(events, options), output, force, (path,))
+    linked = None if where is None or read.refresh else stored_links.load(where, events)
+    shared = work_out(events, linked)
+    if where is not None and linked is None:
+        _wait_for_cache_writes()  # the entry, written in the background
+        stored_links.save(where, events, shared.links, shared.calls)
+    write_page(collect(events, options, shared), output, force, (path,))
 
 
 def write_page(docs: Documents, output: Path, force: bool, inputs: Sequence[Path]) -> None:
@@ -538,7 +546,7 @@ def write_page(docs: Documents, output: Path, force: bool, inputs: Sequence[Path
     import shlex
 
     from traceview import __version__
-    from traceview.render.html.page import PageInfo, render
+    from traceview.render.html.page import PageInfo, render_bytes
 
     command = shlex.join(["traceview", *sys.argv[1:]])
-    write_file(output, render(docs, PageInfo(__version__, command)), force, tuple(inputs))
+    write_file(output, render_bytes(docs, PageInfo(__version__, command)), force, tuple(inputs))

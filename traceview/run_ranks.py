@@ -119,13 +119,13 @@ def report(
     from traceview.analyses.kernels import KernelOptions
     from traceview.analyses.ranks import ranks_report
     from traceview.render.html.documents import collect
-    from traceview.render.html.page import plotly_js
+    from traceview.render.html.page import plotly_path
     from traceview.render.output import check_output_path
     from traceview.run import read_trace, write_page
 
     files = run_inputs(inputs, run)
     check_output_path(output, force, files)
-    plotly_js()  # the missing extra is said before any reading
+    plotly_path()  # the missing extra is said before any reading
     result = gather(inputs, run, read, KernelOptions())
     ranks = ranks_report(result.summaries, result.rollup, result.waits)
     for warning in ranks.warnings:

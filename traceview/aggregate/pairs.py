@@ -20,6 +20,7 @@ class SortedPairs:
     def __init__(self, major: np.ndarray, minor: np.ndarray) -> None:
         self.major, self.minor = major, minor
         self.keys: np.ndarray | None = None
+        self.run_end: np.ndarray | None = None  # made by the first equal_range
         if len(minor) and major.dtype.kind in "iu" and minor.dtype.kind == "i":
             self.low, self.high = int(minor.min()), int(minor.max())
             # minors become 1 .. span − 2 (0, span − 1: queries below, above them all)
@@ -41,6 +42,29 @@ class SortedPairs:
         key[low_major] = 0
         key[high_major] = (self.top + 1) << self.bits
         return key
+
+    def equal_range(
+        self, at_major: np.ndarray, at_minor: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(``search(..., "left")``, ``search(..., "right")``) with one binary search: a
+        query found ends where its run of equal pairs ends, one not found where it starts."""
+        query = self._query(at_major, at_minor)
+        if self.keys is None or query is None:
+            return self.search(at_major, at_minor, "left"), self.search(at_major, at_minor, "right")
+        if self.run_end is None:
+            heads = np.flatnonzero(np.r_[True, self.keys[1:] != self.keys[:-1]])
+            ends = np.r_[heads[1:], len(self.keys)]
+            self.run_end = np.repeat(ends, ends - heads)  # per position, the end of its run
+        lo: np.ndarray = np.searchsorted(self.keys, query, side="left")
+        inside = np.minimum(lo, len(self.keys) - 1)
+        hi: np.ndarray = np.where(self.keys[inside] == query, self.run_end[inside], lo)
+        return lo, hi
+
+    def _query(self, at_major: np.ndarray, at_minor: np.ndarray) -> np.ndarray | None:
+        """The queries packed as the keys are, when they are (else None)."""
+        if self.keys is None or at_major.dtype.kind not in "iu" or at_minor.dtype.kind != "i":
+            return None
+        return self._pack(at_major, at_minor)
 
     def search(
         self, at_major: np.ndarray, at_minor: np.ndarray, side: Literal["left", "right"]

@@ -177,6 +177,9 @@ def dataloader(f: Facts) -> Hint | None:
     if len(cpu) == 0 or len(f.events.cpu) == 0:
         return None
     longest = cpu[np.argsort(-(f.gaps.end - f.gaps.start)[cpu], kind="stable")[:LOADER_GAPS]]
+    window = sum(u.window_ns for u in f.usage)
+    if int(f.gaps.host_wait[longest].sum()) < DATALOADER_SHARE * window:
+        return None  # an op holds a gap for at most its host wait: no need to look (a scan)
     chosen = f.gaps.take(longest)
     contexts = cpu_contexts(
         f.events,
@@ -189,7 +192,6 @@ def dataloader(f: Facts) -> Hint | None:
         ),
     )
     held = sum(c.ops[0].overlap_ns for c in contexts if c.ops and "DataLoader" in c.ops[0].name)
-    window = sum(u.window_ns for u in f.usage)
     if window == 0 or held < DATALOADER_SHARE * window:
         return None
     return Hint(

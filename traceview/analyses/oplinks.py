@@ -55,10 +55,11 @@ def link_ops(
     linked from memory and kept in ``ops`` (for op_calls)."""
     n = len(events.gpu.ts)
     launch = first_launch(events)
-    gathered = OpColumns() if keep_ops else None
+    gathered = OpColumns(len(events.cpu)) if keep_ops else None
     thread, launch_end = launch_threads(events, launch, gathered)
     rank = name_rank(events.names) if rank is None else rank
-    leaf, top = _Best(n, innermost=True), _Best(n, innermost=False)
+    scratch = np.empty(n, dtype=np.int64)
+    leaf, top = _Best(n, True, scratch), _Best(n, False, scratch)
     known = np.flatnonzero(thread >= 0)
     by_launch = known[lex_order((launch[known], thread[known]))]
     keys = SortedPairs(thread[by_launch], launch[by_launch])
@@ -93,13 +94,14 @@ class _Best:
     """Per GPU row, the best op offered so far: the innermost (largest ts, smallest dur,
     smallest name) or the outermost (smallest ts, largest dur, smallest name)."""
 
-    def __init__(self, n: int, innermost: bool) -> None:
+    def __init__(self, n: int, innermost: bool, scratch: np.ndarray) -> None:
         self.sign = -1 if innermost else 1  # keys are minimised
         self.ts = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
         self.dur = np.zeros(n, dtype=np.int64)
         self.rank = np.zeros(n, dtype=np.int64)
         self.name = np.full(n, NO_OP, dtype=np.int64)
         self.shape = np.full(n, NO_SHAPE, dtype=np.int64)
+        self.scratch = scratch  # n int64, any values: first_minimal's per-row minima
 
     def offer(
         self,
@@ -114,8 +116,7 @@ class _Best:
         if len(row) == 0:
             return
         key_ts, key_dur = self.sign * ts, -self.sign * dur
-        order = lex_order((rank, key_dur, key_ts, row))
-        first = order[np.r_[True, row[order][1:] != row[order][:-1]]]
+        first = first_minimal(row, (key_ts, key_dur, rank), self.scratch)
         row, key_ts, key_dur, rank, name, shape = (
             row[first], key_ts[first], key_dur[first], rank[first], name[first], shape[first]
         )  # fmt: skip
@@ -130,6 +131,24 @@ class _Best:
         self.ts[row], self.dur[row] = key_ts[better], key_dur[better]
         self.rank[row], self.name[row] = rank[better], name[better]
         self.shape[row] = shape[better]
+
+
+def first_minimal(row: np.ndarray, keys: tuple[np.ndarray, ...], scratch: np.ndarray) -> np.ndarray:
+    """Per distinct value of ``row``, the position of its entry least by ``keys`` (compared
+    in turn: the first key first), the first in position of equal ones; in no given order.
+
+    The first of each row's run in ``lex_order((*reversed(keys), row))``, found without a
+    sort: one minimum per row and key by ``np.minimum.at`` over the entries still tied,
+    9 ms for 1.4·10^6 entries where the sort of (row, key) pairs took 130 ms. ``scratch``
+    holds at least max(row) + 1 int64 values, overwritten.
+    """
+    at = np.arange(len(row))
+    for key in (*keys, at):
+        r, k = row[at], key[at]
+        scratch[r] = np.iinfo(np.int64).max
+        np.minimum.at(scratch, r, k)
+        at = at[k == scratch[r]]
+    return at
 
 
 def launch_threads(
@@ -150,8 +169,7 @@ def launch_threads(
         if gathered is not None:
             gathered.add(block)
         calls = block[block["correlation"] >= 0]
-        lo = keys.search(calls["correlation"], calls["ts"], side="left")
-        hi = keys.search(calls["correlation"], calls["ts"], side="right")
+        lo, hi = keys.equal_range(calls["correlation"], calls["ts"])
         at, which = concat_ranges(lo, hi)  # the GPU rows this call launched
         target = by_key[at]
         fresh = thread[target] < 0

@@ -19,6 +19,7 @@ import numpy as np
 from traceview.aggregate.intervals import unions
 from traceview.aggregate.order import dense_ids
 from traceview.aggregate.percentiles import nearest_rank
+from traceview.aggregate.segment_order import segment_order
 from traceview.analyses.categories import CATEGORIES, categorize
 from traceview.analyses.devices import NO_LAUNCH, device_of_stream
 from traceview.analyses.opcalls import op_calls
@@ -297,8 +298,12 @@ def _busy(events: TraceEvents, rows: np.ndarray, group: np.ndarray, n: int) -> n
     width = max(len(values), 1)
     gpu = events.gpu
     keep = gpu.dur[rows] > 0
-    ts = gpu.ts[rows][keep]
-    u = unions(group[keep] * width + device[gpu.stream[rows][keep]], ts, ts + gpu.dur[rows][keep])
+    rows = rows[keep]
+    segment = group[keep] * width + device[gpu.stream[rows]]
+    order = segment_order(gpu.ts[rows], segment)  # the groups interleave: see segment_order
+    rows, segment = rows[order], segment[order]
+    ts = gpu.ts[rows]
+    u = unions(segment, ts, ts + gpu.dur[rows], holes=False, ordered=True)
     out = np.zeros(n, dtype=np.int64)
     np.add.at(out, u.segment // width, u.busy)
     return out

@@ -17,6 +17,7 @@ import numpy as np
 
 from traceview.aggregate.intervals import unions
 from traceview.aggregate.order import dense_ids, lex_order
+from traceview.aggregate.segment_order import segment_order
 from traceview.analyses import hints as hint_rules
 from traceview.analyses.categories import CATEGORIES
 from traceview.analyses.devices import NO_LAUNCH, DeviceUsage, device_of_stream
@@ -235,7 +236,10 @@ def _breakdowns(
     comm_ns = _union_by(device[comm], ts[comm], end[comm], n)
     copy_ns = _union_by(device[copy], ts[copy], end[copy], n)
     width = len(CATEGORIES)
-    per_cat = unions(device * width + cat, ts, end)
+    by_cat = segment_order(ts, device * width + cat)  # the categories interleave
+    per_cat = unions(
+        (device * width + cat)[by_cat], ts[by_cat], end[by_cat], holes=False, ordered=True
+    )
     cat_busy: dict[int, list[tuple[int, int]]] = {}
     for seg, b in zip(per_cat.segment.tolist(), per_cat.busy.tolist(), strict=True):
         cat_busy.setdefault(seg // width, []).append((seg % width, b))
@@ -271,7 +275,7 @@ def _breakdowns(
 def _union_by(segment: np.ndarray, start: np.ndarray, end: np.ndarray, n: int) -> np.ndarray:
     """Per segment id in [0, n): the length of the union of its intervals (rows in (segment,
     start) order)."""
-    u = unions(segment, start, end, ordered=True)
+    u = unions(segment, start, end, holes=False, ordered=True)
     out = np.zeros(n, dtype=np.int64)
     out[u.segment] = u.busy
     return out

@@ -45,12 +45,16 @@ class Shared:
     trace: TraceSummary  # summarize(events)
 
 
-def work_out(events: TraceEvents) -> Shared:
-    """The Shared of ``events``."""
+def work_out(events: TraceEvents, linked: tuple[OpLinks, OpCalls] | None = None) -> Shared:
+    """The Shared of ``events``; ``linked``: their op links and op calls, when the caller
+    has them already (analyses.stored_links)."""
     rank = name_rank(events.names)
-    links = link_ops(events, rank, keep_ops=True)  # the CPU rows read once for both
-    calls = op_calls(events, links.ops)
-    links = replace(links, ops=None)
+    if linked is None:
+        links = link_ops(events, rank, keep_ops=True)  # the CPU rows read once for both
+        calls = op_calls(events, links.ops)
+        links = replace(links, ops=None)
+    else:
+        links, calls = linked
     launch = launch_times(events, links.launch)
     usage, gaps = device_gaps(events, np.arange(len(events.gpu.ts)), links.launch, rank)
     return Shared(

@@ -15,9 +15,8 @@ from typing import Any
 import numpy as np
 
 from traceview.aggregate.intervals import unions
-from traceview.aggregate.order import lex_order
 from traceview.analyses.categories import CATEGORIES, categorize
-from traceview.analyses.devices import device_of_stream
+from traceview.analyses.devices import DeviceUsage, GapSet, device_of_stream
 from traceview.analyses.steps import StepRows, describe_ranges, step_ranges, step_windows
 from traceview.columns.model import TraceEvents
 from traceview.errors import TraceviewError
@@ -95,13 +94,19 @@ def bin_edges(start: int, end: int, bins: int = BINS) -> np.ndarray:
 
 
 def busy_per_bin(
-    segment: np.ndarray, start: np.ndarray, end: np.ndarray, segments: int, edges: np.ndarray
+    segment: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
+    segments: int,
+    edges: np.ndarray,
+    merged: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
 ) -> np.ndarray:
     """(segments × bins) int64: per segment id in [0, segments), the length of the union of
-    its intervals inside each bin [edges[k], edges[k+1])."""
+    its intervals inside each bin [edges[k], edges[k+1]); ``merged``: their
+    ``merged_intervals`` when the caller has them already (then the intervals are unused)."""
     n = len(edges) - 1
     out = np.zeros((segments, n), dtype=np.int64)
-    seg, a, b = merged_intervals(segment, start, end)
+    seg, a, b = merged_intervals(segment, start, end) if merged is None else merged
     a, b = np.clip(a, edges[0], edges[-1]), np.clip(b, edges[0], edges[-1])
     keep = b > a
     seg, a, b = seg[keep], a[keep], b[keep]
@@ -131,16 +136,41 @@ def merged_intervals(
     """The maximal intervals of each segment's union: (segment, start, end), in (segment,
     start) order. A union is [first, last] less its holes."""
     u = unions(segment, start, end)
-    seg = np.concatenate([u.segment, u.hole_segment])
-    starts = np.concatenate([u.first, u.hole_end])
-    ends = np.concatenate([u.hole_start, u.last])
-    by_start = lex_order((starts, seg))
-    by_end = lex_order((ends, np.concatenate([u.hole_segment, u.segment])))
-    return seg[by_start], starts[by_start], ends[by_end]
+    return maximal(u.segment, u.first, u.last, u.hole_segment, u.hole_start, u.hole_end)
 
 
-def utilisation(events: TraceEvents, bins: int = BINS) -> Utilisation:
-    """Every device's and the busiest streams' busy ns per bin, over the trace span."""
+def maximal(
+    segment: np.ndarray,
+    first: np.ndarray,
+    last: np.ndarray,
+    hole_segment: np.ndarray,
+    hole_start: np.ndarray,
+    hole_end: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The maximal intervals of unions given as each segment's (ascending ids) first start
+    and last end and the holes in (segment, start) order: segment s's are [first, its first
+    hole's start], [that hole's end, the next one's start], ..., [its last hole's end, last].
+    Placed where they go, with no sort: in a union, starts and ends strictly increase."""
+    holes = np.bincount(np.searchsorted(segment, hole_segment), minlength=len(segment))
+    at = np.cumsum(holes + 1) - (holes + 1)  # where each segment's first interval goes
+    size = len(segment) + len(hole_segment)
+    is_first, is_last = np.zeros(size, dtype=bool), np.zeros(size, dtype=bool)
+    is_first[at], is_last[at + holes] = True, True
+    starts, ends = np.empty(size, dtype=np.int64), np.empty(size, dtype=np.int64)
+    starts[is_first], starts[~is_first] = first, hole_end
+    ends[is_last], ends[~is_last] = last, hole_start
+    return np.repeat(segment, holes + 1), starts, ends
+
+
+def utilisation(
+    events: TraceEvents,
+    bins: int = BINS,
+    usage: list[DeviceUsage] | None = None,
+    gaps: GapSet | None = None,
+) -> Utilisation:
+    """Every device's and the busiest streams' busy ns per bin, over the trace span.
+    ``usage`` and ``gaps``: ``device_gaps`` over every GPU row, when the caller has them (the
+    devices' unions are then not made again)."""
     gpu = events.gpu
     busy = np.flatnonzero(gpu.dur > 0)
     if len(busy) == 0:
@@ -152,7 +182,8 @@ def utilisation(events: TraceEvents, bins: int = BINS) -> Utilisation:
         lo, hi = min(lo, events.span_ns[0]), max(hi, events.span_ns[1])
     edges = bin_edges(lo, hi, bins)
     device_index, devices = device_of_stream(events)
-    per_device = busy_per_bin(device_index[stream], ts, end, len(devices), edges)
+    merged = None if usage is None or gaps is None else _device_intervals(usage, gaps, devices)
+    per_device = busy_per_bin(device_index[stream], ts, end, len(devices), edges, merged)
     per_stream = busy_per_bin(stream, ts, end, len(events.streams), edges)
     totals = per_stream.sum(axis=1)
     used = np.flatnonzero(totals > 0)
@@ -163,6 +194,17 @@ def utilisation(events: TraceEvents, bins: int = BINS) -> Utilisation:
         mine = sorted(s for s in kept.tolist() if device_index[s] == d)
         rows += [UtilRow(device, events.streams[s].stream, per_stream[s]) for s in mine]
     return Utilisation(edges, tuple(rows), len(used) - len(kept))
+
+
+def _device_intervals(
+    usage: list[DeviceUsage], gaps: GapSet, devices: list[Any]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The maximal intervals of each device's union, from its window and its device gaps."""
+    index = {(type(v), v): i for i, v in enumerate(devices)}
+    segment = np.array([index[(type(u.device), u.device)] for u in usage], dtype=np.int64)
+    first = np.array([u.start_ns for u in usage], dtype=np.int64)
+    last = np.array([u.end_ns for u in usage], dtype=np.int64)
+    return maximal(segment, first, last, gaps.device, gaps.start, gaps.end)
 
 
 def pick_step(events: TraceEvents, wanted: int | None) -> int | None:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from traceview.console import stderr_console as stderr_console  # run.py prints with it too
 from traceview.errors import TraceviewError, UsageError
+from traceview.render.escape import visible
 
 if TYPE_CHECKING:  # rich is imported only to print (0.03 s): a warm run may print nothing
     from rich.progress import Progress, TaskID
@@ -82,11 +83,11 @@ def _is_an_input(st: os.stat_result, inputs: Sequence[Path]) -> bool:
     return False
 
 
-def write_file(path: Path, text: str, force: bool, inputs: Sequence[Path] = ()) -> None:
+def write_file(path: Path, text: str | bytes, force: bool, inputs: Sequence[Path] = ()) -> None:
     """Write ``text`` to ``path``: a regular file atomically (a temp file renamed over it, with
     the user's umask), a device or pipe by writing to it. Never an input trace."""
     check_output_path(path, force, inputs)
-    data = text.encode("utf-8")
+    data = text if isinstance(text, bytes) else text.encode("utf-8")  # bytes: UTF-8 already
     try:
         st = path.stat()
     except OSError:
@@ -98,7 +99,9 @@ def write_file(path: Path, text: str, force: bool, inputs: Sequence[Path] = ()) 
             _write_atomically(Path(os.path.realpath(path)), data, st)
     except OSError as e:
         raise TraceviewError(f"{path}: cannot write ({e.strerror or e})") from None
-    stderr_console().print(f"Wrote {path}", markup=False, soft_wrap=True)
+    # A plain line: rich's import and console were 0.02 s of a warm report (and rich read
+    # ":name:" in a path as an emoji).
+    sys.stderr.write(f"Wrote {visible(str(path))}\n")
 
 
 def _is_open_fd(path: Path) -> bool:

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from traceview.aggregate.order import distinct
 from traceview.analyses.categories import CATEGORIES
 from traceview.render import units
 from traceview.render.escape import html_text
@@ -233,7 +234,7 @@ def step_work(docs: Documents) -> Figure | None:
     streams = [device_label(d, s) for d, s in work.streams]
     start = (work.ts - work.start_ns) / 1e6
     data = []
-    for c in np.unique(work.category).tolist():
+    for c in distinct(work.category).tolist():  # np.unique imports numpy.ma (8 ms)
         mine = work.category == c
         names = [label(docs.names[n], 90) for n in work.name[mine].tolist()]
         data.append(

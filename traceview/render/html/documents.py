@@ -13,7 +13,7 @@ from traceview.analyses.gaps import GapOptions, analyse_gaps
 from traceview.analyses.kernels import KernelOptions, analyse_kernels
 from traceview.analyses.ops import OpOptions, analyse_ops
 from traceview.analyses.overview import overview
-from traceview.analyses.shared import work_out
+from traceview.analyses.shared import Shared, work_out
 from traceview.analyses.step_outliers import outliers
 from traceview.analyses.timeline import (
     BINS,
@@ -57,11 +57,12 @@ class Documents:
     rank: int | None = None
 
 
-def collect(events: TraceEvents, options: ReportOptions) -> Documents:
+def collect(events: TraceEvents, options: ReportOptions, shared: Shared | None = None) -> Documents:
     """Every document from the one ``events`` (read with its CPU rows); what several
-    analyses need (op links, op calls, step table, device usage and gaps) is worked out once."""
+    analyses need (op links, op calls, step table, device usage and gaps) is worked out once
+    (``shared``: when the caller has it already)."""
     step = pick_step(events, options.timeline_step)
-    shared = work_out(events)
+    shared = work_out(events) if shared is None else shared
     steps = render_steps.as_json(shared.trace, shared.step_rows)
     kernels = analyse_kernels(events, KernelOptions(top=0), shared)
     return Documents(
@@ -71,7 +72,7 @@ def collect(events: TraceEvents, options: ReportOptions) -> Documents:
         steps=steps,
         ops=analyse_ops(events, _op_options(), shared).as_json(),
         step_outliers=outliers([s["cpu_dur_us"] for s in steps["steps"]]),
-        utilisation=utilisation(events, options.bins),
+        utilisation=utilisation(events, options.bins, shared.usage, shared.gaps),
         step=None if step is None else step_work(events, step, launch=shared.launch),
         names=events.names,
     )
