@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -59,4 +60,13 @@ def test_no_previous_interval_unless_asked() -> None:
     one = np.array([0, 0], dtype=np.int64)
     start, end = np.array([0, 10], dtype=np.int64), np.array([5, 15], dtype=np.int64)
     assert unions(one, start, end, ties=(end,)).hole_prev is None
-    assert unions(one, start, end, ties=(end,), prev=True).hole_prev.tolist() == [0]
+    found = unions(one, start, end, ties=(end,), prev=True).hole_prev
+    assert found is not None and found.tolist() == [0]
+
+
+def test_previous_interval_needs_the_ends_as_first_tie() -> None:
+    """With another first tie key, equal (start, end) rows need not be adjacent: refused."""
+    one = np.zeros(3, dtype=np.int64)
+    start, end, rank = (np.array(v, dtype=np.int64) for v in ([0, 0, 0], [10, 5, 10], [1, 2, 3]))
+    with pytest.raises(ValueError, match="first tie key"):
+        unions(one, start, end, ties=(end, rank), prev=True)

@@ -32,7 +32,8 @@ class Unions:
     # end in (segment, start, *ties) order; None unless asked for.
     hole_next: np.ndarray | None = None
     # Per hole, the interval that starts it: of those ending at the hole's start, the latest
-    # to start, the first in (*ties) order among those; None unless asked for.
+    # to start, the first in (*ties) order among those (the end must be the first tie key,
+    # ``ties[-1]``); None unless asked for.
     hole_prev: np.ndarray | None = None
 
 
@@ -59,9 +60,12 @@ def unions(
     hole: one starting there before it would end at or after the hole's end, so no hole).
     ``ordered``: the rows come in (segment, start) order already (ties in any order: the
     result does not depend on it; with ``ties``, in their order), so no sort.
-    ``prev`` (with ``ties``): each hole's previous interval (``hole_prev``) is found too, in
-    the same sorted rows, without another sort.
+    ``prev`` (with ``ties`` whose first, ``ties[-1]``, is ``end`` itself): each hole's
+    previous interval (``hole_prev``) is found too, in the same sorted rows, without another
+    sort.
     """
+    if prev and (not ties or ties[-1] is not end):
+        raise ValueError("prev needs the ends as the first tie key: ties=(..., end)")
     order = None
     if ordered:
         seg, s, reach = segment, start, end.copy()
@@ -87,7 +91,8 @@ def unions_in_order(
     """``unions`` of rows already sorted by (segment, start, ties), for a caller that sorted
     them itself and dropped its unsorted columns. ``reach`` (the ends) is overwritten with
     their running maximum. ``neighbours``/``prev``: find ``hole_next``/``hole_prev``, as
-    positions in the sorted rows, or through ``order`` (sorted position → input index)."""
+    positions in the sorted rows, or through ``order`` (sorted position → input index);
+    ``prev`` needs the rows sorted by (segment, start, end, …): the end the first tie."""
     head = np.flatnonzero(np.r_[len(seg) > 0, seg[1:] != seg[:-1]])
     ends = reach.copy() if prev and holes else None
     _running_max(s, reach, head)  # reach[i]: latest end so far within i's segment

@@ -114,7 +114,7 @@ def first_launch(events: TraceEvents, rows: np.ndarray | None = None) -> np.ndar
     matched = corr[at] == correlation
     matched &= correlation >= 0
     del correlation
-    out: np.ndarray = np.take(launch, at, out=at, mode="clip")  # in place: at is int64
+    out: np.ndarray = np.take(launch, at, out=at, mode="clip")  # in place: int64 both
     out[~matched] = NO_LAUNCH
     return out
 
@@ -207,8 +207,8 @@ def device_gaps(
 
     # Sorted by (device, ts, end, name): after, the first of those at (device, end), is the
     # row right after the hole; before, the first at (device, start) by (end, −ts, name),
-    # is found in the same order. Only the sorted columns are made (row-sized, 20 MB each
-    # at 2.5·10^6 rows), handed to the unions, which drop them when done.
+    # is found in the same order. The sort key is made from temporaries and the tie keys only
+    # for tied rows: only the sorted columns are held (row-sized, 20 MB each at 2.5·10^6).
     order = lex_order_then(device[gpu.stream[rows]], gpu.ts[rows], ends_and_ranks)
     if len(order) < 2**31:
         order = order.astype(np.int32)

@@ -322,7 +322,7 @@ def analyse_gaps(
         names = events.gpu.name
         before, after = names[all_device_gaps.before], names[all_device_gaps.after]
         signed = all_device_gaps.end - all_device_gaps.start
-        lengths = signed[device_kept]
+        lengths = signed if bool(device_kept.all()) else signed[device_kept]
         del all_device_gaps, device_kept
     del rows, launch
     shown, distinct = _transitions(events.names, rank, before, after, signed, options)
