@@ -202,7 +202,8 @@ def build_snapshot(
     steps = step_table(events, {n: windows[n] for n in kept})
     stored = _stored(report, max_kernels, max_stored)
     slot, digests = _slots_and_digests(events, [r.name for r in stored])
-    rows_by = StepRows(events, np.arange(len(events.gpu.ts), dtype=np.int32))  # < 2^31 rows
+    n = len(events.gpu.ts)
+    rows_by = StepRows(events, np.arange(n, dtype=np.int32 if n < 2**31 else np.int64))
     step_rows = (rows_by.within(windows[s.step]) for s in steps)  # views, one at a time
     counts, totals = _step_sums(events, step_rows, len(steps), slot, len(stored))
     del slot, rows_by, step_rows
