@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from traceview.analyses.in_us import us_fields
+
 # Bytes per element of the dtypes PyTorch writes (c10 ScalarType names).
 ELEMENT_BYTES = {
     "Bool": 1, "Byte": 1, "Char": 1, "QInt8": 1, "QUInt8": 1, "Float8_e5m2": 1,
@@ -89,9 +91,7 @@ class KindBandwidth:
     def as_dict(self) -> dict[str, Any]:
         return {
             "collective": self.kind,
-            "collectives": self.collectives,
-            "bytes": self.bytes,
-            "time_us": self.time_ns / 1000,
+            **us_fields(self, skip=("kind", "bus_bytes")),  # collectives, bytes, time_us
             "algbw_gbps": self.algbw_gbps,
             "busbw_gbps": self.busbw_gbps,
         }

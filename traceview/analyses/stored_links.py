@@ -35,12 +35,9 @@ _CALLS = ("name", "shape", "calls", "cpu_ns", "self_ns")
 
 def place(path: Path, read: ReadOptions) -> Place | None:
     """Where the trace's entry is, found before the trace is read; None without a cache."""
-    from traceview.cache import CacheSettings
-    from traceview.cache.derived import place_of
+    from traceview.cache.derived import place_for
 
-    if not read.cache or read.partial:  # a partial read is never cached
-        return None
-    return place_of(path, CacheSettings(True, read.refresh, read.cache_dir, read.verify))
+    return None if read.partial else place_for(path, read)  # a partial read is never cached
 
 
 def links_key() -> str:

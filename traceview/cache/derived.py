@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from traceview.cache import CacheSettings, entry_dir, warn
+from traceview.options import ReadOptions
 
 PREFIX = "derived-"
 
@@ -31,6 +32,14 @@ class Place:
     trace: Path
     directory: Path
     identity: tuple[str, int, int, int]
+
+
+def place_for(path: Path, read: ReadOptions) -> Place | None:
+    """Where the trace's entry is for a read with ``read``'s cache flags, found before the
+    trace is read; None without a cache."""
+    if not read.cache:
+        return None
+    return place_of(path, CacheSettings(True, read.refresh, read.cache_dir, read.verify))
 
 
 def place_of(path: Path, settings: CacheSettings) -> Place | None:

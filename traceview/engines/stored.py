@@ -22,12 +22,9 @@ if TYPE_CHECKING:
 
 def place(path: Path, read: ReadOptions) -> Place | None:
     """Where the trace's entry is, found before the trace is read; None without a cache."""
-    from traceview.cache import CacheSettings
-    from traceview.cache.derived import place_of
+    from traceview.cache.derived import place_for
 
-    if not read.cache:
-        return None
-    return place_of(path, CacheSettings(True, read.refresh, read.cache_dir, read.verify))
+    return place_for(path, read)
 
 
 def load(where: Place, rank: int, read: ReadOptions, kernels: KernelOptions) -> RankSummary | None:
