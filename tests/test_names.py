@@ -347,3 +347,38 @@ _BRACKETED = st.recursive(  # nested groups, some left open, stray '>' in the te
 def test_templates_removed_as_innermost_first(name: str) -> None:
     """Removing nested groups up to three deep at once ends as innermost-first does."""
     assert names._without_templates(name) == _innermost_first(name)
+
+
+# Calls with a template and parameters, made to sit on both sides of what the quick path
+# takes (``names._plain_call``): prefixes it refuses, brackets that nest, fail to balance or
+# hold parentheses, text between the template and the call, arrows and operators.
+_CALL_FUNCTION = st.sampled_from(["f", "ns::f", "a::b::k_1", "", "f g", "_Zf", "Cijk_A", "f#2",
+                                  "f>", "é::f", "operator", "f::"])  # fmt: skip
+_CALL_TEXT = st.lists(
+    st.sampled_from(["<", ">", "(", ")", " ", "a", ",", "->", "int", "char*", "::"]), max_size=8
+).map("".join)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(
+    prefix=st.sampled_from(["", "void ", "void  ", "std::enable_if<1, void>::type "]),
+    function=_CALL_FUNCTION,
+    template=st.one_of(st.just(""), _BRACKETED, _CALL_TEXT),
+    params=st.one_of(_BRACKETED, _CALL_TEXT),
+    suffix=st.sampled_from(["", " const", ")", ">"]),
+)
+def test_the_quick_path_for_calls_matches_the_reference(
+    prefix: str, function: str, template: str, params: str, suffix: str
+) -> None:
+    name = f"{prefix}{function}{template}({params}){suffix}"
+    quick = names._plain_call(name)
+    assert quick is None or quick == _reference_short_name(name)
+    assert short_name.__wrapped__(name) == _reference_short_name(name)
+
+
+def test_the_quick_path_takes_the_common_calls() -> None:
+    """It answers for real template calls (else it would save nothing) and refuses others."""
+    for name in [*CUTLASS, *CONV, *ELEMENTWISE[:3], CASES[0][0], CASES[3][0]]:
+        assert names._plain_call(name) == _reference_short_name(name), name
+    for name in [ELEMENTWISE[3], CASES[1][0], CASES[4][0], CASES[7][0], CASES[10][0]]:
+        assert names._plain_call(name) is None, name
