@@ -289,6 +289,23 @@ def test_transitions_in_passes_equal_one_pass(
     assert len(whole.transitions) == (top or pairs)
 
 
+@pytest.mark.parametrize("passes", [False, True])
+@pytest.mark.parametrize("sort", ["total", "count", "min", "stdev"])
+def test_a_top_that_cuts_through_ties_keeps_the_first_names(
+    monkeypatch: pytest.MonkeyPatch, sort: str, passes: bool
+) -> None:
+    """--top k is the first k rows of the whole ordered table: every pair here ties (one gap
+    each, all equal), so the names decide, and they were first seen in reverse order."""
+    after = [f"k{c}" for c in "zyxwvutsrq"]
+    rows = [(name, S, i * 10, 5) for i, name in enumerate(n for k in after for n in ("a", k))]
+    whole = run(rows, top=0, sort=sort).transitions
+    assert [(t.from_name, t.to_name) for t in whole[:3]] == [("a", "kq"), ("a", "kr"), ("a", "ks")]
+    if passes:
+        monkeypatch.setattr(gaps_module, "_PASS_GAPS", 4)
+    for top in (1, 2, 5, 13):
+        assert run(rows, top=top, sort=sort).transitions == whole[:top], top
+
+
 def test_largest_gaps() -> None:
     rows: list[Row] = [("a", (0, 7), 1000, 10), ("b", (0, 7), 1100, 10), ("c", (0, 7), 1200, 10)]
     rows += [("x", (1, "s"), 1000, 10), ("y", (1, "s"), 1500, 10)]

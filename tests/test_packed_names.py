@@ -59,6 +59,9 @@ def test_take_pickle_and_draining(names: list[str], data: st.DataObject) -> None
     assert list(subset(names, chosen)) == [names[i] for i in ids]
     assert list(subset(packed, chosen)) == [names[i] for i in ids]
     assert [subset(packed, chosen)[i] for i in range(len(ids))] == [names[i] for i in ids]
+    with mock.patch.object(packed_names, "_CHUNK", 2):  # offsets taken in many chunks
+        assert list(subset(packed, chosen)) == [names[i] for i in ids]
+        assert list(packed) == names
     assert pickle.loads(pickle.dumps(packed)) == names
     drained = list(names)
     assert PackedNames.draining(drained) == packed and drained == []

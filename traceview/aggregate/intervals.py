@@ -111,6 +111,8 @@ def unions_in_order(
     if holes:
         at = np.flatnonzero(gap)  # the last row before each hole
         del gap
+        if len(s) < 2**31:
+            at = at.astype(np.int32)  # half the memory, alongside the hole columns
         if prev_at is not None:
             ending = prev_at[at]
             del prev_at

@@ -23,16 +23,15 @@ import numpy as np
 
 from traceview.aggregate import moments
 from traceview.aggregate.intervals import unions
-from traceview.aggregate.order import dense_ids, lex_order
+from traceview.aggregate.order import dense_ids, lex_order_then
 from traceview.analyses.cpu_context import NO_CONTEXT, CpuContext, GapQuery, cpu_contexts
 from traceview.analyses.devices import (
     DeviceUsage,
     GapSet,
     device_gaps,
     device_of_stream,
-    host_wait,
+    host_waits,
     launches_of,
-    name_rank,
 )
 from traceview.analyses.in_us import us_fields
 from traceview.analyses.names import display_names
@@ -40,8 +39,9 @@ from traceview.analyses.selection import Selection, select
 from traceview.analyses.steps import Steps
 from traceview.analyses.summary import TraceSummary, summarize
 from traceview.choices import GAP_SORT_ALIASES, GapSort, check_choice
+from traceview.columns.memory import release_free_memory
 from traceview.columns.model import TraceEvents
-from traceview.columns.packed_names import subset
+from traceview.columns.packed_names import ranks_of, subset
 from traceview.columns.schema import GPU_KINDS
 from traceview.errors import UsageError
 
@@ -297,16 +297,20 @@ def analyse_gaps(
     every = bool(mask.all())
     rows = _compact(np.flatnonzero(mask), len(mask))
     del mask
-    if shared is None:
-        rank, launch = name_rank(events.names), None  # launches looked up where needed
+    if shared is None:  # names ranked and launches looked up only where needed
+        rank: np.ndarray | None = None
+        launch: np.ndarray | None = None
     else:
         rank, launch = shared.rank, shared.links.launch
     # the stream table first: its row-sized temporaries are gone before the device gaps come
-    stream_table = None if options.per_stream else _stream_table(events, rows, rank, options)
+    # (and their pages given back: the heap would keep them, each stage's peak on the last's)
+    stream_table = None if options.per_stream else _stream_table(events, rows, options)
+    release_free_memory()
     if shared is not None and every:
         usage, all_device_gaps = shared.usage, shared.gaps
     else:
         usage, all_device_gaps = device_gaps(events, rows, launch, rank)
+        release_free_memory()  # its temporaries' pages, twice the gaps' own size
     device_kept = (all_device_gaps.end - all_device_gaps.start) >= options.min_gap_ns
     devices = _device_rows(events, usage, all_device_gaps, device_kept)
     if stream_table is None:  # the streams' gaps replace the devices' (summed up above)
@@ -325,6 +329,7 @@ def analyse_gaps(
         lengths = signed if bool(device_kept.all()) else signed[device_kept]
         del all_device_gaps, device_kept
     del rows, launch
+    release_free_memory()
     shown, distinct = _transitions(events.names, rank, before, after, signed, options)
     del before, after, signed
     return GapReport(
@@ -366,17 +371,21 @@ def _shown_names(
     return {n: display.get(n, n) for n in listed}
 
 
-def _stream_table(
-    events: TraceEvents, rows: np.ndarray, rank: np.ndarray, options: GapOptions
-) -> list[StreamGaps]:
-    """Only the per-stream table: with device gaps, the streams' own gaps are not used."""
-    source, stream, ts, end, pairs, gap, kept = _stream_pairs(events, rows, rank, options)
+def _stream_table(events: TraceEvents, rows: np.ndarray, options: GapOptions) -> list[StreamGaps]:
+    """Only the per-stream table: with device gaps, the streams' own gaps are not used. Nor
+    is the order of rows tied on (stream, ts, end): the same interval, whichever comes first,
+    so no name is ranked."""
+    source = _sorted_rows(events, rows, None, by_name=False)
+    gpu = events.gpu
+    stream, ts = gpu.stream[source], gpu.ts[source]
+    end = gpu.dur[source]
     del source
-    return _stream_rows(events, stream, ts, end, pairs, gap, kept)
+    end += ts
+    return _stream_rows(events, stream, ts, end, options.min_gap_ns)
 
 
 def _stream_pairs(
-    events: TraceEvents, rows: np.ndarray, rank: np.ndarray, options: GapOptions
+    events: TraceEvents, rows: np.ndarray, rank: np.ndarray | None, options: GapOptions
 ) -> tuple[np.ndarray, ...]:
     """The rows in stream order (their GPU rows, stream, ts, end); the consecutive pairs on
     one stream, their signed gap, and which of them --min-gap keeps."""
@@ -395,14 +404,14 @@ def _stream_pairs(
 def _stream_scope(
     events: TraceEvents,
     rows: np.ndarray,
-    rank: np.ndarray,
+    rank: np.ndarray | None,
     launch: np.ndarray | None,
     options: GapOptions,
 ) -> tuple[list[StreamGaps], GapSet, tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """Per stream: the table rows, the positive gaps --min-gap keeps, and every consecutive
     pair as (name before, name after, signed gap) for the transitions."""
     source, stream, ts, end, pairs, gap, kept = _stream_pairs(events, rows, rank, options)
-    table = _stream_rows(events, stream, ts, end, pairs, gap, kept)
+    table = _stream_rows(events, stream, ts, end, options.min_gap_ns)
     del ts
     at = pairs[kept]
     start, after = end[at], source[at + 1]
@@ -413,19 +422,30 @@ def _stream_scope(
         end=start + gap[kept],
         before=source[at],
         after=after,
-        host_wait=host_wait(launches_of(events, launch, after), start, start + gap[kept]),
+        host_wait=host_waits(events, launch, after, start, start + gap[kept]),
     )
     name = events.gpu.name[source]
     return table, gaps, (name[pairs], name[pairs + 1], gap)
 
 
-def _sorted_rows(events: TraceEvents, rows: np.ndarray, rank: np.ndarray) -> np.ndarray:
-    """The selected GPU rows in (stream, ts, end, name) order (names compared as strings)."""
+def _sorted_rows(
+    events: TraceEvents, rows: np.ndarray, rank: np.ndarray | None, by_name: bool = True
+) -> np.ndarray:
+    """The selected GPU rows in (stream, ts, end, name) order (names compared as strings;
+    ``rank`` of every name id, or None: only the names of rows tied on (stream, ts) are
+    ranked, and the end asked for only there; ``by_name=False``: ties on (stream, ts, end)
+    left in row order)."""
     gpu = events.gpu
-    stream, ts = gpu.stream[rows], gpu.ts[rows]
-    end = gpu.dur[rows]
-    end += ts
-    order = lex_order((rank[gpu.name[rows]], end, ts, stream))
+
+    def ends_and_ranks(at: np.ndarray) -> list[np.ndarray]:
+        tied = rows[at]
+        end = gpu.ts[tied] + gpu.dur[tied]
+        if not by_name:
+            return [end]
+        name = gpu.name[tied]
+        return [ranks_of(events.names, name) if rank is None else rank[name], end]
+
+    order = lex_order_then(gpu.stream[rows], gpu.ts[rows], ends_and_ranks)
     return _compact(rows[order], len(gpu.ts))
 
 
@@ -471,25 +491,28 @@ def _pairs(stream: np.ndarray) -> np.ndarray:
 
 
 def _stream_rows(
-    events: TraceEvents,
-    stream: np.ndarray,
-    ts: np.ndarray,
-    end: np.ndarray,
-    pairs: np.ndarray,
-    gap: np.ndarray,
-    kept: np.ndarray,
+    events: TraceEvents, stream: np.ndarray, ts: np.ndarray, end: np.ndarray, min_gap_ns: int
 ) -> list[StreamGaps]:
-    """One StreamGaps per stream present (in trace-value order): all streams at once."""
+    """One StreamGaps per stream present (in trace-value order), all streams at once, from
+    the rows in stream order: the unions first, then the gap of each consecutive pair on a
+    stream (row-sized temporaries made one after another)."""
     n = len(events.streams)
-    pair_stream = stream[pairs]
-    gaps = np.bincount(pair_stream[kept], minlength=n)
-    gap_ns = _sum_by(pair_stream[kept], gap[kept], n)
-    over = gap < 0
-    overlaps = np.bincount(pair_stream[over], minlength=n)
-    overlap_ns = -_sum_by(pair_stream[over], gap[over], n)
-    zeros = np.bincount(pair_stream[gap == 0], minlength=n)
-    count = np.bincount(stream, minlength=n)
     u = unions(stream, ts, end, holes=False, ordered=True)  # the rows are in stream order
+    count = np.bincount(stream, minlength=n)
+    gap = ts[1:] - end[:-1]  # row i+1's start after row i's end; a pair if on one stream
+    left = stream[:-1]
+    pair = left == stream[1:]
+    kept = pair & (gap > 0) & (gap >= min_gap_ns)
+    gaps = np.bincount(left[kept], minlength=n)
+    gap_ns = _sum_by(left[kept], gap[kept], n)
+    del kept
+    over = pair & (gap < 0)
+    overlaps = np.bincount(left[over], minlength=n)
+    overlap_ns = -_sum_by(left[over], gap[over], n)
+    del over
+    pair &= gap == 0
+    zeros = np.bincount(left[pair], minlength=n)
+    del pair, gap
     sid = u.segment
     columns = zip(
         sid.tolist(),
@@ -574,7 +597,7 @@ def _totals(lengths: np.ndarray, idle_ns: int) -> GapTotals:
 
 def _transitions(
     names: Sequence[str],
-    rank: np.ndarray,
+    rank: np.ndarray | None,
     before: np.ndarray,
     after: np.ndarray,
     gap: np.ndarray,
@@ -586,20 +609,25 @@ def _transitions(
 
     Pairs are worked out in passes of about _PASS_GAPS gaps, split by the name before (so
     each pair is in one pass): a pass's temporaries are a few times its gaps' size, and the
-    first ``top`` of all pairs are the first ``top`` of each pass's first ``top``.
+    first ``top`` of all pairs are among each pass's candidates (the pairs whose sort value
+    reaches its ``top``-th). Only the candidates' names are ranked (``rank``: of every name
+    id, or None).
     """
     passes = max(1, -(-len(gap) // _PASS_GAPS))
     parts = []
     distinct = 0
     for j in range(passes):
         mine = before % passes == j if passes > 1 else slice(None)
-        pairs, part = _pair_stats(len(names), rank, before[mine], after[mine], gap[mine], options)
+        pairs, part = _pair_stats(len(names), before[mine], after[mine], gap[mine], options)
         distinct += pairs
         parts.append(part)
     first, second, value, count, total, low, high, std = (
         np.concatenate(column) if passes > 1 else column[0] for column in zip(*parts, strict=True)
     )
-    order = np.lexsort((rank[second], rank[first], -value))
+    both = np.concatenate((first, second))
+    ranked = ranks_of(names, both) if rank is None else rank[both]
+    order = np.lexsort((ranked[len(first) :], ranked[: len(first)], -value))
+    del both, ranked
     chosen = order if options.top == 0 else order[: options.top]
     rows = [
         Transition(
@@ -621,15 +649,14 @@ _PASS_GAPS = 1 << 20
 
 def _pair_stats(
     width: int,
-    rank: np.ndarray,
     before: np.ndarray,
     after: np.ndarray,
     gap: np.ndarray,
     options: GapOptions,
 ) -> tuple[int, tuple[np.ndarray, ...]]:
-    """How many distinct (before, after) name pairs these gaps have, and per pair (the first
-    ``options.top`` by the sort field, then the names; all with top 0): the names, the sort
-    value, count, total, min, max and standard deviation of the gap."""
+    """How many distinct (before, after) name pairs these gaps have, and per pair (those
+    whose sort value reaches the ``options.top``-th largest, ties included; all with top 0):
+    the names, the sort value, count, total, min, max and standard deviation of the gap."""
     width = max(width, 1)
     key: np.ndarray = before.astype(np.int32 if width * width < 2**31 else np.int64)
     key *= width
@@ -650,9 +677,10 @@ def _pair_stats(
     }[_sort_field(options.sort)]
     first, second = used // width, used % width
     columns = (first, second, value, count, total, stats.minimum, stats.maximum, std)
-    if options.top == 0:
+    if options.top == 0 or len(used) <= options.top:
         return len(used), columns
-    keep = np.lexsort((rank[second], rank[first], -value))[: options.top]
+    threshold = np.partition(value, len(value) - options.top)[len(value) - options.top]
+    keep = value >= threshold
     return len(used), tuple(column[keep] for column in columns)
 
 

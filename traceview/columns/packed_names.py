@@ -97,10 +97,20 @@ class PackedNames(Sequence[str]):
         return str(self._view[self._end(i - 1) : self._end(i)], *_ENCODING)
 
     def __iter__(self) -> Iterator[str]:
-        view, start = self._view, 0
-        for end in self._ends.tolist():
-            yield str(view[start:end], *_ENCODING)
-            start = end
+        return self.each_of(None)
+
+    def each_of(self, ids: np.ndarray | None) -> Iterator[str]:
+        """The names ``ids`` (all if None) one after another, decoded as they are asked for
+        (their offsets a chunk at a time: 10^6 Python ints would take 36 MB)."""
+        view = self._view
+        count = len(self) if ids is None else len(ids)
+        for lo in range(0, count, _CHUNK):
+            hi = min(lo + _CHUNK, count)
+            chosen = np.arange(lo, hi) if ids is None else ids[lo:hi]
+            ends = self._ends[chosen]
+            starts = np.where(chosen > 0, self._ends[chosen - 1], 0)
+            for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
+                yield str(view[start:end], *_ENCODING)
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, PackedNames):
@@ -271,6 +281,8 @@ class _Subset(Sequence[str]):
         return self._names[int(self._ids[i])]
 
     def __iter__(self) -> Iterator[str]:
+        if isinstance(self._names, PackedNames):
+            return self._names.each_of(self._ids)
         names = self._names
         return (names[i] for i in self._ids.tolist())
 
