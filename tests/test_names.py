@@ -353,7 +353,7 @@ def test_templates_removed_as_innermost_first(name: str) -> None:
 # takes (``names._plain_call``): prefixes it refuses, brackets that nest, fail to balance or
 # hold parentheses, text between the template and the call, arrows and operators.
 _CALL_FUNCTION = st.sampled_from(["f", "ns::f", "a::b::k_1", "", "f g", "_Zf", "Cijk_A", "f#2",
-                                  "f>", "é::f", "operator", "f::"])  # fmt: skip
+                                  "f>", "f)", "é::f", "operator", "f::"])  # fmt: skip
 _CALL_TEXT = st.lists(
     st.sampled_from(["<", ">", "(", ")", " ", "a", ",", "->", "int", "char*", "::"]), max_size=8
 ).map("".join)
@@ -378,6 +378,8 @@ def test_the_quick_path_for_calls_matches_the_reference(
 
 def test_the_quick_path_takes_the_common_calls() -> None:
     """It answers for real template calls (else it would save nothing) and refuses others."""
+    for name in ["f<<)>(x)", "f)<a>(x)", "f<a>(x))", "f<a>((x)", "f<(a)>(x)", "f<a>x(y)"]:
+        assert names._plain_call(name) is None, name  # brackets only look balanced
     for name in [*CUTLASS, *CONV, *ELEMENTWISE[:3], CASES[0][0], CASES[3][0]]:
         assert names._plain_call(name) == _reference_short_name(name), name
     for name in [ELEMENTWISE[3], CASES[1][0], CASES[4][0], CASES[7][0], CASES[10][0]]:
