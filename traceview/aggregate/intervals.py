@@ -68,31 +68,34 @@ def unions(
         raise ValueError("prev needs the ends as the first tie key: ties=(..., end)")
     order = None
     if ordered:
-        seg, s, reach = segment, start, end.copy()
+        columns = [segment, start, end.copy()]
     else:
         order = lex_order((*ties, start, segment))
-        seg, s, reach = segment[order], start[order], end[order]
+        columns = [segment[order], start[order], end[order]]
         if not ties:
             order = None
     return unions_in_order(
-        seg, s, reach, holes=holes, neighbours=bool(ties), prev=prev and bool(ties), order=order
+        columns, holes=holes, neighbours=bool(ties), prev=prev and bool(ties), order=order
     )
 
 
 def unions_in_order(
-    seg: np.ndarray,
-    s: np.ndarray,
-    reach: np.ndarray,
+    columns: list[np.ndarray],
     holes: bool = True,
     neighbours: bool = False,
     prev: bool = False,
     order: np.ndarray | None = None,
 ) -> Unions:
     """``unions`` of rows already sorted by (segment, start, ties), for a caller that sorted
-    them itself and dropped its unsorted columns. ``reach`` (the ends) is overwritten with
-    their running maximum. ``neighbours``/``prev``: find ``hole_next``/``hole_prev``, as
-    positions in the sorted rows, or through ``order`` (sorted position → input index);
-    ``prev`` needs the rows sorted by (segment, start, end, …): the end the first tie."""
+    them itself and dropped its unsorted columns. ``columns``: [segment, start, end] of the
+    sorted rows, a list this call empties, so each array is freed once used (the caller
+    keeps no other reference): the holes' columns are made as the rows' go. The ends are
+    overwritten with their running maximum. ``neighbours``/``prev``: find
+    ``hole_next``/``hole_prev``, as positions in the sorted rows, or through ``order``
+    (sorted position → input index); ``prev`` needs the rows sorted by (segment, start, end,
+    …): the end the first tie."""
+    seg, s, reach = columns
+    columns.clear()
     head = np.flatnonzero(np.r_[len(seg) > 0, seg[1:] != seg[:-1]])
     ends = reach.copy() if prev and holes else None
     _running_max(s, reach, head)  # reach[i]: latest end so far within i's segment
@@ -107,10 +110,13 @@ def unions_in_order(
     gap[head[1:] - 1] = 0  # across two segments: no hole
     idle = np.add.reduceat(gap, head) if len(head) else gap[:0]
     first, last = s[head], reach[np.r_[head[1:], len(s)][: len(head)] - 1]
+    segment = seg[head]
     hole_next = hole_prev = None
     if holes:
-        at = np.flatnonzero(gap)  # the last row before each hole
+        before_hole = gap > 0
         del gap
+        at = np.flatnonzero(before_hole)  # the last row before each hole
+        del before_hole
         if len(s) < 2**31:
             at = at.astype(np.int32)  # half the memory, alongside the hole columns
         if prev_at is not None:
@@ -119,14 +125,18 @@ def unions_in_order(
             hole_prev = ending if order is None else order[ending]
             del ending
         hole_start = reach[at]
+        del reach
         at += 1  # a start past all before it
-        hole_segment, hole_end = seg[at], s[at]
+        hole_end = s[at]
+        del s
+        hole_segment = seg[at]
+        del seg
         if neighbours:
             hole_next = at if order is None else order[at]
     else:
         hole_segment, hole_start, hole_end = seg[:0], s[:0], s[:0]
     return Unions(
-        segment=seg[head],
+        segment=segment,
         first=first,
         last=last,
         busy=last - first - idle,

@@ -213,7 +213,7 @@ def device_gaps(
     if len(order) < 2**31:
         order = order.astype(np.int32)
     u = unions_in_order(
-        *_sorted_columns(events, rows[order], device),
+        list(_sorted_columns(events, rows[order], device)),
         neighbours=True,
         prev=with_before,
         order=order,

@@ -311,8 +311,10 @@ def analyse_gaps(
     else:
         usage, all_device_gaps = device_gaps(events, rows, launch, rank)
         release_free_memory()  # its temporaries' pages, twice the gaps' own size
-    device_kept = (all_device_gaps.end - all_device_gaps.start) >= options.min_gap_ns
-    devices = _device_rows(events, usage, all_device_gaps, device_kept)
+    length = all_device_gaps.end - all_device_gaps.start
+    device_kept = length >= options.min_gap_ns
+    devices = _device_rows(events, usage, all_device_gaps, length, device_kept)
+    del length  # made again below: the largest gaps' peak comes first
     if stream_table is None:  # the streams' gaps replace the devices' (summed up above)
         del all_device_gaps, device_kept
         streams, gaps, (before, after, signed) = _stream_scope(events, rows, rank, launch, options)
@@ -356,8 +358,8 @@ def device_idle(events: TraceEvents, options: GapOptions) -> list[DeviceIdle]:
     del mask
     usage, gaps = device_gaps(events, rows, None, None, with_before=False)
     del rows
-    kept = (gaps.end - gaps.start) >= options.min_gap_ns
-    return _device_rows(events, usage, gaps, kept)
+    length = gaps.end - gaps.start
+    return _device_rows(events, usage, gaps, length, length >= options.min_gap_ns)
 
 
 def _shown_names(
@@ -561,17 +563,22 @@ def _sum_by(group: np.ndarray, values: np.ndarray, groups: int) -> np.ndarray:
 
 
 def _device_rows(
-    events: TraceEvents, usage: list[DeviceUsage], gaps: GapSet, kept: np.ndarray
+    events: TraceEvents,
+    usage: list[DeviceUsage],
+    gaps: GapSet,
+    length: np.ndarray,
+    kept: np.ndarray,
 ) -> list[DeviceIdle]:
-    """Per device: idle of its window, the gaps --min-gap keeps, host wait over all gaps."""
+    """Per device: idle of its window, the gaps --min-gap keeps, host wait over all gaps
+    (``length``: each gap's end − start)."""
     _, values = device_of_stream(events)
     n = len(values)
-    device, length = gaps.device, gaps.end - gaps.start
+    device = gaps.device
     if not kept.all():
         device, length = device[kept], length[kept]
     count = np.bincount(device, minlength=n)
     total = _sum_by(device, length, n)
-    del device, length
+    del device
     wait = _sum_by(gaps.device, gaps.host_wait, n)
     index = {(type(v), v): i for i, v in enumerate(values)}
     return [

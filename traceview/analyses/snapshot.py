@@ -196,10 +196,15 @@ def build_snapshot(
         KernelOptions(sort=KernelSort.TOTAL, top=max(max_kernels, max_stored)),
         shown_names=False,
     )
+    # Each stage's row-sized temporaries go back to the system before the next's (the heap
+    # would keep them: at 10^6 names the stages' peaks would stack up past 500 MB).
+    release_free_memory()
     devices = device_idle(events, GapOptions())
+    release_free_memory()
     windows = step_windows(events)
     kept = list(windows)[max(len(windows) - max_steps, 0) :]  # the last max_steps steps
     steps = step_table(events, {n: windows[n] for n in kept})
+    release_free_memory()
     stored = _stored(report, max_kernels, max_stored)
     slot, digests = _slots_and_digests(events, [r.name for r in stored])
     n = len(events.gpu.ts)

@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from traceview.aggregate.intervals import sums_by_run, unions
-from traceview.aggregate.order import concat_ranges
+from traceview.aggregate.intervals import sums_by_run, unions_in_order
+from traceview.aggregate.order import concat_ranges, lex_order
 from traceview.analyses.devices import DeviceUsage, device_of_stream, launch_times
 from traceview.columns.cpu_rows import is_op
 from traceview.columns.model import STEP_PREFIX, StepWindow, TraceEvents
@@ -305,13 +305,17 @@ def step_table(
     segment *= width
     del owner
     segment += device_index.astype(narrow)[gpu.stream[member]]
-    ts = gpu.ts[member]
-    end = gpu.dur[member]
-    end += ts
-    u = unions(segment, ts, end, holes=False)
-    del ts, end
-    launched = _min_by(segment, launch[member], len(steps) * width)[u.segment]
-    del launch, member, segment
+    first_launch = _min_by(segment, launch[member], len(steps) * width)
+    del launch
+    # the rows by (segment, start), each column dropped once sorted: unions take them over
+    order = lex_order((gpu.ts[member], segment))
+    sorted_member = member[order]
+    del member
+    columns = [segment[order], gpu.ts[sorted_member], gpu.dur[sorted_member]]
+    del order, segment, sorted_member
+    columns[2] += columns[1]
+    u = unions_in_order(columns, holes=False)
+    launched = first_launch[u.segment]
     per_step: list[list[StepDevice]] = [[] for _ in steps]
     for seg, first, last, busy_ns, launch in zip(
         u.segment.tolist(),
