@@ -334,6 +334,7 @@ def analyse_gaps(
     release_free_memory()
     shown, distinct = _transitions(events.names, rank, before, after, signed, options)
     del before, after, signed
+    release_free_memory()
     return GapReport(
         trace=summarize(events, usage),
         options=options,

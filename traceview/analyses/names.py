@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from functools import lru_cache
+from functools import lru_cache, partial
 
 import numpy as np
+
+from traceview.analyses.halves import in_halves
+from traceview.columns.packed_names import subset
 
 _demangle: Callable[[str], str] | None
 try:
@@ -234,11 +237,26 @@ def display_names(names: Sequence[str]) -> Mapping[str, str]:
     Linear, and light on memory: a hash of each short name is kept, not the short names;
     only colliding groups look further, each when one of its names is first asked for (a
     table shows a few of a million names)."""
+    halves = in_halves(partial(_short_hashes, names), len(names), _HALVES_FROM)
+    hashes = np.concatenate([h for h, _ in halves]) if len(halves) > 1 else halves[0][0]
+    lazy = _Display(names, hashes)
+    if any(lookalike for _, lookalike in halves):  # hostile shapes: compare all
+        return _unique({name: lazy[name] for name in dict.fromkeys(names)})
+    return lazy
+
+
+_HALVES_FROM = 100_000  # names from which the hashes are worked out on both cores
+
+
+def _short_hashes(names: Sequence[str], lo: int, hi: int) -> tuple[np.ndarray, bool]:
+    """The hash of the short name of each of ``names[lo:hi]``, and whether any short name
+    is a lookalike (in either of two processes: ``hash`` of a str is the same in a forked
+    child)."""
     lookalike = False
 
     def hashes() -> Iterator[int]:
         nonlocal lookalike
-        for name in names:
+        for name in subset(names, np.arange(lo, hi)):
             short = _plain_call(name)  # no '<' or ' ' in it
             if short is None:
                 short = _general_short_name(name)
@@ -247,10 +265,7 @@ def display_names(names: Sequence[str]) -> Mapping[str, str]:
                 lookalike = True
             yield hash(short)
 
-    lazy = _Display(names, np.fromiter(hashes(), dtype=np.int64, count=len(names)))
-    if lookalike:  # hostile shapes: compare all
-        return _unique({name: lazy[name] for name in dict.fromkeys(names)})
-    return lazy
+    return np.fromiter(hashes(), dtype=np.int64, count=hi - lo), lookalike
 
 
 # A short name that could equal another group's told-apart form (``k<1>``, ``k #2``,

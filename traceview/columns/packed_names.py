@@ -257,6 +257,8 @@ def subset(names: Sequence[str], ids: np.ndarray) -> Sequence[str]:
     ids = np.asarray(ids, dtype=np.int64)
     if len(ids) == len(names) and np.array_equal(ids, np.arange(len(names))):
         return names
+    if isinstance(names, _Subset):  # a subset of a subset: of the names themselves
+        return _Subset(names._names, names._ids[ids])
     return _Subset(names, ids)
 
 
