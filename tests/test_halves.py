@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import threading
 from collections.abc import Callable
 
@@ -75,3 +76,13 @@ def test_display_names_are_the_same_on_one_or_two_cores(monkeypatch: pytest.Monk
     monkeypatch.setattr(names, "_HALVES_FROM", 10)
     two = display_names(many)
     assert {n: two[n] for n in many} == alone
+
+
+def sigint_handler(lo: int, hi: int) -> object:
+    return signal.getsignal(signal.SIGINT)
+
+
+def test_the_child_leaves_ctrl_c_to_the_parent() -> None:
+    """The parent prints the one line; a child's KeyboardInterrupt would add a traceback."""
+    here, there = in_halves(sigint_handler, 10, min_items=4)
+    assert here is signal.default_int_handler and there == signal.SIG_IGN

@@ -16,6 +16,7 @@ from multiprocessing.connection import Connection
 from typing import TypeVar
 
 from traceview.columns.memory import release_free_memory
+from traceview.forked import in_child, start_child
 
 T = TypeVar("T")
 
@@ -34,7 +35,7 @@ def in_halves(work: Callable[[int, int], T], n: int, min_items: int) -> list[T]:
     context = multiprocessing.get_context("fork")
     receiver, sender = context.Pipe(duplex=False)
     child = context.Process(target=_child, args=(sender, work, mid, n), daemon=True)
-    child.start()
+    start_child(child)
     sender.close()
     answer: tuple[T] | None = None
     try:
@@ -61,12 +62,16 @@ def _can_fork() -> bool:
 
 def _child(conn: Connection, work: Callable[[int, int], T], lo: int, hi: int) -> None:
     """In the forked child: send ``(work(lo, hi),)``, or None if it fails (the parent then
-    works it out, and reports any error itself)."""
+    works it out, and reports any error itself). Ctrl-C is the parent's to answer (with one
+    line; it then stops the child): here it is ignored, so no second message or traceback."""
+    in_child()
     try:
         result: tuple[T] | None = (work(lo, hi),)
     except Exception:
         result = None
     try:
         conn.send(result)
+    except OSError:  # the parent stopped listening (interrupted)
+        pass
     finally:
         conn.close()

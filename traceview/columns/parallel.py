@@ -36,6 +36,7 @@ from traceview.columns.schema import (
     from_arrays,
 )
 from traceview.errors import TraceviewError
+from traceview.forked import in_child, start_child
 from traceview.read.reader import MainPart, SplitFailed, TraceReader, WorkerPart
 
 PARALLEL_MIN_BYTES = 256 << 20
@@ -56,7 +57,7 @@ def collect_events(reader: TraceReader, keep_cpu: bool = False) -> TraceEvents:
     spill = SpillFile.made_now() if keep_cpu else None  # the worker's CPU rows
     args = (sender, boundary_in, reader.path, split, reader.block_size, reader.stats.exact_times)
     worker = context.Process(target=_worker, args=(*args, keep_cpu, memfd, spill), daemon=True)
-    worker.start()
+    start_child(worker)
     sender.close()
     boundary_in.close()
     part = None
@@ -97,6 +98,7 @@ def _worker(
 ) -> None:
     """In the forked worker: read from the first event to the boundary the main process
     finds (at or after the middle), and send the part back."""
+    in_child()
     try:
         final_end = functools.partial(_recv_boundary, boundary)
         spec = WorkerPart(*split, final_end=final_end, exact_times=exact_times)
