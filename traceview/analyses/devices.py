@@ -14,7 +14,7 @@ Definitions in docs/metrics.md; tests check them against tests/reference.py.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -198,22 +198,16 @@ def device_gaps(
     gpu = events.gpu
     device_index, values = device_of_stream(events)
     device = device_index.astype(np.int32)  # per stream id
-
-    def ends_and_ranks(at: np.ndarray) -> list[np.ndarray]:  # of rows tied on (device, ts)
-        tied = rows[at]
-        name = gpu.name[tied]
-        rank = ranks_of(events.names, name) if name_rank is None else name_rank[name]
-        return [rank, gpu.ts[tied] + gpu.dur[tied]]
-
     # Sorted by (device, ts, end, name): after, the first of those at (device, end), is the
     # row right after the hole; before, the first at (device, start) by (end, −ts, name),
     # is found in the same order. The sort key is made from temporaries and the tie keys only
     # for tied rows: only the sorted columns are held (row-sized, 20 MB each at 2.5·10^6).
-    order = lex_order_then(device[gpu.stream[rows]], gpu.ts[rows], ends_and_ranks)
+    ties = end_and_name_ties(events, rows, name_rank)
+    order = lex_order_then(device[gpu.stream[rows]], gpu.ts[rows], ties)
     if len(order) < 2**31:
         order = order.astype(np.int32)
     u = unions_in_order(
-        list(_sorted_columns(events, rows[order], device)),
+        list(row_columns(events, rows[order], device)),
         neighbours=True,
         prev=with_before,
         order=order,
@@ -233,15 +227,36 @@ def device_gaps(
     return _usage_list(u.segment, u.first, u.last, u.busy, values), gaps
 
 
-def _sorted_columns(
-    events: TraceEvents, rows: np.ndarray, device: np.ndarray
+def end_and_name_ties(
+    events: TraceEvents, rows: np.ndarray, name_rank: np.ndarray | None, by_name: bool = True
+) -> Callable[[np.ndarray], list[np.ndarray]]:
+    """The tie keys of ``lex_order_then`` for ``rows`` (positions ``at`` of them): the end,
+    then the name (``name_rank`` of every name id, or None: only the names asked for are
+    ranked; ``by_name=False``: the end only)."""
+    gpu = events.gpu
+
+    def ties(at: np.ndarray) -> list[np.ndarray]:
+        tied = rows[at]
+        end = gpu.ts[tied] + gpu.dur[tied]
+        if not by_name:
+            return [end]
+        name = gpu.name[tied]
+        return [ranks_of(events.names, name) if name_rank is None else name_rank[name], end]
+
+    return ties
+
+
+def row_columns(
+    events: TraceEvents, rows: np.ndarray, segment_of_stream: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Device (``device`` per stream id), start and end of ``rows``."""
+    """The segment (``segment_of_stream`` per stream id; None: the stream), start and end
+    of ``rows``."""
     gpu = events.gpu
     ts = gpu.ts[rows]
     end = gpu.dur[rows]
     end += ts
-    return device[gpu.stream[rows]], ts, end
+    stream = gpu.stream[rows]
+    return (stream if segment_of_stream is None else segment_of_stream[stream]), ts, end
 
 
 def host_waits(

@@ -30,8 +30,10 @@ from traceview.analyses.devices import (
     GapSet,
     device_gaps,
     device_of_stream,
+    end_and_name_ties,
     host_waits,
     launches_of,
+    row_columns,
 )
 from traceview.analyses.in_us import us_fields
 from traceview.analyses.names import display_names
@@ -378,12 +380,7 @@ def _stream_table(events: TraceEvents, rows: np.ndarray, options: GapOptions) ->
     """Only the per-stream table: with device gaps, the streams' own gaps are not used. Nor
     is the order of rows tied on (stream, ts, end): the same interval, whichever comes first,
     so no name is ranked."""
-    source = _sorted_rows(events, rows, None, by_name=False)
-    gpu = events.gpu
-    stream, ts = gpu.stream[source], gpu.ts[source]
-    end = gpu.dur[source]
-    del source
-    end += ts
+    stream, ts, end = row_columns(events, _sorted_rows(events, rows, None, by_name=False))
     return _stream_rows(events, stream, ts, end, options.min_gap_ns)
 
 
@@ -393,10 +390,7 @@ def _stream_pairs(
     """The rows in stream order (their GPU rows, stream, ts, end); the consecutive pairs on
     one stream, their signed gap, and which of them --min-gap keeps."""
     source = _sorted_rows(events, rows, rank)  # the GPU row of each row in stream order
-    gpu = events.gpu
-    stream, ts = gpu.stream[source], gpu.ts[source]
-    end = gpu.dur[source]
-    end += ts
+    stream, ts, end = row_columns(events, source)
     pairs = _pairs(stream)
     gap = ts[pairs + 1]
     gap -= end[pairs]
@@ -439,16 +433,8 @@ def _sorted_rows(
     ranked, and the end asked for only there; ``by_name=False``: ties on (stream, ts, end)
     left in row order)."""
     gpu = events.gpu
-
-    def ends_and_ranks(at: np.ndarray) -> list[np.ndarray]:
-        tied = rows[at]
-        end = gpu.ts[tied] + gpu.dur[tied]
-        if not by_name:
-            return [end]
-        name = gpu.name[tied]
-        return [ranks_of(events.names, name) if rank is None else rank[name], end]
-
-    order = lex_order_then(gpu.stream[rows], gpu.ts[rows], ends_and_ranks)
+    ties = end_and_name_ties(events, rows, rank, by_name)
+    order = lex_order_then(gpu.stream[rows], gpu.ts[rows], ties)
     return _compact(rows[order], len(gpu.ts))
 
 

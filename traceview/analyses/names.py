@@ -118,11 +118,12 @@ def _is_call_skeleton(brackets: bytes) -> bool:
     """Whether a name's ``<>()`` characters, in order, are one balanced group or none, then
     ``(``, balanced groups, ``)``, with no other parenthesis (few names share many shapes)."""
     head, paren, tail = brackets.partition(b"(")
-    if not paren or b")" in head or b"(" in tail or tail.count(b")") != 1:
+    if not paren or b")" in head or b"(" in tail:
         return False
-    if not tail.endswith(b")"):
+    if tail.count(b")") != 1 or not tail.endswith(b")"):
         return False
-    if head and not (_depths_ok(head) and min(_depths(head)[:-1], default=1) > 0):
+    depths = _depths(head)  # one group: back to zero at its end only
+    if depths and (depths[-1] != 0 or min(depths[:-1], default=1) <= 0):
         return False
     return _depths_ok(tail[:-1])
 
