@@ -164,3 +164,12 @@ def test_header_durations_below_a_microsecond_in_ns() -> None:
     assert [duration(v) for v in (0.02, 0.9996, 0, 1, 850, 12_345, 4_560_000)] == [
         "20 ns", "1,000 ns", "0.0 µs", "1.0 µs", "850.0 µs", "12.3 ms", "4.56 s",
     ]  # fmt: skip
+
+
+@given(st.one_of(st.floats(allow_nan=False), st.floats(0.5, 200), st.floats(-200, -0.5)))
+def test_table_times_of_most_kernels_take_the_quick_path_to_the_same_text(value: float) -> None:
+    """From 1 to 100 µs a duration is shown without the general unit search (a report of
+    10^6 kernels formats 10^7 of them): the same text as that search gives."""
+    from traceview.render import units
+
+    assert units.time(value) == units._time(value, abs(value))

@@ -18,7 +18,8 @@ from functools import lru_cache, partial
 import numpy as np
 
 from traceview.analyses.halves import in_halves
-from traceview.columns.packed_names import subset
+from traceview.columns.memory import release_free_memory
+from traceview.columns.packed_names import PackedNames, subset
 
 _demangle: Callable[[str], str] | None
 try:
@@ -231,6 +232,18 @@ def _top_level_tokens(text: str) -> list[str]:
     return tokens
 
 
+def display_names_in_order(names: Sequence[str]) -> Sequence[str]:
+    """``display_names`` of every one of the distinct ``names``, in their order, packed (an
+    output of every row: a dict of 10^6 display names would hold ~250 MB)."""
+    display = display_names(names)
+    if not isinstance(display, _Display):
+        return PackedNames.of(display[name] for name in names)
+    shown = display.in_order()
+    del display
+    release_free_memory()  # ~200 MB of the groups' strings, freed, at 10^6 names
+    return shown
+
+
 def display_names(names: Sequence[str]) -> Mapping[str, str]:
     """The name to show for each distinct name: its short name, unless other names share it;
     then the short name with the template arguments that tell them apart, or ``#k`` (k by
@@ -299,11 +312,67 @@ class _Display(Mapping[str, str]):
                 self._shown.update(_told_apart(short, same))
         return self._shown[name]
 
+    def in_order(self) -> Sequence[str]:
+        """The display name of each of the names, in their order: every group worked out
+        once, in the order of the hashes (on both cores, as the hashes), packed in that
+        order, without a str kept per name."""
+        n = len(self._sorted)
+        last = np.ones(n, dtype=bool)  # the last name of a run of equal hashes
+        last[:-1] = self._sorted[1:] != self._sorted[:-1]
+        halves = in_halves(partial(self._packed_runs, last), n, _HALVES_FROM)
+        data = halves[0][0]
+        for shown, _ in halves[1:]:
+            data += shown
+        ends = np.cumsum(np.concatenate([lengths for _, lengths in halves]))
+        del halves
+        where = np.empty(n, dtype=np.int64)  # where each name's display name is
+        where[self._order] = np.arange(n)
+        return subset(PackedNames(data, ends), where)
+
+    def _packed_runs(self, last: np.ndarray, lo: int, hi: int) -> tuple[bytearray, np.ndarray]:
+        """The display names, in hash order, of the runs that start from position ``lo``
+        up to ``hi`` (UTF-8, one after another, and their lengths)."""
+        lo, hi = (p + int(np.argmax(last[p - 1 :])) if p else 0 for p in (lo, hi))
+        data = bytearray()
+        lengths: list[int] = []
+        run: list[str] = []  # the names of the current run
+        for start in range(lo, hi, _IN_ORDER_CHUNK):
+            end = min(start + _IN_ORDER_CHUNK, hi)
+            shown: list[bytes] = []
+            names = subset(self._names, self._order[start:end])
+            for name, ends_run in zip(names, last[start:end].tolist(), strict=True):
+                run.append(name)
+                if ends_run:
+                    shown += (s.encode(*_UTF8) for s in _run_display(run))
+                    run.clear()
+            lengths += map(len, shown)
+            data += b"".join(shown)
+        return data, np.array(lengths, dtype=np.int64)
+
     def __iter__(self) -> Iterator[str]:
         return iter(dict.fromkeys(self._names))
 
     def __len__(self) -> int:
         return len(set(self._names))
+
+
+_IN_ORDER_CHUNK = 1 << 16  # names decoded at once by ``in_order``
+
+
+def _run_display(run: list[str]) -> list[str]:
+    """The display names of ``run``, names whose short names hash alike (as ``_Display``
+    gives them: alone, a short name; sharing it, told apart)."""
+    shorts = [_short_name(name) for name in run]
+    if len(run) == 1:
+        return shorts
+    by_short: dict[str, list[str]] = {}
+    for name, short in zip(run, shorts, strict=True):
+        by_short.setdefault(short, []).append(name)
+    told: dict[str, str] = {}
+    for short, same in by_short.items():
+        if len(same) > 1:
+            told.update(_told_apart(short, sorted(set(same))))
+    return [told.get(name, short) for name, short in zip(run, shorts, strict=True)]
 
 
 _QUALIFIER = re.compile(r"\b(?:[A-Za-z_]\w*::)+")
@@ -322,7 +391,11 @@ def _told_apart(short: str, members: list[str]) -> dict[str, str]:
     """Display names of the (sorted) distinct names that share ``short``: the fewest
     differing template arguments that tell them apart, else ``#k``."""
     tensile = short.startswith("Cijk_")
-    args = [_tensile_tokens(n) if tensile else _arguments(n, short) for n in members]
+    if tensile:
+        args = [_tensile_tokens(n) for n in members]
+    else:  # made brief only where they differ: the others are never shown
+        args = [_template_args(demangled(n), short) for n in members]
+        args = _briefed(args, _differing(args))
     for chosen in _choices(_differing(args)):
         kept = [_kept(a, chosen, " " if tensile else ", ") for a in args]
         if len(set(kept)) == len(members) and max(map(len, kept)) <= _MAX_ARGS:
@@ -331,9 +404,17 @@ def _told_apart(short: str, members: list[str]) -> dict[str, str]:
     return {name: f"{short} #{k}" for k, name in enumerate(members, 1)}
 
 
-def _arguments(name: str, short: str) -> list[str]:
-    """The template arguments after ``short``, each brief."""
-    return [_brief(a) for a in _template_args(demangled(name), short)]
+def _briefed(args: list[list[str]], positions: list[int]) -> list[list[str]]:
+    """``args`` with the arguments at ``positions`` made brief (arguments alike in every
+    list stay alike brief, and a told-apart name shows only differing ones)."""
+    out = []
+    for a in args:
+        a = a.copy()
+        for i in positions:
+            if i < len(a):
+                a[i] = _brief(a[i])
+        out.append(a)
+    return out
 
 
 def _tensile_tokens(name: str) -> list[str]:
@@ -373,6 +454,8 @@ def _brief(arg: str) -> str:
     """A template argument without namespaces; a lambda as its function and its signature:
     ``ns::f(int)::{lambda()#2}::operator()() const::{lambda(float)#1}``
     → ``f()::{lambda(float)#1}``."""
+    if "::" not in arg:  # no namespace, anonymous one or lambda scope to remove
+        return arg.replace(" >", ">").strip()
     arg = _ANONYMOUS.sub("", arg)
     for _ in range(_LAMBDA_DEPTH):
         shorter = _LAMBDA_SCOPE.sub(r"()::\1", arg)

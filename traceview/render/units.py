@@ -27,6 +27,13 @@ def time(value_us: float) -> str:
     """A table cell's duration in the unit that fits its size, 4 significant digits:
     ``903.4 ms``, ``32.60 ms``, ``1.359 µs``, ``500 ns`` (never ``903,390.452 µs``)."""
     magnitude = abs(value_us)
+    if 1 <= magnitude < 100:  # most kernels: µs, and no rounding up to the next unit
+        return f"{value_us:,.{2 if magnitude >= 10 else 3}f} µs"
+    return _time(value_us, magnitude)
+
+
+def _time(value_us: float, magnitude: float) -> str:
+    """``time``, every case."""
     if magnitude == 0:
         return "0"
     if magnitude < 1:
