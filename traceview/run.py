@@ -188,10 +188,13 @@ def kernels(path: Path, options: KernelOptions, read: ReadOptions, out: OutputOp
     events = read_trace(path, read, keep_cpu=options.group_by == "category")
     if _nothing_to_show(events, out):
         return
-    report = analyse_kernels(events, options)
+    # every row (--top 0) made as it is written: there may be 10^6
+    report = analyse_kernels(events, options, streamed=options.top == 0)
     # Files hold every row whatever --top says: CSV and the -o report.
     wants_all = options.top != 0 and (out.format == "csv" or out.output is not None)
-    every = analyse_kernels(events, replace(options, top=0)) if wants_all else report
+    every = report
+    if wants_all:
+        every = analyse_kernels(events, replace(options, top=0), streamed=True)
     if options.name_regex is not None and report.count == 0:
         _warn(f"--name {options.name_regex!r} matches no kernel of this trace")
     show(out, render_kernels.document(report, out.verbose, every))
@@ -225,10 +228,11 @@ def gaps(path: Path, options: GapOptions, read: ReadOptions, out: OutputOptions)
     events = read_trace(path, read, keep_cpu=options.context)
     if _nothing_to_show(events, out):
         return
-    report = analyse_gaps(events, options)
+    # every transition (--gap-top 0) made as it is written: there may be 10^6
+    report = analyse_gaps(events, options, streamed=options.top == 0)
     show(out, render_gaps.document(report, out.verbose))
     if out.output is not None:
-        full = analyse_gaps(events, replace(options, top=0, stream_top=0))
+        full = analyse_gaps(events, replace(options, top=0, stream_top=0), streamed=True)
         write_file(out.output, render_gaps.detailed_report(full), out.force, (path,))
 
 
@@ -304,16 +308,16 @@ def _check_output(out: OutputOptions, trace: Path) -> None:
 def show(out: OutputOptions, doc: Document, inputs: Sequence[Path] = ()) -> None:
     """A document on stdout in the chosen format (rich on a terminal, text when piped), or in
     the ``out.save`` file (never one of ``inputs``)."""
-    from traceview.render.document import RENDERERS, print_rich, to_plain
+    from traceview.render.document import RENDERERS, plain_chunks, print_rich
 
     if out.save is not None:
-        write_file(out.save, RENDERERS.get(out.format, to_plain)(doc), out.force, inputs)
+        write_file(out.save, RENDERERS.get(out.format, plain_chunks)(doc), out.force, inputs)
     elif out.format in RENDERERS:
         write_stdout(RENDERERS[out.format](doc))
     elif stdout_is_terminal():
         print_rich(doc, _stdout_console(out.wide))
     else:
-        write_stdout(to_plain(doc))
+        write_stdout(plain_chunks(doc))
 
 
 def _check_format(fmt: str) -> None:

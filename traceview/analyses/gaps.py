@@ -14,9 +14,10 @@ only in the result.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_EVEN, Decimal
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -39,6 +40,7 @@ from traceview.analyses.in_us import us_fields
 from traceview.analyses.names import display_names
 from traceview.analyses.selection import Selection, select
 from traceview.analyses.steps import Steps
+from traceview.analyses.streamed import json_list, rows_of
 from traceview.analyses.summary import TraceSummary, summarize
 from traceview.choices import GAP_SORT_ALIASES, GapSort, check_choice
 from traceview.columns.memory import release_free_memory
@@ -238,11 +240,12 @@ class GapReport:
     streams: list[StreamGaps]
     devices: list[DeviceIdle]
     histogram: Histogram
-    transitions: list[Transition]
+    transitions: Sequence[Transition]  # a list, or made as they are read (``streamed``)
     largest: list[LargestGap]
     left_out_transitions: int = 0
     notes: list[str] = field(default_factory=list)
-    shown_names: dict[str, str] = field(default_factory=dict)  # full → displayed (the shown)
+    # full → displayed (of the names shown; of every GPU name, asked for, when ``streamed``)
+    shown_names: Mapping[str, str] = field(default_factory=dict)
 
     def as_json(self) -> dict[str, Any]:
         """The ``--format json`` document (schema_version 2)."""
@@ -255,7 +258,7 @@ class GapReport:
             "streams": [s.as_dict() for s in self.streams],
             "devices": [d.as_dict() for d in self.devices],
             "histogram": self.histogram.as_dict(),
-            "transitions": [t.as_dict() for t in self.transitions],
+            "transitions": json_list(self.transitions, Transition.as_dict),
             "left_out_transitions": self.left_out_transitions,
             "largest": [g.as_dict() for g in self.largest],
             "notes": list(self.notes),
@@ -285,11 +288,12 @@ def parse_hist_range(lo: str | None, hi: str | None) -> tuple[int | None, int | 
 
 
 def analyse_gaps(
-    events: TraceEvents, options: GapOptions, shared: Shared | None = None
+    events: TraceEvents, options: GapOptions, shared: Shared | None = None, streamed: bool = False
 ) -> GapReport:
     """Select busy activities; compute per-stream, per-device, transition and gap figures.
     ``shared``: the name ranks, launches and, when every row is selected, the device usage
-    and gaps, when the caller has them already.
+    and gaps, when the caller has them already. ``streamed``: the transitions are made as
+    they are read (every one of 10^6 pairs, for a report of them all).
 
     Row-sized arrays are made one after another and dropped as soon as they are used: on a
     4 GB trace each costs 2-18 MB, and those alive together set the peak memory.
@@ -334,7 +338,7 @@ def analyse_gaps(
         del all_device_gaps, device_kept
     del rows, launch
     release_free_memory()
-    shown, distinct = _transitions(events.names, rank, before, after, signed, options)
+    shown, distinct = _transitions(events.names, rank, before, after, signed, options, streamed)
     del before, after, signed
     release_free_memory()
     return GapReport(
@@ -348,7 +352,7 @@ def analyse_gaps(
         largest=largest,
         left_out_transitions=distinct - len(shown),
         notes=notes,
-        shown_names=_shown_names(events, shown, largest),
+        shown_names=_shown_names(events, shown, largest, streamed),
     )
 
 
@@ -366,11 +370,17 @@ def device_idle(events: TraceEvents, options: GapOptions) -> list[DeviceIdle]:
 
 
 def _shown_names(
-    events: TraceEvents, transitions: list[Transition], largest: list[LargestGap]
-) -> dict[str, str]:
-    """The displayed name of each name in the tables, decided over every GPU name."""
+    events: TraceEvents,
+    transitions: Sequence[Transition],
+    largest: list[LargestGap],
+    streamed: bool = False,
+) -> Mapping[str, str]:
+    """The displayed name of each name in the tables, decided over every GPU name (with
+    ``streamed`` transitions, each found when asked for)."""
     used, _ = dense_ids(events.gpu.name, len(events.names))  # np.unique without a sort
     display = display_names(subset(events.names, used))
+    if streamed:
+        return display
     listed = {n for t in transitions for n in (t.from_name, t.to_name)}
     listed |= {n for g in largest for n in (g.before, g.after)}
     return {n: display.get(n, n) for n in listed}
@@ -596,7 +606,8 @@ def _transitions(
     after: np.ndarray,
     gap: np.ndarray,
     options: GapOptions,
-) -> tuple[list[Transition], int]:
+    streamed: bool = False,
+) -> tuple[Sequence[Transition], int]:
     """Statistics of the (signed) gap per (name before, name after): the ``options.top`` first
     by the sort field (then the names), and how many pairs there are. Ranked as arrays, so a
     row is built only for the pairs shown, whatever the number of distinct names.
@@ -615,30 +626,39 @@ def _transitions(
         pairs, part = _pair_stats(len(names), before[mine], after[mine], gap[mine], options)
         distinct += pairs
         parts.append(part)
-    first, second, value, count, total, low, high, std = (
-        np.concatenate(column) if passes > 1 else column[0] for column in zip(*parts, strict=True)
-    )
+    # each column joined, and its parts freed, before the next (with --gap-top 0 the passes
+    # keep every pair: 2.5 M pairs take 20 MB a column)
+    by_column = [list(column) for column in zip(*parts, strict=True)]
+    del parts
+    first, second, value, count, total, low, high, std = map(_joined, by_column)
     both = np.concatenate((first, second))
     ranked = ranks_of(names, both) if rank is None else rank[both]
     order = np.lexsort((ranked[len(first) :], ranked[: len(first)], -value))
     del both, ranked
     chosen = order if options.top == 0 else order[: options.top]
-    rows = [
-        Transition(
-            from_name=names[int(first[g])],
-            to_name=names[int(second[g])],
-            count=int(count[g]),
-            total_ns=int(total[g]),
-            min_ns=int(low[g]),
-            max_ns=int(high[g]),
-            std_ns=float(std[g]),
-        )
-        for g in chosen.tolist()
+    columns = (first, second, count, total, low, high, std)
+    return rows_of(partial(_transition_rows, names, columns), chosen, streamed), distinct
+
+
+def _transition_rows(
+    names: Sequence[str], columns: tuple[np.ndarray, ...], chosen: np.ndarray
+) -> list[Transition]:
+    """The transitions ``chosen`` (positions in ``columns``), in that order."""
+    first, second, count, total, low, high, std = (c[chosen].tolist() for c in columns)
+    return [
+        Transition(names[f], names[s], n, t, lo, hi, sd)
+        for f, s, n, t, lo, hi, sd in zip(first, second, count, total, low, high, std, strict=True)
     ]
-    return rows, distinct
 
 
 _PASS_GAPS = 1 << 20
+
+
+def _joined(parts: list[np.ndarray]) -> np.ndarray:
+    """The parts as one array; the list emptied."""
+    joined = np.concatenate(parts) if len(parts) > 1 else parts[0]
+    parts.clear()
+    return joined
 
 
 def _pair_stats(

@@ -7,8 +7,10 @@ ns); µs appear only where a row is serialised (``KernelRow.as_dict``) or render
 from __future__ import annotations
 
 import heapq
+import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -19,10 +21,11 @@ from traceview.aggregate.percentiles import nearest_rank
 from traceview.analyses.categories import CATEGORIES, categorize
 from traceview.analyses.devices import usage
 from traceview.analyses.in_us import us_fields
-from traceview.analyses.names import display_names, short_names
+from traceview.analyses.names import display_names, display_names_in_order, short_names
 from traceview.analyses.oplinks import link_ops
 from traceview.analyses.selection import Selection, name_regex, select
 from traceview.analyses.steps import Steps, in_steps, step_windows
+from traceview.analyses.streamed import rows_of
 from traceview.analyses.summary import TraceSummary, summarize
 from traceview.choices import KernelGroupBy, KernelSort, check_choice
 from traceview.columns.model import TraceEvents
@@ -35,6 +38,7 @@ if TYPE_CHECKING:
 
 GROUP_BY = tuple(KernelGroupBy)
 SORT_KEYS = tuple(KernelSort)
+_Ids = Sequence[int] | np.ndarray  # group ids
 _FLOAT_EXACT = 1 << 53  # ns values below this convert to float64 exactly
 _SORT_FIELD = {
     "count": "count",
@@ -92,7 +96,7 @@ class KernelReport:
     count: int
     total_ns: int
     distinct: int
-    rows: list[KernelRow]
+    rows: Sequence[KernelRow]  # a list, or made as they are read (``streamed``)
     left_out_rows: int = 0
     left_out_count: int = 0
     left_out_ns: int = 0
@@ -115,6 +119,7 @@ def analyse_kernels(
     options: KernelOptions,
     shared: Shared | None = None,
     shown_names: bool = True,
+    streamed: bool = False,
 ) -> KernelReport:
     """Select GPU rows by kind, steps and name; compute per-name statistics; sort; cut.
 
@@ -123,6 +128,8 @@ def analyse_kernels(
     (``shared``: the whole trace's summary, when the caller has it already).
     ``shown_names=False``: a row's ``short_name`` is its full name, for a caller that shows
     none (the snapshot): the display names take a pass over every distinct name.
+    ``streamed``: the rows are made as they are read, a chunk at a time (an output of every
+    row: 10^6 KernelRow objects would hold ~1 GB); the report keeps the row-sized arrays.
     """
     check_options(options)
     mask, notes, options = _selection(events, options)
@@ -141,12 +148,16 @@ def analyse_kernels(
         groups = _Labels(categories, categories, [1] * len(categories))
     else:
         ids = gpu.name if every else gpu.name[mask]
-        groups, group = _groups(events.names, ids, options.group_by, shown_names)
+        shown = "every" if streamed else "asked" if shown_names else "none"
+        groups, group = _groups(events.names, ids, options.group_by, shown)
     labels = groups.names
     stats = _Stats.of(group, dur, len(labels))
     kept = _ranked(stats, groups, options.sort, options.top)
     details = stats.detailed(kept)
-    rows = [_row(stats, details, groups, g) for g in kept]
+    if streamed:  # rows made later need no row-sized column (2.5 M rows: 20-40 MB)
+        stats = replace(stats, group=stats.group[:0], dur=stats.dur[:0])
+    make = partial(_rows, stats, details, groups)
+    rows = rows_of(make, np.asarray(kept, dtype=np.int64), streamed)
     return KernelReport(
         trace=trace,
         options=options,
@@ -155,7 +166,7 @@ def analyse_kernels(
         distinct=len(labels),
         rows=rows,
         left_out_rows=len(labels) - len(rows),
-        left_out_count=stats.total_count - sum(r.count for r in rows),
+        left_out_count=stats.total_count - int(stats.count[kept].sum()),
         left_out_ns=stats.total_ns - int(stats.total[kept].sum()),
         notes=notes,
     )
@@ -221,13 +232,20 @@ class _Shown(Sequence[str]):
 
 
 def _groups(
-    names: Sequence[str], name_ids: np.ndarray, group_by: str, shown_names: bool = True
+    names: Sequence[str], name_ids: np.ndarray, group_by: str, shown_names: str = "asked"
 ) -> tuple[_Labels, np.ndarray]:
-    """Group labels (decided over every selected name) and the group id of every row."""
+    """Group labels (decided over every selected name) and the group id of every row.
+    ``shown_names``: the display names of the groups, each worked out when ``asked`` for
+    (a table shows a few), of ``every`` group at once and packed (every row is shown), or
+    ``none`` (the full names)."""
     used, group = dense_ids(name_ids, len(names))
     labels = subset(names, used)  # the names themselves when every one is used
     if group_by == "name":
-        shown = _Shown(labels, display_names(labels)) if shown_names else labels
+        shown: Sequence[str] = labels
+        if shown_names == "asked":
+            shown = _Shown(labels, display_names(labels))
+        elif shown_names == "every":
+            shown = display_names_in_order(labels)
         return _Labels(labels, shown, [1] * len(labels)), group
     ids: dict[str, int] = {}  # short name → group id, in order of first appearance
     to_short = np.array([ids.setdefault(s, len(ids)) for s in short_names(labels)], np.int64)
@@ -286,7 +304,7 @@ class _Stats:
         p99 = nearest_rank(self.group, self.dur, len(self.count), (99,))[99]
         return p99.astype(np.float64)
 
-    def detailed(self, kept: Sequence[int]) -> _Details:
+    def detailed(self, kept: _Ids) -> _Details:
         """Std and percentiles of the ``kept`` groups, from their rows only (the same figures,
         to the last bit, as from every row)."""
         groups = len(self.count)
@@ -321,7 +339,7 @@ class _Details:
         return cls(position, std, nearest_rank(group, dur, groups, (50, 90, 99)))
 
 
-def _ranked(stats: _Stats, groups: _Labels, sort: str, top: int) -> list[int]:
+def _ranked(stats: _Stats, groups: _Labels, sort: str, top: int) -> _Ids:
     """The group ids of the rows to show, in order: the ``top`` first (all for 0) by
     ``_sort_key(sort)`` (``name``: the name shown), without a row per group or a full sort."""
     key = _sort_key(sort)  # checks ``sort``
@@ -335,40 +353,63 @@ def _ranked(stats: _Stats, groups: _Labels, sort: str, top: int) -> list[int]:
         )  # fmt: skip
     values = stats.field(_SORT_FIELD[sort])
     if values is None:  # beyond exact floats: compare the rows themselves
-        details = stats.detailed(range(n))
-        rows = sorted((_row(stats, details, groups, g) for g in range(n)), key=key)
+        rows = sorted(_rows(stats, stats.detailed(range(n)), groups, range(n)), key=key)
         index = {label: g for g, label in enumerate(labels)}
         return [index[r.name] for r in rows[: top or None]]
+    if not 0 < top < n:
+        return _by_value(values, labels)
     candidates = np.arange(n)
     if 0 < top < n:  # only rows at least as large as the top-th can be among the top
         candidates = np.flatnonzero(values >= np.partition(values, n - top)[n - top])
     # the values of the candidates only: a list of every group's would be 32 bytes a group
     listed = dict(zip(candidates.tolist(), values[candidates].tolist(), strict=True))
     order = lambda g: (-listed[g], labels[g])  # noqa: E731 (the row key, on group ids)
-    chosen = list(listed)
-    return heapq.nsmallest(top, chosen, key=order) if top else sorted(chosen, key=order)
+    return heapq.nsmallest(top, listed, key=order)
 
 
-def _row(stats: _Stats, details: _Details, groups: _Labels, g: int) -> KernelRow:
-    """One group's statistics."""
-    count, total = int(stats.count[g]), int(stats.total[g])
-    at = int(details.position[g])
-    return KernelRow(
-        name=groups.names[g],
-        short_name=groups.shown[g],
-        variants=groups.variants[g],
-        count=count,
-        total_ns=total,
-        mean_ns=total / count,
-        std_ns=float(details.std[at]),
-        min_ns=int(stats.minimum[g]),
-        max_ns=int(stats.maximum[g]),
-        p50_ns=int(details.pcts[50][at]),
-        p90_ns=int(details.pcts[90][at]),
-        p99_ns=int(details.pcts[99][at]),
-        pct_launches=100.0 * count / stats.total_count,
-        pct_time=100.0 * total / stats.total_ns if stats.total_ns else 0.0,
-    )
+def _by_value(values: np.ndarray, labels: Sequence[str]) -> np.ndarray:
+    """Every group id, largest value first, ties by label (the order ``_ranked`` gives)
+    with one sort of the values: only the groups of a run of equal values are compared by
+    their labels."""
+    order = np.argsort(-values, kind="stable")
+    ordered = values[order]
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1], True])
+    for lo, hi in itertools.pairwise(starts.tolist()):
+        if hi - lo > 1:
+            order[lo:hi] = sorted(order[lo:hi].tolist(), key=labels.__getitem__)
+    return order
+
+
+def _rows(stats: _Stats, details: _Details, groups: _Labels, kept: _Ids) -> list[KernelRow]:
+    """The statistics of the groups ``kept``, in that order."""
+    ids = np.asarray(kept, dtype=np.int64)
+    at = details.position[ids]
+    columns = zip(
+        ids.tolist(), stats.count[ids].tolist(), stats.total[ids].tolist(),
+        details.std[at].tolist(), stats.minimum[ids].tolist(), stats.maximum[ids].tolist(),
+        details.pcts[50][at].tolist(), details.pcts[90][at].tolist(),
+        details.pcts[99][at].tolist(), strict=True,
+    )  # fmt: skip
+    total_count, total_ns = stats.total_count, stats.total_ns
+    return [
+        KernelRow(
+            name=groups.names[g],
+            short_name=groups.shown[g],
+            variants=groups.variants[g],
+            count=count,
+            total_ns=total,
+            mean_ns=total / count,
+            std_ns=std,
+            min_ns=minimum,
+            max_ns=maximum,
+            p50_ns=p50,
+            p90_ns=p90,
+            p99_ns=p99,
+            pct_launches=100.0 * count / total_count,
+            pct_time=100.0 * total / total_ns if total_ns else 0.0,
+        )
+        for g, count, total, std, minimum, maximum, p50, p90, p99 in columns
+    ]
 
 
 def _sort_key(sort: str) -> Any:

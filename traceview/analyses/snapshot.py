@@ -257,13 +257,13 @@ def _stored(report: KernelReport, max_kernels: int, max_stored: int) -> list[Ker
     never more than ``max_stored`` (``report`` has at least the rows to store)."""
     rows = report.rows
     if report.distinct <= max_kernels:
-        return rows
+        return list(rows)
     need = COVER * report.total_ns
     covered, keep = 0, 0
     while keep < min(len(rows), max_stored) and (keep < max_kernels or covered < need):
         covered += rows[keep].total_ns
         keep += 1
-    return rows[:keep]
+    return list(rows[:keep])
 
 
 def _slots_and_digests(events: TraceEvents, stored: list[str]) -> tuple[np.ndarray, np.ndarray]:

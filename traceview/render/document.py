@@ -5,18 +5,27 @@ each with an optional title and note), footer lines, and the two machine-readabl
 JSON document and its CSV. The renderers below know nothing of any command, so the terminal,
 text, Markdown, CSV and JSON outputs all show the same notes and the same "left out" facts,
 and a new format (HTML) is one more renderer in ``RENDERERS``.
+
+Each renderer gives its text a chunk at a time: a document of every kernel of a trace with
+10^6 names (a 250 MB CSV) is written as its rows are made, never held whole (a table's rows
+from ``tables.each_row``, a JSON list from ``analyses.streamed.json_list``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import itertools
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
 
+from traceview.analyses.streamed import Each
 from traceview.render.escape import markdown_list, markdown_text, print_line, text_lines
-from traceview.render.tables import Table, to_markdown, to_rich, to_text
+from traceview.render.tables import Table, batched, markdown_chunks, text_chunks, to_rich
+
+T = TypeVar("T")
+_ITEMS_AT_ONCE = 1 << 12  # items of a streamed JSON list written as one chunk
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -46,13 +55,14 @@ class Section:
 @dataclass(frozen=True)
 class Document:
     """One command's output. ``data`` builds the JSON document (with its ``schema_version``);
-    ``csv`` the CSV text (raw numbers, one row per item of the main table), None for a
-    command without a CSV form (its --format check refuses csv before the trace is read)."""
+    ``csv`` the CSV text (raw numbers, one row per item of the main table), or its chunks,
+    None for a command without a CSV form (its --format check refuses csv before the trace
+    is read)."""
 
     head: Sequence[str]
     sections: Sequence[Section]
     data: Callable[[], dict[str, Any]]
-    csv: Callable[[], str] | None
+    csv: Callable[[], str | Iterator[str]] | None
     foot: Sequence[str] = field(default_factory=tuple)
     # The footer's style on a terminal (a verdict in green or red); a Markdown document's first
     # line, in bold (a review comment's headline).
@@ -63,52 +73,157 @@ class Document:
 
 
 def to_json_text(doc: Document) -> str:
-    return orjson.dumps(doc.data(), option=orjson.OPT_INDENT_2).decode() + "\n"
+    return "".join(json_chunks(doc))
+
+
+def json_chunks(doc: Document) -> Iterator[str]:
+    """The JSON document, indented by 2 as ``orjson.OPT_INDENT_2`` writes it (to the byte),
+    with each ``Each`` list written a chunk of items at a time."""
+    yield from _json_chunks(doc.data(), "")
+    yield "\n"
+
+
+def _json_chunks(value: Any, indent: str) -> Iterator[str]:
+    inner = indent + "  "
+    if isinstance(value, Each):
+        opened = False
+        for items in batched(value, _ITEMS_AT_ONCE):
+            yield (",\n" if opened else "[\n") + ",\n".join(
+                inner + "".join(_json_chunks(v, inner)) for v in items
+            )
+            opened = True
+        yield f"\n{indent}]" if opened else "[]"
+    elif isinstance(value, dict) and _streams(value):
+        yield "{"
+        for k, (key, item) in enumerate(value.items()):
+            yield f"{',' if k else ''}\n{inner}{orjson.dumps(key).decode()}: "
+            yield from _json_chunks(item, inner)
+        yield f"\n{indent}}}"
+    elif isinstance(value, list) and _streams(value):
+        yield "["
+        for k, item in enumerate(value):
+            yield f"{',' if k else ''}\n{inner}"
+            yield from _json_chunks(item, inner)
+        yield f"\n{indent}]"
+    else:
+        yield _dumps(value, indent)
+
+
+def _dumps(value: Any, indent: str) -> str:
+    """``value`` indented by 2, its lines after the first by ``indent`` more (a newline is
+    always escaped inside a JSON string)."""
+    text = orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()
+    return text.replace("\n", "\n" + indent) if indent else text
+
+
+def _streams(value: Any) -> bool:
+    """Whether an ``Each`` is in ``value``."""
+    if isinstance(value, Each):
+        return True
+    if isinstance(value, dict):
+        return any(_streams(v) for v in value.values())
+    return isinstance(value, list) and any(_streams(v) for v in value)
 
 
 def to_csv_text(doc: Document) -> str:
+    return "".join(csv_chunks(doc))
+
+
+def csv_chunks(doc: Document) -> Iterator[str]:
     if doc.csv is None:
         raise ValueError("this document has no CSV form")
-    return doc.csv()
+    text = doc.csv()
+    if isinstance(text, str):
+        yield text
+    else:
+        yield from text
 
 
 def to_plain(doc: Document) -> str:
     """Plain text for pipes and files: blocks separated by a blank line."""
-    parts = [text_lines(list(doc.head))] if doc.head else []
+    return "".join(plain_chunks(doc))
+
+
+def plain_chunks(doc: Document) -> Iterator[str]:
+    """``to_plain``, a chunk at a time."""
+    parts: list[Iterable[str]] = [[text_lines(list(doc.head))]] if doc.head else []
     for s in doc.sections:
-        body = to_text(s.body) if isinstance(s.body, Table) else text_lines(list(s.body.lines))
-        body = body.rstrip("\n") + "\n"
+        if isinstance(s.body, Table):
+            body: Iterable[str] = text_chunks(s.body)
+        else:
+            body = [text_lines(list(s.body.lines))]
         title = f"{text_lines([s.title])}\n" if s.title is not None else ""
         note = f"{text_lines([s.note])}\n" if s.note is not None else ""
-        parts.append(title + body + note)
+        parts.append(_section(title, body, note))
     if doc.foot:
-        parts.append(text_lines(list(doc.foot)) + "\n")
-    parts += [f"{text_lines([heading])}\n{to_plain(part)}" for heading, part in doc.parts]
-    return "\n\n".join(p.rstrip("\n") for p in parts) + "\n"
+        parts.append([text_lines(list(doc.foot)) + "\n"])
+    parts += [
+        itertools.chain([f"{text_lines([heading])}\n"], plain_chunks(part))
+        for heading, part in doc.parts
+    ]
+    return _blocks(parts)
 
 
 def to_md(doc: Document) -> str:
     """Markdown: the title in bold, the header as a list, titled sections as ### headings,
     tables as tables; the footer's first line, then the others as a list."""
-    parts = [f"**{markdown_text(doc.title)}**"] if doc.title is not None else []
+    return "".join(md_chunks(doc))
+
+
+def md_chunks(doc: Document) -> Iterator[str]:
+    """``to_md``, a chunk at a time."""
+    parts: list[Iterable[str]] = []
+    if doc.title is not None:
+        parts.append([f"**{markdown_text(doc.title)}**"])
     if doc.head:
-        parts.append(markdown_list(list(doc.head)))
+        parts.append([markdown_list(list(doc.head))])
     for s in doc.sections:
         if isinstance(s.body, Table):
-            body = to_markdown(s.body)
+            body: Iterable[str] = markdown_chunks(s.body)
         elif s.body.aligned:
-            body = "```\n" + text_lines(list(s.body.lines)) + "\n```\n"
+            body = ["```\n" + text_lines(list(s.body.lines)) + "\n```\n"]
         else:
-            body = markdown_list(list(s.body.lines)) + "\n"
+            body = [markdown_list(list(s.body.lines)) + "\n"]
         title = f"### {markdown_text(s.title)}\n\n" if s.title is not None else ""
         note = f"\n{markdown_text(s.note)}\n" if s.note is not None else ""
-        parts.append(title + body + note)
+        parts.append(itertools.chain([title], body, [note]))
     if doc.foot:  # a verdict, and what it is made of as a list
-        parts.append(markdown_text(doc.foot[0]) + "\n")
+        parts.append([markdown_text(doc.foot[0]) + "\n"])
     if len(doc.foot) > 1:
-        parts.append(markdown_list([line.strip() for line in doc.foot[1:]]))
-    parts += [f"## {markdown_text(heading)}\n\n{to_md(part)}" for heading, part in doc.parts]
-    return "\n\n".join(p.rstrip("\n") for p in parts) + "\n"
+        parts.append([markdown_list([line.strip() for line in doc.foot[1:]])])
+    parts += [
+        itertools.chain([f"## {markdown_text(heading)}\n\n"], md_chunks(part))
+        for heading, part in doc.parts
+    ]
+    return _blocks(parts)
+
+
+def _section(title: str, body: Iterable[str], note: str) -> Iterator[str]:
+    """A text section's title, body (its trailing newlines made one) and note."""
+    yield title
+    yield from _rstripped(body)
+    yield "\n" + note
+
+
+def _blocks(parts: Iterable[Iterable[str]]) -> Iterator[str]:
+    """The parts without their trailing newlines, a blank line between two, a newline at
+    the end: ``"\\n\\n".join(p.rstrip("\\n") for p in parts) + "\\n"``, as chunks."""
+    for k, part in enumerate(parts):
+        if k:
+            yield "\n\n"
+        yield from _rstripped(part)
+    yield "\n"
+
+
+def _rstripped(chunks: Iterable[str]) -> Iterator[str]:
+    """The text of ``chunks`` without its trailing newlines (held back until more follows)."""
+    held = ""
+    for chunk in chunks:
+        text = held + chunk
+        kept = text.rstrip("\n")
+        if kept:
+            yield kept
+        held = text[len(kept) :]
 
 
 def print_rich(doc: Document, console: Console) -> None:
@@ -138,10 +253,10 @@ def print_rich(doc: Document, console: Console) -> None:
         print_rich(part, console)
 
 
-# The formats that produce text; "table" is rich on a terminal, else plain text.
-RENDERERS: dict[str, Callable[[Document], str]] = {
-    "json": to_json_text,
-    "csv": to_csv_text,
-    "md": to_md,
-    "text": to_plain,
+# The formats that produce text, each as chunks; "table" is rich on a terminal, else text.
+RENDERERS: dict[str, Callable[[Document], Iterator[str]]] = {
+    "json": json_chunks,
+    "csv": csv_chunks,
+    "md": md_chunks,
+    "text": plain_chunks,
 }

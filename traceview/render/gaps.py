@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from traceview.analyses.cpu_context import CpuContext, Holder
 from traceview.analyses.gaps import GapReport, Histogram, StreamGaps
 from traceview.analyses.in_us import us_names
 from traceview.render import capped, units
-from traceview.render.document import Document, Lines, Section, to_plain
+from traceview.render.document import Document, Lines, Section, plain_chunks
 from traceview.render.header import trace_lines
-from traceview.render.tables import Table, to_csv
+from traceview.render.tables import Table, each_row, to_csv
 
 _BAR = 40
 # Columns left out, in this order, when the terminal is too narrow for all of them.
@@ -59,12 +61,11 @@ def transitions_table(report: GapReport, verbose: bool) -> Table:
     def name(n: str) -> str:
         return n if verbose else report.shown_names.get(n, n)
 
-    rows = [
-        (units.count(t.count), units.time_ns(t.total_ns), units.time_ns(t.mean_ns),
-         units.time_ns(t.min_ns), units.time_ns(t.max_ns), units.time_ns(t.std_ns),
-         name(t.from_name), name(t.to_name))
-        for t in report.transitions
-    ]  # fmt: skip
+    rows = each_row(report.transitions, lambda _, t: (
+        units.count(t.count), units.time_ns(t.total_ns), units.time_ns(t.mean_ns),
+        units.time_ns(t.min_ns), units.time_ns(t.max_ns), units.time_ns(t.std_ns),
+        name(t.from_name), name(t.to_name),
+    ))  # fmt: skip
     headers = ("Count", "Total", "Mean", "Min", "Max", "Std", "From", "To")
     return Table(headers, (*(True,) * 6, False, False), rows)
 
@@ -197,7 +198,7 @@ def csv(report: GapReport) -> str:
     )
 
 
-def detailed_report(report: GapReport) -> str:
+def detailed_report(report: GapReport) -> Iterator[str]:
     """The --gap-output report: everything with full names (transitions uncut by --gap-top,
-    streams by --stream-top)."""
-    return to_plain(document(report, verbose=True))
+    streams by --stream-top), a chunk at a time."""
+    return plain_chunks(document(report, verbose=True))

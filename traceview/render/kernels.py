@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from traceview.analyses.in_us import us_names
 from traceview.analyses.kernels import KernelReport, KernelRow
 from traceview.analyses.steps import Steps
+from traceview.analyses.streamed import json_list
 from traceview.render import units
 from traceview.render.document import Document, Section
 from traceview.render.escape import text_lines
 from traceview.render.header import device_busy_lines, trace_lines
-from traceview.render.tables import Table, to_csv, to_text
+from traceview.render.tables import Table, csv_chunks, each_row, text_chunks
 
 SCHEMA_VERSION = 2
 _STAT_HEADERS = ("Count", "Total", "Mean", "Std", "Min", "Max", "P50", "P90", "P99",
@@ -38,11 +40,11 @@ def summary_lines(report: KernelReport) -> list[str]:
 
 
 def table(report: KernelReport, verbose: bool) -> Table:
-    """The kernel table as formatted cells."""
-    rows = [
-        (str(rank), *_stat_cells(row), _name_cell(row, verbose))
-        for rank, row in enumerate(report.rows, 1)
-    ]
+    """The kernel table as formatted cells (made as they are written, for a report whose
+    rows are)."""
+    rows = each_row(
+        report.rows, lambda rank, row: (str(rank), *_stat_cells(row), _name_cell(row, verbose))
+    )
     label = "Category" if report.options.group_by == "category" else "Kernel"
     return Table(("#", *_STAT_HEADERS, label), (True,) * 12 + (False,), rows)
 
@@ -81,13 +83,10 @@ def document(report: KernelReport, verbose: bool, every: KernelReport | None = N
     )
 
 
-def csv(report: KernelReport) -> str:
-    """One CSV row per kernel with raw numbers and the full name."""
-    fields = us_names(KernelRow)
-    return to_csv(
-        ("rank", *fields),
-        [(i, *r.as_dict().values()) for i, r in enumerate(report.rows, 1)],
-    )
+def csv(report: KernelReport) -> Iterator[str]:
+    """One CSV row per kernel with raw numbers and the full name, a chunk of rows at a time."""
+    rows = ((i, *r.as_dict().values()) for i, r in enumerate(report.rows, 1))
+    return csv_chunks(("rank", *us_names(KernelRow)), rows)
 
 
 def as_json(report: KernelReport) -> dict[str, Any]:
@@ -110,7 +109,7 @@ def as_json(report: KernelReport) -> dict[str, Any]:
             "gpu_busy_us": report.gpu_busy_ns / 1000,
             "gpu_busy_pct": report.gpu_busy_pct,
         },
-        "kernels": [row.as_dict() for row in report.rows],
+        "kernels": json_list(report.rows, KernelRow.as_dict),
         "left_out": {
             "kernels": report.left_out_rows,
             "count": report.left_out_count,
@@ -120,19 +119,18 @@ def as_json(report: KernelReport) -> dict[str, Any]:
     }
 
 
-def detailed_report(report: KernelReport) -> str:
+def detailed_report(report: KernelReport) -> Iterator[str]:
     """The -o text report: header, a one-line-per-kernel table (full names, grep-friendly),
-    then every kernel with its full name and all statistics."""
-    head = text_lines([*summary_lines(report), ""]) + "\n" + to_text(table(report, True))
-    lines = [""]
+    then every kernel with its full name and all statistics; a chunk of kernels at a time."""
+    yield text_lines([*summary_lines(report), ""]) + "\n"
+    yield from text_chunks(table(report, True))
+    yield "\n"
     for rank, row in enumerate(report.rows, 1):
-        lines.append(f"#{rank}  {row.short_name}")
-        lines.append(f"    name          {row.name}")
+        lines = [f"#{rank}  {row.short_name}", f"    name          {row.name}"]
         for label, value in zip(_STAT_HEADERS, _stat_cells(row), strict=True):
             lines.append(f"    {label:<13} {value}")
-        lines.append("")
-    lines.append(footer(report))
-    return head + text_lines(lines) + "\n"
+        yield text_lines([*lines, ""]) + "\n"
+    yield text_lines([footer(report)]) + "\n"
 
 
 def _stat_cells(row: KernelRow) -> tuple[str, ...]:

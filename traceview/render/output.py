@@ -24,12 +24,14 @@ def stdout_is_terminal() -> bool:
     return sys.stdout is not None and sys.stdout.isatty()
 
 
-def write_stdout(text: str) -> None:
-    """Write data to stdout; a full disk or a closed stdout is one error line, not a traceback."""
+def write_stdout(text: str | Iterator[str]) -> None:
+    """Write data (or its chunks, as they are made) to stdout; a full disk or a closed stdout
+    is one error line, not a traceback."""
     if sys.stdout is None:  # started with stdout closed (``>&-``)
         raise TraceviewError("cannot write to stdout: it is closed")
     try:
-        sys.stdout.write(text)
+        for chunk in [text] if isinstance(text, str) else text:
+            sys.stdout.write(chunk)
         sys.stdout.flush()
     except BrokenPipeError:
         raise  # the reader left (``| head``): the CLI exits quietly
@@ -83,11 +85,14 @@ def _is_an_input(st: os.stat_result, inputs: Sequence[Path]) -> bool:
     return False
 
 
-def write_file(path: Path, text: str | bytes, force: bool, inputs: Sequence[Path] = ()) -> None:
-    """Write ``text`` to ``path``: a regular file atomically (a temp file renamed over it, with
-    the user's umask), a device or pipe by writing to it. Never an input trace."""
+def write_file(
+    path: Path, text: str | bytes | Iterator[str], force: bool, inputs: Sequence[Path] = ()
+) -> None:
+    """Write ``text`` (or its chunks, as they are made) to ``path``: a regular file atomically
+    (a temp file renamed over it, with the user's umask; removed if making the text fails),
+    a device or pipe by writing to it. Never an input trace."""
     check_output_path(path, force, inputs)
-    data = text if isinstance(text, bytes) else text.encode("utf-8")  # bytes: UTF-8 already
+    data = _encoded(text)
     try:
         st = path.stat()
     except OSError:
@@ -116,7 +121,18 @@ def _is_open_fd(path: Path) -> bool:
     return False
 
 
-def _write_through(path: Path, data: bytes) -> None:
+def _encoded(text: str | bytes | Iterator[str]) -> Iterator[bytes]:
+    """The UTF-8 bytes of ``text`` (bytes: UTF-8 already), chunk by chunk."""
+    if isinstance(text, bytes):
+        yield text
+    elif isinstance(text, str):
+        yield text.encode("utf-8")
+    else:
+        for chunk in text:
+            yield chunk.encode("utf-8")
+
+
+def _write_through(path: Path, data: Iterator[bytes]) -> None:
     """Write to a device, pipe or open descriptor as it is: no temp file, the node is never
     replaced; appended, so a report after stdout data (``-o /dev/stdout > f``) follows it."""
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NOCTTY)
@@ -126,7 +142,7 @@ def _write_through(path: Path, data: bytes) -> None:
         os.close(fd)
 
 
-def _write_atomically(target: Path, data: bytes, st: os.stat_result | None) -> None:
+def _write_atomically(target: Path, data: Iterator[bytes], st: os.stat_result | None) -> None:
     """A temp file beside ``target`` (mode 0666 less the umask, or the mode of the file it
     replaces), renamed over it; removed if anything fails."""
     tmp = target.parent / f".{target.name}.{os.getpid()}.{uuid.uuid4().hex[:12]}.tmp"
@@ -145,10 +161,11 @@ def _write_atomically(target: Path, data: bytes, st: os.stat_result | None) -> N
         raise
 
 
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
+def _write_all(fd: int, data: Iterator[bytes]) -> None:
+    for chunk in data:
+        view = memoryview(chunk)
+        while view:
+            view = view[os.write(fd, view) :]
 
 
 def check_export_dir(

@@ -1,22 +1,29 @@
 """A plain table model rendered four ways: rich, aligned text, Markdown and CSV.
 
-Cells may hold names from the trace: each rendering escapes them (see render.escape).
+Cells may hold names from the trace: each rendering escapes them (see render.escape). The
+rows of a table of every kernel of a trace (10^6 names) are made as they are written
+(``each_row``), and the text renderings are written a chunk of rows at a time.
 """
 
 from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Sequence
+import itertools
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar, overload
 
+from traceview.analyses.streamed import Streamed
 from traceview.render.escape import csv_cell, markdown_text, rich_text, visible
 
 if TYPE_CHECKING:
     from rich.console import Console
 
 _MIN_TEXT_WIDTH = 24  # a name column never shrinks below this on a narrow terminal
+_LINES_AT_ONCE = 1 << 12  # rows written as one chunk of text
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -26,6 +33,41 @@ class Table:
     headers: tuple[str, ...]
     right: tuple[bool, ...]
     rows: Sequence[tuple[str, ...]]
+
+
+def each_row(
+    items: Sequence[T], cells: Callable[[int, T], tuple[str, ...]]
+) -> Sequence[tuple[str, ...]]:
+    """The rows of ``items``, ``cells(k, item)`` for the k-th (from 1): a list, or, for
+    ``Streamed`` items (every row of 10^6), rows made each time the table is read (text takes
+    two passes: the widths, then the lines)."""
+    if isinstance(items, Streamed):
+        return _EachRow(items, cells)
+    return [cells(k, item) for k, item in enumerate(items, 1)]
+
+
+class _EachRow(Sequence[tuple[str, ...]]):
+    def __init__(self, items: Sequence[T], cells: Callable[[int, T], tuple[str, ...]]):
+        self._items = items
+        self._cells = cells
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    @overload
+    def __getitem__(self, i: int) -> tuple[str, ...]: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[tuple[str, ...]]: ...
+
+    def __getitem__(self, i: int | slice) -> tuple[str, ...] | list[tuple[str, ...]]:
+        if isinstance(i, slice):
+            return list(itertools.islice(self, *i.indices(len(self))))
+        k = range(len(self))[i]
+        return self._cells(k + 1, self._items[k])
+
+    def __iter__(self) -> Iterator[tuple[str, ...]]:
+        return itertools.starmap(self._cells, enumerate(self._items, 1))
 
 
 def fit(table: Table, width: int, drop_order: Sequence[str]) -> tuple[Table, list[str]]:
@@ -109,37 +151,68 @@ def to_rich(
 
 def to_text(table: Table) -> str:
     """Aligned plain text, for pipes and reports."""
-    table = _visible(table)
-    cells = [table.headers, *table.rows]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(table.headers))]
-    lines = []
-    for row in cells:
+    return "".join(text_chunks(table))
+
+
+def text_chunks(table: Table) -> Iterator[str]:
+    """``to_text``, a chunk of lines at a time (the rows are read twice: widths, lines)."""
+    headers = tuple(visible(h) for h in table.headers)
+    widths = [len(h) for h in headers]
+    for row in table.rows:
+        widths = [max(w, len(visible(cell))) for w, cell in zip(widths, row, strict=True)]
+
+    def line(cells: Iterable[str]) -> str:
         parts = [
             cell.rjust(w) if right else cell.ljust(w)
-            for cell, w, right in zip(row, widths, table.right, strict=True)
+            for cell, w, right in zip(cells, widths, table.right, strict=True)
         ]
-        lines.append("  ".join(parts).rstrip())
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines) + "\n"
+        return "  ".join(parts).rstrip() + "\n"
+
+    yield line(headers) + "  ".join("-" * w for w in widths) + "\n"
+    for rows in batched(table.rows, _LINES_AT_ONCE):
+        yield "".join(line(map(visible, row)) for row in rows)
 
 
 def to_markdown(table: Table) -> str:
     """A GitHub-flavoured Markdown table."""
+    return "".join(markdown_chunks(table))
+
+
+def markdown_chunks(table: Table) -> Iterator[str]:
+    """``to_markdown``, a chunk of rows at a time."""
 
     def line(cells: tuple[str, ...]) -> str:
-        return "| " + " | ".join(markdown_text(c) for c in cells) + " |"
+        return "| " + " | ".join(markdown_text(c) for c in cells) + " |\n"
 
-    rule = "|" + "|".join("---:" if right else "---" for right in table.right) + "|"
-    return "\n".join([line(table.headers), rule, *(line(r) for r in table.rows)]) + "\n"
+    yield line(table.headers) + "|" + "|".join("---:" if r else "---" for r in table.right) + "|\n"
+    for rows in batched(table.rows, _LINES_AT_ONCE):
+        yield "".join(map(line, rows))
 
 
-def to_csv(headers: tuple[str, ...], rows: Sequence[tuple[object, ...]]) -> str:
+def to_csv(headers: tuple[str, ...], rows: Iterable[tuple[object, ...]]) -> str:
     """CSV with raw (unformatted) numbers; text escaped and kept from reading as a formula."""
+    return "".join(csv_chunks(headers, rows))
+
+
+def csv_chunks(headers: tuple[str, ...], rows: Iterable[tuple[object, ...]]) -> Iterator[str]:
+    """``to_csv``, a chunk of rows at a time (``rows`` are read once)."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow([csv_cell(h) for h in headers])
-    writer.writerows([csv_cell(v) for v in row] for row in rows)
-    return out.getvalue()
+    for chunk in batched(rows, _LINES_AT_ONCE):
+        writer.writerows([csv_cell(v) for v in row] for row in chunk)
+        yield out.getvalue()
+        out.seek(0)
+        out.truncate()
+    if out.tell():  # no rows: the headers alone
+        yield out.getvalue()
+
+
+def batched(items: Iterable[T], n: int) -> Iterator[list[T]]:
+    """Lists of ``n`` items (the last shorter): ``itertools.batched`` of Python 3.12."""
+    it = iter(items)
+    while chunk := list(itertools.islice(it, n)):
+        yield chunk
 
 
 def _visible(table: Table) -> Table:
