@@ -18,7 +18,10 @@ a quick run (~5 min on 2 busy cores).
 Commands: kernels; ``short`` = kernels --group-by short; ``regex`` = kernels --name REGEX;
 gaps; steps; snapshot; ``pstep`` = kernels --pstep 5-10000000 (a usage error, exit 2);
 ``pstep-huge`` = kernels --pstep 5-1000000000, not run by default (before issue #21 it
-needed tens of GB: do not run it on old code on a shared machine).
+needed tens of GB: do not run it on old code on a shared machine). Outputs of every row, not
+run by default: ``csv`` = kernels -f csv, ``all-json`` = kernels -f json --top 0, ``report``
+= kernels -o /dev/null, ``gaps-report`` = gaps -o /dev/null, ``gaps-all`` = gaps -f json
+--gap-top 0 (before issue #21's streamed outputs they took 3-6 GB at 10^6 names).
 """
 
 from __future__ import annotations
@@ -46,8 +49,15 @@ COMMANDS: dict[str, tuple[list[str], int]] = {  # name → (traceview arguments,
     "snapshot": (["snapshot"], 0),
     "pstep": (["kernels", "--pstep", "5-10000000"], 2),
     "pstep-huge": (["kernels", "--pstep", "5-1000000000"], 2),
+    # outputs of every row (not run by default: at 10^6 names they write 0.3-0.7 GB)
+    "csv": (["kernels", "-f", "csv"], 0),
+    "all-json": (["kernels", "-f", "json", "--top", "0"], 0),
+    "report": (["kernels", "-o", "/dev/null"], 0),
+    "gaps-report": (["gaps", "-o", "/dev/null"], 0),
+    "gaps-all": (["gaps", "-f", "json", "--gap-top", "0"], 0),
 }
-DEFAULT_COMMANDS = [c for c in COMMANDS if c != "pstep-huge"]
+_EVERY_ROW = ("csv", "all-json", "report", "gaps-report", "gaps-all")
+DEFAULT_COMMANDS = [c for c in COMMANDS if c != "pstep-huge" and c not in _EVERY_ROW]
 
 
 @dataclass(frozen=True)
