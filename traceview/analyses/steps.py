@@ -305,7 +305,7 @@ def step_table(
     segment *= width
     del owner
     segment += device_index.astype(narrow)[gpu.stream[member]]
-    first_launch = _min_by(segment, launch[member], len(steps) * width)
+    earliest_launch = _min_by(segment, launch[member], len(steps) * width)
     del launch
     # the rows by (segment, start), each column dropped once sorted: unions take them over
     order = lex_order((gpu.ts[member], segment))
@@ -315,7 +315,7 @@ def step_table(
     del order, segment, sorted_member
     columns[2] += columns[1]
     u = unions_in_order(columns, holes=False)
-    launched = first_launch[u.segment]
+    launched = earliest_launch[u.segment]
     per_step: list[list[StepDevice]] = [[] for _ in steps]
     for seg, first, last, busy_ns, launch in zip(
         u.segment.tolist(),
