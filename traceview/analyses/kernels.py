@@ -341,7 +341,8 @@ class _Details:
 
 def _ranked(stats: _Stats, groups: _Labels, sort: str, top: int) -> _Ids:
     """The group ids of the rows to show, in order: the ``top`` first (all for 0) by
-    ``_sort_key(sort)`` (``name``: the name shown), without a row per group or a full sort."""
+    ``_sort_key(sort)`` (``name``: the name shown), without a row per group (all of them:
+    one sort of the values; a few: a partition, then the candidates sorted)."""
     key = _sort_key(sort)  # checks ``sort``
     labels = groups.names
     n = len(labels)
@@ -356,11 +357,10 @@ def _ranked(stats: _Stats, groups: _Labels, sort: str, top: int) -> _Ids:
         rows = sorted(_rows(stats, stats.detailed(range(n)), groups, range(n)), key=key)
         index = {label: g for g, label in enumerate(labels)}
         return [index[r.name] for r in rows[: top or None]]
-    if not 0 < top < n:
+    if not 0 < top < n:  # every row
         return _by_value(values, labels)
-    candidates = np.arange(n)
-    if 0 < top < n:  # only rows at least as large as the top-th can be among the top
-        candidates = np.flatnonzero(values >= np.partition(values, n - top)[n - top])
+    # only rows at least as large as the top-th can be among the top
+    candidates = np.flatnonzero(values >= np.partition(values, n - top)[n - top])
     # the values of the candidates only: a list of every group's would be 32 bytes a group
     listed = dict(zip(candidates.tolist(), values[candidates].tolist(), strict=True))
     order = lambda g: (-listed[g], labels[g])  # noqa: E731 (the row key, on group ids)

@@ -408,12 +408,12 @@ def _briefed(args: list[list[str]], positions: list[int]) -> list[list[str]]:
     """``args`` with the arguments at ``positions`` made brief (arguments alike in every
     list stay alike brief, and a told-apart name shows only differing ones)."""
     out = []
-    for a in args:
-        a = a.copy()
+    for written in args:
+        brief = written.copy()
         for i in positions:
-            if i < len(a):
-                a[i] = _brief(a[i])
-        out.append(a)
+            if i < len(brief):
+                brief[i] = _brief(brief[i])
+        out.append(brief)
     return out
 
 
