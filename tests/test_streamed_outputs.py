@@ -16,6 +16,7 @@ import pytest
 from conftest import load_generator
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from rich.console import Console
 
 from traceview import run
 from traceview.analyses import streamed
@@ -29,7 +30,14 @@ from traceview.render import document as doc_module
 from traceview.render import gaps as render_gaps
 from traceview.render import kernels as render_kernels
 from traceview.render import tables
-from traceview.render.document import Document, to_csv_text, to_json_text, to_md, to_plain
+from traceview.render.document import (
+    Document,
+    print_rich,
+    to_csv_text,
+    to_json_text,
+    to_md,
+    to_plain,
+)
 from traceview.render.output import write_file
 from traceview.render.tables import csv_chunks
 
@@ -54,7 +62,9 @@ def _small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _renderings(doc: Document) -> list[str]:
-    return [to_plain(doc), to_md(doc), to_json_text(doc), to_csv_text(doc)]
+    terminal = io.StringIO()  # narrow: columns left out, names folded
+    print_rich(doc, Console(file=terminal, width=90))
+    return [to_plain(doc), to_md(doc), to_json_text(doc), to_csv_text(doc), terminal.getvalue()]
 
 
 @pytest.mark.parametrize("sort", ["duration-percentage", "count", "name", "max"])
