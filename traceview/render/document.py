@@ -16,7 +16,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -24,7 +24,6 @@ from traceview.analyses.streamed import Each
 from traceview.render.escape import markdown_list, markdown_text, print_line, text_lines
 from traceview.render.tables import Table, batched, markdown_chunks, text_chunks, to_rich
 
-T = TypeVar("T")
 _ITEMS_AT_ONCE = 1 << 12  # items of a streamed JSON list written as one chunk
 
 if TYPE_CHECKING:
