@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO := fixtures/demo.json.gz
 
-.PHONY: help install demo test lint format typecheck bench clean
+.PHONY: help install demo test test-fast lint format typecheck bench clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -29,6 +29,9 @@ demo: $(STAMP) ## Run traceview on the bundled demo trace
 
 test: $(STAMP) ## Run the test suite (real traces from ../shared/traces when present)
 	$(BIN)/python -m pytest -q
+
+test-fast: $(STAMP) ## Only the fast unit tests (tests/unit, no timing ratios)
+	$(BIN)/python -m pytest -q tests/unit -m "not slow"
 
 lint: $(STAMP) ## ruff lint and format check, mypy --strict on the package, import layers
 	$(BIN)/ruff check traceview tests fixtures benchmarks

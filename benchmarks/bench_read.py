@@ -147,7 +147,7 @@ def parse_size(text: str) -> int:
 
 
 def load_generator() -> ModuleType:
-    """Import fixtures/generate.py by path, as tests/test_fixtures_generator.py does."""
+    """Import fixtures/generate.py by path, as tests/cli/test_fixtures_generator.py does."""
     name = "traceview_fixtures_generate"
     if name in sys.modules:
         return sys.modules[name]

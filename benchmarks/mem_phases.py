@@ -134,15 +134,15 @@ def _command(command: str) -> tuple[Callable[[Any], Any], Callable[[Any], str]]:
             lambda r: to_plain(render_gaps.document(r, False))
         )
     if command == "steps":
-        from traceview.analyses.steps import step_table
-        from traceview.analyses.summary import summarize
+        from traceview.analyses.core.steps import step_table
+        from traceview.analyses.core.trace import summarize
         from traceview.render import steps as render_steps
 
         return (lambda e: (summarize(e), step_table(e))), (
             lambda r: to_plain(render_steps.document(*r, 100))
         )
     from traceview.analyses.snapshot import build_snapshot
-    from traceview.snapshot_file import to_json
+    from traceview.app.snapshot_file import to_json
 
     return build_snapshot, to_json
 

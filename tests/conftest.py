@@ -26,7 +26,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--update-goldens",
         action="store_true",
-        help="rewrite tests/goldens/ from the current output instead of comparing with it",
+        help="rewrite tests/golden/expected/ from the current output instead of comparing with it",
     )
 
 

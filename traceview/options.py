@@ -1,4 +1,5 @@
-"""How a command reads its traces: one frozen object, built once per command by the CLI."""
+"""How a command reads its traces and takes a run of several rank files: frozen objects,
+built once per command by the CLI (or by a library caller)."""
 
 from __future__ import annotations
 
@@ -20,4 +21,20 @@ class ReadOptions:
     step_regex: str | None = None  # steps from the CPU ranges whose name matches it
 
 
-__all__ = ["ReadOptions"]
+ENGINES = ("local", "dask")
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """Which files make the run, how ranks are told, and where they are read."""
+
+    glob: str | None = None
+    rank_regex: str | None = None
+    jobs: int | None = None  # local engine: processes (None: all cores)
+    engine: str = "local"
+    scheduler: str | None = None  # dask: the scheduler's address
+    scheduler_file: Path | None = None  # dask: its scheduler file
+    per_rank: bool = False
+
+
+__all__ = ["ENGINES", "ReadOptions", "RunOptions"]

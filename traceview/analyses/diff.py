@@ -9,7 +9,6 @@ whole-trace figures.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -17,16 +16,15 @@ from typing import Any
 import numpy as np
 
 from traceview import __version__
-from traceview.analyses.categories import by_name
-from traceview.analyses.names import display_names, short_names
+from traceview.analyses.core.categories import by_name
+from traceview.analyses.core.names import display_names, short_names
+from traceview.analyses.core.steps import Steps, describe_ranges, pick_steps, step_ranges
 from traceview.analyses.snapshot import Snapshot, SnapshotTrace, digest
-from traceview.analyses.steps import Steps, describe_ranges, pick_steps, step_ranges
 from traceview.choices import DiffGroupBy, check_choice
 from traceview.errors import UsageError
 
 MIN_STEPS_FOR_MEDIAN = 2
 GROUP_BY = tuple(DiffGroupBy)
-_PERCENT = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*%?\s*$")
 
 
 @dataclass(frozen=True)
@@ -186,14 +184,6 @@ def percent_change(before: float | None, after: float | None) -> float | None:
     if before is None or after is None or (before == 0 and after != 0):
         return None
     return 0.0 if before == 0 else (after - before) / before * 100
-
-
-def parse_percent(text: str, flag: str) -> float:
-    """``5%``, ``5`` or ``2.5%`` as a number of percent."""
-    m = _PERCENT.match(text)
-    if not m:
-        raise UsageError(f"{flag} {text!r}: expected a percentage such as 5% or 2.5")
-    return float(m.group(1))
 
 
 def check_options(options: DiffOptions) -> None:
@@ -475,6 +465,5 @@ __all__ = [
     "check_options",
     "compare",
     "describe_steps",
-    "parse_percent",
     "percent_change",
 ]

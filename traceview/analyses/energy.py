@@ -20,11 +20,11 @@ from typing import Any
 import numpy as np
 
 from traceview.aggregate.order import first_of_runs
-from traceview.analyses.devices import device_of_stream
+from traceview.analyses.core.devices import device_of_stream
 from traceview.columns.model import TraceEvents
+from traceview.columns.power import AVERAGE, PowerLog
 from traceview.columns.schema import KERNEL
 from traceview.errors import TraceviewError, UsageError
-from traceview.read.power import AVERAGE, PowerLog
 
 SCHEMA_VERSION = 1
 PJ_PER_J = 10**12
@@ -315,8 +315,8 @@ class PowerOptions:
 
 def read_log(options: PowerOptions) -> tuple[PowerLog, str]:
     """The power log, aligned as the options say, and a stderr note on its zone."""
-    from traceview.analyses.gaps import parse_duration
-    from traceview.read.power import parse_zone, read_power_log
+    from traceview.columns.power import parse_zone, read_power_log
+    from traceview.parsing import parse_duration
 
     text = options.offset.strip()
     sign = -1 if text.startswith("-") else 1
@@ -328,8 +328,8 @@ def read_log(options: PowerOptions) -> tuple[PowerLog, str]:
 
 def check_power_options(options: PowerOptions) -> dict[int, str]:
     """Usage errors before any reading; the --power-gpu map."""
-    from traceview.analyses.gaps import parse_duration
-    from traceview.read.power import parse_zone
+    from traceview.columns.power import parse_zone
+    from traceview.parsing import parse_duration
 
     parse_zone(options.tz)
     parse_duration(options.offset.strip().lstrip("+-"), "--power-offset")

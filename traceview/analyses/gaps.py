@@ -13,10 +13,8 @@ only in the result.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from decimal import ROUND_HALF_EVEN, Decimal
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -25,8 +23,8 @@ import numpy as np
 from traceview.aggregate import moments
 from traceview.aggregate.intervals import unions
 from traceview.aggregate.order import dense_ids, lex_order_then
-from traceview.analyses.cpu_context import NO_CONTEXT, CpuContext, GapQuery, cpu_contexts
-from traceview.analyses.devices import (
+from traceview.analyses.core.cpu_context import NO_CONTEXT, CpuContext, GapQuery, cpu_contexts
+from traceview.analyses.core.devices import (
     DeviceUsage,
     GapSet,
     device_gaps,
@@ -36,12 +34,12 @@ from traceview.analyses.devices import (
     launches_of,
     row_columns,
 )
-from traceview.analyses.in_us import us_fields
-from traceview.analyses.names import display_names
-from traceview.analyses.selection import Selection, select
-from traceview.analyses.steps import Steps
-from traceview.analyses.streamed import json_list, rows_of
-from traceview.analyses.summary import TraceSummary, summarize
+from traceview.analyses.core.in_us import us_fields
+from traceview.analyses.core.names import display_names
+from traceview.analyses.core.selection import Selection, select
+from traceview.analyses.core.steps import Steps
+from traceview.analyses.core.streamed import json_list, rows_of
+from traceview.analyses.core.trace import TraceSummary, summarize
 from traceview.choices import GAP_SORT_ALIASES, GapSort, check_choice
 from traceview.columns.memory import release_free_memory
 from traceview.columns.model import TraceEvents
@@ -50,7 +48,7 @@ from traceview.columns.schema import GPU_KINDS
 from traceview.errors import UsageError
 
 if TYPE_CHECKING:
-    from traceview.analyses.shared import Shared
+    from traceview.analyses.core.common import Shared
 
 SCHEMA_VERSION = 2
 SORT_KEYS = tuple(GapSort)
@@ -62,8 +60,6 @@ _SORT_FIELD = {
     "stdev": "std_ns",
     "total": "total_ns",
 }
-_UNITS_NS = {"ns": 1, "us": 1000, "µs": 1000, "μs": 1000, "ms": 1_000_000, "s": 1_000_000_000}
-_DURATION = re.compile(r"^\s*([+-]?)(\d+(?:\.\d*)?|\.\d+)\s*([a-zµμ]*)\s*$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -263,28 +259,6 @@ class GapReport:
             "largest": [g.as_dict() for g in self.largest],
             "notes": list(self.notes),
         }
-
-
-def parse_duration(text: str, flag: str = "duration") -> int:
-    """``250ns``, ``1us``, ``0.5ms``, ``2s`` or a bare number of µs, as integer ns; errors name
-    ``flag``, the option the text came from."""
-    m = _DURATION.match(text)
-    unit = m.group(3).lower() if m else ""
-    if not m or unit not in ("", *_UNITS_NS):
-        raise UsageError(f"{flag} {text!r}: expected a number with ns, us, ms or s (e.g. 5us)")
-    if m.group(1) == "-":
-        raise UsageError(f"{flag} {text!r}: must not be negative")
-    value = Decimal(m.group(2)) * _UNITS_NS[unit or "us"]
-    return int(value.to_integral_value(rounding=ROUND_HALF_EVEN))
-
-
-def parse_hist_range(lo: str | None, hi: str | None) -> tuple[int | None, int | None]:
-    """``--hist-min`` and ``--hist-max`` as ns; an error quotes them as the user typed them."""
-    lo_ns = parse_duration(lo, "--hist-min") if lo else None
-    hi_ns = parse_duration(hi, "--hist-max") if hi else None
-    if lo_ns is not None and hi_ns is not None and lo_ns >= hi_ns:
-        raise UsageError(f"--hist-min {lo} must be below --hist-max {hi}")
-    return lo_ns, hi_ns
 
 
 def analyse_gaps(
@@ -815,6 +789,4 @@ __all__ = [
     "analyse_gaps",
     "check_options",
     "device_idle",
-    "parse_duration",
-    "parse_hist_range",
 ]

@@ -13,16 +13,16 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from traceview.analyses.categories import CATEGORIES
-from traceview.analyses.cpu_context import GapQuery, cpu_contexts
-from traceview.analyses.devices import DeviceUsage, GapSet
-from traceview.analyses.oplinks import NO_OP, OpLinks
+from traceview.analyses.core.breakdown import Breakdown
+from traceview.analyses.core.categories import CATEGORIES
+from traceview.analyses.core.cpu_context import GapQuery, cpu_contexts
+from traceview.analyses.core.devices import DeviceUsage, GapSet
+from traceview.analyses.core.oplinks import NO_OP, OpLinks
 from traceview.columns.model import TraceEvents
 from traceview.columns.schema import KERNEL, MEMCPY
 
 if TYPE_CHECKING:
-    from traceview.analyses.ops import OpRow
-    from traceview.analyses.overview import Breakdown
+    from traceview.analyses.ops.view import OpRow
 
 DOC = "docs/hints.md"
 SHORT_KERNEL_NS = 20_000  # "short kernels": median duration below 20 µs

@@ -18,15 +18,15 @@ import numpy as np
 from traceview.aggregate import moments
 from traceview.aggregate.order import dense_ids
 from traceview.aggregate.percentiles import nearest_rank
-from traceview.analyses.categories import CATEGORIES, categorize
-from traceview.analyses.devices import usage
-from traceview.analyses.in_us import us_fields
-from traceview.analyses.names import display_names, display_names_in_order, short_names
-from traceview.analyses.oplinks import link_ops
-from traceview.analyses.selection import Selection, name_regex, select
-from traceview.analyses.steps import Steps, in_steps, step_windows
-from traceview.analyses.streamed import rows_of
-from traceview.analyses.summary import TraceSummary, summarize
+from traceview.analyses.core.categories import CATEGORIES, categorize
+from traceview.analyses.core.devices import usage
+from traceview.analyses.core.in_us import us_fields
+from traceview.analyses.core.names import display_names, display_names_in_order, short_names
+from traceview.analyses.core.oplinks import link_ops
+from traceview.analyses.core.selection import Selection, name_regex, select
+from traceview.analyses.core.steps import Steps, in_steps, step_windows
+from traceview.analyses.core.streamed import rows_of
+from traceview.analyses.core.trace import TraceSummary, summarize
 from traceview.choices import KernelGroupBy, KernelSort, check_choice
 from traceview.columns.model import TraceEvents
 from traceview.columns.packed_names import subset
@@ -34,7 +34,7 @@ from traceview.columns.schema import GPU_KINDS, KERNEL
 from traceview.errors import UsageError
 
 if TYPE_CHECKING:
-    from traceview.analyses.shared import Shared
+    from traceview.analyses.core.common import Shared
 
 GROUP_BY = tuple(KernelGroupBy)
 SORT_KEYS = tuple(KernelSort)

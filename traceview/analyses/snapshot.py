@@ -26,10 +26,10 @@ from typing import Any
 import numpy as np
 
 from traceview import __version__
+from traceview.analyses.core.steps import StepRow, StepRows, step_table, step_windows
+from traceview.analyses.core.trace import TraceSummary
 from traceview.analyses.gaps import GapOptions, device_idle
 from traceview.analyses.kernels import KernelOptions, KernelReport, KernelRow, analyse_kernels
-from traceview.analyses.steps import StepRow, StepRows, step_table, step_windows
-from traceview.analyses.summary import TraceSummary
 from traceview.choices import KernelSort
 from traceview.columns.memory import release_free_memory
 from traceview.columns.model import TraceEvents
@@ -159,7 +159,7 @@ class SnapshotTrace:
 @dataclass(frozen=True)
 class Snapshot:
     """The snapshot document (``schema_version`` 2); ``steps`` align with the step arrays;
-    traceview.snapshot_file writes and reads it."""
+    traceview.app.snapshot_file writes and reads it."""
 
     kind: str
     schema_version: int

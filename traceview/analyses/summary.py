@@ -1,145 +1,219 @@
-"""What every report says about the trace itself (the header of each output)."""
+"""``traceview summary``: where each GPU's time went, on one screen, and what to try.
+
+Per device, the window is split exactly into compute (the union of its non-communication
+kernels), exposed communication (communication kernels' time not overlapped by compute),
+exposed memcpy/memset (copy time overlapped by neither) and idle; each category's own busy time
+(its union) is listed beside it. Then the top categories, kernels and operators by GPU time,
+launch figures, steps and the hints (analyses.hints). Definitions in docs/metrics.md.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from traceview.analyses.devices import DeviceUsage, usage
-from traceview.analyses.quality import measure_checks, time_resolution
-from traceview.analyses.quality_words import quality_warnings
-from traceview.columns.model import TraceEvents, TraceFacts
-from traceview.read.reader import ReadStats
+import numpy as np
 
-_HEADER_FIELDS = ("schemaVersion", "displayTimeUnit", "baseTimeNanoseconds", "traceName")
+from traceview.aggregate.order import dense_ids
+from traceview.analyses import hints as hint_rules
+from traceview.analyses.core.breakdown import Breakdown, breakdowns
+from traceview.analyses.core.categories import CATEGORIES
+from traceview.analyses.core.common import Shared, work_out
+from traceview.analyses.core.devices import NO_LAUNCH
+from traceview.analyses.core.names import display_names
+from traceview.analyses.core.steps import StepRow
+from traceview.analyses.core.trace import TraceSummary
+from traceview.analyses.ops.view import OpOptions, OpRow, analyse_ops
+from traceview.columns.model import TraceEvents
+from traceview.columns.packed_names import subset
+from traceview.columns.schema import KERNEL
+
+TOP = 5
+SCHEMA_VERSION = 2
 
 
 @dataclass(frozen=True)
-class TraceSummary:
-    """File, size, events read, span, devices and streams, header fields, warnings.
+class Ranked:
+    """A kernel (by name) or a category by its GPU time."""
 
-    ``devices`` holds each device's window and busy time over the report's selection (the
-    whole trace, or the --pstep steps, ...); ``device_count`` counts the trace's devices.
-    """
-
-    path: str
-    size_bytes: int
-    events_read: int
-    span_ns: int
-    span_start_ns: int
-    device_count: int
-    devices: tuple[DeviceUsage, ...]
-    streams: int
-    device_names: tuple[str, ...]
-    header: dict[str, Any]
-    warnings: tuple[str, ...]
-    time_resolution: str = "us"
+    name: str
+    gpu_time_ns: int
+    pct: float
+    short_name: str = ""  # a kernel's name as displayed (docs/metrics.md "Short names")
 
     def as_dict(self) -> dict[str, Any]:
-        """The ``trace`` object of the JSON outputs."""
+        return {"name": self.name, "gpu_time_us": self.gpu_time_ns / 1000, "pct": self.pct}
+
+
+@dataclass(frozen=True)
+class Launches:
+    """Kernels, those with a known launch, the median launch delay (kernel start − launch
+    start) and how many kernels ran shorter than the runtime call that launched them."""
+
+    kernels: int
+    linked: int
+    median_delay_ns: int | None
+    timed: int
+    shorter_than_launch: int
+
+    def as_dict(self) -> dict[str, Any]:
         return {
-            "path": self.path,
-            "size_bytes": self.size_bytes,
-            "events_read": self.events_read,
-            "span_us": self.span_ns / 1000,
-            "span_start_us": self.span_start_ns / 1000,
-            "device_count": self.device_count,
-            "devices": [d.as_dict() for d in self.devices],
-            "streams": self.streams,
-            "device_names": list(self.device_names),
-            "header": self.header,
-            "time_resolution": self.time_resolution,
-            "warnings": list(self.warnings),
+            "kernels": self.kernels,
+            "linked": self.linked,
+            "median_delay_us": None
+            if self.median_delay_ns is None
+            else self.median_delay_ns / 1000,
+            "shorter_than_launch": self.shorter_than_launch,
+            "shorter_than_launch_pct": (
+                100.0 * self.shorter_than_launch / self.timed if self.timed else None
+            ),
         }
 
 
-def with_facts(events: TraceEvents) -> TraceEvents:
-    """``events`` with its TraceFacts worked out (kept if they are known already)."""
-    return events if events.facts is not None else replace(events, facts=facts_of(events))
+@dataclass(frozen=True)
+class StepDeviceFigures:
+    """Over the steps: a device's median busy % of its step window, median lag, and in how
+    many steps it ran behind the CPU."""
+
+    device: Any
+    median_busy_pct: float
+    median_lag_ns: int
+    behind: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "device": self.device,
+            "median_busy_pct": self.median_busy_pct,
+            "median_lag_us": self.median_lag_ns / 1000,
+            "steps_behind": self.behind,
+        }
 
 
-def facts_of(events: TraceEvents) -> TraceFacts:
-    """The trace's TraceFacts: as known, or worked out now."""
-    if events.facts is not None:
-        return events.facts
-    return TraceFacts(measure_checks(events), time_resolution(events))
+@dataclass(frozen=True)
+class Steps:
+    count: int
+    median_cpu_ns: int | None
+    devices: tuple[StepDeviceFigures, ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "count": self.count,
+            "median_cpu_dur_us": None if self.median_cpu_ns is None else self.median_cpu_ns / 1000,
+            "devices": [d.as_dict() for d in self.devices],
+        }
 
 
-def summarize(
-    events: TraceEvents,
-    devices: list[DeviceUsage] | None = None,
-    extra_warnings: tuple[str, ...] = (),
-) -> TraceSummary:
-    """The TraceSummary of a read trace; ``devices`` defaults to every device's usage over
-    all its GPU activity."""
-    facts = facts_of(events)
-    span = events.span_ns
-    if devices is None:
-        devices = usage(events)
-    return TraceSummary(
-        path=events.path,
-        size_bytes=events.size_bytes,
-        events_read=events.read.events,
-        span_ns=span[1] - span[0] if span else 0,
-        span_start_ns=span[0] if span else 0,
-        device_count=len({(type(s.device), s.device) for s in events.streams}),
-        devices=tuple(devices),
-        streams=len(events.streams),
-        device_names=_device_names(events.header),
-        header=_header_fields(events.header),
-        warnings=(
-            *read_warnings(events),
-            *quality_warnings(facts.checks, events.header),
-            *extra_warnings,
-        ),
-        time_resolution=facts.time_resolution,
+@dataclass(frozen=True)
+class Overview:
+    """The result of ``traceview summary``."""
+
+    trace: TraceSummary
+    devices: tuple[Breakdown, ...]
+    categories: tuple[Ranked, ...]
+    kernels: tuple[Ranked, ...]
+    ops: tuple[OpRow, ...]
+    launches: Launches
+    steps: Steps
+    hints: tuple[hint_rules.Hint, ...]
+    notes: list[str] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "trace": self.trace.as_dict(),
+            "devices": [d.as_dict() for d in self.devices],
+            "top_categories": [c.as_dict() for c in self.categories],
+            "top_kernels": [k.as_dict() for k in self.kernels],
+            "top_ops": [o.as_dict() for o in self.ops],
+            "launch": self.launches.as_dict(),
+            "steps": self.steps.as_dict(),
+            "hints": [h.as_dict() for h in self.hints],
+            "notes": list(self.notes),
+        }
+
+
+def overview(events: TraceEvents, shared: Shared | None = None) -> Overview:
+    """Everything ``summary`` shows, from one read of the trace (CPU rows included);
+    ``shared``: the op links, op calls, device usage and gaps and step table, when the
+    caller has them already."""
+    shared = work_out(events) if shared is None else shared
+    links, usage, gaps = shared.links, shared.usage, shared.gaps
+    category = shared.category
+    gpu = events.gpu
+    busy = np.flatnonzero(gpu.dur > 0)
+    devices = breakdowns(events, busy, category, usage, gaps.device, gaps.host_wait)
+    kernels = np.flatnonzero(gpu.kind == KERNEL)
+    ops = analyse_ops(events, OpOptions(top=TOP), shared)
+    facts = hint_rules.Facts(events, links, category, devices, usage, gaps, ops.rows)
+    steps = _steps(shared.step_rows)
+    return Overview(
+        trace=shared.trace,
+        devices=devices,
+        categories=_ranked(list(CATEGORIES), gpu.dur, category),
+        kernels=_named(events, _ranked(events.names, gpu.dur[kernels], gpu.name[kernels])),
+        ops=tuple(ops.rows),
+        launches=_launches(events, kernels, links.launch, links.launch_end),
+        steps=steps,
+        hints=tuple(hint_rules.evaluate(facts)),
+        notes=[] if len(events.cpu) else ["no CPU ops in this trace: no operators, no launches"],
     )
 
 
-def _device_names(header: dict[str, Any]) -> tuple[str, ...]:
-    """The GPUs' names from ``deviceProperties``; an empty name is told by what is known
-    (``unnamed, cc 9.4, 304 SMs``)."""
-    props = header.get("deviceProperties")
-    if not isinstance(props, list):
-        return ()
-    return tuple(sorted({_device_name(p) for p in props if isinstance(p, dict) and "name" in p}))
+def _ranked(labels: Sequence[str], dur: np.ndarray, ids: np.ndarray) -> tuple[Ranked, ...]:
+    """The TOP labels by summed duration (``ids`` index ``labels``)."""
+    sums = np.zeros(len(labels), dtype=np.int64)
+    np.add.at(sums, ids, dur)
+    totals = {labels[i]: int(sums[i]) for i in np.flatnonzero(sums).tolist()}
+    whole = sum(totals.values())
+    best = sorted(totals.items(), key=lambda kv: (-kv[1], kv[0]))[:TOP]
+    return tuple(Ranked(k, v, 100.0 * v / whole if whole else 0.0) for k, v in best)
 
 
-def _device_name(p: dict[str, Any]) -> str:
-    name = str(p["name"]).strip()
-    if name:
-        return name
-    known = ["unnamed"]
-    if "computeMajor" in p and "computeMinor" in p:
-        known.append(f"cc {p['computeMajor']}.{p['computeMinor']}")
-    if "numSms" in p:
-        known.append(f"{p['numSms']} SMs")
-    return ", ".join(known)
+def _named(events: TraceEvents, kernels: tuple[Ranked, ...]) -> tuple[Ranked, ...]:
+    """The kernels with their displayed names, decided over every GPU name of the trace."""
+    used, _ = dense_ids(events.gpu.name, len(events.names))  # np.unique without a sort
+    display = display_names(subset(events.names, used))
+    return tuple(replace(k, short_name=display.get(k.name, k.name)) for k in kernels)
 
 
-def _header_fields(header: dict[str, Any]) -> dict[str, Any]:
-    out = {k: header[k] for k in _HEADER_FIELDS if k in header}
-    info = header.get("distributedInfo")
-    if isinstance(info, dict):
-        out["distributedInfo"] = {
-            k: info[k] for k in ("backend", "rank", "world_size") if k in info
-        }
-    return out
+def _launches(
+    events: TraceEvents, kernels: np.ndarray, launch: np.ndarray, launch_end: np.ndarray
+) -> Launches:
+    gpu = events.gpu
+    has = launch[kernels] != NO_LAUNCH
+    delay = (gpu.ts[kernels] - launch[kernels])[has]
+    timed = has & (launch_end[kernels] != NO_LAUNCH)
+    call = (launch_end[kernels] - launch[kernels])[timed]
+    return Launches(
+        kernels=len(kernels),
+        linked=int(has.sum()),
+        median_delay_ns=_median(delay),
+        timed=int(timed.sum()),
+        shorter_than_launch=int((gpu.dur[kernels][timed] < call).sum()),
+    )
 
 
-def read_warnings(events: TraceEvents) -> list[str]:
-    """What reading could not take as it was: skipped events, missing durations, truncation."""
-    return read_problems(events.read, events.quality)
+def _median(values: np.ndarray) -> int | None:
+    """Nearest-rank median (the ceil(n/2)-th smallest), None when empty."""
+    if len(values) == 0:
+        return None
+    return int(np.partition(values, (len(values) + 1) // 2 - 1)[(len(values) + 1) // 2 - 1])
 
 
-def read_problems(read: ReadStats, quality: Mapping[str, int]) -> list[str]:
-    """``read_warnings`` from the read's figures alone (as a cache entry's metadata has them)."""
-    notes = [f"{n} {why}" for why, n in sorted(read.skipped.items())]
-    notes += [f"{n} {why}" for why, n in sorted(quality.items())]
-    if read.truncated_at is not None:
-        notes.append(
-            f"TRUNCATED trace: analysed only the {read.events} events before byte "
-            f"{read.truncated_at} (--partial)"
+def _steps(rows: list[StepRow]) -> Steps:
+    per_device: dict[Any, list[tuple[float, int, bool]]] = {}
+    for r in rows:
+        for d in r.devices:
+            per_device.setdefault(d.device, []).append((d.busy_pct, d.lag_ns, r.behind(d)))
+    devices = tuple(
+        StepDeviceFigures(
+            device=device,
+            median_busy_pct=float(sorted(b for b, _, _ in found)[(len(found) + 1) // 2 - 1]),
+            median_lag_ns=int(_median(np.array([lag for _, lag, _ in found])) or 0),
+            behind=sum(1 for _, _, behind in found if behind),
         )
-    return notes
+        for device, found in per_device.items()
+    )
+    cpu = np.array([r.cpu_end_ns - r.cpu_start_ns for r in rows], dtype=np.int64)
+    return Steps(len(rows), _median(cpu), devices)

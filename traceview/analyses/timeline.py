@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 
 from traceview.aggregate.intervals import unions
-from traceview.analyses.categories import CATEGORIES, categorize
-from traceview.analyses.devices import DeviceUsage, GapSet, device_of_stream
-from traceview.analyses.steps import StepRows, describe_ranges, step_ranges, step_windows
+from traceview.analyses.core.categories import CATEGORIES, categorize
+from traceview.analyses.core.devices import DeviceUsage, GapSet, device_of_stream
+from traceview.analyses.core.steps import StepRows, describe_ranges, step_ranges, step_windows
 from traceview.columns.model import TraceEvents
 from traceview.errors import TraceviewError
 

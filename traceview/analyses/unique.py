@@ -17,9 +17,9 @@ import numpy as np
 import orjson
 
 from traceview.aggregate.order import first_of_runs, lex_order
-from traceview.analyses.categories import CATEGORIES, NAME_RULES, OP_RULES, categorize
-from traceview.analyses.devices import device_of_stream, name_rank
-from traceview.analyses.oplinks import NO_OP, link_ops
+from traceview.analyses.core.categories import CATEGORIES, NAME_RULES, OP_RULES, categorize
+from traceview.analyses.core.devices import device_of_stream, name_rank
+from traceview.analyses.core.oplinks import NO_OP, link_ops
 from traceview.columns.cpu_rows import NO_SHAPE
 from traceview.columns.launches import ABSENT, LAUNCH_FIELDS, launch_table
 from traceview.columns.model import TraceEvents

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from traceview.cache.root import state_dir
 from traceview.columns.model import TraceEvents
 from traceview.console import stderr_console
 from traceview.errors import TraceviewError
-from traceview.state import state_dir
 
 ENTRIES = "entries"
 TMP = "tmp"

@@ -13,13 +13,13 @@ from pathlib import Path
 
 # The package's files and directories (every .py below them) whose code decides what an
 # entry holds: reading, the columns, the stored facts (quality checks, time resolution);
-# tests/test_cache_fingerprint.py checks that every module they import is here.
+# tests/cli/test_cache_fingerprint.py checks that every module they import is here.
 INGEST_SOURCES = (
     "read",
     "columns",
-    "state.py",
+    "cache/root.py",
     "cache/store.py",
-    "analyses/quality.py",
+    "analyses/core/quality.py",
     "aggregate/order.py",
 )
 

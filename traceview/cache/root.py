@@ -18,6 +18,16 @@ from pathlib import Path
 
 from traceview.errors import UsageError
 
+
+def state_dir() -> Path:
+    """``$TRACEVIEW_CACHE_DIR``, else ``$XDG_CACHE_HOME/traceview``, else ``~/.cache/traceview``."""
+    explicit = os.environ.get("TRACEVIEW_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "traceview"
+
+
 MARKER = "CACHEDIR.TAG"
 SIGNATURE = "Signature: 8a477f597d28d172789f06886806bc55"
 _TAG = (

@@ -13,7 +13,7 @@ from traceview.columns.comms import CommKey, no_comms, threadless
 from traceview.columns.cpu_rows import CpuRows
 from traceview.columns.packed_names import PackedNames
 from traceview.columns.schema import CommColumns, GpuColumns, RuntimeColumns
-from traceview.read.reader import ReadStats
+from traceview.read.reader import ReadStats as ReadStats  # part of the trace model
 
 STEP_PREFIX = "ProfilerStep#"
 
@@ -31,7 +31,7 @@ class StepWindow:
 @dataclass(frozen=True)
 class DataChecks:
     """What can mislead in the GPU rows, as numbers (integer ns); the warnings' wording is
-    built from them for each report (traceview.analyses.quality), never stored."""
+    built from them for each report (traceview.analyses.core.quality), never stored."""
 
     overlaps: int = 0  # activities that start before the previous one on their stream ends
     overlap_max_ns: int = 0

@@ -178,7 +178,7 @@ def _side_line(which: str, side: SideView) -> str:
     steps = f"{side.available_steps} step{'s' * (side.available_steps != 1)}"
     if side.source == "snapshot":
         return f"{which:<8} {side.path} (snapshot of {trace.path}, {steps})"
-    if side.source in ("run", "run snapshot"):  # a run's roll-up (traceview.run_ranks)
+    if side.source in ("run", "run snapshot"):  # a run's roll-up (traceview.app.runs)
         return (
             f"{which:<8} {side.path} ({side.source}: {trace.path}, {units.size(trace.size_bytes)})"
         )

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from traceview.analyses.streamed import Each
+from traceview.analyses.core.streamed import Each
 from traceview.render.escape import markdown_list, markdown_text, print_line, text_lines
 from traceview.render.tables import Table, batched, markdown_chunks, text_chunks, to_rich
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from traceview.analyses.core.names import short_name
 from traceview.analyses.energy import PJ_PER_J, SCHEMA_VERSION, EnergyReport, stamp
-from traceview.analyses.names import short_name
 from traceview.columns.schema import GPU_KINDS
 from traceview.render import units
 from traceview.render.document import Document, Section

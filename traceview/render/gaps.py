@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from traceview.analyses.cpu_context import CpuContext, Holder
+from traceview.analyses.core.cpu_context import CpuContext, Holder
+from traceview.analyses.core.in_us import us_names
 from traceview.analyses.gaps import GapReport, Histogram, StreamGaps
-from traceview.analyses.in_us import us_names
-from traceview.render import capped, units
+from traceview.render import first_rows as capped
+from traceview.render import units
 from traceview.render.document import Document, Lines, Section, plain_chunks
 from traceview.render.header import trace_lines
 from traceview.render.tables import Table, each_row, to_csv

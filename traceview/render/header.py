@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from traceview.analyses.summary import TraceSummary
+from traceview.analyses.core.trace import TraceSummary
 from traceview.render import units
 
 

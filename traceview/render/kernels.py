@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from traceview.analyses.in_us import us_names
+from traceview.analyses.core.in_us import us_names
+from traceview.analyses.core.steps import Steps
+from traceview.analyses.core.streamed import json_list
 from traceview.analyses.kernels import KernelReport, KernelRow
-from traceview.analyses.steps import Steps
-from traceview.analyses.streamed import json_list
 from traceview.render import units
 from traceview.render.document import Document, Section
 from traceview.render.escape import text_lines

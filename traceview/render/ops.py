@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from traceview.analyses.ops import OpReport, OpRow
+from traceview.analyses.ops.view import OpReport, OpRow
 from traceview.render import units
 from traceview.render.document import Document, Section
 from traceview.render.header import device_busy_lines, trace_lines

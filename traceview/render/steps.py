@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from traceview.analyses.steps import StepDevice, StepRow, compress
-from traceview.analyses.summary import TraceSummary
-from traceview.render import capped, units
+from traceview.analyses.core.steps import StepDevice, StepRow, compress
+from traceview.analyses.core.trace import TraceSummary
+from traceview.render import first_rows as capped
+from traceview.render import units
 from traceview.render.document import Document, Section
 from traceview.render.header import trace_lines
 from traceview.render.tables import Table, to_csv

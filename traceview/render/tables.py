@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar, overload
 
-from traceview.analyses.streamed import Streamed
+from traceview.analyses.core.streamed import Streamed
 from traceview.render.escape import csv_cell, markdown_text, rich_text, visible
 
 if TYPE_CHECKING:

@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 
-from traceview.analyses.names import short_name
+from traceview.analyses.core.names import short_name
 from traceview.analyses.unique import SCHEMA_VERSION, TIERS, UniqueKernel, UniqueReport
 from traceview.analyses.unique import launch_fields as _launch_fields
 from traceview.render import units

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from traceview.aggregate.order import distinct
-from traceview.analyses.categories import CATEGORIES
+from traceview.analyses.core.categories import CATEGORIES
 from traceview.render import units
 from traceview.render.escape import html_text
 from traceview.render.html.documents import Documents

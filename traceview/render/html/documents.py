@@ -9,12 +9,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
+from traceview.analyses.core.common import Shared, work_out
 from traceview.analyses.gaps import GapOptions, analyse_gaps
 from traceview.analyses.kernels import KernelOptions, analyse_kernels
-from traceview.analyses.ops import OpOptions, analyse_ops
-from traceview.analyses.overview import overview
-from traceview.analyses.shared import Shared, work_out
+from traceview.analyses.ops.view import OpOptions, analyse_ops
 from traceview.analyses.step_outliers import outliers
+from traceview.analyses.summary import overview
 from traceview.analyses.timeline import (
     BINS,
     StepWork,

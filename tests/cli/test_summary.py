@@ -1,0 +1,113 @@
+"""traceview summary: the per-device breakdown adds up exactly and equals simple unions on every
+real trace; launch figures equal the reference; JSON shape."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import reference as ref
+from conftest import RealTrace
+from typer.testing import CliRunner
+
+from traceview.analyses.summary import Overview, overview
+from traceview.cli import app
+from traceview.columns.model import TraceEvents
+
+DEMO = Path(__file__).resolve().parents[2] / "fixtures" / "demo.json.gz"
+
+
+def _load(trace: RealTrace) -> tuple[list[dict[str, Any]], TraceEvents, Overview]:
+    view = trace.derived("overview", lambda: overview(trace.events))
+    return trace.raw, trace.events, view
+
+
+COMM_NAME = re.compile(r"nccl|rccl|hccl|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all")
+COMM_OP = ("c10d::", "nccl:", "record_param_comms")
+
+
+def _comm(e: dict[str, Any], leaf: dict[int, str | None]) -> bool:
+    """Communication as docs/metrics.md defines it: by the launching op, else by name."""
+    op = leaf.get(id(e))
+    if op is not None and op.startswith(COMM_OP):
+        return True
+    return COMM_NAME.search(ref.event_name(e).lower()) is not None
+
+
+def test_breakdown_adds_up_and_equals_simple_unions(real_trace: RealTrace) -> None:
+    raw, _, view = _load(real_trace)
+    per_device = ref.busy_by_device(raw)
+    leaf = {id(k): op for k, op, _ in ref.op_links(raw)}
+    assert {d.device for d in view.devices} == set(per_device)
+    for d in view.devices:
+        members = per_device[d.device]
+        copy = [e for e in members if ref.gpu_kind(e) in ("memcpy", "memset")]
+        comm = [e for e in members if ref.gpu_kind(e) == "kernel" and _comm(e, leaf)]
+        special = {id(e) for e in copy + comm}
+        compute = [e for e in members if id(e) not in special]
+
+        def union(events: list[dict[str, Any]]) -> int:
+            return ref.union_length_ns([ref.interval_ns(e) for e in events])
+
+        figures = ref.device_figures(members)
+        assert d.window_ns == figures["window_ns"]
+        assert d.compute_ns == union(compute)
+        assert d.exposed_communication_ns == union(compute + comm) - union(compute)
+        assert d.exposed_copy_ns == figures["busy_ns"] - union(compute + comm)
+        assert d.idle_ns == figures["idle_ns"]
+        assert (d.communication_ns, d.copy_ns) == (union(comm), union(copy))
+        parts = d.compute_ns + d.exposed_communication_ns + d.exposed_copy_ns + d.idle_ns
+        assert parts == d.window_ns
+        gaps = ref.device_gaps(raw)[d.device]["gaps"]
+        assert d.host_wait_ns == sum(g["host_wait_ns"] for g in gaps)
+
+
+def test_launch_figures_match_reference(real_trace: RealTrace) -> None:
+    raw, _, view = _load(real_trace)
+    launches = {}
+    for e in raw:
+        if e.get("ph") == "X" and str(e.get("cat", "")).lower() in ref.RUNTIME_CATEGORIES:
+            c = ref._args(e).get("correlation")
+            if c is not None and ref.ts_ns(e) is not None:
+                old = launches.get(c)
+                if old is None or ref.ts_ns(e) < ref.ts_ns(old):  # type: ignore[operator]
+                    launches[c] = e
+    delays, shorter, timed = [], 0, 0
+    kernels = ref.gpu_events(raw, ("kernel",))
+    for k in kernels:
+        launch = launches.get(ref._args(k).get("correlation"))
+        if launch is None:
+            continue
+        delays.append(ref.interval_ns(k)[0] - ref.ts_ns(launch))  # type: ignore[operator]
+        timed += 1
+        shorter += ref.dur_ns(k) < ref.dur_ns(launch)
+    got = view.launches
+    assert (got.kernels, got.linked) == (len(kernels), len(delays))
+    want = ref.nearest_rank(sorted(delays), 50) if delays else None
+    assert got.median_delay_ns == want
+    if got.timed:  # launch calls are read with the CPU rows
+        assert (got.timed, got.shorter_than_launch) == (timed, shorter)
+
+
+def test_summary_cli_shapes() -> None:
+    r = CliRunner().invoke(app, ["summary", str(DEMO), "-f", "json", "--no-cache"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert set(doc) == {
+        "schema_version", "trace", "devices", "top_categories", "top_kernels", "top_ops",
+        "launch", "steps", "hints", "notes",
+    }  # fmt: skip
+    assert set(doc["devices"][0]) == {
+        "device", "window_us", "compute_us", "exposed_communication_us",
+        "exposed_memcpy_memset_us", "idle_us", "communication_us", "memcpy_memset_us",
+        "host_wait_us", "categories",
+    }  # fmt: skip
+    assert {h["rule"] for h in doc["hints"]} >= {"low-precision", "pinned-memory"}
+    for fmt in ("table", "md"):
+        r = CliRunner().invoke(app, ["summary", str(DEMO), "-f", fmt])
+        assert r.exit_code == 0, r.output
+        assert "exposed communication" in r.stdout and "hint" in r.stdout
+    r = CliRunner().invoke(app, ["summary", str(DEMO), "-f", "csv"])
+    assert r.exit_code == 2 and "-f 'csv': expected one of table, json, md" in r.stderr

@@ -1,0 +1,125 @@
+"""Kernel → launching operator (leaf and top) on every real trace, against tests/reference.py."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import numpy as np
+import pytest
+import reference as ref
+from conftest import RealTrace
+from hypothesis import given
+from hypothesis import strategies as st
+
+from traceview.analyses.core.opcalls import OP_FIELDS, OpColumns
+from traceview.analyses.core.oplinks import NO_OP, first_minimal, link_ops
+from traceview.analyses.ops.view import NO_OP_ROW, OpOptions, analyse_ops
+from traceview.columns.cpu_rows import OP, ROW, rows
+from traceview.columns.model import TraceEvents
+from traceview.columns.schema import KERNEL
+
+
+def _load(trace: RealTrace) -> tuple[list[dict[str, Any]], TraceEvents]:
+    return trace.raw, trace.events
+
+
+def test_leaf_and_top_ops_match_reference(real_trace: RealTrace) -> None:
+    raw, events = _load(real_trace)
+    want = ref.op_links(raw)
+    if not want:
+        pytest.skip("no kernels")
+    links = link_ops(events)
+    kernels = events.gpu.kind == KERNEL
+
+    def op_time(ops: Any) -> Counter[tuple[str | None, str]]:
+        out: Counter[tuple[str | None, str]] = Counter()
+        for row in map(int, ops[0]):
+            name = None if ops[1][row] == NO_OP else events.names[int(ops[1][row])]
+            out[(name, events.names[int(events.gpu.name[row])])] += int(events.gpu.dur[row])
+        return out
+
+    rows = np.flatnonzero(kernels)
+    for level, index in (("leaf", 1), ("top", 2)):
+        expected: Counter[tuple[str | None, str]] = Counter()
+        for k, *ops in want:
+            expected[(ops[index - 1], ref.event_name(k))] += ref.dur_ns(k)
+        got = op_time((rows, links.leaf if level == "leaf" else links.top))
+        assert got == expected, level
+    linked = sum(1 for _, leaf, _ in want if leaf is not None)
+    assert int((links.leaf[rows] != NO_OP).sum()) == linked
+
+
+@pytest.mark.parametrize("level", ["leaf", "top"])
+def test_ops_table_matches_reference(real_trace: RealTrace, level: str) -> None:
+    raw, events = _load(real_trace)
+    want = ref.op_links(raw)
+    report = analyse_ops(events, OpOptions(level=level, top=0))
+    expected: dict[str, list[int]] = {}
+    for k, leaf, top in want:
+        name = (leaf if level == "leaf" else top) or NO_OP_ROW
+        entry = expected.setdefault(name, [0, 0])
+        entry[0] += 1
+        entry[1] += ref.dur_ns(k)
+    got = {r.name: [r.kernels, r.gpu_time_ns] for r in report.rows}
+    assert got == expected
+    assert report.gpu_time_ns == sum(ref.dur_ns(k) for k, _, _ in want)
+    assert sum(r.gpu_time_ns for r in report.rows) == report.gpu_time_ns
+    calls: Counter[str] = Counter()
+    cpu: Counter[str] = Counter()
+    for e in raw:
+        if (
+            e.get("ph") == "X"
+            and str(e.get("cat", "")).lower() in ref.CPU_OP_CATEGORIES
+            and ref.ts_ns(e) is not None
+            and not ref.event_name(e).startswith("ProfilerStep#")
+        ):
+            calls[ref.event_name(e)] += 1
+            cpu[ref.event_name(e)] += ref.dur_ns(e)
+    for r in report.rows:
+        if r.name != NO_OP_ROW:
+            assert (r.calls, r.cpu_time_ns) == (calls[r.name], cpu[r.name]), r.name
+
+
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 6), st.integers(-3, 3), st.integers(-3, 3), st.integers(0, 3)),
+        max_size=60,
+    )
+)
+def test_first_minimal_is_the_first_of_each_run_of_the_sort(
+    entries: list[tuple[int, int, int, int]],
+) -> None:
+    row, ts, dur, rank = (np.array([e[i] for e in entries], dtype=np.int64) for i in range(4))
+    order = np.lexsort((rank, dur, ts, row))
+    want = order[np.r_[True, row[order][1:] != row[order][:-1]]] if len(row) else order
+    scratch = np.full(7, 99, dtype=np.int64)
+    got = first_minimal(row, (ts, dur, rank), scratch)
+    assert sorted(got.tolist()) == sorted(want.tolist())
+
+
+@given(
+    st.lists(st.lists(st.tuples(st.integers(-3, 2), st.integers(0, 9)), max_size=9), max_size=6),
+    st.integers(0, 20),
+)
+def test_op_columns_are_the_ops_of_every_block_in_order(
+    blocks: list[list[tuple[int, int]]], capacity: int
+) -> None:
+    tables = [
+        rows(
+            thread=np.array([t for _, t in b], dtype=np.int32),
+            name=np.array([t + 1 for _, t in b], dtype=np.int32),
+            ts=np.array([10 * t for _, t in b], dtype=np.int64),
+            end=np.array([10 * t + 5 for _, t in b], dtype=np.int64),
+            correlation=np.array([c for c, _ in b], dtype=np.int64),
+        )
+        for b in blocks
+    ]
+    gathered = OpColumns(capacity)  # too small or large enough: grown when need be
+    for table in tables:
+        gathered.add(table)
+    every = np.concatenate([np.zeros(0, dtype=ROW), *tables])
+    ops = every[every["correlation"] == OP]
+    got = gathered.columns()
+    assert [c.tolist() for c in got] == [ops[field].tolist() for field in OP_FIELDS]
+    assert [c.dtype for c in got] == [ROW[field] for field in OP_FIELDS]

@@ -1,0 +1,1 @@
+"""Building blocks every answer uses: devices, steps, names, categories, op links, trace facts."""

@@ -1,0 +1,70 @@
+"""What the analyses of one trace have in common, worked out once when several run together.
+
+``traceview report`` shows the documents of ``summary``, ``kernels``, ``gaps``, ``steps`` and
+``ops`` from one read; alone, each of those analyses links the ops, times the op calls, takes
+each device's usage and gaps or the step table itself. A Shared holds exactly what each would
+compute (the same functions on the same rows), so passing one changes no number: it only
+saves doing the work again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from traceview.analyses.core.categories import categorize
+from traceview.analyses.core.devices import (
+    DeviceUsage,
+    GapSet,
+    device_gaps,
+    launch_times,
+    name_rank,
+)
+from traceview.analyses.core.opcalls import OpCalls, op_calls
+from traceview.analyses.core.oplinks import OpLinks, link_ops
+from traceview.analyses.core.steps import StepRow, step_table
+from traceview.analyses.core.trace import TraceSummary, summarize
+from traceview.columns.model import TraceEvents
+
+
+@dataclass(frozen=True)
+class Shared:
+    """Of one trace (read with its CPU rows): the rank of each name id in sorted order; the
+    op links, launch time and category of every GPU row; the op calls; the step table; each
+    device's usage and device gaps over all its GPU activity; the summary over that usage."""
+
+    rank: np.ndarray  # name_rank(events.names)
+    links: OpLinks  # link_ops(events)
+    launch: np.ndarray  # launch_times(events)
+    category: np.ndarray  # categorize(events, links.leaf)
+    calls: OpCalls  # op_calls(events)
+    step_rows: list[StepRow]  # step_table(events)
+    usage: list[DeviceUsage]  # usage(events)
+    gaps: GapSet  # device_gaps over every GPU row
+    trace: TraceSummary  # summarize(events)
+
+
+def work_out(events: TraceEvents, linked: tuple[OpLinks, OpCalls] | None = None) -> Shared:
+    """The Shared of ``events``; ``linked``: their op links and op calls, when the caller
+    has them already (analyses.stored_links)."""
+    rank = name_rank(events.names)
+    if linked is None:
+        links = link_ops(events, rank, keep_ops=True)  # the CPU rows read once for both
+        calls = op_calls(events, links.ops)
+        links = replace(links, ops=None)
+    else:
+        links, calls = linked
+    launch = launch_times(events, links.launch)
+    usage, gaps = device_gaps(events, np.arange(len(events.gpu.ts)), links.launch, rank)
+    return Shared(
+        rank=rank,
+        links=links,
+        launch=launch,
+        category=categorize(events, links.leaf),
+        calls=calls,
+        step_rows=step_table(events, launch=launch),
+        usage=usage,
+        gaps=gaps,
+        trace=summarize(events, usage),
+    )

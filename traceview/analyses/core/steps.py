@@ -1,0 +1,407 @@
+"""ProfilerStep windows, which step each GPU activity belongs to, and the steps table.
+
+A GPU activity belongs to step N when its launching runtime call (same correlation id,
+the earliest if several) starts inside the CPU window [ts, ts + dur] of ``ProfilerStep#N``;
+without a matched launch its own ts is used. Steps seen only as ``gpu_user_annotation``
+use that window and the activity's own ts.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from traceview.aggregate.intervals import sums_by_run, unions_in_order
+from traceview.aggregate.order import concat_ranges, lex_order
+from traceview.analyses.core.devices import DeviceUsage, device_of_stream, launch_times
+from traceview.columns.cpu_rows import is_op
+from traceview.columns.model import STEP_PREFIX, StepWindow, TraceEvents
+from traceview.columns.schema import KERNEL
+from traceview.errors import UsageError
+from traceview.parsing import merged_ranges
+
+# A device runs behind the CPU in a step when it started the step's work this share of the
+# CPU step's duration (or more) after the CPU had launched it: the GPU was still busy.
+BEHIND_SHARE = 0.1
+_DESCRIBE_RUNS = 12  # runs of step numbers an error message lists at most
+
+Steps = tuple[int | tuple[int, int], ...]  # step numbers and inclusive (first, last) ranges
+
+
+@dataclass(frozen=True)
+class Window:
+    """A step's window in ns, and whether it comes from the GPU annotation (no CPU step)."""
+
+    start_ns: int
+    end_ns: int
+    gpu_only: bool
+
+
+@dataclass(frozen=True)
+class StepDevice(DeviceUsage):
+    """A step's GPU work on one device: the window [start_ns, end_ns] of its busy events and
+    their union (DeviceUsage), how long after the CPU step began the device started on it
+    (lag) and how long after the first of them was launched (queue: the GPU was still busy
+    with earlier work). ns, the file's time base."""
+
+    lag_ns: int
+    queue_ns: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "device": self.device,
+            "gpu_start_us": self.start_ns / 1000,
+            "gpu_end_us": self.end_ns / 1000,
+            "window_us": self.window_ns / 1000,
+            "busy_us": self.busy_ns / 1000,
+            "idle_us": self.idle_ns / 1000,
+            "busy_pct": self.busy_pct,
+            "lag_us": self.lag_ns / 1000,
+            "queue_us": self.queue_ns / 1000,
+        }
+
+
+@dataclass(frozen=True)
+class StepRow:
+    """One line of ``traceview steps``: the CPU step, its kernels, and per device its GPU work."""
+
+    step: int
+    cpu_start_ns: int
+    cpu_end_ns: int
+    kernels: int
+    kernel_time_ns: int
+    devices: tuple[StepDevice, ...]
+    gpu_only: bool
+
+    @property
+    def name(self) -> str:
+        return f"{STEP_PREFIX}{self.step}"
+
+    def behind(self, device: StepDevice) -> bool:
+        """Whether ``device`` ran behind the CPU in this step (GPU-bound): its queue wait is
+        at least BEHIND_SHARE of the CPU step's duration."""
+        return device.queue_ns > 0 and device.queue_ns >= BEHIND_SHARE * (
+            self.cpu_end_ns - self.cpu_start_ns
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "step": self.step,
+            "name": self.name,
+            "cpu_start_us": self.cpu_start_ns / 1000,
+            "cpu_dur_us": (self.cpu_end_ns - self.cpu_start_ns) / 1000,
+            "kernels": self.kernels,
+            "kernel_time_us": self.kernel_time_ns / 1000,
+            "devices": [d.as_dict() for d in self.devices],
+            "gpu_only": self.gpu_only,
+        }
+
+
+def step_ranges(steps: Iterable[int | tuple[int, int]]) -> list[tuple[int, int]]:
+    """Step numbers and (first, last) ranges as sorted, merged, inclusive ranges."""
+    return merged_ranges([s if isinstance(s, tuple) else (int(s), int(s)) for s in steps])
+
+
+def pick_steps(
+    steps: Iterable[int | tuple[int, int]], available: list[int]
+) -> tuple[list[int], list[tuple[int, int]]]:
+    """The ``available`` steps (sorted) inside ``steps``, and the requested ranges of steps
+    that are not available; in time linear in the ranges and the available steps."""
+    chosen: list[int] = []
+    missing: list[tuple[int, int]] = []
+    for first, last in step_ranges(steps):
+        inside = available[bisect_left(available, first) : bisect_right(available, last)]
+        chosen += inside
+        expected = first
+        for n in [*inside, last + 1]:  # the holes between the steps found
+            if n > expected:
+                missing.append((expected, n - 1))
+            expected = n + 1
+    return chosen, missing
+
+
+def select_steps(steps: Iterable[int | tuple[int, int]], windows: dict[int, Window]) -> list[int]:
+    """The steps asked for, all of which must exist: else the usage error naming the missing
+    ones and those found, compressed to ranges and cut to a readable length."""
+    chosen, missing = pick_steps(steps, list(windows))
+    if missing:
+        raise UsageError(
+            f"--pstep: no ProfilerStep {describe_ranges(missing)} in this trace "
+            f"(steps found: {compress(list(windows))})"
+        )
+    return chosen
+
+
+def compile_step_regex(pattern: str) -> re.Pattern[str]:
+    """``--step-regex``: a regular expression with one group, the step number (digits)."""
+    try:
+        regex = re.compile(pattern)
+    except re.error as e:
+        raise UsageError(
+            f"--step-regex {pattern!r}: not a valid regular expression ({e})"
+        ) from None
+    if regex.groups != 1:
+        raise UsageError(
+            f"--step-regex {pattern!r}: needs exactly one group, the step number "
+            r"(e.g. 'train_step_(\d+)')"
+        )
+    return regex
+
+
+def steps_matching(events: TraceEvents, regex: re.Pattern[str]) -> list[StepWindow]:
+    """The step windows of ``--step-regex``: every CPU range (cpu_op, user_annotation, an
+    nsys NVTX range) and ``ProfilerStep#N`` annotation whose whole name matches ``regex``,
+    its group being the step number; a match whose group is not a number is no step."""
+    names = events.names
+    number = {}
+    for i, name in enumerate(names):
+        m = regex.fullmatch(name)
+        if m and (m.group(1) or "").isdecimal():
+            number[i] = int(m.group(1))
+    out = [
+        w
+        for w in events.steps
+        if (m := regex.fullmatch(f"{STEP_PREFIX}{w.step}")) and (m.group(1) or "").isdecimal()
+    ]
+    if not number:
+        return out
+    wanted = np.zeros(len(names), dtype=bool)
+    wanted[list(number)] = True
+    for block in events.cpu.blocks():
+        ranges = block[is_op(block["correlation"]) & wanted[block["name"]]]
+        for name, ts, end in zip(
+            ranges["name"].tolist(), ranges["ts"].tolist(), ranges["end"].tolist(), strict=True
+        ):
+            out.append(StepWindow(number[name], ts, end, False))
+    return out
+
+
+def step_windows(events: TraceEvents) -> dict[int, Window]:
+    """Each step's window; a CPU step wins over a GPU annotation of the same number.
+
+    A step recorded more than once covers all its records (first start to last end).
+    """
+    cpu: dict[int, tuple[int, int]] = {}
+    gpu: dict[int, tuple[int, int]] = {}
+    for w in events.steps:
+        table = gpu if w.on_gpu else cpu
+        old = table.get(w.step)
+        table[w.step] = (w.start_ns, w.end_ns) if old is None else (
+            min(old[0], w.start_ns), max(old[1], w.end_ns),
+        )  # fmt: skip
+    windows = {n: Window(s, e, True) for n, (s, e) in gpu.items()}
+    windows.update({n: Window(s, e, False) for n, (s, e) in cpu.items()})
+    return dict(sorted(windows.items()))
+
+
+def in_steps(
+    events: TraceEvents,
+    steps: Iterable[int | tuple[int, int]],
+    windows: dict[int, Window],
+    launch: np.ndarray | None = None,
+) -> np.ndarray:
+    """Boolean mask over GPU rows: the row belongs to one of ``steps``.
+
+    One binary search per row over the union of the chosen windows (CPU windows on launch
+    times, GPU-only ones on the rows' own start), not a pass over the rows per step.
+    ``launch`` is ``launch_times(events)``, passed in when testing many steps.
+    """
+    chosen = select_steps(steps, windows)
+    own = events.gpu.ts
+    mask = np.zeros(len(own), dtype=bool)
+    for gpu_only in (False, True):
+        spans = [(w.start_ns, w.end_ns) for n in chosen if (w := windows[n]).gpu_only == gpu_only]
+        if not spans:
+            continue
+        if gpu_only:
+            points = own
+        else:
+            points = launch = launch_times(events) if launch is None else launch
+        mask |= _within(points, spans)
+    return mask
+
+
+def _within(points: np.ndarray, spans: list[tuple[int, int]]) -> np.ndarray:
+    """Whether each point lies in one of the closed intervals ``spans``."""
+    starts, ends = _union(np.array(spans, dtype=np.int64))
+    at = np.searchsorted(starts, points, side="right") - 1
+    return (at >= 0) & (points <= ends[np.maximum(at, 0)])
+
+
+def _union(spans: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Closed intervals (rows of start, end) merged where they overlap or touch."""
+    spans = spans[np.argsort(spans[:, 0], kind="stable")]
+    reach = np.maximum.accumulate(spans[:, 1])
+    new = np.ones(len(spans), dtype=bool)
+    new[1:] = spans[1:, 0] > reach[:-1]
+    first = np.flatnonzero(new)
+    return spans[first, 0], reach[np.append(first[1:] - 1, len(spans) - 1)]
+
+
+def step_table(
+    events: TraceEvents, windows: dict[int, Window] | None = None, launch: np.ndarray | None = None
+) -> list[StepRow]:
+    """One row per step: its window, the kernels launched in it, and per device the window,
+    busy and idle time of its busy events (kernel, memcpy, memset with dur > 0) and the lag.
+    ``windows``: only these steps (a part of ``step_windows(events)``); default all.
+    ``launch``: ``launch_times(events)``, when the caller has it already.
+
+    All steps at once: the steps' rows are concatenated, and one union over (step, device)
+    segments gives every figure (no Python loop per step but building the rows).
+    """
+    if windows is None:
+        windows = step_windows(events)
+    if not windows:
+        return []
+    steps = list(windows)
+    launch = launch_times(events) if launch is None else launch
+    rows = StepRows(events, _row_ids(len(events.gpu.ts)), launch)
+    member, owner = rows.members(list(windows.values()))
+    del rows
+    gpu = events.gpu
+    kernel = gpu.kind[member] == KERNEL
+    kernels = np.bincount(owner[kernel], minlength=len(steps))
+    kernel_ns = sums_by_run(owner[kernel], gpu.dur[member[kernel]], len(steps))
+    del kernel
+    busy = gpu.dur[member] > 0
+    if not busy.all():
+        member, owner = member[busy], owner[busy]
+    del busy
+    device_index, values = device_of_stream(events)
+    width = max(len(values), 1)
+    # (step, device) segments: int32 when they fit (a row-sized array is 10 MB, not 20)
+    narrow = np.int32 if len(steps) * width < 2**31 else np.int64
+    segment: np.ndarray = owner.astype(narrow)
+    segment *= width
+    del owner
+    segment += device_index.astype(narrow)[gpu.stream[member]]
+    earliest_launch = _min_by(segment, launch[member], len(steps) * width)
+    del launch
+    # the rows by (segment, start), each column dropped once sorted: unions take them over
+    order = lex_order((gpu.ts[member], segment))
+    sorted_member = member[order]
+    del member
+    columns = [segment[order], gpu.ts[sorted_member], gpu.dur[sorted_member]]
+    del order, segment, sorted_member
+    columns[2] += columns[1]
+    u = unions_in_order(columns, holes=False)
+    launched = earliest_launch[u.segment]
+    per_step: list[list[StepDevice]] = [[] for _ in steps]
+    for seg, first, last, busy_ns, launch in zip(
+        u.segment.tolist(),
+        u.first.tolist(),
+        u.last.tolist(),
+        u.busy.tolist(),
+        launched.tolist(),
+        strict=True,
+    ):
+        w = windows[steps[seg // width]]
+        per_step[seg // width].append(
+            StepDevice(
+                values[seg % width], first, last, busy_ns, first - w.start_ns, first - launch
+            )
+        )
+    return [
+        StepRow(
+            step=n,
+            cpu_start_ns=w.start_ns,
+            cpu_end_ns=w.end_ns,
+            kernels=int(kernels[i]),
+            kernel_time_ns=int(kernel_ns[i]),
+            devices=tuple(per_step[i]),
+            gpu_only=w.gpu_only,
+        )
+        for i, (n, w) in enumerate(windows.items())
+    ]
+
+
+def _row_ids(n: int) -> np.ndarray:
+    """0 … n−1, int32 when they fit."""
+    return np.arange(n, dtype=np.int32 if n < 2**31 else np.int64)
+
+
+def _min_by(segment: np.ndarray, values: np.ndarray, segments: int) -> np.ndarray:
+    """The smallest value of each segment id in [0, segments) (int64 max where none)."""
+    out = np.full(segments, np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(out, segment, values)
+    return out
+
+
+class StepRows:
+    """GPU rows (indices) ordered by their step-assignment point (the launch time, or the
+    row's own start for GPU-only steps), so each step's rows are found by two binary searches
+    instead of a pass over every row per step."""
+
+    def __init__(
+        self, events: TraceEvents, rows: np.ndarray, launch: np.ndarray | None = None
+    ) -> None:
+        self.events = events
+        self.rows = rows
+        self.launch = launch  # launch_times(events), when known already
+        self._sorted: dict[bool, tuple[np.ndarray, np.ndarray]] = {}
+
+    def _by_point(self, gpu_only: bool) -> tuple[np.ndarray, np.ndarray]:
+        if gpu_only not in self._sorted:
+            gpu = self.events.gpu
+            if gpu_only:
+                point = gpu.ts[self.rows]
+            else:
+                launch = launch_times(self.events) if self.launch is None else self.launch
+                point = launch[self.rows]
+            order = np.argsort(point, kind="stable")
+            rows = self.rows[order]
+            point = point[order]
+            del order
+            self._sorted[gpu_only] = (point, rows)
+        return self._sorted[gpu_only]
+
+    def within(self, w: Window) -> np.ndarray:
+        """Indices of the rows whose point lies in [w.start_ns, w.end_ns]."""
+        points, rows = self._by_point(w.gpu_only)
+        lo = np.searchsorted(points, w.start_ns, side="left")
+        hi = np.searchsorted(points, w.end_ns, side="right")
+        return rows[lo:hi]
+
+    def members(self, windows: list[Window]) -> tuple[np.ndarray, np.ndarray]:
+        """The rows of every window, concatenated window after window, and for each the
+        index of its window (rows in two overlapping windows appear twice)."""
+        parts, owners = [self.rows[:0]], [np.zeros(0, dtype=np.int32)]
+        for gpu_only in (False, True):
+            which = [i for i, w in enumerate(windows) if w.gpu_only == gpu_only]
+            if not which:
+                continue
+            points, rows = self._by_point(gpu_only)
+            lo = np.searchsorted(points, [windows[i].start_ns for i in which], side="left")
+            hi = np.searchsorted(points, [windows[i].end_ns for i in which], side="right")
+            at, owner = concat_ranges(lo, hi)
+            parts.append(rows[at])
+            del at
+            owners.append(np.array(which, dtype=np.int32)[owner])
+        # one kind of window (the usual case): its rows as they are, without a copy
+        member = parts[-1] if len(parts) == 2 else np.concatenate(parts)
+        owner = owners[-1] if len(owners) == 2 else np.concatenate(owners)
+        del parts, owners
+        if bool((owner[1:] < owner[:-1]).any()):  # windows that overlap, or of both kinds
+            order = np.argsort(owner, kind="stable")
+            member, owner = member[order], owner[order]
+        return member, owner
+
+
+def compress(steps: list[int]) -> str:
+    """``5-10, 12`` style list of step numbers, or ``none``."""
+    return describe_ranges(step_ranges(steps)) if steps else "none"
+
+
+def describe_ranges(ranges: list[tuple[int, int]], limit: int = _DESCRIBE_RUNS) -> str:
+    """``5-10, 12`` for sorted ranges; past ``limit`` runs, the first and last few and how
+    many were left out, so an error line stays short."""
+    runs = [f"{a}" if a == b else f"{a}-{b}" for a, b in ranges]
+    if len(runs) > limit:
+        keep = limit // 2
+        runs = [*runs[:keep], f"... ({len(runs) - 2 * keep} more)", *runs[-keep:]]
+    return ", ".join(runs)

@@ -1,0 +1,1 @@
+"""The operator view (``traceview ops``): op links grouped, FLOPs, bytes, peaks and the roofline."""

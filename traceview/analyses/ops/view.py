@@ -1,0 +1,320 @@
+"""The operator view: GPU and CPU time per launching operator (``traceview ops``).
+
+Each kernel is attributed to one op (analyses.oplinks: the leaf op by default, the top op with
+``--level top``) or to the ``(no op)`` row, so the rows' GPU time adds up to the kernel time.
+Per op name: calls and CPU time (every ``cpu_op`` event of that name, whatever it launched),
+kernels, GPU time (sum of durations), GPU busy (per device the union of its kernels, summed
+over devices), kernels per call, median launch delay (kernel start − launch start), % of GPU
+time. Definitions in docs/metrics.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from traceview.aggregate.intervals import unions
+from traceview.aggregate.order import dense_ids
+from traceview.aggregate.percentiles import nearest_rank
+from traceview.aggregate.segment_order import segment_order
+from traceview.analyses.core.categories import CATEGORIES, categorize
+from traceview.analyses.core.devices import NO_LAUNCH, device_of_stream
+from traceview.analyses.core.opcalls import op_calls
+from traceview.analyses.core.oplinks import OpLinks, link_ops
+from traceview.analyses.core.trace import TraceSummary, summarize
+from traceview.analyses.ops.groups import OpKeys, group_of
+from traceview.analyses.ops.peaks import Peaks, device_peaks, load_peaks_file
+from traceview.analyses.ops.work import bound, group_work, pair_work, peak_flops
+from traceview.choices import OpGroupBy, OpLevel, check_choice
+from traceview.columns.cpu_rows import NO_SHAPE
+from traceview.columns.model import TraceEvents
+from traceview.columns.schema import KERNEL
+from traceview.errors import UsageError
+
+if TYPE_CHECKING:
+    from traceview.analyses.core.common import Shared
+
+LEVELS = tuple(OpLevel)
+NO_OP_ROW = "(no op)"
+SCHEMA_VERSION = 2
+
+
+GROUPS = tuple(OpGroupBy)
+
+
+@dataclass(frozen=True)
+class OpOptions:
+    """Which op a kernel is attributed to, how rows are grouped, how many to show, and an
+    optional file of peaks (see analyses.peaks)."""
+
+    level: OpLevel = OpLevel.LEAF
+    top: int = 20
+    group_by: OpGroupBy = OpGroupBy.OP
+    peaks_file: Path | None = None
+
+
+@dataclass(frozen=True)
+class OpRow:
+    """One op name (with ``--group-by op+shapes``, one name and Input Dims and types): its
+    calls and CPU time, the kernels attributed to it (ns), and what its shapes tell."""
+
+    name: str
+    calls: int
+    cpu_time_ns: int
+    kernels: int
+    gpu_time_ns: int
+    gpu_busy_ns: int
+    launch_delay_ns: int | None
+    pct_gpu_time: float
+    cpu_self_ns: int = 0
+    shapes: str | None = None
+    flops: int | None = None
+    bytes: int | None = None
+    dtype: str | None = None
+    bound: str | None = None
+    peak_tflops_per_s: float | None = None
+    peak_tb_per_s: float | None = None
+
+    @property
+    def tflops_per_s(self) -> float | None:
+        return _rate(self.flops, self.gpu_busy_ns)
+
+    @property
+    def tb_per_s(self) -> float | None:
+        return _rate(self.bytes, self.gpu_busy_ns)
+
+    @property
+    def intensity(self) -> float | None:
+        if self.flops is None or not self.bytes:
+            return None
+        return self.flops / self.bytes
+
+    @property
+    def pct_of_peak(self) -> float | None:
+        """% of the roofline: max(FLOPs / peak FLOP/s, bytes / peak bandwidth) / GPU busy."""
+        peaks = (self.peak_tflops_per_s, self.peak_tb_per_s)
+        if self.flops is None or self.bytes is None or None in peaks or not self.gpu_busy_ns:
+            return None
+        ideal_ns = max(self.flops / peaks[0] / 1e3, self.bytes / peaks[1] / 1e3)  # type: ignore[operator]
+        return 100.0 * ideal_ns / self.gpu_busy_ns
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "shapes": self.shapes,
+            "calls": self.calls,
+            "kernels": self.kernels,
+            "gpu_time_us": self.gpu_time_ns / 1000,
+            "gpu_busy_us": self.gpu_busy_ns / 1000,
+            "cpu_time_us": self.cpu_time_ns / 1000,
+            "cpu_self_us": self.cpu_self_ns / 1000,
+            "kernels_per_call": self.kernels / self.calls if self.calls else None,
+            "launch_delay_us": None
+            if self.launch_delay_ns is None
+            else self.launch_delay_ns / 1000,
+            "pct_gpu_time": self.pct_gpu_time,
+            "flops": self.flops,
+            "bytes": self.bytes,
+            "dtype": self.dtype,
+            "tflops_per_s": self.tflops_per_s,
+            "tb_per_s": self.tb_per_s,
+            "intensity": self.intensity,
+            "peak_tflops_per_s": self.peak_tflops_per_s,
+            "peak_tb_per_s": self.peak_tb_per_s,
+            "pct_of_peak": self.pct_of_peak,
+            "bound": self.bound,
+        }
+
+
+def _rate(amount: int | None, busy_ns: int) -> float | None:
+    """Per second, in units of 10^12 (TFLOP/s, TB/s)."""
+    if amount is None or busy_ns <= 0:
+        return None
+    return amount / busy_ns / 1e3
+
+
+@dataclass(frozen=True)
+class OpReport:
+    """The result of ``traceview ops``."""
+
+    trace: TraceSummary
+    options: OpOptions
+    kernels: int
+    gpu_time_ns: int
+    rows: list[OpRow]
+    left_out: int = 0
+    notes: list[str] = field(default_factory=list)
+    peaks: Peaks | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "trace": self.trace.as_dict(),
+            "level": self.options.level,
+            "group_by": self.options.group_by,
+            "device": None if self.peaks is None else self.peaks.as_dict(),
+            "totals": {"kernels": self.kernels, "gpu_time_us": self.gpu_time_ns / 1000},
+            "ops": [r.as_dict() for r in self.rows],
+            "left_out": self.left_out,
+            "notes": list(self.notes),
+        }
+
+
+def check_options(options: OpOptions) -> None:
+    """Usage errors, before any reading."""
+    check_choice("--level", options.level, OpLevel)
+    if options.top < 0:
+        raise UsageError(f"--top {options.top}: must not be negative (0 shows all)")
+    check_choice("--group-by", options.group_by, OpGroupBy)
+    if options.peaks_file is not None:
+        load_peaks_file(options.peaks_file)
+
+
+def analyse_ops(events: TraceEvents, options: OpOptions, shared: Shared | None = None) -> OpReport:
+    """Attribute every kernel to an op; per op name (or name and shapes) its CPU and GPU
+    figures and, where shapes allow, FLOPs, bytes and the bound; by GPU time.
+    ``shared``: the op links, op calls and summary, when the caller has them already."""
+    check_options(options)
+    links = link_ops(events) if shared is None else shared.links
+    gpu = events.gpu
+    rows = np.flatnonzero(gpu.kind == KERNEL)
+    leaf = options.level == "leaf"
+    op = (links.leaf if leaf else links.top)[rows]
+    op_shape = _shapes_of(links.leaf_shape if leaf else links.top_shape, rows)
+    keys = OpKeys(events, options.group_by == "op+shapes")
+    used, group = dense_ids(keys.of(op, op_shape), keys.bound)
+    n = len(used)
+    calls = op_calls(events) if shared is None else shared.calls
+    pair_group = group_of(used, keys.of(calls.name, calls.shape))
+    per_call = [_sums(pair_group, x, n) for x in (calls.calls, calls.cpu_ns, calls.self_ns)]
+    work = group_work(calls, pair_work(events, calls), pair_group, n)
+    extra = load_peaks_file(options.peaks_file) if options.peaks_file is not None else None
+    peaks, peak_note = device_peaks(events.header, extra)
+    dur, ts = gpu.dur[rows], gpu.ts[rows]
+    kernels = np.bincount(group, minlength=n)
+    gpu_ns = _sums(group, dur, n)
+    busy = _busy(events, rows, group, n)
+    delay = _launch_delay(links.launch[rows], ts, group, n)
+    launch_ns = _launch_time(links, rows, group, n)
+    category = categorize(events, links.leaf) if shared is None else shared.category
+    comm = _all_communication(category[rows], group, n)
+    total = int(gpu_ns.sum())
+    out = []
+    for g, key in enumerate(used.tolist()):
+        name_id, shape_key = keys.split(key)
+        named = name_id < len(events.names)
+        flops, moved = (work.flops[g], work.bytes[g]) if named else (None, None)
+        dtype = work.dtype[g] if named else None
+        peak_f = peak_flops(peaks, dtype)
+        peak_b = None if peaks is None else peaks.tb_per_s
+        out.append(
+            OpRow(
+                name=events.names[name_id] if named else NO_OP_ROW,
+                calls=int(per_call[0][g]),
+                cpu_time_ns=int(per_call[1][g]),
+                kernels=int(kernels[g]),
+                gpu_time_ns=int(gpu_ns[g]),
+                gpu_busy_ns=int(busy[g]),
+                launch_delay_ns=delay[g],
+                pct_gpu_time=100.0 * int(gpu_ns[g]) / total if total else 0.0,
+                cpu_self_ns=int(per_call[2][g]),
+                shapes=keys.text(shape_key),
+                flops=flops,
+                bytes=moved,
+                dtype=dtype,
+                bound=bound(
+                    bool(comm[g]), int(busy[g]), int(launch_ns[g]), flops, moved, peak_f, peak_b
+                ),
+                peak_tflops_per_s=peak_f,
+                peak_tb_per_s=peak_b,
+            )
+        )
+    out.sort(key=lambda r: (-r.gpu_time_ns, r.name, r.shapes or ""))
+    kept = out if options.top == 0 else out[: options.top]
+    notes = []
+    if len(events.cpu) == 0 and len(rows):
+        notes.append("no CPU ops in this trace: every kernel is in the (no op) row")
+    if peak_note is not None:
+        notes.append(peak_note)
+    over = sum(1 for r in out if r.pct_of_peak is not None and r.pct_of_peak > 100)
+    if over:
+        notes.append(
+            (
+                f"{over} rows above 100% of the peak of their"
+                if over > 1
+                else "1 row above 100% of the peak of its"
+            )
+            + " dtype: fp32 ops that ran on TF32 tensor cores are measured against the fp32"
+            " peak, or the peaks are not this GPU's (--peaks)"
+        )
+    return OpReport(
+        trace=summarize(events) if shared is None else shared.trace,
+        options=options,
+        kernels=len(rows),
+        gpu_time_ns=total,
+        rows=kept,
+        left_out=len(out) - len(kept),
+        notes=notes,
+        peaks=peaks,
+    )
+
+
+def _shapes_of(shape: np.ndarray | None, rows: np.ndarray) -> np.ndarray:
+    if shape is None:
+        return np.full(len(rows), NO_SHAPE, dtype=np.int64)
+    shapes: np.ndarray = shape[rows]
+    return shapes
+
+
+def _sums(group: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
+    """Per group, the sum of ``values`` (rows with group −1 left out)."""
+    out = np.zeros(n, dtype=np.int64)
+    keep = group >= 0
+    np.add.at(out, group[keep], values[keep])
+    return out
+
+
+def _launch_time(links: OpLinks, rows: np.ndarray, group: np.ndarray, n: int) -> np.ndarray:
+    """Per group, the summed duration of the runtime calls that launched its kernels."""
+    launch, end = links.launch[rows], links.launch_end[rows]
+    has = launch != NO_LAUNCH
+    return _sums(np.where(has, group, -1), np.where(has, end - launch, 0), n)
+
+
+def _all_communication(category: np.ndarray, group: np.ndarray, n: int) -> np.ndarray:
+    """Per group: whether every one of its kernels (their ``category``) is a communication
+    kernel."""
+    comm = category == CATEGORIES.index("communication")
+    every: np.ndarray = _sums(group, (~comm).astype(np.int64), n) == 0
+    return every
+
+
+def _busy(events: TraceEvents, rows: np.ndarray, group: np.ndarray, n: int) -> np.ndarray:
+    """Per group: the union of its kernels (dur > 0) on each device, summed over devices."""
+    device, values = device_of_stream(events)
+    width = max(len(values), 1)
+    gpu = events.gpu
+    keep = gpu.dur[rows] > 0
+    rows = rows[keep]
+    segment = group[keep] * width + device[gpu.stream[rows]]
+    order = segment_order(gpu.ts[rows], segment)  # the groups interleave: see segment_order
+    rows, segment = rows[order], segment[order]
+    ts = gpu.ts[rows]
+    u = unions(segment, ts, ts + gpu.dur[rows], holes=False, ordered=True)
+    out = np.zeros(n, dtype=np.int64)
+    np.add.at(out, u.segment // width, u.busy)
+    return out
+
+
+def _launch_delay(
+    launch: np.ndarray, ts: np.ndarray, group: np.ndarray, n: int
+) -> list[int | None]:
+    """Per group: the median (nearest rank) of kernel start − launch start, over its kernels
+    that have a launch; None when none has."""
+    has = launch != NO_LAUNCH
+    counted = np.bincount(group[has], minlength=n)
+    median = nearest_rank(group[has], ts[has] - launch[has], n, (50,))[50]
+    return [int(m) if c else None for m, c in zip(median.tolist(), counted.tolist(), strict=True)]

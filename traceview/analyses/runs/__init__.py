@@ -1,0 +1,1 @@
+"""Runs of several ranks: rank summaries, their mergeable roll-up, and the answers over a run."""

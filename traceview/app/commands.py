@@ -1,0 +1,447 @@
+"""One function per command: read the trace, analyse, render, write. The CLI calls these."""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, ParamSpec, TypeVar
+
+from traceview.app.reading import read_trace, wait_for_cache_writes
+from traceview.choices import DocumentFormat, Format, check_choice
+from traceview.errors import TraceviewError, UsageError
+from traceview.options import ReadOptions
+from traceview.render.output import (
+    check_output_path,
+    stderr_console,
+    stdout_is_terminal,
+    write_file,
+    write_stdout,
+)
+
+# Each command imports its own analysis and renderer: a warm run is mostly start-up, and
+# python -X importtime gives 0.07 s for diff+snapshot, 0.03 s for rich, 0.05 s for pyarrow.
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from traceview.analyses.diff import DiffOptions, Side
+    from traceview.analyses.energy import EnergyReport, PowerOptions
+    from traceview.analyses.gaps import GapOptions
+    from traceview.analyses.kernels import KernelOptions
+    from traceview.analyses.ops.view import OpOptions
+    from traceview.cache.manage import Removal
+    from traceview.columns.model import TraceEvents
+    from traceview.render.document import Document
+    from traceview.render.html.documents import Documents, ReportOptions
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+@dataclass(frozen=True)
+class OutputOptions:
+    """How to show the result."""
+
+    format: str = "table"
+    verbose: bool = False
+    output: Path | None = None
+    force: bool = False
+    wide: bool = False  # a terminal table shows every column, however wide
+    # -o of steps, summary, diff, energy and ranks: the output, in the chosen format (table:
+    # plain text), written to this file instead of stdout (kernels' and gaps' -o is ``output``,
+    # a detailed report written besides).
+    save: Path | None = None
+
+
+def _command(run: Callable[_P, _R]) -> Callable[_P, _R]:
+    """A command that reads traces: it ends once the cache entries it started are written."""
+
+    @functools.wraps(run)
+    def command(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return run(*args, **kwargs)
+        finally:
+            wait_for_cache_writes()
+
+    return command
+
+
+@_command
+def kernels(path: Path, options: KernelOptions, read: ReadOptions, out: OutputOptions) -> None:
+    """``traceview kernels``."""
+    from traceview.analyses.kernels import analyse_kernels, check_options
+    from traceview.render import kernels as render_kernels
+
+    check_options(options)  # before reading a trace that may take minutes
+    _check_output(out, path)
+    events = read_trace(path, read, keep_cpu=options.group_by == "category")
+    if _nothing_to_show(events, out):
+        return
+    # every row (--top 0) made as it is written: there may be 10^6
+    report = analyse_kernels(events, options, streamed=options.top == 0)
+    # Files hold every row whatever --top says: CSV and the -o report.
+    wants_all = options.top != 0 and (out.format == "csv" or out.output is not None)
+    every = report
+    if wants_all:
+        every = analyse_kernels(events, replace(options, top=0), streamed=True)
+    if options.name_regex is not None and report.count == 0:
+        _warn(f"--name {options.name_regex!r} matches no kernel of this trace")
+    show(out, render_kernels.document(report, out.verbose, every))
+    if out.output is not None:
+        write_file(out.output, render_kernels.detailed_report(every), out.force, (path,))
+
+
+@_command
+def steps(path: Path, read: ReadOptions, out: OutputOptions, top: int) -> None:
+    """``traceview steps``; ``top``: steps in the table (0: all; JSON and CSV hold all)."""
+    from traceview.analyses.core.steps import step_table
+    from traceview.analyses.core.trace import summarize
+    from traceview.render import steps as render_steps
+
+    _check_format(out.format)
+    check_save(out, (path,))
+    events = read_trace(path, read)
+    rows = step_table(events)
+    trace = summarize(events)
+    show(out, render_steps.document(trace, rows, top), (path,))
+
+
+@_command
+def gaps(path: Path, options: GapOptions, read: ReadOptions, out: OutputOptions) -> None:
+    """``traceview gaps``."""
+    from traceview.analyses.gaps import analyse_gaps, check_options
+    from traceview.render import gaps as render_gaps
+
+    check_options(options)  # before reading a trace that may take minutes
+    _check_output(out, path)
+    events = read_trace(path, read, keep_cpu=options.context)
+    if _nothing_to_show(events, out):
+        return
+    # every transition (--gap-top 0) made as it is written: there may be 10^6
+    report = analyse_gaps(events, options, streamed=options.top == 0)
+    show(out, render_gaps.document(report, out.verbose))
+    if out.output is not None:
+        full = analyse_gaps(events, replace(options, top=0, stream_top=0), streamed=True)
+        write_file(out.output, render_gaps.detailed_report(full), out.force, (path,))
+
+
+@_command
+def ops(path: Path, options: OpOptions, read: ReadOptions, out: OutputOptions) -> None:
+    """``traceview ops``."""
+    from traceview.analyses.ops.view import analyse_ops, check_options
+    from traceview.render import ops as render_ops
+
+    _check_format(out.format)
+    check_options(options)
+    check_save(out, (path,))
+    events = read_trace(path, read, keep_cpu=True)
+    if _nothing_to_show(events, out):
+        return
+    report = analyse_ops(events, options)
+    # The CSV holds every op whatever --top says.
+    wants_all = options.top != 0 and out.format == "csv"
+    every = analyse_ops(events, replace(options, top=0)) if wants_all else report
+    show(out, render_ops.document(report, every), (path,))
+
+
+@_command
+def summary(path: Path, read: ReadOptions, out: OutputOptions) -> None:
+    """``traceview summary``."""
+    from traceview.analyses.summary import overview
+    from traceview.render import summary as render_overview
+
+    check_choice("--format", out.format, DocumentFormat)
+    check_save(out, (path,))
+    events = read_trace(path, read, keep_cpu=True)
+    if _nothing_to_show(events, out):
+        return
+    report = overview(events)
+    show(out, render_overview.document(report), (path,))
+
+
+def _nothing_to_show(events: TraceEvents, out: OutputOptions) -> bool:
+    """A trace without GPU activity gets one line instead of empty tables (JSON, CSV and
+    Markdown keep their shape, empty)."""
+    if len(events.gpu.ts) or out.format != "table":
+        return False
+    from traceview.render.escape import text_lines
+
+    if len(events.runtime.ts):
+        why = "runtime calls but no GPU activity recorded (was CUDA activity collected?)"
+    else:
+        why = "no GPU kernels recorded: was the profiler run with ProfilerActivity.CUDA?"
+    write_stdout(text_lines([f"{events.path}: {why}"]) + "\n")
+    return True
+
+
+def _warn(message: str) -> None:
+    """One warning line on stderr (names in it shown escaped)."""
+    from traceview.render.escape import print_line
+
+    print_line(stderr_console(), f"traceview: warning: {message}")
+
+
+def check_save(out: OutputOptions, inputs: Sequence[Path]) -> None:
+    """Before any reading: an -o file (``out.save``) that cannot be written is a usage error."""
+    if out.save is not None:
+        check_output_path(out.save, out.force, inputs)
+
+
+def _check_output(out: OutputOptions, trace: Path) -> None:
+    """Usage errors before any reading: a bad --format, an -o file that cannot be written."""
+    _check_format(out.format)
+    if out.output is not None:
+        check_output_path(out.output, out.force, (trace,))
+
+
+def show(out: OutputOptions, doc: Document, inputs: Sequence[Path] = ()) -> None:
+    """A document on stdout in the chosen format (rich on a terminal, text when piped), or in
+    the ``out.save`` file (never one of ``inputs``)."""
+    from traceview.render.document import RENDERERS, plain_chunks, print_rich
+
+    if out.save is not None:
+        write_file(out.save, RENDERERS.get(out.format, plain_chunks)(doc), out.force, inputs)
+    elif out.format in RENDERERS:
+        write_stdout(RENDERERS[out.format](doc))
+    elif stdout_is_terminal():
+        print_rich(doc, _stdout_console(out.wide))
+    else:
+        write_stdout(plain_chunks(doc))
+
+
+def _check_format(fmt: str) -> None:
+    check_choice("--format", fmt, Format)
+
+
+def _stdout_console(wide: bool = False) -> Console:
+    """The terminal; with --wide, one so wide that no table column is left out."""
+    from rich.console import Console
+
+    return Console(highlight=False, width=10_000 if wide else None)
+
+
+@_command
+def snapshot(path: Path, read: ReadOptions, output: Path | None, force: bool) -> None:
+    """``traceview snapshot``: the JSON snapshot to stdout, or atomically to ``output``."""
+    from traceview.analyses.snapshot import build_snapshot
+    from traceview.app.snapshot_file import to_json
+
+    if output is not None:
+        check_output_path(output, force, (path,))
+    text = to_json(build_snapshot(read_trace(path, read)))
+    if output is None:
+        write_stdout(text)
+    else:
+        write_file(output, text, force, (path,))
+
+
+@_command
+def diff(
+    base: Path, new: Path, options: DiffOptions, read: ReadOptions, out: OutputOptions
+) -> None:
+    """``traceview diff``: render the comparison; a failed gate raises (exit 1) afterwards."""
+    from traceview.analyses.diff import check_options, compare
+    from traceview.render import diff as render_diff
+
+    check_choice("--format", out.format, DocumentFormat)
+    check_options(options)
+    if base == new == Path("-"):
+        raise UsageError("diff: only one side can be read from stdin (-)")
+    check_save(out, (base, new))
+    report = compare(_diff_side(base, read), _diff_side(new, read), options)
+    show(out, render_diff.document(report, out.verbose), (base, new))
+    if not report.gate.passed:
+        raise TraceviewError(render_diff.failure_message(report, out.verbose))
+
+
+def _diff_side(path: Path, read: ReadOptions) -> Side:
+    """A diff input: a snapshot (recognised by its content) or a trace, snapshotted here."""
+    from traceview.analyses.diff import Side
+    from traceview.analyses.snapshot import build_snapshot
+    from traceview.app.snapshot_file import is_snapshot, load_snapshot
+
+    if is_snapshot(path):
+        return Side(str(path), "snapshot", load_snapshot(path))
+    return Side(str(path), "trace", build_snapshot(read_trace(path, read)))
+
+
+@_command
+def export(path: Path, read: ReadOptions, directory: Path, force: bool) -> None:
+    """``traceview export``: the trace's tables as Parquet files in ``directory``."""
+    from traceview.cache.store import EXPORT_FILES, export_tables
+    from traceview.render.output import check_export_dir, removed_on_failure
+
+    check_export_dir(directory, force, (path,), EXPORT_FILES)
+    events = read_trace(path, read, keep_cpu=True)
+    try:
+        with removed_on_failure(directory, EXPORT_FILES):
+            directory.mkdir(parents=True, exist_ok=True)
+            names = export_tables(events, directory)
+    except OSError as e:
+        raise TraceviewError(f"{directory}: cannot write: {e.strerror or e}") from None
+    stderr_console().print(f"Wrote {directory} ({', '.join(names)})", markup=False)
+
+
+def cache_info(directory: Path | None) -> None:
+    """``traceview cache info``."""
+    from traceview.cache.manage import info_lines
+    from traceview.render.escape import text_lines
+
+    write_stdout(text_lines(info_lines(_cache_root(directory))) + "\n")
+
+
+def cache_list(directory: Path | None) -> None:
+    """``traceview cache list``."""
+    from traceview.cache.manage import list_lines
+    from traceview.render.escape import text_lines  # trace file names are data too
+
+    write_stdout(text_lines(list_lines(_cache_root(directory))) + "\n")
+
+
+def cache_clear(directory: Path | None) -> None:
+    """``traceview cache clear``: remove every entry, the index and leftover temp dirs."""
+    from traceview.cache.manage import clear
+
+    root = _cache_root(directory)
+    _report_removal(clear(root), root)
+
+
+def cache_prune(directory: Path | None, max_size: str | None) -> None:
+    """``traceview cache prune``: evict least recently used entries down to the size limit,
+    and remove the temp dirs of killed runs."""
+    from traceview.cache import manage
+
+    limit = manage.parse_size(max_size, "--max-size") if max_size else manage.max_size()
+    root = _cache_root(directory)
+    evicted, tmp = manage.evict(root, limit), manage.remove_stale_tmp(root)
+    _report_removal(
+        manage.Removal(evicted.entries, tmp.tmp_dirs, evicted.failed + tmp.failed), root
+    )
+
+
+def _cache_root(directory: Path | None) -> Path:
+    """The cache directory, checked to be a traceview cache (or absent)."""
+    from traceview.cache import CacheSettings
+    from traceview.cache.root import check
+
+    root = CacheSettings(directory=directory).root()
+    check(root)
+    return root
+
+
+def _report_removal(removal: Removal, root: Path) -> None:
+    """What was removed on stderr; an error (exit 1) if anything could not be."""
+    if removal.failed:
+        raise TraceviewError(removal.summary(root))
+    stderr_console().print(removal.summary(root), markup=False, soft_wrap=True)
+
+
+@_command
+def unique(
+    path: Path, read: ReadOptions, out: OutputOptions, top: int, power: PowerOptions | None
+) -> None:
+    """``traceview unique``: the distinct kernels, to the terminal and as JSON lines (-o)."""
+    from traceview.analyses.unique import unique_kernels
+    from traceview.render import unique as render_unique
+
+    _check_format(out.format)
+    if out.output is not None:
+        check_output_path(out.output, out.force, (path,))
+    if power is not None:
+        from traceview.analyses.energy import check_power_options
+
+        check_power_options(power)
+    events = read_trace(path, read, keep_cpu=True)
+    if _nothing_to_show(events, out):
+        return
+    report = unique_kernels(events)
+    energies = None
+    if power is not None:
+        from traceview.analyses.energy import PJ_PER_J
+
+        row_pj = _energy(path, events, power, out).row_pj
+        energies = [int(row_pj[k.rows].sum()) / PJ_PER_J for k in report.kernels]
+    stderr_console().print(render_unique.summary_line(report), markup=False, highlight=False)
+    if out.output is not None:
+        write_file(out.output, render_unique.json_lines(report, energies), out.force, (path,))
+    show(out, render_unique.document(report, out.verbose, top, energies))
+
+
+@_command
+def energy(
+    path: Path, read: ReadOptions, out: OutputOptions, top: int, power: PowerOptions
+) -> None:
+    """``traceview energy``: a power log attributed to devices and kernels."""
+    from traceview.analyses.energy import check_power_options
+    from traceview.render import energy as render_energy
+
+    _check_format(out.format)
+    check_power_options(power)
+    check_save(out, (path, power.path))
+    events = read_trace(path, read)
+    if _nothing_to_show(events, out):
+        return
+    report = _energy(path, events, power, out)
+    show(out, render_energy.document(report, top, out.verbose), (path, power.path))
+
+
+def _energy(
+    path: Path, events: TraceEvents, power: PowerOptions, out: OutputOptions
+) -> EnergyReport:
+    """Read the power log, attribute it, and say on stderr how it was aligned and its limits."""
+    from traceview.analyses.energy import attribute, check_power_options, limits, read_log
+    from traceview.render.energy import window_line
+
+    gpu_map = check_power_options(power)
+    log, zone_note = read_log(power)
+    report = attribute(events, log, gpu_map)
+    if log.skipped:
+        _warn(f"{log.skipped} power log rows without a usable sample were skipped")
+    if not report.devices:
+        _warn("no GPU activity with a duration: no energy to attribute")
+        return report
+    console = stderr_console()
+    for line in (zone_note, window_line(report)):
+        console.print(f"traceview: {line}", markup=False, highlight=False, soft_wrap=True)
+    for line in limits(report):
+        _warn(line)
+    return report
+
+
+@_command
+def report(
+    path: Path, options: ReportOptions, read: ReadOptions, output: Path, force: bool
+) -> None:
+    """``traceview report``: one self-contained HTML page from one read of the trace."""
+    from traceview.analyses.core.common import work_out
+    from traceview.app.memory import reuse_freed_memory
+    from traceview.cache import op_links as stored_links
+    from traceview.render.html.documents import collect
+    from traceview.render.html.page import plotly_path
+
+    if options.rank is not None:
+        raise UsageError(f"--rank {options.rank}: for a run (several rank files); {path} is one")
+    check_output_path(output, force, (path,))
+    plotly_path()  # the missing extra is said before any reading
+    reuse_freed_memory()
+    where = stored_links.place(path, read)  # before the read: the trace's identity then
+    events = read_trace(path, read, keep_cpu=True)
+    linked = None if where is None or read.refresh else stored_links.load(where, events)
+    shared = work_out(events, linked)
+    if where is not None and linked is None:
+        wait_for_cache_writes()  # the entry, written in the background
+        stored_links.save(where, events, shared.links, shared.calls)
+    write_page(collect(events, options, shared), output, force, (path,))
+
+
+def write_page(docs: Documents, output: Path, force: bool, inputs: Sequence[Path]) -> None:
+    """The report page of ``docs``, written to ``output`` (never over one of the ``inputs``)."""
+    import shlex
+
+    from traceview import __version__
+    from traceview.render.html.page import PageInfo, render_bytes
+
+    command = shlex.join(["traceview", *sys.argv[1:]])
+    write_file(output, render_bytes(docs, PageInfo(__version__, command)), force, tuple(inputs))

@@ -1,0 +1,52 @@
+"""The local engine: a process pool over the rank files (``-j N``, default all cores).
+
+The main process receives only the small per-rank summaries, never a rank's columns.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from typing import TYPE_CHECKING
+
+from traceview.analyses.runs.collectives import latest_starts
+from traceview.analyses.runs.rank_summary import RankSummary
+from traceview.app.engines.worker import (
+    RankFailure,
+    RankTask,
+    RunResult,
+    ingest,
+    rolled_up,
+    usable,
+    waits,
+)
+
+if TYPE_CHECKING:
+    from traceview.options import RunOptions
+
+
+def default_jobs() -> int:
+    """All cores this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def summaries(tasks: Sequence[RankTask], jobs: int) -> Iterator[RankSummary | RankFailure]:
+    """Each task's summary (or failure), in task order, ``jobs`` files at a time."""
+    workers = max(1, min(jobs, len(tasks)))
+    context = multiprocessing.get_context("fork")  # no re-import of traceview per worker
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        yield from pool.map(ingest, tasks)
+
+
+def run(tasks: Sequence[RankTask], options: RunOptions, partial: bool) -> RunResult:
+    """Summaries in the pool; the merge and the pass-2 waits here, on summaries only."""
+    jobs = options.jobs if options.jobs is not None else default_jobs()
+    found = usable(list(summaries(tasks, jobs)), partial)
+    rollup = rolled_up(found)
+    table = latest_starts(rollup.collectives, rollup.ranks)
+    return RunResult(found, rollup, [waits(s, table) for s in found])

@@ -1,0 +1,64 @@
+"""The run snapshot file: the document of traceview.analyses.runs.snapshot as JSON (the
+roll-up and each rank's snapshot in the one-file snapshot's shape), recognised among the
+inputs of ``traceview diff`` and read back with every snapshot in it checked."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict
+from pathlib import Path
+
+import msgspec
+import orjson
+
+from traceview import __version__
+from traceview.analyses.runs.snapshot import KIND, SCHEMA_VERSION, RunSnapshot
+from traceview.app.snapshot_file import MAX_SNAPSHOT_BYTES, problem_of
+from traceview.errors import TraceviewError
+
+_MARK = re.compile(rb'"kind"\s*:\s*"traceview-run-snapshot"')
+SNIFF_BYTES = 4096
+
+
+def to_json(run: RunSnapshot) -> str:
+    """One key per line at the top, each snapshot on its own lines (reviewable in a diff)."""
+    doc = asdict(run)
+    ranks = ",\n".join("  " + orjson.dumps(r).decode() for r in doc.pop("ranks"))
+    head = ",\n".join(
+        f"{orjson.dumps(k).decode()}: {orjson.dumps(v).decode()}" for k, v in doc.items()
+    )
+    return "{\n" + head + ',\n"ranks": [\n' + ranks + "\n]\n}\n"
+
+
+def is_run_snapshot(path: Path) -> bool:
+    """Whether ``path`` is a run snapshot: its first KB name the kind (it comes first)."""
+    try:
+        with path.open("rb") as f:
+            return _MARK.search(f.read(SNIFF_BYTES)) is not None
+    except OSError:
+        return False
+
+
+def load_run_snapshot(path: Path) -> RunSnapshot:
+    """Read and validate a run snapshot; any problem is one TraceviewError naming the file."""
+    try:
+        if path.stat().st_size > MAX_SNAPSHOT_BYTES * 64:
+            raise TraceviewError(f"{path}: too big for a run snapshot")
+        data = path.read_bytes()
+    except OSError as e:
+        raise TraceviewError(f"{path}: cannot read: {e.strerror or e}") from None
+    try:
+        run = msgspec.json.decode(data, type=RunSnapshot)
+    except (msgspec.DecodeError, msgspec.ValidationError) as e:
+        raise TraceviewError(f"{path}: not a valid run snapshot: {e}") from None
+    if run.kind != KIND or run.schema_version != SCHEMA_VERSION:
+        raise TraceviewError(
+            f"{path}: run snapshot kind {run.kind!r} schema_version {run.schema_version} is not "
+            f"supported (traceview {__version__} reads {KIND} {SCHEMA_VERSION})"
+        )
+    checks = [("rollup", run.rollup)] + [(f"rank {r.rank}", r.snapshot) for r in run.ranks]
+    for where, snapshot in checks:
+        problem = problem_of(snapshot)
+        if problem:
+            raise TraceviewError(f"{path}: not a valid run snapshot: {where}: {problem}")
+    return run

@@ -1,0 +1,127 @@
+"""What every command shares: the typer app, the command decorator, and the options that
+mean the same in every command that takes them."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+
+from traceview import __version__, choices
+from traceview.cli.errors import OneLineErrors
+
+app = typer.Typer(
+    name="traceview",
+    cls=OneLineErrors,
+    help="Where did the GPU time go? Streaming analysis of huge Chrome-trace / profiler files.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def command(group: typer.Typer = app, name: str | None = None) -> Callable[[_F], _F]:
+    """``group.command(name)`` whose one-line help in the command list is the first paragraph
+    of the docstring as one line (the list keeps a docstring's line breaks mid-sentence)."""
+
+    def register(f: _F) -> _F:
+        first = (inspect.getdoc(f) or "").split("\n\n")[0]
+        return group.command(name, short_help=" ".join(first.split()))(f)
+
+    return register
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+Trace = Annotated[
+    Path,
+    typer.Argument(
+        help="Trace file: Chrome trace JSON, plain or gzip (.json, .json.gz), or an Nsight "
+        "Systems SQLite export (nsys export --type sqlite); - reads stdin (a pipe: read "
+        "once, not cached).",
+        show_default=False,
+    ),
+]
+Format = Annotated[
+    choices.Format,
+    typer.Option(
+        "--format", "-f", help="Output: table (rich on a terminal, text when piped), json, csv, md."
+    ),
+]
+Verbose = Annotated[
+    bool, typer.Option("--verbose", "-v", help="Full kernel names instead of short ones.")
+]
+Wide = Annotated[
+    bool,
+    typer.Option(
+        "--wide",
+        help="On a terminal, show every column however wide (else the least "
+        "important are left out on a narrow one, and said so).",
+    ),
+]
+Top = Annotated[int, typer.Option("--top", "-t", min=0, help="Rows to show; 0 = all.")]
+Force = Annotated[bool, typer.Option("--force", help="Overwrite the --output file if it exists.")]
+Save = Annotated[
+    Path | None,
+    typer.Option(
+        "--output",
+        "-o",
+        help="Write the output (in the --format chosen; table: plain text) to this file "
+        "instead of stdout.",
+        show_default=False,
+    ),
+]
+PowerLogFile = Annotated[
+    Path | None,
+    typer.Option(
+        "--power",
+        help='nvidia-smi CSV log recorded during the profile (see README "Kernels and energy").',
+        show_default=False,
+    ),
+]
+PowerTz = Annotated[
+    str | None,
+    typer.Option(
+        "--power-tz",
+        help="Zone of the log's timestamps: UTC, ±HH:MM or a name like Europe/Paris "
+        "(default: the machine's zone, said on stderr).",
+        show_default=False,
+    ),
+]
+PowerOffset = Annotated[
+    str,
+    typer.Option(
+        "--power-offset",
+        help="Shift the log's times by this (e.g. -250ms, 2s; bare = µs) to align its clock.",
+    ),
+]
+PowerGpu = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--power-gpu",
+        help="INDEX=DEVICE: nvidia-smi index INDEX is trace device DEVICE (repeatable; "
+        "default: the same number).",
+        show_default=False,
+    ),
+]
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"traceview {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """Where did the GPU time go? Streaming analysis of huge Chrome-trace / profiler files."""

@@ -1,0 +1,62 @@
+"""``traceview ops``: its options, parsed here; the work is in traceview.app."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from traceview import choices
+from traceview.cli.common import (
+    Force,
+    Format,
+    Save,
+    Top,
+    Trace,
+    command,
+)
+from traceview.cli.read_options import FROM_FLAGS, reads_traces
+from traceview.options import ReadOptions
+
+
+@command()
+@reads_traces
+def ops(
+    trace: Trace,
+    level: Annotated[
+        choices.OpLevel,
+        typer.Option(
+            "--level",
+            help="Attribute each kernel to its leaf op (innermost cpu_op around its launch) or "
+            "its top op (outermost).",
+        ),
+    ] = choices.OpLevel.LEAF,
+    top: Top = 20,
+    group_by: Annotated[
+        choices.OpGroupBy,
+        typer.Option(
+            "--group-by",
+            help="One row per op name (op), or per op name, Input Dims and Input type (op+shapes).",
+        ),
+    ] = choices.OpGroupBy.OP,
+    peaks: Annotated[
+        Path | None,
+        typer.Option(
+            "--peaks",
+            help="JSON or TOML file of GPU peaks (TFLOP/s per dtype, TB/s) used before the "
+            "built-in table; see docs/metrics.md.",
+        ),
+    ] = None,
+    fmt: Format = choices.Format.TABLE,
+    save: Save = None,
+    force: Force = False,
+    read: ReadOptions = FROM_FLAGS,
+) -> None:
+    """Where the GPU time went per operator: calls, kernels, GPU and CPU time, launch delay,
+    and from shapes FLOPs, bytes, TFLOP/s, % of peak and the bound."""
+    from traceview.analyses.ops.view import OpOptions
+    from traceview.app import commands
+
+    options = OpOptions(level=level, top=top, group_by=group_by, peaks_file=peaks)
+    commands.ops(trace, options, read, commands.OutputOptions(fmt, force=force, save=save))

@@ -1,0 +1,36 @@
+"""``traceview summary``: its options, parsed here; the work is in traceview.app."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from traceview import choices
+from traceview.cli.common import (
+    Force,
+    Save,
+    Trace,
+    command,
+)
+from traceview.cli.read_options import FROM_FLAGS, reads_traces
+from traceview.options import ReadOptions
+
+
+@command()
+@reads_traces
+def summary(
+    trace: Trace,
+    fmt: Annotated[
+        choices.DocumentFormat,
+        typer.Option("--format", "-f", help="table (rich or plain when piped), json or md."),
+    ] = choices.DocumentFormat.TABLE,
+    save: Save = None,
+    force: Force = False,
+    read: ReadOptions = FROM_FLAGS,
+) -> None:
+    """One screen: per device where the time went (categories, communication, copies, idle),
+    the top categories, kernels and operators, launch and step figures, and hints."""
+    from traceview.app import commands
+
+    commands.summary(trace, read, commands.OutputOptions(fmt, force=force, save=save))

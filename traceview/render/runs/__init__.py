@@ -1,0 +1,1 @@
+"""Renderers of the answers over a run of several ranks."""

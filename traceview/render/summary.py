@@ -1,0 +1,103 @@
+"""Renderings of ``traceview summary``: one screen per trace."""
+
+from __future__ import annotations
+
+from traceview.analyses.core.breakdown import Breakdown
+from traceview.analyses.summary import Overview
+from traceview.render import units
+from traceview.render.document import Document, Lines, Section
+from traceview.render.header import trace_lines
+from traceview.render.tables import Table
+
+_d = units.duration_ns  # a short name for the dense lines below
+
+
+def _pct(part: int, whole: int) -> str:
+    return units.pct(100.0 * part / whole if whole else 0.0)
+
+
+def header_lines(o: Overview) -> list[str]:
+    lines = trace_lines(o.trace)
+    for d in o.devices:
+        lines.append(
+            f"device   {d.device}: window {_d(d.window_ns)} = compute {_d(d.compute_ns)} "
+            f"({_pct(d.compute_ns, d.window_ns)}%) + exposed communication "
+            f"{_d(d.exposed_communication_ns)} ({_pct(d.exposed_communication_ns, d.window_ns)}%)"
+            f" + exposed memcpy/memset {_d(d.exposed_copy_ns)} "
+            f"({_pct(d.exposed_copy_ns, d.window_ns)}%) + idle {_d(d.idle_ns)} "
+            f"({_pct(d.idle_ns, d.window_ns)}%, host wait {_d(d.host_wait_ns)})"
+        )
+    return lines + [f"note     {n}" for n in o.notes]
+
+
+def breakdown_table(d: Breakdown) -> Table:
+    rows = [
+        (c.category, _d(c.busy_ns), _pct(c.busy_ns, d.window_ns), _d(c.gpu_time_ns))
+        for c in d.categories
+    ]
+    rows.append(("idle", _d(d.idle_ns), _pct(d.idle_ns, d.window_ns), "-"))
+    return Table(("Category", "Busy", "% window", "GPU time"), (False, True, True, True), rows)
+
+
+def top_tables(o: Overview) -> list[tuple[str, Table]]:
+    """The top categories, kernels (short names) and operators by GPU time."""
+    right = (False, True, True)
+    headers = ("Name", "GPU time", "%")
+    categories = [(c.name, _d(c.gpu_time_ns), units.pct(c.pct)) for c in o.categories]
+    kernels = [(k.short_name or k.name, _d(k.gpu_time_ns), units.pct(k.pct)) for k in o.kernels]
+    ops = [(op.name, _d(op.gpu_time_ns), units.pct(op.pct_gpu_time)) for op in o.ops]
+    return [
+        ("Top categories", Table(headers, right, categories)),
+        ("Top kernels", Table(headers, right, kernels)),
+        ("Top operators (the op that launched each kernel)", Table(headers, right, ops)),
+    ]
+
+
+def detail_lines(o: Overview) -> list[str]:
+    launch = o.launches
+    lines = []
+    if launch.kernels:
+        delay = "-" if launch.median_delay_ns is None else _d(launch.median_delay_ns)
+        shorter = (
+            f"{_pct(launch.shorter_than_launch, launch.timed)}% of kernels ran shorter than "
+            "their launch call"
+            if launch.timed
+            else "launch calls not recorded"
+        )
+        lines.append(
+            f"launch   {units.count(launch.linked)} of {units.counted(launch.kernels, 'kernel')} "
+            f"linked to a launch; median launch delay {delay}; {shorter}"
+        )
+    steps = o.steps
+    if steps.count:
+        median = "-" if steps.median_cpu_ns is None else _d(steps.median_cpu_ns)
+        parts = [
+            f"device {d.device} busy {units.pct(d.median_busy_pct)}% of its step window, lag "
+            f"{_d(d.median_lag_ns)}, behind the CPU in {d.behind} of {steps.count}"
+            for d in steps.devices
+        ]
+        lines.append(
+            f"steps    {units.counted(steps.count, 'step')}, median {median}; " + "; ".join(parts)
+        )
+    if not o.hints:
+        lines.append("hints    none fired (docs/hints.md lists the rules)")
+    for h in o.hints:
+        lines.append(f"hint     {h.title}: {h.evidence}")
+        lines.append(f"         try: {h.action} ({h.doc})")
+    return lines
+
+
+def _sections(o: Overview) -> list[tuple[str, Table]]:
+    out = [(f"Device {d.device}: busy time by category", breakdown_table(d)) for d in o.devices]
+    return [*out, *top_tables(o)]
+
+
+def document(o: Overview) -> Document:
+    """``traceview summary`` in every format (no CSV: it is several tables of unlike rows)."""
+    sections = [Section(body, title) for title, body in _sections(o)]
+    return Document(
+        head=header_lines(o),
+        sections=[*sections, Section(Lines(detail_lines(o)))],
+        data=o.as_json,
+        csv=None,
+    )
