@@ -1,0 +1,90 @@
+"""Golden outputs of every command as the CLI prints them, piped text and JSON: on the demo
+trace, on the H200 training trace (with its power log) and on the 8-rank DLRM run. The inputs
+are linked into a temporary directory and named relatively, so no machine's path shows. Run
+``pytest tests/golden/test_command_goldens.py --update-goldens`` after an intended change, and
+review the diff of tests/golden/expected/commands/."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, SHARED_TRACES
+from typer.testing import CliRunner
+
+from traceview.cli import app
+
+EXPECTED = Path(__file__).parent / "expected" / "commands"
+INPUTS = {
+    "demo.json.gz": ROOT / "fixtures" / "demo.json.gz",
+    "train.json.gz": SHARED_TRACES / "h200" / "train.json.gz",
+    "power1.csv": SHARED_TRACES / "h200" / "power1.csv",
+    **{
+        f"dlrm/rank{r}.json.gz": SHARED_TRACES / f"param__dlrm_8rank_worker{r}.json.gz"
+        for r in range(8)
+    },
+}
+POWER = ["--power", "power1.csv", "--power-tz", "UTC"]
+# name: the command line after ``traceview`` (text piped; the JSON golden adds ``-f json``).
+CASES = {
+    "demo-summary": ["summary", "demo.json.gz"],
+    "demo-kernels": ["kernels", "demo.json.gz"],
+    "demo-gaps": ["gaps", "demo.json.gz"],
+    "demo-steps": ["steps", "demo.json.gz"],
+    "demo-ops": ["ops", "demo.json.gz"],
+    "demo-unique": ["unique", "demo.json.gz"],
+    "train-summary": ["summary", "train.json.gz"],
+    "train-kernels-category": ["kernels", "train.json.gz", "--group-by", "category"],
+    "train-ops": ["ops", "train.json.gz"],
+    "train-energy": ["energy", "train.json.gz", *POWER],
+    "train-unique-power": ["unique", "train.json.gz", *POWER],
+    "dlrm-ranks": ["ranks", "dlrm"],
+}
+JSON_ONLY = {"demo-snapshot": ["snapshot", "demo.json.gz"]}
+
+
+def _run(args: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The command's stdout, run in-process from a directory holding links to its inputs."""
+    for name, source in INPUTS.items():
+        if name.split("/")[0] in " ".join(args) or name in args:
+            if not source.exists():
+                pytest.skip("../shared/traces is absent")
+            link = tmp_path / name
+            link.parent.mkdir(exist_ok=True)
+            link.symlink_to(source)
+    monkeypatch.chdir(tmp_path)
+    r = CliRunner().invoke(app, [*args, "-q", "--no-cache"], env={"COLUMNS": "120"})
+    assert r.exit_code == 0, r.output
+    return r.stdout
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+@pytest.mark.parametrize("case", list(CASES))
+def test_command_golden(
+    case: str,
+    fmt: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    request: pytest.FixtureRequest,
+) -> None:
+    args = CASES[case] + (["-f", "json"] if fmt == "json" else [])
+    _check(
+        f"{case}.{'json' if fmt == 'json' else 'txt'}", _run(args, tmp_path, monkeypatch), request
+    )
+
+
+@pytest.mark.parametrize("case", list(JSON_ONLY))
+def test_json_only_golden(
+    case: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> None:
+    _check(f"{case}.json", _run(JSON_ONLY[case], tmp_path, monkeypatch), request)
+
+
+def _check(name: str, out: str, request: pytest.FixtureRequest) -> None:
+    path = EXPECTED / name
+    if request.config.getoption("--update-goldens"):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(out)
+        return
+    assert path.exists(), f"{path.name} missing: run pytest --update-goldens"
+    assert out == path.read_text(), f"{path.name} differs (pytest --update-goldens if meant)"
