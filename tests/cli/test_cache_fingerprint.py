@@ -25,7 +25,6 @@ runner = CliRunner()
 CONTENT_NEUTRAL = {
     "traceview",
     "traceview.errors",
-    "traceview.columns.memory",
     "traceview.forked",  # Ctrl-C in forked workers: no figure depends on it
     "traceview.humanize",
     "traceview.cache.key",

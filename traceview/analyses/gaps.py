@@ -41,7 +41,6 @@ from traceview.analyses.core.steps import Steps
 from traceview.analyses.core.streamed import json_list, rows_of
 from traceview.analyses.core.trace import TraceSummary, summarize
 from traceview.choices import GAP_SORT_ALIASES, GapSort, check_choice
-from traceview.columns.memory import release_free_memory
 from traceview.columns.model import TraceEvents
 from traceview.columns.packed_names import ranks_of, subset
 from traceview.columns.schema import GPU_KINDS
@@ -283,14 +282,11 @@ def analyse_gaps(
     else:
         rank, launch = shared.rank, shared.links.launch
     # the stream table first: its row-sized temporaries are gone before the device gaps come
-    # (and their pages given back: the heap would keep them, each stage's peak on the last's)
     stream_table = None if options.per_stream else _stream_table(events, rows, options)
-    release_free_memory()
     if shared is not None and every:
         usage, all_device_gaps = shared.usage, shared.gaps
     else:
         usage, all_device_gaps = device_gaps(events, rows, launch, rank)
-        release_free_memory()  # its temporaries' pages, twice the gaps' own size
     length = all_device_gaps.end - all_device_gaps.start
     device_kept = length >= options.min_gap_ns
     devices = _device_rows(events, usage, all_device_gaps, length, device_kept)
@@ -311,10 +307,8 @@ def analyse_gaps(
         lengths = signed if bool(device_kept.all()) else signed[device_kept]
         del all_device_gaps, device_kept
     del rows, launch
-    release_free_memory()
     shown, distinct = _transitions(events.names, rank, before, after, signed, options, streamed)
     del before, after, signed
-    release_free_memory()
     return GapReport(
         trace=summarize(events, usage),
         options=options,

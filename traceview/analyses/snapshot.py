@@ -31,7 +31,6 @@ from traceview.analyses.core.trace import TraceSummary
 from traceview.analyses.gaps import GapOptions, device_idle
 from traceview.analyses.kernels import KernelOptions, KernelReport, KernelRow, analyse_kernels
 from traceview.choices import KernelSort
-from traceview.columns.memory import release_free_memory
 from traceview.columns.model import TraceEvents
 from traceview.columns.packed_names import subset
 from traceview.columns.schema import KERNEL
@@ -196,15 +195,10 @@ def build_snapshot(
         KernelOptions(sort=KernelSort.TOTAL, top=max(max_kernels, max_stored)),
         shown_names=False,
     )
-    # Each stage's row-sized temporaries go back to the system before the next's (the heap
-    # would keep them: at 10^6 names the stages' peaks would stack up past 500 MB).
-    release_free_memory()
     devices = device_idle(events, GapOptions())
-    release_free_memory()
     windows = step_windows(events)
     kept = list(windows)[max(len(windows) - max_steps, 0) :]  # the last max_steps steps
     steps = step_table(events, {n: windows[n] for n in kept})
-    release_free_memory()
     stored = _stored(report, max_kernels, max_stored)
     slot, digests = _slots_and_digests(events, [r.name for r in stored])
     n = len(events.gpu.ts)
@@ -212,9 +206,6 @@ def build_snapshot(
     step_rows = (rows_by.within(windows[s.step]) for s in steps)  # views, one at a time
     counts, totals = _step_sums(events, step_rows, len(steps), slot, len(stored))
     del slot, rows_by, step_rows
-    # The row-sized temporaries are gone: their pages go back before the digests' strings
-    # (~70 MB at 10^6 names) are made; else the heap holds both at the peak.
-    release_free_memory()
     return Snapshot(
         kind=KIND,
         schema_version=SCHEMA_VERSION,

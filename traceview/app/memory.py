@@ -1,4 +1,5 @@
-"""glibc's malloc set for a command that makes and drops many large numpy arrays.
+"""The one place for memory policy: glibc's malloc set for a command that makes and drops many
+large numpy arrays, and freed heap pages given back between a command's stages.
 
 By default glibc maps each allocation above its (adaptive) mmap threshold afresh and unmaps it
 when freed, so every large temporary of an analysis faults its pages in again (zero-filled by
@@ -10,7 +11,11 @@ runs each). Elsewhere than glibc this does nothing.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import os
+from collections.abc import Callable
+from functools import cache
 
 M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # <malloc.h>
 MMAP_THRESHOLD = 32 << 20  # the largest glibc takes on 64-bit systems: larger arrays are mapped
@@ -26,11 +31,25 @@ def reuse_freed_memory() -> None:
         return
     if not libc_version or not libc_version.startswith("glibc"):
         return
-    import ctypes
-
     try:
         libc = ctypes.CDLL("libc.so.6")
     except OSError:
         return
     libc.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)
     libc.mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD)
+
+
+def release_free_memory() -> None:
+    """Return the allocator's free pages to the OS (glibc only; cheap)."""
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+@cache
+def _malloc_trim() -> Callable[[int], int] | None:
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        return libc.malloc_trim
+    except (OSError, AttributeError):
+        return None

@@ -15,8 +15,6 @@ from typing import NamedTuple, TypeVar
 
 import numpy as np
 
-from traceview.columns.memory import release_free_memory
-
 KERNEL, MEMCPY, MEMSET = 0, 1, 2
 GPU_KINDS = ("kernel", "memcpy", "memset")
 
@@ -143,7 +141,6 @@ def join_columns(
             continue
         columns.append(np.concatenate(batches[i]))
         batches[i] = []
-        release_free_memory()
     return columns
 
 

@@ -10,7 +10,6 @@ import numpy as np
 
 from traceview.aggregate.intervals import unions
 from traceview.aggregate.order import lex_order
-from traceview.aggregate.segment_order import segment_order
 from traceview.analyses.core.categories import CATEGORIES
 from traceview.analyses.core.devices import DeviceUsage, device_of_stream
 from traceview.columns.model import TraceEvents
@@ -93,7 +92,7 @@ def breakdowns(
     comm_ns = _union_by(device[comm], ts[comm], end[comm], n)
     copy_ns = _union_by(device[copy], ts[copy], end[copy], n)
     width = len(CATEGORIES)
-    by_cat = segment_order(ts, device * width + cat)  # the categories interleave
+    by_cat = lex_order((ts, device * width + cat))  # by device and category, then start
     per_cat = unions(
         (device * width + cat)[by_cat], ts[by_cat], end[by_cat], holes=False, ordered=True
     )

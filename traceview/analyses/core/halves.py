@@ -15,7 +15,6 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import TypeVar
 
-from traceview.columns.memory import release_free_memory
 from traceview.forked import in_child, start_child
 
 T = TypeVar("T")
@@ -31,7 +30,6 @@ def in_halves(work: Callable[[int, int], T], n: int, min_items: int) -> list[T]:
         return [work(0, n)]
     mid = n // 2
     # The child's resident memory starts as this process's: give freed pages back first.
-    release_free_memory()
     context = multiprocessing.get_context("fork")
     receiver, sender = context.Pipe(duplex=False)
     child = context.Process(target=_child, args=(sender, work, mid, n), daemon=True)

@@ -18,7 +18,6 @@ from functools import lru_cache, partial
 import numpy as np
 
 from traceview.analyses.core.halves import in_halves
-from traceview.columns.memory import release_free_memory
 from traceview.columns.packed_names import PackedNames, subset
 
 _demangle: Callable[[str], str] | None
@@ -240,7 +239,6 @@ def display_names_in_order(names: Sequence[str]) -> Sequence[str]:
         return PackedNames.of(display[name] for name in names)
     shown = display.in_order()
     del display
-    release_free_memory()  # ~200 MB of the groups' strings, freed, at 10^6 names
     return shown
 
 

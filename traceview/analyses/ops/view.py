@@ -17,9 +17,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from traceview.aggregate.intervals import unions
-from traceview.aggregate.order import dense_ids
+from traceview.aggregate.order import dense_ids, lex_order
 from traceview.aggregate.percentiles import nearest_rank
-from traceview.aggregate.segment_order import segment_order
 from traceview.analyses.core.categories import CATEGORIES, categorize
 from traceview.analyses.core.devices import NO_LAUNCH, device_of_stream
 from traceview.analyses.core.opcalls import op_calls
@@ -300,7 +299,7 @@ def _busy(events: TraceEvents, rows: np.ndarray, group: np.ndarray, n: int) -> n
     keep = gpu.dur[rows] > 0
     rows = rows[keep]
     segment = group[keep] * width + device[gpu.stream[rows]]
-    order = segment_order(gpu.ts[rows], segment)  # the groups interleave: see segment_order
+    order = lex_order((gpu.ts[rows], segment))  # by group, then start
     rows, segment = rows[order], segment[order]
     ts = gpu.ts[rows]
     u = unions(segment, ts, ts + gpu.dur[rows], holes=False, ordered=True)
