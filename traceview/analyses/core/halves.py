@@ -29,7 +29,6 @@ def in_halves(work: Callable[[int, int], T], n: int, min_items: int) -> list[T]:
     if n < max(min_items, 2) or not _can_fork():
         return [work(0, n)]
     mid = n // 2
-    # The child's resident memory starts as this process's: give freed pages back first.
     context = multiprocessing.get_context("fork")
     receiver, sender = context.Pipe(duplex=False)
     child = context.Process(target=_child, args=(sender, work, mid, n), daemon=True)
