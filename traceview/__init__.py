@@ -1,3 +1,43 @@
-"""traceview: streaming analysis of huge GPU profiler traces (Chrome trace / PyTorch kineto)."""
+"""traceview: streaming analysis of huge GPU profiler traces (Chrome trace / PyTorch kineto).
+
+As a library::
+
+    import traceview
+    t = traceview.open("trace.json.gz")
+    t.kernels(sort="duration-percentage").to_pandas()
+
+The names below are imported when first used, so ``import traceview`` (and the CLI's start-up)
+stays light.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from traceview.app.api import StepsReport, Tabular, Trace
+    from traceview.app.api import open_trace as open
+    from traceview.errors import TraceviewError, UsageError
+
+_LAZY = {
+    "open": ("traceview.app.api", "open_trace"),
+    "Trace": ("traceview.app.api", "Trace"),
+    "StepsReport": ("traceview.app.api", "StepsReport"),
+    "Tabular": ("traceview.app.api", "Tabular"),
+    "TraceviewError": ("traceview.errors", "TraceviewError"),
+    "UsageError": ("traceview.errors", "UsageError"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'traceview' has no attribute {name!r}")
+    import importlib
+
+    module, attr = _LAZY[name]
+    return getattr(importlib.import_module(module), attr)
+
+
+__all__ = ["StepsReport", "Tabular", "Trace", "TraceviewError", "UsageError", "__version__", "open"]

@@ -108,7 +108,7 @@ def export_tables(events: TraceEvents, directory: Path) -> list[str]:
 
 def _write_tables(directory: Path, events: TraceEvents, keep_cpu: bool) -> dict[str, int]:
     """Write every table; their sizes by file name."""
-    sizes = {name: _write(directory / name, table) for name, table in _tables(events).items()}
+    sizes = {name: _write(directory / name, table) for name, table in event_tables(events).items()}
     if keep_cpu:
         sizes["cpu.parquet"] = _write_cpu(directory / "cpu.parquet", events.cpu)
         sizes["threads.parquet"] = _write(
@@ -136,8 +136,8 @@ def _read_shapes(path: Path) -> list[tuple[bytes, bytes, bytes]]:
     return list(zip(*columns, strict=True))
 
 
-def _tables(events: TraceEvents) -> dict[str, Any]:
-    """The Parquet tables of one TraceEvents but the CPU ones, by file name."""
+def event_tables(events: TraceEvents) -> dict[str, Any]:
+    """The Parquet tables of one TraceEvents but the CPU ones, by file name (as pyarrow)."""
     import pyarrow as pa
 
     steps = events.steps

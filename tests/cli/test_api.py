@@ -1,0 +1,176 @@
+"""The library API (traceview.open) against the CLI: the same defaults, the same results
+(its JSON equals ``-f json``, its Arrow and pandas forms equal ``-f csv``) and the same
+errors, on the demo trace and real traces."""
+
+from __future__ import annotations
+
+import inspect
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pyarrow.csv
+import pytest
+import typer
+from conftest import ROOT, SHARED_TRACES
+
+import traceview
+from traceview.cli import app
+
+TRACES = [
+    ROOT / "fixtures" / "demo.json.gz",
+    SHARED_TRACES / "h200" / "train.json.gz",
+    SHARED_TRACES / "kineto__resnet50_profiler_api_nw0.json.gz",
+    SHARED_TRACES / "hta__ns_resolution_trace__rank-0.Apr_03_18_51_38.1102.json.gz",
+]
+# method: (CLI arguments, API keyword arguments), each the same request
+CASES: dict[str, tuple[list[str], dict[str, Any]]] = {
+    "kernels": (["kernels", "--top", "5", "--sort", "total"], {"top": 5, "sort": "total"}),
+    "kernels-short": (["kernels", "--group-by", "short"], {"group_by": "short"}),
+    "gaps": (["gaps", "--gap-top", "4", "--min-gap", "2us"], {"gap_top": 4, "min_gap": "2us"}),
+    "steps": (["steps"], {}),
+    "summary": (["summary"], {}),
+    "ops": (["ops", "--level", "top"], {"level": "top"}),
+    "unique": (["unique"], {}),
+}
+TABLES = {"kernels", "kernels-short", "gaps", "steps", "ops", "unique"}  # with a -f csv form
+
+
+def _cli(args: list[str]) -> str:
+    r = subprocess.run(
+        [sys.executable, "-m", "traceview", *args, "-q"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+@pytest.fixture(scope="module", params=TRACES, ids=lambda p: p.name.split(".")[0][:40])
+def trace(request: pytest.FixtureRequest) -> traceview.Trace:
+    path: Path = request.param
+    if not path.exists():
+        pytest.skip("../shared/traces is absent")
+    return traceview.open(path, cache=False)
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_json_equals_the_cli(trace: traceview.Trace, case: str) -> None:
+    args, kwargs = CASES[case]
+    result = getattr(trace, case.split("-")[0])(**kwargs)
+    cli = json.loads(_cli([*args, str(trace.path), "-f", "json"]))
+    assert json.loads(json.dumps(result.to_json())) == cli
+
+
+@pytest.mark.parametrize("case", sorted(TABLES))
+def test_arrow_and_pandas_equal_the_cli_csv(trace: traceview.Trace, case: str) -> None:
+    args, kwargs = CASES[case]
+    result = getattr(trace, case.split("-")[0])(**kwargs)
+    csv_text = _cli([*args, str(trace.path), "-f", "csv"])
+    want = pyarrow.csv.read_csv(io.BytesIO(csv_text.encode()))
+    got = result.to_arrow()
+    assert got.equals(want)
+    pandas = pytest.importorskip("pandas")
+    pandas.testing.assert_frame_equal(result.to_pandas(), want.to_pandas())
+
+
+def test_results_are_the_analyses_dataclasses() -> None:
+    from traceview.analyses.gaps import GapReport
+    from traceview.analyses.kernels import KernelReport
+
+    t = traceview.open(ROOT / "fixtures" / "demo.json.gz", cache=False)
+    kernels, gaps = t.kernels(), t.gaps()
+    assert isinstance(kernels, KernelReport) and isinstance(gaps, GapReport)
+    with pytest.raises(AttributeError):  # frozen, as the CLI's
+        kernels.count = 0  # type: ignore[misc]
+
+
+def test_events_are_the_export_tables() -> None:
+    t = traceview.open(ROOT / "fixtures" / "demo.json.gz", cache=False)
+    gpu = t.events("gpu")
+    assert gpu.column_names[:5] == ["kind", "name", "stream", "ts", "dur"]
+    assert gpu.num_rows == sum(
+        r.count for r in t.kernels(top=0, include="kernel,memcpy,memset").rows
+    )
+    with pytest.raises(traceview.TraceviewError, match="expected one of gpu"):
+        t.events("nope")
+
+
+def _cli_defaults(command: str) -> dict[str, Any]:
+    """The CLI command's options by parameter name, with their defaults."""
+    group = typer.main.get_command(app)
+    cmd = group.commands[command]  # type: ignore[attr-defined]
+    return {p.name: p.default for p in cmd.params if p.param_type_name == "option"}
+
+
+@pytest.mark.parametrize("method", ["kernels", "gaps", "ops", "energy", "unique"])
+def test_keywords_are_the_cli_options_with_their_defaults(method: str) -> None:
+    cli = _cli_defaults(method)
+    for name, p in inspect.signature(getattr(traceview.Trace, method)).parameters.items():
+        if name == "self" or p.default is inspect.Parameter.empty:
+            continue
+        assert name in cli, f"{method}({name}=...) is no option of traceview {method}"
+        want = cli[name]
+        want = None if want in ((), []) else want
+        assert p.default == want, (method, name)
+
+
+@pytest.mark.parametrize(
+    ("call", "cli"),
+    [
+        (lambda t: t.kernels(sort="bogus"), ["kernels", "--sort", "bogus"]),
+        (lambda t: t.gaps(min_gap="-3us"), ["gaps", "--min-gap", "-3us"]),
+        (lambda t: t.kernels(pstep="5-3"), ["kernels", "--pstep", "5-3"]),
+        (lambda t: t.gaps(gap_sort="nope"), ["gaps", "--gap-sort", "nope"]),
+    ],
+)
+def test_errors_are_the_cli_errors(call: Any, cli: list[str]) -> None:
+    demo = ROOT / "fixtures" / "demo.json.gz"
+    t = traceview.open(demo, cache=False)
+    with pytest.raises(traceview.TraceviewError) as raised:
+        call(t)
+    r = subprocess.run(
+        [sys.executable, "-m", "traceview", *cli, str(demo), "-q"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert r.returncode == 2
+    words = str(raised.value).split("'")[1]  # the value quoted, as both say it
+    assert words in r.stderr, (str(raised.value), r.stderr)
+
+
+def test_open_errors_are_one_line() -> None:
+    with pytest.raises(traceview.TraceviewError, match="no such file"):
+        traceview.open("no/such/trace.json")
+    with pytest.raises(traceview.TraceviewError, match="unknown option 'bogus'"):
+        traceview.open(ROOT / "fixtures" / "demo.json.gz", bogus=1)
+
+
+def test_summary_has_no_table_form() -> None:
+    t = traceview.open(ROOT / "fixtures" / "demo.json.gz", cache=False)
+    with pytest.raises(traceview.TraceviewError, match="no table form"):
+        t.summary().to_arrow()
+
+
+def test_import_is_light_and_names_are_listed() -> None:
+    code = "import sys, traceview; print('numpy' in sys.modules, sorted(traceview.__all__))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded, names = out.stdout.split(" ", 1)
+    assert loaded == "False"  # the CLI's start-up imports no analysis
+    for name in ("open", "Trace", "TraceviewError"):
+        assert name in names and hasattr(traceview, name)
+
+
+def test_the_documented_example_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("pandas")
+    import re
+
+    text = (ROOT / "docs" / "python.md").read_text()
+    code = re.findall(r"```python\n(.*?)```", text, re.S)[0]
+    monkeypatch.chdir(ROOT)
+    exec(compile(code, "docs/python.md", "exec"), {})

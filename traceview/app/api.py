@@ -1,0 +1,306 @@
+"""traceview as a library: open a trace once, ask it what the CLI asks.
+
+Each method takes the CLI's options as keyword arguments, with the CLI's names (``--gap-top``
+is ``gap_top``) and defaults, checked the same way (a bad value raises TraceviewError with the
+CLI's message). It returns the analysis' own frozen result, with ``to_json()`` (the ``-f json``
+document), ``to_arrow()`` and ``to_pandas()`` (the ``-f csv`` table) added.
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+from traceview.app.reading import read_trace, wait_for_cache_writes
+from traceview.choices import GapSort, KernelGroupBy, KernelSort, OpGroupBy, OpLevel
+from traceview.errors import TraceviewError, UsageError
+from traceview.options import ReadOptions
+
+if TYPE_CHECKING:
+    from traceview.analyses.core.steps import StepRow
+    from traceview.analyses.core.trace import TraceSummary
+    from traceview.analyses.energy import EnergyReport
+    from traceview.analyses.gaps import GapReport
+    from traceview.analyses.kernels import KernelReport
+    from traceview.analyses.ops.view import OpReport
+    from traceview.analyses.summary import Overview
+    from traceview.analyses.unique import UniqueReport
+    from traceview.columns.model import TraceEvents
+    from traceview.render.document import Document
+
+R = TypeVar("R")
+EVENT_TABLES = ("gpu", "runtime", "steps", "names", "streams", "launches", "comms", "comm_keys")
+
+
+@dataclass(frozen=True)
+class StepsReport:
+    """``steps``: the trace's header and one row per ProfilerStep."""
+
+    trace: TraceSummary
+    rows: list[StepRow]
+
+
+class Tabular:
+    """What every result of the API adds to its analysis' dataclass: its JSON and CSV forms
+    (made by the call that returned it, with that call's options)."""
+
+    _document: Callable[[Any], Document]
+
+    def _doc(self) -> Document:
+        if "_document" not in self.__dict__:
+            raise TraceviewError("an unpickled result keeps its fields only: analyse again")
+        return self._document(self)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k != "_document"}
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``-f json`` document, as a dict."""
+        return self._doc().data()
+
+    def to_arrow(self) -> Any:
+        """The ``-f csv`` table as a pyarrow Table (columns typed as pyarrow reads the CSV)."""
+        import pyarrow.csv
+
+        from traceview.render.document import to_csv_text
+
+        doc = self._doc()
+        if doc.csv is None:
+            name = type(self).__name__
+            raise UsageError(f"{name} has no table form (no -f csv): use to_json()")
+        return pyarrow.csv.read_csv(io.BytesIO(to_csv_text(doc).encode()))
+
+    def to_pandas(self) -> Any:
+        """``to_arrow()`` as a pandas DataFrame (needs pandas)."""
+        try:
+            import pandas  # noqa: F401
+        except ImportError:
+            raise TraceviewError("to_pandas() needs pandas: pip install pandas") from None
+        return self.to_arrow().to_pandas()
+
+
+_WITH_FORMS: dict[type, type] = {}
+
+
+def _with_forms(result: R, document: Callable[[Any], Document]) -> R:
+    """``result`` as an instance of a subclass of its class that adds Tabular's methods (same
+    fields, same values; the subclass is made once per class, at module level, so it pickles),
+    its forms made by ``document``."""
+    cls = type(result)
+    sub = _WITH_FORMS.get(cls)
+    if sub is None:
+        sub = type(cls.__name__, (cls, Tabular), {})
+        sub.__module__, sub.__qualname__ = __name__, cls.__name__
+        setattr(sys.modules[__name__], cls.__name__, sub)
+        _WITH_FORMS[cls] = sub
+    out: R = object.__new__(sub)
+    for f in fields(result):  # type: ignore[arg-type]
+        object.__setattr__(out, f.name, getattr(result, f.name))
+    object.__setattr__(out, "_document", document)
+    return out
+
+
+def _at_least(flag: str, value: int) -> int:
+    """A count the CLI takes with min=0 (analyses whose options do not check it)."""
+    if value < 0:
+        raise UsageError(f"{flag} {value}: must not be negative (0 shows all)")
+    return value
+
+
+class Trace:
+    """One trace file, read once (from its cache entry when it has one) and analysed on demand.
+    Read options are the CLI's: ``partial``, ``strict``, ``cache``, ``refresh``, ``cache_dir``,
+    ``verify``, ``step_regex``."""
+
+    def __init__(self, path: str | Path, **read: Any) -> None:
+        self.path = Path(path)
+        known = [f.name for f in fields(ReadOptions) if f.name != "quiet"]
+        unknown = sorted(set(read) - set(known))
+        if unknown:
+            raise UsageError(f"traceview.open: unknown option {unknown[0]!r} ({', '.join(known)})")
+        self.read_options = ReadOptions(quiet=True, **read)
+        self._events: TraceEvents | None = None
+
+    def _read(self) -> TraceEvents:
+        """The trace's columns, CPU rows included, read once for every analysis."""
+        if self._events is None:
+            try:
+                self._events = read_trace(self.path, self.read_options, keep_cpu=True)
+            finally:
+                wait_for_cache_writes()
+        return self._events
+
+    def events(self, table: str = "gpu") -> Any:
+        """One of the trace's tables as pyarrow (the schema of ``traceview export``: integer ns,
+        names and streams as ids into the ``names`` and ``streams`` tables)."""
+        from traceview.cache.store import event_tables
+
+        if table not in EVENT_TABLES:
+            raise UsageError(f"events({table!r}): expected one of {', '.join(EVENT_TABLES)}")
+        return event_tables(self._read())[f"{table}.parquet"]
+
+    def kernels(
+        self,
+        sort: KernelSort | str = KernelSort.DURATION_PERCENTAGE,
+        top: int = 10,
+        group_by: KernelGroupBy | str = KernelGroupBy.NAME,
+        pstep: str | None = None,
+        include: str = "kernel",
+        name: str | None = None,
+    ) -> KernelReport:
+        """``traceview kernels``."""
+        from traceview.analyses.kernels import KernelOptions, analyse_kernels, check_options
+        from traceview.parsing import parse_steps
+        from traceview.render import kernels as render
+
+        kinds = tuple(k.strip() for k in include.split(",") if k.strip())
+        options = KernelOptions(
+            sort=cast(KernelSort, sort),  # checked by check_options, as for the CLI
+            top=top,
+            group_by=cast(KernelGroupBy, group_by),
+            include=kinds if "kernel" in kinds else ("kernel", *kinds),
+            name_regex=name,
+            steps=parse_steps(pstep) if pstep else (),
+        )
+        check_options(options)
+        events = self._read()
+        report = analyse_kernels(events, options)
+
+        def document(r: KernelReport) -> Document:  # the CSV holds every row, as the CLI's
+            every = analyse_kernels(events, replace(options, top=0), streamed=True)
+            return render.document(r, False, every if options.top else r)
+
+        return _with_forms(report, document)
+
+    def gaps(
+        self,
+        busy: str = "kernel,memcpy,memset",
+        min_gap: str = "0",
+        stream: list[str] | None = None,
+        device: list[str] | None = None,
+        pstep: str | None = None,
+        hist_min: str | None = None,
+        hist_max: str | None = None,
+        bins: int = 20,
+        linear: bool = False,
+        largest: int = 10,
+        gap_sort: GapSort | str = GapSort.TOTAL,
+        gap_top: int = 15,
+        per_stream: bool = False,
+        no_context: bool = False,
+        stream_top: int = 100,
+    ) -> GapReport:
+        """``traceview gaps``."""
+        from traceview.analyses.gaps import GapOptions, analyse_gaps, check_options
+        from traceview.parsing import parse_duration, parse_hist_range, parse_steps
+        from traceview.render import gaps as render
+
+        hist_min_ns, hist_max_ns = parse_hist_range(hist_min, hist_max)
+        options = GapOptions(
+            busy=tuple(k.strip() for k in busy.split(",") if k.strip()),
+            min_gap_ns=parse_duration(min_gap, "--min-gap"),
+            streams=tuple(stream) if stream else None,
+            devices=tuple(device) if device else None,
+            steps=parse_steps(pstep) if pstep else (),
+            hist_min_ns=hist_min_ns,
+            hist_max_ns=hist_max_ns,
+            bins=bins,
+            linear=linear,
+            largest=largest,
+            sort=cast(GapSort, gap_sort),
+            top=gap_top,
+            per_stream=per_stream,
+            context=not no_context,
+            stream_top=_at_least("--stream-top", stream_top),
+        )
+        check_options(options)
+        report = analyse_gaps(self._read(), options)
+        return _with_forms(report, lambda r: render.document(r, False))
+
+    def steps(self) -> StepsReport:
+        """``traceview steps``."""
+        from traceview.analyses.core.steps import step_table
+        from traceview.analyses.core.trace import summarize
+        from traceview.render import steps as render
+
+        events = self._read()
+        report = StepsReport(summarize(events), step_table(events))
+        return _with_forms(report, lambda r: render.document(r.trace, r.rows, 0))
+
+    def summary(self) -> Overview:
+        """``traceview summary``."""
+        from traceview.analyses.summary import overview
+        from traceview.render import summary as render
+
+        return _with_forms(overview(self._read()), render.document)
+
+    def ops(
+        self,
+        level: OpLevel | str = OpLevel.LEAF,
+        top: int = 20,
+        group_by: OpGroupBy | str = OpGroupBy.OP,
+        peaks: str | Path | None = None,
+    ) -> OpReport:
+        """``traceview ops``."""
+        from traceview.analyses.ops.view import OpOptions, analyse_ops, check_options
+        from traceview.render import ops as render
+
+        options = OpOptions(
+            level=cast(OpLevel, level),
+            top=top,
+            group_by=cast(OpGroupBy, group_by),
+            peaks_file=Path(peaks) if peaks is not None else None,
+        )
+        check_options(options)
+        events = self._read()
+
+        def document(r: OpReport) -> Document:  # the CSV holds every op, as the CLI's
+            return render.document(r, analyse_ops(events, replace(options, top=0)))
+
+        return _with_forms(analyse_ops(events, options), document)
+
+    def energy(
+        self,
+        power: str | Path,
+        power_tz: str | None = None,
+        power_offset: str = "0",
+        power_gpu: list[str] | None = None,
+        top: int = 20,
+    ) -> EnergyReport:
+        """``traceview energy``: ``power`` is the nvidia-smi CSV log."""
+        from traceview.analyses.energy import (
+            PowerOptions,
+            attribute,
+            check_power_options,
+            read_log,
+        )
+        from traceview.render import energy as render
+
+        options = PowerOptions(Path(power), power_tz, power_offset, tuple(power_gpu or ()))
+        top = _at_least("--top", top)
+        gpu_map = check_power_options(options)
+        log, _ = read_log(options)
+        report = attribute(self._read(), log, gpu_map)
+        return _with_forms(report, lambda r: render.document(r, top, False))
+
+    def unique(self, top: int = 20) -> UniqueReport:
+        """``traceview unique`` (without ``--power``)."""
+        from traceview.analyses.unique import unique_kernels
+        from traceview.render import unique as render
+
+        top = _at_least("--top", top)
+        return _with_forms(
+            unique_kernels(self._read()), lambda r: render.document(r, False, top, None)
+        )
+
+
+def open_trace(path: str | Path, **read: Any) -> Trace:
+    """A trace to analyse (``traceview.open``): nothing is read until an analysis asks."""
+    path = Path(path)
+    if not path.exists():
+        raise UsageError(f"{path}: no such file")
+    return Trace(path, **read)
