@@ -131,12 +131,8 @@ def test_display_names_in_order_are_the_display_names(names: list[str]) -> None:
     assert list(display_names_in_order(names)) == [shown[n] for n in names]
 
 
-def test_display_names_in_order_on_both_cores(monkeypatch: pytest.MonkeyPatch) -> None:
-    """From ``_HALVES_FROM`` names a forked child works out half of the groups: the same
-    names, groups cut at no boundary."""
-    from traceview.analyses.core import names as module
-
-    monkeypatch.setattr(module, "_HALVES_FROM", 10)
+def test_display_names_in_order_with_many_groups() -> None:
+    """Many groups of colliding short names, in order: the same names as the lazy mapping."""
     names = [f"void ns::k{i // 5}<{i}, float>(int)" for i in range(200)] + _POOL
     shown = display_names(names)
     assert list(display_names_in_order(names)) == [shown[n] for n in names]

@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from functools import lru_cache, partial
+from functools import lru_cache
 
 import numpy as np
 
-from traceview.analyses.core.halves import in_halves
 from traceview.columns.packed_names import PackedNames, subset
 
 _demangle: Callable[[str], str] | None
@@ -249,26 +248,21 @@ def display_names(names: Sequence[str]) -> Mapping[str, str]:
     Linear, and light on memory: a hash of each short name is kept, not the short names;
     only colliding groups look further, each when one of its names is first asked for (a
     table shows a few of a million names)."""
-    halves = in_halves(partial(_short_hashes, names), len(names), _HALVES_FROM)
-    hashes = np.concatenate([h for h, _ in halves]) if len(halves) > 1 else halves[0][0]
+    hashes, lookalike = _short_hashes(names)
     lazy = _Display(names, hashes)
-    if any(lookalike for _, lookalike in halves):  # hostile shapes: compare all
+    if lookalike:  # hostile shapes: compare all
         return _unique({name: lazy[name] for name in dict.fromkeys(names)})
     return lazy
 
 
-_HALVES_FROM = 100_000  # names from which the hashes are worked out on both cores
-
-
-def _short_hashes(names: Sequence[str], lo: int, hi: int) -> tuple[np.ndarray, bool]:
-    """The hash of the short name of each of ``names[lo:hi]``, and whether any short name
-    is a lookalike (in either of two processes: ``hash`` of a str is the same in a forked
-    child)."""
+def _short_hashes(names: Sequence[str]) -> tuple[np.ndarray, bool]:
+    """The hash of the short name of each of ``names``, and whether any short name is a
+    lookalike."""
     lookalike = False
 
     def hashes() -> Iterator[int]:
         nonlocal lookalike
-        for name in subset(names, np.arange(lo, hi)):
+        for name in subset(names, np.arange(len(names))):
             short = _plain_call(name)  # no '<' or ' ' in it
             if short is None:
                 short = _general_short_name(name)
@@ -277,7 +271,7 @@ def _short_hashes(names: Sequence[str], lo: int, hi: int) -> tuple[np.ndarray, b
                 lookalike = True
             yield hash(short)
 
-    return np.fromiter(hashes(), dtype=np.int64, count=hi - lo), lookalike
+    return np.fromiter(hashes(), dtype=np.int64, count=len(names)), lookalike
 
 
 # A short name that could equal another group's told-apart form (``k<1>``, ``k #2``,
@@ -312,30 +306,25 @@ class _Display(Mapping[str, str]):
 
     def in_order(self) -> Sequence[str]:
         """The display name of each of the names, in their order: every group worked out
-        once, in the order of the hashes (on both cores, as the hashes), packed in that
-        order, without a str kept per name."""
+        once, in the order of the hashes, packed in that order, without a str kept per
+        name."""
         n = len(self._sorted)
         last = np.ones(n, dtype=bool)  # the last name of a run of equal hashes
         last[:-1] = self._sorted[1:] != self._sorted[:-1]
-        halves = in_halves(partial(self._packed_runs, last), n, _HALVES_FROM)
-        data = halves[0][0]
-        for shown, _ in halves[1:]:
-            data += shown
-        ends = np.cumsum(np.concatenate([lengths for _, lengths in halves]))
-        del halves
+        data, lengths = self._packed_runs(last)
+        ends = np.cumsum(lengths)
+        del lengths
         where = np.empty(n, dtype=np.int64)  # where each name's display name is
         where[self._order] = np.arange(n)
         return subset(PackedNames(data, ends), where)
 
-    def _packed_runs(self, last: np.ndarray, lo: int, hi: int) -> tuple[bytearray, np.ndarray]:
-        """The display names, in hash order, of the runs that start from position ``lo``
-        up to ``hi`` (UTF-8, one after another, and their lengths)."""
-        lo, hi = (p + int(np.argmax(last[p - 1 :])) if p else 0 for p in (lo, hi))
+    def _packed_runs(self, last: np.ndarray) -> tuple[bytearray, np.ndarray]:
+        """The display names, in hash order (UTF-8, one after another, and their lengths)."""
         data = bytearray()
         lengths: list[int] = []
         run: list[str] = []  # the names of the current run
-        for start in range(lo, hi, _IN_ORDER_CHUNK):
-            end = min(start + _IN_ORDER_CHUNK, hi)
+        for start in range(0, len(last), _IN_ORDER_CHUNK):
+            end = min(start + _IN_ORDER_CHUNK, len(last))
             shown: list[bytes] = []
             names = subset(self._names, self._order[start:end])
             for name, ends_run in zip(names, last[start:end].tolist(), strict=True):
