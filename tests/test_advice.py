@@ -7,6 +7,7 @@ from __future__ import annotations
 import gzip
 import json
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -74,3 +75,108 @@ def test_cudnn_attention_kernels_are_attention() -> None:
     assert category_us("train.json.gz", "attention") >= convert + kernel_us(
         "train.json.gz", "cudnn_generated_fort_native_sdpa"
     )
+
+
+# ---- op rates: work counted once when ops nest; rates above the peak flagged ----------------
+
+H200_PROPS = [{"id": 0, "name": "NVIDIA H200", "computeMajor": 9, "computeMinor": 0, "numSms": 132}]
+
+
+def _op(name: str, ts: int, dur: int, dims: list[list[int]], dtype: str) -> dict[str, Any]:
+    n = len(dims)
+    return {"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": dur,
+            "args": {"Input Dims": dims, "Input type": [dtype] * n}}  # fmt: skip
+
+
+def _kernel_of(ts: int, correlation: int, dur: float = 1.0) -> list[dict[str, Any]]:
+    return [
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
+         "ts": ts, "dur": 1, "args": {"correlation": correlation}},
+        {"ph": "X", "cat": "kernel", "name": f"gemm_{correlation}", "pid": 0, "tid": 7,
+         "ts": 1000 + ts, "dur": dur, "args": {"correlation": correlation, "device": 0,
+                                               "stream": 7}},
+    ]  # fmt: skip
+
+
+def _ops_json(tmp_path: Path, events: list[dict[str, Any]], *args: str) -> dict[str, Any]:
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"deviceProperties": H200_PROPS, "traceEvents": events}))
+    r = CliRunner().invoke(app, ["ops", str(path), "-f", "json", "--no-cache", "--top", "0", *args])
+    assert r.exit_code == 0, r.output
+    out: dict[str, Any] = json.loads(r.stdout)
+    return out
+
+
+def test_nested_gemm_ops_count_their_flops_once(tmp_path: Path) -> None:
+    """An autocast fp32 addmm wrapping a bf16 addmm, and a linear wrapping an addmm: each
+    GEMM's FLOPs once, in the dtype of the op that launched the kernel."""
+    mm = [[64], [32, 128], [128, 64]]
+    events = [
+        _op("aten::addmm", 0, 100, mm, "float"),
+        _op("aten::addmm", 10, 50, mm, "c10::BFloat16"),
+        *_kernel_of(20, 1),
+        _op("aten::linear", 200, 100, [[32, 128], [64, 128], [64]], "float"),
+        _op("aten::addmm", 210, 50, mm, "c10::BFloat16"),
+        *_kernel_of(220, 2),
+    ]
+    one = 2 * 32 * 64 * 128
+    leaf = {r["name"]: r for r in _ops_json(tmp_path, events)["ops"]}
+    assert (leaf["aten::addmm"]["calls"], leaf["aten::addmm"]["kernels"]) == (3, 2)
+    assert leaf["aten::addmm"]["flops"] == 2 * one
+    assert leaf["aten::addmm"]["dtype"] == "c10::BFloat16"
+    top = {r["name"]: r for r in _ops_json(tmp_path, events, "--level", "top")["ops"]}
+    assert (top["aten::addmm"]["flops"], top["aten::linear"]["flops"]) == (one, one)
+    assert top["aten::linear"]["dtype"] == top["aten::addmm"]["dtype"] == "c10::BFloat16"
+
+
+def test_a_rate_above_the_peak_is_flagged(tmp_path: Path) -> None:
+    big = [[8192, 8192], [8192, 8192]]  # 1.1 PFLOP in 1 µs: far above the bf16 peak
+    events = [_op("aten::mm", 0, 100, big, "c10::BFloat16"), *_kernel_of(20, 1)]
+    doc = _ops_json(tmp_path, events)
+    (row,) = doc["ops"]
+    assert row["tflops_per_s"] == pytest.approx(2 * 8192**3 / 1e-6 / 1e12)  # in 1 µs
+    assert row["above_peak"] is True
+    assert any(n.startswith("aten::mm: ") and "above the 989.5 TFLOP/s" in n for n in doc["notes"])
+    path = tmp_path / "t.json"
+    r = CliRunner().invoke(app, ["ops", str(path), "--no-cache"], env={"COLUMNS": "250"})
+    assert r.exit_code == 0, r.output
+    assert "(above peak)" in r.stdout
+    small = [_op("aten::mm", 0, 100, [[64, 64], [64, 64]], "c10::BFloat16"), *_kernel_of(20, 1)]
+    (row,) = _ops_json(tmp_path, small)["ops"]
+    assert row["above_peak"] is False
+
+
+@needs_h200
+@pytest.mark.parametrize("level", ["leaf", "top"])
+def test_train_addmm_flops_are_the_bf16_calls(level: str) -> None:
+    """train.json.gz: autocast's fp32 addmm wraps a bf16 addmm of the same shapes; the row's
+    FLOPs are 2·M·N·K once per GEMM, in bf16, below the H200's bf16 peak."""
+    calls = [
+        e for e in raw("train.json.gz") if e.get("cat") == "cpu_op" and e["name"] == "aten::addmm"
+    ]
+    bf16 = [e for e in calls if set(e["args"]["Input type"][:3]) == {"c10::BFloat16"}]
+    assert 0 < len(bf16) < len(calls)
+    want = sum(
+        2 * e["args"]["Input Dims"][1][0] * e["args"]["Input Dims"][2][1]
+        * e["args"]["Input Dims"][1][1]
+        for e in bf16
+    )  # fmt: skip
+    doc = cli_json("ops", "train.json.gz", "--top", "0", "--level", level)
+    row = next(r for r in doc["ops"] if r["name"] == "aten::addmm")
+    assert row["flops"] == want
+    assert row["dtype"] == "c10::BFloat16"
+    assert row["tflops_per_s"] < doc["device"]["peak_tflops_per_s"]["bf16"]
+    assert not row["above_peak"]
+
+
+@needs_h200
+@pytest.mark.parametrize("trace", ["train", "decode", "eager", "compiled2", "graphs"])
+def test_no_op_rate_above_the_peak_on_the_h200_traces(trace: str) -> None:
+    for level in ("leaf", "top"):
+        doc = cli_json("ops", f"{trace}.json.gz", "--top", "0", "--level", level)
+        peaks = doc["device"]["peak_tflops_per_s"]
+        for row in doc["ops"]:
+            assert not row["above_peak"], (level, row["name"])
+            if row["tflops_per_s"] is not None:
+                assert row["dtype"] is not None, (level, row["name"])
+                assert row["tflops_per_s"] <= max(peaks.values())
