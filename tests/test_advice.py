@@ -5,6 +5,7 @@ figure is checked against a deliberately simple computation on the raw events.""
 from __future__ import annotations
 
 import gzip
+import itertools
 import json
 from functools import cache
 from pathlib import Path
@@ -29,9 +30,11 @@ def raw(name: str) -> tuple[dict[str, Any], ...]:
 
 @cache
 def cli_json(*args: str) -> dict[str, Any]:
-    """``traceview <args> -f json`` on a trace of ../shared/traces/h200, parsed."""
+    """``traceview <args> -f json`` on a trace of ../shared/traces/h200 (or, named with its
+    folder, of ../shared/traces), parsed."""
     command, trace, *rest = args
-    r = CliRunner().invoke(app, [command, str(H200 / trace), "-f", "json", "--no-cache", *rest])
+    path = SHARED_TRACES / trace if "/" in trace else H200 / trace
+    r = CliRunner().invoke(app, [command, str(path), "-f", "json", "--no-cache", *rest])
     assert r.exit_code == 0, r.output
     out: dict[str, Any] = json.loads(r.stdout)
     return out
@@ -180,3 +183,106 @@ def test_no_op_rate_above_the_peak_on_the_h200_traces(trace: str) -> None:
             if row["tflops_per_s"] is not None:
                 assert row["dtype"] is not None, (level, row["name"])
                 assert row["tflops_per_s"] <= max(peaks.values())
+
+
+# ---- hints: each fires on a real trace that has its problem and not on one without ----------
+
+HINT_CASES = [
+    ("low-precision", "graphs.json.gz", True),  # sm80_xmma_gemm_f32f32…ffma
+    ("low-precision", "train.json.gz", False),  # bf16 tensor-core GEMMs under autocast
+    ("low-precision", "decode.json.gz", False),  # gemmSN<float…> under BFloat16 ops
+    ("pinned-memory", "../kineto__resnet50_profiler_api_nw0.json.gz", True),
+    ("pinned-memory", "train.json.gz", False),  # pinned already
+    ("pinned-memory", "decode.json.gz", False),  # 9 pageable copies, 7.6 µs
+    ("host-stall", "train.json.gz", True),
+    ("host-stall", "decode.json.gz", False),
+    ("host-stall", "compiled2.json.gz", False),
+    ("gemm-alignment", "train.json.gz", True),  # N = 50257
+    ("gemm-alignment", "eager.json.gz", False),  # 1024 / 4096 wide
+    ("gemm-alignment", "decode.json.gz", False),  # M = 4 is a batch, not a pad
+    ("fused-attention", "../hta__timeline_analysis__sampled_rank-0.json.gz", True),
+    ("fused-attention", "train.json.gz", False),  # SDPA on cuDNN
+    ("cuda-graphs", "decode.json.gz", True),
+    ("cuda-graphs", "graphs.json.gz", False),
+    ("dataloader", "../kineto__resnet50_profiler_api_nw0.json.gz", True),
+    ("dataloader", "train.json.gz", False),  # its loader is not annotated: host-stall
+    ("overlap-communication", "../param__dlrm_8rank_worker0.json.gz", True),
+    ("overlap-communication", "train.json.gz", False),
+    ("fused-norm", "train.json.gz", False),  # fused LayerNorm kernels
+]
+
+
+@needs_h200
+@pytest.mark.parametrize(("rule", "trace", "fires"), HINT_CASES)
+def test_hint_on_real_traces(rule: str, trace: str, fires: bool) -> None:
+    if trace.startswith("../"):  # a trace of ../shared/traces itself
+        trace = f"./{trace.removeprefix('../')}"
+        if not (SHARED_TRACES / trace).is_file():
+            pytest.skip(f"{trace} is absent")
+    doc = cli_json("summary", trace)
+    hints = {h["rule"]: h for h in doc["hints"]}
+    assert (rule in hints) is fires, sorted(hints)
+    for h in hints.values():
+        assert set(h) == {"rule", "title", "evidence", "action", "doc"}
+        assert h["doc"] == f"docs/hints.md#{h['rule']}"
+
+
+@needs_h200
+def test_train_host_stall_is_the_two_loader_waits() -> None:
+    """Two gaps of ~22 ms between the fused AdamW kernel and the next pinned H2D copy, in
+    ProfilerStep#5 and #8, with no cpu_op over most of them: checked on the raw events."""
+    events = raw("train.json.gz")
+    gpu = sorted(
+        (float(e["ts"]), float(e["ts"]) + float(e["dur"]), e["name"])
+        for e in events
+        if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")
+    )
+    ops = [
+        (float(e["ts"]), float(e["ts"]) + float(e["dur"]))
+        for e in events
+        if e.get("cat") in ("cpu_op", "user_annotation") and "ProfilerStep" not in e["name"]
+    ]
+    steps = {
+        e["name"]: (float(e["ts"]), float(e["ts"]) + float(e["dur"]))
+        for e in events
+        if e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep#")
+    }
+    stalls = []
+    for (_, end, before), (start, _, after) in itertools.pairwise(gpu):
+        if start - end > 10_000 and "FusedAdam" in before and after.startswith("Memcpy HtoD"):
+            covered = sum(max(0.0, min(b, start) - max(a, end)) for a, b in ops)
+            stalls.append((end, start - end - covered))
+    assert len(stalls) == 2
+    assert all(uncovered > 20_000 for _, uncovered in stalls)  # µs, ops overlapping counted
+    in_steps = sorted(n for t, _ in stalls for n, (a, b) in steps.items() if a <= t <= b)
+    assert in_steps == ["ProfilerStep#5", "ProfilerStep#8"]
+    hint = next(
+        h for h in cli_json("summary", "train.json.gz")["hints"] if h["rule"] == "host-stall"
+    )
+    assert hint["evidence"].startswith("2 device gaps held ")
+    assert "in ProfilerStep #5, #8 (2 of 8 steps)" in hint["evidence"]
+    assert "between aten::_fused_adamw_ and aten::copy_" in hint["evidence"]
+
+
+@needs_h200
+def test_train_gemm_alignment_names_the_vocabulary() -> None:
+    align = kernel_us("train.json.gz", "_align1") + kernel_us("train.json.gz", "_align2")
+    gemm = category_us("train.json.gz", "gemm")
+    assert align >= 0.05 * gemm
+    hint = next(
+        h for h in cli_json("summary", "train.json.gz")["hints"] if h["rule"] == "gemm-alignment"
+    )
+    assert f"{align / 1000:,.1f} ms of {gemm / 1000:,.1f} ms GEMM time" in hint["evidence"]
+    assert "N = 50257" in hint["evidence"]
+    assert "50304 (of 64)" in hint["action"]
+
+
+@needs_h200
+def test_decode_pageable_copies_do_not_matter() -> None:
+    """The reason pinned-memory stays silent on decode: its pageable copies are < 1%."""
+    events = raw("decode.json.gz")
+    pageable = sum(
+        float(e["dur"]) for e in events if e.get("cat") == "gpu_memcpy" and "Pageable" in e["name"]
+    )
+    window = cli_json("summary", "decode.json.gz")["devices"][0]["window_us"]
+    assert 0 < pageable < 0.01 * window

@@ -46,7 +46,7 @@ NAME_RULES: tuple[tuple[str, str], ...] = (
     ),
     (
         "gemm",
-        r"[a-z]*gemm[a-z]*|[a-z]*gemv[a-z]*|cutlass|cublas[a-z]*|nvjet|cijk|xmma|matmul|wgmma"
+        r"(?!fbgemm)[a-z]*gemm[a-z]*|[a-z]*gemv[a-z]*|cutlass|cublas[a-z]*|nvjet|cijk|xmma|matmul|wgmma"
         r"|split ?k ?reduce|^bmm",
     ),
     ("embedding", r"embedding[a-z]*|embs|linearize index|bounds check indices"),
