@@ -4,17 +4,21 @@ figure is checked against a deliberately simple computation on the raw events.""
 
 from __future__ import annotations
 
+import csv
 import gzip
 import itertools
 import json
+import statistics
 from functools import cache
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from conftest import SHARED_TRACES
 from typer.testing import CliRunner
 
+from traceview.analyses.energy import integrate, sampling_period
 from traceview.cli import app
 
 H200 = SHARED_TRACES / "h200"
@@ -286,3 +290,60 @@ def test_decode_pageable_copies_do_not_matter() -> None:
     )
     window = cli_json("summary", "decode.json.gz")["devices"][0]["window_us"]
     assert 0 < pageable < 0.01 * window
+
+
+# ---- energy: the sampling period is how often the reading changes ------------------------------
+
+
+def test_sampling_period_is_the_refresh_interval() -> None:
+    """Rows every 10 ns; the reading changes at 100, 200, 300, 400 and then holds: refresh
+    100 ns, and past 400 + 2·100 the held reading is stale."""
+    t = np.arange(0, 2001, 10, dtype=np.int64)
+    mw = np.select([t < 100, t < 200, t < 300, t < 400], [1, 2, 3, 4], 5).astype(np.int64)
+    assert sampling_period(t, mw) == (10, 100)
+    result = integrate(np.array([0]), np.array([2000]), t, mw)
+    assert (result.period_ns, result.row_interval_ns) == (100, 10)
+    assert result.coverage_pct == pytest.approx(100 * 600 / 2000)
+    flat = np.full(len(t), 7, dtype=np.int64)  # never changes: the row interval
+    assert sampling_period(t, flat) == (10, 10)
+
+
+def _power_intervals(log: str) -> tuple[float, float]:
+    """(row, refresh) median intervals in ms of GPU 0's power.draw.instant in an nvidia-smi
+    CSV, parsed with the csv module."""
+    from datetime import datetime
+
+    with open(H200 / log, newline="") as f:
+        rows = list(csv.reader(f, skipinitialspace=True))
+    column = rows[0].index("power.draw.instant [W]")
+    times, values = [], []
+    for row in rows[1:]:
+        if row[1] == "0":
+            stamp = datetime.strptime(row[0], "%Y/%m/%d %H:%M:%S.%f")
+            times.append(stamp.timestamp() * 1000)
+            values.append(row[column])
+    changes = [t for i, t in enumerate(times) if i and values[i] != values[i - 1]]
+    return (
+        statistics.median(b - a for a, b in itertools.pairwise(times)),
+        statistics.median(b - a for a, b in itertools.pairwise(changes)),
+    )
+
+
+@needs_h200
+@pytest.mark.parametrize(("trace", "log"), [("train", "power1.csv"), ("graphs", "power2.csv")])
+def test_energy_periods_on_the_h200_logs(trace: str, log: str) -> None:
+    row, refresh = _power_intervals(log)
+    assert row == pytest.approx(20, abs=1) and refresh == pytest.approx(100, abs=5)
+    r = CliRunner().invoke(
+        app,
+        ["energy", str(H200 / f"{trace}.json.gz"), "--power", str(H200 / log), "--power-tz",
+         "UTC", "-f", "json", "--no-cache"],
+    )  # fmt: skip
+    assert r.exit_code == 0, r.output
+    (device,) = json.loads(r.stdout)["devices"]
+    assert device["row_interval_ms"] == pytest.approx(row, abs=1e-6)
+    assert device["refresh_interval_ms"] == pytest.approx(refresh, abs=1e-6)
+    assert f"power sampled every {refresh:.1f} ms" in r.stderr
+    short = "is shorter than one power sampling period" in r.stderr
+    assert short is (device["window_us"] / 1000 < refresh)  # graphs: 6.7 ms; train: 641 ms
+    assert short is (trace == "graphs")

@@ -35,6 +35,8 @@ def as_json(report: EnergyReport, top: int) -> dict[str, Any]:
                 "copy_energy_j": joules(d.copy_pj),
                 "mean_power_w": d.mean_power_w,
                 "coverage_pct": d.coverage_pct,
+                "row_interval_ms": d.row_interval_ns / 1e6,
+                "refresh_interval_ms": d.refresh_interval_ns / 1e6,
             }
             for d in report.devices
         ],
