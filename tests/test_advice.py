@@ -347,3 +347,44 @@ def test_energy_periods_on_the_h200_logs(trace: str, log: str) -> None:
     short = "is shorter than one power sampling period" in r.stderr
     assert short is (device["window_us"] / 1000 < refresh)  # graphs: 6.7 ms; train: 641 ms
     assert short is (trace == "graphs")
+
+
+# ---- names: every table of kernels tells colliding short names apart as `kernels` does -------
+
+
+@needs_h200
+def test_unique_and_energy_tell_colliding_names_apart_as_kernels_does() -> None:
+    shown = {
+        k["name"]: k["short_name"]
+        for k in cli_json("kernels", "train.json.gz", "--top", "0")["kernels"]
+    }
+    gemms = [n for n in shown if "cutlass::Kernel2<" in n]
+    assert len(gemms) >= 3 and len({shown[n] for n in gemms}) == len(gemms)
+    for k in cli_json("unique", "train.json.gz", "--top", "0")["kernels"]:
+        if k["kind"] == "kernel":
+            assert k["short_name"] == shown[k["name"]], k["name"]
+    r = CliRunner().invoke(
+        app,
+        ["energy", str(H200 / "train.json.gz"), "--power", str(H200 / "power1.csv"),
+         "--power-tz", "UTC", "--top", "0", "--no-cache"],
+        env={"COLUMNS": "300"},
+    )  # fmt: skip
+    assert r.exit_code == 0, r.output
+    for name in gemms:  # each GEMM on its own line of the table, under its own name
+        assert sum(line.endswith(f"  {shown[name]}") for line in r.stdout.splitlines()) == 1
+
+
+def test_colliding_names_in_a_unique_table(tmp_path: Path) -> None:
+    events = [
+        {"ph": "X", "cat": "kernel", "name": f"void k<{t}>(int)", "pid": 0, "tid": 7,
+         "ts": 10 * i, "dur": 5, "args": {"device": 0, "stream": 7}}
+        for i, t in enumerate(["float", "double"])
+    ]  # fmt: skip
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    r = CliRunner().invoke(app, ["unique", str(path), "--no-cache", "-f", "json"])
+    assert r.exit_code == 0, r.output
+    assert sorted(k["short_name"] for k in json.loads(r.stdout)["kernels"]) == [
+        "k<double>",
+        "k<float>",
+    ]
