@@ -236,8 +236,13 @@ def test_train_host_stall_is_the_two_loader_waits() -> None:
     """Two gaps of ~22 ms between the fused AdamW kernel and the next pinned H2D copy, in
     ProfilerStep#5 and #8, with no cpu_op over most of them: checked on the raw events."""
     events = raw("train.json.gz")
+    launches = {
+        e["args"]["correlation"]: float(e["ts"])
+        for e in events
+        if e.get("cat") == "cuda_runtime" and "correlation" in e.get("args", {})
+    }
     gpu = sorted(
-        (float(e["ts"]), float(e["ts"]) + float(e["dur"]), e["name"])
+        (float(e["ts"]), float(e["ts"]) + float(e["dur"]), e["name"], e["args"]["correlation"])
         for e in events
         if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")
     )
@@ -252,10 +257,11 @@ def test_train_host_stall_is_the_two_loader_waits() -> None:
         if e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep#")
     }
     stalls = []
-    for (_, end, before), (start, _, after) in itertools.pairwise(gpu):
+    for (_, end, before, _), (start, _, after, correlation) in itertools.pairwise(gpu):
         if start - end > 10_000 and "FusedAdam" in before and after.startswith("Memcpy HtoD"):
-            covered = sum(max(0.0, min(b, start) - max(a, end)) for a, b in ops)
-            stalls.append((end, start - end - covered))
+            launch = launches[correlation]  # the host held the copy's launch back till here
+            covered = sum(max(0.0, min(b, launch) - max(a, end)) for a, b in ops)
+            stalls.append((launch, launch - end - covered))
     assert len(stalls) == 2
     assert all(uncovered > 20_000 for _, uncovered in stalls)  # µs, ops overlapping counted
     in_steps = sorted(n for t, _ in stalls for n, (a, b) in steps.items() if a <= t <= b)

@@ -272,7 +272,8 @@ def host_stall(f: Facts) -> Hint | None:
         "the GPU waits while the host runs code no CPU op covers",
         f"{len(stall)} device gaps held {f.share(stake)} by host time that no CPU op or "
         f"sync call covers (the longest {_ms(int(uncovered[stall].max()))}), "
-        f"{_steps_of(f, chosen.start[stall])}; between {pair[0]} and {pair[1]}",
+        f"{_steps_of(f, (chosen.start + chosen.host_wait)[stall])}; between {pair[0]} and "
+        f"{pair[1]}",
         "look at the Python that runs there (record_function ranges, or with_stack=True for "
         "its frames): an input pipeline on the training thread → DataLoader(num_workers>0, "
         "pin_memory=True, prefetch_factor), a prefetching iterator or a CUDA-side data pipeline",
@@ -301,7 +302,8 @@ def _op_or_name(f: Facts, rows: np.ndarray) -> list[str]:
 
 
 def _steps_of(f: Facts, starts: np.ndarray) -> str:
-    """Which ProfilerSteps the gaps starting at ``starts`` fall in, as words."""
+    """Which ProfilerSteps the times ``starts`` fall in (a stall's end: the launch the host
+    held back, whose step is the one the stalled work belongs to), as words."""
     steps = [s for s in f.events.steps if not s.on_gpu] or list(f.events.steps)
     found = sorted({s.step for t in starts.tolist() for s in steps if s.start_ns <= t <= s.end_ns})
     if not found:
