@@ -104,7 +104,9 @@ def test_summary_cli_shapes() -> None:
         "exposed_memcpy_memset_us", "idle_us", "communication_us", "memcpy_memset_us",
         "host_wait_us", "categories",
     }  # fmt: skip
-    assert {h["rule"] for h in doc["hints"]} >= {"low-precision", "pinned-memory"}
+    rules = {h["rule"] for h in doc["hints"]}
+    # the demo's pageable HtoD copies are 38.9 µs of a 216.8 ms window (0.02%): no pinned-memory
+    assert "low-precision" in rules and "pinned-memory" not in rules
     for fmt in ("table", "md"):
         r = CliRunner().invoke(app, ["summary", str(DEMO), "-f", fmt])
         assert r.exit_code == 0, r.output

@@ -113,3 +113,76 @@ def test_category_times_add_up_to_the_kernel_time(real_trace: RealTrace) -> None
         total = sum(r.total_ns for r in by_category.rows)
         assert total == by_kernel.total_ns
         assert sum(r.count for r in by_category.rows) == by_kernel.count
+
+
+@pytest.mark.parametrize(
+    ("name", "category"),
+    [
+        # `lamb` is not `lambda`: a copy kernel of a lambda is elementwise, not optimizer
+        ("void at::native::unrolled_elementwise_kernel<at::native::direct_copy_kernel_cuda("
+         "at::TensorIteratorBase&)::{lambda()#3}::operator()() const::{lambda(float)#1}>",
+         "elementwise"),
+        # the reduce kernel of a .sum(): its lambdas made it an optimizer
+        ("void at::native::reduce_kernel<128, 4, at::native::ReduceOp<c10::BFloat16, "
+         "at::native::func_wrapper_t<c10::BFloat16, at::native::sum_functor<c10::BFloat16, "
+         "float, c10::BFloat16>::operator()(at::TensorIterator&)::{lambda(float, float)#1}>",
+         "reduction"),
+        # `convert` is not `conv`
+        ("void cudnn::fusion::convert_dq_to_16bits<true>(void const*, void*, unsigned int)",
+         "other"),
+        ("void fused_lamb_kernel<float>", "optimizer"),
+        ("conv2d_grouped_direct_kernel", "convolution"),
+        ("cublasGemmSmallNParams", "gemm"),
+        ("void cutlass::Kernel2<cutlass_75_tensorop_bf16_s1688gemm_bf16_128x128_tn_align1>",
+         "gemm"),
+        ("void at::native::normal_kernel<float>", "other"),
+    ],
+)  # fmt: skip
+def test_name_rules_match_words_not_substrings(name: str, category: str) -> None:
+    assert by_name(name) == category
+
+
+@pytest.mark.parametrize(
+    ("op", "category"),
+    [
+        ("aten::_fused_adamw_", "optimizer"), ("aten::_foreach_add_", "optimizer"),
+        ("aten::_foreach_copy_", "elementwise"), ("aten::_cudnn_attention_backward", "attention"),
+        ("aten::embedding_dense_backward", "embedding"), ("aten::copy_", None),
+    ],
+)  # fmt: skip
+def test_optimizer_and_other_op_rules(op: str, category: str | None) -> None:
+    assert by_op(op) == category
+
+
+def _launched(name: str, ts: int, correlation: int) -> list[dict[str, object]]:
+    return [
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
+         "ts": ts, "dur": 1, "args": {"correlation": correlation}},
+        {"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": 7, "ts": 100 + ts,
+         "dur": 4, "args": {"correlation": correlation, "device": 0, "stream": 7}},
+    ]  # fmt: skip
+
+
+def test_a_kernel_under_optimizer_step_is_optimizer(tmp_path: Path) -> None:
+    """The step's annotation decides where no op rule does; an op rule still wins inside it."""
+    events = [
+        {"ph": "X", "cat": "user_annotation", "name": "Optimizer.step#SGD.step", "pid": 1,
+         "tid": 1, "ts": 0, "dur": 50},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mul_", "pid": 1, "tid": 1, "ts": 1, "dur": 5},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 10, "dur": 5},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mul_", "pid": 1, "tid": 1, "ts": 60,
+         "dur": 5},
+        *_launched("vectorized_elementwise_kernel<mul>", 2, 1),
+        *_launched("my_kernel", 11, 2),
+        *_launched("vectorized_elementwise_kernel<mul>", 61, 3),
+    ]  # fmt: skip
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    report = analyse_kernels(
+        collect_events(TraceReader(path), keep_cpu=True), KernelOptions(group_by="category")
+    )
+    assert sorted((r.name, r.count) for r in report.rows) == [
+        ("elementwise", 1),
+        ("gemm", 1),
+        ("optimizer", 1),
+    ]

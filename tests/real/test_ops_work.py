@@ -163,11 +163,17 @@ def test_note_on_rows_above_the_peak() -> None:
     demo = analyse_ops(_load(RealTrace(ROOT / "fixtures" / "demo.json.gz"))[1], OpOptions(top=0))
     over = [r for r in demo.rows if r.pct_of_peak is not None and r.pct_of_peak > 100]
     assert over and over[0].dtype == "float"
-    assert [n for n in demo.notes if "above 100% of the peak" in n] == [
-        f"{len(over)} rows above 100% of the peak of their dtype: fp32 ops that ran on TF32"
-        " tensor cores are measured against the fp32 peak, or the peaks are not this GPU's"
-        " (--peaks)"
+    # their FLOP rates are above the fp32 peak: flagged in the row and named in a note each
+    assert all(r.above_peak and r.tflops_per_s > r.peak_tflops_per_s for r in over)
+    assert [n for n in demo.notes if "TFLOP/s peak of float" in n] == [
+        f"{r.name}: {r.tflops_per_s:.2f} TFLOP/s is above the {r.peak_tflops_per_s:g} TFLOP/s"
+        " peak of float on this GPU, so it is not a speed: its FLOPs may be counted twice (ops"
+        " nested in a way the trace does not show), the op may run in another dtype than its"
+        " inputs (fp32 on TF32 tensor cores), or the peaks are not this GPU's (--peaks)"
+        for r in over
     ]
+    assert not any("above 100% of the peak" in n for n in demo.notes)
+    assert all(not r.above_peak for r in demo.rows if r not in over)
     bert = SHARED_TRACES / "tracelens__h100__gaunernst_bert-small-uncased__1016001.json.gz"
     if not bert.exists():
         pytest.skip("../shared/traces is absent")

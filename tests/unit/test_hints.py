@@ -27,9 +27,9 @@ class Trace:
             "deviceProperties": [{"id": 0, "name": "GPU", "computeMajor": compute_major}]
         }
 
-    def op(self, name: str, ts: float, dur: float, cat: str = "cpu_op") -> None:
+    def op(self, name: str, ts: float, dur: float, cat: str = "cpu_op", **args: Any) -> None:
         self.events.append({"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": 1,
-                            "ts": ts, "dur": dur})  # fmt: skip
+                            "ts": ts, "dur": dur, "args": args})  # fmt: skip
 
     def kernel(
         self, name: str, launch: float, ts: float, dur: float, cat: str = "kernel", stream: int = 7
@@ -42,11 +42,14 @@ class Trace:
                             "ts": ts, "dur": dur, "args": {"correlation": self.correlation,
                             "device": 0, "stream": stream}})  # fmt: skip
 
-    def rules(self, tmp_path: Path) -> set[str]:
+    def hints(self, tmp_path: Path) -> dict[str, hints.Hint]:
         path = tmp_path / "t.json"
         path.write_text(json.dumps({**self.header, "traceEvents": self.events}))
         view = overview(collect_events(TraceReader(path), keep_cpu=True))
-        return {h.rule for h in view.hints}
+        return {h.rule: h for h in view.hints}
+
+    def rules(self, tmp_path: Path) -> set[str]:
+        return set(self.hints(tmp_path))
 
 
 def unfused_attention(t: Trace, fused: bool) -> None:
@@ -118,6 +121,29 @@ def htod_copies(t: Trace, fused: bool) -> None:
                      cat="gpu_memcpy")  # fmt: skip
 
 
+def host_stall(t: Trace, fused: bool) -> None:
+    """A 5 ms wait for the next launch between two ops: bare, or covered by a CPU op."""
+    for i in range(3):
+        base = 10_000 * i
+        t.op("aten::mm", base, 10)
+        t.kernel("ampere_sgemm", base + 1, base + 20, 1000)
+        if fused:  # the host's time between the ops is in ops (till the next iteration)
+            t.op("aten::randint", base + 30, 6000)
+            t.op("aten::randint", base + 6070, 3920)
+        t.op("aten::copy_", base + 6050, 10)
+        t.kernel("Memcpy HtoD (Pinned -> Device)", base + 6051, base + 6100, 5, cat="gpu_memcpy")
+
+
+def misaligned_gemm(t: Trace, fused: bool) -> None:
+    """An LM head on a vocabulary of 50257 (align1 kernels), or padded to 50304."""
+    vocab, align = (50304, "align8") if fused else (50257, "align1")
+    for i in range(3):
+        t.op("aten::mm", 1000 * i, 10, **{"Input Dims": [[8192, 768], [768, vocab]],
+             "Input type": ["c10::BFloat16", "c10::BFloat16"]})  # fmt: skip
+        t.kernel(f"cutlass_75_tensorop_bf16_s1688gemm_bf16_128x128_tn_{align}", 1000 * i + 1,
+                 1000 * i + 50, 400)  # fmt: skip
+
+
 CASES: list[tuple[str, Callable[[Trace, bool], None]]] = [
     ("fused-attention", unfused_attention),
     ("fused-norm", unfused_norm),
@@ -126,6 +152,8 @@ CASES: list[tuple[str, Callable[[Trace, bool], None]]] = [
     ("dataloader", data_loader),
     ("overlap-communication", exposed_comm),
     ("pinned-memory", htod_copies),
+    ("host-stall", host_stall),
+    ("gemm-alignment", misaligned_gemm),
 ]
 
 
@@ -159,3 +187,88 @@ def test_no_scan_for_the_data_loader_when_the_host_waits_cannot_reach_the_share(
 
     monkeypatch.setattr(hints, "cpu_contexts", no_scan)
     assert "dataloader" not in t.rules(tmp_path)
+
+
+def test_every_rule_has_a_case_and_a_doc() -> None:
+    documented = Path(__file__).parents[2].joinpath("docs", "hints.md").read_text()
+    rules = {rule for rule, _ in CASES}
+    assert len(rules) == len(hints.RULES)
+    for rule in rules:
+        assert f"\n## {rule}\n" in documented
+
+
+def _bf16_mm(t: Trace, kernel: str, dtype: str = "c10::BFloat16") -> None:
+    for i in range(3):
+        t.op("aten::mm", 1000 * i, 10, **{"Input Dims": [[1024, 1024], [1024, 1024]],
+             "Input type": [dtype, dtype]})  # fmt: skip
+        t.kernel(kernel, 1000 * i + 1, 1000 * i + 50, 400)
+
+
+@pytest.mark.parametrize(
+    ("kernel", "dtype", "fires"),
+    [
+        # bf16 tensor-core kernels with an fp32 accumulator (s1688): not fp32 GEMMs
+        ("cutlass_75_tensorop_bf16_s1688gemm_bf16_128x128_tn_align8", None, False),
+        # the op's input types decide over a name that looks like an sgemm
+        ("void gemmSN_TN_kernel<float, 128, 16, 2, 4, 4, 4, true>", "c10::BFloat16", False),
+        ("cublasGemmSmallNParams", None, False),  # not an sgemm, whatever its letters
+        ("nvjet_sm90_tst_128x256_64x4_1x2_h_bz_coopA_TNT", "float", True),
+        ("sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize64x64x8_ffma", None, True),
+        ("sm80_xmma_gemm_tf32f32_tf32f32_f32_nn", "float", False),  # TF32 already
+    ],
+)  # fmt: skip
+def test_precision_comes_from_the_op_then_the_name(
+    kernel: str, dtype: str | None, fires: bool, tmp_path: Path
+) -> None:
+    t = Trace(compute_major=9)
+    if dtype is None:
+        for i in range(3):
+            t.op("aten::mm", 1000 * i, 10)
+            t.kernel(kernel, 1000 * i + 1, 1000 * i + 50, 400)
+    else:
+        _bf16_mm(t, kernel, dtype)
+    assert ("low-precision" in t.rules(tmp_path)) is fires
+
+
+def test_small_pageable_copies_or_pinned_ones_give_no_pinned_memory_hint(tmp_path: Path) -> None:
+    pinned, tiny = Trace(), Trace()
+    for i in range(3):
+        pinned.kernel("ampere_sgemm", 100 * i, 100 * i + 10, 50)
+        pinned.kernel("Memcpy HtoD (Pinned -> Device)", 100 * i + 1, 100 * i + 70, 20,
+                      cat="gpu_memcpy")  # fmt: skip
+    for i in range(300):
+        tiny.kernel("ampere_sgemm", 100 * i, 100 * i + 10, 80)
+    tiny.kernel("Memcpy HtoD (Pageable -> Device)", 1, 30_000, 2, cat="gpu_memcpy")
+    assert "pinned-memory" not in pinned.rules(tmp_path)
+    assert "pinned-memory" not in tiny.rules(tmp_path)  # 2 µs of a 30 ms window
+
+
+def test_host_stall_evidence_names_the_ops_and_the_share(tmp_path: Path) -> None:
+    t = Trace()
+    host_stall(t, False)
+    hint = t.hints(tmp_path)["host-stall"]
+    # 3 waits for the copy's launch (6,051 − 1,020 µs, 1 µs of it in aten::copy_) and 2 for
+    # the next iteration's (10,001 − 6,105 µs, 1 µs in aten::mm): 22,880 µs of 26,085 µs
+    assert hint.evidence.startswith(
+        "5 device gaps held 22.9 ms (87.7% of the device window) by host time that no CPU op"
+        " or sync call covers (the longest 5.0 ms), in a trace without steps;"
+    )
+    assert "between aten::mm and aten::copy_" in hint.evidence
+    assert hint.as_dict()["doc"] == "docs/hints.md#host-stall"
+
+
+def test_gemm_alignment_names_the_dimension_and_the_padded_size(tmp_path: Path) -> None:
+    t = Trace()
+    misaligned_gemm(t, False)
+    hint = t.hints(tmp_path)["gemm-alignment"]
+    assert "with N = 50257 (aten::mm" in hint.evidence
+    assert hint.action.startswith("pad 50257 to 50264 (a multiple of 8) or 50304 (of 64)")
+
+
+def test_a_hint_needs_a_material_share_of_the_window(tmp_path: Path) -> None:
+    """The same fp32 GEMMs, alone or beside 100x their time of other work."""
+    t = Trace(compute_major=9)
+    fp32_gemm(t, False)
+    assert "low-precision" in t.rules(tmp_path)
+    t.kernel("vectorized_elementwise_kernel", 5000, 5000, 200_000)
+    assert "low-precision" not in t.rules(tmp_path)

@@ -46,7 +46,9 @@ class DeviceEnergy:
     kernel_pj: int
     copy_pj: int  # memcpy + memset
     coverage_pct: float
-    period_ns: int  # median sampling period of its GPU
+    period_ns: int  # its GPU's sampling period: the refresh interval (below)
+    row_interval_ns: int = 0  # median interval between the log's rows for its GPU
+    refresh_interval_ns: int = 0  # median interval between changes of the power reading
 
     @property
     def window_ns(self) -> int:
@@ -135,6 +137,8 @@ def attribute(events: TraceEvents, log: PowerLog, gpu_map: dict[int, str]) -> En
                 idle_pj=result.idle_pj, kernel_pj=int(result.activity_pj[is_kernel].sum()),
                 copy_pj=int(result.activity_pj[~is_kernel].sum()),
                 coverage_pct=result.coverage_pct, period_ns=result.period_ns,
+                row_interval_ns=result.row_interval_ns,
+                refresh_interval_ns=result.period_ns,
             )
         )  # fmt: skip
     busy = np.flatnonzero(active)
@@ -206,7 +210,27 @@ class Integral:
     busy_pj: int
     idle_pj: int
     coverage_pct: float
-    period_ns: int
+    period_ns: int  # the refresh interval of the readings (sampling_period)
+    row_interval_ns: int = 0
+
+
+def sampling_period(t: np.ndarray, mw: np.ndarray) -> tuple[int, int]:
+    """(row interval, refresh interval) of one GPU's samples, ns: the median interval between
+    rows, and the median interval between the rows where the reading changes — a log written
+    every 20 ms whose power value changes every ~100 ms is sampled every ~100 ms. The refresh
+    interval is the row interval when the reading changes fewer than twice."""
+    row = int(np.median(np.diff(t))) if len(t) > 1 else 0
+    changes = t[np.flatnonzero(mw[1:] != mw[:-1]) + 1] if len(t) > 1 else t[:0]
+    refresh = int(np.median(np.diff(changes))) if len(changes) > 2 else row
+    return row, max(refresh, row)
+
+
+def _reading_times(t: np.ndarray, mw: np.ndarray) -> np.ndarray:
+    """Per sample, when its reading was first logged: the row where the value last changed."""
+    if len(t) == 0:
+        return t
+    new = np.r_[True, mw[1:] != mw[:-1]]
+    return np.asarray(t[np.maximum.accumulate(np.where(new, np.arange(len(t)), 0))])
 
 
 def integrate(
@@ -231,13 +255,14 @@ def integrate(
     owner = _owners(start, end, seg)
     left = np.flatnonzero(busy & (remainder != 0))
     np.add.at(activity, owner[left], remainder[left])
-    period = int(np.median(np.diff(t))) if len(t) > 1 else 0
+    row, period = sampling_period(t, mw)
     return Integral(
         activity_pj=activity,
         busy_pj=int(energy[busy].sum()),
         idle_pj=int(energy[~busy].sum()),
-        coverage_pct=_coverage(seg, dt, t[sample], period, w1 - w0),
+        coverage_pct=_coverage(seg, dt, _reading_times(t, mw)[sample], period, w1 - w0),
         period_ns=period,
+        row_interval_ns=row,
     )
 
 
@@ -255,8 +280,8 @@ def _owners(start: np.ndarray, end: np.ndarray, seg: np.ndarray) -> np.ndarray:
 def _coverage(
     seg: np.ndarray, dt: np.ndarray, sampled: np.ndarray, period: int, window: int
 ) -> float:
-    """% of the window where the power comes from a sample at most STALE_PERIODS median
-    periods old."""
+    """% of the window where the power comes from a reading (``sampled``: when each segment's
+    reading was first logged) at most STALE_PERIODS refresh intervals old."""
     if window == 0:
         return 100.0
     if period == 0:
@@ -290,10 +315,20 @@ def limits(report: EnergyReport) -> list[str]:
     """The honest limits of the figures, for stderr."""
     periods = [d.period_ns for d in report.devices]
     period = int(np.median(periods)) if periods else 0
+    rows = [d.row_interval_ns for d in report.devices]
+    row = int(np.median(rows)) if rows else 0
     lines = [
-        f"power sampled every {period / 1e6:.1f} ms (median) against a median activity of "
+        f"power sampled every {period / 1e6:.1f} ms (median interval between changes of "
+        f"{report.column}; rows every {row / 1e6:.1f} ms) against a median activity of "
         f"{report.median_activity_ns / 1000:.1f} µs: per-kernel energies are an attribution of "
         "the device's power, not a measurement"
+    ]
+    lines += [
+        f"device {d.device}: its window ({d.window_ns / 1e6:.1f} ms) is shorter than one power "
+        f"sampling period ({d.period_ns / 1e6:.1f} ms): its energy is the mean power times the "
+        "window, not a measurement"
+        for d in report.devices
+        if d.window_ns < d.period_ns
     ]
     if report.column == AVERAGE:
         lines.append(

@@ -7,21 +7,24 @@ thresholds are documented in docs/hints.md (the ``doc`` field links there).
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from traceview.analyses.core.breakdown import Breakdown
 from traceview.analyses.core.categories import CATEGORIES
 from traceview.analyses.core.cpu_context import GapQuery, cpu_contexts
 from traceview.analyses.core.devices import DeviceUsage, GapSet
+from traceview.analyses.core.gemm_facts import BYTES, OpGemm, gemm_kernels, narrow_aligned, padded
+from traceview.analyses.core.names import short_names
 from traceview.analyses.core.oplinks import NO_OP, OpLinks
 from traceview.columns.model import TraceEvents
 from traceview.columns.schema import KERNEL, MEMCPY
 
 if TYPE_CHECKING:
+    from traceview.analyses.core.breakdown import Breakdown
     from traceview.analyses.ops.view import OpRow
 
 DOC = "docs/hints.md"
@@ -30,8 +33,13 @@ HOST_WAIT_SHARE = 0.10  # ... with host wait at least 10% of a device's window
 EXPOSED_COMM_SHARE = 0.10
 FP32_GEMM_SHARE = 0.10
 DATALOADER_SHARE = 0.05
+MATERIAL_SHARE = 0.01  # a hint's time at stake: at least 1% of the devices' windows
+ALIGNMENT_SHARE = 0.05  # misaligned GEMMs: at least 5% of the GEMM time
+STALL_STEP_SHARE = 0.25  # a host stall: uncovered host wait ≥ 25% of the median step ...
+STALL_WINDOW_SHARE = 0.01  # ... or, without steps, ≥ 1% of the device's window ...
+STALL_MIN_NS = 1_000_000  # ... and at least 1 ms
 LOADER_GAPS = 50  # the CPU context is looked up for this many of the longest cpu-caused gaps
-_FP32_GEMM = re.compile(r"sgemm|s1688|s884|f32f32_f32|gemm_f32|_f32_f32", re.IGNORECASE)
+STALL_GAPS = 200  # ... and for this many when looking for host stalls
 
 
 @dataclass(frozen=True)
@@ -75,6 +83,22 @@ class Facts:
         rows = self.category == CATEGORIES.index(name)
         return int(self.events.gpu.dur[rows].sum())
 
+    @property
+    def window_ns(self) -> int:
+        """The devices' windows, summed: what a hint's time at stake is a share of."""
+        return sum(u.window_ns for u in self.usage)
+
+    def material(self, stake_ns: int) -> bool:
+        """The time at stake is at least MATERIAL_SHARE of the devices' windows."""
+        return self.window_ns > 0 and stake_ns >= MATERIAL_SHARE * self.window_ns
+
+    def share(self, stake_ns: int) -> str:
+        """``stake`` as time and % of the devices' windows, for an evidence line."""
+        window = self.window_ns
+        pct = 100 * stake_ns / window if window else 0.0
+        whose = "the device window" if len(self.usage) == 1 else "the devices' windows"
+        return f"{_ms(stake_ns)} ({pct:.1f}% of {whose})"
+
     def leaf_time(self, pattern: str) -> tuple[int, int]:
         """(kernels, GPU time in ns) of the kernels whose leaf op name matches ``pattern``."""
         names = self.events.names
@@ -100,11 +124,14 @@ def fused_attention(f: Facts) -> Hint | None:
     bmm_kernels, bmm_ns = f.leaf_time(r"^aten::(bmm|baddbmm|matmul)$")
     if f.time_of("attention") > 0 or softmax == 0 or bmm_kernels == 0:
         return None
+    if not f.material(bmm_ns + softmax):
+        return None
     return Hint(
         "fused-attention",
         "attention computed as separate matmul + softmax kernels",
         f"{bmm_kernels} kernels launched by aten::bmm/matmul ({_ms(bmm_ns)}) and softmax "
-        f"kernels ({_ms(softmax)}), no fused attention kernel",
+        f"kernels ({_ms(softmax)}), no fused attention kernel; at stake "
+        f"{f.share(bmm_ns + softmax)}",
         "use torch.nn.functional.scaled_dot_product_attention (FlashAttention / "
         "memory-efficient kernels)",
     )
@@ -114,36 +141,41 @@ def fused_norm(f: Facts) -> Hint | None:
     """A norm computed by many small kernels: rsqrt with pow/mean/var_mean as separate ops."""
     rsqrt, rsqrt_ns = f.leaf_time(r"^aten::rsqrt$")
     parts, parts_ns = f.leaf_time(r"^aten::(pow|mean|var_mean|var)$")
-    if rsqrt == 0 or parts == 0:
+    if rsqrt == 0 or parts == 0 or not f.material(rsqrt_ns + parts_ns):
         return None
     return Hint(
         "fused-norm",
         "a layer/RMS norm spread over separate elementwise kernels",
         f"aten::rsqrt ({rsqrt} kernels, {_ms(rsqrt_ns)}) with aten::pow/mean/var "
-        f"({parts} kernels, {_ms(parts_ns)})",
+        f"({parts} kernels, {_ms(parts_ns)}); at stake {f.share(rsqrt_ns + parts_ns)}",
         "use a fused norm (torch.nn.RMSNorm / LayerNorm, apex or Triton fused norm) or "
         "torch.compile",
     )
 
 
 def low_precision(f: Facts) -> Hint | None:
-    """fp32 GEMM kernels on a GPU with tensor cores (compute capability 7.0 or newer)."""
+    """fp32 GEMM kernels on a GPU with tensor cores (compute capability 7.0 or newer); a
+    kernel's precision is its launching op's input type, else its name's (gemm_facts)."""
     major = _compute_major(f.events.header)
-    gemm = f.category == CATEGORIES.index("gemm")
-    if major is None or major < 7 or not gemm.any():
+    gemm = np.flatnonzero(f.category == CATEGORIES.index("gemm"))
+    if major is None or major < 7 or len(gemm) == 0:
         return None
-    names = f.events.names
-    fp32 = np.array([bool(_FP32_GEMM.search(n)) and "tf32" not in n for n in names], dtype=bool)
-    rows = gemm & fp32[f.events.gpu.name]
-    fp32_ns, gemm_ns = int(f.events.gpu.dur[rows].sum()), int(f.events.gpu.dur[gemm].sum())
-    if gemm_ns == 0 or fp32_ns < FP32_GEMM_SHARE * gemm_ns:
+    facts = gemm_kernels(f.events, f.links, gemm)
+    fp32 = np.array([p == "fp32" for p in facts.precision], dtype=bool)
+    dur = f.events.gpu.dur[gemm]
+    fp32_ns, gemm_ns = int(dur[fp32].sum()), int(dur.sum())
+    if gemm_ns == 0 or fp32_ns < FP32_GEMM_SHARE * gemm_ns or not f.material(fp32_ns):
         return None
-    top = names[int(np.bincount(f.events.gpu.name[rows]).argmax())]
+    names = f.events.gpu.name[gemm][fp32]
+    top = f.events.names[int(np.bincount(names).argmax())]
+    by_op = sum(1 for p, o in zip(facts.precision, facts.from_op, strict=True) if p == "fp32" and o)
     return Hint(
         "low-precision",
         "fp32 GEMMs on a GPU with tensor cores",
-        f"{_ms(fp32_ns)} of {_ms(gemm_ns)} GEMM time in fp32 kernels (e.g. {top}); "
-        f"compute capability {major}.x",
+        f"{_ms(fp32_ns)} of {_ms(gemm_ns)} GEMM time in fp32 kernels, at stake "
+        f"{f.share(fp32_ns)}: {int(fp32.sum())} kernels ({by_op} fp32 by their op's input "
+        f"types, {int(fp32.sum()) - by_op} by their name; e.g. {top}); compute capability "
+        f"{major}.x",
         "enable bf16/fp16 autocast (torch.autocast) or TF32 "
         "(torch.backends.cuda.matmul.allow_tf32 = True)",
     )
@@ -204,6 +236,142 @@ def dataloader(f: Facts) -> Hint | None:
     )
 
 
+def host_stall(f: Facts) -> Hint | None:
+    """Device gaps held by host time that no CPU op covers: Python the profiler does not
+    record (an input pipeline, a busy-wait) between two ops."""
+    cpu = np.flatnonzero(f.gaps.host_wait > 0)
+    if len(cpu) == 0 or len(f.events.cpu) == 0 or not (f.links.leaf != NO_OP).any():
+        return None  # without CPU ops, no op could have covered anything
+    floor = _stall_floor(f)
+    longest = cpu[np.argsort(-f.gaps.host_wait[cpu], kind="stable")[:STALL_GAPS]]
+    longest = longest[f.gaps.host_wait[longest] >= floor]
+    if not f.material(int(f.gaps.host_wait[longest].sum())):
+        return None  # the uncovered time is at most the host wait: no need to scan
+    chosen = f.gaps.take(longest)
+    contexts = cpu_contexts(
+        f.events,
+        GapQuery(
+            f.events.gpu.correlation[chosen.after],
+            f.links.launch[chosen.after],
+            chosen.start,
+            chosen.end,
+            chosen.host_wait,
+        ),
+    )
+    uncovered = np.array(
+        [0 if c.thread is None else c.host_wait_ns - c.covered_ns for c in contexts] + [0]
+    )[: len(contexts)]
+    stall = np.flatnonzero(uncovered >= floor)
+    stake = int(uncovered[stall].sum())
+    if len(stall) == 0 or not f.material(stake):
+        return None
+    before, after = _op_or_name(f, chosen.before[stall]), _op_or_name(f, chosen.after[stall])
+    pair = Counter(zip(before, after, strict=True)).most_common(1)[0][0]
+    return Hint(
+        "host-stall",
+        "the GPU waits while the host runs code no CPU op covers",
+        f"{len(stall)} device gaps held {f.share(stake)} by host time that no CPU op or "
+        f"sync call covers (the longest {_ms(int(uncovered[stall].max()))}), "
+        f"{_steps_of(f, (chosen.start + chosen.host_wait)[stall])}; between {pair[0]} and "
+        f"{pair[1]}",
+        "look at the Python that runs there (record_function ranges, or with_stack=True for "
+        "its frames): an input pipeline on the training thread → DataLoader(num_workers>0, "
+        "pin_memory=True, prefetch_factor), a prefetching iterator or a CUDA-side data pipeline",
+    )
+
+
+def _stall_floor(f: Facts) -> int:
+    """The uncovered host wait that makes a gap a stall: STALL_STEP_SHARE of the median
+    step (CPU-side ProfilerStep windows, else GPU-side), else STALL_WINDOW_SHARE of the mean
+    device window."""
+    steps = [s for s in f.events.steps if not s.on_gpu] or list(f.events.steps)
+    if steps:
+        lengths = sorted(s.end_ns - s.start_ns for s in steps)
+        return max(int(STALL_STEP_SHARE * lengths[(len(lengths) - 1) // 2]), STALL_MIN_NS)
+    return max(int(STALL_WINDOW_SHARE * f.window_ns / max(len(f.usage), 1)), STALL_MIN_NS)
+
+
+def _op_or_name(f: Facts, rows: np.ndarray) -> list[str]:
+    """Per GPU row, its launching (leaf) op's name, else its own short name."""
+    names = f.events.names
+    leaf = f.links.leaf[rows] if len(f.links.leaf) else np.full(len(rows), NO_OP)
+    return [
+        names[op] if op != NO_OP else short_names([names[name]])[0]
+        for op, name in zip(leaf.tolist(), f.events.gpu.name[rows].tolist(), strict=True)
+    ]
+
+
+def _steps_of(f: Facts, starts: np.ndarray) -> str:
+    """Which ProfilerSteps the times ``starts`` fall in (a stall's end: the launch the host
+    held back, whose step is the one the stalled work belongs to), as words."""
+    steps = [s for s in f.events.steps if not s.on_gpu] or list(f.events.steps)
+    found = sorted({s.step for t in starts.tolist() for s in steps if s.start_ns <= t <= s.end_ns})
+    if not found:
+        return "outside any ProfilerStep" if steps else "in a trace without steps"
+    shown = ", ".join(f"#{s}" for s in found[:8]) + (", …" if len(found) > 8 else "")
+    return f"in ProfilerStep {shown} ({len(found)} of {len(steps)} steps)"
+
+
+def gemm_alignment(f: Facts) -> Hint | None:
+    """GEMMs on dimensions tensor cores cannot load aligned: N or K not a multiple of 8
+    (16-bit inputs) / 16 (8-bit), or kernels picked for 1- or 2-element alignment."""
+    gemm = np.flatnonzero(f.category == CATEGORIES.index("gemm"))
+    if len(gemm) == 0:
+        return None
+    facts = gemm_kernels(f.events, f.links, gemm)
+    dur = f.events.gpu.dur[gemm].tolist()
+    names = f.events.gpu.name[gemm].tolist()
+    by_size: Counter[tuple[str, int, int]] = Counter()
+    stake = 0
+    example: dict[tuple[str, int, int], tuple[str, int]] = {}
+    for i, (precision, g) in enumerate(zip(facts.precision, facts.gemm, strict=True)):
+        multiple = _ALIGN_MULTIPLE.get(BYTES.get(precision or "", 0))
+        bad = [] if g is None or multiple is None else _misaligned(g, multiple)
+        if not bad and not narrow_aligned(f.events.names[names[i]]):
+            continue
+        stake += dur[i]
+        for key in bad:
+            by_size[key] += dur[i]
+            example.setdefault(key, (facts.op[i] or "", names[i]))
+    gemm_ns = sum(dur)
+    if stake < ALIGNMENT_SHARE * gemm_ns or not f.material(stake):
+        return None
+    evidence = (
+        f"{_ms(stake)} of {_ms(gemm_ns)} GEMM time ({100 * stake / gemm_ns:.1f}%), at stake "
+        f"{f.share(stake)}, in GEMMs with a dimension that is not a multiple of 8 elements "
+        "(16 for 8-bit types) or run as align1/align2 kernels"
+    )
+    if not by_size:
+        return Hint("gemm-alignment", "GEMMs on misaligned dimensions", evidence, _PAD_ACTION)
+    (letter, size, multiple), held = by_size.most_common(1)[0]
+    op, kernel = example[(letter, size, multiple)]
+    return Hint(
+        "gemm-alignment",
+        "GEMMs on misaligned dimensions",
+        f"{evidence}; most of it ({_ms(held)}) with {letter} = {size} ({op}, e.g. "
+        f"{f.events.names[kernel]})",
+        f"pad {size} to {padded(size, multiple)} (a multiple of {multiple}) or "
+        f"{padded(size, 64)} (of 64), e.g. a vocabulary or hidden size; {_PAD_ACTION}",
+    )
+
+
+_ALIGN_MULTIPLE = {2: 8, 1: 16}  # elements, by bytes per element: 16-byte aligned rows
+_PAD_ACTION = (
+    "make N and K (and M where an operand is transposed) multiples of 8 elements (16 for "
+    "8-bit types) so cuBLAS can pick aligned tensor-core kernels"
+)
+
+
+def _misaligned(g: OpGemm, multiple: int) -> list[tuple[str, int, int]]:
+    """The (letter, size, multiple) of N and K (the leading dimensions of contiguous
+    operands; M never is) when not a multiple."""
+    return [
+        (letter, size, multiple)
+        for letter, size in (("N", g.n), ("K", g.k))
+        if size % multiple and size > multiple  # a smaller one is a batch of rows, not a pad
+    ]
+
+
 def overlap_communication(f: Facts) -> Hint | None:
     """Communication not hidden behind compute."""
     exposed = [
@@ -225,19 +393,22 @@ def overlap_communication(f: Facts) -> Hint | None:
 
 
 def pinned_memory(f: Facts) -> Hint | None:
-    """Host-to-device copies (pageable ones above all)."""
+    """Host-to-device copies from pageable memory that take a material share of the time."""
     gpu = f.events.gpu
     names = f.events.names
-    htod = np.array(["HtoD" in n or "H2D" in n for n in names], dtype=bool)
-    rows = (gpu.kind == MEMCPY) & htod[gpu.name] if len(names) else np.zeros(0, dtype=bool)
-    if not rows.any():
+    if not len(names):
         return None
+    htod = np.array(["HtoD" in n or "H2D" in n for n in names], dtype=bool)
+    rows = (gpu.kind == MEMCPY) & htod[gpu.name]
     pageable = np.array(["Pageable" in n for n in names], dtype=bool)[gpu.name] & rows
+    pageable_ns = int(gpu.dur[pageable].sum())
+    if not pageable.any() or not f.material(pageable_ns):
+        return None
     return Hint(
         "pinned-memory",
-        "host-to-device copies during the run",
-        f"{int(rows.sum())} memcpy HtoD ({_ms(int(gpu.dur[rows].sum()))}), "
-        f"{int(pageable.sum())} of them from pageable memory",
+        "host-to-device copies from pageable memory",
+        f"{int(pageable.sum())} of {int(rows.sum())} memcpy HtoD come from pageable memory: "
+        f"{f.share(pageable_ns)} of copies the driver stages through a bounce buffer",
         "pin host memory (DataLoader pin_memory=True, tensor.pin_memory()), copy with "
         "non_blocking=True, prefetch the next batch",
     )
@@ -258,6 +429,8 @@ RULES: tuple[Callable[[Facts], Hint | None], ...] = (
     low_precision,
     cuda_graphs,
     dataloader,
+    host_stall,
     overlap_communication,
     pinned_memory,
+    gemm_alignment,
 )

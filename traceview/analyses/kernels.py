@@ -257,7 +257,7 @@ def category_groups(events: TraceEvents, mask: np.ndarray) -> tuple[list[str], n
     """Category labels and the group id of every selected row (ops linked when the trace's
     CPU rows are read, so a kernel launched by aten::mm is a GEMM)."""
     links = link_ops(events) if len(events.cpu) else None
-    category = categorize(events, None if links is None else links.leaf)[mask]
+    category = categorize(events, links)[mask]
     used, group = dense_ids(category, len(CATEGORIES))
     return [CATEGORIES[i] for i in used.tolist()], group
 

@@ -17,7 +17,7 @@ import numpy as np
 import orjson
 
 from traceview.aggregate.order import first_of_runs, lex_order
-from traceview.analyses.core.categories import CATEGORIES, NAME_RULES, OP_RULES, categorize
+from traceview.analyses.core.categories import CATEGORIES, NAME_RULES, OP_RULES, categorize, words
 from traceview.analyses.core.devices import device_of_stream, name_rank
 from traceview.analyses.core.oplinks import NO_OP, link_ops
 from traceview.columns.cpu_rows import NO_SHAPE
@@ -28,7 +28,7 @@ from traceview.columns.schema import GPU_KINDS, KERNEL
 SCHEMA_VERSION = 1
 TIERS = (1, 2, 3)
 # Tier 2: the GEMM category's name rule, plus Tensile and *BLAS libraries by name ...
-GEMM_NAME = re.compile(dict(NAME_RULES)["gemm"] + r"|tensile|blas")
+GEMM_NAME = re.compile(rf"\b(?:{dict(NAME_RULES)['gemm']}|tensile[a-z]*|[a-z]*blas[a-z]*)\b")
 # ... or a kernel launched by a matmul-family op (the GEMM category's op rule).
 MATMUL_OP = re.compile(dict(OP_RULES)["gemm"])
 _BYTES = LAUNCH_FIELDS.index("bytes")
@@ -78,7 +78,7 @@ def tier_of(kind: int, name: str, launched_by_matmul: bool) -> int:
     """1 = memcpy/memset, 2 = GEMM/BLAS (by name, or launched by a matmul op), 3 = else."""
     if kind != KERNEL:
         return 1
-    if launched_by_matmul or GEMM_NAME.search(name.lower()):
+    if launched_by_matmul or GEMM_NAME.search(words(name)):
         return 2
     return 3
 
@@ -106,7 +106,7 @@ def unique_kernels(events: TraceEvents) -> UniqueReport:
         return UniqueReport(0, [])
     rank = name_rank(events.names)
     links = link_ops(events, rank)
-    category = categorize(events, links.leaf)
+    category = categorize(events, links)
     key = group_keys(events)
     order = lex_order((key, rank[gpu.name], gpu.kind))
     starts = first_of_runs(_run_ids(order, gpu.kind, gpu.name, key))

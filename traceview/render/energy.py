@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from traceview.analyses.core.names import short_name
+from traceview.analyses.core.names import display_names
 from traceview.analyses.energy import PJ_PER_J, SCHEMA_VERSION, EnergyReport, stamp
 from traceview.columns.schema import GPU_KINDS
 from traceview.render import units
@@ -35,6 +35,8 @@ def as_json(report: EnergyReport, top: int) -> dict[str, Any]:
                 "copy_energy_j": joules(d.copy_pj),
                 "mean_power_w": d.mean_power_w,
                 "coverage_pct": d.coverage_pct,
+                "row_interval_ms": d.row_interval_ns / 1e6,
+                "refresh_interval_ms": d.refresh_interval_ns / 1e6,
             }
             for d in report.devices
         ],
@@ -64,10 +66,12 @@ def device_table(report: EnergyReport) -> Table:
 
 def kernel_table(report: EnergyReport, top: int, verbose: bool) -> Table:
     kernels = report.kernels if top == 0 else report.kernels[:top]
+    # short names told apart as `kernels` tells them, decided over every name of the report
+    shown = None if verbose else display_names(list(dict.fromkeys(k.name for k in report.kernels)))
     rows = [
         (str(i), GPU_KINDS[k.kind], units.count(k.count), _j(k.energy_pj),
          f"{k.mean_power_w:,.1f}", f"{joules(k.energy_pj) / k.count:.3g}",
-         k.name if verbose else short_name(k.name))
+         k.name if shown is None else shown[k.name])
         for i, k in enumerate(kernels, 1)
     ]  # fmt: skip
     return Table(_KERNEL_HEADERS, (True, False, True, True, True, True, False), rows)

@@ -22,7 +22,7 @@ _CSV_FIELDS = ("name", "shapes", "calls", "kernels", "gpu_time_us", "pct_gpu_tim
                "gpu_busy_us", "cpu_time_us", "cpu_self_us", "kernels_per_call",
                "launch_delay_us", "flops", "bytes", "dtype", "tflops_per_s", "tb_per_s",
                "intensity", "peak_tflops_per_s", "peak_tb_per_s", "pct_of_peak",
-               "bound")  # fmt: skip
+               "above_peak", "bound")  # fmt: skip
 
 
 def summary_lines(report: OpReport) -> list[str]:
@@ -65,7 +65,7 @@ def _cells(r: OpRow) -> tuple[str, ...]:
         f"{r.kernels / r.calls:.2f}" if r.calls else "-",
         "-" if r.launch_delay_ns is None else units.duration_ns(r.launch_delay_ns),
         units.duration_ns(r.cpu_self_ns),
-        _figure(r.tflops_per_s),
+        _figure(r.tflops_per_s) + (" (above peak)" if r.above_peak else ""),
         _figure(r.tb_per_s, 3),
         "-" if r.pct_of_peak is None else units.pct(r.pct_of_peak),
         r.bound or "-",

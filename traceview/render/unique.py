@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import orjson
 
-from traceview.analyses.core.names import short_name
+from traceview.analyses.core.names import display_names
 from traceview.analyses.unique import SCHEMA_VERSION, TIERS, UniqueKernel, UniqueReport
 from traceview.analyses.unique import launch_fields as _launch_fields
 from traceview.render import units
@@ -24,10 +24,20 @@ CSV_FIELDS = ("kind", "name", "short_name", "grid", "block", "registers_per_thre
               "tier")  # fmt: skip
 
 
-def record(kernel: UniqueKernel, energy_j: float | None = None) -> dict[str, Any]:
-    """One activity as its JSON record (times in µs; absent launch values as null)."""
+def shown_names(report: UniqueReport) -> Mapping[str, str]:
+    """The name each record shows: its short name, told apart from the report's other names
+    as ``kernels`` tells them (analyses.names.display_names)."""
+    return display_names(list(dict.fromkeys(k.name for k in report.kernels)))
+
+
+def record(
+    kernel: UniqueKernel, energy_j: float | None = None, shown: str | None = None
+) -> dict[str, Any]:
+    """One activity as its JSON record (times in µs; absent launch values as null);
+    ``shown``: its displayed short name (records() decides it over every name)."""
+    short = shown if shown is not None else display_names([kernel.name])[kernel.name]
     out: dict[str, Any] = {"kind": kernel.kind, "name": kernel.name,
-                           "short_name": short_name(kernel.name), **_launch_fields(kernel),
+                           "short_name": short, **_launch_fields(kernel),
                            "count": kernel.count, "total_us": kernel.total_ns / 1000,
                            "mean_us": kernel.mean_ns / 1000, "min_us": kernel.min_ns / 1000,
                            "max_us": kernel.max_ns / 1000, "devices": list(kernel.devices),
@@ -41,9 +51,10 @@ def record(kernel: UniqueKernel, energy_j: float | None = None) -> dict[str, Any
 
 def records(report: UniqueReport, energies: Sequence[float] | None = None) -> list[dict[str, Any]]:
     """Every record, in the report's order; ``energies`` (J, one per record) when known."""
+    shown = shown_names(report)
     if energies is None:
-        return [record(k) for k in report.kernels]
-    return [record(k, e) for k, e in zip(report.kernels, energies, strict=True)]
+        return [record(k, None, shown[k.name]) for k in report.kernels]
+    return [record(k, e, shown[k.name]) for k, e in zip(report.kernels, energies, strict=True)]
 
 
 def json_lines(report: UniqueReport, energies: Sequence[float] | None = None) -> str:
@@ -92,12 +103,13 @@ def summary_line(report: UniqueReport) -> str:
 
 def table(report: UniqueReport, verbose: bool, top: int) -> Table:
     """The first ``top`` records (0: all) as formatted cells."""
-    shown = report.kernels if top == 0 else report.kernels[:top]
-    rows = [_cells(i, k, verbose) for i, k in enumerate(shown, 1)]
+    kept = report.kernels if top == 0 else report.kernels[:top]
+    names = None if verbose else shown_names(report)
+    rows = [_cells(i, k, k.name if names is None else names[k.name]) for i, k in enumerate(kept, 1)]
     return Table(_HEADERS, _RIGHT, rows)
 
 
-def _cells(rank: int, kernel: UniqueKernel, verbose: bool) -> tuple[str, ...]:
+def _cells(rank: int, kernel: UniqueKernel, name: str) -> tuple[str, ...]:
     launch = _launch_fields(kernel)
 
     def dims(value: list[int] | None) -> str:
@@ -111,7 +123,7 @@ def _cells(rank: int, kernel: UniqueKernel, verbose: bool) -> tuple[str, ...]:
         units.time_ns(kernel.total_ns), units.time_ns(kernel.mean_ns),
         dims(launch["grid"]), dims(launch["block"]), number(launch["registers_per_thread"]),
         number(launch["shared_memory"]), number(launch["bytes"]), kernel.category, kernel.op,
-        kernel.name if verbose else short_name(kernel.name),
+        name,
     )  # fmt: skip
 
 

@@ -3,68 +3,106 @@
 Decided in this order (docs/metrics.md "Kernel categories"):
 1. memcpy and memset activities are ``memcpy`` / ``memset`` (by their trace category);
 2. a kernel whose launching (leaf) op is in OP_RULES takes that op's category — a kernel launched
-   by ``aten::mm`` is a GEMM whatever its name;
-3. else the first of NAME_RULES whose pattern is found in the kernel name (case-insensitive);
-4. else ``other``.
+   by ``aten::mm`` is a GEMM whatever its name, one launched by ``aten::_fused_adamw_`` or a
+   ``_foreach_*`` op is ``optimizer``;
+3. else a kernel launched inside an ``Optimizer.step#…`` annotation is ``optimizer``;
+4. else the first of NAME_RULES whose pattern matches the kernel name's words (``words``);
+5. else ``other``.
 Every activity gets exactly one category, so category times add up to the total exactly.
 """
 
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from traceview.aggregate.order import distinct
+from traceview.columns.cpu_rows import ANNOTATION, ROW
 from traceview.columns.model import TraceEvents
 from traceview.columns.schema import KERNEL, MEMCPY, MEMSET
 
-# (category, regular expression on the lower-cased kernel name); the first match wins.
+if TYPE_CHECKING:
+    from traceview.analyses.core.oplinks import OpLinks
+
+# (category, regular expression on the kernel name's words); the first match wins. Each pattern
+# matches whole words (it is wrapped in \b…\b): ``lamb`` is not ``lambda``, ``conv`` not
+# ``convert``; ``[a-z]*`` spells a word's other letters.
 NAME_RULES: tuple[tuple[str, str], ...] = (
-    ("communication", r"nccl|rccl|hccl|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all"),
-    ("triton pointwise", r"^triton_poi"),
-    ("triton reduction", r"^triton_red"),
-    ("triton persistent", r"^triton_per"),
-    ("triton", r"^triton_"),
-    ("attention", r"flash|fmha|attention|attn|sdpa|mha_|paged_kv"),
-    ("convolution", r"conv|implicit_?gemm|igemm|winograd|scudnn|dgrad|wgrad|fprop|cask_cudnn"),
-    ("gemm", r"gemm|gemv|cutlass|cublas|nvjet|cijk_|xmma|matmul|wgmma|splitkreduce|^bmm_"),
-    ("embedding", r"embedding|embs_|linearize_index|bounds_check_indices"),
-    ("optimizer", r"multi_tensor_apply|adam|adagrad|sgd|lamb|fused_optim"),
-    ("reduction", r"reduce_kernel"),
-    ("normalization", r"norm|bn_fw|bn_bw|gammabeta|rowwisemoments"),
-    ("softmax", r"softmax"),
-    ("pooling", r"pool"),
-    ("reduction", r"reduc|cub::|scan|radixsort|argmax|argmin|topk|sum_kernel"),
+    (
+        "communication",
+        r"(nccl|rccl|hccl)[a-z]*|all ?reduce|all ?gather|reduce ?scatter|all ?to ?all",
+    ),
+    ("triton pointwise", r"^triton poi"),
+    ("triton reduction", r"^triton red"),
+    ("triton persistent", r"^triton per"),
+    ("triton", r"^triton"),
+    ("attention", r"flash|fmha|[a-z]*attention|attn|sdpa|mha|paged ?kv"),
+    (
+        "convolution",
+        r"conv|convolution|convolve|implicit ?gemm|igemm|winograd|scudnn|dgrad|wgrad|fprop"
+        r"|cask cudnn",
+    ),
+    (
+        "gemm",
+        r"(?!fbgemm)[a-z]*gemm[a-z]*|[a-z]*gemv[a-z]*|cutlass|cublas[a-z]*|nvjet|cijk|xmma|matmul|wgmma"
+        r"|split ?k ?reduce|^bmm",
+    ),
+    ("embedding", r"embedding[a-z]*|embs|linearize index|bounds check indices"),
+    ("optimizer", r"multi tensor apply|adam[a-z]*|adagrad|sgd|lamb|fused optim[a-z]*"),
+    ("reduction", r"reduce kernel"),
+    ("normalization", r"[a-z]*norm|bn fw|bn bw|gamma ?beta|rowwise ?moments"),
+    ("softmax", r"[a-z]*softmax|soft max"),
+    ("pooling", r"[a-z]*pool|pooling"),
+    ("reduction", r"reduc[a-z]*|cub|scan|radix ?sort|argmax|argmin|top ?k|sum kernel"),
     (
         "elementwise",
-        r"elementwise|unrolled|vectorized|copy|fill|functor|act_and_mul|transpose|permute"
-        r"|nchwtonhwc|nhwctonchw|scalepacked|subtensorop|rotary|kvcache|cat_?array",
+        r"elementwise|unrolled|vectorized|copy|fill|functor|act and mul|transpose|permute"
+        r"|nchw ?to ?nhwc|nhwc ?to ?nchw|scale ?packed|sub ?tensor ?op|rotary|kv ?cache"
+        r"|cat ?array|dropout",
     ),
 )
 # (category, regular expression on the launching op's name); the first match wins.
 OP_RULES: tuple[tuple[str, str], ...] = (
     ("communication", r"^(c10d::|nccl:|record_param_comms)"),
-    ("attention", r"^aten::(_?scaled_dot_product|_flash_attention|_efficient_attention)"),
+    (
+        "attention",
+        r"^aten::(_?scaled_dot_product|_flash_attention|_efficient_attention|_cudnn_attention)",
+    ),
     ("convolution", r"^aten::(_?convolution|conv\dd|cudnn_convolution|miopen_convolution)"),
     ("gemm", r"^aten::(mm|addmm|bmm|baddbmm|matmul|linear|_scaled_mm|addmv|mv|dot)$"),
     ("normalization", r"^aten::(native_|cudnn_|_fused_)?(layer|batch|group|rms)_norm"),
     ("softmax", r"^aten::(_?log_)?_?softmax"),
+    ("elementwise", r"^aten::_foreach_copy_$"),  # CUDA graphs' input copies, not a step
+    ("optimizer", r"^aten::(_foreach_|_fused_(adam|adamw|sgd|adagrad)_|_amp_foreach_)"),
+    ("embedding", r"^aten::(embedding|_embedding_bag|embedding_bag|embedding_dense_backward)"),
 )
+# The annotation torch.optim records around ``optimizer.step()``.
+OPTIMIZER_STEP = re.compile(r"^Optimizer\.step#")
 CATEGORIES = (
     "communication", "attention", "gemm", "convolution", "normalization", "softmax",
     "reduction", "pooling", "embedding", "elementwise", "triton pointwise", "triton reduction",
     "triton persistent", "triton", "optimizer", "memcpy", "memset", "other",
 )  # fmt: skip
-_NAME = [(category, re.compile(pattern)) for category, pattern in NAME_RULES]
+_CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
+_NOT_LETTERS = re.compile(r"[^a-z]+")
+_NAME = [(category, re.compile(rf"\b(?:{pattern})\b")) for category, pattern in NAME_RULES]
 _OP = [(category, re.compile(pattern)) for category, pattern in OP_RULES]
+
+
+def words(name: str) -> str:
+    """A kernel name as lower-case words, one space apart: split at every character that is not
+    a letter and where a lower-case letter meets an upper-case one (``cublasGemmSmallNParams``
+    → ``cublas gemm small nparams``, ``s1688gemm_bf16`` → ``s gemm bf``)."""
+    return _NOT_LETTERS.sub(" ", _CAMEL.sub(" ", name).lower()).strip()
 
 
 def by_name(name: str) -> str:
     """The category of a kernel from its name alone."""
-    lowered = name.lower()
+    text = words(name)
     for category, pattern in _NAME:
-        if pattern.search(lowered):
+        if pattern.search(text):
             return category
     return "other"
 
@@ -77,24 +115,56 @@ def by_op(op: str) -> str | None:
     return None
 
 
-def categorize(events: TraceEvents, leaf: np.ndarray | None = None) -> np.ndarray:
-    """Per GPU row, the index of its category in CATEGORIES. ``leaf`` holds each row's leaf
-    op name id (oplinks.NO_OP when none), or is None when ops are not linked."""
+def categorize(events: TraceEvents, links: OpLinks | None = None) -> np.ndarray:
+    """Per GPU row, the index of its category in CATEGORIES. ``links``: the rows' op links
+    (analyses.oplinks), or None when ops are not linked (name rules only)."""
     gpu = events.gpu
     index = {c: i for i, c in enumerate(CATEGORIES)}
     of_name = np.array([index[by_name(n)] for n in events.names], dtype=np.int64)
     out = of_name[gpu.name] if len(of_name) else np.zeros(0, dtype=np.int64)
-    if leaf is not None:
+    if links is not None and len(out):
+        leaf = links.leaf
         imposed = np.full(len(events.names), -1, dtype=np.int64)
         for op in distinct(leaf[leaf >= 0]).tolist():
             category = by_op(events.names[op])
             imposed[op] = -1 if category is None else index[category]
-        linked = (leaf >= 0) & (gpu.kind == KERNEL)
-        chosen = np.where(linked, imposed[np.maximum(leaf, 0)], -1) if len(imposed) else out
+        kernel = gpu.kind == KERNEL
+        chosen = np.where((leaf >= 0) & kernel, imposed[np.maximum(leaf, 0)], -1)
+        stepped = kernel & (chosen < 0) & in_optimizer_step(events, links)
+        chosen[stepped] = index["optimizer"]
         out = np.where(chosen >= 0, chosen, out)
     out[gpu.kind == MEMCPY] = index["memcpy"]
     out[gpu.kind == MEMSET] = index["memset"]
     return out
 
 
-__all__ = ["CATEGORIES", "NAME_RULES", "OP_RULES", "by_name", "by_op", "categorize"]
+def in_optimizer_step(events: TraceEvents, links: OpLinks) -> np.ndarray:
+    """Mask per GPU row: its launch lies inside an ``Optimizer.step#…`` annotation (closed
+    window) on the launch's thread."""
+    inside = np.zeros(len(events.gpu.ts), dtype=bool)
+    wanted = np.array([bool(OPTIMIZER_STEP.match(n)) for n in events.names] + [False])
+    if not wanted.any() or len(events.cpu) == 0:
+        return inside
+    spans = [
+        block[(block["correlation"] == ANNOTATION) & wanted[block["name"]]]
+        for block in events.cpu.blocks()
+    ]
+    steps = np.concatenate(spans) if spans else np.zeros(0, dtype=ROW)
+    for thread, ts, end in zip(
+        steps["thread"].tolist(), steps["ts"].tolist(), steps["end"].tolist(), strict=True
+    ):
+        inside |= (links.thread == thread) & (links.launch >= ts) & (links.launch <= end)
+    return inside
+
+
+__all__ = [
+    "CATEGORIES",
+    "NAME_RULES",
+    "OPTIMIZER_STEP",
+    "OP_RULES",
+    "by_name",
+    "by_op",
+    "categorize",
+    "in_optimizer_step",
+    "words",
+]

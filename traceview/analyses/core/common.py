@@ -37,7 +37,7 @@ class Shared:
     rank: np.ndarray  # name_rank(events.names)
     links: OpLinks  # link_ops(events)
     launch: np.ndarray  # launch_times(events)
-    category: np.ndarray  # categorize(events, links.leaf)
+    category: np.ndarray  # categorize(events, links)
     calls: OpCalls  # op_calls(events)
     step_rows: list[StepRow]  # step_table(events)
     usage: list[DeviceUsage]  # usage(events)
@@ -61,7 +61,7 @@ def work_out(events: TraceEvents, linked: tuple[OpLinks, OpCalls] | None = None)
         rank=rank,
         links=links,
         launch=launch,
-        category=categorize(events, links.leaf),
+        category=categorize(events, links),
         calls=calls,
         step_rows=step_table(events, launch=launch),
         usage=usage,

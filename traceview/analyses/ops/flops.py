@@ -80,6 +80,11 @@ def op_work(name: str, dims_text: bytes, types_text: bytes, concrete_text: bytes
         return None
 
 
+def rule_names() -> frozenset[str]:
+    """The op names whose FLOPs and bytes are defined."""
+    return frozenset(_RULES)
+
+
 def _well_formed(dims: Any, types: Any) -> bool:
     return (
         isinstance(dims, list)

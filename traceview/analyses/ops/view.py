@@ -25,6 +25,7 @@ from traceview.analyses.core.opcalls import op_calls
 from traceview.analyses.core.oplinks import OpLinks, link_ops
 from traceview.analyses.core.trace import TraceSummary, summarize
 from traceview.analyses.ops.groups import OpKeys, group_of
+from traceview.analyses.ops.nesting import counted_calls
 from traceview.analyses.ops.peaks import Peaks, device_peaks, load_peaks_file
 from traceview.analyses.ops.work import bound, group_work, pair_work, peak_flops
 from traceview.choices import OpGroupBy, OpLevel, check_choice
@@ -76,10 +77,18 @@ class OpRow:
     bound: str | None = None
     peak_tflops_per_s: float | None = None
     peak_tb_per_s: float | None = None
+    ceiling_tflops_per_s: float | None = None  # the dtype's peak, else the device's highest
 
     @property
     def tflops_per_s(self) -> float | None:
         return _rate(self.flops, self.gpu_busy_ns)
+
+    @property
+    def above_peak(self) -> bool:
+        """The FLOP rate exceeds what the device can do in its dtype (in any dtype when the
+        dtype is unknown): a figure to distrust, not a speed."""
+        rate, ceiling = self.tflops_per_s, self.ceiling_tflops_per_s
+        return rate is not None and ceiling is not None and rate > ceiling
 
     @property
     def tb_per_s(self) -> float | None:
@@ -124,6 +133,7 @@ class OpRow:
             "peak_tflops_per_s": self.peak_tflops_per_s,
             "peak_tb_per_s": self.peak_tb_per_s,
             "pct_of_peak": self.pct_of_peak,
+            "above_peak": self.above_peak,
             "bound": self.bound,
         }
 
@@ -189,7 +199,9 @@ def analyse_ops(events: TraceEvents, options: OpOptions, shared: Shared | None =
     calls = op_calls(events) if shared is None else shared.calls
     pair_group = group_of(used, keys.of(calls.name, calls.shape))
     per_call = [_sums(pair_group, x, n) for x in (calls.calls, calls.cpu_ns, calls.self_ns)]
-    work = group_work(calls, pair_work(events, calls), pair_group, n)
+    works = pair_work(events, calls)
+    counted = counted_calls(events, calls, works, innermost=leaf)
+    work = group_work(calls, works, pair_group, n, counted)
     extra = load_peaks_file(options.peaks_file) if options.peaks_file is not None else None
     peaks, peak_note = device_peaks(events.header, extra)
     dur, ts = gpu.dur[rows], gpu.ts[rows]
@@ -198,7 +210,7 @@ def analyse_ops(events: TraceEvents, options: OpOptions, shared: Shared | None =
     busy = _busy(events, rows, group, n)
     delay = _launch_delay(links.launch[rows], ts, group, n)
     launch_ns = _launch_time(links, rows, group, n)
-    category = categorize(events, links.leaf) if shared is None else shared.category
+    category = categorize(events, links) if shared is None else shared.category
     comm = _all_communication(category[rows], group, n)
     total = int(gpu_ns.sum())
     out = []
@@ -229,6 +241,7 @@ def analyse_ops(events: TraceEvents, options: OpOptions, shared: Shared | None =
                 ),
                 peak_tflops_per_s=peak_f,
                 peak_tb_per_s=peak_b,
+                ceiling_tflops_per_s=_ceiling(peaks, peak_f),
             )
         )
     out.sort(key=lambda r: (-r.gpu_time_ns, r.name, r.shapes or ""))
@@ -238,7 +251,10 @@ def analyse_ops(events: TraceEvents, options: OpOptions, shared: Shared | None =
         notes.append("no CPU ops in this trace: every kernel is in the (no op) row")
     if peak_note is not None:
         notes.append(peak_note)
-    over = sum(1 for r in out if r.pct_of_peak is not None and r.pct_of_peak > 100)
+    notes += _above_peak_notes(out)
+    over = sum(
+        1 for r in out if r.pct_of_peak is not None and r.pct_of_peak > 100 and not r.above_peak
+    )
     if over:
         notes.append(
             (
@@ -259,6 +275,26 @@ def analyse_ops(events: TraceEvents, options: OpOptions, shared: Shared | None =
         notes=notes,
         peaks=peaks,
     )
+
+
+def _ceiling(peaks: Peaks | None, peak_tflops: float | None) -> float | None:
+    """The most TFLOP/s a row can reach: its dtype's peak, else the device's highest peak."""
+    if peak_tflops is not None:
+        return peak_tflops
+    return max(peaks.tflops.values(), default=None) if peaks is not None else None
+
+
+def _above_peak_notes(rows: list[OpRow]) -> list[str]:
+    """A note per row whose FLOP rate is above the device's peak for its dtype."""
+    return [
+        f"{r.name}: {r.tflops_per_s:.2f} TFLOP/s is above the {r.ceiling_tflops_per_s:g} "
+        f"TFLOP/s peak of {r.dtype or 'any dtype'} on this GPU, so it is not a speed: its "
+        "FLOPs may be counted twice (ops nested in a way the trace does not show), the op "
+        "may run in another dtype than its inputs (fp32 on TF32 tensor cores), or the peaks "
+        "are not this GPU's (--peaks)"
+        for r in rows
+        if r.above_peak
+    ]
 
 
 def _shapes_of(shape: np.ndarray | None, rows: np.ndarray) -> np.ndarray:

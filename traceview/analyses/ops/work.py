@@ -17,6 +17,7 @@ import numpy as np
 
 from traceview.analyses.core.opcalls import OpCalls
 from traceview.analyses.ops.flops import PEAK_DTYPE, Work, op_work
+from traceview.analyses.ops.nesting import Counted
 from traceview.analyses.ops.peaks import Peaks
 from traceview.columns.model import TraceEvents
 
@@ -41,22 +42,35 @@ def pair_work(events: TraceEvents, calls: OpCalls) -> list[Work | None]:
     return out
 
 
-def group_work(calls: OpCalls, works: list[Work | None], group: np.ndarray, n: int) -> GroupWork:
-    """Sum the pairs' work into ``n`` groups (``group``: each pair's group, −1 for none)."""
+def group_work(
+    calls: OpCalls,
+    works: list[Work | None],
+    group: np.ndarray,
+    n: int,
+    counted: Counted | None = None,
+) -> GroupWork:
+    """Sum the pairs' work into ``n`` groups (``group``: each pair's group, −1 for none).
+    ``counted``: per pair, the calls whose work counts (analyses.opnesting; default all); a
+    group whose every call's work is counted at a nested op has none (None)."""
     flops: list[int | None] = [0] * n
     moved: list[int | None] = [0] * n
     dtype: list[str | bool | None] = [True] * n  # True: no call seen yet
-    for g, count, work in zip(group.tolist(), calls.calls.tolist(), works, strict=True):
-        if g < 0:
+    count = calls.calls if counted is None else counted.calls
+    kinds = [None if w is None else w.dtype for w in works] if counted is None else counted.dtype
+    for g, c, work, kind in zip(group.tolist(), count.tolist(), works, kinds, strict=True):
+        if g < 0 or (work is not None and c == 0):
             continue
         if work is None:
             flops[g] = moved[g] = None
             dtype[g] = None
             continue
         f, b = flops[g], moved[g]
-        flops[g] = None if f is None else f + count * work.flops
-        moved[g] = None if b is None else b + count * work.bytes
-        dtype[g] = work.dtype if dtype[g] in (True, work.dtype) else None
+        flops[g] = None if f is None else f + c * work.flops
+        moved[g] = None if b is None else b + c * work.bytes
+        dtype[g] = kind if kind is not None and dtype[g] in (True, kind) else None
+    for g in range(n):
+        if dtype[g] is True and counted is not None:
+            flops[g] = moved[g] = None  # no call left whose work counts here
     return GroupWork(flops, moved, [None if d is True else d for d in dtype])  # type: ignore[misc]
 
 

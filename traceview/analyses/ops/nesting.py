@@ -1,0 +1,102 @@
+"""Work counted once when ops nest: an autocast ``aten::addmm`` that calls a bf16
+``aten::addmm``, ``aten::linear`` → ``aten::addmm``, ``aten::matmul`` → ``aten::mm``.
+
+Two calls on one thread whose FLOPs rules (analyses.flops) give the same kind of work (gemm,
+attention, convolution) and of which one contains the other describe the same computation. At
+the leaf level the work is counted at the innermost such call (the op that launched the
+kernels); at the top level at the outermost. Calls nest properly (kineto writes them so).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from traceview.aggregate.order import lex_order
+from traceview.analyses.core.opcalls import OpCalls
+from traceview.analyses.ops.flops import Work, rule_names
+from traceview.columns.cpu_rows import OP
+from traceview.columns.model import TraceEvents
+
+
+@dataclass(frozen=True)
+class Counted:
+    """Per (name, shape) pair of op calls: how many calls carry their work, and the dtype that
+    work runs in (the innermost call's input type: an autocast wrapper's fp32 inputs are not
+    what its nested bf16 call computes in; None when its calls differ)."""
+
+    calls: np.ndarray
+    dtype: list[str | None]
+
+
+def counted_calls(
+    events: TraceEvents, calls: OpCalls, works: list[Work | None], innermost: bool
+) -> Counted:
+    """The Counted of ``calls``: a call's work is dropped when it wraps (``innermost``) or
+    is wrapped by a call of the same kind of work."""
+    kinds = sorted({w.kind for w in works if w is not None})
+    kind = np.array([-1 if w is None else kinds.index(w.kind) for w in works] + [-1])
+    width = max(len(events.shapes), 0) + 1
+    pair_key = calls.name.astype(np.int64) * width + calls.shape.astype(np.int64) + 1
+    by_key = np.argsort(pair_key, kind="stable")
+    thread, ts, end, pair = _work_calls(events, pair_key[by_key], by_key)
+    k = kind[pair]
+    keep = k >= 0
+    thread, ts, end, pair, k = thread[keep], ts[keep], end[keep], pair[keep], k[keep]
+    order = lex_order((-end, ts, k, thread))
+    group = thread[order] * len(kinds) + k[order]
+    ts, end, pair = ts[order], end[order], pair[order]
+    wraps = _contains_next(group, ts, end)
+    shadowed = wraps if innermost else _inside_earlier(group, ts, end)
+    chain_end = np.flatnonzero(~wraps)  # calls wrapping none: each chain's innermost
+    inner = pair[chain_end[np.searchsorted(chain_end, np.arange(len(pair)))]]
+    dtype: list[str | bool | None] = [True if w is None else w.dtype for w in works]
+    seen: dict[int, set[str]] = {}
+    for p, q in zip(pair[~shadowed].tolist(), inner[~shadowed].tolist(), strict=True):
+        seen.setdefault(p, set()).add(works[q].dtype)
+    for p, found in seen.items():
+        dtype[p] = found.pop() if len(found) == 1 else None
+    dropped = np.bincount(pair[shadowed], minlength=len(works))[: len(works)]
+    return Counted(calls.calls - dropped, [d if isinstance(d, str) else None for d in dtype])
+
+
+def _work_calls(
+    events: TraceEvents, sorted_keys: np.ndarray, by_key: np.ndarray
+) -> tuple[np.ndarray, ...]:
+    """Thread, start, end and pair index of every CPU op call whose name has a FLOPs rule."""
+    names = rule_names()
+    wanted = np.array([n in names for n in events.names] + [False])
+    width = max(len(events.shapes), 0) + 1
+    parts: list[tuple[np.ndarray, ...]] = []
+    for block in events.cpu.blocks():
+        rows = block[(block["correlation"] == OP) & wanted[block["name"]]]
+        key = rows["name"].astype(np.int64) * width + rows["shape"].astype(np.int64) + 1
+        at = np.minimum(np.searchsorted(sorted_keys, key), max(len(sorted_keys) - 1, 0))
+        found = sorted_keys[at] == key if len(sorted_keys) else np.zeros(len(key), dtype=bool)
+        rows, at = rows[found], at[found]
+        parts.append((rows["thread"].astype(np.int64), rows["ts"], rows["end"], by_key[at]))
+    if not parts:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, empty, empty
+    return tuple(np.concatenate(column) for column in zip(*parts, strict=True))
+
+
+def _contains_next(group: np.ndarray, ts: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Mask: the call's next one in (group, start, longest first) order is inside it."""
+    out = np.zeros(len(ts), dtype=bool)
+    if len(ts) > 1:
+        out[:-1] = (group[1:] == group[:-1]) & (ts[1:] <= end[:-1])
+    return out
+
+
+def _inside_earlier(group: np.ndarray, ts: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Mask: the call starts inside an earlier call of its group (in start order)."""
+    out = np.zeros(len(ts), dtype=bool)
+    if len(ts) == 0:
+        return out
+    heads = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
+    for lo, hi in zip(heads.tolist(), [*heads[1:].tolist(), len(ts)], strict=True):
+        reach = np.maximum.accumulate(end[lo:hi])
+        out[lo + 1 : hi] = ts[lo + 1 : hi] <= reach[:-1]
+    return out
