@@ -17,7 +17,7 @@ from conftest import load_generator
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from traceview.columns.numbers import NeedsExactTimes, to_ns
+from traceview.columns.numbers import NeedsExactTimes, to_ns, value_of
 from traceview.columns.parallel import collect_events
 from traceview.errors import TraceviewError
 from traceview.read.reader import TraceReader
@@ -35,7 +35,7 @@ def _exact_batches(reader: TraceReader) -> Iterator[list[Any]]:
     for batch in reader.batches():
         try:
             for e in batch:
-                for value in (e.ts, e.dur):
+                for value in (value_of(e.ts), value_of(e.dur)):
                     if value is not None:
                         to_ns(value)
         except NeedsExactTimes:
@@ -58,11 +58,13 @@ def _ns(value: Any) -> int | None:
 
 
 def _key(e: Any) -> tuple[Any, ...]:
-    return (e.ph, e.cat, e.name, None if e.ts is None else to_ns(e.ts), _dur(e))
+    ts = value_of(e.ts)
+    return (e.ph, e.cat, e.name, None if ts is None else to_ns(ts), _dur(e))
 
 
 def _dur(e: Any) -> int | None:
-    return None if e.dur is None else to_ns(e.dur)
+    dur = value_of(e.dur)
+    return None if dur is None else to_ns(dur)
 
 
 def _ref_key(d: dict[str, Any]) -> tuple[Any, ...]:

@@ -5,8 +5,12 @@ same values."""
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import Any
+
+import msgspec
 
 from traceview.columns import batch
+from traceview.read.decode import RAW_NUMBER
 
 
 class NeedsExactTimes(Exception):
@@ -24,6 +28,14 @@ class BadNumber(Exception):
 
     def __init__(self, why: str = NOT_FINITE) -> None:
         super().__init__(why)
+
+
+def value_of(number: Any) -> Any:
+    """A ts or dur as the per-event path takes it: raw text (an exactly decoded event's) as
+    the ``Decimal`` (or None) it spells."""
+    if type(number) is msgspec.Raw:
+        return RAW_NUMBER.decode(number)
+    return number
 
 
 def to_ns(value: float | int | Decimal) -> int:

@@ -121,8 +121,10 @@ class TraceReader:
         block_size: int = BLOCK_SIZE,
         on_progress: Callable[[int, int | None], None] | None = None,
         part: MainPart | WorkerPart | None = None,
+        shapes: bool = True,
     ) -> None:
         self.info = check_path(path)
+        self.shapes = shapes  # decode the CPU ops' shapes (reads that keep CPU rows)
         self.path = path
         self.partial = partial
         self.block_size = block_size
@@ -411,7 +413,7 @@ class TraceReader:
         """Text that ends inside an event: an error at the damage if it is not only cut short
         (a lost quote makes the rest of a file look like one unfinished event)."""
         try:
-            decode_chunk(text, False, Counter())
+            decode_chunk(text, False, Counter(), self.shapes)
         except ChunkError as e:
             if not e.cut_short:
                 self._fail(f"malformed JSON at byte {offset + e.pos}: {e.why}")
@@ -436,7 +438,8 @@ class TraceReader:
         """Decode ``data[start:end]`` and count its events (kept to decode again exactly)."""
         self._last_chunk = (data, start, end)
         stop = len(data) if end is None else end
-        events = decode_span(data, start, stop, self.stats.exact_times, self.stats.skipped)
+        exact, skipped = self.stats.exact_times, self.stats.skipped
+        events = decode_span(data, start, stop, exact, skipped, self.shapes)
         self._last_count = len(events)
         self.stats.events += len(events)
         self.stats.chunks += 1
