@@ -64,8 +64,13 @@ def stream_key(e: Any) -> tuple[Any, Any]:
 
 
 def stream_keys(events: Sequence[Any]) -> list[tuple[Any, Any]]:
-    """The stream_key of each event."""
-    return [stream_key(e) for e in events]
+    """The stream_key of each event (inline: this runs over every GPU event)."""
+    return [
+        (e.pid, e.tid)
+        if (a := e.args) is None or a.device is None
+        else (a.device, e.tid if a.stream is None else a.stream)
+        for e in events
+    ]
 
 
 def timed(events: Sequence[Any]) -> tuple[np.ndarray, np.ndarray] | None:
