@@ -14,13 +14,21 @@ from dataclasses import dataclass, field
 from itertools import repeat
 from typing import Any
 
+import msgspec
 import numpy as np
 
 from traceview.columns import batch, comms, cpu_rows, launches
 from traceview.columns.cpu_rows import RowSource, SpillFile
 from traceview.columns.intern import Interner, carry_key
 from traceview.columns.model import STEP_PREFIX, StepWindow, StreamKey, TraceEvents
-from traceview.columns.numbers import NEGATIVE_DUR, BadNumber, NeedsExactTimes, to_ns, value_of
+from traceview.columns.numbers import (
+    NEGATIVE_DUR,
+    BadNumber,
+    NeedsExactTimes,
+    NeedsSlowDecode,
+    to_ns,
+    value_of,
+)
 from traceview.columns.packed_names import PackedNames
 from traceview.columns.schema import (
     COMM_COLUMNS,
@@ -35,7 +43,7 @@ from traceview.columns.schema import (
     from_arrays,
     join_columns,
 )
-from traceview.read.decode import ShapedArgs, may_carry
+from traceview.read.decode import ShapedArgs, check_raw_numbers, has_raw_numbers, may_carry
 from traceview.read.reader import ReadStats, TraceReader
 
 _RUNTIME, _CPU_ANNOTATION, _GPU_ANNOTATION, _OTHER = 10, 11, 12, -1
@@ -112,6 +120,9 @@ class EventCollector:
         except NeedsExactTimes:
             self.quality, self.cpu_quality = quality, cpu_quality  # nothing counted twice
             raise
+        except msgspec.ValidationError:  # see check_raw_numbers
+            self.quality, self.cpu_quality = quality, cpu_quality
+            raise NeedsSlowDecode from None
 
     def _add(self, events: Iterable[Any]) -> None:
         # Whether this batch may hold a collective's metadata: else no event is checked.
@@ -243,7 +254,8 @@ class EventCollector:
         kinds = np.fromiter(map(self._categories.__getitem__, cats), np.int8, n)
         gpu_at = np.flatnonzero((kinds >= 0) & (kinds <= MEMSET))
         gpu = _picked(events, gpu_at)
-        runtime = _picked(events, np.flatnonzero(kinds == _RUNTIME))
+        runtime_at = np.flatnonzero(kinds == _RUNTIME)
+        runtime = _picked(events, runtime_at)
         marked_at = np.flatnonzero(kinds >= _CPU_ANNOTATION)
         marked = _picked(events, marked_at)
         names = [e.name for e in marked]
@@ -256,6 +268,12 @@ class EventCollector:
             ops = _picked(marked, ops_at)
         elif carry:
             ops = [e for e in _picked(marked, ops_at) if (a := e.args) and a.collective is not None]
+        if has_raw_numbers(events):  # the numbers of the events left out, checked here
+            kept = np.zeros(n, dtype=bool)
+            kept[gpu_at] = kept[runtime_at] = kept[marked_at[step_at]] = True
+            if self.keep_cpu:
+                kept[marked_at[ops_at]] = True
+            check_raw_numbers(_picked(events, np.flatnonzero(~kept)))
         return gpu, kinds[gpu_at].tolist(), runtime, steps, ops
 
     def _gpu_columns(self, gpu: list[Any], kinds: list[int]) -> tuple[np.ndarray, ...] | None:
@@ -279,6 +297,9 @@ class EventCollector:
 
     def _add_each(self, pairs: Iterable[tuple[Any, int]], lists: _Lists) -> None:
         """The per-event path: exact conversion, bad events skipped and counted."""
+        pairs = list(pairs)
+        if pairs and has_raw_numbers([pairs[0][0]]):
+            check_raw_numbers([e for e, _ in pairs])  # every number, before any is used
         for e, kind in pairs:
             try:
                 self._add_event(e, kind, lists)

@@ -17,6 +17,11 @@ class NeedsExactTimes(Exception):
     """A float timestamp too large to hold ns precision: decode this chunk exactly."""
 
 
+class NeedsSlowDecode(Exception):
+    """A raw ts or dur that the exact decoder's old fields rejected: decode this chunk by the
+    slow path, as that decoder's rejection did (traceview.read.decode.check_raw_numbers)."""
+
+
 # Why an event was skipped (BadNumber's message, counted in the warnings).
 NOT_FINITE = "events skipped: ts missing, or ts or dur not a finite number"
 OUT_OF_RANGE = "events skipped: ts or dur out of range (beyond ±2^62 ns, about ±146 years)"

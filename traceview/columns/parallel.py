@@ -24,7 +24,7 @@ import numpy as np
 from traceview.columns.collect import EventCollector
 from traceview.columns.cpu_rows import CpuRows, SpillFile
 from traceview.columns.model import TraceEvents
-from traceview.columns.numbers import NeedsExactTimes
+from traceview.columns.numbers import NeedsExactTimes, NeedsSlowDecode
 from traceview.columns.packed_names import PackedNames
 from traceview.columns.schema import (
     GPU_COLUMNS,
@@ -269,6 +269,8 @@ def _collect(reader: TraceReader, keep_cpu: bool, spill: SpillFile | None = None
             collector.add(events)
         except NeedsExactTimes:
             collector.add(reader.redecode_exact())
+        except NeedsSlowDecode:
+            collector.add(reader.redecode_slow())
     return collector
 
 

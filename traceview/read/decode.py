@@ -170,6 +170,12 @@ class DecimalCommEvent(DecimalEvent, gc=False):
 
 
 AnyEvent = Event | ExactEvent | DecimalEvent
+_RAW_EVENTS = (
+    ExactEvent,
+    ExactShapedEvent,
+    ExactCommEvent,
+    ExactShapedCommEvent,
+)
 COMM_EVENTS = (
     CommEvent,
     ShapedCommEvent,
@@ -283,10 +289,7 @@ def decode_span(
             with memoryview(data) as view, view[start - 1 : end + 1] as span:
                 # Raw fields would keep a view of the buffer alive (it could not grow or
                 # shrink any more): raw shapes or numbers are decoded from a copy.
-                events = decoder.decode(bytes(span) if shaped or exact else span)
-            if exact:
-                check_raw_numbers(events)
-            return events
+                return decoder.decode(bytes(span) if shaped or exact else span)
         except _FAST_ERRORS as e:
             with memoryview(data) as view, view[start:end] as span:
                 _check_cut_short(e, span)
@@ -298,20 +301,36 @@ def decode_span(
 
 def _decode_fast(chunk: bytes | bytearray, exact: bool, shapes: bool) -> list[Any]:
     shaped = shapes and SHAPE_KEY in chunk
-    events = _decoder(exact, COMM_KEY in chunk, shaped).decode(b"[" + chunk + b"]")
-    if exact:
-        check_raw_numbers(events)
-    return events
+    return _decoder(exact, COMM_KEY in chunk, shaped).decode(b"[" + chunk + b"]")
+
+
+def has_raw_numbers(events: list[Any]) -> bool:
+    """Whether the events of one decoded span were decoded exactly by the fast path (raw ts
+    and dur, not yet checked: see check_raw_numbers)."""
+    return bool(events) and type(events[0]) in _RAW_EVENTS
 
 
 def check_raw_numbers(events: list[Any]) -> None:
     """ValidationError unless every raw ts and dur is what a ``Decimal | None`` field takes
-    (a number, null, a decimal string), as the exact decoder's fields were: else the chunk
-    takes the slow path. Event by event only where one is not a number or null."""
+    (a number, null, a decimal string), as the exact decoder's fields were; where one is
+    not, the old decoder rejected the chunk, which then took the slow path (so does it now:
+    see read.reader.TraceReader.redecode_slow). The events whose numbers are parsed in bulk
+    need no check (only plain numbers parse); event by event only where one is not a number
+    or null."""
     for raws in ([e.ts for e in events], [e.dur for e in events]):
-        if b" ".join(raws).translate(None, _NUMBER_BYTES):
+        try:
+            text = b" ".join(raws)
+        except TypeError:  # events of the slow path among them
+            text = b"?"
+        if text.translate(None, _NUMBER_BYTES):
             for raw in raws:
-                RAW_NUMBER.decode(raw)
+                if type(raw) is msgspec.Raw:
+                    RAW_NUMBER.decode(raw)
+
+
+def decode_slow(chunk: bytes | bytearray, exact: bool, skipped: Counter[str]) -> list[Any]:
+    """``chunk`` by the slow path, as when the fast decoder rejects it."""
+    return _decode_slow(chunk, exact, skipped)
 
 
 def _check_cut_short(error: Exception, text: bytes | bytearray | memoryview) -> None:

@@ -21,7 +21,13 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from traceview.errors import TraceviewError
-from traceview.read.decode import ChunkError, decode_chunk, decode_span, needs_exact
+from traceview.read.decode import (
+    ChunkError,
+    decode_chunk,
+    decode_slow,
+    decode_span,
+    needs_exact,
+)
 from traceview.read.jsonscan import Resume, skip_ws, split_values, value_end
 from traceview.read.layout import (
     NeedMore,
@@ -205,6 +211,19 @@ class TraceReader:
         self.stats.events -= self._last_count
         self.stats.chunks -= 1
         return self._decode_counted(*self._last_chunk)
+
+    def redecode_slow(self) -> list[Any]:
+        """Decode the last chunk again by the slow path: a raw ts or dur in it is not what
+        the exact decoder's fields took (see read.decode.check_raw_numbers)."""
+        self.stats.events -= self._last_count
+        self.stats.chunks -= 1
+        data, start, end = self._last_chunk
+        chunk = data[start : len(data) if end is None else end]
+        events = decode_slow(chunk, self.stats.exact_times, self.stats.skipped)
+        self._last_count = len(events)
+        self.stats.events += len(events)
+        self.stats.chunks += 1
+        return events
 
     def _read(self, source: TraceSource) -> Iterator[list[Any]]:
         blocks = self._blocks(source)
