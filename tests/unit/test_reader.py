@@ -11,15 +11,17 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 import reference as slow
 from conftest import load_generator
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from traceview.columns.numbers import NeedsExactTimes, to_ns
+from traceview.columns.numbers import NeedsExactTimes, to_ns, value_of
 from traceview.columns.parallel import collect_events
 from traceview.errors import TraceviewError
+from traceview.read.decode import check_raw_numbers, has_raw_numbers
 from traceview.read.reader import TraceReader
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
@@ -34,8 +36,13 @@ def _exact_batches(reader: TraceReader) -> Iterator[list[Any]]:
     """Batches as collect_events sees them: a batch with float ts too big for ns is redecoded."""
     for batch in reader.batches():
         try:
+            if has_raw_numbers(batch):
+                check_raw_numbers(batch)
+        except msgspec.ValidationError:
+            batch = reader.redecode_slow()
+        try:
             for e in batch:
-                for value in (e.ts, e.dur):
+                for value in (value_of(e.ts), value_of(e.dur)):
                     if value is not None:
                         to_ns(value)
         except NeedsExactTimes:
@@ -58,11 +65,13 @@ def _ns(value: Any) -> int | None:
 
 
 def _key(e: Any) -> tuple[Any, ...]:
-    return (e.ph, e.cat, e.name, None if e.ts is None else to_ns(e.ts), _dur(e))
+    ts = value_of(e.ts)
+    return (e.ph, e.cat, e.name, None if ts is None else to_ns(ts), _dur(e))
 
 
 def _dur(e: Any) -> int | None:
-    return None if e.dur is None else to_ns(e.dur)
+    dur = value_of(e.dur)
+    return None if dur is None else to_ns(dur)
 
 
 def _ref_key(d: dict[str, Any]) -> tuple[Any, ...]:

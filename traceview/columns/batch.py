@@ -11,16 +11,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import msgspec
 import numpy as np
+
+from traceview.columns.raw_numbers import NS_LIMIT as NS_LIMIT
+from traceview.columns.raw_numbers import ns_of_raws
 
 # Shared with the per-event path (events.to_ns), so both accept exactly the same values.
 FLOAT_EXACT_LIMIT = float(2**33)  # below this, a 3-decimal µs float holds its ns exactly
-NS_LIMIT = 2**62  # |ns| below this, so ts + dur still fits int64
 _INT_LIMIT = NS_LIMIT // 1000
 
 
 def ns_array(values: Sequence[Any]) -> np.ndarray | None:
     """µs values as int64 ns, or None if any value needs the per-event path."""
+    if values and type(values[0]) is msgspec.Raw:
+        return ns_of_raws(values)
     try:
         array = np.array(values)
     except (OverflowError, ValueError):
@@ -59,8 +64,13 @@ def stream_key(e: Any) -> tuple[Any, Any]:
 
 
 def stream_keys(events: Sequence[Any]) -> list[tuple[Any, Any]]:
-    """The stream_key of each event."""
-    return [stream_key(e) for e in events]
+    """The stream_key of each event (inline: this runs over every GPU event)."""
+    return [
+        (e.pid, e.tid)
+        if (a := e.args) is None or a.device is None
+        else (a.device, e.tid if a.stream is None else a.stream)
+        for e in events
+    ]
 
 
 def timed(events: Sequence[Any]) -> tuple[np.ndarray, np.ndarray] | None:

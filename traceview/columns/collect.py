@@ -11,15 +11,24 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Any
 
+import msgspec
 import numpy as np
 
 from traceview.columns import batch, comms, cpu_rows, launches
 from traceview.columns.cpu_rows import RowSource, SpillFile
 from traceview.columns.intern import Interner, carry_key
 from traceview.columns.model import STEP_PREFIX, StepWindow, StreamKey, TraceEvents
-from traceview.columns.numbers import NEGATIVE_DUR, BadNumber, NeedsExactTimes, to_ns
+from traceview.columns.numbers import (
+    NEGATIVE_DUR,
+    BadNumber,
+    NeedsExactTimes,
+    NeedsSlowDecode,
+    to_ns,
+    value_of,
+)
 from traceview.columns.packed_names import PackedNames
 from traceview.columns.schema import (
     COMM_COLUMNS,
@@ -34,7 +43,7 @@ from traceview.columns.schema import (
     from_arrays,
     join_columns,
 )
-from traceview.read.decode import may_carry
+from traceview.read.decode import ShapedArgs, check_raw_numbers, has_raw_numbers, may_carry
 from traceview.read.reader import ReadStats, TraceReader
 
 _RUNTIME, _CPU_ANNOTATION, _GPU_ANNOTATION, _OTHER = 10, 11, 12, -1
@@ -88,12 +97,12 @@ class EventCollector:
         self.streams = Interner(carry_key)
         self.threads = Interner(carry_key)
         self.launches = Interner(launches.normalise)
-        self.shapes = Interner()
+        self.shapes = Interner(_shape_of)
         self.shapes.id(None)  # id 0: no shape (stored as NO_SHAPE, shape ids one less)
         self.comm_keys = Interner()
         self.quality: Counter[str] = Counter()
         self.cpu_quality: Counter[str] = Counter()  # the part of quality from CPU ops
-        self._categories: dict[str, int] = {}
+        self._categories = _Categories()
         self._gpu: list[tuple[np.ndarray, ...]] = []
         self._runtime: list[tuple[np.ndarray, ...]] = []  # per batch: correlation, ts
         self._cpu = spill if spill is not None else SpillFile()  # CPU rows go to disk
@@ -111,6 +120,9 @@ class EventCollector:
         except NeedsExactTimes:
             self.quality, self.cpu_quality = quality, cpu_quality  # nothing counted twice
             raise
+        except msgspec.ValidationError:  # see check_raw_numbers
+            self.quality, self.cpu_quality = quality, cpu_quality
+            raise NeedsSlowDecode from None
 
     def _add(self, events: Iterable[Any]) -> None:
         # Whether this batch may hold a collective's metadata: else no event is checked.
@@ -143,7 +155,8 @@ class EventCollector:
                 ts, dur = op_times
                 shapes = self._shape_ids(_shape_keys(ops))
                 new_cpu.append(self._cpu_rows(ops, ts, ts + dur, _op_kinds(ops), shapes))
-                new_comm += self._op_comm_rows(ops, ts, ts + dur)
+                if carry:
+                    new_comm += self._op_comm_rows(ops, ts, ts + dur)
         elif ops:
             new_comm += self._threadless_comm_rows(ops, lists)
         self._add_each(steps, lists)
@@ -233,32 +246,35 @@ class EventCollector:
     ) -> tuple[list[Any], list[int], list[Any], list[tuple[Any, int]], list[Any]]:
         """GPU activity (with kinds), runtime calls, ProfilerStep annotations (with kinds),
         and the CPU ops to keep (when CPU activity is kept; else those carrying a collective's
-        metadata, which only a batch that may ``carry`` it has)."""
-        categories = self._categories
-        keep_cpu = self.keep_cpu
-        gpu: list[Any] = []
-        kinds: list[int] = []
-        runtime: list[Any] = []
-        steps: list[tuple[Any, int]] = []
+        metadata, which only a batch that may ``carry`` it has). Sorted a batch at a time."""
+        events = events if isinstance(events, list) else list(events)
+        n = len(events)
+        # Complete events ("X") only: others read as the empty category, which is no kind.
+        cats = [e.cat if e.ph == "X" else "" for e in events]
+        kinds = np.fromiter(map(self._categories.__getitem__, cats), np.int8, n)
+        gpu_at = np.flatnonzero((kinds >= 0) & (kinds <= MEMSET))
+        gpu = _picked(events, gpu_at)
+        runtime_at = np.flatnonzero(kinds == _RUNTIME)
+        runtime = _picked(events, runtime_at)
+        marked_at = np.flatnonzero(kinds >= _CPU_ANNOTATION)
+        marked = _picked(events, marked_at)
+        names = [e.name for e in marked]
+        is_step = np.fromiter(map(str.startswith, names, repeat(STEP_PREFIX)), bool, len(names))
+        step_at = np.flatnonzero(is_step)
+        steps = list(zip(_picked(marked, step_at), kinds[marked_at[step_at]].tolist(), strict=True))
+        ops_at = np.flatnonzero((kinds[marked_at] == _CPU_ANNOTATION) & ~is_step)
         ops: list[Any] = []
-        for e in events:
-            kind = categories.get(e.cat)
-            if kind is None:
-                kind = categories[e.cat] = _CATEGORIES.get(e.cat.lower(), _OTHER)
-            if kind == _OTHER or e.ph != "X":
-                continue
-            if kind <= MEMSET:
-                gpu.append(e)
-                kinds.append(kind)
-            elif kind == _RUNTIME:
-                runtime.append(e)
-            elif e.name.startswith(STEP_PREFIX):
-                steps.append((e, kind))
-            elif kind == _CPU_ANNOTATION and (
-                keep_cpu or (carry and (a := e.args) is not None and a.collective is not None)
-            ):
-                ops.append(e)
-        return gpu, kinds, runtime, steps, ops
+        if self.keep_cpu:
+            ops = _picked(marked, ops_at)
+        elif carry:
+            ops = [e for e in _picked(marked, ops_at) if (a := e.args) and a.collective is not None]
+        if has_raw_numbers(events):  # the numbers of the events left out, checked here
+            kept = np.zeros(n, dtype=bool)
+            kept[gpu_at] = kept[runtime_at] = kept[marked_at[step_at]] = True
+            if self.keep_cpu:
+                kept[marked_at[ops_at]] = True
+            check_raw_numbers(_picked(events, np.flatnonzero(~kept)))
+        return gpu, kinds[gpu_at].tolist(), runtime, steps, ops
 
     def _gpu_columns(self, gpu: list[Any], kinds: list[int]) -> tuple[np.ndarray, ...] | None:
         """Columns of a batch of GPU events, or None to convert them one by one."""
@@ -281,6 +297,9 @@ class EventCollector:
 
     def _add_each(self, pairs: Iterable[tuple[Any, int]], lists: _Lists) -> None:
         """The per-event path: exact conversion, bad events skipped and counted."""
+        pairs = list(pairs)
+        if pairs and has_raw_numbers([pairs[0][0]]):
+            check_raw_numbers([e for e, _ in pairs])  # every number, before any is used
         for e, kind in pairs:
             try:
                 self._add_event(e, kind, lists)
@@ -345,9 +364,10 @@ class EventCollector:
         self._widen_span(int(ts.min()), int((ts + dur).max()))
 
     def _add_event(self, e: Any, kind: int, lists: _Lists) -> None:
-        if e.ts is None:
+        ts_value = value_of(e.ts)
+        if ts_value is None:
             raise BadNumber
-        ts = to_ns(e.ts)
+        ts = to_ns(ts_value)
         dur = self._duration(e)
         if kind <= MEMSET:
             self._add_gpu(e, kind, ts, dur, lists)
@@ -376,10 +396,11 @@ class EventCollector:
         return thread
 
     def _duration(self, e: Any) -> int:
-        if e.dur is None:
+        dur_value = value_of(e.dur)
+        if dur_value is None:
             self.quality["events without dur (counted as 0)"] += 1
             return 0
-        dur = to_ns(e.dur)
+        dur = to_ns(dur_value)
         if dur < 0:
             raise BadNumber(NEGATIVE_DUR)
         return dur
@@ -494,12 +515,26 @@ class EventCollector:
         )
 
 
+class _Categories(dict[str, int]):
+    """Category text → kind, each new text looked up once (case-insensitively)."""
+
+    def __missing__(self, cat: str) -> int:
+        kind = self[cat] = _CATEGORIES.get(cat.lower(), _OTHER)
+        return kind
+
+
+def _picked(items: list[Any], at: np.ndarray) -> list[Any]:
+    """The items at the positions ``at``, in order."""
+    return [items[i] for i in at.tolist()]
+
+
 def _span_or_none(e: Any) -> tuple[int, int] | None:
     """(ts, end) in ns of an event the per-event path keeps (dur missing: 0), else None."""
-    if e.ts is None:
+    ts_value, dur_value = value_of(e.ts), value_of(e.dur)
+    if ts_value is None:
         return None
     try:
-        ts, dur = to_ns(e.ts), 0 if e.dur is None else to_ns(e.dur)
+        ts, dur = to_ns(ts_value), 0 if dur_value is None else to_ns(dur_value)
     except BadNumber:
         return None
     return (ts, ts + dur) if dur >= 0 else None
@@ -513,18 +548,31 @@ def _op_kinds(ops: list[Any]) -> np.ndarray:
     )
 
 
-def _shape_keys(ops: list[Any]) -> list[tuple[bytes, bytes, bytes] | None]:
-    """Per CPU op, its (Input Dims, Input type, Concrete Inputs) raw text; None without dims."""
-    return [_shape_key(e.args) for e in ops]
+def _shape_keys(ops: list[Any]) -> list[Any]:
+    """Per CPU op, its shape key (interned as its (Input Dims, Input type, Concrete Inputs)
+    raw text, see _shape_of): the three texts joined, made a batch at a time."""
+    try:
+        args = [e.args or _NO_ARGS for e in ops]
+        dims = [a.input_dims or a.input_dims_2021 for a in args]
+        types = [a.input_type for a in args]
+        concrete = [a.concrete_inputs for a in args]
+    except AttributeError:  # decoded without shapes: a span that has none
+        return [None] * len(ops)
+    return list(map(_SHAPE_SEPARATOR.join, zip(dims, types, concrete, strict=True)))
 
 
-def _shape_key(args: Any) -> tuple[bytes, bytes, bytes] | None:
-    if args is None:
-        return None
-    dims = args.input_dims or args.input_dims_2021
-    if not dims:
-        return None
-    return (bytes(dims), bytes(args.input_type), bytes(args.concrete_inputs))
+# Never in JSON text (a control character, which a string holds only escaped), so the three
+# texts of a shape key are found again between it.
+_SHAPE_SEPARATOR = b"\x1f"
+_NO_ARGS = ShapedArgs()
+
+
+def _shape_of(key: Any) -> tuple[bytes, bytes, bytes] | None:
+    """A shape key as it is kept: the (dims, types, concrete) texts; None without dims."""
+    if type(key) is not bytes:
+        return key  # type: ignore[no-any-return]
+    dims, types, concrete = key.split(_SHAPE_SEPARATOR)
+    return (dims, types, concrete) if dims else None
 
 
 def _correlation(e: Any) -> int:

@@ -35,7 +35,7 @@ def carries(e: Any) -> bool:
     """Whether the event's args carry a collective's metadata (only an event of a span that
     ``may_carry`` can)."""
     args = e.args
-    return type(args) is CommArgs and type(args.collective) is str
+    return isinstance(args, CommArgs) and type(args.collective) is str
 
 
 def key_of(args: CommArgs) -> CommKey:

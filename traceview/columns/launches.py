@@ -50,7 +50,18 @@ def launch_ids(interner: Any, events: Sequence[Any]) -> np.ndarray:
 
     A key that cannot be hashed (nested lists or objects where numbers belong) has those
     parts replaced by None, i.e. absent."""
-    keys = [raw_key(e.args) for e in events]
+    keys = [  # raw_key, inline: this runs over every GPU event
+        None
+        if (a := e.args) is None
+        else (
+            tuple(g) if type(g := a.grid) is list else g,
+            tuple(b) if type(b := a.block) is list else b,
+            a.registers,
+            a.shared_memory,
+            a.bytes,
+        )
+        for e in events
+    ]
     try:
         return interner.ids_of(keys)  # type: ignore[no-any-return]
     except TypeError:

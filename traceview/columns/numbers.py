@@ -5,12 +5,21 @@ same values."""
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import Any
+
+import msgspec
 
 from traceview.columns import batch
+from traceview.read.decode import RAW_NUMBER
 
 
 class NeedsExactTimes(Exception):
     """A float timestamp too large to hold ns precision: decode this chunk exactly."""
+
+
+class NeedsSlowDecode(Exception):
+    """A raw ts or dur that the exact decoder's old fields rejected: decode this chunk by the
+    slow path, as that decoder's rejection did (traceview.read.decode.check_raw_numbers)."""
 
 
 # Why an event was skipped (BadNumber's message, counted in the warnings).
@@ -24,6 +33,14 @@ class BadNumber(Exception):
 
     def __init__(self, why: str = NOT_FINITE) -> None:
         super().__init__(why)
+
+
+def value_of(number: Any) -> Any:
+    """A ts or dur as the per-event path takes it: raw text (an exactly decoded event's) as
+    the ``Decimal`` (or None) it spells."""
+    if type(number) is msgspec.Raw:
+        return RAW_NUMBER.decode(number)
+    return number
 
 
 def to_ns(value: float | int | Decimal) -> int:

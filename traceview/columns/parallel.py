@@ -24,7 +24,7 @@ import numpy as np
 from traceview.columns.collect import EventCollector
 from traceview.columns.cpu_rows import CpuRows, SpillFile
 from traceview.columns.model import TraceEvents
-from traceview.columns.numbers import NeedsExactTimes
+from traceview.columns.numbers import NeedsExactTimes, NeedsSlowDecode
 from traceview.columns.packed_names import PackedNames
 from traceview.columns.schema import (
     GPU_COLUMNS,
@@ -47,6 +47,7 @@ def collect_events(reader: TraceReader, keep_cpu: bool = False) -> TraceEvents:
     """Read the whole trace through ``reader`` into TraceEvents (CPU activity if asked): in
     two processes when it is big and the CPU allows (each part by its own reader, made by
     ``reader.for_part``; ``reader`` itself reads the file only if the split fails)."""
+    reader.shapes = keep_cpu  # only CPU rows have shapes
     split = reader.plan_split(_min_bytes()) if (os.cpu_count() or 1) > 1 else None
     if split is None:
         return _serial(reader, keep_cpu)
@@ -102,7 +103,7 @@ def _worker(
     try:
         final_end = functools.partial(_recv_boundary, boundary)
         spec = WorkerPart(*split, final_end=final_end, exact_times=exact_times)
-        part = TraceReader(path, block_size=block_size, part=spec)
+        part = TraceReader(path, block_size=block_size, part=spec, shapes=keep_cpu)
         events = _serial(part, keep_cpu, spill)
     except TraceviewError as e:
         conn.send(("error", str(e)))
@@ -268,6 +269,8 @@ def _collect(reader: TraceReader, keep_cpu: bool, spill: SpillFile | None = None
             collector.add(events)
         except NeedsExactTimes:
             collector.add(reader.redecode_exact())
+        except NeedsSlowDecode:
+            collector.add(reader.redecode_slow())
     return collector
 
 

@@ -2,7 +2,9 @@
 
 Fast path: one msgspec call per chunk into `Event` (numbers as float/int). Traces whose
 timestamps carry sub-µs digits at epoch scale (kineto ≥ 2.3: ``1712195495505582.988``)
-are decoded exactly (numbers as Decimal), since float64 spacing there is 0.25 µs.
+are decoded exactly, since float64 spacing there is 0.25 µs: ``ts`` and ``dur`` as their raw
+text, parsed a batch at a time (traceview.columns.raw_numbers), each checked to be what the
+``Decimal`` the per-event path makes of it would accept.
 Fallback for chunks the fast path rejects (NaN tokens, invalid UTF-8, lone surrogates,
 wrongly typed fields): stdlib json, event by event, skipping and counting bad events.
 """
@@ -13,7 +15,7 @@ import json
 import re
 from collections import Counter
 from decimal import Decimal
-from typing import Any
+from typing import Any, ClassVar
 
 import msgspec
 
@@ -47,6 +49,13 @@ class Args(msgspec.Struct, gc=False):
     registers: Any = msgspec.field(default=None, name="registers per thread")
     shared_memory: Any = msgspec.field(default=None, name="shared memory")
     bytes: Any = None
+    shaped: ClassVar[bool] = False  # whether the shape fields below are declared
+
+
+class ShapedArgs(Args, gc=False):
+    """``Args`` with a CPU op's shapes, for reads that keep CPU rows."""
+
+    shaped: ClassVar[bool] = True
     input_dims: msgspec.Raw = msgspec.field(name="Input Dims", default=_NO_RAW)
     input_dims_2021: msgspec.Raw = msgspec.field(name="Input dims", default=_NO_RAW)
     input_type: msgspec.Raw = msgspec.field(name="Input type", default=_NO_RAW)
@@ -66,8 +75,26 @@ class Event(msgspec.Struct, gc=False):
     args: Args | None = None
 
 
+# A missing ts or dur of an exactly decoded event reads as null.
+RAW_NULL = msgspec.Raw(b"null")
+
+
 class ExactEvent(msgspec.Struct, gc=False):
-    """One trace event with exact (Decimal) ts and dur."""
+    """One trace event with exact ts and dur: their raw JSON text (a number, or what
+    ``Decimal | None`` accepts: checked when decoded, see _check_raw_numbers)."""
+
+    ph: str = ""
+    cat: str = ""
+    name: str = ""
+    pid: int | str | None = None
+    tid: int | str | None = None
+    ts: msgspec.Raw = RAW_NULL
+    dur: msgspec.Raw = RAW_NULL
+    args: Args | None = None
+
+
+class DecimalEvent(msgspec.Struct, gc=False):
+    """An event of the slow path (stdlib json): exact (Decimal) ts and dur."""
 
     ph: str = ""
     cat: str = ""
@@ -99,20 +126,63 @@ class CommArgs(Args, gc=False):
     seq: Any = msgspec.field(default=None, name="Seq")
 
 
-class CommEvent(Event, gc=False):
-    """``Event`` whose args may carry a collective's metadata."""
+class ShapedCommArgs(CommArgs, gc=False):
+    """``CommArgs`` with a CPU op's shapes (as ShapedArgs)."""
 
+    shaped: ClassVar[bool] = True
+    input_dims: msgspec.Raw = msgspec.field(name="Input Dims", default=_NO_RAW)
+    input_dims_2021: msgspec.Raw = msgspec.field(name="Input dims", default=_NO_RAW)
+    input_type: msgspec.Raw = msgspec.field(name="Input type", default=_NO_RAW)
+    concrete_inputs: msgspec.Raw = msgspec.field(name="Concrete Inputs", default=_NO_RAW)
+
+
+# Events whose args have the shapes (reads that keep CPU rows), the collective's metadata
+# (spans holding COMM_KEY), or both: fields cost every event, so each read declares only those
+# it may use.
+class ShapedEvent(Event, gc=False):
+    args: ShapedArgs | None = None
+
+
+class CommEvent(Event, gc=False):
     args: CommArgs | None = None
+
+
+class ShapedCommEvent(Event, gc=False):
+    args: ShapedCommArgs | None = None
+
+
+class ExactShapedEvent(ExactEvent, gc=False):
+    args: ShapedArgs | None = None
 
 
 class ExactCommEvent(ExactEvent, gc=False):
-    """``ExactEvent`` whose args may carry a collective's metadata."""
-
     args: CommArgs | None = None
 
 
-AnyEvent = Event | ExactEvent
-COMM_EVENTS = (CommEvent, ExactCommEvent)
+class ExactShapedCommEvent(ExactEvent, gc=False):
+    args: ShapedCommArgs | None = None
+
+
+class DecimalCommEvent(DecimalEvent, gc=False):
+    """``DecimalEvent`` with every args field (the slow path's)."""
+
+    args: ShapedCommArgs | None = None
+
+
+AnyEvent = Event | ExactEvent | DecimalEvent
+_RAW_EVENTS = (
+    ExactEvent,
+    ExactShapedEvent,
+    ExactCommEvent,
+    ExactShapedCommEvent,
+)
+COMM_EVENTS = (
+    CommEvent,
+    ShapedCommEvent,
+    ExactCommEvent,
+    ExactShapedCommEvent,
+    DecimalCommEvent,
+)
 
 
 def may_carry(events: list[Any]) -> bool:
@@ -123,19 +193,32 @@ def may_carry(events: list[Any]) -> bool:
 _NUMBER_TYPES = (int, Decimal, type(None))
 NON_FINITE = b'"<non-finite number>"'
 
-_FAST = msgspec.json.Decoder(list[Event])
 _FAST_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError, RecursionError)
 _SLOW_ERRORS = (RecursionError, ArithmeticError)
-_FAST_EXACT = msgspec.json.Decoder(list[ExactEvent])
-_FAST_COMM = msgspec.json.Decoder(list[CommEvent])
-_FAST_EXACT_COMM = msgspec.json.Decoder(list[ExactCommEvent])
+# The fast decoders by (exact, comm, shaped).
+_DECODERS: dict[tuple[bool, bool, bool], msgspec.json.Decoder[list[Any]]] = {
+    (exact, comm, shaped): msgspec.json.Decoder(list[event])  # type: ignore[valid-type]
+    for (exact, comm, shaped), event in {
+        (False, False, False): Event,
+        (False, False, True): ShapedEvent,
+        (False, True, False): CommEvent,
+        (False, True, True): ShapedCommEvent,
+        (True, False, False): ExactEvent,
+        (True, False, True): ExactShapedEvent,
+        (True, True, False): ExactCommEvent,
+        (True, True, True): ExactShapedCommEvent,
+    }.items()
+}
+# What the raw ts and dur of an exact event must be: the values the per-event path converts.
+RAW_NUMBER = msgspec.json.Decoder(Decimal | None)
+# The bytes of JSON numbers and null: raw values made of these alone are numbers or null.
+_NUMBER_BYTES = b"0123456789.-+eEnul "
 
 
-def _decoder(exact: bool, comm: bool) -> msgspec.json.Decoder[list[Any]]:
-    """The fast decoder: exact numbers or not, with the collective metadata or not."""
-    if comm:
-        return _FAST_EXACT_COMM if exact else _FAST_COMM
-    return _FAST_EXACT if exact else _FAST
+def _decoder(exact: bool, comm: bool, shaped: bool = True) -> msgspec.json.Decoder[list[Any]]:
+    """The fast decoder: exact numbers or not, with the collective metadata or not, with the
+    CPU ops' shapes or not."""
+    return _DECODERS[exact, comm, shaped]
 
 
 # What may follow a syntax error found where the text only ends too early: a number or a
@@ -162,10 +245,13 @@ def needs_exact(chunk: bytes | bytearray) -> bool:
     return _EXACT_TS.search(chunk) is not None
 
 
-def decode_chunk(chunk: bytes | bytearray, exact: bool, skipped: Counter[str]) -> list[Any]:
-    """Decode ``chunk`` (events separated by commas, no brackets) into Event structs."""
+def decode_chunk(
+    chunk: bytes | bytearray, exact: bool, skipped: Counter[str], shapes: bool = True
+) -> list[Any]:
+    """Decode ``chunk`` (events separated by commas, no brackets) into Event structs; with
+    the CPU ops' shapes if ``shapes`` (and the span holds any)."""
     try:
-        return _decode_fast(chunk, exact)
+        return _decode_fast(chunk, exact, shapes)
     except _FAST_ERRORS as e:
         _check_cut_short(e, chunk)
         return _decode_slow(chunk, exact, skipped)
@@ -185,6 +271,7 @@ def decode_span(
     end: int,
     exact: bool,
     skipped: Counter[str],
+    shapes: bool = True,
 ) -> list[Any]:
     """Decode the events in ``data[start:end]`` (as decode_chunk).
 
@@ -193,27 +280,57 @@ def decode_span(
     overwritten by brackets for the call and put back. What the fast path rejects takes the
     slow path, on a copy.
     """
-    # Raw fields would keep a view of the buffer alive (it could not grow or shrink any
-    # more): a span with shapes is decoded from a copy.
-    shaped = data.find(SHAPE_KEY, start, end) >= 0
-    if isinstance(data, bytearray) and 0 < start <= end < len(data) and not shaped:
+    if isinstance(data, bytearray) and 0 < start <= end < len(data):
+        shaped = shapes and data.find(SHAPE_KEY, start, end) >= 0
         before, after = data[start - 1], data[end]
         data[start - 1], data[end] = ord("["), ord("]")
-        decoder = _decoder(exact, data.find(COMM_KEY, start, end) >= 0)
+        decoder = _decoder(exact, data.find(COMM_KEY, start, end) >= 0, shaped)
         try:
             with memoryview(data) as view, view[start - 1 : end + 1] as span:
-                return decoder.decode(span)
+                # Raw fields would keep a view of the buffer alive (it could not grow or
+                # shrink any more): raw shapes or numbers are decoded from a copy.
+                return decoder.decode(bytes(span) if shaped or exact else span)
         except _FAST_ERRORS as e:
             with memoryview(data) as view, view[start:end] as span:
                 _check_cut_short(e, span)
         finally:
             data[start - 1], data[end] = before, after
         return _decode_slow(data[start:end], exact, skipped)
-    return decode_chunk(data[start:end], exact, skipped)
+    return decode_chunk(data[start:end], exact, skipped, shapes)
 
 
-def _decode_fast(chunk: bytes | bytearray, exact: bool) -> list[Any]:
-    return _decoder(exact, COMM_KEY in chunk).decode(b"[" + chunk + b"]")
+def _decode_fast(chunk: bytes | bytearray, exact: bool, shapes: bool) -> list[Any]:
+    shaped = shapes and SHAPE_KEY in chunk
+    return _decoder(exact, COMM_KEY in chunk, shaped).decode(b"[" + chunk + b"]")
+
+
+def has_raw_numbers(events: list[Any]) -> bool:
+    """Whether the events of one decoded span were decoded exactly by the fast path (raw ts
+    and dur, not yet checked: see check_raw_numbers)."""
+    return bool(events) and type(events[0]) in _RAW_EVENTS
+
+
+def check_raw_numbers(events: list[Any]) -> None:
+    """ValidationError unless every raw ts and dur is what a ``Decimal | None`` field takes
+    (a number, null, a decimal string), as the exact decoder's fields were; where one is
+    not, the old decoder rejected the chunk, which then took the slow path (so does it now:
+    see read.reader.TraceReader.redecode_slow). The events whose numbers are parsed in bulk
+    need no check (only plain numbers parse); event by event only where one is not a number
+    or null."""
+    for raws in ([e.ts for e in events], [e.dur for e in events]):
+        try:
+            text = b" ".join(raws)
+        except TypeError:  # events of the slow path among them
+            text = b"?"
+        if text.translate(None, _NUMBER_BYTES):
+            for raw in raws:
+                if type(raw) is msgspec.Raw:
+                    RAW_NUMBER.decode(raw)
+
+
+def decode_slow(chunk: bytes | bytearray, exact: bool, skipped: Counter[str]) -> list[Any]:
+    """``chunk`` by the slow path, as when the fast decoder rejects it."""
+    return _decode_slow(chunk, exact, skipped)
 
 
 def _check_cut_short(error: Exception, text: bytes | bytearray | memoryview) -> None:
@@ -232,7 +349,10 @@ def _decode_each(chunk: bytes | bytearray, exact: bool, skipped: Counter[str]) -
         last_end = end
         value = chunk[start:end]
         try:
-            out.extend(_decoder(exact, comm=True).decode(b"[" + value + b"]"))
+            events = _decoder(exact, comm=True).decode(b"[" + value + b"]")
+            if exact:
+                check_raw_numbers(events)
+            out.extend(events)
         except _FAST_ERRORS:
             try:
                 out.extend(_decode_lenient(value, skipped))
@@ -279,8 +399,8 @@ def _non_finite(token: str) -> str:
     return NON_FINITE.decode()
 
 
-def _convert(item: Any) -> ExactCommEvent | None:
-    """A dict from the slow path as an ExactEvent, or None if its fields have wrong types."""
+def _convert(item: Any) -> DecimalCommEvent | None:
+    """A dict from the slow path as a DecimalEvent, or None if its fields have wrong types."""
     if not isinstance(item, dict):
         return None
     if any(type(item.get(key)) not in _NUMBER_TYPES for key in ("ts", "dur")):
@@ -292,7 +412,7 @@ def _convert(item: Any) -> ExactCommEvent | None:
     args = item.get("args")
     _raw_shapes(args)
     try:
-        return msgspec.convert(item, ExactCommEvent)
+        return msgspec.convert(item, DecimalCommEvent)
     except (msgspec.ValidationError, UnicodeEncodeError):  # e.g. a lone surrogate in args
         return None
 

@@ -21,7 +21,13 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from traceview.errors import TraceviewError
-from traceview.read.decode import ChunkError, decode_chunk, decode_span, needs_exact
+from traceview.read.decode import (
+    ChunkError,
+    decode_chunk,
+    decode_slow,
+    decode_span,
+    needs_exact,
+)
 from traceview.read.jsonscan import Resume, skip_ws, split_values, value_end
 from traceview.read.layout import (
     NeedMore,
@@ -121,8 +127,10 @@ class TraceReader:
         block_size: int = BLOCK_SIZE,
         on_progress: Callable[[int, int | None], None] | None = None,
         part: MainPart | WorkerPart | None = None,
+        shapes: bool = True,
     ) -> None:
         self.info = check_path(path)
+        self.shapes = shapes  # decode the CPU ops' shapes (reads that keep CPU rows)
         self.path = path
         self.partial = partial
         self.block_size = block_size
@@ -203,6 +211,19 @@ class TraceReader:
         self.stats.events -= self._last_count
         self.stats.chunks -= 1
         return self._decode_counted(*self._last_chunk)
+
+    def redecode_slow(self) -> list[Any]:
+        """Decode the last chunk again by the slow path: a raw ts or dur in it is not what
+        the exact decoder's fields took (see read.decode.check_raw_numbers)."""
+        self.stats.events -= self._last_count
+        self.stats.chunks -= 1
+        data, start, end = self._last_chunk
+        chunk = data[start : len(data) if end is None else end]
+        events = decode_slow(chunk, self.stats.exact_times, self.stats.skipped)
+        self._last_count = len(events)
+        self.stats.events += len(events)
+        self.stats.chunks += 1
+        return events
 
     def _read(self, source: TraceSource) -> Iterator[list[Any]]:
         blocks = self._blocks(source)
@@ -411,7 +432,7 @@ class TraceReader:
         """Text that ends inside an event: an error at the damage if it is not only cut short
         (a lost quote makes the rest of a file look like one unfinished event)."""
         try:
-            decode_chunk(text, False, Counter())
+            decode_chunk(text, False, Counter(), self.shapes)
         except ChunkError as e:
             if not e.cut_short:
                 self._fail(f"malformed JSON at byte {offset + e.pos}: {e.why}")
@@ -436,7 +457,8 @@ class TraceReader:
         """Decode ``data[start:end]`` and count its events (kept to decode again exactly)."""
         self._last_chunk = (data, start, end)
         stop = len(data) if end is None else end
-        events = decode_span(data, start, stop, self.stats.exact_times, self.stats.skipped)
+        exact, skipped = self.stats.exact_times, self.stats.skipped
+        events = decode_span(data, start, stop, exact, skipped, self.shapes)
         self._last_count = len(events)
         self.stats.events += len(events)
         self.stats.chunks += 1

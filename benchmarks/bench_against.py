@@ -1,0 +1,158 @@
+"""This checkout against another revision, side by side: MB/s, peak RSS and their ratio.
+
+    python benchmarks/bench_against.py --against REV [TRACE ...]
+        [--commands kernels gaps summary] [--runs 3] [--fill] [--scratch DIR]
+    python benchmarks/bench_against.py --against-dir CHECKOUT [TRACE ...]
+
+``--against REV`` checks REV out into a scratch git worktree (``--scratch``, default
+$TMPDIR/traceview-against/<sha>) with its own virtual environment (``pip install -e``), kept
+for the next call; ``--against-dir`` uses a checkout that already has its ``.venv``. Each
+command runs ``--no-cache -f json -q`` on each trace, this checkout and the other alternately
+(``--runs`` times each), so that load on a shared machine falls on both alike; the table gives
+medians of wall time (perf_counter around the subprocess: start-up included), MB/s of
+uncompressed JSON (10^6 bytes), peak RSS (/usr/bin/time %M: the largest single process) and
+the sampled peak of the process tree's summed RSS, and the ratio of the other's wall time to
+this one's (> 1: this checkout is faster). ``--fill`` adds a first run with the cache (kernels
+``--refresh`` into a private, emptied cache dir) and its ratio to the ``--no-cache`` run.
+Outputs of the two sides are compared (stdout of the last run) and a difference is reported.
+Default traces: benchmarks/data/h200-big.json (decompress ../shared/traces/h200/big.json.gz
+there) and that .gz.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_read import Run, run_once, uncompressed_size, warm_cache
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "traces"
+DEFAULT_TRACES = [ROOT / "benchmarks" / "data" / "h200-big.json", SHARED / "h200" / "big.json.gz"]
+FILL = "kernels, fill"
+
+
+@dataclass
+class Side:
+    name: str
+    checkout: Path
+    runs: dict[tuple[str, str], list[Run]] = field(default_factory=dict)
+
+    @property
+    def traceview(self) -> str:
+        return str(self.checkout / ".venv" / "bin" / "traceview")
+
+
+def build(rev: str, scratch: Path | None) -> Path:
+    """A checkout of ``rev`` with its own .venv (made once, then reused)."""
+    sha = _git("rev-parse", "--verify", f"{rev}^{{commit}}")
+    where = (scratch or Path(tempfile.gettempdir()) / "traceview-against") / sha[:12]
+    if not (where / ".venv" / "bin" / "traceview").exists():
+        if not where.exists():
+            _git("worktree", "add", "--detach", str(where), sha)
+        subprocess.run([sys.executable, "-m", "venv", str(where / ".venv")], check=True)
+        pip = [str(where / ".venv" / "bin" / "pip"), "install", "--quiet"]
+        subprocess.run([*pip, "-e", str(where)], check=True)
+    return where
+
+
+def _git(*args: str) -> str:
+    done = subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"git {' '.join(args)}: {done.stderr.strip()}")
+    return done.stdout.strip()
+
+
+def command(side: Side, name: str, trace: Path) -> list[str]:
+    if name == FILL:
+        return [side.traceview, "kernels", str(trace), "-f", "json", "-q", "--refresh"]
+    return [side.traceview, name, str(trace), "-f", "json", "-q", "--no-cache"]
+
+
+def run(side: Side, name: str, trace: Path) -> Run:
+    if name == FILL:  # a first run: nothing of this trace in the private cache
+        shutil.rmtree(Path(os.environ["TRACEVIEW_CACHE_DIR"]), ignore_errors=True)
+    result = run_once(command(side, name, trace))
+    side.runs.setdefault((str(trace), name), []).append(result)
+    print(f"  {side.name:<5} {name:<14} {trace.name:<22} {result.wall_s:7.2f} s", file=sys.stderr)
+    return result
+
+
+def table(sides: list[Side], traces: list[Path], names: list[str]) -> list[str]:
+    head = (
+        f"{'trace':<22} {'command':<14} {'this s':>7} {'MB/s':>6} {'RSS MB':>6} {'tree':>5}  "
+        f"{'other s':>7} {'MB/s':>6} {'RSS MB':>6} {'tree':>5}  {'ratio':>6}  output"
+    )
+    lines = [head, "-" * len(head)]
+    for trace in traces:
+        mb = uncompressed_size(trace) / 1e6
+        for name in names:
+            cells = []
+            for side in sides:
+                runs = side.runs[(str(trace), name)]
+                wall = statistics.median(r.wall_s for r in runs)
+                rss = statistics.median(r.rss_mb for r in runs)
+                tree = statistics.median(r.tree_rss_mb for r in runs)
+                cells.append((wall, mb / wall, rss, tree, runs[-1].stdout))
+            same = "same" if cells[0][4] == cells[1][4] else "DIFFERS"
+            row = f"{trace.name:<22} {name:<14} "
+            row += "  ".join(f"{w:7.2f} {r:6.0f} {m:6.0f} {t:5.0f}" for w, r, m, t, _ in cells)
+            lines.append(f"{row}  {cells[1][0] / cells[0][0]:6.2f}  {same}")
+    return lines
+
+
+def fill_ratios(side: Side, traces: list[Path]) -> list[str]:
+    out = []
+    for trace in traces:
+        fill = side.runs.get((str(trace), FILL))
+        cold = side.runs.get((str(trace), "kernels"))
+        if fill and cold:
+            ratio = statistics.median(r.wall_s for r in fill) / statistics.median(
+                r.wall_s for r in cold
+            )
+            out.append(f"{side.name}: {trace.name}: first run with the cache {ratio:.2f}x kernels")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    against = p.add_mutually_exclusive_group(required=True)
+    against.add_argument("--against", metavar="REV", help="a git revision to build and compare")
+    against.add_argument("--against-dir", type=Path, help="a checkout with its own .venv")
+    p.add_argument("traces", nargs="*", type=Path, default=DEFAULT_TRACES)
+    p.add_argument("--commands", nargs="+", default=["kernels", "gaps", "summary"])
+    p.add_argument("--runs", type=int, default=3, help="runs of each side (medians)")
+    p.add_argument("--fill", action="store_true", help="also a first run that fills the cache")
+    p.add_argument("--scratch", type=Path, help="where --against builds its checkouts")
+    args = p.parse_args(argv)
+    other = args.against_dir or build(args.against, args.scratch)
+    sides = [Side("this", ROOT), Side("other", other.resolve())]
+    names = args.commands + ([FILL] if args.fill else [])
+    os.environ["TRACEVIEW_CACHE_DIR"] = tempfile.mkdtemp(prefix="traceview-against-cache-")
+    for side in sides:  # start-up as installed: with PYTHONDONTWRITEBYTECODE, no .pyc otherwise
+        py = side.checkout / ".venv" / "bin" / "python"
+        subprocess.run([str(py), "-m", "compileall", "-q", str(side.checkout / "traceview")])
+    for trace in args.traces:
+        warm_cache(trace)
+        for name in names:
+            for _ in range(args.runs):
+                for side in sides:
+                    run(side, name, trace)
+    print(f"this:  {ROOT} ({_git('rev-parse', '--short', 'HEAD')}, plus any uncommitted change)")
+    print(f"other: {other}")
+    print(f"runs: {args.runs} per side, alternated; medians; nproc={os.cpu_count()}")
+    print("\n".join(table(sides, args.traces, names)))
+    print("\n".join(line for side in sides for line in fill_ratios(side, args.traces)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
