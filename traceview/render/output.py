@@ -52,8 +52,9 @@ def _discard_stdout() -> None:
 
 
 def check_output_path(path: Path, force: bool, inputs: Sequence[Path]) -> None:
-    """Usage errors of an output file, before any reading: the input trace itself (through a
-    hard link or a symlink too, ``--force`` or not), a directory, a file that exists without
+    """Usage errors of an output file, before any reading: one of the ``inputs`` (the trace,
+    a side file an option names: see options.inputs_of; through a hard link or a symlink
+    too, ``--force`` or not), a directory, a file that exists without
     ``--force``. A character device or FIFO (``/dev/null``, ``/dev/stdout``) is written to."""
     try:
         st = path.stat()
@@ -62,7 +63,9 @@ def check_output_path(path: Path, force: bool, inputs: Sequence[Path]) -> None:
     except OSError as e:
         raise UsageError(f"{path}: cannot write ({e.strerror or e})") from None
     if _is_an_input(st, inputs):
-        raise UsageError(f"{path}: is the input trace; it is never overwritten")
+        raise UsageError(
+            f"{path}: is the input trace or a file an option reads; it is never overwritten"
+        )
     if stat.S_ISDIR(st.st_mode):
         raise UsageError(f"{path}: is a directory; name an output file")
     if stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode) or _is_open_fd(path):
