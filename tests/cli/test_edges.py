@@ -1,0 +1,134 @@
+"""The edges of issue #34: sums beyond int64, run directories, ranks beyond int64, the cache
+index and last_trace, messages."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import run_cli
+
+
+def _rank_file(path: Path, rank: Any | None, durs: tuple[int, ...] = (1000,)) -> Path:
+    """A trace with kernels of ``durs`` µs on device 0 (``distributedInfo.rank`` if given)."""
+    kernels = [
+        {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 10 + i,
+         "dur": dur, "args": {"device": 0, "stream": 7}}
+        for i, dur in enumerate(durs)
+    ]  # fmt: skip
+    doc: dict[str, Any] = {} if rank is None else {"distributedInfo": {"rank": rank}}
+    doc["traceEvents"] = kernels
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def _one_line(r: subprocess.CompletedProcess[str], code: int, fragment: str) -> None:
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == code, r.stderr
+    assert len(lines) == 1 and lines[0].startswith("traceview: error: "), r.stderr
+    assert fragment in lines[0], r.stderr
+
+
+# ------------------------------------------------------------------------- sums beyond int64
+
+
+def test_kernel_totals_beyond_int64_are_refused_not_wrapped(tmp_path: Path) -> None:
+    trace = _rank_file(tmp_path / "t.json", None, (2**61 // 1000,) * 8)
+    for command in ("kernels", "snapshot"):
+        _one_line(run_cli(command, str(trace), "--no-cache"), 1, "more than int64 ns hold")
+    fine = _rank_file(tmp_path / "f.json", None, (2**61 // 1000,) * 3)
+    r = run_cli("kernels", str(fine), "--no-cache", "-f", "json")
+    assert r.returncode == 0, r.stderr
+    (row,) = json.loads(r.stdout)["kernels"]
+    assert row["total_us"] == 3 * (2**61 // 1000)
+
+
+# --------------------------------------------------------------------------- run directories
+
+
+@pytest.mark.parametrize("odd", ["dangling", "fifo", "directory", "dev-zero"])
+def test_every_run_entry_is_accounted_for(tmp_path: Path, odd: str) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    for rank in range(3):
+        _rank_file(run / f"rank{rank}.json", rank)
+    entry = run / "rank3.json"
+    if odd == "dangling":
+        entry.symlink_to(tmp_path / "gone.json")
+    elif odd == "fifo":
+        os.mkfifo(entry)
+    elif odd == "directory":
+        entry.mkdir()
+    else:
+        entry.symlink_to("/dev/zero")
+    why = {"dangling": "a dangling symlink", "fifo": "a FIFO", "directory": "a directory",
+           "dev-zero": "a device"}[odd]  # fmt: skip
+    r = run_cli("ranks", str(run), "--no-cache")
+    _one_line(r, 1, f"{entry} ({why})")
+
+
+@pytest.mark.parametrize("where", ["header", "name"])
+def test_ranks_beyond_int64_are_one_line(tmp_path: Path, where: str) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    _rank_file(run / "rank0.json", 0)
+    if where == "header":
+        _rank_file(run / "b.json", 2**70)
+    else:
+        _rank_file(run / f"rank{2**70}.json", None)
+    _one_line(run_cli("ranks", str(run), "--no-cache"), 1, f"rank {2**70} is beyond int64")
+
+
+# ------------------------------------------------------------------ the cache index, last_trace
+
+
+def test_the_cache_index_never_follows_a_symlink(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    trace = _rank_file(tmp_path / "t.json", None)
+    assert run_cli("kernels", str(trace), "--cache-dir", str(cache)).returncode == 0
+    index = cache / "index" / "cache.db"
+    assert index.is_file()
+    users = tmp_path / "users.db"
+    with sqlite3.connect(users) as db:
+        db.execute("create table mine (x)")
+    db.close()
+    before = users.read_bytes()
+    for name in os.listdir(cache / "index"):
+        os.unlink(cache / "index" / name)
+    index.symlink_to(users)
+    os.utime(trace, (1, 1))  # a new identity: the index is looked up and written
+    r = run_cli("kernels", str(trace), "--cache-dir", str(cache))
+    assert r.returncode == 0, r.stderr
+    assert users.read_bytes() == before and index.is_symlink()
+    clear = run_cli("cache", "clear", "--cache-dir", str(cache))
+    assert users.read_bytes() == before and index.is_symlink(), clear.stderr
+
+
+def test_no_cache_writes_no_last_trace(tmp_path: Path) -> None:
+    state = Path(os.environ["TRACEVIEW_CACHE_DIR"])
+    trace = _rank_file(tmp_path / "t.json", None)
+    assert run_cli("kernels", str(trace), "--no-cache").returncode == 0
+    assert not (state / "last_trace").exists()
+
+
+def test_cache_dir_keeps_last_trace(tmp_path: Path) -> None:
+    state = Path(os.environ["TRACEVIEW_CACHE_DIR"])
+    cache = tmp_path / "cache"
+    trace = _rank_file(tmp_path / "t.json", None)
+    assert run_cli("kernels", str(trace), "--cache-dir", str(cache)).returncode == 0
+    assert not (state / "last_trace").exists()
+    assert (cache / "last_trace").read_text() == str(trace.resolve())
+    r = run_cli("gaps", "--cache-dir", str(cache))
+    assert r.returncode == 0, r.stderr
+    assert f"using the last trace analysed: {trace.resolve()}" in r.stderr
+
+
+def test_a_30_digit_hist_max_is_one_line(tmp_path: Path) -> None:
+    trace = _rank_file(tmp_path / "t.json", None)
+    r = run_cli("gaps", str(trace), "--hist-max", "1" * 30, "--no-cache")
+    _one_line(r, 2, "longer than the 292 years int64 ns can hold")
