@@ -1,8 +1,10 @@
 """Option values in words, parsed once for the command line and library callers alike:
-durations, percentages and step lists (each error names the option it came from)."""
+durations, percentages, step lists and numbers from the environment (each error names the
+option or variable it came from)."""
 
 from __future__ import annotations
 
+import os
 import re
 from decimal import ROUND_HALF_EVEN, Decimal
 
@@ -82,3 +84,14 @@ def merged_ranges(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
         else:
             out.append((first, last))
     return out
+
+
+def env_count(name: str, default: int) -> int:
+    """A whole number from environment variable ``name`` (``1_000`` or ``1000``), else
+    ``default``; anything else is a usage error naming the variable."""
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    if not text.replace("_", "").isdecimal() or text.startswith("_"):
+        raise UsageError(f"{name}={text!r}: expected a whole number, e.g. {default}")
+    return int(text)

@@ -7,6 +7,7 @@ import json
 import os
 import sqlite3
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -132,3 +133,46 @@ def test_a_30_digit_hist_max_is_one_line(tmp_path: Path) -> None:
     trace = _rank_file(tmp_path / "t.json", None)
     r = run_cli("gaps", str(trace), "--hist-max", "1" * 30, "--no-cache")
     _one_line(r, 2, "longer than the 292 years int64 ns can hold")
+
+
+# ------------------------------------------------------------------------------ crashes
+
+
+def test_dask_on_a_run_without_shared_collectives(tmp_path: Path) -> None:
+    pytest.importorskip("distributed")
+    run = tmp_path / "run"
+    run.mkdir()
+    for rank in range(2):
+        _rank_file(run / f"rank{rank}.json", rank)
+    local = run_cli("ranks", str(run), "-f", "json", "--no-cache")
+    dask = run_cli("ranks", str(run), "-f", "json", "--no-cache", "--engine", "dask", "-j", "2")
+    assert dask.returncode == 0, dask.stderr
+    assert json.loads(dask.stdout) == json.loads(local.stdout)
+
+
+@pytest.mark.parametrize("name", ["TRACEVIEW_PARALLEL_MIN_BYTES", "TRACEVIEW_NSYS_SPLIT_MIN_ROWS"])
+def test_a_bad_number_in_the_environment_is_one_line(tmp_path: Path, name: str) -> None:
+    trace = _rank_file(tmp_path / "t.json", None)
+    if name == "TRACEVIEW_NSYS_SPLIT_MIN_ROWS":
+        from nsys_writer import kineto_to_nsys
+
+        kineto_to_nsys(json.loads(trace.read_text()), tmp_path / "t.sqlite")
+        trace = tmp_path / "t.sqlite"
+    env = {**os.environ, name: "abc", "PYTHONPATH": str(Path(__file__).parents[2])}
+    r = subprocess.run([sys.executable, "-m", "traceview", "kernels", str(trace), "--no-cache"],
+                       capture_output=True, text=True, env=env, timeout=120)  # fmt: skip
+    _one_line(r, 2, f"{name}='abc': expected a whole number")
+
+
+@pytest.mark.parametrize("kind", ["snapshot", "run snapshot"])
+def test_a_deeply_nested_snapshot_is_one_line(tmp_path: Path, kind: str) -> None:
+    deep = "[" * 100_000 + "]" * 100_000
+    path = tmp_path / "deep.json"
+    if kind == "snapshot":
+        path.write_text(f'{{"kind": "traceview-snapshot", "schema_version": 2, "x": {deep}}}')
+    else:
+        path.write_text(
+            f'{{"kind": "traceview-run-snapshot", "schema_version": 1, "x": {deep}, "ranks": []}}'
+        )
+    r = run_cli("diff", str(path), str(path), "--no-cache")
+    _one_line(r, 1, "nested too deeply")

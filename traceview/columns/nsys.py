@@ -105,8 +105,9 @@ def collect_nsys(
 
 def _split_min_rows() -> int:
     """Runtime + NVTX rows from which a worker reads them (env override for tests)."""
-    value = os.environ.get("TRACEVIEW_NSYS_SPLIT_MIN_ROWS")
-    return int(value) if value else SPLIT_MIN_ROWS
+    from traceview.parsing import env_count
+
+    return env_count("TRACEVIEW_NSYS_SPLIT_MIN_ROWS", SPLIT_MIN_ROWS)
 
 
 class _HostWorker:

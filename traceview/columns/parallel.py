@@ -282,5 +282,6 @@ def _merge_stats(reader: TraceReader, part: TraceEvents) -> None:
 
 def _min_bytes() -> int:
     """The size from which a trace is read in two processes (env override for tests)."""
-    value = os.environ.get("TRACEVIEW_PARALLEL_MIN_BYTES")
-    return int(value) if value else PARALLEL_MIN_BYTES
+    from traceview.parsing import env_count
+
+    return env_count("TRACEVIEW_PARALLEL_MIN_BYTES", PARALLEL_MIN_BYTES)
