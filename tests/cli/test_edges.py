@@ -176,3 +176,27 @@ def test_a_deeply_nested_snapshot_is_one_line(tmp_path: Path, kind: str) -> None
         )
     r = run_cli("diff", str(path), str(path), "--no-cache")
     _one_line(r, 1, "nested too deeply")
+
+
+def test_an_ascii_stdout_gets_escapes_and_stand_ins(tmp_path: Path) -> None:
+    trace = _rank_file(tmp_path / "t.json", None)
+    doc = json.loads(trace.read_text())
+    doc["traceEvents"][0]["name"] = "gemm_\u00e9_\U0001f600"
+    trace.write_text(json.dumps(doc))
+    env = {**os.environ, "PYTHONIOENCODING": "ascii", "PYTHONPATH": str(Path(__file__).parents[2])}
+
+    def run(*args: str) -> subprocess.CompletedProcess[bytes]:
+        command = [sys.executable, "-m", "traceview", *args, str(trace), "--no-cache"]
+        return subprocess.run(command, capture_output=True, env=env, timeout=120)
+
+    as_json = run("kernels", "-f", "json")
+    assert as_json.returncode == 0, as_json.stderr
+    assert as_json.stdout.isascii()
+    assert json.loads(as_json.stdout)["kernels"][0]["name"] == "gemm_\u00e9_\U0001f600"
+    snapshot = run("snapshot")
+    assert snapshot.returncode == 0 and snapshot.stdout.isascii(), snapshot.stderr
+    assert json.loads(snapshot.stdout)["kernels"][0]["name"] == "gemm_\u00e9_\U0001f600"
+    table = run("kernels")
+    assert table.returncode == 0, table.stderr
+    assert table.stdout.isascii() and b"1.0 ms" in table.stdout.replace(b"1.00 ms", b"1.0 ms")
+    assert b"gemm_\\xe9_\\U0001f600" in table.stdout

@@ -205,7 +205,7 @@ def show(out: OutputOptions, doc: Document, inputs: Sequence[Path] = ()) -> None
     if out.save is not None:
         write_file(out.save, RENDERERS.get(out.format, plain_chunks)(doc), out.force, inputs)
     elif out.format in RENDERERS:
-        write_stdout(RENDERERS[out.format](doc))
+        write_stdout(RENDERERS[out.format](doc), json=out.format == "json")
     elif stdout_is_terminal():
         print_rich(doc, _stdout_console(out.wide))
     else:
@@ -233,7 +233,7 @@ def snapshot(path: Path, read: ReadOptions, output: Path | None, force: bool) ->
         check_output_path(output, force, (path,))
     text = to_json(build_snapshot(read_trace(path, read)))
     if output is None:
-        write_stdout(text)
+        write_stdout(text, json=True)
     else:
         write_file(output, text, force, (path,))
 

@@ -227,7 +227,7 @@ def snapshot(
         check_output_path(output, force, files)
     text = to_json(run_snapshot(inputs, run, read, KernelOptions()))
     if output is None:
-        write_stdout(text)
+        write_stdout(text, json=True)
     else:
         write_file(output, text, force, files)
 

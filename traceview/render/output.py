@@ -24,14 +24,16 @@ def stdout_is_terminal() -> bool:
     return sys.stdout is not None and sys.stdout.isatty()
 
 
-def write_stdout(text: str | Iterator[str]) -> None:
+def write_stdout(text: str | Iterator[str], json: bool = False) -> None:
     """Write data (or its chunks, as they are made) to stdout; a full disk or a closed stdout
-    is one error line, not a traceback."""
+    is one error line, not a traceback. On a stdout that cannot encode every character
+    (``PYTHONIOENCODING=ascii``), JSON gets ``\\u`` escapes and text ASCII stand-ins."""
     if sys.stdout is None:  # started with stdout closed (``>&-``)
         raise TraceviewError("cannot write to stdout: it is closed")
+    encodable = _encodable(getattr(sys.stdout, "encoding", None))
     try:
         for chunk in [text] if isinstance(text, str) else text:
-            sys.stdout.write(chunk)
+            sys.stdout.write(chunk if encodable(chunk) else _stand_ins(chunk, json))
         sys.stdout.flush()
     except BrokenPipeError:
         raise  # the reader left (``| head``): the CLI exits quietly
@@ -39,6 +41,54 @@ def write_stdout(text: str | Iterator[str]) -> None:
         _discard_stdout()
         reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
         raise TraceviewError(f"cannot write to stdout: {reason}") from None
+
+
+def _encodable(encoding: str | None) -> Callable[[str], bool]:
+    """Whether a text can be written as it is to a stream of this encoding."""
+    import codecs
+
+    try:
+        name = codecs.lookup(encoding or "utf-8").name
+    except LookupError:
+        name = "ascii"
+    if name.startswith("utf-"):
+        return lambda text: True
+
+    def encodable(text: str) -> bool:
+        if text.isascii():
+            return True
+        try:
+            text.encode(name)
+        except UnicodeEncodeError:
+            return False
+        return True
+
+    return encodable
+
+
+# What the text outputs hold beyond ASCII (units, table rules, separators), in ASCII.
+_ASCII = str.maketrans({
+    "µ": "u", "μ": "u", "…": "...", "·": "-", "–": "-", "—": "--", "→": "->", "←": "<-",
+    "±": "+/-", "×": "x", "≥": ">=", "≤": "<=", "≈": "~", "─": "-", "━": "-", "│": "|",
+    "┃": "|", "┼": "+", "┌": "+", "┐": "+", "└": "+", "┘": "+", "├": "+", "┤": "+",
+    "┬": "+", "┴": "+", "▏": "|", "█": "#", "°": " deg",
+})  # fmt: skip
+
+
+def _stand_ins(text: str, json: bool) -> str:
+    """``text`` in ASCII: JSON with ``\\uXXXX`` escapes (valid wherever a non-ASCII character
+    can be: inside a string), text with ASCII stand-ins and other characters escaped."""
+    if json:
+        return "".join(c if c.isascii() else _json_escape(c) for c in text)
+    return text.translate(_ASCII).encode("ascii", "backslashreplace").decode("ascii")
+
+
+def _json_escape(char: str) -> str:
+    code = ord(char)
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    code -= 0x10000
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
 
 
 def _discard_stdout() -> None:
