@@ -200,3 +200,34 @@ def test_an_ascii_stdout_gets_escapes_and_stand_ins(tmp_path: Path) -> None:
     assert table.returncode == 0, table.stderr
     assert table.stdout.isascii() and b"1.0 ms" in table.stdout.replace(b"1.00 ms", b"1.0 ms")
     assert b"gemm_\\xe9_\\U0001f600" in table.stdout
+
+
+# ------------------------------------------------------------------------------ messages
+
+
+def test_the_partial_warning_names_the_rank_and_file(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    _rank_file(run / "rank0.json", 0, (5,) * 200)
+    text = _rank_file(run / "rank1.json", 1, (5,) * 200).read_text()
+    (run / "rank1.json").write_text(text[: len(text) // 2])
+    r = run_cli("ranks", str(run), "--partial", "--no-cache")
+    assert r.returncode == 0, r.stderr
+    assert f"warning: rank 1 ({run / 'rank1.json'}): TRUNCATED trace" in r.stderr
+
+
+def test_an_unreadable_trace_does_not_blame_the_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from traceview import cache
+    from traceview.cache import key
+
+    trace = _rank_file(tmp_path / "t.json", None)
+
+    def unreadable(path: Path) -> str:
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(key, "content_hash", unreadable)
+    settings = cache.CacheSettings(directory=tmp_path / "cache")
+    assert cache.open_slot(trace, settings, keep_cpu=False) is None
+    assert "cache" not in capsys.readouterr().err

@@ -69,6 +69,8 @@ def open_slot(path: Path, settings: CacheSettings, keep_cpu: bool) -> Slot | Non
     try:
         if not stat.S_ISREG(path.stat().st_mode):
             return None  # a pipe or device: hashing would consume it; the reader reports it
+        if not os.access(path, os.R_OK):
+            return None  # unreadable: the reader says so (it is not the cache's problem)
     except OSError:
         return None  # missing or unreadable: the reader gives the error
     root = settings.root()
@@ -86,6 +88,11 @@ def open_slot(path: Path, settings: CacheSettings, keep_cpu: bool) -> Slot | Non
         key = trace_key(path, root, settings.refresh, settings.verify)
     except TraceviewError:
         raise  # the trace changed while it was hashed
+    except OSError as e:
+        if e.filename is not None and Path(e.filename) == path:
+            return None  # the trace itself cannot be read: the reader says so
+        warn(f"cache {root} unusable ({type(e).__name__}: {e}); reading without the cache")
+        return None
     except Exception as e:  # unwritable dir, broken index: work without the cache
         warn(f"cache {root} unusable ({type(e).__name__}: {e}); reading without the cache")
         return None

@@ -173,7 +173,7 @@ def _receive(conn: Connection, memfd: int | None, spill: SpillFile | None) -> Tr
     interned), not when the columns are."""
     try:
         kind, payload = conn.recv()
-    except EOFError:
+    except (EOFError, OSError):  # died before or while sending ("end of file during message")
         raise SplitFailed from None
     if kind == "error":
         raise TraceviewError(payload)
@@ -187,7 +187,10 @@ def _receive(conn: Connection, memfd: int | None, spill: SpillFile | None) -> Tr
         arrays = [array for arrays, _ in sections for array in arrays]
         names_mapping = sections[-1][1]
     else:
-        arrays = [_receive_array(conn, dtype, n) for dtype, n in shapes]
+        try:
+            arrays = [_receive_array(conn, dtype, n) for dtype, n in shapes]
+        except (EOFError, OSError):  # died while sending its columns
+            raise SplitFailed from None
     columns = iter(arrays)
     gpu = from_arrays(GpuColumns, [next(columns) for _ in GPU_COLUMNS])
     runtime = from_arrays(RuntimeColumns, [next(columns) for _ in RUNTIME_COLUMNS])
