@@ -231,3 +231,37 @@ def test_an_unreadable_trace_does_not_blame_the_cache(
     settings = cache.CacheSettings(directory=tmp_path / "cache")
     assert cache.open_slot(trace, settings, keep_cpu=False) is None
     assert "cache" not in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------ quadratic cost
+
+
+def test_a_cold_run_checks_the_cache_size_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Not after each rank's entry (a listing and stat of every entry each time made a cold
+    run of 2,000 ranks take 200 s against 12 s without the cache); once, after the run."""
+    from typer.testing import CliRunner
+
+    from traceview.cache import manage
+    from traceview.cli import app
+
+    run = tmp_path / "run"
+    run.mkdir()
+    for rank in range(12):
+        _rank_file(run / f"rank{rank}.json", rank)
+    listed = tmp_path / "listed"
+    real = manage.entries
+
+    def counted(root: Path, with_paths: bool = True) -> list[manage.Entry]:
+        with listed.open("a") as f:
+            f.write("x")
+        return real(root, with_paths)
+
+    monkeypatch.setattr(manage, "entries", counted)
+    monkeypatch.setenv("TRACEVIEW_CACHE_MAX_SIZE", "0")
+    cache = tmp_path / "cache"
+    r = CliRunner().invoke(app, ["ranks", str(run), "-j", "2", "--cache-dir", str(cache)])
+    assert r.exit_code == 0, r.output
+    assert listed.read_text() == "x"  # one check, in the main process
+    assert not list((cache / "entries").iterdir())  # and it kept the limit (0: nothing)
