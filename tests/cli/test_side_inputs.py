@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import subprocess
 import sys
 from pathlib import Path
@@ -185,3 +186,26 @@ def test_deeply_nested_peaks_are_one_line(tmp_path: Path, suffix: str) -> None:
     peaks.write_text(f'{{"devices": {deep}}}' if suffix == ".json" else f"devices = {deep}\n")
     r = run_cli("ops", str(_trace(tmp_path / "t.json")), "--peaks", str(peaks), "--no-cache")
     _one_line(r, 2, "nested too deeply")
+
+
+def test_o_at_a_fifo_without_a_reader_says_it_waits(tmp_path: Path) -> None:
+    fifo = tmp_path / "out.fifo"
+    os.mkfifo(fifo)
+    trace = _trace(tmp_path / "t.json")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}
+    command = [sys.executable, "-m", "traceview", "snapshot", str(trace), "-o", str(fifo),
+               "--no-cache"]  # fmt: skip
+    with subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env=env) as p:
+        assert p.stderr is not None
+        said, _, _ = select.select([p.stderr], [], [], 30)  # said before it blocks
+        if not said:
+            p.kill()
+            with fifo.open("rb"):  # let it go
+                pass
+            pytest.fail("blocked on the FIFO without a word")
+        line = p.stderr.readline()
+        assert line == f"traceview: waiting for a reader of the FIFO {fifo}\n"
+        with fifo.open("rb") as reader:
+            data = reader.read()
+        assert p.wait(timeout=60) == 0
+    assert json.loads(data)["kind"] == "traceview-snapshot"

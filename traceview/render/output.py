@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 import sys
@@ -188,11 +189,27 @@ def _encoded(text: str | bytes | Iterator[str]) -> Iterator[bytes]:
 def _write_through(path: Path, data: Iterator[bytes]) -> None:
     """Write to a device, pipe or open descriptor as it is: no temp file, the node is never
     replaced; appended, so a report after stdout data (``-o /dev/stdout > f``) follows it."""
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NOCTTY)
+    fd = _open_for_writing(path)
     try:
         _write_all(fd, data)
     finally:
         os.close(fd)
+
+
+def _open_for_writing(path: Path) -> int:
+    """``path`` opened to append; a FIFO without a reader yet is said on stderr, then
+    waited on (its reader may start after traceview), never in silence."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_NOCTTY
+    try:
+        fd = os.open(path, flags | os.O_NONBLOCK)
+    except OSError as e:
+        if e.errno != errno.ENXIO:  # ENXIO: a FIFO that nobody reads yet
+            raise
+        sys.stderr.write(f"traceview: waiting for a reader of the FIFO {visible(str(path))}\n")
+        sys.stderr.flush()
+        return os.open(path, flags)
+    os.set_blocking(fd, True)
+    return fd
 
 
 def _write_atomically(target: Path, data: Iterator[bytes], st: os.stat_result | None) -> None:
