@@ -3,8 +3,10 @@ built once per command by the CLI (or by a library caller)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 
 @dataclass(frozen=True)
@@ -36,5 +38,22 @@ class RunOptions:
     scheduler_file: Path | None = None  # dask: its scheduler file
     per_rank: bool = False
 
+    def side_files(self) -> tuple[Path, ...]:
+        """The files these options name besides the traces (an -o never replaces them)."""
+        return () if self.scheduler_file is None else (self.scheduler_file,)
 
-__all__ = ["ENGINES", "ReadOptions", "RunOptions"]
+
+class NamesFiles(Protocol):
+    """Options that name files besides the traces: a power log, a peaks file."""
+
+    def side_files(self) -> tuple[Path, ...]: ...
+
+
+def inputs_of(traces: Sequence[Path], *options: NamesFiles | None) -> tuple[Path, ...]:
+    """Every input of a command, the traces and the side files its options name: what an
+    output file (``-o``) must never be, ``--force`` or not."""
+    side = (p for o in options if o is not None for p in o.side_files())
+    return (*traces, *side)
+
+
+__all__ = ["ENGINES", "NamesFiles", "ReadOptions", "RunOptions", "inputs_of"]

@@ -1,13 +1,16 @@
 """Option values in words, parsed once for the command line and library callers alike:
-durations, percentages and step lists (each error names the option it came from)."""
+durations, percentages, step lists and numbers from the environment (each error names the
+option or variable it came from)."""
 
 from __future__ import annotations
 
+import os
 import re
 from decimal import ROUND_HALF_EVEN, Decimal
 
 from traceview.errors import UsageError
 
+MAX_NS = 2**63 - 1  # the longest duration an int64 of ns holds
 _UNITS_NS = {"ns": 1, "us": 1000, "µs": 1000, "μs": 1000, "ms": 1_000_000, "s": 1_000_000_000}
 _DURATION = re.compile(r"^\s*([+-]?)(\d+(?:\.\d*)?|\.\d+)\s*([a-zµμ]*)\s*$", re.IGNORECASE)
 _PERCENT = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*%?\s*$")
@@ -23,8 +26,21 @@ def parse_duration(text: str, flag: str = "duration") -> int:
         raise UsageError(f"{flag} {text!r}: expected a number with ns, us, ms or s (e.g. 5us)")
     if m.group(1) == "-":
         raise UsageError(f"{flag} {text!r}: must not be negative")
-    value = Decimal(m.group(2)) * _UNITS_NS[unit or "us"]
-    return int(value.to_integral_value(rounding=ROUND_HALF_EVEN))
+    value = int((Decimal(m.group(2)) * _UNITS_NS[unit or "us"]).to_integral_value(ROUND_HALF_EVEN))
+    if value > MAX_NS:
+        raise UsageError(f"{flag} {text!r}: longer than the 292 years int64 ns can hold")
+    return value
+
+
+def parse_signed_duration(text: str, flag: str) -> int:
+    """A duration that may be negative (``-2ms``, ``+1s``) as integer ns; errors quote the
+    text as typed, sign included."""
+    body = text.strip()
+    sign = -1 if body.startswith("-") else 1
+    try:
+        return sign * parse_duration(body.removeprefix("-").removeprefix("+"), flag)
+    except UsageError as e:
+        raise UsageError(e.message.replace(repr(body.lstrip("+-")), repr(text), 1)) from None
 
 
 def parse_hist_range(lo: str | None, hi: str | None) -> tuple[int | None, int | None]:
@@ -68,3 +84,14 @@ def merged_ranges(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
         else:
             out.append((first, last))
     return out
+
+
+def env_count(name: str, default: int) -> int:
+    """A whole number from environment variable ``name`` (``1_000`` or ``1000``), else
+    ``default``; anything else is a usage error naming the variable."""
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    if not text.replace("_", "").isdecimal() or text.startswith("_"):
+        raise UsageError(f"{name}={text!r}: expected a whole number, e.g. {default}")
+    return int(text)

@@ -94,8 +94,31 @@ def parse_gpu_map(pairs: list[str]) -> dict[int, str]:
         index, sep, device = pair.partition("=")
         if not sep or not index.strip().isdecimal() or not device.strip():
             raise UsageError(f"--power-gpu {pair!r}: expected INDEX=DEVICE, e.g. 0=1")
+        if int(index) in out:
+            raise UsageError(f"--power-gpu {pair!r}: GPU {int(index)} is mapped twice")
+        if device.strip() in out.values():
+            raise UsageError(f"--power-gpu {pair!r}: device {device.strip()} is given two GPUs")
         out[int(index)] = device.strip()
     return out
+
+
+def _check_gpu_map(every: list[Any], devices: list[Any], gpu_map: dict[int, str]) -> None:
+    """Every --power-gpu device is one of the trace's (``every``), and no two of ``devices``
+    (those with activity) read one GPU."""
+    names = {str(d) for d in every}
+    for index, text in gpu_map.items():
+        if text not in names:
+            have = ", ".join(sorted(names)) or "none"
+            raise UsageError(f"--power-gpu {index}={text}: no device {text} in the trace ({have})")
+    readers: dict[int, Any] = {}
+    for device in devices:
+        index = _gpu_index(device, gpu_map)
+        if index in readers:
+            raise UsageError(
+                f"devices {readers[index]} and {device} would both get GPU {index}'s power: "
+                "map each with --power-gpu INDEX=DEVICE"
+            )
+        readers[index] = device
 
 
 def base_ns(events: TraceEvents) -> int:
@@ -118,6 +141,8 @@ def attribute(events: TraceEvents, log: PowerLog, gpu_map: dict[int, str]) -> En
     row_device = device_index[gpu.stream] if len(gpu.ts) else np.empty(0, np.int64)
     active = gpu.dur > 0
     row_pj = np.zeros(len(gpu.ts), dtype=object if _needs_objects(events, log) else np.int64)
+    used = np.unique(row_device[active]).tolist()
+    _check_gpu_map(list(device_values), [device_values[d] for d in used], gpu_map)
     devices = []
     for d, value in enumerate(device_values):  # one pass per device (a handful)
         rows = np.flatnonzero(active & (row_device == d))
@@ -347,15 +372,17 @@ class PowerOptions:
     offset: str = "0"
     gpus: tuple[str, ...] = ()
 
+    def side_files(self) -> tuple[Any, ...]:
+        """The files these options name besides the trace (an -o never replaces them)."""
+        return (self.path,)
+
 
 def read_log(options: PowerOptions) -> tuple[PowerLog, str]:
     """The power log, aligned as the options say, and a stderr note on its zone."""
     from traceview.columns.power import parse_zone, read_power_log
-    from traceview.parsing import parse_duration
+    from traceview.parsing import parse_signed_duration
 
-    text = options.offset.strip()
-    sign = -1 if text.startswith("-") else 1
-    offset = sign * parse_duration(text.lstrip("+-"), "--power-offset")
+    offset = parse_signed_duration(options.offset, "--power-offset")
     zone, zone_text = parse_zone(options.tz)
     log = read_power_log(options.path, zone, zone_text, offset)
     return log, f"power log timestamps read in {zone_text}"
@@ -364,8 +391,8 @@ def read_log(options: PowerOptions) -> tuple[PowerLog, str]:
 def check_power_options(options: PowerOptions) -> dict[int, str]:
     """Usage errors before any reading; the --power-gpu map."""
     from traceview.columns.power import parse_zone
-    from traceview.parsing import parse_duration
+    from traceview.parsing import parse_signed_duration
 
     parse_zone(options.tz)
-    parse_duration(options.offset.strip().lstrip("+-"), "--power-offset")
+    parse_signed_duration(options.offset, "--power-offset")
     return parse_gpu_map(list(options.gpus))

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, ParamSpec, TypeVar
 from traceview.app.reading import read_trace, wait_for_cache_writes
 from traceview.choices import DocumentFormat, Format, check_choice
 from traceview.errors import TraceviewError, UsageError
-from traceview.options import ReadOptions
+from traceview.options import ReadOptions, inputs_of
 from traceview.render.output import (
     check_output_path,
     stderr_console,
@@ -135,7 +135,8 @@ def ops(path: Path, options: OpOptions, read: ReadOptions, out: OutputOptions) -
 
     _check_format(out.format)
     check_options(options)
-    check_save(out, (path,))
+    inputs = inputs_of((path,), options)
+    check_save(out, inputs)
     events = read_trace(path, read, keep_cpu=True)
     if _nothing_to_show(events, out):
         return
@@ -143,7 +144,7 @@ def ops(path: Path, options: OpOptions, read: ReadOptions, out: OutputOptions) -
     # The CSV holds every op whatever --top says.
     wants_all = options.top != 0 and out.format == "csv"
     every = analyse_ops(events, replace(options, top=0)) if wants_all else report
-    show(out, render_ops.document(report, every), (path,))
+    show(out, render_ops.document(report, every), inputs)
 
 
 @_command
@@ -204,7 +205,7 @@ def show(out: OutputOptions, doc: Document, inputs: Sequence[Path] = ()) -> None
     if out.save is not None:
         write_file(out.save, RENDERERS.get(out.format, plain_chunks)(doc), out.force, inputs)
     elif out.format in RENDERERS:
-        write_stdout(RENDERERS[out.format](doc))
+        write_stdout(RENDERERS[out.format](doc), json=out.format == "json")
     elif stdout_is_terminal():
         print_rich(doc, _stdout_console(out.wide))
     else:
@@ -232,7 +233,7 @@ def snapshot(path: Path, read: ReadOptions, output: Path | None, force: bool) ->
         check_output_path(output, force, (path,))
     text = to_json(build_snapshot(read_trace(path, read)))
     if output is None:
-        write_stdout(text)
+        write_stdout(text, json=True)
     else:
         write_file(output, text, force, (path,))
 
@@ -347,8 +348,9 @@ def unique(
     from traceview.render import unique as render_unique
 
     _check_format(out.format)
+    inputs = inputs_of((path,), power)
     if out.output is not None:
-        check_output_path(out.output, out.force, (path,))
+        check_output_path(out.output, out.force, inputs)
     if power is not None:
         from traceview.analyses.energy import check_power_options
 
@@ -365,7 +367,7 @@ def unique(
         energies = [int(row_pj[k.rows].sum()) / PJ_PER_J for k in report.kernels]
     stderr_console().print(render_unique.summary_line(report), markup=False, highlight=False)
     if out.output is not None:
-        write_file(out.output, render_unique.json_lines(report, energies), out.force, (path,))
+        write_file(out.output, render_unique.json_lines(report, energies), out.force, inputs)
     show(out, render_unique.document(report, out.verbose, top, energies))
 
 
@@ -379,12 +381,13 @@ def energy(
 
     _check_format(out.format)
     check_power_options(power)
-    check_save(out, (path, power.path))
+    inputs = inputs_of((path,), power)
+    check_save(out, inputs)
     events = read_trace(path, read)
     if _nothing_to_show(events, out):
         return
     report = _energy(path, events, power, out)
-    show(out, render_energy.document(report, top, out.verbose), (path, power.path))
+    show(out, render_energy.document(report, top, out.verbose), inputs)
 
 
 def _energy(

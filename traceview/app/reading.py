@@ -46,8 +46,9 @@ def read_trace(
         events = replace(events, steps=steps_matching(events, regex))
     if warn:
         report_problems(path, read_warnings(events), options.strict)
-    if remember and not pipe:  # not a pipe, nor a run's rank files (a write each costs 3 ms)
-        remember_trace(path)
+    # Not a pipe, nor a run's rank files (a write each costs 3 ms), nor without the cache.
+    if remember and not pipe and options.cache:
+        remember_trace(path, options.cache_dir)
     return events
 
 
@@ -97,7 +98,7 @@ def _ingest(path: Path, options: ReadOptions, keep_cpu: bool) -> TraceEvents:
         from traceview.columns.nsys import collect_nsys
 
         with ByteProgress(path.stat().st_size, enabled=not options.quiet) as progress:
-            return collect_nsys(path, keep_cpu, lambda done: progress(done, None))
+            return _sums_checked(collect_nsys(path, keep_cpu, lambda done: progress(done, None)))
     reader = TraceReader(path, partial=options.partial)
     # gzip: estimated later; a pipe: bytes read without a total
     size = None if reader.info.compressed or reader.info.stream else reader.info.size_bytes
@@ -109,6 +110,19 @@ def _ingest(path: Path, options: ReadOptions, keep_cpu: bool) -> TraceEvents:
     # before the analyses' peaks.
     gc.collect()
     release_free_memory()
+    return _sums_checked(events)
+
+
+def _sums_checked(events: TraceEvents) -> TraceEvents:
+    """``events``, refused (one line) when their GPU durations add up beyond int64 ns: the
+    analyses sum ns in int64, and a wrapped sum would be a negative total, never an error."""
+    from traceview.columns.numbers import sum_fits_int64
+
+    if not sum_fits_int64(events.gpu.dur):
+        raise TraceviewError(
+            f"{events.path}: its GPU durations add up to more than int64 ns hold (292 years); "
+            "not a trace traceview can sum exactly"
+        )
     return events
 
 

@@ -13,8 +13,9 @@ import orjson
 
 from traceview import __version__
 from traceview.analyses.runs.snapshot import KIND, SCHEMA_VERSION, RunSnapshot
-from traceview.app.snapshot_file import MAX_SNAPSHOT_BYTES, problem_of
+from traceview.app.snapshot_file import problem_of
 from traceview.errors import TraceviewError
+from traceview.side_files import read_side_file
 
 _MARK = re.compile(rb'"kind"\s*:\s*"traceview-run-snapshot"')
 SNIFF_BYTES = 4096
@@ -41,16 +42,13 @@ def is_run_snapshot(path: Path) -> bool:
 
 def load_run_snapshot(path: Path) -> RunSnapshot:
     """Read and validate a run snapshot; any problem is one TraceviewError naming the file."""
-    try:
-        if path.stat().st_size > MAX_SNAPSHOT_BYTES * 64:
-            raise TraceviewError(f"{path}: too big for a run snapshot")
-        data = path.read_bytes()
-    except OSError as e:
-        raise TraceviewError(f"{path}: cannot read: {e.strerror or e}") from None
+    data = read_side_file(path, "run snapshot")
     try:
         run = msgspec.json.decode(data, type=RunSnapshot)
     except (msgspec.DecodeError, msgspec.ValidationError) as e:
         raise TraceviewError(f"{path}: not a valid run snapshot: {e}") from None
+    except RecursionError:
+        raise TraceviewError(f"{path}: not a valid run snapshot: nested too deeply") from None
     if run.kind != KIND or run.schema_version != SCHEMA_VERSION:
         raise TraceviewError(
             f"{path}: run snapshot kind {run.kind!r} schema_version {run.schema_version} is not "
@@ -58,7 +56,10 @@ def load_run_snapshot(path: Path) -> RunSnapshot:
         )
     checks = [("rollup", run.rollup)] + [(f"rank {r.rank}", r.snapshot) for r in run.ranks]
     for where, snapshot in checks:
-        problem = problem_of(snapshot)
+        try:
+            problem = problem_of(snapshot)
+        except RecursionError:
+            problem = "nested too deeply"
         if problem:
             raise TraceviewError(f"{path}: not a valid run snapshot: {where}: {problem}")
     return run

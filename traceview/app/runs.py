@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from traceview.app.commands import _warn, check_save, show
 from traceview.choices import DocumentFormat, check_choice
 from traceview.errors import UsageError
-from traceview.options import ENGINES, ReadOptions, RunOptions
+from traceview.options import ENGINES, ReadOptions, RunOptions, inputs_of
 
 if TYPE_CHECKING:
     from traceview.analyses.diff import DiffOptions
@@ -46,12 +46,12 @@ def check_options(run: RunOptions) -> None:
 
 
 def run_inputs(inputs: Sequence[Path], run: RunOptions) -> tuple[Path, ...]:
-    """The trace files the inputs name: what an output file must never be, --force or not
-    (known before any reading)."""
+    """The trace files the inputs name and the side files of ``run``: what an output file
+    must never be, --force or not (known before any reading)."""
     from traceview.read.discover import run_files
 
     check_options(run)
-    return tuple(run_files(list(inputs), run.glob))
+    return inputs_of(run_files(list(inputs), run.glob), run)
 
 
 def gather(
@@ -227,7 +227,7 @@ def snapshot(
         check_output_path(output, force, files)
     text = to_json(run_snapshot(inputs, run, read, KernelOptions()))
     if output is None:
-        write_stdout(text)
+        write_stdout(text, json=True)
     else:
         write_file(output, text, force, files)
 

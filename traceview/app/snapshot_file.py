@@ -21,12 +21,13 @@ from traceview.analyses.snapshot import KIND, KernelStat, OtherKernels, Snapshot
 from traceview.errors import TraceviewError
 from traceview.read.source import GZIP_MAGIC, SourceInfo, check_path
 from traceview.read.stream import pipe_input
+from traceview.side_files import MAX_BYTES
 
 READABLE_VERSIONS = (1, 2)  # 1 lacks the steps' device figures; its other figures agree
 SNIFF_BYTES = 4096
 # A snapshot is a few hundred KB (200 kernels × 100 steps at most); a bigger file is refused
 # before it is parsed (a 500 MB one took 49 s and 2.2 GB).
-MAX_SNAPSHOT_BYTES = 64 << 20
+MAX_SNAPSHOT_BYTES = MAX_BYTES["snapshot"]
 # Counts, µs and %: 1e15 µs is 31 years, and sums of such numbers stay finite in float64.
 MAX_NUMBER = 1e15
 _MARK = re.compile(rb'"kind"\s*:\s*"traceview-snapshot"')
@@ -76,7 +77,7 @@ def is_snapshot(path: Path) -> bool:
         return False
     try:
         probe = msgspec.json.decode(data, type=_Probe)
-    except (msgspec.DecodeError, msgspec.ValidationError):
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
         # Not one JSON object: a damaged snapshot if it says so (load_snapshot tells what is
         # wrong), else the trace reader says what it is.
         return bool(_MARK.search(data[:SNIFF_BYTES]))
@@ -129,6 +130,13 @@ def _head(path: Path, stream: bool) -> bytes:
 
 def load_snapshot(path: Path) -> Snapshot:
     """Read and validate a snapshot; any problem is one TraceviewError naming the file."""
+    try:
+        return _load_snapshot(path)
+    except RecursionError:  # JSON nested deeper than the decoders and checks go
+        raise TraceviewError(f"{path}: not a valid snapshot: nested too deeply") from None
+
+
+def _load_snapshot(path: Path) -> Snapshot:
     data = _read_bounded(path)
     if data is None:
         raise TraceviewError(_too_big(path))

@@ -69,6 +69,8 @@ def open_slot(path: Path, settings: CacheSettings, keep_cpu: bool) -> Slot | Non
     try:
         if not stat.S_ISREG(path.stat().st_mode):
             return None  # a pipe or device: hashing would consume it; the reader reports it
+        if not os.access(path, os.R_OK):
+            return None  # unreadable: the reader says so (it is not the cache's problem)
     except OSError:
         return None  # missing or unreadable: the reader gives the error
     root = settings.root()
@@ -86,6 +88,11 @@ def open_slot(path: Path, settings: CacheSettings, keep_cpu: bool) -> Slot | Non
         key = trace_key(path, root, settings.refresh, settings.verify)
     except TraceviewError:
         raise  # the trace changed while it was hashed
+    except OSError as e:
+        if e.filename is not None and Path(e.filename) == path:
+            return None  # the trace itself cannot be read: the reader says so
+        warn(f"cache {root} unusable ({type(e).__name__}: {e}); reading without the cache")
+        return None
     except Exception as e:  # unwritable dir, broken index: work without the cache
         warn(f"cache {root} unusable ({type(e).__name__}: {e}); reading without the cache")
         return None
@@ -141,9 +148,37 @@ def publish(slot: Slot, events: TraceEvents) -> None:
         if current is not None and not (slot.refresh or upgrade):
             return  # published by another process meanwhile
         _write_entry(slot, events, target, replace=slot.refresh or upgrade)
-        evict(slot.root, limit, keep=slot.key)
+        if _evict_each_write:
+            evict(slot.root, limit, keep=slot.key)
     except Exception as e:  # full disk, unwritable dir, unencodable name: no cache this time
         warn(f"could not write the cache entry ({type(e).__name__}: {e})")
+
+
+# A run's workers write an entry per rank: checking the size limit after each (a listing
+# and a stat of every entry) made a cold run quadratic in ranks. They leave it to the
+# process that started them, which checks once when the run is read (keep_within_limit).
+_evict_each_write = True
+
+
+def evict_later() -> None:
+    """Publish without the size limit check (a run's worker); see keep_within_limit."""
+    global _evict_each_write
+    _evict_each_write = False
+
+
+def keep_within_limit(settings: CacheSettings) -> None:
+    """Evict down to the size limit once (after a run whose workers wrote entries); a
+    problem is a warning. Only in a directory that is a traceview cache."""
+    from traceview.cache.manage import evict, max_size
+    from traceview.cache.root import has_marker
+
+    root = settings.root()
+    if not has_marker(root):
+        return
+    try:
+        evict(root, max_size())
+    except Exception as e:
+        warn(f"could not keep the cache within its size limit ({type(e).__name__}: {e})")
 
 
 _writing: list[threading.Thread] = []

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +78,8 @@ def _open_index(cache_dir: Path) -> Any:
     import diskcache
 
     folder = cache_dir / INDEX_DIR
+    if not _own_files(folder):
+        return None  # a link or another program's file: never written through
     for attempt in range(2):
         try:
             return diskcache.Cache(str(folder))
@@ -90,9 +93,36 @@ def _open_index(cache_dir: Path) -> Any:
     return None
 
 
+_INDEX_FILES = ("cache.db", "cache.db-wal", "cache.db-shm", "cache.db-journal")
+
+
+def _own_files(folder: Path) -> bool:
+    """Whether the index folder and its files are what the cache made: a real directory
+    (or none yet) of regular files with one link each, never a symlink (a link to a user's
+    SQLite file would get diskcache's tables written into it)."""
+    try:
+        st = folder.lstat()
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    if not stat.S_ISDIR(st.st_mode):
+        return False
+    for name in _INDEX_FILES:
+        try:
+            st = (folder / name).lstat()
+        except FileNotFoundError:
+            continue
+        except OSError:
+            return False
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+            return False
+    return True
+
+
 def _remove_index_files(folder: Path) -> str | None:
     """Delete the index's own files (``cache.db`` and its journals), nothing else."""
-    for name in ("cache.db", "cache.db-wal", "cache.db-shm", "cache.db-journal"):
+    for name in _INDEX_FILES:
         try:
             (folder / name).unlink(missing_ok=True)
         except OSError as e:
@@ -105,6 +135,8 @@ def forget_index(cache_dir: Path) -> str | None:
     folder = cache_dir / INDEX_DIR
     if not folder.is_dir():
         return None
+    if not _own_files(folder):
+        return "not the index files traceview made (a link?): left as they are"
     index = _open_index(cache_dir)
     if index is None:
         return "cannot open the index for writing"

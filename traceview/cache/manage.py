@@ -72,22 +72,29 @@ def max_size() -> int:
     return parse_size(text, "TRACEVIEW_CACHE_MAX_SIZE") if text else DEFAULT_MAX_SIZE
 
 
-def entries(root: Path) -> list[Entry]:
-    """Every complete entry, least recently used first."""
+def entries(root: Path, with_paths: bool = True) -> list[Entry]:
+    """Every complete entry, least recently used first (``with_paths``: with the trace
+    paths each was read from, a file read per entry that eviction does without)."""
     folder = root / "entries"
-    found = [_entry(d) for d in folder.iterdir() if KEY.match(d.name)] if folder.is_dir() else []
+    found = (
+        [_entry(d, with_paths) for d in folder.iterdir() if KEY.match(d.name)]
+        if folder.is_dir()
+        else []
+    )
     return sorted((e for e in found if e is not None), key=lambda e: e.used_at)
 
 
-def _entry(directory: Path) -> Entry | None:
+def _entry(directory: Path, with_paths: bool = True) -> Entry | None:
     try:
-        files = [p for p in directory.iterdir() if p.is_file()]
-        size = sum(p.stat().st_size for p in files)
-        stamp = directory / USED
-        used = (stamp if stamp.exists() else directory).stat().st_mtime
+        with os.scandir(directory) as found:
+            files = [f for f in found if f.is_file(follow_symlinks=False)]
+            size = sum(f.stat(follow_symlinks=False).st_size for f in files)
+        stamp = [f for f in files if f.name == USED]
+        used = (stamp[0].stat() if stamp else directory.stat()).st_mtime
     except OSError:
         return None  # removed meanwhile, or incomplete
-    return Entry(directory.name, directory, size, used, read_paths(directory))
+    paths = read_paths(directory) if with_paths else []
+    return Entry(directory.name, directory, size, used, paths)
 
 
 def read_paths(directory: Path) -> list[str]:
@@ -123,7 +130,7 @@ def touch(directory: Path) -> None:
 
 def evict(root: Path, limit: int, keep: str | None = None) -> Removal:
     """Remove least recently used entries until the total is within ``limit``; never ``keep``."""
-    current = entries(root)
+    current = entries(root, with_paths=False)
     total = sum(e.size for e in current)
     removed: list[Entry] = []
     failed: list[tuple[Path, str]] = []

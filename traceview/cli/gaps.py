@@ -125,7 +125,7 @@ def gaps(
     if trace is None:
         from traceview.render.escape import visible  # a file name is data too
 
-        trace = [last_trace()]
+        trace = [last_trace(read.cache_dir)]
         print(
             f"traceview: using the last trace analysed: {visible(str(trace[0]))}", file=sys.stderr
         )

@@ -37,7 +37,7 @@ from traceview.columns.launches import LAUNCH_FIELDS
 from traceview.columns.model import STEP_PREFIX, StepWindow, TraceEvents
 from traceview.columns.schema import KERNEL, MEMCPY, MEMSET
 from traceview.errors import TraceviewError
-from traceview.read.nsys import Export
+from traceview.read.nsys import Export, text_of
 from traceview.read.reader import ReadStats, SplitFailed
 
 KERNELS = "CUPTI_ACTIVITY_KIND_KERNEL"
@@ -105,8 +105,9 @@ def collect_nsys(
 
 def _split_min_rows() -> int:
     """Runtime + NVTX rows from which a worker reads them (env override for tests)."""
-    value = os.environ.get("TRACEVIEW_NSYS_SPLIT_MIN_ROWS")
-    return int(value) if value else SPLIT_MIN_ROWS
+    from traceview.parsing import env_count
+
+    return env_count("TRACEVIEW_NSYS_SPLIT_MIN_ROWS", SPLIT_MIN_ROWS)
 
 
 class _HostWorker:
@@ -252,12 +253,13 @@ class _Reading:
             return
         kinds = ", ".join(map(str, NVTX_RANGES))
         where = f"WHERE eventType IN ({kinds})" if "eventType" in have else ""
+        text = '"text"' if "text" in have else "NULL"
         sql = (
             f"SELECT {_time(have, 'start')}, {_time(have, 'end')}, {_or(have, 'globalTid', 0)}, "
-            f"{_nvtx_text(have)} FROM {NVTX} {where} ORDER BY rowid"
+            f"{_or(have, 'textId', _NULL)}, {text} FROM {NVTX} {where} ORDER BY rowid"
         )
         for rows, texts in self.export.text_batches(sql, NVTX):
-            names = [NO_TEXT if t is None else str(t) for t in texts]
+            names = self._nvtx_names(rows[:, 3], texts)
             is_step = np.array([n.startswith(STEP_PREFIX) for n in names], dtype=bool)
             kept = is_step | self.keep_cpu  # ops are looked at only when CPU rows are kept
             open_ended = rows[:, 1] == _NULL
@@ -273,6 +275,17 @@ class _Reading:
                 cpu = self._cpu(rows[ops, 2], ts[ops], ts[ops] + dur[ops], name_ids, op)
                 self.collector.add_columns(cpu=cpu)
             self._read(len(rows))
+
+    def _nvtx_names(self, text_ids: np.ndarray, texts: list[Any]) -> list[str]:
+        """A range's text: ``text``, else the StringIds value of ``textId`` (looked up once
+        per batch for the distinct ids), else NO_TEXT."""
+        wanted = {int(i) for i, t in zip(text_ids.tolist(), texts, strict=True) if t is None}
+        wanted.discard(_NULL)
+        found = self.export.strings(sorted(wanted)) if wanted else {}
+        return [
+            text_of(t) if t is not None else found.get(int(i), NO_TEXT)
+            for i, t in zip(text_ids.tolist(), texts, strict=True)
+        ]
 
     def _times(
         self, start: np.ndarray, end: np.ndarray, counted: np.ndarray | None = None
@@ -421,12 +434,6 @@ def _time(have: set[str], column: str) -> str:
 def _first(have: set[str], *columns: str) -> str:
     """The first of ``columns`` the table has, NULL as −1 (a name that cannot be found)."""
     return next((_or(have, c, -1) for c in columns if c in have), "-1")
-
-
-def _nvtx_text(have: set[str]) -> str:
-    """A range's text: ``text``, else the StringIds value of ``textId``."""
-    by_id = '(SELECT value FROM StringIds WHERE id = "textId")' if "textId" in have else "NULL"
-    return f'COALESCE("text", {by_id})' if "text" in have else by_id
 
 
 def header_of(export: Export) -> dict[str, Any]:

@@ -174,7 +174,7 @@ def _receive(conn: Connection, memfd: int | None, spill: SpillFile | None) -> Tr
     interned), not when the columns are."""
     try:
         kind, payload = conn.recv()
-    except EOFError:
+    except (EOFError, OSError):  # died before or while sending ("end of file during message")
         raise SplitFailed from None
     if kind == "error":
         raise TraceviewError(payload)
@@ -188,7 +188,10 @@ def _receive(conn: Connection, memfd: int | None, spill: SpillFile | None) -> Tr
         arrays = [array for arrays, _ in sections for array in arrays]
         names_mapping = sections[-1][1]
     else:
-        arrays = [_receive_array(conn, dtype, n) for dtype, n in shapes]
+        try:
+            arrays = [_receive_array(conn, dtype, n) for dtype, n in shapes]
+        except (EOFError, OSError):  # died while sending its columns
+            raise SplitFailed from None
     columns = iter(arrays)
     gpu = from_arrays(GpuColumns, [next(columns) for _ in GPU_COLUMNS])
     runtime = from_arrays(RuntimeColumns, [next(columns) for _ in RUNTIME_COLUMNS])
@@ -285,5 +288,6 @@ def _merge_stats(reader: TraceReader, part: TraceEvents) -> None:
 
 def _min_bytes() -> int:
     """The size from which a trace is read in two processes (env override for tests)."""
-    value = os.environ.get("TRACEVIEW_PARALLEL_MIN_BYTES")
-    return int(value) if value else PARALLEL_MIN_BYTES
+    from traceview.parsing import env_count
+
+    return env_count("TRACEVIEW_PARALLEL_MIN_BYTES", PARALLEL_MIN_BYTES)

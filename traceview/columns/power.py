@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from traceview.errors import TraceviewError, UsageError
+from traceview.side_files import read_side_file
 
 INSTANT, AVERAGE = "power.draw.instant", "power.draw"
 _OFFSET = re.compile(r"([+-])(\d{1,2}):?(\d{2})")
@@ -81,30 +82,61 @@ def read_power_log(path: Path, zone: tzinfo | None, zone_text: str, offset_ns: i
         index = _groups(table.column(gpu_at), _INDEX)[0]
     else:
         index = np.zeros(table.num_rows, dtype=np.int64)
-    usable = (stamp[0] >= 0) & (watts[0] >= 0) & (index >= 0)
+    # A minute or second of 60 or more is no time of day (it would roll over): not usable.
+    usable = (stamp[0] >= 0) & (stamp[4] < 60) & (stamp[5] < 60)
+    usable &= (watts[0] >= 0) & (index >= 0)
     if not usable.any():
         raise TraceviewError(f"{path}: no power sample with a timestamp and a number")
     skipped += int((~usable).sum())
     stamp, watts = [c[usable] for c in stamp], [c[usable] for c in watts]
-    t_ns = _epoch_ns(stamp, zone) + offset_ns
+    t_ns = _shifted(path, _epoch_ns(stamp, zone), offset_ns)
     mw = watts[0] * 1000 + (watts[1] + 5) // 10  # 4 decimals kept: rounded half up to mW
     gpu = index[usable]
     order = np.lexsort((t_ns, gpu))
-    return PowerLog(str(path), gpu[order], t_ns[order], mw[order], column, zone_text, skipped)
+    gpu, t_ns = gpu[order], t_ns[order]
+    _check_distinct_times(path, gpu, t_ns)
+    return PowerLog(str(path), gpu, t_ns, mw[order], column, zone_text, skipped)
+
+
+_NS_MIN, _NS_MAX = -(2**63), 2**63 - 1
+
+
+def _shifted(path: Path, t_ns: np.ndarray, offset_ns: int) -> np.ndarray:
+    """``t_ns + offset_ns``, refused when a time would leave int64 ns (1677-2262)."""
+    lo, hi = int(t_ns.min()) + offset_ns, int(t_ns.max()) + offset_ns
+    if lo < _NS_MIN or hi > _NS_MAX:
+        raise TraceviewError(
+            f"{path}: with --power-offset, power log times leave the years 1677-2262 "
+            "(epoch ns in int64)"
+        )
+    shifted: np.ndarray = t_ns + np.int64(offset_ns)
+    return shifted
+
+
+def _check_distinct_times(path: Path, gpu: np.ndarray, t_ns: np.ndarray) -> None:
+    """Refuse a GPU whose samples mostly repeat a time (two loggers writing one file): its
+    sampling period would read as 0 and its coverage as none. ``gpu``, ``t_ns`` sorted."""
+    same = (np.diff(gpu) == 0) & (np.diff(t_ns) == 0)
+    if not same.any():
+        return
+    repeats = np.bincount(gpu[1:][same])
+    counts = np.bincount(gpu)
+    for index in np.flatnonzero(2 * repeats >= counts[: len(repeats)]).tolist():
+        raise TraceviewError(
+            f"{path}: {repeats[index]} of GPU {index}'s {counts[index]} samples repeat the "
+            "time of another (two loggers writing one file?); keep one logger's rows"
+        )
 
 
 def _read_table(path: Path) -> tuple[Any, int]:
-    """Every column as text, and how many rows were skipped for a wrong number of fields."""
+    """Every column as text, and how many rows were skipped for a wrong number of fields.
+    The log is read once (a pipe too) through the bounded side-file reader; a UTF-8 BOM is
+    dropped and bytes that are not UTF-8 become U+FFFD."""
     import pyarrow as pa
     import pyarrow.csv as pa_csv
 
-    try:
-        with path.open(newline="", encoding="utf-8", errors="replace") as f:
-            header = next(csv.reader(f, skipinitialspace=True), None)
-    except OSError as e:
-        raise TraceviewError(f"{path}: cannot read the power log ({e.strerror or e})") from None
-    if not header:
-        raise TraceviewError(f"{path}: empty power log")
+    data = _utf8(read_side_file(path, "power log").removeprefix(b"\xef\xbb\xbf"))
+    header = _header(path, data)
     names = [f"c{i}" for i in range(len(header))]
     bad: list[int] = []
 
@@ -114,7 +146,7 @@ def _read_table(path: Path) -> tuple[Any, int]:
 
     try:
         table = pa_csv.read_csv(
-            path,
+            pa.BufferReader(data),
             read_options=pa_csv.ReadOptions(column_names=names, skip_rows=1),
             parse_options=pa_csv.ParseOptions(invalid_row_handler=skip),
             convert_options=pa_csv.ConvertOptions(
@@ -123,7 +155,36 @@ def _read_table(path: Path) -> tuple[Any, int]:
         )
     except (OSError, pa.ArrowInvalid) as e:
         raise TraceviewError(f"{path}: cannot read the power log ({e})") from None
-    return table.rename_columns([h.strip() for h in header]), len(bad)
+    return table.rename_columns(header), len(bad)
+
+
+_MAX_HEADER = 64 << 10  # nvidia-smi's longest header (every --query-gpu field) is ~10 KB
+
+
+def _header(path: Path, data: bytes) -> list[str]:
+    """The header's column names (the first line), checked to be short enough for one."""
+    end = data.find(b"\n", 0, _MAX_HEADER + 1)
+    if end < 0 and len(data) > _MAX_HEADER:
+        raise TraceviewError(
+            f"{path}: the first line is longer than {_MAX_HEADER >> 10} KiB: not an "
+            "nvidia-smi power log header"
+        )
+    line = data[: end if end >= 0 else len(data)].decode().rstrip("\r")
+    if not line.strip():
+        raise TraceviewError(f"{path}: empty power log")
+    try:
+        return [h.strip() for h in next(csv.reader([line], skipinitialspace=True))]
+    except csv.Error as e:
+        raise TraceviewError(f"{path}: cannot read the power log header ({e})") from None
+
+
+def _utf8(data: bytes) -> bytes:
+    """``data`` as valid UTF-8 (what is not becomes U+FFFD), copied only when it is not."""
+    try:
+        data.decode()
+    except UnicodeDecodeError:
+        return data.decode(errors="replace").encode()
+    return data
 
 
 def _groups(column: Any, pattern: str) -> list[np.ndarray]:
@@ -198,10 +259,16 @@ def _epoch_ns(fields: list[np.ndarray], zone: tzinfo | None) -> np.ndarray:
         h, d, mo, y = k % 100, k // 100 % 100, k // 10**4 % 100, k // 10**6
         try:
             local = datetime(y, mo, d, h)
-        except ValueError:
+            aware = local.replace(tzinfo=zone) if zone is not None else local.astimezone()
+            start = int(aware.timestamp()) * 10**9
+        except (ValueError, OverflowError):
             raise TraceviewError(f"bad timestamp in the power log: {y}/{mo}/{d} {h}h") from None
-        aware = local.replace(tzinfo=zone) if zone is not None else local.astimezone()
-        starts[i] = int(aware.timestamp()) * 10**9
+        if not _NS_MIN <= start <= _NS_MAX - 3600 * 10**9:
+            raise TraceviewError(
+                f"bad timestamp in the power log: {y}/{mo}/{d} {h}h is not within the years "
+                "1677-2262 (epoch ns in int64)"
+            )
+        starts[i] = start
     stamps: np.ndarray = starts[inverse.reshape(-1)] + (minute * 60 + second) * 10**9 + ns
     return stamps
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import glob as globbing
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, cast
@@ -52,16 +53,46 @@ def run_files(inputs: list[Path], pattern: str | None = None) -> list[Path]:
 def _expand(item: Path, pattern: str | None) -> list[Path]:
     if item.is_dir():
         files = {p for glob in ((pattern,) if pattern else DEFAULT_GLOBS) for p in item.glob(glob)}
-        chosen = sorted(p for p in files if p.is_file())
-        if not chosen:
+        if not files:
             raise TraceviewError(f"{item}: a directory without trace files ({_globs(pattern)})")
-        return chosen
+        return _regular(sorted(files))
     if not item.exists() and _GLOB_CHARS.search(str(item)):
-        matches = sorted(Path(p) for p in globbing.glob(str(item)) if Path(p).is_file())
+        matches = sorted(Path(p) for p in globbing.glob(str(item)))
         if not matches:
             raise TraceviewError(f"{item}: no file matches this pattern")
-        return matches
+        return _regular(matches)
     return [item]  # a missing file is reported by the reader, with the other bad inputs
+
+
+def _regular(paths: list[Path]) -> list[Path]:
+    """``paths``, every one a regular file (through symlinks): a run's rank is never
+    dropped in silence; anything else that a directory or glob names is an error naming it."""
+    odd = [f"{p} ({why})" for p in paths if (why := _not_a_file(p)) is not None]
+    if odd:
+        raise TraceviewError(
+            f"not a trace file: {', '.join(odd)}; a run's directory or glob names only its "
+            "rank files (remove the entry, or narrow it with --glob)"
+        )
+    return paths
+
+
+def _not_a_file(path: Path) -> str | None:
+    """Why ``path`` is not a regular file, or None when it is."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return "a dangling symlink" if path.is_symlink() else "gone"
+    except OSError as e:
+        return e.strerror or str(e)
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "not a regular file"
 
 
 def _globs(pattern: str | None) -> str:
@@ -105,7 +136,18 @@ def name_rank(path: Path, regex: re.Pattern[str]) -> int | None:
     if match is None:
         return None
     text = match.group(1) if match.groups() else match.group(0)
-    return int(text) if text is not None and text.isdigit() else None
+    if text is None or not text.isdigit():
+        return None
+    return _checked_rank(int(text), path)
+
+
+MAX_RANK = 2**63 - 1
+
+
+def _checked_rank(rank: int, path: Path) -> int:
+    if rank > MAX_RANK:
+        raise TraceviewError(f"{path}: rank {rank} is beyond int64; ranks are 0 to 2^63-1")
+    return rank
 
 
 # A corrupt gzip stream (zlib_ng.pyi types the class as an instance).
@@ -118,9 +160,10 @@ def header_rank(path: Path) -> int | None:
     wrong with it, if anything)."""
     try:
         with _open(path) as f:
-            return _rank_before_events(f)
+            rank = _rank_before_events(f)
     except (OSError, ValueError, EOFError, ijson.JSONError, _ZLIB_NG_ERROR):
         return None
+    return None if rank is None else _checked_rank(rank, path)
 
 
 def _open(path: Path) -> IO[bytes]:

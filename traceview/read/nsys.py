@@ -91,6 +91,11 @@ def check_header(path: Path, head: bytes, size: int) -> None:
         raise TraceviewError(f"{path}: truncated SQLite database ({size} bytes, pages of {page})")
 
 
+def text_of(value: Any) -> str:
+    """A text cell as str: a BLOB's bytes decoded as UTF-8 (what is not becomes U+FFFD)."""
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+
 class Export:
     """An open nsys export: which tables and columns it has, rows in batches, strings."""
 
@@ -101,7 +106,10 @@ class Export:
         self.size_bytes = size
         uri = f"{path.absolute().as_uri()}?mode=ro"
         self._db = self._guard(lambda: sqlite3.connect(uri, uri=True, timeout=LOCK_TIMEOUT))
+        # Text that is not UTF-8 (Latin-1 NVTX strings) becomes U+FFFD, as in JSON traces.
+        self._db.text_factory = lambda raw: raw.decode("utf-8", "replace")
         self.tables: set[str] = set()
+        self._indexed: bool | None = None
         try:
             self._execute("PRAGMA query_only = ON")
             sql = "SELECT name FROM sqlite_master WHERE type = 'table'"
@@ -167,15 +175,38 @@ class Export:
             yield numbers.astype(np.int64, copy=False), texts
 
     def strings(self, ids: Iterable[int]) -> dict[int, str]:
-        """StringIds values by id (ids without a string are left out)."""
+        """StringIds values by id (ids without a string are left out): looked up by id when
+        the table has an index on it, else in one scan (a lookup per id would scan it all)."""
         wanted = list(ids)
         found: dict[int, str] = {}
+        if not self._strings_indexed():
+            want = set(wanted)
+            cursor = self._execute("SELECT id, value FROM StringIds")
+            while batch := self._guard(lambda: cursor.fetchmany(BATCH_ROWS)):
+                found.update((k, text_of(v)) for k, v in batch if k in want and v is not None)
+            return found
         for start in range(0, len(wanted), _IN_CHUNK):
             chunk = wanted[start : start + _IN_CHUNK]
             marks = ",".join("?" * len(chunk))
             sql = f"SELECT id, value FROM StringIds WHERE id IN ({marks})"
-            found.update((k, str(v)) for k, v in self._execute(sql, chunk).fetchall())
+            rows = self._execute(sql, chunk).fetchall()
+            found.update((k, text_of(v)) for k, v in rows if v is not None)
         return found
+
+    def _strings_indexed(self) -> bool:
+        """Whether StringIds.id is its primary key or leads an index (nsys makes it the
+        INTEGER PRIMARY KEY; a rewritten export may have lost it)."""
+        if self._indexed is None:
+            pk = any(row[1] == "id" and row[5] == 1 for row in self._pragma("table_info"))
+            self._indexed = pk or any(
+                [c[2] for c in self._pragma(f'index_info("{row[1]}")')][:1] == ["id"]
+                for row in self._pragma("index_list")
+            )
+        return self._indexed
+
+    def _pragma(self, what: str) -> list[Any]:
+        sql = f"PRAGMA {what}" if "(" in what else f'PRAGMA {what}("StringIds")'
+        return self._execute(sql).fetchall()
 
     def max_string_id(self) -> int:
         value = self._execute("SELECT max(id) FROM StringIds").fetchone()[0]

@@ -93,6 +93,16 @@ def html_text(text: str) -> str:
     return visible(text).translate(_HTML)
 
 
+_PLOTLY = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
+
+
+def plotly_text(text: str) -> str:
+    """A string plotly draws (a tick, a legend, a hover label): visible, with only ``& < >``
+    as references. Plotly reads its own tags and a few entities (not ``&quot;`` or
+    ``&#39;``, which it would show as written); the string reaches it as JSON data."""
+    return visible(text).translate(_PLOTLY)
+
+
 def script_json(value: object) -> str:
     """``value`` as JSON safe to put inside a ``<script>`` element: no ``<``, ``>``, ``&``
     and no U+2028/U+2029 left as such (each written as its ``\\u`` escape)."""

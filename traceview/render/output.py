@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 import sys
@@ -24,14 +25,16 @@ def stdout_is_terminal() -> bool:
     return sys.stdout is not None and sys.stdout.isatty()
 
 
-def write_stdout(text: str | Iterator[str]) -> None:
+def write_stdout(text: str | Iterator[str], json: bool = False) -> None:
     """Write data (or its chunks, as they are made) to stdout; a full disk or a closed stdout
-    is one error line, not a traceback."""
+    is one error line, not a traceback. On a stdout that cannot encode every character
+    (``PYTHONIOENCODING=ascii``), JSON gets ``\\u`` escapes and text ASCII stand-ins."""
     if sys.stdout is None:  # started with stdout closed (``>&-``)
         raise TraceviewError("cannot write to stdout: it is closed")
+    encodable = _encodable(getattr(sys.stdout, "encoding", None))
     try:
         for chunk in [text] if isinstance(text, str) else text:
-            sys.stdout.write(chunk)
+            sys.stdout.write(chunk if encodable(chunk) else _stand_ins(chunk, json))
         sys.stdout.flush()
     except BrokenPipeError:
         raise  # the reader left (``| head``): the CLI exits quietly
@@ -39,6 +42,54 @@ def write_stdout(text: str | Iterator[str]) -> None:
         _discard_stdout()
         reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
         raise TraceviewError(f"cannot write to stdout: {reason}") from None
+
+
+def _encodable(encoding: str | None) -> Callable[[str], bool]:
+    """Whether a text can be written as it is to a stream of this encoding."""
+    import codecs
+
+    try:
+        name = codecs.lookup(encoding or "utf-8").name
+    except LookupError:
+        name = "ascii"
+    if name.startswith("utf-"):
+        return lambda text: True
+
+    def encodable(text: str) -> bool:
+        if text.isascii():
+            return True
+        try:
+            text.encode(name)
+        except UnicodeEncodeError:
+            return False
+        return True
+
+    return encodable
+
+
+# What the text outputs hold beyond ASCII (units, table rules, separators), in ASCII.
+_ASCII = str.maketrans({
+    "µ": "u", "μ": "u", "…": "...", "·": "-", "–": "-", "—": "--", "→": "->", "←": "<-",
+    "±": "+/-", "×": "x", "≥": ">=", "≤": "<=", "≈": "~", "─": "-", "━": "-", "│": "|",
+    "┃": "|", "┼": "+", "┌": "+", "┐": "+", "└": "+", "┘": "+", "├": "+", "┤": "+",
+    "┬": "+", "┴": "+", "▏": "|", "█": "#", "°": " deg",
+})  # fmt: skip
+
+
+def _stand_ins(text: str, json: bool) -> str:
+    """``text`` in ASCII: JSON with ``\\uXXXX`` escapes (valid wherever a non-ASCII character
+    can be: inside a string), text with ASCII stand-ins and other characters escaped."""
+    if json:
+        return "".join(c if c.isascii() else _json_escape(c) for c in text)
+    return text.translate(_ASCII).encode("ascii", "backslashreplace").decode("ascii")
+
+
+def _json_escape(char: str) -> str:
+    code = ord(char)
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    code -= 0x10000
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
 
 
 def _discard_stdout() -> None:
@@ -52,8 +103,9 @@ def _discard_stdout() -> None:
 
 
 def check_output_path(path: Path, force: bool, inputs: Sequence[Path]) -> None:
-    """Usage errors of an output file, before any reading: the input trace itself (through a
-    hard link or a symlink too, ``--force`` or not), a directory, a file that exists without
+    """Usage errors of an output file, before any reading: one of the ``inputs`` (the trace,
+    a side file an option names: see options.inputs_of; through a hard link or a symlink
+    too, ``--force`` or not), a directory, a file that exists without
     ``--force``. A character device or FIFO (``/dev/null``, ``/dev/stdout``) is written to."""
     try:
         st = path.stat()
@@ -62,7 +114,9 @@ def check_output_path(path: Path, force: bool, inputs: Sequence[Path]) -> None:
     except OSError as e:
         raise UsageError(f"{path}: cannot write ({e.strerror or e})") from None
     if _is_an_input(st, inputs):
-        raise UsageError(f"{path}: is the input trace; it is never overwritten")
+        raise UsageError(
+            f"{path}: is the input trace or a file an option reads; it is never overwritten"
+        )
     if stat.S_ISDIR(st.st_mode):
         raise UsageError(f"{path}: is a directory; name an output file")
     if stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode) or _is_open_fd(path):
@@ -135,11 +189,27 @@ def _encoded(text: str | bytes | Iterator[str]) -> Iterator[bytes]:
 def _write_through(path: Path, data: Iterator[bytes]) -> None:
     """Write to a device, pipe or open descriptor as it is: no temp file, the node is never
     replaced; appended, so a report after stdout data (``-o /dev/stdout > f``) follows it."""
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NOCTTY)
+    fd = _open_for_writing(path)
     try:
         _write_all(fd, data)
     finally:
         os.close(fd)
+
+
+def _open_for_writing(path: Path) -> int:
+    """``path`` opened to append; a FIFO without a reader yet is said on stderr, then
+    waited on (its reader may start after traceview), never in silence."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_NOCTTY
+    try:
+        fd = os.open(path, flags | os.O_NONBLOCK)
+    except OSError as e:
+        if e.errno != errno.ENXIO:  # ENXIO: a FIFO that nobody reads yet
+            raise
+        sys.stderr.write(f"traceview: waiting for a reader of the FIFO {visible(str(path))}\n")
+        sys.stderr.flush()
+        return os.open(path, flags)
+    os.set_blocking(fd, True)
+    return fd
 
 
 def _write_atomically(target: Path, data: Iterator[bytes], st: os.stat_result | None) -> None:

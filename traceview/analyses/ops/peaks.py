@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from traceview.analyses.ops.peak_table import DEVICES
-from traceview.errors import UsageError
+from traceview.errors import TraceviewError, UsageError
+from traceview.side_files import read_side_file
 
 DTYPES = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8")
 
@@ -43,13 +44,15 @@ class Peaks:
 def load_peaks_file(path: Path) -> list[dict[str, Any]]:
     """The checked entries of a ``--peaks`` file (UsageError, one line, if it is wrong)."""
     try:
-        text = path.read_bytes()
-    except OSError as e:
-        raise UsageError(f"--peaks {path}: cannot read it ({e.strerror or e})") from None
+        text = read_side_file(path, "peaks file", f"--peaks {path}")
+    except TraceviewError as e:
+        raise UsageError(e.message) from None
     try:
         data = tomllib.loads(text.decode()) if path.suffix == ".toml" else json.loads(text)
     except (ValueError, UnicodeDecodeError) as e:
         raise UsageError(f"--peaks {path}: not valid {_format(path)} ({e})") from None
+    except RecursionError:
+        raise UsageError(f"--peaks {path}: nested too deeply for a peaks file") from None
     entries = data.get("devices") if isinstance(data, dict) else None
     if not isinstance(entries, list) or not entries:
         raise UsageError(f'--peaks {path}: expected {{"devices": [...]}} with at least one')

@@ -55,6 +55,10 @@ class OpOptions:
     group_by: OpGroupBy = OpGroupBy.OP
     peaks_file: Path | None = None
 
+    def side_files(self) -> tuple[Path, ...]:
+        """The files these options name besides the trace (an -o never replaces them)."""
+        return () if self.peaks_file is None else (self.peaks_file,)
+
 
 @dataclass(frozen=True)
 class OpRow:

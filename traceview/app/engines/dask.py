@@ -36,7 +36,9 @@ def run(tasks: Sequence[RankTask], options: RunOptions, partial: bool) -> RunRes
         usable([o or _OK for o in outcomes], partial)  # the error, or the warnings
         kept = [f for f, o in zip(ingested, outcomes, strict=True) if o is None]
         rollup = _tree_reduce(client, client.map(of_rank, kept))
-        table = client.scatter(latest_starts(rollup.collectives, rollup.ranks), broadcast=True)
+        # In a list: a dict is scattered as {key: data}, and an empty one (a run without
+        # shared collectives) cannot be.
+        [table] = client.scatter([latest_starts(rollup.collectives, rollup.ranks)], broadcast=True)
         rank_waits = client.gather(client.map(waits, kept, table=table))
         summaries = client.gather(kept)
     return RunResult(summaries, rollup, rank_waits)

@@ -9,6 +9,7 @@ import multiprocessing
 import os
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from typing import TYPE_CHECKING
 
 from traceview.analyses.runs.collectives import latest_starts
@@ -22,6 +23,7 @@ from traceview.app.engines.worker import (
     usable,
     waits,
 )
+from traceview.errors import TraceviewError
 
 if TYPE_CHECKING:
     from traceview.options import RunOptions
@@ -39,14 +41,49 @@ def summaries(tasks: Sequence[RankTask], jobs: int) -> Iterator[RankSummary | Ra
     """Each task's summary (or failure), in task order, ``jobs`` files at a time."""
     workers = max(1, min(jobs, len(tasks)))
     context = multiprocessing.get_context("fork")  # no re-import of traceview per worker
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        yield from pool.map(ingest, tasks)
+    with ProcessPoolExecutor(workers, context, initializer=_evict_later) as pool:
+        futures = [pool.submit(ingest, task) for task in tasks]
+        for i, future in enumerate(futures):
+            try:
+                yield future.result()
+            except BrokenProcessPool:
+                raise TraceviewError(_died(tasks[i : i + workers])) from None
+
+
+def _evict_later() -> None:
+    """In a worker: entries are written without the size limit check, done once by run."""
+    from traceview import cache
+
+    cache.evict_later()
+
+
+def _died(tasks: Sequence[RankTask]) -> str:
+    """The error of a worker that died (killed, out of memory): the rank whose result was
+    awaited, and the others being read beside it (one of them may be the one)."""
+    first, others = tasks[0], [t.rank for t in tasks[1:]]
+    beside = f" (or rank {', '.join(map(str, others))}, read beside it)" if others else ""
+    return (
+        f"rank {first.rank} ({first.path}): the process reading it died{beside}: killed, "
+        "or out of memory? (-j 1 reads one rank at a time)"
+    )
 
 
 def run(tasks: Sequence[RankTask], options: RunOptions, partial: bool) -> RunResult:
     """Summaries in the pool; the merge and the pass-2 waits here, on summaries only."""
     jobs = options.jobs if options.jobs is not None else default_jobs()
-    found = usable(list(summaries(tasks, jobs)), partial)
+    results = list(summaries(tasks, jobs))
+    _keep_cache_within_limit(tasks)
+    found = usable(results, partial)
     rollup = rolled_up(found)
     table = latest_starts(rollup.collectives, rollup.ranks)
     return RunResult(found, rollup, [waits(s, table) for s in found])
+
+
+def _keep_cache_within_limit(tasks: Sequence[RankTask]) -> None:
+    """The size limit check the workers left (one, not one per entry written)."""
+    read = tasks[0].read if tasks else None
+    if read is not None and read.cache:
+        from traceview import cache
+
+        settings = cache.CacheSettings(True, directory=read.cache_dir)
+        cache.keep_within_limit(settings)

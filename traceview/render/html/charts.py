@@ -1,6 +1,6 @@
 """Plotly figures (plain dicts: data + layout) for the report's sections, from the documents.
 
-Every name from the trace goes through ``html_text`` first: plotly reads tags in its strings,
+Every name from the trace goes through ``plotly_text`` first: plotly reads tags in its strings,
 so a kernel named ``<b>x</b>`` would be bold; escaped, plotly shows the characters as written.
 Times are in ms on time axes and µs for gap lengths, as the axis titles say.
 """
@@ -15,7 +15,7 @@ import numpy as np
 from traceview.aggregate.order import distinct
 from traceview.analyses.core.categories import CATEGORIES
 from traceview.render import units
-from traceview.render.escape import html_text
+from traceview.render.escape import plotly_text
 from traceview.render.html.documents import Documents
 
 Figure = dict[str, Any]
@@ -76,7 +76,7 @@ def label(text: Any, limit: int = LABEL) -> str:
     if len(s) > limit:
         head = (limit - 1) * 3 // 5
         s = s[:head] + "…" + s[len(s) - (limit - 1 - head) :]
-    return html_text(s)
+    return plotly_text(s)
 
 
 def device_label(device: Any, stream: Any = None) -> str:
@@ -220,7 +220,7 @@ def _gap_marks(docs: Documents, start_us: float) -> dict[str, Any]:
 
 def _gap_text(gap: dict[str, Any]) -> str:
     return (
-        f"gap of {gap['gap_us'] / 1000:.3f} ms · cause: {html_text(str(gap['cause']))}"
+        f"gap of {gap['gap_us'] / 1000:.3f} ms · cause: {plotly_text(str(gap['cause']))}"
         f"<br>host wait {gap['host_wait_us'] / 1000:.3f} ms"
         f"<br>before: {label(gap['before'], 90)}<br>after: {label(gap['after'], 90)}"
     )

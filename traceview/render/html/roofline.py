@@ -15,7 +15,7 @@ import json
 import math
 from typing import Any
 
-from traceview.render.escape import html_text
+from traceview.render.escape import html_text, plotly_text
 from traceview.render.html.charts import HOVER, PALETTE, Figure, _layout, label
 
 GEMM_OPS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul", "aten::linear")
@@ -87,7 +87,7 @@ def roofline(ops: dict[str, Any]) -> Figure | None:
             {
                 "type": "scatter",
                 "mode": "markers",
-                "name": html_text(dtype),
+                "name": plotly_text(dtype),
                 "x": [_intensity(r) for r in mine],
                 "y": [r["tflops_per_s"] for r in mine],
                 "hovertext": [_point_text(r) for r in mine],
@@ -136,7 +136,7 @@ def _ceilings(
             _line(
                 [max(lo, ridge), max(hi, ridge * 2)],
                 [peak, peak],
-                f"compute peak {html_text(name)} {peak:g} TFLOP/s".replace("  ", " "),
+                f"compute peak {plotly_text(name)} {peak:g} TFLOP/s".replace("  ", " "),
             )
         )
     if bandwidth:
@@ -261,9 +261,9 @@ def _groups(cells: list[dict[str, Any]]) -> list[tuple[str, list[dict[str, Any]]
     out = []
     for dtype in order:
         mine = by_dtype[dtype]
-        out.append((f"{html_text(dtype)}, all K", mine))
+        out.append((f"{plotly_text(dtype)}, all K", mine))
         for k in sorted({c["k"] for c in mine}):
-            out.append((f"{html_text(dtype)}, K={k}", [c for c in mine if c["k"] == k]))
+            out.append((f"{plotly_text(dtype)}, K={k}", [c for c in mine if c["k"] == k]))
     return out
 
 
