@@ -8,6 +8,7 @@ import os
 # isort: off
 # Registered in this order, which ``traceview --help`` lists.
 from traceview.cli.common import app
+from traceview.cli import record
 from traceview.cli import kernels, gaps, steps, summary, ops, snapshot, diff, export, ranks
 from traceview.cli import cache, unique, energy, report
 
@@ -33,6 +34,7 @@ __all__ = [
     "main",
     "ops",
     "ranks",
+    "record",
     "report",
     "snapshot",
     "steps",

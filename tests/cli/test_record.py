@@ -1,0 +1,238 @@
+"""``traceview record`` without torch: a stand-in ``torch`` package (its profiler writes the demo
+trace) and a stand-in ``nvidia-smi`` test the orchestration — the bootstrap, steps, exit codes,
+Ctrl-C, the output directory, the power log — and, where torch is installed, a real CPU run."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+
+DEMO = ROOT / "fixtures" / "demo.json.gz"
+FAKE_TORCH = f"""
+import json, os, shutil, types
+
+class ProfilerActivity:
+    CPU, CUDA = "cpu", "cuda"
+
+def schedule(wait, warmup, active, repeat):
+    return (wait, warmup, active, repeat)
+
+class profile:
+    def __init__(self, activities, schedule, on_trace_ready, record_shapes, profile_memory,
+                 with_stack):
+        self.plan, self.ready, self.steps = schedule, on_trace_ready, 0
+        self.kwargs = dict(record_shapes=record_shapes, profile_memory=profile_memory,
+                           with_stack=with_stack)
+    def start(self):
+        pass
+    def step(self):
+        self.steps += 1
+        if self.steps == sum(self.plan[:3]):
+            self.ready(self)
+    def stop(self):
+        pass
+    def export_chrome_trace(self, path):
+        shutil.copyfile({str(DEMO)!r}, path)
+        with open(path + ".kwargs", "w") as f:
+            json.dump(dict(self.kwargs, steps=self.steps), f)
+
+profiler = types.SimpleNamespace(ProfilerActivity=ProfilerActivity, schedule=schedule,
+                                 profile=profile)
+cuda = types.SimpleNamespace(is_available=lambda: False)
+
+class Optimizer:
+    hooks = []
+    @classmethod
+    def register_global_step_post_hook(cls, hook):
+        cls.hooks.append(hook)
+    def step(self):
+        for hook in self.hooks:
+            hook(self, (), {{}})
+
+optim = types.SimpleNamespace(Optimizer=Optimizer)
+"""
+PROGRAM = """
+import sys, time
+import torch
+steps = int(sys.argv[1])
+for _ in range(steps):
+    torch.optim.Optimizer().step()
+if len(sys.argv) > 3:
+    time.sleep(float(sys.argv[3]))
+sys.exit(int(sys.argv[2]))
+"""
+FAKE_SMI = """#!/bin/sh
+for a in "$@"; do case "$a" in --filename=*) out="${a#--filename=}";; esac; done
+echo "timestamp, index, power.draw [W], power.draw.instant [W]" > "$out"
+echo "$TZ" > "$out.tz"
+trap 'exit 0' TERM
+while true; do sleep 0.05; done
+"""
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    """A stand-in torch on PYTHONPATH, the program beside it, a PATH without nvidia-smi."""
+    lib = tmp_path / "lib" / "torch"
+    lib.mkdir(parents=True)
+    (lib / "__init__.py").write_text(FAKE_TORCH)
+    (tmp_path / "train.py").write_text(PROGRAM)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    return {
+        **os.environ,
+        "PYTHONPATH": str(tmp_path / "lib"),
+        "PATH": f"{bin_dir}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}/usr/bin:/bin",
+        "COLUMNS": "120",
+    }
+
+
+def _record(
+    env: dict[str, str], cwd: Path, *args: str, program: tuple[str, ...] = ("12", "0")
+) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "traceview", "record", "--no-report", *args, "--"]
+    command += [sys.executable, "train.py", *program]
+    return subprocess.run(command, env=env, cwd=cwd, capture_output=True, text=True, timeout=300)
+
+
+def test_a_run_is_recorded_and_summarised(env: dict[str, str], tmp_path: Path) -> None:
+    r = _record(env, tmp_path, "-o", "out")
+    assert r.returncode == 0, r.stderr
+    out = tmp_path / "out"
+    assert (out / "trace.json.gz").read_bytes() == DEMO.read_bytes()
+    assert "train.py 12 0" in (out / "command.txt").read_text()
+    kwargs = (out / "trace.json.gz.kwargs").read_text()
+    assert '"record_shapes": true' in kwargs and '"profile_memory": true' in kwargs
+    assert '"steps": 12' in kwargs  # wait 5 + warmup 2 + active 5: written at the 12th step
+    assert '"steps": 12' in (out / "boot.json").read_text()
+    assert "window" in r.stdout  # the summary of what was recorded
+    assert "CPU-only profile" in r.stderr
+    assert not (out / ".boot").exists()
+    assert "sitecustomize" not in r.stderr
+
+
+def test_the_environment_s_own_sitecustomize_still_runs(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    (tmp_path / "lib" / "sitecustomize.py").write_text("import os\nos.environ['THEIRS'] = '1'\n")
+    (tmp_path / "train.py").write_text(
+        "import os, sys\nimport torch\nsys.exit(int(os.environ['THEIRS']) + 4)\n"
+    )
+    r = _record(env, tmp_path, "-o", "out")
+    assert r.returncode == 5, r.stderr
+
+
+def test_the_program_s_exit_code_is_traceview_s(env: dict[str, str], tmp_path: Path) -> None:
+    r = _record(env, tmp_path, "-o", "out", program=("12", "3"))
+    assert r.returncode == 3
+    assert "exited with code 3" in r.stderr
+
+
+def test_a_program_that_never_steps_is_recorded_whole(env: dict[str, str], tmp_path: Path) -> None:
+    r = _record(env, tmp_path, "-o", "out", program=("0", "0"))
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "out" / "trace.json.gz").exists()
+    assert "never stepped" in r.stderr
+
+
+def test_an_output_directory_that_exists_needs_force(env: dict[str, str], tmp_path: Path) -> None:
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "old.txt").write_text("kept")
+    r = _record(env, tmp_path, "-o", "out")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "--force" in r.stderr
+    r = _record(env, tmp_path, "-o", "out", "--force")
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "out" / "old.txt").read_text() == "kept"
+
+
+def test_power_is_logged_in_utc_beside_the_run(env: dict[str, str], tmp_path: Path) -> None:
+    r = _record(env, tmp_path, "-o", "out", "--power")
+    assert r.returncode == 2 and "nvidia-smi is not on PATH" in r.stderr
+    smi = tmp_path / "bin" / "nvidia-smi"
+    smi.write_text(FAKE_SMI)
+    smi.chmod(0o755)
+    r = _record(env, tmp_path, "-o", "out", "--power", program=("12", "0", "0.5"))
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "out" / "power.csv").read_text().startswith("timestamp, index")
+    assert (tmp_path / "out" / "power.csv.tz").read_text().strip() == "UTC"
+    assert "--power-tz UTC" in r.stderr
+
+
+def test_no_torch_is_one_line(env: dict[str, str], tmp_path: Path) -> None:
+    if importlib.util.find_spec("torch") is not None:
+        pytest.skip("torch is installed here")
+    env = {**env, "PYTHONPATH": ""}
+    r = _record(env, tmp_path, "-o", "out")
+    assert r.returncode == 1 and "no torch" in r.stderr and r.stderr.count("\n") == 1
+
+
+def test_no_program_is_a_usage_error(env: dict[str, str], tmp_path: Path) -> None:
+    r = subprocess.run(
+        [sys.executable, "-m", "traceview", "record"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert r.returncode == 2
+
+
+def test_ctrl_c_still_writes_the_trace(env: dict[str, str], tmp_path: Path) -> None:
+    command = [sys.executable, "-m", "traceview", "record", "--no-report", "-o", "out", "--"]
+    command += [sys.executable, "train.py", "3", "0", "60"]
+    p = subprocess.Popen(
+        command, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        start_new_session=True, text=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "out" / "command.txt").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(2)  # the program imports torch and steps
+    os.killpg(p.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the whole group
+    _, err = p.communicate(timeout=120)
+    assert p.returncode == 130, err
+    assert (tmp_path / "out" / "trace.json.gz").exists()
+    # the program's own KeyboardInterrupt traceback is its to print; none comes from traceview
+    assert "sitecustomize" not in err and f"{os.sep}traceview{os.sep}" not in err, err
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch is not installed")
+def test_a_real_cpu_training_run(tmp_path: Path) -> None:  # pragma: no cover - needs torch
+    (tmp_path / "real.py").write_text(
+        "import torch\nm = torch.nn.Linear(8, 8)\no = torch.optim.SGD(m.parameters(), 0.1)\n"
+        "for _ in range(10):\n    o.zero_grad(); m(torch.randn(4, 8)).sum().backward(); o.step()\n"
+    )
+    command = [sys.executable, "-m", "traceview", "record", "--no-report", "-o", "out", "--"]
+    r = subprocess.run([*command, sys.executable, "real.py"], cwd=tmp_path, capture_output=True,
+                       text=True, timeout=600)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "out" / "trace.json.gz").stat().st_size > 0
+
+
+def test_each_rank_writes_its_own_trace(env: dict[str, str], tmp_path: Path) -> None:
+    r = _record({**env, "RANK": "3"}, tmp_path, "-o", "out")
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "out" / "trace-rank3.json.gz").exists()
+    assert not (tmp_path / "out" / "trace.json.gz").exists()
+
+
+@pytest.mark.parametrize(
+    ("argv0", "launcher"),
+    [("/usr/bin/torchrun", True), ("/x/torch/distributed/run.py", True), ("train.py", False)],
+)
+def test_torchrun_itself_is_not_profiled(
+    argv0: str, launcher: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from traceview.app import record_boot
+
+    monkeypatch.setattr(sys, "argv", [argv0])
+    assert record_boot._is_launcher() is launcher
