@@ -21,6 +21,7 @@ from traceview.analyses.core.breakdown import Breakdown, breakdowns
 from traceview.analyses.core.categories import CATEGORIES
 from traceview.analyses.core.common import Shared, work_out
 from traceview.analyses.core.devices import NO_LAUNCH
+from traceview.analyses.core.graphs import graph_launch_ids, replayed
 from traceview.analyses.core.names import display_names
 from traceview.analyses.core.steps import StepRow
 from traceview.analyses.core.trace import TraceSummary
@@ -49,13 +50,19 @@ class Ranked:
 @dataclass(frozen=True)
 class Launches:
     """Kernels, those with a known launch, the median launch delay (kernel start − launch
-    start) and how many kernels ran shorter than the runtime call that launched them."""
+    start; a graph launch counted once, by its first kernel) and how many kernels launched on
+    their own ran shorter than the runtime call that launched them; the kernels that CUDA-graph
+    replays ran, and their time."""
 
     kernels: int
     linked: int
     median_delay_ns: int | None
     timed: int
     shorter_than_launch: int
+    graph_launches: int = 0
+    graph_kernels: int = 0
+    graph_kernel_ns: int = 0
+    kernel_ns: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -68,6 +75,9 @@ class Launches:
             "shorter_than_launch_pct": (
                 100.0 * self.shorter_than_launch / self.timed if self.timed else None
             ),
+            "graph_launches": self.graph_launches,
+            "graph_kernels": self.graph_kernels,
+            "graph_kernel_time_us": self.graph_kernel_ns / 1000,
         }
 
 
@@ -181,9 +191,21 @@ def _launches(
     events: TraceEvents, kernels: np.ndarray, launch: np.ndarray, launch_end: np.ndarray
 ) -> Launches:
     gpu = events.gpu
+    graph_ids = graph_launch_ids(events)
+    graph = replayed(events, kernels, graph_ids)
     has = launch[kernels] != NO_LAUNCH
-    delay = (gpu.ts[kernels] - launch[kernels])[has]
-    timed = has & (launch_end[kernels] != NO_LAUNCH)
+    own = has & ~graph
+    delay = (gpu.ts[kernels] - launch[kernels])[own]
+    if graph.any():  # a replay's delay: its first kernel's start − the launch call
+        corr = gpu.correlation[kernels][graph & has]
+        first = np.full(len(graph_ids), np.iinfo(np.int64).max, dtype=np.int64)
+        slot = np.searchsorted(graph_ids, corr)
+        np.minimum.at(first, slot, gpu.ts[kernels][graph & has])
+        called = np.full(len(graph_ids), NO_LAUNCH, dtype=np.int64)
+        called[slot] = launch[kernels][graph & has]
+        seen = first != np.iinfo(np.int64).max
+        delay = np.concatenate([delay, (first - called)[seen]])
+    timed = own & (launch_end[kernels] != NO_LAUNCH)
     call = (launch_end[kernels] - launch[kernels])[timed]
     return Launches(
         kernels=len(kernels),
@@ -191,6 +213,10 @@ def _launches(
         median_delay_ns=_median(delay),
         timed=int(timed.sum()),
         shorter_than_launch=int((gpu.dur[kernels][timed] < call).sum()),
+        graph_launches=len(np.unique(gpu.correlation[kernels][graph])),
+        graph_kernels=int(graph.sum()),
+        graph_kernel_ns=int(gpu.dur[kernels][graph].sum()),
+        kernel_ns=int(gpu.dur[kernels].sum()),
     )
 
 

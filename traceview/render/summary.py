@@ -68,6 +68,14 @@ def detail_lines(o: Overview) -> list[str]:
             f"launch   {units.count(launch.linked)} of {units.counted(launch.kernels, 'kernel')} "
             f"linked to a launch; median launch delay {delay}; {shorter}"
         )
+    if launch.graph_launches:
+        lines.append(
+            f"graphs   {units.count(launch.graph_kernels)} of "
+            f"{units.counted(launch.kernels, 'kernel')} "
+            f"({_pct(launch.graph_kernel_ns, launch.kernel_ns)}% of kernel time) ran in "
+            f"{units.counted(launch.graph_launches, 'CUDA-graph replay')}; the launch figures "
+            "count each replay once, by its first kernel"
+        )
     steps = o.steps
     if steps.count:
         median = "-" if steps.median_cpu_ns is None else _d(steps.median_cpu_ns)
