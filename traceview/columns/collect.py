@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from traceview.columns import batch, comms, cpu_rows, launches
+from traceview.columns import allocations, batch, comms, cpu_rows, launches
 from traceview.columns.cpu_rows import RowSource, SpillFile
 from traceview.columns.intern import Interner, carry_key
 from traceview.columns.model import STEP_PREFIX, StepWindow, StreamKey, TraceEvents
@@ -26,10 +26,12 @@ from traceview.columns.schema import (
     GPU_COLUMNS,
     KERNEL,
     MEMCPY,
+    MEMORY_COLUMNS,
     MEMSET,
     RUNTIME_COLUMNS,
     CommColumns,
     GpuColumns,
+    MemoryColumns,
     RuntimeColumns,
     from_arrays,
     join_columns,
@@ -101,6 +103,7 @@ class EventCollector:
         self._steps: list[StepWindow] = []
         self._span: tuple[int, int] | None = None
         self._comm: list[tuple[np.ndarray, ...]] = []  # per batch: COMM_COLUMNS
+        self._memory: list[tuple[np.ndarray, ...]] = []  # per batch: MEMORY_COLUMNS
         self._gpu_rows = 0  # GPU rows committed so far
 
     def add(self, events: Iterable[Any]) -> None:
@@ -115,7 +118,8 @@ class EventCollector:
     def _add(self, events: Iterable[Any]) -> None:
         # Whether this batch may hold a collective's metadata: else no event is checked.
         carry = may_carry(events) if isinstance(events, list) else True
-        gpu, gpu_kinds, runtime, steps, ops = self._split(events, carry)
+        gpu, gpu_kinds, runtime, steps, ops, memory = self._split(events, carry)
+        new_memory = self._memory_rows(memory) if memory else None
         lists = _Lists()
         gpu_columns = self._gpu_columns(gpu, gpu_kinds)
         new_comm: list[tuple[np.ndarray, ...]] = []
@@ -156,6 +160,13 @@ class EventCollector:
         for table in new_cpu:
             self._cpu.append(table)
         self._comm += new_comm
+        if new_memory is not None:
+            self._memory.append(new_memory)
+
+    def _memory_rows(self, memory: list[Any]) -> tuple[np.ndarray, ...] | None:
+        """The rows of a batch's ``[memory]`` events (their threads when CPU rows are kept)."""
+        threads = self.threads.ids_of([(e.pid, e.tid) for e in memory]) if self.keep_cpu else None
+        return allocations.rows(memory, threads, self.quality)
 
     def _gpu_comm_rows(
         self, gpu: list[Any], columns: tuple[np.ndarray, ...]
@@ -230,10 +241,10 @@ class EventCollector:
 
     def _split(
         self, events: Iterable[Any], carry: bool
-    ) -> tuple[list[Any], list[int], list[Any], list[tuple[Any, int]], list[Any]]:
+    ) -> tuple[list[Any], list[int], list[Any], list[tuple[Any, int]], list[Any], list[Any]]:
         """GPU activity (with kinds), runtime calls, ProfilerStep annotations (with kinds),
-        and the CPU ops to keep (when CPU activity is kept; else those carrying a collective's
-        metadata, which only a batch that may ``carry`` it has)."""
+        the CPU ops to keep (when CPU activity is kept; else those carrying a collective's
+        metadata, which only a batch that may ``carry`` it has) and the ``[memory]`` events."""
         categories = self._categories
         keep_cpu = self.keep_cpu
         gpu: list[Any] = []
@@ -241,11 +252,14 @@ class EventCollector:
         runtime: list[Any] = []
         steps: list[tuple[Any, int]] = []
         ops: list[Any] = []
+        memory: list[Any] = []
         for e in events:
             kind = categories.get(e.cat)
             if kind is None:
                 kind = categories[e.cat] = _CATEGORIES.get(e.cat.lower(), _OTHER)
             if kind == _OTHER or e.ph != "X":
+                if e.name == allocations.NAME:
+                    memory.append(e)
                 continue
             if kind <= MEMSET:
                 gpu.append(e)
@@ -258,7 +272,7 @@ class EventCollector:
                 keep_cpu or (carry and (a := e.args) is not None and a.collective is not None)
             ):
                 ops.append(e)
-        return gpu, kinds, runtime, steps, ops
+        return gpu, kinds, runtime, steps, ops, memory
 
     def _gpu_columns(self, gpu: list[Any], kinds: list[int]) -> tuple[np.ndarray, ...] | None:
         """Columns of a batch of GPU events, or None to convert them one by one."""
@@ -294,6 +308,9 @@ class EventCollector:
         is read serially and come out identical to the last bit.
         """
         self._absorb_comms_before(part)
+        if len(part.memory.ts):
+            threads = self.threads.ids_of(part.threads) if part.threads else None
+            self._memory.insert(0, allocations.renumbered(part.memory, threads))
         names = self.names.ids_of(part.names) if part.names else np.empty(0, np.int32)
         streams = self.streams.ids_of(part.streams) if part.streams else np.empty(0, np.int32)
         launch = self.launches.ids_of(part.launches) if part.launches else np.empty(0, np.int32)
@@ -491,6 +508,7 @@ class EventCollector:
             shapes=self.shapes.values[1:] if self.shapes.values else [],
             comms=from_arrays(CommColumns, join_columns(self._comm, COMM_COLUMNS)),
             comm_keys=self.comm_keys.values,
+            memory=from_arrays(MemoryColumns, join_columns(self._memory, MEMORY_COLUMNS)),
         )
 
 

@@ -85,10 +85,14 @@ class ExactEvent(msgspec.Struct, gc=False):
 # event: 5-7% slower decoding). So the events of one decoded span all have Comm* types or none
 # does (``may_carry``).
 COMM_KEY = b'"Collective name"'
+# The allocator's counters of a ``[memory]`` instant event (traceview.columns.allocations): a
+# span holding this key is decoded with the Comm* types too, which carry them.
+MEMORY_KEY = b'"Total Allocated"'
 
 
 class CommArgs(Args, gc=False):
-    """``Args`` with a collective's metadata: any JSON value, checked when interned."""
+    """``Args`` with a collective's metadata and a ``[memory]`` event's fields: any JSON value,
+    checked when interned or converted."""
 
     collective: Any = msgspec.field(default=None, name="Collective name")
     process_group: Any = msgspec.field(default=None, name="Process Group Name")
@@ -97,6 +101,12 @@ class CommArgs(Args, gc=False):
     dtype: Any = None
     group_size: Any = msgspec.field(default=None, name="Group size")
     seq: Any = msgspec.field(default=None, name="Seq")
+    device_type: Any = msgspec.field(default=None, name="Device Type")
+    device_id: Any = msgspec.field(default=None, name="Device Id")
+    alloc_bytes: Any = msgspec.field(default=None, name="Bytes")
+    addr: Any = msgspec.field(default=None, name="Addr")
+    total_allocated: Any = msgspec.field(default=None, name="Total Allocated")
+    total_reserved: Any = msgspec.field(default=None, name="Total Reserved")
 
 
 class CommEvent(Event, gc=False):
@@ -199,7 +209,8 @@ def decode_span(
     if isinstance(data, bytearray) and 0 < start <= end < len(data) and not shaped:
         before, after = data[start - 1], data[end]
         data[start - 1], data[end] = ord("["), ord("]")
-        decoder = _decoder(exact, data.find(COMM_KEY, start, end) >= 0)
+        rich = data.find(COMM_KEY, start, end) >= 0 or data.find(MEMORY_KEY, start, end) >= 0
+        decoder = _decoder(exact, rich)
         try:
             with memoryview(data) as view, view[start - 1 : end + 1] as span:
                 return decoder.decode(span)
@@ -213,7 +224,8 @@ def decode_span(
 
 
 def _decode_fast(chunk: bytes | bytearray, exact: bool) -> list[Any]:
-    return _decoder(exact, COMM_KEY in chunk).decode(b"[" + chunk + b"]")
+    rich = COMM_KEY in chunk or MEMORY_KEY in chunk
+    return _decoder(exact, rich).decode(b"[" + chunk + b"]")
 
 
 def _check_cut_short(error: Exception, text: bytes | bytearray | memoryview) -> None:
