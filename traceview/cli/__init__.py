@@ -9,7 +9,7 @@ import os
 # Registered in this order, which ``traceview --help`` lists.
 from traceview.cli.common import app
 from traceview.cli import kernels, gaps, steps, summary, ops, snapshot, diff, export, ranks
-from traceview.cli import cache, unique, energy, report
+from traceview.cli import cache, unique, energy, report, memory
 
 # isort: on
 
@@ -31,6 +31,7 @@ __all__ = [
     "gaps",
     "kernels",
     "main",
+    "memory",
     "ops",
     "ranks",
     "report",
