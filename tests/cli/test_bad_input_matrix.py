@@ -49,6 +49,7 @@ COMMANDS: dict[str, list[str]] = {
     "steps": ["steps", "{trace}"],
     "summary": ["summary", "{trace}"],
     "ops": ["ops", "{trace}"],
+    "memory": ["memory", "{trace}"],
     "snapshot": ["snapshot", "{trace}", "-o", "{out}/snap.json"],
     "export": ["export", "{trace}", "-o", "{out}/tables"],
     "diff base": ["diff", "{trace}", "{good}"],
@@ -98,7 +99,7 @@ def _demo_kernels() -> int:
     return len(ref.gpu_events(ref.load_trace(DEMO)[1], ("kernel",)))
 
 
-@pytest.mark.parametrize("command", ["kernels", "gaps", "steps", "summary", "ops"])
+@pytest.mark.parametrize("command", ["kernels", "gaps", "steps", "summary", "ops", "memory"])
 def test_each_report_command_as_a_subprocess(command: str) -> None:
     r = run_cli(command, str(DEMO), "-f", "json", "-q")
     assert r.returncode == 0, r.stderr

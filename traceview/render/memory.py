@@ -138,21 +138,24 @@ def _figures(d: DeviceMemory) -> list[str]:
 
 
 def _holders(d: DeviceMemory, top: int) -> Section:
-    shown = capped.head(d.holders, top)
+    """The ops holding the live allocations at the peak, and what the trace cannot attribute."""
+    title = f"{label(d)}: live allocations at the peak, by the op that made them"
+    before = (
+        f"{units.memory(d.held_before_bytes)} of the peak held by allocations made before the "
+        "trace's first [memory] event"
+    )
+    if not d.holders:
+        return Section(Lines([f"none in the trace: {before}"]), title=title)
     rows = [
         (str(k), h.op, units.memory(h.bytes), units.count(h.bytes), units.count(h.count),
          units.pct(100 * h.bytes / d.peak_allocated_bytes) if d.peak_allocated_bytes else "-")
-        for k, h in enumerate(shown, 1)
+        for k, h in enumerate(capped.head(d.holders, top), 1)
     ]  # fmt: skip
-    note = capped.more_line(len(d.holders), top, "op", "--top")
-    before = (
-        f"{units.memory(d.held_before_bytes)} of the peak held by allocations made before the trace"
-    )
-    return Section(
-        Table(_HOLDER_HEADERS, (True, False, True, True, True, True), rows),
-        title=f"{label(d)}: live allocations at the peak, by the op that made them",
-        note=before if note is None else f"{note}; {before}",
-    )
+    lines = [capped.more_line(len(d.holders), top, "op", "--top")]
+    lines.append(before if d.held_before_bytes else None)
+    note = "; ".join(line for line in lines if line is not None) or None
+    table = Table(_HOLDER_HEADERS, (True, False, True, True, True, True), rows)
+    return Section(table, title, note, drop_order=("Bytes", "% of peak", "#"))
 
 
 def _steps(d: DeviceMemory) -> Section:
