@@ -97,14 +97,19 @@ def test_summary_cli_shapes() -> None:
     doc = json.loads(r.stdout)
     assert set(doc) == {
         "schema_version", "trace", "devices", "top_categories", "top_kernels", "top_ops",
-        "launch", "steps", "hints", "notes",
+        "launch", "steps", "hints", "notes", "memory",
     }  # fmt: skip
+    assert [d["device"] for d in doc["memory"]["devices"]] == [0]  # the demo's [memory] events
     assert set(doc["devices"][0]) == {
         "device", "window_us", "compute_us", "exposed_communication_us",
         "exposed_memcpy_memset_us", "idle_us", "communication_us", "memcpy_memset_us",
         "host_wait_us", "categories",
     }  # fmt: skip
-    assert {h["rule"] for h in doc["hints"]} >= {"low-precision", "pinned-memory"}
+    assert {h["rule"] for h in doc["hints"]} >= {
+        "low-precision",
+        "pinned-memory",
+        "memory-headroom",
+    }
     for fmt in ("table", "md"):
         r = CliRunner().invoke(app, ["summary", str(DEMO), "-f", fmt])
         assert r.exit_code == 0, r.output

@@ -5,6 +5,7 @@ without CPU rows."""
 from __future__ import annotations
 
 import gzip
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -100,3 +101,12 @@ def test_the_cache_keeps_the_rows(tmp_path: Path) -> None:
     alone = read_entry(tmp_path, read_meta(tmp_path), keep_cpu=False)
     fresh = collect_events(TraceReader(H100), keep_cpu=False)
     assert _rows(alone) == _rows(without_cpu(events)) == _rows(fresh)
+
+
+def test_the_summary_s_peaks_are_the_memory_command_s(real_trace: RealTrace) -> None:
+    """``summary`` works the figures out without holders (no pass over the CPU rows)."""
+    full, quick = analyse_memory(real_trace.events), analyse_memory(real_trace.events, False)
+    assert [replace(d, holders=()) for d in full.devices] == list(quick.devices)
+    assert (full.cpu is None) == (quick.cpu is None)
+    if full.cpu is not None:
+        assert replace(full.cpu, holders=()) == quick.cpu

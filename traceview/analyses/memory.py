@@ -25,6 +25,10 @@ TIMELINE_POINTS = 200  # a device's timeline holds at most this many points
 NO_OP_NAME = "(no op)"  # an allocation made outside every CPU op
 HEADROOM_PCT = 90.0  # a peak reserved at least this % of the device's memory: little headroom
 SLACK_SHARE = 0.30  # reserved above allocated by at least this share at the peak: fragmentation
+NO_EVENTS = (
+    "no [memory] events in this trace: record them with "
+    "torch.profiler.profile(profile_memory=True) (record_shapes and with_stack help too)"
+)
 
 
 @dataclass(frozen=True)
@@ -93,6 +97,29 @@ class MemoryReport:
     devices: tuple[DeviceMemory, ...]
     cpu: DeviceMemory | None
     events: int
+
+    def summary_dict(self) -> dict[str, Any]:
+        """The ``memory`` object of ``summary -f json``: each device's peaks (and the host's)."""
+        return {
+            "events": self.events,
+            "devices": [_peaks(d) for d in self.devices],
+            "cpu": None if self.cpu is None else _peaks(self.cpu),
+            "note": NO_EVENTS if self.events == 0 else None,
+        }
+
+
+def _peaks(d: DeviceMemory) -> dict[str, Any]:
+    return {
+        "device": d.device,
+        "device_type": d.device_type,
+        "peak_allocated_bytes": d.peak_allocated_bytes,
+        "peak_reserved_bytes": d.peak_reserved_bytes,
+        "reserved_at_peak_bytes": d.reserved_at_peak_bytes,
+        "peak_ts_us": d.peak_ts_ns / 1000,
+        "peak_step": d.peak_step,
+        "total_memory_bytes": d.total_memory_bytes,
+        "peak_reserved_pct": d.peak_reserved_pct,
+    }
 
 
 def analyse_memory(events: TraceEvents, holders: bool = True) -> MemoryReport:

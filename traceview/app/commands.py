@@ -165,7 +165,7 @@ def summary(path: Path, read: ReadOptions, out: OutputOptions) -> None:
 def memory(path: Path, read: ReadOptions, out: OutputOptions, top: int) -> None:
     """``traceview memory``: the allocator's peaks and who holds memory at them."""
     from traceview.analyses.core.trace import summarize
-    from traceview.analyses.memory import analyse_memory
+    from traceview.analyses.memory import NO_EVENTS, analyse_memory
     from traceview.render import memory as render_memory
 
     _check_format(out.format)
@@ -175,7 +175,7 @@ def memory(path: Path, read: ReadOptions, out: OutputOptions, top: int) -> None:
     if report.events == 0 and out.format == "table":
         from traceview.render.escape import text_lines
 
-        write_stdout(text_lines([f"{events.path}: {render_memory.NO_EVENTS}"]) + "\n")
+        write_stdout(text_lines([f"{events.path}: {NO_EVENTS}"]) + "\n")
         return
     show(out, render_memory.document(summarize(events), report, top), (path,))
 

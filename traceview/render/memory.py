@@ -8,6 +8,7 @@ from traceview.analyses.core.trace import TraceSummary
 from traceview.analyses.memory import (
     CPU_TYPE,
     HEADROOM_PCT,
+    NO_EVENTS,
     SLACK_SHARE,
     DeviceMemory,
     MemoryReport,
@@ -21,10 +22,6 @@ from traceview.render.tables import Table, to_csv
 
 SCHEMA_VERSION = 1
 GIB = 1 << 30
-NO_EVENTS = (
-    "no [memory] events in this trace: record them with "
-    "torch.profiler.profile(profile_memory=True) (record_shapes and with_stack help too)"
-)
 _DEVICE_TYPES = {0: "CPU", 1: "CUDA", 6: "HIP"}
 _HOLDER_HEADERS = ("#", "Op", "Held", "Bytes", "Count", "% of peak")
 _STEP_HEADERS = ("Step", "Peak allocated", "Growth")
