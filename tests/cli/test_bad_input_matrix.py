@@ -60,7 +60,8 @@ COMMANDS: dict[str, list[str]] = {
 _EMPTY_RUN = (1, "a directory without trace files")
 _MIXED = (2, "compare a run with a run")
 RUN_COMMANDS = {"kernels": _EMPTY_RUN, "gaps": _EMPTY_RUN, "steps": _EMPTY_RUN,
-                "snapshot": _EMPTY_RUN, "diff base": _MIXED, "diff new": _MIXED}  # fmt: skip
+                "snapshot": _EMPTY_RUN, "memory": _EMPTY_RUN, "diff base": _MIXED,
+                "diff new": _MIXED}  # fmt: skip
 runner = CliRunner()
 
 

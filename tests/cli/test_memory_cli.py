@@ -96,3 +96,21 @@ def test_a_trace_without_memory_events_gets_one_line(tmp_path: Path) -> None:
     doc = json.loads(invoke("memory", str(trace), "-f", "json"))
     assert doc["devices"] == [] and doc["cpu"] is None
     assert any("profile_memory=True" in n for n in doc["notes"])
+
+
+def test_a_run_gives_each_rank_s_report(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    for rank in (0, 1):
+        trace = json.loads(_hostile_trace(tmp_path / "one.json").read_text())
+        trace["traceEvents"] = trace["traceEvents"][: 2 * (rank + 3)]  # rank 1 goes higher
+        (run / f"rank{rank}.json").write_text(json.dumps(trace))
+    doc = json.loads(invoke("memory", str(run), "-f", "json"))
+    assert [r["rank"] for r in doc["ranks"]] == [0, 1]
+    for r in doc["ranks"]:
+        one = json.loads(invoke("memory", str(run / f"rank{r['rank']}.json"), "-f", "json"))
+        assert r["devices"] == one["devices"] and r["notes"] == one["notes"]
+    assert [r["devices"][0]["peak_allocated_bytes"] for r in doc["ranks"]] == [512 * 12, 512 * 20]
+    text = invoke("memory", str(run), "--per-rank")
+    assert "highest peak: rank 1, device 0: 10.00 KiB allocated" in text
+    assert "rank 1\ntrace    " in text

@@ -25,7 +25,7 @@ GIB = 1 << 30
 _DEVICE_TYPES = {0: "CPU", 1: "CUDA", 6: "HIP"}
 _HOLDER_HEADERS = ("#", "Op", "Held", "Bytes", "Count", "% of peak")
 _STEP_HEADERS = ("Step", "Peak allocated", "Growth")
-_CSV_FIELDS = ("device", "device_type", "peak_allocated_bytes", "peak_reserved_bytes",
+CSV_FIELDS = ("device", "device_type", "peak_allocated_bytes", "peak_reserved_bytes",
                "reserved_at_peak_bytes", "peak_ts_us", "peak_step", "allocations", "frees",
                "start_allocated_bytes", "end_allocated_bytes", "held_before_bytes",
                "total_memory_bytes")  # fmt: skip
@@ -172,14 +172,18 @@ def _sections(d: DeviceMemory, top: int) -> list[Section]:
     return out + ([_steps(d)] if d.steps else [])
 
 
-def csv(report: MemoryReport) -> str:
-    """One CSV row per device (the host's last, device ``cpu``), raw numbers."""
+def csv_rows(report: MemoryReport) -> list[tuple[Any, ...]]:
+    """One row of CSV_FIELDS per device (the host's last, device ``cpu``), raw numbers."""
     rows = []
     for d in (*report.devices, *([report.cpu] if report.cpu is not None else [])):
         data = device_json(d)
-        data["device"] = "cpu" if d.device_type == 0 else d.device
-        rows.append(tuple("" if data[f] is None else data[f] for f in _CSV_FIELDS))
-    return to_csv(_CSV_FIELDS, rows)
+        data["device"] = "cpu" if d.device_type == CPU_TYPE else d.device
+        rows.append(tuple("" if data[f] is None else data[f] for f in CSV_FIELDS))
+    return rows
+
+
+def csv(report: MemoryReport) -> str:
+    return to_csv(CSV_FIELDS, csv_rows(report))
 
 
 def document(trace: TraceSummary, report: MemoryReport, top: int) -> Document:
