@@ -185,3 +185,14 @@ def _summary(events: Any) -> Any:
     from traceview.analyses.core.trace import summarize
 
     return summarize(events)
+
+
+def test_events_out_of_time_order_are_taken_in_time_order(tmp_path: Path) -> None:
+    events, path = read(tmp_path, [
+        mem(30, -100, 0x1, 50), mem(10, 100, 0x1, 150), mem(20, 200, 0x2, 350),
+        mem(20, -200, 0x2, 150),  # equal times: file order
+    ])  # fmt: skip
+    d = check_reference(path, events).devices[0]
+    assert (d.start_allocated_bytes, d.peak_allocated_bytes, d.end_allocated_bytes) == (50, 350, 50)
+    assert d.peak_ts_ns == 20_000
+    assert [(h.op, h.bytes, h.count) for h in d.holders] == [("(no op)", 300, 2)]

@@ -131,7 +131,7 @@ def analyse_memory(events: TraceEvents, holders: bool = True) -> MemoryReport:
     devices, cpu = [], None
     keys = sorted(set(zip(table.device.tolist(), table.device_type.tolist(), strict=True)))
     for device, kind in keys:
-        rows = np.flatnonzero((table.device == device) & (table.device_type == kind))
+        rows = _time_ordered(table, device, kind)
         total = None if kind == CPU_TYPE else totals.get(device)
         figures = _device(events, table, rows, windows, (device, kind, total), holders)
         if kind == CPU_TYPE:
@@ -158,13 +158,12 @@ def device_memory_sizes(header: dict[str, Any]) -> dict[int, int]:
 def _device(
     events: TraceEvents,
     table: MemoryColumns,
-    rows: np.ndarray,
+    rows: np.ndarray | slice,
     windows: dict[int, Window],
     which: tuple[int, int, int | None],
     holders: bool,
 ) -> DeviceMemory:
-    """One device's figures from its rows (in time order, file order among equal times)."""
-    rows = rows[np.argsort(table.ts[rows], kind="stable")]
+    """One device's figures from its rows in time order (_time_ordered)."""
     ts, size = table.ts[rows], table.bytes[rows]
     allocated, reserved = table.allocated[rows], table.reserved[rows]
     start = int(allocated[0] - size[0])  # the level before the first event
@@ -173,7 +172,7 @@ def _device(
         peak = 0 if start > allocated[peak] else peak
         held = np.empty(0, dtype=np.int64)
     else:
-        held = _live_at(table, rows[: peak + 1])
+        held = _live_at(table, np.arange(len(table.ts))[rows][: peak + 1])
     return DeviceMemory(
         device=which[0],
         device_type=which[1],
@@ -191,6 +190,18 @@ def _device(
         timeline=_timeline(ts, allocated, reserved),
         total_memory_bytes=which[2],
     )
+
+
+def _time_ordered(table: MemoryColumns, device: int, kind: int) -> np.ndarray | slice:
+    """The rows of one device in time order (file order among equal times): all of them, as
+    they are, when the table holds one device in time order (no copies of its columns)."""
+    mine = (table.device == device) & (table.device_type == kind)
+    rows: np.ndarray | slice = slice(None) if mine.all() else np.flatnonzero(mine)
+    del mine
+    ts = table.ts[rows]
+    if len(ts) < 2 or bool((ts[1:] >= ts[:-1]).all()):
+        return rows
+    return np.arange(len(table.ts))[rows][np.argsort(ts, kind="stable")]
 
 
 def _live_at(table: MemoryColumns, rows: np.ndarray) -> np.ndarray:
