@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import memory_reference
+import numpy as np
 import pytest
 from conftest import SHARED_TRACES, RealTrace
 
@@ -110,3 +111,14 @@ def test_the_summary_s_peaks_are_the_memory_command_s(real_trace: RealTrace) -> 
     assert (full.cpu is None) == (quick.cpu is None)
     if full.cpu is not None:
         assert replace(full.cpu, holders=()) == quick.cpu
+
+
+def test_total_allocated_is_the_level_after_each_event(real_trace: RealTrace) -> None:
+    """What the definitions rest on: on each device, in time order, an event's Total
+    Allocated less its Bytes is the previous event's Total Allocated."""
+    table = real_trace.events.memory
+    for device, kind in set(zip(table.device.tolist(), table.device_type.tolist(), strict=True)):
+        rows = np.flatnonzero((table.device == device) & (table.device_type == kind))
+        rows = rows[np.argsort(table.ts[rows], kind="stable")]
+        level, size = table.allocated[rows], table.bytes[rows]
+        assert (level[1:] - size[1:] == level[:-1]).all(), (device, kind)

@@ -299,7 +299,7 @@ def memory(
     when it has one), one at a time in memory."""
     from traceview.analyses.core.trace import summarize
     from traceview.analyses.memory import analyse_memory
-    from traceview.app.reading import read_trace
+    from traceview.app.reading import read_trace, wait_for_cache_writes
     from traceview.read.discover import assign_ranks, compile_rank_regex
     from traceview.render.runs import memory as render
 
@@ -311,5 +311,6 @@ def memory(
         events = read_trace(f.path, read, keep_cpu=True)
         results.append((f.rank, summarize(events), analyse_memory(events)))
         size += events.size_bytes
+        wait_for_cache_writes()  # its entry, written in the background, before the next read
         del events
     show(out, render.document(results, size, top, run.per_rank), files)
