@@ -168,11 +168,13 @@ def _device(
     allocated, reserved = table.allocated[rows], table.reserved[rows]
     start = int(allocated[0] - size[0])  # the level before the first event
     peak = int(np.argmax(allocated))  # the first event at the highest level
-    if start > allocated[peak] or not holders:  # (the highest level: before the first event)
-        peak = 0 if start > allocated[peak] else peak
-        held = np.empty(0, dtype=np.int64)
-    else:
-        held = _live_at(table, np.arange(len(table.ts))[rows][: peak + 1])
+    before_first = start > allocated[peak]  # the level before the first event is higher
+    if before_first:
+        peak = 0
+    held = np.empty(0, dtype=np.int64)
+    if holders and not before_first:
+        upto = np.arange(peak + 1) if isinstance(rows, slice) else rows[: peak + 1]
+        held = _live_at(table, upto)
     return DeviceMemory(
         device=which[0],
         device_type=which[1],
