@@ -16,6 +16,23 @@ from traceview.analyses.core.names import display_names
 PARENT = os.getpid()
 
 
+@pytest.fixture(autouse=True)
+def _no_dask_offload_thread() -> None:
+    """in_halves forks only while this is the process's one thread; a Dask run earlier in the
+    session (tests/real/test_ranks.py) leaves distributed's offload thread alive. Its executor
+    is swapped for a fresh one (threads made on first use) and the old one's thread ended."""
+    import sys
+    from concurrent.futures import ThreadPoolExecutor
+
+    utils = sys.modules.get("distributed.utils")
+    if utils is not None and getattr(utils, "_offload_executor", None) is not None:
+        old = utils._offload_executor
+        utils._offload_executor = ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="Dask-Offload"
+        )
+        old.shutdown(wait=True)
+
+
 def squares_and_pid(lo: int, hi: int) -> tuple[list[int], int]:
     return [i * i for i in range(lo, hi)], os.getpid()
 
