@@ -49,6 +49,7 @@ COMMANDS: dict[str, list[str]] = {
     "steps": ["steps", "{trace}"],
     "summary": ["summary", "{trace}"],
     "ops": ["ops", "{trace}"],
+    "memory": ["memory", "{trace}"],
     "snapshot": ["snapshot", "{trace}", "-o", "{out}/snap.json"],
     "export": ["export", "{trace}", "-o", "{out}/tables"],
     "diff base": ["diff", "{trace}", "{good}"],
@@ -59,7 +60,8 @@ COMMANDS: dict[str, list[str]] = {
 _EMPTY_RUN = (1, "a directory without trace files")
 _MIXED = (2, "compare a run with a run")
 RUN_COMMANDS = {"kernels": _EMPTY_RUN, "gaps": _EMPTY_RUN, "steps": _EMPTY_RUN,
-                "snapshot": _EMPTY_RUN, "diff base": _MIXED, "diff new": _MIXED}  # fmt: skip
+                "snapshot": _EMPTY_RUN, "memory": _EMPTY_RUN, "diff base": _MIXED,
+                "diff new": _MIXED}  # fmt: skip
 runner = CliRunner()
 
 
@@ -98,7 +100,7 @@ def _demo_kernels() -> int:
     return len(ref.gpu_events(ref.load_trace(DEMO)[1], ("kernel",)))
 
 
-@pytest.mark.parametrize("command", ["kernels", "gaps", "steps", "summary", "ops"])
+@pytest.mark.parametrize("command", ["kernels", "gaps", "steps", "summary", "ops", "memory"])
 def test_each_report_command_as_a_subprocess(command: str) -> None:
     r = run_cli(command, str(DEMO), "-f", "json", "-q")
     assert r.returncode == 0, r.stderr

@@ -20,7 +20,7 @@ import pytest
 from tests.conftest import ROOT
 
 DEMO = ROOT / "fixtures" / "demo.json.gz"
-COMMANDS = ("kernels", "gaps", "steps", "summary", "ops", "snapshot")
+COMMANDS = ("kernels", "gaps", "steps", "summary", "ops", "snapshot", "memory")
 PIPE_NOTE = "is a pipe: read once as it comes, not cached"
 
 

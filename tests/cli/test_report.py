@@ -28,6 +28,7 @@ CHARTS = (
     "timeline-step",
     "gap-histogram",
     "steps",
+    "memory",
 )
 ROOFLINE = ("roofline", "gemm-heatmap")
 runner = CliRunner()
@@ -200,3 +201,35 @@ def test_the_page_written_as_bytes_is_the_page_encoded() -> None:
     docs = collect(read_trace(DEMO, ReadOptions(quiet=True), keep_cpu=True), ReportOptions())
     info = PageInfo("test", "traceview report <demo> ✓")
     assert render_bytes(docs, info) == render(docs, info).encode("utf-8")
+
+
+def test_the_memory_section_shows_the_memory_command_s_figures(tmp_path: Path) -> None:
+    page = write_report(DEMO, tmp_path / "r.html")
+    device = cli_json("memory", str(DEMO))["devices"][0]
+    allocated, reserved, peak = embedded(page, "tv-charts")["memory"]["data"][:3]
+    assert allocated["y"] == [p["allocated_bytes"] / 2**30 for p in device["timeline"]]
+    assert reserved["y"] == [p["reserved_bytes"] / 2**30 for p in device["timeline"]]
+    assert peak["y"] == [device["peak_allocated_bytes"] / 2**30] == [max(allocated["y"])]
+    for holder in device["holders"][:10]:
+        assert f"<td>{html_text(holder['op'])}</td>" in page
+
+
+def test_ops_holding_memory_are_escaped(tmp_path: Path) -> None:
+    events: list[dict[str, Any]] = [
+        {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 0, "dur": 5,
+         "args": {"device": 0, "stream": 7}},
+    ]  # fmt: skip
+    for i, name in enumerate(XSS):
+        events.append({"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1,
+                       "ts": 100 * i, "dur": 10})  # fmt: skip
+        events.append({"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1,
+                       "tid": 1, "ts": 100 * i + 1, "args": {"Device Type": 1, "Device Id": 0,
+                       "Bytes": 1 << 20, "Addr": (i + 1) << 20,
+                       "Total Allocated": (i + 1) << 20, "Total Reserved": 1 << 30}})  # fmt: skip
+    trace = tmp_path / "m.json"
+    trace.write_text(json.dumps({"traceEvents": events}))
+    ours = without_plotly(write_report(trace, tmp_path / "r.html"))
+    for name in XSS:
+        assert name not in ours
+        assert f"<td>{html_text(name)}</td>" in ours
+    assert ours.count("<script") == 3

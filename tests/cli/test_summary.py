@@ -106,8 +106,9 @@ def test_summary_cli_shapes() -> None:
     doc = json.loads(r.stdout)
     assert set(doc) == {
         "schema_version", "trace", "devices", "top_categories", "top_kernels", "top_ops",
-        "launch", "steps", "hints", "notes",
+        "launch", "steps", "hints", "notes", "memory",
     }  # fmt: skip
+    assert [d["device"] for d in doc["memory"]["devices"]] == [0]  # the demo's [memory] events
     assert set(doc["devices"][0]) == {
         "device", "window_us", "compute_us", "exposed_communication_us",
         "exposed_memcpy_memset_us", "idle_us", "communication_us", "memcpy_memset_us",
@@ -115,7 +116,7 @@ def test_summary_cli_shapes() -> None:
     }  # fmt: skip
     rules = {h["rule"] for h in doc["hints"]}
     # the demo's pageable HtoD copies are 38.9 µs of a 216.8 ms window (0.02%): no pinned-memory
-    assert "low-precision" in rules and "pinned-memory" not in rules
+    assert {"low-precision", "memory-headroom"} <= rules and "pinned-memory" not in rules
     for fmt in ("table", "md"):
         r = CliRunner().invoke(app, ["summary", str(DEMO), "-f", fmt])
         assert r.exit_code == 0, r.output

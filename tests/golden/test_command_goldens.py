@@ -1,6 +1,7 @@
 """Golden outputs of every command as the CLI prints them, piped text and JSON: on the demo
-trace, on the H200 training trace (with its power log) and on the 8-rank DLRM run. The inputs
-are linked into a temporary directory and named relatively, so no machine's path shows. Run
+trace, on the H200 training trace (with its power log), on the 8-rank DLRM run and (memory) on
+the TraceLens bert-small H100 and MI300 traces. The inputs are linked into a temporary directory
+and named relatively, so no machine's path shows. Run
 ``pytest tests/golden/test_command_goldens.py --update-goldens`` after an intended change, and
 review the diff of tests/golden/expected/commands/."""
 
@@ -19,6 +20,10 @@ INPUTS = {
     "demo.json.gz": ROOT / "fixtures" / "demo.json.gz",
     "train.json.gz": SHARED_TRACES / "h200" / "train.json.gz",
     "power1.csv": SHARED_TRACES / "h200" / "power1.csv",
+    "bert-h100.json.gz": SHARED_TRACES
+    / "tracelens__h100__gaunernst_bert-small-uncased__1016001.json.gz",
+    "bert-mi300.json.gz": SHARED_TRACES
+    / "tracelens__mi300__gaunernst_bert-small-uncased__1016001.json.gz",
     **{
         f"dlrm/rank{r}.json.gz": SHARED_TRACES / f"param__dlrm_8rank_worker{r}.json.gz"
         for r in range(8)
@@ -39,6 +44,9 @@ CASES = {
     "train-energy": ["energy", "train.json.gz", *POWER],
     "train-unique-power": ["unique", "train.json.gz", *POWER],
     "dlrm-ranks": ["ranks", "dlrm"],
+    "demo-memory": ["memory", "demo.json.gz"],
+    "bert-h100-memory": ["memory", "bert-h100.json.gz"],
+    "bert-mi300-memory": ["memory", "bert-mi300.json.gz"],
 }
 JSON_ONLY = {"demo-snapshot": ["snapshot", "demo.json.gz"]}
 

@@ -144,7 +144,31 @@ def misaligned_gemm(t: Trace, fused: bool) -> None:
                  1000 * i + 50, 400)  # fmt: skip
 
 
+def _allocations(t: Trace, total: int, reserved: int) -> None:
+    """A kernel, and allocations on device 0 (80 GiB) rising to ``total`` under ``reserved``."""
+    t.header["deviceProperties"][0]["totalGlobalMem"] = 80 << 30
+    t.kernel("ampere_sgemm", 0, 10, 50)
+    for i in range(1, 5):
+        t.events.append({"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1,
+                         "tid": 1, "ts": 10 * i, "args": {"Device Type": 1, "Device Id": 0,
+                         "Bytes": total // 4, "Addr": i << 20, "Total Allocated": total * i // 4,
+                         "Total Reserved": reserved}})  # fmt: skip
+
+
+def near_the_limit(t: Trace, fused: bool) -> None:
+    """Peak reserved 74 GiB of 80 (92.5%) for 70 allocated, or 60 GiB (75%) for 50: the
+    reserve within 30% of the allocated peak either way."""
+    _allocations(t, (50 if fused else 70) << 30, (60 if fused else 74) << 30)
+
+
+def fragmented(t: Trace, fused: bool) -> None:
+    """At the peak 13 (or 12) GiB reserved for 10 GiB allocated: +30% fires, +20% does not."""
+    _allocations(t, 10 << 30, (12 if fused else 13) << 30)
+
+
 CASES: list[tuple[str, Callable[[Trace, bool], None]]] = [
+    ("memory-headroom", near_the_limit),
+    ("memory-headroom", fragmented),
     ("fused-attention", unfused_attention),
     ("fused-norm", unfused_norm),
     ("low-precision", fp32_gemm),
@@ -157,7 +181,7 @@ CASES: list[tuple[str, Callable[[Trace, bool], None]]] = [
 ]
 
 
-@pytest.mark.parametrize(("rule", "build"), CASES, ids=[r for r, _ in CASES])
+@pytest.mark.parametrize(("rule", "build"), CASES, ids=[f"{r}-{b.__name__}" for r, b in CASES])
 def test_rule_fires_on_its_problem_only(
     rule: str, build: Callable[[Trace, bool], None], tmp_path: Path
 ) -> None:

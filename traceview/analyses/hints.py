@@ -20,6 +20,7 @@ from traceview.analyses.core.devices import DeviceUsage, GapSet
 from traceview.analyses.core.gemm_facts import BYTES, OpGemm, gemm_kernels, narrow_aligned, padded
 from traceview.analyses.core.names import short_names
 from traceview.analyses.core.oplinks import NO_OP, OpLinks
+from traceview.analyses.memory import HEADROOM_PCT, SLACK_SHARE, MemoryReport
 from traceview.columns.model import TraceEvents
 from traceview.columns.schema import KERNEL, MEMCPY
 
@@ -77,6 +78,7 @@ class Facts:
     usage: list[DeviceUsage]
     gaps: GapSet
     ops: Sequence[OpRow]
+    memory: MemoryReport | None = None  # the allocator's peaks, when worked out
 
     def time_of(self, name: str) -> int:
         """GPU time (ns) of the activities in a category."""
@@ -414,6 +416,39 @@ def pinned_memory(f: Facts) -> Hint | None:
     )
 
 
+def memory_headroom(f: Facts) -> Hint | None:
+    """A device whose peak reserve nears its memory, or holds far more than is allocated."""
+    if f.memory is None:
+        return None
+    found = []
+    for d in f.memory.devices:
+        pct = d.peak_reserved_pct
+        if pct is not None and pct >= HEADROOM_PCT:
+            found.append(
+                f"device {d.device}: peak reserved {_gib(d.peak_reserved_bytes)} = "
+                f"{pct:.1f}% of {_gib(d.total_memory_bytes or 0)}"
+            )
+        if d.slack >= SLACK_SHARE:
+            found.append(
+                f"device {d.device}: at the peak {_gib(d.reserved_at_peak_bytes)} reserved for "
+                f"{_gib(d.peak_allocated_bytes)} allocated (+{100 * d.slack:.0f}%)"
+            )
+    if not found:
+        return None
+    return Hint(
+        "memory-headroom",
+        "GPU memory near its limit or reserved but unused",
+        "; ".join(found),
+        "set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (less fragmentation); lower the "
+        "peak with a smaller batch, activation checkpointing or freeing what the step no longer "
+        "needs (traceview memory shows which ops hold it)",
+    )
+
+
+def _gib(n: int) -> str:
+    return f"{n / (1 << 30):,.2f} GiB"
+
+
 def _compute_major(header: dict[str, Any]) -> int | None:
     props = header.get("deviceProperties")
     if not isinstance(props, list):
@@ -433,4 +468,5 @@ RULES: tuple[Callable[[Facts], Hint | None], ...] = (
     overlap_communication,
     pinned_memory,
     gemm_alignment,
+    memory_headroom,
 )

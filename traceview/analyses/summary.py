@@ -25,6 +25,7 @@ from traceview.analyses.core.graphs import graph_launch_ids, replayed
 from traceview.analyses.core.names import display_names
 from traceview.analyses.core.steps import StepRow
 from traceview.analyses.core.trace import TraceSummary
+from traceview.analyses.memory import MemoryReport, analyse_memory
 from traceview.analyses.ops.view import OpOptions, OpRow, analyse_ops
 from traceview.columns.model import TraceEvents
 from traceview.columns.packed_names import subset
@@ -127,6 +128,7 @@ class Overview:
     steps: Steps
     hints: tuple[hint_rules.Hint, ...]
     notes: list[str] = field(default_factory=list)
+    memory: MemoryReport | None = None  # the allocator's peaks (traceview memory)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -140,6 +142,7 @@ class Overview:
             "steps": self.steps.as_dict(),
             "hints": [h.as_dict() for h in self.hints],
             "notes": list(self.notes),
+            "memory": None if self.memory is None else self.memory.summary_dict(),
         }
 
 
@@ -155,7 +158,8 @@ def overview(events: TraceEvents, shared: Shared | None = None) -> Overview:
     devices = breakdowns(events, busy, category, usage, gaps.device, gaps.host_wait)
     kernels = np.flatnonzero(gpu.kind == KERNEL)
     ops = analyse_ops(events, OpOptions(top=TOP), shared)
-    facts = hint_rules.Facts(events, links, category, devices, usage, gaps, ops.rows)
+    memory = analyse_memory(events, holders=False)
+    facts = hint_rules.Facts(events, links, category, devices, usage, gaps, ops.rows, memory)
     steps = _steps(shared.step_rows)
     return Overview(
         trace=shared.trace,
@@ -167,6 +171,7 @@ def overview(events: TraceEvents, shared: Shared | None = None) -> Overview:
         steps=steps,
         hints=tuple(hint_rules.evaluate(facts)),
         notes=[] if len(events.cpu) else ["no CPU ops in this trace: no operators, no launches"],
+        memory=memory,
     )
 
 

@@ -162,6 +162,25 @@ def summary(path: Path, read: ReadOptions, out: OutputOptions) -> None:
     show(out, render_overview.document(report), (path,))
 
 
+@_command
+def memory(path: Path, read: ReadOptions, out: OutputOptions, top: int) -> None:
+    """``traceview memory``: the allocator's peaks and who holds memory at them."""
+    from traceview.analyses.core.trace import summarize
+    from traceview.analyses.memory import NO_EVENTS, analyse_memory
+    from traceview.render import memory as render_memory
+
+    _check_format(out.format)
+    check_save(out, (path,))
+    events = read_trace(path, read, keep_cpu=True)
+    report = analyse_memory(events)
+    if report.events == 0 and out.format == "table":
+        from traceview.render.escape import text_lines
+
+        write_stdout(text_lines([f"{events.path}: {NO_EVENTS}"]) + "\n")
+        return
+    show(out, render_memory.document(summarize(events), report, top), (path,))
+
+
 def _nothing_to_show(events: TraceEvents, out: OutputOptions) -> bool:
     """A trace without GPU activity gets one line instead of empty tables (JSON, CSV and
     Markdown keep their shape, empty)."""

@@ -290,3 +290,27 @@ def _run_side(path: Path, run: RunOptions, read: ReadOptions) -> RunSide:
     if path.is_file() and is_run_snapshot(path):
         return RunSide(str(path), "run snapshot", load_run_snapshot(path))
     return RunSide(str(path), "run", run_snapshot([path], run, read, KernelOptions()))
+
+
+def memory(
+    inputs: Sequence[Path], run: RunOptions, read: ReadOptions, out: OutputOptions, top: int
+) -> None:
+    """``traceview memory`` over several ranks: each rank read in turn (from its cache entry
+    when it has one), one at a time in memory."""
+    from traceview.analyses.core.trace import summarize
+    from traceview.analyses.memory import analyse_memory
+    from traceview.app.reading import read_trace, wait_for_cache_writes
+    from traceview.read.discover import assign_ranks, compile_rank_regex
+    from traceview.render.runs import memory as render
+
+    files = run_inputs(inputs, run)
+    check_save(out, files)
+    ranked = assign_ranks(list(files), compile_rank_regex(run.rank_regex))
+    results, size = [], 0
+    for f in ranked:
+        events = read_trace(f.path, read, keep_cpu=True)
+        results.append((f.rank, summarize(events), analyse_memory(events)))
+        size += events.size_bytes
+        wait_for_cache_writes()  # its entry, written in the background, before the next read
+        del events
+    show(out, render.document(results, size, top, run.per_rank), files)

@@ -37,9 +37,11 @@ from traceview.columns.schema import (
     TABLES as COLUMN_TABLES,
 )
 from traceview.columns.schema import (
+    AnyGroup,
     CommColumns,
     GpuColumns,
     Group,
+    MemoryColumns,
     RuntimeColumns,
     SchemaMismatch,
     arrays_of,
@@ -48,7 +50,7 @@ from traceview.columns.schema import (
 from traceview.read.reader import ReadStats
 
 # 2: cpu.parquet holds int32 thread and name ids and is checked by a digest in meta.json.
-CACHE_SCHEMA = 8  # 3: device = args.device even without args.stream
+CACHE_SCHEMA = 9  # 3: device = args.device even without args.stream
 # 4: the data checks kept as numbers (DataChecks), their wording built for each report
 # 5: launch configurations (launches.parquet, gpu.parquet's launch column)
 # 6: CPU op shapes (shapes.parquet, cpu.parquet's shape column)
@@ -57,12 +59,13 @@ CACHE_SCHEMA = 8  # 3: device = args.device even without args.stream
 # 8: derived numbers beside the tables (derived-<key>.npz, traceview.cache.derived): a run's
 #    per-rank summaries, so a warm run of many ranks reads them instead of the columns; and
 #    the collectives' metadata (comms.parquet, comm_keys.parquet)
+# 9: the allocator's [memory] events (memory.parquet)
 META = "meta.json"
 META_DIGEST = "meta_digest"
 CPU_COLUMNS = tuple(c.name for c in CPU_SCHEMA)
 TABLES = (
     "gpu.parquet", "runtime.parquet", "steps.parquet", "names.parquet", "streams.parquet",
-    "launches.parquet", "comms.parquet", "comm_keys.parquet",
+    "launches.parquet", "comms.parquet", "comm_keys.parquet", "memory.parquet",
 )  # fmt: skip
 CPU_TABLES = ("cpu.parquet", "threads.parquet", "shapes.parquet")
 SHAPE_COLUMNS = ("dims", "types", "concrete")
@@ -157,6 +160,7 @@ def event_tables(events: TraceEvents) -> dict[str, Any]:
         "launches.parquet": _launches(events.launches),
         "comms.parquet": _columns(events.comms),
         "comm_keys.parquet": _comm_keys(events.comm_keys),
+        "memory.parquet": _columns(events.memory),
     }
     return tables
 
@@ -191,7 +195,7 @@ def _arrow_schema(table: tuple[Any, ...]) -> Any:
     return pa.schema([(c.name, pa.from_numpy_dtype(c.dtype)) for c in table])
 
 
-def _columns(columns: GpuColumns | RuntimeColumns | CommColumns) -> Any:
+def _columns(columns: AnyGroup) -> Any:
     import pyarrow as pa
 
     table = COLUMN_TABLES[type(columns)]
@@ -313,6 +317,7 @@ def read_entry(directory: Path, meta: dict[str, Any], keep_cpu: bool) -> TraceEv
         launches=_read_launches(directory / "launches.parquet"),
         comms=_group(directory / "comms.parquet", CommColumns),
         comm_keys=_read_comm_keys(directory / "comm_keys.parquet"),
+        memory=_group(directory / "memory.parquet", MemoryColumns),
     )
     if keep_cpu and meta["has_cpu"]:
         _check_digests(directory, meta)

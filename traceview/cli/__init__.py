@@ -10,7 +10,7 @@ import os
 from traceview.cli.common import app
 from traceview.cli import record
 from traceview.cli import kernels, gaps, steps, summary, ops, snapshot, diff, export, ranks
-from traceview.cli import cache, unique, energy, report
+from traceview.cli import cache, unique, energy, report, memory
 
 # isort: on
 
@@ -32,6 +32,7 @@ __all__ = [
     "gaps",
     "kernels",
     "main",
+    "memory",
     "ops",
     "ranks",
     "record",

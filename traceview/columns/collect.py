@@ -17,7 +17,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from traceview.columns import batch, comms, cpu_rows, launches
+from traceview.columns import allocations, batch, comms, cpu_rows, launches
 from traceview.columns.cpu_rows import RowSource, SpillFile
 from traceview.columns.intern import Interner, carry_key
 from traceview.columns.model import STEP_PREFIX, StepWindow, StreamKey, TraceEvents
@@ -35,10 +35,12 @@ from traceview.columns.schema import (
     GPU_COLUMNS,
     KERNEL,
     MEMCPY,
+    MEMORY_COLUMNS,
     MEMSET,
     RUNTIME_COLUMNS,
     CommColumns,
     GpuColumns,
+    MemoryColumns,
     RuntimeColumns,
     from_arrays,
     join_columns,
@@ -47,6 +49,7 @@ from traceview.read.decode import ShapedArgs, check_raw_numbers, has_raw_numbers
 from traceview.read.reader import ReadStats, TraceReader
 
 _RUNTIME, _CPU_ANNOTATION, _GPU_ANNOTATION, _OTHER = 10, 11, 12, -1
+MEMORY = allocations.NAME
 _CATEGORIES = {
     "kernel": KERNEL,
     "gpu_memcpy": MEMCPY,
@@ -110,6 +113,7 @@ class EventCollector:
         self._steps: list[StepWindow] = []
         self._span: tuple[int, int] | None = None
         self._comm: list[tuple[np.ndarray, ...]] = []  # per batch: COMM_COLUMNS
+        self._memory: list[tuple[np.ndarray, ...]] = []  # per batch: MEMORY_COLUMNS
         self._gpu_rows = 0  # GPU rows committed so far
 
     def add(self, events: Iterable[Any]) -> None:
@@ -127,7 +131,8 @@ class EventCollector:
     def _add(self, events: Iterable[Any]) -> None:
         # Whether this batch may hold a collective's metadata: else no event is checked.
         carry = may_carry(events) if isinstance(events, list) else True
-        gpu, gpu_kinds, runtime, steps, ops = self._split(events, carry)
+        gpu, gpu_kinds, runtime, steps, ops, memory = self._split(events, carry)
+        new_memory = self._memory_rows(memory) if memory else None
         lists = _Lists()
         gpu_columns = self._gpu_columns(gpu, gpu_kinds)
         new_comm: list[tuple[np.ndarray, ...]] = []
@@ -169,6 +174,13 @@ class EventCollector:
         for table in new_cpu:
             self._cpu.append(table)
         self._comm += new_comm
+        if new_memory is not None:
+            self._memory.append(new_memory)
+
+    def _memory_rows(self, memory: list[Any]) -> tuple[np.ndarray, ...] | None:
+        """The rows of a batch's ``[memory]`` events (their threads when CPU rows are kept)."""
+        threads = self.threads.ids_of([(e.pid, e.tid) for e in memory]) if self.keep_cpu else None
+        return allocations.rows(memory, threads, self.quality)
 
     def _gpu_comm_rows(
         self, gpu: list[Any], columns: tuple[np.ndarray, ...]
@@ -243,10 +255,11 @@ class EventCollector:
 
     def _split(
         self, events: Iterable[Any], carry: bool
-    ) -> tuple[list[Any], list[int], list[Any], list[tuple[Any, int]], list[Any]]:
+    ) -> tuple[list[Any], list[int], list[Any], list[tuple[Any, int]], list[Any], list[Any]]:
         """GPU activity (with kinds), runtime calls, ProfilerStep annotations (with kinds),
-        and the CPU ops to keep (when CPU activity is kept; else those carrying a collective's
-        metadata, which only a batch that may ``carry`` it has). Sorted a batch at a time."""
+        the CPU ops to keep (when CPU activity is kept; else those carrying a collective's
+        metadata, which only a batch that may ``carry`` it has) and the ``[memory]`` events.
+        Sorted a batch at a time."""
         events = events if isinstance(events, list) else list(events)
         n = len(events)
         # Complete events ("X") only: others read as the empty category, which is no kind.
@@ -268,13 +281,15 @@ class EventCollector:
             ops = _picked(marked, ops_at)
         elif carry:
             ops = [e for e in _picked(marked, ops_at) if (a := e.args) and a.collective is not None]
+        # Instant events read as the empty category, which is no kind: [memory] among them.
+        memory = [e for e in _picked(events, np.flatnonzero(kinds == _OTHER)) if e.name == MEMORY]
         if has_raw_numbers(events):  # the numbers of the events left out, checked here
             kept = np.zeros(n, dtype=bool)
             kept[gpu_at] = kept[runtime_at] = kept[marked_at[step_at]] = True
             if self.keep_cpu:
                 kept[marked_at[ops_at]] = True
             check_raw_numbers(_picked(events, np.flatnonzero(~kept)))
-        return gpu, kinds[gpu_at].tolist(), runtime, steps, ops
+        return gpu, kinds[gpu_at].tolist(), runtime, steps, ops, memory
 
     def _gpu_columns(self, gpu: list[Any], kinds: list[int]) -> tuple[np.ndarray, ...] | None:
         """Columns of a batch of GPU events, or None to convert them one by one."""
@@ -313,6 +328,9 @@ class EventCollector:
         is read serially and come out identical to the last bit.
         """
         self._absorb_comms_before(part)
+        if len(part.memory.ts):
+            threads = self.threads.ids_of(part.threads) if part.threads else None
+            self._memory.insert(0, allocations.renumbered(part.memory, threads))
         names = self.names.ids_of(part.names) if part.names else np.empty(0, np.int32)
         streams = self.streams.ids_of(part.streams) if part.streams else np.empty(0, np.int32)
         launch = self.launches.ids_of(part.launches) if part.launches else np.empty(0, np.int32)
@@ -512,6 +530,7 @@ class EventCollector:
             shapes=self.shapes.values[1:] if self.shapes.values else [],
             comms=from_arrays(CommColumns, join_columns(self._comm, COMM_COLUMNS)),
             comm_keys=self.comm_keys.values,
+            memory=from_arrays(MemoryColumns, join_columns(self._memory, MEMORY_COLUMNS)),
         )
 
 

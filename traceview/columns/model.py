@@ -9,10 +9,11 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from traceview.columns import allocations
 from traceview.columns.comms import CommKey, no_comms, threadless
 from traceview.columns.cpu_rows import CpuRows
 from traceview.columns.packed_names import PackedNames
-from traceview.columns.schema import CommColumns, GpuColumns, RuntimeColumns
+from traceview.columns.schema import CommColumns, GpuColumns, MemoryColumns, RuntimeColumns
 from traceview.read.reader import ReadStats as ReadStats  # part of the trace model
 
 STEP_PREFIX = "ProfilerStep#"
@@ -89,6 +90,9 @@ class TraceEvents:
     # it (none in most traces); a row's ``key`` indexes ``comm_keys``.
     comms: CommColumns = field(default_factory=no_comms)
     comm_keys: list[CommKey] = field(default_factory=list)
+    # The caching allocator's ``[memory]`` events (traceview.columns.allocations), a row each
+    # (none in a trace recorded without profile_memory).
+    memory: MemoryColumns = field(default_factory=allocations.no_memory)
 
 
 def without_cpu(events: TraceEvents) -> TraceEvents:
@@ -112,4 +116,5 @@ def without_cpu(events: TraceEvents) -> TraceEvents:
         threads=[],
         shapes=[],
         comms=threadless(events.comms),
+        memory=allocations.threadless(events.memory),
     )

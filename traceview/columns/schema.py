@@ -54,6 +54,16 @@ COMM_COLUMNS = _table(
     ("gpu_row", "<i8"), ("thread", "<i4"), ("ts", "<i8"), ("end", "<i8"), ("key", "<i4"),
     ("in_nelems", "<i8"), ("out_nelems", "<i8"), ("group_size", "<i8"), ("seq", "<i8"),
 )  # fmt: skip
+# One row per ``[memory]`` instant event of the caching allocator (traceview.columns.allocations;
+# no rows in a trace recorded without profile_memory): thread: the CPU thread that asked (index
+# into TraceEvents.threads, −1 when CPU rows are not kept); ts in ns; device_type: the event's
+# ``Device Type`` (0 CPU, 1 CUDA, 6 HIP, ...); device: its ``Device Id``; bytes: its ``Bytes``
+# (< 0: a free); addr: its ``Addr`` (bits of a 64-bit address); allocated, reserved: its
+# ``Total Allocated`` and ``Total Reserved`` after the event.
+MEMORY_COLUMNS = _table(
+    ("thread", "<i4"), ("ts", "<i8"), ("device_type", "<i4"), ("device", "<i4"), ("bytes", "<i8"),
+    ("addr", "<i8"), ("allocated", "<i8"), ("reserved", "<i8"),
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -92,11 +102,27 @@ class CommColumns:
     seq: np.ndarray
 
 
-Group = TypeVar("Group", GpuColumns, RuntimeColumns, CommColumns)
+@dataclass(frozen=True)
+class MemoryColumns:
+    """One row per ``[memory]`` event (MEMORY_COLUMNS)."""
+
+    thread: np.ndarray
+    ts: np.ndarray
+    device_type: np.ndarray
+    device: np.ndarray
+    bytes: np.ndarray
+    addr: np.ndarray
+    allocated: np.ndarray
+    reserved: np.ndarray
+
+
+Group = TypeVar("Group", GpuColumns, RuntimeColumns, CommColumns, MemoryColumns)
+AnyGroup = GpuColumns | RuntimeColumns | CommColumns | MemoryColumns
 TABLES: dict[type, tuple[Column, ...]] = {
     GpuColumns: GPU_COLUMNS,
     RuntimeColumns: RUNTIME_COLUMNS,
     CommColumns: COMM_COLUMNS,
+    MemoryColumns: MEMORY_COLUMNS,
 }
 
 
@@ -104,7 +130,7 @@ class SchemaMismatch(ValueError):
     """Columns that are not those of their table (another name, length or dtype)."""
 
 
-def arrays_of(columns: GpuColumns | RuntimeColumns | CommColumns) -> list[np.ndarray]:
+def arrays_of(columns: AnyGroup) -> list[np.ndarray]:
     """The group's arrays, in the order of its table."""
     return [getattr(columns, c.name) for c in TABLES[type(columns)]]
 

@@ -112,10 +112,14 @@ class DecimalEvent(msgspec.Struct, gc=False):
 # event: 5-7% slower decoding). So the events of one decoded span all have Comm* types or none
 # does (``may_carry``).
 COMM_KEY = b'"Collective name"'
+# The allocator's counters of a ``[memory]`` instant event (traceview.columns.allocations): a
+# span holding this key is decoded with the Comm* types too, which carry them.
+MEMORY_KEY = b'"Total Allocated"'
 
 
 class CommArgs(Args, gc=False):
-    """``Args`` with a collective's metadata: any JSON value, checked when interned."""
+    """``Args`` with a collective's metadata and a ``[memory]`` event's fields: any JSON value,
+    checked when interned or converted."""
 
     collective: Any = msgspec.field(default=None, name="Collective name")
     process_group: Any = msgspec.field(default=None, name="Process Group Name")
@@ -124,6 +128,12 @@ class CommArgs(Args, gc=False):
     dtype: Any = None
     group_size: Any = msgspec.field(default=None, name="Group size")
     seq: Any = msgspec.field(default=None, name="Seq")
+    device_type: Any = msgspec.field(default=None, name="Device Type")
+    device_id: Any = msgspec.field(default=None, name="Device Id")
+    alloc_bytes: Any = msgspec.field(default=None, name="Bytes")
+    addr: Any = msgspec.field(default=None, name="Addr")
+    total_allocated: Any = msgspec.field(default=None, name="Total Allocated")
+    total_reserved: Any = msgspec.field(default=None, name="Total Reserved")
 
 
 class ShapedCommArgs(CommArgs, gc=False):
@@ -284,7 +294,8 @@ def decode_span(
         shaped = shapes and data.find(SHAPE_KEY, start, end) >= 0
         before, after = data[start - 1], data[end]
         data[start - 1], data[end] = ord("["), ord("]")
-        decoder = _decoder(exact, data.find(COMM_KEY, start, end) >= 0, shaped)
+        rich = data.find(COMM_KEY, start, end) >= 0 or data.find(MEMORY_KEY, start, end) >= 0
+        decoder = _decoder(exact, rich, shaped)
         try:
             with memoryview(data) as view, view[start - 1 : end + 1] as span:
                 # Raw fields would keep a view of the buffer alive (it could not grow or
@@ -301,7 +312,8 @@ def decode_span(
 
 def _decode_fast(chunk: bytes | bytearray, exact: bool, shapes: bool) -> list[Any]:
     shaped = shapes and SHAPE_KEY in chunk
-    return _decoder(exact, COMM_KEY in chunk, shaped).decode(b"[" + chunk + b"]")
+    rich = COMM_KEY in chunk or MEMORY_KEY in chunk
+    return _decoder(exact, rich, shaped).decode(b"[" + chunk + b"]")
 
 
 def has_raw_numbers(events: list[Any]) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from traceview.analyses.core.breakdown import Breakdown
+from traceview.analyses.memory import NO_EVENTS, MemoryReport
 from traceview.analyses.summary import Overview
 from traceview.render import units
 from traceview.render.document import Document, Lines, Section
@@ -87,11 +88,38 @@ def detail_lines(o: Overview) -> list[str]:
         lines.append(
             f"steps    {units.counted(steps.count, 'step')}, median {median}; " + "; ".join(parts)
         )
+    lines += memory_lines(o.memory)
     if not o.hints:
         lines.append("hints    none fired (docs/hints.md lists the rules)")
     for h in o.hints:
         lines.append(f"hint     {h.title}: {h.evidence}")
         lines.append(f"         try: {h.action} ({h.doc})")
+    return lines
+
+
+def memory_lines(memory: MemoryReport | None) -> list[str]:
+    """One line per device (and the host): its peak allocated and reserved, with the % of
+    the device's memory when the trace gives it; a line saying how to record none."""
+    if memory is None:
+        return []
+    if memory.events == 0:
+        return [f"memory   {NO_EVENTS}"]
+    lines = []
+    for d in memory.devices:
+        pct = d.peak_reserved_pct
+        share = (
+            ""
+            if pct is None
+            else f" ({units.pct(pct)}% of {units.memory(d.total_memory_bytes or 0)})"
+        )
+        lines.append(
+            f"memory   device {d.device}: peak {units.memory(d.peak_allocated_bytes)} allocated, "
+            f"{units.memory(d.peak_reserved_bytes)} reserved{share}"
+        )
+    if memory.cpu is not None:
+        lines.append(
+            f"memory   host: peak {units.memory(memory.cpu.peak_allocated_bytes)} allocated"
+        )
     return lines
 
 

@@ -64,3 +64,14 @@ def size(n_bytes: int) -> str:
             return f"{value:,.0f} {unit}" if unit == "B" else f"{value:,.1f} {unit}"
         value /= 1000
     return f"{value:,.1f} TB"
+
+
+def memory(n_bytes: int) -> str:
+    """An amount of memory in binary units: 512 B, 1.50 KiB, 96.61 MiB, 12.68 GiB."""
+    value, unit = float(n_bytes), 0
+    while abs(value) >= 1024 and unit < len(_BINARY) - 1:
+        value, unit = value / 1024, unit + 1
+    return f"{value:,.0f} B" if unit == 0 else f"{value:,.2f} {_BINARY[unit]}"
+
+
+_BINARY = ("B", "KiB", "MiB", "GiB", "TiB")

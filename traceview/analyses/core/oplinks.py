@@ -77,6 +77,28 @@ def link_ops(
     return OpLinks(leaf.name, top.name, thread, launch, launch_end, leaf.shape, top.shape, ops)
 
 
+def ops_around(events: TraceEvents, thread: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """Per point (a thread id, a time in ns), the name id of the innermost CPU op on that
+    thread whose closed window contains the time, chosen as a leaf op is (NO_OP when none, or
+    when the thread is unknown: −1). One pass over the CPU rows."""
+    best = _Best(len(at), True, np.empty(len(at), dtype=np.int64))
+    known = np.flatnonzero(thread >= 0)
+    if len(known) == 0 or len(events.cpu) == 0:
+        return best.name
+    by_point = known[lex_order((at[known], thread[known]))]
+    keys = SortedPairs(thread[by_point].astype(np.int64), at[by_point].astype(np.int64))
+    rank = name_rank(events.names)
+    for op_thread, ts, end, name, shape in _op_chunks(events, None):
+        lo = keys.search(op_thread.astype(np.int64), ts, side="left")
+        hi = keys.search(op_thread.astype(np.int64), end, side="right")
+        where, which = concat_ranges(lo, hi)  # every (op, point it contains) pair
+        name = name[which]
+        best.offer(
+            by_point[where], ts[which], end[which] - ts[which], rank[name], name, shape[which]
+        )
+    return best.name
+
+
 def _op_chunks(
     events: TraceEvents, ops: tuple[np.ndarray, ...] | None
 ) -> Iterator[tuple[np.ndarray, ...]]:

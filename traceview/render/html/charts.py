@@ -357,3 +357,66 @@ def _per_device(
         "line": {"color": color, "dash": dash},
         "hovertemplate": "step %{x}: %{y:.3f} ms<extra>%{fullData.name}</extra>",
     }
+
+
+MEMORY_HOLDERS = 10  # holders listed per device under the memory chart
+
+
+def memory(docs: Documents) -> Figure | None:
+    """Per device, the allocated level (solid) and the reserve (dotted) over time, in GiB;
+    the peak marked; every other step shaded."""
+    doc = docs.memory
+    if doc is None or not doc["devices"]:
+        return None
+    start = docs.summary["trace"]["span_start_us"]
+    data: list[dict[str, Any]] = []
+    for i, d in enumerate(doc["devices"]):
+        color, name = PALETTE[i % len(PALETTE)], device_label(d["device"])
+        x = [(p["ts_us"] - start) / 1000 for p in d["timeline"]]
+        for key, what, dash in (("allocated_bytes", "allocated", "solid"),
+                                ("reserved_bytes", "reserved", "dot")):  # fmt: skip
+            y = [p[key] / GIB for p in d["timeline"]]
+            data.append(_level(f"{name} {what}", x, y, {"color": color, "dash": dash}))
+        peak = ([(d["peak_ts_us"] - start) / 1000], [d["peak_allocated_bytes"] / GIB])
+        data.append(_peak_mark(f"{name} peak", *peak, color))
+    layout = _layout("", "time (ms from the trace start)", "GiB", 380)
+    layout["shapes"] = _step_bands(docs.steps["steps"], start)
+    return {"data": data, "layout": layout}
+
+
+GIB = 2**30
+
+
+def _level(name: str, x: list[float], y: list[float], line: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "scatter",
+        "mode": "lines",
+        "name": name,
+        "x": x,
+        "y": y,
+        "line": {**line, "shape": "hv"},
+        "hovertemplate": "%{x:.3f} ms: %{y:.3f} GiB<extra>%{fullData.name}</extra>",
+    }
+
+
+def _peak_mark(name: str, x: list[float], y: list[float], color: str) -> dict[str, Any]:
+    return {
+        "type": "scatter",
+        "mode": "markers",
+        "name": name,
+        "x": x,
+        "y": y,
+        "marker": {"symbol": "triangle-down", "size": 12, "color": color},
+        "hovertemplate": "peak %{y:.3f} GiB at %{x:.3f} ms<extra>%{fullData.name}</extra>",
+    }
+
+
+def _step_bands(steps: list[dict[str, Any]], start: float) -> list[dict[str, Any]]:
+    """Every other step's CPU window as a grey band behind the lines (ms from ``start``)."""
+    return [
+        {"type": "rect", "xref": "x", "yref": "paper", "y0": 0, "y1": 1, "layer": "below",
+         "x0": (s["cpu_start_us"] - start) / 1000,
+         "x1": (s["cpu_start_us"] + s["cpu_dur_us"] - start) / 1000,
+         "fillcolor": "#f0f0f0", "line": {"width": 0}}
+        for s in steps[::2]
+    ]  # fmt: skip

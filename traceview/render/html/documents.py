@@ -1,6 +1,6 @@
-"""What the report shows: the JSON documents of ``summary``, ``kernels``, ``gaps``, ``steps``
-and ``ops``, built by the same analyses and renderers as those commands from one read of the
-trace, so every number in the page equals theirs; plus the timeline (analyses.timeline). Of a
+"""What the report shows: the JSON documents of ``summary``, ``kernels``, ``gaps``, ``steps``,
+``ops`` and ``memory``, built by the same analyses and renderers as those commands from one read
+of the trace, so every number in the page equals theirs; plus the timeline (analyses.timeline). Of a
 run, also the run's ``ranks`` document, the other documents being of one rank's trace."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import Any
 from traceview.analyses.core.common import Shared, work_out
 from traceview.analyses.gaps import GapOptions, analyse_gaps
 from traceview.analyses.kernels import KernelOptions, analyse_kernels
+from traceview.analyses.memory import analyse_memory
 from traceview.analyses.ops.view import OpOptions, analyse_ops
 from traceview.analyses.step_outliers import outliers
 from traceview.analyses.summary import overview
@@ -25,6 +26,7 @@ from traceview.analyses.timeline import (
 )
 from traceview.columns.model import TraceEvents
 from traceview.render import kernels as render_kernels
+from traceview.render import memory as render_memory
 from traceview.render import steps as render_steps
 
 LARGEST_GAPS = 20  # the device gaps marked on the timeline (``gaps --largest 20``)
@@ -55,6 +57,7 @@ class Documents:
     # A run: the ``ranks`` document, and the rank whose trace the documents above are of.
     ranks: dict[str, Any] | None = None
     rank: int | None = None
+    memory: dict[str, Any] | None = None  # ``memory -f json`` (None: not worked out)
 
 
 def collect(events: TraceEvents, options: ReportOptions, shared: Shared | None = None) -> Documents:
@@ -75,6 +78,7 @@ def collect(events: TraceEvents, options: ReportOptions, shared: Shared | None =
         utilisation=utilisation(events, options.bins, shared.usage, shared.gaps),
         step=None if step is None else step_work(events, step, launch=shared.launch),
         names=events.names,
+        memory=render_memory.as_json(shared.trace, analyse_memory(events)),
     )
 
 

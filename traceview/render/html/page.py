@@ -253,6 +253,34 @@ def _timeline_notes(docs: Documents) -> str:
     return "".join(f'<p class="note">{html_text(n)}</p>' for n in notes)
 
 
+MEMORY_ABSENT = "absent: no [memory] events in this trace (record with profile_memory=True)"
+
+
+def _memory_table(docs: Documents) -> str:
+    """Per device, the ops holding the most at its peak (names escaped)."""
+    doc = docs.memory
+    if doc is None or not doc["devices"]:
+        return ""
+    parts = []
+    for d in doc["devices"]:
+        rows = "".join(
+            f"<tr><td>{html_text(h['op'])}</td><td>{h['bytes'] / 2**20:,.2f} MiB</td>"
+            f"<td>{h['count']:,}</td></tr>"
+            for h in d["holders"][: charts.MEMORY_HOLDERS]
+        )
+        before, device = d["held_before_bytes"] / 2**20, html_text(f"GPU {d['device']}")
+        parts.append(
+            f"<h3>{device}: peak {d['peak_allocated_bytes'] / 2**30:,.3f} "
+            f"GiB allocated, {d['peak_reserved_bytes'] / 2**30:,.3f} GiB reserved</h3>"
+            '<table class="figures"><tr><th>op</th><th>held at the peak</th><th>allocations'
+            f"</th></tr>{rows}</table>"
+            f'<p class="note">{before:,.2f} MiB of the peak held by allocations made before '
+            "the trace's first [memory] event.</p>"
+        )
+    notes = "".join(f'<p class="note">{html_text(n)}</p>' for n in doc["notes"])
+    return "".join(parts) + notes
+
+
 RANKS = Section(
     "ranks",
     "Ranks",
@@ -325,5 +353,15 @@ SECTIONS = (
             ("gemm-heatmap", lambda d: roofline.gemm_heatmap(d.ops), roofline.GEMM_ABSENT),
         ),
         lambda d: roofline.notes(d.ops),
+    ),
+    Section(
+        "memory",
+        "GPU memory",
+        "Per device, the caching allocator's allocated level (solid) and reserve (dotted) "
+        "over time from the trace's [memory] events (profile_memory=True), the peak marked, "
+        "every other step shaded; below, the ops holding the live allocations at the peak. "
+        "As <code>traceview memory</code>; docs/metrics.md “GPU memory”.",
+        (("memory", charts.memory, MEMORY_ABSENT),),
+        _memory_table,
     ),
 )
