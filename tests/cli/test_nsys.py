@@ -454,11 +454,12 @@ def _without_shapes(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The op rows without the figures computed from Input Dims (and the peak of their dtype),
     a compute/memory bound read as none. NVTX ranges carry no Input Dims: an nsys export's rows
     never have them (checked here on every call)."""
-    drop = {*_FROM_SHAPES, "peak_tflops_per_s", "pct_of_peak"}
+    drop = {*_FROM_SHAPES, "peak_tflops_per_s", "pct_of_peak", "above_peak"}
     out = []
     for r in rows:
         if all(r[k] is None for k in _FROM_SHAPES):  # no shapes: no compute or memory bound
             assert r["bound"] in (None, "launch", "communication"), r
+            assert r["above_peak"] is False, r  # no FLOP rate to be above a peak
         bound = r["bound"] if r["bound"] in ("launch", "communication") else None
         out.append({**{k: v for k, v in r.items() if k not in drop}, "bound": bound})
     return out

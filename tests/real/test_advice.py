@@ -136,6 +136,20 @@ def test_nested_gemm_ops_count_their_flops_once(tmp_path: Path) -> None:
     assert top["aten::linear"]["dtype"] == top["aten::addmm"]["dtype"] == "c10::BFloat16"
 
 
+def test_back_to_back_gemm_calls_both_count(tmp_path: Path) -> None:
+    """A call that starts where the previous one ends is its sibling, not its child."""
+    mm = [[32, 128], [128, 64]]
+    events = [
+        _op("aten::mm", 0, 10, mm, "c10::BFloat16"),
+        *_kernel_of(2, 1),
+        _op("aten::mm", 10, 10, mm, "c10::BFloat16"),
+        *_kernel_of(12, 2),
+    ]
+    for level in ("leaf", "top"):
+        (row,) = _ops_json(tmp_path, events, "--level", level)["ops"]
+        assert row["flops"] == 2 * (2 * 32 * 64 * 128), level
+
+
 def test_a_rate_above_the_peak_is_flagged(tmp_path: Path) -> None:
     big = [[8192, 8192], [8192, 8192]]  # 1.1 PFLOP in 1 µs: far above the bf16 peak
     events = [_op("aten::mm", 0, 100, big, "c10::BFloat16"), *_kernel_of(20, 1)]

@@ -46,9 +46,9 @@ def counted_calls(
     thread, ts, end, pair, k = thread[keep], ts[keep], end[keep], pair[keep], k[keep]
     order = lex_order((-end, ts, k, thread))
     group = thread[order] * len(kinds) + k[order]
-    ts, end, pair = ts[order], end[order], pair[order]
-    wraps = _contains_next(group, ts, end)
-    shadowed = wraps if innermost else _inside_earlier(group, ts, end)
+    end, pair = end[order], pair[order]
+    wraps = _contains_next(group, end)
+    shadowed = wraps if innermost else _inside_earlier(group, end)
     chain_end = np.flatnonzero(~wraps)  # calls wrapping none: each chain's innermost
     inner = pair[chain_end[np.searchsorted(chain_end, np.arange(len(pair)))]]
     dtype: list[str | bool | None] = [True if w is None else w.dtype for w in works]
@@ -82,21 +82,23 @@ def _work_calls(
     return tuple(np.concatenate(column) for column in zip(*parts, strict=True))
 
 
-def _contains_next(group: np.ndarray, ts: np.ndarray, end: np.ndarray) -> np.ndarray:
-    """Mask: the call's next one in (group, start, longest first) order is inside it."""
-    out = np.zeros(len(ts), dtype=bool)
-    if len(ts) > 1:
-        out[:-1] = (group[1:] == group[:-1]) & (ts[1:] <= end[:-1])
+def _contains_next(group: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Mask: the call's next one in (group, start, longest first) order is inside it (starts
+    no earlier, by the order, and ends no later: a sibling that starts where it ends is not)."""
+    out = np.zeros(len(end), dtype=bool)
+    if len(end) > 1:
+        out[:-1] = (group[1:] == group[:-1]) & (end[1:] <= end[:-1])
     return out
 
 
-def _inside_earlier(group: np.ndarray, ts: np.ndarray, end: np.ndarray) -> np.ndarray:
-    """Mask: the call starts inside an earlier call of its group (in start order)."""
-    out = np.zeros(len(ts), dtype=bool)
-    if len(ts) == 0:
+def _inside_earlier(group: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Mask: the call lies inside an earlier call of its group (in start order: one that
+    ends no earlier than it)."""
+    out = np.zeros(len(end), dtype=bool)
+    if len(end) == 0:
         return out
     heads = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
-    for lo, hi in zip(heads.tolist(), [*heads[1:].tolist(), len(ts)], strict=True):
+    for lo, hi in zip(heads.tolist(), [*heads[1:].tolist(), len(end)], strict=True):
         reach = np.maximum.accumulate(end[lo:hi])
-        out[lo + 1 : hi] = ts[lo + 1 : hi] <= reach[:-1]
+        out[lo + 1 : hi] = end[lo + 1 : hi] <= reach[:-1]
     return out
