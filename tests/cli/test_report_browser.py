@@ -206,8 +206,8 @@ def _report(trace: Path, tmp_path: Path) -> Path:
 
 @pytest.mark.parametrize("run", ["dlrm", "generated"])
 def test_ranks_chart_drawn_for_a_run(browser: Any, tmp_path: Path, run: str) -> None:
-    from tests.test_ranks import generated_run
-    from tests.test_report_ranks import dlrm_dir
+    from tests.cli.test_report_ranks import dlrm_dir
+    from tests.real.test_ranks import generated_run
 
     if run == "dlrm":
         inputs = dlrm_dir(tmp_path)
