@@ -26,6 +26,7 @@ CONTENT_NEUTRAL = {
     "traceview",
     "traceview.errors",
     "traceview.forked",  # Ctrl-C in forked workers: no figure depends on it
+    "traceview.parsing",  # env_count: when a read splits in two processes, not what it reads
     "traceview.humanize",
     "traceview.cache.key",
     "traceview.cache.fingerprint",

@@ -265,3 +265,12 @@ def test_a_cold_run_checks_the_cache_size_once(
     assert r.exit_code == 0, r.output
     assert listed.read_text() == "x"  # one check, in the main process
     assert not list((cache / "entries").iterdir())  # and it kept the limit (0: nothing)
+
+
+def test_a_run_whose_kernel_times_add_up_beyond_int64_is_refused(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    for rank in range(4):  # each rank fits int64 (3 × 2^61 ns); the run does not
+        _rank_file(run / f"rank{rank}.json", rank, (2**61 // 1000,) * 3)
+    r = run_cli("kernels", str(run), "--no-cache")
+    _one_line(r, 1, "more than int64 ns hold")

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from conftest import run_cli
 from nsys_writer import kineto_to_nsys
+
+from traceview.columns.nsys import collect_nsys
+from traceview.read.nsys import Export
 
 
 def _export(path: Path, ops: int = 2) -> Path:
@@ -60,21 +63,33 @@ def test_a_null_string_is_not_shown_as_none(tmp_path: Path) -> None:
     assert name != "None" and name.startswith("<StringIds ")
 
 
-def _ops_seconds(path: Path) -> float:
-    start = time.perf_counter()
-    r = run_cli("summary", str(path), "--no-cache")
-    assert r.returncode == 0, r.stderr
-    return time.perf_counter() - start
+def _sqlite_steps(path: Path, monkeypatch: pytest.MonkeyPatch) -> int:
+    """SQLite virtual-machine steps (in thousands) that reading ``path`` with CPU rows takes:
+    a measure of work that does not depend on the machine's load."""
+    steps = [0]
+    real = Export.__init__
+
+    def counting(self: Export, path: Path) -> None:
+        real(self, path)
+        self._db.set_progress_handler(lambda: steps.__setitem__(0, steps[0] + 1) or 0, 1000)
+
+    with monkeypatch.context() as m:
+        m.setattr(Export, "__init__", counting)
+        m.setenv("TRACEVIEW_NSYS_SPLIT_MIN_ROWS", str(1 << 40))  # one process: all counted
+        collect_nsys(path, keep_cpu=True)
+    return steps[0]
 
 
-def test_nvtx_text_without_a_primary_key_is_not_looked_up_per_row(tmp_path: Path) -> None:
-    times = []
-    for n in (2_000, 16_000):
+def test_nvtx_text_without_a_primary_key_is_not_looked_up_per_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    steps = []
+    for n in (1_000, 8_000):
         path = _export(tmp_path / f"t{n}.sqlite", ops=n)
         with sqlite3.connect(path) as db:
             _without_primary_key(db)
         db.close()
-        times.append(_ops_seconds(path))
-    # A scan per row: 8x the ranges took ~50x as long (0.8 s → 39 s at 2k → 16k); linear ~8x
-    # at most, and the start-up (~1 s) dominates the small one.
-    assert times[1] < 6 * times[0] + 2, times
+        steps.append(_sqlite_steps(path, monkeypatch))
+    # A scan of StringIds per range is quadratic: 8x the ranges, ~64x the steps (16k ranges
+    # of a 4.4 MB export took 39 s); linear is ~8x.
+    assert steps[1] < 16 * steps[0], steps

@@ -30,7 +30,6 @@ def place(path: Path, read: ReadOptions) -> Place | None:
 def load(where: Place, rank: int, read: ReadOptions, kernels: KernelOptions) -> RankSummary | None:
     """The stored summary of the rank; None when there is none to use (or ``--refresh``)."""
     from traceview.analyses.core.trace import read_problems
-    from traceview.app.reading import report_problems
     from traceview.cache import derived
     from traceview.cache.rank_summaries import from_arrays, summary_key
     from traceview.cache.store import read_figures
@@ -45,7 +44,7 @@ def load(where: Place, rank: int, read: ReadOptions, kernels: KernelOptions) -> 
         summary = from_arrays(arrays, rank, str(where.trace))
     except (KeyError, ValueError, TypeError):
         return None  # not what this code writes: worked out again, stored anew
-    report_problems(where.trace, read_problems(*read_figures(meta)), read.strict)
+    report_rank_problems(rank, where.trace, read_problems(*read_figures(meta)), read.strict)
     derived.used(where)
     return summary
 
@@ -57,3 +56,11 @@ def save(where: Place, read: ReadOptions, kernels: KernelOptions, summary: RankS
     from traceview.cache.rank_summaries import summary_key, to_arrays
 
     derived.save(where, summary_key(kernels, read.step_regex), to_arrays(summary))
+
+
+def report_rank_problems(rank: int, path: Path, problems: list[str], strict: bool) -> None:
+    """What reading a rank met (a truncation with --partial, skipped events), each warning
+    naming the rank and its file, cold or warm: a run's ranks warn alike."""
+    from traceview.app.reading import report_problems
+
+    report_problems(path, [f"rank {rank} ({path}): {p}" for p in problems], strict)

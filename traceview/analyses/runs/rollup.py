@@ -20,6 +20,7 @@ import numpy as np
 from traceview.aggregate import moments, sketch
 from traceview.analyses.runs import collectives
 from traceview.analyses.runs.rank_summary import GapFigures, KernelStats, RankSummary, merge_gaps
+from traceview.errors import TraceviewError
 
 _T = TypeVar("_T")
 _I64 = np.iinfo(np.int64)
@@ -76,6 +77,13 @@ def of_rank(summary: RankSummary) -> Rollup:
 
 def merge(a: Rollup, b: Rollup) -> Rollup:
     """The roll-up of the ranks of both (names of ``b`` not in ``a`` come after a's)."""
+    if a.kernel_time_ns + b.kernel_time_ns > _I64.max:  # Python ints: exact
+        # Each rank's times fit int64 (checked as it is read); their sum, which bounds every
+        # per-name total merged below in int64, must too.
+        raise TraceviewError(
+            f"the kernel times of the run's ranks ({a.ranks + b.ranks} merged so far) add up "
+            "to more than int64 ns hold (292 years): the run cannot be summed exactly"
+        )
     names, to_new = _union(a.stats.names, b.stats.names)
     n = len(names)
     low_b, lowr_b = _place(b.low_total, to_new, n, _I64.max), _place(b.low_rank, to_new, n, 0)

@@ -12,7 +12,6 @@ from traceview.analyses.kernels import KernelOptions
 from traceview.analyses.runs.collectives import Waits, rank_waits
 from traceview.analyses.runs.rank_summary import RankSummary
 from traceview.analyses.runs.rollup import Rollup, merge, of_rank, tree_merge
-from traceview.columns.model import TraceEvents
 from traceview.errors import TraceviewError
 from traceview.options import ReadOptions
 from traceview.render.escape import print_line
@@ -47,6 +46,7 @@ class RankFailure:
 def ingest(task: RankTask) -> RankSummary | RankFailure:
     """Read one rank's file and summarise it (runs in a worker process): the summary stored
     in the file's cache entry when it has one, else worked out and stored there."""
+    from traceview.analyses.core.trace import read_warnings
     from traceview.analyses.runs.rank_summary import needs_cpu_rows, summarize_rank
     from traceview.app import rank_cache
     from traceview.app.reading import read_trace
@@ -63,7 +63,9 @@ def ingest(task: RankTask) -> RankSummary | RankFailure:
         if found is not None:
             return found
         events = read_trace(task.path, task.read, remember=False, warn=False)
-        _report_problems(task, events)
+        rank_cache.report_rank_problems(
+            task.rank, task.path, read_warnings(events), task.read.strict
+        )
         if needs_cpu_rows(events):  # rare: metadata only on CPU ops (from the cache: cheap)
             _wait_for_cache_writes()  # the entry, so this read hits it if the first wrote it
             events = read_trace(task.path, task.read, keep_cpu=True, remember=False, warn=False)
@@ -113,16 +115,6 @@ def rolled_up(summaries: Sequence[RankSummary]) -> Rollup:
 def waits(summary: RankSummary, table: dict) -> Waits:  # type: ignore[type-arg]
     """Pass 2 of the stragglers for one rank (runs where its summary is)."""
     return rank_waits(summary.rank, summary.comm, table)
-
-
-def _report_problems(task: RankTask, events: TraceEvents) -> None:
-    """What reading the rank met (a truncation with --partial, skipped events), each warning
-    naming the rank and its file: a run's ranks warn alike."""
-    from traceview.analyses.core.trace import read_warnings
-    from traceview.app.reading import report_problems
-
-    where = f"rank {task.rank} ({task.path})"
-    report_problems(task.path, [f"{where}: {p}" for p in read_warnings(events)], task.read.strict)
 
 
 def _wait_for_cache_writes() -> None:
