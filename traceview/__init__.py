@@ -12,15 +12,12 @@ stays light.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 __version__ = "0.1.0"
 
-if TYPE_CHECKING:
-    from traceview.app.api import StepsReport, Tabular, Trace
-    from traceview.app.api import open_trace as open
-    from traceview.errors import TraceviewError, UsageError
-
+# The types of these names are in __init__.pyi: an import here, even for type checkers only,
+# would make every module that imports __version__ depend on the whole API.
 _LAZY = {
     "open": ("traceview.app.api", "open_trace"),
     "Trace": ("traceview.app.api", "Trace"),
