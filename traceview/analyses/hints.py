@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from traceview.analyses.core.categories import CATEGORIES
-from traceview.analyses.core.cpu_context import GapQuery, cpu_contexts
+from traceview.analyses.core.cpu_context import CpuContext, GapQuery, cpu_contexts
 from traceview.analyses.core.devices import DeviceUsage, GapSet
 from traceview.analyses.core.gemm_facts import BYTES, OpGemm, gemm_kernels, narrow_aligned, padded
 from traceview.analyses.core.names import short_names
@@ -214,17 +214,7 @@ def dataloader(f: Facts) -> Hint | None:
     window = sum(u.window_ns for u in f.usage)
     if int(f.gaps.host_wait[longest].sum()) < DATALOADER_SHARE * window:
         return None  # an op holds a gap for at most its host wait: no need to look (a scan)
-    chosen = f.gaps.take(longest)
-    contexts = cpu_contexts(
-        f.events,
-        GapQuery(
-            f.events.gpu.correlation[chosen.after],
-            f.links.launch[chosen.after],
-            chosen.start,
-            chosen.end,
-            chosen.host_wait,
-        ),
-    )
+    _, contexts = _contexts(f, longest)
     held = sum(c.ops[0].overlap_ns for c in contexts if c.ops and "DataLoader" in c.ops[0].name)
     if window == 0 or held < DATALOADER_SHARE * window:
         return None
@@ -238,6 +228,19 @@ def dataloader(f: Facts) -> Hint | None:
     )
 
 
+def _contexts(f: Facts, gaps: np.ndarray) -> tuple[GapSet, list[CpuContext]]:
+    """The device gaps at ``gaps`` (indices into f.gaps) and what held each on the CPU."""
+    chosen = f.gaps.take(gaps)
+    query = GapQuery(
+        f.events.gpu.correlation[chosen.after],
+        f.links.launch[chosen.after],
+        chosen.start,
+        chosen.end,
+        chosen.host_wait,
+    )
+    return chosen, cpu_contexts(f.events, query)
+
+
 def host_stall(f: Facts) -> Hint | None:
     """Device gaps held by host time that no CPU op covers: Python the profiler does not
     record (an input pipeline, a busy-wait) between two ops."""
@@ -249,17 +252,7 @@ def host_stall(f: Facts) -> Hint | None:
     longest = longest[f.gaps.host_wait[longest] >= floor]
     if not f.material(int(f.gaps.host_wait[longest].sum())):
         return None  # the uncovered time is at most the host wait: no need to scan
-    chosen = f.gaps.take(longest)
-    contexts = cpu_contexts(
-        f.events,
-        GapQuery(
-            f.events.gpu.correlation[chosen.after],
-            f.links.launch[chosen.after],
-            chosen.start,
-            chosen.end,
-            chosen.host_wait,
-        ),
-    )
+    chosen, contexts = _contexts(f, longest)
     uncovered = np.array(
         [0 if c.thread is None else c.host_wait_ns - c.covered_ns for c in contexts] + [0]
     )[: len(contexts)]

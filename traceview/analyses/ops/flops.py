@@ -15,6 +15,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from traceview.analyses.core.gemm_facts import OP_PRECISION
+
 # Bytes per element, by the type name kineto writes.
 ELEMENT_SIZE = {
     "double": 8,
@@ -36,17 +38,7 @@ ELEMENT_SIZE = {
     "c10::complex<double>": 16,
 }
 # The peak-table column a computation in that type runs at (fp32 GEMMs: fp32, not tf32).
-PEAK_DTYPE = {
-    "double": "fp64",
-    "float": "fp32",
-    "c10::Half": "fp16",
-    "c10::BFloat16": "bf16",
-    "c10::Float8_e4m3fn": "fp8",
-    "c10::Float8_e5m2": "fp8",
-    "c10::Float8_e4m3fnuz": "fp8",
-    "c10::Float8_e5m2fnuz": "fp8",
-    "signed char": "int8",
-}
+PEAK_DTYPE = OP_PRECISION
 
 Dims = list[list[int]]
 
