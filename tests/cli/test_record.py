@@ -66,6 +66,7 @@ steps = int(sys.argv[1])
 for _ in range(steps):
     torch.optim.Optimizer().step()
 if len(sys.argv) > 3:
+    open("ready", "w").close()  # stepped: the test may interrupt now
     time.sleep(float(sys.argv[3]))
 sys.exit(int(sys.argv[2]))
 """
@@ -193,10 +194,9 @@ def test_ctrl_c_still_writes_the_trace(env: dict[str, str], tmp_path: Path) -> N
         command, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         start_new_session=True, text=True,
     )  # fmt: skip
-    deadline = time.monotonic() + 60
-    while not (tmp_path / "out" / "command.txt").exists() and time.monotonic() < deadline:
+    deadline = time.monotonic() + 120  # the program has imported torch and stepped
+    while not (tmp_path / "ready").exists() and time.monotonic() < deadline:
         time.sleep(0.1)
-    time.sleep(2)  # the program imports torch and steps
     os.killpg(p.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the whole group
     _, err = p.communicate(timeout=120)
     assert p.returncode == 130, err
