@@ -13,8 +13,9 @@ import memory_reference
 import numpy as np
 import pytest
 from conftest import SHARED_TRACES, RealTrace
+from test_memory_analysis import figures as device_figures
 
-from traceview.analyses.memory import DeviceMemory, analyse_memory
+from traceview.analyses.memory import analyse_memory
 from traceview.columns.model import TraceEvents, without_cpu
 from traceview.columns.parallel import collect_events
 from traceview.columns.schema import MEMORY_COLUMNS
@@ -24,27 +25,12 @@ H100 = SHARED_TRACES / "tracelens__h100__gaunernst_bert-small-uncased__1016001.j
 needs_h100 = pytest.mark.skipif(not H100.is_file(), reason="../shared/traces is absent")
 
 
-def _found(d: DeviceMemory) -> dict[str, Any]:
-    return {
-        "peak_allocated_bytes": d.peak_allocated_bytes,
-        "peak_reserved_bytes": d.peak_reserved_bytes,
-        "peak_ts_ns": d.peak_ts_ns,
-        "peak_step": d.peak_step,
-        "allocations": d.allocations,
-        "frees": d.frees,
-        "start_allocated_bytes": d.start_allocated_bytes,
-        "end_allocated_bytes": d.end_allocated_bytes,
-        "holders": [(h.op, h.bytes, h.count) for h in d.holders],
-        "steps": [(s.step, s.peak_allocated_bytes, s.growth_bytes) for s in d.steps],
-    }
-
-
 def test_every_figure_equals_the_reference(real_trace: RealTrace) -> None:
     want = real_trace.derived("memory", lambda: memory_reference.figures(real_trace.raw))
     report = analyse_memory(real_trace.events)
     assert report.events == want["events"] == len(real_trace.events.memory.ts)
-    assert {d.device: _found(d) for d in report.devices} == want["devices"]
-    assert (None if report.cpu is None else _found(report.cpu)) == want["cpu"]
+    assert {d.device: device_figures(d) for d in report.devices} == want["devices"]
+    assert (None if report.cpu is None else device_figures(report.cpu)) == want["cpu"]
 
 
 def test_the_peak_is_the_highest_level_and_the_holders_fit_in_it(real_trace: RealTrace) -> None:
