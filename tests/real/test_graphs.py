@@ -59,3 +59,70 @@ def test_the_launch_names_are_matched_whole() -> None:
         assert GRAPH_LAUNCH.match(name)
     for name in ("cudaGraphLaunchX", "cudaLaunchKernel", "myGraphLaunch", "cudaGraphInstantiate"):
         assert not GRAPH_LAUNCH.match(name)
+
+
+# ---- ops: a replay's kernels under the op around its launch, its launch call counted once ----
+
+SERVING = [
+    SHARED_TRACES / "tracelens__inference__vllm_decode_full__graph_execution.json.gz",
+    SHARED_TRACES / "tracelens__inference__sglang_decode__sglang_Qwen3-8B_decode.json.gz",
+]
+
+
+def _replays(path: Path) -> dict[str, tuple[int, int, list[float]]]:
+    """Per op around a graph launch (innermost cpu_op on its thread holding the launch start;
+    "(graph replay, no op)" for none): (launches, kernels, each launch's first kernel start −
+    launch start in µs)."""
+    events = json.loads(gzip.decompress(path.read_bytes()))["traceEvents"]
+    x = [e for e in events if e.get("ph") == "X"]
+    ops = [e for e in x if e.get("cat") == "cpu_op"]
+    out: dict[str, tuple[int, int, list[float]]] = {}
+    for call in (e for e in x if GRAPH_LAUNCH.match(e.get("name", ""))):
+        starts = [
+            e["ts"]
+            for e in x
+            if e.get("cat") == "kernel"
+            and e["args"].get("correlation") == call["args"]["correlation"]
+        ]
+        if not starts:
+            continue
+        around = [
+            o
+            for o in ops
+            if (o["pid"], o["tid"]) == (call["pid"], call["tid"])
+            and o["ts"] <= call["ts"] <= o["ts"] + o["dur"]
+        ]
+        name = max(around, key=lambda o: (o["ts"], -o["dur"]))["name"] if around else None
+        launches, kernels, delays = out.get(name or "(graph replay, no op)", (0, 0, []))
+        out[name or "(graph replay, no op)"] = (
+            launches + 1,
+            kernels + len(starts),
+            [*delays, min(starts) - call["ts"]],
+        )
+    return out
+
+
+@pytest.mark.parametrize("path", [GRAPHS, *SERVING], ids=["graphs", "vllm", "sglang"])
+def test_ops_put_replays_under_the_op_around_their_launch(path: Path) -> None:
+    if not path.exists():
+        pytest.skip(f"{path.name} is absent")
+    from traceview.analyses.ops.view import OpOptions, analyse_ops
+
+    events = read_trace(path, ReadOptions(quiet=True, cache=False), keep_cpu=True)
+    rows = {r.name: r for r in analyse_ops(events, OpOptions(top=0)).rows}
+    want = _replays(path)
+    assert want
+    for name, (launches, kernels, delays) in want.items():
+        row = rows[name]
+        assert (row.graph_launches, row.graph_kernels) == (launches, kernels), name
+        assert row.as_dict()["graph"] is True
+        if row.kernels == kernels:  # only replays: the delay is the replays' median
+            median = sorted(delays)[(len(delays) + 1) // 2 - 1]
+            assert row.launch_delay_ns is not None
+            assert abs(row.launch_delay_ns / 1000 - median) < 0.002, name
+        # each replay's kernels ran far longer than its one launch call: never launch-bound
+        assert row.bound != "launch", name
+    assert sum(r.graph_kernels for r in rows.values()) == sum(k for _, k, _ in want.values())
+    if path == GRAPHS:  # README: 6 replays of 36 kernels, each in a compiled region
+        [(name, (launches, kernels, _))] = want.items()
+        assert name.startswith("## Call CompiledFxGraph") and (launches, kernels) == (6, 216)
