@@ -46,6 +46,7 @@ class KernelGroupBy(StrEnum):
     NAME = "name"
     SHORT = "short"
     CATEGORY = "category"
+    FUSED_OP = "fused-op"
 
 
 class DiffGroupBy(StrEnum):

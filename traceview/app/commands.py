@@ -76,7 +76,7 @@ def kernels(path: Path, options: KernelOptions, read: ReadOptions, out: OutputOp
 
     check_options(options)  # before reading a trace that may take minutes
     _check_output(out, path)
-    events = read_trace(path, read, keep_cpu=options.group_by == "category")
+    events = read_trace(path, read, keep_cpu=options.group_by in ("category", "fused-op"))
     if _nothing_to_show(events, out):
         return
     # every row (--top 0) made as it is written: there may be 10^6
