@@ -47,6 +47,7 @@ class KernelGroupBy(StrEnum):
     SHORT = "short"
     CATEGORY = "category"
     FUSED_OP = "fused-op"
+    OP = "op"
 
 
 class DiffGroupBy(StrEnum):
@@ -55,6 +56,7 @@ class DiffGroupBy(StrEnum):
     NAME = "name"
     SHORT = "short"
     CATEGORY = "category"
+    OP = "op"
 
 
 class GapSort(StrEnum):

@@ -20,7 +20,7 @@ from traceview.aggregate.order import dense_ids
 from traceview.aggregate.percentiles import nearest_rank
 from traceview.analyses.core.categories import CATEGORIES, categorize
 from traceview.analyses.core.devices import usage
-from traceview.analyses.core.fused import fused_op_shares, fused_ops
+from traceview.analyses.core.fused import fused_op_shares, fused_ops, op_groups
 from traceview.analyses.core.in_us import us_fields
 from traceview.analyses.core.names import display_names, display_names_in_order, short_names
 from traceview.analyses.core.oplinks import link_ops
@@ -160,6 +160,9 @@ def analyse_kernels(
     elif options.group_by == "fused-op":
         ops, group, dur = fused_op_groups(events, mask)
         groups = _Labels(ops, ops, [1] * len(ops))
+    elif options.group_by == "op":
+        ops, group = launching_op_groups(events, mask)
+        groups = _Labels(ops, ops, [1] * len(ops))
     else:
         ids = gpu.name if every else gpu.name[mask]
         shown = "every" if streamed else "asked" if shown_names else "none"
@@ -279,6 +282,17 @@ def fused_op_groups(
     shares = fused_op_shares(events, rows, leaf)
     used, group = dense_ids(shares.label, len(shares.labels))
     return [shares.labels[i] for i in used.tolist()], group, shares.share
+
+
+def launching_op_groups(events: TraceEvents, mask: np.ndarray) -> tuple[list[str], np.ndarray]:
+    """Op labels and the group of every selected row: its leaf op, the ops torch.compile
+    records as one (analyses.core.fused.launching_op)."""
+    rows = np.flatnonzero(mask)
+    links = link_ops(events) if len(events.cpu) else None
+    leaf = np.full(len(rows), -1, dtype=np.int64) if links is None else links.leaf[rows]
+    labels, group = op_groups(events, rows, leaf)
+    used, dense = dense_ids(group, len(labels))
+    return [labels[i] for i in used.tolist()], dense
 
 
 def category_groups(events: TraceEvents, mask: np.ndarray) -> tuple[list[str], np.ndarray]:

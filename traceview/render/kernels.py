@@ -45,7 +45,9 @@ def table(report: KernelReport, verbose: bool) -> Table:
     rows = each_row(
         report.rows, lambda rank, row: (str(rank), *_stat_cells(row), _name_cell(row, verbose))
     )
-    label = {"category": "Category", "fused-op": "Op"}.get(report.options.group_by, "Kernel")
+    label = {"category": "Category", "fused-op": "Op", "op": "Op"}.get(
+        report.options.group_by, "Kernel"
+    )
     return Table(("#", *_STAT_HEADERS, label), (True,) * 12 + (False,), rows)
 
 

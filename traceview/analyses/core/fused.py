@@ -155,3 +155,34 @@ def fused_op_shares(events: TraceEvents, rows: np.ndarray, leaf: np.ndarray) -> 
     dur, parts = events.gpu.dur[rows][pair_row], n[pair_row]
     share = dur // parts + (pos < dur % parts)
     return FusedOpShares(list(labels), pair_row, label, share)
+
+
+COMPILED_REGION = "(torch.compile region)"
+# The ops torch.compile records around the work it compiled: Inductor's per-kernel ranges
+# (``triton_…``), its graph call, Dynamo's region and the compiled autograd functions.
+_COMPILED = re.compile(
+    r"^(?:triton_\w+|## Call CompiledFxGraph .*|Torch-Compiled Region: .*"
+    r"|CompiledFunction(?:Backward)?)$"
+)
+
+
+def launching_op(name: str) -> str:
+    """The op a kernel is compared under: its launching op, or COMPILED_REGION for every op
+    that torch.compile itself records (a compiled region is one op, whatever it fused)."""
+    return COMPILED_REGION if _COMPILED.match(name) else name
+
+
+def op_groups(
+    events: TraceEvents, rows: np.ndarray, leaf: np.ndarray
+) -> tuple[list[str], np.ndarray]:
+    """Labels (launching ops, ``(no op)``) and each of ``rows``' group (``leaf``: its leaf
+    op name id per row, < 0 for none)."""
+    names = events.names
+    used, group = dense_ids(np.where(leaf < 0, len(names), leaf), len(names) + 1)
+    labels: dict[str, int] = {}
+    of_used = np.array(
+        [labels.setdefault(NO_OP_LABEL if i == len(names) else launching_op(names[i]), len(labels))
+         for i in used.tolist()],
+        dtype=np.int64,
+    )  # fmt: skip
+    return list(labels), of_used[group]
