@@ -7,6 +7,7 @@ import gzip
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import SHARED_TRACES
 
@@ -126,3 +127,75 @@ def test_ops_put_replays_under_the_op_around_their_launch(path: Path) -> None:
     if path == GRAPHS:  # README: 6 replays of 36 kernels, each in a compiled region
         [(name, (launches, kernels, _))] = want.items()
         assert name.startswith("## Call CompiledFxGraph") and (launches, kernels) == (6, 216)
+
+
+# ---- the report's timeline: graph kernels marked, the steps that ran replays named ------------
+
+EAGER = SHARED_TRACES / "h200" / "eager.json.gz"
+
+
+def _graph_kernels_per_step(path: Path) -> dict[int, tuple[int, int, int]]:
+    """Per step with graph kernels (steps' membership rule of tests/reference.py): (graph
+    kernels, kernels, graph launches)."""
+    import reference
+
+    _, events = reference.load_trace(path)
+    launches = {
+        e["args"]["correlation"]
+        for e in events
+        if e.get("ph") == "X" and GRAPH_LAUNCH.match(e.get("name", "")) and "args" in e
+    }
+    by_corr = reference.launch_ts_by_correlation(events)
+    out = {}
+    for step, window in reference.step_windows(events).items():
+        kernels = [
+            k for k in reference.gpu_events(events) if reference._in_step(k, window, by_corr)
+        ]
+        graph = [k for k in kernels if k["args"].get("correlation") in launches]
+        if graph:
+            used = {k["args"]["correlation"] for k in graph}
+            out[step] = (len(graph), len(kernels), len(used))
+    return out
+
+
+@pytest.mark.parametrize("path", [GRAPHS, EAGER], ids=["graphs", "eager"])
+def test_timeline_marks_graph_replays(path: Path) -> None:
+    if not path.exists():
+        pytest.skip(f"{path.name} is absent")
+    from traceview.analyses.core.common import work_out
+    from traceview.analyses.timeline import graph_steps, pick_step, step_work
+
+    events = read_trace(path, ReadOptions(quiet=True, cache=False), keep_cpu=True)
+    shared = work_out(events)
+    found = graph_steps(events, shared.graphs, shared.launch)
+    want = _graph_kernels_per_step(path)
+    assert {s.step: (s.graph_kernels, s.kernels, s.replays) for s in found} == want
+    step = pick_step(events, None)
+    assert step is not None
+    work = step_work(events, step, launch=shared.launch, graphs=shared.graphs)
+    assert work.graph is not None
+    marked = int(np.count_nonzero(work.graph))
+    assert not work.capped and marked == want.get(step, (0, 0, 0))[0]
+    if path == GRAPHS:  # README: each of the 6 steps one replay of 36 kernels
+        assert sorted(want) == [2, 3, 4, 5, 6, 7]
+        assert all(g == 36 and r == 1 for g, _, r in want.values())
+        assert marked == 36
+    else:
+        assert want == {} and marked == 0 and not len(shared.graphs)
+
+
+@pytest.mark.parametrize("path", [GRAPHS, EAGER], ids=["graphs", "eager"])
+def test_report_says_which_steps_are_graph_replays(path: Path, tmp_path: Path) -> None:
+    if not path.exists():
+        pytest.skip(f"{path.name} is absent")
+    from typer.testing import CliRunner
+
+    from traceview.cli import app
+
+    out = tmp_path / "r.html"
+    r = CliRunner().invoke(app, ["report", str(path), "-o", str(out), "--no-cache"])
+    assert r.exit_code == 0, r.output
+    page = out.read_text()
+    said = "ran CUDA-graph replays (hatched): 216 of their 243 kernels, in 6 replays"
+    assert (said in page) is (path == GRAPHS)
+    assert ('(graph replay)"' in page) is (path == GRAPHS)
