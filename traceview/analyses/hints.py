@@ -213,6 +213,7 @@ def cuda_graphs(f: Facts) -> Hint | None:
 
 
 def _replays_left_out(kernels: int) -> str:
+    """Words for the kernels of graph replays the median leaves out."""
     return (
         f" (launched on their own; {kernels} kernels of graph replays left out)" if kernels else ""
     )
