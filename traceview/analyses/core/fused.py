@@ -67,10 +67,14 @@ def _by_first_token() -> dict[str, list[tuple[str, ...]]]:
     return out
 
 
-@lru_cache(maxsize=4096)
 def fused_ops(name: str) -> tuple[str, ...] | None:
     """The ops an Inductor Triton kernel's name says it fused, in the name's order, each once;
     None for a name that is not such a kernel's."""
+    return _fused_ops(name) if name.startswith("triton_") else None  # most names: no look-up
+
+
+@lru_cache(maxsize=4096)
+def _fused_ops(name: str) -> tuple[str, ...] | None:
     found = TRITON_KERNEL.match(name)
     if found is None:
         return None
