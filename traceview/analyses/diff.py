@@ -255,9 +255,8 @@ def _check_ops(side: Side, which: str) -> None:
     CPU ops gives (a snapshot file has none)."""
     if not side.snapshot.ops and side.snapshot.totals.count:
         raise UsageError(
-            f"--group-by op: {which} {side.path} has no launching ops "
-            f"({'a snapshot file keeps none' if side.source != 'trace' else 'no CPU ops'}); "
-            "diff the traces themselves"
+            f"--group-by op: {which} {side.path} is a {side.source} without launching ops "
+            "(only a single trace, read with its CPU ops, has them); diff the traces themselves"
         )
 
 
