@@ -43,11 +43,11 @@ def summary_lines(report: OpReport) -> list[str]:
 
 
 def table(report: OpReport) -> Table:
-    rows = [(str(i), _label(r), *_cells(r)) for i, r in enumerate(report.rows, 1)]
+    rows = [(str(i), op_label(r), *_cells(r)) for i, r in enumerate(report.rows, 1)]
     return Table(_HEADERS, (True, False, *(True,) * 12, False), rows)
 
 
-def _label(r: OpRow) -> str:
+def op_label(r: OpRow) -> str:
     """The op (and shapes), marked when CUDA-graph replays ran its kernels."""
     label = r.name if r.shapes is None else f"{r.name} {r.shapes}"
     if r.graph_kernels:
