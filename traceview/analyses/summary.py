@@ -21,8 +21,9 @@ from traceview.analyses.core.breakdown import Breakdown, breakdowns
 from traceview.analyses.core.categories import CATEGORIES
 from traceview.analyses.core.common import Shared, work_out
 from traceview.analyses.core.devices import NO_LAUNCH
-from traceview.analyses.core.graphs import graph_launch_ids, replayed
+from traceview.analyses.core.graphs import replayed
 from traceview.analyses.core.names import display_names
+from traceview.analyses.core.oplinks import OpLinks
 from traceview.analyses.core.steps import StepRow
 from traceview.analyses.core.trace import TraceSummary
 from traceview.analyses.memory import MemoryReport, analyse_memory
@@ -159,7 +160,9 @@ def overview(events: TraceEvents, shared: Shared | None = None) -> Overview:
     kernels = np.flatnonzero(gpu.kind == KERNEL)
     ops = analyse_ops(events, OpOptions(top=TOP), shared)
     memory = analyse_memory(events, holders=False)
-    facts = hint_rules.Facts(events, links, category, devices, usage, gaps, ops.rows, memory)
+    facts = hint_rules.Facts(
+        events, links, category, devices, usage, gaps, ops.rows, memory, shared.graphs
+    )
     steps = _steps(shared.step_rows)
     return Overview(
         trace=shared.trace,
@@ -167,7 +170,7 @@ def overview(events: TraceEvents, shared: Shared | None = None) -> Overview:
         categories=_ranked(list(CATEGORIES), gpu.dur, category),
         kernels=_named(events, _ranked(events.names, gpu.dur[kernels], gpu.name[kernels])),
         ops=tuple(ops.rows),
-        launches=_launches(events, kernels, links.launch, links.launch_end),
+        launches=_launches(events, kernels, links, shared.graphs),
         steps=steps,
         hints=tuple(hint_rules.evaluate(facts)),
         notes=[] if len(events.cpu) else ["no CPU ops in this trace: no operators, no launches"],
@@ -193,10 +196,10 @@ def _named(events: TraceEvents, kernels: tuple[Ranked, ...]) -> tuple[Ranked, ..
 
 
 def _launches(
-    events: TraceEvents, kernels: np.ndarray, launch: np.ndarray, launch_end: np.ndarray
+    events: TraceEvents, kernels: np.ndarray, links: OpLinks, graph_ids: np.ndarray
 ) -> Launches:
     gpu = events.gpu
-    graph_ids = graph_launch_ids(events)
+    launch, launch_end = links.launch, links.launch_end
     graph = replayed(events, kernels, graph_ids)
     has = launch[kernels] != NO_LAUNCH
     own = has & ~graph

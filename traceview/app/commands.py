@@ -76,7 +76,7 @@ def kernels(path: Path, options: KernelOptions, read: ReadOptions, out: OutputOp
 
     check_options(options)  # before reading a trace that may take minutes
     _check_output(out, path)
-    events = read_trace(path, read, keep_cpu=options.group_by == "category")
+    events = read_trace(path, read, keep_cpu=options.group_by in ("category", "fused-op", "op"))
     if _nothing_to_show(events, out):
         return
     # every row (--top 0) made as it is written: there may be 10^6
@@ -270,21 +270,23 @@ def diff(
     if base == new == Path("-"):
         raise UsageError("diff: only one side can be read from stdin (-)")
     check_save(out, (base, new))
-    report = compare(_diff_side(base, read), _diff_side(new, read), options)
+    ops = options.group_by == "op"
+    report = compare(_diff_side(base, read, ops), _diff_side(new, read, ops), options)
     show(out, render_diff.document(report, out.verbose), (base, new))
     if not report.gate.passed:
         raise TraceviewError(render_diff.failure_message(report, out.verbose))
 
 
-def _diff_side(path: Path, read: ReadOptions) -> Side:
-    """A diff input: a snapshot (recognised by its content) or a trace, snapshotted here."""
+def _diff_side(path: Path, read: ReadOptions, ops: bool = False) -> Side:
+    """A diff input: a snapshot (recognised by its content) or a trace, snapshotted here
+    (``ops``: read with its CPU ops, its kernels by launching op too)."""
     from traceview.analyses.diff import Side
     from traceview.analyses.snapshot import build_snapshot
     from traceview.app.snapshot_file import is_snapshot, load_snapshot
 
     if is_snapshot(path):
         return Side(str(path), "snapshot", load_snapshot(path))
-    return Side(str(path), "trace", build_snapshot(read_trace(path, read)))
+    return Side(str(path), "trace", build_snapshot(read_trace(path, read, keep_cpu=ops), ops=ops))
 
 
 @_command

@@ -15,6 +15,7 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
+from traceview.analyses.core.steps import describe_ranges, step_ranges
 from traceview.errors import TraceviewError
 from traceview.render import units
 from traceview.render.escape import html_text, script_json
@@ -250,7 +251,27 @@ def _timeline_notes(docs: Documents) -> str:
             f"Step {docs.step.step} has {docs.step.total:,} GPU activities: the "
             f"{len(docs.step.ts):,} longest are drawn."
         )
+    if docs.graph_steps:
+        notes.append(_graph_steps_note(docs))
     return "".join(f'<p class="note">{html_text(n)}</p>' for n in notes)
+
+
+def _graph_steps_note(docs: Documents) -> str:
+    """Which steps ran kernels in CUDA-graph replays, and how many."""
+    found = docs.graph_steps
+    graph = sum(s.graph_kernels for s in found)
+    kernels = sum(s.kernels for s in found)
+    replays = sum(s.replays for s in found)
+    whole = [s.step for s in found if s.graph_kernels == s.kernels]
+    only = f"; steps {_steps(whole)}: nothing else" if whole else ""
+    return (
+        f"Steps {_steps([s.step for s in found])} ran CUDA-graph replays (hatched): "
+        f"{graph:,} of their {kernels:,} kernels, in {replays:,} replays{only}."
+    )
+
+
+def _steps(numbers: list[int]) -> str:
+    return describe_ranges(step_ranges(numbers))
 
 
 MEMORY_ABSENT = "absent: no [memory] events in this trace (record with profile_memory=True)"
@@ -316,7 +337,8 @@ SECTIONS = (
         "each of ~1,000 equal bins (the union of kernels, memcpy and memset inside the "
         "bin ÷ its width); ▼ marks the largest device gaps with their cause (as "
         "<code>traceview gaps</code>). Below, one step's GPU work as rectangles per stream, "
-        "coloured by category (by name); docs/metrics.md “Timeline”.",
+        "coloured by category (by name), hatched where a CUDA-graph replay ran it; "
+        "docs/metrics.md “Timeline”.",
         (
             ("timeline", charts.utilisation, NO_GPU),
             ("timeline-step", charts.step_work, "absent: no step with GPU work in this trace"),
