@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from traceview.analyses.gaps import GapOptions
     from traceview.analyses.kernels import KernelOptions
     from traceview.analyses.ops.view import OpOptions
+    from traceview.app.trim import TrimOptions
     from traceview.cache.manage import Removal
     from traceview.columns.model import TraceEvents
     from traceview.render.document import Document
@@ -285,6 +286,29 @@ def _diff_side(path: Path, read: ReadOptions) -> Side:
     if is_snapshot(path):
         return Side(str(path), "snapshot", load_snapshot(path))
     return Side(str(path), "trace", build_snapshot(read_trace(path, read)))
+
+
+@_command
+def trim(path: Path, options: TrimOptions, read: ReadOptions, output: Path, force: bool) -> None:
+    """``traceview trim``: the events ``options`` keep, copied to ``output`` as they were."""
+    from traceview.app.trim import check_options, plan_cut
+    from traceview.app.trim_copy import Copy, Judge, learn_pass
+    from traceview.read.stream import is_pipe
+    from traceview.render.output import ByteProgress
+
+    check_options(options)
+    inputs = inputs_of((path,), options)
+    check_output_path(output, force, inputs)
+    if is_pipe(path):
+        raise UsageError(f"{path}: trim reads the trace twice; give a file, not a pipe")
+    cut = plan_cut(read_trace(path, read, keep_cpu=False), options)
+    judge = Judge(cut)
+    with ByteProgress(None, not read.quiet) as progress:
+        learn_pass(path, judge, read.partial, progress)
+    with ByteProgress(None, not read.quiet) as progress:
+        copy = Copy(path, judge, read.partial, progress)
+        write_file(output, copy.chunks(output.name.lower().endswith(".gz")), force, inputs)
+    sys.stderr.write(f"traceview: kept {copy.kept:,} of {copy.read:,} events ({cut.what})\n")
 
 
 @_command

@@ -1,0 +1,205 @@
+"""Copy the events a Cut keeps, byte for byte, in two streamed passes over the trace.
+
+The first pass learns which processes are GPUs (those with GPU activity, and their
+device) and which flows have both ends in the window; the second writes the text before
+the event array, the kept events and the text after it, as they were. Memory holds the
+GPU processes and the flows in the window, never the events.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections import Counter
+from collections.abc import Callable, Iterator
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from traceview.app.trim import Cut
+from traceview.columns.collect import GPU_ANNOTATION_CATEGORY, is_gpu_activity
+from traceview.columns.numbers import to_ns, value_of
+from traceview.read.layout import UTF8_BOM
+from traceview.read.raw import Piece, RawEvent, raw_args, raw_pieces
+from traceview.read.reader import TraceReader
+
+FLOW = frozenset({"s", "t", "f"})
+_INT64_MAX = 2**63 - 1
+Progress = Callable[[int, int | None], None] | None
+
+
+def _key(value: Any) -> Any:
+    """A pid as a dict key (a list or object, which no sane trace has, as its text)."""
+    return value if isinstance(value, int | str | float | None) else repr(value)
+
+
+def ts_ns(raw: Any) -> int | None:
+    """A raw ts or dur as exact ns; None when absent or not a finite number."""
+    try:
+        value = value_of(raw)
+        return None if not isinstance(value, int | float | Decimal) else to_ns(value)
+    except Exception:  # any text a number decoder refuses: this event has no time
+        return None
+
+
+class Judge:
+    """Decides, event by event, what a Cut keeps (``learn`` in the first pass)."""
+
+    def __init__(self, cut: Cut) -> None:
+        self.cut = cut
+        self.gpu_pids: dict[Any, str] = {}  # pid → its device, as text
+        self.flows: set[tuple[Any, bytes]] = set()
+        self._ends: list[tuple[tuple[Any, bytes], str, Any]] = []
+        self._gpu_cats: dict[Any, int] = {}
+
+    def kind(self, e: RawEvent) -> int:
+        """1 for a GPU activity, 2 for a GPU annotation, 0 for anything else."""
+        kind = self._gpu_cats.get(e.cat)
+        if kind is None:
+            cat = e.cat if isinstance(e.cat, str) else ""
+            kind = 1 if is_gpu_activity(cat) else 2 if cat.lower() == GPU_ANNOTATION_CATEGORY else 0
+            if isinstance(e.cat, str | None):
+                self._gpu_cats[e.cat] = kind
+        return kind
+
+    def learn(self, e: RawEvent) -> None:
+        """First pass: GPU processes, and the flow ends inside the window."""
+        if e.ph == "M":
+            return
+        kind = self.kind(e)
+        if kind == 1:
+            self.gpu_pids.setdefault(_key(e.pid), self.device(e))
+        elif kind == 2:
+            self.gpu_pids.setdefault(_key(e.pid), str(e.pid))
+        elif e.ph in FLOW and self.at(e):
+            self._ends.append(((_key(e.cat), bytes(e.id)), e.ph, _key(e.pid)))
+
+    def settle(self) -> None:
+        """After the first pass: the flows whose start and finish are both kept."""
+        starts: set[tuple[Any, bytes]] = set()
+        finishes: set[tuple[Any, bytes]] = set()
+        for flow, ph, pid in self._ends:
+            if self.pid_kept(pid):
+                if ph == "s":
+                    starts.add(flow)
+                elif ph == "f":
+                    finishes.add(flow)
+        self.flows = starts & finishes
+        self._ends = []
+
+    def device(self, e: RawEvent) -> str:
+        """A GPU activity's device (args.device, else its pid), as text."""
+        device = raw_args(e).device
+        return str(e.pid if device is None else device)
+
+    def pid_kept(self, pid: Any) -> bool:
+        device = self.gpu_pids.get(pid)
+        if device is None:
+            return self.cut.cpu
+        return self.cut.devices is None or device in self.cut.devices
+
+    def keeps(self, e: RawEvent) -> bool:
+        """Second pass: whether the event is written."""
+        if e.ph == "M":
+            return True
+        if not self.pid_kept(_key(e.pid)):
+            return False
+        if e.ph in FLOW:
+            return (_key(e.cat), bytes(e.id)) in self.flows and self.at(e)
+        if self.kind(e) == 1:
+            if self.cut.steps:
+                return self.cut.gpu_row_kept(_correlation(e), ts_ns(e.ts))
+            if self.cut.devices is not None and self.device(e) not in self.cut.devices:
+                return False
+        return self.meets(e)
+
+    def at(self, e: RawEvent) -> bool:
+        """Whether the event's ts is inside the window (no ts: it is kept)."""
+        ts = ts_ns(e.ts)
+        cut = self.cut
+        if ts is None:
+            return True
+        return (cut.start_ns is None or ts >= cut.start_ns) and (
+            cut.end_ns is None or ts <= cut.end_ns
+        )
+
+    def meets(self, e: RawEvent) -> bool:
+        """Whether [ts, ts + dur] meets the window (no ts: kept; no dur: 0)."""
+        ts = ts_ns(e.ts)
+        cut = self.cut
+        if ts is None:
+            return True
+        dur = max(ts_ns(e.dur) or 0, 0)
+        return (cut.end_ns is None or ts <= cut.end_ns) and (
+            cut.start_ns is None or ts + dur >= cut.start_ns
+        )
+
+
+def _correlation(e: RawEvent) -> int:
+    """The correlation id as the columns keep it: −1 when absent or beyond int64."""
+    c = raw_args(e).correlation
+    if isinstance(c, int) and not isinstance(c, bool) and 0 <= c <= _INT64_MAX:
+        return c
+    return -1
+
+
+def learn_pass(path: Path, judge: Judge, partial: bool, progress: Progress) -> TraceReader:
+    """The first pass (the reader: what it met, for the warnings)."""
+    reader, batches = raw_pieces(path, partial, progress)
+    for batch in batches:
+        for _, event in batch:
+            judge.learn(event)
+    judge.settle()
+    return reader
+
+
+class Copy:
+    """The second pass as chunks of bytes (gzip-compressed with ``gzip``); ``kept`` and
+    ``read`` count the events once it has run."""
+
+    def __init__(self, path: Path, judge: Judge, partial: bool, progress: Progress) -> None:
+        self.path, self.judge, self.partial, self.progress = path, judge, partial, progress
+        self.kept = self.read = 0
+        self.skipped: Counter[str] = Counter()
+
+    def chunks(self, gzip: bool) -> Iterator[bytes]:
+        if not gzip:
+            yield from self._text()
+            return
+        packer = zlib.compressobj(6, zlib.DEFLATED, 31)  # wbits 31: a gzip stream
+        for chunk in self._text():
+            if packed := packer.compress(chunk):
+                yield packed
+        yield packer.flush()
+
+    def _text(self) -> Iterator[bytes]:
+        reader, batches = raw_pieces(self.path, self.partial, self.progress)
+        header, first = False, True
+        for batch in batches:
+            if not header:  # parsed before the first batch
+                yield reader.header_text or b"["
+                header = True
+            kept = self._kept(batch)
+            if kept:
+                yield (b"\n" if first else b",\n") + b",\n".join(kept)
+                first = False
+        if not header:
+            yield reader.header_text or b"["
+        yield b"\n]"
+        yield _closing(reader)
+        self.skipped = reader.stats.skipped
+
+    def _kept(self, batch: list[Piece]) -> list[Any]:
+        self.read += len(batch)
+        keeps = self.judge.keeps
+        kept = [raw for raw, event in batch if keeps(event)]
+        self.kept += len(kept)
+        return kept
+
+
+def _closing(reader: TraceReader) -> bytes:
+    """The text after the array's ``]``: as it was, or (a truncated trace read with
+    --partial) the ``}`` that closes the top-level object."""
+    if reader.trailer_text is not None:
+        return reader.trailer_text
+    head = (reader.header_text or b"").removeprefix(UTF8_BOM).lstrip()
+    return b"}" if head.startswith(b"{") else b""
