@@ -291,6 +291,7 @@ def _diff_side(path: Path, read: ReadOptions) -> Side:
 @_command
 def trim(path: Path, options: TrimOptions, read: ReadOptions, output: Path, force: bool) -> None:
     """``traceview trim``: the events ``options`` keep, copied to ``output`` as they were."""
+    from traceview.app.memory import release_free_memory
     from traceview.app.trim import check_options, plan_cut
     from traceview.app.trim_copy import Copy, Judge, learn_pass
     from traceview.read.stream import is_pipe
@@ -302,6 +303,7 @@ def trim(path: Path, options: TrimOptions, read: ReadOptions, output: Path, forc
     if is_pipe(path):
         raise UsageError(f"{path}: trim reads the trace twice; give a file, not a pipe")
     cut = plan_cut(read_trace(path, read, keep_cpu=False), options)
+    release_free_memory()  # the columns are gone: the copy needs only its blocks
     judge = Judge(cut)
     with ByteProgress(None, not read.quiet) as progress:
         learn_pass(path, judge, read.partial, progress)

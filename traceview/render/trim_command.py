@@ -6,6 +6,7 @@ import shlex
 
 TRIM_MARGIN = "2ms"  # trim --margin's default: the work on each side of a gap
 TRIM_MARGIN_NS = 2_000_000
+PIPE_NAMES = frozenset({"-", "/dev/stdin"})  # a trace read from these cannot be trimmed
 
 
 def trim_command(trace: str, ts_ns: int, gap_ns: int, number: int) -> str:
