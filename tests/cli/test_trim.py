@@ -7,10 +7,12 @@ import gzip
 import json
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from conftest import ROOT, run_cli
 from typer.testing import CliRunner
 
 from traceview.cli import app
@@ -230,3 +232,21 @@ def test_open_sided_windows(tmp_path: Path, window: str) -> None:
         assert EVENTS[2] in events and EVENTS[12] not in events
     else:
         assert EVENTS[12] in events and EVENTS[2] not in events
+
+
+def test_gaps_prints_no_trim_command_for_a_pipe(tmp_path: Path) -> None:
+    extra = '{"ph": "X", "cat": "kernel", "name": "k3", "pid": 0, "tid": 7, "ts": 1200,' + (
+        ' "dur": 1, "args": {"device": 0, "stream": 7}}'
+    )
+    trace = write(tmp_path, [*EVENTS, extra])
+    r = runner.invoke(app, ["gaps", str(trace), "-q", "--no-context"])
+    # the gap 1170.5-1200 µs with 2 ms each side (the start stops at 0)
+    assert f"#1 traceview trim {trace} --window @0.000:@3200.000 -o gap1.json.gz" in r.stdout
+    piped = subprocess.run(
+        [sys.executable, "-m", "traceview", "gaps", "-", "-q", "--no-context"],
+        input=trace.read_bytes(), capture_output=True, env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=120, check=False,
+    )  # fmt: skip
+    assert piped.returncode == 0, piped.stderr
+    assert b"traceview trim" not in piped.stdout
+    assert b"save it to a file to trim it" in piped.stdout

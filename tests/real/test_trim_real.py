@@ -83,3 +83,42 @@ def test_trim_pstep_is_kernels_pstep(path: Path, tmp_path: Path) -> None:
         t_head, t_events, t_tail = _split(_text(out))
         assert (t_head, t_tail) == (head, tail)
         assert not t_events - events, f"step {n}: events not in the original, byte for byte"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        pytest.param(SHARED_TRACES / "h200" / "train.json.gz", id="train"),
+        pytest.param(SHARED_TRACES / "kineto__resnet50_profiler_api_nw0.json.gz", id="resnet50"),
+    ],
+)
+def test_the_command_gaps_prints_cuts_out_that_gap(path: Path, tmp_path: Path) -> None:
+    if not path.exists():
+        pytest.skip("../shared/traces is absent")
+    from typer.testing import CliRunner
+
+    from traceview.analyses.gaps import GapOptions, analyse_gaps
+    from traceview.cli import app
+
+    runner = CliRunner()
+    r = runner.invoke(app, ["gaps", str(path), "-q", "--largest", "2", "--no-context"])
+    assert r.exit_code == 0, r.output
+    lines = r.stdout.splitlines()
+    commands_at = lines.index(next(x for x in lines if x.startswith("Each gap as a small")))
+    first = lines[commands_at + 1]
+    assert first.startswith(f"#1 traceview trim {path} --window @")
+    argv = first.split()[2:]  # after "#1 traceview"
+    argv[argv.index("-o") + 1] = str(tmp_path / "gap1.json.gz")
+    assert runner.invoke(app, [*argv, "-q"]).exit_code == 0
+    whole = collect_events(TraceReader(path), keep_cpu=False)
+    cut = collect_events(TraceReader(tmp_path / "gap1.json.gz"), keep_cpu=False)
+    want = analyse_gaps(whole, GapOptions(largest=1, context=False)).largest[0]
+    got = analyse_gaps(cut, GapOptions(largest=1, context=False)).largest[0]
+    assert (got.ts_ns, got.gap_ns, got.before, got.after) == (
+        want.ts_ns,
+        want.gap_ns,
+        want.before,
+        want.after,
+    )
+    # the margin: 2 ms of GPU work each side (when the trace has it) is in the cut
+    assert cut.gpu.ts.min() <= want.ts_ns - 1_000_000
