@@ -293,24 +293,14 @@ def trim(path: Path, options: TrimOptions, read: ReadOptions, output: Path, forc
     """``traceview trim``: the events ``options`` keep, copied to ``output`` as they were."""
     from traceview.app.memory import release_free_memory
     from traceview.app.trim import check_options, plan_cut
-    from traceview.app.trim_copy import Copy, Judge, learn_pass
-    from traceview.read.stream import is_pipe
-    from traceview.render.output import ByteProgress
+    from traceview.app.trim_copy import check_trim_paths, write_trimmed
 
     check_options(options)
     inputs = inputs_of((path,), options)
-    check_output_path(output, force, inputs)
-    if is_pipe(path):
-        raise UsageError(f"{path}: trim reads the trace twice; give a file, not a pipe")
+    check_trim_paths(path, output, force, inputs)
     cut = plan_cut(read_trace(path, read, keep_cpu=False), options)
     release_free_memory()  # the columns are gone: the copy needs only its blocks
-    judge = Judge(cut)
-    with ByteProgress(None, not read.quiet) as progress:
-        learn_pass(path, judge, read.partial, progress)
-    with ByteProgress(None, not read.quiet) as progress:
-        copy = Copy(path, judge, read.partial, progress)
-        write_file(output, copy.chunks(output.name.lower().endswith(".gz")), force, inputs)
-    sys.stderr.write(f"traceview: kept {copy.kept:,} of {copy.read:,} events ({cut.what})\n")
+    write_trimmed(path, cut, read, output, force, inputs)
 
 
 @_command

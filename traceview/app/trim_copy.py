@@ -8,9 +8,10 @@ GPU processes and the flows in the window, never the events.
 
 from __future__ import annotations
 
+import sys
 import zlib
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -18,9 +19,13 @@ from typing import Any
 from traceview.app.trim import Cut
 from traceview.columns.collect import GPU_ANNOTATION_CATEGORY, is_gpu_activity
 from traceview.columns.numbers import to_ns, value_of
+from traceview.errors import UsageError
+from traceview.options import ReadOptions
 from traceview.read.layout import UTF8_BOM
 from traceview.read.raw import Piece, RawEvent, raw_args, raw_pieces
 from traceview.read.reader import TraceReader
+from traceview.read.stream import is_pipe
+from traceview.render.output import ByteProgress, check_output_path, write_file
 
 FLOW = frozenset({"s", "t", "f"})
 _INT64_MAX = 2**63 - 1
@@ -203,3 +208,25 @@ def _closing(reader: TraceReader) -> bytes:
         return reader.trailer_text
     head = (reader.header_text or b"").removeprefix(UTF8_BOM).lstrip()
     return b"}" if head.startswith(b"{") else b""
+
+
+def check_trim_paths(path: Path, output: Path, force: bool, inputs: Sequence[Path]) -> None:
+    """Usage errors before any reading: an output that cannot be written, a pipe."""
+    check_output_path(output, force, inputs)
+    if is_pipe(path):
+        raise UsageError(f"{path}: trim reads the trace twice; give a file, not a pipe")
+
+
+def write_trimmed(
+    path: Path, cut: Cut, read: ReadOptions, output: Path, force: bool, inputs: Sequence[Path]
+) -> Copy:
+    """The two passes, the second written to ``output`` (gzip when it ends .gz) atomically;
+    what they kept and read said on stderr."""
+    judge = Judge(cut)
+    with ByteProgress(None, not read.quiet) as progress:
+        learn_pass(path, judge, read.partial, progress)
+    with ByteProgress(None, not read.quiet) as progress:
+        copy = Copy(path, judge, read.partial, progress)
+        write_file(output, copy.chunks(output.name.lower().endswith(".gz")), force, inputs)
+    sys.stderr.write(f"traceview: kept {copy.kept:,} of {copy.read:,} events ({cut.what})\n")
+    return copy
