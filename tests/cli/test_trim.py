@@ -250,3 +250,35 @@ def test_gaps_prints_no_trim_command_for_a_pipe(tmp_path: Path) -> None:
     assert piped.returncode == 0, piped.stderr
     assert b"traceview trim" not in piped.stdout
     assert b"save it to a file to trim it" in piped.stdout
+
+
+def test_hostile_field_types_are_copied_or_left_by_rule(tmp_path: Path) -> None:
+    odd = [
+        '{"ph": ["X"], "cat": {"a": 1}, "name": "odd", "pid": [1], "tid": 1, "ts": 1050}',
+        '{"ph": "s", "cat": ["ac2g"], "id": {"x": 1}, "pid": 100, "tid": 1, "ts": "1050"}',
+        '{"ph": "X", "cat": "kernel", "name": "k9", "pid": 0, "tid": 7, "ts": 1050,'
+        ' "dur": 1, "args": 5}',
+        '{"ph": "X", "name": "late \\u001b[31m", "pid": 100, "tid": 1, "ts": 5000, "dur": 1}',
+    ]
+    trace = write(tmp_path, [*EVENTS, *odd])
+    _, events = trim(tmp_path, "--window", "@1040:@1060", trace=trace)
+    assert odd[0] in events and odd[2] in events  # an odd ph or cat is a plain event
+    assert odd[1] not in events  # a flow start with no finish
+    assert odd[3] not in events
+
+
+def test_an_nsys_export_is_refused(tmp_path: Path) -> None:
+    db = tmp_path / "report.sqlite"
+    db.write_bytes(b"SQLite format 3\x00" + bytes(100))
+    r = runner.invoke(app, ["trim", str(db), "-o", str(tmp_path / "o.json")])
+    assert r.exit_code == 2 and "trim cuts Chrome traces" in r.stderr, r.output
+
+
+def test_a_window_with_nothing_in_it_warns(tmp_path: Path) -> None:
+    trace = write(tmp_path)
+    r = runner.invoke(
+        app, ["trim", str(trace), "-o", str(tmp_path / "o.json"), "--window", "@1:@2"]
+    )
+    assert r.exit_code == 0, r.output
+    assert "warning: no event of the trace is in the window @1:@2" in r.stderr
+    assert _events_of((tmp_path / "o.json").read_text()) == EVENTS[:2]

@@ -22,6 +22,7 @@ from traceview.columns.numbers import to_ns, value_of
 from traceview.errors import UsageError
 from traceview.options import ReadOptions
 from traceview.read.layout import UTF8_BOM
+from traceview.read.nsys import is_sqlite
 from traceview.read.raw import Piece, RawEvent, raw_args, raw_pieces
 from traceview.read.reader import TraceReader
 from traceview.read.stream import is_pipe
@@ -54,29 +55,29 @@ class Judge:
         self.gpu_pids: dict[Any, str] = {}  # pid → its device, as text
         self.flows: set[tuple[Any, bytes]] = set()
         self._ends: list[tuple[tuple[Any, bytes], str, Any]] = []
-        self._gpu_cats: dict[Any, int] = {}
+        self._gpu_cats: dict[str, int] = {}
 
     def kind(self, e: RawEvent) -> int:
         """1 for a GPU activity, 2 for a GPU annotation, 0 for anything else."""
-        kind = self._gpu_cats.get(e.cat)
+        cat = e.cat if isinstance(e.cat, str) else ""
+        kind = self._gpu_cats.get(cat)
         if kind is None:
-            cat = e.cat if isinstance(e.cat, str) else ""
             kind = 1 if is_gpu_activity(cat) else 2 if cat.lower() == GPU_ANNOTATION_CATEGORY else 0
-            if isinstance(e.cat, str | None):
-                self._gpu_cats[e.cat] = kind
+            self._gpu_cats[cat] = kind
         return kind
 
     def learn(self, e: RawEvent) -> None:
         """First pass: GPU processes, and the flow ends inside the window."""
-        if e.ph == "M":
+        ph = _phase(e)
+        if ph == "M":
             return
         kind = self.kind(e)
         if kind == 1:
             self.gpu_pids.setdefault(_key(e.pid), self.device(e))
         elif kind == 2:
             self.gpu_pids.setdefault(_key(e.pid), str(e.pid))
-        elif e.ph in FLOW and self.at(e):
-            self._ends.append(((_key(e.cat), bytes(e.id)), e.ph, _key(e.pid)))
+        elif ph in FLOW and self.at(e):
+            self._ends.append(((_key(e.cat), bytes(e.id)), ph, _key(e.pid)))
 
     def settle(self) -> None:
         """After the first pass: the flows whose start and finish are both kept."""
@@ -104,11 +105,12 @@ class Judge:
 
     def keeps(self, e: RawEvent) -> bool:
         """Second pass: whether the event is written."""
-        if e.ph == "M":
+        ph = _phase(e)
+        if ph == "M":
             return True
         if not self.pid_kept(_key(e.pid)):
             return False
-        if e.ph in FLOW:
+        if ph in FLOW:
             return (_key(e.cat), bytes(e.id)) in self.flows and self.at(e)
         if self.kind(e) == 1:
             if self.cut.steps:
@@ -139,6 +141,11 @@ class Judge:
         )
 
 
+def _phase(e: RawEvent) -> str:
+    """The event's ``ph`` (a value that is not text: none)."""
+    return e.ph if isinstance(e.ph, str) else ""
+
+
 def _correlation(e: RawEvent) -> int:
     """The correlation id as the columns keep it: −1 when absent or beyond int64."""
     c = raw_args(e).correlation
@@ -163,7 +170,7 @@ class Copy:
 
     def __init__(self, path: Path, judge: Judge, partial: bool, progress: Progress) -> None:
         self.path, self.judge, self.partial, self.progress = path, judge, partial, progress
-        self.kept = self.read = 0
+        self.kept = self.read = self.metadata = 0
         self.skipped: Counter[str] = Counter()
 
     def chunks(self, gzip: bool) -> Iterator[bytes]:
@@ -198,6 +205,7 @@ class Copy:
         keeps = self.judge.keeps
         kept = [raw for raw, event in batch if keeps(event)]
         self.kept += len(kept)
+        self.metadata += sum(1 for _, event in batch if event.ph == "M")
         return kept
 
 
@@ -211,10 +219,13 @@ def _closing(reader: TraceReader) -> bytes:
 
 
 def check_trim_paths(path: Path, output: Path, force: bool, inputs: Sequence[Path]) -> None:
-    """Usage errors before any reading: an output that cannot be written, a pipe."""
+    """Usage errors before any reading: an output that cannot be written, a pipe, an
+    Nsight Systems export (trim writes the events of a Chrome trace as they are)."""
     check_output_path(output, force, inputs)
     if is_pipe(path):
         raise UsageError(f"{path}: trim reads the trace twice; give a file, not a pipe")
+    if is_sqlite(path):
+        raise UsageError(f"{path}: an Nsight Systems export; trim cuts Chrome traces (JSON)")
 
 
 def write_trimmed(
@@ -229,4 +240,9 @@ def write_trimmed(
         copy = Copy(path, judge, read.partial, progress)
         write_file(output, copy.chunks(output.name.lower().endswith(".gz")), force, inputs)
     sys.stderr.write(f"traceview: kept {copy.kept:,} of {copy.read:,} events ({cut.what})\n")
+    if copy.kept == copy.metadata:
+        sys.stderr.write(
+            f"traceview: warning: no event of the trace is in {cut.what}; the output holds "
+            "its header and metadata only\n"
+        )
     return copy
