@@ -8,17 +8,21 @@ GPU processes and the flows in the window, never the events.
 
 from __future__ import annotations
 
+import re
 import sys
 import zlib
+from array import array
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from decimal import Decimal
+from decimal import ROUND_HALF_EVEN, Decimal
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from traceview.app.trim import Cut
 from traceview.columns.collect import GPU_ANNOTATION_CATEGORY, is_gpu_activity
-from traceview.columns.numbers import to_ns, value_of
+from traceview.columns.numbers import value_of
 from traceview.errors import UsageError
 from traceview.options import ReadOptions
 from traceview.read.layout import UTF8_BOM
@@ -38,13 +42,25 @@ def _key(value: Any) -> Any:
     return value if isinstance(value, int | str | float | None) else repr(value)
 
 
+# A number with at most 3 decimals: its ns are exact integer arithmetic on the text.
+_PLAIN = re.compile(rb"(-?)(\d{1,18})(?:\.(\d{1,3}))?")
+
+
 def ts_ns(raw: Any) -> int | None:
-    """A raw ts or dur as exact ns; None when absent or not a finite number."""
+    """A raw ts or dur as exact ns (half to even below the ns); None when absent or not a
+    finite number of at most 30 digits."""
+    m = _PLAIN.fullmatch(raw)
+    if m is not None:
+        sign, whole, frac = m.groups()
+        ns = int(whole) * 1000 + (int(frac.ljust(3, b"0")) if frac else 0)
+        return -ns if sign else ns
     try:
         value = value_of(raw)
-        return None if not isinstance(value, int | float | Decimal) else to_ns(value)
-    except Exception:  # any text a number decoder refuses: this event has no time
+    except Exception:  # any text the number decoder refuses: this event has no time
         return None
+    if not isinstance(value, Decimal) or not value.is_finite() or value.adjusted() > 30:
+        return None
+    return int((value * 1000).to_integral_value(ROUND_HALF_EVEN))
 
 
 class Judge:
@@ -53,8 +69,10 @@ class Judge:
     def __init__(self, cut: Cut) -> None:
         self.cut = cut
         self.gpu_pids: dict[Any, str] = {}  # pid → its device, as text
-        self.flows: set[tuple[Any, bytes]] = set()
-        self._ends: list[tuple[tuple[Any, bytes], str, Any]] = []
+        # Flows by the hash of (cat, id): 8 bytes an end in the window (a collision, about
+        # 1 in 10^7 for a million flows, would keep one flow end too many).
+        self.flows = np.zeros(0, dtype=np.int64)  # sorted: the flows kept
+        self._ends: dict[tuple[Any, str], array[int]] = {}  # (pid, s or f) → flow hashes
         self._gpu_cats: dict[str, int] = {}
 
     def kind(self, e: RawEvent) -> int:
@@ -77,20 +95,22 @@ class Judge:
         elif kind == 2:
             self.gpu_pids.setdefault(_key(e.pid), str(e.pid))
         elif ph in FLOW and self.at(e):
-            self._ends.append(((_key(e.cat), bytes(e.id)), ph, _key(e.pid)))
+            ends = self._ends.setdefault((_key(e.pid), ph), array("q"))
+            ends.append(_flow(e))
 
     def settle(self) -> None:
         """After the first pass: the flows whose start and finish are both kept."""
-        starts: set[tuple[Any, bytes]] = set()
-        finishes: set[tuple[Any, bytes]] = set()
-        for flow, ph, pid in self._ends:
-            if self.pid_kept(pid):
-                if ph == "s":
-                    starts.add(flow)
-                elif ph == "f":
-                    finishes.add(flow)
-        self.flows = starts & finishes
-        self._ends = []
+        kept = {"s": [np.zeros(0, dtype=np.int64)], "f": [np.zeros(0, dtype=np.int64)]}
+        for (pid, ph), ends in self._ends.items():
+            if ph in kept and self.pid_kept(pid):
+                kept[ph].append(np.frombuffer(ends, dtype=np.int64))
+        starts, finishes = (np.concatenate(kept[ph]) for ph in "sf")
+        self.flows = np.intersect1d(starts, finishes)
+        self._ends = {}
+
+    def _kept_flow(self, flow: int) -> bool:
+        at = int(np.searchsorted(self.flows, flow))
+        return at < len(self.flows) and int(self.flows[at]) == flow
 
     def device(self, e: RawEvent) -> str:
         """A GPU activity's device (args.device, else its pid), as text."""
@@ -111,7 +131,7 @@ class Judge:
         if not self.pid_kept(_key(e.pid)):
             return False
         if ph in FLOW:
-            return (_key(e.cat), bytes(e.id)) in self.flows and self.at(e)
+            return self._kept_flow(_flow(e)) and self.at(e)
         if self.kind(e) == 1:
             if self.cut.steps:
                 return self.cut.gpu_row_kept(_correlation(e), ts_ns(e.ts))
@@ -139,6 +159,11 @@ class Judge:
         return (cut.end_ns is None or ts <= cut.end_ns) and (
             cut.start_ns is None or ts + dur >= cut.start_ns
         )
+
+
+def _flow(e: RawEvent) -> int:
+    """The hash of a flow event's (cat, id), which pair its start and finish."""
+    return hash((_key(e.cat), bytes(e.id)))
 
 
 def _phase(e: RawEvent) -> str:
