@@ -282,3 +282,27 @@ def test_a_window_with_nothing_in_it_warns(tmp_path: Path) -> None:
     assert r.exit_code == 0, r.output
     assert "warning: no event of the trace is in the window @1:@2" in r.stderr
     assert _events_of((tmp_path / "o.json").read_text()) == EVENTS[:2]
+
+
+def test_a_repeated_trace_events_key_is_not_copied(tmp_path: Path) -> None:
+    trace = tmp_path / "t.json"
+    extra = '{"ph": "X", "name": "second array", "pid": 1, "tid": 1, "ts": 1, "dur": 1}'
+    trace.write_text(
+        HEADER + "\n  " + ",\n  ".join(EVENTS) + "\n" + '],\n  "traceEvents": [' + extra
+        + '],\n  "distributedInfo": {"rank": 3}, "traceEvents": []}\n'
+    )  # fmt: skip
+    text, events = trim(tmp_path, trace=trace)
+    assert events == EVENTS and "second array" not in text
+    assert text.endswith('\n],\n  "distributedInfo": {"rank": 3}}\n')
+    assert json.loads(text)["distributedInfo"] == {"rank": 3}
+
+
+def test_invalid_utf8_and_bare_inf_events_are_copied(tmp_path: Path) -> None:
+    trace = tmp_path / "t.json"
+    odd = [b'{"ph": "X", "name": "bad \xff name", "pid": 100, "tid": 1, "ts": 1050, "dur": inf}']
+    body = b",\n  ".join([e.encode() for e in EVENTS] + odd)
+    trace.write_bytes(HEADER.encode() + b"\n  " + body + b"\n" + TRAILER.encode())
+    out = tmp_path / "out.json"
+    r = runner.invoke(app, ["trim", str(trace), "-o", str(out), "-q", "--window", "@1040:@1060"])
+    assert r.exit_code == 0, r.output
+    assert odd[0] in out.read_bytes()  # dur unreadable: 0, so it is an instant in the window

@@ -25,10 +25,10 @@ from traceview.columns.collect import GPU_ANNOTATION_CATEGORY, is_gpu_activity
 from traceview.columns.numbers import value_of
 from traceview.errors import UsageError
 from traceview.options import ReadOptions
-from traceview.read.layout import UTF8_BOM
+from traceview.read.layout import UTF8_BOM, without_event_arrays
 from traceview.read.nsys import is_sqlite
-from traceview.read.raw import Piece, RawEvent, raw_args, raw_pieces
-from traceview.read.reader import TraceReader
+from traceview.read.raw import UNREADABLE, Piece, RawEvent, raw_args, raw_pieces
+from traceview.read.reader import REPEATED_EVENTS_KEY, TraceReader
 from traceview.read.stream import is_pipe
 from traceview.render.output import ByteProgress, check_output_path, write_file
 
@@ -235,9 +235,12 @@ class Copy:
 
 
 def _closing(reader: TraceReader) -> bytes:
-    """The text after the array's ``]``: as it was, or (a truncated trace read with
-    --partial) the ``}`` that closes the top-level object."""
+    """The text after the array's ``]``: as it was (less the arrays of a repeated
+    ``traceEvents`` key), or (a truncated trace read with --partial) the ``}`` that closes
+    the top-level object."""
     if reader.trailer_text is not None:
+        if reader.stats.skipped[REPEATED_EVENTS_KEY]:  # a repeated key's events: not read
+            return without_event_arrays(reader.trailer_text)
         return reader.trailer_text
     head = (reader.header_text or b"").removeprefix(UTF8_BOM).lstrip()
     return b"}" if head.startswith(b"{") else b""
@@ -265,6 +268,8 @@ def write_trimmed(
         copy = Copy(path, judge, read.partial, progress)
         write_file(output, copy.chunks(output.name.lower().endswith(".gz")), force, inputs)
     sys.stderr.write(f"traceview: kept {copy.kept:,} of {copy.read:,} events ({cut.what})\n")
+    if copy.skipped[UNREADABLE]:
+        sys.stderr.write(f"traceview: warning: {copy.skipped[UNREADABLE]:,} {UNREADABLE}\n")
     if copy.kept == copy.metadata:
         sys.stderr.write(
             f"traceview: warning: no event of the trace is in {cut.what}; the output holds "

@@ -18,7 +18,7 @@ from typing import Any
 
 import msgspec
 
-from traceview.read.decode import decode_chunk
+from traceview.read.decode import ChunkError, decode_chunk, loads_leniently
 from traceview.read.jsonscan import iter_values
 from traceview.read.reader import TraceReader
 
@@ -59,7 +59,7 @@ def raw_args(event: RawEvent) -> RawArgs:
     """The event's device and correlation (empty when args is absent or not an object)."""
     try:
         return _ARGS.decode(event.args)
-    except (msgspec.DecodeError, msgspec.ValidationError):
+    except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError):
         return RawArgs()
 
 
@@ -75,7 +75,7 @@ def decode_raw_span(
     text = b"[" + bytes(data[start:end]) + b"]"
     try:
         return list(zip(_RAWS.decode(text), _EVENTS.decode(text), strict=True))
-    except (msgspec.DecodeError, msgspec.ValidationError):
+    except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError):
         pass
     body = text[1:-1]
     decode_chunk(body, exact, Counter(), False)  # ChunkError when the cut or the text is bad
@@ -94,11 +94,11 @@ def _lenient(raw: bytes) -> RawEvent | None:
     """One event msgspec rejects, through the stdlib (NaN, Infinity, lone surrogates)."""
     try:
         return _EVENT.decode(raw)
-    except (msgspec.DecodeError, msgspec.ValidationError):
+    except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError):
         pass
     try:
-        value = json.loads(raw.decode("utf-8", "surrogatepass"), parse_float=Decimal)
-    except (ValueError, RecursionError):
+        (value,) = loads_leniently(raw)  # bare NaN and inf as text, invalid UTF-8 replaced
+    except (ChunkError, ValueError, RecursionError):
         return None
     if not isinstance(value, dict):
         return None
