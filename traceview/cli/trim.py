@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from traceview.cli.common import Trace, command
+from traceview.cli.common import command
 from traceview.cli.read_options import FROM_FLAGS, reads_traces
 from traceview.options import ReadOptions
 from traceview.render.trim_command import TRIM_MARGIN
@@ -16,7 +16,14 @@ from traceview.render.trim_command import TRIM_MARGIN
 @command()
 @reads_traces
 def trim(
-    trace: Trace,
+    trace: Annotated[
+        Path,
+        typer.Argument(
+            help="Chrome trace file, plain or gzip (read twice: not a pipe, nor an Nsight "
+            "Systems export).",
+            show_default=False,
+        ),
+    ],
     output: Annotated[
         Path,
         typer.Option(
@@ -38,9 +45,9 @@ def trim(
         str | None,
         typer.Option(
             "--window",
-            help="Keep START:END: durations from the trace's start (bare = µs; 5ms, 2s), or "
-            "@ and an absolute ts in µs as gaps prints it (@4891402063393.596); a side may be "
-            "empty. Events the window cuts are kept whole.",
+            help="Keep START:END, each a duration from the trace's start (bare = µs; 5ms, 2s) "
+            "or @ and an absolute ts in µs as gaps prints it (@4891402063393.596); a side may "
+            "be empty. Events the window cuts are kept whole.",
         ),
     ] = None,
     around_gap: Annotated[
