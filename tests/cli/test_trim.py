@@ -306,3 +306,17 @@ def test_invalid_utf8_and_bare_inf_events_are_copied(tmp_path: Path) -> None:
     r = runner.invoke(app, ["trim", str(trace), "-o", str(out), "-q", "--window", "@1040:@1060"])
     assert r.exit_code == 0, r.output
     assert odd[0] in out.read_bytes()  # dur unreadable: 0, so it is an instant in the window
+
+
+def test_the_report_gives_the_trim_command_of_its_largest_gaps(tmp_path: Path) -> None:
+    extra = '{"ph": "X", "cat": "kernel", "name": "k3", "pid": 0, "tid": 7, "ts": 1200,' + (
+        ' "dur": 1, "args": {"device": 0, "stream": 7}}'
+    )
+    trace = write(tmp_path, [*EVENTS, extra], name="a&b.json")
+    page = tmp_path / "r.html"
+    r = runner.invoke(app, ["report", str(trace), "-o", str(page), "-q"])
+    assert r.exit_code == 0, r.output
+    html = page.read_text()
+    quoted = "&#39;" + str(trace).replace("&", "&amp;") + "&#39;"  # for a shell, in HTML
+    assert f"<code>traceview trim {quoted} --window @0.000:@3200.000 -o gap1.json.gz</code>" in html
+    assert "gap2.json.gz" not in html  # one device gap, one command
