@@ -320,3 +320,10 @@ def test_the_report_gives_the_trim_command_of_its_largest_gaps(tmp_path: Path) -
     quoted = "&#39;" + str(trace).replace("&", "&amp;") + "&#39;"  # for a shell, in HTML
     assert f"<code>traceview trim {quoted} --window @0.000:@3200.000 -o gap1.json.gz</code>" in html
     assert "gap2.json.gz" not in html  # one device gap, one command
+
+
+def test_pstep_range_keeps_both_steps_gpu_work(tmp_path: Path) -> None:
+    _, events = trim(tmp_path, "--pstep", "1-2")
+    assert EVENTS[6] in events and EVENTS[10] in events  # k1 and k2
+    assert EVENTS[5] in events and EVENTS[11] in events  # flows 1 and 2, both ends
+    assert EVENTS[12] not in events  # aten::late starts at 1400, after k2's end (1310)
