@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from traceview.analyses.gaps import GapOptions
     from traceview.analyses.kernels import KernelOptions
     from traceview.analyses.ops.view import OpOptions
+    from traceview.app.trim import TrimOptions
     from traceview.cache.manage import Removal
     from traceview.columns.model import TraceEvents
     from traceview.render.document import Document
@@ -287,6 +288,21 @@ def _diff_side(path: Path, read: ReadOptions, ops: bool = False) -> Side:
     if is_snapshot(path):
         return Side(str(path), "snapshot", load_snapshot(path))
     return Side(str(path), "trace", build_snapshot(read_trace(path, read, keep_cpu=ops), ops=ops))
+
+
+@_command
+def trim(path: Path, options: TrimOptions, read: ReadOptions, output: Path, force: bool) -> None:
+    """``traceview trim``: the events ``options`` keep, copied to ``output`` as they were."""
+    from traceview.app.memory import release_free_memory
+    from traceview.app.trim import check_options, plan_cut
+    from traceview.app.trim_copy import check_trim_paths, write_trimmed
+
+    check_options(options)
+    inputs = inputs_of((path,), options)
+    check_trim_paths(path, output, force, inputs)
+    cut = plan_cut(read_trace(path, read, keep_cpu=False), options)
+    release_free_memory()  # the columns are gone: the copy needs only its blocks
+    write_trimmed(path, cut, read, output, force, inputs)
 
 
 @_command

@@ -419,7 +419,7 @@ def _decode_lenient(chunk: bytes | bytearray, skipped: Counter[str]) -> list[Any
     try:
         items = json.loads("[" + text + "]", parse_float=Decimal, parse_constant=_non_finite)
     except json.JSONDecodeError:
-        items = _loads_without_bad_constants(chunk)
+        items = loads_leniently(chunk)
     out: list[Any] = []
     for item in items:
         event = _convert(item)
@@ -430,7 +430,7 @@ def _decode_lenient(chunk: bytes | bytearray, skipped: Counter[str]) -> list[Any
     return out
 
 
-def _loads_without_bad_constants(chunk: bytes | bytearray) -> list[Any]:
+def loads_leniently(chunk: bytes | bytearray) -> list[Any]:
     """Replace bare inf/NaN tokens outside strings by a string, then parse (or ChunkError)."""
     cleaned = _BAD_CONSTANT.sub(lambda m: NON_FINITE if m.group(1) else m.group(0), chunk)
     text = cleaned.decode("utf-8", errors="replace")

@@ -21,6 +21,7 @@ from traceview.render import units
 from traceview.render.escape import html_text, script_json
 from traceview.render.html import charts, ranks, roofline
 from traceview.render.html.documents import Documents
+from traceview.render.trim_command import PIPE_NAMES, TRIM_MARGIN_NS, trim_command
 
 NO_GPU = "absent: no GPU activity in this trace"
 TABLE_ROWS = 5000  # kernels (and ops) rows carried in the page, by time
@@ -274,6 +275,34 @@ def _steps(numbers: list[int]) -> str:
     return describe_ranges(step_ranges(numbers))
 
 
+TRIM_GAPS = 5  # the largest gaps the page gives a trim command for
+
+
+def _gap_commands(docs: Documents) -> str:
+    """The largest device gaps, each with the ``traceview trim`` command that cuts it out
+    for Perfetto (ts from the JSON's µs: within a ns of the trace's)."""
+    gaps = docs.gaps["largest"][:TRIM_GAPS]
+    path = docs.gaps["trace"]["path"]
+    if not gaps or path in PIPE_NAMES:
+        return ""
+    rows = []
+    for i, g in enumerate(gaps, 1):
+        command = trim_command(path, round(g["ts_us"] * 1000), round(g["gap_us"] * 1000), i)
+        rows.append(
+            f"<tr><td>{i}</td><td>{html_text(str(g['device']))}</td>"
+            f"<td>{g['start_us'] / 1000:,.3f} ms</td><td>{g['gap_us'] / 1000:,.3f} ms</td>"
+            f"<td>{html_text(g['cause'])}</td><td><code>{html_text(command)}</code></td></tr>"
+        )
+    head = "".join(f"<th>{h}</th>" for h in ("#", "device", "start", "gap", "cause", "cut it out"))
+    return (
+        f'<p class="note">The {len(gaps)} largest device gaps, each with the command that '
+        f"writes it, with {units.duration_ns(TRIM_MARGIN_NS)} of work on each side, as a "
+        "trace small enough for Perfetto or chrome://tracing.</p>"
+        f'<div class="table-wrap"><table class="figures gap-commands"><tr>{head}</tr>'
+        f"{''.join(rows)}</table></div>"
+    )
+
+
 MEMORY_ABSENT = "absent: no [memory] events in this trace (record with profile_memory=True)"
 
 
@@ -352,6 +381,7 @@ SECTIONS = (
         "length bin: the histogram of <code>traceview gaps</code>, same log-spaced edges; "
         "docs/metrics.md “Gaps”.",
         (("gap-histogram", charts.gap_histogram, "absent: no device gaps in this trace"),),
+        _gap_commands,
     ),
     Section(
         "steps",
