@@ -49,6 +49,61 @@ def test_kernel_totals_beyond_int64_are_refused_not_wrapped(tmp_path: Path) -> N
     assert row["total_us"] == 3 * (2**61 // 1000)
 
 
+def _cpu_ops_file(path: Path, ops: int) -> Path:
+    """A trace of ``ops`` concurrent CPU ops of 2^61 ns (one thread each) in one step, each
+    launching one 100 µs kernel."""
+    big = 2**61 // 1000
+    events: list[dict[str, Any]] = [
+        {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1,
+         "ts": 0, "dur": big + 2000},
+    ]  # fmt: skip
+    for i in range(ops):
+        events += [
+            {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1 + i, "ts": 1,
+             "dur": big, "args": {"External id": i + 1}},
+            {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1,
+             "tid": 1 + i, "ts": 2 + i, "dur": 5, "args": {"correlation": 100 + i}},
+            {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 10 + 200 * i,
+             "dur": 100, "args": {"device": 0, "stream": 7, "correlation": 100 + i}},
+        ]  # fmt: skip
+    path.write_text(json.dumps({"traceEvents": events}))
+    return path
+
+
+def _numbers(value: Any) -> list[float]:
+    if isinstance(value, dict):
+        return [n for v in value.values() for n in _numbers(v)]
+    if isinstance(value, list):
+        return [n for v in value for n in _numbers(v)]
+    ok = isinstance(value, int | float) and not isinstance(value, bool)
+    return [value] if ok else []
+
+
+def test_cpu_op_sums_beyond_int64_are_refused_not_wrapped(tmp_path: Path) -> None:
+    """8 CPU ops of 2^61 ns: their CPU time wrapped to −7.616 µs in ops and summary; every
+    command that sums them refuses with one line, the others print no negative figure."""
+    trace = _cpu_ops_file(tmp_path / "t.json", 8)
+    for command in ("ops", "summary"):
+        _one_line(run_cli(command, str(trace), "-f", "json"), 1, "more than int64 ns hold")
+    html = tmp_path / "r.html"
+    _one_line(run_cli("report", str(trace), "-o", str(html)), 1, "more than int64 ns hold")
+    for command in ("kernels", "gaps", "steps", "unique", "memory"):
+        r = run_cli(command, str(trace), "-f", "json")
+        assert r.returncode == 0, r.stderr
+        assert min(_numbers(json.loads(r.stdout))) >= 0, command
+    snap = tmp_path / "s.json"
+    assert run_cli("snapshot", str(trace), "-o", str(snap)).returncode == 0
+    assert min(_numbers(json.loads(snap.read_text()))) >= 0
+
+
+def test_cpu_op_sums_within_int64_are_exact(tmp_path: Path) -> None:
+    trace = _cpu_ops_file(tmp_path / "t.json", 3)  # 3 × 2^61 ns < 2^63
+    r = run_cli("ops", str(trace), "--no-cache", "-f", "json")
+    assert r.returncode == 0, r.stderr
+    (row,) = [o for o in json.loads(r.stdout)["ops"] if o["name"] == "aten::mm"]
+    assert row["cpu_time_us"] == 3 * (2**61 // 1000)
+
+
 # --------------------------------------------------------------------------- run directories
 
 
