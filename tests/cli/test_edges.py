@@ -322,6 +322,47 @@ def test_a_cold_run_checks_the_cache_size_once(
     assert not list((cache / "entries").iterdir())  # and it kept the limit (0: nothing)
 
 
+def test_dask_workers_check_the_cache_size_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Dask's workers evicted after every entry they wrote (12 checks for 12 ranks); now
+    once per machine, after the run. The workers are threads of this process here, so the
+    count is seen."""
+    pytest.importorskip("distributed")
+    from distributed import LocalCluster
+    from typer.testing import CliRunner
+
+    from traceview import cache
+    from traceview.cache import manage
+    from traceview.cli import app
+
+    run = tmp_path / "run"
+    run.mkdir()
+    for rank in range(12):
+        _rank_file(run / f"rank{rank}.json", rank)
+    calls: list[str] = []
+    real = manage.evict
+
+    def counted(root: Path, limit: int, keep: str | None = None) -> manage.Removal:
+        calls.append(str(root))
+        return real(root, limit, keep)
+
+    monkeypatch.setattr(manage, "evict", counted)
+    monkeypatch.setattr(cache, "_evict_each_write", True)  # restored: workers share it here
+    monkeypatch.setenv("TRACEVIEW_CACHE_MAX_SIZE", "0")
+    where = tmp_path / "cache"
+    options = dict(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None)
+    with LocalCluster(**options) as cluster:  # type: ignore[arg-type]
+        r = CliRunner().invoke(
+            app,
+            ["ranks", str(run), "--engine", "dask", "--scheduler", cluster.scheduler_address,
+             "--cache-dir", str(where)],
+        )  # fmt: skip
+    assert r.exit_code == 0, r.output
+    assert len(calls) == 1, calls  # one machine: one check
+    assert not list((where / "entries").iterdir())  # and it kept the limit (0: nothing)
+
+
 def test_a_run_whose_kernel_times_add_up_beyond_int64_is_refused(tmp_path: Path) -> None:
     run = tmp_path / "run"
     run.mkdir()
