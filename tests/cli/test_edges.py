@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_cli
+from conftest import ROOT, run_cli
 
 
 def _rank_file(path: Path, rank: Any | None, durs: tuple[int, ...] = (1000,)) -> Path:
@@ -188,6 +188,77 @@ def test_a_30_digit_hist_max_is_one_line(tmp_path: Path) -> None:
     trace = _rank_file(tmp_path / "t.json", None)
     r = run_cli("gaps", str(trace), "--hist-max", "1" * 30, "--no-cache")
     _one_line(r, 2, "longer than the 292 years int64 ns can hold")
+
+
+# ------------------------------------------------------------------------- pipes and FIFOs
+
+
+def _run_snapshot(tmp_path: Path) -> Path:
+    run = tmp_path / "run"
+    run.mkdir()
+    for rank in range(2):
+        _rank_file(run / f"rank{rank}.json", rank)
+    snap = tmp_path / "snap.json"
+    assert run_cli("snapshot", str(run), "-o", str(snap), "--no-cache").returncode == 0
+    return snap
+
+
+def _diff(*args: str, stdin: bytes | None = None) -> subprocess.Popen[bytes]:
+    env = {"COLUMNS": "200", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen(
+        [sys.executable, "-m", "traceview", "diff", *args, "--no-cache", "-f", "json"],
+        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+
+
+def _write_once(fifo: Path, data: bytes, reader: subprocess.Popen[bytes]) -> None:
+    """Open ``fifo`` for writing once the reader has it open (while it runs), write, close."""
+    import time
+
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+            break
+        except OSError:  # ENXIO: no reader yet
+            if reader.poll() is not None or time.monotonic() > deadline:
+                return  # it ended (or never opened the FIFO): its exit code tells
+            time.sleep(0.05)
+    os.set_blocking(fd, True)
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.parametrize("writer_first", [True, False])
+def test_a_run_snapshot_from_a_fifo_is_read_once(tmp_path: Path, writer_first: bool) -> None:
+    """Sniffing the kind opens the FIFO once and hands what it read to the loader (a second
+    open would find nothing, or wait for a writer forever); one with no writer yet is waited
+    on with a note, never silently."""
+    snap = _run_snapshot(tmp_path)
+    fifo = tmp_path / "snap.fifo"
+    os.mkfifo(fifo)
+    p = _diff(str(fifo), str(snap))
+    if not writer_first:  # the note comes before any writer
+        assert p.stderr is not None
+        assert "waiting for data on" in p.stderr.readline().decode()
+    _write_once(fifo, snap.read_bytes(), p)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err
+    report = json.loads(out)
+    assert report["rollup"]["base"]["source"] == "run snapshot"  # not read as a trace
+
+
+def test_a_run_snapshot_from_stdin(tmp_path: Path) -> None:
+    snap = _run_snapshot(tmp_path)
+    p = _diff("-", str(snap), stdin=b"")
+    out, err = p.communicate(snap.read_bytes(), timeout=60)
+    assert p.returncode == 0, err
+    assert json.loads(out)["rollup"]["base"]["source"] == "run snapshot"
 
 
 # ------------------------------------------------------------------------------ crashes
