@@ -278,9 +278,11 @@ class Trace:
             check_power_options,
             read_log,
         )
+        from traceview.app.recorded import with_recorded_zone
         from traceview.render import energy as render
 
         options = PowerOptions(Path(power), power_tz, power_offset, tuple(power_gpu or ()))
+        options, _ = with_recorded_zone(options)
         top = _at_least("--top", top)
         gpu_map = check_power_options(options)
         log, _ = read_log(options)
