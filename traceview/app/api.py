@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import io
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from traceview.analyses.ops.view import OpReport
     from traceview.analyses.summary import Overview
     from traceview.analyses.unique import UniqueReport
+    from traceview.app.run_api import Run
     from traceview.columns.model import TraceEvents
     from traceview.render.document import Document
 
@@ -300,9 +301,19 @@ class Trace:
         )
 
 
-def open_trace(path: str | Path, **read: Any) -> Trace:
-    """A trace to analyse (``traceview.open``): nothing is read until an analysis asks."""
+def open_trace(path: str | Path | Sequence[str | Path], **options: Any) -> Trace | Run:
+    """A trace to analyse (``traceview.open``), or a run as the CLI tells one (a list of rank
+    files, a directory, a glob, or ``glob=``): a ``Run``. Nothing is read until an analysis
+    asks (a run's files are found at once)."""
+    from traceview.app.run_api import Run
+    from traceview.app.runs import is_run
+    from traceview.options import RunOptions
+
+    if not isinstance(path, str | Path):
+        return Run(list(path), **options)
     path = Path(path)
+    if is_run([path], RunOptions(glob=options.get("glob"))):
+        return Run([path], **options)
     if not path.exists():
         raise UsageError(f"{path}: no such file")
-    return Trace(path, **read)
+    return Trace(path, **options)
