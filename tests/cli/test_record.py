@@ -377,9 +377,10 @@ def test_step_seconds_steps_between_forward_calls(env: dict[str, str], tmp_path:
     elapsed = float((tmp_path / "elapsed").read_text())  # ≥ 2 s: 40 calls of ≥ 50 ms
     steps = boot["steps"]
     assert isinstance(steps, int) and boot["marker"] == "forwards"
-    # a step at the first forward end ≥ 0.3 s after the last: at most elapsed / 0.3 steps,
-    # and at least one per 0.3 s + one call (each call is 50 ms plus scheduling)
-    assert elapsed / (0.3 + 0.05 + elapsed / 40) - 1 <= steps <= elapsed / 0.3, (steps, elapsed)
+    # a step at the first forward end ≥ 0.3 s after the last: at most elapsed / 0.3 steps;
+    # at least half that many (a call is ~50 ms, however loaded the machine)
+    assert elapsed / 0.3 / 2 - 1 <= steps <= elapsed / 0.3, (steps, elapsed)
+    assert steps >= 2
 
 
 def test_step_seconds_is_checked(env: dict[str, str], tmp_path: Path) -> None:

@@ -83,11 +83,11 @@ class _Recording:
     def calling_ours(self) -> Any:
         """Our profiler's own calls: the ProfilerStep ranges they open are not the program's."""
         with self.lock:
-            self.ours = True
+            before, self.ours = self.ours, True
             try:
                 yield
             finally:
-                self.ours = False
+                self.ours = before
 
     def step(self, marker: str) -> None:
         """A step, from the first marker that fired (the program's step ranges or its
