@@ -264,6 +264,28 @@ def test_a_run_snapshot_from_stdin(tmp_path: Path) -> None:
 # ------------------------------------------------------------------------------ crashes
 
 
+def test_a_step_without_gpu_work_in_a_narrow_table(tmp_path: Path) -> None:
+    """Its row had one cell too many ("-" × 6 for 5 device columns): the text table (stdout
+    not a terminal) failed with "cannot write to stdout: zip() argument 2 is longer"."""
+    events = [
+        {"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{i}", "pid": 1, "tid": 1,
+         "ts": 1000 * i, "dur": 900}
+        for i in range(2)
+    ] + [{"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 10, "dur": 5,
+          "args": {"device": 0, "stream": 7}}]  # fmt: skip
+    trace = tmp_path / "t.json"
+    trace.write_text(json.dumps({"traceEvents": events}))
+    env = {"COLUMNS": "60", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)}
+    r = subprocess.run([sys.executable, "-m", "traceview", "steps", str(trace), "--no-cache"],
+                       capture_output=True, text=True, env=env, check=False)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    (row,) = [line for line in r.stdout.splitlines() if "ProfilerStep#1" in line]
+    assert (
+        row.split()
+        == ["ProfilerStep#1", "-", "1.0", "ms", "900.0", "µs", "0", "0.0", "µs"] + ["-"] * 5
+    )
+
+
 def test_dask_on_a_run_without_shared_collectives(tmp_path: Path) -> None:
     pytest.importorskip("distributed")
     run = tmp_path / "run"
