@@ -60,8 +60,8 @@ def record(
         typer.Option(
             "--step-seconds",
             min=0.0,
-            help="Inference: a step at the end of the first outermost forward call S seconds or "
-            "more after the last step (0: off).",
+            help="Inference: a step at the end of the first outermost forward call this many "
+            "seconds or more after the last step (0: off).",
         ),
     ] = 0.0,
     power: Annotated[
