@@ -158,3 +158,15 @@ def test_the_documented_run_example_runs(monkeypatch: pytest.MonkeyPatch) -> Non
     assert "traceview.open(" in code and "dlrm" in code
     monkeypatch.chdir(ROOT)
     exec(compile(code, "docs/python.md", "exec"), {})
+
+
+def test_cache_dir_may_be_a_str(tmp_path: Path) -> None:
+    """As a Path: it was used as given and failed ("unsupported operand type(s) for /")."""
+    from conftest import ROOT
+
+    where = tmp_path / "cache"
+    ranks = traceview.open(DLRM[:2], jobs=1, cache_dir=str(where)).ranks()
+    assert [r.summary.rank for r in ranks.rows] == [0, 1]
+    one = traceview.open(ROOT / "fixtures" / "demo.json.gz", cache_dir=str(where))
+    assert one.kernels().count > 0
+    assert len(list((where / "entries").iterdir())) == 3  # two ranks and the demo

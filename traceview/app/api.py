@@ -105,6 +105,13 @@ def _with_forms(result: R, document: Callable[[Any], Document]) -> R:
     return out
 
 
+def read_options(given: dict[str, Any]) -> ReadOptions:
+    """The read options of ``traceview.open`` (quiet; ``cache_dir`` a str or a Path)."""
+    if given.get("cache_dir") is not None:
+        given = {**given, "cache_dir": Path(given["cache_dir"])}
+    return ReadOptions(quiet=True, **given)
+
+
 def _at_least(flag: str, value: int) -> int:
     """A count the CLI takes with min=0 (analyses whose options do not check it)."""
     if value < 0:
@@ -123,7 +130,7 @@ class Trace:
         unknown = sorted(set(read) - set(known))
         if unknown:
             raise UsageError(f"traceview.open: unknown option {unknown[0]!r} ({', '.join(known)})")
-        self.read_options = ReadOptions(quiet=True, **read)
+        self.read_options = read_options(read)
         self._events: TraceEvents | None = None
 
     def _read(self) -> TraceEvents:

@@ -13,7 +13,7 @@ from dataclasses import fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from traceview.app.api import _at_least, _with_forms
+from traceview.app.api import _at_least, _with_forms, read_options
 from traceview.choices import KernelGroupBy, KernelSort
 from traceview.errors import UsageError
 from traceview.options import ReadOptions, RunOptions
@@ -51,9 +51,7 @@ class Run:
         if run.get("scheduler_file") is not None:
             run["scheduler_file"] = Path(run["scheduler_file"])
         self.run_options = RunOptions(**run)
-        self.read_options = ReadOptions(
-            quiet=True, **{k: v for k, v in options.items() if k in read_names}
-        )
+        self.read_options = read_options({k: v for k, v in options.items() if k in read_names})
         check_options(self.run_options)
         self.files = run_inputs(self.inputs, self.run_options)  # the files, found now
         self._results: dict[tuple[KernelOptions, bool], RunResult] = {}
