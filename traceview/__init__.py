@@ -5,6 +5,8 @@ As a library::
     import traceview
     t = traceview.open("trace.json.gz")
     t.kernels(sort="duration-percentage").to_pandas()
+    run = traceview.open("run/")          # a run: a directory, a glob or a list of rank files
+    run.ranks().to_json()
 
 The names below are imported when first used, so ``import traceview`` (and the CLI's start-up)
 stays light.
@@ -21,6 +23,7 @@ __version__ = "0.1.0"
 _LAZY = {
     "open": ("traceview.app.api", "open_trace"),
     "Trace": ("traceview.app.api", "Trace"),
+    "Run": ("traceview.app.run_api", "Run"),
     "StepsReport": ("traceview.app.api", "StepsReport"),
     "Tabular": ("traceview.app.api", "Tabular"),
     "TraceviewError": ("traceview.errors", "TraceviewError"),
@@ -37,4 +40,13 @@ def __getattr__(name: str) -> Any:
     return getattr(importlib.import_module(module), attr)
 
 
-__all__ = ["StepsReport", "Tabular", "Trace", "TraceviewError", "UsageError", "__version__", "open"]
+__all__ = [
+    "Run",
+    "StepsReport",
+    "Tabular",
+    "Trace",
+    "TraceviewError",
+    "UsageError",
+    "__version__",
+    "open",
+]

@@ -18,6 +18,7 @@ MAX_BYTES = {
     "peaks file": 1 << 20,
     "snapshot": 64 << 20,  # traceview snapshot writes a few hundred KB
     "run snapshot": 4 << 30,
+    "record file": 64 << 10,  # traceview record's record.json: a few lines
 }
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_cli
+from conftest import ROOT, run_cli
 
 
 def _rank_file(path: Path, rank: Any | None, durs: tuple[int, ...] = (1000,)) -> Path:
@@ -47,6 +47,61 @@ def test_kernel_totals_beyond_int64_are_refused_not_wrapped(tmp_path: Path) -> N
     assert r.returncode == 0, r.stderr
     (row,) = json.loads(r.stdout)["kernels"]
     assert row["total_us"] == 3 * (2**61 // 1000)
+
+
+def _cpu_ops_file(path: Path, ops: int) -> Path:
+    """A trace of ``ops`` concurrent CPU ops of 2^61 ns (one thread each) in one step, each
+    launching one 100 µs kernel."""
+    big = 2**61 // 1000
+    events: list[dict[str, Any]] = [
+        {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1,
+         "ts": 0, "dur": big + 2000},
+    ]  # fmt: skip
+    for i in range(ops):
+        events += [
+            {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1 + i, "ts": 1,
+             "dur": big, "args": {"External id": i + 1}},
+            {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1,
+             "tid": 1 + i, "ts": 2 + i, "dur": 5, "args": {"correlation": 100 + i}},
+            {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 10 + 200 * i,
+             "dur": 100, "args": {"device": 0, "stream": 7, "correlation": 100 + i}},
+        ]  # fmt: skip
+    path.write_text(json.dumps({"traceEvents": events}))
+    return path
+
+
+def _numbers(value: Any) -> list[float]:
+    if isinstance(value, dict):
+        return [n for v in value.values() for n in _numbers(v)]
+    if isinstance(value, list):
+        return [n for v in value for n in _numbers(v)]
+    ok = isinstance(value, int | float) and not isinstance(value, bool)
+    return [value] if ok else []
+
+
+def test_cpu_op_sums_beyond_int64_are_refused_not_wrapped(tmp_path: Path) -> None:
+    """8 CPU ops of 2^61 ns: their CPU time wrapped to −7.616 µs in ops and summary; every
+    command that sums them refuses with one line, the others print no negative figure."""
+    trace = _cpu_ops_file(tmp_path / "t.json", 8)
+    for command in ("ops", "summary"):
+        _one_line(run_cli(command, str(trace), "-f", "json"), 1, "more than int64 ns hold")
+    html = tmp_path / "r.html"
+    _one_line(run_cli("report", str(trace), "-o", str(html)), 1, "more than int64 ns hold")
+    for command in ("kernels", "gaps", "steps", "unique", "memory"):
+        r = run_cli(command, str(trace), "-f", "json")
+        assert r.returncode == 0, r.stderr
+        assert min(_numbers(json.loads(r.stdout))) >= 0, command
+    snap = tmp_path / "s.json"
+    assert run_cli("snapshot", str(trace), "-o", str(snap)).returncode == 0
+    assert min(_numbers(json.loads(snap.read_text()))) >= 0
+
+
+def test_cpu_op_sums_within_int64_are_exact(tmp_path: Path) -> None:
+    trace = _cpu_ops_file(tmp_path / "t.json", 3)  # 3 × 2^61 ns < 2^63
+    r = run_cli("ops", str(trace), "--no-cache", "-f", "json")
+    assert r.returncode == 0, r.stderr
+    (row,) = [o for o in json.loads(r.stdout)["ops"] if o["name"] == "aten::mm"]
+    assert row["cpu_time_us"] == 3 * (2**61 // 1000)
 
 
 # --------------------------------------------------------------------------- run directories
@@ -135,7 +190,100 @@ def test_a_30_digit_hist_max_is_one_line(tmp_path: Path) -> None:
     _one_line(r, 2, "longer than the 292 years int64 ns can hold")
 
 
+# ------------------------------------------------------------------------- pipes and FIFOs
+
+
+def _run_snapshot(tmp_path: Path) -> Path:
+    run = tmp_path / "run"
+    run.mkdir()
+    for rank in range(2):
+        _rank_file(run / f"rank{rank}.json", rank)
+    snap = tmp_path / "snap.json"
+    assert run_cli("snapshot", str(run), "-o", str(snap), "--no-cache").returncode == 0
+    return snap
+
+
+def _diff(*args: str, stdin: bytes | None = None) -> subprocess.Popen[bytes]:
+    env = {"COLUMNS": "200", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen(
+        [sys.executable, "-m", "traceview", "diff", *args, "--no-cache", "-f", "json"],
+        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+
+
+def _write_once(fifo: Path, data: bytes, reader: subprocess.Popen[bytes]) -> None:
+    """Open ``fifo`` for writing once the reader has it open (while it runs), write, close."""
+    import time
+
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+            break
+        except OSError:  # ENXIO: no reader yet
+            if reader.poll() is not None or time.monotonic() > deadline:
+                return  # it ended (or never opened the FIFO): its exit code tells
+            time.sleep(0.05)
+    os.set_blocking(fd, True)
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.parametrize("writer_first", [True, False])
+def test_a_run_snapshot_from_a_fifo_is_read_once(tmp_path: Path, writer_first: bool) -> None:
+    """Sniffing the kind opens the FIFO once and hands what it read to the loader (a second
+    open would find nothing, or wait for a writer forever); one with no writer yet is waited
+    on with a note, never silently."""
+    snap = _run_snapshot(tmp_path)
+    fifo = tmp_path / "snap.fifo"
+    os.mkfifo(fifo)
+    p = _diff(str(fifo), str(snap))
+    if not writer_first:  # the note comes before any writer
+        assert p.stderr is not None
+        assert "waiting for data on" in p.stderr.readline().decode()
+    _write_once(fifo, snap.read_bytes(), p)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err
+    report = json.loads(out)
+    assert report["rollup"]["base"]["source"] == "run snapshot"  # not read as a trace
+
+
+def test_a_run_snapshot_from_stdin(tmp_path: Path) -> None:
+    snap = _run_snapshot(tmp_path)
+    p = _diff("-", str(snap), stdin=b"")
+    out, err = p.communicate(snap.read_bytes(), timeout=60)
+    assert p.returncode == 0, err
+    assert json.loads(out)["rollup"]["base"]["source"] == "run snapshot"
+
+
 # ------------------------------------------------------------------------------ crashes
+
+
+def test_a_step_without_gpu_work_in_a_narrow_table(tmp_path: Path) -> None:
+    """Its row had one cell too many ("-" × 6 for 5 device columns): the text table (stdout
+    not a terminal) failed with "cannot write to stdout: zip() argument 2 is longer"."""
+    events = [
+        {"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{i}", "pid": 1, "tid": 1,
+         "ts": 1000 * i, "dur": 900}
+        for i in range(2)
+    ] + [{"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 10, "dur": 5,
+          "args": {"device": 0, "stream": 7}}]  # fmt: skip
+    trace = tmp_path / "t.json"
+    trace.write_text(json.dumps({"traceEvents": events}))
+    env = {"COLUMNS": "60", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)}
+    r = subprocess.run([sys.executable, "-m", "traceview", "steps", str(trace), "--no-cache"],
+                       capture_output=True, text=True, env=env, check=False)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    (row,) = [line for line in r.stdout.splitlines() if "ProfilerStep#1" in line]
+    assert (
+        row.split()
+        == ["ProfilerStep#1", "-", "1.0", "ms", "900.0", "µs", "0", "0.0", "µs"] + ["-"] * 5
+    )
 
 
 def test_dask_on_a_run_without_shared_collectives(tmp_path: Path) -> None:
@@ -265,6 +413,47 @@ def test_a_cold_run_checks_the_cache_size_once(
     assert r.exit_code == 0, r.output
     assert listed.read_text() == "x"  # one check, in the main process
     assert not list((cache / "entries").iterdir())  # and it kept the limit (0: nothing)
+
+
+def test_dask_workers_check_the_cache_size_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Dask's workers evicted after every entry they wrote (12 checks for 12 ranks); now
+    once per machine, after the run. The workers are threads of this process here, so the
+    count is seen."""
+    pytest.importorskip("distributed")
+    from distributed import LocalCluster
+    from typer.testing import CliRunner
+
+    from traceview import cache
+    from traceview.cache import manage
+    from traceview.cli import app
+
+    run = tmp_path / "run"
+    run.mkdir()
+    for rank in range(12):
+        _rank_file(run / f"rank{rank}.json", rank)
+    calls: list[str] = []
+    real = manage.evict
+
+    def counted(root: Path, limit: int, keep: str | None = None) -> manage.Removal:
+        calls.append(str(root))
+        return real(root, limit, keep)
+
+    monkeypatch.setattr(manage, "evict", counted)
+    monkeypatch.setattr(cache, "_evict_each_write", True)  # restored: workers share it here
+    monkeypatch.setenv("TRACEVIEW_CACHE_MAX_SIZE", "0")
+    where = tmp_path / "cache"
+    options = dict(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None)
+    with LocalCluster(**options) as cluster:  # type: ignore[arg-type]
+        r = CliRunner().invoke(
+            app,
+            ["ranks", str(run), "--engine", "dask", "--scheduler", cluster.scheduler_address,
+             "--cache-dir", str(where)],
+        )  # fmt: skip
+    assert r.exit_code == 0, r.output
+    assert len(calls) == 1, calls  # one machine: one check
+    assert not list((where / "entries").iterdir())  # and it kept the limit (0: nothing)
 
 
 def test_a_run_whose_kernel_times_add_up_beyond_int64_is_refused(tmp_path: Path) -> None:

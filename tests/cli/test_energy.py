@@ -358,3 +358,29 @@ def test_timestamp_layouts(tmp_path: Path, stamps: list[str], expected_ns: list[
     log = _read(path)
     assert log.t_ns.tolist() == expected_ns
     assert log.skipped == len(stamps) - len(expected_ns)
+
+
+def test_a_recorded_zone_needs_no_power_tz(tmp_path: Path) -> None:
+    """traceview record writes the logger's zone in record.json beside power.csv: energy and
+    unique --power read it there (here +05:00, which no machine zone of the tests is); an
+    explicit --power-tz still wins, and a record.json naming another log is not used."""
+    from traceview.app.recorded import write_power_zone
+
+    trace = _trace(tmp_path / "trace.json")
+    log = _log(tmp_path / "power.csv", [(T0 - MS, 0, "100"), (T0 + 10 * MS, 0, "100")],
+               tz=timezone(timedelta(hours=5)))  # fmt: skip
+    plain = run_cli("energy", str(trace), "--power", str(log), "-f", "json", "--no-cache")
+    assert plain.returncode == 1 and "does not cover" in plain.stderr  # the machine's zone
+    write_power_zone(tmp_path, "power.csv", "+05:00")
+    r = run_cli("energy", str(trace), "--power", str(log), "-f", "json", "--no-cache")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["devices"][0]["energy_j"] == 0.4
+    assert "read in +05:00 (recorded by traceview record in record.json)" in r.stderr
+    out = tmp_path / "k.jsonl"
+    r = run_cli("unique", str(trace), "--power", str(log), "-o", str(out), "--no-cache")
+    assert r.returncode == 0, r.stderr
+    given = run_cli("energy", str(trace), "--power", str(log), "--power-tz", "UTC", "--no-cache")
+    assert given.returncode == 1 and "does not cover" in given.stderr
+    write_power_zone(tmp_path, "other.csv", "+05:00")
+    r = run_cli("energy", str(trace), "--power", str(log), "--no-cache")
+    assert r.returncode == 1 and "does not cover" in r.stderr  # the machine's zone again

@@ -5,6 +5,7 @@ Ctrl-C, the output directory, the power log — and, where torch is installed, a
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import signal
 import subprocess
@@ -31,21 +32,49 @@ class profile:
         self.plan, self.ready, self.steps = schedule, on_trace_ready, 0
         self.kwargs = dict(record_shapes=record_shapes, profile_memory=profile_memory,
                            with_stack=with_stack)
-    def start(self):
-        pass
+    def start(self):  # as torch's: a ProfilerStep range open from start to stop
+        self.range = record_function("ProfilerStep#0")
+        self.range.__enter__()
     def step(self):
         self.steps += 1
+        self.range.__exit__(None, None, None)
+        self.range = record_function(f"ProfilerStep#{{self.steps}}")
+        self.range.__enter__()
         if self.steps == sum(self.plan[:3]):
             self.ready(self)
     def stop(self):
-        pass
+        self.range.__exit__(None, None, None)
     def export_chrome_trace(self, path):
         shutil.copyfile({str(DEMO)!r}, path)
         with open(path + ".kwargs", "w") as f:
             json.dump(dict(self.kwargs, steps=self.steps), f)
 
+class record_function:
+    def __init__(self, name):
+        self.name = name
+    def __enter__(self):
+        return self
+    def __exit__(self, *exc):
+        return None
+
 profiler = types.SimpleNamespace(ProfilerActivity=ProfilerActivity, schedule=schedule,
-                                 profile=profile)
+                                 profile=profile, record_function=record_function)
+autograd = types.SimpleNamespace(profiler=types.SimpleNamespace(record_function=record_function))
+
+pre_hooks, post_hooks = [], []
+
+class Module:
+    def __call__(self, *args):
+        for hook in pre_hooks:
+            hook(self, args)
+        out = self.forward(*args)
+        for hook in post_hooks:
+            hook(self, args, out)
+        return out
+
+nn = types.SimpleNamespace(Module=Module, modules=types.SimpleNamespace(
+    module=types.SimpleNamespace(register_module_forward_pre_hook=pre_hooks.append,
+                                 register_module_forward_hook=post_hooks.append)))
 cuda = types.SimpleNamespace(is_available=lambda: False)
 
 class Optimizer:
@@ -164,7 +193,9 @@ def test_power_is_logged_in_utc_beside_the_run(env: dict[str, str], tmp_path: Pa
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "out" / "power.csv").read_text().startswith("timestamp, index")
     assert (tmp_path / "out" / "power.csv.tz").read_text().strip() == "UTC"
-    assert "--power-tz UTC" in r.stderr
+    recorded = json.loads((tmp_path / "out" / "record.json").read_text())
+    assert recorded == {"power_log": "power.csv", "power_tz": "UTC"}  # the logger's TZ
+    assert "--power out/power.csv\n" in r.stderr and "--power-tz" not in r.stderr
 
 
 def test_no_torch_is_one_line(env: dict[str, str], tmp_path: Path) -> None:
@@ -241,3 +272,124 @@ def test_torchrun_itself_is_not_profiled(
 
     monkeypatch.setattr(sys, "argv", [argv0])
     assert record_boot._is_launcher() is launcher
+
+
+def _boot(out: Path) -> dict[str, object]:
+    report: dict[str, object] = json.loads((out / "boot.json").read_text())
+    return report
+
+
+def _program(tmp_path: Path, body: str) -> None:
+    (tmp_path / "train.py").write_text("import sys, time\nimport torch\n" + body)
+
+
+RANGES = """
+rf = torch.autograd.profiler.record_function
+for _ in range(12):
+    with rf(sys.argv[1]):
+        with rf("inner_step"):  # not outermost: no second step
+            pass
+        if len(sys.argv) > 2:
+            torch.optim.Optimizer().step()
+"""
+
+
+def test_the_program_s_own_step_ranges_are_its_steps(env: dict[str, str], tmp_path: Path) -> None:
+    _program(tmp_path, RANGES)
+    r = _record(env, tmp_path, "-o", "out", program=("decode_step",))
+    assert r.returncode == 0, r.stderr
+    assert (_boot(tmp_path / "out")["steps"], _boot(tmp_path / "out")["marker"]) == (12, "ranges")
+    assert "never stepped" not in r.stderr
+
+
+def test_step_ranges_and_optimizer_steps_never_double_step(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    _program(tmp_path, RANGES)
+    r = _record(env, tmp_path, "-o", "out", program=("train_step", "optimizer"))
+    assert r.returncode == 0, r.stderr
+    assert _boot(tmp_path / "out")["steps"] == 12  # one a loop, not 24
+
+
+@pytest.mark.parametrize("name", ["data_loading", "stepper", "Optimizer.step#SGD.step"])
+def test_ranges_not_named_step_are_no_steps(env: dict[str, str], tmp_path: Path, name: str) -> None:
+    _program(tmp_path, RANGES)
+    r = _record(env, tmp_path, "-o", "out", program=(name,))
+    assert r.returncode == 0, r.stderr
+    assert _boot(tmp_path / "out")["steps"] == 0
+    assert "never stepped" in r.stderr
+
+
+@pytest.mark.parametrize(
+    ("name", "step"),
+    [("train_step", True), ("step[DECODE bs=32]", True), ("TrainStep", True), ("step", True),
+     ("ProfilerStep#3", True), ("steps", False), ("misstep", False), ("forward", False),
+     ("Optimizer.step#AdamW.step", False)],
+)  # fmt: skip
+def test_step_range_names_match_the_word(name: str, step: bool) -> None:
+    from traceview.app.record_boot import is_step_name
+
+    assert is_step_name(name) is step
+
+
+OWN_PROFILER = """
+for _ in range(3):
+    torch.optim.Optimizer().step()
+prof = torch.profiler.profile([], torch.profiler.schedule(0, 0, 1, 1), None, False, False, False)
+prof.start()
+for _ in range(12):
+    torch.optim.Optimizer().step()
+prof.stop()
+"""
+
+
+def test_a_program_with_its_own_profiler_is_left_alone(env: dict[str, str], tmp_path: Path) -> None:
+    _program(tmp_path, OWN_PROFILER)
+    r = _record(env, tmp_path, "-o", "out")
+    assert r.returncode == 0, r.stderr
+    boot = _boot(tmp_path / "out")
+    assert boot["own_profiler"] is True and boot["steps"] == 3  # none after theirs started
+    assert not (tmp_path / "out" / "trace.json.gz").exists()
+    assert "runs its own torch.profiler: traceview stayed out" in r.stderr
+    assert "never stepped" not in r.stderr
+
+
+FORWARDS = """
+class Inner(torch.nn.Module):
+    def forward(self, x):
+        return x
+
+class Outer(torch.nn.Module):
+    def __init__(self):
+        self.inner = Inner()
+    def forward(self, x):
+        time.sleep(0.05)
+        return self.inner(x) + self.inner(x)
+
+model = Outer()
+start = time.monotonic()
+for _ in range(int(sys.argv[1])):
+    model(1)
+open("elapsed", "w").write(str(time.monotonic() - start))
+"""
+
+
+def test_step_seconds_steps_between_forward_calls(env: dict[str, str], tmp_path: Path) -> None:
+    _program(tmp_path, FORWARDS)
+    r = _record(env, tmp_path, "-o", "out", "--step-seconds", "0.3", program=("40",))
+    assert r.returncode == 0, r.stderr
+    boot = _boot(tmp_path / "out")
+    elapsed = float((tmp_path / "elapsed").read_text())  # ≥ 2 s: 40 calls of ≥ 50 ms
+    steps = boot["steps"]
+    assert isinstance(steps, int) and boot["marker"] == "forwards"
+    # a step at the first forward end ≥ 0.3 s after the last: at most elapsed / 0.3 steps;
+    # at least half that many (a call is ~50 ms, however loaded the machine)
+    assert elapsed / 0.3 / 2 - 1 <= steps <= elapsed / 0.3, (steps, elapsed)
+    assert steps >= 2
+
+
+def test_step_seconds_is_checked(env: dict[str, str], tmp_path: Path) -> None:
+    for bad in ("-1", "nan", "inf"):
+        r = _record(env, tmp_path, "-o", "out", "--step-seconds", bad)
+        assert r.returncode == 2, (bad, r.stderr)
+        assert r.stderr.count("\n") == 1 and "--step-seconds" in r.stderr, r.stderr

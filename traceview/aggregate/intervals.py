@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from traceview.aggregate import sums
 from traceview.aggregate.order import lex_order
 
 _BAND_LIMIT = 1 << 62
@@ -108,7 +109,7 @@ def unions_in_order(
     np.subtract(s[1:], reach[:-1], out=gap[:-1])
     np.maximum(gap, 0, out=gap)
     gap[head[1:] - 1] = 0  # across two segments: no hole
-    idle = np.add.reduceat(gap, head) if len(head) else gap[:0]
+    idle = sums.reduceat(gap, head) if len(head) else gap[:0]
     first, last = s[head], reach[np.r_[head[1:], len(s)][: len(head)] - 1]
     segment = seg[head]
     hole_next = hole_prev = None
@@ -207,7 +208,7 @@ def _running_max(s: np.ndarray, e: np.ndarray, head: np.ndarray) -> None:
 
 def sums_by_run(run: np.ndarray, values: np.ndarray, runs: int) -> np.ndarray:
     """Exact int64 sums of ``values`` per id in [0, runs), ``run`` (the ids) ascending."""
-    total = np.r_[0, np.cumsum(values, dtype=np.int64)]
+    total = np.r_[0, sums.cumsum(values)]
     bounds = np.searchsorted(run, np.arange(runs + 1))
-    sums: np.ndarray = total[bounds[1:]] - total[bounds[:-1]]
-    return sums
+    per_run: np.ndarray = total[bounds[1:]] - total[bounds[:-1]]
+    return per_run

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from traceview.aggregate import sums
+
 
 @dataclass(frozen=True)
 class Moments:
@@ -66,7 +68,7 @@ def merge(a: Moments, b: Moments) -> Moments:
     m2 = a.m2 + b.m2 + delta * delta * (a.count * b.count / safe)
     return Moments(
         count=count,
-        total=a.total + b.total,
+        total=sums.added(a.total, b.total),
         minimum=np.minimum(a.minimum, b.minimum),
         maximum=np.maximum(a.maximum, b.maximum),
         mean=mean,
@@ -80,8 +82,7 @@ def regroup(moments: Moments, mapping: np.ndarray, groups: int) -> Moments:
     The k-way form of Chan's formula: M2 = Σ (M2ᵢ + nᵢ·(meanᵢ − mean)²).
     """
     count = np.bincount(mapping, weights=moments.count, minlength=groups).astype(np.int64)
-    total = np.zeros(groups, dtype=np.int64)
-    np.add.at(total, mapping, moments.total)
+    total = sums.by_group(mapping, moments.total, groups)
     minimum = empty(groups).minimum
     maximum = empty(groups).maximum
     np.minimum.at(minimum, mapping, moments.minimum)
@@ -126,8 +127,7 @@ def extremes(
     """Per group: count, exact total, minimum and maximum (int64; min and max undefined where
     the count is 0)."""
     count = np.bincount(group, minlength=groups).astype(np.int64, copy=False)
-    total = np.zeros(groups, dtype=np.int64)
-    np.add.at(total, group, values)
+    total = sums.by_group(group, values, groups)
     i64 = np.iinfo(np.int64)
     minimum = np.full(groups, i64.max, dtype=np.int64)
     maximum = np.full(groups, i64.min, dtype=np.int64)

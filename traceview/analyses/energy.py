@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from traceview.aggregate import sums
 from traceview.aggregate.order import first_of_runs
 from traceview.analyses.core.devices import device_of_stream
 from traceview.columns.model import TraceEvents
@@ -313,7 +314,7 @@ def _coverage(
         return 100.0 if len(seg) and (sampled == seg).all() else 0.0
     fresh_until = sampled + STALE_PERIODS * period
     stale = np.clip(seg + dt - fresh_until, 0, dt)
-    return 100.0 * (window - int(stale.sum())) / window
+    return 100.0 * (window - sums.total(stale)) / window
 
 
 def _by_name(events: TraceEvents, row_pj: np.ndarray, rows: np.ndarray) -> list[KernelEnergy]:
@@ -326,7 +327,7 @@ def _by_name(events: TraceEvents, row_pj: np.ndarray, rows: np.ndarray) -> list[
     starts = first_of_runs(key[order])
     sorted_rows = rows[order]
     energy = np.add.reduceat(row_pj[sorted_rows], starts)
-    busy = np.add.reduceat(gpu.dur[sorted_rows], starts)
+    busy = sums.reduceat(gpu.dur[sorted_rows], starts)
     counts = np.diff(np.r_[starts, len(order)])
     out = [
         KernelEnergy(events.names[int(gpu.name[r])], int(gpu.kind[r]), int(c), int(ns), int(e))

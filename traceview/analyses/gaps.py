@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from traceview.aggregate import moments
+from traceview.aggregate import moments, sums
 from traceview.aggregate.intervals import unions
 from traceview.aggregate.order import dense_ids, lex_order_then
 from traceview.analyses.core.cpu_context import NO_CONTEXT, CpuContext, GapQuery, cpu_contexts
@@ -522,9 +522,7 @@ def _value_key(value: Any) -> tuple[int, Any]:
 
 def _sum_by(group: np.ndarray, values: np.ndarray, groups: int) -> np.ndarray:
     """Exact int64 sums of ``values`` per group."""
-    total = np.zeros(groups, dtype=np.int64)
-    np.add.at(total, group, values)
-    return total
+    return sums.by_group(group, values, groups)
 
 
 def _device_rows(
@@ -563,7 +561,7 @@ def _device_rows(
 
 
 def _totals(lengths: np.ndarray, idle_ns: int) -> GapTotals:
-    count, total = len(lengths), int(lengths.sum())
+    count, total = len(lengths), sums.total(lengths)
     return GapTotals(gaps=count, gap_total_ns=total, idle_ns=idle_ns)
 
 

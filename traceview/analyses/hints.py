@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from traceview.aggregate import sums
 from traceview.analyses.core.categories import CATEGORIES
 from traceview.analyses.core.cpu_context import CpuContext, GapQuery, cpu_contexts
 from traceview.analyses.core.devices import DeviceUsage, GapSet
@@ -85,7 +86,7 @@ class Facts:
     def time_of(self, name: str) -> int:
         """GPU time (ns) of the activities in a category."""
         rows = self.category == CATEGORIES.index(name)
-        return int(self.events.gpu.dur[rows].sum())
+        return sums.total(self.events.gpu.dur[rows])
 
     @property
     def window_ns(self) -> int:
@@ -110,7 +111,7 @@ class Facts:
         ops = np.array([bool(regex.search(n)) for n in names] + [False], dtype=bool)
         leaf = np.where(self.links.leaf == NO_OP, len(names), self.links.leaf)
         rows = ops[leaf] & (self.events.gpu.kind == KERNEL)
-        return int(rows.sum()), int(self.events.gpu.dur[rows].sum())
+        return int(rows.sum()), sums.total(self.events.gpu.dur[rows])
 
 
 def evaluate(facts: Facts) -> list[Hint]:
@@ -167,7 +168,7 @@ def low_precision(f: Facts) -> Hint | None:
     facts = gemm_kernels(f.events, f.links, gemm)
     fp32 = np.array([p == "fp32" for p in facts.precision], dtype=bool)
     dur = f.events.gpu.dur[gemm]
-    fp32_ns, gemm_ns = int(dur[fp32].sum()), int(dur.sum())
+    fp32_ns, gemm_ns = sums.total(dur[fp32]), sums.total(dur)
     if gemm_ns == 0 or fp32_ns < FP32_GEMM_SHARE * gemm_ns or not f.material(fp32_ns):
         return None
     names = f.events.gpu.name[gemm][fp32]
@@ -226,7 +227,7 @@ def dataloader(f: Facts) -> Hint | None:
         return None
     longest = cpu[np.argsort(-(f.gaps.end - f.gaps.start)[cpu], kind="stable")[:LOADER_GAPS]]
     window = sum(u.window_ns for u in f.usage)
-    if int(f.gaps.host_wait[longest].sum()) < DATALOADER_SHARE * window:
+    if sums.total(f.gaps.host_wait[longest]) < DATALOADER_SHARE * window:
         return None  # an op holds a gap for at most its host wait: no need to look (a scan)
     _, contexts = _contexts(f, longest)
     held = sum(c.ops[0].overlap_ns for c in contexts if c.ops and "DataLoader" in c.ops[0].name)
@@ -264,14 +265,14 @@ def host_stall(f: Facts) -> Hint | None:
     floor = _stall_floor(f)
     longest = cpu[np.argsort(-f.gaps.host_wait[cpu], kind="stable")[:STALL_GAPS]]
     longest = longest[f.gaps.host_wait[longest] >= floor]
-    if not f.material(int(f.gaps.host_wait[longest].sum())):
+    if not f.material(sums.total(f.gaps.host_wait[longest])):
         return None  # the uncovered time is at most the host wait: no need to scan
     chosen, contexts = _contexts(f, longest)
     uncovered = np.array(
         [0 if c.thread is None else c.host_wait_ns - c.covered_ns for c in contexts] + [0]
     )[: len(contexts)]
     stall = np.flatnonzero(uncovered >= floor)
-    stake = int(uncovered[stall].sum())
+    stake = sums.total(uncovered[stall])
     if len(stall) == 0 or not f.material(stake):
         return None
     before, after = _op_or_name(f, chosen.before[stall]), _op_or_name(f, chosen.after[stall])
@@ -410,7 +411,7 @@ def pinned_memory(f: Facts) -> Hint | None:
     htod = np.array(["HtoD" in n or "H2D" in n for n in names], dtype=bool)
     rows = (gpu.kind == MEMCPY) & htod[gpu.name]
     pageable = np.array(["Pageable" in n for n in names], dtype=bool)[gpu.name] & rows
-    pageable_ns = int(gpu.dur[pageable].sum())
+    pageable_ns = sums.total(gpu.dur[pageable])
     if not pageable.any() or not f.material(pageable_ns):
         return None
     return Hint(

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from traceview.aggregate import moments
+from traceview.aggregate import moments, sums
 from traceview.aggregate.order import dense_ids
 from traceview.aggregate.percentiles import nearest_rank
 from traceview.analyses.core.categories import CATEGORIES, categorize
@@ -184,7 +184,7 @@ def analyse_kernels(
         rows=rows,
         left_out_rows=len(labels) - len(rows),
         left_out_count=stats.total_count - int(stats.count[kept].sum()),
-        left_out_ns=stats.total_ns - int(stats.total[kept].sum()),
+        left_out_ns=stats.total_ns - sums.total(stats.total[kept]),
         notes=notes,
     )
 
@@ -322,7 +322,7 @@ class _Stats:
     @classmethod
     def of(cls, group: np.ndarray, dur: np.ndarray, groups: int) -> _Stats:
         count, total, minimum, maximum = moments.extremes(group, dur, groups)
-        return cls(group, dur, count, total, minimum, maximum, int(count.sum()), int(total.sum()))
+        return cls(group, dur, count, total, minimum, maximum, int(count.sum()), sums.total(total))
 
     def field(self, name: str) -> np.ndarray | None:
         """The values of a KernelRow field for every group, as the row computes them, or None

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from traceview import __version__
+from traceview.aggregate import sums
 from traceview.analyses.core.steps import StepRow, StepRows, Window, step_table, step_windows
 from traceview.analyses.core.trace import TraceSummary
 from traceview.analyses.gaps import GapOptions, device_idle
@@ -340,14 +341,14 @@ def _step_sums(
     and time ns."""
     gpu = events.gpu
     counts = np.zeros((steps, stored + 1), dtype=np.int64)
-    totals = np.zeros_like(counts)
+    totals: list[np.ndarray] = []
     kernels = gpu.kind == KERNEL
     for row, rows in enumerate(step_rows):
         rows = rows[kernels[rows]]
         which = slot(rows)
         counts[row] = np.bincount(which, minlength=stored + 1)
-        np.add.at(totals[row], which, gpu.dur[rows])
-    return counts, totals
+        totals.append(sums.by_group(which, gpu.dur[rows], stored + 1))
+    return counts, np.array(totals, dtype=np.int64).reshape(steps, stored + 1)
 
 
 def _step_stat(row: StepRow) -> StepStat:

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from traceview.aggregate import sums
 from traceview.aggregate.order import dense_ids
 from traceview.analyses import hints as hint_rules
 from traceview.analyses.core.breakdown import Breakdown, breakdowns
@@ -180,9 +181,8 @@ def overview(events: TraceEvents, shared: Shared | None = None) -> Overview:
 
 def _ranked(labels: Sequence[str], dur: np.ndarray, ids: np.ndarray) -> tuple[Ranked, ...]:
     """The TOP labels by summed duration (``ids`` index ``labels``)."""
-    sums = np.zeros(len(labels), dtype=np.int64)
-    np.add.at(sums, ids, dur)
-    totals = {labels[i]: int(sums[i]) for i in np.flatnonzero(sums).tolist()}
+    summed = sums.by_group(ids, dur, len(labels))
+    totals = {labels[i]: int(summed[i]) for i in np.flatnonzero(summed).tolist()}
     whole = sum(totals.values())
     best = sorted(totals.items(), key=lambda kv: (-kv[1], kv[0]))[:TOP]
     return tuple(Ranked(k, v, 100.0 * v / whole if whole else 0.0) for k, v in best)
@@ -223,8 +223,8 @@ def _launches(
         shorter_than_launch=int((gpu.dur[kernels][timed] < call).sum()),
         graph_launches=len(np.unique(gpu.correlation[kernels][graph])),
         graph_kernels=int(graph.sum()),
-        graph_kernel_ns=int(gpu.dur[kernels][graph].sum()),
-        kernel_ns=int(gpu.dur[kernels].sum()),
+        graph_kernel_ns=sums.total(gpu.dur[kernels][graph]),
+        kernel_ns=sums.total(gpu.dur[kernels]),
     )
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from traceview.aggregate import sums
 from traceview.aggregate.intervals import unions
 from traceview.analyses.core.categories import CATEGORIES, categorize
 from traceview.analyses.core.devices import DeviceUsage, GapSet, device_of_stream
@@ -42,7 +43,7 @@ class UtilRow:
         return {
             "device": self.device,
             "stream": self.stream,
-            "busy_us": int(self.busy.sum()) / 1000,
+            "busy_us": sums.total(self.busy) / 1000,
             "busy_pct": np.round(pct, 2).tolist(),
         }
 
@@ -189,7 +190,7 @@ def utilisation(
     merged = None if usage is None or gaps is None else _device_intervals(usage, gaps, devices)
     per_device = busy_per_bin(device_index[stream], ts, end, len(devices), edges, merged)
     per_stream = busy_per_bin(stream, ts, end, len(events.streams), edges)
-    totals = per_stream.sum(axis=1)
+    totals = per_stream.sum(axis=1)  # a row: its unions cut into bins, at most the span
     used = np.flatnonzero(totals > 0)
     kept = used[np.argsort(-totals[used], kind="stable")][:MAX_STREAM_ROWS]
     rows: list[UtilRow] = []

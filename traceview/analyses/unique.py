@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import orjson
 
+from traceview.aggregate import sums
 from traceview.aggregate.order import first_of_runs, lex_order
 from traceview.analyses.core.categories import CATEGORIES, NAME_RULES, OP_RULES, categorize, words
 from traceview.analyses.core.devices import device_of_stream, name_rank
@@ -113,7 +114,7 @@ def unique_kernels(events: TraceEvents) -> UniqueReport:
     group = np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, n]))
     rows_of = np.split(order, starts[1:])
     dur = gpu.dur[order]
-    total = np.add.reduceat(dur, starts)
+    total = sums.reduceat(dur, starts)
     low, high = np.minimum.reduceat(dur, starts), np.maximum.reduceat(dur, starts)
     first = order[starts]
     matmul_op = _matmul_ops(events, links.leaf)

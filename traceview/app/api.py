@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import io
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from traceview.analyses.ops.view import OpReport
     from traceview.analyses.summary import Overview
     from traceview.analyses.unique import UniqueReport
+    from traceview.app.run_api import Run
     from traceview.columns.model import TraceEvents
     from traceview.render.document import Document
 
@@ -105,6 +106,13 @@ def _with_forms(result: R, document: Callable[[Any], Document]) -> R:
     return out
 
 
+def read_options(given: dict[str, Any]) -> ReadOptions:
+    """The read options of ``traceview.open`` (quiet; ``cache_dir`` a str or a Path)."""
+    if given.get("cache_dir") is not None:
+        given = {**given, "cache_dir": Path(given["cache_dir"])}
+    return ReadOptions(quiet=True, **given)
+
+
 def _at_least(flag: str, value: int) -> int:
     """A count the CLI takes with min=0 (analyses whose options do not check it)."""
     if value < 0:
@@ -123,7 +131,7 @@ class Trace:
         unknown = sorted(set(read) - set(known))
         if unknown:
             raise UsageError(f"traceview.open: unknown option {unknown[0]!r} ({', '.join(known)})")
-        self.read_options = ReadOptions(quiet=True, **read)
+        self.read_options = read_options(read)
         self._events: TraceEvents | None = None
 
     def _read(self) -> TraceEvents:
@@ -279,9 +287,11 @@ class Trace:
             check_power_options,
             read_log,
         )
+        from traceview.app.recorded import with_recorded_zone
         from traceview.render import energy as render
 
         options = PowerOptions(Path(power), power_tz, power_offset, tuple(power_gpu or ()))
+        options, _ = with_recorded_zone(options)
         top = _at_least("--top", top)
         gpu_map = check_power_options(options)
         log, _ = read_log(options)
@@ -329,9 +339,19 @@ class Trace:
         return out
 
 
-def open_trace(path: str | Path, **read: Any) -> Trace:
-    """A trace to analyse (``traceview.open``): nothing is read until an analysis asks."""
+def open_trace(path: str | Path | Sequence[str | Path], **options: Any) -> Trace | Run:
+    """A trace to analyse (``traceview.open``), or a run as the CLI tells one (a list of rank
+    files, a directory, a glob, or ``glob=``): a ``Run``. Nothing is read until an analysis
+    asks (a run's files are found at once)."""
+    from traceview.app.run_api import Run
+    from traceview.app.runs import is_run
+    from traceview.options import RunOptions
+
+    if not isinstance(path, str | Path):
+        return Run(list(path), **options)
     path = Path(path)
+    if is_run([path], RunOptions(glob=options.get("glob"))):
+        return Run([path], **options)
     if not path.exists():
         raise UsageError(f"{path}: no such file")
-    return Trace(path, **read)
+    return Trace(path, **options)

@@ -432,10 +432,13 @@ def _energy(
 ) -> EnergyReport:
     """Read the power log, attribute it, and say on stderr how it was aligned and its limits."""
     from traceview.analyses.energy import attribute, check_power_options, limits, read_log
+    from traceview.app.recorded import with_recorded_zone
     from traceview.render.energy import window_line
 
+    power, recorded = with_recorded_zone(power)
     gpu_map = check_power_options(power)
     log, zone_note = read_log(power)
+    zone_note += recorded
     report = attribute(events, log, gpu_map)
     if log.skipped:
         _warn(f"{log.skipped} power log rows without a usable sample were skipped")

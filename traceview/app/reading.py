@@ -116,9 +116,9 @@ def _ingest(path: Path, options: ReadOptions, keep_cpu: bool) -> TraceEvents:
 def _sums_checked(events: TraceEvents) -> TraceEvents:
     """``events``, refused (one line) when their GPU durations add up beyond int64 ns: the
     analyses sum ns in int64, and a wrapped sum would be a negative total, never an error."""
-    from traceview.columns.numbers import sum_fits_int64
+    from traceview.aggregate import sums
 
-    if not sum_fits_int64(events.gpu.dur):
+    if not sums.fits(events.gpu.dur):
         raise TraceviewError(
             f"{events.path}: its GPU durations add up to more than int64 ns hold (292 years); "
             "not a trace traceview can sum exactly"

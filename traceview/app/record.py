@@ -17,11 +17,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from traceview.app import recorded
 from traceview.app.record_boot import ENV
 from traceview.errors import TraceviewError, UsageError
 from traceview.render.output import stderr_console
 
 POWER_QUERY = "timestamp,index,power.draw,power.draw.instant"
+POWER_LOG, POWER_TZ = "power.csv", "UTC"
 # The program's sitecustomize: record_boot's own source (standard library only, so nothing
 # of traceview's environment is put on the program's path), then the environment's own
 # sitecustomize, if it has one.
@@ -64,6 +66,7 @@ class RecordOptions:
     memory: bool = True
     stack: bool = False
     step_forwards: int = 0
+    step_seconds: float = 0.0
     power: bool = False
     power_interval_ms: int = 40
     report: bool = True
@@ -82,6 +85,8 @@ def check(command: list[str], options: RecordOptions) -> Path:
             raise UsageError(f"{flag} {value}: must not be negative")
     if options.active < 1:
         raise UsageError(f"--active {options.active}: must be at least 1")
+    if not options.step_seconds >= 0 or options.step_seconds == float("inf"):
+        raise UsageError(f"--step-seconds {options.step_seconds}: expected a number of seconds ≥ 0")
     if options.power_interval_ms < 1:
         raise UsageError(f"--power-interval {options.power_interval_ms}: must be at least 1 ms")
     out = options.out or default_dir()
@@ -154,11 +159,15 @@ def _record(command: list[str], options: RecordOptions, out: Path) -> int:
             "memory": options.memory,
             "stack": options.stack,
             "step_forwards": options.step_forwards,
+            "step_seconds": options.step_seconds,
         }
     )
     console = stderr_console()
     console.print(f"traceview: recording {shlex.join(command)} into {out}", markup=False)
-    logger = _power_logger(out, options) if options.power else None
+    logger = None
+    if options.power:
+        logger = _power_logger(out, options)
+        recorded.write_power_zone(out, POWER_LOG, POWER_TZ)
     try:
         code = _run(command, env)
     finally:
@@ -184,17 +193,20 @@ def _run(command: list[str], env: dict[str, str]) -> int:
 
 
 def _power_logger(out: Path, options: RecordOptions) -> subprocess.Popen[bytes]:
-    """nvidia-smi logging to power.csv, its timestamps in UTC (TZ=UTC), so that ``energy``
-    reads them with ``--power-tz UTC``."""
+    """nvidia-smi logging to power.csv, its timestamps in UTC (TZ=UTC), the zone recorded
+    beside it (app.recorded) so that ``energy`` needs no ``--power-tz``."""
     command = [
         "nvidia-smi",
         f"--query-gpu={POWER_QUERY}",
         "--format=csv",
         f"-lms={options.power_interval_ms}",
-        f"--filename={out / 'power.csv'}",
+        f"--filename={out / POWER_LOG}",
     ]
     return subprocess.Popen(
-        command, env={**os.environ, "TZ": "UTC"}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        command,
+        env={**os.environ, "TZ": POWER_TZ},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
     )
 
 
@@ -217,13 +229,18 @@ def said(out: Path, code: int) -> list[str]:
     reports = boot_reports(out)
     if not reports:
         return ["the program never imported torch: nothing was recorded"]
+    if any(r.get("own_profiler") for r in reports):
+        return [
+            "the program runs its own torch.profiler: traceview stayed out (no trace of its "
+            "own; the program's trace is where the program writes it)"
+        ]
     lines = []
     if not any(r.get("trace") for r in reports):
         lines.append("the profiler wrote no trace (see the program's own errors above)")
     if not any(r.get("steps") for r in reports):
         lines.append(
-            "the program never stepped (no optimizer.step(), no --step-forwards): the trace "
-            "holds the whole run"
+            "the program never stepped (no optimizer.step(), no step range of its own, no "
+            "--step-forwards or --step-seconds): the trace holds the whole run"
         )
     if not any(r.get("cuda") for r in reports):
         lines.append("no CUDA device in the program: a CPU-only profile")
@@ -253,6 +270,6 @@ def analyse(out: Path, report: bool) -> None:
             commands.report(traces[0], ReportOptions(), read, out / "report.html", True)
         except TraceviewError as e:
             console.print(f"traceview: warning: no report.html: {e.message}", markup=False)
-    if (out / "power.csv").exists():
-        energy = f"traceview energy {traces[0]} --power {out / 'power.csv'} --power-tz UTC"
+    if (out / POWER_LOG).exists():  # its zone is recorded beside it: no --power-tz
+        energy = f"traceview energy {traces[0]} --power {out / POWER_LOG}"
         console.print(f"traceview: energy per kernel: {energy}", markup=False)

@@ -15,6 +15,7 @@ import importlib.abc
 import importlib.machinery
 import json
 import os
+import re
 import sys
 import threading
 from pathlib import Path
@@ -34,7 +35,10 @@ class _Recording:
         self.steps = 0
         self.written: str | None = None
         self.cuda = False
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()
+        self.marker: str | None = None  # what steps: the first of the markers to fire
+        self.own_profiler = False  # the program started its own: ours stopped, kept out
+        self.ours = False  # inside a call of our profiler (its ProfilerStep ranges)
 
     def trace_path(self) -> Path:
         rank = os.environ.get("RANK")
@@ -64,18 +68,50 @@ class _Recording:
             profile_memory=s["memory"],
             with_stack=s["stack"],
         )
-        self.profiler.start()
-        torch.optim.Optimizer.register_global_step_post_hook(lambda *_: self.step())
-        every = s.get("step_forwards") or 0
-        if every > 0:
-            _count_forwards(torch, every, self.step)
+        _keep_out_of_their_profiler(torch, self)
+        with self.calling_ours():
+            self.profiler.start()
+        every, seconds = s.get("step_forwards") or 0, s.get("step_seconds") or 0.0
+        if every > 0 or seconds > 0:  # asked for: the only marker
+            _count_forwards(torch, every, seconds, lambda: self.step("forwards"))
+        else:
+            torch.optim.Optimizer.register_global_step_post_hook(lambda *_: self.step("optimizer"))
+            _watch_step_ranges(torch, self)
         atexit.register(self.finish)
 
-    def step(self) -> None:
+    @contextlib.contextmanager
+    def calling_ours(self) -> Any:
+        """Our profiler's own calls: the ProfilerStep ranges they open are not the program's."""
         with self.lock:
-            if self.profiler is not None and self.written is None:
-                self.steps += 1
+            before, self.ours = self.ours, True
+            try:
+                yield
+            finally:
+                self.ours = before
+
+    def step(self, marker: str) -> None:
+        """A step, from the first marker that fired (the program's step ranges or its
+        optimizer): one marker only, so an iteration is never stepped twice."""
+        with self.lock:
+            if self.profiler is None or self.written is not None:
+                return
+            if self.marker is None:
+                self.marker = marker
+            elif marker != self.marker:
+                return
+            self.steps += 1
+            with self.calling_ours():
                 self.profiler.step()
+
+    def their_profiler(self) -> None:
+        """The program starts its own torch.profiler: two cannot run at once, and theirs is
+        what the program wants; ours stops without writing a trace and stays out."""
+        with self.lock:
+            profiler, self.profiler = self.profiler, None
+            self.own_profiler = True
+        if profiler is not None:
+            with contextlib.suppress(Exception), self.calling_ours():
+                profiler.stop()
 
     def export(self, profiler: Any) -> None:
         path = self.trace_path()
@@ -88,12 +124,18 @@ class _Recording:
         with self.lock:
             profiler, self.profiler = self.profiler, None
         if profiler is not None:
-            with contextlib.suppress(Exception):
+            with contextlib.suppress(Exception), self.calling_ours():
                 profiler.stop()
             if self.written is None:
                 with contextlib.suppress(Exception):
                     self.export(profiler)
-        report = {"steps": self.steps, "trace": self.written, "cuda": self.cuda}
+        report = {
+            "steps": self.steps,
+            "trace": self.written,
+            "cuda": self.cuda,
+            "marker": self.marker,
+            "own_profiler": self.own_profiler,
+        }
         name = "boot.json" if not os.environ.get("RANK") else f"boot-rank{os.environ['RANK']}.json"
         (self.out / name).write_text(json.dumps(report))
 
@@ -104,26 +146,82 @@ def _is_launcher() -> bool:
     return Path(main).name == "torchrun" or main.endswith(os.path.join("distributed", "run.py"))
 
 
-def _count_forwards(torch: Any, every: int, step: Any) -> None:
-    """A step every ``every`` calls of an outermost module's forward (inference)."""
+def _count_forwards(torch: Any, every: int, seconds: float, step: Any) -> None:
+    """Inference: a step every ``every`` calls of an outermost module's forward, or at the
+    end of the first outermost forward ``seconds`` or more after the last step (steps
+    fall between forward calls, never inside one)."""
+    import time
+
     depth = 0
     calls = 0
+    last = time.monotonic()
 
     def before(*_: Any) -> None:
         nonlocal depth
         depth += 1
 
     def after(*_: Any) -> None:
-        nonlocal depth, calls
+        nonlocal depth, calls, last
         depth -= 1
-        if depth == 0:
-            calls += 1
-            if calls % every == 0:
-                step()
+        if depth != 0:
+            return
+        calls += 1
+        now = time.monotonic()
+        if (every and calls % every == 0) or (seconds and now - last >= seconds):
+            last = now
+            step()
 
     hooks = torch.nn.modules.module
     hooks.register_module_forward_pre_hook(before)
     hooks.register_module_forward_hook(after)
+
+
+def _keep_out_of_their_profiler(torch: Any, recording: _Recording) -> None:
+    """Learn when the program starts a torch.profiler of its own (not ours)."""
+    cls = torch.profiler.profile
+    start = cls.start
+
+    def started(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if not recording.ours:
+            recording.their_profiler()
+        return start(self, *args, **kwargs)
+
+    cls.start = started
+
+
+def is_step_name(name: str) -> bool:
+    """A range name with the word "step" among its tokens (``train_step``, ``step[DECODE
+    bs=32]``, ``TrainStep``), not torch's own ``Optimizer.step#SGD.step``."""
+    if name.startswith("Optimizer."):
+        return False
+    words = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name)
+    return "step" in re.split(r"[^a-z0-9]+", words.lower())
+
+
+def _watch_step_ranges(torch: Any, recording: _Recording) -> None:
+    """The program's own step ranges (``record_function("train_step")``): the end of an
+    outermost one is a step."""
+    cls = getattr(getattr(torch, "autograd", None), "profiler", None)
+    cls = getattr(cls, "record_function", None)
+    if cls is None:
+        return
+    enter, leave = cls.__enter__, cls.__exit__
+    depth = threading.local()
+
+    def entered(self: Any) -> Any:
+        if not recording.ours:
+            depth.n = getattr(depth, "n", 0) + 1
+        return enter(self)
+
+    def left(self: Any, *args: Any) -> Any:
+        result = leave(self, *args)
+        if not recording.ours:
+            depth.n = getattr(depth, "n", 1) - 1
+            if depth.n == 0 and is_step_name(str(getattr(self, "name", ""))):
+                recording.step("ranges")
+        return result
+
+    cls.__enter__, cls.__exit__ = entered, left
 
 
 class _AfterTorch(importlib.abc.MetaPathFinder, importlib.abc.Loader):

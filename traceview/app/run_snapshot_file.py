@@ -15,7 +15,8 @@ from traceview import __version__
 from traceview.analyses.runs.snapshot import KIND, SCHEMA_VERSION, RunSnapshot
 from traceview.app.snapshot_file import problem_of
 from traceview.errors import TraceviewError
-from traceview.side_files import read_side_file
+from traceview.read.stream import is_pipe, pipe_input
+from traceview.side_files import MAX_BYTES, read_side_file, too_big
 
 _MARK = re.compile(rb'"kind"\s*:\s*"traceview-run-snapshot"')
 SNIFF_BYTES = 4096
@@ -32,7 +33,15 @@ def to_json(run: RunSnapshot) -> str:
 
 
 def is_run_snapshot(path: Path) -> bool:
-    """Whether ``path`` is a run snapshot: its first KB name the kind (it comes first)."""
+    """Whether ``path`` is a run snapshot: its first KB name the kind (it comes first).
+
+    A pipe (``-``, a FIFO, ``<(...)``) is opened once and its first KB kept for whichever
+    reader reads it next (read.stream): opening it again would find its data gone, or wait
+    for a writer that never comes. A directory or a missing path is not one."""
+    if is_pipe(path):
+        return _MARK.search(pipe_input(path).peek(SNIFF_BYTES)) is not None
+    if not path.is_file():
+        return False
     try:
         with path.open("rb") as f:
             return _MARK.search(f.read(SNIFF_BYTES)) is not None
@@ -40,9 +49,20 @@ def is_run_snapshot(path: Path) -> bool:
         return False
 
 
+def _read(path: Path) -> bytes:
+    """The run snapshot's bytes (bounded); a pipe through the stream its sniff opened."""
+    if not is_pipe(path):
+        return read_side_file(path, "run snapshot")
+    limit = MAX_BYTES["run snapshot"]
+    data = pipe_input(path).take().read(limit + 1)
+    if len(data) > limit:
+        raise too_big(path, "run snapshot")
+    return data
+
+
 def load_run_snapshot(path: Path) -> RunSnapshot:
     """Read and validate a run snapshot; any problem is one TraceviewError naming the file."""
-    data = read_side_file(path, "run snapshot")
+    data = _read(path)
     try:
         run = msgspec.json.decode(data, type=RunSnapshot)
     except (msgspec.DecodeError, msgspec.ValidationError) as e:

@@ -246,7 +246,7 @@ def is_run_side(path: Path, run: RunOptions) -> bool:
     """Whether a ``diff`` input is a run: a run snapshot, a directory or a glob."""
     from traceview.app.run_snapshot_file import is_run_snapshot
 
-    return is_run([path], run) or (path.is_file() and is_run_snapshot(path))
+    return is_run([path], run) or is_run_snapshot(path)
 
 
 def diff(
@@ -287,7 +287,7 @@ def _run_side(path: Path, run: RunOptions, read: ReadOptions) -> RunSide:
     from traceview.analyses.runs.diff import RunSide
     from traceview.app.run_snapshot_file import is_run_snapshot, load_run_snapshot
 
-    if path.is_file() and is_run_snapshot(path):
+    if is_run_snapshot(path):
         return RunSide(str(path), "run snapshot", load_run_snapshot(path))
     return RunSide(str(path), "run", run_snapshot([path], run, read, KernelOptions()))
 

@@ -87,7 +87,8 @@ PowerTz = Annotated[
     typer.Option(
         "--power-tz",
         help="Zone of the log's timestamps: UTC, ±HH:MM or a name like Europe/Paris "
-        "(default: the machine's zone, said on stderr).",
+        "(default: the zone traceview record wrote beside the log, else the machine's zone; "
+        "said on stderr).",
         show_default=False,
     ),
 ]

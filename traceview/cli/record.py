@@ -55,6 +55,15 @@ def record(
             "only).",
         ),
     ] = 0,
+    step_seconds: Annotated[
+        float,
+        typer.Option(
+            "--step-seconds",
+            min=0.0,
+            help="Inference: a step at the end of the first outermost forward call this many "
+            "seconds or more after the last step (0: off).",
+        ),
+    ] = 0.0,
     power: Annotated[
         bool, typer.Option("--power", help="Log GPU power with nvidia-smi beside the run.")
     ] = False,
@@ -71,7 +80,8 @@ def record(
 
     options = app_record.RecordOptions(
         out=output, force=force, wait=wait, warmup=warmup, active=active, shapes=shapes,
-        memory=memory, stack=stack, step_forwards=step_forwards, power=power,
+        memory=memory, stack=stack, step_forwards=step_forwards, step_seconds=step_seconds,
+        power=power,
         power_interval_ms=power_interval, report=not no_report,
     )  # fmt: skip
     raise typer.Exit(app_record.record(program, options))

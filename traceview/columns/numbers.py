@@ -67,15 +67,3 @@ def _to_ns(value: float | int | Decimal) -> int:
         except ArithmeticError:  # an exponent beyond Decimal's range, e.g. 1e999999999
             raise BadNumber(OUT_OF_RANGE) from None
     raise BadNumber
-
-
-_INT64_END = 2**63
-
-
-def sum_fits_int64(values: Any) -> bool:
-    """Whether the sum of these non-negative int64 values (ns) stays below 2^63: then every
-    sum of a subset of them (a kernel's total, a stream's busy time) is exact in int64."""
-    if len(values) == 0 or int(values.max()) * len(values) < _INT64_END:
-        return True
-    total: int = sum(values.tolist())  # rare: exact, in Python ints
-    return total < _INT64_END

@@ -44,7 +44,7 @@ def table(trace: TraceSummary, rows: Sequence[StepRow]) -> Table:
 
 def _device(d: StepDevice | None) -> tuple[str, ...]:
     if d is None:
-        return ("-",) * 6
+        return ("-",) * 5
     return (
         units.duration_ns(d.window_ns),
         units.pct(d.busy_pct),

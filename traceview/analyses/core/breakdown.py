@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from traceview.aggregate import sums
 from traceview.aggregate.intervals import unions
 from traceview.aggregate.order import lex_order
 from traceview.analyses.core.categories import CATEGORIES
@@ -99,10 +100,8 @@ def breakdowns(
     cat_busy: dict[int, list[tuple[int, int]]] = {}
     for seg, b in zip(per_cat.segment.tolist(), per_cat.busy.tolist(), strict=True):
         cat_busy.setdefault(seg // width, []).append((seg % width, b))
-    gpu_time = np.zeros(n * width, dtype=np.int64)
-    np.add.at(gpu_time, device * width + cat, gpu.dur[busy])
-    wait = np.zeros(n, dtype=np.int64)
-    np.add.at(wait, gap_device, host_wait)
+    gpu_time = sums.by_group(device * width + cat, gpu.dur[busy], n * width)
+    wait = sums.by_group(gap_device, host_wait, n)
     index = {(type(v), v): i for i, v in enumerate(values)}
     out = []
     for u in usage:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from traceview.aggregate import sums
 from traceview.aggregate.order import dense_ids, lex_order
 from traceview.columns.cpu_rows import OP, ROW
 from traceview.columns.model import TraceEvents
@@ -58,15 +59,9 @@ def op_calls(events: TraceEvents, columns: tuple[np.ndarray, ...] | None = None)
         name=used // width,
         shape=used % width - 1,
         calls=np.bincount(group, minlength=n).astype(np.int64),
-        cpu_ns=_sums(group, dur, n),
-        self_ns=_sums(group, self_ns, n),
+        cpu_ns=sums.by_group(group, dur, n),
+        self_ns=sums.by_group(group, self_ns, n),
     )
-
-
-def _sums(group: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
-    out = np.zeros(n, dtype=np.int64)
-    np.add.at(out, group, values)
-    return out
 
 
 def _op_columns(events: TraceEvents) -> tuple[np.ndarray, ...]:
@@ -162,7 +157,5 @@ def _unreached(head: np.ndarray, ts: np.ndarray, end: np.ndarray) -> np.ndarray:
 def _children_time(thread: np.ndarray, ts: np.ndarray, end: np.ndarray) -> np.ndarray:
     """Per call, the summed duration of its direct children."""
     parent = parents(thread, ts, end)
-    out = np.zeros(len(ts), dtype=np.int64)
     has = np.flatnonzero(parent >= 0)
-    np.add.at(out, parent[has], end[has] - ts[has])
-    return out
+    return sums.by_group(parent[has], end[has] - ts[has], len(ts))

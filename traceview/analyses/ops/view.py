@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from traceview.aggregate import sums
 from traceview.aggregate.intervals import unions
 from traceview.aggregate.order import dense_ids, lex_order
 from traceview.aggregate.percentiles import nearest_rank
@@ -232,7 +233,7 @@ def analyse_ops(events: TraceEvents, options: OpOptions, shared: Shared | None =
     graph_launches = np.bincount(group[graph & once], minlength=n)
     category = categorize(events, links) if shared is None else shared.category
     comm = _all_communication(category[rows], group, n)
-    total = int(gpu_ns.sum())
+    total = sums.total(gpu_ns)
     out = []
     for g, key in enumerate(used.tolist()):
         name_id, shape_key = keys.split(key)
@@ -327,11 +328,9 @@ def _shapes_of(shape: np.ndarray | None, rows: np.ndarray) -> np.ndarray:
 
 
 def _sums(group: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
-    """Per group, the sum of ``values`` (rows with group −1 left out)."""
-    out = np.zeros(n, dtype=np.int64)
+    """Per group, the exact sum of ``values`` (rows with group −1 left out)."""
     keep = group >= 0
-    np.add.at(out, group[keep], values[keep])
-    return out
+    return sums.by_group(group[keep], values[keep], n)
 
 
 def _no_op_row(name_id: int, keys: OpKeys) -> str:
@@ -365,9 +364,7 @@ def _busy(events: TraceEvents, rows: np.ndarray, group: np.ndarray, n: int) -> n
     rows, segment = rows[order], segment[order]
     ts = gpu.ts[rows]
     u = unions(segment, ts, ts + gpu.dur[rows], holes=False, ordered=True)
-    out = np.zeros(n, dtype=np.int64)
-    np.add.at(out, u.segment // width, u.busy)
-    return out
+    return sums.by_group(u.segment // width, u.busy, n)
 
 
 def _launch_delay(

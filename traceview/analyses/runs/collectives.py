@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from traceview.aggregate import sums
 from traceview.analyses.runs import bandwidth
 from traceview.analyses.runs.rank_summary import CommKernels
 
@@ -282,7 +283,7 @@ def rank_waits(rank: int, comm: CommKernels, table: WaitTable) -> Waits:
         index, latest, last = found
         at = np.minimum(np.searchsorted(index, mine.index), len(index) - 1)
         hit = index[at] == mine.index
-        wait += int((latest[at][hit] - mine.start[hit]).sum())
+        wait += sums.total(latest[at][hit] - mine.start[hit])
         times_last += int((last[at][hit] == rank).sum())
     return Waits(rank, times_last, wait)
 

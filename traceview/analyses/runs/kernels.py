@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from traceview.aggregate import sketch
+from traceview.aggregate import sketch, sums
 from traceview.analyses.core.names import display_names
 from traceview.analyses.kernels import KernelOptions, KernelReport, KernelRow, sort_key
 from traceview.analyses.runs.rank_summary import RankSummary
@@ -115,7 +115,7 @@ def rollup_report(
         ranks=[_rank_totals(s) for s in summaries],
         size_bytes=rollup.size_bytes,
         count=int(rollup.stats.moments.count.sum()),
-        total_ns=int(rollup.stats.moments.total.sum()),
+        total_ns=sums.total(rollup.stats.moments.total),
         distinct=rollup.distinct,
         rows=kept,
         left_out_rows=len(rows) - len(kept),
@@ -125,7 +125,7 @@ def rollup_report(
 def _rank_totals(s: RankSummary) -> RankTotals:
     m = s.stats.moments
     return RankTotals(
-        s.rank, s.path, s.size_bytes, int(m.count.sum()), int(m.total.sum()),
+        s.rank, s.path, s.size_bytes, int(m.count.sum()), sums.total(m.total),
         len(s.stats.names), s.report,
     )  # fmt: skip
 
@@ -137,7 +137,7 @@ def _rows(rollup: Rollup) -> list[RollupRow]:
     pcts = sketch.quantiles(stats.sketch, n, (50, 90, 99))
     median = sketch.quantiles(rollup.totals, n, (50,))[50]
     std = m.std()
-    count_all, total_all = int(m.count.sum()), int(m.total.sum())
+    count_all, total_all = int(m.count.sum()), sums.total(m.total)
     shown = display_names(stats.names)
     rows = []
     for g, name in enumerate(stats.names):

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from traceview.aggregate import moments, sketch
+from traceview.aggregate import moments, sketch, sums
 from traceview.aggregate.intervals import unions
 from traceview.aggregate.order import dense_ids
 from traceview.aggregate.percentiles import nearest_rank
@@ -133,10 +133,10 @@ def summarize_rank(
         path=events.path,
         size_bytes=events.size_bytes,
         kernels=len(kernel),
-        kernel_time_ns=int(gpu.dur[kernel].sum()),
+        kernel_time_ns=sums.total(gpu.dur[kernel]),
         stats=kernel_stats(events, options),
         devices=usage(events, np.arange(len(gpu.ts))),
-        comm_ns=int(gpu.dur[kernel[comm]].sum()),
+        comm_ns=sums.total(gpu.dur[kernel[comm]]),
         exposed_comm_ns=exposed_ns(events, kernel, comm),
         median_step_ns=median_step_ns(rows),
         comm=comm_kernels(events, kernel[comm]),
@@ -174,7 +174,9 @@ def gap_figures(events: TraceEvents) -> GapFigures:
     length = gaps.end - gaps.start
     one = np.zeros(len(length), dtype=np.int64)
     return GapFigures(
-        moments.accumulate(one, length, 1), sketch.of_values(one, length), int(gaps.host_wait.sum())
+        moments.accumulate(one, length, 1),
+        sketch.of_values(one, length),
+        sums.total(gaps.host_wait),
     )
 
 
@@ -211,7 +213,7 @@ def _busy(events: TraceEvents, rows: np.ndarray) -> int:
     device, _ = device_of_stream(events)
     ts = events.gpu.ts[rows]
     u = unions(device[events.gpu.stream[rows]], ts, ts + events.gpu.dur[rows])
-    return int(u.busy.sum())
+    return sums.total(u.busy)
 
 
 def median_step_ns(rows: list[StepRow]) -> int | None:

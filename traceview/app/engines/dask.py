@@ -19,7 +19,15 @@ from typing import TYPE_CHECKING, Any
 from traceview.analyses.runs.collectives import latest_starts
 from traceview.analyses.runs.rollup import merge, of_rank
 from traceview.app.engines.local import default_jobs
-from traceview.app.engines.worker import RankFailure, RankTask, RunResult, ingest, usable, waits
+from traceview.app.engines.worker import (
+    RankFailure,
+    RankTask,
+    RunResult,
+    ingest_evicting_later,
+    keep_cache_within_limit,
+    usable,
+    waits,
+)
 from traceview.errors import TraceviewError
 
 if TYPE_CHECKING:
@@ -31,7 +39,7 @@ if TYPE_CHECKING:
 def run(tasks: Sequence[RankTask], options: RunOptions, partial: bool) -> RunResult:
     """Every rank summarised on the cluster, merged there; waits computed there too."""
     with _client(options, len(tasks)) as client:
-        ingested = client.map(ingest, tasks, pure=False)
+        ingested = client.map(ingest_evicting_later, tasks, pure=False)
         outcomes = client.gather(client.map(_failure_or_none, ingested))
         usable([o or _OK for o in outcomes], partial)  # the error, or the warnings
         kept = [f for f, o in zip(ingested, outcomes, strict=True) if o is None]
@@ -41,7 +49,20 @@ def run(tasks: Sequence[RankTask], options: RunOptions, partial: bool) -> RunRes
         [table] = client.scatter([latest_starts(rollup.collectives, rollup.ranks)], broadcast=True)
         rank_waits = client.gather(client.map(waits, kept, table=table))
         summaries = client.gather(kept)
+        _keep_caches_within_limit(client, tasks)
     return RunResult(summaries, rollup, rank_waits)
+
+
+def _keep_caches_within_limit(client: Client, tasks: Sequence[RankTask]) -> None:
+    """The size limit check the workers left, once per machine (each has its own cache)."""
+    if not tasks or not tasks[0].read.cache:
+        return
+    from distributed.comm.addressing import get_address_host
+
+    by_host: dict[str, str] = {}
+    for address in client.ncores():
+        by_host.setdefault(get_address_host(address), address)
+    client.run(keep_cache_within_limit, tasks[0].read, workers=list(by_host.values()))
 
 
 def _failure_or_none(result: Any) -> RankFailure | None:

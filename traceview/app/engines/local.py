@@ -18,7 +18,9 @@ from traceview.app.engines.worker import (
     RankFailure,
     RankTask,
     RunResult,
+    evict_later,
     ingest,
+    keep_cache_within_limit,
     rolled_up,
     usable,
     waits,
@@ -41,20 +43,13 @@ def summaries(tasks: Sequence[RankTask], jobs: int) -> Iterator[RankSummary | Ra
     """Each task's summary (or failure), in task order, ``jobs`` files at a time."""
     workers = max(1, min(jobs, len(tasks)))
     context = multiprocessing.get_context("fork")  # no re-import of traceview per worker
-    with ProcessPoolExecutor(workers, context, initializer=_evict_later) as pool:
+    with ProcessPoolExecutor(workers, context, initializer=evict_later) as pool:
         futures = [pool.submit(ingest, task) for task in tasks]
         for i, future in enumerate(futures):
             try:
                 yield future.result()
             except BrokenProcessPool:
                 raise TraceviewError(_died(tasks[i : i + workers])) from None
-
-
-def _evict_later() -> None:
-    """In a worker: entries are written without the size limit check, done once by run."""
-    from traceview import cache
-
-    cache.evict_later()
 
 
 def _died(tasks: Sequence[RankTask]) -> str:
@@ -72,18 +67,8 @@ def run(tasks: Sequence[RankTask], options: RunOptions, partial: bool) -> RunRes
     """Summaries in the pool; the merge and the pass-2 waits here, on summaries only."""
     jobs = options.jobs if options.jobs is not None else default_jobs()
     results = list(summaries(tasks, jobs))
-    _keep_cache_within_limit(tasks)
+    keep_cache_within_limit(tasks[0].read if tasks else None)
     found = usable(results, partial)
     rollup = rolled_up(found)
     table = latest_starts(rollup.collectives, rollup.ranks)
     return RunResult(found, rollup, [waits(s, table) for s in found])
-
-
-def _keep_cache_within_limit(tasks: Sequence[RankTask]) -> None:
-    """The size limit check the workers left (one, not one per entry written)."""
-    read = tasks[0].read if tasks else None
-    if read is not None and read.cache:
-        from traceview import cache
-
-        settings = cache.CacheSettings(True, directory=read.cache_dir)
-        cache.keep_within_limit(settings)

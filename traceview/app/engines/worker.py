@@ -80,6 +80,30 @@ def ingest(task: RankTask) -> RankSummary | RankFailure:
         _wait_for_cache_writes()
 
 
+def evict_later() -> None:
+    """In a worker: entries are written without the cache's size limit check (a listing and
+    a stat of every entry after each write made a cold run quadratic in ranks); the engine
+    checks once, after the run (keep_cache_within_limit)."""
+    from traceview import cache
+
+    cache.evict_later()
+
+
+def ingest_evicting_later(task: RankTask) -> RankSummary | RankFailure:
+    """``ingest`` in a worker whose entries wait for keep_cache_within_limit (Dask's task:
+    its workers have no initializer of ours)."""
+    evict_later()
+    return ingest(task)
+
+
+def keep_cache_within_limit(read: ReadOptions | None) -> None:
+    """The size limit check the workers left: once, after the run (none without a cache)."""
+    if read is not None and read.cache:
+        from traceview import cache
+
+        cache.keep_within_limit(cache.CacheSettings(True, directory=read.cache_dir))
+
+
 @dataclass(frozen=True)
 class RunResult:
     """Every rank's summary and waits (rank order) and the merged roll-up."""
