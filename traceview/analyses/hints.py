@@ -194,7 +194,7 @@ def cuda_graphs(f: Facts) -> Hint | None:
     graphs = np.empty(0, dtype=np.int64) if f.graphs is None else f.graphs
     graph = replayed(f.events, rows, graphs)
     kernels = gpu.dur[rows[~graph]]
-    if len(kernels) == 0 or 2 * int(gpu.dur[rows[graph]].sum()) >= int(gpu.dur[rows].sum()):
+    if len(kernels) == 0 or 2 * sums.total(gpu.dur[rows[graph]]) >= sums.total(gpu.dur[rows]):
         return None
     median = int(np.sort(kernels)[(len(kernels) + 1) // 2 - 1])
     waiting = [
