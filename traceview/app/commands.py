@@ -102,7 +102,7 @@ def steps(path: Path, read: ReadOptions, out: OutputOptions, top: int) -> None:
 
     _check_format(out.format)
     check_save(out, (path,))
-    events = read_trace(path, read)
+    events = read_trace(path, read, phases=True)
     rows = step_table(events)
     trace = summarize(events)
     show(out, render_steps.document(trace, rows, top), (path,))

@@ -1,0 +1,232 @@
+"""Steps of serving traces: the frameworks' own step markers, and each step's phase.
+
+A trace without ``ProfilerStep#N`` takes its steps from the first marker style of MARKERS
+that its CPU ranges hold (numbered 0, 1, ... in start order). A step's phase comes from its
+marker's words; where they say nothing, from what the step records (``step_phases``).
+Definitions: docs/metrics.md, "Serving steps and phases".
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from traceview.columns.cpu_rows import UNCORRELATED, is_op
+from traceview.columns.model import StepWindow, TraceEvents
+
+PREFILL, DECODE, MIXED, CAPTURE, WARMUP, UNKNOWN = (
+    "prefill", "decode", "mixed", "capture", "warmup", "unknown",
+)  # fmt: skip
+PHASES = (PREFILL, DECODE, MIXED, CAPTURE, WARMUP, UNKNOWN)
+WARMUP_PHASES = (CAPTURE, WARMUP)  # left out of medians unless --include-warmup
+
+
+@dataclass(frozen=True)
+class Words:
+    """What a marker's name says: the phase, and the batch size and tokens when it has them."""
+
+    phase: str
+    batch: int | None = None
+    tokens: int | None = None
+
+
+@dataclass(frozen=True)
+class Marker:
+    """One framework's step marker: a pattern the whole range name matches, and its reading."""
+
+    framework: str
+    example: str
+    hint: str  # a substring every match holds: most names are passed over without a match
+    pattern: re.Pattern[str]
+    read: Callable[[re.Match[str]], Words]
+
+
+# SGLang's ForwardMode names (srt/model_executor/forward_batch_info.py) in step[MODE ...].
+_SGLANG_MODES = {
+    "EXTEND": PREFILL, "PREFILL": PREFILL, "SPLIT_PREFILL": PREFILL, "DRAFT_EXTEND": PREFILL,
+    "DECODE": DECODE, "TARGET_VERIFY": DECODE, "MIXED": MIXED, "DUMMY_FIRST": WARMUP,
+}  # fmt: skip
+
+
+def _number(pattern: str, text: str) -> int | None:
+    m = re.search(pattern, text)
+    return int(m.group(1)) if m else None
+
+
+def _sglang(m: re.Match[str]) -> Words:
+    """``step[DECODE bs=32]``, ``step[EXTEND bs=15 toks=15360]``: a decode step makes one
+    token per sequence, so its tokens are its batch size."""
+    phase = _SGLANG_MODES.get(m["mode"], UNKNOWN)
+    batch = _number(r"\bbs=(\d+)", m["rest"])
+    tokens = _number(r"\btoks=(\d+)", m["rest"])
+    if tokens is None and phase == DECODE:
+        tokens = batch
+    return Words(phase, batch, tokens)
+
+
+def _execute(m: re.Match[str]) -> Words:
+    """``execute_<n>_context_<c>(sq…)_generation_<g>(sq…)``: c sequences in prefill, g in
+    decode; ``sq<N>`` is the query tokens of each part."""
+    context, generation = int(m["c"]), int(m["g"])
+    phase = {(True, False): PREFILL, (False, True): DECODE, (True, True): MIXED}.get(
+        (context > 0, generation > 0), UNKNOWN
+    )
+    parts = [_number(r"^sq(\d+)", m[k]) for k in ("cs", "gs")]
+    tokens = None if None in parts else sum(p for p in parts if p is not None)
+    return Words(phase, int(m["n"]), tokens)
+
+
+MARKERS: tuple[Marker, ...] = (
+    Marker(
+        "SGLang",
+        "step[DECODE bs=32]",
+        "step[",
+        re.compile(r"step\[(?P<mode>[A-Z_]+)(?P<rest>(?: [a-z_]+=\d+)*)\]"),
+        _sglang,
+    ),
+    Marker(
+        "serving images (execute ranges)",
+        "execute_32_context_0(sq0sk0sqsq0sqsk0)_generation_32(sq32sk32785sqsq32sqsk32785)",
+        "_generation_",
+        re.compile(
+            r"execute_(?P<n>\d+)_context_(?P<c>\d+)\((?P<cs>[^()]*)\)"
+            r"_generation_(?P<g>\d+)\((?P<gs>[^()]*)\)"
+        ),
+        _execute,
+    ),
+    Marker(
+        "vLLM",
+        "vllm/v1/worker/gpu_model_runner.py(3380): execute_model",
+        ": execute_model",
+        re.compile(r"(?:.*/)?gpu_model_runner\.py\(\d+\): execute_model"),
+        lambda m: Words(UNKNOWN),
+    ),
+)
+
+
+def marker_steps(events: TraceEvents) -> list[StepWindow]:
+    """The steps of the first marker style (in MARKERS' order) whose ranges the CPU rows
+    hold, numbered in start order; none when no style is found."""
+    names = events.names
+    for marker in MARKERS:
+        words = {
+            i: marker.read(m)
+            for i, n in enumerate(names)
+            if marker.hint in n and (m := marker.pattern.fullmatch(n))
+        }
+        if words:
+            found = _ranges(events, list(words))
+            if found:
+                found.sort(key=lambda r: (r[1], -r[2]))
+                return [
+                    StepWindow(i, ts, end, False, names[n], *_fields(words[n]))
+                    for i, (n, ts, end) in enumerate(found)
+                ]
+    return []
+
+
+def _fields(w: Words) -> tuple[str, int | None, int | None]:
+    return w.phase, w.batch, w.tokens
+
+
+def _ranges(events: TraceEvents, ids: list[int]) -> list[tuple[int, int, int]]:
+    """(name id, ts, end) of the CPU ranges (ops and annotations) named by ``ids``."""
+    wanted = np.zeros(len(events.names), dtype=bool)
+    wanted[ids] = True
+    out: list[tuple[int, int, int]] = []
+    for block in events.cpu.blocks():
+        rows = block[is_op(block["correlation"]) & wanted[block["name"]]]
+        out += zip(rows["name"].tolist(), rows["ts"].tolist(), rows["end"].tolist(), strict=True)
+    return out
+
+
+# What a step records that tells its phase when its marker says nothing.
+_ATTENTION = frozenset({"aten::scaled_dot_product_attention"})  # query: [..., Nq, d]
+_BACKWARD = re.compile(r"(?:(?<![A-Za-z])[Bb]ackward|(?<=[a-z])Backward)")
+_CAPTURE = re.compile(r"(?:cuda|hip)(?:StreamBeginCapture|GraphInstantiate)\w*")
+
+
+def step_phases(events: TraceEvents) -> TraceEvents:
+    """``events`` with every step's phase set: its marker's word, else from the step's CPU
+    rows (a graph-capture call: capture; a backward op: unknown, training; else the
+    attention ops' query length per sequence: all 1 decode, all more prefill, both mixed).
+    Without CPU rows, a step whose marker says nothing stays unknown."""
+    steps = events.steps
+    if not steps or all(s.phase not in ("", UNKNOWN) for s in steps):
+        return events
+    found = _evidence(events) if len(events.cpu) else None
+    out = []
+    for s in steps:
+        phase = s.phase if s.phase not in ("", UNKNOWN) else UNKNOWN
+        if phase == UNKNOWN and found is not None and not s.on_gpu:
+            phase = _phase_of(found, s.start_ns, s.end_ns)
+        out.append(replace(s, phase=phase))
+    return replace(events, steps=out)
+
+
+@dataclass(frozen=True)
+class _Evidence:
+    """The CPU rows that tell a phase, sorted by start: kind (0 capture, 1 backward,
+    2 attention) and the attention's query length (0 for the others)."""
+
+    ts: np.ndarray
+    kind: np.ndarray
+    query: np.ndarray
+
+
+def _evidence(events: TraceEvents) -> _Evidence:
+    names = events.names
+    kind = np.full(len(names), -1, dtype=np.int8)
+    for i, n in enumerate(names):
+        if n in _ATTENTION:
+            kind[i] = 2
+        elif _CAPTURE.fullmatch(n):
+            kind[i] = 0
+        elif _BACKWARD.search(n):
+            kind[i] = 1
+    parts: list[np.ndarray] = []
+    for block in events.cpu.blocks():
+        k = kind[block["name"]]
+        calls = block["correlation"] >= 0
+        keep = ((k == 0) & (calls | (block["correlation"] == UNCORRELATED))) | (
+            (k > 0) & is_op(block["correlation"])
+        )
+        if keep.any():
+            parts.append(block[keep][["name", "ts", "shape"]].copy())
+    if not parts:
+        return _Evidence(np.zeros(0, np.int64), np.zeros(0, np.int8), np.zeros(0, np.int64))
+    rows = np.concatenate(parts)
+    rows = rows[np.argsort(rows["ts"], kind="stable")]
+    query = np.array([_query(events.shapes, int(s)) for s in rows["shape"]], dtype=np.int64)
+    return _Evidence(rows["ts"].astype(np.int64), kind[rows["name"]], query)
+
+
+def _query(shapes: Sequence[tuple[bytes, bytes, bytes]], shape: int) -> int:
+    """The query length of an SDPA call (its first input's second-to-last dim), 0 unknown."""
+    if shape < 0 or shape >= len(shapes) or not shapes[shape][0]:
+        return 0
+    try:
+        dims = json.loads(shapes[shape][0])
+        q = dims[0]
+        return int(q[-2]) if isinstance(q, list) and len(q) >= 3 else 0
+    except (ValueError, TypeError, IndexError):
+        return 0
+
+
+def _phase_of(found: _Evidence, start: int, end: int) -> str:
+    lo, hi = np.searchsorted(found.ts, [start, end], side="left")
+    hi = np.searchsorted(found.ts, end, side="right")
+    kind, query = found.kind[lo:hi], found.query[lo:hi]
+    if (kind == 0).any():
+        return CAPTURE
+    if (kind == 1).any():
+        return UNKNOWN
+    q = query[(kind == 2) & (query > 0)]
+    if len(q) == 0:
+        return UNKNOWN
+    one, more = bool((q == 1).any()), bool((q > 1).any())
+    return MIXED if one and more else DECODE if one else PREFILL
