@@ -48,7 +48,10 @@ from traceview.columns.schema import (
 from traceview.read.decode import ShapedArgs, check_raw_numbers, has_raw_numbers, may_carry
 from traceview.read.reader import ReadStats, TraceReader
 
-_RUNTIME, _CPU_ANNOTATION, _GPU_ANNOTATION, _OTHER = 10, 11, 12, -1
+_RUNTIME, _CPU_ANNOTATION, _GPU_ANNOTATION, _PYTHON, _OTHER = 10, 11, 12, 13, -1
+# The python frames kept (as annotations, with the CPU rows): serving step markers
+# (traceview.analyses.core.step_markers), told by the end of their name.
+STEP_FRAMES = (": execute_model",)
 MEMORY = allocations.NAME
 _CATEGORIES = {
     "kernel": KERNEL,
@@ -63,6 +66,7 @@ _CATEGORIES = {
     "cpu_op": _CPU_ANNOTATION,
     "operator": _CPU_ANNOTATION,  # 2021 kineto's name for cpu_op
     "gpu_user_annotation": _GPU_ANNOTATION,
+    "python_function": _PYTHON,
 }
 _INT64_MAX = 2**63 - 1
 _GPU = [c.name for c in GPU_COLUMNS]  # where each column is in a batch's tuple
@@ -269,7 +273,7 @@ class EventCollector:
         gpu = _picked(events, gpu_at)
         runtime_at = np.flatnonzero(kinds == _RUNTIME)
         runtime = _picked(events, runtime_at)
-        marked_at = np.flatnonzero(kinds >= _CPU_ANNOTATION)
+        marked_at = np.flatnonzero((kinds >= _CPU_ANNOTATION) & (kinds <= _GPU_ANNOTATION))
         marked = _picked(events, marked_at)
         names = [e.name for e in marked]
         is_step = np.fromiter(map(str.startswith, names, repeat(STEP_PREFIX)), bool, len(names))
@@ -279,6 +283,8 @@ class EventCollector:
         ops: list[Any] = []
         if self.keep_cpu:
             ops = _picked(marked, ops_at)
+            python = _picked(events, np.flatnonzero(kinds == _PYTHON))
+            ops += [e for e in python if e.name.endswith(STEP_FRAMES)]
         elif carry:
             ops = [e for e in _picked(marked, ops_at) if (a := e.args) and a.collective is not None]
         # Instant events read as the empty category, which is no kind: [memory] among them.
@@ -560,9 +566,15 @@ def _span_or_none(e: Any) -> tuple[int, int] | None:
 
 
 def _op_kinds(ops: list[Any]) -> np.ndarray:
-    """The CPU-row mark of each CPU op: ANNOTATION for a user_annotation, else OP."""
+    """The CPU-row mark of each CPU op: ANNOTATION for a user_annotation or a python frame,
+    else OP."""
     return np.array(
-        [cpu_rows.ANNOTATION if e.cat.lower() == "user_annotation" else cpu_rows.OP for e in ops],
+        [
+            cpu_rows.ANNOTATION
+            if e.cat.lower() in ("user_annotation", "python_function")
+            else cpu_rows.OP
+            for e in ops
+        ],
         dtype=np.int64,
     )
 

@@ -33,6 +33,7 @@ class StepWindow:
     phase: str = ""  # prefill, decode, mixed, capture, warmup, unknown ("": not known yet)
     batch: int | None = None
     tokens: int | None = None
+    cut: bool = False  # the trace ends inside it (analyses.core.step_markers.step_phases)
 
 
 @dataclass(frozen=True)

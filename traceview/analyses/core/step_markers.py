@@ -11,12 +11,15 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
+from traceview.analyses.core.steps import in_steps, step_windows
 from traceview.columns.cpu_rows import UNCORRELATED, is_op
 from traceview.columns.model import StepWindow, TraceEvents
+from traceview.columns.schema import CommColumns, GpuColumns
+from traceview.errors import UsageError
 
 PREFILL, DECODE, MIXED, CAPTURE, WARMUP, UNKNOWN = (
     "prefill", "decode", "mixed", "capture", "warmup", "unknown",
@@ -148,61 +151,79 @@ def _ranges(events: TraceEvents, ids: list[int]) -> list[tuple[int, int, int]]:
 _ATTENTION = frozenset({"aten::scaled_dot_product_attention"})  # query: [..., Nq, d]
 _BACKWARD = re.compile(r"(?:(?<![A-Za-z])[Bb]ackward|(?<=[a-z])Backward)")
 _CAPTURE = re.compile(r"(?:cuda|hip)(?:StreamBeginCapture|GraphInstantiate)\w*")
+# Runtime calls that launch kernels (a copy or a fill may make no activity: 0 bytes).
+_LAUNCH = re.compile(r"(?:cuda|hip|cu)\w*Launch\w*")
+_CAPTURES, _BACKWARDS, _ATTENTIONS, _LAUNCHES = 0, 1, 2, 3
 
 
 def step_phases(events: TraceEvents) -> TraceEvents:
     """``events`` with every step's phase set: its marker's word, else from the step's CPU
     rows (a graph-capture call: capture; a backward op: unknown, training; else the
-    attention ops' query length per sequence: all 1 decode, all more prefill, both mixed).
-    Without CPU rows, a step whose marker says nothing stays unknown."""
+    attention ops' query length per sequence: all 1 decode, all more prefill, both mixed);
+    and the last step marked cut when launches in it ran no GPU activity (the trace ended
+    first). Without CPU rows, a step whose marker says nothing stays unknown."""
     steps = events.steps
-    if not steps or all(s.phase not in ("", UNKNOWN) for s in steps):
+    if not steps:
         return events
     found = _evidence(events) if len(events.cpu) else None
+    last = max(s.end_ns for s in steps)
     out = []
     for s in steps:
         phase = s.phase if s.phase not in ("", UNKNOWN) else UNKNOWN
-        if phase == UNKNOWN and found is not None and not s.on_gpu:
-            phase = _phase_of(found, s.start_ns, s.end_ns)
-        out.append(replace(s, phase=phase))
+        cut = False
+        if found is not None and not s.on_gpu:
+            if phase == UNKNOWN:
+                phase = _phase_of(found, s.start_ns, s.end_ns)
+            cut = s.end_ns == last and _lost_launches(events, found, s.start_ns, s.end_ns)
+        out.append(replace(s, phase=phase, cut=cut))
     return replace(events, steps=out)
 
 
 @dataclass(frozen=True)
 class _Evidence:
-    """The CPU rows that tell a phase, sorted by start: kind (0 capture, 1 backward,
-    2 attention) and the attention's query length (0 for the others)."""
+    """The CPU rows that tell a phase or a cut, sorted by start: kind (_CAPTURES, ...),
+    the attention's query length (0 for the others) and the correlation id."""
 
     ts: np.ndarray
     kind: np.ndarray
     query: np.ndarray
+    correlation: np.ndarray
 
 
-def _evidence(events: TraceEvents) -> _Evidence:
-    names = events.names
+def _kinds(names: Sequence[str]) -> np.ndarray:
     kind = np.full(len(names), -1, dtype=np.int8)
     for i, n in enumerate(names):
         if n in _ATTENTION:
-            kind[i] = 2
+            kind[i] = _ATTENTIONS
         elif _CAPTURE.fullmatch(n):
-            kind[i] = 0
+            kind[i] = _CAPTURES
+        elif _LAUNCH.fullmatch(n):
+            kind[i] = _LAUNCHES
         elif _BACKWARD.search(n):
-            kind[i] = 1
+            kind[i] = _BACKWARDS
+    return kind
+
+
+def _evidence(events: TraceEvents) -> _Evidence:
+    kind = _kinds(events.names)
     parts: list[np.ndarray] = []
     for block in events.cpu.blocks():
         k = kind[block["name"]]
-        calls = block["correlation"] >= 0
-        keep = ((k == 0) & (calls | (block["correlation"] == UNCORRELATED))) | (
-            (k > 0) & is_op(block["correlation"])
-        )
+        op = is_op(block["correlation"])
+        call = ~op & (block["correlation"] != UNCORRELATED)
+        keep = (k == _CAPTURES) & ~op | (k == _LAUNCHES) & call
+        keep |= ((k == _BACKWARDS) | (k == _ATTENTIONS)) & op
         if keep.any():
-            parts.append(block[keep][["name", "ts", "shape"]].copy())
+            parts.append(block[keep][["name", "ts", "shape", "correlation"]].copy())
     if not parts:
-        return _Evidence(np.zeros(0, np.int64), np.zeros(0, np.int8), np.zeros(0, np.int64))
+        none = np.zeros(0, np.int64)
+        return _Evidence(none, np.zeros(0, np.int8), none, none)
     rows = np.concatenate(parts)
     rows = rows[np.argsort(rows["ts"], kind="stable")]
     query = np.array([_query(events.shapes, int(s)) for s in rows["shape"]], dtype=np.int64)
-    return _Evidence(rows["ts"].astype(np.int64), kind[rows["name"]], query)
+    return _Evidence(
+        rows["ts"].astype(np.int64), kind[rows["name"]], query, rows["correlation"].astype(np.int64)
+    )
 
 
 def _query(shapes: Sequence[tuple[bytes, bytes, bytes]], shape: int) -> int:
@@ -210,23 +231,62 @@ def _query(shapes: Sequence[tuple[bytes, bytes, bytes]], shape: int) -> int:
     if shape < 0 or shape >= len(shapes) or not shapes[shape][0]:
         return 0
     try:
-        dims = json.loads(shapes[shape][0])
-        q = dims[0]
+        q = json.loads(shapes[shape][0])[0]
         return int(q[-2]) if isinstance(q, list) and len(q) >= 3 else 0
     except (ValueError, TypeError, IndexError):
         return 0
 
 
+def _window(found: _Evidence, start: int, end: int) -> slice:
+    return slice(
+        int(np.searchsorted(found.ts, start, side="left")),
+        int(np.searchsorted(found.ts, end, side="right")),
+    )
+
+
 def _phase_of(found: _Evidence, start: int, end: int) -> str:
-    lo, hi = np.searchsorted(found.ts, [start, end], side="left")
-    hi = np.searchsorted(found.ts, end, side="right")
-    kind, query = found.kind[lo:hi], found.query[lo:hi]
-    if (kind == 0).any():
+    at = _window(found, start, end)
+    kind, query = found.kind[at], found.query[at]
+    if (kind == _CAPTURES).any():
         return CAPTURE
-    if (kind == 1).any():
+    if (kind == _BACKWARDS).any():
         return UNKNOWN
-    q = query[(kind == 2) & (query > 0)]
+    q = query[(kind == _ATTENTIONS) & (query > 0)]
     if len(q) == 0:
         return UNKNOWN
     one, more = bool((q == 1).any()), bool((q > 1).any())
     return MIXED if one and more else DECODE if one else PREFILL
+
+
+def _lost_launches(events: TraceEvents, found: _Evidence, start: int, end: int) -> bool:
+    """Whether a launch call in [start, end] has no GPU activity with its correlation id."""
+    at = _window(found, start, end)
+    launched = found.correlation[at][found.kind[at] == _LAUNCHES]
+    return bool(len(launched)) and not np.isin(launched, events.gpu.correlation).all()
+
+
+def in_phase(events: TraceEvents, phase: str) -> TraceEvents:
+    """``--phase``: ``events`` with only the GPU activity of the steps of ``phase`` (as
+    ``--pstep`` picks a step's: by its launch) and only those steps; a usage error naming
+    the phases found when no step has it. CPU rows are kept whole."""
+    if phase not in PHASES:
+        raise UsageError(f"--phase {phase!r}: expected one of {', '.join(PHASES)}")
+    chosen = [s.step for s in events.steps if (s.phase or UNKNOWN) == phase]
+    if not chosen:
+        have = sorted({s.phase or UNKNOWN for s in events.steps})
+        raise UsageError(
+            f"--phase {phase}: no {phase} step in this trace (phases found: "
+            f"{', '.join(have) or 'none, no steps'})"
+        )
+    keep = np.flatnonzero(in_steps(events, chosen, step_windows(events)))
+    gpu = GpuColumns(*(getattr(events.gpu, f.name)[keep] for f in fields(GpuColumns)))
+    new_row = np.full(len(events.gpu.ts), -1, dtype=np.int64)
+    new_row[keep] = np.arange(len(keep))
+    old = events.comms.gpu_row
+    kept = old < 0
+    kept[~kept] = new_row[old[~kept]] >= 0
+    comms = CommColumns(*(getattr(events.comms, f.name)[kept] for f in fields(CommColumns)))
+    comms.gpu_row[comms.gpu_row >= 0] = new_row[comms.gpu_row[comms.gpu_row >= 0]]
+    wanted = set(chosen)
+    steps = [s for s in events.steps if s.step in wanted]
+    return replace(events, gpu=gpu, comms=comms, steps=steps, facts=None)

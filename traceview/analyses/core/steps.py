@@ -48,6 +48,7 @@ class Window:
     phase: str = ""
     batch: int | None = None
     tokens: int | None = None
+    cut: bool = False
 
 
 @dataclass(frozen=True)
@@ -90,7 +91,7 @@ class StepRow:
     batch: int | None = None
     tokens: int | None = None
     longest_kernel_ns: int = 0
-    cut: bool = False  # the trace ends inside the step (its window reaches the trace's end)
+    cut: bool = False  # the trace ends inside the step: launches in it ran no GPU activity
 
     @property
     def name(self) -> str:
@@ -231,7 +232,7 @@ def step_windows(events: TraceEvents) -> dict[int, Window]:
 
 
 def _window(w: StepWindow, gpu_only: bool) -> Window:
-    return Window(w.start_ns, w.end_ns, gpu_only, w.label, w.phase, w.batch, w.tokens)
+    return Window(w.start_ns, w.end_ns, gpu_only, w.label, w.phase, w.batch, w.tokens, w.cut)
 
 
 def in_steps(
@@ -357,7 +358,7 @@ def step_table(
             batch=w.batch,
             tokens=w.tokens,
             longest_kernel_ns=int(longest[i]),
-            cut=events.span_ns is not None and w.end_ns >= events.span_ns[1],
+            cut=w.cut,
         )
         for i, (n, w) in enumerate(windows.items())
     ]
