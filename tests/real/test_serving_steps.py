@@ -161,3 +161,19 @@ def test_summary_per_phase_figures_match_a_plain_sum() -> None:
     ]
     assert out["steady_state"] is None  # one step: no run of 2
     assert out["degenerate_steps"] == []
+
+
+@needs(SGLANG)
+@pytest.mark.parametrize("command", ["summary", "gaps", "ops"])
+def test_phase_is_taken_by_summary_gaps_and_ops(command: str) -> None:
+    r = run_cli(command, str(SGLANG), "--phase", "decode", "-f", "json", "--no-cache", "-q")
+    assert r.returncode == 0, r.stderr
+    r = run_cli(command, str(SGLANG), "--phase", "mixed", "--no-cache", "-q")
+    assert r.returncode == 2 and "no mixed step in this trace" in r.stderr
+
+
+@needs(SGLANG)
+def test_phase_takes_one_trace() -> None:
+    r = run_cli("kernels", str(SGLANG), str(VLLM), "--phase", "decode", "--no-cache", "-q")
+    assert r.returncode == 2
+    assert r.stderr == "traceview: error: --phase: takes one trace, not a run of several\n"

@@ -99,7 +99,14 @@ def test_the_first_marker_style_in_the_table_wins(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "name",
-    ["mystep[DECODE bs=2]", "step[decode]", "execute_model_fast", "prestep[DECODE bs=2]x"],
+    [
+        "mystep[DECODE bs=2]",
+        "step[decode]",
+        "execute_model_fast",
+        "prestep[DECODE bs=2]x",
+        "execute_1_context_1(\x1b[31m)_generation_0(sq0)",  # hostile text is never a label
+        "<b>/gpu_model_runner.py(1): execute_model",
+    ],
 )
 def test_names_that_only_contain_a_marker_are_no_step(tmp_path: Path, name: str) -> None:
     assert steps(write(tmp_path, marked([name]))) == []

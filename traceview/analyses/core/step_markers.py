@@ -96,8 +96,8 @@ MARKERS: tuple[Marker, ...] = (
         "execute_32_context_0(sq0sk0sqsq0sqsk0)_generation_32(sq32sk32785sqsq32sqsk32785)",
         "_generation_",
         re.compile(
-            r"execute_(?P<n>\d+)_context_(?P<c>\d+)\((?P<cs>[^()]*)\)"
-            r"_generation_(?P<g>\d+)\((?P<gs>[^()]*)\)"
+            r"execute_(?P<n>\d+)_context_(?P<c>\d+)\((?P<cs>[a-z0-9]*)\)"
+            r"_generation_(?P<g>\d+)\((?P<gs>[a-z0-9]*)\)"
         ),
         _execute,
     ),
@@ -105,7 +105,7 @@ MARKERS: tuple[Marker, ...] = (
         "vLLM",
         "vllm/v1/worker/gpu_model_runner.py(3380): execute_model",
         ": execute_model",
-        re.compile(r"(?:.*/)?gpu_model_runner\.py\(\d+\): execute_model"),
+        re.compile(r"(?:[\w.-]+/)*gpu_model_runner\.py\(\d+\): execute_model"),
         lambda m: Words(UNKNOWN),
     ),
 )
