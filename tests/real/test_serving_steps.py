@@ -12,6 +12,10 @@ The phases found per trace, with the marker evidence (what the trace records):
   ProfilerSteps are the steps; no marker words, and no per-forward range (recorded without
   ``with_stack``/``with_modules``): the phase comes from its shape, the 1,152 SDPA calls per
   step with query lengths 128 (the prompt: prefill) and 1 (each new token): mixed.
+- tracelens__b200__eager_trace (gpt-oss under vLLM): one step, the python frame
+  ``vllm/v1/worker/gpu_model_runner.py(2907): execute_model`` (its
+  ``nn.Module: GptOssForCausalLM_0`` forward inside loses to it); no words, no SDPA call
+  (vLLM's own attention op): unknown.
 - must not fire: h200/train.json.gz (backward ops: training, unknown), h200/graphs.json.gz
   (compiled, no SDPA call: unknown).
 """
@@ -30,6 +34,7 @@ from conftest import SHARED_TRACES, run_cli
 
 import traceview
 
+B200 = SHARED_TRACES / "tracelens__b200__eager_trace.json.gz"
 SGLANG = SHARED_TRACES / "tracelens__inference__sglang_decode__sglang_Qwen3-8B_decode.json.gz"
 VLLM = SHARED_TRACES / "tracelens__inference__vllm_decode_full__graph_execution.json.gz"
 H200 = SHARED_TRACES / "h200"
@@ -72,8 +77,14 @@ def kernels_launched_in(raw: list[ref.Event], start: int, end: int) -> list[ref.
             ("decode", 32, 32),
             marks=needs(VLLM),
         ),
+        pytest.param(
+            B200,
+            r"vllm/v1/worker/gpu_model_runner\.py\(2907\): execute_model",
+            ("unknown", None, None),
+            marks=needs(B200),
+        ),
     ],
-    ids=["sglang", "vllm"],
+    ids=["sglang", "vllm", "b200-vllm-frame"],
 )
 def test_serving_markers_are_the_steps(path: Path, pattern: str, want: tuple[Any, ...]) -> None:
     _, raw = ref.load_trace(path)

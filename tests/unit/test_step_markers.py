@@ -90,6 +90,23 @@ def test_vllm_execute_model_frames_are_steps_with_phase_from_shape(tmp_path: Pat
     assert got == [(frame, "prefill"), (frame, "decode"), (frame, "decode")]
 
 
+def test_hf_generate_forwards_are_steps_prefill_then_decode(tmp_path: Path) -> None:
+    events: list[Event] = []
+    for n, q in enumerate([5, 1, 1]):  # the prompt's forward, then a forward per new token
+        t = 1000.0 * n
+        dims = {"Input Dims": [[4, 12, q, 64], [4, 12, 5 + n, 64], [4, 12, 5 + n, 64]]}
+        events += [
+            x("python_function", f"nn.Module: GPT2LMHeadModel_{n}", t, 500),
+            x("python_function", "nn.Module: GPT2Attention_0", t + 2, 100),  # not a step
+            x("cpu_op", "aten::scaled_dot_product_attention", t + 5, 90, **dims),
+            *launched(t + 10, n + 1),
+        ]
+    got = [(s["name"], s["phase"]) for s in steps(write(tmp_path, events))]
+    assert got == [("nn.Module: GPT2LMHeadModel_0", "prefill"),
+                   ("nn.Module: GPT2LMHeadModel_1", "decode"),
+                   ("nn.Module: GPT2LMHeadModel_2", "decode")]  # fmt: skip
+
+
 def test_the_first_marker_style_in_the_table_wins(tmp_path: Path) -> None:
     """SGLang traces carry both its step[...] and an execute_ range around it: one style."""
     events = marked(["step[DECODE bs=2]"])

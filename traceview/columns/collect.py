@@ -49,9 +49,19 @@ from traceview.read.decode import ShapedArgs, check_raw_numbers, has_raw_numbers
 from traceview.read.reader import ReadStats, TraceReader
 
 _RUNTIME, _CPU_ANNOTATION, _GPU_ANNOTATION, _PYTHON, _OTHER = 10, 11, 12, 13, -1
-# The python frames kept (as annotations, with the CPU rows): serving step markers
-# (traceview.analyses.core.step_markers), told by the end of their name.
+# The python frames kept (as annotations, with the CPU rows): step markers
+# (traceview.analyses.core.step_markers): vLLM's execute_model, a causal LM's forward.
 STEP_FRAMES = (": execute_model",)
+MODEL_FRAMES = ("ForCausalLM_", "LMHeadModel_")
+
+
+def is_step_frame(name: str) -> bool:
+    """Whether a python frame may be a step marker (the markers' patterns decide)."""
+    if name.endswith(STEP_FRAMES):
+        return True
+    return name.startswith("nn.Module: ") and any(m in name for m in MODEL_FRAMES)
+
+
 MEMORY = allocations.NAME
 _CATEGORIES = {
     "kernel": KERNEL,
@@ -284,7 +294,7 @@ class EventCollector:
         if self.keep_cpu:
             ops = _picked(marked, ops_at)
             python = _picked(events, np.flatnonzero(kinds == _PYTHON))
-            ops += [e for e in python if e.name.endswith(STEP_FRAMES)]
+            ops += [e for e in python if is_step_frame(e.name)]
         elif carry:
             ops = [e for e in _picked(marked, ops_at) if (a := e.args) and a.collective is not None]
         # Instant events read as the empty category, which is no kind: [memory] among them.

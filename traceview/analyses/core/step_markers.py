@@ -108,6 +108,13 @@ MARKERS: tuple[Marker, ...] = (
         re.compile(r"(?:[\w.-]+/)*gpu_model_runner\.py\(\d+\): execute_model"),
         lambda m: Words(UNKNOWN),
     ),
+    Marker(
+        "a causal LM's forward (HF generate, vLLM; recorded with with_modules or with_stack)",
+        "nn.Module: GPT2LMHeadModel_0",
+        "nn.Module: ",
+        re.compile(r"nn\.Module: \w+(?:ForCausalLM|LMHeadModel)_\d+"),
+        lambda m: Words(UNKNOWN),
+    ),
 )
 
 
