@@ -74,7 +74,9 @@ def _with_marker_steps(
     if not has_cpu:
         if not events.gpu.ts.size:
             return events
-        cached = _read_cached(path, options, True) if options.cache else None
+        wait_for_cache_writes()  # the entry the first read is storing: read it back
+        again = replace(options, refresh=False)  # a --refresh entry is fresh now
+        cached = _read_cached(path, again, True) if options.cache else None
         with_cpu = cached if cached is not None else _ingest(path, options, True)
     found = marker_steps(with_cpu)
     return replace(events, steps=found) if found else events
