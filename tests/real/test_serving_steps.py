@@ -15,7 +15,8 @@ The phases found per trace, with the marker evidence (what the trace records):
 - tracelens__b200__eager_trace (gpt-oss under vLLM): one step, the python frame
   ``vllm/v1/worker/gpu_model_runner.py(2907): execute_model`` (its
   ``nn.Module: GptOssForCausalLM_0`` forward inside loses to it); no words, no SDPA call
-  (vLLM's own attention op): unknown.
+  (vLLM's own attention op), so the attention kernel family: 36 TensorRT-LLM
+  ``fmhaSm100aKernel_…PersistentContext`` kernels (context phase): prefill.
 - must not fire: h200/train.json.gz (backward ops: training, unknown), h200/graphs.json.gz
   (compiled, no SDPA call: unknown).
 """
@@ -80,7 +81,7 @@ def kernels_launched_in(raw: list[ref.Event], start: int, end: int) -> list[ref.
         pytest.param(
             B200,
             r"vllm/v1/worker/gpu_model_runner\.py\(2907\): execute_model",
-            ("unknown", None, None),
+            ("prefill", None, None),
             marks=needs(B200),
         ),
     ],

@@ -154,6 +154,35 @@ def test_phase_from_shape_capture_and_training(tmp_path: Path) -> None:
     assert got == ["capture", "decode", "unknown"]  # the backward op: training, no phase
 
 
+@pytest.mark.parametrize(
+    ("kernels", "phase"),
+    [
+        (
+            [
+                "fmhaSm100aKernel_QkvE4m3OBfloat16H64PagedKvCausalP16VarSeqQ128Kv128PersistentContext"
+            ],
+            "prefill",
+        ),
+        (["paged_attention_ll4mi_QKV_mfma16_kernel"], "decode"),
+        (["fmhaContextKernel", "vllm::paged_attention_v2_kernel<float>"], "mixed"),
+        (["fmha_kernel_contextual", "pagedattention", "flash_fwd_kernel"], "unknown"),
+    ],
+)
+def test_phase_from_the_attention_kernel_family(
+    tmp_path: Path, kernels: list[str], phase: str
+) -> None:
+    events = [x("user_annotation", "ProfilerStep#0", 0, 500)]
+    for n, name in enumerate(kernels):
+        events += launched(10 + 20 * n, n + 1, name=name)
+    assert [s["phase"] for s in steps(write(tmp_path, events))] == [phase]
+
+
+def test_a_training_step_takes_no_phase_from_kernel_names(tmp_path: Path) -> None:
+    events = [x("user_annotation", "ProfilerStep#0", 0, 500), *launched(10, 1, name="fmhaContext")]
+    events.append(x("cpu_op", "autograd::engine::evaluate_function: MmBackward0", 100, 5))
+    assert [s["phase"] for s in steps(write(tmp_path, events))] == ["unknown"]
+
+
 def test_a_feedbackward_name_is_no_backward_op(tmp_path: Path) -> None:
     events = [x("user_annotation", "ProfilerStep#0", 0, 500), *launched(10, 1)]
     events += [

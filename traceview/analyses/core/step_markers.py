@@ -15,10 +15,11 @@ from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
+from traceview.analyses.core.devices import launch_times
 from traceview.analyses.core.steps import in_steps, step_windows
 from traceview.columns.cpu_rows import UNCORRELATED, is_op
 from traceview.columns.model import StepWindow, TraceEvents
-from traceview.columns.schema import CommColumns, GpuColumns
+from traceview.columns.schema import KERNEL, CommColumns, GpuColumns
 from traceview.errors import UsageError
 
 PREFILL, DECODE, MIXED, CAPTURE, WARMUP, UNKNOWN = (
@@ -166,23 +167,28 @@ _CAPTURES, _BACKWARDS, _ATTENTIONS, _LAUNCHES = 0, 1, 2, 3
 def step_phases(events: TraceEvents) -> TraceEvents:
     """``events`` with every step's phase set: its marker's word, else from the step's CPU
     rows (a graph-capture call: capture; a backward op: unknown, training; else the
-    attention ops' query length per sequence: all 1 decode, all more prefill, both mixed);
-    and the last step marked cut when launches in it ran no GPU activity (the trace ended
-    first). Without CPU rows, a step whose marker says nothing stays unknown."""
+    attention ops' query length per sequence: all 1 decode, all more prefill, both mixed),
+    else from the one-phase attention kernel families it launched; and the last step
+    marked cut when launches in it ran no GPU activity (the trace ended first). Without
+    CPU rows, a step whose marker says nothing stays unknown."""
     steps = events.steps
     if not steps:
         return events
     found = _evidence(events) if len(events.cpu) else None
+    families: _Families | None = None
     last = max(s.end_ns for s in steps)
     out = []
     for s in steps:
-        phase = s.phase if s.phase not in ("", UNKNOWN) else UNKNOWN
+        phase: str | None = s.phase if s.phase not in ("", UNKNOWN) else UNKNOWN
         cut = False
         if found is not None and not s.on_gpu:
             if phase == UNKNOWN:
                 phase = _phase_of(found, s.start_ns, s.end_ns)
+            if phase is None:
+                families = _families(events) if families is None else families
+                phase = families.phase(s.start_ns, s.end_ns)
             cut = s.end_ns == last and _lost_launches(events, found, s.start_ns, s.end_ns)
-        out.append(replace(s, phase=phase, cut=cut))
+        out.append(replace(s, phase=phase or UNKNOWN, cut=cut))
     return replace(events, steps=out)
 
 
@@ -251,7 +257,8 @@ def _window(found: _Evidence, start: int, end: int) -> slice:
     )
 
 
-def _phase_of(found: _Evidence, start: int, end: int) -> str:
+def _phase_of(found: _Evidence, start: int, end: int) -> str | None:
+    """The phase the step's CPU rows tell; None when they tell nothing."""
     at = _window(found, start, end)
     kind, query = found.kind[at], found.query[at]
     if (kind == _CAPTURES).any():
@@ -260,9 +267,49 @@ def _phase_of(found: _Evidence, start: int, end: int) -> str:
         return UNKNOWN
     q = query[(kind == _ATTENTIONS) & (query > 0)]
     if len(q) == 0:
-        return UNKNOWN
-    one, more = bool((q == 1).any()), bool((q > 1).any())
-    return MIXED if one and more else DECODE if one else PREFILL
+        return None
+    return _both(bool((q > 1).any()), bool((q == 1).any()))
+
+
+def _both(prefill: bool, decode: bool) -> str | None:
+    return MIXED if prefill and decode else PREFILL if prefill else DECODE if decode else None
+
+
+# Attention kernel families that run one phase only, by the tokens of their name: TensorRT-LLM's
+# fmha ``…Context`` kernels (its context phase: prefill), vLLM's ``paged_attention`` kernels
+# (decode; its prefill runs flash attention).
+_PREFILL_FAMILY = frozenset({"fmha", "context"})
+_DECODE_FAMILY = frozenset({"paged", "attention"})
+_TOKEN = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+
+
+def name_tokens(name: str) -> set[str]:
+    """A name's tokens, lower case: split at non-alphanumerics, case changes and digits."""
+    return {t.lower() for t in _TOKEN.findall(name)}
+
+
+@dataclass(frozen=True)
+class _Families:
+    """Kernels by launch time (else own start), sorted: 1 prefill family, 2 decode, 0 none."""
+
+    launch: np.ndarray
+    family: np.ndarray
+
+    def phase(self, start: int, end: int) -> str | None:
+        lo = int(np.searchsorted(self.launch, start, side="left"))
+        found = self.family[lo : int(np.searchsorted(self.launch, end, side="right"))]
+        return _both(bool((found == 1).any()), bool((found == 2).any()))
+
+
+def _families(events: TraceEvents) -> _Families:
+    family = np.zeros(len(events.names), dtype=np.int8)
+    for i in np.unique(events.gpu.name[events.gpu.kind == KERNEL]).tolist():
+        tokens = name_tokens(events.names[i])
+        family[i] = 1 if tokens >= _PREFILL_FAMILY else 2 if tokens >= _DECODE_FAMILY else 0
+    launch = launch_times(events)
+    kernel = events.gpu.kind == KERNEL
+    order = np.argsort(launch[kernel], kind="stable")
+    return _Families(launch[kernel][order], family[events.gpu.name[kernel]][order])
 
 
 def _lost_launches(events: TraceEvents, found: _Evidence, start: int, end: int) -> bool:
