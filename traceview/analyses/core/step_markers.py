@@ -233,7 +233,10 @@ def _evidence(events: TraceEvents) -> _Evidence:
         return _Evidence(none, np.zeros(0, np.int8), none, none)
     rows = np.concatenate(parts)
     rows = rows[np.argsort(rows["ts"], kind="stable")]
-    query = np.array([_query(events.shapes, int(s)) for s in rows["shape"]], dtype=np.int64)
+    query = np.zeros(len(rows), dtype=np.int64)
+    attention = kind[rows["name"]] == _ATTENTIONS
+    shapes, at = np.unique(rows["shape"][attention], return_inverse=True)  # each parsed once
+    query[attention] = np.array([_query(events.shapes, int(i)) for i in shapes], np.int64)[at]
     return _Evidence(
         rows["ts"].astype(np.int64), kind[rows["name"]], query, rows["correlation"].astype(np.int64)
     )
