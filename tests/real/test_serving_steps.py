@@ -12,11 +12,11 @@ The phases found per trace, with the marker evidence (what the trace records):
   ProfilerSteps are the steps; no marker words, and no per-forward range (recorded without
   ``with_stack``/``with_modules``): the phase comes from its shape, the 1,152 SDPA calls per
   step with query lengths 128 (the prompt: prefill) and 1 (each new token): mixed.
-- tracelens__b200__eager_trace (gpt-oss under vLLM): one step, the python frame
-  ``vllm/v1/worker/gpu_model_runner.py(2907): execute_model`` (its
-  ``nn.Module: GptOssForCausalLM_0`` forward inside loses to it); no words, no SDPA call
-  (vLLM's own attention op), so the attention kernel family: 36 TensorRT-LLM
-  ``fmhaSm100aKernel_…PersistentContext`` kernels (context phase): prefill.
+- tracelens__b200__eager_trace (gpt-oss under vLLM): one step, the user annotation
+  ``execute_context_1(888_788544)_generation_0(0)`` (context 1, generation 0): prefill,
+  batch 1, 888 tokens; its ``gpu_model_runner.py(2907): execute_model`` frame and
+  ``nn.Module: GptOssForCausalLM_0`` forward lose to it. Its attention kernels agree: 36
+  TensorRT-LLM ``fmhaSm100aKernel_…PersistentContext`` (context phase: the prefill family).
 - must not fire: h200/train.json.gz (backward ops: training, unknown), h200/graphs.json.gz
   (compiled, no SDPA call: unknown).
 """
@@ -80,12 +80,12 @@ def kernels_launched_in(raw: list[ref.Event], start: int, end: int) -> list[ref.
         ),
         pytest.param(
             B200,
-            r"vllm/v1/worker/gpu_model_runner\.py\(2907\): execute_model",
-            ("prefill", None, None),
+            r"execute_context_1\(888_788544\)_generation_0\(0\)",
+            ("prefill", 1, 888),
             marks=needs(B200),
         ),
     ],
-    ids=["sglang", "vllm", "b200-vllm-frame"],
+    ids=["sglang", "vllm", "b200"],
 )
 def test_serving_markers_are_the_steps(path: Path, pattern: str, want: tuple[Any, ...]) -> None:
     _, raw = ref.load_trace(path)
@@ -189,3 +189,22 @@ def test_phase_takes_one_trace() -> None:
     r = run_cli("kernels", str(SGLANG), str(VLLM), "--phase", "decode", "--no-cache", "-q")
     assert r.returncode == 2
     assert r.stderr == "traceview: error: --phase: takes one trace, not a run of several\n"
+
+
+@pytest.mark.parametrize(
+    ("path", "want"),
+    [
+        pytest.param(B200, "prefill", marks=needs(B200)),  # fmha…PersistentContext
+        pytest.param(SGLANG, "decode", marks=needs(SGLANG)),  # paged_attention_ll4mi_…
+        pytest.param(H200 / "train.json.gz", None, marks=needs(H200 / "train.json.gz")),
+        pytest.param(VLLM, None, marks=needs(VLLM)),  # kernel_unified_attention_3d: both
+    ],
+    ids=["b200", "sglang", "train", "vllm"],
+)
+def test_attention_kernel_families_tell_a_phase(path: Path, want: str | None) -> None:
+    """The kernel-family rule on its own, over the whole trace (the marker words win in
+    the serving traces, and agree where they exist)."""
+    from traceview.analyses.core.step_markers import _families
+
+    events = traceview.open(path, cache=False)._read()
+    assert _families(events).phase(-(2**62), 2**62) == want

@@ -71,9 +71,10 @@ def test_execute_ranges_tell_prefill_decode_and_mixed(tmp_path: Path) -> None:
         "execute_2_context_2(sq300sk300sqsq45000sqsk45000)_generation_0(sq0sk0sqsq0sqsk0)",
         "execute_2_context_0(sq0sk0sqsq0sqsk0)_generation_2(sq2sk302sqsq2sqsk302)",
         "execute_3_context_1(sq10sk10sqsq100sqsk100)_generation_2(sq2sk304sqsq2sqsk304)",
+        "execute_context_1(888_788544)_generation_0(0)",  # no <n>_, tokens first
     ]
     got = [(s["phase"], s["batch"], s["tokens"]) for s in steps(write(tmp_path, marked(names)))]
-    assert got == [("prefill", 2, 300), ("decode", 2, 2), ("mixed", 3, 12)]
+    assert got == [("prefill", 2, 300), ("decode", 2, 2), ("mixed", 3, 12), ("prefill", 1, 888)]
 
 
 def test_vllm_execute_model_frames_are_steps_with_phase_from_shape(tmp_path: Path) -> None:

@@ -576,17 +576,10 @@ def _span_or_none(e: Any) -> tuple[int, int] | None:
 
 
 def _op_kinds(ops: list[Any]) -> np.ndarray:
-    """The CPU-row mark of each CPU op: ANNOTATION for a user_annotation or a python frame,
-    else OP."""
-    return np.array(
-        [
-            cpu_rows.ANNOTATION
-            if e.cat.lower() in ("user_annotation", "python_function")
-            else cpu_rows.OP
-            for e in ops
-        ],
-        dtype=np.int64,
-    )
+    """The CPU-row mark of each CPU op: ANNOTATION for a user_annotation, FRAME for a
+    python frame (only step markers read those), else OP."""
+    marks = {"user_annotation": cpu_rows.ANNOTATION, "python_function": cpu_rows.FRAME}
+    return np.array([marks.get(e.cat.lower(), cpu_rows.OP) for e in ops], dtype=np.int64)
 
 
 def _shape_keys(ops: list[Any]) -> list[Any]:

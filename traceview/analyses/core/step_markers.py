@@ -17,7 +17,7 @@ import numpy as np
 
 from traceview.analyses.core.devices import launch_times
 from traceview.analyses.core.steps import in_steps, step_windows
-from traceview.columns.cpu_rows import UNCORRELATED, is_op
+from traceview.columns.cpu_rows import FRAME, UNCORRELATED, is_op
 from traceview.columns.model import StepWindow, TraceEvents
 from traceview.columns.schema import KERNEL, CommColumns, GpuColumns
 from traceview.errors import UsageError
@@ -73,15 +73,16 @@ def _sglang(m: re.Match[str]) -> Words:
 
 
 def _execute(m: re.Match[str]) -> Words:
-    """``execute_<n>_context_<c>(sq…)_generation_<g>(sq…)``: c sequences in prefill, g in
-    decode; ``sq<N>`` is the query tokens of each part."""
+    """``execute_<n>_context_<c>(sq…)_generation_<g>(sq…)`` (or without ``<n>_``, and
+    ``(<tokens>_…)``): c sequences in prefill, g in decode, n = c + g; each part's first
+    number is its query tokens."""
     context, generation = int(m["c"]), int(m["g"])
     phase = {(True, False): PREFILL, (False, True): DECODE, (True, True): MIXED}.get(
         (context > 0, generation > 0), UNKNOWN
     )
-    parts = [_number(r"^sq(\d+)", m[k]) for k in ("cs", "gs")]
+    parts = [_number(r"^(?:sq)?(\d+)", m[k]) for k in ("cs", "gs")]
     tokens = None if None in parts else sum(p for p in parts if p is not None)
-    return Words(phase, int(m["n"]), tokens)
+    return Words(phase, int(m["n"]) if m["n"] else context + generation, tokens)
 
 
 MARKERS: tuple[Marker, ...] = (
@@ -97,8 +98,8 @@ MARKERS: tuple[Marker, ...] = (
         "execute_32_context_0(sq0sk0sqsq0sqsk0)_generation_32(sq32sk32785sqsq32sqsk32785)",
         "_generation_",
         re.compile(
-            r"execute_(?P<n>\d+)_context_(?P<c>\d+)\((?P<cs>[a-z0-9]*)\)"
-            r"_generation_(?P<g>\d+)\((?P<gs>[a-z0-9]*)\)"
+            r"execute_(?:(?P<n>\d+)_)?context_(?P<c>\d+)\((?P<cs>[a-z0-9_]*)\)"
+            r"_generation_(?P<g>\d+)\((?P<gs>[a-z0-9_]*)\)"
         ),
         _execute,
     ),
@@ -145,12 +146,13 @@ def _fields(w: Words) -> tuple[str, int | None, int | None]:
 
 
 def _ranges(events: TraceEvents, ids: list[int]) -> list[tuple[int, int, int]]:
-    """(name id, ts, end) of the CPU ranges (ops and annotations) named by ``ids``."""
+    """(name id, ts, end) of the CPU ranges (ops, annotations, frames) named by ``ids``."""
     wanted = np.zeros(len(events.names), dtype=bool)
     wanted[ids] = True
     out: list[tuple[int, int, int]] = []
     for block in events.cpu.blocks():
-        rows = block[is_op(block["correlation"]) & wanted[block["name"]]]
+        marker = is_op(block["correlation"]) | (block["correlation"] == FRAME)
+        rows = block[marker & wanted[block["name"]]]
         out += zip(rows["name"].tolist(), rows["ts"].tolist(), rows["end"].tolist(), strict=True)
     return out
 
@@ -223,8 +225,9 @@ def _evidence(events: TraceEvents) -> _Evidence:
     for block in events.cpu.blocks():
         k = kind[block["name"]]
         op = is_op(block["correlation"])
-        call = ~op & (block["correlation"] != UNCORRELATED)
-        keep = (k == _CAPTURES) & ~op | (k == _LAUNCHES) & call
+        call = block["correlation"] >= 0
+        runtime = call | (block["correlation"] == UNCORRELATED)
+        keep = (k == _CAPTURES) & runtime | (k == _LAUNCHES) & call
         keep |= ((k == _BACKWARDS) | (k == _ATTENTIONS)) & op
         if keep.any():
             parts.append(block[keep][["name", "ts", "shape", "correlation"]].copy())
