@@ -13,6 +13,7 @@ import traceview
 from traceview.analyses.core.phase_figures import steady_state
 from traceview.analyses.core.steps import StepDevice, StepRow
 from traceview.errors import UsageError
+from traceview.render.steps import notes
 
 Event = dict[str, Any]
 
@@ -202,8 +203,15 @@ def test_degenerate_steps(tmp_path: Path) -> None:
     events += [x("user_annotation", "step[DECODE bs=2]", 6000, 500)]
     events += launched(6010, 60)
     events.append(x("cuda_runtime", "cudaLaunchKernel", 6100, 5, correlation=61))  # no kernel
-    got = [s["degenerate"] for s in steps(write(tmp_path, events))]
+    path = write(tmp_path, events)
+    got = [s["degenerate"] for s in steps(path)]
     assert got == [None, None, None, "empty", "single giant kernel", "cut by the trace's end"]
+    said = [n for n in notes(list(traceview.open(path, cache=False).steps().rows)) if "degen" in n]
+    assert said == [
+        "step 3 (step[DECODE bs=2]) is degenerate: empty",
+        "step 4 (step[DECODE bs=2]) is degenerate: single giant kernel",
+        "step 5 (step[DECODE bs=2]) is degenerate: cut by the trace's end",
+    ]
 
 
 def test_a_launch_without_its_kernel_before_the_last_step_is_no_cut(tmp_path: Path) -> None:

@@ -83,6 +83,7 @@ def notes(rows: list[StepRow]) -> list[str]:
         f"{_steps(found)} (data loading or other CPU work first)"
         for device, found in late.items()
     ]
+    out += [f"step {r.step} ({r.name}) is degenerate: {r.degenerate}" for r in rows if r.degenerate]
     return out
 
 
