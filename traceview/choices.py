@@ -46,6 +46,8 @@ class KernelGroupBy(StrEnum):
     NAME = "name"
     SHORT = "short"
     CATEGORY = "category"
+    FUSED_OP = "fused-op"
+    OP = "op"
 
 
 class DiffGroupBy(StrEnum):
@@ -54,6 +56,7 @@ class DiffGroupBy(StrEnum):
     NAME = "name"
     SHORT = "short"
     CATEGORY = "category"
+    OP = "op"
 
 
 class GapSort(StrEnum):

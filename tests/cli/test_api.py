@@ -107,7 +107,7 @@ def _cli_defaults(command: str) -> dict[str, Any]:
     return {p.name: p.default for p in cmd.params if p.param_type_name == "option"}
 
 
-@pytest.mark.parametrize("method", ["kernels", "gaps", "ops", "energy", "unique"])
+@pytest.mark.parametrize("method", ["kernels", "gaps", "ops", "energy", "unique", "trim"])
 def test_keywords_are_the_cli_options_with_their_defaults(method: str) -> None:
     cli = _cli_defaults(method)
     for name, p in inspect.signature(getattr(traceview.Trace, method)).parameters.items():
@@ -174,3 +174,17 @@ def test_the_documented_example_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     code = re.findall(r"```python\n(.*?)```", text, re.S)[0]
     monkeypatch.chdir(ROOT)
     exec(compile(code, "docs/python.md", "exec"), {})
+
+
+def test_trim_writes_the_steps_kernels(tmp_path: Path) -> None:
+    demo = ROOT / "fixtures" / "demo.json.gz"
+    t = traceview.open(demo)
+    out = t.trim(tmp_path / "step6.json.gz", pstep="6")
+    assert out == tmp_path / "step6.json.gz"
+    assert traceview.open(out).kernels(top=0).rows == t.kernels(top=0, pstep="6").rows
+    with pytest.raises(traceview.TraceviewError, match="is the input trace"):
+        t.trim(demo, pstep="6", force=True)
+    with pytest.raises(traceview.TraceviewError, match="already exists"):
+        t.trim(out, window="1ms:2ms")
+    with pytest.raises(traceview.TraceviewError, match="give one of"):
+        t.trim(tmp_path / "x.json", pstep="6", around_gap=1)

@@ -52,6 +52,7 @@ COMMANDS: dict[str, list[str]] = {
     "memory": ["memory", "{trace}"],
     "snapshot": ["snapshot", "{trace}", "-o", "{out}/snap.json"],
     "export": ["export", "{trace}", "-o", "{out}/tables"],
+    "trim": ["trim", "{trace}", "-o", "{out}/small.json.gz"],
     "diff base": ["diff", "{trace}", "{good}"],
     "diff new": ["diff", "{good}", "{trace}"],
 }

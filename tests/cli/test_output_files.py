@@ -36,6 +36,7 @@ WRITERS = {
     "summary": ["summary", "{trace}", "-q", "-o", "{out}"],
     "diff": ["diff", "{trace}", "{trace}", "-q", "-o", "{out}"],
     "ops": ["ops", "{trace}", "-q", "-o", "{out}"],
+    "trim": ["trim", "{trace}", "-q", "-o", "{out}"],
 }
 # The commands whose -o holds their output in the chosen format, instead of stdout.
 SAVERS = {"steps": "table json csv md", "summary": "table json md", "diff": "table json md",

@@ -187,12 +187,17 @@ def test_no_program_is_a_usage_error(env: dict[str, str], tmp_path: Path) -> Non
     assert r.returncode == 2
 
 
+def _ctrl_c_default() -> None:
+    """SIGINT as in a terminal: a background job (nohup, ``cmd &``) inherits it ignored."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_still_writes_the_trace(env: dict[str, str], tmp_path: Path) -> None:
     command = [sys.executable, "-m", "traceview", "record", "--no-report", "-o", "out", "--"]
     command += [sys.executable, "train.py", "3", "0", "60"]
     p = subprocess.Popen(
         command, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        start_new_session=True, text=True,
+        start_new_session=True, text=True, preexec_fn=_ctrl_c_default,
     )  # fmt: skip
     deadline = time.monotonic() + 120  # the program has imported torch and stepped
     while not (tmp_path / "ready").exists() and time.monotonic() < deadline:

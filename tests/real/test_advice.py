@@ -221,7 +221,13 @@ HINT_CASES = [
     ("fused-attention", "../hta__timeline_analysis__sampled_rank-0.json.gz", True),
     ("fused-attention", "train.json.gz", False),  # SDPA on cuDNN
     ("cuda-graphs", "decode.json.gz", True),
-    ("cuda-graphs", "graphs.json.gz", False),
+    ("cuda-graphs", "graphs.json.gz", False),  # 216 of 248 kernels from 6 replays
+    ("cuda-graphs", "../tracelens__inference__vllm_decode_full__graph_execution.json.gz", False),
+    (
+        "cuda-graphs",
+        "../tracelens__inference__sglang_decode__sglang_Qwen3-8B_decode.json.gz",
+        False,
+    ),
     ("dataloader", "../kineto__resnet50_profiler_api_nw0.json.gz", True),
     ("dataloader", "train.json.gz", False),  # its loader is not annotated: host-stall
     ("overlap-communication", "../param__dlrm_8rank_worker0.json.gz", True),

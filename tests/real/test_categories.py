@@ -58,9 +58,15 @@ def test_real_kernel_names(category: str, name: str) -> None:
 
 def test_every_rule_is_exercised() -> None:
     rules = {category for category, _ in NAME_RULES}
-    assert rules - {c for c, _ in REAL} <= {"triton persistent", "triton", "optimizer"}
+    assert rules - {c for c, _ in REAL} <= {
+        "triton persistent",
+        "triton template",
+        "triton",
+        "optimizer",
+    }
     assert by_name("triton_per_fused_softmax_0") == "triton persistent"
-    assert by_name("triton_tem_fused_mm_1") == "triton"
+    assert by_name("triton_tem_fused_mm_1") == "triton template"
+    assert by_name("triton_kernel_0") == "triton"
     assert by_name("void multi_tensor_apply_kernel<...>") == "optimizer"
 
 

@@ -17,6 +17,15 @@ def _report_handler(conn: Connection) -> None:
 
 
 def test_a_child_ignores_ctrl_c_and_the_parent_keeps_it() -> None:
+    # As Python starts in a terminal; a job started in the background inherits SIGINT ignored.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        _check_a_child_ignores_ctrl_c()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _check_a_child_ignores_ctrl_c() -> None:
     context = multiprocessing.get_context("fork")
     receiver, sender = context.Pipe(duplex=False)
     child = context.Process(target=_report_handler, args=(sender,))

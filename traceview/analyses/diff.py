@@ -19,11 +19,12 @@ from traceview import __version__
 from traceview.analyses.core.categories import by_name
 from traceview.analyses.core.names import display_names, short_names
 from traceview.analyses.core.steps import Steps, describe_ranges, pick_steps, step_ranges
-from traceview.analyses.snapshot import Snapshot, SnapshotTrace, digest
+from traceview.analyses.snapshot import Snapshot, SnapshotTrace, StepStat, digest
 from traceview.choices import DiffGroupBy, check_choice
 from traceview.errors import UsageError
 
 MIN_STEPS_FOR_MEDIAN = 2
+CPU_BOUND_BUSY_PCT = 80.0  # a side whose GPUs are busy less of its median step is CPU-bound
 GROUP_BY = tuple(DiffGroupBy)
 
 
@@ -38,7 +39,7 @@ class DiffOptions:
     min_time_ns: int = 10_000
     top: int = 20
     allow_empty_baseline: bool = False
-    group_by: DiffGroupBy = DiffGroupBy.NAME  # by exact name, short name or category (merged)
+    group_by: DiffGroupBy = DiffGroupBy.NAME  # by name, short name, category or launching op
 
 
 @dataclass(frozen=True)
@@ -52,8 +53,9 @@ class Side:
 
 @dataclass(frozen=True)
 class SideView:
-    """What the report says about one side: ``steps`` compared (none in ``total`` mode) and the
-    number of steps it has."""
+    """What the report says about one side: ``steps`` compared (none in ``total`` mode), the
+    number of steps it has, and the median of its steps' GPU busy time / step duration (None
+    without steps or device figures): below CPU_BOUND_BUSY_PCT its step time is CPU-bound."""
 
     path: str
     source: str
@@ -61,6 +63,11 @@ class SideView:
     trace: SnapshotTrace
     steps: tuple[int, ...]
     available_steps: int
+    step_busy_pct: float | None = None
+
+    @property
+    def cpu_bound(self) -> bool:
+        return self.step_busy_pct is not None and self.step_busy_pct < CPU_BOUND_BUSY_PCT
 
 
 @dataclass(frozen=True)
@@ -175,6 +182,7 @@ class _Figures:
     kernel_count: float
     idle_us: float
     step_time_us: float | None
+    gpu_busy_us: float | None
     kernels: dict[str, tuple[float, float, float]]
     members: dict[str, list[str]]  # each kernel key's full names (one unless by short name)
 
@@ -200,6 +208,9 @@ def check_options(options: DiffOptions) -> None:
 def compare(base: Side, new: Side, options: DiffOptions) -> DiffReport:
     """Figures, per-kernel changes (by |Δ time|), new and vanished kernels, and the gate."""
     check_options(options)
+    if options.group_by == "op":
+        _check_ops(base, "BASE")
+        _check_ops(new, "NEW")
     b_idx, n_idx = _select(base, "BASE", options.steps), _select(new, "NEW", options.steps)
     if min(len(b_idx), len(n_idx)) >= MIN_STEPS_FOR_MEDIAN:
         mode = "median"
@@ -212,14 +223,17 @@ def compare(base: Side, new: Side, options: DiffOptions) -> DiffReport:
     changed, added, gone, hidden = _kernel_changes(base, new, b, a, options)
     figures = (
         Change("kernel_time_us", "kernel time (µs)", b.kernel_time_us, a.kernel_time_us),
+        Change("gpu_busy_us", "GPU busy (µs)", b.gpu_busy_us, a.gpu_busy_us),
         Change("kernel_count", "kernel launches", b.kernel_count, a.kernel_count),
         Change("idle_us", "GPU idle (µs)", b.idle_us, a.idle_us),
         Change("step_time_us", "step time (µs)", b.step_time_us, a.step_time_us),
     )
     top = options.top or None
+    base_view = _view(base, b_idx if mode != "total" else [], b_idx)
+    new_view = _view(new, n_idx if mode != "total" else [], n_idx)
     return DiffReport(
-        base=_view(base, b_idx if mode != "total" else []),
-        new=_view(new, n_idx if mode != "total" else []),
+        base=base_view,
+        new=new_view,
         mode=mode,
         figures=figures,
         kernels=tuple(changed[:top]),
@@ -232,8 +246,29 @@ def compare(base: Side, new: Side, options: DiffOptions) -> DiffReport:
         },
         gate=_gate(options, figures, changed),
         options=options,
-        notes=tuple(_notes(base, new, hidden)),
+        notes=tuple(_notes(base, new, hidden) + _cpu_bound_notes(base_view, new_view)),
     )
+
+
+def _check_ops(side: Side, which: str) -> None:
+    """``--group-by op`` needs the kernels by launching op, which only a trace read with its
+    CPU ops gives (a snapshot file has none)."""
+    if not side.snapshot.ops and side.snapshot.totals.count:
+        raise UsageError(
+            f"--group-by op: {which} {side.path} is a {side.source} without launching ops "
+            "(only a single trace, read with its CPU ops, has them); diff the traces themselves"
+        )
+
+
+def _cpu_bound_notes(base: SideView, new: SideView) -> list[str]:
+    """A note per side whose step time is CPU-bound: under the profiler its step time holds
+    the profiler's own CPU overhead, so GPU busy and kernel time compare the work better."""
+    return [
+        f"{which}: step time is CPU-bound under the profiler (GPUs busy "
+        f"{side.step_busy_pct:.1f}% of the median step): compare kernel time and GPU busy first"
+        for which, side in (("base", base), ("new", new))
+        if side.cpu_bound
+    ]
 
 
 def describe_steps(steps: Sequence[int]) -> str:
@@ -264,7 +299,7 @@ def _figures(snap: Snapshot, idx: list[int], mode: str, group_by: str) -> _Figur
     durations = [snap.steps[i].duration_us for i in idx]
     step_time = float(np.median(durations)) if durations else None
     members = _members(snap, group_by)
-    by_name = {k.name: k for k in snap.kernels}
+    by_name = {k.name: k for k in (snap.ops if group_by == "op" else snap.kernels)}
     if mode == "total":
         t = snap.totals
         kernels = {}
@@ -273,7 +308,9 @@ def _figures(snap: Snapshot, idx: list[int], mode: str, group_by: str) -> _Figur
             total = sum(by_name[n].total_us for n in names)
             if count:
                 kernels[key] = (float(count), total, total / count)
-        return _Figures(t.total_us, float(t.count), t.idle_us, step_time, kernels, members)
+        return _Figures(
+            t.total_us, float(t.count), t.idle_us, step_time, t.gpu_busy_us, kernels, members
+        )
     reduce: Callable[[Any], Any] = np.median if mode == "median" else np.sum
     steps = [snap.steps[i] for i in idx]
     out: dict[str, tuple[float, float, float]] = {}
@@ -288,6 +325,7 @@ def _figures(snap: Snapshot, idx: list[int], mode: str, group_by: str) -> _Figur
         kernel_count=float(reduce([s.kernels for s in steps])),
         idle_us=float(reduce([s.idle_us for s in steps])),
         step_time_us=step_time,
+        gpu_busy_us=float(reduce([_busy(s) for s in steps])) if _has_busy(steps) else None,
         kernels=out,
         members=members,
     )
@@ -295,9 +333,9 @@ def _figures(snap: Snapshot, idx: list[int], mode: str, group_by: str) -> _Figur
 
 def _members(snap: Snapshot, group_by: str) -> dict[str, list[str]]:
     """Kernel key → the full names it stands for. Categories come from the kernel name rules
-    alone: a snapshot has no CPU ops to link."""
-    names = [k.name for k in snap.kernels]
-    if group_by == "name":
+    alone: a snapshot has no CPU ops to link; launching ops are the snapshot's ``ops``."""
+    names = [k.name for k in (snap.ops if group_by == "op" else snap.kernels)]
+    if group_by in ("name", "op"):
         return {n: [n] for n in names}
     keys = short_names(names) if group_by == "short" else [by_name(n) for n in names]
     members: dict[str, list[str]] = {}
@@ -318,7 +356,7 @@ def _kernel_changes(
     gone: list[KernelChange] = []
     hidden = 0
     names = sorted(b.kernels.keys() | a.kernels.keys())
-    merged = options.group_by in ("short", "category")
+    merged = options.group_by in ("short", "category", "op")
     shown = {n: n for n in names} if merged else display_names(names)
     for name in names:
         before, after = b.kernels.get(name), a.kernels.get(name)
@@ -417,8 +455,10 @@ def _exceeds(change: Change, what: str, limit: float, empty_ok: bool) -> list[Fa
     return [Failure(what, change.label, before, after, pct, limit)]
 
 
-def _view(side: Side, idx: list[int]) -> SideView:
+def _view(side: Side, idx: list[int], compared: list[int]) -> SideView:
     snap = side.snapshot
+    steps = [snap.steps[i] for i in compared]
+    busy = [100 * _busy(s) / s.duration_us for s in steps if s.duration_us > 0]
     return SideView(
         path=side.path,
         source=side.source,
@@ -426,7 +466,18 @@ def _view(side: Side, idx: list[int]) -> SideView:
         trace=snap.trace,
         steps=tuple(snap.steps[i].step for i in idx),
         available_steps=len(snap.steps),
+        step_busy_pct=float(np.median(busy)) if busy and _has_busy(steps) else None,
     )
+
+
+def _busy(step: StepStat) -> float:
+    """A step's GPU busy time (µs), its devices' summed."""
+    return sum(d.busy_us for d in step.devices)
+
+
+def _has_busy(steps: Sequence[StepStat]) -> bool:
+    """Whether the steps carry device figures (schema 1 snapshots do not)."""
+    return bool(steps) and all(s.devices or not s.kernels for s in steps)
 
 
 def _notes(base: Side, new: Side, hidden: int) -> list[str]:

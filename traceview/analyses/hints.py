@@ -18,6 +18,7 @@ from traceview.analyses.core.categories import CATEGORIES
 from traceview.analyses.core.cpu_context import CpuContext, GapQuery, cpu_contexts
 from traceview.analyses.core.devices import DeviceUsage, GapSet
 from traceview.analyses.core.gemm_facts import BYTES, OpGemm, gemm_kernels, narrow_aligned, padded
+from traceview.analyses.core.graphs import replayed
 from traceview.analyses.core.names import short_names
 from traceview.analyses.core.oplinks import NO_OP, OpLinks
 from traceview.analyses.memory import HEADROOM_PCT, SLACK_SHARE, MemoryReport
@@ -79,6 +80,7 @@ class Facts:
     gaps: GapSet
     ops: Sequence[OpRow]
     memory: MemoryReport | None = None  # the allocator's peaks, when worked out
+    graphs: np.ndarray | None = None  # the graph launches' correlation ids (None: none)
 
     def time_of(self, name: str) -> int:
         """GPU time (ns) of the activities in a category."""
@@ -184,10 +186,14 @@ def low_precision(f: Facts) -> Hint | None:
 
 
 def cuda_graphs(f: Facts) -> Hint | None:
-    """Short kernels and a GPU waiting on the CPU."""
+    """Short kernels launched on their own and a GPU waiting on the CPU; never when CUDA-graph
+    replays ran half the kernel time or more (one launch call runs all a replay's kernels)."""
     gpu = f.events.gpu
-    kernels = gpu.dur[gpu.kind == KERNEL]
-    if len(kernels) == 0:
+    rows = np.flatnonzero(gpu.kind == KERNEL)
+    graphs = np.empty(0, dtype=np.int64) if f.graphs is None else f.graphs
+    graph = replayed(f.events, rows, graphs)
+    kernels = gpu.dur[rows[~graph]]
+    if len(kernels) == 0 or 2 * int(gpu.dur[rows[graph]].sum()) >= int(gpu.dur[rows].sum()):
         return None
     median = int(np.sort(kernels)[(len(kernels) + 1) // 2 - 1])
     waiting = [
@@ -199,9 +205,17 @@ def cuda_graphs(f: Facts) -> Hint | None:
     return Hint(
         "cuda-graphs",
         "many short kernels and a GPU waiting for the CPU to launch them",
-        f"median kernel {_ms(median)}; host wait {_ms(d.host_wait_ns)} = "
+        f"median kernel {_ms(median)}{_replays_left_out(int(graph.sum()))}; host wait "
+        f"{_ms(d.host_wait_ns)} = "
         f"{100 * d.host_wait_ns / d.window_ns:.1f}% of device {d.device}'s window",
         'capture the step in CUDA graphs, or torch.compile(mode="reduce-overhead")',
+    )
+
+
+def _replays_left_out(kernels: int) -> str:
+    """Words for the kernels of graph replays the median leaves out."""
+    return (
+        f" (launched on their own; {kernels} kernels of graph replays left out)" if kernels else ""
     )
 
 

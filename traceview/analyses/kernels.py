@@ -20,6 +20,7 @@ from traceview.aggregate.order import dense_ids
 from traceview.aggregate.percentiles import nearest_rank
 from traceview.analyses.core.categories import CATEGORIES, categorize
 from traceview.analyses.core.devices import usage
+from traceview.analyses.core.fused import fused_op_shares, fused_ops, op_groups
 from traceview.analyses.core.in_us import us_fields
 from traceview.analyses.core.names import display_names, display_names_in_order, short_names
 from traceview.analyses.core.oplinks import link_ops
@@ -82,9 +83,18 @@ class KernelRow:
     pct_launches: float
     pct_time: float
 
+    @property
+    def fused_ops(self) -> tuple[str, ...] | None:
+        """The ops a Triton kernel's name says it fused (None for other names)."""
+        return fused_ops(self.name)
+
     def as_dict(self) -> dict[str, Any]:
-        """The row as JSON and CSV give it: every duration in µs (``total_ns`` → ``total_us``)."""
-        return us_fields(self)
+        """The row as JSON and CSV give it: every duration in µs (``total_ns`` → ``total_us``),
+        then ``fused_ops`` (a list, or None)."""
+        out = us_fields(self)
+        ops = self.fused_ops
+        out["fused_ops"] = None if ops is None else list(ops)
+        return out
 
 
 @dataclass(frozen=True)
@@ -143,9 +153,16 @@ def analyse_kernels(
     gpu = events.gpu
     every = bool(mask.all())  # the column itself, not a copy (kernels only, no --pstep)
     dur = gpu.dur if every else gpu.dur[mask]
+    count = len(dur)
     if options.group_by == "category":
         categories, group = category_groups(events, mask)
         groups = _Labels(categories, categories, [1] * len(categories))
+    elif options.group_by == "fused-op":
+        ops, group, dur = fused_op_groups(events, mask)
+        groups = _Labels(ops, ops, [1] * len(ops))
+    elif options.group_by == "op":
+        ops, group = launching_op_groups(events, mask)
+        groups = _Labels(ops, ops, [1] * len(ops))
     else:
         ids = gpu.name if every else gpu.name[mask]
         shown = "every" if streamed else "asked" if shown_names else "none"
@@ -161,7 +178,7 @@ def analyse_kernels(
     return KernelReport(
         trace=trace,
         options=options,
-        count=len(dur),
+        count=count,
         total_ns=stats.total_ns,
         distinct=len(labels),
         rows=rows,
@@ -251,6 +268,31 @@ def _groups(
     to_short = np.array([ids.setdefault(s, len(ids)) for s in short_names(labels)], np.int64)
     merged = np.bincount(to_short, minlength=len(ids)).tolist()
     return _Labels(list(ids), list(ids), merged), to_short[group]
+
+
+def fused_op_groups(
+    events: TraceEvents, mask: np.ndarray
+) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """Op labels, and per (selected row, op) pair its group and share of the row's duration
+    (analyses.core.fused: a fused Triton kernel shared equally among its ops, any other
+    kernel wholly its leaf op's)."""
+    rows = np.flatnonzero(mask)
+    links = link_ops(events) if len(events.cpu) else None
+    leaf = np.full(len(rows), -1, dtype=np.int64) if links is None else links.leaf[rows]
+    shares = fused_op_shares(events, rows, leaf)
+    used, group = dense_ids(shares.label, len(shares.labels))
+    return [shares.labels[i] for i in used.tolist()], group, shares.share
+
+
+def launching_op_groups(events: TraceEvents, mask: np.ndarray) -> tuple[list[str], np.ndarray]:
+    """Op labels and the group of every selected row: its leaf op, the ops torch.compile
+    records as one (analyses.core.fused.launching_op)."""
+    rows = np.flatnonzero(mask)
+    links = link_ops(events) if len(events.cpu) else None
+    leaf = np.full(len(rows), -1, dtype=np.int64) if links is None else links.leaf[rows]
+    labels, group = op_groups(events, rows, leaf)
+    used, dense = dense_ids(group, len(labels))
+    return [labels[i] for i in used.tolist()], dense
 
 
 def category_groups(events: TraceEvents, mask: np.ndarray) -> tuple[list[str], np.ndarray]:

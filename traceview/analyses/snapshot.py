@@ -19,18 +19,25 @@ comes first); whole-trace figures always cover everything. Times are µs rounded
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
 
 from traceview import __version__
-from traceview.analyses.core.steps import StepRow, StepRows, step_table, step_windows
+from traceview.analyses.core.steps import StepRow, StepRows, Window, step_table, step_windows
 from traceview.analyses.core.trace import TraceSummary
 from traceview.analyses.gaps import GapOptions, device_idle
-from traceview.analyses.kernels import KernelOptions, KernelReport, KernelRow, analyse_kernels
-from traceview.choices import KernelSort
+from traceview.analyses.kernels import (
+    KernelOptions,
+    KernelReport,
+    KernelRow,
+    analyse_kernels,
+    launching_op_groups,
+)
+from traceview.choices import KernelGroupBy, KernelSort
 from traceview.columns.model import TraceEvents
 from traceview.columns.packed_names import subset
 from traceview.columns.schema import KERNEL
@@ -170,6 +177,7 @@ class Snapshot:
     steps_left_out: int
     kernels: tuple[KernelStat, ...]
     other: OtherKernels
+    ops: tuple[KernelStat, ...] = ()  # by launching op (diff --group-by op); () when not made
 
 
 _DIGEST_BYTES = 6
@@ -186,8 +194,10 @@ def build_snapshot(
     max_kernels: int = MAX_KERNELS,
     max_steps: int = MAX_STEPS,
     max_stored: int = MAX_STORED,
+    ops: bool = False,
 ) -> Snapshot:
-    """Summarise a read trace (kernels only; idle counts kernel, memcpy and memset as busy)."""
+    """Summarise a read trace (kernels only; idle counts kernel, memcpy and memset as busy);
+    with ``ops`` (a trace read with its CPU rows), the kernels by launching op too."""
     # Rows only for the kernels that can be stored: with 10^6 names, a row each costs seconds.
     # A snapshot stores full names only: no display names (a pass over every distinct name).
     report = analyse_kernels(
@@ -204,8 +214,10 @@ def build_snapshot(
     n = len(events.gpu.ts)
     rows_by = StepRows(events, np.arange(n, dtype=np.int32 if n < 2**31 else np.int64))
     step_rows = (rows_by.within(windows[s.step]) for s in steps)  # views, one at a time
-    counts, totals = _step_sums(events, step_rows, len(steps), slot, len(stored))
-    del slot, rows_by, step_rows
+    of_rows = partial(_name_slots, slot, events.gpu.name)
+    counts, totals = _step_sums(events, step_rows, len(steps), of_rows, len(stored))
+    by_op = _op_stats(events, rows_by, [windows[s.step] for s in steps]) if ops else ()
+    del slot, of_rows, rows_by, step_rows
     return Snapshot(
         kind=KIND,
         schema_version=SCHEMA_VERSION,
@@ -240,7 +252,33 @@ def build_snapshot(
             step_totals_us=tuple((totals[:, -1] / 1000).tolist()),
             digests=_digest_texts(digests),  # made last: the rest is freed by now
         ),
+        ops=by_op,
     )
+
+
+def _name_slots(slot: np.ndarray, names: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """The columns of kernel ``rows`` by their names (``slot``: per name id)."""
+    out: np.ndarray = slot[names[rows]]
+    return out
+
+
+def _op_stats(
+    events: TraceEvents, rows_by: StepRows, windows: list[Window]
+) -> tuple[KernelStat, ...]:
+    """Every launching op's row (analyses.kernels ``--group-by op``) with its count and time
+    in each step."""
+    report = analyse_kernels(
+        events, KernelOptions(sort=KernelSort.TOTAL, top=0, group_by=KernelGroupBy.OP)
+    )
+    kernels = events.gpu.kind == KERNEL
+    labels, group = launching_op_groups(events, kernels)
+    rows = list(report.rows)
+    column = {row.name: i for i, row in enumerate(rows)}
+    slot = np.full(len(events.gpu.ts), len(rows), dtype=np.int64)
+    slot[kernels] = np.array([column[label] for label in labels], dtype=np.int64)[group]
+    step_rows = (rows_by.within(w) for w in windows)
+    counts, totals = _step_sums(events, step_rows, len(windows), lambda r: slot[r], len(rows))
+    return tuple(kernel_stat(row, counts[:, i], totals[:, i]) for i, row in enumerate(rows))
 
 
 def _stored(report: KernelReport, max_kernels: int, max_stored: int) -> list[KernelRow]:
@@ -294,19 +332,19 @@ def _step_sums(
     events: TraceEvents,
     step_rows: Iterable[np.ndarray],
     steps: int,
-    slot: np.ndarray,
+    slot: Callable[[np.ndarray], np.ndarray],
     stored: int,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per step (row indices of its GPU activity, ``steps`` of them, in any order) and stored
-    kernel (column, the last one is ``other``; ``slot``: each name id's column): count and
-    time ns."""
+    kernel (column, the last one is ``other``; ``slot``: the columns of kernel rows): count
+    and time ns."""
     gpu = events.gpu
     counts = np.zeros((steps, stored + 1), dtype=np.int64)
     totals = np.zeros_like(counts)
     kernels = gpu.kind == KERNEL
     for row, rows in enumerate(step_rows):
         rows = rows[kernels[rows]]
-        which = slot[gpu.name[rows]]
+        which = slot(rows)
         counts[row] = np.bincount(which, minlength=stored + 1)
         np.add.at(totals[row], which, gpu.dur[rows])
     return counts, totals

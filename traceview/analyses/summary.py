@@ -21,8 +21,9 @@ from traceview.analyses.core.breakdown import Breakdown, breakdowns
 from traceview.analyses.core.categories import CATEGORIES
 from traceview.analyses.core.common import Shared, work_out
 from traceview.analyses.core.devices import NO_LAUNCH
-from traceview.analyses.core.graphs import graph_launch_ids, replayed
+from traceview.analyses.core.graphs import replayed
 from traceview.analyses.core.names import display_names
+from traceview.analyses.core.oplinks import OpLinks
 from traceview.analyses.core.phase_figures import PhaseReport, counted, phase_report
 from traceview.analyses.core.steps import StepRow
 from traceview.analyses.core.trace import TraceSummary
@@ -165,7 +166,9 @@ def overview(
     kernels = np.flatnonzero(gpu.kind == KERNEL)
     ops = analyse_ops(events, OpOptions(top=TOP), shared)
     memory = analyse_memory(events, holders=False)
-    facts = hint_rules.Facts(events, links, category, devices, usage, gaps, ops.rows, memory)
+    facts = hint_rules.Facts(
+        events, links, category, devices, usage, gaps, ops.rows, memory, shared.graphs
+    )
     steps = _steps(counted(shared.step_rows, include_warmup))
     phases = phase_report(events, shared.step_rows, gaps, include_warmup)
     return Overview(
@@ -174,7 +177,7 @@ def overview(
         categories=_ranked(list(CATEGORIES), gpu.dur, category),
         kernels=_named(events, _ranked(events.names, gpu.dur[kernels], gpu.name[kernels])),
         ops=tuple(ops.rows),
-        launches=_launches(events, kernels, links.launch, links.launch_end),
+        launches=_launches(events, kernels, links, shared.graphs),
         steps=steps,
         hints=tuple(hint_rules.evaluate(facts)),
         notes=_notes(events, phases),
@@ -228,10 +231,10 @@ def _named(events: TraceEvents, kernels: tuple[Ranked, ...]) -> tuple[Ranked, ..
 
 
 def _launches(
-    events: TraceEvents, kernels: np.ndarray, launch: np.ndarray, launch_end: np.ndarray
+    events: TraceEvents, kernels: np.ndarray, links: OpLinks, graph_ids: np.ndarray
 ) -> Launches:
     gpu = events.gpu
-    graph_ids = graph_launch_ids(events)
+    launch, launch_end = links.launch, links.launch_end
     graph = replayed(events, kernels, graph_ids)
     has = launch[kernels] != NO_LAUNCH
     own = has & ~graph

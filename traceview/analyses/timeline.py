@@ -17,8 +17,10 @@ import numpy as np
 from traceview.aggregate.intervals import unions
 from traceview.analyses.core.categories import CATEGORIES, categorize
 from traceview.analyses.core.devices import DeviceUsage, GapSet, device_of_stream
+from traceview.analyses.core.graphs import replayed
 from traceview.analyses.core.steps import StepRows, describe_ranges, step_ranges, step_windows
 from traceview.columns.model import TraceEvents
+from traceview.columns.schema import KERNEL
 from traceview.errors import TraceviewError
 
 BINS = 1000
@@ -68,8 +70,9 @@ class Utilisation:
 @dataclass(frozen=True)
 class StepWork:
     """The GPU work of one step: per rectangle its stream (index into ``streams``), start
-    and duration (ns), name id and category (index into CATEGORIES); the longest
-    ``MAX_RECTANGLES`` when there are more (``total`` says how many)."""
+    and duration (ns), name id, category (index into CATEGORIES) and whether a CUDA-graph
+    replay ran it; the longest ``MAX_RECTANGLES`` when there are more (``total`` says how
+    many)."""
 
     step: int
     start_ns: int
@@ -81,6 +84,7 @@ class StepWork:
     name: np.ndarray
     category: np.ndarray
     total: int
+    graph: np.ndarray | None = None  # bool per rectangle; None: not known
 
     @property
     def capped(self) -> bool:
@@ -222,11 +226,16 @@ def pick_step(events: TraceEvents, wanted: int | None) -> int | None:
 
 
 def step_work(
-    events: TraceEvents, step: int, cap: int = MAX_RECTANGLES, launch: np.ndarray | None = None
+    events: TraceEvents,
+    step: int,
+    cap: int = MAX_RECTANGLES,
+    launch: np.ndarray | None = None,
+    graphs: np.ndarray | None = None,
 ) -> StepWork:
     """The GPU work (dur > 0) of ``step`` (assigned as in ``traceview steps``), the longest
     ``cap`` rectangles when there are more; ``launch``: ``launch_times(events)`` when the
-    caller has it already."""
+    caller has it already; ``graphs``: the graph launches' correlation ids, to mark the
+    rectangles graph replays ran."""
     window = step_windows(events)[step]
     gpu = events.gpu
     rows = StepRows(events, np.flatnonzero(gpu.dur > 0), launch).within(window)
@@ -247,7 +256,37 @@ def step_work(
         name=gpu.name[rows],
         category=_categories(events, rows),
         total=total,
+        graph=None if graphs is None else replayed(events, rows, graphs),
     )
+
+
+@dataclass(frozen=True)
+class GraphStep:
+    """A step some of whose kernels CUDA-graph replays ran: how many, of how many, in how
+    many replays."""
+
+    step: int
+    graph_kernels: int
+    kernels: int
+    replays: int
+
+
+def graph_steps(
+    events: TraceEvents, graphs: np.ndarray, launch: np.ndarray | None = None
+) -> list[GraphStep]:
+    """Per step (assigned as in ``traceview steps``) with graph kernels, the counts."""
+    if not len(graphs):
+        return []
+    gpu = events.gpu
+    by_step = StepRows(events, np.flatnonzero(gpu.kind == KERNEL), launch)
+    out = []
+    for number, window in step_windows(events).items():
+        rows = by_step.within(window)
+        graph = replayed(events, rows, graphs)
+        if graph.any():
+            replays = len(np.unique(gpu.correlation[rows[graph]]))
+            out.append(GraphStep(number, int(graph.sum()), len(rows), replays))
+    return out
 
 
 def _categories(events: TraceEvents, rows: np.ndarray) -> np.ndarray:
@@ -255,4 +294,13 @@ def _categories(events: TraceEvents, rows: np.ndarray) -> np.ndarray:
     return categorize(events)[rows] if len(rows) else np.zeros(0, dtype=np.int64)
 
 
-__all__ = ["CATEGORIES", "StepWork", "Utilisation", "pick_step", "step_work", "utilisation"]
+__all__ = [
+    "CATEGORIES",
+    "GraphStep",
+    "StepWork",
+    "Utilisation",
+    "graph_steps",
+    "pick_step",
+    "step_work",
+    "utilisation",
+]

@@ -19,6 +19,7 @@ from traceview.app.reading import read_trace, wait_for_cache_writes
 from traceview.choices import GapSort, KernelGroupBy, KernelSort, OpGroupBy, OpLevel
 from traceview.errors import TraceviewError, UsageError
 from traceview.options import ReadOptions
+from traceview.render.trim_command import TRIM_MARGIN
 
 if TYPE_CHECKING:
     from traceview.analyses.core.steps import StepRow
@@ -296,6 +297,36 @@ class Trace:
         return _with_forms(
             unique_kernels(self._read()), lambda r: render.document(r, False, top, None)
         )
+
+    def trim(
+        self,
+        output: str | Path,
+        pstep: str | None = None,
+        window: str | None = None,
+        around_gap: int | None = None,
+        margin: str = TRIM_MARGIN,
+        device: list[str] | None = None,
+        no_cpu: bool = False,
+        force: bool = False,
+    ) -> Path:
+        """``traceview trim``: the kept events written to ``output``; its path."""
+        from traceview.app.trim import TrimOptions, check_options, plan_cut
+        from traceview.app.trim_copy import check_trim_paths, write_trimmed
+        from traceview.options import inputs_of
+        from traceview.parsing import parse_steps
+
+        out = Path(output)
+        options = TrimOptions(
+            steps=parse_steps(pstep) if pstep else (), window=window, around_gap=around_gap,
+            margin=margin, devices=tuple(device) if device else None, cpu=not no_cpu,
+        )  # fmt: skip
+        check_options(options)
+        inputs = inputs_of((self.path,), options)
+        check_trim_paths(self.path, out, force, inputs)
+        write_trimmed(
+            self.path, plan_cut(self._read(), options), self.read_options, out, force, inputs
+        )
+        return out
 
 
 def open_trace(path: str | Path, **read: Any) -> Trace:

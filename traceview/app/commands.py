@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from traceview.analyses.gaps import GapOptions
     from traceview.analyses.kernels import KernelOptions
     from traceview.analyses.ops.view import OpOptions
+    from traceview.app.trim import TrimOptions
     from traceview.cache.manage import Removal
     from traceview.columns.model import TraceEvents
     from traceview.render.document import Document
@@ -82,9 +83,8 @@ def kernels(
 
     check_options(options)  # before reading a trace that may take minutes
     _check_output(out, path)
-    events = _of_phase(
-        read_trace(path, read, options.group_by == "category", phases=bool(phase)), phase
-    )
+    keep_cpu = options.group_by in ("category", "fused-op", "op")
+    events = _of_phase(read_trace(path, read, keep_cpu, phases=bool(phase)), phase)
     if _nothing_to_show(events, out):
         return
     # every row (--top 0) made as it is written: there may be 10^6
@@ -308,21 +308,38 @@ def diff(
     if base == new == Path("-"):
         raise UsageError("diff: only one side can be read from stdin (-)")
     check_save(out, (base, new))
-    report = compare(_diff_side(base, read), _diff_side(new, read), options)
+    ops = options.group_by == "op"
+    report = compare(_diff_side(base, read, ops), _diff_side(new, read, ops), options)
     show(out, render_diff.document(report, out.verbose), (base, new))
     if not report.gate.passed:
         raise TraceviewError(render_diff.failure_message(report, out.verbose))
 
 
-def _diff_side(path: Path, read: ReadOptions) -> Side:
-    """A diff input: a snapshot (recognised by its content) or a trace, snapshotted here."""
+def _diff_side(path: Path, read: ReadOptions, ops: bool = False) -> Side:
+    """A diff input: a snapshot (recognised by its content) or a trace, snapshotted here
+    (``ops``: read with its CPU ops, its kernels by launching op too)."""
     from traceview.analyses.diff import Side
     from traceview.analyses.snapshot import build_snapshot
     from traceview.app.snapshot_file import is_snapshot, load_snapshot
 
     if is_snapshot(path):
         return Side(str(path), "snapshot", load_snapshot(path))
-    return Side(str(path), "trace", build_snapshot(read_trace(path, read)))
+    return Side(str(path), "trace", build_snapshot(read_trace(path, read, keep_cpu=ops), ops=ops))
+
+
+@_command
+def trim(path: Path, options: TrimOptions, read: ReadOptions, output: Path, force: bool) -> None:
+    """``traceview trim``: the events ``options`` keep, copied to ``output`` as they were."""
+    from traceview.app.memory import release_free_memory
+    from traceview.app.trim import check_options, plan_cut
+    from traceview.app.trim_copy import check_trim_paths, write_trimmed
+
+    check_options(options)
+    inputs = inputs_of((path,), options)
+    check_trim_paths(path, output, force, inputs)
+    cut = plan_cut(read_trace(path, read, keep_cpu=False), options)
+    release_free_memory()  # the columns are gone: the copy needs only its blocks
+    write_trimmed(path, cut, read, output, force, inputs)
 
 
 @_command

@@ -10,7 +10,7 @@ import os
 from traceview.cli.common import app
 from traceview.cli import record
 from traceview.cli import kernels, gaps, steps, summary, ops, snapshot, diff, export, ranks
-from traceview.cli import cache, unique, energy, report, memory
+from traceview.cli import cache, unique, energy, report, memory, trim
 
 # isort: on
 
@@ -40,5 +40,6 @@ __all__ = [
     "snapshot",
     "steps",
     "summary",
+    "trim",
     "unique",
 ]

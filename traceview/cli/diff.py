@@ -84,7 +84,8 @@ def diff(
             "--group-by",
             help="Compare kernels by exact name, or by short name (template instantiations "
             "summed: a kernel whose template arguments changed is not new), or by category "
-            "(from kernel names; the gate applies per category): name, short, category.",
+            "(from kernel names; the gate applies per category), or by launching op (traces "
+            "only; torch.compile's regions as one op): name, short, category, op.",
         ),
     ] = choices.DiffGroupBy.NAME,
     verbose: Verbose = False,

@@ -44,8 +44,10 @@ def kernels(
         choices.KernelGroupBy,
         typer.Option(
             "--group-by",
-            help="name (exact kernel name), short (merge template instantiations) or category "
-            "(gemm, attention, communication, ...; see docs/metrics.md).",
+            help="name (exact kernel name), short (merge template instantiations), category "
+            "(gemm, attention, communication, ...), op (the launching op, torch.compile's "
+            "regions as one) or fused-op (the ops: a Triton kernel's time shared equally "
+            "among the ops its name says it fused); see docs/metrics.md.",
         ),
     ] = choices.KernelGroupBy.NAME,
     pstep: Annotated[

@@ -550,6 +550,14 @@ class EventCollector:
         )
 
 
+def is_gpu_activity(cat: str) -> bool:
+    """Whether events of this category are GPU rows (a kernel, memcpy or memset)."""
+    return _CATEGORIES.get(cat.lower(), _OTHER) in (KERNEL, MEMCPY, MEMSET)
+
+
+GPU_ANNOTATION_CATEGORY = "gpu_user_annotation"
+
+
 class _Categories(dict[str, int]):
     """Category text → kind, each new text looked up once (case-insensitively)."""
 

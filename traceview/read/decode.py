@@ -108,18 +108,30 @@ class DecimalEvent(msgspec.Struct, gc=False):
 
 # The NCCL metadata kineto writes on collective kernels and ``record_param_comms`` CPU ops
 # (traceview.columns.comms). A span holding this key is decoded with the Comm* types below, as
-# is any span the slow paths decode; any other keeps the smaller structs (more fields cost every
-# event: 5-7% slower decoding). So the events of one decoded span all have Comm* types or none
-# does (``may_carry``).
+# is any span the slow paths decode; any other keeps smaller structs (each field costs every
+# event with unknown args keys: the Comm* types decode 10-20% slower). So the events of one
+# decoded span all have Comm* types or none does (``may_carry``).
 COMM_KEY = b'"Collective name"'
 # The allocator's counters of a ``[memory]`` instant event (traceview.columns.allocations): a
-# span holding this key is decoded with the Comm* types too, which carry them.
-MEMORY_KEY = b'"Total Allocated"'
+# span holding this text (and not COMM_KEY) is decoded with the Memory* types, which carry them.
+# Without its quotes: a text ending in a quote, the commonest byte in JSON, is found ~1.6×
+# slower, and a span that holds the words elsewhere only takes the bigger struct.
+MEMORY_KEY = b"Total Allocated"
 
 
-class CommArgs(Args, gc=False):
-    """``Args`` with a collective's metadata and a ``[memory]`` event's fields: any JSON value,
-    checked when interned or converted."""
+class MemoryArgs(Args, gc=False):
+    """``Args`` with a ``[memory]`` event's fields: any JSON value, checked when converted."""
+
+    device_type: Any = msgspec.field(default=None, name="Device Type")
+    device_id: Any = msgspec.field(default=None, name="Device Id")
+    alloc_bytes: Any = msgspec.field(default=None, name="Bytes")
+    addr: Any = msgspec.field(default=None, name="Addr")
+    total_allocated: Any = msgspec.field(default=None, name="Total Allocated")
+    total_reserved: Any = msgspec.field(default=None, name="Total Reserved")
+
+
+class CommArgs(MemoryArgs, gc=False):
+    """``MemoryArgs`` with a collective's metadata: any JSON value, checked when interned."""
 
     collective: Any = msgspec.field(default=None, name="Collective name")
     process_group: Any = msgspec.field(default=None, name="Process Group Name")
@@ -128,12 +140,16 @@ class CommArgs(Args, gc=False):
     dtype: Any = None
     group_size: Any = msgspec.field(default=None, name="Group size")
     seq: Any = msgspec.field(default=None, name="Seq")
-    device_type: Any = msgspec.field(default=None, name="Device Type")
-    device_id: Any = msgspec.field(default=None, name="Device Id")
-    alloc_bytes: Any = msgspec.field(default=None, name="Bytes")
-    addr: Any = msgspec.field(default=None, name="Addr")
-    total_allocated: Any = msgspec.field(default=None, name="Total Allocated")
-    total_reserved: Any = msgspec.field(default=None, name="Total Reserved")
+
+
+class ShapedMemoryArgs(MemoryArgs, gc=False):
+    """``MemoryArgs`` with a CPU op's shapes (as ShapedArgs)."""
+
+    shaped: ClassVar[bool] = True
+    input_dims: msgspec.Raw = msgspec.field(name="Input Dims", default=_NO_RAW)
+    input_dims_2021: msgspec.Raw = msgspec.field(name="Input dims", default=_NO_RAW)
+    input_type: msgspec.Raw = msgspec.field(name="Input type", default=_NO_RAW)
+    concrete_inputs: msgspec.Raw = msgspec.field(name="Concrete Inputs", default=_NO_RAW)
 
 
 class ShapedCommArgs(CommArgs, gc=False):
@@ -146,11 +162,19 @@ class ShapedCommArgs(CommArgs, gc=False):
     concrete_inputs: msgspec.Raw = msgspec.field(name="Concrete Inputs", default=_NO_RAW)
 
 
-# Events whose args have the shapes (reads that keep CPU rows), the collective's metadata
-# (spans holding COMM_KEY), or both: fields cost every event, so each read declares only those
-# it may use.
+# Events whose args have the shapes (reads that keep CPU rows), the allocator's counters
+# (spans holding MEMORY_KEY), the collective's metadata (spans holding COMM_KEY), or both:
+# fields cost every event, so each read declares only those it may use.
 class ShapedEvent(Event, gc=False):
     args: ShapedArgs | None = None
+
+
+class MemoryEvent(Event, gc=False):
+    args: MemoryArgs | None = None
+
+
+class ShapedMemoryEvent(Event, gc=False):
+    args: ShapedMemoryArgs | None = None
 
 
 class CommEvent(Event, gc=False):
@@ -163,6 +187,14 @@ class ShapedCommEvent(Event, gc=False):
 
 class ExactShapedEvent(ExactEvent, gc=False):
     args: ShapedArgs | None = None
+
+
+class ExactMemoryEvent(ExactEvent, gc=False):
+    args: MemoryArgs | None = None
+
+
+class ExactShapedMemoryEvent(ExactEvent, gc=False):
+    args: ShapedMemoryArgs | None = None
 
 
 class ExactCommEvent(ExactEvent, gc=False):
@@ -180,17 +212,27 @@ class DecimalCommEvent(DecimalEvent, gc=False):
 
 
 AnyEvent = Event | ExactEvent | DecimalEvent
-_RAW_EVENTS = (
-    ExactEvent,
-    ExactShapedEvent,
-    ExactCommEvent,
-    ExactShapedCommEvent,
-)
+# What a span's args may hold beyond Args: nothing, the allocator's counters, or these and
+# a collective's metadata.
+PLAIN, MEMORY, COMM = 0, 1, 2
+# The fast decoders' event types by (exact, extra, shaped).
+_EVENTS: dict[tuple[bool, int, bool], type[Any]] = {
+    (False, PLAIN, False): Event,
+    (False, PLAIN, True): ShapedEvent,
+    (False, MEMORY, False): MemoryEvent,
+    (False, MEMORY, True): ShapedMemoryEvent,
+    (False, COMM, False): CommEvent,
+    (False, COMM, True): ShapedCommEvent,
+    (True, PLAIN, False): ExactEvent,
+    (True, PLAIN, True): ExactShapedEvent,
+    (True, MEMORY, False): ExactMemoryEvent,
+    (True, MEMORY, True): ExactShapedMemoryEvent,
+    (True, COMM, False): ExactCommEvent,
+    (True, COMM, True): ExactShapedCommEvent,
+}
+_RAW_EVENTS = tuple(event for (exact, _, _), event in _EVENTS.items() if exact)
 COMM_EVENTS = (
-    CommEvent,
-    ShapedCommEvent,
-    ExactCommEvent,
-    ExactShapedCommEvent,
+    *(event for (_, extra, _), event in _EVENTS.items() if extra == COMM),
     DecimalCommEvent,
 )
 
@@ -205,19 +247,9 @@ NON_FINITE = b'"<non-finite number>"'
 
 _FAST_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError, RecursionError)
 _SLOW_ERRORS = (RecursionError, ArithmeticError)
-# The fast decoders by (exact, comm, shaped).
-_DECODERS: dict[tuple[bool, bool, bool], msgspec.json.Decoder[list[Any]]] = {
-    (exact, comm, shaped): msgspec.json.Decoder(list[event])  # type: ignore[valid-type]
-    for (exact, comm, shaped), event in {
-        (False, False, False): Event,
-        (False, False, True): ShapedEvent,
-        (False, True, False): CommEvent,
-        (False, True, True): ShapedCommEvent,
-        (True, False, False): ExactEvent,
-        (True, False, True): ExactShapedEvent,
-        (True, True, False): ExactCommEvent,
-        (True, True, True): ExactShapedCommEvent,
-    }.items()
+_DECODERS: dict[tuple[bool, int, bool], msgspec.json.Decoder[list[Any]]] = {
+    key: msgspec.json.Decoder(list[event])  # type: ignore[valid-type]
+    for key, event in _EVENTS.items()
 }
 # What the raw ts and dur of an exact event must be: the values the per-event path converts.
 RAW_NUMBER = msgspec.json.Decoder(Decimal | None)
@@ -225,10 +257,18 @@ RAW_NUMBER = msgspec.json.Decoder(Decimal | None)
 _NUMBER_BYTES = b"0123456789.-+eEnul "
 
 
-def _decoder(exact: bool, comm: bool, shaped: bool = True) -> msgspec.json.Decoder[list[Any]]:
-    """The fast decoder: exact numbers or not, with the collective metadata or not, with the
-    CPU ops' shapes or not."""
-    return _DECODERS[exact, comm, shaped]
+def _decoder(exact: bool, extra: int, shaped: bool = True) -> msgspec.json.Decoder[list[Any]]:
+    """The fast decoder: exact numbers or not, with the args fields of ``extra`` (PLAIN,
+    MEMORY, COMM), with the CPU ops' shapes or not."""
+    return _DECODERS[exact, extra, shaped]
+
+
+def _extra(data: bytes | bytearray, start: int = 0, end: int | None = None) -> int:
+    """Which args fields the events of ``data[start:end]`` may use (PLAIN, MEMORY, COMM)."""
+    stop = len(data) if end is None else end
+    if data.find(COMM_KEY, start, stop) >= 0:
+        return COMM
+    return MEMORY if data.find(MEMORY_KEY, start, stop) >= 0 else PLAIN
 
 
 # What may follow a syntax error found where the text only ends too early: a number or a
@@ -294,8 +334,7 @@ def decode_span(
         shaped = shapes and data.find(SHAPE_KEY, start, end) >= 0
         before, after = data[start - 1], data[end]
         data[start - 1], data[end] = ord("["), ord("]")
-        rich = data.find(COMM_KEY, start, end) >= 0 or data.find(MEMORY_KEY, start, end) >= 0
-        decoder = _decoder(exact, rich, shaped)
+        decoder = _decoder(exact, _extra(data, start, end), shaped)
         try:
             with memoryview(data) as view, view[start - 1 : end + 1] as span:
                 # Raw fields would keep a view of the buffer alive (it could not grow or
@@ -312,8 +351,7 @@ def decode_span(
 
 def _decode_fast(chunk: bytes | bytearray, exact: bool, shapes: bool) -> list[Any]:
     shaped = shapes and SHAPE_KEY in chunk
-    rich = COMM_KEY in chunk or MEMORY_KEY in chunk
-    return _decoder(exact, rich, shaped).decode(b"[" + chunk + b"]")
+    return _decoder(exact, _extra(chunk), shaped).decode(b"[" + chunk + b"]")
 
 
 def has_raw_numbers(events: list[Any]) -> bool:
@@ -361,7 +399,7 @@ def _decode_each(chunk: bytes | bytearray, exact: bool, skipped: Counter[str]) -
         last_end = end
         value = chunk[start:end]
         try:
-            events = _decoder(exact, comm=True).decode(b"[" + value + b"]")
+            events = _decoder(exact, COMM).decode(b"[" + value + b"]")
             if exact:
                 check_raw_numbers(events)
             out.extend(events)
@@ -381,7 +419,7 @@ def _decode_lenient(chunk: bytes | bytearray, skipped: Counter[str]) -> list[Any
     try:
         items = json.loads("[" + text + "]", parse_float=Decimal, parse_constant=_non_finite)
     except json.JSONDecodeError:
-        items = _loads_without_bad_constants(chunk)
+        items = loads_leniently(chunk)
     out: list[Any] = []
     for item in items:
         event = _convert(item)
@@ -392,7 +430,7 @@ def _decode_lenient(chunk: bytes | bytearray, skipped: Counter[str]) -> list[Any
     return out
 
 
-def _loads_without_bad_constants(chunk: bytes | bytearray) -> list[Any]:
+def loads_leniently(chunk: bytes | bytearray) -> list[Any]:
     """Replace bare inf/NaN tokens outside strings by a string, then parse (or ChunkError)."""
     cleaned = _BAD_CONSTANT.sub(lambda m: NON_FINITE if m.group(1) else m.group(0), chunk)
     text = cleaned.decode("utf-8", errors="replace")

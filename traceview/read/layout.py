@@ -116,6 +116,24 @@ def parse_trailer(buf: Text, pos: int, header: dict[str, Any], is_object: bool) 
     return repeated
 
 
+def without_event_arrays(buf: Text) -> bytes:
+    """The text after the event array's ``]`` (of an object, checked by parse_trailer)
+    without its members that repeat the key ``traceEvents``: their events are not read."""
+    parts, kept_from = [], 0
+    pos = skip_ws(buf, 0)
+    while buf[pos : pos + 1] == b",":
+        key, after = _key(buf, skip_ws(buf, pos + 1), True)
+        end = value_end(buf, skip_ws(buf, after), at_eof=True)
+        if key is None or end is None:
+            break
+        if key == "traceEvents":
+            parts.append(bytes(buf[kept_from:pos]))
+            kept_from = end
+        pos = skip_ws(buf, end)
+    parts.append(bytes(buf[kept_from:]))
+    return b"".join(parts)
+
+
 def _key(buf: Text, pos: int, at_eof: bool) -> tuple[str | None, int]:
     """Read ``"key":`` at ``pos``; (None, pos) at the object's closing brace."""
     if buf[pos : pos + 1] == b"}":

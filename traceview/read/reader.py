@@ -128,8 +128,14 @@ class TraceReader:
         on_progress: Callable[[int, int | None], None] | None = None,
         part: MainPart | WorkerPart | None = None,
         shapes: bool = True,
+        decode: Callable[..., list[Any]] = decode_span,
+        keep_text: bool = False,
     ) -> None:
         self.info = check_path(path)
+        # What decodes a span (read.raw.decode_raw_span: each event with its raw bytes);
+        # keep_text: keep the raw text before and after the event array (trim writes it).
+        self.decode = decode
+        self.keep_text = keep_text
         self.shapes = shapes  # decode the CPU ops' shapes (reads that keep CPU rows)
         self.path = path
         self.partial = partial
@@ -148,6 +154,9 @@ class TraceReader:
         self._last_chunk: tuple[bytes | bytearray, int, int | None] = (b"", 0, None)
         self._last_count = 0
         self._last_event_end = 0  # file offset just after the last whole event decoded
+        # With keep_text: the text up to the array's ``[`` and after its ``]`` (None until read).
+        self.header_text: bytes | None = None
+        self.trailer_text: bytes | None = None
 
     def batches(self) -> Iterator[list[Any]]:
         """Yield lists of decoded events (see read.decode.Event), in file order."""
@@ -329,6 +338,8 @@ class TraceReader:
             except NotATrace as e:
                 self._header_failed(e, buf)
             buf.pos = start
+            if self.keep_text:
+                self.header_text = bytes(buf.data[:start])
             self._check_plain_end()
             first = skip_ws(buf.data, start)
             self.stats.exact_times = needs_exact(buf.data[first : first + self.block_size])
@@ -439,9 +450,11 @@ class TraceReader:
 
     def _trailer(self, buf: _Buffer, blocks: Iterator[bytes], is_object: bool) -> None:
         """Read and parse the keys after the event array (the rest of the file)."""
-        rest: list[bytes | bytearray] = [buf.data[buf.pos :], *blocks]
+        rest = b"".join([buf.data[buf.pos :], *blocks])
+        if self.keep_text:
+            self.trailer_text = rest
         try:
-            repeated = parse_trailer(b"".join(rest), 0, self.header, is_object)
+            repeated = parse_trailer(rest, 0, self.header, is_object)
             if repeated:
                 self.stats.skipped[REPEATED_EVENTS_KEY] += repeated
         except NeedMore:
@@ -458,7 +471,7 @@ class TraceReader:
         self._last_chunk = (data, start, end)
         stop = len(data) if end is None else end
         exact, skipped = self.stats.exact_times, self.stats.skipped
-        events = decode_span(data, start, stop, exact, skipped, self.shapes)
+        events = self.decode(data, start, stop, exact, skipped, self.shapes)
         self._last_count = len(events)
         self.stats.events += len(events)
         self.stats.chunks += 1

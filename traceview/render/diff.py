@@ -276,6 +276,8 @@ def _side_json(side: SideView) -> dict[str, Any]:
         "trace": asdict(side.trace),
         "steps": list(side.steps),
         "available_steps": side.available_steps,
+        "step_busy_pct": side.step_busy_pct,
+        "cpu_bound": side.cpu_bound,
     }
 
 

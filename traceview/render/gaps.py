@@ -12,6 +12,7 @@ from traceview.render import units
 from traceview.render.document import Document, Lines, Section, plain_chunks
 from traceview.render.header import trace_lines
 from traceview.render.tables import Table, each_row, to_csv
+from traceview.render.trim_command import PIPE_NAMES, TRIM_MARGIN_NS, trim_command
 
 _BAR = 40
 # Columns left out, in this order, when the terminal is too narrow for all of them.
@@ -93,6 +94,17 @@ def context_lines(report: GapReport) -> list[str]:
     ]
 
 
+def trim_lines(report: GapReport) -> list[str]:
+    """Per listed gap, the ``traceview trim`` command that cuts it out (none for a pipe,
+    which trim cannot read twice)."""
+    path = report.trace.path
+    if path in PIPE_NAMES:
+        return ["(the trace came from a pipe: save it to a file to trim it)"]
+    return [
+        f"#{i} {trim_command(path, g.ts_ns, g.gap_ns, i)}" for i, g in enumerate(report.largest, 1)
+    ]
+
+
 def context_text(c: CpuContext) -> str:
     """What held the gap, the largest holder first: e.g. ``thread 1/1:
     enumerate(DataLoader)#…__next__ 125.6 ms of 126.0 ms host wait``, or a sync call."""
@@ -171,6 +183,9 @@ def _sections(report: GapReport, verbose: bool) -> list[tuple[str, Table | list[
          largest_table(report, verbose), None),
         ("What the CPU was doing (thread that launched the activity after the gap)",
          context_lines(report) or ["no gaps"], None),
+        (f"Each gap as a small trace for Perfetto ({units.duration_ns(TRIM_MARGIN_NS)} of work "
+         "each side)",
+         trim_lines(report) or ["no gaps"], None),
     ]  # fmt: skip
 
 

@@ -45,13 +45,17 @@ def table(report: KernelReport, verbose: bool) -> Table:
     rows = each_row(
         report.rows, lambda rank, row: (str(rank), *_stat_cells(row), _name_cell(row, verbose))
     )
-    label = "Category" if report.options.group_by == "category" else "Kernel"
+    label = {"category": "Category", "fused-op": "Op", "op": "Op"}.get(
+        report.options.group_by, "Kernel"
+    )
     return Table(("#", *_STAT_HEADERS, label), (True,) * 12 + (False,), rows)
 
 
 def _name_cell(row: KernelRow, verbose: bool) -> str:
     """The name shown, and with --group-by short how many distinct names the row merged."""
     name = row.name if verbose else row.short_name
+    if row.fused_ops:
+        name += f" [fused: {', '.join(row.fused_ops)}]"
     return f"{name} ({row.variants} variants)" if row.variants > 1 else name
 
 
@@ -85,8 +89,13 @@ def document(report: KernelReport, verbose: bool, every: KernelReport | None = N
 
 def csv(report: KernelReport) -> Iterator[str]:
     """One CSV row per kernel with raw numbers and the full name, a chunk of rows at a time."""
-    rows = ((i, *r.as_dict().values()) for i, r in enumerate(report.rows, 1))
-    return csv_chunks(("rank", *us_names(KernelRow)), rows)
+    rows = ((i, *map(csv_value, r.as_dict().values())) for i, r in enumerate(report.rows, 1))
+    return csv_chunks(("rank", *us_names(KernelRow), "fused_ops"), rows)
+
+
+def csv_value(value: object) -> object:
+    """A list (``fused_ops``) as its items one space apart."""
+    return " ".join(map(str, value)) if isinstance(value, list) else value
 
 
 def as_json(report: KernelReport) -> dict[str, Any]:

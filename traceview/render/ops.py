@@ -22,7 +22,8 @@ _CSV_FIELDS = ("name", "shapes", "calls", "kernels", "gpu_time_us", "pct_gpu_tim
                "gpu_busy_us", "cpu_time_us", "cpu_self_us", "kernels_per_call",
                "launch_delay_us", "flops", "bytes", "dtype", "tflops_per_s", "tb_per_s",
                "intensity", "peak_tflops_per_s", "peak_tb_per_s", "pct_of_peak",
-               "above_peak", "bound")  # fmt: skip
+               "above_peak", "bound", "graph", "graph_launches",
+               "graph_kernels")  # fmt: skip
 
 
 def summary_lines(report: OpReport) -> list[str]:
@@ -42,12 +43,16 @@ def summary_lines(report: OpReport) -> list[str]:
 
 
 def table(report: OpReport) -> Table:
-    rows = [(str(i), _label(r), *_cells(r)) for i, r in enumerate(report.rows, 1)]
+    rows = [(str(i), op_label(r), *_cells(r)) for i, r in enumerate(report.rows, 1)]
     return Table(_HEADERS, (True, False, *(True,) * 12, False), rows)
 
 
-def _label(r: OpRow) -> str:
-    return r.name if r.shapes is None else f"{r.name} {r.shapes}"
+def op_label(r: OpRow) -> str:
+    """The op (and shapes), marked when CUDA-graph replays ran its kernels."""
+    label = r.name if r.shapes is None else f"{r.name} {r.shapes}"
+    if r.graph_kernels:
+        label += f" [graph: {units.counted(r.graph_launches, 'replay')}]"
+    return label
 
 
 def _figure(value: float | None, digits: int = 2) -> str:

@@ -140,7 +140,10 @@ def _is_an_input(st: os.stat_result, inputs: Sequence[Path]) -> bool:
 
 
 def write_file(
-    path: Path, text: str | bytes | Iterator[str], force: bool, inputs: Sequence[Path] = ()
+    path: Path,
+    text: str | bytes | Iterator[str] | Iterator[bytes],
+    force: bool,
+    inputs: Sequence[Path] = (),
 ) -> None:
     """Write ``text`` (or its chunks, as they are made) to ``path``: a regular file atomically
     (a temp file renamed over it, with the user's umask; removed if making the text fails),
@@ -175,15 +178,15 @@ def _is_open_fd(path: Path) -> bool:
     return False
 
 
-def _encoded(text: str | bytes | Iterator[str]) -> Iterator[bytes]:
-    """The UTF-8 bytes of ``text`` (bytes: UTF-8 already), chunk by chunk."""
+def _encoded(text: str | bytes | Iterator[str] | Iterator[bytes]) -> Iterator[bytes]:
+    """The UTF-8 bytes of ``text`` (bytes: written as they are), chunk by chunk."""
     if isinstance(text, bytes):
         yield text
     elif isinstance(text, str):
         yield text.encode("utf-8")
     else:
         for chunk in text:
-            yield chunk.encode("utf-8")
+            yield chunk if isinstance(chunk, bytes) else chunk.encode("utf-8")
 
 
 def _write_through(path: Path, data: Iterator[bytes]) -> None:

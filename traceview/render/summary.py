@@ -10,6 +10,7 @@ from traceview.analyses.summary import Overview
 from traceview.render import units
 from traceview.render.document import Document, Lines, Section
 from traceview.render.header import trace_lines
+from traceview.render.ops import op_label
 from traceview.render.tables import Table
 
 _d = units.duration_ns  # a short name for the dense lines below
@@ -48,7 +49,7 @@ def top_tables(o: Overview) -> list[tuple[str, Table]]:
     headers = ("Name", "GPU time", "%")
     categories = [(c.name, _d(c.gpu_time_ns), units.pct(c.pct)) for c in o.categories]
     kernels = [(k.short_name or k.name, _d(k.gpu_time_ns), units.pct(k.pct)) for k in o.kernels]
-    ops = [(op.name, _d(op.gpu_time_ns), units.pct(op.pct_gpu_time)) for op in o.ops]
+    ops = [(op_label(op), _d(op.gpu_time_ns), units.pct(op.pct_gpu_time)) for op in o.ops]
     return [
         ("Top categories", Table(headers, right, categories)),
         ("Top kernels", Table(headers, right, kernels)),

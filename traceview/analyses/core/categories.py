@@ -37,6 +37,7 @@ NAME_RULES: tuple[tuple[str, str], ...] = (
     ("triton pointwise", r"^triton poi"),
     ("triton reduction", r"^triton red"),
     ("triton persistent", r"^triton per"),
+    ("triton template", r"^triton tem"),
     ("triton", r"^triton"),
     ("attention", r"flash|fmha|[a-z]*attention|attn|sdpa|mha|paged ?kv"),
     (
@@ -83,8 +84,11 @@ OPTIMIZER_STEP = re.compile(r"^Optimizer\.step#")
 CATEGORIES = (
     "communication", "attention", "gemm", "convolution", "normalization", "softmax",
     "reduction", "pooling", "embedding", "elementwise", "triton pointwise", "triton reduction",
-    "triton persistent", "triton", "optimizer", "memcpy", "memset", "other",
+    "triton persistent", "triton template", "triton", "optimizer", "memcpy", "memset", "other",
 )  # fmt: skip
+# The Triton family: kernels Triton compiled (TorchInductor's ``triton_<kind>_…``, other
+# ``triton_…``), whose names say which ops they fused (analyses.core.fused).
+TRITON_FAMILY = tuple(c for c in CATEGORIES if c.startswith("triton"))
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
 _NOT_LETTERS = re.compile(r"[^a-z]+")
 _NAME = [(category, re.compile(rf"\b(?:{pattern})\b")) for category, pattern in NAME_RULES]
@@ -162,6 +166,7 @@ __all__ = [
     "NAME_RULES",
     "OPTIMIZER_STEP",
     "OP_RULES",
+    "TRITON_FAMILY",
     "by_name",
     "by_op",
     "categorize",

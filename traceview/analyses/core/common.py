@@ -21,6 +21,7 @@ from traceview.analyses.core.devices import (
     launch_times,
     name_rank,
 )
+from traceview.analyses.core.graphs import graph_launch_ids
 from traceview.analyses.core.opcalls import OpCalls, op_calls
 from traceview.analyses.core.oplinks import OpLinks, link_ops
 from traceview.analyses.core.steps import StepRow, step_table
@@ -32,7 +33,8 @@ from traceview.columns.model import TraceEvents
 class Shared:
     """Of one trace (read with its CPU rows): the rank of each name id in sorted order; the
     op links, launch time and category of every GPU row; the op calls; the step table; each
-    device's usage and device gaps over all its GPU activity; the summary over that usage."""
+    device's usage and device gaps over all its GPU activity; the summary over that usage;
+    the correlation ids of its graph launches."""
 
     rank: np.ndarray  # name_rank(events.names)
     links: OpLinks  # link_ops(events)
@@ -43,6 +45,7 @@ class Shared:
     usage: list[DeviceUsage]  # usage(events)
     gaps: GapSet  # device_gaps over every GPU row
     trace: TraceSummary  # summarize(events)
+    graphs: np.ndarray  # graph_launch_ids(events)
 
 
 def work_out(events: TraceEvents, linked: tuple[OpLinks, OpCalls] | None = None) -> Shared:
@@ -67,4 +70,5 @@ def work_out(events: TraceEvents, linked: tuple[OpLinks, OpCalls] | None = None)
         usage=usage,
         gaps=gaps,
         trace=summarize(events, usage),
+        graphs=graph_launch_ids(events),
     )

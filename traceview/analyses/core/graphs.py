@@ -9,6 +9,7 @@ import re
 
 import numpy as np
 
+from traceview.aggregate.order import first_of_runs
 from traceview.columns.model import TraceEvents
 
 # The runtime and driver calls that replay a graph (their versioned names: cudaGraphLaunch_v10000).
@@ -34,3 +35,17 @@ def replayed(events: TraceEvents, rows: np.ndarray, launches: np.ndarray) -> np.
     if not len(launches):
         return np.zeros(len(rows), dtype=bool)
     return np.isin(events.gpu.correlation[rows], launches)
+
+
+def launch_counted(events: TraceEvents, rows: np.ndarray, launches: np.ndarray) -> np.ndarray:
+    """Of the GPU ``rows``: which stand for their launch call in launch figures — every row a
+    graph launch did not run, and of each replay only its first kernel (earliest start, then
+    first row), so a graph launch is counted once, not once per kernel it ran."""
+    graph = replayed(events, rows, launches)
+    counted = ~graph
+    at = np.flatnonzero(graph)
+    if len(at):
+        corr = events.gpu.correlation[rows[at]]
+        order = np.lexsort((at, events.gpu.ts[rows[at]], corr))
+        counted[at[order[first_of_runs(corr[order])]]] = True
+    return counted

@@ -10,10 +10,13 @@ import numpy as np
 
 from traceview.columns.model import TraceEvents
 
+GRAPH_NO_OP = -2  # an op id for the kernels of a graph launch outside any op
+
 
 class OpKeys:
-    """Group keys: the op name id (len(names) for no op), and with shapes, the id of its
-    (Input Dims, Input type) too (0 for none)."""
+    """Group keys: the op name id (len(names) for no op, len(names) + 1 for a graph launch's
+    kernels with no op), and with shapes, the id of its (Input Dims, Input type) too (0 for
+    none)."""
 
     def __init__(self, events: TraceEvents, with_shapes: bool) -> None:
         self.with_shapes = with_shapes
@@ -30,10 +33,12 @@ class OpKeys:
         self.of_shape = of_shape
         self.width = len(self.texts)
         self.n_names = len(events.names)
-        self.bound = (self.n_names + 1) * self.width
+        self.graph_no_op = self.n_names + 1
+        self.bound = (self.n_names + 2) * self.width
 
     def of(self, name: np.ndarray, shape: np.ndarray) -> np.ndarray:
-        """The keys of (name id or NO_OP, shape id or NO_SHAPE) pairs."""
+        """The keys of (name id, NO_OP or GRAPH_NO_OP, shape id or NO_SHAPE) pairs."""
+        name = np.where(name == GRAPH_NO_OP, self.graph_no_op, name)
         name = np.where(name < 0, self.n_names, name).astype(np.int64)
         keys: np.ndarray = name * self.width + self.of_shape[shape + 1]
         return keys

@@ -5,7 +5,9 @@ Each kernel is attributed to one op (analyses.oplinks: the leaf op by default, t
 Per op name: calls and CPU time (every ``cpu_op`` event of that name, whatever it launched),
 kernels, GPU time (sum of durations), GPU busy (per device the union of its kernels, summed
 over devices), kernels per call, median launch delay (kernel start − launch start), % of GPU
-time. Definitions in docs/metrics.md.
+time. A CUDA-graph replay's kernels go to the op around its graph launch (those of a launch
+outside any op to their own row) and its launch call counts once, by its first kernel, in the
+launch delay and the launch bound. Definitions in docs/metrics.md.
 """
 
 from __future__ import annotations
@@ -21,10 +23,11 @@ from traceview.aggregate.order import dense_ids, lex_order
 from traceview.aggregate.percentiles import nearest_rank
 from traceview.analyses.core.categories import CATEGORIES, categorize
 from traceview.analyses.core.devices import NO_LAUNCH, device_of_stream
+from traceview.analyses.core.graphs import graph_launch_ids, launch_counted, replayed
 from traceview.analyses.core.opcalls import op_calls
-from traceview.analyses.core.oplinks import OpLinks, link_ops
+from traceview.analyses.core.oplinks import link_ops
 from traceview.analyses.core.trace import TraceSummary, summarize
-from traceview.analyses.ops.groups import OpKeys, group_of
+from traceview.analyses.ops.groups import GRAPH_NO_OP, OpKeys, group_of
 from traceview.analyses.ops.nesting import counted_calls
 from traceview.analyses.ops.peaks import Peaks, device_peaks, load_peaks_file
 from traceview.analyses.ops.work import bound, group_work, pair_work, peak_flops
@@ -39,6 +42,7 @@ if TYPE_CHECKING:
 
 LEVELS = tuple(OpLevel)
 NO_OP_ROW = "(no op)"
+GRAPH_NO_OP_ROW = "(graph replay, no op)"
 SCHEMA_VERSION = 2
 
 
@@ -82,6 +86,8 @@ class OpRow:
     peak_tflops_per_s: float | None = None
     peak_tb_per_s: float | None = None
     ceiling_tflops_per_s: float | None = None  # the dtype's peak, else the device's highest
+    graph_kernels: int = 0  # of its kernels, those CUDA-graph replays ran
+    graph_launches: int = 0  # the graph launches that ran them
 
     @property
     def tflops_per_s(self) -> float | None:
@@ -139,6 +145,9 @@ class OpRow:
             "pct_of_peak": self.pct_of_peak,
             "above_peak": self.above_peak,
             "bound": self.bound,
+            "graph": self.graph_kernels > 0,
+            "graph_launches": self.graph_launches,
+            "graph_kernels": self.graph_kernels,
         }
 
 
@@ -195,7 +204,11 @@ def analyse_ops(events: TraceEvents, options: OpOptions, shared: Shared | None =
     gpu = events.gpu
     rows = np.flatnonzero(gpu.kind == KERNEL)
     leaf = options.level == "leaf"
+    graphs = graph_launch_ids(events) if shared is None else shared.graphs
+    graph = replayed(events, rows, graphs)
+    once = launch_counted(events, rows, graphs)  # a graph launch once, by its first kernel
     op = (links.leaf if leaf else links.top)[rows]
+    op = np.where(graph & (op < 0), GRAPH_NO_OP, op)
     op_shape = _shapes_of(links.leaf_shape if leaf else links.top_shape, rows)
     keys = OpKeys(events, options.group_by == "op+shapes")
     used, group = dense_ids(keys.of(op, op_shape), keys.bound)
@@ -212,8 +225,11 @@ def analyse_ops(events: TraceEvents, options: OpOptions, shared: Shared | None =
     kernels = np.bincount(group, minlength=n)
     gpu_ns = _sums(group, dur, n)
     busy = _busy(events, rows, group, n)
-    delay = _launch_delay(links.launch[rows], ts, group, n)
-    launch_ns = _launch_time(links, rows, group, n)
+    launch = np.where(once, links.launch[rows], NO_LAUNCH)
+    delay = _launch_delay(launch, ts, group, n)
+    launch_ns = _launch_time(launch, links.launch_end[rows], group, n)
+    graph_kernels = np.bincount(group[graph], minlength=n)
+    graph_launches = np.bincount(group[graph & once], minlength=n)
     category = categorize(events, links) if shared is None else shared.category
     comm = _all_communication(category[rows], group, n)
     total = int(gpu_ns.sum())
@@ -227,7 +243,7 @@ def analyse_ops(events: TraceEvents, options: OpOptions, shared: Shared | None =
         peak_b = None if peaks is None else peaks.tb_per_s
         out.append(
             OpRow(
-                name=events.names[name_id] if named else NO_OP_ROW,
+                name=events.names[name_id] if named else _no_op_row(name_id, keys),
                 calls=int(per_call[0][g]),
                 cpu_time_ns=int(per_call[1][g]),
                 kernels=int(kernels[g]),
@@ -246,6 +262,8 @@ def analyse_ops(events: TraceEvents, options: OpOptions, shared: Shared | None =
                 peak_tflops_per_s=peak_f,
                 peak_tb_per_s=peak_b,
                 ceiling_tflops_per_s=_ceiling(peaks, peak_f),
+                graph_kernels=int(graph_kernels[g]),
+                graph_launches=int(graph_launches[g]),
             )
         )
     out.sort(key=lambda r: (-r.gpu_time_ns, r.name, r.shapes or ""))
@@ -316,10 +334,14 @@ def _sums(group: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
     return out
 
 
-def _launch_time(links: OpLinks, rows: np.ndarray, group: np.ndarray, n: int) -> np.ndarray:
-    """Per group, the summed duration of the runtime calls that launched its kernels."""
-    launch, end = links.launch[rows], links.launch_end[rows]
-    has = launch != NO_LAUNCH
+def _no_op_row(name_id: int, keys: OpKeys) -> str:
+    return GRAPH_NO_OP_ROW if name_id == keys.graph_no_op else NO_OP_ROW
+
+
+def _launch_time(launch: np.ndarray, end: np.ndarray, group: np.ndarray, n: int) -> np.ndarray:
+    """Per group, the summed duration of the runtime calls (``launch`` start, ``end``; one
+    per launch call counted) that launched its kernels."""
+    has = (launch != NO_LAUNCH) & (end != NO_LAUNCH)
     return _sums(np.where(has, group, -1), np.where(has, end - launch, 0), n)
 
 

@@ -14,6 +14,7 @@ import numpy as np
 
 from traceview.aggregate.order import distinct
 from traceview.analyses.core.categories import CATEGORIES
+from traceview.analyses.timeline import StepWork
 from traceview.render import units
 from traceview.render.escape import plotly_text
 from traceview.render.html.documents import Documents
@@ -233,27 +234,13 @@ def step_work(docs: Documents) -> Figure | None:
         return None
     streams = [device_label(d, s) for d, s in work.streams]
     start = (work.ts - work.start_ns) / 1e6
+    graph = np.zeros(len(work.ts), dtype=bool) if work.graph is None else work.graph
     data = []
     for c in distinct(work.category).tolist():  # np.unique imports numpy.ma (8 ms)
-        mine = work.category == c
-        names = [label(docs.names[n], 90) for n in work.name[mine].tolist()]
-        data.append(
-            {
-                "type": "bar",
-                "orientation": "h",
-                "name": CATEGORIES[c],
-                "base": start[mine].round(6).tolist(),
-                "x": (work.dur[mine] / 1e6).round(6).tolist(),
-                "y": [streams[s] for s in work.stream[mine].tolist()],
-                "hovertext": names,
-                "hovertemplate": "%{hovertext}<br>start %{base:.3f} ms · %{x:.4f} ms"
-                "<extra>%{fullData.name}</extra>",
-                "marker": {
-                    "color": CATEGORY_COLORS.get(CATEGORIES[c], "#999"),
-                    "line": {"width": 0},
-                },
-            }
-        )
+        for replayed in (False, True):
+            mine = (work.category == c) & (graph == replayed)
+            if mine.any():
+                data.append(_rectangles(docs, work, streams, start, mine, c, replayed))
     layout = _layout(
         "",
         f"time since step {work.step}'s first GPU work (ms)",
@@ -266,6 +253,38 @@ def step_work(docs: Documents) -> Figure | None:
         autorange="reversed", type="category", categoryorder="array", categoryarray=streams
     )
     return {"data": data, "layout": layout}
+
+
+def _rectangles(
+    docs: Documents,
+    work: StepWork,
+    streams: list[str],
+    start: np.ndarray,
+    mine: np.ndarray,
+    category: int,
+    replayed: bool,
+) -> dict[str, Any]:
+    """One category's rectangles of a step; a CUDA-graph replay's hatched, in a trace of
+    their own (``<category> (graph replay)``)."""
+    marker: dict[str, Any] = {
+        "color": CATEGORY_COLORS.get(CATEGORIES[category], "#999"),
+        "line": {"width": 0},
+    }
+    if replayed:
+        marker["pattern"] = {"shape": "/", "fgcolor": "#222", "solidity": 0.3}
+    names = [label(docs.names[n], 90) for n in work.name[mine].tolist()]
+    return {
+        "type": "bar",
+        "orientation": "h",
+        "name": CATEGORIES[category] + (" (graph replay)" if replayed else ""),
+        "base": start[mine].round(6).tolist(),
+        "x": (work.dur[mine] / 1e6).round(6).tolist(),
+        "y": [streams[s] for s in work.stream[mine].tolist()],
+        "hovertext": names,
+        "hovertemplate": "%{hovertext}<br>start %{base:.3f} ms · %{x:.4f} ms"
+        "<extra>%{fullData.name}</extra>",
+        "marker": marker,
+    }
 
 
 def gap_histogram(docs: Documents) -> Figure | None:

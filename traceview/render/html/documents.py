@@ -18,8 +18,10 @@ from traceview.analyses.step_outliers import outliers
 from traceview.analyses.summary import overview
 from traceview.analyses.timeline import (
     BINS,
+    GraphStep,
     StepWork,
     Utilisation,
+    graph_steps,
     pick_step,
     step_work,
     utilisation,
@@ -58,6 +60,7 @@ class Documents:
     ranks: dict[str, Any] | None = None
     rank: int | None = None
     memory: dict[str, Any] | None = None  # ``memory -f json`` (None: not worked out)
+    graph_steps: Sequence[GraphStep] = ()  # the steps CUDA-graph replays ran kernels in
 
 
 def collect(events: TraceEvents, options: ReportOptions, shared: Shared | None = None) -> Documents:
@@ -76,9 +79,12 @@ def collect(events: TraceEvents, options: ReportOptions, shared: Shared | None =
         ops=analyse_ops(events, _op_options(), shared).as_json(),
         step_outliers=outliers([s["cpu_dur_us"] for s in steps["steps"]]),
         utilisation=utilisation(events, options.bins, shared.usage, shared.gaps),
-        step=None if step is None else step_work(events, step, launch=shared.launch),
+        step=None
+        if step is None
+        else step_work(events, step, launch=shared.launch, graphs=shared.graphs),
         names=events.names,
         memory=render_memory.as_json(shared.trace, analyse_memory(events)),
+        graph_steps=graph_steps(events, shared.graphs, shared.launch),
     )
 
 

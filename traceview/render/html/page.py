@@ -15,11 +15,13 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
+from traceview.analyses.core.steps import describe_ranges, step_ranges
 from traceview.errors import TraceviewError
 from traceview.render import units
 from traceview.render.escape import html_text, script_json
 from traceview.render.html import charts, ranks, roofline
 from traceview.render.html.documents import Documents
+from traceview.render.trim_command import PIPE_NAMES, TRIM_MARGIN_NS, trim_command
 
 NO_GPU = "absent: no GPU activity in this trace"
 TABLE_ROWS = 5000  # kernels (and ops) rows carried in the page, by time
@@ -250,7 +252,55 @@ def _timeline_notes(docs: Documents) -> str:
             f"Step {docs.step.step} has {docs.step.total:,} GPU activities: the "
             f"{len(docs.step.ts):,} longest are drawn."
         )
+    if docs.graph_steps:
+        notes.append(_graph_steps_note(docs))
     return "".join(f'<p class="note">{html_text(n)}</p>' for n in notes)
+
+
+def _graph_steps_note(docs: Documents) -> str:
+    """Which steps ran kernels in CUDA-graph replays, and how many."""
+    found = docs.graph_steps
+    graph = sum(s.graph_kernels for s in found)
+    kernels = sum(s.kernels for s in found)
+    replays = sum(s.replays for s in found)
+    whole = [s.step for s in found if s.graph_kernels == s.kernels]
+    only = f"; steps {_steps(whole)}: nothing else" if whole else ""
+    return (
+        f"Steps {_steps([s.step for s in found])} ran CUDA-graph replays (hatched): "
+        f"{graph:,} of their {kernels:,} kernels, in {replays:,} replays{only}."
+    )
+
+
+def _steps(numbers: list[int]) -> str:
+    return describe_ranges(step_ranges(numbers))
+
+
+TRIM_GAPS = 5  # the largest gaps the page gives a trim command for
+
+
+def _gap_commands(docs: Documents) -> str:
+    """The largest device gaps, each with the ``traceview trim`` command that cuts it out
+    for Perfetto (ts from the JSON's µs: within a ns of the trace's)."""
+    gaps = docs.gaps["largest"][:TRIM_GAPS]
+    path = docs.gaps["trace"]["path"]
+    if not gaps or path in PIPE_NAMES:
+        return ""
+    rows = []
+    for i, g in enumerate(gaps, 1):
+        command = trim_command(path, round(g["ts_us"] * 1000), round(g["gap_us"] * 1000), i)
+        rows.append(
+            f"<tr><td>{i}</td><td>{html_text(str(g['device']))}</td>"
+            f"<td>{g['start_us'] / 1000:,.3f} ms</td><td>{g['gap_us'] / 1000:,.3f} ms</td>"
+            f"<td>{html_text(g['cause'])}</td><td><code>{html_text(command)}</code></td></tr>"
+        )
+    head = "".join(f"<th>{h}</th>" for h in ("#", "device", "start", "gap", "cause", "cut it out"))
+    return (
+        f'<p class="note">The {len(gaps)} largest device gaps, each with the command that '
+        f"writes it, with {units.duration_ns(TRIM_MARGIN_NS)} of work on each side, as a "
+        "trace small enough for Perfetto or chrome://tracing.</p>"
+        f'<div class="table-wrap"><table class="figures gap-commands"><tr>{head}</tr>'
+        f"{''.join(rows)}</table></div>"
+    )
 
 
 MEMORY_ABSENT = "absent: no [memory] events in this trace (record with profile_memory=True)"
@@ -316,7 +366,8 @@ SECTIONS = (
         "each of ~1,000 equal bins (the union of kernels, memcpy and memset inside the "
         "bin ÷ its width); ▼ marks the largest device gaps with their cause (as "
         "<code>traceview gaps</code>). Below, one step's GPU work as rectangles per stream, "
-        "coloured by category (by name); docs/metrics.md “Timeline”.",
+        "coloured by category (by name), hatched where a CUDA-graph replay ran it; "
+        "docs/metrics.md “Timeline”.",
         (
             ("timeline", charts.utilisation, NO_GPU),
             ("timeline-step", charts.step_work, "absent: no step with GPU work in this trace"),
@@ -330,6 +381,7 @@ SECTIONS = (
         "length bin: the histogram of <code>traceview gaps</code>, same log-spaced edges; "
         "docs/metrics.md “Gaps”.",
         (("gap-histogram", charts.gap_histogram, "absent: no device gaps in this trace"),),
+        _gap_commands,
     ),
     Section(
         "steps",

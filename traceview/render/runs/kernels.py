@@ -80,6 +80,6 @@ def document(report: RollupReport, verbose: bool) -> Document:
 def csv(report: RollupReport) -> str:
     """One CSV row per kernel name of the roll-up, raw numbers."""
     return to_csv(
-        ("position", *us_names(RollupRow)),
-        [(i, *r.as_dict().values()) for i, r in enumerate(report.rows, 1)],
+        ("position", *us_names(RollupRow), "fused_ops"),
+        [(i, *map(one_file.csv_value, r.as_dict().values())) for i, r in enumerate(report.rows, 1)],
     )
