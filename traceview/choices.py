@@ -94,6 +94,17 @@ def expected_one_of(flag: str, value: object, allowed: Iterable[str]) -> str:
     return f"{flag} {str(value)!r}: expected one of {', '.join(allowed)}"
 
 
+class StepPhase(StrEnum):
+    """``--phase``: a step's phase (docs/metrics.md "Serving steps and phases")."""
+
+    PREFILL = "prefill"
+    DECODE = "decode"
+    MIXED = "mixed"
+    CAPTURE = "capture"
+    WARMUP = "warmup"
+    UNKNOWN = "unknown"
+
+
 def check_choice(flag: str, value: str, allowed: type[StrEnum]) -> None:
     """A usage error unless ``value`` is one of ``allowed`` (for callers other than the CLI)."""
     if value not in allowed.__members__.values():
@@ -110,6 +121,7 @@ __all__ = [
     "KernelSort",
     "OpGroupBy",
     "OpLevel",
+    "StepPhase",
     "check_choice",
     "expected_one_of",
 ]

@@ -25,6 +25,7 @@ from traceview.analyses.core.devices import NO_LAUNCH
 from traceview.analyses.core.graphs import replayed
 from traceview.analyses.core.names import display_names
 from traceview.analyses.core.oplinks import OpLinks
+from traceview.analyses.core.phase_figures import PhaseReport, counted, phase_report
 from traceview.analyses.core.steps import StepRow
 from traceview.analyses.core.trace import TraceSummary
 from traceview.analyses.memory import MemoryReport, analyse_memory
@@ -131,6 +132,7 @@ class Overview:
     hints: tuple[hint_rules.Hint, ...]
     notes: list[str] = field(default_factory=list)
     memory: MemoryReport | None = None  # the allocator's peaks (traceview memory)
+    phases: PhaseReport | None = None  # per-phase step figures, steady state, degenerate steps
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -145,13 +147,17 @@ class Overview:
             "hints": [h.as_dict() for h in self.hints],
             "notes": list(self.notes),
             "memory": None if self.memory is None else self.memory.summary_dict(),
+            **_phases_json(self.phases),
         }
 
 
-def overview(events: TraceEvents, shared: Shared | None = None) -> Overview:
+def overview(
+    events: TraceEvents, shared: Shared | None = None, include_warmup: bool = False
+) -> Overview:
     """Everything ``summary`` shows, from one read of the trace (CPU rows included);
     ``shared``: the op links, op calls, device usage and gaps and step table, when the
-    caller has them already."""
+    caller has them already. Step medians leave out degenerate steps, and warm-up and
+    capture steps unless ``include_warmup``."""
     shared = work_out(events) if shared is None else shared
     links, usage, gaps = shared.links, shared.usage, shared.gaps
     category = shared.category
@@ -164,7 +170,8 @@ def overview(events: TraceEvents, shared: Shared | None = None) -> Overview:
     facts = hint_rules.Facts(
         events, links, category, devices, usage, gaps, ops.rows, memory, shared.graphs
     )
-    steps = _steps(shared.step_rows)
+    steps = _steps(counted(shared.step_rows, include_warmup))
+    phases = phase_report(events, shared.step_rows, gaps, include_warmup)
     return Overview(
         trace=shared.trace,
         devices=devices,
@@ -174,9 +181,37 @@ def overview(events: TraceEvents, shared: Shared | None = None) -> Overview:
         launches=_launches(events, kernels, links, shared.graphs),
         steps=steps,
         hints=tuple(hint_rules.evaluate(facts)),
-        notes=[] if len(events.cpu) else ["no CPU ops in this trace: no operators, no launches"],
+        notes=_notes(events, phases),
         memory=memory,
+        phases=phases,
     )
+
+
+def _notes(events: TraceEvents, phases: PhaseReport) -> list[str]:
+    notes = [] if len(events.cpu) else ["no CPU ops in this trace: no operators, no launches"]
+    if phases.warmup_left_out:
+        notes.append(
+            f"{len(phases.warmup_left_out)} warm-up/capture step(s) "
+            f"({', '.join(map(str, phases.warmup_left_out))}) left out of the step medians; "
+            "--include-warmup counts them"
+        )
+    notes += [
+        f"step {n} ({name}) is degenerate: {why}; left out of the step medians"
+        for n, name, why in phases.degenerate
+    ]
+    return notes
+
+
+def _phases_json(phases: PhaseReport | None) -> dict[str, Any]:
+    if phases is None:
+        return {"phases": [], "steady_state": None, "degenerate_steps": []}
+    return {
+        "phases": [p.as_dict() for p in phases.phases],
+        "steady_state": None if phases.steady is None else phases.steady.as_dict(),
+        "degenerate_steps": [
+            {"step": n, "name": name, "reason": why} for n, name, why in phases.degenerate
+        ],
+    }
 
 
 def _ranked(labels: Sequence[str], dur: np.ndarray, ids: np.ndarray) -> tuple[Ranked, ...]:

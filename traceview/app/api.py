@@ -138,7 +138,7 @@ class Trace:
         """The trace's columns, CPU rows included, read once for every analysis."""
         if self._events is None:
             try:
-                self._events = read_trace(self.path, self.read_options, keep_cpu=True)
+                self._events = read_trace(self.path, self.read_options, True, phases=True)
             finally:
                 wait_for_cache_writes()
         return self._events

@@ -70,14 +70,21 @@ def _command(run: Callable[_P, _R]) -> Callable[_P, _R]:
 
 
 @_command
-def kernels(path: Path, options: KernelOptions, read: ReadOptions, out: OutputOptions) -> None:
-    """``traceview kernels``."""
+def kernels(
+    path: Path,
+    options: KernelOptions,
+    read: ReadOptions,
+    out: OutputOptions,
+    phase: str | None = None,
+) -> None:
+    """``traceview kernels``; ``phase``: only the GPU work of that phase's steps."""
     from traceview.analyses.kernels import analyse_kernels, check_options
     from traceview.render import kernels as render_kernels
 
     check_options(options)  # before reading a trace that may take minutes
     _check_output(out, path)
-    events = read_trace(path, read, keep_cpu=options.group_by in ("category", "fused-op", "op"))
+    keep_cpu = options.group_by in ("category", "fused-op", "op")
+    events = _of_phase(read_trace(path, read, keep_cpu, phases=bool(phase)), phase)
     if _nothing_to_show(events, out):
         return
     # every row (--top 0) made as it is written: there may be 10^6
@@ -103,21 +110,27 @@ def steps(path: Path, read: ReadOptions, out: OutputOptions, top: int) -> None:
 
     _check_format(out.format)
     check_save(out, (path,))
-    events = read_trace(path, read)
+    events = read_trace(path, read, phases=True)
     rows = step_table(events)
     trace = summarize(events)
     show(out, render_steps.document(trace, rows, top), (path,))
 
 
 @_command
-def gaps(path: Path, options: GapOptions, read: ReadOptions, out: OutputOptions) -> None:
-    """``traceview gaps``."""
+def gaps(
+    path: Path,
+    options: GapOptions,
+    read: ReadOptions,
+    out: OutputOptions,
+    phase: str | None = None,
+) -> None:
+    """``traceview gaps``; ``phase``: only the GPU work of that phase's steps."""
     from traceview.analyses.gaps import analyse_gaps, check_options
     from traceview.render import gaps as render_gaps
 
     check_options(options)  # before reading a trace that may take minutes
     _check_output(out, path)
-    events = read_trace(path, read, keep_cpu=options.context)
+    events = _of_phase(read_trace(path, read, options.context, phases=bool(phase)), phase)
     if _nothing_to_show(events, out):
         return
     # every transition (--gap-top 0) made as it is written: there may be 10^6
@@ -129,8 +142,10 @@ def gaps(path: Path, options: GapOptions, read: ReadOptions, out: OutputOptions)
 
 
 @_command
-def ops(path: Path, options: OpOptions, read: ReadOptions, out: OutputOptions) -> None:
-    """``traceview ops``."""
+def ops(
+    path: Path, options: OpOptions, read: ReadOptions, out: OutputOptions, phase: str | None = None
+) -> None:
+    """``traceview ops``; ``phase``: only the kernels of that phase's steps."""
     from traceview.analyses.ops.view import analyse_ops, check_options
     from traceview.render import ops as render_ops
 
@@ -138,7 +153,7 @@ def ops(path: Path, options: OpOptions, read: ReadOptions, out: OutputOptions) -
     check_options(options)
     inputs = inputs_of((path,), options)
     check_save(out, inputs)
-    events = read_trace(path, read, keep_cpu=True)
+    events = _of_phase(read_trace(path, read, keep_cpu=True, phases=bool(phase)), phase)
     if _nothing_to_show(events, out):
         return
     report = analyse_ops(events, options)
@@ -149,17 +164,24 @@ def ops(path: Path, options: OpOptions, read: ReadOptions, out: OutputOptions) -
 
 
 @_command
-def summary(path: Path, read: ReadOptions, out: OutputOptions) -> None:
-    """``traceview summary``."""
+def summary(
+    path: Path,
+    read: ReadOptions,
+    out: OutputOptions,
+    phase: str | None = None,
+    include_warmup: bool = False,
+) -> None:
+    """``traceview summary``; ``phase``: only the GPU work of that phase's steps;
+    ``include_warmup``: warm-up and capture steps counted in the step medians."""
     from traceview.analyses.summary import overview
     from traceview.render import summary as render_overview
 
     check_choice("--format", out.format, DocumentFormat)
     check_save(out, (path,))
-    events = read_trace(path, read, keep_cpu=True)
+    events = _of_phase(read_trace(path, read, keep_cpu=True, phases=True), phase)
     if _nothing_to_show(events, out):
         return
-    report = overview(events)
+    report = overview(events, include_warmup=include_warmup)
     show(out, render_overview.document(report), (path,))
 
 
@@ -180,6 +202,21 @@ def memory(path: Path, read: ReadOptions, out: OutputOptions, top: int) -> None:
         write_stdout(text_lines([f"{events.path}: {NO_EVENTS}"]) + "\n")
         return
     show(out, render_memory.document(summarize(events), report, top), (path,))
+
+
+def _of_phase(events: TraceEvents, phase: str | None) -> TraceEvents:
+    """``--phase``: the events of that phase's steps (all without it)."""
+    if phase is None:
+        return events
+    from traceview.analyses.core.step_markers import in_phase
+
+    return in_phase(events, phase)
+
+
+def one_trace_only(flag: str, value: object) -> None:
+    """A usage error when ``flag`` was given to a run of several traces."""
+    if value is not None:
+        raise UsageError(f"{flag}: takes one trace, not a run of several")
 
 
 def _nothing_to_show(events: TraceEvents, out: OutputOptions) -> bool:

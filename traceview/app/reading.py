@@ -26,11 +26,15 @@ def read_trace(
     keep_cpu: bool = False,
     remember: bool = True,
     warn: bool = True,
+    phases: bool = False,
 ) -> TraceEvents:
     """Read a trace (from the cache when it holds it); remember it as the last one analysed.
-    With ``--step-regex`` the steps are the CPU ranges whose name matches it. ``warn``: say
-    what reading met (False: a second read of a trace whose first said it)."""
+    With ``--step-regex`` the steps are the CPU ranges whose name matches it; without it and
+    without ProfilerSteps, a serving framework's step markers. ``warn``: say what reading met
+    (False: a second read of a trace whose first said it). ``phases``: work out every step's
+    phase (with the CPU rows)."""
     regex = None
+    keep_cpu = keep_cpu or phases
     if options.step_regex is not None:
         from traceview.analyses.core.steps import compile_step_regex
 
@@ -44,12 +48,38 @@ def read_trace(
         from traceview.analyses.core.steps import steps_matching
 
         events = replace(events, steps=steps_matching(events, regex))
+    elif not events.steps:
+        events = _with_marker_steps(path, options, events, pipe or keep_cpu)
+    if phases:
+        from traceview.analyses.core.step_markers import step_phases
+
+        events = step_phases(events)
     if warn:
         report_problems(path, read_warnings(events), options.strict)
     # Not a pipe, nor a run's rank files (a write each costs 3 ms), nor without the cache.
     if remember and not pipe and options.cache:
         remember_trace(path, options.cache_dir)
     return events
+
+
+def _with_marker_steps(
+    path: Path, options: ReadOptions, events: TraceEvents, has_cpu: bool
+) -> TraceEvents:
+    """``events`` with the steps of a serving framework's markers, when its CPU ranges hold
+    some; a read without CPU rows (``has_cpu`` False) reads them (from the cache entry, which
+    has them); a pipe, which cannot be read twice, has them only when the command kept them."""
+    from traceview.analyses.core.step_markers import marker_steps
+
+    with_cpu = events
+    if not has_cpu:
+        if not events.gpu.ts.size:
+            return events
+        wait_for_cache_writes()  # the entry the first read is storing: read it back
+        again = replace(options, refresh=False)  # a --refresh entry is fresh now
+        cached = _read_cached(path, again, True) if options.cache else None
+        with_cpu = cached if cached is not None else _ingest(path, options, True)
+    found = marker_steps(with_cpu)
+    return replace(events, steps=found) if found else events
 
 
 def report_problems(path: Path, problems: list[str], strict: bool) -> None:

@@ -51,6 +51,15 @@ Format = Annotated[
         "--format", "-f", help="Output: table (rich on a terminal, text when piped), json, csv, md."
     ),
 ]
+Phase = Annotated[
+    choices.StepPhase | None,
+    typer.Option(
+        "--phase",
+        help="Only GPU work of the steps of this phase (prefill, decode, mixed, capture, "
+        "warmup, unknown; see `traceview steps`), picked as --pstep picks a step's. One trace.",
+        show_default=False,
+    ),
+]
 Verbose = Annotated[
     bool, typer.Option("--verbose", "-v", help="Full kernel names instead of short ones.")
 ]

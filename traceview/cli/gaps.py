@@ -12,6 +12,7 @@ from traceview import choices
 from traceview.cli.common import (
     Force,
     Format,
+    Phase,
     Verbose,
     Wide,
     command,
@@ -112,6 +113,7 @@ def gaps(
         ),
     ] = None,
     force: Force = False,
+    phase: Phase = None,
     read: ReadOptions = FROM_FLAGS,
     run: RunOptions = FROM_RUN_FLAGS,
 ) -> None:
@@ -143,6 +145,7 @@ def gaps(
     )  # fmt: skip
     out = commands.OutputOptions(fmt, verbose, output, force, wide)
     if runs.is_run(trace, run):
+        commands.one_trace_only("--phase", phase)
         runs.gaps(trace, run, options, read, out)
     else:
-        commands.gaps(trace[0], options, read, out)
+        commands.gaps(trace[0], options, read, out, phase)

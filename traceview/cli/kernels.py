@@ -12,6 +12,7 @@ from traceview import choices
 from traceview.cli.common import (
     Force,
     Format,
+    Phase,
     Top,
     Verbose,
     Wide,
@@ -73,6 +74,7 @@ def kernels(
     ] = None,
     force: Force = False,
     per_rank: PerRank = False,
+    phase: Phase = None,
     read: ReadOptions = FROM_FLAGS,
     run: RunOptions = FROM_RUN_FLAGS,
 ) -> None:
@@ -90,6 +92,7 @@ def kernels(
     )  # fmt: skip
     out = commands.OutputOptions(fmt, verbose, output, force, wide)
     if runs.is_run(trace, run):
+        commands.one_trace_only("--phase", phase)
         runs.kernels(trace, replace(run, per_rank=per_rank), options, read, out)
     else:
-        commands.kernels(trace[0], options, read, out)
+        commands.kernels(trace[0], options, read, out, phase)

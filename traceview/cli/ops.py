@@ -11,6 +11,7 @@ from traceview import choices
 from traceview.cli.common import (
     Force,
     Format,
+    Phase,
     Save,
     Top,
     Trace,
@@ -51,6 +52,7 @@ def ops(
     fmt: Format = choices.Format.TABLE,
     save: Save = None,
     force: Force = False,
+    phase: Phase = None,
     read: ReadOptions = FROM_FLAGS,
 ) -> None:
     """Where the GPU time went per operator: calls, kernels, GPU and CPU time, launch delay,
@@ -59,4 +61,5 @@ def ops(
     from traceview.app import commands
 
     options = OpOptions(level=level, top=top, group_by=group_by, peaks_file=peaks)
-    commands.ops(trace, options, read, commands.OutputOptions(fmt, force=force, save=save))
+    out = commands.OutputOptions(fmt, force=force, save=save)
+    commands.ops(trace, options, read, out, phase)

@@ -58,7 +58,8 @@ StepRegex = Annotated[
     typer.Option(
         "--step-regex",
         help="Steps are the CPU ranges (cpu_op, user_annotation, nsys NVTX) whose whole name "
-        "matches this, its one group the step number (default: ProfilerStep#N annotations).",
+        "matches this, its one group the step number (default: ProfilerStep#N annotations, "
+        "else serving step markers: docs/metrics.md).",
         show_default=False,
     ),
 ]

@@ -41,8 +41,9 @@ def steps(
         ),
     ] = 100,
 ) -> None:
-    """The ProfilerSteps: CPU duration, kernels launched, and per device the GPU window,
-    busy %, idle and how far the GPU runs behind the CPU."""
+    """The ProfilerSteps (else a serving framework's step markers): phase, CPU duration,
+    kernels launched, and per device the GPU window, busy %, idle and how far the GPU runs
+    behind the CPU."""
     from traceview.app import commands, runs
 
     out = commands.OutputOptions(fmt, force=force, save=save)

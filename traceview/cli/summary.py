@@ -9,6 +9,7 @@ import typer
 from traceview import choices
 from traceview.cli.common import (
     Force,
+    Phase,
     Save,
     Trace,
     command,
@@ -27,10 +28,20 @@ def summary(
     ] = choices.DocumentFormat.TABLE,
     save: Save = None,
     force: Force = False,
+    phase: Phase = None,
+    include_warmup: Annotated[
+        bool,
+        typer.Option(
+            "--include-warmup",
+            help="Count warm-up and graph-capture steps in the step medians (left out by "
+            "default, and said so).",
+        ),
+    ] = False,
     read: ReadOptions = FROM_FLAGS,
 ) -> None:
     """One screen: per device where the time went (categories, communication, copies, idle),
     the top categories, kernels and operators, launch and step figures, and hints."""
     from traceview.app import commands
 
-    commands.summary(trace, read, commands.OutputOptions(fmt, force=force, save=save))
+    out = commands.OutputOptions(fmt, force=force, save=save)
+    commands.summary(trace, read, out, phase, include_warmup)

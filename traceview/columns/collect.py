@@ -48,7 +48,20 @@ from traceview.columns.schema import (
 from traceview.read.decode import ShapedArgs, check_raw_numbers, has_raw_numbers, may_carry
 from traceview.read.reader import ReadStats, TraceReader
 
-_RUNTIME, _CPU_ANNOTATION, _GPU_ANNOTATION, _OTHER = 10, 11, 12, -1
+_RUNTIME, _CPU_ANNOTATION, _GPU_ANNOTATION, _PYTHON, _OTHER = 10, 11, 12, 13, -1
+# The python frames kept (as annotations, with the CPU rows): step markers
+# (traceview.analyses.core.step_markers): vLLM's execute_model, a causal LM's forward.
+STEP_FRAMES = (": execute_model",)
+MODEL_FRAMES = ("ForCausalLM_", "LMHeadModel_")
+
+
+def is_step_frame(name: str) -> bool:
+    """Whether a python frame may be a step marker (the markers' patterns decide)."""
+    if name.endswith(STEP_FRAMES):
+        return True
+    return name.startswith("nn.Module: ") and any(m in name for m in MODEL_FRAMES)
+
+
 MEMORY = allocations.NAME
 _CATEGORIES = {
     "kernel": KERNEL,
@@ -63,6 +76,7 @@ _CATEGORIES = {
     "cpu_op": _CPU_ANNOTATION,
     "operator": _CPU_ANNOTATION,  # 2021 kineto's name for cpu_op
     "gpu_user_annotation": _GPU_ANNOTATION,
+    "python_function": _PYTHON,
 }
 _INT64_MAX = 2**63 - 1
 _GPU = [c.name for c in GPU_COLUMNS]  # where each column is in a batch's tuple
@@ -269,7 +283,7 @@ class EventCollector:
         gpu = _picked(events, gpu_at)
         runtime_at = np.flatnonzero(kinds == _RUNTIME)
         runtime = _picked(events, runtime_at)
-        marked_at = np.flatnonzero(kinds >= _CPU_ANNOTATION)
+        marked_at = np.flatnonzero((kinds >= _CPU_ANNOTATION) & (kinds <= _GPU_ANNOTATION))
         marked = _picked(events, marked_at)
         names = [e.name for e in marked]
         is_step = np.fromiter(map(str.startswith, names, repeat(STEP_PREFIX)), bool, len(names))
@@ -279,6 +293,8 @@ class EventCollector:
         ops: list[Any] = []
         if self.keep_cpu:
             ops = _picked(marked, ops_at)
+            python = _picked(events, np.flatnonzero(kinds == _PYTHON))
+            ops += [e for e in python if is_step_frame(e.name)]
         elif carry:
             ops = [e for e in _picked(marked, ops_at) if (a := e.args) and a.collective is not None]
         # Instant events read as the empty category, which is no kind: [memory] among them.
@@ -568,11 +584,10 @@ def _span_or_none(e: Any) -> tuple[int, int] | None:
 
 
 def _op_kinds(ops: list[Any]) -> np.ndarray:
-    """The CPU-row mark of each CPU op: ANNOTATION for a user_annotation, else OP."""
-    return np.array(
-        [cpu_rows.ANNOTATION if e.cat.lower() == "user_annotation" else cpu_rows.OP for e in ops],
-        dtype=np.int64,
-    )
+    """The CPU-row mark of each CPU op: ANNOTATION for a user_annotation, FRAME for a
+    python frame (only step markers read those), else OP."""
+    marks = {"user_annotation": cpu_rows.ANNOTATION, "python_function": cpu_rows.FRAME}
+    return np.array([marks.get(e.cat.lower(), cpu_rows.OP) for e in ops], dtype=np.int64)
 
 
 def _shape_keys(ops: list[Any]) -> list[Any]:

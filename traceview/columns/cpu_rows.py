@@ -24,7 +24,7 @@ from traceview.errors import TraceviewError
 # One CPU row as a record; its columns are declared in traceview.columns.schema.
 ROW = np.dtype([(c.name, c.dtype) for c in CPU_COLUMNS])
 FIELDS = tuple(c.name for c in CPU_COLUMNS)
-OP, UNCORRELATED, ANNOTATION = -1, -2, -3
+OP, UNCORRELATED, ANNOTATION, FRAME = -1, -2, -3, -4  # FRAME: a step-marker python frame
 NO_SHAPE = -1
 
 

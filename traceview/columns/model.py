@@ -21,12 +21,19 @@ STEP_PREFIX = "ProfilerStep#"
 
 @dataclass(frozen=True)
 class StepWindow:
-    """One ``ProfilerStep#N`` annotation: [start, end] in ns, from the CPU or the GPU side."""
+    """One ``ProfilerStep#N`` annotation (or a serving framework's step marker, see
+    analyses.core.step_markers): [start, end] in ns, from the CPU or the GPU side; a marker's
+    own name, phase, batch size and token count when it says them."""
 
     step: int
     start_ns: int
     end_ns: int
     on_gpu: bool
+    label: str = ""  # the marker's name ("" for ProfilerStep#N)
+    phase: str = ""  # prefill, decode, mixed, capture, warmup, unknown ("": not known yet)
+    batch: int | None = None
+    tokens: int | None = None
+    cut: bool = False  # the trace ends inside it (analyses.core.step_markers.step_phases)
 
 
 @dataclass(frozen=True)

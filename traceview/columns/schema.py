@@ -39,7 +39,7 @@ GPU_COLUMNS = _table(
 RUNTIME_COLUMNS = _table(("correlation", "<i8"), ("ts", "<i8"))
 # One row per CPU op or runtime call kept for the gaps' CPU context (traceview.columns.cpu_rows):
 # thread: index into TraceEvents.threads; name: into TraceEvents.names; ts, end in ns;
-# correlation: a runtime call's id, or a mark (cpu_rows.OP, UNCORRELATED, ANNOTATION);
+# correlation: a runtime call's id, or a mark (cpu_rows.OP, UNCORRELATED, ANNOTATION, FRAME);
 # shape: index into TraceEvents.shapes, or cpu_rows.NO_SHAPE.
 CPU_COLUMNS = _table(
     ("thread", "<i4"), ("name", "<i4"), ("ts", "<i8"), ("end", "<i8"), ("correlation", "<i8"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from traceview.analyses.core.step_markers import UNKNOWN
 from traceview.analyses.core.steps import StepDevice, StepRow, compress
 from traceview.analyses.core.trace import TraceSummary
 from traceview.render import first_rows as capped
@@ -20,7 +21,7 @@ _HEADERS = ("Step", "Device", "CPU start", "CPU dur", "Kernels", "Kernel time",
 # lag stay: they say whether the GPU or the CPU set the pace).
 _NARROW_DROP = ("CPU start", "Kernel time", "Queue", "Kernels", "Idle")
 _CSV_FIELDS = ("step", "name", "cpu_start_us", "cpu_dur_us", "kernels", "kernel_time_us",
-               "gpu_only", "device", "gpu_start_us", "gpu_end_us", "window_us", "busy_us",
+               "gpu_only", "phase", "device", "gpu_start_us", "gpu_end_us", "window_us", "busy_us",
                "idle_us", "busy_pct", "lag_us", "queue_us")  # fmt: skip
 
 
@@ -39,7 +40,16 @@ def table(trace: TraceSummary, rows: Sequence[StepRow]) -> Table:
         for d in r.devices or (None,):
             cells.append((head[0], "-" if d is None else str(d.device), *head[1:], *_device(d)))
     right = (False, *(True,) * 10)  # the device is a number (or -)
-    return Table(_HEADERS, right, cells)
+    if not any(has_phase(r) for r in rows):
+        return Table(_HEADERS, right, cells)
+    phase = iter([r.phase or UNKNOWN for r in rows for _ in r.devices or (None,)])
+    cells = [(c[0], next(phase), *c[1:]) for c in cells]
+    return Table((_HEADERS[0], "Phase", *_HEADERS[1:]), (False, *right), cells)
+
+
+def has_phase(r: StepRow) -> bool:
+    """Whether the step's phase is known (shown in a Phase column)."""
+    return r.phase not in ("", UNKNOWN)
 
 
 def _device(d: StepDevice | None) -> tuple[str, ...]:
@@ -73,6 +83,7 @@ def notes(rows: list[StepRow]) -> list[str]:
         f"{_steps(found)} (data loading or other CPU work first)"
         for device, found in late.items()
     ]
+    out += [f"step {r.step} ({r.name}) is degenerate: {r.degenerate}" for r in rows if r.degenerate]
     return out
 
 
@@ -94,9 +105,9 @@ def csv(rows: list[StepRow]) -> str:
     out = []
     for r in rows:
         step = r.as_dict()
-        head = tuple(step[f] for f in _CSV_FIELDS[:7])
-        for d in step["devices"] or [dict.fromkeys(_CSV_FIELDS[7:], "")]:
-            out.append((*head, *(d[f] for f in _CSV_FIELDS[7:])))
+        head = tuple(step[f] for f in _CSV_FIELDS[:8])
+        for d in step["devices"] or [dict.fromkeys(_CSV_FIELDS[8:], "")]:
+            out.append((*head, *(d[f] for f in _CSV_FIELDS[8:])))
     return to_csv(_CSV_FIELDS, out)
 
 
@@ -113,7 +124,14 @@ def summary_lines(trace: TraceSummary, rows: list[StepRow]) -> list[str]:
     """Header: the trace, and a line when it has no steps."""
     lines = trace_lines(trace)
     if not rows:
-        lines.append("steps    no ProfilerStep#N annotations in this trace")
+        lines.append(
+            "steps    no ProfilerStep#N annotations nor serving step markers in this trace"
+        )
+    elif rows[0].label:
+        lines.append(
+            f"steps    {units.counted(len(rows), 'step')} from serving step markers "
+            f"({rows[0].name}, ...): docs/metrics.md#serving-steps-and-phases"
+        )
     return lines
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from traceview.analyses.core.breakdown import Breakdown
+from traceview.analyses.core.names import display_names
+from traceview.analyses.core.phase_figures import STEADY_TOLERANCE, PhaseReport
 from traceview.analyses.memory import NO_EVENTS, MemoryReport
 from traceview.analyses.summary import Overview
 from traceview.render import units
@@ -89,12 +91,39 @@ def detail_lines(o: Overview) -> list[str]:
         lines.append(
             f"steps    {units.counted(steps.count, 'step')}, median {median}; " + "; ".join(parts)
         )
+    lines += phase_lines(o.phases)
     lines += memory_lines(o.memory)
     if not o.hints:
         lines.append("hints    none fired (docs/hints.md lists the rules)")
     for h in o.hints:
         lines.append(f"hint     {h.title}: {h.evidence}")
         lines.append(f"         try: {h.action} ({h.doc})")
+    return lines
+
+
+def phase_lines(phases: PhaseReport | None) -> list[str]:
+    """Per known phase its step figures and top kernels (short names); the steady state."""
+    if phases is None:
+        return []
+    lines = []
+    for p in phases.phases:
+        busy = "-" if p.median_busy_pct is None else f"{units.pct(p.median_busy_pct)}%"
+        short = display_names([k.name for k in p.top_kernels])
+        top = ", ".join(f"{short.get(k.name, k.name)} {units.pct(k.pct)}%" for k in p.top_kernels)
+        lines.append(
+            f"phase    {p.phase}: {units.counted(p.steps, 'step')}, median {_d(p.median_step_ns)}"
+            f", GPU busy {busy}, host wait {_d(p.median_host_wait_ns)}, "
+            f"{units.pct(p.graph_kernel_pct)}% of kernel time in CUDA-graph replays; "
+            f"top kernels: {top or '-'}"
+        )
+    st = phases.steady
+    if st is not None:
+        tokens = "" if st.tokens_per_s is None else f", {st.tokens_per_s:,.0f} tokens/s"
+        lines.append(
+            f"steady   {st.phase} steps {st.first_step}-{st.last_step} ({st.steps} steps in "
+            f"{_d(st.duration_ns)}, each within {STEADY_TOLERANCE:.0%} of the phase's median): "
+            f"{st.steps_per_s:,.2f} steps/s{tokens}"
+        )
     return lines
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -28,18 +28,27 @@ from traceview.parsing import merged_ranges
 # A device runs behind the CPU in a step when it started the step's work this share of the
 # CPU step's duration (or more) after the CPU had launched it: the GPU was still busy.
 BEHIND_SHARE = 0.1
-_DESCRIBE_RUNS = 12  # runs of step numbers an error message lists at most
+_DESCRIBE_RUNS = 12
+# Degenerate steps (StepRow.degenerate): called out and left out of medians.
+EMPTY, GIANT, CUT = "empty", "single giant kernel", "cut by the trace's end"
+GIANT_SHARE = 0.9  # runs of step numbers an error message lists at most
 
 Steps = tuple[int | tuple[int, int], ...]  # step numbers and inclusive (first, last) ranges
 
 
 @dataclass(frozen=True)
 class Window:
-    """A step's window in ns, and whether it comes from the GPU annotation (no CPU step)."""
+    """A step's window in ns, whether it comes from the GPU annotation (no CPU step), and
+    what its marker says (analyses.core.step_markers)."""
 
     start_ns: int
     end_ns: int
     gpu_only: bool
+    label: str = ""
+    phase: str = ""
+    batch: int | None = None
+    tokens: int | None = None
+    cut: bool = False
 
 
 @dataclass(frozen=True)
@@ -77,10 +86,29 @@ class StepRow:
     kernel_time_ns: int
     devices: tuple[StepDevice, ...]
     gpu_only: bool
+    label: str = ""  # a serving marker's name; "" for ProfilerStep#N
+    phase: str = ""
+    batch: int | None = None
+    tokens: int | None = None
+    longest_kernel_ns: int = 0
+    cut: bool = False  # the trace ends inside the step: launches in it ran no GPU activity
 
     @property
     def name(self) -> str:
-        return f"{STEP_PREFIX}{self.step}"
+        return self.label or f"{STEP_PREFIX}{self.step}"
+
+    @property
+    def degenerate(self) -> str | None:
+        """Why the step's figures are not those of a normal step, or None (docs/metrics.md
+        "Degenerate steps"): no GPU work, one kernel holding GIANT_SHARE of its kernel time
+        (with other kernels beside it or not), or cut by the trace's end."""
+        if self.cut:
+            return CUT
+        if not self.devices:
+            return EMPTY
+        if self.longest_kernel_ns >= GIANT_SHARE * self.kernel_time_ns > 0:
+            return GIANT
+        return None
 
     def behind(self, device: StepDevice) -> bool:
         """Whether ``device`` ran behind the CPU in this step (GPU-bound): its queue wait is
@@ -99,6 +127,10 @@ class StepRow:
             "kernel_time_us": self.kernel_time_ns / 1000,
             "devices": [d.as_dict() for d in self.devices],
             "gpu_only": self.gpu_only,
+            "phase": self.phase or "unknown",
+            "batch": self.batch,
+            "tokens": self.tokens,
+            "degenerate": self.degenerate,
         }
 
 
@@ -186,17 +218,21 @@ def step_windows(events: TraceEvents) -> dict[int, Window]:
 
     A step recorded more than once covers all its records (first start to last end).
     """
-    cpu: dict[int, tuple[int, int]] = {}
-    gpu: dict[int, tuple[int, int]] = {}
+    cpu: dict[int, StepWindow] = {}
+    gpu: dict[int, StepWindow] = {}
     for w in events.steps:
         table = gpu if w.on_gpu else cpu
         old = table.get(w.step)
-        table[w.step] = (w.start_ns, w.end_ns) if old is None else (
-            min(old[0], w.start_ns), max(old[1], w.end_ns),
+        table[w.step] = w if old is None else replace(
+            old, start_ns=min(old.start_ns, w.start_ns), end_ns=max(old.end_ns, w.end_ns)
         )  # fmt: skip
-    windows = {n: Window(s, e, True) for n, (s, e) in gpu.items()}
-    windows.update({n: Window(s, e, False) for n, (s, e) in cpu.items()})
+    windows = {n: _window(w, True) for n, w in gpu.items()}
+    windows.update({n: _window(w, False) for n, w in cpu.items()})
     return dict(sorted(windows.items()))
+
+
+def _window(w: StepWindow, gpu_only: bool) -> Window:
+    return Window(w.start_ns, w.end_ns, gpu_only, w.label, w.phase, w.batch, w.tokens, w.cut)
 
 
 def in_steps(
@@ -267,6 +303,8 @@ def step_table(
     kernel = gpu.kind[member] == KERNEL
     kernels = np.bincount(owner[kernel], minlength=len(steps))
     kernel_ns = sums_by_run(owner[kernel], gpu.dur[member[kernel]], len(steps))
+    longest = np.zeros(len(steps), dtype=np.int64)
+    np.maximum.at(longest, owner[kernel], gpu.dur[member[kernel]])
     del kernel
     busy = gpu.dur[member] > 0
     if not busy.all():
@@ -315,6 +353,12 @@ def step_table(
             kernel_time_ns=int(kernel_ns[i]),
             devices=tuple(per_step[i]),
             gpu_only=w.gpu_only,
+            label=w.label,
+            phase=w.phase,
+            batch=w.batch,
+            tokens=w.tokens,
+            longest_kernel_ns=int(longest[i]),
+            cut=w.cut,
         )
         for i, (n, w) in enumerate(windows.items())
     ]

@@ -1,0 +1,352 @@
+"""Steps of serving traces: the frameworks' own step markers, and each step's phase.
+
+A trace without ``ProfilerStep#N`` takes its steps from the first marker style of MARKERS
+that its CPU ranges hold (numbered 0, 1, ... in start order). A step's phase comes from its
+marker's words; where they say nothing, from what the step records (``step_phases``).
+Definitions: docs/metrics.md, "Serving steps and phases".
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, fields, replace
+
+import numpy as np
+
+from traceview.analyses.core.devices import launch_times
+from traceview.analyses.core.steps import in_steps, step_windows
+from traceview.columns.cpu_rows import FRAME, UNCORRELATED, is_op
+from traceview.columns.model import StepWindow, TraceEvents
+from traceview.columns.schema import KERNEL, CommColumns, GpuColumns
+from traceview.errors import UsageError
+
+PREFILL, DECODE, MIXED, CAPTURE, WARMUP, UNKNOWN = (
+    "prefill", "decode", "mixed", "capture", "warmup", "unknown",
+)  # fmt: skip
+PHASES = (PREFILL, DECODE, MIXED, CAPTURE, WARMUP, UNKNOWN)
+WARMUP_PHASES = (CAPTURE, WARMUP)  # left out of medians unless --include-warmup
+
+
+@dataclass(frozen=True)
+class Words:
+    """What a marker's name says: the phase, and the batch size and tokens when it has them."""
+
+    phase: str
+    batch: int | None = None
+    tokens: int | None = None
+
+
+@dataclass(frozen=True)
+class Marker:
+    """One framework's step marker: a pattern the whole range name matches, and its reading."""
+
+    framework: str
+    example: str
+    hint: str  # a substring every match holds: most names are passed over without a match
+    pattern: re.Pattern[str]
+    read: Callable[[re.Match[str]], Words]
+
+
+# SGLang's ForwardMode names (srt/model_executor/forward_batch_info.py) in step[MODE ...].
+_SGLANG_MODES = {
+    "EXTEND": PREFILL, "PREFILL": PREFILL, "SPLIT_PREFILL": PREFILL, "DRAFT_EXTEND": PREFILL,
+    "DECODE": DECODE, "TARGET_VERIFY": DECODE, "MIXED": MIXED, "DUMMY_FIRST": WARMUP,
+}  # fmt: skip
+
+
+def _number(pattern: str, text: str) -> int | None:
+    m = re.search(pattern, text)
+    return int(m.group(1)) if m else None
+
+
+def _sglang(m: re.Match[str]) -> Words:
+    """``step[DECODE bs=32]``, ``step[EXTEND bs=15 toks=15360]``: a decode step makes one
+    token per sequence, so its tokens are its batch size."""
+    phase = _SGLANG_MODES.get(m["mode"], UNKNOWN)
+    batch = _number(r"\bbs=(\d+)", m["rest"])
+    tokens = _number(r"\btoks=(\d+)", m["rest"])
+    if tokens is None and phase == DECODE:
+        tokens = batch
+    return Words(phase, batch, tokens)
+
+
+def _execute(m: re.Match[str]) -> Words:
+    """``execute_<n>_context_<c>(sq…)_generation_<g>(sq…)`` (or without ``<n>_``, and
+    ``(<tokens>_…)``): c sequences in prefill, g in decode, n = c + g; each part's first
+    number is its query tokens."""
+    context, generation = int(m["c"]), int(m["g"])
+    phase = {(True, False): PREFILL, (False, True): DECODE, (True, True): MIXED}.get(
+        (context > 0, generation > 0), UNKNOWN
+    )
+    parts = [_number(r"^(?:sq)?(\d+)", m[k]) for k in ("cs", "gs")]
+    tokens = None if None in parts else sum(p for p in parts if p is not None)
+    return Words(phase, int(m["n"]) if m["n"] else context + generation, tokens)
+
+
+MARKERS: tuple[Marker, ...] = (
+    Marker(
+        "SGLang",
+        "step[DECODE bs=32]",
+        "step[",
+        re.compile(r"step\[(?P<mode>[A-Z_]+)(?P<rest>(?: [a-z_]+=\d+)*)\]"),
+        _sglang,
+    ),
+    Marker(
+        "serving images (execute ranges)",
+        "execute_32_context_0(sq0sk0sqsq0sqsk0)_generation_32(sq32sk32785sqsq32sqsk32785)",
+        "_generation_",
+        re.compile(
+            r"execute_(?:(?P<n>\d+)_)?context_(?P<c>\d+)\((?P<cs>[a-z0-9_]*)\)"
+            r"_generation_(?P<g>\d+)\((?P<gs>[a-z0-9_]*)\)"
+        ),
+        _execute,
+    ),
+    Marker(
+        "vLLM",
+        "vllm/v1/worker/gpu_model_runner.py(3380): execute_model",
+        ": execute_model",
+        re.compile(r"(?:[\w.-]+/)*gpu_model_runner\.py\(\d+\): execute_model"),
+        lambda m: Words(UNKNOWN),
+    ),
+    Marker(
+        "a causal LM's forward (HF generate, vLLM; recorded with with_modules or with_stack)",
+        "nn.Module: GPT2LMHeadModel_0",
+        "nn.Module: ",
+        re.compile(r"nn\.Module: \w+(?:ForCausalLM|LMHeadModel)_\d+"),
+        lambda m: Words(UNKNOWN),
+    ),
+)
+
+
+def marker_steps(events: TraceEvents) -> list[StepWindow]:
+    """The steps of the first marker style (in MARKERS' order) whose ranges the CPU rows
+    hold, numbered in start order; none when no style is found."""
+    names = events.names
+    for marker in MARKERS:
+        words = {
+            i: marker.read(m)
+            for i, n in enumerate(names)
+            if marker.hint in n and (m := marker.pattern.fullmatch(n))
+        }
+        if words:
+            found = _ranges(events, list(words))
+            if found:
+                found.sort(key=lambda r: (r[1], -r[2]))
+                return [
+                    StepWindow(i, ts, end, False, names[n], *_fields(words[n]))
+                    for i, (n, ts, end) in enumerate(found)
+                ]
+    return []
+
+
+def _fields(w: Words) -> tuple[str, int | None, int | None]:
+    return w.phase, w.batch, w.tokens
+
+
+def _ranges(events: TraceEvents, ids: list[int]) -> list[tuple[int, int, int]]:
+    """(name id, ts, end) of the CPU ranges (ops, annotations, frames) named by ``ids``."""
+    wanted = np.zeros(len(events.names), dtype=bool)
+    wanted[ids] = True
+    out: list[tuple[int, int, int]] = []
+    for block in events.cpu.blocks():
+        marker = is_op(block["correlation"]) | (block["correlation"] == FRAME)
+        rows = block[marker & wanted[block["name"]]]
+        out += zip(rows["name"].tolist(), rows["ts"].tolist(), rows["end"].tolist(), strict=True)
+    return out
+
+
+# What a step records that tells its phase when its marker says nothing.
+_ATTENTION = frozenset({"aten::scaled_dot_product_attention"})  # query: [..., Nq, d]
+_BACKWARD = re.compile(r"(?:(?<![A-Za-z])[Bb]ackward|(?<=[a-z])Backward)")
+_CAPTURE = re.compile(r"(?:cuda|hip)(?:StreamBeginCapture|GraphInstantiate)\w*")
+# Runtime calls that launch kernels (a copy or a fill may make no activity: 0 bytes).
+_LAUNCH = re.compile(r"(?:cuda|hip|cu)\w*Launch\w*")
+_CAPTURES, _BACKWARDS, _ATTENTIONS, _LAUNCHES = 0, 1, 2, 3
+
+
+def step_phases(events: TraceEvents) -> TraceEvents:
+    """``events`` with every step's phase set: its marker's word, else from the step's CPU
+    rows (a graph-capture call: capture; a backward op: unknown, training; else the
+    attention ops' query length per sequence: all 1 decode, all more prefill, both mixed),
+    else from the one-phase attention kernel families it launched; and the last step
+    marked cut when launches in it ran no GPU activity (the trace ended first). Without
+    CPU rows, a step whose marker says nothing stays unknown."""
+    steps = events.steps
+    if not steps:
+        return events
+    found = _evidence(events) if len(events.cpu) else None
+    families: _Families | None = None
+    last = max(s.end_ns for s in steps)
+    out = []
+    for s in steps:
+        phase: str | None = s.phase if s.phase not in ("", UNKNOWN) else UNKNOWN
+        cut = False
+        if found is not None and not s.on_gpu:
+            if phase == UNKNOWN:
+                phase = _phase_of(found, s.start_ns, s.end_ns)
+            if phase is None:
+                families = _families(events) if families is None else families
+                phase = families.phase(s.start_ns, s.end_ns)
+            cut = s.end_ns == last and _lost_launches(events, found, s.start_ns, s.end_ns)
+        out.append(replace(s, phase=phase or UNKNOWN, cut=cut))
+    return replace(events, steps=out)
+
+
+@dataclass(frozen=True)
+class _Evidence:
+    """The CPU rows that tell a phase or a cut, sorted by start: kind (_CAPTURES, ...),
+    the attention's query length (0 for the others) and the correlation id."""
+
+    ts: np.ndarray
+    kind: np.ndarray
+    query: np.ndarray
+    correlation: np.ndarray
+
+
+def _kinds(names: Sequence[str]) -> np.ndarray:
+    kind = np.full(len(names), -1, dtype=np.int8)
+    for i, n in enumerate(names):
+        if n in _ATTENTION:
+            kind[i] = _ATTENTIONS
+        elif _CAPTURE.fullmatch(n):
+            kind[i] = _CAPTURES
+        elif _LAUNCH.fullmatch(n):
+            kind[i] = _LAUNCHES
+        elif _BACKWARD.search(n):
+            kind[i] = _BACKWARDS
+    return kind
+
+
+def _evidence(events: TraceEvents) -> _Evidence:
+    kind = _kinds(events.names)
+    parts: list[np.ndarray] = []
+    for block in events.cpu.blocks():
+        k = kind[block["name"]]
+        op = is_op(block["correlation"])
+        call = block["correlation"] >= 0
+        runtime = call | (block["correlation"] == UNCORRELATED)
+        keep = (k == _CAPTURES) & runtime | (k == _LAUNCHES) & call
+        keep |= ((k == _BACKWARDS) | (k == _ATTENTIONS)) & op
+        if keep.any():
+            parts.append(block[keep][["name", "ts", "shape", "correlation"]].copy())
+    if not parts:
+        none = np.zeros(0, np.int64)
+        return _Evidence(none, np.zeros(0, np.int8), none, none)
+    rows = np.concatenate(parts)
+    rows = rows[np.argsort(rows["ts"], kind="stable")]
+    query = np.zeros(len(rows), dtype=np.int64)
+    attention = kind[rows["name"]] == _ATTENTIONS
+    shapes, at = np.unique(rows["shape"][attention], return_inverse=True)  # each parsed once
+    query[attention] = np.array([_query(events.shapes, int(i)) for i in shapes], np.int64)[at]
+    return _Evidence(
+        rows["ts"].astype(np.int64), kind[rows["name"]], query, rows["correlation"].astype(np.int64)
+    )
+
+
+def _query(shapes: Sequence[tuple[bytes, bytes, bytes]], shape: int) -> int:
+    """The query length of an SDPA call (its first input's second-to-last dim), 0 unknown."""
+    if shape < 0 or shape >= len(shapes) or not shapes[shape][0]:
+        return 0
+    try:
+        q = json.loads(shapes[shape][0])[0]
+        return int(q[-2]) if isinstance(q, list) and len(q) >= 3 else 0
+    except (ValueError, TypeError, IndexError):
+        return 0
+
+
+def _window(found: _Evidence, start: int, end: int) -> slice:
+    return slice(
+        int(np.searchsorted(found.ts, start, side="left")),
+        int(np.searchsorted(found.ts, end, side="right")),
+    )
+
+
+def _phase_of(found: _Evidence, start: int, end: int) -> str | None:
+    """The phase the step's CPU rows tell; None when they tell nothing."""
+    at = _window(found, start, end)
+    kind, query = found.kind[at], found.query[at]
+    if (kind == _CAPTURES).any():
+        return CAPTURE
+    if (kind == _BACKWARDS).any():
+        return UNKNOWN
+    q = query[(kind == _ATTENTIONS) & (query > 0)]
+    if len(q) == 0:
+        return None
+    return _both(bool((q > 1).any()), bool((q == 1).any()))
+
+
+def _both(prefill: bool, decode: bool) -> str | None:
+    return MIXED if prefill and decode else PREFILL if prefill else DECODE if decode else None
+
+
+# Attention kernel families that run one phase only, by the tokens of their name: TensorRT-LLM's
+# fmha ``…Context`` kernels (its context phase: prefill), vLLM's ``paged_attention`` kernels
+# (decode; its prefill runs flash attention).
+_PREFILL_FAMILY = frozenset({"fmha", "context"})
+_DECODE_FAMILY = frozenset({"paged", "attention"})
+_TOKEN = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+
+
+def name_tokens(name: str) -> set[str]:
+    """A name's tokens, lower case: split at non-alphanumerics, case changes and digits."""
+    return {t.lower() for t in _TOKEN.findall(name)}
+
+
+@dataclass(frozen=True)
+class _Families:
+    """Kernels by launch time (else own start), sorted: 1 prefill family, 2 decode, 0 none."""
+
+    launch: np.ndarray
+    family: np.ndarray
+
+    def phase(self, start: int, end: int) -> str | None:
+        lo = int(np.searchsorted(self.launch, start, side="left"))
+        found = self.family[lo : int(np.searchsorted(self.launch, end, side="right"))]
+        return _both(bool((found == 1).any()), bool((found == 2).any()))
+
+
+def _families(events: TraceEvents) -> _Families:
+    family = np.zeros(len(events.names), dtype=np.int8)
+    for i in np.unique(events.gpu.name[events.gpu.kind == KERNEL]).tolist():
+        tokens = name_tokens(events.names[i])
+        family[i] = 1 if tokens >= _PREFILL_FAMILY else 2 if tokens >= _DECODE_FAMILY else 0
+    launch = launch_times(events)
+    kernel = events.gpu.kind == KERNEL
+    order = np.argsort(launch[kernel], kind="stable")
+    return _Families(launch[kernel][order], family[events.gpu.name[kernel]][order])
+
+
+def _lost_launches(events: TraceEvents, found: _Evidence, start: int, end: int) -> bool:
+    """Whether a launch call in [start, end] has no GPU activity with its correlation id."""
+    at = _window(found, start, end)
+    launched = found.correlation[at][found.kind[at] == _LAUNCHES]
+    return bool(len(launched)) and not np.isin(launched, events.gpu.correlation).all()
+
+
+def in_phase(events: TraceEvents, phase: str) -> TraceEvents:
+    """``--phase``: ``events`` with only the GPU activity of the steps of ``phase`` (as
+    ``--pstep`` picks a step's: by its launch) and only those steps; a usage error naming
+    the phases found when no step has it. CPU rows are kept whole."""
+    if phase not in PHASES:
+        raise UsageError(f"--phase {phase!r}: expected one of {', '.join(PHASES)}")
+    chosen = [s.step for s in events.steps if (s.phase or UNKNOWN) == phase]
+    if not chosen:
+        have = sorted({s.phase or UNKNOWN for s in events.steps})
+        raise UsageError(
+            f"--phase {phase}: no {phase} step in this trace (phases found: "
+            f"{', '.join(have) or 'none, no steps'})"
+        )
+    keep = np.flatnonzero(in_steps(events, chosen, step_windows(events)))
+    gpu = GpuColumns(*(getattr(events.gpu, f.name)[keep] for f in fields(GpuColumns)))
+    new_row = np.full(len(events.gpu.ts), -1, dtype=np.int64)
+    new_row[keep] = np.arange(len(keep))
+    old = events.comms.gpu_row
+    kept = old < 0
+    kept[~kept] = new_row[old[~kept]] >= 0
+    comms = CommColumns(*(getattr(events.comms, f.name)[kept] for f in fields(CommColumns)))
+    comms.gpu_row[comms.gpu_row >= 0] = new_row[comms.gpu_row[comms.gpu_row >= 0]]
+    wanted = set(chosen)
+    steps = [s for s in events.steps if s.step in wanted]
+    return replace(events, gpu=gpu, comms=comms, steps=steps, facts=None)
