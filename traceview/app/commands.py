@@ -84,7 +84,9 @@ def kernels(
     check_options(options)  # before reading a trace that may take minutes
     _check_output(out, path)
     keep_cpu = options.group_by in ("category", "fused-op", "op")
-    events = _of_phase(read_trace(path, read, keep_cpu, phases=bool(phase)), phase)
+    uses_steps = bool(options.steps or phase)
+    events = read_trace(path, read, keep_cpu, phases=bool(phase), steps=uses_steps)
+    events = _of_phase(events, phase)
     if _nothing_to_show(events, out):
         return
     # every row (--top 0) made as it is written: there may be 10^6
@@ -130,7 +132,10 @@ def gaps(
 
     check_options(options)  # before reading a trace that may take minutes
     _check_output(out, path)
-    events = _of_phase(read_trace(path, read, options.context, phases=bool(phase)), phase)
+    uses_steps = bool(options.steps or phase)
+    events = _of_phase(
+        read_trace(path, read, options.context, phases=bool(phase), steps=uses_steps), phase
+    )
     if _nothing_to_show(events, out):
         return
     # every transition (--gap-top 0) made as it is written: there may be 10^6

@@ -27,12 +27,14 @@ def read_trace(
     remember: bool = True,
     warn: bool = True,
     phases: bool = False,
+    steps: bool = True,
 ) -> TraceEvents:
     """Read a trace (from the cache when it holds it); remember it as the last one analysed.
     With ``--step-regex`` the steps are the CPU ranges whose name matches it; without it and
     without ProfilerSteps, a serving framework's step markers. ``warn``: say what reading met
     (False: a second read of a trace whose first said it). ``phases``: work out every step's
-    phase (with the CPU rows)."""
+    phase (with the CPU rows). ``steps``: whether the command uses the steps; when it does not,
+    a read without CPU rows is not followed by a second one to find the markers."""
     regex = None
     keep_cpu = keep_cpu or phases
     if options.step_regex is not None:
@@ -48,7 +50,7 @@ def read_trace(
         from traceview.analyses.core.steps import steps_matching
 
         events = replace(events, steps=steps_matching(events, regex))
-    elif not events.steps:
+    elif not events.steps and (steps or keep_cpu):
         events = _with_marker_steps(path, options, events, pipe or keep_cpu)
     if phases:
         from traceview.analyses.core.step_markers import step_phases
