@@ -18,7 +18,7 @@ from conftest import ROOT
 
 DEMO = ROOT / "fixtures" / "demo.json.gz"
 FAKE_TORCH = f"""
-import json, os, shutil, types
+import json, os, shutil, sys, types
 
 class ProfilerActivity:
     CPU, CUDA = "cpu", "cuda"
@@ -77,16 +77,19 @@ nn = types.SimpleNamespace(Module=Module, modules=types.SimpleNamespace(
                                  register_module_forward_hook=post_hooks.append)))
 cuda = types.SimpleNamespace(is_available=lambda: False)
 
+post_step_hooks = []
+
 class Optimizer:
-    hooks = []
-    @classmethod
-    def register_global_step_post_hook(cls, hook):
-        cls.hooks.append(hook)
     def step(self):
-        for hook in self.hooks:
+        for hook in post_step_hooks:
             hook(self, (), {{}})
 
-optim = types.SimpleNamespace(Optimizer=Optimizer)
+# as torch.optim.optimizer: the global hook is the module's function, not the class's
+optim = types.ModuleType("torch.optim")
+optim.Optimizer = Optimizer
+optim.optimizer = types.ModuleType("torch.optim.optimizer")
+optim.optimizer.register_optimizer_step_post_hook = post_step_hooks.append
+sys.modules.update({{"torch.optim": optim, "torch.optim.optimizer": optim.optimizer}})
 """
 PROGRAM = """
 import sys, time
@@ -131,6 +134,21 @@ def _record(
     command = [sys.executable, "-m", "traceview", "record", "--no-report", *args, "--"]
     command += [sys.executable, "train.py", *program]
     return subprocess.run(command, env=env, cwd=cwd, capture_output=True, text=True, timeout=300)
+
+
+def test_a_torch_it_cannot_drive_leaves_the_program_running(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    """A torch without the global optimizer hook (before 2.0): the program runs to its own end
+    and exit code, unprofiled, and record says why in one line."""
+    torch = tmp_path / "lib" / "torch" / "__init__.py"
+    old_torch = "\ndel optim.optimizer.register_optimizer_step_post_hook\n"
+    torch.write_text(torch.read_text() + old_torch)
+    r = _record(env, tmp_path, "-o", "out", program=("3", "4"))
+    assert r.returncode == 4, r.stderr
+    assert "could not start torch.profiler in the program (AttributeError" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr, r.stderr
+    assert not (tmp_path / "out" / "trace.json.gz").exists()
 
 
 def test_a_run_is_recorded_and_summarised(env: dict[str, str], tmp_path: Path) -> None:

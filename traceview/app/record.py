@@ -229,6 +229,9 @@ def said(out: Path, code: int) -> list[str]:
     reports = boot_reports(out)
     if not reports:
         return ["the program never imported torch: nothing was recorded"]
+    errors = [r["error"] for r in reports if r.get("error")]
+    if errors:
+        return [f"could not start torch.profiler in the program ({errors[0]}): nothing recorded"]
     if any(r.get("own_profiler") for r in reports):
         return [
             "the program runs its own torch.profiler: traceview stayed out (no trace of its "

@@ -38,6 +38,7 @@ class _Recording:
         self.lock = threading.RLock()
         self.marker: str | None = None  # what steps: the first of the markers to fire
         self.own_profiler = False  # the program started its own: ours stopped, kept out
+        self.error: str | None = None  # why the profiler could not be started
         self.ours = False  # inside a call of our profiler (its ProfilerStep ranges)
 
     def trace_path(self) -> Path:
@@ -75,7 +76,8 @@ class _Recording:
         if every > 0 or seconds > 0:  # asked for: the only marker
             _count_forwards(torch, every, seconds, lambda: self.step("forwards"))
         else:
-            torch.optim.Optimizer.register_global_step_post_hook(lambda *_: self.step("optimizer"))
+            optimizer = importlib.import_module("torch.optim.optimizer")
+            optimizer.register_optimizer_step_post_hook(lambda *_: self.step("optimizer"))
             _watch_step_ranges(torch, self)
         atexit.register(self.finish)
 
@@ -135,6 +137,7 @@ class _Recording:
             "cuda": self.cuda,
             "marker": self.marker,
             "own_profiler": self.own_profiler,
+            "error": self.error,
         }
         name = "boot.json" if not os.environ.get("RANK") else f"boot-rank{os.environ['RANK']}.json"
         (self.out / name).write_text(json.dumps(report))
@@ -246,7 +249,20 @@ class _AfterTorch(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def exec_module(self, module: ModuleType) -> None:
         self.loader.exec_module(module)
-        self.recording.start(module)
+        start_or_warn(self.recording, module)
+
+
+def start_or_warn(recording: _Recording, torch: Any) -> None:
+    """Start the recording; a torch it cannot drive gets one line, never a failing program."""
+    try:
+        recording.start(torch)
+    except Exception as e:  # an API this torch lacks: the program runs on, unprofiled
+        with contextlib.suppress(Exception):
+            if recording.profiler is not None:
+                recording.profiler.stop()
+        recording.profiler = None
+        recording.error = f"{type(e).__name__}: {e}"
+        atexit.register(recording.finish)  # says why, for traceview record
 
 
 def install() -> None:
@@ -257,6 +273,6 @@ def install() -> None:
         return
     recording = _Recording(json.loads(text))
     if "torch" in sys.modules:
-        recording.start(sys.modules["torch"])
+        start_or_warn(recording, sys.modules["torch"])
     else:
         sys.meta_path.insert(0, _AfterTorch(recording))
