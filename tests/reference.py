@@ -798,6 +798,23 @@ def op_links(events: list[Event]) -> list[tuple[Event, str | None, str | None]]:
     return [(k, *found.get(i, (None, None))) for i, k in enumerate(kernels)]
 
 
+def graph_replayed(events: list[Event]) -> set[int]:
+    """The indices (in gpu_events(events) order) of the kernels a CUDA-graph launch ran: those
+    whose correlation is that of a runtime call named cudaGraphLaunch, cuGraphLaunch or
+    hipGraphLaunch (any _vN or _ptsz suffix)."""
+    names = ("cudaGraphLaunch", "cuGraphLaunch", "hipGraphLaunch")
+    graph_calls = {
+        _args(e).get("correlation")
+        for e in events
+        if e.get("ph") == "X"
+        and _cat(e) in RUNTIME_CATEGORIES
+        and event_name(e).split("_v")[0].removesuffix("_ptsz") in names
+    }
+    graph_calls.discard(None)
+    kernels = gpu_events(events, ("kernel",))
+    return {i for i, k in enumerate(kernels) if _args(k).get("correlation") in graph_calls}
+
+
 # --------------------------------------------------------------------------------------------
 # Unique kernels and energy (docs/metrics.md "Unique kernels", "Energy")
 # --------------------------------------------------------------------------------------------

@@ -45,9 +45,10 @@ def test_kernels_json_shape(small: Path) -> None:
     first = doc["kernels"][0]
     assert set(first) == {
         "name", "short_name", "variants", "count", "total_us", "mean_us", "std_us", "min_us",
-        "max_us", "p50_us", "p90_us", "p99_us", "pct_launches", "pct_time",
+        "max_us", "p50_us", "p90_us", "p99_us", "pct_launches", "pct_time", "fused_ops",
     }  # fmt: skip
     assert first["name"] == "void k<int>(int)" and first["short_name"] == "k"
+    assert first["fused_ops"] is None  # not a Triton kernel
     assert first["variants"] == 1
     assert doc["trace"]["span_us"] == 100.0  # ProfilerStep#3 [0, 100] is on the timeline
 

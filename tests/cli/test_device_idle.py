@@ -185,8 +185,9 @@ def test_steps_and_kernels_json_shapes(tmp_path: Path) -> None:
     step = doc["steps"][0]
     assert set(step) == {
         "step", "name", "cpu_start_us", "cpu_dur_us", "kernels", "kernel_time_us", "devices",
-        "gpu_only",
+        "gpu_only", "phase", "batch", "tokens", "degenerate",
     }  # fmt: skip
+    assert step["phase"] == "unknown"  # a ProfilerStep with nothing that tells its phase
     assert (step["name"], step["cpu_start_us"], step["kernels"]) == ("ProfilerStep#1", 0.0, 1)
     assert step["devices"] == [
         {"device": 0, "gpu_start_us": 5.0, "gpu_end_us": 55.0, "window_us": 50.0,

@@ -279,7 +279,7 @@ def test_a_step_without_gpu_work_in_a_narrow_table(tmp_path: Path) -> None:
     r = subprocess.run([sys.executable, "-m", "traceview", "steps", str(trace), "--no-cache"],
                        capture_output=True, text=True, env=env, check=False)  # fmt: skip
     assert r.returncode == 0, r.stderr
-    (row,) = [line for line in r.stdout.splitlines() if "ProfilerStep#1" in line]
+    (row,) = [line for line in r.stdout.splitlines() if line.startswith("ProfilerStep#1")]
     assert (
         row.split()
         == ["ProfilerStep#1", "-", "1.0", "ms", "900.0", "µs", "0", "0.0", "µs"] + ["-"] * 5

@@ -113,7 +113,7 @@ def diff(
 ) -> None:
     """Compare two traces or snapshots (or two runs: directories, globs or run snapshots);
     with --max-regression, a CI gate (exit 1 on regression)."""
-    from traceview.analyses.diff import DiffOptions
+    from traceview.analyses.diff import DiffOptions, check_options
     from traceview.app import commands, runs
     from traceview.parsing import parse_duration, parse_percent, parse_steps
 
@@ -134,6 +134,7 @@ def diff(
         group_by=group_by,
     )
     out = commands.OutputOptions(fmt, verbose, force=force, wide=wide, save=save)
+    check_options(options)  # before a side is opened: telling a run from a pipe reads it
     if runs.is_run_side(base, run) or runs.is_run_side(new, run):
         runs.diff(base, new, replace(run, per_rank=per_rank), options, read, out)
     else:

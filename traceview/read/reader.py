@@ -128,12 +128,13 @@ class TraceReader:
         on_progress: Callable[[int, int | None], None] | None = None,
         part: MainPart | WorkerPart | None = None,
         shapes: bool = True,
-        decode: Callable[..., list[Any]] = decode_span,
+        decode: Callable[..., list[Any]] | None = None,
         keep_text: bool = False,
     ) -> None:
         self.info = check_path(path)
-        # What decodes a span (read.raw.decode_raw_span: each event with its raw bytes);
-        # keep_text: keep the raw text before and after the event array (trim writes it).
+        # decode: what decodes a span (None: decode_span, looked up when called; trim's
+        # read.raw.decode_raw_span gives each event with its raw bytes). keep_text: keep the
+        # raw text before and after the event array (trim writes it).
         self.decode = decode
         self.keep_text = keep_text
         self.shapes = shapes  # decode the CPU ops' shapes (reads that keep CPU rows)
@@ -471,7 +472,8 @@ class TraceReader:
         self._last_chunk = (data, start, end)
         stop = len(data) if end is None else end
         exact, skipped = self.stats.exact_times, self.stats.skipped
-        events = self.decode(data, start, stop, exact, skipped, self.shapes)
+        decode = decode_span if self.decode is None else self.decode
+        events = decode(data, start, stop, exact, skipped, self.shapes)
         self._last_count = len(events)
         self.stats.events += len(events)
         self.stats.chunks += 1
