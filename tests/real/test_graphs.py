@@ -15,6 +15,7 @@ from traceview.analyses.core.graphs import GRAPH_LAUNCH
 from traceview.analyses.summary import overview
 from traceview.app.reading import read_trace
 from traceview.options import ReadOptions
+from traceview.render.summary import detail_lines
 
 GRAPHS = SHARED_TRACES / "h200" / "graphs.json.gz"
 NONE = SHARED_TRACES / "h200" / "train.json.gz"
@@ -51,14 +52,16 @@ SERVING = [
 def test_graph_replays_are_counted_once(path: Path) -> None:
     if not path.exists():
         pytest.skip("../shared/traces is absent")
-    launch = overview(
-        read_trace(path, ReadOptions(quiet=True, cache=False), keep_cpu=True)
-    ).launches
+    report = overview(read_trace(path, ReadOptions(quiet=True, cache=False), keep_cpu=True))
+    launch = report.launches
     want = _reference(path)
     assert (launch.graph_launches, launch.graph_kernels, launch.graph_kernel_ns) == want
     if path == GRAPHS:  # what its README says: 216 of 248 kernels from 6 launches
         assert want[:2] == (6, 216) and launch.kernels == 248
         assert launch.timed == launch.linked - 216  # only kernels launched on their own
+        # and the text says the share is of those, not of every kernel
+        (line,) = [x for x in detail_lines(report) if x.startswith("launch")]
+        assert f"of the {launch.timed} kernels launched on their own, " in line, line
     elif path == NONE:
         assert want == (0, 0, 0)
     else:  # one hipGraphLaunch replays the decode step: 421 of 425, 544 of 555 kernels

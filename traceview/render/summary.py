@@ -62,12 +62,17 @@ def detail_lines(o: Overview) -> list[str]:
     lines = []
     if launch.kernels:
         delay = "-" if launch.median_delay_ns is None else _d(launch.median_delay_ns)
-        shorter = (
-            f"{_pct(launch.shorter_than_launch, launch.timed)}% of kernels ran shorter than "
-            "their launch call"
-            if launch.timed
-            else "launch calls not recorded"
-        )
+        # Only kernels launched on their own are timed against their call: with graph
+        # replays, say of how many kernels the share is.
+        pct = _pct(launch.shorter_than_launch, launch.timed)
+        shorter = f"{pct}% of kernels ran shorter than their launch call"
+        if launch.graph_kernels:
+            shorter = (
+                f"of the {units.counted(launch.timed, 'kernel')} launched on their own, {pct}% "
+                "ran shorter than their launch call"
+            )
+        if not launch.timed:
+            shorter = "launch calls not recorded"
         lines.append(
             f"launch   {units.count(launch.linked)} of {units.counted(launch.kernels, 'kernel')} "
             f"linked to a launch; median launch delay {delay}; {shorter}"
