@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -45,6 +45,7 @@ from traceview.columns.model import TraceEvents
 from traceview.columns.packed_names import ranks_of, subset
 from traceview.columns.schema import GPU_KINDS
 from traceview.errors import UsageError
+from traceview.parsing import parse_duration, parse_hist_range, parse_steps
 
 if TYPE_CHECKING:
     from traceview.analyses.core.common import Shared
@@ -89,6 +90,46 @@ class GapOptions:
     def scope(self) -> str:
         """``device`` (device gaps) or ``stream`` (gaps per stream, --per-stream)."""
         return "stream" if self.per_stream else "device"
+
+
+def options_from_words(
+    *,
+    busy: str,
+    min_gap: str,
+    stream: Sequence[str] | None,
+    device: Sequence[str] | None,
+    pstep: str | None,
+    hist_min: str | None,
+    hist_max: str | None,
+    bins: int,
+    linear: bool,
+    largest: int,
+    gap_sort: GapSort | str,
+    gap_top: int,
+    per_stream: bool,
+    context: bool,
+    stream_top: int,
+) -> GapOptions:
+    """GapOptions from the words of ``traceview gaps``' options, for the command line and
+    ``traceview.open(...).gaps()`` alike."""
+    hist_min_ns, hist_max_ns = parse_hist_range(hist_min, hist_max)
+    return GapOptions(
+        busy=tuple(k.strip() for k in busy.split(",") if k.strip()),
+        min_gap_ns=parse_duration(min_gap, "--min-gap"),
+        streams=tuple(stream) if stream else None,
+        devices=tuple(device) if device else None,
+        steps=tuple(parse_steps(pstep)) if pstep else (),
+        hist_min_ns=hist_min_ns,
+        hist_max_ns=hist_max_ns,
+        bins=bins,
+        linear=linear,
+        largest=largest,
+        sort=cast(GapSort, gap_sort),
+        top=gap_top,
+        per_stream=per_stream,
+        context=context,
+        stream_top=stream_top,
+    )
 
 
 @dataclass(frozen=True)

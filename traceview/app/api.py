@@ -204,28 +204,15 @@ class Trace:
         stream_top: int = 100,
     ) -> GapReport:
         """``traceview gaps``."""
-        from traceview.analyses.gaps import GapOptions, analyse_gaps, check_options
-        from traceview.parsing import parse_duration, parse_hist_range, parse_steps
+        from traceview.analyses.gaps import analyse_gaps, check_options, options_from_words
         from traceview.render import gaps as render
 
-        hist_min_ns, hist_max_ns = parse_hist_range(hist_min, hist_max)
-        options = GapOptions(
-            busy=tuple(k.strip() for k in busy.split(",") if k.strip()),
-            min_gap_ns=parse_duration(min_gap, "--min-gap"),
-            streams=tuple(stream) if stream else None,
-            devices=tuple(device) if device else None,
-            steps=parse_steps(pstep) if pstep else (),
-            hist_min_ns=hist_min_ns,
-            hist_max_ns=hist_max_ns,
-            bins=bins,
-            linear=linear,
-            largest=largest,
-            sort=cast(GapSort, gap_sort),
-            top=gap_top,
-            per_stream=per_stream,
-            context=not no_context,
+        options = options_from_words(
+            busy=busy, min_gap=min_gap, stream=stream, device=device, pstep=pstep,
+            hist_min=hist_min, hist_max=hist_max, bins=bins, linear=linear, largest=largest,
+            gap_sort=gap_sort, gap_top=gap_top, per_stream=per_stream, context=not no_context,
             stream_top=_at_least("--stream-top", stream_top),
-        )
+        )  # fmt: skip
         check_options(options)
         report = analyse_gaps(self._read(), options)
         return _with_forms(report, lambda r: render.document(r, False))

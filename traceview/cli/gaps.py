@@ -119,10 +119,9 @@ def gaps(
 ) -> None:
     """Why the GPU sits idle: device gaps with their cause (CPU or GPU), idle per device,
     histogram, transitions, the largest gaps and what the CPU was doing."""
-    from traceview.analyses.gaps import GapOptions
+    from traceview.analyses.gaps import options_from_words
     from traceview.app import commands, runs
     from traceview.app.last_trace import last_trace
-    from traceview.parsing import parse_duration, parse_hist_range, parse_steps
 
     if trace is None:
         from traceview.render.escape import visible  # a file name is data too
@@ -131,17 +130,11 @@ def gaps(
         print(
             f"traceview: using the last trace analysed: {visible(str(trace[0]))}", file=sys.stderr
         )
-    hist_min_ns, hist_max_ns = parse_hist_range(hist_min, hist_max)
-    options = GapOptions(
-        busy=tuple(k.strip() for k in busy.split(",") if k.strip()),
-        min_gap_ns=parse_duration(min_gap, "--min-gap"),
-        streams=tuple(stream) if stream else None,
-        devices=tuple(device) if device else None,
-        steps=tuple(parse_steps(pstep)) if pstep else (),
-        hist_min_ns=hist_min_ns,
-        hist_max_ns=hist_max_ns,
-        bins=bins, linear=linear, largest=largest, sort=gap_sort, top=gap_top,
-        per_stream=per_stream, context=not no_context, stream_top=stream_top,
+    options = options_from_words(
+        busy=busy, min_gap=min_gap, stream=stream, device=device, pstep=pstep,
+        hist_min=hist_min, hist_max=hist_max, bins=bins, linear=linear, largest=largest,
+        gap_sort=gap_sort, gap_top=gap_top, per_stream=per_stream, context=not no_context,
+        stream_top=stream_top,
     )  # fmt: skip
     out = commands.OutputOptions(fmt, verbose, output, force, wide)
     if runs.is_run(trace, run):
