@@ -1,4 +1,4 @@
-"""Time linear in the input (issue #21): doubling a case at most ~2.5x the time.
+"""Time linear in the input (issue #21): doubling a case at most ~2.8x the time.
 
 Generous ratio checks measured in one run (best of 3 each), at sizes where a per-group or
 per-step pass over all rows, or a step range expanded into a set, would be far over.
@@ -25,7 +25,7 @@ from traceview.options import ReadOptions
 from traceview.parsing import parse_steps
 
 pytestmark = pytest.mark.slow  # every test here measures a timing ratio
-MAX_RATIO = 2.5
+MAX_RATIO = 2.83  # half-way, on a log scale, between linear (2x) and quadratic (4x)
 gen = load_generator()
 
 
