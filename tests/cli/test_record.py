@@ -216,6 +216,21 @@ def test_power_is_logged_in_utc_beside_the_run(env: dict[str, str], tmp_path: Pa
     assert "--power out/power.csv\n" in r.stderr and "--power-tz" not in r.stderr
 
 
+def test_quiet_keeps_the_warnings_and_drops_the_rest(env: dict[str, str], tmp_path: Path) -> None:
+    smi = tmp_path / "bin" / "nvidia-smi"
+    smi.write_text(FAKE_SMI)
+    smi.chmod(0o755)
+    loud = _record(env, tmp_path, "-o", "loud", "--power", program=("12", "0", "0.2"))
+    quiet = _record(env, tmp_path, "-o", "quiet", "-q", "--power", program=("12", "0", "0.2"))
+    assert loud.returncode == quiet.returncode == 0, quiet.stderr
+    assert "recording" in loud.stderr and "energy per kernel" in loud.stderr
+    assert quiet.stderr.splitlines() == [
+        "traceview: warning: no CUDA device in the program: a CPU-only profile"
+    ]
+    assert quiet.stdout == loud.stdout.replace("loud/", "quiet/")
+    assert (tmp_path / "quiet" / "power.csv").exists()
+
+
 def test_no_torch_is_one_line(env: dict[str, str], tmp_path: Path) -> None:
     if importlib.util.find_spec("torch") is not None:
         pytest.skip("torch is installed here")

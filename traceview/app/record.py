@@ -70,6 +70,7 @@ class RecordOptions:
     power: bool = False
     power_interval_ms: int = 40
     report: bool = True
+    quiet: bool = False  # only warnings and the summary on stderr/stdout
 
 
 def default_dir() -> Path:
@@ -135,7 +136,7 @@ def record(command: list[str], options: RecordOptions) -> int:
     code = _record(command, options, out)
     for line in said(out, code):
         stderr_console().print(f"traceview: warning: {line}", markup=False)
-    analyse(out, options.report)
+    analyse(out, options.report, options.quiet)
     return code
 
 
@@ -162,8 +163,9 @@ def _record(command: list[str], options: RecordOptions, out: Path) -> int:
             "step_seconds": options.step_seconds,
         }
     )
-    console = stderr_console()
-    console.print(f"traceview: recording {shlex.join(command)} into {out}", markup=False)
+    if not options.quiet:
+        line = f"traceview: recording {shlex.join(command)} into {out}"
+        stderr_console().print(line, markup=False)
     logger = None
     if options.power:
         logger = _power_logger(out, options)
@@ -252,15 +254,17 @@ def said(out: Path, code: int) -> list[str]:
     return lines
 
 
-def analyse(out: Path, report: bool) -> None:
-    """``summary`` of what was recorded, and the HTML report (or the command for a run)."""
+def analyse(out: Path, report: bool, quiet: bool = False) -> None:
+    """``summary`` of what was recorded, and the HTML report (or the command for a run);
+    ``quiet``: without the lines that name the next commands."""
     from traceview.app import commands
     from traceview.options import ReadOptions
 
     traces = traces_of(out)
     console = stderr_console()
     if len(traces) > 1:
-        console.print(f"traceview: {len(traces)} ranks: traceview ranks {out}", markup=False)
+        if not quiet:
+            console.print(f"traceview: {len(traces)} ranks: traceview ranks {out}", markup=False)
         return
     if not traces:
         return
@@ -273,6 +277,6 @@ def analyse(out: Path, report: bool) -> None:
             commands.report(traces[0], ReportOptions(), read, out / "report.html", True)
         except TraceviewError as e:
             console.print(f"traceview: warning: no report.html: {e.message}", markup=False)
-    if (out / POWER_LOG).exists():  # its zone is recorded beside it: no --power-tz
+    if (out / POWER_LOG).exists() and not quiet:  # its zone is recorded beside it: no --power-tz
         energy = f"traceview energy {traces[0]} --power {out / POWER_LOG}"
         console.print(f"traceview: energy per kernel: {energy}", markup=False)

@@ -73,6 +73,12 @@ def record(
     no_report: Annotated[
         bool, typer.Option("--no-report", help="Skip report.html (it needs plotly).")
     ] = False,
+    quiet: Annotated[
+        bool,
+        typer.Option(
+            "--quiet", "-q", help="Only warnings on stderr, no lines naming the next commands."
+        ),
+    ] = False,
 ) -> None:
     """Run a Python program under torch.profiler (without editing it), log its GPU power, and
     analyse what it recorded: its summary, and report.html in the output directory."""
@@ -82,6 +88,6 @@ def record(
         out=output, force=force, wait=wait, warmup=warmup, active=active, shapes=shapes,
         memory=memory, stack=stack, step_forwards=step_forwards, step_seconds=step_seconds,
         power=power,
-        power_interval_ms=power_interval, report=not no_report,
+        power_interval_ms=power_interval, report=not no_report, quiet=quiet,
     )  # fmt: skip
     raise typer.Exit(app_record.record(program, options))
