@@ -127,7 +127,9 @@ def test_the_tables_and_charts_show_the_commands_figures(tmp_path: Path) -> None
     assert charts["steps"]["data"][0]["y"] == [s["cpu_dur_us"] / 1000 for s in steps]
 
 
-def test_every_section_and_the_header(tmp_path: Path) -> None:
+def test_every_section_and_the_header(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The header names the command line the process was started with.
+    monkeypatch.setattr("sys.argv", ["traceview", "report", "t <b>.json"])
     page = write_report(DEMO, tmp_path / "r.html", "--timeline-step", "6")
     for name in CHARTS:
         assert f'data-chart="{name}"' in page
@@ -138,7 +140,7 @@ def test_every_section_and_the_header(tmp_path: Path) -> None:
     for fact in (
         "fixtures/demo.json.gz",
         "NVIDIA H100 80GB HBM3",
-        "<th>command</th><td>traceview ",
+        "<th>command</th><td>traceview report &#39;t &lt;b&gt;.json&#39;</td>",
     ):
         assert fact in page
     assert "http://" not in without_plotly(page) and "https://" not in without_plotly(page)
