@@ -214,6 +214,14 @@ def test_degenerate_steps(tmp_path: Path) -> None:
     ]
 
 
+def test_steps_of_a_cpu_only_trace_are_one_note(tmp_path: Path) -> None:
+    events = [x("user_annotation", f"ProfilerStep#{i}", 1000 * i, 500) for i in range(3)]
+    path = write(tmp_path, events)
+    assert [s["degenerate"] for s in steps(path)] == ["empty"] * 3
+    said = [n for n in notes(list(traceview.open(path, cache=False).steps().rows)) if "degen" in n]
+    assert said == ["no step ran GPU work: all 3 steps are degenerate: empty"]
+
+
 def test_a_launch_without_its_kernel_before_the_last_step_is_no_cut(tmp_path: Path) -> None:
     events = marked(["step[DECODE bs=2]"] * 2)
     events.append(x("cuda_runtime", "cudaLaunchKernel", 100, 5, correlation=99))  # step 0

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from traceview.analyses.core.step_markers import UNKNOWN
-from traceview.analyses.core.steps import StepDevice, StepRow, compress
+from traceview.analyses.core.steps import EMPTY, StepDevice, StepRow, compress
 from traceview.analyses.core.trace import TraceSummary
 from traceview.render import first_rows as capped
 from traceview.render import units
@@ -83,7 +83,12 @@ def notes(rows: list[StepRow]) -> list[str]:
         f"{_steps(found)} (data loading or other CPU work first)"
         for device, found in late.items()
     ]
-    out += [f"step {r.step} ({r.name}) is degenerate: {r.degenerate}" for r in rows if r.degenerate]
+    if len(rows) > 1 and all(r.degenerate == EMPTY for r in rows):  # a CPU-only trace
+        out.append(f"no step ran GPU work: all {len(rows)} steps are degenerate: {EMPTY}")
+    else:
+        out += [
+            f"step {r.step} ({r.name}) is degenerate: {r.degenerate}" for r in rows if r.degenerate
+        ]
     return out
 
 
