@@ -219,6 +219,7 @@ def _traceview(*args: str | Path) -> subprocess.Popen[str]:
     return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
 
+@pytest.mark.slow  # timed against a run: run alone, with no other test's load
 def test_a_trace_cut_while_it_is_read_is_one_clear_error(tmp_path: Path) -> None:
     """Cut to half at several moments of a run: never a crash (the memory-mapped reading
     stopped the process with SIGBUS), at most one line naming the cause."""
@@ -226,10 +227,12 @@ def test_a_trace_cut_while_it_is_read_is_one_clear_error(tmp_path: Path) -> None
     original.write_text(_plain(48 * MB))
     path = tmp_path / "t.json"
     shutil.copyfile(original, path)
-    start = time.perf_counter()
-    first = _traceview("kernels", "-q", "--no-cache", path)
-    assert first.communicate(timeout=60)[1] == ""
-    whole = time.perf_counter() - start
+    whole = float("inf")
+    for _ in range(2):  # the quicker of two runs: the first may pay for a cold start
+        start = time.perf_counter()
+        first = _traceview("kernels", "-q", "--no-cache", path)
+        assert first.communicate(timeout=60)[1] == ""
+        whole = min(whole, time.perf_counter() - start)
     errors = []
     for share in (0.4, 0.5, 0.6, 0.7, 0.8, 0.9):
         shutil.copyfile(original, path)
