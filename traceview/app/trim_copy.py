@@ -23,11 +23,12 @@ import numpy as np
 from traceview.app.trim import Cut
 from traceview.columns.collect import GPU_ANNOTATION_CATEGORY, is_gpu_activity
 from traceview.columns.numbers import value_of
+from traceview.columns.raw_numbers import ns_of_raws
 from traceview.errors import UsageError
 from traceview.options import ReadOptions
 from traceview.read.layout import UTF8_BOM, without_event_arrays
 from traceview.read.nsys import is_sqlite
-from traceview.read.raw import UNREADABLE, Piece, RawEvent, raw_args, raw_pieces
+from traceview.read.raw import RAW_NULL, UNREADABLE, Piece, RawEvent, raw_args, raw_pieces
 from traceview.read.reader import REPEATED_EVENTS_KEY, TraceReader
 from traceview.read.stream import is_pipe
 from traceview.render.output import ByteProgress, check_output_path, write_file
@@ -64,7 +65,7 @@ def ts_ns(raw: Any) -> int | None:
 
 
 class Judge:
-    """Decides, event by event, what a Cut keeps (``learn`` in the first pass)."""
+    """Decides, a batch of events at a time, what a Cut keeps (``learn`` in the first pass)."""
 
     def __init__(self, cut: Cut) -> None:
         self.cut = cut
@@ -84,19 +85,23 @@ class Judge:
             self._gpu_cats[cat] = kind
         return kind
 
-    def learn(self, e: RawEvent) -> None:
-        """First pass: GPU processes, and the flow ends inside the window."""
-        ph = _phase(e)
-        if ph == "M":
-            return
-        kind = self.kind(e)
-        if kind == 1:
-            self.gpu_pids.setdefault(_key(e.pid), self.device(e))
-        elif kind == 2:
-            self.gpu_pids.setdefault(_key(e.pid), str(e.pid))
-        elif ph in FLOW and self.at(e):
-            ends = self._ends.setdefault((_key(e.pid), ph), array("q"))
-            ends.append(_flow(e))
+    def learn(self, events: list[RawEvent]) -> None:
+        """First pass, a batch at a time: GPU processes, and the flow ends inside the window."""
+        flows = []
+        for e in events:
+            ph = _phase(e)
+            if ph == "M":
+                continue
+            kind = self.kind(e)
+            if kind in (1, 2):
+                pid = _key(e.pid)
+                if pid not in self.gpu_pids:  # its device: args decoded once per process
+                    self.gpu_pids[pid] = self.device(e) if kind == 1 else str(e.pid)
+            elif ph in FLOW:
+                flows.append(e)
+        for e, ts in zip(flows, ns_values([e.ts for e in flows]), strict=True):
+            if self._inside(ts):
+                self._ends.setdefault((_key(e.pid), _phase(e)), array("q")).append(_flow(e))
 
     def settle(self) -> None:
         """After the first pass: the flows whose start and finish are both kept."""
@@ -107,10 +112,6 @@ class Judge:
         starts, finishes = (np.concatenate(kept[ph]) for ph in "sf")
         self.flows = np.intersect1d(starts, finishes)
         self._ends = {}
-
-    def _kept_flow(self, flow: int) -> bool:
-        at = int(np.searchsorted(self.flows, flow))
-        return at < len(self.flows) and int(self.flows[at]) == flow
 
     def device(self, e: RawEvent) -> str:
         """A GPU activity's device (args.device, else its pid), as text."""
@@ -123,25 +124,49 @@ class Judge:
             return self.cut.cpu
         return self.cut.devices is None or device in self.cut.devices
 
-    def keeps(self, e: RawEvent) -> bool:
-        """Second pass: whether the event is written."""
-        ph = _phase(e)
-        if ph == "M":
-            return True
-        if not self.pid_kept(_key(e.pid)):
-            return False
-        if ph in FLOW:
-            return self._kept_flow(_flow(e)) and self.at(e)
-        if self.kind(e) == 1:
-            if self.cut.steps:
-                return self.cut.gpu_row_kept(_correlation(e), ts_ns(e.ts))
-            if self.cut.devices is not None and self.device(e) not in self.cut.devices:
-                return False
-        return self.meets(e)
+    def keeps(self, events: list[RawEvent]) -> list[bool]:
+        """Second pass: whether each event of a batch is written."""
+        cut = self.cut
+        start, end = cut.start_ns, cut.end_ns
+        out = []
+        flows: list[tuple[int, int]] = []  # (position, hash) of flow ends in the window
+        all_ts, all_dur = ns_values([e.ts for e in events]), ns_values([e.dur for e in events])
+        for i, (e, ts, dur) in enumerate(zip(events, all_ts, all_dur, strict=True)):
+            ph = _phase(e)
+            if ph == "M":
+                keep = True
+            elif not self.pid_kept(_key(e.pid)):
+                keep = False
+            elif ph in FLOW:
+                keep = self._inside(ts)
+                if keep:
+                    flows.append((i, _flow(e)))  # kept if its flow is: decided below
+            elif self.kind(e) != 1:
+                keep = _meets(ts, dur, start, end)
+            elif cut.steps:
+                keep = cut.gpu_row_kept(_correlation(e), ts)
+            elif cut.devices is not None and self.device(e) not in cut.devices:
+                keep = False
+            else:
+                keep = _meets(ts, dur, start, end)
+            out.append(keep)
+        if flows:
+            at, hashes = zip(*flows, strict=True)
+            for i, kept in zip(at, self._kept_flows(hashes), strict=True):
+                out[i] = kept
+        return out
 
-    def at(self, e: RawEvent) -> bool:
-        """Whether the event's ts is inside the window (no ts: it is kept)."""
-        ts = ts_ns(e.ts)
+    def _kept_flows(self, hashes: Sequence[int]) -> list[bool]:
+        """Whether each flow (by hash) has both ends kept."""
+        if not len(self.flows):
+            return [False] * len(hashes)
+        wanted = np.array(hashes, dtype=np.int64)
+        at = np.minimum(np.searchsorted(self.flows, wanted), len(self.flows) - 1)
+        kept: list[bool] = (self.flows[at] == wanted).tolist()
+        return kept
+
+    def _inside(self, ts: int | None) -> bool:
+        """Whether ``ts`` is inside the window (no ts: it is kept)."""
         cut = self.cut
         if ts is None:
             return True
@@ -149,16 +174,26 @@ class Judge:
             cut.end_ns is None or ts <= cut.end_ns
         )
 
-    def meets(self, e: RawEvent) -> bool:
-        """Whether [ts, ts + dur] meets the window (no ts: kept; no dur: 0)."""
-        ts = ts_ns(e.ts)
-        cut = self.cut
-        if ts is None:
-            return True
-        dur = max(ts_ns(e.dur) or 0, 0)
-        return (cut.end_ns is None or ts <= cut.end_ns) and (
-            cut.start_ns is None or ts + dur >= cut.start_ns
-        )
+
+def _meets(ts: int | None, dur: int | None, start: int | None, end: int | None) -> bool:
+    """Whether [ts, ts + dur] meets the window [start, end] (no ts: kept; no dur: 0)."""
+    if ts is None:
+        return True
+    return (end is None or ts <= end) and (start is None or ts + max(dur or 0, 0) >= start)
+
+
+def ns_values(raws: list[Any]) -> list[int | None]:
+    """``ts_ns`` of each raw number, the plain ones parsed a batch at a time."""
+    present = [i for i, raw in enumerate(raws) if raw != RAW_NULL]
+    if not present:
+        return [None] * len(raws)
+    parsed = ns_of_raws([raws[i] for i in present])
+    if parsed is None:
+        return [ts_ns(raw) for raw in raws]
+    values: list[int | None] = [None] * len(raws)
+    for i, ns in zip(present, parsed.tolist(), strict=True):
+        values[i] = ns
+    return values
 
 
 def _flow(e: RawEvent) -> int:
@@ -183,8 +218,7 @@ def learn_pass(path: Path, judge: Judge, partial: bool, progress: Progress) -> T
     """The first pass (the reader: what it met, for the warnings)."""
     reader, batches = raw_pieces(path, partial, progress)
     for batch in batches:
-        for _, event in batch:
-            judge.learn(event)
+        judge.learn([event for _, event in batch])
     judge.settle()
     return reader
 
@@ -227,8 +261,8 @@ class Copy:
 
     def _kept(self, batch: list[Piece]) -> list[Any]:
         self.read += len(batch)
-        keeps = self.judge.keeps
-        kept = [raw for raw, event in batch if keeps(event)]
+        kept = [raw for (raw, _), keep in zip(batch, self.judge.keeps([e for _, e in batch]),
+                                              strict=True) if keep]  # fmt: skip
         self.kept += len(kept)
         self.metadata += sum(1 for _, event in batch if event.ph == "M")
         return kept
