@@ -40,13 +40,4 @@ def __getattr__(name: str) -> Any:
     return getattr(importlib.import_module(module), attr)
 
 
-__all__ = [
-    "Run",
-    "StepsReport",
-    "Tabular",
-    "Trace",
-    "TraceviewError",
-    "UsageError",
-    "__version__",
-    "open",
-]
+__all__ = sorted([*_LAZY, "__version__"])  # __init__.pyi lists them for type checkers

@@ -166,6 +166,17 @@ def test_import_is_light_and_names_are_listed() -> None:
         assert name in names and hasattr(traceview, name)
 
 
+def test_the_stub_lists_the_public_names() -> None:
+    import ast
+
+    stub = ast.parse((ROOT / "traceview" / "__init__.pyi").read_text())
+    (listed,) = [
+        node.value for node in stub.body
+        if isinstance(node, ast.Assign) and ast.unparse(node.targets[0]) == "__all__"
+    ]  # fmt: skip
+    assert ast.literal_eval(listed) == traceview.__all__
+
+
 def test_the_documented_example_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("pandas")
     import re
