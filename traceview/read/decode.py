@@ -11,6 +11,7 @@ wrongly typed fields): stdlib json, event by event, skipping and counting bad ev
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections import Counter
@@ -247,20 +248,17 @@ NON_FINITE = b'"<non-finite number>"'
 
 _FAST_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError, RecursionError)
 _SLOW_ERRORS = (RecursionError, ArithmeticError)
-_DECODERS: dict[tuple[bool, int, bool], msgspec.json.Decoder[list[Any]]] = {
-    key: msgspec.json.Decoder(list[event])  # type: ignore[valid-type]
-    for key, event in _EVENTS.items()
-}
 # What the raw ts and dur of an exact event must be: the values the per-event path converts.
 RAW_NUMBER = msgspec.json.Decoder(Decimal | None)
 # The bytes of JSON numbers and null: raw values made of these alone are numbers or null.
 _NUMBER_BYTES = b"0123456789.-+eEnul "
 
 
+@functools.cache
 def _decoder(exact: bool, extra: int, shaped: bool = True) -> msgspec.json.Decoder[list[Any]]:
     """The fast decoder: exact numbers or not, with the args fields of ``extra`` (PLAIN,
-    MEMORY, COMM), with the CPU ops' shapes or not."""
-    return _DECODERS[exact, extra, shaped]
+    MEMORY, COMM), with the CPU ops' shapes or not (made when first needed: a few ms each)."""
+    return msgspec.json.Decoder(list[_EVENTS[exact, extra, shaped]])  # type: ignore[valid-type]
 
 
 def _extra(data: bytes | bytearray, start: int = 0, end: int | None = None) -> int:
