@@ -27,9 +27,10 @@ demo: $(STAMP) ## Run traceview on the bundled demo trace
 	$(BIN)/traceview report $(DEMO) -o demo-report.html --force --quiet
 	@echo "The HTML report: $(CURDIR)/demo-report.html (open it in a browser; it works offline)"
 
-# The timing-sensitive tests (marked slow) run alone, after the rest has run in parallel.
+# The timing-sensitive tests (marked slow) run alone, after the rest has run in parallel, a
+# file per process (some files' tests build on each other in order: the README's commands).
 test: $(STAMP) ## Run the test suite (real traces from ../shared/traces when present)
-	$(BIN)/python -m pytest -q -n auto --maxprocesses 4 -m "not slow"
+	$(BIN)/python -m pytest -q -n auto --maxprocesses 4 --dist loadfile -m "not slow"
 	$(BIN)/python -m pytest -q -m slow
 
 test-fast: $(STAMP) ## Only the fast unit tests (tests/unit, no timing ratios)
