@@ -12,8 +12,9 @@ command runs ``--no-cache -f json -q`` on each trace, this checkout and the othe
 medians of wall time (perf_counter around the subprocess: start-up included), MB/s of
 uncompressed JSON (10^6 bytes), peak RSS (/usr/bin/time %M: the largest single process) and
 the sampled peak of the process tree's summed RSS, and the ratio of the other's wall time to
-this one's (> 1: this checkout is faster). ``--fill`` adds a first run with the cache (kernels
-``--refresh`` into a private, emptied cache dir) and its ratio to the ``--no-cache`` run.
+this one's (> 1: this checkout is faster). ``--fill`` adds, for each command, a first run
+with the cache (a private cache dir, emptied before each) and its ratio to the ``--no-cache``
+run.
 Outputs of the two sides are compared (stdout of the last run) and a difference is reported.
 Default traces: benchmarks/data/h200-big.json (decompress ../shared/traces/h200/big.json.gz
 there) and that .gz.
@@ -37,7 +38,7 @@ from bench_read import Run, run_once, uncompressed_size, warm_cache
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "traces"
 DEFAULT_TRACES = [ROOT / "benchmarks" / "data" / "h200-big.json", SHARED / "h200" / "big.json.gz"]
-FILL = "kernels, fill"
+FILL = ", fill"  # "kernels, fill": a first run with the cache, of that command
 
 
 @dataclass
@@ -72,13 +73,21 @@ def _git(*args: str) -> str:
 
 
 def command(side: Side, name: str, trace: Path) -> list[str]:
-    if name == FILL:
-        return [side.traceview, "kernels", str(trace), "-f", "json", "-q", "--refresh"]
+    if name.endswith(FILL):
+        return [side.traceview, name.removesuffix(FILL), str(trace), "-f", "json", "-q"]
     return [side.traceview, name, str(trace), "-f", "json", "-q", "--no-cache"]
 
 
+def _has_command(side: Side, name: str) -> bool:
+    """Whether ``side`` knows ``name`` (an older revision may not: it is left out, said why)."""
+    done = subprocess.run([side.traceview, name, "--help"], capture_output=True)
+    if done.returncode != 0:
+        print(f"{side.name}: no '{name}' command at {side.checkout}: left out", file=sys.stderr)
+    return done.returncode == 0
+
+
 def run(side: Side, name: str, trace: Path) -> Run:
-    if name == FILL:  # a first run: nothing of this trace in the private cache
+    if name.endswith(FILL):  # a first run: nothing of this trace in the private cache
         shutil.rmtree(Path(os.environ["TRACEVIEW_CACHE_DIR"]), ignore_errors=True)
     result = run_once(command(side, name, trace))
     side.runs.setdefault((str(trace), name), []).append(result)
@@ -109,16 +118,20 @@ def table(sides: list[Side], traces: list[Path], names: list[str]) -> list[str]:
     return lines
 
 
-def fill_ratios(side: Side, traces: list[Path]) -> list[str]:
+def fill_ratios(side: Side, traces: list[Path], names: list[str]) -> list[str]:
     out = []
     for trace in traces:
-        fill = side.runs.get((str(trace), FILL))
-        cold = side.runs.get((str(trace), "kernels"))
-        if fill and cold:
-            ratio = statistics.median(r.wall_s for r in fill) / statistics.median(
-                r.wall_s for r in cold
-            )
-            out.append(f"{side.name}: {trace.name}: first run with the cache {ratio:.2f}x kernels")
+        for name in names:
+            fill = side.runs.get((str(trace), name + FILL))
+            cold = side.runs.get((str(trace), name))
+            if fill and cold:
+                ratio = statistics.median(r.wall_s for r in fill) / statistics.median(
+                    r.wall_s for r in cold
+                )
+                out.append(
+                    f"{side.name}: {trace.name}: first run with the cache {ratio:.2f}x {name} "
+                    "--no-cache"
+                )
     return out
 
 
@@ -135,7 +148,8 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     other = args.against_dir or build(args.against, args.scratch)
     sides = [Side("this", ROOT), Side("other", other.resolve())]
-    names = args.commands + ([FILL] if args.fill else [])
+    names = [n for n in args.commands if all(_has_command(side, n) for side in sides)]
+    names += [name + FILL for name in names] if args.fill else []
     os.environ["TRACEVIEW_CACHE_DIR"] = tempfile.mkdtemp(prefix="traceview-against-cache-")
     for side in sides:  # start-up as installed: with PYTHONDONTWRITEBYTECODE, no .pyc otherwise
         py = side.checkout / ".venv" / "bin" / "python"
@@ -150,7 +164,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"other: {other}")
     print(f"runs: {args.runs} per side, alternated; medians; nproc={os.cpu_count()}")
     print("\n".join(table(sides, args.traces, names)))
-    print("\n".join(line for side in sides for line in fill_ratios(side, args.traces)))
+    ratios = (line for side in sides for line in fill_ratios(side, args.traces, args.commands))
+    print("\n".join(ratios))
     return 0
 
 
