@@ -3,8 +3,10 @@ call), yet help, unknown commands and ``traceview.cli.app`` see every command.""
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import typer
@@ -12,26 +14,32 @@ import typer
 from tests.conftest import ROOT, run_cli
 from traceview.cli import COMMANDS, app
 
-# Run main() as the console script does, then list the command modules it imported.
+# Run main() as the console script does, then list the modules it imported.
 _PROBE = """
 import atexit, sys
 from traceview.cli import main
-atexit.register(lambda: print(sorted(m for m in sys.modules if m.startswith("traceview.cli.")
-    and m.rsplit(".", 1)[1] in __import__("traceview.cli").cli.COMMANDS), file=sys.stderr))
+atexit.register(lambda: print(sorted(sys.modules), file=sys.stderr))
 sys.argv = ["traceview", *sys.argv[1:]]
 main()
 """
 
 
-def _imported_commands(*args: str) -> list[str]:
+def _imported(*args: str, env: dict[str, str] | None = None) -> list[str]:
     r = subprocess.run(
         [sys.executable, "-c", _PROBE, *args],
         capture_output=True,
         text=True,
         cwd=ROOT,
+        env=env,
         timeout=120,
     )
-    return [m.rsplit(".", 1)[1] for m in eval(r.stderr.strip().splitlines()[-1])]
+    return list(eval(r.stderr.strip().splitlines()[-1]))
+
+
+def _imported_commands(*args: str) -> list[str]:
+    prefix = "traceview.cli."
+    modules = [m.removeprefix(prefix) for m in _imported(*args) if m.startswith(prefix)]
+    return [m for m in modules if m in COMMANDS]
 
 
 @pytest.mark.parametrize("name", ["kernels", "cache", "trim"])
@@ -59,3 +67,20 @@ def test_the_list_and_the_suggestion_are_whole() -> None:
 def test_the_app_has_every_command() -> None:
     group = typer.main.get_command(app)
     assert sorted(group.commands) == sorted(COMMANDS)  # type: ignore[attr-defined]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("pandas") is None, reason="pandas is not installed")
+def test_no_command_imports_pandas(tmp_path: Path) -> None:
+    """pyarrow would import it (0.3 s) to check its inputs: on a cache fill and a warm run."""
+    env = {"TRACEVIEW_CACHE_DIR": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"}
+    demo = str(ROOT / "fixtures" / "demo.json.gz")
+    for _ in ("fill", "warm"):
+        modules = _imported("summary", demo, "-q", "-f", "json", env=env)
+        assert "traceview.cli.summary" in modules and "pyarrow" in modules
+        assert "pandas" not in modules
+    assert list((tmp_path / "cache" / "entries").iterdir())  # the cache was written
+
+
+def test_the_library_still_has_pandas() -> None:
+    """The guard is the command line's: importing traceview.cli does not install it."""
+    assert not any(type(f).__name__ == "NoPandas" for f in sys.meta_path)
