@@ -3,6 +3,7 @@ call), yet help, unknown commands and ``traceview.cli.app`` see every command.""
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import subprocess
 import sys
@@ -33,7 +34,7 @@ def _imported(*args: str, env: dict[str, str] | None = None) -> list[str]:
         env=env,
         timeout=120,
     )
-    return list(eval(r.stderr.strip().splitlines()[-1]))
+    return list(ast.literal_eval(r.stderr.strip().splitlines()[-1]))
 
 
 def _imported_commands(*args: str) -> list[str]:

@@ -62,7 +62,7 @@ def main() -> None:
     # No linear algebra here: without its thread pool, OpenBLAS makes numpy's import ~0.05 s
     # shorter (0.14 s against 0.19 s, median of 11 on 2 cores).
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    if "pandas" not in sys.modules:
+    if "pandas" not in sys.modules and not any(type(f) is NoPandas for f in sys.meta_path):
         sys.meta_path.insert(0, NoPandas())
     # A command named first needs only its module; anything else (help, an unknown or
     # misspelt command, --version) gets every command, so lists and suggestions are whole.

@@ -257,7 +257,7 @@ _NUMBER_BYTES = b"0123456789.-+eEnul "
 @functools.cache
 def _decoder(exact: bool, extra: int, shaped: bool = True) -> msgspec.json.Decoder[list[Any]]:
     """The fast decoder: exact numbers or not, with the args fields of ``extra`` (PLAIN,
-    MEMORY, COMM), with the CPU ops' shapes or not (made when first needed: a few ms each)."""
+    MEMORY, COMM), with the CPU ops' shapes or not (made when first needed)."""
     return msgspec.json.Decoder(list[_EVENTS[exact, extra, shaped]])  # type: ignore[valid-type]
 
 
