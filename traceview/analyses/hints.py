@@ -334,10 +334,11 @@ def gemm_alignment(f: Facts) -> Hint | None:
     by_size: Counter[tuple[str, int, int]] = Counter()
     stake = 0
     example: dict[tuple[str, int, int], tuple[str, int]] = {}
+    narrow = {n: narrow_aligned(f.events.names[n]) for n in set(names)}  # a few names, many runs
     for i, (precision, g) in enumerate(zip(facts.precision, facts.gemm, strict=True)):
         multiple = _ALIGN_MULTIPLE.get(BYTES.get(precision or "", 0))
         bad = [] if g is None or multiple is None else _misaligned(g, multiple)
-        if not bad and not narrow_aligned(f.events.names[names[i]]):
+        if not bad and not narrow[names[i]]:
             continue
         stake += dur[i]
         for key in bad:
