@@ -19,7 +19,7 @@ from traceview.cli import COMMANDS, app
 _PROBE = """
 import atexit, sys
 from traceview.cli import main
-atexit.register(lambda: print(sorted(sys.modules), file=sys.stderr))
+atexit.register(lambda: print("MODULES", sorted(sys.modules), file=sys.stderr))
 sys.argv = ["traceview", *sys.argv[1:]]
 main()
 """
@@ -34,7 +34,9 @@ def _imported(*args: str, env: dict[str, str] | None = None) -> list[str]:
         env=env,
         timeout=120,
     )
-    return list(ast.literal_eval(r.stderr.strip().splitlines()[-1]))
+    listed = [line for line in r.stderr.splitlines() if line.startswith("MODULES ")]
+    assert listed, r.stderr  # the probe itself failed
+    return list(ast.literal_eval(listed[-1].removeprefix("MODULES ")))
 
 
 def _imported_commands(*args: str) -> list[str]:
