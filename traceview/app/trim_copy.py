@@ -261,8 +261,8 @@ class Copy:
 
     def _kept(self, batch: list[Piece]) -> list[Any]:
         self.read += len(batch)
-        kept = [raw for (raw, _), keep in zip(batch, self.judge.keeps([e for _, e in batch]),
-                                              strict=True) if keep]  # fmt: skip
+        keeps = self.judge.keeps([event for _, event in batch])
+        kept = [raw for (raw, _), keep in zip(batch, keeps, strict=True) if keep]
         self.kept += len(kept)
         self.metadata += sum(1 for _, event in batch if event.ph == "M")
         return kept
