@@ -19,8 +19,9 @@ from traceview.options import ReadOptions
 
 DEMO = ROOT / "fixtures" / "demo.json.gz"
 COMMANDS = typer.main.get_command(app).commands  # type: ignore[attr-defined]
-# cache takes no trace; record runs a program (its trace is read with the defaults)
-READING = sorted(name for name in COMMANDS if name not in ("cache", "record"))
+# cache takes no trace; record runs a program (its trace is read with the defaults); mcp
+# serves the other commands (each reads with its own flags)
+READING = sorted(name for name in COMMANDS if name not in ("cache", "record", "mcp"))
 runner = CliRunner()
 
 

@@ -289,9 +289,15 @@ def _near(estimate: int, shown: int | None) -> bool:
     return shown is not None and abs(estimate - shown) <= shown // 50
 
 
+# Called with (bytes read, total) by every ByteProgress of this process, bar or not (at most
+# ten times a second): ``traceview mcp`` sends it to the agent as progress notifications.
+progress_listener: Callable[[int, int | None], None] | None = None
+
+
 class ByteProgress:
     """A transient progress bar by bytes read (decompressed for gzip, against an estimated
-    total), throttled; silent when not a terminal."""
+    total), throttled; silent when not a terminal (``progress_listener`` hears it all the
+    same)."""
 
     def __init__(self, total_bytes: int | None, enabled: bool) -> None:
         """``total_bytes``: None until the reader's first estimate (gzip)."""
@@ -322,12 +328,15 @@ class ByteProgress:
     def update(self, position: int, total: int | None = None) -> None:
         """``position`` bytes done of ``total`` (a new estimate) or of the size given first."""
         now = time.monotonic()
-        if self._progress is None or now - self._last < 0.1:
+        listener = progress_listener
+        if (self._progress is None and listener is None) or now - self._last < 0.1:
             return
         self._last = now
         if total is not None and not _near(total, self._total):
             self._total = total  # only when it moved: rich forgets its speed when it changes
-        if self._task is not None:
+        if listener is not None:
+            listener(position, self._total)
+        if self._progress is not None and self._task is not None:
             self._progress.update(self._task, completed=position, total=self._total)
 
     def __exit__(self, *exc: object) -> None:

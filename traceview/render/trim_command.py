@@ -12,9 +12,13 @@ PIPE_NAMES = frozenset({"-", "/dev/stdin"})  # a trace read from these cannot be
 def trim_command(trace: str, ts_ns: int, gap_ns: int, number: int) -> str:
     """The command that cuts the gap out with TRIM_MARGIN on each side, as absolute ts (so
     it holds whatever options listed the gap); the path quoted for a POSIX shell."""
-    start = _us(max(0, ts_ns - TRIM_MARGIN_NS))
-    end = _us(ts_ns + gap_ns + TRIM_MARGIN_NS)
-    return f"traceview trim {shlex.quote(trace)} --window @{start}:@{end} -o gap{number}.json.gz"
+    window = gap_window(ts_ns, gap_ns)
+    return f"traceview trim {shlex.quote(trace)} --window {window} -o gap{number}.json.gz"
+
+
+def gap_window(ts_ns: int, gap_ns: int) -> str:
+    """trim's --window for a gap with TRIM_MARGIN on each side, as absolute ts."""
+    return f"@{_us(max(0, ts_ns - TRIM_MARGIN_NS))}:@{_us(ts_ns + gap_ns + TRIM_MARGIN_NS)}"
 
 
 def _us(ns: int) -> str:

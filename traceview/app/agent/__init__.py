@@ -1,0 +1,1 @@
+"""What traceview mcp needs below the command line: paths confined, answers budgeted."""
