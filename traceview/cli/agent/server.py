@@ -84,13 +84,18 @@ class Worker:
     ) -> tuple[int, str, str]:
         """``traceview WORDS`` in this worker: exit code, stdout, stderr."""
         assert self.process.stdin is not None
+        base = last = 0  # a second read in one command goes on from the first: progress grows
         try:
             await self.process.stdin.send(orjson.dumps({"argv": words}) + b"\n")
             while True:
                 line = await self.answers.receive_until(b"\n", _LINE_LIMIT)
                 message = orjson.loads(line)
                 if "progress" in message:
-                    await progress(*message["progress"])
+                    done, total = message["progress"]
+                    if done < last:
+                        base += last
+                    last = done
+                    await progress(base + done, None if total is None else base + total)
                 else:
                     return message["exit"], message["stdout"], message["stderr"]
         except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.IncompleteRead) as e:
