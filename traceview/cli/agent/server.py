@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +39,7 @@ from traceview.errors import TraceviewError
 
 WORKERS = 2  # calls at once (the machine's cores read a big trace: one call already uses two)
 _LINE_LIMIT = 1 << 31  # a worker's answer line: a command's whole output
+_ANSWERS_KEPT = 16  # the last commands' outputs, for the same question asked again
 
 INSTRUCTIONS = """\
 traceview analyses PyTorch profiler (kineto) Chrome traces, plain or gzip, and Nsight \
@@ -158,6 +160,7 @@ class Service:
         if settings.cache_dir is not None:
             env["TRACEVIEW_CACHE_DIR"] = str(settings.cache_dir)
         self.pool = Pool(env)
+        self.answers: OrderedDict[tuple[Any, ...], tuple[int, str, str]] = OrderedDict()
 
     def listing(self) -> list[types.Tool]:
         listed = []
@@ -196,7 +199,7 @@ class Service:
         _validate(name, self.schemas[name], arguments)
         words = tools.argv(tool, self.commands[name], arguments, self.settings.where)
         try:
-            code, out, err = await self.pool.run(words, progress)
+            code, out, err = await self._run(tool, words, progress)
         except WorkerDied:
             raise TraceviewError(
                 f"{name}: the process running it ended abruptly (out of memory?)"
@@ -220,6 +223,37 @@ class Service:
         frame = _framer(tool, tools.reproduce(words), trace, warnings, code, error)
         offset = int(arguments.get(tools.OFFSET) or 0)
         return budget.fit(result, self.settings.max_tokens, frame, offset)
+
+    async def _run(
+        self,
+        tool: tools.Tool,
+        words: list[str],
+        progress: Callable[[int, int | None], Awaitable[None]],
+    ) -> tuple[int, str, str]:
+        """The command's output; a JSON one again from memory while its inputs are unchanged
+        (paging a cut table with offset re-asks the same command)."""
+        fresh = not tool.json or "--no-cache" in words or "--refresh" in words
+        key = (tuple(words), tuple(_identity(word) for word in words))
+        if not fresh and key in self.answers:
+            self.answers.move_to_end(key)
+            return self.answers[key]
+        answer = await self.pool.run(words, progress)
+        if not fresh:
+            self.answers[key] = answer
+            while len(self.answers) > _ANSWERS_KEPT:
+                self.answers.popitem(last=False)
+        return answer
+
+
+def _identity(word: str) -> tuple[int, ...] | None:
+    """An input file's identity (device, inode, size, mtime); None for any other word."""
+    if not word.startswith("/"):
+        return None
+    try:
+        st = os.stat(word)
+    except (OSError, ValueError):
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 def _validate(name: str, schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> None:
