@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import sys
 from collections.abc import AsyncIterator, Iterator
@@ -338,3 +339,17 @@ def test_without_the_sdk_the_command_says_how_to_install_it(
     assert done.output.strip().splitlines() == [
         "traceview: error: traceview mcp needs the MCP SDK: pip install 'traceview[mcp]'"
     ]
+
+
+def test_the_docs_example_exchange_is_what_the_server_answers(client: Client) -> None:
+    from conftest import ROOT
+
+    blocks = re.findall(r"^```json\n(.*?)^```", (ROOT / "docs" / "mcp.md").read_text(), re.M | re.S)
+    (request,) = [json.loads(b) for b in blocks if '"tools/call"' in b]
+    (documented,) = [b for b in blocks if '"left_out"' in b]
+    expected = json.loads(documented.replace("/data/traces", str(SHARED_TRACES.resolve())))
+    params = request["params"]
+    answer = client.answer(params["name"], params["arguments"])
+    shown = expected.pop("result")
+    assert {key: answer[key] for key in expected} == expected
+    assert {key: answer["result"][key] for key in shown} == shown  # abbreviated in the docs

@@ -100,6 +100,11 @@ SERVER_OWNED = frozenset(
     {"fmt", "save", "force", "quiet", "wide", "cache_dir", "per_rank", "glob", "rank_regex",
      "jobs", "engine", "scheduler", "scheduler_file"}
 )  # fmt: skip
+UNDER_A_ROOT = "A file under one of the server's roots (a relative path: from the first root)."
+TRACE = (
+    "Trace file: Chrome trace JSON, plain or gzip (.json, .json.gz), or an Nsight Systems "
+    f"SQLite export. {UNDER_A_ROOT}"
+)
 OFFSET = "offset"  # the server's own argument on every tool: the rows a cut table starts at
 
 
@@ -159,11 +164,9 @@ def _property(param: Parameter) -> dict[str, Any]:
     default = param.default
     if default is not None and not callable(default) and not many:
         schema["default"] = default.value if isinstance(default, Enum) else default
-    help_text = getattr(param, "help", None) or (
-        "Trace file (a path under a root; relative: from the first root)."
-        if isinstance(param, Argument)
-        else None
-    )
+    help_text = getattr(param, "help", None)
+    if isinstance(param, Argument):  # one file, not a pipe nor a run's directory or glob
+        help_text = (TRACE if param.name == "trace" else f"{help_text} {UNDER_A_ROOT}").strip()
     flag = _flag(param)
     if help_text:
         schema["description"] = f"{help_text} (CLI: {flag})" if flag else help_text
