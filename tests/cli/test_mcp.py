@@ -224,6 +224,7 @@ def test_trim_writes_a_new_file_under_the_out_dir_only(client: Client) -> None:
         ("kernels", {"trace": "h200/graphs.json.gz", "sort": "bogus"}, "sort: 'bogus' is not one"),
         ("kernels", {"trace": "h200/graphs.json.gz", "format": "csv"}, "'format' was unexpected"),
         ("kernels", {}, "'trace' is a required property"),
+        ("gaps", {}, "'trace' is a required property"),  # not the CLI's last trace
         ("kernels", {"trace": "h200/graphs.json.gz", "pstep": "5-3"}, "--pstep '5-3': range"),
         ("gaps", {"trace": "h200/graphs.json.gz", "min_gap": "5xs"}, "--min-gap '5xs': expect"),
         ("nonsense", {"trace": "h200/graphs.json.gz"}, "no tool 'nonsense'; the tools are"),

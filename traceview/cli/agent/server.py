@@ -40,6 +40,7 @@ from traceview.errors import TraceviewError
 WORKERS = 2  # calls at once (the machine's cores read a big trace: one call already uses two)
 _LINE_LIMIT = 1 << 31  # a worker's answer line: a command's whole output
 _ANSWERS_KEPT = 16  # the last commands' outputs, for the same question asked again
+_ANSWER_KEPT_BYTES = 4 << 20  # not a --top 0 of 10^6 kernels (250 MB)
 
 INSTRUCTIONS = """\
 traceview analyses PyTorch profiler (kineto) Chrome traces, plain or gzip, and Nsight \
@@ -238,7 +239,7 @@ class Service:
             self.answers.move_to_end(key)
             return self.answers[key]
         answer = await self.pool.run(words, progress)
-        if not fresh:
+        if not fresh and len(answer[1]) <= _ANSWER_KEPT_BYTES:
             self.answers[key] = answer
             while len(self.answers) > _ANSWERS_KEPT:
                 self.answers.popitem(last=False)

@@ -129,7 +129,7 @@ def input_schema(tool: Tool, command: Command) -> dict[str, Any]:
         if param.name == OFFSET:
             raise AssertionError(f"{tool.name}: an option named {OFFSET} hides the server's")
         properties[param.name] = _property(param)
-        if param.required:
+        if param.required or isinstance(param, Argument):  # gaps' last trace: not served
             required.append(param.name)
     properties[OFFSET] = {
         "type": "integer", "minimum": 0, "default": 0,
