@@ -354,3 +354,21 @@ def test_the_docs_example_exchange_is_what_the_server_answers(client: Client) ->
     shown = expected.pop("result")
     assert {key: answer[key] for key in expected} == expected
     assert {key: answer["result"][key] for key in shown} == shown  # abbreviated in the docs
+
+
+def test_a_failed_gate_and_warnings_come_with_the_answer(client: Client) -> None:
+    failed = client.answer(
+        "diff",
+        {"base": "h200/compiled2.json.gz", "new": "h200/eager.json.gz", "max_regression": "1%"},
+    )
+    done = run_cli(*shlex.split(failed["command"])[1:])
+    assert done.returncode == failed["exit_code"] == 1
+    assert done.stderr.strip().splitlines()[-1] == f"traceview: error: {failed['error']}"
+    assert (
+        failed["result"]["gate"]
+        == _cut_like(json.loads(done.stdout), failed.get("left_out", []))["gate"]
+    )
+    warned = client.answer("kernels", {"trace": "h200/graphs.json.gz", "name": "^no such kernel$"})
+    assert warned["warnings"] == [
+        "traceview: warning: --name '^no such kernel$' matches no kernel of this trace"
+    ]
