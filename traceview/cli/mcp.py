@@ -39,7 +39,7 @@ def mcp(
         int,
         typer.Option(
             "--max-tokens",
-            min=100,
+            min=1000,
             help="Each answer's budget in tokens, estimated as UTF-8 bytes / 3; longer "
             "tables are cut by rank, and the answer says how to ask for the rest.",
         ),
