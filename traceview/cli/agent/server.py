@@ -116,11 +116,14 @@ class Pool:
     env: Mapping[str, str]
     idle: list[Worker] = field(default_factory=list)
     free: anyio.Semaphore = field(default_factory=lambda: anyio.Semaphore(WORKERS))
+    warming: anyio.Event | None = None
 
     async def run(
         self, words: list[str], progress: Callable[[int, int | None], Awaitable[None]]
     ) -> tuple[int, str, str]:
         async with self.free:
+            if not self.idle and self.warming is not None:
+                await self.warming.wait()
             worker = self.idle.pop() if self.idle else await Worker.start(self.env)
             try:
                 answer = await worker.run(words, progress)
@@ -131,6 +134,17 @@ class Pool:
                 raise
             self.idle.append(worker)
             return answer
+
+    async def prestart(self) -> None:
+        """One worker started (and its imports made) before the first call, which waits for
+        it rather than start another beside it."""
+        self.warming = anyio.Event()
+        try:
+            self.idle.append(await Worker.start(self.env))
+        except OSError:
+            pass  # the first call starts one and says why it cannot
+        finally:
+            self.warming.set()
 
     async def close(self) -> None:
         for worker in self.idle:
@@ -370,8 +384,10 @@ def serve(settings: Settings) -> None:
 
     async def main() -> None:
         try:
-            async with stdio_server() as (read, write):
+            async with stdio_server() as (read, write), anyio.create_task_group() as tasks:
+                tasks.start_soon(service.pool.prestart)
                 await server.run(read, write, server.create_initialization_options())
+                tasks.cancel_scope.cancel()
         finally:
             with anyio.CancelScope(shield=True):
                 await service.pool.close()

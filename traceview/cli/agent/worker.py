@@ -70,11 +70,21 @@ def _send(answers: TextIO, message: dict[str, Any]) -> None:
     answers.flush()
 
 
+def warm_up() -> None:
+    """Import what every command reading a trace imports, before the first call comes."""
+    import traceview.app.commands
+    import traceview.cache.store
+    import traceview.cli.common
+    import traceview.columns.model
+    import traceview.render.document  # noqa: F401
+
+
 def main() -> None:
     """The answers go to the fd 1 the server reads; fd 1 itself then points at stderr."""
     answers = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)
     sys.stdout = io.TextIOWrapper(os.fdopen(1, "wb", closefd=False), encoding="utf-8")
+    warm_up()
     serve(sys.stdin, answers)
 
 
