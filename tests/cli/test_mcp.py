@@ -372,3 +372,28 @@ def test_a_failed_gate_and_warnings_come_with_the_answer(client: Client) -> None
     assert warned["warnings"] == [
         "traceview: warning: --name '^no such kernel$' matches no kernel of this trace"
     ]
+
+
+def test_a_worker_that_dies_fails_its_call_and_is_replaced(tmp_path: Path) -> None:
+    from traceview.cli.agent.server import Pool, WorkerDied
+
+    words = ["kernels", str(SMALL), "--top", "1", "-f", "json"]
+
+    async def quiet(done: int, total: int | None) -> None:
+        pass
+
+    async def go() -> None:
+        pool = Pool({**os.environ, "TRACEVIEW_CACHE_DIR": str(tmp_path)})
+        code, out, _ = await pool.run(words, quiet)
+        assert code == 0 and json.loads(out)["kernels"]
+        (worker,) = pool.idle
+        worker.process.kill()
+        await worker.process.wait()
+        with pytest.raises(WorkerDied):
+            await pool.run(words, quiet)
+        assert pool.idle == []
+        code, again, _ = await pool.run(words, quiet)  # a new worker
+        assert code == 0 and again == out
+        await pool.close()
+
+    anyio.run(go)
