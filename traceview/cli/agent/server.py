@@ -230,7 +230,11 @@ class Service:
             except orjson.JSONDecodeError:
                 result = None
         else:
-            result = _written(tool, words, said) if code == 0 else None
+            result = (
+                _written(tools.written(tool, self.commands[name], words), said)
+                if code == 0
+                else None
+            )
             warnings = []
         if result is None:
             raise TraceviewError(_bare(error) or f"traceview {name} ended with exit code {code}")
@@ -289,15 +293,9 @@ def _bare(line: str | None) -> str | None:
     return None if line is None else line.removeprefix("traceview: error:").strip()
 
 
-def _written(tool: tools.Tool, words: list[str], said: list[str]) -> dict[str, Any]:
+def _written(paths: list[str], said: list[str]) -> dict[str, Any]:
     """What a writing command made: the files and their sizes, and what it said."""
-    flags = {"output": "--output"}
-    files = []
-    for name in tool.writes:
-        flag = flags.get(name, f"--{name.replace('_', '-')}")
-        if flag in words:
-            path = Path(words[words.index(flag) + 1])
-            files.append({"path": str(path), "size_bytes": path.stat().st_size})
+    files = [{"path": path, "size_bytes": Path(path).stat().st_size} for path in paths]
     return {"written": files, "said": said}
 
 

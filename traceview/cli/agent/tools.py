@@ -205,6 +205,12 @@ def argv(
     return [*words, *options, *(["-f", "json"] if tool.json else [])]
 
 
+def written(tool: Tool, command: Command, words: Sequence[str]) -> list[str]:
+    """The files a command line of this tool writes (the values of its ``writes`` options)."""
+    flags = {_flag(p) for p in command.params if p.name in tool.writes}
+    return [words[i + 1] for i, word in enumerate(words[:-1]) if word in flags]
+
+
 def _is_path(param: Parameter) -> bool:
     return type(param.type).__name__ in ("TyperPath", "Path")
 
