@@ -70,13 +70,24 @@ def test_wrap_loses_nothing_but_line_end_spaces(text: str, width: int) -> None:
     assert "".join(lines).replace(" ", "") == text.replace(" ", "")
 
 
+def test_a_number_keeps_its_unit() -> None:
+    assert wrap("host wait 111.3 µs of 14.0 ms here", 26, prose=True) == [
+        "host wait 111.3 µs of",
+        "14.0 ms here",
+    ]
+
+
 def test_a_report_line_hangs_under_its_value() -> None:
     line = "warning  619 GPU activities have no matching launch event (--pstep uses their own start"
     assert hanging(line, 60) == [
         "warning  619 GPU activities have no matching launch event",
         "         (--pstep uses their own start",
     ]
-    assert hanging("         try: a continuation " + "word " * 20, 40)[1].startswith(" " * 9 + "w")
+    try_line = hanging("         try: a continuation " + "word " * 20, 60)
+    assert try_line[1].startswith(" " * 14 + "word")  # under the text after ``try:``
+    listed = hanging("#1 at ts 1727000001633913.000 µs: thread 2841/2841: " + "op " * 20, 50)
+    assert listed[1].startswith("   ") and listed[1][3] != " "  # under the text after ``#1``
+    assert hanging("no key here, " + "word " * 20, 30)[1].startswith("word")
 
 
 def test_a_terminal_line_hangs_and_a_piped_one_does_not() -> None:

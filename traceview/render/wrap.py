@@ -15,9 +15,11 @@ ELLIPSIS = "…"
 # A line may end after one of these (and the next start with anything but a closer or a space).
 _SEPARATORS = frozenset(" _:,;<>()[]{}/.-#*&|=+")
 _NO_START = frozenset(" :,;)>]}…")
+_UNIT = re.compile(r"(?:[nµum]?s|%|[KMGT]i?B|B|W|J)(?![^\W\d_])")
 _HEAD_ENDS = frozenset(":_<., ]")  # a shortened name's start ends after one of these
-# The key of a report line (``trace    path``): a word, then two spaces or more.
-_KEY = re.compile(r"(?:[^\s]+(?: [^\s]+)? {2,}| +)(?=\S)")
+# What a report line's value hangs under: its key (``trace    path``: a word, then two spaces or
+# more), a number (``#1 at ts …``), or a continuation's indent and label (``         try: …``).
+_KEY = re.compile(r"(?:[^\s]+(?: [^\s]+)? {2,}|#\d+ | +(?:[a-z]+: )?)(?=\S)")
 
 
 def width_of(text: str) -> int:
@@ -30,10 +32,23 @@ def width_of(text: str) -> int:
 
 
 def _breaks(text: str) -> list[int]:
-    """Positions where a line may break: after a separator, not before a closer or space."""
+    """Positions where a line may break: after a separator, not before a closer or space,
+    nor inside a number or between it and its unit (``1,234.5 ms``)."""
     return [
-        i for i in range(1, len(text)) if text[i - 1] in _SEPARATORS and text[i] not in _NO_START
+        i
+        for i in range(1, len(text))
+        if text[i - 1] in _SEPARATORS
+        and text[i] not in _NO_START
+        and not (i > 1 and text[i - 2].isdigit() and _joined(text, i))
     ]
+
+
+def _joined(text: str, i: int) -> bool:
+    """Whether a number (its last digit at ``i - 2``) goes on at ``i``: its decimals or
+    thousands (``14.0``, ``1,234``), or its unit after a space (``14.0 ms``)."""
+    if text[i - 1] == " ":
+        return _UNIT.match(text, i) is not None
+    return text[i - 1] in ".," and text[i].isdigit()
 
 
 def _camel(text: str) -> list[int]:
@@ -51,11 +66,12 @@ def _cut(text: str, width: int, prose: bool) -> int:
     limit = _fitting(text, width)
     if limit >= len(text):
         return len(text)
-    window = text[: limit + 1]
+    window = text[: limit + 8]  # a unit just past the limit still holds to its number
     breaks = [i for i in _breaks(window) if i <= limit]
     spaces = [i for i in breaks if text[i - 1] == " "] if prose else []
-    for kind, least in ((spaces, limit // 2), (breaks, limit // 3), (_camel(window), limit // 3)):
-        if kind and kind[-1] <= limit and kind[-1] > least:
+    camel = [i for i in _camel(window) if i <= limit]
+    for kind, least in ((spaces, limit // 2), (breaks, limit // 3), (camel, limit // 3)):
+        if kind and kind[-1] > least:
             return kind[-1]
     return max(limit, 1)
 
