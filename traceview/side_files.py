@@ -1,5 +1,5 @@
 """Side inputs (a power log, a peaks file, a run snapshot): read whole, once, through one
-bounded reader. Each kind has a maximum size (README "Limits"); a regular file or a pipe is
+bounded reader. Each kind has a maximum size (docs/output.md, "Limits"); a regular file or a pipe is
 read, a device, directory or socket refused; a FIFO with no writer reads as empty, never
 waited on."""
 

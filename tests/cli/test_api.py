@@ -100,6 +100,43 @@ def test_events_are_the_export_tables() -> None:
         t.events("nope")
 
 
+def test_events_with_names_need_no_join() -> None:
+    """``events("gpu", names=True)``: the names, devices, streams and kinds the ids stand
+    for, row for row as the join of the export tables gives them."""
+    t = traceview.open(ROOT / "fixtures" / "demo.json.gz", cache=False)
+    ids, named = t.events("gpu"), t.events("gpu", names=True)
+    assert named.column_names == [
+        "kind", "name", "device", "stream", "ts", "dur", "correlation", "launch"
+    ]  # fmt: skip
+    names = dict(zip(*t.events("names").to_pydict().values(), strict=True))
+    streams = {r["id"]: (json.loads(r["device"]), json.loads(r["stream"]))
+               for r in t.events("streams").to_pylist()}  # fmt: skip
+    joined = [
+        (("kernel", "memcpy", "memset")[r["kind"]], names[r["name"]], *streams[r["stream"]])
+        for r in ids.select(["kind", "name", "stream"]).to_pylist()
+    ]
+    got = named.select(["kind", "name", "device", "stream"]).to_pylist()
+    assert [tuple(r.values()) for r in got] == joined
+    assert named["ts"] == ids["ts"] and named["dur"] == ids["dur"]
+    assert t.events("runtime", names=True) == t.events("runtime")  # no ids to look up
+
+
+def test_the_gap_list_is_a_table() -> None:
+    """``gaps(...).gaps_table()``: the listed gaps (every one with ``largest=0``), as the JSON's
+    ``largest`` records, longest first; their lengths add up to the device gap total."""
+    t = traceview.open(ROOT / "fixtures" / "demo.json.gz", cache=False)
+    top = t.gaps().gaps_table()
+    assert top.num_rows == 10
+    assert top.to_pylist() == t.gaps().to_json()["largest"]
+    every = t.gaps(largest=0, no_context=True)
+    table = every.gaps_table()
+    assert table.num_rows == every.totals.gaps
+    lengths = table["gap_us"].to_pylist()
+    assert lengths == sorted(lengths, reverse=True)
+    assert sum(lengths) == pytest.approx(every.totals.gap_total_ns / 1000)
+    assert set(table["cause"].to_pylist()) <= {"cpu", "gpu", "launch latency", "gpu wait"}
+
+
 def _cli_defaults(command: str) -> dict[str, Any]:
     """The CLI command's options by parameter name, with their defaults."""
     group = typer.main.get_command(app)

@@ -114,9 +114,12 @@ def test_each_report_command_as_a_subprocess(command: str) -> None:
 
 def test_snapshot_export_diff_and_cache_as_subprocesses(tmp_path: Path) -> None:
     snap = tmp_path / "demo.snapshot.json"
-    r = run_cli("snapshot", str(DEMO), "-o", str(snap), "-q")
+    r = run_cli("snapshot", str(DEMO), "-o", str(snap))
     assert r.returncode == 0, r.stderr
     assert r.stdout == "" and f"Wrote {snap}" in r.stderr
+    snap.unlink()
+    r = run_cli("snapshot", str(DEMO), "-o", str(snap), "-q")
+    assert r.returncode == 0 and r.stdout == r.stderr == "" and snap.is_file(), r.stderr
     assert json.loads(snap.read_text())["trace"]["path"] == str(DEMO)
 
     tables = tmp_path / "tables"

@@ -283,7 +283,7 @@ def test_export_writes_parquet(demo: Path, tmp_path: Path) -> None:
     out = tmp_path / "tables"
     r = runner.invoke(app, ["export", str(demo), "-o", str(out), "-q"])
     assert r.exit_code == 0, r.output
-    gpu = pq.read_table(out / "gpu.parquet").schema  # as the README documents it
+    gpu = pq.read_table(out / "gpu.parquet").schema  # as docs/export.md documents it
     assert [(f.name, str(f.type)) for f in gpu] == [
         ("kind", "int8"), ("name", "int32"), ("stream", "int32"), ("ts", "int64"),
         ("dur", "int64"), ("correlation", "int64"), ("launch", "int32"),

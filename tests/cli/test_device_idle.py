@@ -168,7 +168,7 @@ def test_two_devices_are_never_merged(tmp_path: Path) -> None:
 
 
 def test_steps_and_kernels_json_shapes(tmp_path: Path) -> None:
-    """The documented shapes (README "JSON output"): checks outside the project parse them."""
+    """The documented shapes (docs/json.md): checks outside the project parse them."""
     events = []
     for n in range(2):
         events += [

@@ -323,6 +323,26 @@ def test_unique_with_power_has_energy(tmp_path: Path) -> None:
     assert [(x["name"], x["energy_j"], x["tier"]) for x in records] == [
         ("relu_b", 0.2, 3), ("gemm_a", 0.1, 2)
     ]  # fmt: skip
+    table = run_cli("unique", str(trace), "--power", str(log), "--power-tz", "UTC", "--no-cache")
+    assert table.returncode == 0, table.stderr
+    header, _, *rows = table.stdout.splitlines()
+    assert "Energy J" in header.split("  ")
+    energy = header.index("Energy J") + len("Energy J")
+    assert [row[:energy].split()[-1] for row in rows] == ["0.200", "0.100"]
+    plain = run_cli("unique", str(trace), "--no-cache")
+    assert "Energy J" not in plain.stdout  # no power log, no column
+
+
+@pytest.mark.parametrize(
+    ("joules", "shown"),
+    [(242.0831, "242"), (19.4484, "19.4"), (5.0442, "5.04"), (0.00962, "0.00962"),
+     (1234.5, "1,234"), (0.0, "0"), (-3.21, "-3.21")],
+)  # fmt: skip
+def test_energy_is_shown_to_three_significant_digits(joules: float, shown: str) -> None:
+    """A power log read every ~100 ms tells no kernel's energy to 4 decimals of a joule."""
+    from traceview.render.units import joules as joules_text
+
+    assert joules_text(joules) == shown
 
 
 def test_trace_without_gpu_activity(tmp_path: Path) -> None:

@@ -1,7 +1,7 @@
-"""The README's "JSON output" section is the contract scripts rely on: every key it shows for
+"""The "JSON output" section of docs/json.md is the contract scripts rely on: every key it shows for
 ``kernels``, ``gaps``, ``steps``, ``snapshot`` and ``diff`` is in the real output, every key of
 the real output is shown, and the values it spells out (``schema_version``, ``"cpu"|"gpu"``)
-are the real ones. The shapes are parsed from the README's own notation."""
+are the real ones. The shapes are parsed from the page's own notation."""
 
 from __future__ import annotations
 
@@ -137,8 +137,8 @@ class _Parser:
 
 def documented() -> dict[str, Obj]:
     """Each command's documented shape, ``{...as above}`` and ``{...same}`` resolved."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## JSON output", 1)[1].split("\n## ", 1)[0]
+    page = (ROOT / "docs" / "json.md").read_text(encoding="utf-8")
+    section = page.split("## JSON output", 1)[1].split("\n## ", 1)[0]
     shapes = {name: _Parser(text).obj() for name, text in _BLOCK.findall(section)}
     trace = shapes["kernels"].keys["trace"]
     for shape in shapes.values():
@@ -174,19 +174,19 @@ def compare(doc: Any, real: Any, where: str, seen: set[str]) -> list[str]:
         return [] if real in doc.allowed else [f"{where}: {real!r} not in {doc.allowed}"]
     if isinstance(doc, Lst):
         if not isinstance(real, list):
-            return [f"{where}: a list in the README, {type(real).__name__} in the output"]
+            return [f"{where}: a list in the docs, {type(real).__name__} in the output"]
         return [p for item in real for p in compare(doc.item, item, f"{where}[]", seen)]
     assert isinstance(doc, Obj)
     if not isinstance(real, dict):
-        return [f"{where}: an object in the README, {type(real).__name__} in the output"]
+        return [f"{where}: an object in the docs, {type(real).__name__} in the output"]
     if doc.opaque is not None:
         return []
     problems = []
     fixed = set(doc.keys) - doc.alternatives
     for key in sorted(fixed - set(real)):
-        problems.append(f"{where}.{key}: in the README, not in the output")
+        problems.append(f"{where}.{key}: in the docs, not in the output")
     for key in sorted(set(real) - set(doc.keys)):
-        problems.append(f"{where}.{key}: in the output, not in the README")
+        problems.append(f"{where}.{key}: in the output, not in the docs")
     if doc.alternatives and not set(real) & doc.alternatives:
         problems.append(f"{where}: none of {sorted(doc.alternatives)}")
     for key in set(real) & set(doc.keys):
@@ -270,9 +270,9 @@ def test_the_notation_is_read_as_meant() -> None:
     real = {"a": 2, "b": 0, "c": "z", "d": [{"e": 1, "x": 0}]}
     assert sorted(compare(shape, real, "t", set())) == [
         "t.c: 'z' not in ['x', 'y']",
-        "t.d[].x: in the output, not in the README",
-        "t.f: in the README, not in the output",
-        "t.g: in the README, not in the output",
-        "t.k: in the README, not in the output",
+        "t.d[].x: in the output, not in the docs",
+        "t.f: in the docs, not in the output",
+        "t.g: in the docs, not in the output",
+        "t.k: in the docs, not in the output",
         "t: none of ['h', 'i']",
     ]

@@ -114,3 +114,19 @@ def test_a_run_gives_each_rank_s_report(tmp_path: Path) -> None:
     text = invoke("memory", str(run), "--per-rank")
     assert "highest peak: rank 1, device 0: 10.00 KiB allocated" in text
     assert "rank 1\ntrace    " in text
+
+
+def test_the_peak_s_timestamp_pastes_into_trim_window(tmp_path: Path) -> None:
+    """``at ts 1727000001611587.500 µs``: no thousands separators, the JSON's ``peak_ts_us``,
+    and ``trim --window @TS:`` reads it as written."""
+    import re
+
+    text = invoke("memory", str(DEMO))
+    ts = re.search(r"at ts (\S+) µs", text)
+    assert ts is not None and "," not in ts[1], text
+    peak_us = json.loads(invoke("memory", str(DEMO), "-f", "json"))["devices"][0]["peak_ts_us"]
+    assert float(ts[1]) == pytest.approx(peak_us, abs=0.001)
+    out = tmp_path / "peak.json.gz"
+    r = runner.invoke(app, ["trim", str(DEMO), "--window", f"@{ts[1]}:", "-o", str(out), "-q"])
+    assert r.exit_code == 0, r.output
+    assert out.exists()

@@ -8,8 +8,9 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
 import reference as ref
-from conftest import RealTrace
+from conftest import SHARED_TRACES, RealTrace
 from typer.testing import CliRunner
 
 from traceview.analyses.core.graphs import GRAPH_LAUNCH
@@ -124,3 +125,34 @@ def test_summary_cli_shapes() -> None:
         assert "exposed communication" in r.stdout and "hint" in r.stdout
     r = CliRunner().invoke(app, ["summary", str(DEMO), "-f", "csv"])
     assert r.exit_code == 2 and "-f 'csv': expected one of table, json, md" in r.stderr
+
+
+def test_a_device_without_communication_has_no_communication_term(tmp_path: Path) -> None:
+    """One GPU and no collective kernel: no ``exposed communication 0.0 µs`` in its window
+    line (the demo's two devices run NCCL kernels, so theirs keep it, as does JSON)."""
+    train = SHARED_TRACES / "h200" / "train.json.gz"
+    if not train.exists():
+        pytest.skip("../shared/traces is absent")
+    r = CliRunner().invoke(app, ["summary", str(train), "-q", "--no-cache"])
+    assert r.exit_code == 0, r.output
+    (line,) = [line for line in r.stdout.splitlines() if line.startswith("device ")]
+    assert "communication" not in line
+    assert re.search(r"= compute .* \+ exposed memcpy/memset .* \+ idle ", line), line
+    doc = json.loads(
+        CliRunner().invoke(app, ["summary", str(train), "-q", "-f", "json", "--no-cache"]).stdout
+    )
+    assert doc["devices"][0]["communication_us"] == 0
+    assert doc["devices"][0]["exposed_communication_us"] == 0  # JSON keeps every field
+
+
+def test_one_screen_words_a_duration_one_way() -> None:
+    """decode.json.gz: its window line says ``host wait 2.10 s``; its hint said
+    ``2,102.8 ms`` beside it. Every duration of the text is worded as the header words it."""
+    decode = SHARED_TRACES / "h200" / "decode.json.gz"
+    if not decode.exists():
+        pytest.skip("../shared/traces is absent")
+    r = CliRunner().invoke(app, ["summary", str(decode), "-q", "--no-cache"])
+    assert r.exit_code == 0, r.output
+    assert not re.search(r"\d,\d{3}(\.\d+)? ms", r.stdout), r.stdout
+    hint = next(line for line in r.stdout.splitlines() if "many short kernels" in line)
+    assert "host wait 2.10 s" in hint

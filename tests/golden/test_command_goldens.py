@@ -41,6 +41,8 @@ CASES = {
     "train-summary": ["summary", "train.json.gz"],
     "train-kernels-category": ["kernels", "train.json.gz", "--group-by", "category"],
     "train-ops": ["ops", "train.json.gz"],
+    "train-ops-shapes": ["ops", "train.json.gz", "--group-by", "op+shapes"],
+    "train-gaps": ["gaps", "train.json.gz"],
     "train-energy": ["energy", "train.json.gz", *POWER],
     "train-unique-power": ["unique", "train.json.gz", *POWER],
     "dlrm-ranks": ["ranks", "dlrm"],
@@ -49,10 +51,16 @@ CASES = {
     "bert-mi300-memory": ["memory", "bert-mi300.json.gz"],
 }
 JSON_ONLY = {"demo-snapshot": ["snapshot", "demo.json.gz"]}
+# Shown on a terminal of 80 and of 120 columns as well (rich tables, hanging lines).
+TERMINAL = ("demo-summary", "demo-kernels", "train-summary", "train-ops", "train-ops-shapes",
+            "train-gaps", "train-energy", "train-unique-power", "dlrm-ranks")  # fmt: skip
 
 
-def _run(args: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    """The command's stdout, run in-process from a directory holding links to its inputs."""
+def _run(
+    args: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, columns: int | None = None
+) -> str:
+    """The command's stdout, run in-process from a directory holding links to its inputs;
+    ``columns``: as a terminal of that width shows it (else piped)."""
     for name, source in INPUTS.items():
         if name.split("/")[0] in " ".join(args) or name in args:
             if not source.exists():
@@ -61,6 +69,17 @@ def _run(args: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> st
             link.parent.mkdir(exist_ok=True)
             link.symlink_to(source)
     monkeypatch.chdir(tmp_path)
+    if columns is not None:
+        from rich.console import Console
+
+        from traceview.app import commands
+
+        monkeypatch.setattr(commands, "stdout_is_terminal", lambda: True)
+        monkeypatch.setattr(
+            commands,
+            "_stdout_console",
+            lambda wide=False: Console(highlight=False, width=columns, color_system=None),
+        )
     r = CliRunner().invoke(app, [*args, "-q", "--no-cache"], env={"COLUMNS": "120"})
     assert r.exit_code == 0, r.output
     return r.stdout
@@ -79,6 +98,21 @@ def test_command_golden(
     _check(
         f"{case}.{'json' if fmt == 'json' else 'txt'}", _run(args, tmp_path, monkeypatch), request
     )
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+@pytest.mark.parametrize("case", TERMINAL)
+def test_terminal_golden(
+    case: str,
+    columns: int,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    request: pytest.FixtureRequest,
+) -> None:
+    """On a terminal: every line within its width, the golden as a person sees it."""
+    out = _run(CASES[case], tmp_path, monkeypatch, columns)
+    assert all(len(line) <= columns for line in out.splitlines()), out
+    _check(f"{case}-{columns}.txt", out, request)
 
 
 @pytest.mark.parametrize("case", list(JSON_ONLY))

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-GOLDENS = sorted((Path(__file__).parent / "expected").glob("*-[0-9]*.txt"))
+EXPECTED = Path(__file__).parent / "expected"
+GOLDENS = sorted([*EXPECTED.glob("*-[0-9]*.txt"), *EXPECTED.glob("commands/*-[0-9]*0.txt")])
 
 
 @pytest.mark.parametrize("golden", GOLDENS, ids=lambda p: p.stem)

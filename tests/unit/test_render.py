@@ -44,12 +44,18 @@ def test_fit_drops_columns_in_order_until_it_fits() -> None:
 
 
 def test_rich_table_keeps_the_name_column_on_a_narrow_terminal() -> None:
+    """Statistics give way until the name shows whole in two lines, broken where it parts."""
     out = io.StringIO()
     console = Console(file=out, width=60, color_system=None)
     to_rich(TABLE, console, drop_order=["Std (µs)", "Count"])
     table, footer = out.getvalue().split("hidden at")
-    assert "Kernel" in table and "at::native::" in table and "Std" not in table
+    assert "Kernel" in table and "Std" not in table and "Count" in table
+    assert "at::native::vectorized_" in table and "elementwise_kernel" in table
     assert footer == " 60 columns: Std (µs); use --wide or -f md\n"  # said under the table
+    narrower = Console(file=io.StringIO(), width=50, color_system=None)
+    to_rich(TABLE, narrower, drop_order=["Std (µs)", "Count"])
+    shown, said = narrower.file.getvalue().split("hidden at")  # type: ignore[attr-defined]
+    assert "Count" not in shown and "Count" in said
 
 
 # Names are data: no markup, no emoji codes, no control characters, no cell breaks.

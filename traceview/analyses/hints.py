@@ -25,6 +25,7 @@ from traceview.analyses.core.oplinks import NO_OP, OpLinks
 from traceview.analyses.memory import HEADROOM_PCT, SLACK_SHARE, MemoryReport
 from traceview.columns.model import TraceEvents
 from traceview.columns.schema import KERNEL, MEMCPY
+from traceview.humanize import duration
 
 if TYPE_CHECKING:
     from traceview.analyses.core.breakdown import Breakdown
@@ -120,7 +121,8 @@ def evaluate(facts: Facts) -> list[Hint]:
 
 
 def _ms(ns: int) -> str:
-    return f"{ns / 1e6:,.1f} ms" if ns >= 1_000_000 else f"{ns / 1000:,.1f} µs"
+    """A duration as every other line of a report words it (``2.10 s``, never ``2,102.8 ms``)."""
+    return duration(ns / 1000)
 
 
 def fused_attention(f: Facts) -> Hint | None:

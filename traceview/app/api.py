@@ -85,17 +85,35 @@ class Tabular:
         return self.to_arrow().to_pandas()
 
 
+class GapTabular(Tabular):
+    """A ``gaps`` result: its forms, and the listed gaps as a table."""
+
+    def gaps_table(self) -> Any:
+        """The gaps the report lists (``largest``: the N longest, longest first; ``largest=0``:
+        every gap), one row each, as pyarrow: the fields of ``-f json``'s ``largest`` records
+        (``ts_us``, ``gap_us``, ``cause``, ``before``, ``after``, … and ``cpu``, what the CPU
+        was doing, as a struct). ``gaps_table().to_pandas()`` for pandas."""
+        import pyarrow as pa
+
+        records = self.to_json()["largest"]
+        if not records:
+            return pa.table({})
+        return pa.Table.from_pylist(records)
+
+
 _WITH_FORMS: dict[type, type] = {}
 
 
-def _with_forms(result: R, document: Callable[[Any], Document]) -> R:
-    """``result`` as an instance of a subclass of its class that adds Tabular's methods (same
-    fields, same values; the subclass is made once per class, at module level, so it pickles),
-    its forms made by ``document``."""
+def _with_forms(
+    result: R, document: Callable[[Any], Document], forms: type[Tabular] = Tabular
+) -> R:
+    """``result`` as an instance of a subclass of its class that adds the methods of
+    ``forms`` (same fields, same values; the subclass is made once per class, at module
+    level, so it pickles), its forms made by ``document``."""
     cls = type(result)
     sub = _WITH_FORMS.get(cls)
     if sub is None:
-        sub = type(cls.__name__, (cls, Tabular), {})
+        sub = type(cls.__name__, (cls, forms), {})
         sub.__module__, sub.__qualname__ = __name__, cls.__name__
         setattr(sys.modules[__name__], cls.__name__, sub)
         _WITH_FORMS[cls] = sub
@@ -104,6 +122,53 @@ def _with_forms(result: R, document: Callable[[Any], Document]) -> R:
         object.__setattr__(out, f.name, getattr(result, f.name))
     object.__setattr__(out, "_document", document)
     return out
+
+
+_NAMED_TABLES = ("gpu",)  # the tables whose ids events(names=True) looks up
+
+
+def _named(table: Any, tables: dict[str, Any]) -> Any:
+    """``table`` with its name, stream and kind ids replaced by what they stand for: names as
+    a dictionary column (each name stored once), devices and streams as their trace values."""
+    import pyarrow as pa
+
+    from traceview.columns.schema import GPU_KINDS
+
+    ids = table["name"].combine_chunks()
+    names = tables["names.parquet"]["name"].combine_chunks()
+    table = table.set_column(
+        table.schema.get_field_index("name"), "name", pa.DictionaryArray.from_arrays(ids, names)
+    )
+    kinds = pa.DictionaryArray.from_arrays(
+        table["kind"].combine_chunks().cast(pa.int32()), pa.array(GPU_KINDS)
+    )
+    table = table.set_column(table.schema.get_field_index("kind"), "kind", kinds)
+    streams = tables["streams.parquet"]
+    at = table.schema.get_field_index("stream")
+    stream_ids = table["stream"].combine_chunks()
+    table = table.remove_column(at)
+    for k, column in enumerate(("device", "stream")):
+        values = _trace_values(streams[column].to_pylist())
+        table = table.add_column(at + k, column, values.take(stream_ids))
+    return table
+
+
+def _trace_values(texts: list[str]) -> Any:
+    """The values of a streams column (JSON text, as export writes them) as an Arrow array:
+    integers where every one is an integer, else their text."""
+    import json
+
+    import pyarrow as pa
+
+    values = [json.loads(text) for text in texts]
+    if all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        try:
+            return pa.array(values, pa.int64())
+        except OverflowError:  # an id beyond 64 bits
+            pass
+    return pa.array(
+        [v if isinstance(v, str) else text for v, text in zip(values, texts, strict=True)]
+    )
 
 
 def read_options(given: dict[str, Any]) -> ReadOptions:
@@ -143,14 +208,18 @@ class Trace:
                 wait_for_cache_writes()
         return self._events
 
-    def events(self, table: str = "gpu") -> Any:
+    def events(self, table: str = "gpu", names: bool = False) -> Any:
         """One of the trace's tables as pyarrow (the schema of ``traceview export``: integer ns,
-        names and streams as ids into the ``names`` and ``streams`` tables)."""
+        names and streams as ids into the ``names`` and ``streams`` tables); ``names``: with
+        the ids looked up instead (``name`` as text, ``stream`` as ``device`` and ``stream``,
+        ``kind`` as ``kernel``/``memcpy``/``memset``)."""
         from traceview.cache.store import event_tables
 
         if table not in EVENT_TABLES:
             raise UsageError(f"events({table!r}): expected one of {', '.join(EVENT_TABLES)}")
-        return event_tables(self._read())[f"{table}.parquet"]
+        tables = event_tables(self._read())
+        out = tables[f"{table}.parquet"]
+        return _named(out, tables) if names and table in _NAMED_TABLES else out
 
     def kernels(
         self,
@@ -215,7 +284,7 @@ class Trace:
         )  # fmt: skip
         check_options(options)
         report = analyse_gaps(self._read(), options)
-        return _with_forms(report, lambda r: render.document(r, False))
+        return _with_forms(report, lambda r: render.document(r, False), GapTabular)
 
     def steps(self) -> StepsReport:
         """``traceview steps``."""

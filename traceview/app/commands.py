@@ -297,7 +297,7 @@ def snapshot(path: Path, read: ReadOptions, output: Path | None, force: bool) ->
     if output is None:
         write_stdout(text, json=True)
     else:
-        write_file(output, text, force, (path,))
+        write_file(output, text, force, (path,), quiet=read.quiet)
 
 
 @_command

@@ -229,7 +229,7 @@ def snapshot(
     if output is None:
         write_stdout(text, json=True)
     else:
-        write_file(output, text, force, files)
+        write_file(output, text, force, files, quiet=read.quiet)
 
 
 def run_snapshot(

@@ -87,7 +87,7 @@ PowerLogFile = Annotated[
     Path | None,
     typer.Option(
         "--power",
-        help='nvidia-smi CSV log recorded during the profile (see README "Kernels and energy").',
+        help="nvidia-smi CSV log recorded during the profile (see docs/energy.md).",
         show_default=False,
     ),
 ]

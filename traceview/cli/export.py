@@ -30,7 +30,7 @@ def export(
     ] = False,
     read: ReadOptions = FROM_FLAGS,
 ) -> None:
-    """Write the trace's columns as Parquet tables (for pandas, DuckDB, polars); see README."""
+    """Write the trace's columns as Parquet tables (for pandas, DuckDB, polars): docs/export.md."""
     from traceview.app import commands
 
     commands.export(trace, read, output, force)

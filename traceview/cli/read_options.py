@@ -25,7 +25,10 @@ Partial = Annotated[
         "skip a rank that cannot be read.",
     ),
 ]
-Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar on stderr.")]
+Quiet = Annotated[
+    bool,
+    typer.Option("--quiet", "-q", help="No progress bar (nor snapshot's Wrote line) on stderr."),
+]
 Strict = Annotated[
     bool,
     typer.Option("--strict", help="Fail (exit 1) instead of skipping and counting bad events."),

@@ -70,7 +70,7 @@ def kernel_table(report: EnergyReport, top: int, verbose: bool) -> Table:
     shown = None if verbose else display_names(list(dict.fromkeys(k.name for k in report.kernels)))
     rows = [
         (str(i), GPU_KINDS[k.kind], units.count(k.count), _j(k.energy_pj),
-         f"{k.mean_power_w:,.1f}", f"{joules(k.energy_pj) / k.count:.3g}",
+         f"{k.mean_power_w:,.1f}", units.joules(joules(k.energy_pj) / k.count),
          k.name if shown is None else shown[k.name])
         for i, k in enumerate(kernels, 1)
     ]  # fmt: skip
@@ -78,7 +78,7 @@ def kernel_table(report: EnergyReport, top: int, verbose: bool) -> Table:
 
 
 def _j(pj: int) -> str:
-    return f"{joules(pj):,.4f}"
+    return units.joules(joules(pj))
 
 
 def document(report: EnergyReport, top: int, verbose: bool) -> Document:

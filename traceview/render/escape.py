@@ -57,8 +57,15 @@ def rich_text(text: str, style: str | None = None) -> Text:
 
 
 def print_line(console: Console, line: str, style: str | None = None) -> None:
-    """Print one line of a report on a rich console, exactly as written."""
-    console.print(rich_text(line, style))
+    """Print one line of a report on a rich console, exactly as written; wider than the
+    console, its value goes on under itself (a hanging indent, not back to column 0)."""
+    from traceview.render.wrap import hanging
+
+    if console.soft_wrap:  # not a terminal: one line, however long
+        console.print(rich_text(line, style))
+        return
+    for part in hanging(visible(line), console.width):
+        console.print(rich_text(part, style), overflow="fold")
 
 
 def markdown_text(text: str) -> str:

@@ -123,7 +123,7 @@ def _figures(d: DeviceMemory) -> list[str]:
     exact = "" if d.peak_allocated_bytes < 1024 else f" ({units.count(d.peak_allocated_bytes)} B)"
     lines = [
         f"peak allocated  {units.memory(d.peak_allocated_bytes)}{exact} at ts "
-        f"{d.peak_ts_ns / 1000:,.3f} µs{step}",
+        f"{units.timestamp(d.peak_ts_ns)} µs{step}",
         f"peak reserved   {units.memory(d.peak_reserved_bytes)}{total}; at the allocated peak "
         f"{units.memory(d.reserved_at_peak_bytes)}",
         f"events          {units.counted(d.allocations, 'allocation')}, "

@@ -17,7 +17,7 @@ _HEADERS = ("#", "Op", "Calls", "Kernels", "GPU time", "% GPU", "GPU busy", "CPU
             "Kernels/call", "Launch delay", "CPU self", "TFLOP/s", "TB/s", "% peak",
             "Bound")  # fmt: skip
 _NARROW_DROP = ("Kernels/call", "CPU self", "TB/s", "CPU time", "GPU busy", "Launch delay",
-                "% peak", "TFLOP/s")  # fmt: skip
+                "% peak", "TFLOP/s", "Bound", "Kernels")  # fmt: skip
 _CSV_FIELDS = ("name", "shapes", "calls", "kernels", "gpu_time_us", "pct_gpu_time",
                "gpu_busy_us", "cpu_time_us", "cpu_self_us", "kernels_per_call",
                "launch_delay_us", "flops", "bytes", "dtype", "tflops_per_s", "tb_per_s",
@@ -43,13 +43,22 @@ def summary_lines(report: OpReport) -> list[str]:
 
 
 def table(report: OpReport) -> Table:
-    rows = [(str(i), op_label(r), *_cells(r)) for i, r in enumerate(report.rows, 1)]
-    return Table(_HEADERS, (True, False, *(True,) * 12, False), rows)
+    """The ops, with their shapes (``--group-by op+shapes``) in a last column: a long list
+    of shapes in the op's column would push every row's numbers far to the right."""
+    right = (True, False, *(True,) * 12, False)
+    if not any(r.shapes is not None for r in report.rows):
+        rows = [(str(i), op_label(r), *_cells(r)) for i, r in enumerate(report.rows, 1)]
+        return Table(_HEADERS, right, rows)
+    rows = [
+        (str(i), op_label(r, shapes=False), *_cells(r), r.shapes or "-")
+        for i, r in enumerate(report.rows, 1)
+    ]
+    return Table((*_HEADERS, "Shapes"), (*right, False), rows)
 
 
-def op_label(r: OpRow) -> str:
-    """The op (and shapes), marked when CUDA-graph replays ran its kernels."""
-    label = r.name if r.shapes is None else f"{r.name} {r.shapes}"
+def op_label(r: OpRow, shapes: bool = True) -> str:
+    """The op (and its shapes), marked when CUDA-graph replays ran its kernels."""
+    label = r.name if r.shapes is None or not shapes else f"{r.name} {r.shapes}"
     if r.graph_kernels:
         label += f" [graph: {units.counted(r.graph_launches, 'replay')}]"
     return label

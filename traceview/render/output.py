@@ -144,10 +144,12 @@ def write_file(
     text: str | bytes | Iterator[str] | Iterator[bytes],
     force: bool,
     inputs: Sequence[Path] = (),
+    quiet: bool = False,
 ) -> None:
     """Write ``text`` (or its chunks, as they are made) to ``path``: a regular file atomically
     (a temp file renamed over it, with the user's umask; removed if making the text fails),
-    a device or pipe by writing to it. Never an input trace."""
+    a device or pipe by writing to it. Never an input trace. ``Wrote PATH`` on stderr unless
+    ``quiet``."""
     check_output_path(path, force, inputs)
     data = _encoded(text)
     try:
@@ -163,7 +165,8 @@ def write_file(
         raise TraceviewError(f"{path}: cannot write ({e.strerror or e})") from None
     # A plain line: rich's import and console were 0.02 s of a warm report (and rich read
     # ":name:" in a path as an emoji).
-    sys.stderr.write(f"Wrote {visible(str(path))}\n")
+    if not quiet:
+        sys.stderr.write(f"Wrote {visible(str(path))}\n")
 
 
 def _is_open_fd(path: Path) -> bool:

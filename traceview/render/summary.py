@@ -22,16 +22,24 @@ def _pct(part: int, whole: int) -> str:
 
 def header_lines(o: Overview) -> list[str]:
     lines = trace_lines(o.trace)
-    for d in o.devices:
-        lines.append(
-            f"device   {d.device}: window {_d(d.window_ns)} = compute {_d(d.compute_ns)} "
-            f"({_pct(d.compute_ns, d.window_ns)}%) + exposed communication "
-            f"{_d(d.exposed_communication_ns)} ({_pct(d.exposed_communication_ns, d.window_ns)}%)"
-            f" + exposed memcpy/memset {_d(d.exposed_copy_ns)} "
-            f"({_pct(d.exposed_copy_ns, d.window_ns)}%) + idle {_d(d.idle_ns)} "
-            f"({_pct(d.idle_ns, d.window_ns)}%, host wait {_d(d.host_wait_ns)})"
-        )
+    lines += [_window_line(d) for d in o.devices]
     return lines + [f"note     {n}" for n in o.notes]
+
+
+def _window_line(d: Breakdown) -> str:
+    """``device 0: window = compute + exposed communication + exposed memcpy/memset + idle``;
+    a term of a kind of work the device never ran (communication on one GPU) left out."""
+
+    def term(name: str, ns: int) -> str:
+        return f"{name} {_d(ns)} ({_pct(ns, d.window_ns)}%)"
+
+    terms = [term("compute", d.compute_ns)]
+    if d.communication_ns:
+        terms.append(term("exposed communication", d.exposed_communication_ns))
+    if d.copy_ns:
+        terms.append(term("exposed memcpy/memset", d.exposed_copy_ns))
+    idle = f"idle {_d(d.idle_ns)} ({_pct(d.idle_ns, d.window_ns)}%, host wait {_d(d.host_wait_ns)})"
+    return f"device   {d.device}: window {_d(d.window_ns)} = {' + '.join(terms)} + {idle}"
 
 
 def breakdown_table(d: Breakdown) -> Table:

@@ -15,12 +15,17 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar, overload
 
 from traceview.analyses.core.streamed import Streamed
-from traceview.render.escape import csv_cell, markdown_text, rich_text, visible
+from traceview.render.escape import csv_cell, markdown_text, print_line, rich_text, visible
+from traceview.render.wrap import fit_name, width_of
 
 if TYPE_CHECKING:
     from rich.console import Console
+    from rich.text import Text
 
-_MIN_TEXT_WIDTH = 24  # a name column never shrinks below this on a narrow terminal
+# A name column keeps the width that shows its longest name in two lines (at least the first,
+# at most the second, or the name's own) while statistics can give way; a name longer than
+# two lines of its column is shortened in the middle.
+_TEXT_WIDTHS = (24, 40)
 _LINES_AT_ONCE = 1 << 12  # rows written as one chunk of text
 
 T = TypeVar("T")
@@ -88,18 +93,21 @@ def fit(table: Table, width: int, drop_order: Sequence[str]) -> tuple[Table, lis
 
 
 def _width(table: Table) -> int:
-    """Width the table needs with text columns at their minimum: rich's simple box takes
-    3 characters a column and 1 more (padding and edges)."""
+    """Width the table needs with text columns at the width they want: rich's simple box
+    takes 3 characters a column and 1 more (padding and edges)."""
     return sum(_min_width(table, i) + 3 for i in range(len(table.headers))) + 1
 
 
 def _longest(table: Table, i: int) -> int:
-    return max([len(table.headers[i]), *(len(row[i]) for row in table.rows)])
+    return max([width_of(table.headers[i]), *(width_of(row[i]) for row in table.rows)])
 
 
 def _min_width(table: Table, i: int) -> int:
     longest = _longest(table, i)
-    return longest if table.right[i] else min(longest, _MIN_TEXT_WIDTH)
+    if table.right[i]:
+        return longest
+    least, most = _TEXT_WIDTHS
+    return min(longest, max(least, min(most, (longest + 1) // 2 + 4)))
 
 
 def _text_widths(table: Table, width: int) -> dict[int, int]:
@@ -122,7 +130,8 @@ def to_rich(
     table: Table, console: Console, title: str | None = None, drop_order: Sequence[str] = ()
 ) -> None:
     """Print as a rich table; on a narrow terminal drop the ``drop_order`` columns first and
-    say which under the table (numbers are never cropped: a name column folds instead)."""
+    say which under the table (numbers are never cropped: a name takes two lines, and is
+    shortened in the middle when longer)."""
     from rich import box
     from rich.table import Table as RichTable
 
@@ -139,14 +148,19 @@ def to_rich(
             width=None if right else text_width[i],
         )
     for row in table.rows:
-        rich_table.add_row(*(rich_text(cell) for cell in row))
+        rich_table.add_row(*(_fitted(cell, text_width.get(i)) for i, cell in enumerate(row)))
     console.print(rich_table)
     if dropped:
-        console.print(
-            rich_text(
-                f"hidden at {console.width} columns: {', '.join(dropped)}; use --wide or -f md"
-            )
-        )
+        hidden = f"hidden at {console.width} columns: {', '.join(dropped)}; use --wide or -f md"
+        print_line(console, hidden)
+
+
+def _fitted(cell: str, width: int | None) -> Text:
+    """A cell (already visible) for rich; a text cell in at most two lines of its column's
+    ``width`` (None: a number's cell)."""
+    from rich.text import Text
+
+    return Text(cell if width is None else "\n".join(fit_name(cell, width)))
 
 
 def to_text(table: Table) -> str:

@@ -101,12 +101,21 @@ def summary_line(report: UniqueReport) -> str:
     )
 
 
-def table(report: UniqueReport, verbose: bool, top: int) -> Table:
-    """The first ``top`` records (0: all) as formatted cells."""
+def table(
+    report: UniqueReport, verbose: bool, top: int, energies: Sequence[float] | None = None
+) -> Table:
+    """The first ``top`` records (0: all) as formatted cells; with ``energies`` (--power),
+    an ``Energy J`` column after the total time."""
     kept = report.kernels if top == 0 else report.kernels[:top]
     names = None if verbose else shown_names(report)
     rows = [_cells(i, k, k.name if names is None else names[k.name]) for i, k in enumerate(kept, 1)]
-    return Table(_HEADERS, _RIGHT, rows)
+    if energies is None:
+        return Table(_HEADERS, _RIGHT, rows)
+    at = _HEADERS.index("Total") + 1
+    rows = [(*r[:at], units.joules(e), *r[at:]) for r, e in zip(rows, energies, strict=False)]
+    return Table(
+        (*_HEADERS[:at], "Energy J", *_HEADERS[at:]), (*_RIGHT[:at], True, *_RIGHT[at:]), rows
+    )
 
 
 def _cells(rank: int, kernel: UniqueKernel, name: str) -> tuple[str, ...]:
@@ -136,7 +145,9 @@ def document(
     more = f"{units.count(hidden)} more not shown; use --top 0 for all" if hidden > 0 else None
     return Document(
         head=[],
-        sections=[Section(table(report, verbose, top), note=more, drop_order=_NARROW_DROP)],
+        sections=[
+            Section(table(report, verbose, top, energies), note=more, drop_order=_NARROW_DROP)
+        ],
         data=lambda: as_json(report, energies),
         csv=lambda: csv(report, energies),
     )

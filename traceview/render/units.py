@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from traceview.humanize import duration as duration  # also words the data checks
 
 
@@ -54,6 +56,23 @@ def time_ns(value_ns: float) -> str:
 def duration_ns(value_ns: float) -> str:
     """``duration`` of a duration in ns."""
     return duration(value_ns / 1000)
+
+
+def timestamp(ts_ns: int) -> str:
+    """A trace timestamp in µs as ``gaps`` prints it, without separators, so that it can be
+    pasted into ``trim --window @START:@END``: ``1727000001611587.500``."""
+    return f"{ts_ns / 1000:.3f}"
+
+
+def joules(value: float) -> str:
+    """Energy to 3 significant digits (``242``, ``19.4``, ``0.00412``), never more than
+    whole joules shown: a power log read every ~100 ms, at a few watts' accuracy, tells a
+    kernel's energy to a few percent at best."""
+    magnitude = abs(value)
+    if magnitude == 0:
+        return "0"
+    decimals = max(0, 2 - math.floor(math.log10(magnitude)))
+    return f"{value:,.{decimals}f}"
 
 
 def size(n_bytes: int) -> str:

@@ -1,1 +1,1 @@
-"""``traceview report``: one self-contained HTML page with plots (see README "HTML report")."""
+"""``traceview report``: one self-contained HTML page with plots (see docs/report.md)."""
