@@ -668,6 +668,37 @@ def step_devices(events: list[Event], busy: Iterable[str] = ALL_BUSY) -> dict[in
     return out
 
 
+def step_times(steps: dict[int, dict]) -> dict[int, tuple[int, str]]:
+    """Per step (``step_devices``' result): its step time and what paced it. When a device's
+    queue is at least a tenth of the CPU step (it ran behind the CPU), the step time is the
+    longest period of the step's devices (a device's: its GPU end minus the GPU end of the
+    previous step with work on it; the first step, or one ending no later than the previous:
+    its window); else the CPU duration."""
+    out = {}
+    numbers = sorted(steps)
+    for i, n in enumerate(numbers):
+        s = steps[n]
+        cpu = s["cpu_end_ns"] - s["cpu_start_ns"]
+        periods = []
+        behind = any(
+            d["queue_ns"] > 0 and d["queue_ns"] >= 0.1 * cpu for d in s["devices"].values()
+        )
+        for device, d in s["devices"].items():
+            if not behind:
+                break
+            end = d["gpu_start_ns"] + d["window_ns"]
+            earlier = [steps[m]["devices"] for m in numbers[:i]]
+            ends = [
+                x[device]["gpu_start_ns"] + x[device]["window_ns"] for x in earlier if device in x
+            ]
+            if ends and ends[-1] < end:
+                periods.append(end - ends[-1])
+            else:
+                periods.append(d["window_ns"])
+        out[n] = (max(periods), "gpu") if periods else (cpu, "cpu")
+    return out
+
+
 # --------------------------------------------------------------------------------------------
 # CPU context of a gap: what held it
 # --------------------------------------------------------------------------------------------

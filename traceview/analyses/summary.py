@@ -106,14 +106,30 @@ class StepDeviceFigures:
 
 @dataclass(frozen=True)
 class Steps:
+    """The counted steps: how many, the median of their CPU durations and of their step
+    times (GPU-paced where a device ran behind the CPU: docs/metrics.md "Step time"), how
+    many the GPU paced, and per device its figures."""
+
     count: int
     median_cpu_ns: int | None
     devices: tuple[StepDeviceFigures, ...]
+    median_step_ns: int | None = None
+    gpu_paced: int = 0
+
+    @property
+    def paced_by(self) -> str:
+        """``gpu`` when the GPU set the pace of most counted steps, else ``cpu``."""
+        return "gpu" if 2 * self.gpu_paced > self.count else "cpu"
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "count": self.count,
             "median_cpu_dur_us": None if self.median_cpu_ns is None else self.median_cpu_ns / 1000,
+            "median_step_time_us": (
+                None if self.median_step_ns is None else self.median_step_ns / 1000
+            ),
+            "paced_by": self.paced_by,
+            "gpu_paced_steps": self.gpu_paced,
             "devices": [d.as_dict() for d in self.devices],
         }
 
@@ -284,5 +300,7 @@ def _steps(rows: list[StepRow]) -> Steps:
         )
         for device, found in per_device.items()
     )
-    cpu = np.array([r.cpu_end_ns - r.cpu_start_ns for r in rows], dtype=np.int64)
-    return Steps(len(rows), _median(cpu), devices)
+    cpu = np.array([r.cpu_ns for r in rows], dtype=np.int64)
+    paced = np.array([r.step_ns for r in rows], dtype=np.int64)
+    gpu_paced = sum(1 for r in rows if r.gpu_paced)
+    return Steps(len(rows), _median(cpu), devices, _median(paced), gpu_paced)

@@ -15,14 +15,16 @@ from traceview.render.header import trace_lines
 from traceview.render.tables import Table, to_csv
 
 SCHEMA_VERSION = 2
-_HEADERS = ("Step", "Device", "CPU start", "CPU dur", "Kernels", "Kernel time",
+_HEADERS = ("Step", "Device", "CPU start", "CPU dur", "Step time", "Kernels", "Kernel time",
             "GPU window", "Busy %", "Idle", "Lag", "Queue")  # fmt: skip
 # On a narrow terminal these go first (the step, its device, duration, GPU window, busy % and
 # lag stay: they say whether the GPU or the CPU set the pace).
-_NARROW_DROP = ("CPU start", "Kernel time", "Queue", "Kernels", "Idle")
-_CSV_FIELDS = ("step", "name", "cpu_start_us", "cpu_dur_us", "kernels", "kernel_time_us",
-               "gpu_only", "phase", "device", "gpu_start_us", "gpu_end_us", "window_us", "busy_us",
-               "idle_us", "busy_pct", "lag_us", "queue_us")  # fmt: skip
+_NARROW_DROP = ("CPU start", "Kernel time", "Queue", "Kernels", "Idle", "CPU dur")
+_CSV_FIELDS = ("step", "name", "cpu_start_us", "cpu_dur_us", "step_time_us", "paced_by",
+               "kernels", "kernel_time_us", "gpu_only", "phase", "device", "gpu_start_us",
+               "gpu_end_us", "window_us", "busy_us", "idle_us", "busy_pct", "lag_us", "queue_us",
+               "period_us")  # fmt: skip
+_STEP_FIELDS = 10  # the fields of the step; the rest are its device's
 
 
 def table(trace: TraceSummary, rows: Sequence[StepRow]) -> Table:
@@ -34,12 +36,13 @@ def table(trace: TraceSummary, rows: Sequence[StepRow]) -> Table:
             step,
             units.duration((r.cpu_start_ns - trace.span_start_ns) / 1000),
             units.duration((r.cpu_end_ns - r.cpu_start_ns) / 1000),
+            units.duration_ns(r.step_ns),
             units.count(r.kernels),
             units.duration_ns(r.kernel_time_ns),
         )
         for d in r.devices or (None,):
             cells.append((head[0], "-" if d is None else str(d.device), *head[1:], *_device(d)))
-    right = (False, *(True,) * 10)  # the device is a number (or -)
+    right = (False, *(True,) * 11)  # the device is a number (or -)
     if not any(has_phase(r) for r in rows):
         return Table(_HEADERS, right, cells)
     phase = iter([r.phase or UNKNOWN for r in rows for _ in r.devices or (None,)])
@@ -78,6 +81,12 @@ def notes(rows: list[StepRow]) -> list[str]:
         "work waited that long after its launch): GPU-bound"
         for device, found in behind.items()
     ]
+    paced = [r.step for r in rows if r.gpu_paced]
+    if paced:
+        out.append(
+            f"step time: the GPU's period in {_steps([(n, 0) for n in paced])} (the GPU set the "
+            "pace; CPU dur beside it)"
+        )
     out += [
         f"device {device}: the CPU launched the first GPU work {_spread(found)} into "
         f"{_steps(found)} (data loading or other CPU work first)"
@@ -110,9 +119,9 @@ def csv(rows: list[StepRow]) -> str:
     out = []
     for r in rows:
         step = r.as_dict()
-        head = tuple(step[f] for f in _CSV_FIELDS[:8])
-        for d in step["devices"] or [dict.fromkeys(_CSV_FIELDS[8:], "")]:
-            out.append((*head, *(d[f] for f in _CSV_FIELDS[8:])))
+        head = tuple(step[f] for f in _CSV_FIELDS[:_STEP_FIELDS])
+        for d in step["devices"] or [dict.fromkeys(_CSV_FIELDS[_STEP_FIELDS:], "")]:
+            out.append((*head, *(d[f] for f in _CSV_FIELDS[_STEP_FIELDS:])))
     return to_csv(_CSV_FIELDS, out)
 
 
@@ -150,9 +159,10 @@ def _more(rows: list[StepRow], top: int) -> str | None:
 
 def _footer(rows: list[StepRow]) -> list[str]:
     legend = (
-        "CPU start: from the trace start; GPU window: the step's GPU work on the device, first "
-        "start to last end; Lag: GPU start − CPU step start; Queue: GPU start − launch of its "
-        "first work"
+        "CPU start: from the trace start; Step time: the GPU's period (its GPU end − the "
+        "previous step's) where the GPU ran behind the CPU, else the CPU dur; GPU window: the "
+        "step's GPU work on the device, first start to last end; Lag: GPU start − CPU step "
+        "start; Queue: GPU start − launch of its first work"
     )
     return [f"note     {n}" for n in notes(rows)] + ([legend] if rows else [])
 

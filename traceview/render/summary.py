@@ -88,6 +88,11 @@ def detail_lines(o: Overview) -> list[str]:
     steps = o.steps
     if steps.count:
         median = "-" if steps.median_cpu_ns is None else _d(steps.median_cpu_ns)
+        if steps.paced_by == "gpu" and steps.median_step_ns is not None:
+            median = (
+                f"{_d(steps.median_step_ns)} (GPU-paced in {steps.gpu_paced} of {steps.count}; "
+                f"CPU {median})"
+            )
         parts = [
             f"device {d.device} busy {units.pct(d.median_busy_pct)}% of its step window, lag "
             f"{_d(d.median_lag_ns)}, behind the CPU in {d.behind} of {steps.count}"
