@@ -104,18 +104,26 @@ def kernels(
 
 
 @_command
-def steps(path: Path, read: ReadOptions, out: OutputOptions, top: int) -> None:
-    """``traceview steps``; ``top``: steps in the table (0: all; JSON and CSV hold all)."""
+def steps(
+    path: Path, read: ReadOptions, out: OutputOptions, top: int, peaks: Path | None = None
+) -> None:
+    """``traceview steps``; ``top``: steps in the table (0: all; JSON and CSV hold all);
+    ``peaks``: a ``--peaks`` file for MFU."""
     from traceview.analyses.core.steps import step_table
     from traceview.analyses.core.trace import summarize
+    from traceview.analyses.ops.model_flops import steps_model_flops
+    from traceview.analyses.ops.peaks import load_peaks_file
     from traceview.render import steps as render_steps
 
     _check_format(out.format)
     check_save(out, (path,))
-    events = read_trace(path, read, phases=True)
+    if peaks is not None:
+        load_peaks_file(peaks)  # a wrong file is said before the trace is read
+    events = read_trace(path, read, keep_cpu=True, phases=True)
     rows = step_table(events)
+    flops = steps_model_flops(events, rows, peaks)
     trace = summarize(events)
-    show(out, render_steps.document(trace, rows, top), (path,))
+    show(out, render_steps.document(trace, rows, top, flops), (path,))
 
 
 @_command
@@ -175,18 +183,23 @@ def summary(
     out: OutputOptions,
     phase: str | None = None,
     include_warmup: bool = False,
+    peaks: Path | None = None,
 ) -> None:
     """``traceview summary``; ``phase``: only the GPU work of that phase's steps;
-    ``include_warmup``: warm-up and capture steps counted in the step medians."""
+    ``include_warmup``: warm-up and capture steps counted in the step medians; ``peaks``:
+    a ``--peaks`` file for MFU."""
+    from traceview.analyses.ops.peaks import load_peaks_file
     from traceview.analyses.summary import overview
     from traceview.render import summary as render_overview
 
     check_choice("--format", out.format, DocumentFormat)
     check_save(out, (path,))
+    if peaks is not None:
+        load_peaks_file(peaks)  # a wrong file is said before the trace is read
     events = _of_phase(read_trace(path, read, keep_cpu=True, phases=True), phase)
     if _nothing_to_show(events, out):
         return
-    report = overview(events, include_warmup=include_warmup)
+    report = overview(events, include_warmup=include_warmup, peaks_file=peaks)
     show(out, render_overview.document(report), (path,))
 
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from traceview.analyses.core.phase_figures import counted
 from traceview.analyses.core.step_markers import UNKNOWN
 from traceview.analyses.core.steps import EMPTY, StepDevice, StepRow, compress
 from traceview.analyses.core.trace import TraceSummary
+from traceview.analyses.ops.model_flops import ModelFlops, StepFlops
 from traceview.render import first_rows as capped
 from traceview.render import units
 from traceview.render.document import Document, Section
@@ -19,7 +21,8 @@ _HEADERS = ("Step", "Device", "CPU start", "CPU dur", "Step time", "Kernels", "K
             "GPU window", "Busy %", "Idle", "Lag", "Queue")  # fmt: skip
 # On a narrow terminal these go first (the step, its device, duration, GPU window, busy % and
 # lag stay: they say whether the GPU or the CPU set the pace).
-_NARROW_DROP = ("CPU start", "Kernel time", "Queue", "Kernels", "Idle", "CPU dur")
+_NARROW_DROP = ("CPU start", "Kernel time", "Queue", "Kernels", "Tokens", "Idle", "TFLOP",
+                "CPU dur")  # fmt: skip
 _CSV_FIELDS = ("step", "name", "cpu_start_us", "cpu_dur_us", "step_time_us", "paced_by",
                "kernels", "kernel_time_us", "gpu_only", "phase", "device", "gpu_start_us",
                "gpu_end_us", "window_us", "busy_us", "idle_us", "busy_pct", "lag_us", "queue_us",
@@ -27,8 +30,29 @@ _CSV_FIELDS = ("step", "name", "cpu_start_us", "cpu_dur_us", "step_time_us", "pa
 _STEP_FIELDS = 10  # the fields of the step; the rest are its device's
 
 
-def table(trace: TraceSummary, rows: Sequence[StepRow]) -> Table:
-    """One line per step and device (a step without GPU work: one line, device ``-``)."""
+def table(trace: TraceSummary, rows: Sequence[StepRow], flops: ModelFlops | None = None) -> Table:
+    """One line per step and device (a step without GPU work: one line, device ``-``); with
+    ``flops`` (shapes recorded), the step's model TFLOP, MFU % and tokens at the end."""
+    plain = _table(trace, rows)
+    if flops is None or not flops.shapes:
+        return plain
+    extra = [_flops_cells(flops.of(r.step)) for r in rows for _ in r.devices or (None,)]
+    return Table(
+        (*plain.headers, "TFLOP", "MFU %", "Tokens"),
+        (*plain.right, True, True, True),
+        [(*row, *more) for row, more in zip(plain.rows, extra, strict=True)],
+    )
+
+
+def _flops_cells(f: StepFlops | None) -> tuple[str, str, str]:
+    if f is None:
+        return ("-", "-", "-")
+    mfu = "-" if f.mfu is None else units.pct(100 * f.mfu)
+    tokens = "-" if f.tokens is None else units.count(f.tokens)
+    return (f"{f.model_flops / 1e12:,.2f}", mfu, tokens)
+
+
+def _table(trace: TraceSummary, rows: Sequence[StepRow]) -> Table:
     cells = []
     for r in rows:
         step = r.name + (" (gpu annotation)" if r.gpu_only else "")
@@ -125,13 +149,48 @@ def csv(rows: list[StepRow]) -> str:
     return to_csv(_CSV_FIELDS, out)
 
 
-def as_json(trace: TraceSummary, rows: list[StepRow]) -> dict[str, Any]:
+def as_json(
+    trace: TraceSummary, rows: list[StepRow], flops: ModelFlops | None = None
+) -> dict[str, Any]:
     return {
         "schema_version": SCHEMA_VERSION,
         "trace": trace.as_dict(),
-        "steps": [r.as_dict() for r in rows],
-        "notes": notes(rows),
+        "steps": [_step_dict(r, flops) for r in rows],
+        "mfu": None if flops is None else flops.summary(counted(rows, False)).as_dict(),
+        "notes": notes(rows) + _flops_notes(rows, flops),
     }
+
+
+def _step_dict(r: StepRow, flops: ModelFlops | None) -> dict[str, Any]:
+    """A step's JSON: its figures, and its model FLOPs, MFU and tokens (null when unknown;
+    ``tokens`` then as the serving marker says)."""
+    out = r.as_dict()
+    found = None if flops is None else flops.of(r.step)
+    if found is None:
+        out.update(model_flops=None, mfu=None, tflops_per_s=None, flops_coverage=None)
+        out.update(tokens_source="serving step marker" if r.tokens else None)
+    else:
+        out.update(found.as_dict())
+        if not flops or not flops.shapes:
+            out.update(model_flops=None, tflops_per_s=None, flops_coverage=None)
+    return out
+
+
+def _flops_notes(rows: list[StepRow], flops: ModelFlops | None) -> list[str]:
+    """Why MFU is not given, or where tokens and the peak come from."""
+    if flops is None or not rows:
+        return []
+    m = flops.summary(counted(rows, False))
+    if m.why:
+        return [f"MFU not given: {m.why}"]
+    out = [
+        f"MFU: model FLOPs / (step time × {m.dtype} peak {m.peak_tflops_per_s:,.1f} TFLOP/s, "
+        f"{m.peak_source}), FLOPs known for {units.pct(100 * (m.coverage or 0))}% of the "
+        "kernel time (docs/metrics.md#model-flops-and-mfu)"
+    ]
+    if m.tokens_source:
+        out.append(f"tokens: from {m.tokens_source}")
+    return out
 
 
 def summary_lines(trace: TraceSummary, rows: list[StepRow]) -> list[str]:
@@ -157,24 +216,29 @@ def _more(rows: list[StepRow], top: int) -> str | None:
     return capped.more_line(len(rows), top, "step", "--top", detail)
 
 
-def _footer(rows: list[StepRow]) -> list[str]:
+def _footer(rows: list[StepRow], flops: ModelFlops | None = None) -> list[str]:
     legend = (
         "CPU start: from the trace start; Step time: the GPU's period (its GPU end − the "
         "previous step's) where the GPU ran behind the CPU, else the CPU dur; GPU window: the "
         "step's GPU work on the device, first start to last end; Lag: GPU start − CPU step "
         "start; Queue: GPU start − launch of its first work"
     )
-    return [f"note     {n}" for n in notes(rows)] + ([legend] if rows else [])
+    found = notes(rows) + _flops_notes(rows, flops)
+    return [f"note     {n}" for n in found] + ([legend] if rows else [])
 
 
-def document(trace: TraceSummary, rows: list[StepRow], top: int) -> Document:
+def document(
+    trace: TraceSummary, rows: list[StepRow], top: int, flops: ModelFlops | None = None
+) -> Document:
     """``traceview steps`` in every format; the table (terminal, text, Markdown) shows the
-    first ``top`` steps (0: all), JSON and CSV every step."""
+    first ``top`` steps (0: all), JSON and CSV every step; ``flops``: model FLOPs, MFU and
+    tokens per step."""
     shown = capped.head(rows, top)
+    body = table(trace, shown, flops)
     return Document(
         head=summary_lines(trace, rows),
-        sections=[Section(table(trace, shown), note=_more(rows, top), drop_order=_NARROW_DROP)],
-        foot=_footer(rows),
-        data=lambda: as_json(trace, rows),
+        sections=[Section(body, note=_more(rows, top), drop_order=_NARROW_DROP)],
+        foot=_footer(rows, flops),
+        data=lambda: as_json(trace, rows, flops),
         csv=lambda: csv(rows),
     )

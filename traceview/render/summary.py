@@ -6,6 +6,7 @@ from traceview.analyses.core.breakdown import Breakdown
 from traceview.analyses.core.names import display_names
 from traceview.analyses.core.phase_figures import STEADY_TOLERANCE, PhaseReport
 from traceview.analyses.memory import NO_EVENTS, MemoryReport
+from traceview.analyses.ops.model_flops import Mfu
 from traceview.analyses.summary import Overview
 from traceview.render import units
 from traceview.render.document import Document, Lines, Section
@@ -101,6 +102,7 @@ def detail_lines(o: Overview) -> list[str]:
         lines.append(
             f"steps    {units.counted(steps.count, 'step')}, median {median}; " + "; ".join(parts)
         )
+    lines += mfu_lines(o.mfu)
     lines += phase_lines(o.phases)
     lines += memory_lines(o.memory)
     if not o.hints:
@@ -109,6 +111,28 @@ def detail_lines(o: Overview) -> list[str]:
         lines.append(f"hint     {h.title}: {h.evidence}")
         lines.append(f"         try: {h.action} ({h.doc})")
     return lines
+
+
+def mfu_lines(m: Mfu | None) -> list[str]:
+    """One line: MFU with the peak it is of, the model FLOPs a step, tokens/s and the
+    coverage; or why MFU is not given (docs/metrics.md "Model FLOPs and MFU")."""
+    if m is None or not m.steps:
+        return []
+    parts = []
+    if m.flops_per_step is not None:
+        achieved = "" if m.tflops_per_s is None else f" ({m.tflops_per_s:,.1f} TFLOP/s)"
+        parts.append(f"{m.flops_per_step / 1e12:,.2f} TFLOP a step{achieved}")
+    if m.tokens_per_s is not None:
+        parts.append(f"{m.tokens_per_s:,.0f} tokens/s ({m.tokens_source})")
+    if m.coverage is not None and m.flops_per_step is not None:
+        parts.append(f"coverage {units.pct(100 * m.coverage)}%")
+    tail = ", ".join(parts)
+    if m.value is None:
+        return [f"mfu      not given: {m.why}" + (f"; {tail}" if tail else "")]
+    return [
+        f"mfu      MFU {units.pct(100 * m.value)}% ({m.dtype} peak {m.peak_tflops_per_s:,.1f} "
+        f"TFLOP/s, {m.peak_source}), {tail}"
+    ]
 
 
 def phase_lines(phases: PhaseReport | None) -> list[str]:
