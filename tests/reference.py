@@ -779,6 +779,56 @@ def held_by(events: list[Event], after: Event, start: int, end: int, wait: int) 
 CPU_OP_CATEGORIES = frozenset({"cpu_op", "operator"})
 
 
+IMPLEMENTATION_OPS = {"aten::copy_", "aten::clamp_min", "aten::fill_"}
+
+
+def fused_op_label(name: str) -> str:
+    """An op's name as Inductor's kernel names spell it: ``aten::`` dropped, an in-place op as
+    its functional form (``add_`` → ``add``)."""
+    if name.startswith("aten::"):
+        name = name[len("aten::") :]
+        if name.endswith("_") and not name.endswith("__"):
+            name = name[:-1]
+    return name
+
+
+def fusion_leaves(events: list[Event]) -> list[tuple[Event, str | None]]:
+    """Per kernel (in file order): its leaf op as fused-op grouping takes it — the leaf op,
+    or where that is an implementation op (the copy of a cast, the clamp_min of a relu), the
+    innermost op around the launch that is not one — or None without an op."""
+    launches: dict[Any, Event] = {}
+    for e in events:
+        if e.get("ph") == "X" and _cat(e) in RUNTIME_CATEGORIES and ts_ns(e) is not None:
+            c = _args(e).get("correlation")
+            if c is not None and (c not in launches or ts_ns(e) < ts_ns(launches[c])):  # type: ignore[operator]
+                launches[c] = e
+    ops = [
+        e
+        for e in events
+        if e.get("ph") == "X"
+        and _cat(e) in CPU_OP_CATEGORIES
+        and ts_ns(e) is not None
+        and not event_name(e).startswith("ProfilerStep#")
+        and event_name(e) not in IMPLEMENTATION_OPS
+    ]
+    out: list[tuple[Event, str | None]] = []
+    for kernel, leaf, _ in op_links(events):
+        if leaf not in IMPLEMENTATION_OPS:
+            out.append((kernel, leaf))
+            continue
+        launch = launches[_args(kernel).get("correlation")]
+        at = ts_ns(launch)
+        around = [
+            o
+            for o in ops
+            if (o.get("pid"), o.get("tid")) == (launch.get("pid"), launch.get("tid"))
+            and interval_ns(o)[0] <= at <= interval_ns(o)[1]  # type: ignore[operator]
+        ]
+        around.sort(key=lambda o: (-ts_ns(o), dur_ns(o), event_name(o)))  # type: ignore[operator]
+        out.append((kernel, event_name(around[0]) if around else leaf))
+    return out
+
+
 def op_links(events: list[Event]) -> list[tuple[Event, str | None, str | None]]:
     """Per kernel (in file order): (kernel, leaf op name, top op name).
 

@@ -326,23 +326,29 @@ def diff(
     if base == new == Path("-"):
         raise UsageError("diff: only one side can be read from stdin (-)")
     check_save(out, (base, new))
-    ops = options.group_by == "op"
-    report = compare(_diff_side(base, read, ops), _diff_side(new, read, ops), options)
+    group, parts = options.group_by, options.explain
+    sides = [_diff_side(p, read, group == "op", group == "fused-op", parts) for p in (base, new)]
+    report = compare(sides[0], sides[1], options)
     show(out, render_diff.document(report, out.verbose), (base, new))
     if not report.gate.passed:
         raise TraceviewError(render_diff.failure_message(report, out.verbose))
 
 
-def _diff_side(path: Path, read: ReadOptions, ops: bool = False) -> Side:
+def _diff_side(
+    path: Path, read: ReadOptions, ops: bool = False, fused: bool = False, parts: bool = False
+) -> Side:
     """A diff input: a snapshot (recognised by its content) or a trace, snapshotted here
-    (``ops``: read with its CPU ops, its kernels by launching op too)."""
+    (``ops`` / ``fused``: read with its CPU ops, its kernels by launching op / fused op too;
+    ``parts``: each step's time in parts, for --explain)."""
     from traceview.analyses.diff import Side
     from traceview.analyses.snapshot import build_snapshot
     from traceview.app.snapshot_file import is_snapshot, load_snapshot
 
     if is_snapshot(path):
         return Side(str(path), "snapshot", load_snapshot(path))
-    return Side(str(path), "trace", build_snapshot(read_trace(path, read, keep_cpu=ops), ops=ops))
+    events = read_trace(path, read, keep_cpu=ops or fused)
+    snapshot = build_snapshot(events, ops=ops, fused=fused, parts=parts)
+    return Side(str(path), "trace", snapshot)
 
 
 @_command

@@ -85,9 +85,20 @@ def diff(
             help="Compare kernels by exact name, or by short name (template instantiations "
             "summed: a kernel whose template arguments changed is not new), or by category "
             "(from kernel names; the gate applies per category), or by launching op (traces "
-            "only; torch.compile's regions as one op): name, short, category, op.",
+            "only; torch.compile's regions as one op), or by fused op (traces only: an "
+            "Inductor kernel shared among the ops its name says it fused, any other kernel "
+            "under its launching op): name, short, category, op, fused-op.",
         ),
     ] = choices.DiffGroupBy.NAME,
+    explain: Annotated[
+        bool,
+        typer.Option(
+            "--explain",
+            help="Two traces: split the change in median step time into parts that add up to "
+            "it exactly (kernel time by --group-by group, copies, overlap, idle by cause), a "
+            "waterfall; --max-regression then gates each part (% of the base step time).",
+        ),
+    ] = False,
     verbose: Verbose = False,
     wide: Wide = False,
     fmt: Annotated[
@@ -132,6 +143,7 @@ def diff(
         top=top,
         allow_empty_baseline=allow_empty_baseline,
         group_by=group_by,
+        explain=explain,
     )
     out = commands.OutputOptions(fmt, verbose, force=force, wide=wide, save=save)
     check_options(options)  # before a side is opened: telling a run from a pipe reads it

@@ -9,6 +9,7 @@ from typing import Any
 from traceview.analyses.diff import (
     Change,
     DiffReport,
+    Explain,
     Failure,
     KernelChange,
     SideView,
@@ -36,10 +37,68 @@ def summary_lines(report: DiffReport) -> list[str]:
     """Header: the two sides, how they are compared, warnings and notes."""
     lines = [_side_line("base", report.base), _side_line("new", report.new)]
     lines.append(f"compare  {_compare(report)}")
+    lines += headline_lines(report)
+    lines += explain_lines(report.explain)
     for which, side in (("base", report.base), ("new", report.new)):
         lines += [f"warning  {which}: {w}" for w in side.trace.warnings]
     lines += [f"note     {n}" for n in report.notes]
     return lines
+
+
+_GROUPS = {"name": "kernel", "short": "kernel", "category": "category", "op": "op",
+           "fused-op": "op"}  # fmt: skip
+
+
+def headline_lines(report: DiffReport) -> list[str]:
+    """The change in kernel and step time, and the largest moves (new and vanished too)."""
+    h = report.headline
+    if h is None:
+        return []
+    group = _GROUPS.get(str(report.options.group_by), "kernel")
+    moves = ", ".join(
+        f"{_shown(k)} {_signed(k.delta_us, _time)}"
+        + ("" if k.status == "changed" else f" ({k.status})")
+        for k in h.moves
+    )
+    text = f"headline kernel time {_pct(h.kernel_time_pct)}%, step time {_pct(h.step_time_pct)}%"
+    return [text + (f"; largest moves by {group}: {moves}" if moves else "")]
+
+
+EXPLAIN_LEAD = 3  # the parts the explain line names
+
+
+def explain_lines(e: Explain | None) -> list[str]:
+    """The median steps' times, the change, and the largest parts."""
+    if e is None:
+        return []
+    lead = ", ".join(
+        f"{p.group} ({p.kind}) {_signed(p.delta_ns / 1000, _time)}"
+        for p in e.parts[:EXPLAIN_LEAD]
+        if p.delta_ns
+    )
+    return [
+        f"explain  median step {_time(e.base_ns / 1000)} (step {e.base_step}) → "
+        f"{_time(e.new_ns / 1000)} (step {e.new_step}): "
+        f"{_signed(e.total_ns / 1000, _time) if e.total_ns else '0'}"
+        + (f"; largest parts: {lead}" if lead else "; every part 0")
+    ]
+
+
+def explain_table(e: Explain) -> Table:
+    """The waterfall: each part's Δ and the running total, largest |Δ| first; the last
+    running total is the change in median step time."""
+    rows, running = [], 0
+    for rank, p in enumerate(e.parts, 1):
+        running += p.delta_ns
+        rows.append(
+            (str(rank), _signed(p.delta_ns / 1000, _time), _signed(running / 1000, _time),
+             p.kind, p.group)
+        )  # fmt: skip
+    return Table(("#", "Δ", "Running", "Kind", "Part"), (True, True, True, False, False), rows)
+
+
+def _shown(k: KernelChange) -> str:
+    return k.short_name or k.name
 
 
 def figures_table(report: DiffReport) -> Table:
@@ -106,7 +165,15 @@ def _sections(report: DiffReport, verbose: bool) -> list[tuple[str, Table, str]]
     """(title, table, footer) of each section; the footer says what --top left out."""
     per = " (per-step medians)" if report.mode == "median" else ""
     out = report.left_out
+    waterfall = []
+    if report.explain is not None:
+        e = report.explain
+        waterfall = [
+            (f"Explain: median step time {_time(e.base_ns / 1000)} → {_time(e.new_ns / 1000)}, "
+             "its change in parts (they add up to it exactly)", explain_table(e), "")
+        ]  # fmt: skip
     return [
+        *waterfall,
         (f"Summary{per}", figures_table(report), ""),
         (f"Kernels on both sides, by |Δ time|{per}", kernels_table(report, verbose),
          _footer(out["kernels"], "kernel")),
@@ -169,7 +236,22 @@ def as_json(report: DiffReport) -> dict[str, Any]:
             "max_idle_regression_pct": gate.max_idle_regression_pct,
             "failures": [_failure_json(f) for f in gate.failures],
         },
+        "headline": _headline_json(report),
+        "explain": None if report.explain is None else report.explain.as_dict(),
         "notes": list(report.notes),
+    }
+
+
+def _headline_json(report: DiffReport) -> dict[str, Any] | None:
+    h = report.headline
+    if h is None:
+        return None
+    return {
+        "kernel_time_pct": _r(h.kernel_time_pct),
+        "step_time_pct": _r(h.step_time_pct),
+        "moves": [
+            {"name": k.name, "status": k.status, "delta_us": _r(k.delta_us)} for k in h.moves
+        ],
     }
 
 
@@ -209,7 +291,7 @@ def _limits(report: DiffReport) -> str:
 
 def _failure(f: Failure, verbose: bool) -> str:
     what = {"kernel_time": "total kernel time", "idle": "GPU idle time"}.get(f.what)
-    label = what or f"kernel {_name(f, verbose)}"
+    label = what or f"{'part' if f.what == 'part' else 'kernel'} {_name(f, verbose)}"
     times = f"({units.time(f.before)} → {units.time(f.after)})"
     if f.pct is None:
         return f"{label} grew from 0 in the baseline {times} (--allow-empty-baseline accepts it)"
