@@ -360,7 +360,7 @@ def _select(side: Side, which: str, steps: Steps) -> list[int]:
 def _figures(snap: Snapshot, idx: list[int], mode: str, group_by: str) -> _Figures:
     """One side's figures: whole-trace totals, sums over steps, or per-step medians; kernels
     by exact name, or summed per short name or category (per step, before any median)."""
-    durations = [snap.steps[i].duration_us for i in idx]
+    durations = [_step_time(snap.steps[i]) for i in idx]
     step_time = float(np.median(durations)) if durations else None
     members = _members(snap, group_by)
     by_name = {k.name: k for k in (_by_op(snap, group_by) if _ops(group_by) else snap.kernels)}
@@ -555,6 +555,12 @@ def _view(side: Side, idx: list[int], compared: list[int]) -> SideView:
         available_steps=len(snap.steps),
         step_busy_pct=float(np.median(busy)) if busy and _has_busy(steps) else None,
     )
+
+
+def _step_time(step: StepStat) -> float:
+    """A step's time (µs): GPU-paced where the GPU set the pace; a snapshot file made before
+    snapshots kept it: the CPU step's duration."""
+    return step.duration_us if step.step_time_us is None else step.step_time_us
 
 
 def _busy(step: StepStat) -> float:

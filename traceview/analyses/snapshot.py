@@ -103,6 +103,7 @@ class StepStat:
     gpu_busy_pct: float
     gpu_only: bool
     devices: tuple[StepDeviceStat, ...] = ()
+    step_time_us: float | None = None  # GPU-paced where the GPU set the pace (None: older files)
 
 
 @dataclass(frozen=True)
@@ -404,6 +405,7 @@ def _step_stat(row: StepRow) -> StepStat:
         idle_us=(window - busy) / 1000,
         gpu_busy_pct=round(100.0 * busy / window, 3) if window else 0.0,
         gpu_only=row.gpu_only,
+        step_time_us=row.step_ns / 1000,
         devices=tuple(
             StepDeviceStat(
                 d.device,
