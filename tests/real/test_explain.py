@@ -155,3 +155,17 @@ def test_eager_vs_compiled_parts_add_up_to_the_measured_delta(group_by: str) -> 
         assert parts[("add", "faster")] < -100
         assert parts[("clone", "faster")] < -100
     assert ("remainder", "remainder") not in parts
+
+
+@pytest.mark.skipif(not H200.is_dir(), reason="../shared/traces/h200 is absent")
+def test_two_step_ranges_of_one_trace() -> None:
+    """train.json.gz, its ordinary steps against the ones where the data loader stalls (5, 8):
+    the change is host wait, and the parts add up to it."""
+    path = H200 / "train.json.gz"
+    explain = _explain(path, path, "--pstep", "6,7,9", "--new-pstep", "5,8")
+    _adds_up(explain)
+    assert (explain["base_step"], explain["new_step"]) == (9, 8)
+    host = next(p for p in explain["parts"] if p["group"] == "host wait")
+    assert explain["parts"][0] == host and host["delta_us"] > 0.9 * explain["total_us"] > 15_000
+    r = CliRunner().invoke(app, ["diff", str(path), str(path), "--new-pstep", "5", "--no-cache"])
+    assert r.exit_code == 2 and "--new-pstep" in r.output

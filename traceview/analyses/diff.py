@@ -49,6 +49,7 @@ class DiffOptions:
     allow_empty_baseline: bool = False
     group_by: DiffGroupBy = DiffGroupBy.NAME  # by name, short name, category or launching op
     explain: bool = False  # the change in median step time as a waterfall of exact parts
+    new_steps: Steps = ()  # NEW's steps when they differ from BASE's (two ranges of one trace)
 
 
 @dataclass(frozen=True)
@@ -221,6 +222,8 @@ def percent_change(before: float | None, after: float | None) -> float | None:
 
 def check_options(options: DiffOptions) -> None:
     """Reject option values that make no sense, before any file is read."""
+    if options.new_steps and not options.steps:
+        raise UsageError("--new-pstep: give BASE's steps with --pstep too")
     if options.min_share_pct > 100:
         raise UsageError(f"--min-share {options.min_share_pct:g}%: must be at most 100%")
     if options.min_time_ns < 0:
@@ -236,11 +239,12 @@ def compare(base: Side, new: Side, options: DiffOptions) -> DiffReport:
     if options.group_by in ("op", "fused-op"):
         _check_ops(base, "BASE", options.group_by)
         _check_ops(new, "NEW", options.group_by)
-    b_idx, n_idx = _select(base, "BASE", options.steps), _select(new, "NEW", options.steps)
+    b_idx = _select(base, "BASE", options.steps)
+    n_idx = _select(new, "NEW", options.new_steps or options.steps)
     if min(len(b_idx), len(n_idx)) >= MIN_STEPS_FOR_MEDIAN:
         mode = "median"
     else:
-        mode = "steps" if options.steps else "total"
+        mode = "steps" if options.steps or options.new_steps else "total"
     if options.steps:  # every step asked for is on both sides: the base's are the ones compared
         options = replace(options, steps=tuple(base.snapshot.steps[i].step for i in b_idx))
     b = _figures(base.snapshot, b_idx, mode, options.group_by)

@@ -67,6 +67,14 @@ def diff(
         str | None,
         typer.Option("--pstep", help="Compare only these ProfilerSteps (both sides): N, N-M, N,M."),
     ] = None,
+    new_pstep: Annotated[
+        str | None,
+        typer.Option(
+            "--new-pstep",
+            help="NEW's steps, when they differ from --pstep (BASE's): two step ranges of one "
+            "trace, e.g. diff t.json t.json --pstep 3-5 --new-pstep 6-8.",
+        ),
+    ] = None,
     top: Annotated[
         int, typer.Option("--top", "-t", min=0, help="Kernel rows per table; 0 = all.")
     ] = 20,
@@ -130,6 +138,7 @@ def diff(
 
     options = DiffOptions(
         steps=tuple(parse_steps(pstep)) if pstep else (),
+        new_steps=tuple(parse_steps(new_pstep)) if new_pstep else (),
         max_regression_pct=(
             parse_percent(max_regression, "--max-regression") if max_regression else None
         ),

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
+from traceview.analyses.core.names import display_names
 from traceview.analyses.diff import (
     Change,
     DiffReport,
@@ -38,7 +39,7 @@ def summary_lines(report: DiffReport) -> list[str]:
     lines = [_side_line("base", report.base), _side_line("new", report.new)]
     lines.append(f"compare  {_compare(report)}")
     lines += headline_lines(report)
-    lines += explain_lines(report.explain)
+    lines += explain_lines(report.explain, report.options.group_by == "name")
     for which, side in (("base", report.base), ("new", report.new)):
         lines += [f"warning  {which}: {w}" for w in side.trace.warnings]
     lines += [f"note     {n}" for n in report.notes]
@@ -67,14 +68,16 @@ def headline_lines(report: DiffReport) -> list[str]:
 EXPLAIN_LEAD = 3  # the parts the explain line names
 
 
-def explain_lines(e: Explain | None) -> list[str]:
-    """The median steps' times, the change, and the largest parts."""
+def explain_lines(e: Explain | None, by_name: bool = False) -> list[str]:
+    """The median steps' times, the change, and the largest parts (kernel names short when
+    ``by_name``)."""
     if e is None:
         return []
+    lead_parts = [p for p in e.parts[:EXPLAIN_LEAD] if p.delta_ns]
+    shown = display_names([p.group for p in lead_parts]) if by_name else {}
     lead = ", ".join(
-        f"{p.group} ({p.kind}) {_signed(p.delta_ns / 1000, _time)}"
-        for p in e.parts[:EXPLAIN_LEAD]
-        if p.delta_ns
+        f"{shown.get(p.group, p.group)} ({p.kind}) {_signed(p.delta_ns / 1000, _time)}"
+        for p in lead_parts
     )
     return [
         f"explain  median step {_time(e.base_ns / 1000)} (step {e.base_step}) → "
@@ -84,15 +87,28 @@ def explain_lines(e: Explain | None) -> list[str]:
     ]
 
 
-def explain_table(e: Explain) -> Table:
+def explain_table(e: Explain, verbose: bool = False, by_name: bool = True, top: int = 0) -> Table:
     """The waterfall: each part's Δ and the running total, largest |Δ| first; the last
-    running total is the change in median step time."""
+    running total is the change in median step time. Kernel names shortened as in the
+    kernel tables (``by_name``: the groups are kernel names) unless ``verbose``; past ``top``
+    parts (0: all), the rest as one row, so the running total still ends at the change."""
+    groups = [p.group for p in e.parts if p.kind in ("slower", "faster", "new", "gone")]
+    shown = display_names(groups) if by_name and not verbose else {}
     rows, running = [], 0
-    for rank, p in enumerate(e.parts, 1):
+    kept = e.parts[:top] if top else e.parts
+    for rank, p in enumerate(kept, 1):
         running += p.delta_ns
         rows.append(
             (str(rank), _signed(p.delta_ns / 1000, _time), _signed(running / 1000, _time),
-             p.kind, p.group)
+             p.kind, shown.get(p.group, p.group))
+        )  # fmt: skip
+    rest = e.parts[len(kept) :]
+    if rest:
+        delta = sum(p.delta_ns for p in rest)
+        running += delta
+        rows.append(
+            ("", _signed(delta / 1000, _time), _signed(running / 1000, _time), "",
+             f"{len(rest)} more parts (--top 0 for all)")
         )  # fmt: skip
     return Table(("#", "Δ", "Running", "Kind", "Part"), (True, True, True, False, False), rows)
 
@@ -170,7 +186,9 @@ def _sections(report: DiffReport, verbose: bool) -> list[tuple[str, Table, str]]
         e = report.explain
         waterfall = [
             (f"Explain: median step time {_time(e.base_ns / 1000)} → {_time(e.new_ns / 1000)}, "
-             "its change in parts (they add up to it exactly)", explain_table(e), "")
+             "its change in parts (they add up to it exactly)",
+             explain_table(e, verbose, report.options.group_by == "name", report.options.top),
+             "")
         ]  # fmt: skip
     return [
         *waterfall,
