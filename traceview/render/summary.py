@@ -89,10 +89,10 @@ def detail_lines(o: Overview) -> list[str]:
     steps = o.steps
     if steps.count:
         median = "-" if steps.median_cpu_ns is None else _d(steps.median_cpu_ns)
-        if steps.paced_by == "gpu" and steps.median_step_ns is not None:
+        paced = steps.median_step_ns
+        if paced is not None and steps.gpu_paced and _d(paced) != median:  # as shown
             median = (
-                f"{_d(steps.median_step_ns)} (GPU-paced in {steps.gpu_paced} of {steps.count}; "
-                f"CPU {median})"
+                f"{_d(paced)} (GPU-paced in {steps.gpu_paced} of {steps.count}; CPU {median})"
             )
         parts = [
             f"device {d.device} busy {units.pct(d.median_busy_pct)}% of its step window, lag "
