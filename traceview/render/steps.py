@@ -23,11 +23,11 @@ _HEADERS = ("Step", "Device", "CPU start", "CPU dur", "Step time", "Kernels", "K
 # lag stay: they say whether the GPU or the CPU set the pace).
 _NARROW_DROP = ("CPU start", "Kernel time", "Queue", "Kernels", "Tokens", "Idle", "TFLOP",
                 "CPU dur")  # fmt: skip
-_CSV_FIELDS = ("step", "name", "cpu_start_us", "cpu_dur_us", "step_time_us", "paced_by",
-               "kernels", "kernel_time_us", "gpu_only", "phase", "device", "gpu_start_us",
-               "gpu_end_us", "window_us", "busy_us", "idle_us", "busy_pct", "lag_us", "queue_us",
-               "period_us")  # fmt: skip
-_STEP_FIELDS = 10  # the fields of the step; the rest are its device's
+_STEP_CSV = ("step", "name", "cpu_start_us", "cpu_dur_us", "step_time_us", "paced_by",
+             "kernels", "kernel_time_us", "gpu_only", "phase", "model_flops", "mfu",
+             "tokens")  # fmt: skip
+_DEVICE_CSV = ("device", "gpu_start_us", "gpu_end_us", "window_us", "busy_us", "idle_us",
+               "busy_pct", "lag_us", "queue_us", "period_us")  # fmt: skip
 
 
 def table(trace: TraceSummary, rows: Sequence[StepRow], flops: ModelFlops | None = None) -> Table:
@@ -138,15 +138,16 @@ def _steps(found: list[tuple[int, int]]) -> str:
     return f"{word} {compress(numbers)}"
 
 
-def csv(rows: list[StepRow]) -> str:
-    """One CSV row per step and device, raw numbers (µs)."""
+def csv(rows: list[StepRow], flops: ModelFlops | None = None) -> str:
+    """One CSV row per step and device, raw numbers (µs); the step's model FLOPs, MFU (a
+    fraction) and tokens empty when unknown."""
     out = []
     for r in rows:
-        step = r.as_dict()
-        head = tuple(step[f] for f in _CSV_FIELDS[:_STEP_FIELDS])
-        for d in step["devices"] or [dict.fromkeys(_CSV_FIELDS[_STEP_FIELDS:], "")]:
-            out.append((*head, *(d[f] for f in _CSV_FIELDS[_STEP_FIELDS:])))
-    return to_csv(_CSV_FIELDS, out)
+        step = _step_dict(r, flops)
+        head = tuple("" if step[f] is None else step[f] for f in _STEP_CSV)
+        for d in step["devices"] or [dict.fromkeys(_DEVICE_CSV, "")]:
+            out.append((*head, *(d[f] for f in _DEVICE_CSV)))
+    return to_csv((*_STEP_CSV, *_DEVICE_CSV), out)
 
 
 def as_json(
@@ -240,5 +241,5 @@ def document(
         sections=[Section(body, note=_more(rows, top), drop_order=_NARROW_DROP)],
         foot=_footer(rows, flops),
         data=lambda: as_json(trace, rows, flops),
-        csv=lambda: csv(rows),
+        csv=lambda: csv(rows, flops),
     )

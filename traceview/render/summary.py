@@ -91,9 +91,7 @@ def detail_lines(o: Overview) -> list[str]:
         median = "-" if steps.median_cpu_ns is None else _d(steps.median_cpu_ns)
         paced = steps.median_step_ns
         if paced is not None and steps.gpu_paced and _d(paced) != median:  # as shown
-            median = (
-                f"{_d(paced)} (GPU-paced in {steps.gpu_paced} of {steps.count}; CPU {median})"
-            )
+            median = f"{_d(paced)} (GPU-paced in {steps.gpu_paced} of {steps.count}; CPU {median})"
         parts = [
             f"device {d.device} busy {units.pct(d.median_busy_pct)}% of its step window, lag "
             f"{_d(d.median_lag_ns)}, behind the CPU in {d.behind} of {steps.count}"
