@@ -113,18 +113,21 @@ def detail_lines(o: Overview) -> list[str]:
 
 def mfu_lines(m: Mfu | None) -> list[str]:
     """One line: MFU with the peak it is of, the model FLOPs a step, tokens/s and the
-    coverage; or why MFU is not given (docs/metrics.md "Model FLOPs and MFU")."""
+    coverage, then the achieved TFLOP/s and where the tokens come from; or why MFU is not
+    given (docs/metrics.md "Model FLOPs and MFU")."""
     if m is None or not m.steps:
         return []
-    parts = []
+    parts, more = [], []
     if m.flops_per_step is not None:
-        achieved = "" if m.tflops_per_s is None else f" ({m.tflops_per_s:,.1f} TFLOP/s)"
-        parts.append(f"{m.flops_per_step / 1e12:,.2f} TFLOP a step{achieved}")
+        parts.append(f"{m.flops_per_step / 1e12:,.2f} TFLOP a step")
+        if m.tflops_per_s is not None:
+            more.append(f"{m.tflops_per_s:,.1f} TFLOP/s achieved")
     if m.tokens_per_s is not None:
-        parts.append(f"{m.tokens_per_s:,.0f} tokens/s ({m.tokens_source})")
+        parts.append(f"{m.tokens_per_s:,.0f} tokens/s")
+        more.append(f"tokens from {m.tokens_source}")
     if m.coverage is not None and m.flops_per_step is not None:
         parts.append(f"coverage {units.pct(100 * m.coverage)}%")
-    tail = ", ".join(parts)
+    tail = ", ".join(parts) + (f"; {', '.join(more)}" if more else "")
     if m.value is None:
         return [f"mfu      not given: {m.why}" + (f"; {tail}" if tail else "")]
     return [
