@@ -668,6 +668,37 @@ def step_devices(events: list[Event], busy: Iterable[str] = ALL_BUSY) -> dict[in
     return out
 
 
+def step_times(steps: dict[int, dict]) -> dict[int, tuple[int, str]]:
+    """Per step (``step_devices``' result): its step time and what paced it. When a device's
+    queue is at least a tenth of the CPU step (it ran behind the CPU), the step time is the
+    longest period of the step's devices (a device's: its GPU end minus the GPU end of the
+    previous step with work on it; the first step, or one ending no later than the previous:
+    its window); else the CPU duration."""
+    out = {}
+    numbers = sorted(steps)
+    for i, n in enumerate(numbers):
+        s = steps[n]
+        cpu = s["cpu_end_ns"] - s["cpu_start_ns"]
+        periods = []
+        behind = any(
+            d["queue_ns"] > 0 and d["queue_ns"] >= 0.1 * cpu for d in s["devices"].values()
+        )
+        for device, d in s["devices"].items():
+            if not behind:
+                break
+            end = d["gpu_start_ns"] + d["window_ns"]
+            earlier = [steps[m]["devices"] for m in numbers[:i]]
+            ends = [
+                x[device]["gpu_start_ns"] + x[device]["window_ns"] for x in earlier if device in x
+            ]
+            if ends and ends[-1] < end:
+                periods.append(end - ends[-1])
+            else:
+                periods.append(d["window_ns"])
+        out[n] = (max(periods), "gpu") if periods else (cpu, "cpu")
+    return out
+
+
 # --------------------------------------------------------------------------------------------
 # CPU context of a gap: what held it
 # --------------------------------------------------------------------------------------------
@@ -746,6 +777,56 @@ def held_by(events: list[Event], after: Event, start: int, end: int, wait: int) 
 # --------------------------------------------------------------------------------------------
 
 CPU_OP_CATEGORIES = frozenset({"cpu_op", "operator"})
+
+
+IMPLEMENTATION_OPS = {"aten::copy_", "aten::clamp_min", "aten::fill_"}
+
+
+def fused_op_label(name: str) -> str:
+    """An op's name as Inductor's kernel names spell it: ``aten::`` dropped, an in-place op as
+    its functional form (``add_`` → ``add``)."""
+    if name.startswith("aten::"):
+        name = name[len("aten::") :]
+        if name.endswith("_") and not name.endswith("__"):
+            name = name[:-1]
+    return name
+
+
+def fusion_leaves(events: list[Event]) -> list[tuple[Event, str | None]]:
+    """Per kernel (in file order): its leaf op as fused-op grouping takes it — the leaf op,
+    or where that is an implementation op (the copy of a cast, the clamp_min of a relu), the
+    innermost op around the launch that is not one — or None without an op."""
+    launches: dict[Any, Event] = {}
+    for e in events:
+        if e.get("ph") == "X" and _cat(e) in RUNTIME_CATEGORIES and ts_ns(e) is not None:
+            c = _args(e).get("correlation")
+            if c is not None and (c not in launches or ts_ns(e) < ts_ns(launches[c])):  # type: ignore[operator]
+                launches[c] = e
+    ops = [
+        e
+        for e in events
+        if e.get("ph") == "X"
+        and _cat(e) in CPU_OP_CATEGORIES
+        and ts_ns(e) is not None
+        and not event_name(e).startswith("ProfilerStep#")
+        and event_name(e) not in IMPLEMENTATION_OPS
+    ]
+    out: list[tuple[Event, str | None]] = []
+    for kernel, leaf, _ in op_links(events):
+        if leaf not in IMPLEMENTATION_OPS:
+            out.append((kernel, leaf))
+            continue
+        launch = launches[_args(kernel).get("correlation")]
+        at = ts_ns(launch)
+        around = [
+            o
+            for o in ops
+            if (o.get("pid"), o.get("tid")) == (launch.get("pid"), launch.get("tid"))
+            and interval_ns(o)[0] <= at <= interval_ns(o)[1]  # type: ignore[operator]
+        ]
+        around.sort(key=lambda o: (-ts_ns(o), dur_ns(o), event_name(o)))  # type: ignore[operator]
+        out.append((kernel, event_name(around[0]) if around else leaf))
+    return out
 
 
 def op_links(events: list[Event]) -> list[tuple[Event, str | None, str | None]]:

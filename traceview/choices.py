@@ -57,6 +57,7 @@ class DiffGroupBy(StrEnum):
     SHORT = "short"
     CATEGORY = "category"
     OP = "op"
+    FUSED_OP = "fused-op"
 
 
 class GapSort(StrEnum):

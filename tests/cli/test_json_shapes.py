@@ -233,6 +233,7 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Any]]:
         "diff": [
             _json("diff", str(baseline), str(other), "-f", "json", "--max-regression", "1%"),
             _json("diff", str(other), str(baseline), "-f", "json", "--max-idle-regression", "1%"),
+            _json("diff", demo, str(other), "-f", "json", "--explain", "--max-regression", "1%"),
         ],
     }
 

@@ -28,6 +28,7 @@ CHARTS = (
     "timeline-step",
     "gap-histogram",
     "steps",
+    "mfu",
     "memory",
 )
 ROOFLINE = ("roofline", "gemm-heatmap")
@@ -124,7 +125,11 @@ def test_the_tables_and_charts_show_the_commands_figures(tmp_path: Path) -> None
         str(c) if c else "" for c in hist["counts"]
     ]
     steps = cli_json("steps", str(DEMO))["steps"]
-    assert charts["steps"]["data"][0]["y"] == [s["cpu_dur_us"] / 1000 for s in steps]
+    assert charts["steps"]["data"][0]["y"] == [s["step_time_us"] / 1000 for s in steps]
+    with_flops = [s for s in steps if s["model_flops"]]
+    mfu = [None if s["mfu"] is None else 100 * s["mfu"] for s in with_flops]
+    assert with_flops and charts["mfu"]["data"][0]["y"] == mfu
+    assert charts["mfu"]["data"][1]["y"] == [s["tflops_per_s"] for s in with_flops]
 
 
 def test_every_section_and_the_header(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -108,8 +108,14 @@ def test_summary_cli_shapes() -> None:
     assert set(doc) == {
         "schema_version", "trace", "devices", "top_categories", "top_kernels", "top_ops",
         "launch", "steps", "hints", "notes", "memory", "phases", "steady_state",
-        "degenerate_steps",
+        "degenerate_steps", "mfu",
     }  # fmt: skip
+    assert set(doc["mfu"]) == {
+        "value", "peak_tflops_per_s", "peak_source", "dtype", "coverage", "convention",
+        "model_flops_per_step", "tflops_per_s", "tokens_per_s", "tokens_source", "steps",
+        "why_not",
+    }  # fmt: skip
+    assert {"median_step_time_us", "paced_by", "gpu_paced_steps"} <= set(doc["steps"])
     assert [d["device"] for d in doc["memory"]["devices"]] == [0]  # the demo's [memory] events
     assert set(doc["devices"][0]) == {
         "device", "window_us", "compute_us", "exposed_communication_us",

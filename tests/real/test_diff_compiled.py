@@ -133,3 +133,63 @@ def test_diff_by_op_needs_the_traces(tmp_path: Any) -> None:
     )
     assert r.exit_code == 2
     assert "--group-by op" in r.output and "Traceback" not in r.output
+
+
+def _by_fused_op(name: str) -> dict[str, float]:
+    """Per op: the median over steps of its kernel time (µs), a Triton kernel of Inductor's
+    shared equally among the ops its name lists (the first dur mod k ops 1 ns more), any other
+    kernel its launching op's (an implementation op — the copy of a cast — its caller's)."""
+    from traceview.analyses.core.fused import fused_ops  # the name's tokens (tested apart)
+
+    _, events = reference.load_trace(H200 / name)
+    leaves = {id(k): leaf for k, leaf in reference.fusion_leaves(events)}
+    windows = reference.step_windows(events)
+    times = reference.launch_ts_by_correlation(events)
+    per_step: dict[str, list[int]] = defaultdict(lambda: [0] * len(windows))
+    for i, window in enumerate(windows.values()):
+        for k in reference.gpu_events(events):
+            if not reference._in_step(k, window, times):
+                continue
+            dur = reference.dur_ns(k)
+            leaf = leaves[id(k)]
+            ops = fused_ops(reference.event_name(k)) or (
+                "(no op)" if leaf is None else reference.fused_op_label(leaf),
+            )
+            for j, op in enumerate(ops):
+                per_step[op][i] += dur // len(ops) + (j < dur % len(ops))
+    return {op: statistics.median(t) / 1000 for op, t in per_step.items()}
+
+
+@needs_h200
+def test_diff_by_fused_op_matches_inductor_kernels_to_eager_ops() -> None:
+    """The eager ops and the Triton kernels that fused them meet op by op: the casts
+    (``_to_copy``), adds, clones, layer norms and dropouts are on both sides and faster
+    compiled; the GEMMs and attention unchanged; each side's figures as a plain sum."""
+    doc = diff_json("eager.json.gz", "compiled2.json.gz", "--group-by", "fused-op")
+    both = {k["name"]: k for k in doc["kernels"]}
+    for op in ("add", "clone", "_to_copy", "native_layer_norm", "native_layer_norm_backward",
+               "native_dropout", "native_dropout_backward", "sum"):  # fmt: skip
+        assert op in both and both[op]["delta_us"] < 0, op
+    for op in ("mm", "addmm", "_cudnn_attention_forward", "_cudnn_attention_backward"):
+        assert abs(both[op]["pct"]) < 5, op
+    rows = [*doc["kernels"], *doc["new_kernels"], *doc["vanished_kernels"]]
+    for side, name in (("before", "eager.json.gz"), ("after", "compiled2.json.gz")):
+        want = {op: t for op, t in _by_fused_op(name).items() if t > 0}
+        got = {k["name"]: k[f"time_{side}_us"] for k in rows if k[f"time_{side}_us"] > 0}
+        assert got.keys() == want.keys(), side
+        for op, t in want.items():
+            assert got[op] == pytest.approx(t, abs=0.002), (side, op)
+    # The headline, ahead of the tables: kernel and step time, the largest moves by op.
+    head = doc["headline"]
+    assert head["kernel_time_pct"] == doc["totals"]["kernel_time_us"]["pct"] < -20
+    assert head["step_time_pct"] == doc["totals"]["step_time_us"]["pct"] < 0
+    largest = sorted(rows, key=lambda k: -abs(k["delta_us"]))[:3]
+    assert [m["name"] for m in head["moves"]] == [k["name"] for k in largest]
+    assert head["moves"][0]["name"] == "add"
+    text = CliRunner().invoke(
+        app, ["diff", str(H200 / "eager.json.gz"), str(H200 / "compiled2.json.gz"),
+              "--group-by", "fused-op", "--no-cache"],
+    ).stdout  # fmt: skip
+    lines = text.splitlines()
+    assert lines[3].startswith("headline kernel time -24.60%, step time")
+    assert "largest moves by op: add -" in lines[3]

@@ -135,3 +135,37 @@ def test_conv2d_against_counted_positions(
         return
     assert work is not None
     assert (work.flops, work.bytes) == want
+
+
+def _model(name: str, dims: object, types: list[str], concrete: object = None) -> object:
+    from traceview.analyses.ops.flops import model_work
+
+    raw = json.dumps(concrete).encode() if concrete is not None else b""
+    return model_work(name, json.dumps(dims).encode(), json.dumps(types).encode(), raw)
+
+
+def test_model_flops_conventions() -> None:
+    """Model FLOPs (docs/metrics.md "Model FLOPs and MFU"): attention dense whatever the
+    causal flag, backward 2× forward (q at 1, heads first or sequence first); a convolution's
+    backward 2× its forward."""
+    q = [4, 8, 256, 64]  # [B, H, S, D]
+    dense = 4 * 4 * 8 * 256 * 256 * 64
+    causal = ["", "", "", "", "0.", "True", "", "False"]
+    sdpa = _model("aten::scaled_dot_product_attention", [q] * 3, ["c10::BFloat16"] * 3, causal)
+    assert sdpa is not None and sdpa.flops == dense  # no causal discount
+    ops_view = _work("aten::scaled_dot_product_attention", [q] * 3, ["c10::BFloat16"] * 3, causal)
+    assert ops_view is not None and ops_view.flops == dense // 2  # ops counts what runs
+    back = _model("aten::_scaled_dot_product_flash_attention_backward",
+                  [q] * 5, ["c10::BFloat16"] * 5)  # fmt: skip
+    assert back is not None and back.flops == 2 * dense
+    seq_first = [4, 256, 8, 64]  # [B, S, H, D]
+    flash = _model("aten::_flash_attention_backward", [seq_first] * 5, ["c10::Half"] * 5)
+    assert flash is not None and (flash.flops, flash.dtype) == (2 * dense, "c10::Half")
+    conv = _model(
+        "aten::convolution_backward",
+        [[10, 64, 56, 56], [10, 64, 56, 56], [64, 64, 3, 3], [], [], [], [], [], [], [], []],
+        ["c10::BFloat16"] * 3 + ["ScalarList"] * 4 + ["Scalar", "ScalarList", "Scalar", ""],
+        ["", "", "", "[64]", "[1, 1]", "[1, 1]", "[1, 1]", "False", "[0, 0]", "1", ""],
+    )
+    assert conv is not None and conv.flops == 2 * 2_312_110_080
+    assert _model("aten::add", [[4], [4]], ["float"] * 2) is None  # no matmul work: no rule

@@ -60,10 +60,10 @@ def _reference_shares(path: Path) -> dict[str, tuple[int, int]]:
     """Per op: (kernels sharing it, summed share in ns)."""
     _, events = reference.load_trace(path)
     out: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    for kernel, leaf, _ in reference.op_links(events):
+    for kernel, leaf in reference.fusion_leaves(events):
         dur = reference.dur_ns(kernel)
         ops = fused_ops(reference.event_name(kernel)) or (
-            "(no op)" if leaf is None else leaf.removeprefix("aten::"),
+            "(no op)" if leaf is None else reference.fused_op_label(leaf),
         )
         for i, op in enumerate(ops):
             out[op][0] += 1

@@ -50,6 +50,8 @@ def test_step_devices_match_reference(real_trace: RealTrace) -> None:
             )
             for device, v in expected["devices"].items()
         }, row.step
+    times = ref.step_times(want)
+    assert {r.step: (r.step_ns, "gpu" if r.gpu_paced else "cpu") for r in rows} == times
 
 
 def test_every_command_reports_the_same_step_device_figures(real_trace: RealTrace) -> None:

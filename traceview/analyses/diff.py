@@ -19,7 +19,15 @@ from traceview import __version__
 from traceview.analyses.core.categories import by_name
 from traceview.analyses.core.names import display_names, short_names
 from traceview.analyses.core.steps import Steps, describe_ranges, pick_steps, step_ranges
-from traceview.analyses.snapshot import Snapshot, SnapshotTrace, StepStat, digest
+from traceview.analyses.explain import OTHER_KERNELS, Explain, explain
+from traceview.analyses.snapshot import (
+    KernelStat,
+    OtherKernels,
+    Snapshot,
+    SnapshotTrace,
+    StepStat,
+    digest,
+)
 from traceview.choices import DiffGroupBy, check_choice
 from traceview.errors import UsageError
 
@@ -40,6 +48,8 @@ class DiffOptions:
     top: int = 20
     allow_empty_baseline: bool = False
     group_by: DiffGroupBy = DiffGroupBy.NAME  # by name, short name, category or launching op
+    explain: bool = False  # the change in median step time as a waterfall of exact parts
+    new_steps: Steps = ()  # NEW's steps when they differ from BASE's (two ranges of one trace)
 
 
 @dataclass(frozen=True)
@@ -157,6 +167,20 @@ class Gate:
         return not self.failures
 
 
+HEADLINE_MOVES = 3  # the largest moves the headline names
+
+
+@dataclass(frozen=True)
+class Headline:
+    """What a reader needs first: the change of kernel time and of step time (%), and the
+    groups (kernels, ops, …, as compared) whose time moved most, new and vanished included,
+    by |Δ time|."""
+
+    kernel_time_pct: float | None
+    step_time_pct: float | None
+    moves: tuple[KernelChange, ...]
+
+
 @dataclass(frozen=True)
 class DiffReport:
     """The result of ``traceview diff``: every rendering reads this one object."""
@@ -172,6 +196,8 @@ class DiffReport:
     gate: Gate
     options: DiffOptions
     notes: tuple[str, ...]
+    headline: Headline | None = None
+    explain: Explain | None = None
 
 
 @dataclass(frozen=True)
@@ -196,6 +222,8 @@ def percent_change(before: float | None, after: float | None) -> float | None:
 
 def check_options(options: DiffOptions) -> None:
     """Reject option values that make no sense, before any file is read."""
+    if options.new_steps and not options.steps:
+        raise UsageError("--new-pstep: give BASE's steps with --pstep too")
     if options.min_share_pct > 100:
         raise UsageError(f"--min-share {options.min_share_pct:g}%: must be at most 100%")
     if options.min_time_ns < 0:
@@ -208,14 +236,15 @@ def check_options(options: DiffOptions) -> None:
 def compare(base: Side, new: Side, options: DiffOptions) -> DiffReport:
     """Figures, per-kernel changes (by |Δ time|), new and vanished kernels, and the gate."""
     check_options(options)
-    if options.group_by == "op":
-        _check_ops(base, "BASE")
-        _check_ops(new, "NEW")
-    b_idx, n_idx = _select(base, "BASE", options.steps), _select(new, "NEW", options.steps)
+    if options.group_by in ("op", "fused-op"):
+        _check_ops(base, "BASE", options.group_by)
+        _check_ops(new, "NEW", options.group_by)
+    b_idx = _select(base, "BASE", options.steps)
+    n_idx = _select(new, "NEW", options.new_steps or options.steps)
     if min(len(b_idx), len(n_idx)) >= MIN_STEPS_FOR_MEDIAN:
         mode = "median"
     else:
-        mode = "steps" if options.steps else "total"
+        mode = "steps" if options.steps or options.new_steps else "total"
     if options.steps:  # every step asked for is on both sides: the base's are the ones compared
         options = replace(options, steps=tuple(base.snapshot.steps[i].step for i in b_idx))
     b = _figures(base.snapshot, b_idx, mode, options.group_by)
@@ -228,6 +257,14 @@ def compare(base: Side, new: Side, options: DiffOptions) -> DiffReport:
         Change("idle_us", "GPU idle (µs)", b.idle_us, a.idle_us),
         Change("step_time_us", "step time (µs)", b.step_time_us, a.step_time_us),
     )
+    waterfall = None
+    if options.explain:
+        _check_parts(base, "BASE")
+        _check_parts(new, "NEW")
+        by = options.group_by
+        waterfall = explain(
+            base.snapshot, new.snapshot, b_idx, n_idx, lambda snap: _explain_groups(snap, by)
+        )
     top = options.top or None
     base_view = _view(base, b_idx if mode != "total" else [], b_idx)
     new_view = _view(new, n_idx if mode != "total" else [], n_idx)
@@ -244,18 +281,49 @@ def compare(base: Side, new: Side, options: DiffOptions) -> DiffReport:
             "new": len(added) - len(added[:top]),
             "vanished": len(gone) - len(gone[:top]),
         },
-        gate=_gate(options, figures, changed),
+        gate=_gate(options, figures, changed, waterfall),
         options=options,
         notes=tuple(_notes(base, new, hidden) + _cpu_bound_notes(base_view, new_view)),
+        headline=_headline(figures, [*changed, *added, *gone]),
+        explain=waterfall,
     )
 
 
-def _check_ops(side: Side, which: str) -> None:
-    """``--group-by op`` needs the kernels by launching op, which only a trace read with its
-    CPU ops gives (a snapshot file has none)."""
-    if not side.snapshot.ops and side.snapshot.totals.count:
+def _check_parts(side: Side, which: str) -> None:
+    """``--explain`` needs each step's time in parts, which only a trace gives."""
+    if not side.snapshot.step_parts:
         raise UsageError(
-            f"--group-by op: {which} {side.path} is a {side.source} without launching ops "
+            f"--explain: {which} {side.path} is a {side.source} without step parts (snapshot "
+            "files keep none; a trace with 1+ steps has them): diff the traces themselves"
+        )
+
+
+def _explain_groups(snap: Snapshot, group_by: str) -> dict[str, list[KernelStat | OtherKernels]]:
+    """Each group's kernel rows, as the diff groups them; the kernels below the snapshot's
+    cut as one group (every kernel is in one group)."""
+    by_name = {k.name: k for k in (_by_op(snap, group_by) if _ops(group_by) else snap.kernels)}
+    out: dict[str, list[KernelStat | OtherKernels]] = {
+        key: [by_name[n] for n in names] for key, names in _members(snap, group_by).items()
+    }
+    if not _ops(group_by) and snap.other.count:
+        out[OTHER_KERNELS] = [snap.other]
+    return out
+
+
+def _headline(figures: tuple[Change, ...], rows: list[KernelChange]) -> Headline:
+    by_key = {f.key: f for f in figures}
+    moved = sorted((r for r in rows if r.delta_us), key=lambda r: (-abs(r.delta_us), r.name))
+    return Headline(
+        by_key["kernel_time_us"].pct, by_key["step_time_us"].pct, tuple(moved[:HEADLINE_MOVES])
+    )
+
+
+def _check_ops(side: Side, which: str, group_by: str) -> None:
+    """``--group-by op`` / ``fused-op`` need the kernels by launching / fused op, which only a
+    trace read with its CPU ops gives (a snapshot file has none)."""
+    if not _by_op(side.snapshot, group_by) and side.snapshot.totals.count:
+        raise UsageError(
+            f"--group-by {group_by}: {which} {side.path} is a {side.source} without launching ops "
             "(only a single trace, read with its CPU ops, has them); diff the traces themselves"
         )
 
@@ -296,10 +364,10 @@ def _select(side: Side, which: str, steps: Steps) -> list[int]:
 def _figures(snap: Snapshot, idx: list[int], mode: str, group_by: str) -> _Figures:
     """One side's figures: whole-trace totals, sums over steps, or per-step medians; kernels
     by exact name, or summed per short name or category (per step, before any median)."""
-    durations = [snap.steps[i].duration_us for i in idx]
+    durations = [_step_time(snap.steps[i]) for i in idx]
     step_time = float(np.median(durations)) if durations else None
     members = _members(snap, group_by)
-    by_name = {k.name: k for k in (snap.ops if group_by == "op" else snap.kernels)}
+    by_name = {k.name: k for k in (_by_op(snap, group_by) if _ops(group_by) else snap.kernels)}
     if mode == "total":
         t = snap.totals
         kernels = {}
@@ -331,11 +399,20 @@ def _figures(snap: Snapshot, idx: list[int], mode: str, group_by: str) -> _Figur
     )
 
 
+def _by_op(snap: Snapshot, group_by: str) -> tuple[KernelStat, ...]:
+    """The snapshot's rows by launching op or by fused op."""
+    return snap.fused_ops if group_by == "fused-op" else snap.ops
+
+
+def _ops(group_by: str) -> bool:
+    return group_by in ("op", "fused-op")
+
+
 def _members(snap: Snapshot, group_by: str) -> dict[str, list[str]]:
     """Kernel key → the full names it stands for. Categories come from the kernel name rules
     alone: a snapshot has no CPU ops to link; launching ops are the snapshot's ``ops``."""
-    names = [k.name for k in (snap.ops if group_by == "op" else snap.kernels)]
-    if group_by in ("name", "op"):
+    names = [k.name for k in (_by_op(snap, group_by) if _ops(group_by) else snap.kernels)]
+    if group_by in ("name", "op", "fused-op"):
         return {n: [n] for n in names}
     keys = short_names(names) if group_by == "short" else [by_name(n) for n in names]
     members: dict[str, list[str]] = {}
@@ -356,7 +433,7 @@ def _kernel_changes(
     gone: list[KernelChange] = []
     hidden = 0
     names = sorted(b.kernels.keys() | a.kernels.keys())
-    merged = options.group_by in ("short", "category", "op")
+    merged = options.group_by in ("short", "category", "op", "fused-op")
     shown = {n: n for n in names} if merged else display_names(names)
     for name in names:
         before, after = b.kernels.get(name), a.kernels.get(name)
@@ -416,8 +493,14 @@ def _kernel_change(
     )
 
 
-def _gate(options: DiffOptions, figures: tuple[Change, ...], changed: list[KernelChange]) -> Gate:
-    """Every failed check: total kernel time, each gated kernel, device idle time."""
+def _gate(
+    options: DiffOptions,
+    figures: tuple[Change, ...],
+    changed: list[KernelChange],
+    waterfall: Explain | None = None,
+) -> Gate:
+    """Every failed check: total kernel time, each gated kernel, device idle time, and with
+    ``--explain`` each part of the step time's change (its Δ as a % of the base step time)."""
     by_key = {f.key: f for f in figures}
     failures: list[Failure] = []
     limit = options.max_regression_pct
@@ -425,6 +508,14 @@ def _gate(options: DiffOptions, figures: tuple[Change, ...], changed: list[Kerne
     if limit is not None:
         failures += _exceeds(by_key["kernel_time_us"], "kernel_time", limit, empty_ok)
         failures += [_kernel_failure(k, limit) for k in changed if k.regressed]
+        if waterfall is not None and waterfall.base_ns > 0:
+            base_us = waterfall.base_ns / 1000
+            for p in waterfall.parts:
+                pct = 100 * p.delta_ns / waterfall.base_ns
+                if pct > limit:
+                    after = base_us + p.delta_ns / 1000
+                    name = f"{p.group} ({p.kind})"
+                    failures.append(Failure("part", name, base_us, after, pct, limit, name))
     if options.max_idle_regression_pct is not None:
         failures += _exceeds(by_key["idle_us"], "idle", options.max_idle_regression_pct, empty_ok)
     return Gate(
@@ -470,6 +561,12 @@ def _view(side: Side, idx: list[int], compared: list[int]) -> SideView:
     )
 
 
+def _step_time(step: StepStat) -> float:
+    """A step's time (µs): GPU-paced where the GPU set the pace; a snapshot file made before
+    snapshots kept it: the CPU step's duration."""
+    return step.duration_us if step.step_time_us is None else step.step_time_us
+
+
 def _busy(step: StepStat) -> float:
     """A step's GPU busy time (µs), its devices' summed."""
     return sum(d.busy_us for d in step.devices)
@@ -508,8 +605,10 @@ __all__ = [
     "Change",
     "DiffOptions",
     "DiffReport",
+    "Explain",
     "Failure",
     "Gate",
+    "Headline",
     "KernelChange",
     "Side",
     "SideView",

@@ -20,7 +20,7 @@ from traceview.aggregate.order import dense_ids
 from traceview.aggregate.percentiles import nearest_rank
 from traceview.analyses.core.categories import CATEGORIES, categorize
 from traceview.analyses.core.devices import usage
-from traceview.analyses.core.fused import fused_op_shares, fused_ops, op_groups
+from traceview.analyses.core.fused import fused_op_shares, fused_ops, fusion_leaf, op_groups
 from traceview.analyses.core.in_us import us_fields
 from traceview.analyses.core.names import display_names, display_names_in_order, short_names
 from traceview.analyses.core.oplinks import link_ops
@@ -278,7 +278,11 @@ def fused_op_groups(
     kernel wholly its leaf op's)."""
     rows = np.flatnonzero(mask)
     links = link_ops(events) if len(events.cpu) else None
-    leaf = np.full(len(rows), -1, dtype=np.int64) if links is None else links.leaf[rows]
+    leaf = (
+        np.full(len(rows), -1, dtype=np.int64)
+        if links is None
+        else fusion_leaf(events, links, rows)
+    )
     shares = fused_op_shares(events, rows, leaf)
     used, group = dense_ids(shares.label, len(shares.labels))
     return [shares.labels[i] for i in used.tolist()], group, shares.share

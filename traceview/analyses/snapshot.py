@@ -28,6 +28,9 @@ import numpy as np
 
 from traceview import __version__
 from traceview.aggregate import sums
+from traceview.analyses.core.fused import fused_op_shares, fusion_leaf
+from traceview.analyses.core.oplinks import link_ops
+from traceview.analyses.core.step_parts import StepParts, step_parts
 from traceview.analyses.core.steps import StepRow, StepRows, Window, step_table, step_windows
 from traceview.analyses.core.trace import TraceSummary
 from traceview.analyses.gaps import GapOptions, device_idle
@@ -100,6 +103,7 @@ class StepStat:
     gpu_busy_pct: float
     gpu_only: bool
     devices: tuple[StepDeviceStat, ...] = ()
+    step_time_us: float | None = None  # GPU-paced where the GPU set the pace (None: older files)
 
 
 @dataclass(frozen=True)
@@ -179,6 +183,8 @@ class Snapshot:
     kernels: tuple[KernelStat, ...]
     other: OtherKernels
     ops: tuple[KernelStat, ...] = ()  # by launching op (diff --group-by op); () when not made
+    fused_ops: tuple[KernelStat, ...] = ()  # by fused op (diff --group-by fused-op); () likewise
+    step_parts: tuple[StepParts, ...] = ()  # per step its time in parts (diff --explain)
 
 
 _DIGEST_BYTES = 6
@@ -196,9 +202,13 @@ def build_snapshot(
     max_steps: int = MAX_STEPS,
     max_stored: int = MAX_STORED,
     ops: bool = False,
+    fused: bool = False,
+    parts: bool = False,
 ) -> Snapshot:
     """Summarise a read trace (kernels only; idle counts kernel, memcpy and memset as busy);
-    with ``ops`` (a trace read with its CPU rows), the kernels by launching op too."""
+    with ``ops`` (a trace read with its CPU rows), the kernels by launching op too; with
+    ``fused``, by fused op (analyses.core.fused: Inductor kernels shared among their ops);
+    with ``parts``, each step's time in parts (analyses.core.step_parts, diff --explain)."""
     # Rows only for the kernels that can be stored: with 10^6 names, a row each costs seconds.
     # A snapshot stores full names only: no display names (a pass over every distinct name).
     report = analyse_kernels(
@@ -218,6 +228,8 @@ def build_snapshot(
     of_rows = partial(_name_slots, slot, events.gpu.name)
     counts, totals = _step_sums(events, step_rows, len(steps), of_rows, len(stored))
     by_op = _op_stats(events, rows_by, [windows[s.step] for s in steps]) if ops else ()
+    by_fused = _fused_stats(events, rows_by, [windows[s.step] for s in steps]) if fused else ()
+    split = tuple(step_parts(events, steps, [windows[s.step] for s in steps])) if parts else ()
     del slot, of_rows, rows_by, step_rows
     return Snapshot(
         kind=KIND,
@@ -254,6 +266,8 @@ def build_snapshot(
             digests=_digest_texts(digests),  # made last: the rest is freed by now
         ),
         ops=by_op,
+        fused_ops=by_fused,
+        step_parts=split,
     )
 
 
@@ -279,6 +293,35 @@ def _op_stats(
     slot[kernels] = np.array([column[label] for label in labels], dtype=np.int64)[group]
     step_rows = (rows_by.within(w) for w in windows)
     counts, totals = _step_sums(events, step_rows, len(windows), lambda r: slot[r], len(rows))
+    return tuple(kernel_stat(row, counts[:, i], totals[:, i]) for i, row in enumerate(rows))
+
+
+def _fused_stats(
+    events: TraceEvents, rows_by: StepRows, windows: list[Window]
+) -> tuple[KernelStat, ...]:
+    """Every fused op's row (analyses.kernels ``--group-by fused-op``) with its count and
+    time (the shares of the kernels it ran in) in each step."""
+    report = analyse_kernels(
+        events, KernelOptions(sort=KernelSort.TOTAL, top=0, group_by=KernelGroupBy.FUSED_OP)
+    )
+    rows = list(report.rows)
+    column = {row.name: i for i, row in enumerate(rows)}
+    member, owner = rows_by.members(windows)
+    kernel = events.gpu.kind[member] == KERNEL
+    member, owner = member[kernel], owner[kernel]
+    leaf = (
+        fusion_leaf(events, link_ops(events), member)
+        if len(events.cpu)
+        else np.full(len(member), -1)
+    )
+    shares = fused_op_shares(events, member, leaf)
+    of_label = np.array([column.get(x, len(rows)) for x in shares.labels] + [len(rows)])
+    col = of_label[shares.label]
+    step = owner[shares.row]
+    counts = np.zeros((len(windows), len(rows) + 1), dtype=np.int64)
+    totals = np.zeros((len(windows), len(rows) + 1), dtype=np.int64)
+    np.add.at(counts, (step, col), 1)
+    np.add.at(totals, (step, col), shares.share)
     return tuple(kernel_stat(row, counts[:, i], totals[:, i]) for i, row in enumerate(rows))
 
 
@@ -362,6 +405,7 @@ def _step_stat(row: StepRow) -> StepStat:
         idle_us=(window - busy) / 1000,
         gpu_busy_pct=round(100.0 * busy / window, 3) if window else 0.0,
         gpu_only=row.gpu_only,
+        step_time_us=row.step_ns / 1000,
         devices=tuple(
             StepDeviceStat(
                 d.device,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -29,6 +30,7 @@ from traceview.analyses.core.phase_figures import PhaseReport, counted, phase_re
 from traceview.analyses.core.steps import StepRow
 from traceview.analyses.core.trace import TraceSummary
 from traceview.analyses.memory import MemoryReport, analyse_memory
+from traceview.analyses.ops.model_flops import Mfu, model_flops, trace_peaks
 from traceview.analyses.ops.view import OpOptions, OpRow, analyse_ops
 from traceview.columns.model import TraceEvents
 from traceview.columns.packed_names import subset
@@ -106,14 +108,30 @@ class StepDeviceFigures:
 
 @dataclass(frozen=True)
 class Steps:
+    """The counted steps: how many, the median of their CPU durations and of their step
+    times (GPU-paced where a device ran behind the CPU: docs/metrics.md "Step time"), how
+    many the GPU paced, and per device its figures."""
+
     count: int
     median_cpu_ns: int | None
     devices: tuple[StepDeviceFigures, ...]
+    median_step_ns: int | None = None
+    gpu_paced: int = 0
+
+    @property
+    def paced_by(self) -> str:
+        """``gpu`` when the GPU set the pace of most counted steps, else ``cpu``."""
+        return "gpu" if 2 * self.gpu_paced > self.count else "cpu"
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "count": self.count,
             "median_cpu_dur_us": None if self.median_cpu_ns is None else self.median_cpu_ns / 1000,
+            "median_step_time_us": (
+                None if self.median_step_ns is None else self.median_step_ns / 1000
+            ),
+            "paced_by": self.paced_by,
+            "gpu_paced_steps": self.gpu_paced,
             "devices": [d.as_dict() for d in self.devices],
         }
 
@@ -133,6 +151,7 @@ class Overview:
     notes: list[str] = field(default_factory=list)
     memory: MemoryReport | None = None  # the allocator's peaks (traceview memory)
     phases: PhaseReport | None = None  # per-phase step figures, steady state, degenerate steps
+    mfu: Mfu | None = None  # model FLOPs utilisation over the counted steps
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -147,17 +166,21 @@ class Overview:
             "hints": [h.as_dict() for h in self.hints],
             "notes": list(self.notes),
             "memory": None if self.memory is None else self.memory.summary_dict(),
+            "mfu": None if self.mfu is None else self.mfu.as_dict(),
             **_phases_json(self.phases),
         }
 
 
 def overview(
-    events: TraceEvents, shared: Shared | None = None, include_warmup: bool = False
+    events: TraceEvents,
+    shared: Shared | None = None,
+    include_warmup: bool = False,
+    peaks_file: Path | None = None,
 ) -> Overview:
     """Everything ``summary`` shows, from one read of the trace (CPU rows included);
     ``shared``: the op links, op calls, device usage and gaps and step table, when the
     caller has them already. Step medians leave out degenerate steps, and warm-up and
-    capture steps unless ``include_warmup``."""
+    capture steps unless ``include_warmup``; ``peaks_file``: a ``--peaks`` file for MFU."""
     shared = work_out(events) if shared is None else shared
     links, usage, gaps = shared.links, shared.usage, shared.gaps
     category = shared.category
@@ -170,7 +193,11 @@ def overview(
     facts = hint_rules.Facts(
         events, links, category, devices, usage, gaps, ops.rows, memory, shared.graphs
     )
-    steps = _steps(counted(shared.step_rows, include_warmup))
+    kept = counted(shared.step_rows, include_warmup)
+    steps = _steps(kept)
+    flops = model_flops(
+        events, links, category, shared.step_rows, shared.launch, trace_peaks(events, peaks_file)
+    )
     phases = phase_report(events, shared.step_rows, gaps, include_warmup)
     return Overview(
         trace=shared.trace,
@@ -184,6 +211,7 @@ def overview(
         notes=_notes(events, phases),
         memory=memory,
         phases=phases,
+        mfu=flops.summary(kept),
     )
 
 
@@ -284,5 +312,7 @@ def _steps(rows: list[StepRow]) -> Steps:
         )
         for device, found in per_device.items()
     )
-    cpu = np.array([r.cpu_end_ns - r.cpu_start_ns for r in rows], dtype=np.int64)
-    return Steps(len(rows), _median(cpu), devices)
+    cpu = np.array([r.cpu_ns for r in rows], dtype=np.int64)
+    paced = np.array([r.step_ns for r in rows], dtype=np.int64)
+    gpu_paced = sum(1 for r in rows if r.gpu_paced)
+    return Steps(len(rows), _median(cpu), devices, _median(paced), gpu_paced)

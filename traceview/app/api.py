@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from traceview.analyses.energy import EnergyReport
     from traceview.analyses.gaps import GapReport
     from traceview.analyses.kernels import KernelReport
+    from traceview.analyses.ops.model_flops import ModelFlops
     from traceview.analyses.ops.view import OpReport
     from traceview.analyses.summary import Overview
     from traceview.analyses.unique import UniqueReport
@@ -44,6 +45,7 @@ class StepsReport:
 
     trace: TraceSummary
     rows: list[StepRow]
+    flops: ModelFlops | None = None  # model FLOPs, MFU and tokens per step
 
 
 class Tabular:
@@ -290,11 +292,13 @@ class Trace:
         """``traceview steps``."""
         from traceview.analyses.core.steps import step_table
         from traceview.analyses.core.trace import summarize
+        from traceview.analyses.ops.model_flops import steps_model_flops
         from traceview.render import steps as render
 
         events = self._read()
-        report = StepsReport(summarize(events), step_table(events))
-        return _with_forms(report, lambda r: render.document(r.trace, r.rows, 0))
+        rows = step_table(events)
+        report = StepsReport(summarize(events), rows, steps_model_flops(events, rows))
+        return _with_forms(report, lambda r: render.document(r.trace, r.rows, 0, r.flops))
 
     def summary(self) -> Overview:
         """``traceview summary``."""

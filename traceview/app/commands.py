@@ -104,18 +104,26 @@ def kernels(
 
 
 @_command
-def steps(path: Path, read: ReadOptions, out: OutputOptions, top: int) -> None:
-    """``traceview steps``; ``top``: steps in the table (0: all; JSON and CSV hold all)."""
+def steps(
+    path: Path, read: ReadOptions, out: OutputOptions, top: int, peaks: Path | None = None
+) -> None:
+    """``traceview steps``; ``top``: steps in the table (0: all; JSON and CSV hold all);
+    ``peaks``: a ``--peaks`` file for MFU."""
     from traceview.analyses.core.steps import step_table
     from traceview.analyses.core.trace import summarize
+    from traceview.analyses.ops.model_flops import steps_model_flops
+    from traceview.analyses.ops.peaks import load_peaks_file
     from traceview.render import steps as render_steps
 
     _check_format(out.format)
     check_save(out, (path,))
-    events = read_trace(path, read, phases=True)
+    if peaks is not None:
+        load_peaks_file(peaks)  # a wrong file is said before the trace is read
+    events = read_trace(path, read, keep_cpu=True, phases=True)
     rows = step_table(events)
+    flops = steps_model_flops(events, rows, peaks)
     trace = summarize(events)
-    show(out, render_steps.document(trace, rows, top), (path,))
+    show(out, render_steps.document(trace, rows, top, flops), (path,))
 
 
 @_command
@@ -175,18 +183,23 @@ def summary(
     out: OutputOptions,
     phase: str | None = None,
     include_warmup: bool = False,
+    peaks: Path | None = None,
 ) -> None:
     """``traceview summary``; ``phase``: only the GPU work of that phase's steps;
-    ``include_warmup``: warm-up and capture steps counted in the step medians."""
+    ``include_warmup``: warm-up and capture steps counted in the step medians; ``peaks``:
+    a ``--peaks`` file for MFU."""
+    from traceview.analyses.ops.peaks import load_peaks_file
     from traceview.analyses.summary import overview
     from traceview.render import summary as render_overview
 
     check_choice("--format", out.format, DocumentFormat)
     check_save(out, (path,))
+    if peaks is not None:
+        load_peaks_file(peaks)  # a wrong file is said before the trace is read
     events = _of_phase(read_trace(path, read, keep_cpu=True, phases=True), phase)
     if _nothing_to_show(events, out):
         return
-    report = overview(events, include_warmup=include_warmup)
+    report = overview(events, include_warmup=include_warmup, peaks_file=peaks)
     show(out, render_overview.document(report), (path,))
 
 
@@ -313,23 +326,29 @@ def diff(
     if base == new == Path("-"):
         raise UsageError("diff: only one side can be read from stdin (-)")
     check_save(out, (base, new))
-    ops = options.group_by == "op"
-    report = compare(_diff_side(base, read, ops), _diff_side(new, read, ops), options)
+    group, parts = options.group_by, options.explain
+    sides = [_diff_side(p, read, group == "op", group == "fused-op", parts) for p in (base, new)]
+    report = compare(sides[0], sides[1], options)
     show(out, render_diff.document(report, out.verbose), (base, new))
     if not report.gate.passed:
         raise TraceviewError(render_diff.failure_message(report, out.verbose))
 
 
-def _diff_side(path: Path, read: ReadOptions, ops: bool = False) -> Side:
+def _diff_side(
+    path: Path, read: ReadOptions, ops: bool = False, fused: bool = False, parts: bool = False
+) -> Side:
     """A diff input: a snapshot (recognised by its content) or a trace, snapshotted here
-    (``ops``: read with its CPU ops, its kernels by launching op too)."""
+    (``ops`` / ``fused``: read with its CPU ops, its kernels by launching op / fused op too;
+    ``parts``: each step's time in parts, for --explain)."""
     from traceview.analyses.diff import Side
     from traceview.analyses.snapshot import build_snapshot
     from traceview.app.snapshot_file import is_snapshot, load_snapshot
 
     if is_snapshot(path):
         return Side(str(path), "snapshot", load_snapshot(path))
-    return Side(str(path), "trace", build_snapshot(read_trace(path, read, keep_cpu=ops), ops=ops))
+    events = read_trace(path, read, keep_cpu=ops or fused)
+    snapshot = build_snapshot(events, ops=ops, fused=fused, parts=parts)
+    return Side(str(path), "trace", snapshot)
 
 
 @_command

@@ -46,8 +46,8 @@ def to_json(snapshot: Snapshot) -> str:
     lines = []
     for f in fields(snapshot):
         value = getattr(snapshot, f.name)
-        if f.name == "ops" and not value:
-            continue  # made only for diff --group-by op: files stay as they were
+        if f.name in ("ops", "fused_ops", "step_parts") and not value:
+            continue  # made only for diff --group-by op / fused-op: files stay as they were
         if isinstance(value, tuple) and value:
             items = ",\n".join("  " + orjson.dumps(v).decode() for v in value)
             lines.append(f'"{f.name}": [\n{items}\n]')
@@ -242,6 +242,7 @@ def _inconsistency(snapshot: Snapshot) -> str | None:
     parts: list[tuple[str, KernelStat | OtherKernels]] = [
         *((f"kernels[{i}]", k) for i, k in enumerate(snapshot.kernels)),
         *((f"ops[{i}]", k) for i, k in enumerate(snapshot.ops)),
+        *((f"fused_ops[{i}]", k) for i, k in enumerate(snapshot.fused_ops)),
     ]
     for where, k in [*parts, ("other", snapshot.other)]:
         if len(k.step_counts) != n or len(k.step_totals_us) != n:

@@ -73,6 +73,14 @@ Wide = Annotated[
 ]
 Top = Annotated[int, typer.Option("--top", "-t", min=0, help="Rows to show; 0 = all.")]
 Force = Annotated[bool, typer.Option("--force", help="Overwrite the --output file if it exists.")]
+PeaksFile = Annotated[
+    Path | None,
+    typer.Option(
+        "--peaks",
+        help="JSON or TOML file of GPU peaks (TFLOP/s per dtype, TB/s) used before the "
+        "built-in table; see docs/metrics.md.",
+    ),
+]
 Save = Annotated[
     Path | None,
     typer.Option(

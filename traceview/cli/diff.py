@@ -67,6 +67,14 @@ def diff(
         str | None,
         typer.Option("--pstep", help="Compare only these ProfilerSteps (both sides): N, N-M, N,M."),
     ] = None,
+    new_pstep: Annotated[
+        str | None,
+        typer.Option(
+            "--new-pstep",
+            help="NEW's steps, when they differ from --pstep (BASE's): two step ranges of one "
+            "trace, e.g. diff t.json t.json --pstep 3-5 --new-pstep 6-8.",
+        ),
+    ] = None,
     top: Annotated[
         int, typer.Option("--top", "-t", min=0, help="Kernel rows per table; 0 = all.")
     ] = 20,
@@ -85,9 +93,20 @@ def diff(
             help="Compare kernels by exact name, or by short name (template instantiations "
             "summed: a kernel whose template arguments changed is not new), or by category "
             "(from kernel names; the gate applies per category), or by launching op (traces "
-            "only; torch.compile's regions as one op): name, short, category, op.",
+            "only; torch.compile's regions as one op), or by fused op (traces only: an "
+            "Inductor kernel shared among the ops its name says it fused, any other kernel "
+            "under its launching op): name, short, category, op, fused-op.",
         ),
     ] = choices.DiffGroupBy.NAME,
+    explain: Annotated[
+        bool,
+        typer.Option(
+            "--explain",
+            help="Two traces: split the change in median step time into parts that add up to "
+            "it exactly (kernel time by --group-by group, copies, overlap, idle by cause), a "
+            "waterfall; --max-regression then gates each part (% of the base step time).",
+        ),
+    ] = False,
     verbose: Verbose = False,
     wide: Wide = False,
     fmt: Annotated[
@@ -119,6 +138,7 @@ def diff(
 
     options = DiffOptions(
         steps=tuple(parse_steps(pstep)) if pstep else (),
+        new_steps=tuple(parse_steps(new_pstep)) if new_pstep else (),
         max_regression_pct=(
             parse_percent(max_regression, "--max-regression") if max_regression else None
         ),
@@ -132,6 +152,7 @@ def diff(
         top=top,
         allow_empty_baseline=allow_empty_baseline,
         group_by=group_by,
+        explain=explain,
     )
     out = commands.OutputOptions(fmt, verbose, force=force, wide=wide, save=save)
     check_options(options)  # before a side is opened: telling a run from a pipe reads it

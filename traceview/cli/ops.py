@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -11,6 +10,7 @@ from traceview import choices
 from traceview.cli.common import (
     Force,
     Format,
+    PeaksFile,
     Phase,
     Save,
     Top,
@@ -41,14 +41,7 @@ def ops(
             help="One row per op name (op), or per op name, Input Dims and Input type (op+shapes).",
         ),
     ] = choices.OpGroupBy.OP,
-    peaks: Annotated[
-        Path | None,
-        typer.Option(
-            "--peaks",
-            help="JSON or TOML file of GPU peaks (TFLOP/s per dtype, TB/s) used before the "
-            "built-in table; see docs/metrics.md.",
-        ),
-    ] = None,
+    peaks: PeaksFile = None,
     fmt: Format = choices.Format.TABLE,
     save: Save = None,
     force: Force = False,

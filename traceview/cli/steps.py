@@ -11,6 +11,7 @@ from traceview import choices
 from traceview.cli.common import (
     Force,
     Format,
+    PeaksFile,
     Save,
     command,
 )
@@ -40,14 +41,16 @@ def steps(
             "hold every step.",
         ),
     ] = 100,
+    peaks: PeaksFile = None,
 ) -> None:
     """The ProfilerSteps (else a serving framework's step markers): phase, CPU duration,
     kernels launched, and per device the GPU window, busy %, idle and how far the GPU runs
-    behind the CPU."""
+    behind the CPU; the step time (the GPU's period where it sets the pace), and from the
+    recorded shapes model FLOPs, MFU and tokens per step."""
     from traceview.app import commands, runs
 
     out = commands.OutputOptions(fmt, force=force, save=save)
     if runs.is_run(trace, run):
         runs.steps(trace, replace(run, per_rank=per_rank), read, out, top)
     else:
-        commands.steps(trace[0], read, out, top)
+        commands.steps(trace[0], read, out, top, peaks)

@@ -9,6 +9,7 @@ import typer
 from traceview import choices
 from traceview.cli.common import (
     Force,
+    PeaksFile,
     Phase,
     Save,
     Trace,
@@ -37,6 +38,7 @@ def summary(
             "default, and said so).",
         ),
     ] = False,
+    peaks: PeaksFile = None,
     read: ReadOptions = FROM_FLAGS,
 ) -> None:
     """One screen: per device where the time went (categories, communication, copies, idle),
@@ -44,4 +46,4 @@ def summary(
     from traceview.app import commands
 
     out = commands.OutputOptions(fmt, force=force, save=save)
-    commands.summary(trace, read, out, phase, include_warmup)
+    commands.summary(trace, read, out, phase, include_warmup, peaks)

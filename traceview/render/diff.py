@@ -6,9 +6,11 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
+from traceview.analyses.core.names import display_names
 from traceview.analyses.diff import (
     Change,
     DiffReport,
+    Explain,
     Failure,
     KernelChange,
     SideView,
@@ -36,10 +38,83 @@ def summary_lines(report: DiffReport) -> list[str]:
     """Header: the two sides, how they are compared, warnings and notes."""
     lines = [_side_line("base", report.base), _side_line("new", report.new)]
     lines.append(f"compare  {_compare(report)}")
+    lines += headline_lines(report)
+    lines += explain_lines(report.explain, report.options.group_by == "name")
     for which, side in (("base", report.base), ("new", report.new)):
         lines += [f"warning  {which}: {w}" for w in side.trace.warnings]
     lines += [f"note     {n}" for n in report.notes]
     return lines
+
+
+_GROUPS = {"name": "kernel", "short": "kernel", "category": "category", "op": "op",
+           "fused-op": "op"}  # fmt: skip
+
+
+def headline_lines(report: DiffReport) -> list[str]:
+    """The change in kernel and step time, and the largest moves (new and vanished too)."""
+    h = report.headline
+    if h is None:
+        return []
+    group = _GROUPS.get(str(report.options.group_by), "kernel")
+    moves = ", ".join(
+        f"{_shown(k)} {_signed(k.delta_us, _time)}"
+        + ("" if k.status == "changed" else f" ({k.status})")
+        for k in h.moves
+    )
+    text = f"headline kernel time {_pct(h.kernel_time_pct)}%, step time {_pct(h.step_time_pct)}%"
+    return [text + (f"; largest moves by {group}: {moves}" if moves else "")]
+
+
+EXPLAIN_LEAD = 3  # the parts the explain line names
+
+
+def explain_lines(e: Explain | None, by_name: bool = False) -> list[str]:
+    """The median steps' times, the change, and the largest parts (kernel names short when
+    ``by_name``)."""
+    if e is None:
+        return []
+    lead_parts = [p for p in e.parts[:EXPLAIN_LEAD] if p.delta_ns]
+    shown = display_names([p.group for p in lead_parts]) if by_name else {}
+    lead = ", ".join(
+        f"{shown.get(p.group, p.group)} ({p.kind}) {_signed(p.delta_ns / 1000, _time)}"
+        for p in lead_parts
+    )
+    return [
+        f"explain  median step {_time(e.base_ns / 1000)} (step {e.base_step}) → "
+        f"{_time(e.new_ns / 1000)} (step {e.new_step}): "
+        f"{_signed(e.total_ns / 1000, _time) if e.total_ns else '0'}"
+        + (f"; largest parts: {lead}" if lead else "; every part 0")
+    ]
+
+
+def explain_table(e: Explain, verbose: bool = False, by_name: bool = True, top: int = 0) -> Table:
+    """The waterfall: each part's Δ and the running total, largest |Δ| first; the last
+    running total is the change in median step time. Kernel names shortened as in the
+    kernel tables (``by_name``: the groups are kernel names) unless ``verbose``; past ``top``
+    parts (0: all), the rest as one row, so the running total still ends at the change."""
+    groups = [p.group for p in e.parts if p.kind in ("slower", "faster", "new", "gone")]
+    shown = display_names(groups) if by_name and not verbose else {}
+    rows, running = [], 0
+    kept = e.parts[:top] if top else e.parts
+    for rank, p in enumerate(kept, 1):
+        running += p.delta_ns
+        rows.append(
+            (str(rank), _signed(p.delta_ns / 1000, _time), _signed(running / 1000, _time),
+             p.kind, shown.get(p.group, p.group))
+        )  # fmt: skip
+    rest = e.parts[len(kept) :]
+    if rest:
+        delta = sum(p.delta_ns for p in rest)
+        running += delta
+        rows.append(
+            ("", _signed(delta / 1000, _time), _signed(running / 1000, _time), "",
+             f"{len(rest)} more parts (--top 0 for all)")
+        )  # fmt: skip
+    return Table(("#", "Δ", "Running", "Kind", "Part"), (True, True, True, False, False), rows)
+
+
+def _shown(k: KernelChange) -> str:
+    return k.short_name or k.name
 
 
 def figures_table(report: DiffReport) -> Table:
@@ -106,7 +181,17 @@ def _sections(report: DiffReport, verbose: bool) -> list[tuple[str, Table, str]]
     """(title, table, footer) of each section; the footer says what --top left out."""
     per = " (per-step medians)" if report.mode == "median" else ""
     out = report.left_out
+    waterfall = []
+    if report.explain is not None:
+        e = report.explain
+        waterfall = [
+            (f"Explain: median step time {_time(e.base_ns / 1000)} → {_time(e.new_ns / 1000)}, "
+             "its change in parts (they add up to it exactly)",
+             explain_table(e, verbose, report.options.group_by == "name", report.options.top),
+             "")
+        ]  # fmt: skip
     return [
+        *waterfall,
         (f"Summary{per}", figures_table(report), ""),
         (f"Kernels on both sides, by |Δ time|{per}", kernels_table(report, verbose),
          _footer(out["kernels"], "kernel")),
@@ -169,7 +254,22 @@ def as_json(report: DiffReport) -> dict[str, Any]:
             "max_idle_regression_pct": gate.max_idle_regression_pct,
             "failures": [_failure_json(f) for f in gate.failures],
         },
+        "headline": _headline_json(report),
+        "explain": None if report.explain is None else report.explain.as_dict(),
         "notes": list(report.notes),
+    }
+
+
+def _headline_json(report: DiffReport) -> dict[str, Any] | None:
+    h = report.headline
+    if h is None:
+        return None
+    return {
+        "kernel_time_pct": _r(h.kernel_time_pct),
+        "step_time_pct": _r(h.step_time_pct),
+        "moves": [
+            {"name": k.name, "status": k.status, "delta_us": _r(k.delta_us)} for k in h.moves
+        ],
     }
 
 
@@ -209,7 +309,7 @@ def _limits(report: DiffReport) -> str:
 
 def _failure(f: Failure, verbose: bool) -> str:
     what = {"kernel_time": "total kernel time", "idle": "GPU idle time"}.get(f.what)
-    label = what or f"kernel {_name(f, verbose)}"
+    label = what or f"{'part' if f.what == 'part' else 'kernel'} {_name(f, verbose)}"
     times = f"({units.time(f.before)} → {units.time(f.after)})"
     if f.pct is None:
         return f"{label} grew from 0 in the baseline {times} (--allow-empty-baseline accepts it)"

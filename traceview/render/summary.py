@@ -6,6 +6,7 @@ from traceview.analyses.core.breakdown import Breakdown
 from traceview.analyses.core.names import display_names
 from traceview.analyses.core.phase_figures import STEADY_TOLERANCE, PhaseReport
 from traceview.analyses.memory import NO_EVENTS, MemoryReport
+from traceview.analyses.ops.model_flops import Mfu
 from traceview.analyses.summary import Overview
 from traceview.render import units
 from traceview.render.document import Document, Lines, Section
@@ -96,6 +97,9 @@ def detail_lines(o: Overview) -> list[str]:
     steps = o.steps
     if steps.count:
         median = "-" if steps.median_cpu_ns is None else _d(steps.median_cpu_ns)
+        paced = steps.median_step_ns
+        if paced is not None and steps.gpu_paced and _d(paced) != median:  # as shown
+            median = f"{_d(paced)} (GPU-paced in {steps.gpu_paced} of {steps.count}; CPU {median})"
         parts = [
             f"device {d.device} busy {units.pct(d.median_busy_pct)}% of its step window, lag "
             f"{_d(d.median_lag_ns)}, behind the CPU in {d.behind} of {steps.count}"
@@ -104,6 +108,7 @@ def detail_lines(o: Overview) -> list[str]:
         lines.append(
             f"steps    {units.counted(steps.count, 'step')}, median {median}; " + "; ".join(parts)
         )
+    lines += mfu_lines(o.mfu)
     lines += phase_lines(o.phases)
     lines += memory_lines(o.memory)
     if not o.hints:
@@ -112,6 +117,31 @@ def detail_lines(o: Overview) -> list[str]:
         lines.append(f"hint     {h.title}: {h.evidence}")
         lines.append(f"         try: {h.action} ({h.doc})")
     return lines
+
+
+def mfu_lines(m: Mfu | None) -> list[str]:
+    """One line: MFU with the peak it is of, the model FLOPs a step, tokens/s and the
+    coverage, then the achieved TFLOP/s and where the tokens come from; or why MFU is not
+    given (docs/metrics.md "Model FLOPs and MFU")."""
+    if m is None or not m.steps:
+        return []
+    parts, more = [], []
+    if m.flops_per_step is not None:
+        parts.append(f"{m.flops_per_step / 1e12:,.2f} TFLOP a step")
+        if m.tflops_per_s is not None:
+            more.append(f"{m.tflops_per_s:,.1f} TFLOP/s achieved")
+    if m.tokens_per_s is not None:
+        parts.append(f"{m.tokens_per_s:,.0f} tokens/s")
+        more.append(f"tokens from {m.tokens_source}")
+    if m.coverage is not None and m.flops_per_step is not None:
+        parts.append(f"coverage {units.pct(100 * m.coverage)}%")
+    tail = ", ".join(parts) + (f"; {', '.join(more)}" if more else "")
+    if m.value is None:
+        return [f"mfu      not given: {m.why}" + (f"; {tail}" if tail else "")]
+    return [
+        f"mfu      MFU {units.pct(100 * m.value)}% ({m.dtype} peak {m.peak_tflops_per_s:,.1f} "
+        f"TFLOP/s, {m.peak_source}), {tail}"
+    ]
 
 
 def phase_lines(phases: PhaseReport | None) -> list[str]:

@@ -14,6 +14,7 @@ from functools import lru_cache
 import numpy as np
 
 from traceview.aggregate.order import dense_ids
+from traceview.analyses.core.oplinks import OpLinks, ops_around
 from traceview.columns.model import TraceEvents
 
 TRITON_KERNEL = re.compile(r"^triton_(?:poi|red|per|tem)_fused(?P<ops>_.*)?$")
@@ -125,8 +126,34 @@ class FusedOpShares:
 
 def op_label(name: str) -> str:
     """An op's name as fused kernels spell it: ``aten::native_layer_norm`` →
-    ``native_layer_norm``; other namespaces kept."""
-    return name.removeprefix("aten::")
+    ``native_layer_norm``, an in-place op as its functional form (``aten::add_`` → ``add``:
+    Inductor names none in place); other namespaces kept."""
+    if name.startswith("aten::"):
+        name = name.removeprefix("aten::")
+        return name[:-1] if name.endswith("_") and not name.endswith("__") else name
+    return name
+
+
+# Ops eager PyTorch runs as the implementation of the op that called them, which Inductor's
+# names call by the caller's name: the copy of ``aten::_to_copy`` (a cast) or of
+# ``aten::clone``, the ``clamp_min`` of ``aten::relu``, the ``fill_`` of ``aten::zero_``.
+IMPLEMENTATION_OPS = frozenset({"aten::copy_", "aten::clamp_min", "aten::fill_"})
+
+
+def fusion_leaf(events: TraceEvents, links: OpLinks, rows: np.ndarray) -> np.ndarray:
+    """The leaf op of each of ``rows`` as fused-op grouping takes it: its leaf op, or where
+    that is one of IMPLEMENTATION_OPS called by another op, the innermost such caller (name
+    ids; < 0 for none)."""
+    leaf: np.ndarray = links.leaf[rows]
+    skip = np.array([n in IMPLEMENTATION_OPS for n in events.names] + [False])
+    inner = np.flatnonzero(skip[np.where(leaf < 0, len(events.names), leaf)])
+    if len(inner) == 0:
+        return leaf
+    at = rows[inner]
+    caller = ops_around(events, links.thread[at], links.launch[at], skip)
+    leaf = leaf.copy()
+    leaf[inner] = np.where(caller >= 0, caller, leaf[inner])
+    return leaf
 
 
 def fused_op_shares(events: TraceEvents, rows: np.ndarray, leaf: np.ndarray) -> FusedOpShares:

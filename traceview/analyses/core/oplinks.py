@@ -77,10 +77,13 @@ def link_ops(
     return OpLinks(leaf.name, top.name, thread, launch, launch_end, leaf.shape, top.shape, ops)
 
 
-def ops_around(events: TraceEvents, thread: np.ndarray, at: np.ndarray) -> np.ndarray:
+def ops_around(
+    events: TraceEvents, thread: np.ndarray, at: np.ndarray, skip: np.ndarray | None = None
+) -> np.ndarray:
     """Per point (a thread id, a time in ns), the name id of the innermost CPU op on that
     thread whose closed window contains the time, chosen as a leaf op is (NO_OP when none, or
-    when the thread is unknown: −1). One pass over the CPU rows."""
+    when the thread is unknown: −1); ``skip``: per name id, ops not to choose. One pass over
+    the CPU rows."""
     best = _Best(len(at), True, np.empty(len(at), dtype=np.int64))
     known = np.flatnonzero(thread >= 0)
     if len(known) == 0 or len(events.cpu) == 0:
@@ -89,6 +92,9 @@ def ops_around(events: TraceEvents, thread: np.ndarray, at: np.ndarray) -> np.nd
     keys = SortedPairs(thread[by_point].astype(np.int64), at[by_point].astype(np.int64))
     rank = name_rank(events.names)
     for op_thread, ts, end, name, shape in _op_chunks(events, None):
+        if skip is not None:
+            keep = ~skip[name]
+            op_thread, ts, end, name, shape = (c[keep] for c in (op_thread, ts, end, name, shape))
         lo = keys.search(op_thread.astype(np.int64), ts, side="left")
         hi = keys.search(op_thread.astype(np.int64), end, side="right")
         where, which = concat_ranges(lo, hi)  # every (op, point it contains) pair

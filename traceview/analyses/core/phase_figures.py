@@ -152,7 +152,7 @@ def _figures(
     return PhaseFigures(
         phase=rows[0].phase,
         steps=len(rows),
-        median_step_ns=int(median([r.cpu_end_ns - r.cpu_start_ns for r in rows])),
+        median_step_ns=int(median([r.step_ns for r in rows])),
         median_busy_pct=float(median(known_busy)) if known_busy else None,
         median_host_wait_ns=int(median(host)),
         kernel_time_ns=total,
@@ -186,7 +186,7 @@ def steady_state(rows: Sequence[StepRow], include_warmup: bool) -> SteadyState |
     that phase's counted steps; a degenerate or other step ends a run."""
     kept = counted(rows, include_warmup)
     medians = {
-        p: median([r.cpu_end_ns - r.cpu_start_ns for r in kept if r.phase == p])
+        p: median([r.step_ns for r in kept if r.phase == p])
         for p in {r.phase for r in kept}
         if p not in ("", UNKNOWN)
     }
@@ -196,9 +196,7 @@ def steady_state(rows: Sequence[StepRow], include_warmup: bool) -> SteadyState |
     for r in rows:
         m = medians.get(r.phase)
         steady = (
-            m is not None
-            and r.step in counted_steps
-            and abs((r.cpu_end_ns - r.cpu_start_ns) - m) <= STEADY_TOLERANCE * m
+            m is not None and r.step in counted_steps and abs(r.step_ns - m) <= STEADY_TOLERANCE * m
         )
         if steady and run and run[-1].phase == r.phase:
             run.append(r)
@@ -209,6 +207,8 @@ def steady_state(rows: Sequence[StepRow], include_warmup: bool) -> SteadyState |
     if len(best) < 2:
         return None
     duration = best[-1].cpu_end_ns - best[0].cpu_start_ns
+    if any(r.gpu_paced for r in best):  # the GPU set the pace: its periods, not the CPU's
+        duration = sum(r.step_ns for r in best)
     tokens = [r.tokens for r in best]
     per_s = 1e9 / duration if duration > 0 else 0.0
     return SteadyState(

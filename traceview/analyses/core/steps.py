@@ -60,6 +60,9 @@ class StepDevice(DeviceUsage):
 
     lag_ns: int
     queue_ns: int
+    # The step's period on this device: the end of its GPU work on it minus the end of the
+    # previous step's there; the first step (no previous on the device): its GPU window.
+    period_ns: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -72,6 +75,7 @@ class StepDevice(DeviceUsage):
             "busy_pct": self.busy_pct,
             "lag_us": self.lag_ns / 1000,
             "queue_us": self.queue_ns / 1000,
+            "period_us": self.period_ns / 1000,
         }
 
 
@@ -117,12 +121,32 @@ class StepRow:
             self.cpu_end_ns - self.cpu_start_ns
         )
 
+    @property
+    def cpu_ns(self) -> int:
+        """The CPU step's duration."""
+        return self.cpu_end_ns - self.cpu_start_ns
+
+    @property
+    def gpu_paced(self) -> bool:
+        """Whether a device ran behind the CPU in this step: the GPU set its pace."""
+        return any(self.behind(d) for d in self.devices)
+
+    @property
+    def step_ns(self) -> int:
+        """The step time (docs/metrics.md "Step time"): where a device ran behind the CPU
+        (the GPU set the pace), the longest of its devices' periods; else the CPU step's."""
+        if self.gpu_paced:
+            return max(d.period_ns for d in self.devices)
+        return self.cpu_ns
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "step": self.step,
             "name": self.name,
             "cpu_start_us": self.cpu_start_ns / 1000,
             "cpu_dur_us": (self.cpu_end_ns - self.cpu_start_ns) / 1000,
+            "step_time_us": self.step_ns / 1000,
+            "paced_by": "gpu" if self.gpu_paced else "cpu",
             "kernels": self.kernels,
             "kernel_time_us": self.kernel_time_ns / 1000,
             "devices": [d.as_dict() for d in self.devices],
@@ -344,6 +368,7 @@ def step_table(
                 values[seg % width], first, last, busy_ns, first - w.start_ns, first - launch
             )
         )
+    _set_periods(per_step)
     return [
         StepRow(
             step=n,
@@ -362,6 +387,20 @@ def step_table(
         )
         for i, (n, w) in enumerate(windows.items())
     ]
+
+
+def _set_periods(per_step: list[list[StepDevice]]) -> None:
+    """Each step's period on each device (StepDevice.period_ns): the end of its GPU work
+    there minus the end of the previous step's (the previous step of the table with work on
+    that device); the first one's, or one that ends no later than the previous: its window."""
+    previous: dict[Any, int] = {}
+    for devices in per_step:
+        for i, d in enumerate(devices):
+            before = previous.get(d.device, d.end_ns)
+            devices[i] = replace(
+                d, period_ns=d.end_ns - before if before < d.end_ns else d.window_ns
+            )
+            previous[d.device] = d.end_ns
 
 
 def _row_ids(n: int) -> np.ndarray:

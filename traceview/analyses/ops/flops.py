@@ -72,6 +72,31 @@ def op_work(name: str, dims_text: bytes, types_text: bytes, concrete_text: bytes
         return None
 
 
+def model_work(name: str, dims_text: bytes, types_text: bytes, concrete_text: bytes) -> Work | None:
+    """The Work of a call at the model-FLOPs convention (docs/metrics.md "Model FLOPs"):
+    GEMMs and convolutions as ``op_work``; attention dense (4·B·H·S_q·S_kv·D forward, no
+    causal discount, backward 2× forward); convolution backward 2× forward. None if unknown."""
+    rule = _MODEL_RULES.get(name)
+    if rule is None:
+        return None
+    try:
+        dims, types = json.loads(dims_text), json.loads(types_text) if types_text else []
+        concrete = json.loads(concrete_text) if concrete_text else None
+    except (ValueError, UnicodeDecodeError):
+        return None
+    if not _well_formed(dims, types):
+        return None
+    try:
+        return rule(dims, types, concrete)
+    except (IndexError, TypeError, ValueError):
+        return None
+
+
+def model_rule_names() -> frozenset[str]:
+    """The op names whose model FLOPs are defined."""
+    return frozenset(_MODEL_RULES)
+
+
 def rule_names() -> frozenset[str]:
     """The op names whose FLOPs and bytes are defined."""
     return frozenset(_RULES)
@@ -194,6 +219,40 @@ def _attention(heads_first: bool, causal_at: int) -> Callable[[Dims, list[str], 
     return rule
 
 
+def _dense_attention(
+    heads_first: bool, q_at: int, times: int
+) -> Callable[[Dims, list[str], Any], Work]:
+    """Attention at the dense convention: q, k, v at ``q_at``… laid out [B, H, N, d]
+    (``heads_first``) or [B, N, H, d]; ``times`` × 4·B·H·N_q·N_kv·d (2 for a backward)."""
+
+    def rule(dims: Dims, types: list[str], concrete: Any) -> Work:
+        q, k, v = dims[q_at], dims[q_at + 1], dims[q_at + 2]
+        if not (len(q) == len(k) == len(v) == 4):
+            raise ValueError
+        if heads_first:
+            (b, h, nq, d), nkv = q, k[2]
+        else:
+            (b, nq, h, d), nkv = q, k[1]
+        size = _size(types, q_at)
+        out = math.prod(q[:-1]) * v[-1]
+        moved = (math.prod(q) + math.prod(k) + math.prod(v) + out) * size
+        return Work(times * 4 * b * h * nq * nkv * d, moved, types[q_at], "attention")
+
+    return rule
+
+
+def _convolution_backward(dims: Dims, types: list[str], concrete: Any) -> Work:
+    """``aten::convolution_backward(grad_output, input, weight, bias_sizes, stride, padding,
+    dilation, transposed, output_padding, groups, output_mask)``: 2× the forward's FLOPs."""
+    if not isinstance(concrete, list):
+        raise ValueError
+    # as aten::convolution's (input, weight, bias, stride, padding, dilation, transposed,
+    # output_padding, groups)
+    as_forward = ["", "", "", *concrete[4:10]]
+    forward = _convolution(3, 4, 5, 8, 6)([dims[1], dims[2]], types[1:3], as_forward)
+    return Work(2 * forward.flops, forward.bytes, forward.dtype, forward.kind)
+
+
 def _convolution(
     stride_at: int, padding_at: int, dilation_at: int, groups_at: int, transposed_at: int | None
 ) -> Callable[[Dims, list[str], Any], Work]:
@@ -294,4 +353,42 @@ _RULES: dict[str, Callable[[Dims, list[str], Any], Work]] = {
     "aten::miopen_convolution": _convolution(4, 3, 5, 6, None),
     # (input, weight, padding, stride, dilation, groups, ...): no bias
     "aten::cudnn_convolution": _convolution(3, 2, 4, 5, None),
+}
+
+_HEADS_FIRST_FORWARD = (
+    "aten::scaled_dot_product_attention",
+    "aten::_scaled_dot_product_flash_attention",
+    "aten::_scaled_dot_product_efficient_attention",
+    "aten::_scaled_dot_product_cudnn_attention",
+    "aten::_scaled_dot_product_fused_attention_overrideable",
+    "aten::_scaled_dot_product_flash_attention_for_cpu",
+    "aten::_cudnn_attention_forward",
+)
+_SEQ_FIRST_FORWARD = (
+    "aten::_flash_attention_forward",
+    "aten::_efficient_attention_forward",
+    "flash_attn::_flash_attn_forward",
+    "flash_attn::_flash_attn_varlen_forward",
+)
+# Backward ops: (grad_out, query, key, value, ...), query at 1.
+_HEADS_FIRST_BACKWARD = (
+    "aten::_scaled_dot_product_flash_attention_backward",
+    "aten::_scaled_dot_product_efficient_attention_backward",
+    "aten::_scaled_dot_product_cudnn_attention_backward",
+    "aten::_scaled_dot_product_fused_attention_overrideable_backward",
+    "aten::_cudnn_attention_backward",
+)
+_SEQ_FIRST_BACKWARD = (
+    "aten::_flash_attention_backward",
+    "aten::_efficient_attention_backward",
+    "flash_attn::_flash_attn_backward",
+    "flash_attn::_flash_attn_varlen_backward",
+)
+_MODEL_RULES: dict[str, Callable[[Dims, list[str], Any], Work]] = {
+    **{n: r for n, r in _RULES.items() if n.startswith("aten::") and "attention" not in n},
+    **dict.fromkeys(_HEADS_FIRST_FORWARD, _dense_attention(True, 0, 1)),
+    **dict.fromkeys(_SEQ_FIRST_FORWARD, _dense_attention(False, 0, 1)),
+    **dict.fromkeys(_HEADS_FIRST_BACKWARD, _dense_attention(True, 1, 2)),
+    **dict.fromkeys(_SEQ_FIRST_BACKWARD, _dense_attention(False, 1, 2)),
+    "aten::convolution_backward": _convolution_backward,
 }

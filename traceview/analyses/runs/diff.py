@@ -47,8 +47,12 @@ class RunDiffReport:
 
 def check_run_options(options: DiffOptions) -> None:
     """What a run diff does not do (before any reading)."""
-    if options.steps:
+    if options.steps or options.new_steps:
         raise UsageError("--pstep: runs are compared over the whole run (the roll-up has no steps)")
+    if options.explain:
+        raise UsageError("--explain: takes two traces, not runs (the roll-up has no steps)")
+    if options.group_by == "fused-op":
+        raise UsageError("--group-by fused-op: takes two traces, not runs")
 
 
 def compare_runs(

@@ -326,7 +326,7 @@ def steps(docs: Documents) -> Figure | None:
             "type": "bar",
             "name": "step time",
             "x": x,
-            "y": [r["cpu_dur_us"] / 1000 for r in rows],
+            "y": [r["step_time_us"] / 1000 for r in rows],
             "marker": {"color": "#c6dbef"},
             "hovertemplate": "step %{x}: %{y:.3f} ms<extra>step time</extra>",
         }
@@ -351,12 +351,48 @@ def steps(docs: Documents) -> Figure | None:
             "mode": "markers",
             "name": "outlier step",
             "x": [r["step"] for r in out],
-            "y": [r["cpu_dur_us"] / 1000 for r in out],
+            "y": [r["step_time_us"] / 1000 for r in out],
             "marker": {"symbol": "x", "size": 12, "color": "#e45756"},
             "hovertemplate": "step %{x} is an outlier: %{y:.3f} ms<extra></extra>",
         }
     )
     layout = _layout("", "step", "time (ms)", 380)
+    layout["xaxis"].update(tickmode="linear" if len(x) <= 40 else "auto", dtick=1)
+    return {"data": data, "layout": layout}
+
+
+MFU_ABSENT = "absent: no step with model FLOPs (shapes of GEMM, attention or convolution ops)"
+
+
+def mfu(docs: Documents) -> Figure | None:
+    """Per step: its MFU (% of the dense peak) where it is given, else nothing; the achieved
+    model TFLOP/s on a second axis (docs/metrics.md "Model FLOPs and MFU")."""
+    rows = [r for r in docs.steps["steps"] if r.get("model_flops")]
+    if not rows:
+        return None
+    x = [r["step"] for r in rows]
+    data: list[dict[str, Any]] = [
+        {
+            "type": "bar",
+            "name": "MFU",
+            "x": x,
+            "y": [None if r["mfu"] is None else 100 * r["mfu"] for r in rows],
+            "marker": {"color": "#4c78a8"},
+            "hovertemplate": "step %{x}: MFU %{y:.2f}%<extra></extra>",
+        },
+        {
+            "type": "scatter",
+            "mode": "lines+markers",
+            "name": "achieved TFLOP/s",
+            "x": x,
+            "y": [r["tflops_per_s"] for r in rows],
+            "yaxis": "y2",
+            "line": {"color": "#f58518"},
+            "hovertemplate": "step %{x}: %{y:.1f} TFLOP/s<extra></extra>",
+        },
+    ]
+    layout = _layout("", "step", "MFU (% of the dense peak)", 340)
+    layout["yaxis2"] = {"title": {"text": "TFLOP/s"}, "overlaying": "y", "side": "right"}
     layout["xaxis"].update(tickmode="linear" if len(x) <= 40 else "auto", dtick=1)
     return {"data": data, "layout": layout}
 

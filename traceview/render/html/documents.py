@@ -13,6 +13,7 @@ from traceview.analyses.core.common import Shared, work_out
 from traceview.analyses.gaps import GapOptions, analyse_gaps
 from traceview.analyses.kernels import KernelOptions, analyse_kernels
 from traceview.analyses.memory import analyse_memory
+from traceview.analyses.ops.model_flops import model_flops, trace_peaks
 from traceview.analyses.ops.view import OpOptions, analyse_ops
 from traceview.analyses.step_outliers import outliers
 from traceview.analyses.summary import overview
@@ -69,7 +70,15 @@ def collect(events: TraceEvents, options: ReportOptions, shared: Shared | None =
     (``shared``: when the caller has it already)."""
     step = pick_step(events, options.timeline_step)
     shared = work_out(events) if shared is None else shared
-    steps = render_steps.as_json(shared.trace, shared.step_rows)
+    flops = model_flops(
+        events,
+        shared.links,
+        shared.category,
+        shared.step_rows,
+        shared.launch,
+        trace_peaks(events, None),
+    )
+    steps = render_steps.as_json(shared.trace, shared.step_rows, flops)
     kernels = analyse_kernels(events, KernelOptions(top=0), shared)
     return Documents(
         summary=overview(events, shared).as_json(),
@@ -77,7 +86,7 @@ def collect(events: TraceEvents, options: ReportOptions, shared: Shared | None =
         gaps=analyse_gaps(events, GapOptions(largest=LARGEST_GAPS), shared).as_json(),
         steps=steps,
         ops=analyse_ops(events, _op_options(), shared).as_json(),
-        step_outliers=outliers([s["cpu_dur_us"] for s in steps["steps"]]),
+        step_outliers=outliers([s["step_time_us"] for s in steps["steps"]]),
         utilisation=utilisation(events, options.bins, shared.usage, shared.gaps),
         step=None
         if step is None

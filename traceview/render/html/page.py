@@ -386,11 +386,17 @@ SECTIONS = (
     Section(
         "steps",
         "Steps",
-        "Per ProfilerStep: its time (the CPU step's duration), each device's GPU busy time "
+        "Per ProfilerStep: its step time (the GPU's period where the GPU ran behind the CPU, "
+        "else the CPU step's duration), each device's GPU busy time "
         "in it and its lag (GPU start − CPU step start), as <code>traceview steps</code>; "
         "✕ marks outlier steps (|time − median| &gt; 3 × 1.4826 × max(MAD, 2% of the "
-        "median)); docs/metrics.md “Steps”, “Outlier steps”.",
-        (("steps", charts.steps, "absent: this trace has no ProfilerStep annotations"),),
+        "median)); docs/metrics.md “Steps”, “Outlier steps”. Below, MFU per step: model "
+        "FLOPs from the recorded shapes ÷ (step time × the dense peak), and the achieved "
+        "TFLOP/s; docs/metrics.md “Model FLOPs and MFU”.",
+        (
+            ("steps", charts.steps, "absent: this trace has no ProfilerStep annotations"),
+            ("mfu", charts.mfu, charts.MFU_ABSENT),
+        ),
     ),
     Section(
         "roofline",

@@ -1,0 +1,461 @@
+"""Model FLOPs, MFU and tokens per step from the shapes the trace recorded (definitions:
+docs/metrics.md "Model FLOPs and MFU").
+
+Model FLOPs count matmul work only: GEMMs, attention's two batched matmuls at the dense
+convention (forward 4·B·H·S_q·S_kv·D, backward 2× forward, no causal discount) and
+convolutions (backward 2× forward), from each op call's shapes (analyses.ops.flops
+``model_work``). An op call that contains another such call on its thread is a wrapper of it
+(autocast ``aten::addmm`` → ``aten::addmm``, ``aten::linear`` → ``aten::addmm``, SDPA → its
+cuDNN variant → ``aten::_cudnn_attention_forward``): only the innermost calls count, so each
+computation counts once. A call belongs to the step whose window holds its start.
+
+Coverage: the share of a step's kernel time whose model FLOPs are known: kernels launched by
+an op whose model FLOPs its shapes give, and kernels of categories that do no matmul work
+(elementwise, normalization, …: 0 by the convention). Below MIN_COVERAGE, or without shapes
+or peaks, no MFU is given, and ``why`` says so.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from traceview.aggregate.order import dense_ids, lex_order
+from traceview.analyses.core.categories import CATEGORIES, categorize
+from traceview.analyses.core.devices import launch_times
+from traceview.analyses.core.oplinks import OpLinks, link_ops
+from traceview.analyses.core.steps import StepRow, StepRows, Window
+from traceview.analyses.ops.flops import PEAK_DTYPE, Work, model_rule_names, model_work
+from traceview.analyses.ops.peaks import Peaks, device_peaks, load_peaks_file
+from traceview.columns.cpu_rows import NO_SHAPE, OP
+from traceview.columns.model import TraceEvents
+from traceview.columns.schema import KERNEL
+
+MIN_COVERAGE = 0.8
+CONVENTION = (
+    "dense: GEMMs 2·M·N·K, attention forward 4·B·H·S_q·S_kv·D (no causal discount), "
+    "backward 2× forward, convolutions 2·N·K·C·R·S·P·Q; matmul work only"
+)
+# Categories whose kernels may do matmul work: their model FLOPs are known only through the
+# op that launched them. Every other category does none (0 by the convention).
+MATMUL_CATEGORIES = frozenset(
+    {"gemm", "attention", "convolution", "triton template", "triton", "other"}
+)
+EMBEDDING = "aten::embedding"
+
+
+@dataclass(frozen=True)
+class StepFlops:
+    """One step's model FLOPs (of the calls whose shapes give them), the kernel time and the
+    part of it whose FLOPs are known, the dtype most of the FLOPs ran in (peak-table name),
+    the tokens and how they were found, and the step time used (ns)."""
+
+    step: int
+    model_flops: int
+    kernel_ns: int
+    known_ns: int
+    dtype: str | None
+    tokens: int | None
+    tokens_source: str | None
+    step_ns: int
+    peak_tflops_per_s: float | None
+
+    @property
+    def coverage(self) -> float | None:
+        return self.known_ns / self.kernel_ns if self.kernel_ns else None
+
+    @property
+    def tflops_per_s(self) -> float | None:
+        """Achieved model TFLOP/s over the step time."""
+        return self.model_flops / self.step_ns / 1e3 if self.step_ns > 0 else None
+
+    @property
+    def mfu(self) -> float | None:
+        """Model FLOPs / (step time × dense peak), a fraction; None without the peak or below
+        MIN_COVERAGE."""
+        achieved, peak = self.tflops_per_s, self.peak_tflops_per_s
+        coverage = self.coverage
+        if achieved is None or peak is None or coverage is None or coverage < MIN_COVERAGE:
+            return None
+        return achieved / peak if achieved <= peak else None  # above the peak: cannot be
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "model_flops": self.model_flops,
+            "mfu": self.mfu,
+            "tflops_per_s": self.tflops_per_s,
+            "flops_coverage": self.coverage,
+            "tokens": self.tokens,
+            "tokens_source": self.tokens_source,
+        }
+
+
+@dataclass(frozen=True)
+class Mfu:
+    """Over the counted steps: MFU (a fraction; None, with ``why``, when it cannot be
+    given), the peak used and where it comes from, the dtype, the coverage, the model FLOPs
+    a step, achieved TFLOP/s and tokens/s."""
+
+    value: float | None
+    peak_tflops_per_s: float | None
+    peak_source: str | None
+    dtype: str | None
+    coverage: float | None
+    flops_per_step: float | None
+    tflops_per_s: float | None
+    tokens_per_s: float | None
+    tokens_source: str | None
+    steps: int
+    why: str | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "value": self.value,
+            "peak_tflops_per_s": self.peak_tflops_per_s,
+            "peak_source": self.peak_source,
+            "dtype": self.dtype,
+            "coverage": self.coverage,
+            "convention": CONVENTION,
+            "model_flops_per_step": self.flops_per_step,
+            "tflops_per_s": self.tflops_per_s,
+            "tokens_per_s": self.tokens_per_s,
+            "tokens_source": self.tokens_source,
+            "steps": self.steps,
+            "why_not": self.why,
+        }
+
+
+@dataclass(frozen=True)
+class ModelFlops:
+    """Per step its StepFlops (in the order of the step table), whether the trace recorded
+    shapes, and the peaks (None with ``peak_note`` saying why)."""
+
+    steps: tuple[StepFlops, ...]
+    shapes: bool
+    peaks: Peaks | None
+    peak_note: str | None
+
+    def of(self, step: int) -> StepFlops | None:
+        return next((s for s in self.steps if s.step == step), None)
+
+    def summary(self, counted: Sequence[StepRow]) -> Mfu:
+        """The Mfu over the ``counted`` steps: FLOPs, step times, kernel and known time and
+        tokens summed over them."""
+        chosen = {r.step for r in counted}
+        steps = [s for s in self.steps if s.step in chosen]
+        flops = sum(s.model_flops for s in steps)
+        time_ns = sum(s.step_ns for s in steps)
+        kernel_ns = sum(s.kernel_ns for s in steps)
+        coverage = sum(s.known_ns for s in steps) / kernel_ns if kernel_ns else None
+        dtype = _main_dtype([(s.dtype, s.model_flops) for s in steps])
+        peak = None if self.peaks is None or dtype is None else self.peaks.tflops.get(dtype)
+        tflops = flops / time_ns / 1e3 if time_ns > 0 else None
+        tokens = [s.tokens for s in steps]
+        per_s = (
+            sum(t or 0 for t in tokens) / time_ns * 1e9
+            if steps and time_ns > 0 and None not in tokens
+            else None
+        )
+        why = self._why(steps, coverage, dtype, peak) or _above_peak(tflops, peak, dtype)
+        return Mfu(
+            value=None if why or tflops is None or peak is None else tflops / peak,
+            peak_tflops_per_s=peak,
+            peak_source=None if self.peaks is None else _short_source(self.peaks.source),
+            dtype=dtype,
+            coverage=coverage,
+            flops_per_step=flops / len(steps) if steps and self.shapes else None,
+            tflops_per_s=tflops if self.shapes else None,
+            tokens_per_s=per_s,
+            tokens_source=steps[0].tokens_source if per_s is not None else None,
+            steps=len(steps),
+            why=why,
+        )
+
+    def _why(
+        self, steps: list[StepFlops], coverage: float | None, dtype: str | None, peak: float | None
+    ) -> str | None:
+        if not steps and self.steps:
+            return "no counted step (degenerate and warm-up steps are left out)"
+        if not steps:
+            return "no steps: MFU is per step (ProfilerStep#N or serving step markers)"
+        if not self.shapes:
+            return "no shapes recorded: profile with record_shapes=True for model FLOPs"
+        if coverage is None or coverage < MIN_COVERAGE:
+            pct = 0.0 if coverage is None else 100 * coverage
+            return (
+                f"model FLOPs known for only {pct:.1f}% of the kernel time (below "
+                f"{MIN_COVERAGE:.0%}): matmul kernels whose op gives no shapes"
+            )
+        if dtype is None:
+            return "no matmul work with known FLOPs in these steps"
+        if self.peaks is None:
+            return self.peak_note or "no peaks for this GPU: give them with --peaks FILE"
+        if peak is None:
+            return f"no {dtype} peak for {self.peaks.device} ({self.peaks.source}); use --peaks"
+        return None
+
+
+def _above_peak(tflops: float | None, peak: float | None, dtype: str | None) -> str | None:
+    """Why an MFU above 100% is not given: it cannot be."""
+    if tflops is None or peak is None or tflops <= peak:
+        return None
+    return (
+        f"{tflops:,.1f} TFLOP/s is above the {dtype} peak ({peak:,.1f}): the work ran in "
+        "another dtype than its inputs (fp32 on TF32 tensor cores), or the peaks are not "
+        "this GPU's (--peaks)"
+    )
+
+
+def _short_source(source: str) -> str:
+    """``table, by name 'NVIDIA H200'`` → ``table``."""
+    return source.split(", by ", 1)[0]
+
+
+def _main_dtype(pairs: Sequence[tuple[str | None, int]]) -> str | None:
+    """The dtype holding the most FLOPs (the first of equals), None without any."""
+    by: dict[str, int] = {}
+    for dtype, flops in pairs:
+        if dtype is not None and flops > 0:
+            by[dtype] = by.get(dtype, 0) + flops
+    return max(by, key=lambda d: by[d]) if by else None
+
+
+def trace_peaks(events: TraceEvents, peaks_file: Path | None) -> tuple[Peaks | None, str | None]:
+    """The device's peaks (a ``--peaks`` file's entries first) and the note when none."""
+    extra = load_peaks_file(peaks_file) if peaks_file is not None else None
+    return device_peaks(events.header, extra)
+
+
+def steps_model_flops(
+    events: TraceEvents, rows: Sequence[StepRow], peaks_file: Path | None = None
+) -> ModelFlops:
+    """The ModelFlops of ``rows`` with the op links, categories and launch times worked out
+    here (``summary`` passes its own to ``model_flops``)."""
+    links = link_ops(events)
+    launch = launch_times(events, links.launch)
+    category = categorize(events, links)
+    return model_flops(events, links, category, rows, launch, trace_peaks(events, peaks_file))
+
+
+def model_flops(
+    events: TraceEvents,
+    links: OpLinks,
+    category: np.ndarray,
+    rows: Sequence[StepRow],
+    launch: np.ndarray,
+    peaks: tuple[Peaks | None, str | None],
+) -> ModelFlops:
+    """The ModelFlops of the steps ``rows`` (the step table of ``events``, read with its CPU
+    rows); ``links``, ``category`` and ``launch``: the GPU rows' op links, categories and
+    launch times; ``peaks``: the device's peaks and the note when there are none."""
+    windows = [
+        Window(r.cpu_start_ns, r.cpu_end_ns, r.gpu_only) for r in rows
+    ]  # CPU windows: the calls' starts lie in them
+    calls = _counted_calls(events)
+    step_of = _step_of(calls.ts, windows)
+    dtypes = sorted({d for w in calls.works if w is not None and (d := PEAK_DTYPE.get(w.dtype))})
+    pair_flops = np.array([0 if w is None else w.flops for w in calls.works] + [0], np.int64)
+    pair_dtype = np.array(
+        [
+            -1 if w is None or w.dtype not in PEAK_DTYPE else dtypes.index(PEAK_DTYPE[w.dtype])
+            for w in calls.works
+        ]
+        + [-1],
+        dtype=np.int64,
+    )
+    inside = step_of >= 0
+    step, pair = step_of[inside], calls.pair[inside]
+    flops = np.zeros(len(rows), dtype=np.int64)
+    np.add.at(flops, step, pair_flops[pair])
+    by_dtype = np.zeros((len(rows), max(len(dtypes), 1)), dtype=np.int64)
+    typed = pair_dtype[pair] >= 0
+    np.add.at(by_dtype, (step[typed], pair_dtype[pair][typed]), pair_flops[pair][typed])
+    kernel_ns, known_ns = _coverage(events, links, category, windows, launch)
+    tokens = _tokens(events, windows)
+    device_peaks, note = peaks
+    out = []
+    for i, r in enumerate(rows):
+        dtype = _main_dtype(list(zip(dtypes, by_dtype[i].tolist(), strict=False)))
+        found, source = (r.tokens, "serving step marker") if r.tokens else tokens[i]
+        out.append(
+            StepFlops(
+                step=r.step,
+                model_flops=int(flops[i]),
+                kernel_ns=int(kernel_ns[i]),
+                known_ns=int(known_ns[i]),
+                dtype=dtype,
+                tokens=found,
+                tokens_source=source,
+                step_ns=r.step_ns,
+                peak_tflops_per_s=(
+                    None
+                    if device_peaks is None or dtype is None or not calls.shapes
+                    else device_peaks.tflops.get(dtype)
+                ),
+            )
+        )
+    return ModelFlops(tuple(out), calls.shapes, device_peaks, note)
+
+
+@dataclass(frozen=True)
+class _Calls:
+    """The counted calls (innermost of each nest): start, and (name, shape) pair index into
+    ``works``; ``shapes``: whether any call of a model-FLOPs op recorded shapes."""
+
+    ts: np.ndarray
+    pair: np.ndarray
+    works: list[Work | None]
+    shapes: bool
+
+
+def _counted_calls(events: TraceEvents) -> _Calls:
+    """Every call of an op with a model-FLOPs rule, less those that contain another such call
+    on their thread (wrappers: the innermost calls carry the work)."""
+    names = model_rule_names()
+    wanted = np.array([n in names for n in events.names] + [False])
+    parts = []
+    for block in events.cpu.blocks():
+        rows = block[(block["correlation"] == OP) & wanted[block["name"]]]
+        parts.append(
+            (
+                rows["thread"].astype(np.int64),
+                rows["ts"].astype(np.int64),
+                rows["end"].astype(np.int64),
+                rows["name"].astype(np.int64) * (len(events.shapes) + 1)
+                + rows["shape"].astype(np.int64)
+                + 1,
+            )
+        )
+    empty = np.zeros(0, dtype=np.int64)
+    thread, ts, end, key = (
+        tuple(np.concatenate(c) for c in zip(*parts, strict=True)) if parts else (empty,) * 4
+    )
+    order = lex_order((-end, ts, thread))
+    thread, ts, end, key = thread[order], ts[order], end[order], key[order]
+    wraps = np.zeros(len(ts), dtype=bool)
+    if len(ts) > 1:
+        wraps[:-1] = (thread[1:] == thread[:-1]) & (end[1:] <= end[:-1])
+    keep = ~wraps
+    used, pair = dense_ids(key[keep], int(len(events.names) * (len(events.shapes) + 1)) or 1)
+    width = len(events.shapes) + 1
+    works: list[Work | None] = []
+    for k in used.tolist():
+        name, shape = divmod(k, width)
+        shape -= 1
+        works.append(
+            None if shape == NO_SHAPE else model_work(events.names[name], *events.shapes[shape])
+        )
+    shapes = bool(((key % width) != 0).any())
+    return _Calls(ts[keep], pair, works, shapes)
+
+
+def _step_of(ts: np.ndarray, windows: list[Window]) -> np.ndarray:
+    """Per start, the index of the window holding it (the first by start), −1 for none."""
+    if not windows or len(ts) == 0:
+        return np.full(len(ts), -1, dtype=np.int64)
+    starts = np.array([w.start_ns for w in windows], dtype=np.int64)
+    ends = np.array([w.end_ns for w in windows], dtype=np.int64)
+    order = np.argsort(starts, kind="stable")
+    at = np.searchsorted(starts[order], ts, side="right") - 1
+    inside = (at >= 0) & (ts <= ends[order][np.maximum(at, 0)])
+    return np.where(inside, order[np.maximum(at, 0)], -1)
+
+
+def _coverage(
+    events: TraceEvents,
+    links: OpLinks,
+    category: np.ndarray,
+    windows: list[Window],
+    launch: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per step: its kernel time, and the part whose model FLOPs are known."""
+    gpu = events.gpu
+    n = len(gpu.ts)
+    kernel_ns = np.zeros(len(windows), dtype=np.int64)
+    known_ns = np.zeros(len(windows), dtype=np.int64)
+    if not windows or n == 0:
+        return kernel_ns, known_ns
+    member, owner = StepRows(events, np.arange(n, dtype=np.int64), launch).members(windows)
+    kernel = gpu.kind[member] == KERNEL
+    member, owner = member[kernel], owner[kernel]
+    matmul = np.array([c in MATMUL_CATEGORIES for c in CATEGORIES])[category[member]]
+    known = ~matmul | _leaf_known(events, links)[member]
+    dur = gpu.dur[member]
+    kernel_ns += np.bincount(owner, weights=dur, minlength=len(windows)).astype(np.int64)
+    known_ns += np.bincount(owner[known], weights=dur[known], minlength=len(windows)).astype(
+        np.int64
+    )
+    return kernel_ns, known_ns
+
+
+def _leaf_known(events: TraceEvents, links: OpLinks) -> np.ndarray:
+    """Per GPU row: its leaf op's model FLOPs are known from the op's shapes."""
+    n = len(events.gpu.ts)
+    if links.leaf_shape is None or len(links.leaf) != n:
+        return np.zeros(n, dtype=bool)
+    width = len(events.shapes) + 1
+    has = links.leaf >= 0
+    key = np.where(has, links.leaf.astype(np.int64) * width + links.leaf_shape + 1, -1)
+    names = model_rule_names()
+    used, inverse = dense_ids(key[has], int(len(events.names) * width) or 1)
+    good = np.zeros(len(used), dtype=bool)
+    for i, k in enumerate(used.tolist()):
+        name, shape = divmod(k, width)
+        op = events.names[name]
+        good[i] = (
+            op in names and shape > 0 and model_work(op, *events.shapes[shape - 1]) is not None
+        )
+    out = np.zeros(n, dtype=bool)
+    out[has] = good[inverse]
+    return out
+
+
+def _tokens(events: TraceEvents, windows: list[Window]) -> list[tuple[int | None, str | None]]:
+    """Per step: the tokens its ``aten::embedding`` calls looked up — per embedding table
+    (weight shape) the indices' elements summed, the largest table's sum (a position table
+    looks up fewer) — and how they were found; (None, None) without such calls."""
+    ids = [i for i, name in enumerate(events.names) if name == EMBEDDING]
+    out: list[tuple[int | None, str | None]] = [(None, None)] * len(windows)
+    if not ids or not windows:
+        return out
+    wanted = np.zeros(len(events.names) + 1, dtype=bool)
+    wanted[ids] = True
+    found = [
+        block[(block["correlation"] == OP) & wanted[block["name"]]] for block in events.cpu.blocks()
+    ]
+    if not found:
+        return out
+    rows = np.concatenate(found)
+    step = _step_of(rows["ts"].astype(np.int64), windows)
+    per_step: list[dict[str, int]] = [{} for _ in windows]
+    for s, shape in zip(step.tolist(), rows["shape"].tolist(), strict=True):
+        if s < 0 or shape == NO_SHAPE:
+            continue
+        looked = _looked_up(events.shapes[shape][0])
+        if looked is not None:
+            table, count = looked
+            per_step[s][table] = per_step[s].get(table, 0) + count
+    for i, tables in enumerate(per_step):
+        if tables:
+            out[i] = (max(tables.values()), "aten::embedding indices")
+    return out
+
+
+def _looked_up(dims_text: bytes) -> tuple[str, int] | None:
+    """An embedding call's (weight shape, indices' elements), None when the shapes do not say."""
+    try:
+        dims = json.loads(dims_text)
+        weight, indices = dims[0], dims[1]
+    except (ValueError, IndexError, TypeError, UnicodeDecodeError):
+        return None
+    if not (isinstance(weight, list) and isinstance(indices, list) and indices):
+        return None
+    if not all(type(x) is int and x >= 0 for x in [*weight, *indices]):
+        return None
+    return json.dumps(weight), math.prod(indices)
