@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 from traceview.app.reading import read_trace, wait_for_cache_writes
 from traceview.choices import DocumentFormat, Format, check_choice
-from traceview.errors import TraceviewError, UsageError
+from traceview.errors import USAGE_ERROR, TraceviewError, UsageError
 from traceview.options import ReadOptions, inputs_of
 from traceview.render.output import (
     check_output_path,
@@ -188,6 +188,24 @@ def summary(
         return
     report = overview(events, include_warmup=include_warmup)
     show(out, render_overview.document(report), (path,))
+
+
+@_command
+def audit(path: Path, read: ReadOptions, out: OutputOptions) -> int:
+    """``traceview audit``: the checks and verdicts; the exit code (0 sound, 1 a headline
+    figure untrusted). An error exits 2 here: 1 means untrusted."""
+    from traceview.analyses.audit import audit as audit_trace
+    from traceview.render import audit as render_audit
+
+    try:
+        _check_format(out.format)
+        check_save(out, (path,))
+        events = read_trace(path, read, keep_cpu=True, phases=True)
+    except TraceviewError as e:
+        raise TraceviewError(e.message, USAGE_ERROR) from None
+    report = audit_trace(events)
+    show(out, render_audit.document(report), (path,))
+    return 1 if report.untrusted else 0
 
 
 @_command
