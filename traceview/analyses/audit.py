@@ -439,7 +439,7 @@ def _start_before_launch(t: _Trace) -> Check:
         "GPU activities starting before their launch call (time: by how much)",
         rows,
         early,
-        lambda i: f"{int(early[i]) / 1000:.3f} us before its launch",
+        lambda i: f"{duration(int(early[i]) / 1000)} before its launch call",
         bound_ns=int(early.max()) if len(early) else 0,
     )
 
@@ -562,9 +562,10 @@ def _clock_drift(t: _Trace) -> Check:
         Example(
             int(t.launch[rows].min()),
             int(t.launch[rows].max() - t.launch[rows].min()),
-            f"device {value}",
+            "launch → start delay",
             value,
-            detail=f"launch → start floor moves {trend / 1000:+.1f} us over the trace",
+            detail=f"its floor moves {'+' if trend > 0 else '-'}{duration(abs(trend) / 1000)}"
+            " over the trace",
         )
         for value, trend, rows in found[:EXAMPLES]
     )
