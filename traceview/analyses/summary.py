@@ -18,6 +18,7 @@ import numpy as np
 from traceview.aggregate import sums
 from traceview.aggregate.order import dense_ids
 from traceview.analyses import hints as hint_rules
+from traceview.analyses.audit import Figure, audit, figures_json
 from traceview.analyses.core.breakdown import Breakdown, breakdowns
 from traceview.analyses.core.categories import CATEGORIES
 from traceview.analyses.core.common import Shared, work_out
@@ -133,6 +134,7 @@ class Overview:
     notes: list[str] = field(default_factory=list)
     memory: MemoryReport | None = None  # the allocator's peaks (traceview memory)
     phases: PhaseReport | None = None  # per-phase step figures, steady state, degenerate steps
+    trust: dict[str, Figure] | None = None  # each headline figure's verdict (analyses.audit)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -148,6 +150,7 @@ class Overview:
             "notes": list(self.notes),
             "memory": None if self.memory is None else self.memory.summary_dict(),
             **_phases_json(self.phases),
+            "trust": None if self.trust is None else figures_json(self.trust),
         }
 
 
@@ -184,6 +187,7 @@ def overview(
         notes=_notes(events, phases),
         memory=memory,
         phases=phases,
+        trust=audit(events, links.launch).figures,
     )
 
 

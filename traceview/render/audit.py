@@ -26,15 +26,19 @@ def verdict_line(a: Audit) -> str:
 
 
 def trust_line(figures: Mapping[str, Figure]) -> str | None:
-    """summary's one line when a figure is not exact (None when all are)."""
-    words = [
-        f"{FIGURE_WORDS.get(n, n)} {f.trust}" + (f" ({f.reason})" if f.reason else "")
-        for n, f in figures.items()
-        if f.trust != EXACT
-    ]
-    if not words:
+    """summary's one line when a figure is not exact (None when all are): the figures of each
+    verdict and reason together."""
+    grouped: dict[tuple[str, str], list[str]] = {}
+    for n, f in figures.items():
+        if f.trust != EXACT:
+            grouped.setdefault((f.trust, f.reason), []).append(FIGURE_WORDS.get(n, n))
+    if not grouped:
         return None
-    return "trust    " + "; ".join(words) + " (traceview audit says why)"
+    words = [
+        f"{trust}: {', '.join(names)}" + (f" ({reason})" if reason else "")
+        for (trust, reason), names in grouped.items()
+    ]
+    return "trust    " + "; ".join(words) + "; traceview audit says why"
 
 
 def _steps(steps: tuple[int, ...]) -> str:

@@ -8,6 +8,7 @@ from traceview.analyses.core.phase_figures import STEADY_TOLERANCE, PhaseReport
 from traceview.analyses.memory import NO_EVENTS, MemoryReport
 from traceview.analyses.summary import Overview
 from traceview.render import units
+from traceview.render.audit import trust_line
 from traceview.render.document import Document, Lines, Section
 from traceview.render.header import trace_lines
 from traceview.render.ops import op_label
@@ -31,7 +32,8 @@ def header_lines(o: Overview) -> list[str]:
             f"({_pct(d.exposed_copy_ns, d.window_ns)}%) + idle {_d(d.idle_ns)} "
             f"({_pct(d.idle_ns, d.window_ns)}%, host wait {_d(d.host_wait_ns)})"
         )
-    return lines + [f"note     {n}" for n in o.notes]
+    trust = None if o.trust is None else trust_line(o.trust)
+    return lines + [f"note     {n}" for n in o.notes] + ([] if trust is None else [trust])
 
 
 def breakdown_table(d: Breakdown) -> Table:
