@@ -216,3 +216,15 @@ def test_cli_exit_codes_and_json(tmp_path: Path) -> None:
     assert "UNTRUSTED" in (tmp_path / "out.txt").read_text()
     r = run_cli("audit", str(tmp_path / "missing.json.gz"))
     assert r.returncode == 2 and r.stderr.count("\n") == 1
+
+
+def test_diff_warns_when_trust_differs(tmp_path: Path) -> None:
+    if not TRAIN.exists():
+        pytest.skip(f"{TRAIN} is absent")
+    drifted = tmp_path / "drift.json.gz"
+    audit_damage.damage(TRAIN, drifted, "drift", 7)
+    r = run_cli("diff", str(TRAIN), str(drifted), "-q")
+    assert "trust differs" in r.stderr
+    assert "step time exact in the base, approximate in the new" in r.stderr
+    r = run_cli("diff", str(TRAIN), str(TRAIN), "-q")
+    assert r.returncode == 0 and "trust" not in r.stderr

@@ -26,6 +26,7 @@ from traceview.render.output import (
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from traceview.analyses.audit import Figure
     from traceview.analyses.diff import DiffOptions, Side
     from traceview.analyses.energy import EnergyReport, PowerOptions
     from traceview.analyses.gaps import GapOptions
@@ -36,6 +37,8 @@ if TYPE_CHECKING:
     from traceview.columns.model import TraceEvents
     from traceview.render.document import Document
     from traceview.render.html.documents import Documents, ReportOptions
+
+    Trust = dict[str, Figure]  # a trace's verdicts, by headline figure
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -332,22 +335,44 @@ def diff(
         raise UsageError("diff: only one side can be read from stdin (-)")
     check_save(out, (base, new))
     ops = options.group_by == "op"
-    report = compare(_diff_side(base, read, ops), _diff_side(new, read, ops), options)
+    (old_side, old_trust), (new_side, new_trust) = (_diff_side(p, read, ops) for p in (base, new))
+    report = compare(old_side, new_side, options)
     show(out, render_diff.document(report, out.verbose), (base, new))
+    _warn_trust(old_trust, new_trust)
     if not report.gate.passed:
         raise TraceviewError(render_diff.failure_message(report, out.verbose))
 
 
-def _diff_side(path: Path, read: ReadOptions, ops: bool = False) -> Side:
+def _diff_side(path: Path, read: ReadOptions, ops: bool = False) -> tuple[Side, Trust | None]:
     """A diff input: a snapshot (recognised by its content) or a trace, snapshotted here
-    (``ops``: read with its CPU ops, its kernels by launching op too)."""
+    (``ops``: its kernels by launching op too); a trace's verdicts (analyses.audit) besides,
+    from the same read (with its CPU rows; the snapshot from exactly what a read without them
+    gives, columns.model.without_cpu). A snapshot or a pipe has none."""
+    from traceview.analyses.audit import audit
     from traceview.analyses.diff import Side
     from traceview.analyses.snapshot import build_snapshot
     from traceview.app.snapshot_file import is_snapshot, load_snapshot
+    from traceview.columns.model import without_cpu
+    from traceview.read.stream import is_pipe
 
     if is_snapshot(path):
-        return Side(str(path), "snapshot", load_snapshot(path))
-    return Side(str(path), "trace", build_snapshot(read_trace(path, read, keep_cpu=ops), ops=ops))
+        return Side(str(path), "snapshot", load_snapshot(path)), None
+    keep = ops or not is_pipe(path)
+    events = read_trace(path, read, keep_cpu=keep)
+    trust = audit(events).figures if keep else None
+    snapped = events if ops or not keep else without_cpu(events)
+    return Side(str(path), "trace", build_snapshot(snapped, ops=ops)), trust
+
+
+def _warn_trust(base: Trust | None, new: Trust | None) -> None:
+    """A warning when both sides' verdicts are known and differ (docs/audit.md)."""
+    if base is None or new is None:
+        return
+    from traceview.render.audit import trust_difference
+
+    message = trust_difference(base, new)
+    if message is not None:
+        _warn(message)
 
 
 @_command

@@ -41,6 +41,21 @@ def trust_line(figures: Mapping[str, Figure]) -> str | None:
     return "trust    " + "; ".join(words) + "; traceview audit says why"
 
 
+def trust_difference(base: Mapping[str, Figure], new: Mapping[str, Figure]) -> str | None:
+    """diff's warning when a headline figure's verdict differs between the two sides."""
+    changed = [
+        f"{FIGURE_WORDS.get(n, n)} {base[n].trust} in the base, {new[n].trust} in the new"
+        for n in base
+        if n in new and base[n].trust != new[n].trust
+    ]
+    if not changed:
+        return None
+    return (
+        "the two sides' trust differs (compare with care; traceview audit on each says why): "
+        + "; ".join(changed)
+    )
+
+
 def _steps(steps: tuple[int, ...]) -> str:
     from traceview.analyses.core.steps import compress
 
