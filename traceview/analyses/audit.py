@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from traceview.aggregate import sums
+from traceview.aggregate.order import distinct
 from traceview.analyses.core.devices import NO_LAUNCH, device_of_stream, first_launch
 from traceview.analyses.core.faults import (
     COPY_CALL,
@@ -282,7 +283,7 @@ class _Trace:
 
 
 def _steps(steps: np.ndarray) -> tuple[int, ...]:
-    return tuple(np.unique(steps[steps >= 0]).tolist())
+    return tuple(distinct(steps[steps >= 0]).tolist())
 
 
 def audit(events: TraceEvents, launch: np.ndarray | None = None) -> Audit:
@@ -305,6 +306,8 @@ def audit(events: TraceEvents, launch: np.ndarray | None = None) -> Audit:
     if launches:
         checks.append(_clock_drift(t))
     checks += [_profiler_warning(t), _truncated(t)]
+    # a check that found nothing is no warning, whatever it would be
+    checks = [c if c.count else replace(c, severity=INFO) for c in checks]
     return Audit(
         trace=summarize(events),
         checks=tuple(checks),
@@ -319,7 +322,7 @@ def _launch_without_gpu(t: _Trace) -> Check:
     (the profiler stopped before their work)."""
     c, gpu = t.calls, t.events.gpu
     launch = c.kind <= GRAPH_CALL
-    ran = np.unique(gpu.correlation[gpu.correlation >= 0])
+    ran = distinct(gpu.correlation[gpu.correlation >= 0])
     has = contains(ran, c.correlation)
     last = int(c.ts[launch & has].max()) if (launch & has).any() else NO_END
     lost = launch & ~has
@@ -338,7 +341,7 @@ def _launch_without_gpu(t: _Trace) -> Check:
         calls = np.flatnonzero(lost & (c.kind == kind))
         parts.append(Part(what, len(calls), sums.total(call_time[calls])))
         chosen.append(calls)
-    short = _short_replays(t, np.unique(c.correlation[c.kind == GRAPH_CALL]))
+    short = _short_replays(t, distinct(c.correlation[c.kind == GRAPH_CALL]))
     parts.append(Part("kernels missing from graph replays", short[0], short[1]))
     cut_calls = np.flatnonzero(cut)
     parts.append(Part("cut by the profiler's stop", len(cut_calls), sums.total(call_time[cut])))
@@ -550,7 +553,7 @@ def _clock_drift(t: _Trace) -> Check:
     end = gpu.ts + gpu.dur
     idle = earlier_end(t.device, gpu.ts, end) < gpu.ts
     own = (t.launch != NO_LAUNCH) & (gpu.kind == KERNEL) & idle
-    graphs = np.unique(t.calls.correlation[t.calls.kind == GRAPH_CALL])
+    graphs = distinct(t.calls.correlation[t.calls.kind == GRAPH_CALL])
     own &= ~contains(graphs, gpu.correlation)
     found = []
     for d, value in enumerate(t.device_values):

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from traceview.aggregate.order import lex_order
+from traceview.aggregate.order import distinct, lex_order
 from traceview.analyses.core.graphs import GRAPH_LAUNCH
 from traceview.columns.model import TraceEvents
 
@@ -69,7 +69,7 @@ def runtime_calls(events: TraceEvents) -> Calls:
     name = columns[0]
     kind = np.full(len(name), OTHER_CALL, dtype=np.int8)
     if len(name):
-        used = np.unique(name)  # each distinct name once, not once per call
+        used = distinct(name)  # each distinct name once, not once per call
         kinds = np.array([call_kind(events.names[i]) for i in used.tolist()], dtype=np.int8)
         kind = kinds[np.searchsorted(used, name)]
     span = (lo, hi) if lo <= hi else (0, 0)
