@@ -159,6 +159,16 @@ def delete_step_end(events: list[Event], rng: random.Random) -> tuple[list[Event
     return events, out
 
 
+def delete_step(events: list[Event], rng: random.Random) -> tuple[list[Event], Expected]:
+    """One CPU ProfilerStep range in the middle deleted (its GPU annotation stays): truncated,
+    a step missing its CPU range."""
+    step = rng.choice(_cpu_steps(events)[1:-1])
+    out = Expected()
+    out.add("truncated", 1, 0, "steps missing their CPU range")
+    out.steps["truncated"] = [int(str(step["name"]).removeprefix("ProfilerStep#"))]
+    return _without(events, [step]), out
+
+
 def _launch_ns(events: list[Event]) -> dict[Any, int]:
     return reference.launch_ts_by_correlation(events)
 
@@ -236,10 +246,11 @@ def cut_tail(events: list[Event], rng: random.Random, k: int = 6) -> tuple[list[
 
 
 def short_replay(
-    events: list[Event], rng: random.Random, k: int = 2
+    events: list[Event], rng: random.Random, k: int = 2, first: bool = False
 ) -> tuple[list[Event], Expected]:
-    """k kernels (not the first) removed from one CUDA-graph replay: launch-without-gpu's part
-    "kernels missing from graph replays", the kernel time it lacks against the longest replay."""
+    """k kernels (not the first; ``first``: the first and k − 1 others) removed from one
+    CUDA-graph replay: launch-without-gpu's part "kernels missing from graph replays", the
+    kernel time it lacks against the longest replay of its graph."""
     graph_ids = {
         _corr(e) for e in events
         if _is_call(e) and re.match(r"^(?:cuda|cu|hip)GraphLaunch", str(e.get("name")))
@@ -251,10 +262,14 @@ def short_replay(
     for kernels in replays.values():
         kernels.sort(key=lambda e: reference.ts_ns(e) or 0)
     victim = rng.choice(sorted(c for c, ks in replays.items() if len(ks) > k + 1))
-    gone = rng.sample(replays[victim][1:], k)
+    gone = rng.sample(replays[victim][1:], k - first) + replays[victim][:first]
     left = [e for e in replays[victim] if e not in gone]
-    # the reference: of the replays with the victim's first kernel, the most kernels, earliest
-    same = [ks for c, ks in replays.items() if c != victim and ks[0]["name"] == left[0]["name"]]
+    # the reference: of the replays that start or end as the damaged one, the most kernels,
+    # the earliest among equals
+    same = [
+        ks for c, ks in replays.items()
+        if c != victim and (ks[0]["name"] == left[0]["name"] or ks[-1]["name"] == left[-1]["name"])
+    ]  # fmt: skip
     same.sort(key=lambda ks: (-len(ks), reference.ts_ns(ks[0]) or 0))
     if not same or len(same[0]) < len(replays[victim]):
         raise ValueError("the graph has no other replay as long as the one damaged")
@@ -269,10 +284,12 @@ DAMAGES: dict[str, Callable[..., tuple[list[Event], Expected]]] = {
     "launches": delete_launches,
     "runtime": delete_runtime,
     "step-end": delete_step_end,
+    "step": delete_step,
     "shift": shift_clock,
     "drift": drift_clock,
     "tail": cut_tail,
     "graph": short_replay,
+    "graph-first": lambda events, rng: short_replay(events, rng, first=True),
 }
 
 

@@ -52,11 +52,13 @@ def _base(path: Path) -> Audit:
         (TRAIN, "launches", 3),
         (TRAIN, "runtime", 4),
         (TRAIN, "step-end", 5),
+        (TRAIN, "step", 12),
         (TRAIN, "shift", 6),
         (TRAIN, "drift", 7),
         (TRAIN, "tail", 8),
         (TRAIN, "truncate", 9),
         (GRAPHS, "graph", 10),
+        (GRAPHS, "graph-first", 11),
     ],
 )
 def test_damage_is_reported_exactly(source: Path, damage: str, seed: int, tmp_path: Path) -> None:
@@ -84,7 +86,7 @@ def test_damage_is_reported_exactly(source: Path, damage: str, seed: int, tmp_pa
     for check, parts in expected.parts.items():
         for what, n in parts.items():
             assert found[check][what] - olds[check].get(what, 0) == n, (check, what)
-    untrusting = {"kernels", "truncate", "graph"}
+    untrusting = {"kernels", "truncate", "graph", "graph-first"}
     assert after.untrusted == (damage in untrusting)
     if damage in ("runtime", "tail"):  # nothing a figure depends on was lost
         assert _figures(after) == _figures(before)
@@ -216,6 +218,12 @@ def test_cli_exit_codes_and_json(tmp_path: Path) -> None:
     assert "UNTRUSTED" in (tmp_path / "out.txt").read_text()
     r = run_cli("audit", str(tmp_path / "missing.json.gz"))
     assert r.returncode == 2 and r.stderr.count("\n") == 1
+    cut = tmp_path / "cut.json.gz"  # no --partial needed: a cut file is a finding here
+    audit_damage.damage(TRAIN, cut, "truncate", 9)
+    r = run_cli("audit", str(cut), "-q", "-f", "json")
+    assert r.returncode == 1, r.stderr
+    truncated = next(c for c in json.loads(r.stdout)["checks"] if c["id"] == "truncated")
+    assert {p["what"]: p["count"] for p in truncated["parts"]}["file cut before its end"] == 1
 
 
 def test_diff_warns_when_trust_differs(tmp_path: Path) -> None:

@@ -367,9 +367,11 @@ def _launch_without_gpu(t: _Trace) -> Check:
 
 
 def _short_replays(t: _Trace, graph_ids: np.ndarray) -> tuple[int, int, list[Example]]:
-    """Kernels missing from graph replays: replays of one graph (the same first kernel)
-    compared with its replay of the most kernels (the first launched among equals). Their
-    number, the kernel time they lack against it, examples (the short replays' first kernel)."""
+    """Kernels missing from graph replays: each replay compared with the replay of the most
+    kernels (the first launched among equals) of its graph, a graph being the replays with
+    the same first kernel, or with the same last one (a replay that lost its first kernel
+    still ends as the others do); of the two, the longer reference. Their number, the kernel
+    time they lack against it, examples (the short replays' first kernel)."""
     gpu = t.events.gpu
     rows = np.flatnonzero(contains(graph_ids, gpu.correlation) & (gpu.kind == KERNEL))
     if len(rows) == 0:
@@ -377,14 +379,12 @@ def _short_replays(t: _Trace, graph_ids: np.ndarray) -> tuple[int, int, list[Exa
     order = rows[np.lexsort((gpu.ts[rows], gpu.correlation[rows]))]
     corr = gpu.correlation[order]
     first = np.flatnonzero(np.r_[True, corr[1:] != corr[:-1]])
+    last = np.r_[first[1:], len(order)] - 1
     count = np.diff(np.r_[first, len(order)])
     kernel_ns = np.add.reduceat(gpu.dur[order], first)
-    graph = gpu.name[order[first]]  # a replay's graph: its first kernel's name
     started = gpu.ts[order[first]]
-    # the reference of each graph: most kernels, then the earliest
-    ref_order = np.lexsort((started, -count, graph))
-    head = ref_order[np.r_[True, graph[ref_order][1:] != graph[ref_order][:-1]]]
-    ref_of = head[np.searchsorted(graph[head], graph)]
+    refs = [_reference(gpu.name[order[ends]], count, started) for ends in (first, last)]
+    ref_of = np.where(count[refs[1]] > count[refs[0]], refs[1], refs[0])
     missing = count[ref_of] - count
     short = np.flatnonzero(missing > 0)
     lacking = np.maximum(kernel_ns[ref_of] - kernel_ns, 0)[short]
@@ -394,7 +394,7 @@ def _short_replays(t: _Trace, graph_ids: np.ndarray) -> tuple[int, int, list[Exa
         Example(
             int(started[i]),
             int(kernel_ns[i]),
-            names[int(graph[i])],
+            names[int(gpu.name[order[first[i]]])],
             t.device_values[int(t.device[order[first[i]]])],
             t.events.streams[int(gpu.stream[order[first[i]]])].stream,
             int(corr[first[i]]),
@@ -404,6 +404,14 @@ def _short_replays(t: _Trace, graph_ids: np.ndarray) -> tuple[int, int, list[Exa
         for i, s in zip(short[:EXAMPLES].tolist(), steps[:EXAMPLES].tolist(), strict=True)
     ]
     return int(missing[short].sum()), sums.total(lacking), examples
+
+
+def _reference(graph: np.ndarray, count: np.ndarray, started: np.ndarray) -> np.ndarray:
+    """Per replay (its graph key, kernel count, start): the replay of its graph with the most
+    kernels, the earliest among equals."""
+    order = np.lexsort((started, -count, graph))
+    head = order[np.r_[True, graph[order][1:] != graph[order][:-1]]]
+    return np.asarray(head[np.searchsorted(graph[head], graph)])
 
 
 def _unlaunched(t: _Trace) -> list[Check]:
@@ -631,17 +639,24 @@ def _truncated(t: _Trace) -> Check:
         hi = np.searchsorted(points, [s.end_ns for s in steps], side="right")
         empty = [s.step for s, a, b in zip(steps, lo, hi, strict=True) if a == b and not s.cut]
         empty = [n for n in empty if n not in no_end]
+    missing = _missing_steps(events)
     parts = (
         Part("file cut before its end", int(cut_at is not None)),
         Part("steps without an end", len(no_end)),
+        Part("steps missing their CPU range", len(missing)),
         Part("steps the trace ends inside", len(ended)),
         Part("steps with no GPU work", len(empty)),
     )
     examples = [] if cut_at is None else [
         Example(None, 0, f"cut at byte {cut_at}", detail=f"{events.read.events} events read")
     ]  # fmt: skip
-    windows = {s.step: s for s in events.steps}
-    for what, numbers in (("no end", no_end), ("trace ends inside", ended), ("no GPU work", empty)):
+    windows = {s.step: s for s in sorted(events.steps, key=lambda s: s.on_gpu, reverse=True)}
+    for what, numbers in (
+        ("no end", no_end),
+        ("no CPU range", missing),
+        ("trace ends inside", ended),
+        ("no GPU work", empty),
+    ):
         examples += [
             Example(windows[n].start_ns, windows[n].end_ns - windows[n].start_ns,
                     windows[n].label or f"ProfilerStep#{n}", step=n, detail=what)
@@ -653,12 +668,27 @@ def _truncated(t: _Trace) -> Check:
         severity,
         sum(p.count for p in parts),
         0,
-        tuple(sorted({*no_end, *ended, *empty})),
+        tuple(sorted({*no_end, *missing, *ended, *empty})),
         tuple(examples[:EXAMPLES]),
-        "a file cut short; steps without an end, cut by the trace's end, or with no GPU work",
+        "a file cut short; steps without an end or CPU range, cut by the trace's end, or with "
+        "no GPU work",
         parts=parts,
         bound_ns=0,
     )
+
+
+def _missing_steps(events: TraceEvents) -> list[int]:
+    """ProfilerStep numbers between the first and last CPU range with no CPU range of their
+    own (a GPU annotation may still have it), in a trace with CPU ProfilerStep ranges."""
+    cpu = {s.step for s in events.steps if not s.on_gpu and not s.label}
+    if not cpu:
+        return []
+    known = cpu | {s.step for s in events.steps if s.on_gpu and not s.label}
+    lo, hi = min(cpu), max(known)
+    return [n for n in range(lo, hi + 1) if n not in cpu][:_MISSING_LISTED]
+
+
+_MISSING_LISTED = 10_000  # a step numbering with a huge hole: the first this many
 
 
 # What each finding does to each figure: (check id, figure, trust, reason). An approximate
@@ -680,7 +710,7 @@ _RULES: tuple[tuple[str, Sequence[str], str, str], ...] = (
     ("clock-drift", ("idle", "step_time"), APPROXIMATE, "{b} from the device clock's drift"),
     ("stream-overlap", ("kernel_time",), APPROXIMATE,
      "{b} from activities overlapping on one stream"),
-    ("truncated", ("step_time",), APPROXIMATE, "{n} steps without an end"),
+    ("truncated", ("step_time",), APPROXIMATE, "{n} steps without an end or CPU range"),
 )  # fmt: skip
 
 
@@ -714,14 +744,8 @@ def verdicts(checks: Sequence[Check], events: TraceEvents) -> dict[str, Figure]:
 def _applies(c: Check, trust: str) -> bool:
     """Whether a check's finding gives this rule's verdict: launch-without-gpu's untrusted
     only for lost kernels (not copies, fills or the profiler's stop); truncated's untrusted
-    only for a cut file, its approximate only for steps without an end."""
-    parts = {p.what: p.count for p in c.parts}
-    if c.id == "launch-without-gpu":
-        return _rule_count(c, trust) > 0
-    if c.id == "truncated":
-        key = "file cut before its end" if trust == UNTRUSTED else "steps without an end"
-        return parts.get(key, 0) > 0
-    return True
+    only for a cut file, its approximate only for steps without an end or CPU range."""
+    return c.id not in ("launch-without-gpu", "truncated") or _rule_count(c, trust) > 0
 
 
 def _rule_count(c: Check, trust: str) -> int:
@@ -731,6 +755,8 @@ def _rule_count(c: Check, trust: str) -> int:
             parts.get(k, 0)
             for k in ("kernel launches", "graph launches", "kernels missing from graph replays")
         )
-    if c.id == "truncated" and trust != UNTRUSTED:
-        return parts.get("steps without an end", 0)
+    if c.id == "truncated" and trust == UNTRUSTED:
+        return parts.get("file cut before its end", 0)
+    if c.id == "truncated":
+        return parts.get("steps without an end", 0) + parts.get("steps missing their CPU range", 0)
     return c.count

@@ -203,7 +203,8 @@ def audit(path: Path, read: ReadOptions, out: OutputOptions) -> int:
     try:
         _check_format(out.format)
         check_save(out, (path,))
-        events = read_trace(path, read, keep_cpu=True, phases=True)
+        # a file cut short is a finding here (truncated), not an error: read what it holds
+        events = read_trace(path, replace(read, partial=True), keep_cpu=True, phases=True)
     except TraceviewError as e:
         raise TraceviewError(e.message, USAGE_ERROR) from None
     report = audit_trace(events)
