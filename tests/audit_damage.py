@@ -169,6 +169,54 @@ def delete_step(events: list[Event], rng: random.Random) -> tuple[list[Event], E
     return _without(events, [step]), out
 
 
+def negative_durations(
+    events: list[Event], rng: random.Random, k: int = 3
+) -> tuple[list[Event], Expected]:
+    """k kernels given a negative dur: the reader skips them (negative-duration), so their
+    launch calls ran nothing (launch-without-gpu, kernel launches)."""
+    picked = rng.sample(_own_kernels(events), k)
+    for _, kernel in picked:
+        kernel["dur"] = -abs(kernel["dur"]) - 1
+    out = Expected()
+    out.add("negative-duration", k, 0)
+    out.add("launch-without-gpu", k, sum(reference.dur_ns(c) for c, _ in picked), "kernel launches")
+    return events, out
+
+
+def zero_durations(
+    events: list[Event], rng: random.Random, k: int = 4
+) -> tuple[list[Event], Expected]:
+    """k kernels given dur 0 in a trace with ns timestamps: zero-duration."""
+    for _, kernel in rng.sample(_own_kernels(events), k):
+        kernel["dur"] = 0
+    out = Expected()
+    out.add("zero-duration", k, 0)
+    return events, out
+
+
+def far_kernel(events: list[Event], rng: random.Random) -> tuple[list[Event], Expected]:
+    """One kernel moved 100 s later (a broken ts): beyond-span; and, now last on its stream
+    with an id lower than the kernel before it, out-of-order. Both count its GPU time."""
+    _, kernel = rng.choice(_own_kernels(events))
+    kernel["ts"] = kernel["ts"] + 100_000_000  # µs
+    out = Expected()
+    out.add("beyond-span", 1, reference.dur_ns(kernel))
+    out.add("out-of-order", 1, reference.dur_ns(kernel))
+    return events, out
+
+
+def add_warnings(top: dict[str, Any], rng: random.Random, k: int = 3) -> Expected:
+    """kineto's WARNING list in the top-level object, k lines: profiler-warning, verbatim."""
+    top["WARNING"] = [
+        f"WARNING:2026-01-01 00:00:0{i} 1:1 CuptiActivityProfiler.cpp:{rng.randint(1, 999)}] "
+        f"CUPTI buffer overflow: {rng.randint(1, 99)} activities lost"
+        for i in range(k)
+    ]
+    out = Expected()
+    out.add("profiler-warning", k, 0)
+    return out
+
+
 def _launch_ns(events: list[Event]) -> dict[Any, int]:
     return reference.launch_ts_by_correlation(events)
 
@@ -285,6 +333,9 @@ DAMAGES: dict[str, Callable[..., tuple[list[Event], Expected]]] = {
     "runtime": delete_runtime,
     "step-end": delete_step_end,
     "step": delete_step,
+    "negative": negative_durations,
+    "zero": zero_durations,
+    "far": far_kernel,
     "shift": shift_clock,
     "drift": drift_clock,
     "tail": cut_tail,
@@ -294,8 +345,13 @@ DAMAGES: dict[str, Callable[..., tuple[list[Event], Expected]]] = {
 
 
 def damage(src: Path, dst: Path, what: str, seed: int) -> Expected:
-    """Write ``src`` damaged by ``what`` (a DAMAGES key, or ``truncate``) to ``dst``."""
+    """Write ``src`` damaged by ``what`` (a DAMAGES key, ``warnings`` or ``truncate``) to
+    ``dst``."""
     top, events = load(src)
+    if what == "warnings":
+        expected = add_warnings(top, random.Random(seed))
+        save(top, events, dst)
+        return expected
     if what == "truncate":  # the file cut at 70% of its text
         save(top, events, dst, cut=0.7)
         out = Expected(partial=True)
@@ -310,7 +366,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("src", type=Path)
     parser.add_argument("dst", type=Path)
-    parser.add_argument("--damage", choices=[*DAMAGES, "truncate"], required=True)
+    parser.add_argument("--damage", choices=[*DAMAGES, "truncate", "warnings"], required=True)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     print(json.dumps(damage(args.src, args.dst, args.damage, args.seed).__dict__, indent=2))

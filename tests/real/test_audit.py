@@ -53,6 +53,10 @@ def _base(path: Path) -> Audit:
         (TRAIN, "runtime", 4),
         (TRAIN, "step-end", 5),
         (TRAIN, "step", 12),
+        (TRAIN, "negative", 13),
+        (TRAIN, "zero", 14),
+        (TRAIN, "far", 15),
+        (TRAIN, "warnings", 16),
         (TRAIN, "shift", 6),
         (TRAIN, "drift", 7),
         (TRAIN, "tail", 8),
@@ -86,9 +90,9 @@ def test_damage_is_reported_exactly(source: Path, damage: str, seed: int, tmp_pa
     for check, parts in expected.parts.items():
         for what, n in parts.items():
             assert found[check][what] - olds[check].get(what, 0) == n, (check, what)
-    untrusting = {"kernels", "truncate", "graph", "graph-first"}
+    untrusting = {"kernels", "truncate", "graph", "graph-first", "negative", "far"}
     assert after.untrusted == (damage in untrusting)
-    if damage in ("runtime", "tail"):  # nothing a figure depends on was lost
+    if damage in ("runtime", "tail", "warnings"):  # nothing a figure depends on was lost
         assert _figures(after) == _figures(before)
 
 
