@@ -726,7 +726,7 @@ def verdicts(checks: Sequence[Check], events: TraceEvents) -> dict[str, Figure]:
         reason = words.format(n=n, b=f"± {duration(c.bound_ns / 1000)}")
         for f in figures:
             found[f].append((trust, c.bound_ns, reason))
-    if not len(events.cpu):
+    if not len(events.cpu) and len(events.gpu.ts):
         found["op_attribution"].append((UNTRUSTED, 0, "no CPU ops in this trace"))
     out = {}
     for f in FIGURES:

@@ -89,7 +89,7 @@ def figures_table(a: Audit) -> Table:
 
 def _example(e: Example, short: Mapping[str, str]) -> str:
     where = "" if e.ts_ns is None else f"@{e.ts_ns / 1000:.3f} "
-    parts = [short.get(e.name, e.name)]
+    parts = [e.name if e.ts_ns is None else short.get(e.name, e.name)]  # a line kineto wrote
     if e.device is not None:
         parts.append(f"device {e.device}" + ("" if e.stream is None else f" stream {e.stream}"))
     if e.correlation is not None:
