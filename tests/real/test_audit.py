@@ -240,3 +240,22 @@ def test_diff_warns_when_trust_differs(tmp_path: Path) -> None:
     assert "step time exact in the base, approximate in the new" in r.stderr
     r = run_cli("diff", str(TRAIN), str(TRAIN), "-q")
     assert r.returncode == 0 and "trust" not in r.stderr
+
+
+def test_summary_of_a_phase_carries_the_whole_traces_trust() -> None:
+    """--phase keeps one phase's GPU work: its other launches must not read as lost."""
+    sglang = SHARED_TRACES / "tracelens__inference__sglang_decode__sglang_Qwen3-8B_decode.json.gz"
+    if not sglang.exists():
+        pytest.skip(f"{sglang} is absent")
+    r = run_cli("summary", str(sglang), "--phase", "decode", "-f", "json", "--no-cache", "-q")
+    assert r.returncode == 0, r.stderr
+    trust = json.loads(r.stdout)["trust"]
+    assert {n: f["trust"] for n, f in trust.items()} == dict.fromkeys(trust, "exact")
+    assert _audit(sglang).figures == {n: _figure(f) for n, f in trust.items()}
+
+
+def _figure(f: dict[str, Any]) -> Any:
+    from traceview.analyses.audit import Figure
+
+    bound = None if f["bound_us"] is None else round(f["bound_us"] * 1000)
+    return Figure(f["trust"], bound, f["reason"])

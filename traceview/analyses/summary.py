@@ -155,12 +155,17 @@ class Overview:
 
 
 def overview(
-    events: TraceEvents, shared: Shared | None = None, include_warmup: bool = False
+    events: TraceEvents,
+    shared: Shared | None = None,
+    include_warmup: bool = False,
+    trust: dict[str, Figure] | None = None,
 ) -> Overview:
     """Everything ``summary`` shows, from one read of the trace (CPU rows included);
     ``shared``: the op links, op calls, device usage and gaps and step table, when the
     caller has them already. Step medians leave out degenerate steps, and warm-up and
-    capture steps unless ``include_warmup``."""
+    capture steps unless ``include_warmup``. ``trust``: the verdicts of the whole trace, when
+    ``events`` are a part of it (a phase's GPU work: its launches of other phases would read
+    as lost); else worked out here."""
     shared = work_out(events) if shared is None else shared
     links, usage, gaps = shared.links, shared.usage, shared.gaps
     category = shared.category
@@ -187,7 +192,7 @@ def overview(
         notes=_notes(events, phases),
         memory=memory,
         phases=phases,
-        trust=audit(events, links.launch).figures,
+        trust=audit(events, links.launch).figures if trust is None else trust,
     )
 
 

@@ -186,10 +186,16 @@ def summary(
 
     check_choice("--format", out.format, DocumentFormat)
     check_save(out, (path,))
-    events = _of_phase(read_trace(path, read, keep_cpu=True, phases=True), phase)
+    whole = read_trace(path, read, keep_cpu=True, phases=True)
+    events = _of_phase(whole, phase)
     if _nothing_to_show(events, out):
         return
-    report = overview(events, include_warmup=include_warmup)
+    trust = None
+    if phase is not None:  # the verdicts are the whole trace's (analyses.summary.overview)
+        from traceview.analyses.audit import audit
+
+        trust = audit(whole).figures
+    report = overview(events, include_warmup=include_warmup, trust=trust)
     show(out, render_overview.document(report), (path,))
 
 
