@@ -19,6 +19,7 @@ import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -51,14 +52,26 @@ class Expected:
 
 
 def load(path: Path) -> tuple[dict[str, Any], list[Event]]:
+    """The top-level object and the events; numbers with a fraction as Decimal, so that an
+    epoch-µs ts (which a float64 holds only to 0.25 µs) is written back as it was read."""
     with gzip.open(path, "rt") as f:
-        top = json.load(f)
+        top = json.load(f, parse_float=Decimal)
     return top, top.pop("traceEvents")
+
+
+_DECIMAL = "\x00decimal:"  # how a Decimal crosses json.dumps, as a string
+
+
+def _exact(value: object) -> str:
+    if isinstance(value, Decimal):
+        return f"{_DECIMAL}{value}"
+    raise TypeError(f"cannot write {type(value).__name__}")
 
 
 def save(top: dict[str, Any], events: list[Event], path: Path, cut: float | None = None) -> None:
     """Write the trace (gzip); ``cut``: keep only that share of its text (a file cut short)."""
-    text = json.dumps({**top, "traceEvents": events})
+    text = json.dumps({**top, "traceEvents": events}, default=_exact)
+    text = re.sub(r'"\\u0000decimal:([^"]*)"', r"\1", text)
     if cut is not None:
         text = text[: int(len(text) * cut)]
     with gzip.open(path, "wt") as f:
@@ -241,7 +254,7 @@ def shift_clock(events: list[Event], rng: random.Random) -> tuple[list[Event], E
             called = launch.get(_corr(e))
             if called is not None and start < called:
                 early, early_ns = early + 1, early_ns + called - start
-            e["ts"] = e["ts"] - shift_ns / 1000
+            e["ts"] = e["ts"] - Decimal(shift_ns) / 1000
     out.add("start-before-launch", early, early_ns)
     return events, out
 

@@ -13,7 +13,7 @@ from typing import Any
 import audit_damage
 import pytest
 import reference
-from conftest import SHARED_TRACES, RealTrace, run_cli
+from conftest import ROOT, SHARED_TRACES, RealTrace, run_cli
 
 from traceview.analyses.audit import CHECKS, Audit, audit
 from traceview.analyses.core.step_markers import step_phases
@@ -22,6 +22,7 @@ from traceview.options import ReadOptions
 
 H200 = SHARED_TRACES / "h200"
 TRAIN, GRAPHS = H200 / "train.json.gz", H200 / "graphs.json.gz"
+DEMO = ROOT / "fixtures" / "demo.json.gz"  # two devices
 
 
 def _audit(path: Path, partial: bool = False) -> Audit:
@@ -38,6 +39,10 @@ def _figures(a: Audit) -> dict[str, tuple[str, int | None]]:
 _BASE: dict[Path, Audit] = {}
 
 
+def _case(source: Path, damage: str, seed: int) -> Any:
+    return pytest.param(source, damage, seed, id=f"{source.name.split('.')[0]}-{damage}-{seed}")
+
+
 def _base(path: Path) -> Audit:
     if path not in _BASE:
         _BASE[path] = _audit(path)
@@ -47,22 +52,25 @@ def _base(path: Path) -> Audit:
 @pytest.mark.parametrize(
     ("source", "damage", "seed"),
     [
-        (TRAIN, "kernels", 1),
-        (TRAIN, "kernels", 2),
-        (TRAIN, "launches", 3),
-        (TRAIN, "runtime", 4),
-        (TRAIN, "step-end", 5),
-        (TRAIN, "step", 12),
-        (TRAIN, "negative", 13),
-        (TRAIN, "zero", 14),
-        (TRAIN, "far", 15),
-        (TRAIN, "warnings", 16),
-        (TRAIN, "shift", 6),
-        (TRAIN, "drift", 7),
-        (TRAIN, "tail", 8),
-        (TRAIN, "truncate", 9),
-        (GRAPHS, "graph", 10),
-        (GRAPHS, "graph-first", 11),
+        _case(TRAIN, "kernels", 1),
+        _case(TRAIN, "kernels", 2),
+        _case(TRAIN, "launches", 3),
+        _case(TRAIN, "runtime", 4),
+        _case(TRAIN, "step-end", 5),
+        _case(TRAIN, "step", 12),
+        _case(TRAIN, "negative", 13),
+        _case(TRAIN, "zero", 14),
+        _case(TRAIN, "far", 15),
+        _case(TRAIN, "warnings", 16),
+        _case(DEMO, "shift", 17),
+        _case(DEMO, "kernels", 18),
+        _case(DEMO, "launches", 19),
+        _case(TRAIN, "shift", 6),
+        _case(TRAIN, "drift", 7),
+        _case(TRAIN, "tail", 8),
+        _case(TRAIN, "truncate", 9),
+        _case(GRAPHS, "graph", 10),
+        _case(GRAPHS, "graph-first", 11),
     ],
 )
 def test_damage_is_reported_exactly(source: Path, damage: str, seed: int, tmp_path: Path) -> None:
