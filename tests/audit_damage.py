@@ -306,6 +306,36 @@ def cut_tail(events: list[Event], rng: random.Random, k: int = 6) -> tuple[list[
     return [e for e in events if not (_is_gpu(e) and _corr(e) in ids)], out
 
 
+def overflow(events: list[Event], rng: random.Random) -> tuple[list[Event], Expected]:
+    """Every GPU activity launched from a ProfilerStep in the second half on removed (a CUPTI
+    buffer that overflowed): launch-without-gpu counts every such launch call, the steps
+    between lost their GPU work, and the last one is cut."""
+    steps = _cpu_steps(events)
+    first = rng.choice(steps[len(steps) // 2 : -1])
+    start = reference.ts_ns(first) or 0
+    gpu_ids = {_corr(e) for e in events if _is_gpu(e)}
+    calls = [
+        c for c in events
+        if _is_call(c) and ANY_LAUNCH.match(str(c.get("name"))) and _corr(c) in gpu_ids
+        and (reference.ts_ns(c) or 0) >= start
+    ]  # fmt: skip
+    ids = {_corr(c) for c in calls}
+    out = Expected()
+    out.add("launch-without-gpu", len(calls), sum(reference.dur_ns(c) for c in calls))
+
+    def launched_in(step: Event) -> bool:
+        lo = reference.ts_ns(step) or 0
+        return any(lo <= (reference.ts_ns(c) or 0) <= lo + reference.dur_ns(step) for c in calls)
+
+    emptied = [s for s in steps if s is not steps[-1] and launched_in(s)]
+    out.add("truncated", len(emptied) + launched_in(steps[-1]), 0)
+    out.parts["truncated"] = {
+        "steps with no GPU work": len(emptied),
+        "steps the trace ends inside": int(launched_in(steps[-1])),
+    }
+    return [e for e in events if not (_is_gpu(e) and _corr(e) in ids)], out
+
+
 def short_replay(
     events: list[Event], rng: random.Random, k: int = 2, first: bool = False
 ) -> tuple[list[Event], Expected]:
@@ -349,6 +379,7 @@ DAMAGES: dict[str, Callable[..., tuple[list[Event], Expected]]] = {
     "negative": negative_durations,
     "zero": zero_durations,
     "far": far_kernel,
+    "overflow": overflow,
     "shift": shift_clock,
     "drift": drift_clock,
     "tail": cut_tail,

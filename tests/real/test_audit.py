@@ -62,6 +62,7 @@ def _base(path: Path) -> Audit:
         _case(TRAIN, "zero", 14),
         _case(TRAIN, "far", 15),
         _case(TRAIN, "warnings", 16),
+        _case(TRAIN, "overflow", 20),
         _case(DEMO, "shift", 17),
         _case(DEMO, "kernels", 18),
         _case(DEMO, "launches", 19),
@@ -98,7 +99,7 @@ def test_damage_is_reported_exactly(source: Path, damage: str, seed: int, tmp_pa
     for check, parts in expected.parts.items():
         for what, n in parts.items():
             assert found[check][what] - olds[check].get(what, 0) == n, (check, what)
-    untrusting = {"kernels", "truncate", "graph", "graph-first", "negative", "far"}
+    untrusting = {"kernels", "truncate", "graph", "graph-first", "negative", "far", "overflow"}
     assert after.untrusted == (damage in untrusting)
     if damage in ("runtime", "tail", "warnings"):  # nothing a figure depends on was lost
         assert _figures(after) == _figures(before)

@@ -327,6 +327,12 @@ def _launch_without_gpu(t: _Trace) -> Check:
     last = int(c.ts[launch & has].max()) if (launch & has).any() else NO_END
     lost = launch & ~has
     cut = lost & (c.ts > last)
+    if len(t.step_number) and cut.any():
+        # the stop cuts the step the work ended in, or the last one; a whole step between
+        # them without its work is a loss (a buffer that overflowed), not the stop
+        step = t.step_of(c.ts)
+        ended = int(t.step_of(np.array([last]))[0])
+        cut &= (step == -1) | (step == ended) | (step == int(t.step_number.max()))
     lost &= ~cut
     call_time = c.end - c.ts
     parts: list[Part] = []
