@@ -108,7 +108,7 @@ def test_summary_cli_shapes() -> None:
     assert set(doc) == {
         "schema_version", "trace", "devices", "top_categories", "top_kernels", "top_ops",
         "launch", "steps", "hints", "notes", "memory", "phases", "steady_state",
-        "degenerate_steps", "mfu",
+        "degenerate_steps", "mfu", "trust",
     }  # fmt: skip
     assert set(doc["mfu"]) == {
         "value", "peak_tflops_per_s", "peak_source", "dtype", "coverage", "convention",
@@ -116,6 +116,9 @@ def test_summary_cli_shapes() -> None:
         "why_not",
     }  # fmt: skip
     assert {"median_step_time_us", "paced_by", "gpu_paced_steps"} <= set(doc["steps"])
+    assert set(doc["trust"]) == {"busy_pct", "idle", "step_time", "kernel_time", "op_attribution"}
+    assert doc["trust"]["kernel_time"]["trust"] == "approximate"  # the demo's 2 overlaps
+    assert doc["trust"]["busy_pct"] == {"trust": "exact", "bound_us": 0.0, "reason": ""}
     assert [d["device"] for d in doc["memory"]["devices"]] == [0]  # the demo's [memory] events
     assert set(doc["devices"][0]) == {
         "device", "window_us", "compute_us", "exposed_communication_us",

@@ -200,3 +200,22 @@ def test_display_names_of_one_large_group_are_linear() -> None:
     small = [f"void k<{i}, float>(int)" for i in range(N)]
     large = [f"void k<{i}, float>(int)" for i in range(2 * N)]
     assert _ratio_of(lambda: display_names(large), lambda: display_names(small)) <= MAX_RATIO
+
+
+@pytest.fixture(scope="module")
+def launched(tmp_path_factory: pytest.TempPathFactory) -> dict[int, TraceEvents]:
+    """N and 2N kernel launches in ProfilerSteps of 50, read with their CPU rows."""
+    out = {}
+    for size in (N, 2 * N):
+        path = tmp_path_factory.mktemp("linear") / "t.json"
+        gen.write_scale_trace(path, kernels=size, steps=size // 50)
+        options = ReadOptions(quiet=True, cache=False)
+        out[size] = reading.read_trace(path, options, keep_cpu=True, phases=True)
+    return out
+
+
+def test_audit_is_linear(launched: dict[int, TraceEvents]) -> None:
+    """Every check: no pass over the rows per step, device or finding."""
+    from traceview.analyses.audit import audit
+
+    assert _ratio(launched, audit) <= MAX_RATIO

@@ -19,6 +19,7 @@ import numpy as np
 from traceview.aggregate import sums
 from traceview.aggregate.order import dense_ids
 from traceview.analyses import hints as hint_rules
+from traceview.analyses.audit import Figure, audit, figures_json
 from traceview.analyses.core.breakdown import Breakdown, breakdowns
 from traceview.analyses.core.categories import CATEGORIES
 from traceview.analyses.core.common import Shared, work_out
@@ -152,6 +153,7 @@ class Overview:
     memory: MemoryReport | None = None  # the allocator's peaks (traceview memory)
     phases: PhaseReport | None = None  # per-phase step figures, steady state, degenerate steps
     mfu: Mfu | None = None  # model FLOPs utilisation over the counted steps
+    trust: dict[str, Figure] | None = None  # each headline figure's verdict (analyses.audit)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -168,6 +170,7 @@ class Overview:
             "memory": None if self.memory is None else self.memory.summary_dict(),
             "mfu": None if self.mfu is None else self.mfu.as_dict(),
             **_phases_json(self.phases),
+            "trust": None if self.trust is None else figures_json(self.trust),
         }
 
 
@@ -176,11 +179,14 @@ def overview(
     shared: Shared | None = None,
     include_warmup: bool = False,
     peaks_file: Path | None = None,
+    trust: dict[str, Figure] | None = None,
 ) -> Overview:
     """Everything ``summary`` shows, from one read of the trace (CPU rows included);
     ``shared``: the op links, op calls, device usage and gaps and step table, when the
     caller has them already. Step medians leave out degenerate steps, and warm-up and
-    capture steps unless ``include_warmup``; ``peaks_file``: a ``--peaks`` file for MFU."""
+    capture steps unless ``include_warmup``; ``peaks_file``: a ``--peaks`` file for MFU.
+    ``trust``: the verdicts of the whole trace, when ``events`` are a part of it (a phase's
+    GPU work: its launches of other phases would read as lost); else worked out here."""
     shared = work_out(events) if shared is None else shared
     links, usage, gaps = shared.links, shared.usage, shared.gaps
     category = shared.category
@@ -212,6 +218,7 @@ def overview(
         memory=memory,
         phases=phases,
         mfu=flops.summary(kept),
+        trust=audit(events, links.launch).figures if trust is None else trust,
     )
 
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 from traceview.app.reading import read_trace, wait_for_cache_writes
 from traceview.choices import DocumentFormat, Format, check_choice
-from traceview.errors import TraceviewError, UsageError
+from traceview.errors import USAGE_ERROR, TraceviewError, UsageError
 from traceview.options import ReadOptions, inputs_of
 from traceview.render.output import (
     check_output_path,
@@ -26,6 +26,7 @@ from traceview.render.output import (
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from traceview.analyses.audit import Figure
     from traceview.analyses.diff import DiffOptions, Side
     from traceview.analyses.energy import EnergyReport, PowerOptions
     from traceview.analyses.gaps import GapOptions
@@ -36,6 +37,8 @@ if TYPE_CHECKING:
     from traceview.columns.model import TraceEvents
     from traceview.render.document import Document
     from traceview.render.html.documents import Documents, ReportOptions
+
+    Trust = dict[str, Figure]  # a trace's verdicts, by headline figure
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -196,11 +199,36 @@ def summary(
     check_save(out, (path,))
     if peaks is not None:
         load_peaks_file(peaks)  # a wrong file is said before the trace is read
-    events = _of_phase(read_trace(path, read, keep_cpu=True, phases=True), phase)
+    whole = read_trace(path, read, keep_cpu=True, phases=True)
+    events = _of_phase(whole, phase)
     if _nothing_to_show(events, out):
         return
-    report = overview(events, include_warmup=include_warmup, peaks_file=peaks)
+    trust = None
+    if phase is not None:  # the verdicts are the whole trace's (analyses.summary.overview)
+        from traceview.analyses.audit import audit
+
+        trust = audit(whole).figures
+    report = overview(events, include_warmup=include_warmup, peaks_file=peaks, trust=trust)
     show(out, render_overview.document(report), (path,))
+
+
+@_command
+def audit(path: Path, read: ReadOptions, out: OutputOptions) -> int:
+    """``traceview audit``: the checks and verdicts; the exit code (0 sound, 1 a headline
+    figure untrusted). An error exits 2 here: 1 means untrusted."""
+    from traceview.analyses.audit import audit as audit_trace
+    from traceview.render import audit as render_audit
+
+    try:
+        _check_format(out.format)
+        check_save(out, (path,))
+        # a file cut short is a finding here (truncated), not an error: read what it holds
+        events = read_trace(path, replace(read, partial=True), keep_cpu=True, phases=True)
+    except TraceviewError as e:
+        raise TraceviewError(e.message, USAGE_ERROR) from None
+    report = audit_trace(events)
+    show(out, render_audit.document(report), (path,))
+    return 1 if report.untrusted else 0
 
 
 @_command
@@ -327,28 +355,51 @@ def diff(
         raise UsageError("diff: only one side can be read from stdin (-)")
     check_save(out, (base, new))
     group, parts = options.group_by, options.explain
-    sides = [_diff_side(p, read, group == "op", group == "fused-op", parts) for p in (base, new)]
-    report = compare(sides[0], sides[1], options)
+    (old_side, old_trust), (new_side, new_trust) = (
+        _diff_side(p, read, group == "op", group == "fused-op", parts) for p in (base, new)
+    )
+    report = compare(old_side, new_side, options)
     show(out, render_diff.document(report, out.verbose), (base, new))
+    _warn_trust(old_trust, new_trust)
     if not report.gate.passed:
         raise TraceviewError(render_diff.failure_message(report, out.verbose))
 
 
 def _diff_side(
     path: Path, read: ReadOptions, ops: bool = False, fused: bool = False, parts: bool = False
-) -> Side:
+) -> tuple[Side, Trust | None]:
     """A diff input: a snapshot (recognised by its content) or a trace, snapshotted here
-    (``ops`` / ``fused``: read with its CPU ops, its kernels by launching op / fused op too;
-    ``parts``: each step's time in parts, for --explain)."""
+    (``ops`` / ``fused``: its kernels by launching op / fused op too; ``parts``: each step's
+    time in parts, for --explain); a trace's verdicts (analyses.audit) besides, from the same
+    read (with its CPU rows; the snapshot from exactly what a read without them gives,
+    columns.model.without_cpu). A snapshot or a pipe has none."""
+    from traceview.analyses.audit import audit
     from traceview.analyses.diff import Side
     from traceview.analyses.snapshot import build_snapshot
     from traceview.app.snapshot_file import is_snapshot, load_snapshot
+    from traceview.columns.model import without_cpu
+    from traceview.read.stream import is_pipe
 
     if is_snapshot(path):
-        return Side(str(path), "snapshot", load_snapshot(path))
-    events = read_trace(path, read, keep_cpu=ops or fused)
-    snapshot = build_snapshot(events, ops=ops, fused=fused, parts=parts)
-    return Side(str(path), "trace", snapshot)
+        return Side(str(path), "snapshot", load_snapshot(path)), None
+    by_op = ops or fused
+    keep = by_op or not is_pipe(path)
+    events = read_trace(path, read, keep_cpu=keep)
+    trust = audit(events).figures if keep else None
+    snapped = events if by_op or not keep else without_cpu(events)
+    snapshot = build_snapshot(snapped, ops=ops, fused=fused, parts=parts)
+    return Side(str(path), "trace", snapshot), trust
+
+
+def _warn_trust(base: Trust | None, new: Trust | None) -> None:
+    """A warning when both sides' verdicts are known and differ (docs/audit.md)."""
+    if base is None or new is None:
+        return
+    from traceview.render.audit import trust_difference
+
+    message = trust_difference(base, new)
+    if message is not None:
+        _warn(message)
 
 
 @_command

@@ -35,6 +35,7 @@ COMMANDS = (
     "memory",
     "trim",
     "mcp",
+    "audit",
 )
 
 

@@ -9,6 +9,7 @@ from traceview.analyses.memory import NO_EVENTS, MemoryReport
 from traceview.analyses.ops.model_flops import Mfu
 from traceview.analyses.summary import Overview
 from traceview.render import units
+from traceview.render.audit import trust_line
 from traceview.render.document import Document, Lines, Section
 from traceview.render.header import trace_lines
 from traceview.render.ops import op_label
@@ -24,7 +25,8 @@ def _pct(part: int, whole: int) -> str:
 def header_lines(o: Overview) -> list[str]:
     lines = trace_lines(o.trace)
     lines += [_window_line(d) for d in o.devices]
-    return lines + [f"note     {n}" for n in o.notes]
+    trust = None if o.trust is None else trust_line(o.trust)
+    return lines + [f"note     {n}" for n in o.notes] + ([] if trust is None else [trust])
 
 
 def _window_line(d: Breakdown) -> str:
