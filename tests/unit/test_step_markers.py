@@ -255,3 +255,31 @@ def test_steady_state_is_the_longest_run_within_tolerance() -> None:
     assert (st.first_step, st.last_step, st.steps, st.duration_ns) == (4, 6, 3, 305)
     assert st.steps_per_s == pytest.approx(3 / 305e-9)
     assert st.tokens_per_s == pytest.approx(12 / 305e-9)
+
+
+def test_a_count_beyond_int64_is_absent_with_a_note(tmp_path: Path) -> None:
+    """``step[DECODE bs=<26 digits>]``: the JSON holds null and says why, never an internal
+    error; an ``execute_…`` range's counts likewise."""
+    huge = "1" * 26
+    names = [f"step[DECODE bs={huge}]", "step[DECODE bs=4]"]
+    path = write(tmp_path, marked(names))
+    rows = steps(path)
+    assert [(r["batch"], r["tokens"]) for r in rows] == [(None, None), (4, 4)]
+    document = traceview.open(path, cache=False).steps().to_json()
+    assert json.dumps(document)  # serialisable
+    assert (
+        "step 0: a count in the marker's name is beyond int64: read as absent (null)"
+        in (document["notes"])
+    )
+    execute = f"execute_{huge}_context_0(sq0)_generation_{huge}(sq{huge})"
+    (row,) = steps(write(tmp_path, marked([execute])))
+    assert (row["batch"], row["tokens"]) == (None, None)
+
+
+def test_marker_numbers_are_ascii_digits() -> None:
+    """``bs=٣٣`` (Arabic-Indic digits) is not 33: no SGLang marker."""
+    from traceview.analyses.core.step_markers import MARKERS
+
+    sglang = MARKERS[0].pattern
+    assert sglang.fullmatch("step[DECODE bs=33]")
+    assert not sglang.fullmatch("step[DECODE bs=٣٣]")
