@@ -96,6 +96,20 @@ def test_a_trace_without_memory_events_gets_one_line(tmp_path: Path) -> None:
     doc = json.loads(invoke("memory", str(trace), "-f", "json"))
     assert doc["devices"] == [] and doc["cpu"] is None
     assert any("profile_memory=True" in n for n in doc["notes"])
+    saved = tmp_path / "memory.txt"
+    assert invoke("memory", str(trace), "-o", str(saved)) == ""  # the line goes to -o
+    assert saved.read_text() == text
+
+
+def test_a_one_line_table_goes_to_the_output_file(tmp_path: Path) -> None:
+    """Any command's one line instead of a table (no GPU activity) goes where -o says."""
+    trace = tmp_path / "cpu.json"
+    trace.write_text(json.dumps({"traceEvents": [
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1, "dur": 2},
+    ]}))  # fmt: skip
+    saved = tmp_path / "summary.txt"
+    assert invoke("summary", str(trace), "-o", str(saved)) == ""
+    assert "no GPU kernels recorded" in saved.read_text()
 
 
 def test_a_run_gives_each_rank_s_report(tmp_path: Path) -> None:

@@ -202,9 +202,7 @@ def memory(path: Path, read: ReadOptions, out: OutputOptions, top: int) -> None:
     events = read_trace(path, read, keep_cpu=True)
     report = analyse_memory(events)
     if report.events == 0 and out.format == "table":
-        from traceview.render.escape import text_lines
-
-        write_stdout(text_lines([f"{events.path}: {NO_EVENTS}"]) + "\n")
+        _one_line(out, f"{events.path}: {NO_EVENTS}", (path,))
         return
     show(out, render_memory.document(summarize(events), report, top), (path,))
 
@@ -229,14 +227,24 @@ def _nothing_to_show(events: TraceEvents, out: OutputOptions) -> bool:
     Markdown keep their shape, empty)."""
     if len(events.gpu.ts) or out.format != "table":
         return False
-    from traceview.render.escape import text_lines
-
     if len(events.runtime.ts):
         why = "runtime calls but no GPU activity recorded (was CUDA activity collected?)"
     else:
         why = "no GPU kernels recorded: was the profiler run with ProfilerActivity.CUDA?"
-    write_stdout(text_lines([f"{events.path}: {why}"]) + "\n")
+    _one_line(out, f"{events.path}: {why}", (Path(events.path),))
     return True
+
+
+def _one_line(out: OutputOptions, line: str, inputs: Sequence[Path]) -> None:
+    """A table that is one line (nothing to show): where the table would go, the ``-o`` file
+    as for every format, else stdout."""
+    from traceview.render.escape import text_lines
+
+    text = text_lines([line]) + "\n"
+    if out.save is not None:
+        write_file(out.save, text, out.force, inputs)
+    else:
+        write_stdout(text)
 
 
 def _warn(message: str) -> None:
