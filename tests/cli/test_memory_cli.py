@@ -128,3 +128,20 @@ def test_a_run_gives_each_rank_s_report(tmp_path: Path) -> None:
     text = invoke("memory", str(run), "--per-rank")
     assert "highest peak: rank 1, device 0: 10.00 KiB allocated" in text
     assert "rank 1\ntrace    " in text
+
+
+def test_skipped_memory_events_are_said_only_where_memory_is_read(tmp_path: Path) -> None:
+    """A [memory] event with a bad field is skipped: ``memory`` (and ``summary``, which shows
+    the peaks) say so; ``kernels``, which never reads them, does not."""
+    bad = {"ph": "i", "s": "t", "name": "[memory]", "pid": 1, "tid": 1, "ts": 5,
+           "args": {"Device Type": 1, "Device Id": 0, "Bytes": "x", "Total Allocated": 1,
+                    "Total Reserved": 2}}  # fmt: skip
+    kernel = {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "dur": 2,
+              "args": {"device": 0, "stream": 7}}  # fmt: skip
+    trace = tmp_path / "t.json"
+    trace.write_text(json.dumps({"traceEvents": [kernel, bad]}))
+    said = "1 [memory] events skipped"
+    for command, warns in (("memory", True), ("summary", True), ("kernels", False)):
+        r = runner.invoke(app, [command, str(trace), "--no-cache"], env={"COLUMNS": "120"})
+        assert r.exit_code == 0, r.output
+        assert (said in r.stderr) is warns, (command, r.stderr)

@@ -183,7 +183,8 @@ def summary(
 
     check_choice("--format", out.format, DocumentFormat)
     check_save(out, (path,))
-    events = _of_phase(read_trace(path, read, keep_cpu=True, phases=True), phase)
+    events = read_trace(path, read, keep_cpu=True, phases=True, memory=True)
+    events = _of_phase(events, phase)
     if _nothing_to_show(events, out):
         return
     report = overview(events, include_warmup=include_warmup)
@@ -199,12 +200,12 @@ def memory(path: Path, read: ReadOptions, out: OutputOptions, top: int) -> None:
 
     _check_format(out.format)
     check_save(out, (path,))
-    events = read_trace(path, read, keep_cpu=True)
+    events = read_trace(path, read, keep_cpu=True, memory=True)
     report = analyse_memory(events)
     if report.events == 0 and out.format == "table":
         _one_line(out, f"{events.path}: {NO_EVENTS}", (path,))
         return
-    show(out, render_memory.document(summarize(events), report, top), (path,))
+    show(out, render_memory.document(summarize(events, memory=True), report, top), (path,))
 
 
 def _of_phase(events: TraceEvents, phase: str | None) -> TraceEvents:
@@ -362,7 +363,7 @@ def export(path: Path, read: ReadOptions, directory: Path, force: bool) -> None:
     from traceview.render.output import check_export_dir, removed_on_failure
 
     check_export_dir(directory, force, (path,), EXPORT_FILES)
-    events = read_trace(path, read, keep_cpu=True)
+    events = read_trace(path, read, keep_cpu=True, memory=True)
     try:
         with removed_on_failure(directory, EXPORT_FILES):
             directory.mkdir(parents=True, exist_ok=True)
@@ -520,7 +521,7 @@ def report(
     plotly_path()  # the missing extra is said before any reading
     reuse_freed_memory()
     where = stored_links.place(path, read)  # before the read: the trace's identity then
-    events = read_trace(path, read, keep_cpu=True)
+    events = read_trace(path, read, keep_cpu=True, memory=True)
     linked = None if where is None or read.refresh else stored_links.load(where, events)
     shared = work_out(events, linked)
     if where is not None and linked is None:

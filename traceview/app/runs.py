@@ -321,8 +321,8 @@ def memory(
     ranked = assign_ranks(list(files), compile_rank_regex(run.rank_regex))
     results, size = [], 0
     for f in ranked:
-        events = read_trace(f.path, read, keep_cpu=True)
-        results.append((f.rank, summarize(events), analyse_memory(events)))
+        events = read_trace(f.path, read, keep_cpu=True, memory=True)
+        results.append((f.rank, summarize(events, memory=True), analyse_memory(events)))
         size += events.size_bytes
         wait_for_cache_writes()  # its entry, written in the background, before the next read
         del events
