@@ -283,3 +283,16 @@ def test_marker_numbers_are_ascii_digits() -> None:
     sglang = MARKERS[0].pattern
     assert sglang.fullmatch("step[DECODE bs=33]")
     assert not sglang.fullmatch("step[DECODE bs=٣٣]")
+
+
+def test_nested_markers_count_a_kernel_in_the_innermost_step(tmp_path: Path) -> None:
+    """``step[...]`` inside ``step[...]``: each kernel in one step, the innermost."""
+    events = [x("user_annotation", "step[EXTEND bs=2 toks=8]", 0, 1000),
+              *launched(10, 1),
+              x("user_annotation", "step[DECODE bs=2]", 100, 300),
+              *launched(110, 2), *launched(120, 3),
+              *launched(600, 4)]  # fmt: skip
+    rows = steps(write(tmp_path, events))
+    assert [(r["name"], r["kernels"]) for r in rows] == [
+        ("step[EXTEND bs=2 toks=8]", 2), ("step[DECODE bs=2]", 2)]  # fmt: skip
+    assert sum(r["kernels"] for r in rows) == 4  # each kernel once
