@@ -12,7 +12,8 @@ from typing import Any
 import reference
 
 OP_CATEGORIES = {"cpu_op", "operator"}
-_FIELDS = ("Device Type", "Device Id", "Bytes", "Total Allocated", "Total Reserved")
+_FIELDS = ("Device Type", "Device Id", "Bytes")
+_TOTALS = ("Total Allocated", "Total Reserved")
 
 
 def memory_events(raw: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -27,9 +28,12 @@ def memory_events(raw: list[dict[str, Any]]) -> list[dict[str, Any]]:
             continue
         if not all(type(args.get(k)) is int for k in _FIELDS):
             continue
-        out.append(
-            {**args, "ts_ns": t, "position": position, "thread": (e.get("pid"), e.get("tid"))}
-        )
+        # an older PyTorch's event: Bytes alone (its level rebuilt below)
+        bytes_only = all(args.get(k) is None for k in _TOTALS)
+        if not bytes_only and not all(type(args.get(k)) is int and args[k] >= 0 for k in _TOTALS):
+            continue
+        out.append({**args, "ts_ns": t, "position": position, "bytes_only": bytes_only,
+                    "thread": (e.get("pid"), e.get("tid"))})  # fmt: skip
     return out
 
 
@@ -57,6 +61,12 @@ def _device(
     ops: dict[Any, list[tuple[int, int, str]]],
 ) -> dict[str, Any]:
     members = sorted(members, key=lambda e: (e["ts_ns"], e["position"]))
+    if any(e["bytes_only"] for e in members):  # the level: the running sum of Bytes from 0
+        running, rebuilt = 0, []
+        for e in members:
+            running += e["Bytes"]
+            rebuilt.append({**e, "Total Allocated": running, "Total Reserved": 0})
+        members = rebuilt
     start = members[0]["Total Allocated"] - members[0]["Bytes"]
     peak_index, highest = 0, members[0]["Total Allocated"]
     for i, e in enumerate(members):

@@ -23,6 +23,11 @@ class UsageError(TraceviewError):
         super().__init__(message, USAGE_ERROR)
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where Ctrl-C would be (``cli.errors.terminate_as_interrupt``): every
+    clean-up that Ctrl-C runs (temp files, half-written outputs, workers) runs for it too."""
+
+
 def _one_line(text: str) -> str:
     """Control characters (from names or keys quoted in a message) shown escaped."""
     if text.isprintable():

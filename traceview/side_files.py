@@ -19,6 +19,7 @@ MAX_BYTES = {
     "snapshot": 64 << 20,  # traceview snapshot writes a few hundred KB
     "run snapshot": 4 << 30,
     "record file": 64 << 10,  # traceview record's record.json: a few lines
+    "scheduler file": 1 << 20,  # a Dask scheduler's address and a few fields
 }
 
 

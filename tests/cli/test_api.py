@@ -144,7 +144,7 @@ def _cli_defaults(command: str) -> dict[str, Any]:
     return {p.name: p.default for p in cmd.params if p.param_type_name == "option"}
 
 
-@pytest.mark.parametrize("method", ["kernels", "gaps", "ops", "energy", "unique", "trim"])
+@pytest.mark.parametrize("method", ["kernels", "gaps", "steps", "ops", "energy", "unique", "trim"])
 def test_keywords_are_the_cli_options_with_their_defaults(method: str) -> None:
     cli = _cli_defaults(method)
     for name, p in inspect.signature(getattr(traceview.Trace, method)).parameters.items():
@@ -186,6 +186,52 @@ def test_open_errors_are_one_line() -> None:
         traceview.open("no/such/trace.json")
     with pytest.raises(traceview.TraceviewError, match="unknown option 'bogus'"):
         traceview.open(ROOT / "fixtures" / "demo.json.gz", bogus=1)
+
+
+RUN = str(SHARED_TRACES / "param__dlrm_8rank_worker*.json.gz")
+
+
+@pytest.mark.parametrize(
+    ("call", "words"),
+    [
+        (lambda t: t.kernels(top="5"), "kernels: top='5': takes an integer"),
+        (lambda t: t.kernels(top=2.5), "kernels: top=2.5: takes an integer"),
+        (lambda t: t.kernels(top=True), "kernels: top=True: takes an integer"),
+        (lambda t: t.steps(top="3"), "steps: top='3': takes an integer"),
+        (lambda t: t.kernels(pstep=2.5), "kernels: pstep=2.5: takes a step number"),
+        (lambda t: t.gaps(min_gap=None), "gaps: min_gap=None: takes a duration"),
+        (lambda t: t.gaps(stream=5), "gaps: stream=5: takes a list of strings"),
+        (lambda t: t.gaps(linear="yes"), "gaps: linear='yes': takes True or False"),
+        (lambda t: t.energy(None), "energy: power=None: takes a path"),
+        (lambda t: t.events(5), "events: table=5: takes a string"),
+        (lambda t: t.kernels(bogus=1), "kernels: got an unexpected keyword argument 'bogus'"),
+        (lambda t: traceview.open(None), "traceview.open: path=None: takes a path"),
+        (lambda t: traceview.open(5), "traceview.open: path=5: takes a path"),
+        (lambda t: traceview.open(b"path"), "traceview.open: path=b'path': takes a path"),
+        (lambda t: traceview.open([b"a"]), "traceview.open: path=[b'a']: takes a path"),
+        (lambda t: traceview.open(t.path, cache_dir=5), "traceview.open: cache_dir=5: takes"),
+        (lambda t: traceview.open(t.path, partial=1), "traceview.open: partial=1: takes True or"),
+        (lambda t: traceview.open(RUN, jobs="2"), "traceview.open: jobs='2': takes an integer"),
+    ],
+)  # fmt: skip
+def test_api_misuse_is_one_error_naming_the_argument(call: Any, words: str) -> None:
+    """Not a TypeError or AttributeError from the inside (issue 49): a TraceviewError that
+    names the argument and what it takes, checked before anything is read."""
+    t = traceview.open(ROOT / "fixtures" / "demo.json.gz", cache=False)
+    with pytest.raises(traceview.TraceviewError) as raised:
+        call(t)
+    assert str(raised.value).startswith(words), str(raised.value)
+    assert t._events is None  # refused before the trace was read
+
+
+def test_natural_forms_are_the_cli_words() -> None:
+    """``pstep=5`` is ``"5"``; ``min_gap=5`` is 5 µs, as a bare number on the CLI."""
+    t = traceview.open(ROOT / "fixtures" / "demo.json.gz", cache=False)
+    assert t.kernels(pstep=6).to_json() == t.kernels(pstep="6").to_json()
+    assert t.gaps(min_gap=5).to_json() == t.gaps(min_gap="5us").to_json()
+    assert t.gaps(min_gap=0.5).to_json() == t.gaps(min_gap="500ns").to_json()
+    assert t.gaps(stream="7").to_json() == t.gaps(stream=["7"]).to_json()
+    assert len(t.steps(top=1).to_json()["steps"]) == len(t.steps().to_json()["steps"])
 
 
 def test_summary_has_no_table_form() -> None:

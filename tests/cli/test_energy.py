@@ -381,9 +381,9 @@ def test_timestamp_layouts(tmp_path: Path, stamps: list[str], expected_ns: list[
 
 
 def test_a_recorded_zone_needs_no_power_tz(tmp_path: Path) -> None:
-    """traceview record writes the logger's zone in record.json beside power.csv: energy and
+    """traceview record writes the logger's zone in .record.json beside power.csv: energy and
     unique --power read it there (here +05:00, which no machine zone of the tests is); an
-    explicit --power-tz still wins, and a record.json naming another log is not used."""
+    explicit --power-tz still wins, and a .record.json naming another log is not used."""
     from traceview.app.recorded import write_power_zone
 
     trace = _trace(tmp_path / "trace.json")
@@ -395,7 +395,7 @@ def test_a_recorded_zone_needs_no_power_tz(tmp_path: Path) -> None:
     r = run_cli("energy", str(trace), "--power", str(log), "-f", "json", "--no-cache")
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["devices"][0]["energy_j"] == 0.4
-    assert "read in +05:00 (recorded by traceview record in record.json)" in r.stderr
+    assert "read in +05:00 (recorded by traceview record in .record.json)" in r.stderr
     out = tmp_path / "k.jsonl"
     r = run_cli("unique", str(trace), "--power", str(log), "-o", str(out), "--no-cache")
     assert r.returncode == 0, r.stderr

@@ -96,6 +96,20 @@ def test_a_trace_without_memory_events_gets_one_line(tmp_path: Path) -> None:
     doc = json.loads(invoke("memory", str(trace), "-f", "json"))
     assert doc["devices"] == [] and doc["cpu"] is None
     assert any("profile_memory=True" in n for n in doc["notes"])
+    saved = tmp_path / "memory.txt"
+    assert invoke("memory", str(trace), "-o", str(saved)) == ""  # the line goes to -o
+    assert saved.read_text() == text
+
+
+def test_a_one_line_table_goes_to_the_output_file(tmp_path: Path) -> None:
+    """Any command's one line instead of a table (no GPU activity) goes where -o says."""
+    trace = tmp_path / "cpu.json"
+    trace.write_text(json.dumps({"traceEvents": [
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1, "dur": 2},
+    ]}))  # fmt: skip
+    saved = tmp_path / "summary.txt"
+    assert invoke("summary", str(trace), "-o", str(saved)) == ""
+    assert "no GPU kernels recorded" in saved.read_text()
 
 
 def test_a_run_gives_each_rank_s_report(tmp_path: Path) -> None:
@@ -130,3 +144,20 @@ def test_the_peak_s_timestamp_pastes_into_trim_window(tmp_path: Path) -> None:
     r = runner.invoke(app, ["trim", str(DEMO), "--window", f"@{ts[1]}:", "-o", str(out), "-q"])
     assert r.exit_code == 0, r.output
     assert out.exists()
+
+
+def test_skipped_memory_events_are_said_only_where_memory_is_read(tmp_path: Path) -> None:
+    """A [memory] event with a bad field is skipped: ``memory`` (and ``summary``, which shows
+    the peaks) say so; ``kernels``, which never reads them, does not."""
+    bad = {"ph": "i", "s": "t", "name": "[memory]", "pid": 1, "tid": 1, "ts": 5,
+           "args": {"Device Type": 1, "Device Id": 0, "Bytes": "x", "Total Allocated": 1,
+                    "Total Reserved": 2}}  # fmt: skip
+    kernel = {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "dur": 2,
+              "args": {"device": 0, "stream": 7}}  # fmt: skip
+    trace = tmp_path / "t.json"
+    trace.write_text(json.dumps({"traceEvents": [kernel, bad]}))
+    said = "1 [memory] events skipped"
+    for command, warns in (("memory", True), ("summary", True), ("kernels", False)):
+        r = runner.invoke(app, [command, str(trace), "--no-cache"], env={"COLUMNS": "120"})
+        assert r.exit_code == 0, r.output
+        assert (said in r.stderr) is warns, (command, r.stderr)

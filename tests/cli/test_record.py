@@ -18,33 +18,62 @@ from conftest import ROOT
 
 DEMO = ROOT / "fixtures" / "demo.json.gz"
 FAKE_TORCH = f"""
-import json, os, shutil, sys, types
+import enum, json, os, shutil, sys, types
 
 class ProfilerActivity:
     CPU, CUDA = "cpu", "cuda"
 
-def schedule(wait, warmup, active, repeat):
-    return (wait, warmup, active, repeat)
+class ProfilerAction(enum.Enum):
+    NONE, WARMUP, RECORD, RECORD_AND_SAVE = range(4)
+
+def schedule(wait, warmup, active, repeat):  # as torch's, for repeat=1
+    def action(step):
+        if step < wait:
+            return ProfilerAction.NONE
+        if step < wait + warmup:
+            return ProfilerAction.WARMUP
+        if step < wait + warmup + active - 1:
+            return ProfilerAction.RECORD
+        if step == wait + warmup + active - 1:
+            return ProfilerAction.RECORD_AND_SAVE
+        return ProfilerAction.NONE
+    return action
+
+RECORDING = (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE)
 
 class profile:
+    \"\"\"As torch's: a cycle's trace is ready when RECORD_AND_SAVE ends, or at stop() while
+    recording; nothing to export before the schedule first warmed up or recorded.\"\"\"
     def __init__(self, activities, schedule, on_trace_ready, record_shapes, profile_memory,
                  with_stack):
         self.plan, self.ready, self.steps = schedule, on_trace_ready, 0
         self.kwargs = dict(record_shapes=record_shapes, profile_memory=profile_memory,
                            with_stack=with_stack)
+        self.prepared = False
+    def _act(self, action):
+        self.action = action
+        self.prepared |= action is not ProfilerAction.NONE
     def start(self):  # as torch's: a ProfilerStep range open from start to stop
+        self._act(self.plan(0))
         self.range = record_function("ProfilerStep#0")
         self.range.__enter__()
     def step(self):
         self.steps += 1
         self.range.__exit__(None, None, None)
+        before = self.action
+        self._act(self.plan(self.steps))
         self.range = record_function(f"ProfilerStep#{{self.steps}}")
         self.range.__enter__()
-        if self.steps == sum(self.plan[:3]):
+        if before is ProfilerAction.RECORD_AND_SAVE and self.ready:
             self.ready(self)
     def stop(self):
         self.range.__exit__(None, None, None)
+        if self.action in RECORDING and self.ready:
+            self.ready(self)
+        self.action = ProfilerAction.NONE
     def export_chrome_trace(self, path):
+        if not self.prepared:
+            raise AssertionError("Profiler must be initialized before exporting chrome trace")
         shutil.copyfile({str(DEMO)!r}, path)
         with open(path + ".kwargs", "w") as f:
             json.dump(dict(self.kwargs, steps=self.steps), f)
@@ -58,7 +87,8 @@ class record_function:
         return None
 
 profiler = types.SimpleNamespace(ProfilerActivity=ProfilerActivity, schedule=schedule,
-                                 profile=profile, record_function=record_function)
+                                 profile=profile, record_function=record_function,
+                                 ProfilerAction=ProfilerAction)
 autograd = types.SimpleNamespace(profiler=types.SimpleNamespace(record_function=record_function))
 
 pre_hooks, post_hooks = [], []
@@ -160,7 +190,7 @@ def test_a_run_is_recorded_and_summarised(env: dict[str, str], tmp_path: Path) -
     kwargs = (out / "trace.json.gz.kwargs").read_text()
     assert '"record_shapes": true' in kwargs and '"profile_memory": true' in kwargs
     assert '"steps": 12' in kwargs  # wait 5 + warmup 2 + active 5: written at the 12th step
-    assert '"steps": 12' in (out / "boot.json").read_text()
+    assert '"steps": 12' in (out / ".boot.json").read_text()
     assert "window" in r.stdout  # the summary of what was recorded
     assert "CPU-only profile" in r.stderr
     assert not (out / ".boot").exists()
@@ -185,10 +215,50 @@ def test_the_program_s_exit_code_is_traceview_s(env: dict[str, str], tmp_path: P
 
 
 def test_a_program_that_never_steps_is_recorded_whole(env: dict[str, str], tmp_path: Path) -> None:
+    """torch's schedule records nothing in its wait steps: the part before the first step is
+    recorded too, and written when no step comes; one warning, a true one."""
     r = _record(env, tmp_path, "-o", "out", program=("0", "0"))
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "out" / "trace.json.gz").exists()
-    assert "never stepped" in r.stderr
+    assert "never stepped" in r.stderr and "the trace holds the whole run" in r.stderr
+    assert "wrote no trace" not in r.stderr, r.stderr
+
+
+def test_the_part_before_the_first_step_is_dropped(env: dict[str, str], tmp_path: Path) -> None:
+    """A program that steps: only the schedule's cycle is written (at its 12th step)."""
+    r = _record(env, tmp_path, "-o", "out", program=("13", "0"))
+    assert r.returncode == 0, r.stderr
+    kwargs = json.loads((tmp_path / "out" / "trace.json.gz.kwargs").read_text())
+    assert kwargs["steps"] == 12
+
+
+def test_too_few_steps_for_the_schedule_say_so(env: dict[str, str], tmp_path: Path) -> None:
+    r = _record(env, tmp_path, "-o", "out", program=("3", "0"))
+    assert r.returncode == 0, r.stderr
+    assert not (tmp_path / "out" / "trace.json.gz").exists()
+    assert "stepped 3 times, within --wait 5 + --warmup 2: nothing recorded" in r.stderr
+
+
+def test_a_recorded_directory_reads_back_as_a_run(env: dict[str, str], tmp_path: Path) -> None:
+    """What record leaves beside the traces (its bookkeeping) is hidden: every command that
+    reads the directory takes only the traces, one rank or several."""
+    smi = tmp_path / "bin" / "nvidia-smi"
+    smi.write_text(FAKE_SMI)
+    smi.chmod(0o755)
+    r = _record(env, tmp_path, "-o", "one", "--power", program=("12", "0", "0.2"))
+    assert r.returncode == 0, r.stderr
+    steps = subprocess.run([sys.executable, "-m", "traceview", "steps", "one", "--no-cache"],
+                           env=env, cwd=tmp_path, capture_output=True, text=True)  # fmt: skip
+    assert steps.returncode == 0, steps.stderr
+    for rank in ("0", "1"):
+        r = _record({**env, "RANK": rank}, tmp_path, "-o", "run", "--force")
+        assert r.returncode == 0, r.stderr
+    names = sorted(p.name for p in (tmp_path / "run").iterdir()
+                   if not p.name.startswith(".") and not p.name.endswith(".kwargs"))  # fmt: skip
+    assert names == ["command.txt", "trace-rank0.json.gz", "trace-rank1.json.gz"], names
+    from traceview.read.discover import run_files  # the stand-in's traces are all rank 0
+
+    assert [p.name for p in run_files([tmp_path / "run"])] == names[1:]
 
 
 def test_an_output_directory_that_exists_needs_force(env: dict[str, str], tmp_path: Path) -> None:
@@ -211,7 +281,7 @@ def test_power_is_logged_in_utc_beside_the_run(env: dict[str, str], tmp_path: Pa
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "out" / "power.csv").read_text().startswith("timestamp, index")
     assert (tmp_path / "out" / "power.csv.tz").read_text().strip() == "UTC"
-    recorded = json.loads((tmp_path / "out" / "record.json").read_text())
+    recorded = json.loads((tmp_path / "out" / ".record.json").read_text())
     assert recorded == {"power_log": "power.csv", "power_tz": "UTC"}  # the logger's TZ
     assert "--power out/power.csv\n" in r.stderr and "--power-tz" not in r.stderr
 
@@ -258,7 +328,7 @@ def _ctrl_c_default() -> None:
 
 def test_ctrl_c_still_writes_the_trace(env: dict[str, str], tmp_path: Path) -> None:
     command = [sys.executable, "-m", "traceview", "record", "--no-report", "-o", "out", "--"]
-    command += [sys.executable, "train.py", "3", "0", "60"]
+    command += [sys.executable, "train.py", "8", "0", "60"]  # recording (steps 7-11)
     p = subprocess.Popen(
         command, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         start_new_session=True, text=True, preexec_fn=_ctrl_c_default,
@@ -272,6 +342,56 @@ def test_ctrl_c_still_writes_the_trace(env: dict[str, str], tmp_path: Path) -> N
     assert (tmp_path / "out" / "trace.json.gz").exists()
     # the program's own KeyboardInterrupt traceback is its to print; none comes from traceview
     assert "sitecustomize" not in err and f"{os.sep}traceview{os.sep}" not in err, err
+
+
+@pytest.mark.parametrize(("number", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_to_traceview_alone_reaches_the_program(
+    env: dict[str, str], tmp_path: Path, number: int, code: int
+) -> None:
+    """``kill -INT`` / ``kill -TERM`` of traceview's pid, not its group: passed on to the
+    program, which writes its trace and ends (long before its 60 s sleep)."""
+    command = [sys.executable, "-m", "traceview", "record", "--no-report", "-o", "out", "--"]
+    command += [sys.executable, "train.py", "8", "0", "60"]
+    p = subprocess.Popen(
+        command, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        start_new_session=True, text=True, preexec_fn=_ctrl_c_default,
+    )  # fmt: skip
+    deadline = time.monotonic() + 120
+    while not (tmp_path / "ready").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    os.kill(p.pid, number)
+    try:
+        _, err = p.communicate(timeout=50)
+    finally:
+        if p.poll() is None:  # never passed on: the program sleeps on
+            os.killpg(p.pid, signal.SIGKILL)
+            p.communicate()
+    assert p.returncode == code, err
+    assert (tmp_path / "out" / "trace.json.gz").exists(), err
+    assert "killed" not in err and "exited with code" not in err, err
+
+
+KILLED = """
+import os, signal, sys
+if sys.argv[1] == "torch":
+    import torch
+    torch.optim.Optimizer().step()
+os.kill(os.getpid(), getattr(signal, sys.argv[2]))
+"""
+
+
+@pytest.mark.parametrize("name", ["SIGKILL", "SIGSEGV"])
+@pytest.mark.parametrize("imports", ["torch", "nothing"])
+def test_a_program_killed_by_a_signal_is_said_so(
+    env: dict[str, str], tmp_path: Path, name: str, imports: str
+) -> None:
+    """128+N as a shell says, and a sentence that is true: killed, not "never imported"."""
+    (tmp_path / "train.py").write_text(KILLED)
+    r = _record(env, tmp_path, "-o", "out", program=(imports, name))
+    assert r.returncode == 128 + getattr(signal, name), r.stderr
+    when = "while torch.profiler recorded" if imports == "torch" else "before it imported torch"
+    assert f"the program was killed by {name} {when}" in r.stderr, r.stderr
+    assert "never imported" not in r.stderr and "never stepped" not in r.stderr, r.stderr
 
 
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch is not installed")
@@ -308,7 +428,7 @@ def test_torchrun_itself_is_not_profiled(
 
 
 def _boot(out: Path) -> dict[str, object]:
-    report: dict[str, object] = json.loads((out / "boot.json").read_text())
+    report: dict[str, object] = json.loads((out / ".boot.json").read_text())
     return report
 
 

@@ -76,3 +76,18 @@ def test_what_a_run_diff_refuses(runs: tuple[Path, Path, Path]) -> None:
     assert r.returncode == 2 and "compare a run with a run" in r.stderr, r.stderr
     r = run_cli("diff", str(snapshot), str(base), "--pstep", "1", "-q")
     assert r.returncode == 2 and "--pstep: runs are compared" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("rank", [2**70, 2**63, -1])
+def test_a_rank_beyond_int64_in_a_run_snapshot_is_one_line(
+    runs: tuple[Path, Path, Path], tmp_path: Path, rank: int
+) -> None:
+    base, snapshot, _ = runs
+    doc = json.loads(snapshot.read_text())
+    doc["ranks"][2]["rank"] = rank
+    edited = tmp_path / "edited.snapshot.json"
+    edited.write_text(json.dumps(doc))
+    r = run_cli("diff", str(edited), str(base), "-f", "json", "--per-rank", "-q", "-j", "1")
+    assert r.returncode == 1 and r.stderr.count("\n") == 1, r.stderr
+    why = "beyond int64" if rank > 0 else "negative"
+    assert f"rank {rank} is {why}; ranks are 0 to 2^63-1" in r.stderr, r.stderr

@@ -234,6 +234,28 @@ def test_open_sided_windows(tmp_path: Path, window: str) -> None:
         assert EVENTS[12] in events and EVENTS[2] not in events
 
 
+def test_a_window_from_0_reaches_the_first_event(tmp_path: Path) -> None:
+    """``0:`` is open at its start: an instant before the span's first activity is kept, as
+    the whole trace keeps it (issue 49: 101,514 events of 101,515)."""
+    early = ('{"ph": "i", "cat": "cpu_instant_event", "name": "early", "pid": 100, "tid": 1,'
+             ' "ts": 900, "s": "t"}')  # fmt: skip
+    trace = write(tmp_path, [early, *EVENTS])
+    _, whole = trim(tmp_path, trace=trace)
+    _, events = trim(tmp_path, "--window", "0:", trace=trace)
+    assert early in events and events == whole
+
+
+def test_a_serving_step_is_called_by_its_marker_s_name(tmp_path: Path) -> None:
+    marker = ('{"ph": "X", "cat": "user_annotation", "name": "step[DECODE bs=2]", "pid": 100,'
+              ' "tid": 1, "ts": 1000, "dur": 100}')  # fmt: skip
+    kept = [e for e in EVENTS if "ProfilerStep" not in e]
+    trace = write(tmp_path, [marker, *kept])
+    r = runner.invoke(app, ["trim", str(trace), "-o", str(tmp_path / "o.json"), "--pstep", "0",
+                            "--no-cache"])  # fmt: skip
+    assert r.exit_code == 0, r.output
+    assert "(step 0 (step[DECODE bs=2]))" in r.stderr and "ProfilerStep" not in r.stderr
+
+
 def test_gaps_prints_no_trim_command_for_a_pipe(tmp_path: Path) -> None:
     extra = '{"ph": "X", "cat": "kernel", "name": "k3", "pid": 0, "tid": 7, "ts": 1200,' + (
         ' "dur": 1, "args": {"device": 0, "stream": 7}}'

@@ -109,15 +109,6 @@ def test_the_live_allocations_at_the_peak_by_innermost_op(tmp_path: Path) -> Non
     assert d.reserved_at_peak_bytes == 2048 and d.slack > 0.3
 
 
-def test_negative_totals_are_taken_as_written(tmp_path: Path) -> None:
-    events, path = read(tmp_path, [
-        mem(1, -512, 0x1, -512), mem(2, 256, 0x2, -256), mem(3, -256, 0x2, -512),
-    ])  # fmt: skip
-    d = check_reference(path, events).devices[0]
-    assert (d.start_allocated_bytes, d.peak_allocated_bytes, d.end_allocated_bytes) == (0, 0, -512)
-    assert d.peak_ts_ns == 1000  # the level before the first event is the highest
-
-
 def test_several_devices_and_host_memory_apart(tmp_path: Path) -> None:
     events, path = read(
         tmp_path,
@@ -196,3 +187,57 @@ def test_events_out_of_time_order_are_taken_in_time_order(tmp_path: Path) -> Non
     assert (d.start_allocated_bytes, d.peak_allocated_bytes, d.end_allocated_bytes) == (50, 350, 50)
     assert d.peak_ts_ns == 20_000
     assert [(h.op, h.bytes, h.count) for h in d.holders] == [("(no op)", 300, 2)]
+
+
+def old(ts: float, size: int, kind: int = 1, device: int = 0) -> dict[str, Any]:
+    """A [memory] event of an older PyTorch: Bytes alone, no address, no totals."""
+    return {"ph": "i", "s": "t", "name": "[memory]", "pid": 1, "tid": 1, "ts": ts,
+            "args": {"Device Type": kind, "Device Id": device, "Bytes": size}}  # fmt: skip
+
+
+def test_bytes_alone_rebuild_the_level_from_their_running_sum(tmp_path: Path) -> None:
+    """Old kineto traces (issue 49: kineto resnet50, 12,838 such events): the level is the
+    running sum of Bytes in time order from the trace's start; the reserve unknown."""
+    events, path = read(tmp_path, [
+        step(1, 0, 50), step(2, 50, 50),
+        old(30, 4 * _MIB), old(10, 2 * _MIB), old(20, -1 * _MIB),  # time order: 2, -1, 4
+        old(60, 8 * _MIB), old(70, -8 * _MIB), old(80, -5 * _MIB),
+        old(15, 64, kind=0, device=-1),
+    ])  # fmt: skip
+    report = check_reference(path, events)
+    (d,) = report.devices
+    assert d.rebuilt and not d.addressed
+    assert d.peak_allocated_bytes == 13 * _MIB and d.peak_ts_ns == 60_000  # 2-1+4+8
+    assert (d.start_allocated_bytes, d.end_allocated_bytes) == (0, 0)
+    assert [(s.step, s.peak_allocated_bytes, s.growth_bytes) for s in d.steps] == [
+        (1, 5 * _MIB, 5 * _MIB), (2, 13 * _MIB, -5 * _MIB)]  # fmt: skip
+    doc = render_memory.device_json(d)
+    assert doc["peak_reserved_bytes"] is None and doc["reserved_at_peak_bytes"] is None
+    assert doc["level"] == "rebuilt from Bytes" and doc["held_before_bytes"] is None
+    assert all(p["reserved_bytes"] is None for p in doc["timeline"])
+    notes = render_memory.notes(report)
+    assert any("carry only Bytes" in n and "reserve is unknown" in n for n in notes), notes
+    assert "device 0: addresses missing: holders unknown" in notes
+    assert not any("made before the trace" in n for n in notes)
+    assert report.cpu is not None and report.cpu.peak_allocated_bytes == 64
+
+
+def test_allocations_without_addresses_have_unknown_holders(tmp_path: Path) -> None:
+    events, path = read(tmp_path, [
+        mem(10, 5 * _MIB, None, 5 * _MIB, 8 * _MIB), mem(20, -5 * _MIB, None, 0, 8 * _MIB),
+    ])  # fmt: skip
+    report = check_reference(path, events)
+    notes = render_memory.notes(report)
+    assert "device 0: addresses missing: holders unknown" in notes
+    assert not any("made before the trace" in n for n in notes), notes
+
+
+def test_negative_totals_are_skipped_and_counted(tmp_path: Path) -> None:
+    from traceview.columns.allocations import NEGATIVE
+
+    events, path = read(tmp_path, [
+        mem(10, 5, 0xA, -5, 0), mem(11, 5, 0xB, 5, -1), mem(12, 7, 0xC, 7, 8),
+    ])  # fmt: skip
+    report = check_reference(path, events)
+    assert events.quality[NEGATIVE] == 2 and SKIPPED not in events.quality
+    assert report.devices[0].peak_allocated_bytes == 7

@@ -255,3 +255,44 @@ def test_steady_state_is_the_longest_run_within_tolerance() -> None:
     assert (st.first_step, st.last_step, st.steps, st.duration_ns) == (4, 6, 3, 305)
     assert st.steps_per_s == pytest.approx(3 / 305e-9)
     assert st.tokens_per_s == pytest.approx(12 / 305e-9)
+
+
+def test_a_count_beyond_int64_is_absent_with_a_note(tmp_path: Path) -> None:
+    """``step[DECODE bs=<26 digits>]``: the JSON holds null and says why, never an internal
+    error; an ``execute_…`` range's counts likewise."""
+    huge = "1" * 26
+    names = [f"step[DECODE bs={huge}]", "step[DECODE bs=4]"]
+    path = write(tmp_path, marked(names))
+    rows = steps(path)
+    assert [(r["batch"], r["tokens"]) for r in rows] == [(None, None), (4, 4)]
+    document = traceview.open(path, cache=False).steps().to_json()
+    assert json.dumps(document)  # serialisable
+    assert (
+        "step 0: a count in the marker's name is beyond int64: read as absent (null)"
+        in (document["notes"])
+    )
+    execute = f"execute_{huge}_context_0(sq0)_generation_{huge}(sq{huge})"
+    (row,) = steps(write(tmp_path, marked([execute])))
+    assert (row["batch"], row["tokens"]) == (None, None)
+
+
+def test_marker_numbers_are_ascii_digits() -> None:
+    """``bs=٣٣`` (Arabic-Indic digits) is not 33: no SGLang marker."""
+    from traceview.analyses.core.step_markers import MARKERS
+
+    sglang = MARKERS[0].pattern
+    assert sglang.fullmatch("step[DECODE bs=33]")
+    assert not sglang.fullmatch("step[DECODE bs=٣٣]")
+
+
+def test_nested_markers_count_a_kernel_in_the_innermost_step(tmp_path: Path) -> None:
+    """``step[...]`` inside ``step[...]``: each kernel in one step, the innermost."""
+    events = [x("user_annotation", "step[EXTEND bs=2 toks=8]", 0, 1000),
+              *launched(10, 1),
+              x("user_annotation", "step[DECODE bs=2]", 100, 300),
+              *launched(110, 2), *launched(120, 3),
+              *launched(600, 4)]  # fmt: skip
+    rows = steps(write(tmp_path, events))
+    assert [(r["name"], r["kernels"]) for r in rows] == [
+        ("step[EXTEND bs=2 toks=8]", 2), ("step[DECODE bs=2]", 2)]  # fmt: skip
+    assert sum(r["kernels"] for r in rows) == 4  # each kernel once

@@ -3,7 +3,8 @@ the steps' peaks and growth, and the live allocations at the peak by the op that
 
 Every figure comes from the ``[memory]`` events (traceview.columns.allocations), whose
 ``Total Allocated`` and ``Total Reserved`` are the allocator's own counters after each event;
-docs/metrics.md defines each one.
+an older PyTorch wrote ``Bytes`` alone, and then the allocated level is rebuilt as the running
+sum of ``Bytes`` from the trace's start (the reserve unknown). docs/metrics.md defines each one.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import numpy as np
 
 from traceview.analyses.core.oplinks import NO_OP, ops_around
 from traceview.analyses.core.steps import Window, step_windows
-from traceview.columns.allocations import NO_ADDR
+from traceview.columns.allocations import NO_ADDR, NO_TOTAL
 from traceview.columns.model import TraceEvents
 from traceview.columns.schema import MemoryColumns
 
@@ -68,6 +69,13 @@ class DeviceMemory:
     steps: tuple[StepMemory, ...]
     timeline: tuple[tuple[int, int, int], ...]  # (ts ns, allocated, reserved)
     total_memory_bytes: int | None  # the device's memory (deviceProperties' totalGlobalMem)
+    rebuilt: bool = False  # Bytes alone: the level their running sum, the reserve unknown
+    addressed: bool = True  # the allocations up to the peak carry addresses (else no holders)
+
+    @property
+    def reserve_known(self) -> bool:
+        """Whether the trace gives the reserve (the allocator's Total Reserved)."""
+        return not self.rebuilt and self.device_type != CPU_TYPE
 
     @property
     def held_before_bytes(self) -> int:
@@ -78,14 +86,14 @@ class DeviceMemory:
     def slack(self) -> float:
         """How far the reserve exceeds the allocated level at the peak, as a share of it (0
         for host memory, whose reserve the trace does not give)."""
-        if self.peak_allocated_bytes <= 0 or self.device_type == CPU_TYPE:
+        if self.peak_allocated_bytes <= 0 or not self.reserve_known:
             return 0.0
         return (self.reserved_at_peak_bytes - self.peak_allocated_bytes) / self.peak_allocated_bytes
 
     @property
     def peak_reserved_pct(self) -> float | None:
         """The peak reserved as a % of the device's memory, when the trace gives it."""
-        if not self.total_memory_bytes:
+        if not self.total_memory_bytes or self.rebuilt:
             return None
         return 100 * self.peak_reserved_bytes / self.total_memory_bytes
 
@@ -113,8 +121,8 @@ def _peaks(d: DeviceMemory) -> dict[str, Any]:
         "device": d.device,
         "device_type": d.device_type,
         "peak_allocated_bytes": d.peak_allocated_bytes,
-        "peak_reserved_bytes": d.peak_reserved_bytes,
-        "reserved_at_peak_bytes": d.reserved_at_peak_bytes,
+        "peak_reserved_bytes": None if d.rebuilt else d.peak_reserved_bytes,
+        "reserved_at_peak_bytes": None if d.rebuilt else d.reserved_at_peak_bytes,
         "peak_ts_us": d.peak_ts_ns / 1000,
         "peak_step": d.peak_step,
         "total_memory_bytes": d.total_memory_bytes,
@@ -163,17 +171,25 @@ def _device(
     which: tuple[int, int, int | None],
     holders: bool,
 ) -> DeviceMemory:
-    """One device's figures from its rows in time order (_time_ordered)."""
+    """One device's figures from its rows in time order (_time_ordered); events without the
+    allocator's totals (an older PyTorch) get the level rebuilt from ``Bytes``."""
     ts, size = table.ts[rows], table.bytes[rows]
     allocated, reserved = table.allocated[rows], table.reserved[rows]
-    start = int(allocated[0] - size[0])  # the level before the first event
+    rebuilt = bool((allocated == NO_TOTAL).any())
+    if rebuilt:  # the running sum of Bytes from the trace's start; the reserve unknown
+        allocated = rebuilt_level(size)
+        reserved = np.zeros(len(size), dtype=np.int64)
+        start = 0
+    else:
+        start = int(allocated[0] - size[0])  # the level before the first event
     peak = int(np.argmax(allocated))  # the first event at the highest level
     before_first = start > allocated[peak]  # the level before the first event is higher
     if before_first:
         peak = 0
+    upto = np.arange(peak + 1) if isinstance(rows, slice) else rows[: peak + 1]
+    addressed = bool((table.addr[upto] != NO_ADDR).any())
     held = np.empty(0, dtype=np.int64)
-    if holders and not before_first:
-        upto = np.arange(peak + 1) if isinstance(rows, slice) else rows[: peak + 1]
+    if holders and not before_first and addressed:
         held = _live_at(table, upto)
     return DeviceMemory(
         device=which[0],
@@ -191,7 +207,19 @@ def _device(
         steps=tuple(_steps(windows, ts, allocated, start)),
         timeline=_timeline(ts, allocated, reserved),
         total_memory_bytes=which[2],
+        rebuilt=rebuilt,
+        addressed=addressed,
     )
+
+
+def rebuilt_level(size: np.ndarray) -> np.ndarray:
+    """The allocated level after each event, from ``Bytes`` alone (in time order): their
+    running sum, 0 at the trace's start; refused when it would leave int64."""
+    if len(size) and float(np.abs(size.astype(np.float64)).sum()) >= 2**63:
+        from traceview.errors import TraceviewError
+
+        raise TraceviewError("[memory] events: their Bytes add up beyond int64")
+    return np.cumsum(size, dtype=np.int64)
 
 
 def _time_ordered(table: MemoryColumns, device: int, kind: int) -> np.ndarray | slice:

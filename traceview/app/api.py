@@ -8,7 +8,11 @@ document), ``to_arrow()`` and ``to_pandas()`` (the ``-f csv`` table) added.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import io
+import math
+import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields, replace
@@ -36,6 +40,7 @@ if TYPE_CHECKING:
     from traceview.render.document import Document
 
 R = TypeVar("R")
+F = TypeVar("F", bound=Callable[..., Any])
 EVENT_TABLES = ("gpu", "runtime", "steps", "names", "streams", "launches", "comms", "comm_keys")
 
 
@@ -173,6 +178,153 @@ def _trace_values(texts: list[str]) -> Any:
     )
 
 
+# Every argument of the API, by name: what it takes, checked in this one place (``checked``)
+# before a method runs. Natural forms become the CLI's words: ``pstep=5`` is ``"5"``,
+# ``min_gap=5`` is ``"5"`` (µs, as on the command line). Anything else is a UsageError that
+# names the argument and what it takes, never a TypeError from the inside.
+Check = Callable[[Any], Any]
+
+
+class _Refused(Exception):
+    """Raised by a check: what the argument takes."""
+
+
+def _int(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _Refused("an integer")
+    return value
+
+
+def _text(value: Any) -> str:
+    if not isinstance(value, str):
+        raise _Refused("a string")
+    return value
+
+
+def _flag(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise _Refused("True or False")
+    return value
+
+
+def _number_words(what: str) -> Check:
+    """A CLI word (``"5us"``) or a number of µs (int or float), as the CLI's word."""
+
+    def check(value: Any) -> str:
+        if isinstance(value, str):
+            return value
+        if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+            return repr(value) if isinstance(value, float) else str(value)
+        raise _Refused(what)
+
+    return check
+
+
+def _steps(value: Any) -> str:
+    """``"3"``, ``"2-5"``, ``"1,4"`` or a step number."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    raise _Refused('a step number or the CLI\'s words ("3", "2-5", "1,4")')
+
+
+def _path(value: Any) -> str | os.PathLike[str]:
+    text = isinstance(value, str | os.PathLike)
+    if text and isinstance(os.fspath(value), str):
+        return cast("str | os.PathLike[str]", value)
+    raise _Refused("a path (a str or a pathlib.Path)")
+
+
+def _trace(value: Any) -> Any:
+    """A trace: a path, or a run's rank files (a list of paths)."""
+    if isinstance(value, list | tuple):
+        try:
+            return [_path(v) for v in value]
+        except _Refused:
+            raise _Refused("a path, or a list of paths (a run's rank files)") from None
+    try:
+        return _path(value)
+    except _Refused:
+        raise _Refused("a path (a str or a pathlib.Path), or a list of paths") from None
+
+
+def _words(value: Any) -> list[str]:
+    """A list of strings (a string alone is a list of one, as one flag on the CLI)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
+        return list(value)
+    raise _Refused("a list of strings")
+
+
+def _optional(check: Check) -> Check:
+    def optional(value: Any) -> Any:
+        return None if value is None else check(value)
+
+    return optional
+
+
+_DURATION = _number_words('a duration: a number of µs, or the CLI\'s words ("5us", "0.5ms")')
+_COUNTS = ("top", "bins", "largest", "gap_top", "stream_top")
+_WORDS = ("sort", "group_by", "include", "busy", "gap_sort", "level", "table", "engine")
+_NAMES = ("name", "window", "power_tz", "step_regex", "glob", "rank_regex", "scheduler")
+_FLAGS = ("linear", "per_stream", "no_context", "no_cpu", "force", "per_rank", "partial",
+          "strict", "cache", "refresh", "verify")  # fmt: skip
+_ARGUMENTS: dict[str, Check] = {
+    **dict.fromkeys(_COUNTS, _int),
+    **dict.fromkeys(("around_gap", "jobs"), _optional(_int)),
+    **dict.fromkeys(_WORDS, _text),
+    **dict.fromkeys(_NAMES, _optional(_text)),
+    **dict.fromkeys(_FLAGS, _flag),
+    **dict.fromkeys(("min_gap", "margin", "power_offset"), _DURATION),
+    **dict.fromkeys(("hist_min", "hist_max"), _optional(_DURATION)),
+    **dict.fromkeys(("stream", "device", "power_gpu"), _optional(_words)),
+    **dict.fromkeys(("power", "output"), _path),
+    **dict.fromkeys(("peaks", "cache_dir", "scheduler_file"), _optional(_path)),
+    "pstep": _optional(_steps),
+    "inputs": _trace,
+}
+
+
+def _check(where: str, name: str, value: Any, check: Check | None) -> Any:
+    if check is None:
+        return value
+    try:
+        return check(value)
+    except _Refused as e:
+        shown = repr(value) if len(repr(value)) <= 60 else f"a {type(value).__name__}"
+        raise UsageError(f"{where}: {name}={shown}: takes {e}") from None
+
+
+def checked(method: F, **own: Check) -> F:
+    """``method`` with each argument given checked (and its natural forms turned into the
+    CLI's) by ``_ARGUMENTS``, or by ``own`` for a name that means something else here;
+    keywords gathered by ``**`` are checked by name too."""
+    signature = inspect.signature(method)
+    where = "traceview.open" if method.__name__ in ("__init__", "open_trace") else method.__name__
+
+    @functools.wraps(method)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            bound = signature.bind(*args, **kwargs)
+        except TypeError as e:
+            raise UsageError(f"{where}: {e}") from None
+        for name, value in list(bound.arguments.items()):
+            kind = signature.parameters[name].kind
+            if kind is inspect.Parameter.VAR_KEYWORD:
+                bound.arguments[name] = {
+                    k: _check(where, k, v, _ARGUMENTS.get(k)) for k, v in value.items()
+                }
+            elif name != "self":
+                bound.arguments[name] = _check(
+                    where, name, value, own.get(name, _ARGUMENTS.get(name))
+                )
+        return method(*bound.args, **bound.kwargs)
+
+    return cast(F, call)
+
+
 def read_options(given: dict[str, Any]) -> ReadOptions:
     """The read options of ``traceview.open`` (quiet; ``cache_dir`` a str or a Path)."""
     if given.get("cache_dir") is not None:
@@ -192,6 +344,7 @@ class Trace:
     Read options are the CLI's: ``partial``, ``strict``, ``cache``, ``refresh``, ``cache_dir``,
     ``verify``, ``step_regex``."""
 
+    @functools.partial(checked, path=_path)
     def __init__(self, path: str | Path, **read: Any) -> None:
         self.path = Path(path)
         known = [f.name for f in fields(ReadOptions) if f.name != "quiet"]
@@ -210,6 +363,7 @@ class Trace:
                 wait_for_cache_writes()
         return self._events
 
+    @checked
     def events(self, table: str = "gpu", names: bool = False) -> Any:
         """One of the trace's tables as pyarrow (the schema of ``traceview export``: integer ns,
         names and streams as ids into the ``names`` and ``streams`` tables); ``names``: with
@@ -223,6 +377,7 @@ class Trace:
         out = tables[f"{table}.parquet"]
         return _named(out, tables) if names and table in _NAMED_TABLES else out
 
+    @checked
     def kernels(
         self,
         sort: KernelSort | str = KernelSort.DURATION_PERCENTAGE,
@@ -256,6 +411,7 @@ class Trace:
 
         return _with_forms(report, document)
 
+    @checked
     def gaps(
         self,
         busy: str = "kernel,memcpy,memset",
@@ -288,17 +444,19 @@ class Trace:
         report = analyse_gaps(self._read(), options)
         return _with_forms(report, lambda r: render.document(r, False), GapTabular)
 
-    def steps(self) -> StepsReport:
-        """``traceview steps``."""
+    @checked
+    def steps(self, top: int = 100) -> StepsReport:
+        """``traceview steps``; ``top``: steps in the table (0: all; JSON and CSV hold all)."""
         from traceview.analyses.core.steps import step_table
         from traceview.analyses.core.trace import summarize
         from traceview.analyses.ops.model_flops import steps_model_flops
         from traceview.render import steps as render
 
+        top = _at_least("--top", top)
         events = self._read()
         rows = step_table(events)
         report = StepsReport(summarize(events), rows, steps_model_flops(events, rows))
-        return _with_forms(report, lambda r: render.document(r.trace, r.rows, 0, r.flops))
+        return _with_forms(report, lambda r: render.document(r.trace, r.rows, top, r.flops))
 
     def summary(self) -> Overview:
         """``traceview summary``."""
@@ -307,6 +465,7 @@ class Trace:
 
         return _with_forms(overview(self._read()), render.document)
 
+    @checked
     def ops(
         self,
         level: OpLevel | str = OpLevel.LEAF,
@@ -332,6 +491,7 @@ class Trace:
 
         return _with_forms(analyse_ops(events, options), document)
 
+    @checked
     def energy(
         self,
         power: str | Path,
@@ -358,6 +518,7 @@ class Trace:
         report = attribute(self._read(), log, gpu_map)
         return _with_forms(report, lambda r: render.document(r, top, False))
 
+    @checked
     def unique(self, top: int = 20) -> UniqueReport:
         """``traceview unique`` (without ``--power``)."""
         from traceview.analyses.unique import unique_kernels
@@ -368,6 +529,7 @@ class Trace:
             unique_kernels(self._read()), lambda r: render.document(r, False, top, None)
         )
 
+    @checked
     def trim(
         self,
         output: str | Path,
@@ -399,6 +561,7 @@ class Trace:
         return out
 
 
+@functools.partial(checked, path=_trace)
 def open_trace(path: str | Path | Sequence[str | Path], **options: Any) -> Trace | Run:
     """A trace to analyse (``traceview.open``), or a run as the CLI tells one (a list of rank
     files, a directory, a glob, or ``glob=``): a ``Run``. Nothing is read until an analysis
@@ -407,7 +570,7 @@ def open_trace(path: str | Path | Sequence[str | Path], **options: Any) -> Trace
     from traceview.app.runs import is_run
     from traceview.options import RunOptions
 
-    if not isinstance(path, str | Path):
+    if not isinstance(path, str | os.PathLike):  # a list, by the check of ``checked``
         return Run(list(path), **options)
     path = Path(path)
     if is_run([path], RunOptions(glob=options.get("glob"))):

@@ -199,7 +199,7 @@ def summary(
     check_save(out, (path,))
     if peaks is not None:
         load_peaks_file(peaks)  # a wrong file is said before the trace is read
-    whole = read_trace(path, read, keep_cpu=True, phases=True)
+    whole = read_trace(path, read, keep_cpu=True, phases=True, memory=True)
     events = _of_phase(whole, phase)
     if _nothing_to_show(events, out):
         return
@@ -240,14 +240,12 @@ def memory(path: Path, read: ReadOptions, out: OutputOptions, top: int) -> None:
 
     _check_format(out.format)
     check_save(out, (path,))
-    events = read_trace(path, read, keep_cpu=True)
+    events = read_trace(path, read, keep_cpu=True, memory=True)
     report = analyse_memory(events)
     if report.events == 0 and out.format == "table":
-        from traceview.render.escape import text_lines
-
-        write_stdout(text_lines([f"{events.path}: {NO_EVENTS}"]) + "\n")
+        _one_line(out, f"{events.path}: {NO_EVENTS}", (path,))
         return
-    show(out, render_memory.document(summarize(events), report, top), (path,))
+    show(out, render_memory.document(summarize(events, memory=True), report, top), (path,))
 
 
 def _of_phase(events: TraceEvents, phase: str | None) -> TraceEvents:
@@ -270,14 +268,24 @@ def _nothing_to_show(events: TraceEvents, out: OutputOptions) -> bool:
     Markdown keep their shape, empty)."""
     if len(events.gpu.ts) or out.format != "table":
         return False
-    from traceview.render.escape import text_lines
-
     if len(events.runtime.ts):
         why = "runtime calls but no GPU activity recorded (was CUDA activity collected?)"
     else:
         why = "no GPU kernels recorded: was the profiler run with ProfilerActivity.CUDA?"
-    write_stdout(text_lines([f"{events.path}: {why}"]) + "\n")
+    _one_line(out, f"{events.path}: {why}", (Path(events.path),))
     return True
+
+
+def _one_line(out: OutputOptions, line: str, inputs: Sequence[Path]) -> None:
+    """A table that is one line (nothing to show): where the table would go, the ``-o`` file
+    as for every format, else stdout."""
+    from traceview.render.escape import text_lines
+
+    text = text_lines([line]) + "\n"
+    if out.save is not None:
+        write_file(out.save, text, out.force, inputs)
+    else:
+        write_stdout(text)
 
 
 def _warn(message: str) -> None:
@@ -424,7 +432,7 @@ def export(path: Path, read: ReadOptions, directory: Path, force: bool) -> None:
     from traceview.render.output import check_export_dir, removed_on_failure
 
     check_export_dir(directory, force, (path,), EXPORT_FILES)
-    events = read_trace(path, read, keep_cpu=True)
+    events = read_trace(path, read, keep_cpu=True, memory=True)
     try:
         with removed_on_failure(directory, EXPORT_FILES):
             directory.mkdir(parents=True, exist_ok=True)
@@ -582,7 +590,7 @@ def report(
     plotly_path()  # the missing extra is said before any reading
     reuse_freed_memory()
     where = stored_links.place(path, read)  # before the read: the trace's identity then
-    events = read_trace(path, read, keep_cpu=True)
+    events = read_trace(path, read, keep_cpu=True, memory=True)
     linked = None if where is None or read.refresh else stored_links.load(where, events)
     shared = work_out(events, linked)
     if where is not None and linked is None:

@@ -9,10 +9,12 @@ run, from the entry's metadata, as a read of the entry says it.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from traceview.analyses.runs.rank_summary import RankSummary
+from traceview.errors import TraceviewError
 from traceview.options import ReadOptions
 
 if TYPE_CHECKING:
@@ -44,9 +46,9 @@ def load(where: Place, rank: int, read: ReadOptions, kernels: KernelOptions) -> 
         summary = from_arrays(arrays, rank, str(where.trace))
     except (KeyError, ValueError, TypeError):
         return None  # not what this code writes: worked out again, stored anew
-    report_rank_problems(rank, where.trace, read_problems(*read_figures(meta)), read.strict)
+    problems = rank_problems(rank, where.trace, read_problems(*read_figures(meta)), read.strict)
     derived.used(where)
-    return summary
+    return replace(summary, warnings=problems)
 
 
 def save(where: Place, read: ReadOptions, kernels: KernelOptions, summary: RankSummary) -> None:
@@ -58,9 +60,11 @@ def save(where: Place, read: ReadOptions, kernels: KernelOptions, summary: RankS
     derived.save(where, summary_key(kernels, read.step_regex), to_arrays(summary))
 
 
-def report_rank_problems(rank: int, path: Path, problems: list[str], strict: bool) -> None:
+def rank_problems(rank: int, path: Path, problems: list[str], strict: bool) -> tuple[str, ...]:
     """What reading a rank met (a truncation with --partial, skipped events), each warning
-    naming the rank and its file, cold or warm: a run's ranks warn alike."""
-    from traceview.app.reading import report_problems
-
-    report_problems(path, [f"rank {rank} ({path}): {p}" for p in problems], strict)
+    naming the rank and its file, cold or warm: a run's ranks warn alike. They travel with
+    the rank's summary to the process that asked (whatever the engine: a Dask worker's
+    stderr is its log), which says them; with ``--strict``, an error here."""
+    if strict and problems:
+        raise TraceviewError(f"{path}: --strict: {'; '.join(problems)}")
+    return tuple(f"rank {rank} ({path}): {p}" for p in problems)

@@ -28,13 +28,15 @@ def read_trace(
     warn: bool = True,
     phases: bool = False,
     steps: bool = True,
+    memory: bool = False,
 ) -> TraceEvents:
     """Read a trace (from the cache when it holds it); remember it as the last one analysed.
     With ``--step-regex`` the steps are the CPU ranges whose name matches it; without it and
     without ProfilerSteps, a serving framework's step markers. ``warn``: say what reading met
     (False: a second read of a trace whose first said it). ``phases``: work out every step's
     phase (with the CPU rows). ``steps``: whether the command uses the steps; when it does not,
-    a read without CPU rows is not followed by a second one to find the markers."""
+    a read without CPU rows is not followed by a second one to find the markers. ``memory``:
+    the command reads the ``[memory]`` events (it alone says those it skipped)."""
     regex = None
     keep_cpu = keep_cpu or phases
     if options.step_regex is not None:
@@ -57,7 +59,7 @@ def read_trace(
 
         events = step_phases(events)
     if warn:
-        report_problems(path, read_warnings(events), options.strict)
+        report_problems(path, read_warnings(events, memory), options.strict)
     # Not a pipe, nor a run's rank files (a write each costs 3 ms), nor without the cache.
     if remember and not pipe and options.cache:
         remember_trace(path, options.cache_dir)

@@ -7,6 +7,7 @@ The directory written: ``trace.json.gz`` (``trace-rank<N>.json.gz`` per torchrun
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
@@ -131,7 +132,7 @@ def has_torch(interpreter: str) -> bool:
 
 def record(command: list[str], options: RecordOptions) -> int:
     """Run the program under the profiler, say what it recorded and analyse it; the
-    program's exit code (130 after Ctrl-C)."""
+    program's exit code (128+N after signal N: 130 after Ctrl-C, 143 after SIGTERM)."""
     out = check(command, options)
     code = _record(command, options, out)
     for line in said(out, code):
@@ -181,17 +182,37 @@ def _record(command: list[str], options: RecordOptions, out: Path) -> int:
 
 
 def _run(command: list[str], env: dict[str, str]) -> int:
-    """The program's exit code; Ctrl-C reaches it too (same process group): wait for it to
-    write its trace, then 130."""
+    """The program's exit code, 128+N when a signal N ended it (as a shell says). SIGINT and
+    SIGTERM sent to traceview alone are passed on to the program, which writes its trace
+    and ends; then 130 or 143. A terminal's Ctrl-C reaches the program itself (the same
+    process group): not passed on twice."""
     child = subprocess.Popen(command, env=env)
-    interrupted = False
-    while True:
-        try:
-            code = child.wait()
-            break
-        except KeyboardInterrupt:
-            interrupted = True  # the child got SIGINT as well and is writing its trace
-    return 130 if interrupted or code == -signal.SIGINT else code
+    forwarded = {signal.SIGINT, signal.SIGTERM}
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, forwarded)
+    got = 0
+    try:
+        while child.poll() is None:
+            info = signal.sigtimedwait(forwarded, 0.2)
+            if info is None:
+                continue
+            got = info.si_signo
+            if not _from_the_terminal(info):
+                with contextlib.suppress(ProcessLookupError):
+                    child.send_signal(got)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+    code = child.wait()
+    if got:
+        return 128 + got
+    return 128 - code if code < 0 else code
+
+
+_SI_KERNEL = 0x80  # si_code of a signal the kernel sent: a terminal's Ctrl-C
+
+
+def _from_the_terminal(info: signal.struct_siginfo) -> bool:
+    """A signal the terminal sent to its foreground process group, the program in it too."""
+    return info.si_code == _SI_KERNEL
 
 
 def _power_logger(out: Path, options: RecordOptions) -> subprocess.Popen[bytes]:
@@ -217,8 +238,10 @@ def traces_of(out: Path) -> list[Path]:
 
 
 def boot_reports(out: Path) -> list[dict[str, object]]:
+    """What the bootstrap wrote in each process it recorded (hidden files: the directory's
+    readers take only its traces)."""
     reports = []
-    for path in sorted(out.glob("boot*.json")):
+    for path in sorted(out.glob(".boot*.json")):
         try:
             reports.append(json.loads(path.read_text()))
         except (OSError, ValueError):
@@ -227,9 +250,13 @@ def boot_reports(out: Path) -> list[dict[str, object]]:
 
 
 def said(out: Path, code: int) -> list[str]:
-    """What the run recorded, in warnings (no trace, no step, no GPU)."""
+    """What the run recorded, in warnings (no trace, no step, no GPU), each true of it."""
     reports = boot_reports(out)
+    killed = _killed_by(code)
     if not reports:
+        if killed:
+            return [f"the program was killed by {killed} before it imported torch: nothing "
+                    "was recorded"]  # fmt: skip
         return ["the program never imported torch: nothing was recorded"]
     errors = [r["error"] for r in reports if r.get("error")]
     if errors:
@@ -239,9 +266,16 @@ def said(out: Path, code: int) -> list[str]:
             "the program runs its own torch.profiler: traceview stayed out (no trace of its "
             "own; the program's trace is where the program writes it)"
         ]
+    unfinished = [r for r in reports if not r.get("finished")]
+    if killed and unfinished:
+        some = " (the processes that ended wrote theirs)" if len(unfinished) < len(reports) else ""
+        return [
+            f"the program was killed by {killed} while torch.profiler recorded: a process "
+            f"killed so writes no trace{some}"
+        ]
     lines = []
     if not any(r.get("trace") for r in reports):
-        lines.append("the profiler wrote no trace (see the program's own errors above)")
+        lines.append(_no_trace(reports))
     if not any(r.get("steps") for r in reports):
         lines.append(
             "the program never stepped (no optimizer.step(), no step range of its own, no "
@@ -249,9 +283,34 @@ def said(out: Path, code: int) -> list[str]:
         )
     if not any(r.get("cuda") for r in reports):
         lines.append("no CUDA device in the program: a CPU-only profile")
-    if code not in (0, 130):
+    if code not in (0, 130, 143) and not killed:
         lines.append(f"the program exited with code {code}")
     return lines
+
+
+def _no_trace(reports: list[dict[str, object]]) -> str:
+    """Why no trace was written: too few steps for the schedule, else the profiler's error."""
+    steps = max(int(str(r.get("steps") or 0)) for r in reports)
+    settings = reports[0].get("settings")
+    if steps and isinstance(settings, dict):
+        wait, warmup = int(settings.get("wait") or 0), int(settings.get("warmup") or 0)
+        if steps <= wait + warmup:
+            return (
+                f"the program stepped {steps} time{'s' * (steps != 1)}, within --wait {wait} "
+                f"+ --warmup {warmup}: nothing recorded (lower --wait, or step more)"
+            )
+    return "the profiler wrote no trace (see the program's own errors above)"
+
+
+def _killed_by(code: int) -> str | None:
+    """The signal that ended the program (its code 128+N), unless it was the Ctrl-C or
+    SIGTERM that traceview passed on (the trace written then)."""
+    if code <= 128 or code in (130, 143):
+        return None
+    try:
+        return signal.Signals(code - 128).name
+    except ValueError:
+        return None
 
 
 def analyse(out: Path, report: bool, quiet: bool = False) -> None:

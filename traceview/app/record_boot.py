@@ -3,8 +3,14 @@ PYTHONPATH): when the program first imports torch, wrap it in torch.profiler and
 
 It changes nothing else in the program: no import of its own but the standard library until
 torch is imported, no output on stdout. Its settings come as JSON in $TRACEVIEW_RECORD; what it
-did is written to ``boot.json`` in the output directory (steps seen, the trace written, CUDA or
-not) for ``traceview record`` to report.
+did is written to ``.boot.json`` (``.boot-rank<N>.json`` per rank) in the output directory
+(steps seen, the trace written, CUDA or not) for ``traceview record`` to report: hidden, so
+that a reader of the directory takes only its traces.
+
+The profile starts at once: the part before the first step is a cycle of its own, kept only
+when the program never steps (the whole run) and dropped at the first step, when the
+schedule's own cycle begins. SIGTERM, which would end the program without its exit handlers,
+stops the profiler and writes the trace first.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import importlib.machinery
 import json
 import os
 import re
+import signal
 import sys
 import threading
 from pathlib import Path
@@ -40,6 +47,7 @@ class _Recording:
         self.own_profiler = False  # the program started its own: ours stopped, kept out
         self.error: str | None = None  # why the profiler could not be started
         self.ours = False  # inside a call of our profiler (its ProfilerStep ranges)
+        self.before_first_step = False  # recording the part before the first step, to drop
 
     def trace_path(self) -> Path:
         rank = os.environ.get("RANK")
@@ -58,9 +66,7 @@ class _Recording:
         self.cuda = bool(torch.cuda.is_available())
         if self.cuda:
             activities.append(torch.profiler.ProfilerActivity.CUDA)
-        schedule = torch.profiler.schedule(
-            wait=s["wait"], warmup=s["warmup"], active=s["active"], repeat=1
-        )
+        schedule = self.whole_until_stepped(torch, s)
         self.profiler = torch.profiler.profile(
             activities=activities,
             schedule=schedule,
@@ -80,6 +86,24 @@ class _Recording:
             optimizer.register_optimizer_step_post_hook(lambda *_: self.step("optimizer"))
             _watch_step_ranges(torch, self)
         atexit.register(self.finish)
+        _finish_on_sigterm(self)
+        self.write_report()  # started: a program killed from now on is said so
+
+    def whole_until_stepped(self, torch: Any, s: dict[str, Any]) -> Any:
+        """The schedule asked for, but recording from the start: until the first step, a
+        cycle of its own (saved if the program never steps, dropped at its first step)."""
+        schedule = torch.profiler.schedule(
+            wait=s["wait"], warmup=s["warmup"], active=s["active"], repeat=1
+        )
+        action = torch.profiler.ProfilerAction
+        if schedule(0) not in (action.NONE, action.WARMUP):
+            return schedule  # recording from the start already
+        self.before_first_step = True
+
+        def whole_until_stepped(step: int) -> Any:
+            return action.RECORD_AND_SAVE if step == 0 else schedule(step)
+
+        return whole_until_stepped
 
     @contextlib.contextmanager
     def calling_ours(self) -> Any:
@@ -116,21 +140,35 @@ class _Recording:
                 profiler.stop()
 
     def export(self, profiler: Any) -> None:
+        if self.error is not None:  # the recording could not start: nothing of it kept
+            return
+        if self.before_first_step and self.steps > 0:  # the program steps: its schedule rules
+            self.before_first_step = False
+            return
         path = self.trace_path()
         profiler.export_chrome_trace(str(path))
         self.written = str(path)
 
     def finish(self) -> None:
         """At exit (Ctrl-C too): stop the profiler; a run that never completed its schedule
-        is written whole, with what it recorded."""
+        is written whole, with what it recorded. A second Ctrl-C or SIGTERM meanwhile (a
+        terminal's and traceview's own) does not cut the trace short."""
+        with contextlib.suppress(ValueError):  # not the main thread: nothing to hold back
+            for number in (signal.SIGINT, signal.SIGTERM):
+                signal.signal(number, signal.SIG_IGN)
         with self.lock:
             profiler, self.profiler = self.profiler, None
         if profiler is not None:
             with contextlib.suppress(Exception), self.calling_ours():
                 profiler.stop()
-            if self.written is None:
-                with contextlib.suppress(Exception):
+            s = self.settings
+            if self.written is None and self.steps > s["wait"] + s["warmup"]:
+                with contextlib.suppress(Exception):  # stopped in its active steps
                     self.export(profiler)
+        self.write_report(finished=True)
+
+    def write_report(self, finished: bool = False) -> None:
+        """What the recording did, for ``traceview record`` (hidden: not one of the traces)."""
         report = {
             "steps": self.steps,
             "trace": self.written,
@@ -138,9 +176,28 @@ class _Recording:
             "marker": self.marker,
             "own_profiler": self.own_profiler,
             "error": self.error,
+            "finished": finished,
+            "settings": {k: self.settings.get(k) for k in ("wait", "warmup", "active")},
         }
-        name = "boot.json" if not os.environ.get("RANK") else f"boot-rank{os.environ['RANK']}.json"
-        (self.out / name).write_text(json.dumps(report))
+        rank = os.environ.get("RANK")
+        name = f".boot-rank{rank}.json" if rank else ".boot.json"
+        with contextlib.suppress(OSError):
+            (self.out / name).write_text(json.dumps(report))
+
+
+def _finish_on_sigterm(recording: _Recording) -> None:
+    """SIGTERM ends a program at once, its exit handlers unrun: unless the program handles it
+    itself, the trace is written first, then the program ends by SIGTERM as it would have."""
+    with contextlib.suppress(ValueError):  # the main thread only
+        if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+            return
+
+        def terminated(number: int, frame: Any) -> None:
+            recording.finish()
+            signal.signal(number, signal.SIG_DFL)
+            os.kill(os.getpid(), number)
+
+        signal.signal(signal.SIGTERM, terminated)
 
 
 def _is_launcher() -> bool:
@@ -257,11 +314,11 @@ def start_or_warn(recording: _Recording, torch: Any) -> None:
     try:
         recording.start(torch)
     except Exception as e:  # an API this torch lacks: the program runs on, unprofiled
+        recording.error = f"{type(e).__name__}: {e}"  # first: no trace from the stop below
         with contextlib.suppress(Exception):
             if recording.profiler is not None:
                 recording.profiler.stop()
         recording.profiler = None
-        recording.error = f"{type(e).__name__}: {e}"
         atexit.register(recording.finish)  # says why, for traceview record
 
 

@@ -1,6 +1,7 @@
-"""What ``traceview record`` leaves in its directory for later commands: ``record.json``,
-the power logger's clock zone (nvidia-smi writes local times without a zone), so that
-``energy`` and ``unique --power`` need no ``--power-tz`` for a recorded power log."""
+"""What ``traceview record`` leaves in its directory for later commands: ``.record.json``
+(hidden: a reader of the run directory takes only its traces; ``record.json`` in directories
+recorded before), the power logger's clock zone (nvidia-smi writes local times without a
+zone), so that ``energy`` and ``unique --power`` need no ``--power-tz`` for a recorded log."""
 
 from __future__ import annotations
 
@@ -14,19 +15,22 @@ from traceview.side_files import read_side_file
 if TYPE_CHECKING:
     from traceview.analyses.energy import PowerOptions
 
-RECORD_FILE = "record.json"
+RECORD_FILE = ".record.json"
+OLD_RECORD_FILE = "record.json"  # where traceview record wrote it before: still read
 
 
 def write_power_zone(out: Path, log_name: str, zone: str) -> None:
-    """Say in ``out/record.json`` which zone the power log ``log_name`` beside it is in."""
+    """Say in ``out/.record.json`` which zone the power log ``log_name`` beside it is in."""
     text = json.dumps({"power_log": log_name, "power_tz": zone}, indent=2)
     (out / RECORD_FILE).write_text(text + "\n", encoding="utf-8")
 
 
 def recorded_zone(log: Path) -> str | None:
-    """The zone ``traceview record`` recorded for the power log ``log`` (a record.json beside
-    it naming it), else None; a record.json that is damaged or names another file is none."""
+    """The zone ``traceview record`` recorded for the power log ``log`` (a .record.json beside
+    it naming it), else None; a .record.json that is damaged or names another file is none."""
     where = log.parent / RECORD_FILE
+    if not where.is_file():
+        where = log.parent / OLD_RECORD_FILE
     if not where.is_file():
         return None
     try:

@@ -13,7 +13,7 @@ from dataclasses import fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from traceview.app.api import _at_least, _with_forms, read_options
+from traceview.app.api import _at_least, _with_forms, checked, read_options
 from traceview.choices import KernelGroupBy, KernelSort
 from traceview.errors import UsageError
 from traceview.options import ReadOptions, RunOptions
@@ -36,6 +36,7 @@ class Run:
     ``traceview.open`` and the CLI's run options ``glob``, ``rank_regex``, ``jobs``,
     ``engine``, ``scheduler``, ``scheduler_file``."""
 
+    @checked
     def __init__(self, inputs: Sequence[str | Path], **options: Any) -> None:
         from traceview.app.runs import check_options, run_inputs
 
@@ -83,6 +84,7 @@ class Run:
         report = ranks_report(result.summaries, result.rollup, result.waits)
         return _with_forms(report, render.document)
 
+    @checked
     def kernels(
         self,
         sort: KernelSort | str = KernelSort.DURATION_PERCENTAGE,
@@ -115,6 +117,7 @@ class Run:
         report = rollup_report(result.summaries, result.rollup, options)
         return _with_forms(report, lambda r: render.document(r, False))
 
+    @checked
     def steps(self, top: int = 100, per_rank: bool = False) -> StepRollup:
         """``traceview steps`` over the run: per step its spread over the ranks."""
         from traceview.analyses.runs.steps import step_rollup

@@ -15,6 +15,7 @@ from traceview import __version__
 from traceview.analyses.runs.snapshot import KIND, SCHEMA_VERSION, RunSnapshot
 from traceview.app.snapshot_file import problem_of
 from traceview.errors import TraceviewError
+from traceview.read.discover import MAX_RANK
 from traceview.read.stream import is_pipe, pipe_input
 from traceview.side_files import MAX_BYTES, read_side_file, too_big
 
@@ -74,6 +75,12 @@ def load_run_snapshot(path: Path) -> RunSnapshot:
             f"{path}: run snapshot kind {run.kind!r} schema_version {run.schema_version} is not "
             f"supported (traceview {__version__} reads {KIND} {SCHEMA_VERSION})"
         )
+    for r in run.ranks:  # a rank is int64, as the files of a run are numbered
+        if not 0 <= r.rank <= MAX_RANK:
+            why = "beyond int64" if r.rank > 0 else "negative"
+            raise TraceviewError(
+                f"{path}: not a valid run snapshot: rank {r.rank} is {why}; ranks are 0 to 2^63-1"
+            )
     checks = [("rollup", run.rollup)] + [(f"rank {r.rank}", r.snapshot) for r in run.ranks]
     for where, snapshot in checks:
         try:

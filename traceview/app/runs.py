@@ -43,6 +43,8 @@ def check_options(run: RunOptions) -> None:
         raise UsageError(f"-j {run.jobs}: expected a number of processes ≥ 1")
     if run.engine != "dask" and (run.scheduler or run.scheduler_file):
         raise UsageError("--scheduler and --scheduler-file need --engine dask")
+    if run.scheduler and run.scheduler_file:
+        raise UsageError("give one of --scheduler and --scheduler-file (both name the scheduler)")
 
 
 def run_inputs(inputs: Sequence[Path], run: RunOptions) -> tuple[Path, ...]:
@@ -81,10 +83,23 @@ def gather(
     if run.engine == "dask":
         from traceview.app.engines import dask
 
-        return dask.run(tasks, run, read.partial)
-    from traceview.app.engines import local
+        result = dask.run(tasks, run, read.partial)
+    else:
+        from traceview.app.engines import local
 
-    return local.run(tasks, run, read.partial)
+        result = local.run(tasks, run, read.partial)
+    for summary in result.summaries:  # what reading met, said here whatever the engine
+        for warning in summary.warnings:
+            _warn(warning)
+    return result
+
+
+def _warn_run(warnings: Sequence[str], result: RunResult) -> None:
+    """The run's own warnings (gather said the ranks')."""
+    said = {w for s in result.summaries for w in s.warnings}
+    for warning in warnings:
+        if warning not in said:
+            _warn(warning)
 
 
 def ranks(inputs: Sequence[Path], run: RunOptions, read: ReadOptions, out: OutputOptions) -> None:
@@ -97,8 +112,7 @@ def ranks(inputs: Sequence[Path], run: RunOptions, read: ReadOptions, out: Outpu
     check_save(out, files)
     result = gather(inputs, run, read, KernelOptions())
     report = ranks_report(result.summaries, result.rollup, result.waits)
-    for warning in report.warnings:
-        _warn(warning)
+    _warn_run(report.warnings, result)
     show(out, render_ranks.document(report), files)
 
 
@@ -128,8 +142,7 @@ def report(
     plotly_path()  # the missing extra is said before any reading
     result = gather(inputs, run, read, KernelOptions())
     ranks = ranks_report(result.summaries, result.rollup, result.waits)
-    for warning in ranks.warnings:
-        _warn(warning)
+    _warn_run(ranks.warnings, result)
     shown = _shown_rank(result.summaries, options.rank)
     reuse_freed_memory()
     events = read_trace(Path(shown.path), read, keep_cpu=True, remember=False)
@@ -308,8 +321,8 @@ def memory(
     ranked = assign_ranks(list(files), compile_rank_regex(run.rank_regex))
     results, size = [], 0
     for f in ranked:
-        events = read_trace(f.path, read, keep_cpu=True)
-        results.append((f.rank, summarize(events), analyse_memory(events)))
+        events = read_trace(f.path, read, keep_cpu=True, memory=True)
+        results.append((f.rank, summarize(events, memory=True), analyse_memory(events)))
         size += events.size_bytes
         wait_for_cache_writes()  # its entry, written in the background, before the next read
         del events

@@ -20,6 +20,7 @@ from traceview.parsing import parse_duration
 from traceview.render.trim_command import TRIM_MARGIN
 
 if TYPE_CHECKING:
+    from traceview.analyses.core.steps import Window
     from traceview.columns.model import TraceEvents
 
 ABSOLUTE = "@"  # before a --window value: a ts on the trace's clock (µs), as gaps prints it
@@ -79,10 +80,13 @@ def check_options(options: TrimOptions) -> None:
 
 def parse_window(text: str, origin_ns: int) -> tuple[int | None, int | None]:
     """``START:END`` in ns on the trace's clock: each a duration from ``origin_ns`` (bare
-    numbers µs), or ``@`` and an absolute ts in µs; an empty side is open."""
+    numbers µs), or ``@`` and an absolute ts in µs; an empty side is open, and so is a start
+    of 0 (``0:`` reaches the first event, an instant before the span's start too)."""
     if text.count(":") != 1:
         raise UsageError(f"--window {text!r}: expected START:END (e.g. 100ms:150ms)")
     start, end = (_point(part, origin_ns) for part in text.split(":"))
+    if start == origin_ns and not text.lstrip().startswith(ABSOLUTE):
+        start = None
     if start is not None and end is not None and end < start:
         raise UsageError(f"--window {text!r}: ends before it starts")
     return start, end
@@ -156,12 +160,22 @@ def _steps_cut(events: TraceEvents, options: TrimOptions, devices: frozenset[str
     for c, ts in zip(gpu.correlation[rows].tolist(), gpu.ts[rows].tolist(), strict=True):
         by_ts[max(c, -1)].add(ts)
     first, last = options.steps[0]
-    what = f"ProfilerStep {first}" if first == last else f"ProfilerSteps {first}-{last}"
     return Cut(
         start, end, devices, options.cpu, steps=True,
         correlations=frozenset(np.unique(kept[kept >= 0]).tolist()),
-        by_ts={c: frozenset(t) for c, t in by_ts.items()}, what=what,
+        by_ts={c: frozenset(t) for c, t in by_ts.items()}, what=_named(windows, first, last),
     )  # fmt: skip
+
+
+def _named(windows: dict[int, Window], first: int, last: int) -> str:
+    """The steps kept, as the trace names them: ``ProfilerStep 5``, or a serving marker's
+    own name (``step 0 (step[DECODE bs=32])``)."""
+    label = windows[first].label if first in windows else ""
+    if not label:
+        return f"ProfilerStep {first}" if first == last else f"ProfilerSteps {first}-{last}"
+    if first == last:
+        return f"step {first} ({label})"
+    return f"steps {first}-{last} ({label} …)"
 
 
 def _gap_window(

@@ -69,6 +69,9 @@ def main() -> None:
     # A command named first needs only its module; anything else (help, an unknown or
     # misspelt command, --version) gets every command, so lists and suggestions are whole.
     first = sys.argv[1] if len(sys.argv) > 1 else ""
+    from traceview.cli.errors import terminate_as_interrupt
+
+    terminate_as_interrupt()  # SIGTERM cleans up as Ctrl-C does: no temp file left behind
     app = _register((first,) if first in COMMANDS else COMMANDS)
     app(prog_name="traceview")
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
@@ -29,7 +30,9 @@ from typer._types import TyperChoice
 from typer.core import TyperGroup
 
 from traceview.choices import expected_one_of
-from traceview.errors import USAGE_ERROR, TraceviewError
+from traceview.errors import USAGE_ERROR, Terminated, TraceviewError
+
+SIGTERM_EXIT = 128 + signal.SIGTERM
 
 
 class OneLineErrors(TyperGroup):
@@ -49,6 +52,9 @@ class OneLineErrors(TyperGroup):
             _exit(f"{where}{e.strerror or e}", 1)
         except MemoryError:
             _exit("out of memory", 1)
+        except Terminated:
+            print("traceview: terminated", file=sys.stderr)
+            raise Exit(SIGTERM_EXIT) from None
         except KeyboardInterrupt:
             print("traceview: interrupted", file=sys.stderr)
             raise Exit(130) from None
@@ -82,6 +88,22 @@ class OneLineErrors(TyperGroup):
             print("traceview: aborted", file=sys.stderr)
             sys.exit(1)
         sys.exit(code if isinstance(code, int) else 0)
+
+
+def terminate_as_interrupt() -> None:
+    """SIGTERM raises Terminated (a KeyboardInterrupt) in this process, so that a command
+    ends as after Ctrl-C, its temp files removed, then exits 143; a process forked from this
+    one (a worker) ends by SIGTERM at once, as it would have."""
+    parent = os.getpid()
+
+    def terminated(number: int, frame: object) -> None:
+        if os.getpid() != parent:
+            signal.signal(number, signal.SIG_DFL)
+            os.kill(os.getpid(), number)
+            return
+        raise Terminated
+
+    signal.signal(signal.SIGTERM, terminated)
 
 
 def _exit(message: str, code: int) -> NoReturn:

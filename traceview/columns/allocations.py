@@ -4,8 +4,11 @@ costs nothing.
 
 An event is kept when its ``ph`` is ``i`` or ``I``, its name ``[memory]`` and its ``Device
 Type``, ``Device Id``, ``Bytes``, ``Total Allocated`` and ``Total Reserved`` are integers
-(``Addr`` may be absent: −1); any other is skipped and counted. An address is kept as the
-bits of a 64-bit word, so one beyond 2^63 stays distinct.
+(``Addr`` may be absent: −1); any other is skipped and counted, and so is one whose totals are
+negative. An older PyTorch wrote neither total (``Device Type``, ``Device Id``, ``Bytes``
+only): such an event is kept with both totals NO_TOTAL, for the analysis to rebuild the level
+from the running sum of ``Bytes``. An address is kept as the bits of a 64-bit word, so one
+beyond 2^63 stays distinct.
 """
 
 from __future__ import annotations
@@ -24,7 +27,9 @@ from traceview.columns.schema import MEMORY_COLUMNS, MemoryColumns, empty
 NAME = "[memory]"
 NO_THREAD = -1
 NO_ADDR = -1
+NO_TOTAL = -1  # an event of an older PyTorch, without Total Allocated and Total Reserved
 SKIPPED = "[memory] events skipped: a field missing, not an integer or out of range"
+NEGATIVE = "[memory] events skipped: a negative Total Allocated or Total Reserved"
 _INSTANT = ("i", "I")
 _INT32 = 2**31
 _INT64 = 2**63
@@ -37,42 +42,47 @@ def rows(
     ids given (None: NO_THREAD); bad events counted in ``quality``. None when none is kept.
     Raises NeedsExactTimes as the per-event path does (nothing counted then)."""
     kept: list[tuple[int, ...]] = []
-    bad = 0
+    bad = Counter[str]()
     times = batch.ns_array([e.ts for e in events])
     for k, e in enumerate(events):
         row = _row(e, None if times is None else int(times[k]))
-        if row is None:
-            bad += 1
+        if isinstance(row, str):
+            bad[row] += 1
         else:
             tid = NO_THREAD if thread is None else int(thread[k])
             kept.append((tid, *row))
-    if bad:
-        quality[SKIPPED] += bad
+    quality.update(bad)
     if not kept:
         return None
     columns = zip(*kept, strict=True)
     return tuple(np.array(c, dtype=d.dtype) for c, d in zip(columns, MEMORY_COLUMNS, strict=True))
 
 
-def _row(e: Any, ts: int | None) -> tuple[int, ...] | None:
-    """(ts, device type, device, bytes, addr, allocated, reserved) of one event, or None."""
+def _row(e: Any, ts: int | None) -> tuple[int, ...] | str:
+    """(ts, device type, device, bytes, addr, allocated, reserved) of one event, or why it
+    is skipped (SKIPPED, NEGATIVE)."""
     a = e.args
     if e.ph not in _INSTANT or a is None or not hasattr(a, "total_allocated"):
-        return None
+        return SKIPPED
     if ts is None:
         value = value_of(e.ts)  # raw text of an exactly decoded event: its Decimal
         if value is None:
-            return None
+            return SKIPPED
         try:
             ts = to_ns(value)
         except BadNumber:
-            return None
+            return SKIPPED
     small = (a.device_type, a.device_id)
-    large = (a.alloc_bytes, a.total_allocated, a.total_reserved)
+    totals = (a.total_allocated, a.total_reserved)
+    if totals == (None, None):  # an older PyTorch: Bytes alone
+        totals = (NO_TOTAL, NO_TOTAL)
+    large = (a.alloc_bytes, *totals)
     if not all(type(v) is int and -_INT32 <= v < _INT32 for v in small):
-        return None
+        return SKIPPED
     if not all(type(v) is int and -_INT64 <= v < _INT64 for v in large):
-        return None
+        return SKIPPED
+    if a.total_allocated is not None and min(totals) < 0:
+        return NEGATIVE
     return (ts, *small, large[0], _address(a.addr), *large[1:])
 
 

@@ -117,7 +117,7 @@ COMM_KEY = b'"Collective name"'
 # span holding this text (and not COMM_KEY) is decoded with the Memory* types, which carry them.
 # Without its quotes: a text ending in a quote, the commonest byte in JSON, is found ~1.6×
 # slower, and a span that holds the words elsewhere only takes the bigger struct.
-MEMORY_KEY = b"Total Allocated"
+MEMORY_KEY = b"[memory]"  # the name of every [memory] event, older ones (Bytes alone) too
 
 
 class MemoryArgs(Args, gc=False):

@@ -1,9 +1,10 @@
 """The files of a run and the rank of each.
 
 Inputs are trace files, directories (their ``*.json`` and ``*.json.gz`` files, or those
-matching ``--glob``) and glob patterns. A file's rank is ``distributedInfo.rank`` from its
-header, read by streaming only the top of the file up to ``traceEvents`` (ijson); else the
-``--rank-regex`` match on the file name (by default the last integer after ``rank`` or
+matching ``--glob``; never hidden ones, such as what ``traceview record`` keeps beside its
+traces or a writer's temp file) and glob patterns. A file's rank is ``distributedInfo.rank``
+from its header, read by streaming only the top of the file up to ``traceEvents`` (ijson);
+else the ``--rank-regex`` match on the file name (by default the last integer after ``rank`` or
 ``worker``); files with neither get the smallest ranks not taken, in file order (said on
 stderr by the caller). Two files claiming one rank are an error naming both.
 """
@@ -52,7 +53,8 @@ def run_files(inputs: list[Path], pattern: str | None = None) -> list[Path]:
 
 def _expand(item: Path, pattern: str | None) -> list[Path]:
     if item.is_dir():
-        files = {p for glob in ((pattern,) if pattern else DEFAULT_GLOBS) for p in item.glob(glob)}
+        globs = (pattern,) if pattern else DEFAULT_GLOBS
+        files = {p for glob in globs for p in item.glob(glob) if not _hidden(p, item)}
         if not files:
             raise TraceviewError(f"{item}: a directory without trace files ({_globs(pattern)})")
         return _regular(sorted(files))
@@ -62,6 +64,11 @@ def _expand(item: Path, pattern: str | None) -> list[Path]:
             raise TraceviewError(f"{item}: no file matches this pattern")
         return _regular(matches)
     return [item]  # a missing file is reported by the reader, with the other bad inputs
+
+
+def _hidden(path: Path, directory: Path) -> bool:
+    """A name below ``directory`` that starts with a dot (as a shell's glob skips them)."""
+    return any(part.startswith(".") for part in path.relative_to(directory).parts)
 
 
 def _regular(paths: list[Path]) -> list[Path]:

@@ -32,11 +32,14 @@ CSV_FIELDS = ("device", "device_type", "peak_allocated_bytes", "peak_reserved_by
 
 
 def device_json(d: DeviceMemory) -> dict[str, Any]:
-    """One device's object: the contract's fields first, then the extras."""
+    """One device's object: the contract's fields first, then the extras (the reserve null
+    when the level was rebuilt from Bytes alone; holders unknown when addresses are missing:
+    ``held_before_bytes`` null)."""
+    known = not d.rebuilt
     return {
         "device": d.device,
         "peak_allocated_bytes": d.peak_allocated_bytes,
-        "peak_reserved_bytes": d.peak_reserved_bytes,
+        "peak_reserved_bytes": d.peak_reserved_bytes if known else None,
         "peak_ts_us": d.peak_ts_ns / 1000,
         "peak_step": d.peak_step,
         "allocations": d.allocations,
@@ -54,15 +57,21 @@ def device_json(d: DeviceMemory) -> dict[str, Any]:
         ],
         "device_type": d.device_type,
         "peak_allocated_gib": d.peak_allocated_bytes / GIB,
-        "peak_reserved_gib": d.peak_reserved_bytes / GIB,
-        "reserved_at_peak_bytes": d.reserved_at_peak_bytes,
-        "held_before_bytes": d.held_before_bytes,
+        "peak_reserved_gib": d.peak_reserved_bytes / GIB if known else None,
+        "reserved_at_peak_bytes": d.reserved_at_peak_bytes if known else None,
+        "held_before_bytes": d.held_before_bytes if d.addressed else None,
         "total_memory_bytes": d.total_memory_bytes,
+        "level": "rebuilt from Bytes" if d.rebuilt else "Total Allocated",
         "timeline": [
-            {"ts_us": ts / 1000, "allocated_bytes": a, "reserved_bytes": r}
+            {"ts_us": ts / 1000, "allocated_bytes": a, "reserved_bytes": r if known else None}
             for ts, a, r in d.timeline
         ],
     }
+
+
+def reserved_text(d: DeviceMemory, bytes_: int) -> str:
+    """A reserve as shown: ``unknown`` when the trace does not give it (Bytes alone)."""
+    return "unknown" if d.rebuilt else units.memory(bytes_)
 
 
 def as_json(trace: TraceSummary, report: MemoryReport) -> dict[str, Any]:
@@ -90,6 +99,12 @@ def notes(report: MemoryReport) -> list[str]:
         return [NO_EVENTS]
     out = []
     for d in (*report.devices, *([report.cpu] if report.cpu is not None else [])):
+        if d.rebuilt:
+            out.append(
+                f"{label(d)}: the [memory] events carry only Bytes (an older PyTorch): the "
+                "allocated level is their running sum in time order from the trace's start (0 "
+                "before the first event); the reserve is unknown"
+            )
         pct = d.peak_reserved_pct
         if pct is not None and pct >= HEADROOM_PCT:
             out.append(
@@ -109,7 +124,9 @@ def notes(report: MemoryReport) -> list[str]:
                 f"{label(d)}: the allocated level rose in every one of the {len(d.steps)} steps "
                 f"(+{units.memory(growth)} in all): a leak, or a cache still growing"
             )
-        if d.peak_allocated_bytes > 0 and d.held_before_bytes == d.peak_allocated_bytes:
+        if not d.addressed and d.peak_allocated_bytes > 0:
+            out.append(f"{label(d)}: addresses missing: holders unknown")
+        elif d.peak_allocated_bytes > 0 and d.held_before_bytes == d.peak_allocated_bytes:
             out.append(f"{label(d)}: the peak is held by allocations made before the trace")
     return out
 
@@ -124,8 +141,8 @@ def _figures(d: DeviceMemory) -> list[str]:
     lines = [
         f"peak allocated  {units.memory(d.peak_allocated_bytes)}{exact} at ts "
         f"{units.timestamp(d.peak_ts_ns)} µs{step}",
-        f"peak reserved   {units.memory(d.peak_reserved_bytes)}{total}; at the allocated peak "
-        f"{units.memory(d.reserved_at_peak_bytes)}",
+        f"peak reserved   {reserved_text(d, d.peak_reserved_bytes)}{total}; at the allocated "
+        f"peak {reserved_text(d, d.reserved_at_peak_bytes)}",
         f"events          {units.counted(d.allocations, 'allocation')}, "
         f"{units.counted(d.frees, 'free')}",
         f"allocated       {units.memory(d.start_allocated_bytes)} before the first event, "
@@ -137,6 +154,8 @@ def _figures(d: DeviceMemory) -> list[str]:
 def _holders(d: DeviceMemory, top: int) -> Section:
     """The ops holding the live allocations at the peak, and what the trace cannot attribute."""
     title = f"{label(d)}: live allocations at the peak, by the op that made them"
+    if not d.addressed:
+        return Section(Lines(["addresses missing: holders unknown"]), title=title)
     before = (
         f"{units.memory(d.held_before_bytes)} of the peak held by allocations made before the "
         "trace's first [memory] event"

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from traceview.analyses.core.phase_figures import counted
-from traceview.analyses.core.step_markers import UNKNOWN
+from traceview.analyses.core.step_markers import UNKNOWN, unread_counts
 from traceview.analyses.core.steps import EMPTY, StepDevice, StepRow, compress
 from traceview.analyses.core.trace import TraceSummary
 from traceview.analyses.ops.model_flops import ModelFlops, StepFlops
@@ -116,6 +116,12 @@ def notes(rows: list[StepRow]) -> list[str]:
         f"{_steps(found)} (data loading or other CPU work first)"
         for device, found in late.items()
     ]
+    unread = [
+        r.step for r in rows if (r.batch is None or r.tokens is None) and unread_counts(r.name)
+    ]
+    if unread:
+        out.append(f"{_steps([(n, 0) for n in unread])}: a count in the marker's name is beyond "
+                   "int64: read as absent (null)")  # fmt: skip
     if len(rows) > 1 and all(r.degenerate == EMPTY for r in rows):  # a CPU-only trace
         out.append(f"no step ran GPU work: all {len(rows)} steps are degenerate: {EMPTY}")
     else:

@@ -12,6 +12,7 @@ from traceview.render import units
 from traceview.render.audit import trust_line
 from traceview.render.document import Document, Lines, Section
 from traceview.render.header import trace_lines
+from traceview.render.memory import reserved_text
 from traceview.render.ops import op_label
 from traceview.render.tables import Table
 
@@ -189,7 +190,7 @@ def memory_lines(memory: MemoryReport | None) -> list[str]:
         )
         lines.append(
             f"memory   device {d.device}: peak {units.memory(d.peak_allocated_bytes)} allocated, "
-            f"{units.memory(d.peak_reserved_bytes)} reserved{share}"
+            f"{reserved_text(d, d.peak_reserved_bytes)} reserved{share}"
         )
     if memory.cpu is not None:
         lines.append(

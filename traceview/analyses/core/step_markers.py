@@ -56,17 +56,33 @@ _SGLANG_MODES = {
 }  # fmt: skip
 
 
+MAX_COUNT = 2**63 - 1  # a count is int64 in the columns and the JSON
+_LONG_NUMBER = re.compile(r"[0-9]{19,}")
+
+
+def _count(text: str) -> int | None:
+    """A count as a name writes it (ASCII digits); None beyond int64: read as absent, which
+    ``unread_counts`` says."""
+    value = int(text)
+    return value if value <= MAX_COUNT else None
+
+
+def unread_counts(name: str) -> bool:
+    """Whether a marker's name holds a number beyond int64 (a count read as absent)."""
+    return any(int(d) > MAX_COUNT for d in _LONG_NUMBER.findall(name))
+
+
 def _number(pattern: str, text: str) -> int | None:
     m = re.search(pattern, text)
-    return int(m.group(1)) if m else None
+    return _count(m.group(1)) if m else None
 
 
 def _sglang(m: re.Match[str]) -> Words:
     """``step[DECODE bs=32]``, ``step[EXTEND bs=15 toks=15360]``: a decode step makes one
     token per sequence, so its tokens are its batch size."""
     phase = _SGLANG_MODES.get(m["mode"], UNKNOWN)
-    batch = _number(r"\bbs=(\d+)", m["rest"])
-    tokens = _number(r"\btoks=(\d+)", m["rest"])
+    batch = _number(r"\bbs=([0-9]+)", m["rest"])
+    tokens = _number(r"\btoks=([0-9]+)", m["rest"])
     if tokens is None and phase == DECODE:
         tokens = batch
     return Words(phase, batch, tokens)
@@ -80,9 +96,9 @@ def _execute(m: re.Match[str]) -> Words:
     phase = {(True, False): PREFILL, (False, True): DECODE, (True, True): MIXED}.get(
         (context > 0, generation > 0), UNKNOWN
     )
-    parts = [_number(r"^(?:sq)?(\d+)", m[k]) for k in ("cs", "gs")]
-    tokens = None if None in parts else sum(p for p in parts if p is not None)
-    return Words(phase, int(m["n"]) if m["n"] else context + generation, tokens)
+    parts = [_number(r"^(?:sq)?([0-9]+)", m[k]) for k in ("cs", "gs")]
+    tokens = None if None in parts else _count(str(sum(p for p in parts if p is not None)))
+    return Words(phase, _count(m["n"]) if m["n"] else _count(str(context + generation)), tokens)
 
 
 MARKERS: tuple[Marker, ...] = (
@@ -90,7 +106,7 @@ MARKERS: tuple[Marker, ...] = (
         "SGLang",
         "step[DECODE bs=32]",
         "step[",
-        re.compile(r"step\[(?P<mode>[A-Z_]+)(?P<rest>(?: [a-z_]+=\d+)*)\]"),
+        re.compile(r"step\[(?P<mode>[A-Z_]+)(?P<rest>(?: [a-z_]+=[0-9]+)*)\]"),
         _sglang,
     ),
     Marker(
@@ -98,8 +114,8 @@ MARKERS: tuple[Marker, ...] = (
         "execute_32_context_0(sq0sk0sqsq0sqsk0)_generation_32(sq32sk32785sqsq32sqsk32785)",
         "_generation_",
         re.compile(
-            r"execute_(?:(?P<n>\d+)_)?context_(?P<c>\d+)\((?P<cs>[a-z0-9_]*)\)"
-            r"_generation_(?P<g>\d+)\((?P<gs>[a-z0-9_]*)\)"
+            r"execute_(?:(?P<n>[0-9]+)_)?context_(?P<c>[0-9]+)\((?P<cs>[a-z0-9_]*)\)"
+            r"_generation_(?P<g>[0-9]+)\((?P<gs>[a-z0-9_]*)\)"
         ),
         _execute,
     ),
@@ -107,14 +123,14 @@ MARKERS: tuple[Marker, ...] = (
         "vLLM",
         "vllm/v1/worker/gpu_model_runner.py(3380): execute_model",
         ": execute_model",
-        re.compile(r"(?:[\w.-]+/)*gpu_model_runner\.py\(\d+\): execute_model"),
+        re.compile(r"(?:[\w.-]+/)*gpu_model_runner\.py\([0-9]+\): execute_model"),
         lambda m: Words(UNKNOWN),
     ),
     Marker(
         "a causal LM's forward (HF generate, vLLM; recorded with with_modules or with_stack)",
         "nn.Module: GPT2LMHeadModel_0",
         "nn.Module: ",
-        re.compile(r"nn\.Module: \w+(?:ForCausalLM|LMHeadModel)_\d+"),
+        re.compile(r"nn\.Module: \w+(?:ForCausalLM|LMHeadModel)_[0-9]+"),
         lambda m: Words(UNKNOWN),
     ),
 )

@@ -452,7 +452,8 @@ class StepRows:
 
     def members(self, windows: list[Window]) -> tuple[np.ndarray, np.ndarray]:
         """The rows of every window, concatenated window after window, and for each the
-        index of its window (rows in two overlapping windows appear twice)."""
+        index of its window. A row in several windows (nested serving markers) belongs to
+        one: the innermost, the shortest window holding it (then the latest to start)."""
         parts, owners = [self.rows[:0]], [np.zeros(0, dtype=np.int32)]
         for gpu_only in (False, True):
             which = [i for i, w in enumerate(windows) if w.gpu_only == gpu_only]
@@ -469,10 +470,37 @@ class StepRows:
         member = parts[-1] if len(parts) == 2 else np.concatenate(parts)
         owner = owners[-1] if len(owners) == 2 else np.concatenate(owners)
         del parts, owners
+        if _overlapping(windows):
+            member, owner = _innermost(member, owner, windows)
         if bool((owner[1:] < owner[:-1]).any()):  # windows that overlap, or of both kinds
             order = np.argsort(owner, kind="stable")
             member, owner = member[order], owner[order]
         return member, owner
+
+
+def _overlapping(windows: list[Window]) -> bool:
+    """Whether a window starts before another has ended (one ending as the next starts, as
+    ProfilerSteps do, is not overlapping)."""
+    if len(windows) < 2:
+        return False
+    starts = np.array([w.start_ns for w in windows], dtype=np.int64)
+    ends = np.array([w.end_ns for w in windows], dtype=np.int64)
+    order = np.argsort(starts, kind="stable")
+    reach = np.maximum.accumulate(ends[order])
+    return bool((starts[order][1:] < reach[:-1]).any())  # back to back: not overlapping
+
+
+def _innermost(
+    member: np.ndarray, owner: np.ndarray, windows: list[Window]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each row once, with the shortest of its windows (then the latest to start)."""
+    starts = np.array([w.start_ns for w in windows], dtype=np.int64)
+    spans = np.array([w.end_ns - w.start_ns for w in windows], dtype=np.int64)
+    order = np.lexsort((-starts[owner], spans[owner], member))
+    member, owner = member[order], owner[order]
+    first = np.ones(len(member), dtype=bool)
+    first[1:] = member[1:] != member[:-1]
+    return member[first], owner[first]
 
 
 def compress(steps: list[int]) -> str:

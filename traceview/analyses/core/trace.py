@@ -9,6 +9,7 @@ from typing import Any
 from traceview.analyses.core.devices import DeviceUsage, usage
 from traceview.analyses.core.quality import measure_checks, time_resolution
 from traceview.analyses.core.quality_words import quality_warnings
+from traceview.columns.allocations import SKIPPED as MEMORY_SKIPPED
 from traceview.columns.model import ReadStats, TraceEvents, TraceFacts
 
 _HEADER_FIELDS = ("schemaVersion", "displayTimeUnit", "baseTimeNanoseconds", "traceName")
@@ -69,9 +70,11 @@ def summarize(
     events: TraceEvents,
     devices: list[DeviceUsage] | None = None,
     extra_warnings: tuple[str, ...] = (),
+    memory: bool = False,
 ) -> TraceSummary:
     """The TraceSummary of a read trace; ``devices`` defaults to every device's usage over
-    all its GPU activity."""
+    all its GPU activity; ``memory``: for a command that reads the ``[memory]`` events
+    (their warnings are its alone)."""
     facts = facts_of(events)
     span = events.span_ns
     if devices is None:
@@ -88,7 +91,7 @@ def summarize(
         device_names=_device_names(events.header),
         header=_header_fields(events.header),
         warnings=(
-            *read_warnings(events),
+            *read_warnings(events, memory),
             *quality_warnings(facts.checks, events.header),
             *extra_warnings,
         ),
@@ -127,15 +130,16 @@ def _header_fields(header: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def read_warnings(events: TraceEvents) -> list[str]:
-    """What reading could not take as it was: skipped events, missing durations, truncation."""
-    return read_problems(events.read, events.quality)
+def read_warnings(events: TraceEvents, memory: bool = False) -> list[str]:
+    """What reading could not take as it was: skipped events, missing durations, truncation;
+    the ``[memory]`` events skipped only for a command that reads them (``memory``)."""
+    return read_problems(events.read, events.quality, memory)
 
 
-def read_problems(read: ReadStats, quality: Mapping[str, int]) -> list[str]:
+def read_problems(read: ReadStats, quality: Mapping[str, int], memory: bool = False) -> list[str]:
     """``read_warnings`` from the read's figures alone (as a cache entry's metadata has them)."""
     notes = [f"{n} {why}" for why, n in sorted(read.skipped.items())]
-    notes += [f"{n} {why}" for why, n in sorted(quality.items())]
+    notes += [f"{n} {why}" for why, n in sorted(quality.items()) if memory or why != MEMORY_SKIPPED]
     if read.truncated_at is not None:
         notes.append(
             f"TRUNCATED trace: analysed only the {read.events} events before byte "

@@ -90,7 +90,7 @@ def ranks_report(
     """The report of a run from its summaries (rank order), roll-up and waits (same order)."""
     collectives = complete(rollup.collectives, rollup.ranks)
     spread = clock_spread_ns(collectives)
-    warnings = []
+    warnings = [w for s in summaries for w in s.warnings]  # what reading each rank met
     if spread is not None and spread > CLOCK_SPREAD_WARN_NS:
         warnings.append(
             f"collectives end {spread / 1000:,.0f} µs apart across ranks (median): the ranks' "

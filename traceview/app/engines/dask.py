@@ -11,9 +11,13 @@ every rank's waits are computed where its summary is. ``--scheduler ADDR`` or
 
 from __future__ import annotations
 
+import json
 import logging
+import sys
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from traceview.analyses.runs.collectives import latest_starts
@@ -29,6 +33,12 @@ from traceview.app.engines.worker import (
     waits,
 )
 from traceview.errors import TraceviewError
+from traceview.render.escape import visible
+from traceview.side_files import read_side_file
+
+# A scheduler file not there yet may be one a scheduler starting now writes: waited for
+# this long, said so on stderr.
+SCHEDULER_FILE_WAIT_S = 30.0
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -116,10 +126,41 @@ def _attached(options: RunOptions) -> Client:
     """A client of a running cluster; one clear line when it cannot be reached."""
     from distributed import Client
 
-    where = options.scheduler or f"--scheduler-file {options.scheduler_file}"
+    address = options.scheduler
+    where = address
+    if options.scheduler_file is not None:
+        address = scheduler_address(options.scheduler_file)
+        where = f"{address} (from --scheduler-file {options.scheduler_file})"
     try:
-        if options.scheduler_file is not None:
-            return Client(scheduler_file=str(options.scheduler_file), timeout="10s")
-        return Client(options.scheduler, timeout="10s")
+        return Client(address, timeout="10s")
     except (OSError, TimeoutError, ValueError) as e:
         raise TraceviewError(f"cannot reach the Dask scheduler at {where}: {e}") from None
+
+
+def scheduler_address(path: Path) -> str:
+    """The ``address`` in a Dask scheduler file: a file not there yet is waited for (said
+    so, up to SCHEDULER_FILE_WAIT_S); one that is not a scheduler file is one line."""
+    where = f"--scheduler-file {path}"
+    if not path.exists():
+        sys.stderr.write(
+            f"traceview: waiting up to {SCHEDULER_FILE_WAIT_S:g} s for the scheduler file "
+            f"{visible(str(path))} (a scheduler starting writes it)\n"
+        )
+        sys.stderr.flush()
+        deadline = time.monotonic() + SCHEDULER_FILE_WAIT_S
+        while not path.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if not path.exists():
+            raise TraceviewError(
+                f"{where}: no such file after {SCHEDULER_FILE_WAIT_S:g} s (is the scheduler "
+                "started with --scheduler-file naming it?)"
+            )
+    data = read_side_file(path, "scheduler file", where)
+    try:
+        doc = json.loads(data)
+    except ValueError as e:  # JSON or UTF-8
+        raise TraceviewError(f"{where}: not a Dask scheduler file (not JSON: {e})") from None
+    address = doc.get("address") if isinstance(doc, dict) else None
+    if not isinstance(address, str) or not address:
+        raise TraceviewError(f'{where}: not a Dask scheduler file (no "address" in it)')
+    return address

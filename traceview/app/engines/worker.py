@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from traceview.analyses.kernels import KernelOptions
@@ -63,7 +63,7 @@ def ingest(task: RankTask) -> RankSummary | RankFailure:
         if found is not None:
             return found
         events = read_trace(task.path, task.read, remember=False, warn=False)
-        rank_cache.report_rank_problems(
+        problems = rank_cache.rank_problems(
             task.rank, task.path, read_warnings(events), task.read.strict
         )
         if needs_cpu_rows(events):  # rare: metadata only on CPU ops (from the cache: cheap)
@@ -73,7 +73,7 @@ def ingest(task: RankTask) -> RankSummary | RankFailure:
         if where is not None:
             _wait_for_cache_writes()  # the entry, written in the background
             rank_cache.save(where, task.read, task.kernels, summary)
-        return summary
+        return replace(summary, warnings=problems)
     except TraceviewError as e:
         return RankFailure(task.rank, task.path, e.message)
     finally:

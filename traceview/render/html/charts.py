@@ -430,6 +430,8 @@ def memory(docs: Documents) -> Figure | None:
         x = [(p["ts_us"] - start) / 1000 for p in d["timeline"]]
         for key, what, dash in (("allocated_bytes", "allocated", "solid"),
                                 ("reserved_bytes", "reserved", "dot")):  # fmt: skip
+            if any(p[key] is None for p in d["timeline"]):  # the reserve unknown: Bytes alone
+                continue
             y = [p[key] / GIB for p in d["timeline"]]
             data.append(_level(f"{name} {what}", x, y, {"color": color, "dash": dash}))
         peak = ([(d["peak_ts_us"] - start) / 1000], [d["peak_allocated_bytes"] / GIB])

@@ -306,6 +306,11 @@ def _gap_commands(docs: Documents) -> str:
 MEMORY_ABSENT = "absent: no [memory] events in this trace (record with profile_memory=True)"
 
 
+def _gib_or_unknown(value: int | None) -> str:
+    """Bytes in GiB, or ``unknown`` (a reserve the trace does not give)."""
+    return "unknown" if value is None else f"{value / 2**30:,.3f} GiB"
+
+
 def _memory_table(docs: Documents) -> str:
     """Per device, the ops holding the most at its peak (names escaped)."""
     doc = docs.memory
@@ -318,14 +323,19 @@ def _memory_table(docs: Documents) -> str:
             f"<td>{h['count']:,}</td></tr>"
             for h in d["holders"][: charts.MEMORY_HOLDERS]
         )
-        before, device = d["held_before_bytes"] / 2**20, html_text(f"GPU {d['device']}")
+        before, device = d["held_before_bytes"], html_text(f"GPU {d['device']}")
+        held = (
+            "Addresses missing: holders unknown."
+            if before is None
+            else f"{before / 2**20:,.2f} MiB of the peak held by allocations made before the "
+            "trace's first [memory] event."
+        )
         parts.append(
             f"<h3>{device}: peak {d['peak_allocated_bytes'] / 2**30:,.3f} "
-            f"GiB allocated, {d['peak_reserved_bytes'] / 2**30:,.3f} GiB reserved</h3>"
+            f"GiB allocated, {_gib_or_unknown(d['peak_reserved_bytes'])} reserved</h3>"
             '<table class="figures"><tr><th>op</th><th>held at the peak</th><th>allocations'
             f"</th></tr>{rows}</table>"
-            f'<p class="note">{before:,.2f} MiB of the peak held by allocations made before '
-            "the trace's first [memory] event.</p>"
+            f'<p class="note">{held}</p>'
         )
     notes = "".join(f'<p class="note">{html_text(n)}</p>' for n in doc["notes"])
     return "".join(parts) + notes

@@ -12,6 +12,7 @@ from traceview.render import memory as one_file
 from traceview.render import units
 from traceview.render.document import Document, Section
 from traceview.render.header import run_line
+from traceview.render.memory import reserved_text
 from traceview.render.tables import Table, to_csv
 
 RankMemory = tuple[int, TraceSummary, MemoryReport]  # rank, its trace, its figures
@@ -30,7 +31,7 @@ def table(ranks: Sequence[RankMemory]) -> Table:
             pct = d.peak_reserved_pct
             rows.append(
                 (str(rank), str(d.device), units.memory(d.peak_allocated_bytes),
-                 units.memory(d.peak_reserved_bytes), "-" if pct is None else units.pct(pct),
+                 reserved_text(d, d.peak_reserved_bytes), "-" if pct is None else units.pct(pct),
                  "-" if d.peak_step is None else str(d.peak_step))
             )  # fmt: skip
     return Table(_HEADERS, (True,) * 6, rows)
