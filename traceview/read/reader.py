@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from traceview.errors import TraceviewError
+from traceview.read.compiled import decode_scanned, event_count, scanner
 from traceview.read.decode import (
     ChunkError,
     decode_chunk,
@@ -132,7 +133,7 @@ class TraceReader:
         keep_text: bool = False,
     ) -> None:
         self.info = check_path(path)
-        # decode: what decodes a span (None: decode_span, looked up when called; trim's
+        # decode: what decodes a span (None: the compiled scanner's or decode_span; trim's
         # read.raw.decode_raw_span gives each event with its raw bytes). keep_text: keep the
         # raw text before and after the event array (trim writes it).
         self.decode = decode
@@ -472,10 +473,12 @@ class TraceReader:
         self._last_chunk = (data, start, end)
         stop = len(data) if end is None else end
         exact, skipped = self.stats.exact_times, self.stats.skipped
-        decode = decode_span if self.decode is None else self.decode
+        decode = self.decode
+        if decode is None:  # the compiled scanner's (read.compiled), else the Python decoder's
+            decode = decode_scanned if scanner() is not None else decode_span
         events = decode(data, start, stop, exact, skipped, self.shapes)
-        self._last_count = len(events)
-        self.stats.events += len(events)
+        self._last_count = event_count(events)
+        self.stats.events += self._last_count
         self.stats.chunks += 1
         return events
 
