@@ -105,7 +105,7 @@ def read_chunk(chunk: bytes, exact: bool, keep_cpu: bool) -> dict[str, Any] | st
     the snapshot of what it gives, or the error."""
     from collections import Counter
 
-    from traceview.columns.collect import EventCollector
+    from traceview.columns.collect import EventCollector, scan_rule
     from traceview.columns.numbers import NeedsExactTimes, NeedsSlowDecode
     from traceview.read.compiled import decode_scanned, event_count
     from traceview.read.decode import ChunkError, decode_slow
@@ -114,13 +114,14 @@ def read_chunk(chunk: bytes, exact: bool, keep_cpu: bool) -> dict[str, Any] | st
     data = bytearray(b"[" + chunk + b"]")  # a byte of room each side, as in the reader
     skipped: Counter[str] = Counter()
     collector = EventCollector(keep_cpu)
+    rule = scan_rule(keep_cpu)
     try:
-        events = decode_scanned(data, 1, len(data) - 1, exact, skipped, keep_cpu)
+        events = decode_scanned(data, 1, len(data) - 1, exact, skipped, keep_cpu, rule)
         try:
             collector.add(events)
         except NeedsExactTimes:
             exact = True
-            events = decode_scanned(data, 1, len(data) - 1, exact, skipped, keep_cpu)
+            events = decode_scanned(data, 1, len(data) - 1, exact, skipped, keep_cpu, rule)
             collector.add(events)
         except NeedsSlowDecode:
             events = decode_slow(chunk, exact, skipped)

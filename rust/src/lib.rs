@@ -50,6 +50,24 @@ macro_rules! le_bytes {
 }
 le_bytes!(i8, i32, i64);
 
+/// The drop rule from its dict of lists of bytes (traceview/columns/collect.py scan_rule).
+fn drop_rule(rule: &Bound<'_, PyDict>) -> PyResult<scan::DropRule> {
+    let list = |key: &str| -> PyResult<Vec<Vec<u8>>> {
+        match rule.get_item(key)? {
+            Some(value) => value.extract(),
+            None => Ok(Vec::new()),
+        }
+    };
+    Ok(scan::DropRule {
+        known: list("known")?,
+        categories: list("categories")?,
+        keep_prefixes: list("keep_prefixes")?,
+        keep_suffixes: list("keep_suffixes")?,
+        keep_contains: list("keep_contains")?,
+        keep_other_names: list("keep_other_names")?,
+    })
+}
+
 /// The events left to the Python side as one JSON array text.
 fn others_json(text: &[u8], spans: &[i64]) -> Vec<u8> {
     let total: i64 = spans.chunks(2).map(|p| p[1] - p[0] + 1).sum();
@@ -71,21 +89,34 @@ fn others_json(text: &[u8], spans: &[i64]) -> Vec<u8> {
 
 /// Scan one chunk of whole events (a bytes-like object: events separated by commas).
 ///
-/// Returns a dict: `events` (how many), the GPU columns under `gpu_<name>`, the runtime
+/// `drop`: the events the collector never keeps (a dict of lists of bytes, see
+/// scan::DropRule; None: every other event goes to the Python side).
+///
+/// Returns a dict: `events` (how many), `dropped` (of them, dropped unread), the GPU columns under `gpu_<name>`, the runtime
 /// columns under `rt_<name>` (bytes), the chunk's tables as JSON arrays (`gpu_names`,
 /// `streams`, `launches`, `rt_names`, `threads`) and `others` (the events left to the
 /// Python side, as one JSON array text); or, when the chunk must take the Python path,
 /// `{"refused": why, "at": offset}`.
 #[pyfunction]
+#[pyo3(signature = (data, exact, keep_cpu, drop=None))]
 fn scan_chunk<'py>(
     py: Python<'py>,
     data: &Bound<'py, PyAny>,
     exact: bool,
     keep_cpu: bool,
+    drop: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let text = PyBuffer::<u8>::get(data)?.to_vec(py)?;
-    let options = scan::Options { exact, keep_cpu };
-    let result = py.detach(|| catch_unwind(AssertUnwindSafe(|| scan::scan(&text, options))));
+    let drop = match drop {
+        None => None,
+        Some(rule) => Some(drop_rule(rule)?),
+    };
+    let options = scan::Options {
+        exact,
+        keep_cpu,
+        drop,
+    };
+    let result = py.detach(|| catch_unwind(AssertUnwindSafe(|| scan::scan(&text, &options))));
     let out = PyDict::new(py);
     let chunk = match result {
         Ok(Ok(chunk)) => chunk,
@@ -105,6 +136,7 @@ fn scan_chunk<'py>(
     };
     let bytes = |v: Vec<u8>| PyBytes::new(py, &v);
     out.set_item("events", chunk.events)?;
+    out.set_item("dropped", chunk.dropped)?;
     out.set_item("gpu_kind", bytes(chunk.gpu_kind.le_bytes()))?;
     out.set_item("gpu_name", bytes(chunk.gpu_name.le_bytes()))?;
     out.set_item("gpu_stream", bytes(chunk.gpu_stream.le_bytes()))?;

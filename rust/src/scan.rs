@@ -38,13 +38,32 @@ const CATEGORIES: [(&[u8], i8); 8] = [
     (b"runtime", RUNTIME),
 ];
 
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Options {
     /// ts and dur as exact decimals (the reader's exact mode), else as the fast decoder's
     /// int or float.
     pub exact: bool,
     /// Runtime calls' names and threads (CPU rows are kept).
     pub keep_cpu: bool,
+    /// Which other events the collector never looks at (None: every one goes to Python).
+    pub drop: Option<DropRule>,
+}
+
+/// The events the collector never keeps, as it declares them
+/// (traceview/columns/collect.py scan_rule): they are counted and not decoded. Only events
+/// whose fields the fast decoder would take are dropped; every other goes to Python.
+#[derive(Debug, Clone, Default)]
+pub struct DropRule {
+    /// Every category (lower case) the collector gives a kind to.
+    pub known: Vec<Vec<u8>>,
+    /// Known categories whose complete events are dropped...
+    pub categories: Vec<Vec<u8>>,
+    /// ...unless the name starts with, ends with or holds one of these.
+    pub keep_prefixes: Vec<Vec<u8>>,
+    pub keep_suffixes: Vec<Vec<u8>>,
+    pub keep_contains: Vec<Vec<u8>>,
+    /// Events of no kind (not complete, or another category) are dropped unless so named.
+    pub keep_other_names: Vec<Vec<u8>>,
 }
 
 /// Why a chunk takes the Python path, and where (offset in the chunk).
@@ -122,6 +141,8 @@ pub struct Chunk {
     pub threads: Table,
     /// (start, end) of each event left to the Python side, in file order.
     pub others: Vec<i64>,
+    /// Events dropped unread (DropRule).
+    pub dropped: usize,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -156,7 +177,27 @@ struct Event {
     stream: Option<Val>,
     // launch configuration (traceview/columns/launches.py), in raw_key's order
     launch: [Option<Val>; 5],
+    // the first args field the allocator's or a collective's decoder reads as any value
+    extra_any: Option<Val>,
 }
+
+/// Args fields read as any value by the allocator's and collectives' decoders (read/decode.py
+/// MemoryArgs, CommArgs): an event holding one is never dropped unread.
+const ANY_KEYS: [&[u8]; 13] = [
+    b"Device Type",
+    b"Device Id",
+    b"Bytes",
+    b"Addr",
+    b"Total Allocated",
+    b"Total Reserved",
+    b"Collective name",
+    b"Process Group Name",
+    b"In msg nelems",
+    b"Out msg nelems",
+    b"dtype",
+    b"Group size",
+    b"Seq",
+];
 
 const LAUNCH_KEYS: [&[u8]; 5] = [
     b"grid",
@@ -165,6 +206,47 @@ const LAUNCH_KEYS: [&[u8]; 5] = [
     b"shared memory",
     b"bytes",
 ];
+
+/// The open brackets of a value being walked: at most MAX_DEPTH, no allocation.
+struct Stack {
+    open: [u8; MAX_DEPTH],
+    len: usize,
+}
+
+impl Default for Stack {
+    fn default() -> Self {
+        Stack {
+            open: [0; MAX_DEPTH],
+            len: 0,
+        }
+    }
+}
+
+impl Stack {
+    fn push(&mut self, b: u8) {
+        // callers check len < MAX_DEPTH first; a full stack keeps its top (never reached)
+        if let Some(slot) = self.open.get_mut(self.len) {
+            *slot = b;
+            self.len += 1;
+        }
+    }
+
+    fn pop(&mut self) {
+        self.len = self.len.saturating_sub(1);
+    }
+
+    fn last(&self) -> Option<&u8> {
+        self.len.checked_sub(1).and_then(|i| self.open.get(i))
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
 
 fn is_ws(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\n' | b'\r')
@@ -236,7 +318,7 @@ impl<'a> Scanner<'a> {
         if open != b'{' && open != b'[' {
             return self.scalar(i);
         }
-        let mut stack: Vec<u8> = Vec::with_capacity(8);
+        let mut stack = Stack::default();
         stack.push(open);
         let mut j = i + 1;
         let mut may_close = true;
@@ -367,6 +449,10 @@ impl<'a> Scanner<'a> {
                     b"stream" => &mut e.stream,
                     _ => match LAUNCH_KEYS.iter().position(|k| *k == key) {
                         Some(n) => &mut e.launch[n],
+                        None if ANY_KEYS.contains(&key) => {
+                            e.extra_any.get_or_insert(value);
+                            return Ok(());
+                        }
                         None => return Ok(()),
                     },
                 };
@@ -463,11 +549,11 @@ struct Pending {
 }
 
 /// Scan one chunk: events separated by commas, no brackets around them.
-pub fn scan(text: &[u8], options: Options) -> Scan<Chunk> {
+pub fn scan(text: &[u8], options: &Options) -> Scan<Chunk> {
     if let Err(e) = std::str::from_utf8(text) {
         return refuse(e.valid_up_to(), "invalid UTF-8");
     }
-    if let Some(at) = text.windows(COMM_KEY.len()).position(|w| w == COMM_KEY) {
+    if let Some(at) = memchr::memmem::find(text, COMM_KEY) {
         return refuse(at, "a collective's metadata");
     }
     let s = Scanner { t: text };
@@ -488,6 +574,13 @@ pub fn scan(text: &[u8], options: Options) -> Scan<Chunk> {
             let (e, end) = s.event(i)?;
             match kind_of(&s, &e)? {
                 Some(kind) => row(&s, &e, kind, options, &mut out, &mut pending)?,
+                None if options
+                    .drop
+                    .as_ref()
+                    .is_some_and(|r| droppable(&s, &e, r, options)) =>
+                {
+                    out.dropped += 1
+                }
                 None => out.others.extend([start as i64, end as i64]),
             }
             end
@@ -515,7 +608,7 @@ pub fn scan(text: &[u8], options: Options) -> Scan<Chunk> {
 
 /// A column of ts or dur values as ns, as the Python path's batch conversion gives it (or
 /// refused where that conversion would not take it).
-fn times(s: &Scanner<'_>, values: &[Val], options: Options, is_dur: bool) -> Scan<Vec<i64>> {
+fn times(s: &Scanner<'_>, values: &[Val], options: &Options, is_dur: bool) -> Scan<Vec<i64>> {
     let at = values.first().map_or(0, |v| v.start);
     let column = if options.exact {
         values
@@ -539,7 +632,7 @@ fn row(
     s: &Scanner<'_>,
     e: &Event,
     kind: i8,
-    options: Options,
+    options: &Options,
     out: &mut Chunk,
     pending: &mut Pending,
 ) -> Scan<()> {
@@ -623,6 +716,83 @@ fn row(
     Ok(())
 }
 
+/// Whether an event that is not a row may be dropped: the rule says the collector never
+/// keeps it, and the fast decoder would take its fields (else the Python side decides).
+fn droppable(s: &Scanner<'_>, e: &Event, rule: &DropRule, options: &Options) -> bool {
+    let Some(name) = (match e.name {
+        None => Some(&b""[..]),
+        Some(v) => s.plain_str(Some(v)),
+    }) else {
+        return false;
+    };
+    let ph = match e.ph {
+        None => Some(&b""[..]),
+        Some(v) => s.plain_str(Some(v)),
+    };
+    let cat = match e.cat {
+        None => Some(&b""[..]),
+        Some(v) => s.plain_str(Some(v)).filter(|c| c.is_ascii()),
+    };
+    let (Some(ph), Some(cat)) = (ph, cat) else {
+        return false;
+    };
+    let same = |c: &Vec<u8>| c.eq_ignore_ascii_case(cat);
+    let known = ph == b"X" && rule.known.iter().any(same);
+    let dropped = if known {
+        rule.categories.iter().any(same)
+            && !rule.keep_prefixes.iter().any(|p| name.starts_with(p))
+            && !rule.keep_suffixes.iter().any(|p| name.ends_with(p))
+            && !rule
+                .keep_contains
+                .iter()
+                .any(|p| name.windows(p.len().max(1)).any(|w| w == &p[..]))
+    } else {
+        !rule.keep_other_names.iter().any(|n| *n == name)
+    };
+    dropped && decodable(s, e, options)
+}
+
+/// Whether the fast decoder takes the fields of an event it does not keep: their types, and
+/// values its `Any` fields (launch configuration) would not overflow on (else not dropped).
+fn decodable(s: &Scanner<'_>, e: &Event, options: &Options) -> bool {
+    let small_int = |v: Option<Val>| match v {
+        None => true,
+        Some(v) => match v.kind {
+            Kind::Null | Kind::Str { .. } => true,
+            Kind::Num => numbers::small_int(&s.number(v)).is_some(),
+            _ => false,
+        },
+    };
+    let time = |v: Option<Val>| match v {
+        None => true,
+        Some(v) if v.kind == Kind::Null => true,
+        Some(v) if v.kind == Kind::Num => {
+            let t = s.number(v);
+            !t.has_exp && (options.exact || t.int.len() <= 18)
+        }
+        _ => false,
+    };
+    let args_ok = match e.args {
+        None => true,
+        Some(a) => matches!(a.kind, Kind::Null | Kind::Object),
+    };
+    let correlation_ok = match e.correlation {
+        None => true,
+        Some(v) if v.kind == Kind::Null => true,
+        Some(v) => v.kind == Kind::Num && numbers::small_int(&s.number(v)).is_some(),
+    };
+    args_ok
+        && correlation_ok
+        && small_int(e.pid)
+        && small_int(e.tid)
+        && small_int(e.device)
+        && small_int(e.stream)
+        && time(e.ts)
+        && time(e.dur)
+        && e.launch.iter().all(Option::is_none)
+        && e.extra_any.is_none()
+}
+
 fn pair(key: &mut Vec<u8>, a: &[u8], b: &[u8]) {
     key.push(b'[');
     key.extend_from_slice(a);
@@ -660,7 +830,7 @@ mod tests {
     }
 
     fn scanned(text: &str) -> Chunk {
-        scan(text.as_bytes(), Options::default()).expect("accepted")
+        scan(text.as_bytes(), &Options::default()).expect("accepted")
     }
 
     #[test]
@@ -714,7 +884,7 @@ mod tests {
         let text = chunk(&events);
         for cut in 1..text.len() {
             let part = &text.as_bytes()[..cut];
-            if let Ok(c) = scan(part, Options::default()) {
+            if let Ok(c) = scan(part, &Options::default()) {
                 let full = text[..cut].trim_end();
                 assert!(full.ends_with('}'), "accepted a cut at {cut}");
                 assert!(c.events <= events.len());
@@ -769,7 +939,7 @@ mod tests {
             (r#"{"args":{"Collective name":"x"}}"#, "collective"),
         ];
         for (text, why) in cases {
-            let refused = scan(text.as_bytes(), Options::default()).expect_err(text);
+            let refused = scan(text.as_bytes(), &Options::default()).expect_err(text);
             assert!(refused.why.contains(why), "{text}: {}", refused.why);
         }
         let deep = format!(
@@ -778,7 +948,7 @@ mod tests {
             "]".repeat(MAX_DEPTH + 1)
         );
         assert_eq!(
-            scan(deep.as_bytes(), Options::default()).unwrap_err().why,
+            scan(deep.as_bytes(), &Options::default()).unwrap_err().why,
             "nested too deeply"
         );
         let ok = format!(
@@ -786,8 +956,63 @@ mod tests {
             "[".repeat(MAX_DEPTH - 1),
             "]".repeat(MAX_DEPTH - 1)
         );
-        assert!(scan(ok.as_bytes(), Options::default()).is_ok());
-        assert!(scan(b"{\"name\":\"\xff\"}", Options::default()).is_err());
+        assert!(scan(ok.as_bytes(), &Options::default()).is_ok());
+        assert!(scan(b"{\"name\":\"\xff\"}", &Options::default()).is_err());
+    }
+
+    fn rule() -> DropRule {
+        let v = |items: &[&str]| items.iter().map(|s| s.as_bytes().to_vec()).collect();
+        DropRule {
+            known: v(&[
+                "kernel",
+                "cuda_runtime",
+                "cpu_op",
+                "python_function",
+                "user_annotation",
+            ]),
+            categories: v(&["cpu_op", "python_function"]),
+            keep_prefixes: v(&["ProfilerStep#"]),
+            keep_suffixes: v(&[": execute_model"]),
+            keep_contains: v(&["ForCausalLM_"]),
+            keep_other_names: v(&["[memory]"]),
+        }
+    }
+
+    #[test]
+    fn dropped_unread_only_what_the_rule_says() {
+        let options = Options {
+            drop: Some(rule()),
+            ..Options::default()
+        };
+        let kept = [
+            r#"{"ph":"X","cat":"cpu_op","name":"ProfilerStep#3","ts":1,"dur":2}"#,
+            r#"{"ph":"X","cat":"python_function","name":"a: execute_model","ts":1}"#,
+            r#"{"ph":"X","cat":"python_function","name":"x ForCausalLM_ y","ts":1}"#,
+            r#"{"ph":"i","cat":"cpu_instant_event","name":"[memory]","ts":1}"#,
+            r#"{"ph":"X","cat":"cpu_op","name":"a\u0041","ts":1}"#,
+            r#"{"ph":"X","cat":"cpu_op","name":"aten::mm","ts":"1"}"#,
+            r#"{"ph":"X","cat":"cpu_op","name":"aten::mm","ts":1e3}"#,
+            r#"{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1.5}"#,
+            r#"{"ph":"X","cat":"cpu_op","name":"aten::mm","args":{"grid":1e400}}"#,
+            r#"{"ph":"X","cat":"cpu_op","name":"aten::mm","args":{"Bytes":1}}"#,
+            r#"{"ph":"X","cat":"cpu_op","name":"aten::mm","args":{"correlation":-2.5}}"#,
+            r#"{"ph":"X","cat":"user_annotation","name":"a"}"#,
+            r#"[1]"#,
+        ];
+        let dropped = [
+            r#"{"ph":"X","cat":"cpu_op","name":"aten::mm","ts":1,"dur":2,"args":{"Input Dims":[[1]]}}"#,
+            r#"{"ph":"X","cat":"Python_Function","name":"f","ts":1.5}"#,
+            r#"{"ph":"f","cat":"ac2g","name":"x","id":5}"#,
+            r#"{"ph":"M","name":"process_name","args":{"name":"python"}}"#,
+        ];
+        for k in kept {
+            assert_eq!(scan(k.as_bytes(), &options).unwrap().dropped, 0, "{k}");
+        }
+        let text = chunk(&[&kept[..], &dropped[..]].concat());
+        let c = scan(text.as_bytes(), &options).unwrap();
+        assert_eq!(c.dropped, dropped.len());
+        assert_eq!(c.others.len(), 2 * kept.len());
+        assert_eq!(c.events, kept.len() + dropped.len());
     }
 
     #[test]
@@ -795,9 +1020,9 @@ mod tests {
         let text = r#"{"ph":"X","cat":"Kernel","ts":1712195495505582.988,"dur":0.0015,"pid":"Spans","tid":1}"#;
         let c = scan(
             text.as_bytes(),
-            Options {
+            &Options {
                 exact: true,
-                keep_cpu: false,
+                ..Options::default()
             },
         )
         .unwrap();
@@ -806,7 +1031,7 @@ mod tests {
         assert_eq!(c.streams.finished(), br#"[["Spans",1]]"#.to_vec());
         assert_eq!(c.launches.finished(), b"[null]".to_vec());
         // the plain decoder's float would lose the ns: refused there (NeedsExactTimes)
-        assert!(scan(text.as_bytes(), Options::default()).is_err());
+        assert!(scan(text.as_bytes(), &Options::default()).is_err());
     }
 
     #[test]

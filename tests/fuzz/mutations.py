@@ -30,6 +30,7 @@ from reader_paths import (
 )
 
 from traceview import _core
+from traceview.columns.collect import scan_rule
 from traceview.read.decode import needs_exact
 
 SEEDS = [
@@ -71,7 +72,8 @@ def main() -> int:
             else:
                 seed, exact = rng.choice(chunks)
                 damaged = mutations(seed, 1, rng)[0]
-                refused = "refused" in scan(damaged, exact, n % 2 == 0)
+                keep_cpu = n % 2 == 0
+                refused = "refused" in scan(damaged, exact, keep_cpu, scan_rule(keep_cpu))
                 counts["refused" if refused else "scanned"] += 1
                 compiled, python = both_chunk_reads(damaged, exact, keep_cpu=n % 2 == 0)
             counts["rejected"] += isinstance(python, str)

@@ -586,6 +586,32 @@ class EventCollector:
         )
 
 
+def scan_rule(keep_cpu: bool) -> dict[str, list[bytes]]:
+    """The events this collector never keeps, for the compiled scanner to drop unread
+    (traceview.read.compiled; the Python reader decodes them and _split leaves them out).
+
+    A superset of what _split keeps is handed to Python: complete events of the categories in
+    ``categories`` are dropped unless their name starts with, ends with or holds one of the
+    ``keep_*`` texts; events of no kind (not complete, or of a category not in ``known``) are
+    dropped unless named as in ``keep_other_names``. Whoever teaches the collector to keep
+    another kind of event changes this rule with it (tests/real/test_reader_paths.py compares
+    the two readers on every trace)."""
+    kinds = {cat: kind for cat, kind in _CATEGORIES.items()}
+    gpu_annotations = [c for c, k in kinds.items() if k == _GPU_ANNOTATION]
+    python = [c for c, k in kinds.items() if k == _PYTHON]
+    cpu_annotations = [c for c, k in kinds.items() if k == _CPU_ANNOTATION]
+    # With CPU rows every CPU op is kept, and the python frames that may be step markers.
+    dropped = gpu_annotations + python + ([] if keep_cpu else cpu_annotations)
+    return {
+        "known": [c.encode() for c in kinds],
+        "categories": [c.encode() for c in dropped],
+        "keep_prefixes": [STEP_PREFIX.encode()],
+        "keep_suffixes": [frame.encode() for frame in STEP_FRAMES],
+        "keep_contains": [frame.encode() for frame in MODEL_FRAMES],
+        "keep_other_names": [MEMORY.encode()],
+    }
+
+
 def is_gpu_activity(cat: str) -> bool:
     """Whether events of this category are GPU rows (a kernel, memcpy or memset)."""
     return _CATEGORIES.get(cat.lower(), _OTHER) in (KERNEL, MEMCPY, MEMSET)

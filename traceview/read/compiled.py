@@ -106,14 +106,16 @@ def decode_scanned(
     exact: bool,
     skipped: Counter[str],
     shapes: bool = True,
+    drop: dict[str, list[bytes]] | None = None,
 ) -> list[Any]:
     """``read.decode.decode_span`` through the scanner (``shapes``: a read that keeps CPU
-    rows, whose runtime calls need names and threads)."""
+    rows, whose runtime calls need names and threads; ``drop``: the events the collector
+    never keeps, which the scanner counts without decoding, see columns.collect.scan_rule)."""
     core = scanner()
     if core is None:
         return decode_span(data, start, end, exact, skipped, shapes)
     with memoryview(data) as view, view[start:end] as span:
-        result = core.scan_chunk(span, exact, shapes)
+        result = core.scan_chunk(span, exact, shapes, drop)
     if "refused" not in result:
         try:
             return _assembled(result, core, data, start, end, exact, shapes)

@@ -144,6 +144,9 @@ class TraceReader:
         self.block_size = block_size
         self.on_progress = on_progress
         self.part = part  # parallel reading: the part of the event array this reader covers
+        # The events the collector never keeps, which the compiled scanner may drop unread
+        # (columns.collect.scan_rule; None: none is dropped).
+        self.scan_rule: dict[str, list[bytes]] | None = None
         self._start()
 
     def _start(self) -> None:
@@ -473,10 +476,12 @@ class TraceReader:
         self._last_chunk = (data, start, end)
         stop = len(data) if end is None else end
         exact, skipped = self.stats.exact_times, self.stats.skipped
-        decode = self.decode
-        if decode is None:  # the compiled scanner's (read.compiled), else the Python decoder's
-            decode = decode_scanned if scanner() is not None else decode_span
-        events = decode(data, start, stop, exact, skipped, self.shapes)
+        if self.decode is not None:
+            events = self.decode(data, start, stop, exact, skipped, self.shapes)
+        elif scanner() is not None:  # the compiled scanner (read.compiled)
+            events = decode_scanned(data, start, stop, exact, skipped, self.shapes, self.scan_rule)
+        else:
+            events = decode_span(data, start, stop, exact, skipped, self.shapes)
         self._last_count = event_count(events)
         self.stats.events += self._last_count
         self.stats.chunks += 1
