@@ -45,7 +45,7 @@ test-fast: $(STAMP) ## Only the fast unit tests (tests/unit, no timing ratios)
 
 lint: $(STAMP) ## ruff lint and format check, mypy --strict, import layers; cargo fmt, clippy
 	$(CARGO) fmt --manifest-path rust/Cargo.toml --check
-	$(CARGO) clippy $(CARGO_FLAGS) --all-targets -- -D warnings
+	$(CARGO) clippy $(CARGO_FLAGS) --all-targets --all-features -- -D warnings
 	$(BIN)/ruff check traceview tests fixtures benchmarks
 	$(BIN)/ruff format --check traceview tests fixtures benchmarks
 	$(BIN)/mypy traceview
