@@ -87,3 +87,43 @@ def test_trim_agrees(tmp_path: Path) -> None:
     assert code == code_python == 0
     compiled = (tmp_path / "compiled.json").read_bytes()
     assert compiled == (tmp_path / "python.json").read_bytes()
+
+
+def _switching_trace(path: Path) -> None:
+    """µs integers first (plain mode), then epoch-scale fractions: the read turns exact
+    midway (NeedsExactTimes), which the scanner must follow."""
+    events = []
+    for i in range(20_000):
+        events.append(
+            f'{{"ph": "X", "cat": "kernel", "name": "k{i % 7}", "pid": 0, "tid": 7, "ts": '
+            f'{1000 + i}, "dur": 3, "args": {{"correlation": {i}, "device": 0, "stream": 7}}}}'
+        )
+        events.append(
+            f'{{"ph": "X", "cat": "cpu_op", "name": "op", "pid": 1, "tid": 2, "ts": {1000 + i}.5, '
+            f'"dur": 1.25, "args": {{"Input Dims": [[1, 2]]}}}}'
+        )
+    for i in range(20_000):
+        events.append(
+            f'{{"ph": "X", "cat": "kernel", "name": "late{i % 5}", "pid": 0, "tid": 7, "ts": '
+            f'1712195495505582.{i % 1000:03d}, "dur": 0.0015, "args": {{"correlation": {i}}}}}'
+        )
+        events.append(
+            f'{{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 2, '
+            f'"ts": 1712195495505581.{i % 1000:03d}, "dur": 2.5005, '
+            f'"args": {{"correlation": {i}}}}}'
+        )
+    path.write_text('{"traceEvents": [\n  ' + ",\n  ".join(events) + "\n]}")
+
+
+@pytest.mark.parametrize("split", [False, True], ids=["serial", "two-processes"])
+def test_exact_midway_and_split_reads_agree(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, split: bool
+) -> None:
+    path = tmp_path / "switch.json"
+    _switching_trace(path)
+    if split:  # the two-process read (columns.parallel), each part through the scanner
+        monkeypatch.setenv("TRACEVIEW_PARALLEL_MIN_BYTES", str(1 << 20))
+    for keep_cpu in (False, True):
+        compiled, python = both_reads(path, keep_cpu)
+        assert not isinstance(compiled, str) and compiled["stats"][3]  # exact in the end
+        assert not differences(compiled, python)
