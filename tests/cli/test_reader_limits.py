@@ -36,6 +36,13 @@ FACTOR = 4
 MAX_RATIO = 8.0  # sqrt(FACTOR * FACTOR**2)
 
 
+@pytest.fixture(autouse=True)
+def _python_reader(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests read the Python reader's decoded events (the compiled scanner converts
+    GPU rows itself: tests/real/test_reader_paths.py compares the two)."""
+    monkeypatch.setenv("TRACEVIEW_READER", "python")
+
+
 def _event(i: int, name: str = "k") -> str:
     return json.dumps(
         {

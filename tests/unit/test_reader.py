@@ -32,6 +32,13 @@ BLOCK_SIZES = (257, 4096, 1 << 20)
 gen = load_generator()
 
 
+@pytest.fixture(autouse=True)
+def _python_reader(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests read the Python reader's decoded events (the compiled scanner converts
+    GPU rows itself: tests/real/test_reader_paths.py compares the two)."""
+    monkeypatch.setenv("TRACEVIEW_READER", "python")
+
+
 def _exact_batches(reader: TraceReader) -> Iterator[list[Any]]:
     """Batches as collect_events sees them: a batch with float ts too big for ns is redecoded."""
     for batch in reader.batches():

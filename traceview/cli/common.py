@@ -129,7 +129,9 @@ PowerGpu = Annotated[
 
 def _version(value: bool) -> None:
     if value:
-        print(f"traceview {__version__}")
+        from traceview.read.compiled import reader_name
+
+        print(f"traceview {__version__} (reader: {reader_name()})")
         raise typer.Exit()
 
 

@@ -45,6 +45,7 @@ from traceview.columns.schema import (
     from_arrays,
     join_columns,
 )
+from traceview.read.compiled import ScannedRows
 from traceview.read.decode import ShapedArgs, check_raw_numbers, has_raw_numbers, may_carry
 from traceview.read.reader import ReadStats, TraceReader
 
@@ -145,26 +146,41 @@ class EventCollector:
     def _add(self, events: Iterable[Any]) -> None:
         # Whether this batch may hold a collective's metadata: else no event is checked.
         carry = may_carry(events) if isinstance(events, list) else True
+        # Rows the compiled scanner converted (read.compiled): the chunk's GPU activities and
+        # runtime calls, which are then not among ``events``; interned here in the order the
+        # Python path interns them.
+        scanned: ScannedRows | None = getattr(events, "scanned", None)
         gpu, gpu_kinds, runtime, steps, ops, memory = self._split(events, carry)
         new_memory = self._memory_rows(memory) if memory else None
         lists = _Lists()
-        gpu_columns = self._gpu_columns(gpu, gpu_kinds)
+        if scanned is None:
+            gpu_columns = self._gpu_columns(gpu, gpu_kinds)
+        else:
+            gpu_columns = self._scanned_gpu_columns(scanned)
         new_comm: list[tuple[np.ndarray, ...]] = []
         if gpu_columns is None:
             self._add_each(zip(gpu, gpu_kinds, strict=True), lists)
         elif carry:
             new_comm += self._gpu_comm_rows(gpu, gpu_columns)
-        runtime_times = batch.timed(runtime)
-        runtime_corr = batch.correlations(runtime) if runtime_times is not None else None
+        if scanned is None:
+            runtime_times = batch.timed(runtime)
+            runtime_corr = batch.correlations(runtime) if runtime_times is not None else None
+        else:
+            runtime_times, runtime_corr = (scanned.rt_ts, scanned.rt_dur), scanned.rt_correlation
         if runtime_times is None or runtime_corr is None:
             self._add_each(((e, _RUNTIME) for e in runtime), lists)
             runtime = []  # their CPU rows, if kept, were added one by one
         new_cpu: list[np.ndarray] = []
         if self.keep_cpu:
-            if runtime_times is not None and runtime_corr is not None and runtime:
+            if runtime_times is not None and runtime_corr is not None and len(runtime_corr):
                 ts, dur = runtime_times
                 calls = np.where(runtime_corr < 0, cpu_rows.UNCORRELATED, runtime_corr)
-                new_cpu.append(self._cpu_rows(runtime, ts, ts + dur, calls))
+                if scanned is None:
+                    threads, names = self._threads_and_names(runtime)
+                else:
+                    threads = self.threads.ids_of(scanned.threads)[scanned.rt_thread]
+                    names = self.names.ids_of(scanned.rt_names)[scanned.rt_name]
+                new_cpu.append(self._cpu_rows(threads, names, ts, ts + dur, calls))
             op_times = batch.timed(ops)
             if op_times is None:
                 before = self.quality.copy()
@@ -172,8 +188,9 @@ class EventCollector:
                 self.cpu_quality.update(self.quality - before)
             elif ops:
                 ts, dur = op_times
+                threads, names = self._threads_and_names(ops)
                 shapes = self._shape_ids(_shape_keys(ops))
-                new_cpu.append(self._cpu_rows(ops, ts, ts + dur, _op_kinds(ops), shapes))
+                new_cpu.append(self._cpu_rows(threads, names, ts, ts + dur, _op_kinds(ops), shapes))
                 if carry:
                     new_comm += self._op_comm_rows(ops, ts, ts + dur)
         elif ops:
@@ -248,17 +265,21 @@ class EventCollector:
         events, gpu_row, thread, ts, end = zip(*lists.comm, strict=True)
         return [comms.rows(events, self.comm_keys, gpu_row, thread, ts, end)]
 
+    def _threads_and_names(self, events: list[Any]) -> tuple[np.ndarray, np.ndarray]:
+        """The thread and name ids of a batch of runtime calls or CPU ops (in this order)."""
+        threads = self.threads.ids_of([(e.pid, e.tid) for e in events])
+        return threads, self.names.ids_of([e.name for e in events])
+
+    @staticmethod
     def _cpu_rows(
-        self,
-        events: list[Any],
+        threads: np.ndarray,
+        names: np.ndarray,
         ts: np.ndarray,
         end: np.ndarray,
         correlation: np.ndarray,
         shapes: np.ndarray | None = None,
     ) -> np.ndarray:
         """CPU rows of a batch of runtime calls or CPU ops, converted at once."""
-        threads = self.threads.ids_of([(e.pid, e.tid) for e in events])
-        names = self.names.ids_of([e.name for e in events])
         return cpu_rows.rows(
             thread=threads, name=names, ts=ts, end=end, correlation=correlation, shape=shapes
         )
@@ -324,6 +345,21 @@ class EventCollector:
             dur,
             corr,
             launches.launch_ids(self.launches, gpu),
+        )
+
+    def _scanned_gpu_columns(self, scanned: ScannedRows) -> tuple[np.ndarray, ...] | None:
+        """The columns of the GPU rows the scanner converted (None when it found none), their
+        names, streams and launches interned as _gpu_columns interns them."""
+        if not len(scanned.gpu_ts):
+            return None
+        return (
+            scanned.gpu_kind,
+            self.names.ids_of(scanned.gpu_names)[scanned.gpu_name],
+            self.streams.ids_of(scanned.streams)[scanned.gpu_stream],
+            scanned.gpu_ts,
+            scanned.gpu_dur,
+            scanned.gpu_correlation,
+            self.launches.ids_of(scanned.launches)[scanned.gpu_launch],
         )
 
     def _add_each(self, pairs: Iterable[tuple[Any, int]], lists: _Lists) -> None:
@@ -548,6 +584,32 @@ class EventCollector:
             comm_keys=self.comm_keys.values,
             memory=from_arrays(MemoryColumns, join_columns(self._memory, MEMORY_COLUMNS)),
         )
+
+
+def scan_rule(keep_cpu: bool) -> dict[str, list[bytes]]:
+    """The events this collector never keeps, for the compiled scanner to drop unread
+    (traceview.read.compiled; the Python reader decodes them and _split leaves them out).
+
+    A superset of what _split keeps is handed to Python: complete events of the categories in
+    ``categories`` are dropped unless their name starts with, ends with or holds one of the
+    ``keep_*`` texts; events of no kind (not complete, or of a category not in ``known``) are
+    dropped unless named as in ``keep_other_names``. Whoever teaches the collector to keep
+    another kind of event changes this rule with it (tests/real/test_reader_paths.py compares
+    the two readers on every trace)."""
+    kinds = {cat: kind for cat, kind in _CATEGORIES.items()}
+    gpu_annotations = [c for c, k in kinds.items() if k == _GPU_ANNOTATION]
+    python = [c for c, k in kinds.items() if k == _PYTHON]
+    cpu_annotations = [c for c, k in kinds.items() if k == _CPU_ANNOTATION]
+    # With CPU rows every CPU op is kept, and the python frames that may be step markers.
+    dropped = gpu_annotations + python + ([] if keep_cpu else cpu_annotations)
+    return {
+        "known": [c.encode() for c in kinds],
+        "categories": [c.encode() for c in dropped],
+        "keep_prefixes": [STEP_PREFIX.encode()],
+        "keep_suffixes": [frame.encode() for frame in STEP_FRAMES],
+        "keep_contains": [frame.encode() for frame in MODEL_FRAMES],
+        "keep_other_names": [MEMORY.encode()],
+    }
 
 
 def is_gpu_activity(cat: str) -> bool:

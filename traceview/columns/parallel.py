@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from traceview.columns.collect import EventCollector
+from traceview.columns.collect import EventCollector, scan_rule
 from traceview.columns.cpu_rows import CpuRows, SpillFile
 from traceview.columns.model import TraceEvents
 from traceview.columns.numbers import NeedsExactTimes, NeedsSlowDecode
@@ -267,6 +267,7 @@ def _serial(reader: TraceReader, keep_cpu: bool, spill: SpillFile | None = None)
 
 def _collect(reader: TraceReader, keep_cpu: bool, spill: SpillFile | None = None) -> EventCollector:
     collector = EventCollector(keep_cpu, spill)
+    reader.scan_rule = scan_rule(keep_cpu)  # what the compiled scanner may drop unread
     for events in reader.batches():
         try:
             collector.add(events)

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from traceview.errors import TraceviewError
+from traceview.read.compiled import decode_scanned, event_count, scanner
 from traceview.read.decode import (
     ChunkError,
     decode_chunk,
@@ -132,7 +133,7 @@ class TraceReader:
         keep_text: bool = False,
     ) -> None:
         self.info = check_path(path)
-        # decode: what decodes a span (None: decode_span, looked up when called; trim's
+        # decode: what decodes a span (None: the compiled scanner's or decode_span; trim's
         # read.raw.decode_raw_span gives each event with its raw bytes). keep_text: keep the
         # raw text before and after the event array (trim writes it).
         self.decode = decode
@@ -143,6 +144,9 @@ class TraceReader:
         self.block_size = block_size
         self.on_progress = on_progress
         self.part = part  # parallel reading: the part of the event array this reader covers
+        # The events the collector never keeps, which the compiled scanner may drop unread
+        # (columns.collect.scan_rule; None: none is dropped).
+        self.scan_rule: dict[str, list[bytes]] | None = None
         self._start()
 
     def _start(self) -> None:
@@ -472,10 +476,14 @@ class TraceReader:
         self._last_chunk = (data, start, end)
         stop = len(data) if end is None else end
         exact, skipped = self.stats.exact_times, self.stats.skipped
-        decode = decode_span if self.decode is None else self.decode
-        events = decode(data, start, stop, exact, skipped, self.shapes)
-        self._last_count = len(events)
-        self.stats.events += len(events)
+        if self.decode is not None:
+            events = self.decode(data, start, stop, exact, skipped, self.shapes)
+        elif scanner() is not None:  # the compiled scanner (read.compiled)
+            events = decode_scanned(data, start, stop, exact, skipped, self.shapes, self.scan_rule)
+        else:
+            events = decode_span(data, start, stop, exact, skipped, self.shapes)
+        self._last_count = event_count(events)
+        self.stats.events += self._last_count
         self.stats.chunks += 1
         return events
 

@@ -1,0 +1,163 @@
+//! The Python module `traceview._core` (built with the `python` feature).
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use pyo3::buffer::PyBuffer;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
+
+use crate::scan;
+
+/// The GPU row columns the scanner fills, in traceview/columns/schema.py's GPU_COLUMNS order
+/// with its dtypes (a test checks them against it): names, streams and launches are ids
+/// into the chunk's own tables until the Python side interns them.
+pub const GPU_COLUMNS: [(&str, &str); 7] = [
+    ("kind", "<i1"),
+    ("name", "<i4"),
+    ("stream", "<i4"),
+    ("ts", "<i8"),
+    ("dur", "<i8"),
+    ("correlation", "<i8"),
+    ("launch", "<i4"),
+];
+/// The runtime columns (schema.py's RUNTIME_COLUMNS) and what the collector needs beside
+/// them: every call's dur, and with CPU rows its name and thread (chunk table ids).
+pub const RUNTIME_COLUMNS: [(&str, &str); 5] = [
+    ("correlation", "<i8"),
+    ("ts", "<i8"),
+    ("dur", "<i8"),
+    ("name", "<i4"),
+    ("thread", "<i4"),
+];
+
+trait LeBytes {
+    fn le_bytes(&self) -> Vec<u8>;
+}
+
+macro_rules! le_bytes {
+    ($($t:ty),*) => {$(
+        impl LeBytes for Vec<$t> {
+            fn le_bytes(&self) -> Vec<u8> {
+                self.iter().flat_map(|v| v.to_le_bytes()).collect()
+            }
+        }
+    )*};
+}
+le_bytes!(i8, i32, i64);
+
+/// The drop rule from its dict of lists of bytes (traceview/columns/collect.py scan_rule).
+fn drop_rule(rule: &Bound<'_, PyDict>) -> PyResult<scan::DropRule> {
+    let list = |key: &str| -> PyResult<Vec<Vec<u8>>> {
+        match rule.get_item(key)? {
+            Some(value) => value.extract(),
+            None => Ok(Vec::new()),
+        }
+    };
+    Ok(scan::DropRule {
+        known: list("known")?,
+        categories: list("categories")?,
+        keep_prefixes: list("keep_prefixes")?,
+        keep_suffixes: list("keep_suffixes")?,
+        keep_contains: list("keep_contains")?,
+        keep_other_names: list("keep_other_names")?,
+    })
+}
+
+/// The events left to the Python side as one JSON array text.
+fn others_json(text: &[u8], spans: &[i64]) -> Vec<u8> {
+    let total: i64 = spans.chunks(2).map(|p| p[1] - p[0] + 1).sum();
+    let mut out = Vec::with_capacity(total as usize + 2);
+    out.push(b'[');
+    for (n, pair) in spans.chunks(2).enumerate() {
+        if n > 0 {
+            out.push(b',');
+        }
+        // spans the scanner found in `text`: always inside it (get: no panic either way)
+        out.extend_from_slice(
+            text.get(pair[0] as usize..pair[1] as usize)
+                .unwrap_or_default(),
+        );
+    }
+    out.push(b']');
+    out
+}
+
+/// Scan one chunk of whole events (a bytes-like object: events separated by commas).
+///
+/// `drop`: the events the collector never keeps (a dict of lists of bytes, see
+/// scan::DropRule; None: every other event goes to the Python side).
+///
+/// Returns a dict: `events` (how many), `dropped` (of them, dropped unread), the GPU columns under `gpu_<name>`, the runtime
+/// columns under `rt_<name>` (bytes), the chunk's tables as JSON arrays (`gpu_names`,
+/// `streams`, `launches`, `rt_names`, `threads`) and `others` (the events left to the
+/// Python side, as one JSON array text); or, when the chunk must take the Python path,
+/// `{"refused": why, "at": offset}`.
+#[pyfunction]
+#[pyo3(signature = (data, exact, keep_cpu, drop=None))]
+fn scan_chunk<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+    exact: bool,
+    keep_cpu: bool,
+    drop: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let text = PyBuffer::<u8>::get(data)?.to_vec(py)?;
+    let drop = match drop {
+        None => None,
+        Some(rule) => Some(drop_rule(rule)?),
+    };
+    let options = scan::Options {
+        exact,
+        keep_cpu,
+        drop,
+    };
+    let result = py.detach(|| catch_unwind(AssertUnwindSafe(|| scan::scan(&text, &options))));
+    let out = PyDict::new(py);
+    let chunk = match result {
+        Ok(Ok(chunk)) => chunk,
+        Ok(Err(refused)) => {
+            out.set_item("refused", refused.why)?;
+            out.set_item("at", refused.at)?;
+            return Ok(out);
+        }
+        Err(_) => {
+            out.set_item(
+                "refused",
+                "the scanner failed (a bug): the Python path reads it",
+            )?;
+            out.set_item("at", 0)?;
+            return Ok(out);
+        }
+    };
+    let bytes = |v: Vec<u8>| PyBytes::new(py, &v);
+    out.set_item("events", chunk.events)?;
+    out.set_item("dropped", chunk.dropped)?;
+    out.set_item("gpu_kind", bytes(chunk.gpu_kind.le_bytes()))?;
+    out.set_item("gpu_name", bytes(chunk.gpu_name.le_bytes()))?;
+    out.set_item("gpu_stream", bytes(chunk.gpu_stream.le_bytes()))?;
+    out.set_item("gpu_ts", bytes(chunk.gpu_ts.le_bytes()))?;
+    out.set_item("gpu_dur", bytes(chunk.gpu_dur.le_bytes()))?;
+    out.set_item("gpu_correlation", bytes(chunk.gpu_correlation.le_bytes()))?;
+    out.set_item("gpu_launch", bytes(chunk.gpu_launch.le_bytes()))?;
+    out.set_item("rt_correlation", bytes(chunk.rt_correlation.le_bytes()))?;
+    out.set_item("rt_ts", bytes(chunk.rt_ts.le_bytes()))?;
+    out.set_item("rt_dur", bytes(chunk.rt_dur.le_bytes()))?;
+    out.set_item("rt_name", bytes(chunk.rt_name.le_bytes()))?;
+    out.set_item("rt_thread", bytes(chunk.rt_thread.le_bytes()))?;
+    out.set_item("gpu_names", bytes(chunk.gpu_names.finished()))?;
+    out.set_item("streams", bytes(chunk.streams.finished()))?;
+    out.set_item("launches", bytes(chunk.launches.finished()))?;
+    out.set_item("rt_names", bytes(chunk.rt_names.finished()))?;
+    out.set_item("threads", bytes(chunk.threads.finished()))?;
+    out.set_item("others", bytes(others_json(&text, &chunk.others)))?;
+    Ok(out)
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(scan_chunk, m)?)?;
+    m.add("GPU_COLUMNS", GPU_COLUMNS.to_vec())?;
+    m.add("RUNTIME_COLUMNS", RUNTIME_COLUMNS.to_vec())?;
+    m.add("MAX_DEPTH", scan::MAX_DEPTH)?;
+    Ok(())
+}

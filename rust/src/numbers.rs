@@ -1,0 +1,318 @@
+//! Trace numbers (µs) as exact integer nanoseconds, taken from the number's text.
+//!
+//! Two modes, as the Python reader has them (traceview/read/decode.py):
+//! - plain: the fast decoder reads a number as an int or a float; a column of ints becomes
+//!   `int * 1000` (traceview/columns/batch.py: each |v| < 2^62 / 1000), a column holding any
+//!   float becomes `rint(float(v) * 1000.0)` in float64 (each |v| < 2^33);
+//! - exact: the raw text, scaled by 10^3 in decimal, rounded half to even
+//!   (traceview/columns/raw_numbers.py), |ns| < 2^62.
+//!
+//! Anything else (exponents, too many digits, out of range) is `None`: the caller hands the
+//! chunk to the Python path, never an approximation.
+
+/// |ns| below this, so ts + dur still fits int64 (raw_numbers.NS_LIMIT).
+pub const NS_LIMIT: u64 = 1 << 62;
+/// Ints of a plain column: |v| < this (batch._INT_LIMIT).
+pub const INT_LIMIT: i64 = (NS_LIMIT / 1000) as i64;
+/// Floats of a plain column: |v| < this (batch.FLOAT_EXACT_LIMIT).
+pub const FLOAT_EXACT_LIMIT: f64 = 8_589_934_592.0; // 2^33
+const MAX_RAW_DIGITS: usize = 19; // raw_numbers._MAX_DIGITS
+
+/// A JSON number token's parts: sign, integer digits, fraction digits, exponent present.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Token<'a> {
+    pub negative: bool,
+    pub int: &'a [u8],
+    pub frac: &'a [u8],
+    pub has_exp: bool,
+}
+
+/// The number token at the start of `text` and its length, checked against JSON's grammar
+/// (`-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`); None if it is not one.
+pub fn token(text: &[u8]) -> Option<(Token<'_>, usize)> {
+    let mut i = 0;
+    let negative = text.first() == Some(&b'-');
+    if negative {
+        i += 1;
+    }
+    let int_start = i;
+    match text.get(i) {
+        Some(b'0') => i += 1,
+        Some(b'1'..=b'9') => {
+            while matches!(text.get(i), Some(b'0'..=b'9')) {
+                i += 1;
+            }
+        }
+        _ => return None,
+    }
+    let int = &text[int_start..i];
+    let mut frac: &[u8] = &[];
+    if text.get(i) == Some(&b'.') {
+        let start = i + 1;
+        i = start;
+        while matches!(text.get(i), Some(b'0'..=b'9')) {
+            i += 1;
+        }
+        if i == start {
+            return None;
+        }
+        frac = &text[start..i];
+    }
+    let mut has_exp = false;
+    if matches!(text.get(i), Some(b'e' | b'E')) {
+        has_exp = true;
+        i += 1;
+        if matches!(text.get(i), Some(b'+' | b'-')) {
+            i += 1;
+        }
+        let start = i;
+        while matches!(text.get(i), Some(b'0'..=b'9')) {
+            i += 1;
+        }
+        if i == start {
+            return None;
+        }
+    }
+    Some((
+        Token {
+            negative,
+            int,
+            frac,
+            has_exp,
+        },
+        i,
+    ))
+}
+
+/// A number as the plain (fast) decoder holds it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Plain {
+    Int(i64),
+    Float(f64),
+}
+
+fn digits_value(digits: &[u8]) -> Option<u64> {
+    let mut value: u64 = 0;
+    for &d in digits {
+        value = value.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
+    }
+    Some(value)
+}
+
+/// An int token (no fraction, no exponent) of at most 18 digits as i64, else None.
+pub fn small_int(t: &Token<'_>) -> Option<i64> {
+    if !t.frac.is_empty() || t.has_exp || t.int.len() > 18 {
+        return None;
+    }
+    let v = digits_value(t.int)? as i64;
+    Some(if t.negative { -v } else { v })
+}
+
+/// The token as the plain decoder reads it, where every correct parser agrees: an int of at
+/// most 18 digits, or a float without exponent whose digits make an integer below 2^53 and
+/// whose fraction has at most 22 digits (then `digits / 10^frac` is one correctly rounded
+/// division of two exact doubles: Clinger's fast path).
+pub fn plain(t: &Token<'_>) -> Option<Plain> {
+    if t.frac.is_empty() {
+        return small_int(t).map(Plain::Int);
+    }
+    if t.has_exp || t.frac.len() > 22 || t.int.len() + t.frac.len() > 19 {
+        return None;
+    }
+    let mantissa = digits_value(t.int)?
+        .checked_mul(10u64.checked_pow(t.frac.len() as u32)?)?
+        .checked_add(digits_value(t.frac)?)?;
+    if mantissa >= 1 << 53 {
+        return None;
+    }
+    let value = mantissa as f64 / POW10[t.frac.len()];
+    Some(Plain::Float(if t.negative { -value } else { value }))
+}
+
+const POW10: [f64; 23] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+    1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+];
+
+/// A column of plain numbers (µs) as ns, as traceview/columns/batch.py's ns_array converts
+/// it: all ints → `v * 1000` (each |v| < INT_LIMIT), else float64 `rint(v * 1000.0)` (each
+/// |v| < 2^33). None where that function returns None.
+pub fn plain_column(values: &[Plain]) -> Option<Vec<i64>> {
+    if values.iter().all(|v| matches!(v, Plain::Int(_))) {
+        return values
+            .iter()
+            .map(|v| match *v {
+                Plain::Int(i) if -INT_LIMIT < i && i < INT_LIMIT => Some(i * 1000),
+                _ => None,
+            })
+            .collect();
+    }
+    values
+        .iter()
+        .map(|v| {
+            let f = match *v {
+                Plain::Int(i) => i as f64, // |i| < 2^33 below: exact
+                Plain::Float(f) => f,
+            };
+            if f.abs() < FLOAT_EXACT_LIMIT {
+                Some((f * 1000.0).round_ties_even() as i64)
+            } else {
+                None
+            }
+        })
+        .collect()
+}
+
+/// The token's µs value as exact ns, rounded half to even, as raw_numbers.ns_of_raws takes
+/// it: no exponent, 1 to 19 digits, |ns| < 2^62; else None.
+pub fn exact_ns(t: &Token<'_>) -> Option<i64> {
+    if t.has_exp {
+        return None;
+    }
+    let digits = t.int.len() + t.frac.len();
+    if digits > MAX_RAW_DIGITS {
+        return None;
+    }
+    let mut magnitude = digits_value(t.int)?;
+    for &d in t.frac {
+        magnitude = magnitude
+            .checked_mul(10)?
+            .checked_add(u64::from(d - b'0'))?;
+    }
+    let frac = t.frac.len();
+    let mut scale: u64 = 1;
+    if frac > 3 {
+        let divisor = 10u64.pow((frac - 3) as u32);
+        let (q, rest) = (magnitude / divisor, magnitude % divisor);
+        // 2 * rest may pass 2^64 only when divisor > 2^63, which 10^16 is not.
+        let twice = 2 * rest;
+        let up = twice > divisor || (twice == divisor && q % 2 == 1);
+        magnitude = q + u64::from(up);
+    } else {
+        scale = 10u64.pow((3 - frac) as u32);
+    }
+    if magnitude > (NS_LIMIT - 1) / scale {
+        return None;
+    }
+    let ns = (magnitude * scale) as i64;
+    Some(if t.negative { -ns } else { ns })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tok(text: &str) -> Token<'_> {
+        let (t, n) = token(text.as_bytes()).expect("a number");
+        assert_eq!(n, text.len(), "{text}");
+        t
+    }
+
+    fn exact(text: &str) -> Option<i64> {
+        exact_ns(&tok(text))
+    }
+
+    #[test]
+    fn grammar() {
+        for bad in ["", "-", "01x", ".5", "1.", "1e", "1e+", "+1", "-.5"] {
+            let parsed = token(bad.as_bytes());
+            assert!(
+                parsed.is_none() || parsed.unwrap().1 < bad.len(),
+                "{bad} accepted whole"
+            );
+        }
+        assert_eq!(token(b"01").unwrap().1, 1); // the 1 that follows is not part of it
+        assert!(tok("-0.5e-7").has_exp);
+    }
+
+    #[test]
+    fn exact_half_to_even() {
+        assert_eq!(exact("1.0005"), Some(1000)); // 1000.5 → 1000 (even)
+        assert_eq!(exact("1.0015"), Some(1002)); // 1001.5 → 1002
+        assert_eq!(exact("1.00150001"), Some(1002));
+        assert_eq!(exact("1.00049999"), Some(1000));
+        assert_eq!(exact("-1.0005"), Some(-1000));
+        assert_eq!(exact("-1.0015"), Some(-1002));
+        assert_eq!(
+            exact("1712195495505582.988"),
+            Some(1_712_195_495_505_582_988)
+        );
+        assert_eq!(exact("-0"), Some(0));
+        assert_eq!(exact("12"), Some(12_000));
+        assert_eq!(exact("0.0000005"), Some(0));
+        assert_eq!(exact("0.0005"), Some(0));
+        assert_eq!(exact("0.0015"), Some(2));
+    }
+
+    #[test]
+    fn exact_refuses() {
+        assert_eq!(exact("1e3"), None);
+        assert_eq!(exact("1.5E-2"), None);
+        assert_eq!(exact("12345678901234567890"), None); // 20 digits
+        assert_eq!(exact("1234567890123456.7890"), None); // 20 digits
+        assert!(exact("1234567890123456789").is_none()); // 19 digits but beyond 2^62 ns
+        assert!(exact("1234567890123456.789").is_some()); // 19 digits
+    }
+
+    #[test]
+    fn exact_range_2_62() {
+        // 2^62 ns = 4611686018427387.904 µs
+        assert_eq!(exact("4611686018427387.903"), Some((1 << 62) - 1));
+        assert_eq!(exact("4611686018427387.904"), None);
+        assert_eq!(exact("-4611686018427387.903"), Some(-((1 << 62) - 1)));
+        assert_eq!(exact("-4611686018427387.904"), None);
+        // 20 digits: refused before any rounding
+        assert_eq!(exact("4611686018427387.9025"), None);
+        // two fraction digits: scaled by 10
+        assert_eq!(exact("4611686018427387.90"), Some((1 << 62) - 4));
+    }
+
+    #[test]
+    fn plain_values() {
+        assert_eq!(plain(&tok("15")), Some(Plain::Int(15)));
+        assert_eq!(plain(&tok("-0")), Some(Plain::Int(0)));
+        assert_eq!(plain(&tok("1.5")), Some(Plain::Float(1.5)));
+        assert_eq!(plain(&tok("0.1")), Some(Plain::Float(0.1)));
+        assert_eq!(plain(&tok("1e3")), None);
+        assert_eq!(plain(&tok("1234567890123456789")), None); // 19 digits
+        assert_eq!(
+            plain(&tok("123456789012345678")),
+            Some(Plain::Int(123456789012345678))
+        );
+        assert_eq!(plain(&tok("9007199254740993.5")), None); // mantissa ≥ 2^53
+                                                             // Clinger's fast path agrees with the correctly rounded parse
+        for text in ["3.14159", "1712195495.505582", "0.000001", "8589934591.999"] {
+            assert_eq!(plain(&tok(text)), Some(Plain::Float(text.parse().unwrap())));
+        }
+    }
+
+    #[test]
+    fn plain_columns() {
+        let ints = [Plain::Int(5), Plain::Int(-7)];
+        assert_eq!(plain_column(&ints), Some(vec![5000, -7000]));
+        assert_eq!(plain_column(&[Plain::Int(INT_LIMIT)]), None);
+        assert_eq!(plain_column(&[Plain::Int(-INT_LIMIT)]), None);
+        assert_eq!(
+            plain_column(&[Plain::Int(INT_LIMIT - 1)]),
+            Some(vec![(INT_LIMIT - 1) * 1000])
+        );
+        // a float makes the column float: ints then need |v| < 2^33 too
+        assert_eq!(
+            plain_column(&[Plain::Int(1 << 33), Plain::Float(0.5)]),
+            None
+        );
+        assert_eq!(
+            plain_column(&[Plain::Int(3), Plain::Float(0.0005)]),
+            Some(vec![3000, 0])
+        );
+        // float64 arithmetic, half to even: 0.0015 * 1000 = 1.5 exactly? (1.5000000000000002)
+        let f = plain(&tok("0.0015")).unwrap();
+        assert_eq!(
+            plain_column(&[f]),
+            Some(vec![(0.0015f64 * 1000.0).round_ties_even() as i64])
+        );
+        assert_eq!(plain_column(&[Plain::Float(2.5e-3)]), Some(vec![2])); // 2.5 → 2
+        assert_eq!(plain_column(&[Plain::Float(FLOAT_EXACT_LIMIT)]), None);
+        assert_eq!(plain_column(&[]), Some(vec![]));
+    }
+}

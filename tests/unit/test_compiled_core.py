@@ -1,0 +1,130 @@
+"""The compiled core (traceview._core, rust/): its columns are schema.py's, it is called only
+from traceview.read, and the Python reader stays real: chosen by TRACEVIEW_READER=python, used
+when the extension is missing and for every chunk the scanner refuses."""
+
+from __future__ import annotations
+
+import ast
+import os
+import random
+import sys
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import ROOT, run_cli
+
+import traceview
+from traceview.columns.parallel import collect_events
+from traceview.columns.schema import GPU_COLUMNS, RUNTIME_COLUMNS
+from traceview.read import compiled
+from traceview.read.reader import TraceReader
+
+core = pytest.importorskip("traceview._core")
+DEMO = ROOT / "fixtures" / "demo.json.gz"
+KERNEL = (
+    b'{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 10.5, "dur": 2, '
+    b'"args": {"correlation": 5, "device": 0, "stream": 7, "grid": [1, 2, 3]}}'
+)
+OP = b'{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 2, "ts": 8, "dur": 3}'
+
+
+def _same(declared: list[tuple[str, str]], table: tuple) -> bool:
+    return [(n, np.dtype(d)) for n, d in declared] == [(c.name, c.dtype) for c in table]
+
+
+def test_the_scanner_columns_are_the_schema() -> None:
+    assert _same(core.GPU_COLUMNS, GPU_COLUMNS)
+    assert _same(core.RUNTIME_COLUMNS[: len(RUNTIME_COLUMNS)], RUNTIME_COLUMNS)
+
+
+def test_only_traceview_read_calls_the_core() -> None:
+    callers = []
+    for path in sorted((ROOT / "traceview").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = []
+            if isinstance(node, ast.ImportFrom):
+                names = [f"{node.module}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            if "traceview._core" in names:
+                callers.append(path.relative_to(ROOT / "traceview").parts[0])
+    assert callers and set(callers) == {"read"}
+
+
+def test_a_chunk_splits_into_rows_and_others() -> None:
+    result = core.scan_chunk(OP + b",\n" + KERNEL, False, True)
+    assert result["events"] == 2
+    assert np.frombuffer(result["gpu_ts"], "<i8").tolist() == [10_500]
+    assert result["others"] == b"[" + OP + b"]"
+    events = compiled.decode_scanned(
+        OP + b",\n" + KERNEL, 0, len(OP) + 2 + len(KERNEL), False, Counter()
+    )
+    assert isinstance(events, compiled.Scanned) and events.total == 2 and len(events) == 1
+    assert events.scanned.gpu_names == ["k"] and events.scanned.launches == [
+        ((1, 2, 3), None, None, None, None)
+    ]
+
+
+def test_a_refused_chunk_takes_the_python_path() -> None:
+    chunk = KERNEL.replace(b'"grid"', b'"Collective name": "x", "grid"')
+    assert core.scan_chunk(chunk, False, False)["refused"] == "a collective's metadata"
+    events = compiled.decode_scanned(chunk, 0, len(chunk), False, Counter())
+    assert type(events) is list and len(events) == 1
+
+
+def test_hostile_bytes_never_raise() -> None:
+    rng = random.Random(43)
+    text = (OP + b",\n" + KERNEL) * 3
+    for _ in range(3000):
+        data = bytearray(text)
+        for _ in range(rng.randint(1, 4)):
+            data[rng.randrange(len(data))] = rng.randrange(256)
+        cut = rng.randrange(1, len(data) + 1)
+        result = core.scan_chunk(bytes(data[:cut]), rng.random() < 0.5, True)
+        assert "refused" in result or result["events"] >= 1
+    deep = b'{"a": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    assert core.scan_chunk(deep, False, False)["refused"] == "nested too deeply"
+
+
+def test_reader_chosen_by_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(compiled.READER_ENV, raising=False)
+    assert compiled.reader_name() == "compiled (Rust)"
+    monkeypatch.setenv(compiled.READER_ENV, "python")
+    assert compiled.reader_name().startswith("python")
+    events = compiled.decode_scanned(KERNEL, 0, len(KERNEL), False, Counter())
+    assert type(events) is list
+
+
+def test_without_the_extension_the_python_reader_reads(monkeypatch: pytest.MonkeyPatch) -> None:
+    with_core = collect_events(TraceReader(DEMO), keep_cpu=True)
+    monkeypatch.delenv(compiled.READER_ENV, raising=False)
+    monkeypatch.setitem(sys.modules, "traceview._core", None)  # import fails: not installed
+    monkeypatch.delattr(traceview, "_core")
+    assert compiled.reader_name() == "python (the compiled core is not installed)"
+    without = collect_events(TraceReader(DEMO), keep_cpu=True)
+    assert np.array_equal(with_core.gpu.ts, without.gpu.ts)
+    assert list(with_core.names) == list(without.names)
+
+
+def test_version_says_which_reader_runs() -> None:
+    assert "(reader: compiled (Rust))" in run_cli("--version").stdout
+    env = {**os.environ, compiled.READER_ENV: "python"}
+    import subprocess
+
+    out = subprocess.run(
+        [sys.executable, "-m", "traceview", "--version"], env=env, capture_output=True, text=True
+    )
+    assert out.stdout.strip().endswith(f"(reader: python ({compiled.READER_ENV}=python))")
+
+
+def test_the_stub_names_what_the_module_has() -> None:
+    stub = ast.parse((Path(compiled.__file__).parent.parent / "_core.pyi").read_text())
+    declared = {
+        t.id
+        for node in stub.body
+        for t in ([node.target] if isinstance(node, ast.AnnAssign) else [])
+        if isinstance(t, ast.Name)
+    } | {node.name for node in stub.body if isinstance(node, ast.FunctionDef)}
+    assert declared == {n for n in dir(core) if not n.startswith("_")}

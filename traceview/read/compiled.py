@@ -1,0 +1,163 @@
+"""The compiled reader: each chunk of whole events the reader cuts is scanned by traceview's
+compiled core (traceview._core, built from rust/), which converts the GPU activities and
+runtime calls into columns itself and leaves every other event to the Python decoder.
+
+The seam: a chunk comes back as a ``Scanned`` list, the other events decoded by the same
+msgspec decoder the Python path would use for the whole chunk (so the collector sees them
+exactly as before: CPU ops, steps, memory, frames, anything it learns to read), with the
+scanner's rows beside it (``scanned``), whose names, streams, launches and threads are ids
+into the chunk's own small tables, decoded here by the same decoder. The scanner refuses
+any chunk it cannot convert exactly as the Python path would (a damaged one, numbers its
+batch conversion would not take, a collective's metadata, ...): that chunk is decoded by
+the Python path, and so is any chunk whose parts the decoder rejects.
+
+``TRACEVIEW_READER=python`` (or a missing extension) selects the Python reader.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+import msgspec
+import numpy as np
+
+from traceview.read.decode import SHAPE_KEY, _decoder, _extra, decode_span
+
+READER_ENV = "TRACEVIEW_READER"
+_DECODE_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError, RecursionError)
+_NAMES = msgspec.json.Decoder(list[str])
+_KEYS = msgspec.json.Decoder(list[tuple[int | str | None, int | str | None]])
+_LAUNCHES = msgspec.json.Decoder(list[Any])
+
+
+def scanner() -> ModuleType | None:
+    """The compiled core, unless the Python reader is asked for or it is not installed."""
+    if os.environ.get(READER_ENV, "").strip().lower() == "python":
+        return None
+    try:
+        from traceview import _core as core
+    except ImportError:
+        return None
+    return core
+
+
+def reader_name() -> str:
+    """Which reader runs, and why (``traceview --version`` says it)."""
+    if os.environ.get(READER_ENV, "").strip().lower() == "python":
+        return f"python ({READER_ENV}=python)"
+    if scanner() is None:
+        return "python (the compiled core is not installed)"
+    return "compiled (Rust)"
+
+
+@dataclass(frozen=True)
+class ScannedRows:
+    """The rows the scanner converted from one chunk (see traceview._core.scan_chunk).
+
+    GPU rows: kind, ts, dur, correlation as the collector's columns; name, stream, launch
+    as ids into ``gpu_names``, ``streams`` (device, stream) and ``launches`` (launch raw
+    keys, traceview.columns.launches). Runtime calls: correlation, ts, dur; with CPU rows,
+    name and thread ids into ``rt_names`` and ``threads`` (pid, tid)."""
+
+    gpu_kind: np.ndarray
+    gpu_name: np.ndarray
+    gpu_stream: np.ndarray
+    gpu_ts: np.ndarray
+    gpu_dur: np.ndarray
+    gpu_correlation: np.ndarray
+    gpu_launch: np.ndarray
+    rt_correlation: np.ndarray
+    rt_ts: np.ndarray
+    rt_dur: np.ndarray
+    rt_name: np.ndarray
+    rt_thread: np.ndarray
+    gpu_names: list[str]
+    streams: list[tuple[Any, Any]]
+    launches: list[Any]
+    rt_names: list[str]
+    threads: list[tuple[Any, Any]]
+
+
+class Scanned(list[Any]):
+    """The events of a chunk the scanner did not convert, decoded; ``total``: all its events;
+    ``scanned``: the rows it converted."""
+
+    __slots__ = ("scanned", "total")
+
+    def __init__(self, others: list[Any], count: int, scanned: ScannedRows) -> None:
+        super().__init__(others)
+        self.total = count
+        self.scanned = scanned
+
+
+def event_count(events: list[Any]) -> int:
+    """How many events a decoded chunk held (a Scanned one: with those converted)."""
+    return events.total if isinstance(events, Scanned) else len(events)
+
+
+def decode_scanned(
+    data: bytes | bytearray,
+    start: int,
+    end: int,
+    exact: bool,
+    skipped: Counter[str],
+    shapes: bool = True,
+    drop: dict[str, list[bytes]] | None = None,
+) -> list[Any]:
+    """``read.decode.decode_span`` through the scanner (``shapes``: a read that keeps CPU
+    rows, whose runtime calls need names and threads; ``drop``: the events the collector
+    never keeps, which the scanner counts without decoding, see columns.collect.scan_rule)."""
+    core = scanner()
+    if core is None:
+        return decode_span(data, start, end, exact, skipped, shapes)
+    with memoryview(data) as view, view[start:end] as span:
+        result = core.scan_chunk(span, exact, shapes, drop)
+    if "refused" not in result:
+        try:
+            return _assembled(result, core, data, start, end, exact, shapes)
+        except _DECODE_ERRORS:
+            pass  # the Python path says what is wrong with it
+    return decode_span(data, start, end, exact, skipped, shapes)
+
+
+def _assembled(
+    result: dict[str, Any],
+    core: ModuleType,
+    data: bytes | bytearray,
+    start: int,
+    end: int,
+    exact: bool,
+    shapes: bool,
+) -> Scanned:
+    others_text = result["others"]
+    others: list[Any] = []
+    if len(others_text) > 2:
+        # The decoder the Python path picks for the whole chunk (see decode.decode_span).
+        shaped = shapes and data.find(SHAPE_KEY, start, end) >= 0
+        others = _decoder(exact, _extra(data, start, end), shaped).decode(others_text)
+    columns = {
+        key: np.frombuffer(result[key], dtype)
+        for prefix, table in (("gpu", core.GPU_COLUMNS), ("rt", core.RUNTIME_COLUMNS))
+        for name, dtype in table
+        if (key := f"{prefix}_{name}")
+    }
+    rows = ScannedRows(
+        **columns,
+        gpu_names=_NAMES.decode(result["gpu_names"]),
+        streams=_KEYS.decode(result["streams"]),
+        launches=[_launch_key(key) for key in _LAUNCHES.decode(result["launches"])],
+        rt_names=_NAMES.decode(result["rt_names"]),
+        threads=_KEYS.decode(result["threads"]),
+    )
+    return Scanned(others, result["events"], rows)
+
+
+def _launch_key(key: list[Any] | None) -> Any:
+    """A launch raw key as launches.raw_key makes it from a decoded event's args."""
+    if key is None:
+        return None
+    return tuple(tuple(part) if type(part) is list else part for part in key)
