@@ -34,6 +34,7 @@ COMMANDS = (
     "report",
     "memory",
     "trim",
+    "source",
 )
 
 

@@ -128,6 +128,7 @@ class TraceReader:
         on_progress: Callable[[int, int | None], None] | None = None,
         part: MainPart | WorkerPart | None = None,
         shapes: bool = True,
+        frames: bool = False,
         decode: Callable[..., list[Any]] | None = None,
         keep_text: bool = False,
     ) -> None:
@@ -138,6 +139,7 @@ class TraceReader:
         self.decode = decode
         self.keep_text = keep_text
         self.shapes = shapes  # decode the CPU ops' shapes (reads that keep CPU rows)
+        self.frames = frames  # decode the python frames' and flows' fields (``source``)
         self.path = path
         self.partial = partial
         self.block_size = block_size
@@ -473,7 +475,10 @@ class TraceReader:
         stop = len(data) if end is None else end
         exact, skipped = self.stats.exact_times, self.stats.skipped
         decode = decode_span if self.decode is None else self.decode
-        events = decode(data, start, stop, exact, skipped, self.shapes)
+        if self.frames:
+            events = decode(data, start, stop, exact, skipped, self.shapes, frames=True)
+        else:
+            events = decode(data, start, stop, exact, skipped, self.shapes)
         self._last_count = len(events)
         self.stats.events += len(events)
         self.stats.chunks += 1
