@@ -160,7 +160,8 @@ def folded_stacks(
     kernel found through a flow, ``[<why>]`` for a kernel without a frame."""
     stack_of, stack_parent, stack_name = _stack_ids(stacks)
     found = leaf != NO_FRAME
-    key = np.where(found, stack_of[np.where(found, leaf, 0)], -1 - np.maximum(why, 0))
+    key = -1 - np.maximum(why, 0)
+    key[found] = stack_of[leaf[found]]
     mark = backward.astype(np.int64)
     order = lex_order((kernel_name.astype(np.int64), mark, key))
     columns = (key[order], mark[order], kernel_name[order])
