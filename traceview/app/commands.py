@@ -183,7 +183,7 @@ def summary(
 
     check_choice("--format", out.format, DocumentFormat)
     check_save(out, (path,))
-    events = _of_phase(read_trace(path, read, keep_cpu=True, phases=True), phase)
+    events = _of_phase(read_trace(path, read, keep_cpu=True, phases=True, frames=True), phase)
     if _nothing_to_show(events, out):
         return
     report = overview(events, include_warmup=include_warmup)
@@ -354,7 +354,7 @@ def export(path: Path, read: ReadOptions, directory: Path, force: bool) -> None:
     from traceview.render.output import check_export_dir, removed_on_failure
 
     check_export_dir(directory, force, (path,), EXPORT_FILES)
-    events = read_trace(path, read, keep_cpu=True)
+    events = read_trace(path, read, keep_cpu=True, frames=True)
     try:
         with removed_on_failure(directory, EXPORT_FILES):
             directory.mkdir(parents=True, exist_ok=True)
@@ -512,7 +512,7 @@ def report(
     plotly_path()  # the missing extra is said before any reading
     reuse_freed_memory()
     where = stored_links.place(path, read)  # before the read: the trace's identity then
-    events = read_trace(path, read, keep_cpu=True)
+    events = read_trace(path, read, keep_cpu=True, frames=True)
     linked = None if where is None or read.refresh else stored_links.load(where, events)
     shared = work_out(events, linked)
     if where is not None and linked is None:

@@ -108,14 +108,17 @@ def _meta_digest(meta: dict[str, Any]) -> str:
 def export_tables(events: TraceEvents, directory: Path) -> list[str]:
     """Write the tables (with CPU ones when ``events`` has them) and meta.json for users."""
     keep_cpu = bool(events.threads) or len(events.cpu) > 0
-    sizes = _write_tables(directory, events, keep_cpu)
+    sizes = _write_tables(directory, events, keep_cpu, frames=True)
     meta = _meta(events, sizes)
     (directory / META).write_bytes(orjson.dumps(meta, option=orjson.OPT_INDENT_2))
     return [*sizes, META]
 
 
-def _write_tables(directory: Path, events: TraceEvents, keep_cpu: bool) -> dict[str, int]:
-    """Write every table; their sizes by file name."""
+def _write_tables(
+    directory: Path, events: TraceEvents, keep_cpu: bool, frames: bool = False
+) -> dict[str, int]:
+    """Write every table; their sizes by file name. The frames' tables with the CPU ones when
+    the read kept frames, or when ``frames`` (an export: empty without them)."""
     sizes = {name: _write(directory / name, table) for name, table in event_tables(events).items()}
     if keep_cpu:
         sizes["cpu.parquet"] = _write_cpu(directory / "cpu.parquet", events.cpu)
@@ -123,7 +126,7 @@ def _write_tables(directory: Path, events: TraceEvents, keep_cpu: bool) -> dict[
             directory / "threads.parquet", _pairs(events.threads, ("pid", "tid"))
         )
         sizes["shapes.parquet"] = _write(directory / "shapes.parquet", _shapes(events.shapes))
-        if events.frames_read:  # ids into the threads and names: with the CPU tables
+        if events.frames_read or frames:  # ids into the threads and names: with the CPU tables
             sizes["frames.parquet"] = _write(directory / "frames.parquet", _columns(events.frames))
             sizes["flows.parquet"] = _write(directory / "flows.parquet", _columns(events.flows))
     return sizes

@@ -13,6 +13,7 @@ frames on a stack; the queries are vectorised (one sort of frames and points tog
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -158,3 +159,28 @@ def subtree_sums(stacks: Stacks, values: np.ndarray) -> np.ndarray:
 def is_module(names: list[str]) -> np.ndarray:
     """Mask over names: an ``nn.Module: Class_N`` frame."""
     return np.fromiter((n.startswith(MODULE_PREFIX) for n in names), bool, len(names))
+
+
+def covering_frame(
+    stacks: Stacks, names: Sequence[str], thread: np.ndarray, start: np.ndarray, end: np.ndarray
+) -> tuple[str, int, int] | None:
+    """Of the windows [start, end) (ns) on ``thread`` (e.g. host stalls), the innermost
+    frame holding at least half of each (found from the frame around its middle, going out),
+    and of these the name holding the most time: (name, ns of the windows inside it, windows
+    it holds); None when no frame holds half of any window."""
+    middle = start + (end - start) // 2
+    frame = innermost(stacks, thread, middle)
+    held: dict[int, list[int]] = {}
+    for at, lo, hi in zip(frame.tolist(), start.tolist(), end.tolist(), strict=True):
+        while at != NO_FRAME:  # out through the enclosing frames: at most the stack's depth
+            inside = min(int(stacks.end[at]), hi) - max(int(stacks.ts[at]), lo)
+            if 2 * inside >= hi - lo:
+                entry = held.setdefault(int(stacks.name[at]), [0, 0])
+                entry[0] += inside
+                entry[1] += 1
+                break
+            at = int(stacks.parent[at])
+    if not held:
+        return None
+    name, (ns, count) = max(held.items(), key=lambda item: (item[1][0], -item[0]))
+    return names[name], ns, count
