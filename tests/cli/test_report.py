@@ -29,6 +29,7 @@ CHARTS = (
     "gap-histogram",
     "steps",
     "memory",
+    "flame",  # the demo has module frames
 )
 ROOFLINE = ("roofline", "gemm-heatmap")
 runner = CliRunner()

@@ -89,3 +89,19 @@ def test_bad_options_and_input(tmp_path: Path) -> None:
     assert r.returncode == 1 and "Traceback" not in r.stderr
     r = run_cli("source", str(garbage), "--by", "line")
     assert r.returncode == 2
+
+
+def test_the_report_flame_shows_the_folded_stacks(tmp_path: Path) -> None:
+    from test_report import DEMO, embedded, write_report
+
+    from traceview.render.html.flame import MIN_SHARE
+
+    page = write_report(DEMO, tmp_path / "r.html")
+    icicle = embedded(page, "tv-charts")["flame"]["data"][0]
+    per_root: dict[str, int] = {}
+    for line in invoke(str(DEMO), "-f", "folded").splitlines():
+        stack, ns = line.rsplit(" ", 1)
+        per_root[stack.split(";", 1)[0]] = per_root.get(stack.split(";", 1)[0], 0) + int(ns)
+    total = sum(per_root.values())
+    roots = sorted(v for v, up in zip(icicle["values"], icicle["parents"], strict=True) if not up)
+    assert roots == sorted(v for v in per_root.values() if v >= MIN_SHARE * total)
