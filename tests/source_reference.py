@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -16,6 +17,7 @@ from typing import Any
 import numpy as np
 
 RUNTIME = {"cuda_runtime", "cuda_driver", "runtime"}
+ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")  # a built-in's object: not part of its name
 MODULE = "nn.Module: "
 
 
@@ -71,7 +73,7 @@ def reference(path: Path) -> Reference:
             if corr not in launches or t < launches[corr][1]:
                 launches[corr] = (thread, t)
         elif ph == "X" and cat == "python_function":
-            frames[thread].append(e)
+            frames[thread].append({**e, "name": ADDRESS.sub("", e["name"])})
         elif ph == "X" and cat == "cpu_op":
             key = (thread, _ns(e["ts"]))
             ops[key] = max(ops.get(key, 0), key[1] + _ns(e.get("dur", 0)))

@@ -22,7 +22,7 @@ from traceview.analyses.core.gemm_facts import BYTES, OpGemm, gemm_kernels, narr
 from traceview.analyses.core.graphs import replayed
 from traceview.analyses.core.names import short_names
 from traceview.analyses.core.oplinks import NO_OP, OpLinks
-from traceview.analyses.core.stacks import build_stacks, covering_frame
+from traceview.analyses.core.stacks import build_stacks, covering_frame, frame_names
 from traceview.analyses.memory import HEADROOM_PCT, SLACK_SHARE, MemoryReport
 from traceview.columns.model import TraceEvents
 from traceview.columns.schema import KERNEL, MEMCPY
@@ -303,10 +303,11 @@ def _stall_frame(f: Facts, chosen: GapSet, stall: np.ndarray) -> tuple[str, int,
     frames = f.events.frames
     if len(frames.ts) == 0 or len(f.links.thread) == 0:
         return None
-    stacks = build_stacks(frames.thread, frames.name, frames.ts, frames.end)
+    name, names = frame_names(frames.name, f.events.names)
+    stacks = build_stacks(frames.thread, name, frames.ts, frames.end)
     thread = f.links.thread[chosen.after[stall]]
     start = chosen.start[stall]
-    return covering_frame(stacks, f.events.names, thread, start, start + chosen.host_wait[stall])
+    return covering_frame(stacks, names, thread, start, start + chosen.host_wait[stall])
 
 
 def _stall_floor(f: Facts) -> int:

@@ -19,7 +19,7 @@ import numpy as np
 from traceview.analyses.core.devices import NO_LAUNCH, first_launch
 from traceview.analyses.core.oplinks import launch_threads
 from traceview.analyses.core.selection import Selection, select
-from traceview.analyses.core.stacks import NO_FRAME, Stacks, build_stacks, innermost
+from traceview.analyses.core.stacks import NO_FRAME, Stacks, build_stacks, frame_names, innermost
 from traceview.analyses.core.steps import Steps, step_windows
 from traceview.analyses.source_flows import (
     FORWARD_OUTSIDE,
@@ -88,17 +88,19 @@ def analyse_source(events: TraceEvents, options: SourceOptions) -> SourceReport:
     rows = np.flatnonzero(selected.mask)
     dur = events.gpu.dur[rows]
     frames = events.frames
-    stacks = build_stacks(frames.thread, frames.name, frames.ts, frames.end)
+    name, names = frame_names(frames.name, events.names)
+    stacks = build_stacks(frames.thread, name, frames.ts, frames.end)
     leaf, backward, why = _leaves(events, stacks, rows)
     unattributed = {reason: int(dur[why == i].sum()) for i, reason in enumerate(_REASONS)}
     attributed = leaf != NO_FRAME
-    names = events.names
     times = instance_times(stacks, leaf, backward, dur)
     in_window = _in_windows(events, stacks, selected.steps)
     lines = []
     if options.stacks:
-        kernel_names = events.gpu.name[rows]
-        lines = folded_stacks(stacks, names, leaf, backward, kernel_names, dur, why, _REASONS)
+        kernel = events.gpu.name[rows]
+        lines = folded_stacks(
+            stacks, names, leaf, backward, (kernel, events.names), dur, why, _REASONS
+        )
     return SourceReport(
         path=events.path,
         frames_read=events.frames_read,

@@ -151,13 +151,15 @@ def folded_stacks(
     names: Sequence[str],
     leaf: np.ndarray,
     backward: np.ndarray,
-    kernel_name: np.ndarray,
+    kernels: tuple[np.ndarray, Sequence[str]],
     dur: np.ndarray,
     why: np.ndarray,
     reasons: Sequence[str],
 ) -> list[StackLine]:
     """One line per distinct (stack, kernel): frames outermost first, ``[backward]`` before a
-    kernel found through a flow, ``[<why>]`` for a kernel without a frame."""
+    kernel found through a flow, ``[<why>]`` for a kernel without a frame. ``names``: the
+    frames' (stacks.name ids into it); ``kernels``: the kernels' name ids and their names."""
+    kernel_name, kernel_names = kernels
     stack_of, stack_parent, stack_name = _stack_ids(stacks)
     found = leaf != NO_FRAME
     key = -1 - np.maximum(why, 0)
@@ -180,7 +182,7 @@ def folded_stacks(
             tail = (BACKWARD_MARK,) if mark[row] else ()
         else:
             frames, tail = (f"[{reasons[-1 - k]}]",), ()
-        lines.append(StackLine((*frames, *tail, names[int(kernel_name[row])]), int(ns)))
+        lines.append(StackLine((*frames, *tail, kernel_names[int(kernel_name[row])]), int(ns)))
     return sorted(lines, key=lambda line: line.frames)
 
 

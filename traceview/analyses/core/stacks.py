@@ -13,6 +13,7 @@ frames on a stack; the queries are vectorised (one sort of frames and points tog
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -21,6 +22,23 @@ import numpy as np
 from traceview.aggregate.order import lex_order
 
 NO_FRAME = -1
+# The address in a built-in's frame name (``<built-in method add_ of Tensor object at 0x7f..>``):
+# one per object, so the same method would be many frames.
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+
+
+def frame_names(name: np.ndarray, names: Sequence[str]) -> tuple[np.ndarray, list[str]]:
+    """The frames' names without object addresses: per frame an id into the list returned
+    (one pass over the distinct names, not the frames)."""
+    ids, inverse = np.unique(name, return_inverse=True)
+    index: dict[str, int] = {}
+    of_id = np.array(
+        [index.setdefault(_ADDRESS.sub("", names[i]), len(index)) for i in ids.tolist()],
+        dtype=np.int64,
+    )
+    return of_id[inverse].reshape(-1), list(index)
+
+
 MODULE_PREFIX = "nn.Module: "
 
 
