@@ -337,7 +337,8 @@ class EventCollector:
         framed = None
         if self.keep_frames:
             python_at = np.flatnonzero(kinds == _PYTHON)
-            framed = (_picked(events, python_at), [e for e in other if frames.is_flow(e)])
+            flows = [e for e in other if e.cat == frames.FLOW_CATEGORY]  # inline: every event
+            framed = (_picked(events, python_at), [e for e in flows if frames.is_flow(e)])
         if has_raw_numbers(events):  # the numbers of the events left out, checked here
             kept = np.zeros(n, dtype=bool)
             kept[gpu_at] = kept[runtime_at] = kept[marked_at[step_at]] = True

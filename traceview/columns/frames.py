@@ -24,10 +24,9 @@ _INT64_MAX = 2**63 - 1
 
 
 def is_flow(e: Any) -> bool:
-    """Whether an event is a fwdbwd flow's start (``s``) or enclosing finish (``f``, bp e)."""
-    if e.cat != FLOW_CATEGORY:
-        return False
-    return e.ph == "s" or (e.ph == "f" and getattr(e, "bp", None) == "e")
+    """Whether an event is a fwdbwd flow's start (``s``) or finish (``f``; kineto binds every
+    one to its enclosing slice, ``bp`` ``e``, which is not decoded)."""
+    return e.cat == FLOW_CATEGORY and e.ph in ("s", "f")
 
 
 def _id(value: Any) -> int:
