@@ -91,9 +91,21 @@ def flow_rows(events: Sequence[Any], threads: np.ndarray) -> tuple[np.ndarray, .
         return tuple(np.empty(0, c.dtype) for c in FLOW_COLUMNS)
     kept, ts, _ = _spans(events, False)
     picked = [events[i] for i in kept.tolist()]
-    flow = np.fromiter((_id(getattr(e, "id", None)) for e in picked), np.int64, len(picked))
-    finish = np.fromiter((e.ph == "f" for e in picked), np.int8, len(picked))
-    return (flow, threads[kept].astype(np.int32), ts, finish)
+    finish = (np.array([e.ph for e in picked]) == "f").astype(np.int8)
+    return (_ids(picked), threads[kept].astype(np.int32), ts, finish)
+
+
+def _ids(events: list[Any]) -> np.ndarray:
+    """The events' ``id`` as int64 (NO_ID where not an int in range): at once where all are
+    (kineto's), else one by one."""
+    try:
+        raw = [e.id for e in events]
+        ids = np.array(raw, dtype=np.int64) if set(map(type, raw)) <= {int} else None
+    except (AttributeError, OverflowError):  # a span decoded without ids; beyond int64
+        ids = None
+    if ids is not None and not (ids < 0).any():
+        return ids
+    return np.fromiter((_id(getattr(e, "id", None)) for e in events), np.int64, len(events))
 
 
 def renumbered_frames(

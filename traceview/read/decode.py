@@ -301,7 +301,7 @@ def _decoder(
 
 # A span holding neither is decoded without the frames' fields, even by a read that keeps
 # frames: declared, they cost every event (a flow ``id`` on each kernel's ac2g flow events).
-FRAME_KEYS = (b"python_function", b"fwdbwd")
+FRAME_KEYS = (b"fwdbwd", b"python_function")  # the first found early in a training trace
 
 
 def _has_frames(data: bytes | bytearray, start: int, end: int) -> bool:
