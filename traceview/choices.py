@@ -19,6 +19,23 @@ class Format(StrEnum):
     MD = "md"
 
 
+class SourceFormat(StrEnum):
+    """``source --format``: a table's formats and collapsed stacks (flame graphs)."""
+
+    TABLE = "table"
+    JSON = "json"
+    CSV = "csv"
+    MD = "md"
+    FOLDED = "folded"
+
+
+class SourceBy(StrEnum):
+    """``source --by``."""
+
+    FRAME = "frame"
+    MODULE = "module"
+
+
 class DocumentFormat(StrEnum):
     """``--format`` of summary and diff (no CSV: they are not one table)."""
 

@@ -50,6 +50,7 @@ COMMANDS: dict[str, list[str]] = {
     "summary": ["summary", "{trace}"],
     "ops": ["ops", "{trace}"],
     "memory": ["memory", "{trace}"],
+    "source": ["source", "{trace}"],
     "snapshot": ["snapshot", "{trace}", "-o", "{out}/snap.json"],
     "export": ["export", "{trace}", "-o", "{out}/tables"],
     "trim": ["trim", "{trace}", "-o", "{out}/small.json.gz"],

@@ -30,6 +30,7 @@ CHARTS = (
     "steps",
     "mfu",
     "memory",
+    "flame",  # the demo has module frames
 )
 ROOFLINE = ("roofline", "gemm-heatmap")
 runner = CliRunner()

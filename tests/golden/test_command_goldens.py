@@ -49,6 +49,8 @@ CASES = {
     "demo-memory": ["memory", "demo.json.gz"],
     "bert-h100-memory": ["memory", "bert-h100.json.gz"],
     "bert-mi300-memory": ["memory", "bert-mi300.json.gz"],
+    "demo-source": ["source", "demo.json.gz"],
+    "bert-h100-source-module": ["source", "bert-h100.json.gz", "--by", "module", "--top", "12"],
 }
 JSON_ONLY = {"demo-snapshot": ["snapshot", "demo.json.gz"]}
 # Shown on a terminal of 80 and of 120 columns as well (rich tables, hanging lines).

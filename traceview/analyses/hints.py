@@ -22,6 +22,7 @@ from traceview.analyses.core.gemm_facts import BYTES, OpGemm, gemm_kernels, narr
 from traceview.analyses.core.graphs import replayed
 from traceview.analyses.core.names import short_names
 from traceview.analyses.core.oplinks import NO_OP, OpLinks
+from traceview.analyses.core.stacks import build_stacks, covering_frame, frame_names
 from traceview.analyses.memory import HEADROOM_PCT, SLACK_SHARE, MemoryReport
 from traceview.columns.model import TraceEvents
 from traceview.columns.schema import KERNEL, MEMCPY
@@ -279,6 +280,14 @@ def host_stall(f: Facts) -> Hint | None:
         return None
     before, after = _op_or_name(f, chosen.before[stall]), _op_or_name(f, chosen.after[stall])
     pair = Counter(zip(before, after, strict=True)).most_common(1)[0][0]
+    frame = _stall_frame(f, chosen, stall)
+    look = (
+        "look at the Python that runs there (record_function ranges, or with_stack=True for "
+        "its frames)"
+    )
+    if frame is not None:
+        name, held, stalls = frame
+        look = f"look at {name}, where the host is for {_ms(held)} of {stalls} of these stalls"
     return Hint(
         "host-stall",
         "the GPU waits while the host runs code no CPU op covers",
@@ -286,10 +295,21 @@ def host_stall(f: Facts) -> Hint | None:
         f"sync call covers (the longest {_ms(int(uncovered[stall].max()))}), "
         f"{_steps_of(f, (chosen.start + chosen.host_wait)[stall])}; between {pair[0]} and "
         f"{pair[1]}",
-        "look at the Python that runs there (record_function ranges, or with_stack=True for "
-        "its frames): an input pipeline on the training thread → DataLoader(num_workers>0, "
+        f"{look}: an input pipeline on the training thread → DataLoader(num_workers>0, "
         "pin_memory=True, prefetch_factor), a prefetching iterator or a CUDA-side data pipeline",
     )
+
+
+def _stall_frame(f: Facts, chosen: GapSet, stall: np.ndarray) -> tuple[str, int, int] | None:
+    """The python frame the host is in during the stalls (trace read with its frames)."""
+    frames = f.events.frames
+    if len(frames.ts) == 0 or len(f.links.thread) == 0:
+        return None
+    name, names = frame_names(frames.name, f.events.names)
+    stacks = build_stacks(frames.thread, name, frames.ts, frames.end)
+    thread = f.links.thread[chosen.after[stall]]
+    start = chosen.start[stall]
+    return covering_frame(stacks, names, thread, start, start + chosen.host_wait[stall])
 
 
 def _stall_floor(f: Facts) -> int:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from traceview.app.reading import read_trace, wait_for_cache_writes
-from traceview.choices import GapSort, KernelGroupBy, KernelSort, OpGroupBy, OpLevel
+from traceview.choices import GapSort, KernelGroupBy, KernelSort, OpGroupBy, OpLevel, SourceBy
 from traceview.errors import TraceviewError, UsageError
 from traceview.options import ReadOptions
 from traceview.render.trim_command import TRIM_MARGIN
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from traceview.analyses.kernels import KernelReport
     from traceview.analyses.ops.model_flops import ModelFlops
     from traceview.analyses.ops.view import OpReport
+    from traceview.analyses.source import SourceReport
     from traceview.analyses.summary import Overview
     from traceview.analyses.unique import UniqueReport
     from traceview.app.run_api import Run
@@ -517,6 +518,29 @@ class Trace:
         log, _ = read_log(options)
         report = attribute(self._read(), log, gpu_map)
         return _with_forms(report, lambda r: render.document(r, top, False))
+
+    @checked
+    def source(
+        self, by: SourceBy | str = SourceBy.FRAME, pstep: str | None = None, top: int = 20
+    ) -> SourceReport:
+        """``traceview source``: GPU time by Python frame (``by="module"``: by nn.Module path);
+        the trace is read again with its python frames."""
+        from traceview.analyses.core.trace import summarize
+        from traceview.analyses.source import SourceOptions, analyse_source
+        from traceview.choices import check_choice
+        from traceview.parsing import parse_steps
+        from traceview.render import source as render
+
+        check_choice("--by", str(by), SourceBy)
+        top = _at_least("--top", top)
+        steps = tuple(parse_steps(pstep)) if pstep else ()
+        try:
+            events = read_trace(self.path, self.read_options, frames=True, steps=bool(steps))
+        finally:
+            wait_for_cache_writes()
+        report = analyse_source(events, SourceOptions(steps=steps))
+        trace = summarize(events)
+        return _with_forms(report, lambda r: render.document(trace, r, str(by), top))
 
     @checked
     def unique(self, top: int = 20) -> UniqueReport:

@@ -199,7 +199,7 @@ def summary(
     check_save(out, (path,))
     if peaks is not None:
         load_peaks_file(peaks)  # a wrong file is said before the trace is read
-    whole = read_trace(path, read, keep_cpu=True, phases=True, memory=True)
+    whole = read_trace(path, read, keep_cpu=True, phases=True, memory=True, frames=True)
     events = _of_phase(whole, phase)
     if _nothing_to_show(events, out):
         return
@@ -432,7 +432,7 @@ def export(path: Path, read: ReadOptions, directory: Path, force: bool) -> None:
     from traceview.render.output import check_export_dir, removed_on_failure
 
     check_export_dir(directory, force, (path,), EXPORT_FILES)
-    events = read_trace(path, read, keep_cpu=True, memory=True)
+    events = read_trace(path, read, keep_cpu=True, memory=True, frames=True)
     try:
         with removed_on_failure(directory, EXPORT_FILES):
             directory.mkdir(parents=True, exist_ok=True)
@@ -590,7 +590,7 @@ def report(
     plotly_path()  # the missing extra is said before any reading
     reuse_freed_memory()
     where = stored_links.place(path, read)  # before the read: the trace's identity then
-    events = read_trace(path, read, keep_cpu=True, memory=True)
+    events = read_trace(path, read, keep_cpu=True, memory=True, frames=True)
     linked = None if where is None or read.refresh else stored_links.load(where, events)
     shared = work_out(events, linked)
     if where is not None and linked is None:

@@ -29,6 +29,7 @@ def read_trace(
     phases: bool = False,
     steps: bool = True,
     memory: bool = False,
+    frames: bool = False,
 ) -> TraceEvents:
     """Read a trace (from the cache when it holds it); remember it as the last one analysed.
     With ``--step-regex`` the steps are the CPU ranges whose name matches it; without it and
@@ -36,18 +37,19 @@ def read_trace(
     (False: a second read of a trace whose first said it). ``phases``: work out every step's
     phase (with the CPU rows). ``steps``: whether the command uses the steps; when it does not,
     a read without CPU rows is not followed by a second one to find the markers. ``memory``:
-    the command reads the ``[memory]`` events (it alone says those it skipped)."""
+    the command reads the ``[memory]`` events (it alone says those it skipped). ``frames``:
+    with the python frames and fwdbwd flows (and the CPU rows)."""
     regex = None
-    keep_cpu = keep_cpu or phases
+    keep_cpu = keep_cpu or phases or frames
     if options.step_regex is not None:
         from traceview.analyses.core.steps import compile_step_regex
 
         regex = compile_step_regex(options.step_regex)  # a usage error before any reading
         keep_cpu = True
     pipe = _is_pipe(path, options)
-    events = _read_cached(path, options, keep_cpu) if options.cache and not pipe else None
+    events = _read_cached(path, options, keep_cpu, frames) if options.cache and not pipe else None
     if events is None:
-        events = _ingest(path, options, keep_cpu)
+        events = _ingest(path, options, keep_cpu, frames)
     if regex is not None:
         from traceview.analyses.core.steps import steps_matching
 
@@ -98,20 +100,23 @@ def report_problems(path: Path, problems: list[str], strict: bool) -> None:
             console.print(rich_text(f"traceview: warning: {problem}"), soft_wrap=True)
 
 
-def _read_cached(path: Path, options: ReadOptions, keep_cpu: bool) -> TraceEvents | None:
-    """The events from the cache, or a fresh read stored in it; None when it cannot be used."""
+def _read_cached(
+    path: Path, options: ReadOptions, keep_cpu: bool, frames: bool = False
+) -> TraceEvents | None:
+    """The events from the cache, or a fresh read stored in it; None when it cannot be used.
+    The frames are read (and stored) only by a command that asks for them."""
     from traceview import cache
     from traceview.analyses.core.trace import with_facts
     from traceview.columns.model import without_cpu
 
     settings = cache.CacheSettings(True, options.refresh, options.cache_dir, options.verify)
-    slot = cache.open_slot(path, settings, keep_cpu)
+    slot = cache.open_slot(path, settings, keep_cpu, frames)
     if slot is None:
         return None
     if slot.events is not None:
         return slot.events
     # Read once for every command: with the CPU rows (for gaps), facts worked out.
-    events = with_facts(_ingest(path, options, keep_cpu=True))
+    events = with_facts(_ingest(path, options, keep_cpu=True, frames=frames))
     # A truncated read (--partial) is not stored: a later run without --partial would get it
     # from the cache instead of the truncation error, and the file is most likely still being
     # written, so its entry would never be used again.
@@ -125,8 +130,9 @@ def _read_cached(path: Path, options: ReadOptions, keep_cpu: bool) -> TraceEvent
 _COLLECT_FROM_EVENTS = 500_000
 
 
-def _ingest(path: Path, options: ReadOptions, keep_cpu: bool) -> TraceEvents:
-    """Read the trace itself, with a progress bar on a terminal."""
+def _ingest(path: Path, options: ReadOptions, keep_cpu: bool, frames: bool = False) -> TraceEvents:
+    """Read the trace itself, with a progress bar on a terminal (``frames``: with the python
+    frames and flows; an Nsight Systems export has none)."""
     from traceview.columns.parallel import collect_events
     from traceview.read.nsys import is_sqlite
     from traceview.read.reader import TraceReader
@@ -143,7 +149,7 @@ def _ingest(path: Path, options: ReadOptions, keep_cpu: bool) -> TraceEvents:
     size = None if reader.info.compressed or reader.info.stream else reader.info.size_bytes
     with ByteProgress(size, enabled=not options.quiet) as progress:
         reader.on_progress = progress
-        events = collect_events(reader, keep_cpu)
+        events = collect_events(reader, keep_cpu, frames)
     # A full collection empties the interpreter's free lists, which the read filled (on the
     # 1 GB trace with 10^6 names, 18 MB), and the batches' heap pages go back to the system,
     # before the analyses' peaks. It takes ~10 ms, for nothing on a small trace.

@@ -61,8 +61,11 @@ def entry_dir(root: Path, key: str) -> Path:
     return root / ENTRIES / key
 
 
-def open_slot(path: Path, settings: CacheSettings, keep_cpu: bool) -> Slot | None:
-    """The trace's cache slot (with its events on a hit), or None to read without the cache."""
+def open_slot(
+    path: Path, settings: CacheSettings, keep_cpu: bool, frames: bool = False
+) -> Slot | None:
+    """The trace's cache slot (with its events on a hit), or None to read without the cache;
+    ``frames``: a hit needs an entry that holds the python frames."""
     from traceview.cache.key import identity, trace_key
     from traceview.cache.root import claim
 
@@ -96,11 +99,13 @@ def open_slot(path: Path, settings: CacheSettings, keep_cpu: bool) -> Slot | Non
     except Exception as e:  # unwritable dir, broken index: work without the cache
         warn(f"cache {root} unusable ({type(e).__name__}: {e}); reading without the cache")
         return None
-    events = None if settings.refresh else _load(root, key, path, keep_cpu)
+    events = None if settings.refresh else _load(root, key, path, keep_cpu, frames)
     return Slot(root, key, ident, path, events, settings.refresh)
 
 
-def _load(root: Path, key: str, path: Path, keep_cpu: bool) -> TraceEvents | None:
+def _load(
+    root: Path, key: str, path: Path, keep_cpu: bool, frames: bool = False
+) -> TraceEvents | None:
     """The entry's events, or None on a miss; a damaged entry is removed with a warning."""
     from dataclasses import replace
 
@@ -112,9 +117,9 @@ def _load(root: Path, key: str, path: Path, keep_cpu: bool) -> TraceEvents | Non
         return None
     try:
         meta = read_meta(directory)
-        if not _serves(meta, keep_cpu):
+        if not _serves(meta, keep_cpu, frames):
             return None  # read the trace; publish then upgrades or completes the entry
-        events = read_entry(directory, meta, keep_cpu)
+        events = read_entry(directory, meta, keep_cpu, frames)
     except Exception as e:  # damaged, truncated, another schema: rebuild, never crash
         if not directory.exists():
             return None  # removed while we read it (cache prune, clear): a miss
@@ -126,15 +131,19 @@ def _load(root: Path, key: str, path: Path, keep_cpu: bool) -> TraceEvents | Non
     return replace(events, path=str(path))
 
 
-def _serves(meta: dict[str, Any], keep_cpu: bool) -> bool:
-    """Whether an entry can give exactly what a read with (or without) CPU rows gives."""
+def _serves(meta: dict[str, Any], keep_cpu: bool, frames: bool = False) -> bool:
+    """Whether an entry can give exactly what a read with (or without) CPU rows (and
+    frames) gives."""
+    if frames and not meta.get("has_frames"):
+        return False
     return bool(meta["has_cpu"]) or not keep_cpu
 
 
 def publish(slot: Slot, events: TraceEvents) -> None:
     """Store a fresh read, CPU rows included, atomically: write a temp dir inside the cache,
     then rename it. An entry already there stays, unless this is a refresh or it lacks CPU
-    rows (made by hand, or by a version that stored them only for gaps)."""
+    rows (made by hand, or by a version that stored them only for gaps) or the frames this
+    read has."""
     from traceview.cache.key import identity
     from traceview.cache.manage import evict, max_size
 
@@ -144,7 +153,9 @@ def publish(slot: Slot, events: TraceEvents) -> None:
             return  # the trace changed while it was read: its hash is stale
         target = entry_dir(slot.root, slot.key)
         current = _meta_or_none(target)
-        upgrade = current is not None and not current["has_cpu"]
+        upgrade = current is not None and (
+            not current["has_cpu"] or (events.frames_read and not current.get("has_frames"))
+        )
         if current is not None and not (slot.refresh or upgrade):
             return  # published by another process meanwhile
         _write_entry(slot, events, target, replace=slot.refresh or upgrade)

@@ -39,6 +39,8 @@ from traceview.columns.schema import (
 from traceview.columns.schema import (
     AnyGroup,
     CommColumns,
+    FlowColumns,
+    FrameColumns,
     GpuColumns,
     Group,
     MemoryColumns,
@@ -50,7 +52,7 @@ from traceview.columns.schema import (
 from traceview.read.reader import ReadStats
 
 # 2: cpu.parquet holds int32 thread and name ids and is checked by a digest in meta.json.
-CACHE_SCHEMA = 9  # 3: device = args.device even without args.stream
+CACHE_SCHEMA = 10  # 3: device = args.device even without args.stream
 # 4: the data checks kept as numbers (DataChecks), their wording built for each report
 # 5: launch configurations (launches.parquet, gpu.parquet's launch column)
 # 6: CPU op shapes (shapes.parquet, cpu.parquet's shape column)
@@ -60,6 +62,8 @@ CACHE_SCHEMA = 9  # 3: device = args.device even without args.stream
 #    per-rank summaries, so a warm run of many ranks reads them instead of the columns; and
 #    the collectives' metadata (comms.parquet, comm_keys.parquet)
 # 9: the allocator's [memory] events (memory.parquet)
+# 10: python frames and fwdbwd flows (frames.parquet, flows.parquet), in an entry written by a
+#     read that asked for them (``has_frames``)
 META = "meta.json"
 META_DIGEST = "meta_digest"
 CPU_COLUMNS = tuple(c.name for c in CPU_SCHEMA)
@@ -68,8 +72,9 @@ TABLES = (
     "launches.parquet", "comms.parquet", "comm_keys.parquet", "memory.parquet",
 )  # fmt: skip
 CPU_TABLES = ("cpu.parquet", "threads.parquet", "shapes.parquet")
+FRAME_TABLES = ("frames.parquet", "flows.parquet")
 SHAPE_COLUMNS = ("dims", "types", "concrete")
-EXPORT_FILES = (*TABLES, *CPU_TABLES, META)
+EXPORT_FILES = (*TABLES, *CPU_TABLES, *FRAME_TABLES, META)
 
 
 class DamagedEntry(Exception):
@@ -103,14 +108,17 @@ def _meta_digest(meta: dict[str, Any]) -> str:
 def export_tables(events: TraceEvents, directory: Path) -> list[str]:
     """Write the tables (with CPU ones when ``events`` has them) and meta.json for users."""
     keep_cpu = bool(events.threads) or len(events.cpu) > 0
-    sizes = _write_tables(directory, events, keep_cpu)
+    sizes = _write_tables(directory, events, keep_cpu, frames=True)
     meta = _meta(events, sizes)
     (directory / META).write_bytes(orjson.dumps(meta, option=orjson.OPT_INDENT_2))
     return [*sizes, META]
 
 
-def _write_tables(directory: Path, events: TraceEvents, keep_cpu: bool) -> dict[str, int]:
-    """Write every table; their sizes by file name."""
+def _write_tables(
+    directory: Path, events: TraceEvents, keep_cpu: bool, frames: bool = False
+) -> dict[str, int]:
+    """Write every table; their sizes by file name. The frames' tables with the CPU ones when
+    the read kept frames, or when ``frames`` (an export: empty without them)."""
     sizes = {name: _write(directory / name, table) for name, table in event_tables(events).items()}
     if keep_cpu:
         sizes["cpu.parquet"] = _write_cpu(directory / "cpu.parquet", events.cpu)
@@ -118,6 +126,9 @@ def _write_tables(directory: Path, events: TraceEvents, keep_cpu: bool) -> dict[
             directory / "threads.parquet", _pairs(events.threads, ("pid", "tid"))
         )
         sizes["shapes.parquet"] = _write(directory / "shapes.parquet", _shapes(events.shapes))
+        if events.frames_read or frames:  # ids into the threads and names: with the CPU tables
+            sizes["frames.parquet"] = _write(directory / "frames.parquet", _columns(events.frames))
+            sizes["flows.parquet"] = _write(directory / "flows.parquet", _columns(events.flows))
     return sizes
 
 
@@ -259,6 +270,7 @@ def _meta(events: TraceEvents, sizes: dict[str, int]) -> dict[str, Any]:
         "span_ns": list(events.span_ns) if events.span_ns is not None else None,
         "facts": _facts_json(events.facts),
         "has_cpu": "cpu.parquet" in sizes,
+        "has_frames": "frames.parquet" in sizes,
         "cpu_rows": len(events.cpu),
         "files": sizes,
     }
@@ -296,8 +308,11 @@ def read_meta(directory: Path) -> dict[str, Any]:
     return meta
 
 
-def read_entry(directory: Path, meta: dict[str, Any], keep_cpu: bool) -> TraceEvents:
-    """TraceEvents from an entry; without ``keep_cpu``, exactly what a read without CPU gives."""
+def read_entry(
+    directory: Path, meta: dict[str, Any], keep_cpu: bool, frames: bool = False
+) -> TraceEvents:
+    """TraceEvents from an entry; without ``keep_cpu``, exactly what a read without CPU gives;
+    with ``frames`` (and ``keep_cpu``), the python frames and flows too."""
     gpu = _group(directory / "gpu.parquet", GpuColumns)
     names = _read_names(directory / "names.parquet")
     events = TraceEvents(
@@ -325,7 +340,15 @@ def read_entry(directory: Path, meta: dict[str, Any], keep_cpu: bool) -> TraceEv
         cpu = CpuRows((ParquetRows.opened(directory / "cpu.parquet", meta["cpu_rows"]),))
         threads = _read_pairs(directory / "threads.parquet")
         shapes = _read_shapes(directory / "shapes.parquet")
-        return replace(events, cpu=cpu, threads=threads, shapes=shapes)
+        events = replace(events, cpu=cpu, threads=threads, shapes=shapes)
+        if frames and meta.get("has_frames"):
+            return replace(
+                events,
+                frames=_group(directory / "frames.parquet", FrameColumns),
+                flows=_group(directory / "flows.parquet", FlowColumns),
+                frames_read=True,
+            )
+        return events
     return without_cpu(events) if meta["has_cpu"] else events
 
 

@@ -36,6 +36,7 @@ COMMANDS = (
     "trim",
     "mcp",
     "audit",
+    "source",
 )
 
 

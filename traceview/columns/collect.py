@@ -2,8 +2,8 @@
 
 Only what analyses use is kept: GPU activity (kernel, memcpy, memset), runtime/driver
 calls (to map a kernel to the CPU launch with the same correlation id) and ProfilerStep
-windows. Everything else (cpu_op, python_function, flows, instants, ...) is dropped as it
-is read.
+windows; CPU ops when asked (``keep_cpu``), python frames and ``fwdbwd`` flows when asked
+(``keep_frames``, traceview.columns.frames). Everything else is dropped as it is read.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from traceview.columns import allocations, batch, comms, cpu_rows, launches
+from traceview.columns import allocations, batch, comms, cpu_rows, frames, launches
 from traceview.columns.cpu_rows import RowSource, SpillFile
 from traceview.columns.intern import Interner, carry_key
 from traceview.columns.model import STEP_PREFIX, StepWindow, StreamKey, TraceEvents
@@ -32,6 +32,8 @@ from traceview.columns.numbers import (
 from traceview.columns.packed_names import PackedNames
 from traceview.columns.schema import (
     COMM_COLUMNS,
+    FLOW_COLUMNS,
+    FRAME_COLUMNS,
     GPU_COLUMNS,
     KERNEL,
     MEMCPY,
@@ -39,6 +41,8 @@ from traceview.columns.schema import (
     MEMSET,
     RUNTIME_COLUMNS,
     CommColumns,
+    FlowColumns,
+    FrameColumns,
     GpuColumns,
     MemoryColumns,
     RuntimeColumns,
@@ -108,9 +112,13 @@ class _Lists:
 class EventCollector:
     """Turns batches of decoded events into columns; ``finish`` returns TraceEvents."""
 
-    def __init__(self, keep_cpu: bool = False, spill: SpillFile | None = None) -> None:
-        """``spill``: where CPU rows go (default: a new temporary file when the first comes)."""
-        self.keep_cpu = keep_cpu
+    def __init__(
+        self, keep_cpu: bool = False, spill: SpillFile | None = None, keep_frames: bool = False
+    ) -> None:
+        """``spill``: where CPU rows go (default: a new temporary file when the first comes);
+        ``keep_frames``: keep the python frames and fwdbwd flows (with the CPU rows)."""
+        self.keep_cpu = keep_cpu or keep_frames
+        self.keep_frames = keep_frames
         self.names = Interner()
         self.streams = Interner(carry_key)
         self.threads = Interner(carry_key)
@@ -129,6 +137,8 @@ class EventCollector:
         self._span: tuple[int, int] | None = None
         self._comm: list[tuple[np.ndarray, ...]] = []  # per batch: COMM_COLUMNS
         self._memory: list[tuple[np.ndarray, ...]] = []  # per batch: MEMORY_COLUMNS
+        self._frames: list[tuple[np.ndarray, ...]] = []  # per batch: FRAME_COLUMNS
+        self._flows: list[tuple[np.ndarray, ...]] = []  # per batch: FLOW_COLUMNS
         self._gpu_rows = 0  # GPU rows committed so far
 
     def add(self, events: Iterable[Any]) -> None:
@@ -150,8 +160,9 @@ class EventCollector:
         # runtime calls, which are then not among ``events``; interned here in the order the
         # Python path interns them.
         scanned: ScannedRows | None = getattr(events, "scanned", None)
-        gpu, gpu_kinds, runtime, steps, ops, memory = self._split(events, carry)
+        gpu, gpu_kinds, runtime, steps, ops, memory, framed = self._split(events, carry)
         new_memory = self._memory_rows(memory) if memory else None
+        new_frames = self._frame_rows(*framed) if framed is not None else None
         lists = _Lists()
         if scanned is None:
             gpu_columns = self._gpu_columns(gpu, gpu_kinds)
@@ -207,6 +218,21 @@ class EventCollector:
         self._comm += new_comm
         if new_memory is not None:
             self._memory.append(new_memory)
+        if new_frames is not None:
+            self._frames.append(new_frames[0])
+            self._flows.append(new_frames[1])
+
+    def _frame_rows(
+        self, python: list[Any], flows: list[Any]
+    ) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...]]:
+        """The frame rows and flow rows of a batch (traceview.columns.frames)."""
+        frame_threads = self.threads.ids_of([(e.pid, e.tid) for e in python])
+        frame_names = self.names.ids_of([e.name for e in python])
+        flow_threads = self.threads.ids_of([(e.pid, e.tid) for e in flows])
+        return (
+            frames.frame_rows(python, frame_threads, frame_names),
+            frames.flow_rows(flows, flow_threads),
+        )
 
     def _memory_rows(self, memory: list[Any]) -> tuple[np.ndarray, ...] | None:
         """The rows of a batch's ``[memory]`` events (their threads when CPU rows are kept)."""
@@ -290,11 +316,19 @@ class EventCollector:
 
     def _split(
         self, events: Iterable[Any], carry: bool
-    ) -> tuple[list[Any], list[int], list[Any], list[tuple[Any, int]], list[Any], list[Any]]:
+    ) -> tuple[
+        list[Any],
+        list[int],
+        list[Any],
+        list[tuple[Any, int]],
+        list[Any],
+        list[Any],
+        tuple[list[Any], list[Any]] | None,
+    ]:
         """GPU activity (with kinds), runtime calls, ProfilerStep annotations (with kinds),
         the CPU ops to keep (when CPU activity is kept; else those carrying a collective's
-        metadata, which only a batch that may ``carry`` it has) and the ``[memory]`` events.
-        Sorted a batch at a time."""
+        metadata, which only a batch that may ``carry`` it has), the ``[memory]`` events and
+        (when frames are kept) the python frames and fwdbwd flows. Sorted a batch at a time."""
         events = events if isinstance(events, list) else list(events)
         n = len(events)
         # Complete events ("X") only: others read as the empty category, which is no kind.
@@ -319,14 +353,20 @@ class EventCollector:
         elif carry:
             ops = [e for e in _picked(marked, ops_at) if (a := e.args) and a.collective is not None]
         # Instant events read as the empty category, which is no kind: [memory] among them.
-        memory = [e for e in _picked(events, np.flatnonzero(kinds == _OTHER)) if e.name == MEMORY]
+        other = _picked(events, np.flatnonzero(kinds == _OTHER))
+        memory = [e for e in other if e.name == MEMORY]
+        framed = None
+        if self.keep_frames:
+            python_at = np.flatnonzero(kinds == _PYTHON)
+            flows = [e for e in other if e.cat == frames.FLOW_CATEGORY]  # inline: every event
+            framed = (_picked(events, python_at), [e for e in flows if frames.is_flow(e)])
         if has_raw_numbers(events):  # the numbers of the events left out, checked here
             kept = np.zeros(n, dtype=bool)
             kept[gpu_at] = kept[runtime_at] = kept[marked_at[step_at]] = True
             if self.keep_cpu:
                 kept[marked_at[ops_at]] = True
             check_raw_numbers(_picked(events, np.flatnonzero(~kept)))
-        return gpu, kinds[gpu_at].tolist(), runtime, steps, ops, memory
+        return gpu, kinds[gpu_at].tolist(), runtime, steps, ops, memory, framed
 
     def _gpu_columns(self, gpu: list[Any], kinds: list[int]) -> tuple[np.ndarray, ...] | None:
         """Columns of a batch of GPU events, or None to convert them one by one."""
@@ -404,6 +444,10 @@ class EventCollector:
             threads = self.threads.ids_of(part.threads)
             shapes = self._shape_ids(list(part.shapes)) if part.shapes else None
             self._cpu_before.insert(0, cpu_rows.Renumbered(part.cpu, threads, names, shapes))
+        if self.keep_frames and len(part.threads):
+            threads = self.threads.ids_of(part.threads)
+            self._frames.insert(0, frames.renumbered_frames(part.frames, threads, names))
+            self._flows.insert(0, frames.renumbered_flows(part.flows, threads))
         if part.span_ns is not None:
             self._widen_span(*part.span_ns)
         self._steps[:0] = part.steps
@@ -583,6 +627,9 @@ class EventCollector:
             comms=from_arrays(CommColumns, join_columns(self._comm, COMM_COLUMNS)),
             comm_keys=self.comm_keys.values,
             memory=from_arrays(MemoryColumns, join_columns(self._memory, MEMORY_COLUMNS)),
+            frames=from_arrays(FrameColumns, join_columns(self._frames, FRAME_COLUMNS)),
+            flows=from_arrays(FlowColumns, join_columns(self._flows, FLOW_COLUMNS)),
+            frames_read=self.keep_frames,
         )
 
 

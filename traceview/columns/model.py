@@ -13,7 +13,15 @@ from traceview.columns import allocations
 from traceview.columns.comms import CommKey, no_comms, threadless
 from traceview.columns.cpu_rows import CpuRows
 from traceview.columns.packed_names import PackedNames
-from traceview.columns.schema import CommColumns, GpuColumns, MemoryColumns, RuntimeColumns
+from traceview.columns.schema import (
+    CommColumns,
+    FlowColumns,
+    FrameColumns,
+    GpuColumns,
+    MemoryColumns,
+    RuntimeColumns,
+    empty,
+)
 from traceview.read.reader import ReadStats as ReadStats  # part of the trace model
 
 STEP_PREFIX = "ProfilerStep#"
@@ -100,12 +108,25 @@ class TraceEvents:
     # The caching allocator's ``[memory]`` events (traceview.columns.allocations), a row each
     # (none in a trace recorded without profile_memory).
     memory: MemoryColumns = field(default_factory=allocations.no_memory)
+    # Python frames and fwdbwd flows (``source``), a row each; read only when asked for
+    # (``frames_read``): a read that did not look for them has none, whatever the trace holds.
+    frames: FrameColumns = field(default_factory=lambda: empty(FrameColumns))
+    flows: FlowColumns = field(default_factory=lambda: empty(FlowColumns))
+    frames_read: bool = False
+
+
+def without_frames(events: TraceEvents) -> TraceEvents:
+    """Exactly what a read that does not look for frames gives."""
+    if not events.frames_read:
+        return events
+    return replace(events, frames=empty(FrameColumns), flows=empty(FlowColumns), frames_read=False)
 
 
 def without_cpu(events: TraceEvents) -> TraceEvents:
-    """Exactly what reading the trace without CPU rows gives: no CPU rows, threads or the
-    counters of CPU-op problems, and names renumbered as such a read interns them (GPU
+    """Exactly what reading the trace without CPU rows gives: no CPU rows, threads, frames or
+    the counters of CPU-op problems, and names renumbered as such a read interns them (GPU
     names in order of first use)."""
+    events = without_frames(events)
     name = events.gpu.name
     first = np.full(len(events.names), len(name), dtype=np.int64)
     np.minimum.at(first, name, np.arange(len(name)))  # each name's first row, without a sort

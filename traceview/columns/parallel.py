@@ -43,21 +43,28 @@ PARALLEL_MIN_BYTES = 256 << 20
 _RELEASE_EVERY = 4 << 20  # bytes of a worker's names read before their pages are given back
 
 
-def collect_events(reader: TraceReader, keep_cpu: bool = False) -> TraceEvents:
-    """Read the whole trace through ``reader`` into TraceEvents (CPU activity if asked): in
-    two processes when it is big and the CPU allows (each part by its own reader, made by
-    ``reader.for_part``; ``reader`` itself reads the file only if the split fails)."""
+def collect_events(
+    reader: TraceReader, keep_cpu: bool = False, keep_frames: bool = False
+) -> TraceEvents:
+    """Read the whole trace through ``reader`` into TraceEvents (CPU activity if asked,
+    python frames and flows if asked): in two processes when it is big and the CPU allows
+    (each part by its own reader, made by ``reader.for_part``; ``reader`` itself reads the
+    file only if the split fails)."""
+    keep_cpu = keep_cpu or keep_frames
     reader.shapes = keep_cpu  # only CPU rows have shapes
+    reader.frames = keep_frames
     split = reader.plan_split(_min_bytes()) if (os.cpu_count() or 1) > 1 else None
     if split is None:
-        return _serial(reader, keep_cpu)
+        return _serial(reader, keep_cpu, keep_frames=keep_frames)
     context = multiprocessing.get_context("fork")
     receiver, sender = context.Pipe(duplex=False)
     boundary_in, boundary_out = context.Pipe(duplex=False)
     memfd = _memfd()
     spill = SpillFile.made_now() if keep_cpu else None  # the worker's CPU rows
     args = (sender, boundary_in, reader.path, split, reader.block_size, reader.stats.exact_times)
-    worker = context.Process(target=_worker, args=(*args, keep_cpu, memfd, spill), daemon=True)
+    worker = context.Process(
+        target=_worker, args=(*args, keep_cpu, memfd, spill, keep_frames), daemon=True
+    )
     start_child(worker)
     sender.close()
     boundary_in.close()
@@ -66,7 +73,7 @@ def collect_events(reader: TraceReader, keep_cpu: bool = False) -> TraceEvents:
         # This process skips to the middle, finds the boundary and tells the worker where
         # to stop, while the worker is already reading from the start.
         main = reader.for_part(MainPart(split_at=split[1], on_boundary=boundary_out.send))
-        collector = _collect(main, keep_cpu)
+        collector = _collect(main, keep_cpu, keep_frames=keep_frames)
         part = _receive(receiver, memfd, spill)
     except SplitFailed:
         pass
@@ -79,7 +86,7 @@ def collect_events(reader: TraceReader, keep_cpu: bool = False) -> TraceEvents:
             worker.kill()
         worker.join()
     if part is None:
-        return _serial(reader, keep_cpu)
+        return _serial(reader, keep_cpu, keep_frames=keep_frames)
     collector.absorb_before(part)
     _merge_stats(main, part)
     del part  # what was not absorbed as it is (remapped ids) is freed before joining
@@ -96,6 +103,7 @@ def _worker(
     keep_cpu: bool,
     memfd: int | None,
     spill: SpillFile | None,
+    keep_frames: bool = False,
 ) -> None:
     """In the forked worker: read from the first event to the boundary the main process
     finds (at or after the middle), and send the part back."""
@@ -103,8 +111,10 @@ def _worker(
     try:
         final_end = functools.partial(_recv_boundary, boundary)
         spec = WorkerPart(*split, final_end=final_end, exact_times=exact_times)
-        part = TraceReader(path, block_size=block_size, part=spec, shapes=keep_cpu)
-        events = _serial(part, keep_cpu, spill)
+        part = TraceReader(
+            path, block_size=block_size, part=spec, shapes=keep_cpu, frames=keep_frames
+        )
+        events = _serial(part, keep_cpu, spill, keep_frames)
     except TraceviewError as e:
         conn.send(("error", str(e)))
         return
@@ -261,13 +271,24 @@ def _receive_array(conn: Connection, dtype: str, length: int) -> np.ndarray:
     return array
 
 
-def _serial(reader: TraceReader, keep_cpu: bool, spill: SpillFile | None = None) -> TraceEvents:
-    return _collect(reader, keep_cpu, spill).finish(reader)
+def _serial(
+    reader: TraceReader,
+    keep_cpu: bool,
+    spill: SpillFile | None = None,
+    keep_frames: bool = False,
+) -> TraceEvents:
+    return _collect(reader, keep_cpu, spill, keep_frames).finish(reader)
 
 
-def _collect(reader: TraceReader, keep_cpu: bool, spill: SpillFile | None = None) -> EventCollector:
-    collector = EventCollector(keep_cpu, spill)
-    reader.scan_rule = scan_rule(keep_cpu)  # what the compiled scanner may drop unread
+def _collect(
+    reader: TraceReader,
+    keep_cpu: bool,
+    spill: SpillFile | None = None,
+    keep_frames: bool = False,
+) -> EventCollector:
+    collector = EventCollector(keep_cpu, spill, keep_frames)
+    # What the compiled scanner may drop unread: nothing when frames and flows are kept.
+    reader.scan_rule = None if keep_frames else scan_rule(keep_cpu)
     for events in reader.batches():
         try:
             collector.add(events)

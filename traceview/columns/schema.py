@@ -65,6 +65,21 @@ MEMORY_COLUMNS = _table(
     ("addr", "<i8"), ("allocated", "<i8"), ("reserved", "<i8"),
 )  # fmt: skip
 
+# One row per python frame (``python_function`` event, traces recorded with_stack=True), kept
+# only by reads that ask for frames (``source``; traceview.columns.frames): thread: index into
+# TraceEvents.threads; name: into TraceEvents.names (``file.py(LINE): function`` or
+# ``nn.Module: Class_N``); ts, end in ns; python_id, python_parent: its ``Python id`` and
+# ``Python parent id`` (−1 when absent, null or not an int64).
+FRAME_COLUMNS = _table(
+    ("thread", "<i4"), ("name", "<i4"), ("ts", "<i8"), ("end", "<i8"), ("python_id", "<i8"),
+    ("python_parent", "<i8"),
+)  # fmt: skip
+# One row per ``fwdbwd`` flow event (kept with the frames), tying a backward op to the forward
+# op that made it: flow: its ``id``; thread: index into TraceEvents.threads; ts in ns;
+# finish: 0 for the start (ph ``s``, on the forward op), 1 for the finish (ph ``f``, on the
+# backward op).
+FLOW_COLUMNS = _table(("flow", "<i8"), ("thread", "<i4"), ("ts", "<i8"), ("finish", "<i1"))
+
 
 @dataclass(frozen=True)
 class GpuColumns:
@@ -116,13 +131,39 @@ class MemoryColumns:
     reserved: np.ndarray
 
 
-Group = TypeVar("Group", GpuColumns, RuntimeColumns, CommColumns, MemoryColumns)
-AnyGroup = GpuColumns | RuntimeColumns | CommColumns | MemoryColumns
+@dataclass(frozen=True)
+class FrameColumns:
+    """One row per python frame (FRAME_COLUMNS)."""
+
+    thread: np.ndarray
+    name: np.ndarray
+    ts: np.ndarray
+    end: np.ndarray
+    python_id: np.ndarray
+    python_parent: np.ndarray
+
+
+@dataclass(frozen=True)
+class FlowColumns:
+    """One row per ``fwdbwd`` flow event (FLOW_COLUMNS)."""
+
+    flow: np.ndarray
+    thread: np.ndarray
+    ts: np.ndarray
+    finish: np.ndarray
+
+
+Group = TypeVar(
+    "Group", GpuColumns, RuntimeColumns, CommColumns, MemoryColumns, FrameColumns, FlowColumns
+)
+AnyGroup = GpuColumns | RuntimeColumns | CommColumns | MemoryColumns | FrameColumns | FlowColumns
 TABLES: dict[type, tuple[Column, ...]] = {
     GpuColumns: GPU_COLUMNS,
     RuntimeColumns: RUNTIME_COLUMNS,
     CommColumns: COMM_COLUMNS,
     MemoryColumns: MEMORY_COLUMNS,
+    FrameColumns: FRAME_COLUMNS,
+    FlowColumns: FLOW_COLUMNS,
 }
 
 

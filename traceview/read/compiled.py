@@ -25,7 +25,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from traceview.read.decode import SHAPE_KEY, _decoder, _extra, decode_span
+from traceview.read.decode import SHAPE_KEY, _decoder, _extra, _has_frames, decode_span
 
 READER_ENV = "TRACEVIEW_READER"
 _DECODE_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError, RecursionError)
@@ -107,21 +107,23 @@ def decode_scanned(
     skipped: Counter[str],
     shapes: bool = True,
     drop: dict[str, list[bytes]] | None = None,
+    frames: bool = False,
 ) -> list[Any]:
     """``read.decode.decode_span`` through the scanner (``shapes``: a read that keeps CPU
     rows, whose runtime calls need names and threads; ``drop``: the events the collector
-    never keeps, which the scanner counts without decoding, see columns.collect.scan_rule)."""
+    never keeps, which the scanner counts without decoding, see columns.collect.scan_rule;
+    ``frames``: the other events decoded with the python frames' and flows' fields)."""
     core = scanner()
     if core is None:
-        return decode_span(data, start, end, exact, skipped, shapes)
+        return decode_span(data, start, end, exact, skipped, shapes, frames)
     with memoryview(data) as view, view[start:end] as span:
         result = core.scan_chunk(span, exact, shapes, drop)
     if "refused" not in result:
         try:
-            return _assembled(result, core, data, start, end, exact, shapes)
+            return _assembled(result, core, data, start, end, exact, shapes, frames)
         except _DECODE_ERRORS:
             pass  # the Python path says what is wrong with it
-    return decode_span(data, start, end, exact, skipped, shapes)
+    return decode_span(data, start, end, exact, skipped, shapes, frames)
 
 
 def _assembled(
@@ -132,13 +134,15 @@ def _assembled(
     end: int,
     exact: bool,
     shapes: bool,
+    frames: bool = False,
 ) -> Scanned:
     others_text = result["others"]
     others: list[Any] = []
     if len(others_text) > 2:
         # The decoder the Python path picks for the whole chunk (see decode.decode_span).
         shaped = shapes and data.find(SHAPE_KEY, start, end) >= 0
-        others = _decoder(exact, _extra(data, start, end), shaped).decode(others_text)
+        framed = frames and _has_frames(data, start, end)
+        others = _decoder(exact, _extra(data, start, end), shaped, framed).decode(others_text)
     columns = {
         key: np.frombuffer(result[key], dtype)
         for prefix, table in (("gpu", core.GPU_COLUMNS), ("rt", core.RUNTIME_COLUMNS))

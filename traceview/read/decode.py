@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+import typing
 from collections import Counter
 from decimal import Decimal
 from typing import Any, ClassVar
@@ -206,10 +207,27 @@ class ExactShapedCommEvent(ExactEvent, gc=False):
     args: ShapedCommArgs | None = None
 
 
-class DecimalCommEvent(DecimalEvent, gc=False):
-    """``DecimalEvent`` with every args field (the slow path's)."""
+# A python frame's args fields (traceview.columns.collect), declared only by the reads that
+# keep frames (``source``): each field costs every event decoded.
+_FRAME_ARGS = [
+    ("python_id", Any, msgspec.field(default=None, name="Python id")),
+    ("python_parent", Any, msgspec.field(default=None, name="Python parent id")),
+]
 
-    args: ShapedCommArgs | None = None
+
+def _frame_args(args: type[Any]) -> type[Any]:
+    """``args`` with a python frame's fields."""
+    return msgspec.defstruct(args.__name__ + "Frames", _FRAME_ARGS, bases=(args,), gc=False)
+
+
+ShapedCommFrameArgs = _frame_args(ShapedCommArgs)  # every args field (the slow path's)
+
+
+class DecimalCommEvent(DecimalEvent, gc=False):
+    """``DecimalEvent`` with every args field and a flow's ``id`` (the slow path's)."""
+
+    args: ShapedCommFrameArgs | None = None  # type: ignore[valid-type]
+    id: Any = None
 
 
 AnyEvent = Event | ExactEvent | DecimalEvent
@@ -231,9 +249,25 @@ _EVENTS: dict[tuple[bool, int, bool], type[Any]] = {
     (True, COMM, False): ExactCommEvent,
     (True, COMM, True): ExactShapedCommEvent,
 }
-_RAW_EVENTS = tuple(event for (exact, _, _), event in _EVENTS.items() if exact)
+
+
+def _with_frames(event: type[Any]) -> type[Any]:
+    """``event`` with a frame's fields in its args and a flow's ``id`` (not its ``bp``: a
+    string per flow event, and every kernel has a flow of its own, ``ac2g``: 4% more decode
+    time for nothing, since kineto's fwdbwd finishes all bind to the enclosing slice)."""
+    frame_args = _frame_args(typing.get_args(typing.get_type_hints(event)["args"])[0])
+    fields = [("args", frame_args | None, None), ("id", Any, None)]
+    return msgspec.defstruct(event.__name__ + "Frames", fields, bases=(event,), gc=False)
+
+
+# The same with a frame's fields, by (exact, extra, shaped): the reads that keep frames.
+_FRAME_EVENTS = {key: _with_frames(event) for key, event in _EVENTS.items()}
+_RAW_EVENTS = tuple(
+    event for events in (_EVENTS, _FRAME_EVENTS) for (exact, _, _), event in events.items() if exact
+)
 COMM_EVENTS = (
     *(event for (_, extra, _), event in _EVENTS.items() if extra == COMM),
+    *(event for (_, extra, _), event in _FRAME_EVENTS.items() if extra == COMM),
     DecimalCommEvent,
 )
 
@@ -255,10 +289,24 @@ _NUMBER_BYTES = b"0123456789.-+eEnul "
 
 
 @functools.cache
-def _decoder(exact: bool, extra: int, shaped: bool = True) -> msgspec.json.Decoder[list[Any]]:
+def _decoder(
+    exact: bool, extra: int, shaped: bool = True, frames: bool = False
+) -> msgspec.json.Decoder[list[Any]]:
     """The fast decoder: exact numbers or not, with the args fields of ``extra`` (PLAIN,
-    MEMORY, COMM), with the CPU ops' shapes or not (made when first needed)."""
-    return msgspec.json.Decoder(list[_EVENTS[exact, extra, shaped]])  # type: ignore[valid-type]
+    MEMORY, COMM), with the CPU ops' shapes or not, with the frames' fields or not (made
+    when first needed)."""
+    events = _FRAME_EVENTS if frames else _EVENTS
+    return msgspec.json.Decoder(list[events[exact, extra, shaped]])  # type: ignore[valid-type]
+
+
+# A span holding neither is decoded without the frames' fields, even by a read that keeps
+# frames: declared, they cost every event (a flow ``id`` on each kernel's ac2g flow events).
+FRAME_KEYS = (b"fwdbwd", b"python_function")  # the first found early in a training trace
+
+
+def _has_frames(data: bytes | bytearray, start: int, end: int) -> bool:
+    """Whether ``data[start:end]`` may hold python frames or fwdbwd flows."""
+    return any(data.find(key, start, end) >= 0 for key in FRAME_KEYS)
 
 
 def _extra(data: bytes | bytearray, start: int = 0, end: int | None = None) -> int:
@@ -294,12 +342,17 @@ def needs_exact(chunk: bytes | bytearray) -> bool:
 
 
 def decode_chunk(
-    chunk: bytes | bytearray, exact: bool, skipped: Counter[str], shapes: bool = True
+    chunk: bytes | bytearray,
+    exact: bool,
+    skipped: Counter[str],
+    shapes: bool = True,
+    frames: bool = False,
 ) -> list[Any]:
     """Decode ``chunk`` (events separated by commas, no brackets) into Event structs; with
-    the CPU ops' shapes if ``shapes`` (and the span holds any)."""
+    the CPU ops' shapes if ``shapes`` (and the span holds any), the frames' fields if
+    ``frames``."""
     try:
-        return _decode_fast(chunk, exact, shapes)
+        return _decode_fast(chunk, exact, shapes, frames)
     except _FAST_ERRORS as e:
         _check_cut_short(e, chunk)
         return _decode_slow(chunk, exact, skipped)
@@ -320,6 +373,7 @@ def decode_span(
     exact: bool,
     skipped: Counter[str],
     shapes: bool = True,
+    frames: bool = False,
 ) -> list[Any]:
     """Decode the events in ``data[start:end]`` (as decode_chunk).
 
@@ -330,9 +384,10 @@ def decode_span(
     """
     if isinstance(data, bytearray) and 0 < start <= end < len(data):
         shaped = shapes and data.find(SHAPE_KEY, start, end) >= 0
+        frames = frames and _has_frames(data, start, end)
         before, after = data[start - 1], data[end]
         data[start - 1], data[end] = ord("["), ord("]")
-        decoder = _decoder(exact, _extra(data, start, end), shaped)
+        decoder = _decoder(exact, _extra(data, start, end), shaped, frames)
         try:
             with memoryview(data) as view, view[start - 1 : end + 1] as span:
                 # Raw fields would keep a view of the buffer alive (it could not grow or
@@ -344,12 +399,13 @@ def decode_span(
         finally:
             data[start - 1], data[end] = before, after
         return _decode_slow(data[start:end], exact, skipped)
-    return decode_chunk(data[start:end], exact, skipped, shapes)
+    return decode_chunk(data[start:end], exact, skipped, shapes, frames)
 
 
-def _decode_fast(chunk: bytes | bytearray, exact: bool, shapes: bool) -> list[Any]:
+def _decode_fast(chunk: bytes | bytearray, exact: bool, shapes: bool, frames: bool) -> list[Any]:
     shaped = shapes and SHAPE_KEY in chunk
-    return _decoder(exact, _extra(chunk), shaped).decode(b"[" + chunk + b"]")
+    frames = frames and _has_frames(chunk, 0, len(chunk))
+    return _decoder(exact, _extra(chunk), shaped, frames).decode(b"[" + chunk + b"]")
 
 
 def has_raw_numbers(events: list[Any]) -> bool:
@@ -397,7 +453,7 @@ def _decode_each(chunk: bytes | bytearray, exact: bool, skipped: Counter[str]) -
         last_end = end
         value = chunk[start:end]
         try:
-            events = _decoder(exact, COMM).decode(b"[" + value + b"]")
+            events = _decoder(exact, COMM, True, True).decode(b"[" + value + b"]")
             if exact:
                 check_raw_numbers(events)
             out.extend(events)

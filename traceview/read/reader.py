@@ -129,6 +129,7 @@ class TraceReader:
         on_progress: Callable[[int, int | None], None] | None = None,
         part: MainPart | WorkerPart | None = None,
         shapes: bool = True,
+        frames: bool = False,
         decode: Callable[..., list[Any]] | None = None,
         keep_text: bool = False,
     ) -> None:
@@ -139,6 +140,7 @@ class TraceReader:
         self.decode = decode
         self.keep_text = keep_text
         self.shapes = shapes  # decode the CPU ops' shapes (reads that keep CPU rows)
+        self.frames = frames  # decode the python frames' and flows' fields (``source``)
         self.path = path
         self.partial = partial
         self.block_size = block_size
@@ -477,11 +479,14 @@ class TraceReader:
         stop = len(data) if end is None else end
         exact, skipped = self.stats.exact_times, self.stats.skipped
         if self.decode is not None:
-            events = self.decode(data, start, stop, exact, skipped, self.shapes)
+            decode = functools.partial(self.decode, frames=True) if self.frames else self.decode
+            events = decode(data, start, stop, exact, skipped, self.shapes)
         elif scanner() is not None:  # the compiled scanner (read.compiled)
-            events = decode_scanned(data, start, stop, exact, skipped, self.shapes, self.scan_rule)
+            events = decode_scanned(
+                data, start, stop, exact, skipped, self.shapes, self.scan_rule, self.frames
+            )
         else:
-            events = decode_span(data, start, stop, exact, skipped, self.shapes)
+            events = decode_span(data, start, stop, exact, skipped, self.shapes, self.frames)
         self._last_count = event_count(events)
         self.stats.events += self._last_count
         self.stats.chunks += 1

@@ -15,6 +15,8 @@ from traceview.analyses.kernels import KernelOptions, analyse_kernels
 from traceview.analyses.memory import analyse_memory
 from traceview.analyses.ops.model_flops import model_flops, trace_peaks
 from traceview.analyses.ops.view import OpOptions, analyse_ops
+from traceview.analyses.source import SourceOptions, analyse_source
+from traceview.analyses.source_tables import StackLine
 from traceview.analyses.step_outliers import outliers
 from traceview.analyses.summary import overview
 from traceview.analyses.timeline import (
@@ -62,6 +64,7 @@ class Documents:
     rank: int | None = None
     memory: dict[str, Any] | None = None  # ``memory -f json`` (None: not worked out)
     graph_steps: Sequence[GraphStep] = ()  # the steps CUDA-graph replays ran kernels in
+    stacks: Sequence[StackLine] = ()  # ``source -f folded`` (none without python frames)
 
 
 def collect(events: TraceEvents, options: ReportOptions, shared: Shared | None = None) -> Documents:
@@ -94,7 +97,15 @@ def collect(events: TraceEvents, options: ReportOptions, shared: Shared | None =
         names=events.names,
         memory=render_memory.as_json(shared.trace, analyse_memory(events)),
         graph_steps=graph_steps(events, shared.graphs, shared.launch),
+        stacks=_stacks(events),
     )
+
+
+def _stacks(events: TraceEvents) -> Sequence[StackLine]:
+    """GPU time by Python stack, when the trace was read with frames and has some."""
+    if len(events.frames.ts) == 0:
+        return ()
+    return analyse_source(events, SourceOptions(stacks=True)).stacks
 
 
 def _op_options() -> OpOptions:

@@ -19,7 +19,7 @@ from traceview.analyses.core.steps import describe_ranges, step_ranges
 from traceview.errors import TraceviewError
 from traceview.render import units
 from traceview.render.escape import html_text, script_json
-from traceview.render.html import charts, ranks, roofline
+from traceview.render.html import charts, flame, ranks, roofline
 from traceview.render.html.documents import Documents
 from traceview.render.trim_command import PIPE_NAMES, TRIM_MARGIN_NS, trim_command
 
@@ -431,5 +431,14 @@ SECTIONS = (
         "As <code>traceview memory</code>; docs/metrics.md “GPU memory”.",
         (("memory", charts.memory, MEMORY_ABSENT),),
         _memory_table,
+    ),
+    Section(
+        "source",
+        "Python stacks",
+        "GPU time by the Python stack that launched it (traces recorded with stacks): the "
+        "outermost frame at the top, the kernel at the bottom; a backward kernel under "
+        "[backward], below the forward op's stack; time without a frame under the reason. "
+        "Click a frame to zoom. As <code>traceview source -f folded</code>; docs/source.md.",
+        (("flame", flame.flame, flame.ABSENT),),
     ),
 )

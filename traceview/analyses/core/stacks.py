@@ -1,0 +1,204 @@
+"""Python call stacks from a trace's frames: which frames nest in which, and the innermost
+frame around any point of a thread (a kernel's launch, a host stall).
+
+Frames nest by time, per thread: a frame lies inside another when its closed window
+[ts, end] lies inside the other's. A frame that starts inside another and ends after it
+(overlapping without nesting: the trace is damaged) is cut at the other's end and counted.
+The ``Python parent id`` is only checked against that nesting (it can name a frame that began
+before the trace, on another thread, or form a cycle in a damaged trace): no walk follows it.
+
+One linear pass over the frames in (thread, start, longest first) order, keeping the open
+frames on a stack; the queries are vectorised (one sort of frames and points together).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from traceview.aggregate.order import lex_order
+
+NO_FRAME = -1
+# The address in a built-in's frame name (``<built-in method add_ of Tensor object at 0x7f..>``):
+# one per object, so the same method would be many frames.
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+
+
+def frame_names(name: np.ndarray, names: Sequence[str]) -> tuple[np.ndarray, list[str]]:
+    """The frames' names without object addresses: per frame an id into the list returned
+    (one pass over the distinct names, not the frames)."""
+    ids, inverse = np.unique(name, return_inverse=True)
+    index: dict[str, int] = {}
+    of_id = np.array(
+        [index.setdefault(_ADDRESS.sub("", names[i]), len(index)) for i in ids.tolist()],
+        dtype=np.int64,
+    )
+    return of_id[inverse].reshape(-1), list(index)
+
+
+MODULE_PREFIX = "nn.Module: "
+
+
+@dataclass(frozen=True)
+class Stacks:
+    """Frames in preorder (by thread, then start, longest first): ``row`` their row in the
+    input; ``end`` cut where a frame overlapped its parent without nesting; ``parent`` the
+    enclosing frame (NO_FRAME for a root); frame i's descendants are i+1 .. ``after``[i] − 1;
+    ``first_of_name``: no enclosing frame has its name (recursion counted once)."""
+
+    row: np.ndarray
+    thread: np.ndarray
+    name: np.ndarray
+    ts: np.ndarray
+    end: np.ndarray
+    parent: np.ndarray
+    depth: np.ndarray
+    after: np.ndarray
+    first_of_name: np.ndarray
+    overlapping: int  # frames cut because they overlapped another without nesting
+
+    def __len__(self) -> int:
+        return len(self.row)
+
+
+def build_stacks(thread: np.ndarray, name: np.ndarray, ts: np.ndarray, end: np.ndarray) -> Stacks:
+    """The nesting of the frames (rows of equal length; ``name``: interned name ids)."""
+    order = lex_order((-end, ts, thread)) if len(ts) else np.empty(0, dtype=np.int64)
+    threads, names = thread[order], name[order]
+    starts = ts[order].tolist()
+    ends = end[order].tolist()
+    parent, depth, after, first, overlapping = _nest(threads.tolist(), names.tolist(), starts, ends)
+    return Stacks(
+        row=order,
+        thread=threads,
+        name=names,
+        ts=ts[order],
+        end=np.array(ends, dtype=np.int64),
+        parent=np.array(parent, dtype=np.int64),
+        depth=np.array(depth, dtype=np.int64),
+        after=np.array(after, dtype=np.int64),
+        first_of_name=np.array(first, dtype=bool),
+        overlapping=overlapping,
+    )
+
+
+def _nest(
+    threads: list[int], names: list[int], starts: list[int], ends: list[int]
+) -> tuple[list[int], list[int], list[int], list[bool], int]:
+    """The stack pass (linear: each frame is pushed and popped once); cuts ``ends`` in place."""
+    n = len(starts)
+    parent, depth, after = [NO_FRAME] * n, [0] * n, [n] * n
+    first = [True] * n
+    open_names: dict[int, int] = {}
+    stack: list[int] = []
+    overlapping = 0
+    current = None
+    for i in range(n):
+        if threads[i] != current:
+            current = threads[i]
+            _close(stack, after, i, names, open_names, 0)
+        start, end = starts[i], ends[i]
+        while stack:
+            top = stack[-1]
+            if end <= ends[top]:
+                break
+            if start < ends[top]:  # overlaps the open frame without nesting in it
+                ends[i] = end = ends[top]
+                overlapping += 1
+                break
+            _close(stack, after, i, names, open_names, len(stack) - 1)
+        if stack:
+            parent[i] = stack[-1]
+        depth[i] = len(stack)
+        seen = open_names.get(names[i], 0)
+        first[i] = seen == 0
+        open_names[names[i]] = seen + 1
+        stack.append(i)
+    return parent, depth, after, first, overlapping
+
+
+def _close(
+    stack: list[int],
+    after: list[int],
+    at: int,
+    names: list[int],
+    open_names: dict[int, int],
+    keep: int,
+) -> None:
+    """Close the open frames above the first ``keep``: their descendants end before ``at``."""
+    while len(stack) > keep:
+        top = stack.pop()
+        after[top] = at
+        open_names[names[top]] -= 1
+
+
+def innermost(stacks: Stacks, thread: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """Per point (a thread id, a time in ns), the innermost frame on that thread that holds
+    the time (ts ≤ time < end; its index in ``stacks``), else NO_FRAME.
+
+    Frames' ends and starts and the points are sorted together (at one time: ends, then
+    starts, then points); a point's frame is the one on top after the last start or end
+    before it: the frame a start opens, the parent of the frame an end closes (the frames
+    nest, so every frame inside it has closed). Frames of no length hold no time."""
+    live = np.flatnonzero(stacks.ts < stacks.end)
+    n, m = len(live), len(at)
+    out = np.full(m, NO_FRAME, dtype=np.int64)
+    if n == 0 or m == 0:
+        return out
+    threads = np.concatenate([stacks.thread[live], stacks.thread[live], thread]).astype(np.int64)
+    times = np.concatenate([stacks.end[live], stacks.ts[live], at]).astype(np.int64)
+    kind = np.concatenate([np.zeros(n, np.int8), np.ones(n, np.int8), np.full(m, 2, np.int8)])
+    # At one time, inner frames close first and outer ones open first (preorder: parents
+    # first).
+    tie = np.concatenate([-live, live, np.zeros(m, np.int64)])
+    top = np.concatenate([stacks.parent[live], live])
+    order = lex_order((tie, kind, times, threads))
+    is_bound = kind[order] != 2
+    last = np.maximum.accumulate(np.where(is_bound, np.arange(len(order)), -1))
+    points = np.flatnonzero(~is_bound)
+    before = last[points]
+    found = before >= 0
+    bound, point = order[before[found]], order[points[found]]
+    same = threads[bound] == threads[point]
+    out[point[same] - 2 * n] = top[bound[same]]
+    return out
+
+
+def subtree_sums(stacks: Stacks, values: np.ndarray) -> np.ndarray:
+    """Per frame, the sum of ``values`` (one per frame) over it and every frame inside it."""
+    cum = np.concatenate([[0], np.cumsum(values, dtype=np.int64)])
+    total: np.ndarray = cum[stacks.after] - cum[np.arange(len(stacks))]
+    return total
+
+
+def is_module(names: list[str]) -> np.ndarray:
+    """Mask over names: an ``nn.Module: Class_N`` frame."""
+    return np.fromiter((n.startswith(MODULE_PREFIX) for n in names), bool, len(names))
+
+
+def covering_frame(
+    stacks: Stacks, names: Sequence[str], thread: np.ndarray, start: np.ndarray, end: np.ndarray
+) -> tuple[str, int, int] | None:
+    """Of the windows [start, end) (ns) on ``thread`` (e.g. host stalls), the innermost
+    frame holding at least half of each (found from the frame around its middle, going out),
+    and of these the name holding the most time: (name, ns of the windows inside it, windows
+    it holds); None when no frame holds half of any window."""
+    middle = start + (end - start) // 2
+    frame = innermost(stacks, thread, middle)
+    held: dict[int, list[int]] = {}
+    for at, lo, hi in zip(frame.tolist(), start.tolist(), end.tolist(), strict=True):
+        while at != NO_FRAME:  # out through the enclosing frames: at most the stack's depth
+            inside = min(int(stacks.end[at]), hi) - max(int(stacks.ts[at]), lo)
+            if 2 * inside >= hi - lo:
+                entry = held.setdefault(int(stacks.name[at]), [0, 0])
+                entry[0] += inside
+                entry[1] += 1
+                break
+            at = int(stacks.parent[at])
+    if not held:
+        return None
+    name, (ns, count) = max(held.items(), key=lambda item: (item[1][0], -item[0]))
+    return names[name], ns, count
