@@ -144,7 +144,9 @@ def _cli_defaults(command: str) -> dict[str, Any]:
     return {p.name: p.default for p in cmd.params if p.param_type_name == "option"}
 
 
-@pytest.mark.parametrize("method", ["kernels", "gaps", "steps", "ops", "energy", "unique", "trim", "source"])
+@pytest.mark.parametrize(
+    "method", ["kernels", "gaps", "steps", "ops", "energy", "unique", "trim", "source"]
+)
 def test_keywords_are_the_cli_options_with_their_defaults(method: str) -> None:
     cli = _cli_defaults(method)
     for name, p in inspect.signature(getattr(traceview.Trace, method)).parameters.items():
