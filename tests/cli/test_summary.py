@@ -106,7 +106,7 @@ def test_summary_cli_shapes() -> None:
     doc = json.loads(r.stdout)
     assert set(doc) == {
         "schema_version", "trace", "devices", "top_categories", "top_kernels", "top_ops",
-        "launch", "steps", "hints", "notes", "memory", "phases", "steady_state",
+        "launch", "steps", "findings", "hints", "notes", "memory", "phases", "steady_state",
         "degenerate_steps",
     }  # fmt: skip
     assert [d["device"] for d in doc["memory"]["devices"]] == [0]  # the demo's [memory] events

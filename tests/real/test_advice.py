@@ -247,8 +247,13 @@ def test_hint_on_real_traces(rule: str, trace: str, fires: bool) -> None:
     hints = {h["rule"]: h for h in doc["hints"]}
     assert (rule in hints) is fires, sorted(hints)
     for h in hints.values():
-        assert set(h) == {"rule", "title", "evidence", "action", "doc"}
+        assert set(h) == {"rule", "title", "evidence", "action", "doc", "stake_us", "rank"}
         assert h["doc"] == f"docs/hints.md#{h['rule']}"
+    ranked = sorted(doc["findings"], key=lambda f: f["rank"])
+    assert [f["rank"] for f in ranked] == list(range(1, len(hints) + 1))
+    stakes = [f["stake_us"] for f in ranked if f["stake_us"] is not None]
+    assert stakes == sorted(stakes, reverse=True)  # the most time at stake first
+    assert {f["rule"]: f["rank"] for f in ranked} == {r: h["rank"] for r, h in hints.items()}
 
 
 @needs_h200
@@ -303,8 +308,25 @@ def test_train_gemm_alignment_names_the_vocabulary() -> None:
         h for h in cli_json("summary", "train.json.gz")["hints"] if h["rule"] == "gemm-alignment"
     )
     assert f"{align / 1000:,.1f} ms of {gemm / 1000:,.1f} ms GEMM time" in hint["evidence"]
-    assert "N = 50257" in hint["evidence"]
+    assert "at stake (an upper bound" in hint["evidence"]
+    # the LM head: forward, and both backward GEMMs, every one an aten::mm on 50257
+    vocab = {
+        json.dumps(e["args"]["Input Dims"])
+        for e in raw("train.json.gz")
+        if e.get("name") == "aten::mm" and "50257" in json.dumps(e["args"].get("Input Dims"))
+    }
+    assert len(vocab) == 3
+    assert (
+        f"3 GEMM(s) with M/N/K = 50257 (not a multiple of 8) {align / 1000:,.1f} ms"
+        in (hint["evidence"])
+    )
+    for dims in ("8192×768·768×50257", "8192×50257·50257×768", "50257×8192·8192×768"):
+        assert dims in hint["evidence"]
     assert "50304 (of 64)" in hint["action"]
+    finding = next(
+        f for f in cli_json("summary", "train.json.gz")["findings"] if f["rule"] == "gemm-alignment"
+    )
+    assert finding["rank"] == 1 and finding["finding"].startswith("3 GEMMs with M/N/K = 50257")
 
 
 @needs_h200

@@ -285,7 +285,9 @@ def test_gemm_alignment_names_the_dimension_and_the_padded_size(tmp_path: Path) 
     t = Trace()
     misaligned_gemm(t, False)
     hint = t.hints(tmp_path)["gemm-alignment"]
-    assert "with N = 50257 (aten::mm" in hint.evidence
+    assert "1 GEMM(s) with N = 50257 (not a multiple of 8) 1.2 ms: aten::mm" in hint.evidence
+    assert "no aligned GEMM in the trace to compare with" in hint.evidence
+    assert hint.stake_ns is not None and "an upper bound" in hint.evidence
     assert hint.action.startswith("pad 50257 to 50264 (a multiple of 8) or 50304 (of 64)")
 
 

@@ -134,7 +134,13 @@ class Overview:
     memory: MemoryReport | None = None  # the allocator's peaks (traceview memory)
     phases: PhaseReport | None = None  # per-phase step figures, steady state, degenerate steps
 
+    @property
+    def findings(self) -> tuple[hint_rules.Finding, ...]:
+        """The hints ranked by their time at stake (docs/hints.md "Findings")."""
+        return hint_rules.rank(self.hints)
+
     def as_json(self) -> dict[str, Any]:
+        ranks = {f.hint.rule: f.rank for f in self.findings}
         return {
             "schema_version": SCHEMA_VERSION,
             "trace": self.trace.as_dict(),
@@ -144,7 +150,8 @@ class Overview:
             "top_ops": [o.as_dict() for o in self.ops],
             "launch": self.launches.as_dict(),
             "steps": self.steps.as_dict(),
-            "hints": [h.as_dict() for h in self.hints],
+            "findings": [f.as_dict() for f in self.findings],
+            "hints": [{**h.as_dict(), "rank": ranks[h.rule]} for h in self.hints],
             "notes": list(self.notes),
             "memory": None if self.memory is None else self.memory.summary_dict(),
             **_phases_json(self.phases),

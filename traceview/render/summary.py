@@ -20,8 +20,27 @@ def _pct(part: int, whole: int) -> str:
     return units.pct(100.0 * part / whole if whole else 0.0)
 
 
+FINDINGS_SHOWN = 6  # the Findings that open the screen; the rest are in the hints below
+
+
+def finding_lines(o: Overview) -> list[str]:
+    """The Findings: the hints ranked by the time at stake, one sentence each with a try
+    line (docs/hints.md "Findings")."""
+    findings = o.findings
+    if not findings:
+        return ["findings none: no hint fired (docs/hints.md lists the rules)"]
+    lines = ["Findings (ranked by the GPU time at stake; the evidence in full under hint)"]
+    for f in findings[:FINDINGS_SHOWN]:
+        lines.append(f"{f.rank:>2}. {f.sentence}")
+        lines.append(f"    try: {f.action}")
+    if len(findings) > FINDINGS_SHOWN:
+        lines.append(f"    {len(findings) - FINDINGS_SHOWN} more under hint below")
+    return lines
+
+
 def header_lines(o: Overview) -> list[str]:
     lines = trace_lines(o.trace)
+    lines += finding_lines(o)
     for d in o.devices:
         lines.append(
             f"device   {d.device}: window {_d(d.window_ns)} = compute {_d(d.compute_ns)} "
