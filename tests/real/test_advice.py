@@ -233,6 +233,9 @@ HINT_CASES = [
     ("overlap-communication", "../param__dlrm_8rank_worker0.json.gz", True),
     ("overlap-communication", "train.json.gz", False),
     ("fused-norm", "train.json.gz", False),  # fused LayerNorm kernels
+    ("cpu-bound", "train.json.gz", True),  # steps 5-10: ~25 µs gaps, 12-28% of each step
+    ("cpu-bound", "graphs.json.gz", False),  # one replay a step, the GPU behind the CPU
+    ("cpu-bound", "decode.json.gz", False),  # cuda-graphs names that host wait
 ]
 
 
@@ -297,6 +300,64 @@ def test_train_host_stall_is_the_two_loader_waits() -> None:
     assert hint["evidence"].startswith("2 device gaps held ")
     assert "in ProfilerStep #5, #8 (2 of 8 steps)" in hint["evidence"]
     assert "between aten::_fused_adamw_ and aten::copy_" in hint["evidence"]
+
+
+def _host_held_gaps(name: str) -> tuple[list[tuple[float, float, float]], dict[str, Any]]:
+    """The device gaps of a one-device trace as (start, end, host wait) in µs, worked out
+    plainly from the raw events (docs/metrics.md "Devices"); the CPU ProfilerStep windows."""
+    events = raw(name)
+    launches: dict[int, float] = {}
+    for e in events:
+        if e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in e.get("args", {}):
+            c = e["args"]["correlation"]
+            launches[c] = min(launches.get(c, float("inf")), float(e["ts"]))
+    gpu = sorted(
+        (float(e["ts"]), float(e["ts"]) + float(e["dur"]), e["args"].get("correlation"))
+        for e in events
+        if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset") and float(e["dur"]) > 0
+    )
+    gaps, end = [], gpu[0][1]
+    for start, stop, correlation in gpu[1:]:
+        if start > end:
+            launch = launches.get(correlation, end)
+            gaps.append((end, start, min(max(launch - end, 0.0), start - end)))
+        end = max(end, stop)
+    steps = {
+        int(e["name"].removeprefix("ProfilerStep#")): (float(e["ts"]), float(e["ts"]) + e["dur"])
+        for e in events
+        if e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep#")
+    }
+    return gaps, steps
+
+
+@needs_h200
+def test_train_cpu_bound_names_the_steps_where_the_cpu_falls_behind() -> None:
+    """Short host-held gaps (below the host-stall floor) summed per step: the steps where
+    they reach 10% of the step in 20 gaps or more are named, the GPU-bound ones not; with
+    host-stall the hints account for at least 90% of the host wait."""
+    gaps, steps = _host_held_gaps("train.json.gz")
+    lengths = sorted(b - a for a, b in steps.values())
+    floor = max(0.25 * lengths[(len(lengths) - 1) // 2], 1000.0)
+    held = {n: [w for a, _, w in gaps if 0 < w < floor and s <= a + w <= e]
+            for n, (s, e) in steps.items()}  # fmt: skip
+    share = {n: sum(w) / (steps[n][1] - steps[n][0]) for n, w in held.items()}
+    bound = sorted(n for n, w in held.items() if len(w) >= 20 and share[n] >= 0.10)
+    assert bound == [5, 6, 7, 8, 9, 10]
+    assert share[3] < 0.05 and share[4] < 0.05  # GPU-bound steps: not named
+    doc = cli_json("summary", "train.json.gz")
+    hints = {h["rule"]: h for h in doc["hints"]}
+    hint = hints["cpu-bound"]
+    stake = sum(sum(held[n]) for n in bound)
+    assert hint["stake_us"] == pytest.approx(stake, abs=1.0)
+    count = sum(len(held[n]) for n in bound)
+    assert hint["evidence"].startswith(f"{count:,} host-held gaps shorter than a stall")
+    assert "in ProfilerStep #5, #6, #7, #8, #9, #10 (6 of 8 steps)" in hint["evidence"]
+    assert "launched by aten::copy_" in hint["evidence"]
+    assert 'torch.compile(mode="reduce-overhead")' in hint["action"]
+    host_wait = sum(w for _, _, w in gaps)
+    assert doc["devices"][0]["host_wait_us"] == pytest.approx(host_wait, abs=1.0)
+    explained = hint["stake_us"] + hints["host-stall"]["stake_us"]
+    assert explained >= 0.90 * host_wait  # 132.6 of 138.7 ms
 
 
 @needs_h200

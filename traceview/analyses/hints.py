@@ -43,6 +43,8 @@ STALL_WINDOW_SHARE = 0.01  # ... or, without steps, ≥ 1% of the device's windo
 STALL_MIN_NS = 1_000_000  # ... and at least 1 ms
 LOADER_GAPS = 50  # the CPU context is looked up for this many of the longest cpu-caused gaps
 STALL_GAPS = 200  # ... and for this many when looking for host stalls
+CPU_BOUND_STEP_SHARE = 0.10  # a host-bound step: short host wait ≥ 10% of its window ...
+CPU_BOUND_MIN_GAPS = 20  # ... in at least 20 host-held gaps shorter than a stall
 
 
 @dataclass(frozen=True)
@@ -363,6 +365,88 @@ def host_stall(f: Facts) -> Hint | None:
     )
 
 
+def cpu_bound(f: Facts) -> Hint | None:
+    """Steps in which the CPU falls behind: many short host-held gaps (each shorter than a
+    host stall) add up to a material share of the step (docs/hints.md "cpu-bound")."""
+    steps = _cpu_steps(f)
+    if not steps or cuda_graphs(f) is not None:
+        return None  # that hint names the same host wait, with its cause: short kernels
+    held = np.flatnonzero((f.gaps.host_wait > 0) & (f.gaps.host_wait < _stall_floor(f)))
+    if len(held) == 0:
+        return None
+    wait = f.gaps.host_wait[held]
+    step, wait_by_step, gaps_by_step = _by_step(
+        steps, (f.gaps.start + f.gaps.host_wait)[held], wait
+    )
+    bound = [
+        i for i, s in enumerate(steps)
+        if gaps_by_step[i] >= CPU_BOUND_MIN_GAPS
+        and wait_by_step[i] >= CPU_BOUND_STEP_SHARE * (s.end_ns - s.start_ns)
+    ]  # fmt: skip
+    if not bound:
+        return None
+    inside = np.isin(step, bound)
+    stake = sums.total(wait[inside])
+    if not f.material(stake):
+        return None
+    count = int(inside.sum())
+    median = int(np.sort(wait[inside])[(count + 1) // 2 - 1])
+    ops = Counter[str]()
+    for name, w in zip(
+        _op_or_name(f, f.gaps.after[held[inside]]), wait[inside].tolist(), strict=True
+    ):
+        ops[name] += w
+    top = ", ".join(f"{name} {_ms(ns)}" for name, ns in ops.most_common(3))
+    shares = ", ".join(
+        f"#{steps[i].step} {100 * wait_by_step[i] / (steps[i].end_ns - steps[i].start_ns):.0f}%"
+        for i in bound[:8]
+    ) + (", …" if len(bound) > 8 else "")
+    named = _step_words([steps[i].step for i in bound], len(steps))
+    return Hint(
+        "cpu-bound",
+        "the CPU falls behind inside ordinary steps",
+        f"{count:,} host-held gaps shorter than a stall (median {_ms(median)}) hold "
+        f"{f.share(stake)} {named}, host wait per step {shares}; the work they wait for is "
+        f"launched by {top}",
+        'fewer launches per step: CUDA graphs or torch.compile(mode="reduce-overhead"), fewer '
+        "small ops (fuse elementwise work, foreach/fused optimizers), larger batches so each "
+        "launch carries more work",
+        stake,
+        f"The CPU falls behind inside ordinary steps: {count:,} short gaps (median "
+        f"{_ms(median)}) leave the GPU waiting {_ms(stake)} {named}, before work launched by "
+        f"{top}.",
+        'CUDA graphs or torch.compile(mode="reduce-overhead"), fewer small ops, larger batches',
+    )
+
+
+def _cpu_steps(f: Facts) -> list[Any]:
+    """The steps hints judge by: CPU-side ProfilerStep windows, else GPU-side ones, by start."""
+    steps = [s for s in f.events.steps if not s.on_gpu] or list(f.events.steps)
+    return sorted(steps, key=lambda s: s.start_ns)
+
+
+def _by_step(
+    steps: Sequence[Any], at: np.ndarray, values: np.ndarray
+) -> tuple[np.ndarray, list[int], list[int]]:
+    """Per time ``at``, the index of the step whose window holds it (-1: none); per step,
+    the sum of ``values`` and their count there."""
+    starts = np.array([s.start_ns for s in steps], dtype=np.int64)
+    ends = np.array([s.end_ns for s in steps], dtype=np.int64)
+    step = np.searchsorted(starts, at, side="right") - 1
+    held = step >= 0
+    held[held] &= at[held] <= ends[step[held]]
+    step[~held] = -1
+    keep = step >= 0
+    summed = np.bincount(step[keep], weights=values[keep], minlength=len(steps))
+    counts = np.bincount(step[keep], minlength=len(steps))
+    return step, [int(x) for x in summed.tolist()], counts.tolist()
+
+
+def _step_words(found: Sequence[int], of: int) -> str:
+    shown = ", ".join(f"#{s}" for s in found[:8]) + (", …" if len(found) > 8 else "")
+    return f"in ProfilerStep {shown} ({len(found)} of {of} steps)"
+
+
 def _stall_floor(f: Facts) -> int:
     """The uncovered host wait that makes a gap a stall: STALL_STEP_SHARE of the median
     step (CPU-side ProfilerStep windows, else GPU-side), else STALL_WINDOW_SHARE of the mean
@@ -657,6 +741,7 @@ RULES: tuple[Callable[[Facts], Hint | None], ...] = (
     cuda_graphs,
     dataloader,
     host_stall,
+    cpu_bound,
     overlap_communication,
     pinned_memory,
     gemm_alignment,
