@@ -591,7 +591,9 @@ def device_gaps(events: list[Event], busy: Iterable[str] = ALL_BUSY) -> dict[Any
     latest end so far. before: of the events ending at a, the latest start, then the smallest
     name; after: of those starting at b, the earliest end, then the smallest name. host wait
     = clamp(launch − a, 0, b − a) with launch the earliest runtime call of after's
-    correlation id (0 without one); cause = cpu when host wait > 0, else gpu.
+    correlation id (0 without one); launch latency = b − a − host wait when after has a
+    launch and that is at most 50 µs, else 0; cause = cpu when host wait > 0, else launch
+    latency when that is above 0, else gpu wait.
     """
     launches = launch_ts_by_correlation(events)
     out: dict[Any, dict[str, Any]] = {}
@@ -620,6 +622,9 @@ def _describe_gap(
     correlation = _args(after).get("correlation")
     launch = launches.get(correlation) if correlation is not None else None
     wait = 0 if launch is None else min(max(launch - a, 0), b - a)
+    rest = b - a - wait
+    latency = rest if launch is not None and rest <= 50_000 else 0
+    cause = "cpu" if wait > 0 else "launch latency" if latency > 0 else "gpu wait"
     return {
         "start_ns": a,
         "end_ns": b,
@@ -627,7 +632,8 @@ def _describe_gap(
         "after": event_name(after),
         "after_stream": stream_key(after),
         "host_wait_ns": wait,
-        "cause": "cpu" if wait > 0 else "gpu",
+        "launch_latency_ns": latency,
+        "cause": cause,
     }
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import reference as ref
 from conftest import SHARED_TRACES
 from typer.testing import CliRunner
 
@@ -497,3 +498,23 @@ def test_colliding_names_in_a_unique_table(tmp_path: Path) -> None:
         "k<double>",
         "k<float>",
     ]
+
+
+# ---- gap causes: launch latency is not a wait for other work -----------------------------------
+
+
+@needs_h200
+def test_decode_idle_after_the_launch_is_launch_latency_not_gpu_wait() -> None:
+    """decode: every gap is held by the host and then, after each launch, ~13 µs of launch
+    latency; nothing waits on another stream, an event or a copy (one stream)."""
+    gaps = ref.device_gaps(list(raw("decode.json.gz")))
+    ((_, device),) = gaps.items()
+    latency = sum(g["launch_latency_ns"] for g in device["gaps"])
+    wait = sum(g["host_wait_ns"] for g in device["gaps"])
+    idle = sum(g["end_ns"] - g["start_ns"] for g in device["gaps"])
+    got = cli_json("gaps", "decode.json.gz")["devices"][0]
+    assert got["launch_latency_us"] == pytest.approx(latency / 1000, abs=0.01)
+    assert got["host_wait_us"] == pytest.approx(wait / 1000, abs=0.01)
+    assert 340_000 < got["launch_latency_us"] < 350_000  # ≈ 346 ms
+    assert got["gpu_wait_us"] == pytest.approx((idle - wait - latency) / 1000, abs=0.01)
+    assert got["gpu_wait_us"] < 0.002 * got["idle_us"]  # ≈ 0
