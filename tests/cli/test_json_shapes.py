@@ -1,7 +1,8 @@
 """The README's "JSON output" section is the contract scripts rely on: every key it shows for
 ``kernels``, ``gaps``, ``steps``, ``snapshot`` and ``diff`` is in the real output, every key of
 the real output is shown, and the values it spells out (``schema_version``,
-``"cpu"|"launch latency"|"gpu wait"``) are the real ones. The shapes are parsed from the README's own notation."""
+``"cpu"|"launch latency"|"gpu wait"``) are the real ones. The shapes are parsed from the
+README's own notation."""
 
 from __future__ import annotations
 
