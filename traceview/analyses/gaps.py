@@ -774,7 +774,7 @@ def _largest(
     chosen = gaps.take(order if index is None else index[order])
     del index
     gpu = events.gpu
-    latency = launch_latency(events, launch, chosen).tolist()
+    latency: list[int] = launch_latency(events, launch, chosen).tolist()
     contexts = cpu_contexts(
         events,
         GapQuery(
@@ -787,13 +787,14 @@ def _largest(
     )
     origin = events.span_ns[0] if events.span_ns else 0
     out = []
-    for start, end, before, after, wait, context in zip(
+    for start, end, before, after, wait, context, latent in zip(
         chosen.start.tolist(),
         chosen.end.tolist(),
         chosen.before.tolist(),
         chosen.after.tolist(),
         chosen.host_wait.tolist(),
         contexts,
+        latency,
         strict=True,
     ):
         key = events.streams[int(gpu.stream[after])]
@@ -808,7 +809,7 @@ def _largest(
                 after=events.names[int(gpu.name[after])],
                 host_wait_ns=wait,
                 context=context,
-                launch_latency_ns=latency[len(out)],
+                launch_latency_ns=latent,
             )
         )
     return out
