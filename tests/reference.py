@@ -637,17 +637,50 @@ def _describe_gap(
     }
 
 
+def launched_before(events: list[Event]) -> set[int]:
+    """The ``id()`` of each GPU activity launched before the trace (docs/metrics.md): no
+    runtime call carries its correlation id, and it starts before the first activity of its
+    device that one does carry."""
+    gpu = [e for e in events if gpu_kind(e) is not None]
+    launched = {
+        _args(e).get("correlation")
+        for e in events
+        if e.get("ph") == "X"
+        and str(e.get("cat", "")).lower() in ("cuda_runtime", "cuda_driver", "runtime")
+    }
+    launched.discard(None)
+    first: dict[Any, int] = {}
+    for e in gpu:
+        if _args(e).get("correlation", -1) in launched:
+            start = interval_ns(e)[0]
+            first[_args(e).get("device")] = min(first.get(_args(e).get("device"), start), start)
+    if not first:
+        return set()
+    return {
+        id(e)
+        for e in gpu
+        if _args(e).get("correlation", -1) not in launched
+        and interval_ns(e)[0] < first.get(_args(e).get("device"), -(2**63))
+    }
+
+
 def step_devices(events: list[Event], busy: Iterable[str] = ALL_BUSY) -> dict[int, dict]:
     """Per step: cpu start/end, kernels and kernel time (every attributed kernel), and per
     device the window/busy/idle of its attributed busy events (dur > 0), lag = GPU start −
     CPU step start and queue = GPU start − the earliest launch of those events (an event
-    without a launch counts its own start) (all ns)."""
+    without a launch counts its own start; one launched before the trace is in no step)
+    (all ns)."""
     windows = step_windows(events)
     launches = launch_ts_by_correlation(events)
     kinds = _check_kinds(busy)
+    before = launched_before(events)
     out: dict[int, dict] = {}
     for step, window in windows.items():
-        members = [e for e in events if gpu_kind(e) is not None and _in_step(e, window, launches)]
+        members = [
+            e
+            for e in events
+            if gpu_kind(e) is not None and id(e) not in before and _in_step(e, window, launches)
+        ]
         kernels = [e for e in members if gpu_kind(e) == "kernel"]
         per_device: dict[Any, list[Event]] = defaultdict(list)
         for e in members:

@@ -1,7 +1,8 @@
 """The operator view: GPU and CPU time per launching operator (``traceview ops``).
 
 Each kernel is attributed to one op (analyses.oplinks: the leaf op by default, the top op with
-``--level top``) or to the ``(no op)`` row, so the rows' GPU time adds up to the kernel time.
+``--level top``) or to the ``(no op)`` row — those launched before the trace to their own
+``(launched before the trace)`` row — so the rows' GPU time adds up to the kernel time.
 Per op name: calls and CPU time (every ``cpu_op`` event of that name, whatever it launched),
 kernels, GPU time (sum of durations), GPU busy (per device the union of its kernels, summed
 over devices), kernels per call, median launch delay (kernel start − launch start), % of GPU
@@ -27,8 +28,9 @@ from traceview.analyses.core.devices import NO_LAUNCH, device_of_stream
 from traceview.analyses.core.graphs import graph_launch_ids, launch_counted, replayed
 from traceview.analyses.core.opcalls import op_calls
 from traceview.analyses.core.oplinks import link_ops
+from traceview.analyses.core.prelaunch import PRELAUNCH_ROW, launched_before_trace
 from traceview.analyses.core.trace import TraceSummary, summarize
-from traceview.analyses.ops.groups import GRAPH_NO_OP, OpKeys, group_of
+from traceview.analyses.ops.groups import GRAPH_NO_OP, PRELAUNCH, OpKeys, group_of
 from traceview.analyses.ops.nesting import counted_calls
 from traceview.analyses.ops.peaks import Peaks, device_peaks, load_peaks_file
 from traceview.analyses.ops.work import bound, group_work, pair_work, peak_flops
@@ -210,6 +212,7 @@ def analyse_ops(events: TraceEvents, options: OpOptions, shared: Shared | None =
     once = launch_counted(events, rows, graphs)  # a graph launch once, by its first kernel
     op = (links.leaf if leaf else links.top)[rows]
     op = np.where(graph & (op < 0), GRAPH_NO_OP, op)
+    op = np.where(launched_before_trace(events)[rows], PRELAUNCH, op)  # no op of the trace
     op_shape = _shapes_of(links.leaf_shape if leaf else links.top_shape, rows)
     keys = OpKeys(events, options.group_by == "op+shapes")
     used, group = dense_ids(keys.of(op, op_shape), keys.bound)
@@ -334,6 +337,8 @@ def _sums(group: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
 
 
 def _no_op_row(name_id: int, keys: OpKeys) -> str:
+    if name_id == keys.prelaunch:
+        return PRELAUNCH_ROW
     return GRAPH_NO_OP_ROW if name_id == keys.graph_no_op else NO_OP_ROW
 
 
