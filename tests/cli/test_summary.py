@@ -75,7 +75,7 @@ def test_launch_figures_match_reference(real_trace: RealTrace) -> None:
                 old = launches.get(c)
                 if old is None or ref.ts_ns(e) < ref.ts_ns(old):  # type: ignore[operator]
                     launches[c] = e
-    delays, shorter, timed, linked = [], 0, 0, 0
+    delays, calls, shorter, timed, linked = [], [], 0, 0, 0
     first: dict[object, int] = {}  # a graph launch's first kernel start
     kernels = ref.gpu_events(raw, ("kernel",))
     for k in kernels:
@@ -89,15 +89,20 @@ def test_launch_figures_match_reference(real_trace: RealTrace) -> None:
             first[c] = min(first.get(c, start), start)
             continue
         delays.append(start - ref.ts_ns(launch))  # type: ignore[operator]
+        calls.append(ref.dur_ns(launch))
         timed += 1
         shorter += ref.dur_ns(k) < ref.dur_ns(launch)
     delays += [start - ref.ts_ns(launches[c]) for c, start in first.items()]  # type: ignore[operator]
     got = view.launches
     assert (got.kernels, got.linked, got.graph_launches) == (len(kernels), linked, len(first))
     want = ref.nearest_rank(sorted(delays), 50) if delays else None
-    assert got.median_delay_ns == want
+    assert got.median_queue_delay_ns == want
+    assert view.as_json()["launch"]["median_delay_us"] == (None if want is None else want / 1000)
     if got.timed:  # launch calls are read with the CPU rows
         assert (got.timed, got.shorter_than_launch) == (timed, shorter)
+        calls += [ref.dur_ns(launches[c]) for c in first]  # a graph launch's call once
+        assert (got.calls, got.call_total_ns) == (len(calls), sum(calls))
+        assert got.median_call_ns == ref.nearest_rank(sorted(calls), 50)
 
 
 def test_summary_cli_shapes() -> None:

@@ -80,7 +80,7 @@ def detail_lines(o: Overview) -> list[str]:
     launch = o.launches
     lines = []
     if launch.kernels:
-        delay = "-" if launch.median_delay_ns is None else _d(launch.median_delay_ns)
+        delay = "-" if launch.median_queue_delay_ns is None else _d(launch.median_queue_delay_ns)
         # Only kernels launched on their own are timed against their call: with graph
         # replays, say of how many kernels the share is.
         pct = _pct(launch.shorter_than_launch, launch.timed)
@@ -92,9 +92,16 @@ def detail_lines(o: Overview) -> list[str]:
             )
         if not launch.timed:
             shorter = "launch calls not recorded"
+        cost = (
+            f"; launch calls' CPU time median {_d(launch.median_call_ns)}, total "
+            f"{_d(launch.call_total_ns)} ({units.counted(launch.calls, 'call')})"
+            if launch.median_call_ns is not None
+            else ""
+        )
         lines.append(
             f"launch   {units.count(launch.linked)} of {units.counted(launch.kernels, 'kernel')} "
-            f"linked to a launch; median launch delay {delay}; {shorter}"
+            f"linked to a launch; median queue delay (launch call → kernel start) {delay}"
+            f"{cost}; {shorter}"
         )
     if launch.graph_launches:
         lines.append(

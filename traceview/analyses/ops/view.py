@@ -5,10 +5,10 @@ Each kernel is attributed to one op (analyses.oplinks: the leaf op by default, t
 ``(launched before the trace)`` row — so the rows' GPU time adds up to the kernel time.
 Per op name: calls and CPU time (every ``cpu_op`` event of that name, whatever it launched),
 kernels, GPU time (sum of durations), GPU busy (per device the union of its kernels, summed
-over devices), kernels per call, median launch delay (kernel start − launch start), % of GPU
+over devices), kernels per call, median queue delay (kernel start − launch start), % of GPU
 time. A CUDA-graph replay's kernels go to the op around its graph launch (those of a launch
 outside any op to their own row) and its launch call counts once, by its first kernel, in the
-launch delay and the launch bound. Definitions in docs/metrics.md.
+queue delay and the launch bound. Definitions in docs/metrics.md.
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ class OpRow:
     kernels: int
     gpu_time_ns: int
     gpu_busy_ns: int
-    launch_delay_ns: int | None
+    queue_delay_ns: int | None  # median kernel start − launch call start
     pct_gpu_time: float
     cpu_self_ns: int = 0
     shapes: str | None = None
@@ -122,6 +122,10 @@ class OpRow:
         ideal_ns = max(self.flops / peaks[0] / 1e3, self.bytes / peaks[1] / 1e3)  # type: ignore[operator]
         return 100.0 * ideal_ns / self.gpu_busy_ns
 
+    @property
+    def _queue_us(self) -> float | None:
+        return None if self.queue_delay_ns is None else self.queue_delay_ns / 1000
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "name": self.name,
@@ -133,9 +137,8 @@ class OpRow:
             "cpu_time_us": self.cpu_time_ns / 1000,
             "cpu_self_us": self.cpu_self_ns / 1000,
             "kernels_per_call": self.kernels / self.calls if self.calls else None,
-            "launch_delay_us": None
-            if self.launch_delay_ns is None
-            else self.launch_delay_ns / 1000,
+            "queue_delay_us": self._queue_us,
+            "launch_delay_us": self._queue_us,  # the old name of queue_delay_us
             "pct_gpu_time": self.pct_gpu_time,
             "flops": self.flops,
             "bytes": self.bytes,
@@ -253,7 +256,7 @@ def analyse_ops(events: TraceEvents, options: OpOptions, shared: Shared | None =
                 kernels=int(kernels[g]),
                 gpu_time_ns=int(gpu_ns[g]),
                 gpu_busy_ns=int(busy[g]),
-                launch_delay_ns=delay[g],
+                queue_delay_ns=delay[g],
                 pct_gpu_time=100.0 * int(gpu_ns[g]) / total if total else 0.0,
                 cpu_self_ns=int(per_call[2][g]),
                 shapes=keys.text(shape_key),
