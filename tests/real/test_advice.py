@@ -518,3 +518,47 @@ def test_decode_idle_after_the_launch_is_launch_latency_not_gpu_wait() -> None:
     assert 340_000 < got["launch_latency_us"] < 350_000  # ≈ 346 ms
     assert got["gpu_wait_us"] == pytest.approx((idle - wait - latency) / 1000, abs=0.01)
     assert got["gpu_wait_us"] < 0.002 * got["idle_us"]  # ≈ 0
+
+
+def _clipped(intervals: list[tuple[float, float]], a: float, b: float) -> float:
+    """The length of the union of ``intervals`` inside [a, b], by a plain sweep."""
+    total, reach = 0.0, a
+    for s, e in sorted(intervals):
+        s, e = max(s, reach), min(e, b)
+        if e > s:
+            total += e - s
+            reach = e
+    return total
+
+
+@needs_h200
+def test_train_step_breakdown_adds_up_and_shows_the_stalls() -> None:
+    """Per step (its CPU window), the busy union and the host-wait stretches of the device
+    gaps inside it, summed plainly: the report's per-step split matches, its parts add up
+    to the window, and steps 5 and 8 hold the most host wait."""
+    from traceview.analyses.core.common import work_out
+    from traceview.analyses.step_breakdown import step_breakdown
+    from traceview.app.commands import ReadOptions, read_trace
+
+    events = read_trace(H200 / "train.json.gz", ReadOptions(quiet=True), keep_cpu=True)
+    shared = work_out(events)
+    rows = step_breakdown(events, shared.step_rows, shared.category, shared.gaps).rows
+    gaps, steps = _host_held_gaps("train.json.gz")
+    busy = [
+        (float(e["ts"]), float(e["ts"]) + float(e["dur"]))
+        for e in raw("train.json.gz")
+        if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset") and float(e["dur"]) > 0
+    ]
+    held = [(a, a + w) for a, _, w in gaps if w > 0]
+    assert [r.step for r in rows] == sorted(steps)
+    for r in rows:
+        a, b = steps[r.step]
+        parts = (r.compute_ns, r.communication_ns, r.memcpy_memset_ns, r.host_wait_ns)
+        assert sum(parts) + r.other_idle_ns == r.window_ns
+        assert r.window_ns / 1000 == pytest.approx(b - a, abs=0.01)
+        assert (r.window_ns - r.host_wait_ns - r.other_idle_ns) / 1000 == pytest.approx(
+            _clipped(busy, a, b), abs=0.5
+        )
+        assert r.host_wait_ns / 1000 == pytest.approx(_clipped(held, a, b), abs=0.5)
+    stalls = sorted(rows, key=lambda r: -r.host_wait_ns)[:2]
+    assert sorted(r.step for r in stalls) == [5, 8]

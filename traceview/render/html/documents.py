@@ -14,6 +14,7 @@ from traceview.analyses.gaps import GapOptions, analyse_gaps
 from traceview.analyses.kernels import KernelOptions, analyse_kernels
 from traceview.analyses.memory import analyse_memory
 from traceview.analyses.ops.view import OpOptions, analyse_ops
+from traceview.analyses.step_breakdown import step_breakdown
 from traceview.analyses.step_outliers import outliers
 from traceview.analyses.summary import overview
 from traceview.analyses.timeline import (
@@ -61,6 +62,8 @@ class Documents:
     rank: int | None = None
     memory: dict[str, Any] | None = None  # ``memory -f json`` (None: not worked out)
     graph_steps: Sequence[GraphStep] = ()  # the steps CUDA-graph replays ran kernels in
+    # per step and device: compute / communication / memcpy / host wait / other idle
+    step_breakdown: dict[str, Any] | None = None
 
 
 def collect(events: TraceEvents, options: ReportOptions, shared: Shared | None = None) -> Documents:
@@ -85,6 +88,9 @@ def collect(events: TraceEvents, options: ReportOptions, shared: Shared | None =
         names=events.names,
         memory=render_memory.as_json(shared.trace, analyse_memory(events)),
         graph_steps=graph_steps(events, shared.graphs, shared.launch),
+        step_breakdown=step_breakdown(
+            events, shared.step_rows, shared.category, shared.gaps
+        ).as_json(),
     )
 
 
