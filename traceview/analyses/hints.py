@@ -262,17 +262,20 @@ def cuda_graphs(f: Facts) -> Hint | None:
     if median >= SHORT_KERNEL_NS or not waiting:
         return None
     d = waiting[0]
+    h = _host_bound(f)  # where (steps) and before what (ops) the CPU falls behind
+    where = "" if h is None else f"; {h.named} ({h.shares}), before work launched by {h.top}"
     return Hint(
         "cuda-graphs",
         "many short kernels and a GPU waiting for the CPU to launch them",
         f"median kernel {_ms(median)}{_replays_left_out(int(graph.sum()))}; host wait "
         f"{_ms(d.host_wait_ns)} = "
-        f"{100 * d.host_wait_ns / d.window_ns:.1f}% of device {d.device}'s window",
+        f"{100 * d.host_wait_ns / d.window_ns:.1f}% of device {d.device}'s window{where}",
         'capture the step in CUDA graphs, or torch.compile(mode="reduce-overhead")',
         d.host_wait_ns,
         f"The GPU waits for the CPU to launch short kernels: median kernel {_ms(median)}, "
         f"host wait {_ms(d.host_wait_ns)} "
-        f"({100 * d.host_wait_ns / d.window_ns:.1f}% of device {d.device}'s window).",
+        f"({100 * d.host_wait_ns / d.window_ns:.1f}% of device {d.device}'s window)"
+        + ("." if h is None else f", {h.named}, before work launched by {h.top}."),
         'CUDA graphs, or torch.compile(mode="reduce-overhead")',
     )
 
@@ -365,14 +368,24 @@ def host_stall(f: Facts) -> Hint | None:
     )
 
 
-def cpu_bound(f: Facts) -> Hint | None:
-    """Steps in which the CPU falls behind: many short host-held gaps (each shorter than a
-    host stall) add up to a material share of the step (docs/hints.md "cpu-bound")."""
+@dataclass(frozen=True)
+class _HostBound:
+    """The host-bound steps' short host-held gaps: how many, their median and total host
+    wait, the three ops launching most of what they wait for, each step's share (words)."""
+
+    count: int
+    median_ns: int
+    stake_ns: int
+    top: str
+    shares: str
+    named: str
+
+
+def _host_bound(f: Facts) -> _HostBound | None:
+    """The host-bound steps (docs/hints.md "cpu-bound") and their short host-held gaps."""
     steps = _cpu_steps(f)
-    if not steps or cuda_graphs(f) is not None:
-        return None  # that hint names the same host wait, with its cause: short kernels
     held = np.flatnonzero((f.gaps.host_wait > 0) & (f.gaps.host_wait < _stall_floor(f)))
-    if len(held) == 0:
+    if not steps or len(held) == 0:
         return None
     wait = f.gaps.host_wait[held]
     step, wait_by_step, gaps_by_step = _by_step(
@@ -386,35 +399,47 @@ def cpu_bound(f: Facts) -> Hint | None:
     if not bound:
         return None
     inside = np.isin(step, bound)
-    stake = sums.total(wait[inside])
-    if not f.material(stake):
-        return None
     count = int(inside.sum())
-    median = int(np.sort(wait[inside])[(count + 1) // 2 - 1])
     ops = Counter[str]()
     for name, w in zip(
         _op_or_name(f, f.gaps.after[held[inside]]), wait[inside].tolist(), strict=True
     ):
         ops[name] += w
-    top = ", ".join(f"{name} {_ms(ns)}" for name, ns in ops.most_common(3))
     shares = ", ".join(
         f"#{steps[i].step} {100 * wait_by_step[i] / (steps[i].end_ns - steps[i].start_ns):.0f}%"
         for i in bound[:8]
     ) + (", …" if len(bound) > 8 else "")
-    named = _step_words([steps[i].step for i in bound], len(steps))
+    return _HostBound(
+        count=count,
+        median_ns=int(np.sort(wait[inside])[(count + 1) // 2 - 1]),
+        stake_ns=sums.total(wait[inside]),
+        top=", ".join(f"{name} {_ms(ns)}" for name, ns in ops.most_common(3)),
+        shares=shares,
+        named=_step_words([steps[i].step for i in bound], len(steps)),
+    )
+
+
+def cpu_bound(f: Facts) -> Hint | None:
+    """Steps in which the CPU falls behind: many short host-held gaps (each shorter than a
+    host stall) add up to a material share of the step (docs/hints.md "cpu-bound")."""
+    if cuda_graphs(f) is not None:
+        return None  # that hint names the same host wait, with its cause: short kernels
+    h = _host_bound(f)
+    if h is None or not f.material(h.stake_ns):
+        return None
     return Hint(
         "cpu-bound",
         "the CPU falls behind inside ordinary steps",
-        f"{count:,} host-held gaps shorter than a stall (median {_ms(median)}) hold "
-        f"{f.share(stake)} {named}, host wait per step {shares}; the work they wait for is "
-        f"launched by {top}",
+        f"{h.count:,} host-held gaps shorter than a stall (median {_ms(h.median_ns)}) hold "
+        f"{f.share(h.stake_ns)} {h.named}, host wait per step {h.shares}; the work they wait "
+        f"for is launched by {h.top}",
         'fewer launches per step: CUDA graphs or torch.compile(mode="reduce-overhead"), fewer '
         "small ops (fuse elementwise work, foreach/fused optimizers), larger batches so each "
         "launch carries more work",
-        stake,
-        f"The CPU falls behind inside ordinary steps: {count:,} short gaps (median "
-        f"{_ms(median)}) leave the GPU waiting {_ms(stake)} {named}, before work launched by "
-        f"{top}.",
+        h.stake_ns,
+        f"The CPU falls behind inside ordinary steps: {h.count:,} short gaps (median "
+        f"{_ms(h.median_ns)}) leave the GPU waiting {_ms(h.stake_ns)} {h.named}, before work "
+        f"launched by {h.top}.",
         'CUDA graphs or torch.compile(mode="reduce-overhead"), fewer small ops, larger batches',
     )
 
