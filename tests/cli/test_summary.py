@@ -63,6 +63,7 @@ def test_breakdown_adds_up_and_equals_simple_unions(real_trace: RealTrace) -> No
         assert parts == d.window_ns
         gaps = ref.device_gaps(raw)[d.device]["gaps"]
         assert d.host_wait_ns == sum(g["host_wait_ns"] for g in gaps)
+        assert d.launch_latency_ns == sum(g["launch_latency_ns"] for g in gaps)
 
 
 def test_launch_figures_match_reference(real_trace: RealTrace) -> None:
@@ -118,7 +119,7 @@ def test_summary_cli_shapes() -> None:
     assert set(doc["devices"][0]) == {
         "device", "window_us", "compute_us", "exposed_communication_us",
         "exposed_memcpy_memset_us", "idle_us", "communication_us", "memcpy_memset_us",
-        "host_wait_us", "categories",
+        "host_wait_us", "launch_latency_us", "categories",
     }  # fmt: skip
     rules = {h["rule"] for h in doc["hints"]}
     # the demo's pageable HtoD copies are 38.9 µs of a 216.8 ms window (0.02%): no pinned-memory

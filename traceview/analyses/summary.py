@@ -21,7 +21,7 @@ from traceview.analyses import hints as hint_rules
 from traceview.analyses.core.breakdown import Breakdown, breakdowns
 from traceview.analyses.core.categories import CATEGORIES
 from traceview.analyses.core.common import Shared, work_out
-from traceview.analyses.core.devices import NO_LAUNCH
+from traceview.analyses.core.devices import NO_LAUNCH, launch_latency
 from traceview.analyses.core.graphs import replayed
 from traceview.analyses.core.names import display_names
 from traceview.analyses.core.oplinks import OpLinks
@@ -179,7 +179,8 @@ def overview(
     category = shared.category
     gpu = events.gpu
     busy = np.flatnonzero(gpu.dur > 0)
-    devices = breakdowns(events, busy, category, usage, gaps.device, gaps.host_wait)
+    latency = launch_latency(events, links.launch, gaps)
+    devices = breakdowns(events, busy, category, usage, gaps.device, gaps.host_wait, latency)
     kernels = np.flatnonzero(gpu.kind == KERNEL)
     ops = analyse_ops(events, OpOptions(top=TOP), shared)
     memory = analyse_memory(events, holders=False)

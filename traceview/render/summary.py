@@ -48,7 +48,8 @@ def header_lines(o: Overview) -> list[str]:
             f"{_d(d.exposed_communication_ns)} ({_pct(d.exposed_communication_ns, d.window_ns)}%)"
             f" + exposed memcpy/memset {_d(d.exposed_copy_ns)} "
             f"({_pct(d.exposed_copy_ns, d.window_ns)}%) + idle {_d(d.idle_ns)} "
-            f"({_pct(d.idle_ns, d.window_ns)}%, host wait {_d(d.host_wait_ns)})"
+            f"({_pct(d.idle_ns, d.window_ns)}%: host wait {_d(d.host_wait_ns)}, launch latency "
+            f"{_d(d.launch_latency_ns)})"
         )
     return lines + [f"note     {n}" for n in o.notes]
 

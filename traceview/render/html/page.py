@@ -244,6 +244,7 @@ def _breakdown_table(docs: Documents) -> str:
         "exposed memcpy/memset",
         "idle",
         "host wait",
+        "launch latency",
     )
     keys = (
         "window_us",
@@ -252,6 +253,7 @@ def _breakdown_table(docs: Documents) -> str:
         "exposed_memcpy_memset_us",
         "idle_us",
         "host_wait_us",
+        "launch_latency_us",
     )
     rows = []
     for d in docs.summary["devices"]:
