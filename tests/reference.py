@@ -427,12 +427,17 @@ def kernels_in_steps(
     """GPU events (kinds in ``include``) belonging to at least one of ``steps``, in file order.
 
     Windows are closed, so an event may belong to two touching steps; it is listed once.
-    Unknown step numbers select nothing.
+    Unknown step numbers select nothing; an event launched before the trace is in no step.
     """
     windows = step_windows(events)
     wanted = [windows[n] for n in sorted(steps) if n in windows]
     launches = launch_ts_by_correlation(events)
-    return [e for e in gpu_events(events, include) if any(_in_step(e, w, launches) for w in wanted)]
+    before = launched_before(events)
+    return [
+        e
+        for e in gpu_events(events, include)
+        if id(e) not in before and any(_in_step(e, w, launches) for w in wanted)
+    ]
 
 
 # --------------------------------------------------------------------------------------------
