@@ -427,12 +427,17 @@ def kernels_in_steps(
     """GPU events (kinds in ``include``) belonging to at least one of ``steps``, in file order.
 
     Windows are closed, so an event may belong to two touching steps; it is listed once.
-    Unknown step numbers select nothing.
+    Unknown step numbers select nothing; an event launched before the trace is in no step.
     """
     windows = step_windows(events)
     wanted = [windows[n] for n in sorted(steps) if n in windows]
     launches = launch_ts_by_correlation(events)
-    return [e for e in gpu_events(events, include) if any(_in_step(e, w, launches) for w in wanted)]
+    before = launched_before(events)
+    return [
+        e
+        for e in gpu_events(events, include)
+        if id(e) not in before and any(_in_step(e, w, launches) for w in wanted)
+    ]
 
 
 # --------------------------------------------------------------------------------------------
@@ -591,7 +596,9 @@ def device_gaps(events: list[Event], busy: Iterable[str] = ALL_BUSY) -> dict[Any
     latest end so far. before: of the events ending at a, the latest start, then the smallest
     name; after: of those starting at b, the earliest end, then the smallest name. host wait
     = clamp(launch − a, 0, b − a) with launch the earliest runtime call of after's
-    correlation id (0 without one); cause = cpu when host wait > 0, else gpu.
+    correlation id (0 without one); launch latency = b − a − host wait when after has a
+    launch and that is at most 50 µs, else 0; cause = cpu when host wait > 0, else launch
+    latency when that is above 0, else gpu wait.
     """
     launches = launch_ts_by_correlation(events)
     out: dict[Any, dict[str, Any]] = {}
@@ -620,6 +627,9 @@ def _describe_gap(
     correlation = _args(after).get("correlation")
     launch = launches.get(correlation) if correlation is not None else None
     wait = 0 if launch is None else min(max(launch - a, 0), b - a)
+    rest = b - a - wait
+    latency = rest if launch is not None and rest <= 50_000 else 0
+    cause = "cpu" if wait > 0 else "launch latency" if latency > 0 else "gpu wait"
     return {
         "start_ns": a,
         "end_ns": b,
@@ -627,7 +637,35 @@ def _describe_gap(
         "after": event_name(after),
         "after_stream": stream_key(after),
         "host_wait_ns": wait,
-        "cause": "cpu" if wait > 0 else "gpu",
+        "launch_latency_ns": latency,
+        "cause": cause,
+    }
+
+
+def launched_before(events: list[Event]) -> set[int]:
+    """The ``id()`` of each GPU activity launched before the trace (docs/metrics.md): no
+    runtime call carries its correlation id, and it starts before the first activity of its
+    device that one does carry."""
+    gpu = [e for e in events if gpu_kind(e) is not None]
+    launched = {
+        _args(e).get("correlation")
+        for e in events
+        if e.get("ph") == "X"
+        and str(e.get("cat", "")).lower() in ("cuda_runtime", "cuda_driver", "runtime")
+    }
+    launched.discard(None)
+    first: dict[Any, int] = {}
+    for e in gpu:
+        if _args(e).get("correlation", -1) in launched:
+            start = interval_ns(e)[0]
+            first[_args(e).get("device")] = min(first.get(_args(e).get("device"), start), start)
+    if not first:
+        return set()
+    return {
+        id(e)
+        for e in gpu
+        if _args(e).get("correlation", -1) not in launched
+        and interval_ns(e)[0] < first.get(_args(e).get("device"), -(2**63))
     }
 
 
@@ -635,13 +673,19 @@ def step_devices(events: list[Event], busy: Iterable[str] = ALL_BUSY) -> dict[in
     """Per step: cpu start/end, kernels and kernel time (every attributed kernel), and per
     device the window/busy/idle of its attributed busy events (dur > 0), lag = GPU start −
     CPU step start and queue = GPU start − the earliest launch of those events (an event
-    without a launch counts its own start) (all ns)."""
+    without a launch counts its own start; one launched before the trace is in no step)
+    (all ns)."""
     windows = step_windows(events)
     launches = launch_ts_by_correlation(events)
     kinds = _check_kinds(busy)
+    before = launched_before(events)
     out: dict[int, dict] = {}
     for step, window in windows.items():
-        members = [e for e in events if gpu_kind(e) is not None and _in_step(e, window, launches)]
+        members = [
+            e
+            for e in events
+            if gpu_kind(e) is not None and id(e) not in before and _in_step(e, window, launches)
+        ]
         kernels = [e for e in members if gpu_kind(e) == "kernel"]
         per_device: dict[Any, list[Event]] = defaultdict(list)
         for e in members:

@@ -67,8 +67,9 @@ def test_a_zero_length_event_never_splits_a_gap(tmp_path: Path) -> None:
 
 
 def test_a_gap_the_gpu_held_has_no_host_wait(tmp_path: Path) -> None:
-    """b was launched at 5, long before a ended: the GPU waited on something else (cause gpu);
-    a sync call overlapping the gap is named."""
+    """b was launched at 5, long before a ended, and started 80 µs after it, past the
+    launch-latency bound: the GPU waited on something else (cause gpu wait); a sync call
+    overlapping the gap is named."""
     events = read(
         tmp_path,
         [
@@ -76,17 +77,44 @@ def test_a_gap_the_gpu_held_has_no_host_wait(tmp_path: Path) -> None:
             launch(5, 2),
             x("cuda_runtime", "cudaStreamSynchronize", 8, 100),
             kernel("a", 10, 10, correlation=1),
-            kernel("b", 60, 10, correlation=2),
+            kernel("b", 100, 10, correlation=2),
         ],
     )
     (gap,) = gaps(events).largest
-    assert (gap.gap_ns, gap.host_wait_ns, gap.cause) == (40_000, 0, "gpu")
+    assert (gap.gap_ns, gap.host_wait_ns, gap.cause) == (80_000, 0, "gpu wait")
     assert gap.context.ops == ()
     assert [(h.name, h.overlap_ns) for h in gap.context.syncs] == [
-        ("cudaStreamSynchronize", 40_000)
+        ("cudaStreamSynchronize", 80_000)
     ]
     (d,) = gaps(events).devices
-    assert (d.idle_ns, d.host_wait_ns) == (40_000, 0)
+    assert (d.idle_ns, d.host_wait_ns, d.launch_latency_ns, d.gpu_wait_ns) == (80_000, 0, 0, 80_000)
+
+
+def test_a_short_gap_after_a_queued_launch_is_launch_latency(tmp_path: Path) -> None:
+    """b was launched at 5 and starts 12 µs after a ends (within the 50 µs bound): launch
+    latency; c is launched 30 µs into the gap after b and starts 10 µs after its launch:
+    host wait 30, launch latency 10."""
+    events = read(
+        tmp_path,
+        [
+            launch(0, 1),
+            launch(5, 2),
+            kernel("a", 10, 10, correlation=1),
+            kernel("b", 32, 10, correlation=2),
+            launch(72, 3),
+            kernel("c", 82, 10, correlation=3),
+        ],
+    )
+    first, second = sorted(gaps(events).largest, key=lambda g: g.start_ns)
+    assert (first.gap_ns, first.host_wait_ns, first.cause) == (12_000, 0, "launch latency")
+    assert (second.gap_ns, second.host_wait_ns, second.cause) == (40_000, 30_000, "cpu")
+    (d,) = gaps(events).devices
+    assert (d.idle_ns, d.host_wait_ns, d.launch_latency_ns, d.gpu_wait_ns) == (
+        52_000,
+        30_000,
+        22_000,
+        0,
+    )
 
 
 def test_a_data_loader_gap_is_explained_by_the_loader(tmp_path: Path) -> None:

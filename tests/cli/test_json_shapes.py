@@ -1,7 +1,8 @@
 """The "JSON output" section of docs/json.md is the contract scripts rely on: every key it shows for
 ``kernels``, ``gaps``, ``steps``, ``snapshot`` and ``diff`` is in the real output, every key of
-the real output is shown, and the values it spells out (``schema_version``, ``"cpu"|"gpu"``)
-are the real ones. The shapes are parsed from the page's own notation."""
+the real output is shown, and the values it spells out (``schema_version``,
+``"cpu"|"launch latency"|"gpu wait"``) are the real ones. The shapes are parsed from the
+page's own notation."""
 
 from __future__ import annotations
 

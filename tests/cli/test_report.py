@@ -27,6 +27,7 @@ CHARTS = (
     "timeline",
     "timeline-step",
     "gap-histogram",
+    "step-breakdown",
     "steps",
     "mfu",
     "memory",

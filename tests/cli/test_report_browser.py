@@ -183,6 +183,36 @@ def test_real_traces(browser: Any, tmp_path: Path, name: str) -> None:
     visit.clean()
 
 
+def test_train_findings_first_linked_to_their_charts(browser: Any, tmp_path: Path) -> None:
+    """h200/train: the summary's findings head the page, each linked to a section that is
+    on it; the per-step breakdown shows the host wait of the every-third-step stall (steps
+    5 and 8 the largest); the timeline marks each step's bounds."""
+    trace = SHARED_TRACES / "h200" / "train.json.gz"
+    if not trace.exists():
+        pytest.skip(f"{trace} is absent")
+    visit = Visit(browser, _report(trace, tmp_path))
+    page = visit.page
+    sections = page.locator("section").evaluate_all("s => s.map(e => e.id)")
+    assert sections[0] == "findings"
+    rules = page.locator("ol.findings li").evaluate_all("l => l.map(e => e.dataset.rule)")
+    assert rules == ["gemm-alignment", "cpu-bound", "host-stall"]  # by time at stake
+    links = page.locator("ol.findings a").evaluate_all("a => a.map(e => e.hash.slice(1))")
+    assert links == ["roofline", "steps", "steps"] and set(links) <= set(sections)
+    page.locator("ol.findings a").nth(1).click()
+    assert page.evaluate("location.hash") == "#steps"
+    chart = page.locator('[data-chart="step-breakdown"]')
+    bars = chart.evaluate("el => el.data.map(t => [t.name, t.x, t.y])")
+    steps, host = next((x, y) for name, x, y in bars if name == "host wait")
+    stalls = sorted(zip(host, steps, strict=True), reverse=True)[:2]
+    assert sorted(s for _, s in stalls) == ["5", "8"]
+    assert min(h for h, _ in stalls) > 2 * sorted(host)[len(host) // 2]  # they stand out
+    shapes = page.locator('[data-chart="timeline"]').evaluate("el => el.layout.shapes.length")
+    assert shapes == len(steps) + 1  # every step's start, and the last one's end
+    assert visit.drawn()["step-breakdown"][1] > 100
+    visit.screenshot(tmp_path / "train.png")
+    visit.clean()
+
+
 EDGE = sorted(p.name for p in (ROOT / "fixtures" / "edge").glob("*.json"))
 UNREADABLE = {"execution_trace.json", "truncated.json"}
 

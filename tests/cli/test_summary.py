@@ -64,6 +64,7 @@ def test_breakdown_adds_up_and_equals_simple_unions(real_trace: RealTrace) -> No
         assert parts == d.window_ns
         gaps = ref.device_gaps(raw)[d.device]["gaps"]
         assert d.host_wait_ns == sum(g["host_wait_ns"] for g in gaps)
+        assert d.launch_latency_ns == sum(g["launch_latency_ns"] for g in gaps)
 
 
 def test_launch_figures_match_reference(real_trace: RealTrace) -> None:
@@ -76,7 +77,7 @@ def test_launch_figures_match_reference(real_trace: RealTrace) -> None:
                 old = launches.get(c)
                 if old is None or ref.ts_ns(e) < ref.ts_ns(old):  # type: ignore[operator]
                     launches[c] = e
-    delays, shorter, timed, linked = [], 0, 0, 0
+    delays, calls, shorter, timed, linked = [], [], 0, 0, 0
     first: dict[object, int] = {}  # a graph launch's first kernel start
     kernels = ref.gpu_events(raw, ("kernel",))
     for k in kernels:
@@ -90,15 +91,20 @@ def test_launch_figures_match_reference(real_trace: RealTrace) -> None:
             first[c] = min(first.get(c, start), start)
             continue
         delays.append(start - ref.ts_ns(launch))  # type: ignore[operator]
+        calls.append(ref.dur_ns(launch))
         timed += 1
         shorter += ref.dur_ns(k) < ref.dur_ns(launch)
     delays += [start - ref.ts_ns(launches[c]) for c, start in first.items()]  # type: ignore[operator]
     got = view.launches
     assert (got.kernels, got.linked, got.graph_launches) == (len(kernels), linked, len(first))
     want = ref.nearest_rank(sorted(delays), 50) if delays else None
-    assert got.median_delay_ns == want
+    assert got.median_queue_delay_ns == want
+    assert view.as_json()["launch"]["median_delay_us"] == (None if want is None else want / 1000)
     if got.timed:  # launch calls are read with the CPU rows
         assert (got.timed, got.shorter_than_launch) == (timed, shorter)
+        calls += [ref.dur_ns(launches[c]) for c in first]  # a graph launch's call once
+        assert (got.calls, got.call_total_ns) == (len(calls), sum(calls))
+        assert got.median_call_ns == ref.nearest_rank(sorted(calls), 50)
 
 
 def test_summary_cli_shapes() -> None:
@@ -107,7 +113,7 @@ def test_summary_cli_shapes() -> None:
     doc = json.loads(r.stdout)
     assert set(doc) == {
         "schema_version", "trace", "devices", "top_categories", "top_kernels", "top_ops",
-        "launch", "steps", "hints", "notes", "memory", "phases", "steady_state",
+        "launch", "steps", "findings", "hints", "notes", "memory", "phases", "steady_state",
         "degenerate_steps", "mfu", "trust",
     }  # fmt: skip
     assert set(doc["mfu"]) == {
@@ -123,7 +129,7 @@ def test_summary_cli_shapes() -> None:
     assert set(doc["devices"][0]) == {
         "device", "window_us", "compute_us", "exposed_communication_us",
         "exposed_memcpy_memset_us", "idle_us", "communication_us", "memcpy_memset_us",
-        "host_wait_us", "categories",
+        "host_wait_us", "launch_latency_us", "categories",
     }  # fmt: skip
     rules = {h["rule"] for h in doc["hints"]}
     # the demo's pageable HtoD copies are 38.9 µs of a 216.8 ms window (0.02%): no pinned-memory

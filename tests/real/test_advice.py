@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import reference as ref
 from conftest import SHARED_TRACES
 from typer.testing import CliRunner
 
@@ -233,6 +234,9 @@ HINT_CASES = [
     ("overlap-communication", "../param__dlrm_8rank_worker0.json.gz", True),
     ("overlap-communication", "train.json.gz", False),
     ("fused-norm", "train.json.gz", False),  # fused LayerNorm kernels
+    ("cpu-bound", "train.json.gz", True),  # steps 5-10: ~25 µs gaps, 12-28% of each step
+    ("cpu-bound", "graphs.json.gz", False),  # one replay a step, the GPU behind the CPU
+    ("cpu-bound", "decode.json.gz", False),  # cuda-graphs names that host wait
 ]
 
 
@@ -247,8 +251,13 @@ def test_hint_on_real_traces(rule: str, trace: str, fires: bool) -> None:
     hints = {h["rule"]: h for h in doc["hints"]}
     assert (rule in hints) is fires, sorted(hints)
     for h in hints.values():
-        assert set(h) == {"rule", "title", "evidence", "action", "doc"}
+        assert set(h) == {"rule", "title", "evidence", "action", "doc", "stake_us", "rank"}
         assert h["doc"] == f"docs/hints.md#{h['rule']}"
+    ranked = sorted(doc["findings"], key=lambda f: f["rank"])
+    assert [f["rank"] for f in ranked] == list(range(1, len(hints) + 1))
+    stakes = [f["stake_us"] for f in ranked if f["stake_us"] is not None]
+    assert stakes == sorted(stakes, reverse=True)  # the most time at stake first
+    assert {f["rule"]: f["rank"] for f in ranked} == {r: h["rank"] for r, h in hints.items()}
 
 
 @needs_h200
@@ -294,6 +303,64 @@ def test_train_host_stall_is_the_two_loader_waits() -> None:
     assert "between aten::_fused_adamw_ and aten::copy_" in hint["evidence"]
 
 
+def _host_held_gaps(name: str) -> tuple[list[tuple[float, float, float]], dict[str, Any]]:
+    """The device gaps of a one-device trace as (start, end, host wait) in µs, worked out
+    plainly from the raw events (docs/metrics.md "Devices"); the CPU ProfilerStep windows."""
+    events = raw(name)
+    launches: dict[int, float] = {}
+    for e in events:
+        if e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in e.get("args", {}):
+            c = e["args"]["correlation"]
+            launches[c] = min(launches.get(c, float("inf")), float(e["ts"]))
+    gpu = sorted(
+        (float(e["ts"]), float(e["ts"]) + float(e["dur"]), e["args"].get("correlation"))
+        for e in events
+        if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset") and float(e["dur"]) > 0
+    )
+    gaps, end = [], gpu[0][1]
+    for start, stop, correlation in gpu[1:]:
+        if start > end:
+            launch = launches.get(correlation, end)
+            gaps.append((end, start, min(max(launch - end, 0.0), start - end)))
+        end = max(end, stop)
+    steps = {
+        int(e["name"].removeprefix("ProfilerStep#")): (float(e["ts"]), float(e["ts"]) + e["dur"])
+        for e in events
+        if e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep#")
+    }
+    return gaps, steps
+
+
+@needs_h200
+def test_train_cpu_bound_names_the_steps_where_the_cpu_falls_behind() -> None:
+    """Short host-held gaps (below the host-stall floor) summed per step: the steps where
+    they reach 10% of the step in 20 gaps or more are named, the GPU-bound ones not; with
+    host-stall the hints account for at least 90% of the host wait."""
+    gaps, steps = _host_held_gaps("train.json.gz")
+    lengths = sorted(b - a for a, b in steps.values())
+    floor = max(0.25 * lengths[(len(lengths) - 1) // 2], 1000.0)
+    held = {n: [w for a, _, w in gaps if 0 < w < floor and s <= a + w <= e]
+            for n, (s, e) in steps.items()}  # fmt: skip
+    share = {n: sum(w) / (steps[n][1] - steps[n][0]) for n, w in held.items()}
+    bound = sorted(n for n, w in held.items() if len(w) >= 20 and share[n] >= 0.10)
+    assert bound == [5, 6, 7, 8, 9, 10]
+    assert share[3] < 0.05 and share[4] < 0.05  # GPU-bound steps: not named
+    doc = cli_json("summary", "train.json.gz")
+    hints = {h["rule"]: h for h in doc["hints"]}
+    hint = hints["cpu-bound"]
+    stake = sum(sum(held[n]) for n in bound)
+    assert hint["stake_us"] == pytest.approx(stake, abs=1.0)
+    count = sum(len(held[n]) for n in bound)
+    assert hint["evidence"].startswith(f"{count:,} host-held gaps shorter than a stall")
+    assert "in ProfilerStep #5, #6, #7, #8, #9, #10 (6 of 8 steps)" in hint["evidence"]
+    assert "launched by aten::copy_" in hint["evidence"]
+    assert 'torch.compile(mode="reduce-overhead")' in hint["action"]
+    host_wait = sum(w for _, _, w in gaps)
+    assert doc["devices"][0]["host_wait_us"] == pytest.approx(host_wait, abs=1.0)
+    explained = hint["stake_us"] + hints["host-stall"]["stake_us"]
+    assert explained >= 0.90 * host_wait  # 132.6 of 138.7 ms
+
+
 @needs_h200
 def test_train_gemm_alignment_names_the_vocabulary() -> None:
     align = kernel_us("train.json.gz", "_align1") + kernel_us("train.json.gz", "_align2")
@@ -303,8 +370,25 @@ def test_train_gemm_alignment_names_the_vocabulary() -> None:
         h for h in cli_json("summary", "train.json.gz")["hints"] if h["rule"] == "gemm-alignment"
     )
     assert f"{align / 1000:,.1f} ms of {gemm / 1000:,.1f} ms GEMM time" in hint["evidence"]
-    assert "N = 50257" in hint["evidence"]
+    assert "at stake (an upper bound" in hint["evidence"]
+    # the LM head: forward, and both backward GEMMs, every one an aten::mm on 50257
+    vocab = {
+        json.dumps(e["args"]["Input Dims"])
+        for e in raw("train.json.gz")
+        if e.get("name") == "aten::mm" and "50257" in json.dumps(e["args"].get("Input Dims"))
+    }
+    assert len(vocab) == 3
+    assert (
+        f"3 GEMM(s) with M/N/K = 50257 (not a multiple of 8) {align / 1000:,.1f} ms"
+        in (hint["evidence"])
+    )
+    for dims in ("8192×768·768×50257", "8192×50257·50257×768", "50257×8192·8192×768"):
+        assert dims in hint["evidence"]
     assert "50304 (of 64)" in hint["action"]
+    finding = next(
+        f for f in cli_json("summary", "train.json.gz")["findings"] if f["rule"] == "gemm-alignment"
+    )
+    assert finding["rank"] == 1 and finding["finding"].startswith("3 GEMMs with M/N/K = 50257")
 
 
 @needs_h200
@@ -414,3 +498,67 @@ def test_colliding_names_in_a_unique_table(tmp_path: Path) -> None:
         "k<double>",
         "k<float>",
     ]
+
+
+# ---- gap causes: launch latency is not a wait for other work -----------------------------------
+
+
+@needs_h200
+def test_decode_idle_after_the_launch_is_launch_latency_not_gpu_wait() -> None:
+    """decode: every gap is held by the host and then, after each launch, ~13 µs of launch
+    latency; nothing waits on another stream, an event or a copy (one stream)."""
+    gaps = ref.device_gaps(list(raw("decode.json.gz")))
+    ((_, device),) = gaps.items()
+    latency = sum(g["launch_latency_ns"] for g in device["gaps"])
+    wait = sum(g["host_wait_ns"] for g in device["gaps"])
+    idle = sum(g["end_ns"] - g["start_ns"] for g in device["gaps"])
+    got = cli_json("gaps", "decode.json.gz")["devices"][0]
+    assert got["launch_latency_us"] == pytest.approx(latency / 1000, abs=0.01)
+    assert got["host_wait_us"] == pytest.approx(wait / 1000, abs=0.01)
+    assert 340_000 < got["launch_latency_us"] < 350_000  # ≈ 346 ms
+    assert got["gpu_wait_us"] == pytest.approx((idle - wait - latency) / 1000, abs=0.01)
+    assert got["gpu_wait_us"] < 0.002 * got["idle_us"]  # ≈ 0
+
+
+def _clipped(intervals: list[tuple[float, float]], a: float, b: float) -> float:
+    """The length of the union of ``intervals`` inside [a, b], by a plain sweep."""
+    total, reach = 0.0, a
+    for s, e in sorted(intervals):
+        s, e = max(s, reach), min(e, b)
+        if e > s:
+            total += e - s
+            reach = e
+    return total
+
+
+@needs_h200
+def test_train_step_breakdown_adds_up_and_shows_the_stalls() -> None:
+    """Per step (its CPU window), the busy union and the host-wait stretches of the device
+    gaps inside it, summed plainly: the report's per-step split matches, its parts add up
+    to the window, and steps 5 and 8 hold the most host wait."""
+    from traceview.analyses.core.common import work_out
+    from traceview.analyses.step_breakdown import step_breakdown
+    from traceview.app.commands import ReadOptions, read_trace
+
+    events = read_trace(H200 / "train.json.gz", ReadOptions(quiet=True), keep_cpu=True)
+    shared = work_out(events)
+    rows = step_breakdown(events, shared.step_rows, shared.category, shared.gaps).rows
+    gaps, steps = _host_held_gaps("train.json.gz")
+    busy = [
+        (float(e["ts"]), float(e["ts"]) + float(e["dur"]))
+        for e in raw("train.json.gz")
+        if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset") and float(e["dur"]) > 0
+    ]
+    held = [(a, a + w) for a, _, w in gaps if w > 0]
+    assert [r.step for r in rows] == sorted(steps)
+    for r in rows:
+        a, b = steps[r.step]
+        parts = (r.compute_ns, r.communication_ns, r.memcpy_memset_ns, r.host_wait_ns)
+        assert sum(parts) + r.other_idle_ns == r.window_ns
+        assert r.window_ns / 1000 == pytest.approx(b - a, abs=0.01)
+        assert (r.window_ns - r.host_wait_ns - r.other_idle_ns) / 1000 == pytest.approx(
+            _clipped(busy, a, b), abs=0.5
+        )
+        assert r.host_wait_ns / 1000 == pytest.approx(_clipped(held, a, b), abs=0.5)
+    stalls = sorted(rows, key=lambda r: -r.host_wait_ns)[:2]
+    assert sorted(r.step for r in stalls) == [5, 8]

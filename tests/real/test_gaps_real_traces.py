@@ -69,6 +69,7 @@ def test_device_figures_match_reference(trace: RealTrace, busy: tuple[str, ...])
         assert d.gaps == len(expected["gaps"])
         assert d.gap_total_ns == sum(g["end_ns"] - g["start_ns"] for g in expected["gaps"])
         assert d.host_wait_ns == sum(g["host_wait_ns"] for g in expected["gaps"])
+        assert d.launch_latency_ns == sum(g["launch_latency_ns"] for g in expected["gaps"])
         # idle is exactly the sum of the device gaps
         assert expected["idle_ns"] == sum(g["end_ns"] - g["start_ns"] for g in expected["gaps"])
     trace_devices = {d.device: d for d in report.trace.devices}

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from traceview.analyses.core.opcalls import OP_FIELDS, OpColumns
 from traceview.analyses.core.oplinks import NO_OP, first_minimal, link_ops
+from traceview.analyses.core.prelaunch import PRELAUNCH_ROW
 from traceview.analyses.ops.view import GRAPH_NO_OP_ROW, NO_OP_ROW, OpOptions, analyse_ops
 from traceview.columns.cpu_rows import OP, ROW, rows
 from traceview.columns.model import TraceEvents
@@ -56,9 +57,11 @@ def test_ops_table_matches_reference(real_trace: RealTrace, level: str) -> None:
     want = ref.op_links(raw)
     replayed = ref.graph_replayed(raw)
     report = analyse_ops(events, OpOptions(level=level, top=0))
+    before = ref.launched_before(raw)
     expected: dict[str, list[int]] = {}
     for i, (k, leaf, top) in enumerate(want):
         no_op = GRAPH_NO_OP_ROW if i in replayed else NO_OP_ROW
+        no_op = PRELAUNCH_ROW if id(k) in before else no_op
         name = (leaf if level == "leaf" else top) or no_op
         entry = expected.setdefault(name, [0, 0])
         entry[0] += 1

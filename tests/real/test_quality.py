@@ -73,5 +73,8 @@ def test_counts_on_real_traces(real_trace: RealTrace) -> None:
     launches = ref.launch_ts_by_correlation(raw)
     if launches:
         missing = sum(1 for e in gpu if (e.get("args") or {}).get("correlation") not in launches)
-        line = f"{missing} GPU activities have no matching launch event"
-        assert any(w.startswith(line) for w in warnings) == (missing > 0)
+        before = len(ref.launched_before(raw))  # said apart, with what they are
+        line = f"{before} GPU activities were launched before the trace began"
+        assert any(w.startswith(line) for w in warnings) == (before > 0)
+        line = f"{missing - before} GPU activities have no matching launch event"
+        assert any(w.startswith(line) for w in warnings) == (missing - before > 0)

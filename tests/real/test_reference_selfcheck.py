@@ -339,7 +339,7 @@ def test_device_gaps_walk() -> None:
     assert (gap["start_ns"], gap["end_ns"], gap["before"], gap["after"]) == (
         10_000, 20_000, "b", "c",
     )  # fmt: skip
-    assert (gap["host_wait_ns"], gap["cause"]) == (0, "gpu")  # c has no launch
+    assert (gap["host_wait_ns"], gap["cause"]) == (0, "gpu wait")  # c has no launch
     assert got[0]["idle_ns"] == 10_000 and got[0]["window_ns"] == 28_000
     assert got[1] == {"window_ns": 1_000, "busy_ns": 1_000, "idle_ns": 0, "gaps": []}
     late = [kern("a", 0, 10), kern("b", 30, 1, correlation=5), runtime(16, 5)]

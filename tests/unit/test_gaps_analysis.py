@@ -443,7 +443,7 @@ def test_json_shape() -> None:
     }  # fmt: skip
     assert set(doc["devices"][0]) == {
         "device", "window_us", "busy_us", "idle_us", "idle_pct", "gaps", "gap_total_us",
-        "host_wait_us",
+        "host_wait_us", "launch_latency_us", "gpu_wait_us",
     }  # fmt: skip
     assert set(doc["histogram"]) == {"unit", "edges", "counts", "below", "above"}
     assert set(doc["transitions"][0]) == {
@@ -451,7 +451,7 @@ def test_json_shape() -> None:
     }  # fmt: skip
     assert set(doc["largest"][0]) == {
         "device", "stream", "start_us", "ts_us", "gap_us", "before", "after", "host_wait_us",
-        "cause", "cpu",
+        "launch_latency_us", "cause", "cpu",
     }  # fmt: skip
     assert doc["largest"][0]["cpu"] is None  # no launch recorded in this hand-made trace
     assert set(doc["trace"]["devices"][0]) == {"device", "window_us", "busy_us", "busy_pct"}

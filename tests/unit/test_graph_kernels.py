@@ -71,7 +71,7 @@ def test_graph_kernels_across_steps_go_to_the_op_around_the_launch(tmp_path: Pat
     row = ops_of(t, tmp_path)["## Call CompiledFxGraph abc ##"]
     assert (row.calls, row.kernels, row.graph_kernels, row.graph_launches) == (3, 108, 108, 3)
     assert row.as_dict()["graph"] is True
-    assert row.launch_delay_ns == 100_000  # first kernel − the launch call, once per replay
+    assert row.queue_delay_ns == 100_000  # first kernel − the launch call, once per replay
     # 108 kernels × the 80 µs launch would be 8.6 ms > 1.08 ms busy; 3 × 80 µs is not
     assert row.gpu_busy_ns == 1_080_000 and row.bound != "launch"
 
@@ -98,7 +98,7 @@ def test_one_launch_on_two_streams_counts_once(tmp_path: Path) -> None:
     rows = {r.name: r for r in analyse_ops(events, OpOptions()).rows}
     row = rows["## Call CompiledFxGraph abc ##"]
     assert (row.kernels, row.graph_kernels, row.graph_launches) == (6, 6, 1)
-    assert row.launch_delay_ns == 100_000  # launch at 20 µs, earliest kernel at 120 µs
+    assert row.queue_delay_ns == 100_000  # launch at 20 µs, earliest kernel at 120 µs
     assert row.bound == "launch"  # 60 µs of work behind one 80 µs launch call
     launch = overview(events).launches
     assert (launch.graph_launches, launch.graph_kernels, launch.timed) == (1, 6, 0)
@@ -111,7 +111,7 @@ def test_graph_and_eager_kernels_mixed(tmp_path: Path) -> None:
     t.kernel(t.launch("cudaLaunchKernel", 30_001, 5), 30_100, 20)
     rows = ops_of(t, tmp_path)
     copy = rows["aten::_foreach_copy_"]
-    assert (copy.kernels, copy.graph_kernels, copy.launch_delay_ns) == (1, 0, 99_000)
+    assert (copy.kernels, copy.graph_kernels, copy.queue_delay_ns) == (1, 0, 99_000)
     assert rows["## Call CompiledFxGraph abc ##"].graph_kernels == 8
     launch = overview(t.read(tmp_path)).launches
     assert (launch.graph_launches, launch.graph_kernels, launch.linked) == (2, 8, 9)

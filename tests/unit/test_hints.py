@@ -134,6 +134,18 @@ def host_stall(t: Trace, fused: bool) -> None:
         t.kernel("Memcpy HtoD (Pinned -> Device)", base + 6051, base + 6100, 5, cat="gpu_memcpy")
 
 
+def host_bound_steps(t: Trace, fused: bool) -> None:
+    """3 ProfilerSteps of 30 kernels of 50 µs, each launched 15 µs after the one before
+    ends (the CPU behind: 450 µs of 2.1 ms per step), or all launched ahead (queued)."""
+    for i in range(3):
+        base = 2100 * i
+        t.op(f"ProfilerStep#{i}", base, 2100, cat="user_annotation")
+        for j in range(30):
+            start = base + 70 * j + 5
+            t.op("aten::mul", (base + j if fused else start - 5), 2)
+            t.kernel("vectorized_elementwise_kernel", base + j if fused else start - 5, start, 50)
+
+
 def misaligned_gemm(t: Trace, fused: bool) -> None:
     """An LM head on a vocabulary of 50257 (align1 kernels), or padded to 50304."""
     vocab, align = (50304, "align8") if fused else (50257, "align1")
@@ -177,6 +189,7 @@ CASES: list[tuple[str, Callable[[Trace, bool], None]]] = [
     ("overlap-communication", exposed_comm),
     ("pinned-memory", htod_copies),
     ("host-stall", host_stall),
+    ("cpu-bound", host_bound_steps),
     ("gemm-alignment", misaligned_gemm),
 ]
 
@@ -281,11 +294,26 @@ def test_host_stall_evidence_names_the_ops_and_the_share(tmp_path: Path) -> None
     assert hint.as_dict()["doc"] == "docs/hints.md#host-stall"
 
 
+def test_cpu_bound_names_the_steps_the_gaps_and_the_ops(tmp_path: Path) -> None:
+    t = Trace()
+    host_bound_steps(t, False)
+    hint = t.hints(tmp_path)["cpu-bound"]
+    # 29 gaps of 20 µs per step, 15 µs of each before the launch; the first step's first
+    # kernel starts the window, every later step's first gap (from the step before) counts
+    assert hint.stake_ns == (29 + 30 + 30) * 15_000
+    assert hint.evidence.startswith("89 host-held gaps shorter than a stall (median 15.0 µs)")
+    assert "in ProfilerStep #0, #1, #2 (3 of 3 steps)" in hint.evidence
+    assert "launched by aten::mul 1.3 ms" in hint.evidence
+    assert "CUDA graphs" in hint.action and "larger batches" in hint.action
+
+
 def test_gemm_alignment_names_the_dimension_and_the_padded_size(tmp_path: Path) -> None:
     t = Trace()
     misaligned_gemm(t, False)
     hint = t.hints(tmp_path)["gemm-alignment"]
-    assert "with N = 50257 (aten::mm" in hint.evidence
+    assert "1 GEMM(s) with N = 50257 (not a multiple of 8) 1.2 ms: aten::mm" in hint.evidence
+    assert "no aligned GEMM in the trace to compare with" in hint.evidence
+    assert hint.stake_ns is not None and "an upper bound" in hint.evidence
     assert hint.action.startswith("pad 50257 to 50264 (a multiple of 8) or 50304 (of 64)")
 
 

@@ -31,6 +31,7 @@ from traceview.analyses.core.devices import (
     device_of_stream,
     end_and_name_ties,
     host_waits,
+    launch_latency,
     launches_of,
     row_columns,
 )
@@ -155,7 +156,9 @@ class StreamGaps:
 @dataclass(frozen=True)
 class DeviceIdle:
     """Idle time of one device (window − busy union = the sum of its device gaps), how many
-    of its gaps --min-gap keeps and their total, and the host wait over all its gaps."""
+    of its gaps --min-gap keeps and their total, and over all its gaps the host wait, the
+    launch latency and the rest, the gpu wait (idle = host wait + launch latency + gpu
+    wait)."""
 
     device: Any
     window_ns: int
@@ -165,9 +168,14 @@ class DeviceIdle:
     gaps: int
     gap_total_ns: int
     host_wait_ns: int
+    launch_latency_ns: int = 0
+
+    @property
+    def gpu_wait_ns(self) -> int:
+        return self.idle_ns - self.host_wait_ns - self.launch_latency_ns
 
     def as_dict(self) -> dict[str, Any]:
-        return us_fields(self)
+        return {**us_fields(self), "gpu_wait_us": self.gpu_wait_ns / 1000}
 
 
 @dataclass(frozen=True)
@@ -253,11 +261,16 @@ class LargestGap:
     after: str
     host_wait_ns: int
     context: CpuContext = NO_CONTEXT
+    launch_latency_ns: int = 0
 
     @property
     def cause(self) -> str:
-        """``cpu`` when the CPU had not yet launched the next activity as the GPU ran dry."""
-        return "cpu" if self.host_wait_ns > 0 else "gpu"
+        """``cpu`` when the CPU had not yet launched the next activity as the GPU ran dry;
+        else ``launch latency`` when the gap is within the launch-latency bound of its
+        launch; else ``gpu wait`` (a dependency, an event, a copy)."""
+        if self.host_wait_ns > 0:
+            return "cpu"
+        return "launch latency" if self.launch_latency_ns > 0 else "gpu wait"
 
     def as_dict(self) -> dict[str, Any]:
         out = us_fields(self, skip=("context",))
@@ -330,7 +343,7 @@ def analyse_gaps(
         usage, all_device_gaps = device_gaps(events, rows, launch, rank)
     length = all_device_gaps.end - all_device_gaps.start
     device_kept = length >= options.min_gap_ns
-    devices = _device_rows(events, usage, all_device_gaps, length, device_kept)
+    devices = _device_rows(events, usage, all_device_gaps, length, device_kept, launch)
     del length  # made again below: the largest gaps' peak comes first
     if stream_table is None:  # the streams' gaps replace the devices' (summed up above)
         del all_device_gaps, device_kept
@@ -375,7 +388,7 @@ def device_idle(events: TraceEvents, options: GapOptions) -> list[DeviceIdle]:
     usage, gaps = device_gaps(events, rows, None, None, with_before=False)
     del rows
     length = gaps.end - gaps.start
-    return _device_rows(events, usage, gaps, length, length >= options.min_gap_ns)
+    return _device_rows(events, usage, gaps, length, length >= options.min_gap_ns, None)
 
 
 def _shown_names(
@@ -572,9 +585,11 @@ def _device_rows(
     gaps: GapSet,
     length: np.ndarray,
     kept: np.ndarray,
+    launch: np.ndarray | None,
 ) -> list[DeviceIdle]:
-    """Per device: idle of its window, the gaps --min-gap keeps, host wait over all gaps
-    (``length``: each gap's end − start)."""
+    """Per device: idle of its window, the gaps --min-gap keeps, host wait and launch
+    latency over all gaps (``length``: each gap's end − start; ``launch`` as for
+    ``launches_of``)."""
     _, values = device_of_stream(events)
     n = len(values)
     device = gaps.device
@@ -584,6 +599,7 @@ def _device_rows(
     total = _sum_by(device, length, n)
     del device
     wait = _sum_by(gaps.device, gaps.host_wait, n)
+    latency = _sum_by(gaps.device, launch_latency(events, launch, gaps), n)
     index = {(type(v), v): i for i, v in enumerate(values)}
     return [
         DeviceIdle(
@@ -595,6 +611,7 @@ def _device_rows(
             gaps=int(count[i]),
             gap_total_ns=int(total[i]),
             host_wait_ns=int(wait[i]),
+            launch_latency_ns=int(latency[i]),
         )
         for u in usage
         for i in (index[(type(u.device), u.device)],)
@@ -757,6 +774,7 @@ def _largest(
     chosen = gaps.take(order if index is None else index[order])
     del index
     gpu = events.gpu
+    latency: list[int] = launch_latency(events, launch, chosen).tolist()
     contexts = cpu_contexts(
         events,
         GapQuery(
@@ -769,13 +787,14 @@ def _largest(
     )
     origin = events.span_ns[0] if events.span_ns else 0
     out = []
-    for start, end, before, after, wait, context in zip(
+    for start, end, before, after, wait, context, latent in zip(
         chosen.start.tolist(),
         chosen.end.tolist(),
         chosen.before.tolist(),
         chosen.after.tolist(),
         chosen.host_wait.tolist(),
         contexts,
+        latency,
         strict=True,
     ):
         key = events.streams[int(gpu.stream[after])]
@@ -790,6 +809,7 @@ def _largest(
                 after=events.names[int(gpu.name[after])],
                 host_wait_ns=wait,
                 context=context,
+                launch_latency_ns=latent,
             )
         )
     return out

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -20,7 +20,7 @@ from traceview.analyses.core.cpu_context import CpuContext, GapQuery, cpu_contex
 from traceview.analyses.core.devices import DeviceUsage, GapSet
 from traceview.analyses.core.gemm_facts import BYTES, OpGemm, gemm_kernels, narrow_aligned, padded
 from traceview.analyses.core.graphs import replayed
-from traceview.analyses.core.names import short_names
+from traceview.analyses.core.names import display_names, short_names
 from traceview.analyses.core.oplinks import NO_OP, OpLinks
 from traceview.analyses.core.stacks import build_stacks, covering_frame, frame_names
 from traceview.analyses.memory import HEADROOM_PCT, SLACK_SHARE, MemoryReport
@@ -45,16 +45,24 @@ STALL_WINDOW_SHARE = 0.01  # ... or, without steps, ≥ 1% of the device's windo
 STALL_MIN_NS = 1_000_000  # ... and at least 1 ms
 LOADER_GAPS = 50  # the CPU context is looked up for this many of the longest cpu-caused gaps
 STALL_GAPS = 200  # ... and for this many when looking for host stalls
+CPU_BOUND_STEP_SHARE = 0.10  # a host-bound step: short host wait ≥ 10% of its window ...
+CPU_BOUND_MIN_GAPS = 20  # ... in at least 20 host-held gaps shorter than a stall
 
 
 @dataclass(frozen=True)
 class Hint:
-    """What to try (``action``), why (``evidence``: the numbers and names that fired it)."""
+    """What to try (``action``), why (``evidence``: the numbers and names that fired it);
+    ``stake_ns``: the GPU time at stake (None: the rule states none, e.g. memory);
+    ``finding``: the hint in one sentence with its evidence, ``brief``: what to try, short
+    (the Findings that open ``summary`` and the report)."""
 
     rule: str
     title: str
     evidence: str
     action: str
+    stake_ns: int | None = None
+    finding: str = ""
+    brief: str = ""
 
     @property
     def doc(self) -> str:
@@ -67,7 +75,45 @@ class Hint:
             "evidence": self.evidence,
             "action": self.action,
             "doc": self.doc,
+            "stake_us": None if self.stake_ns is None else self.stake_ns / 1000,
         }
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A hint ranked by its time at stake (1: the most), as the Findings show it."""
+
+    rank: int
+    hint: Hint
+
+    @property
+    def sentence(self) -> str:
+        h = self.hint
+        return h.finding or f"{h.title}: {h.evidence}"
+
+    @property
+    def action(self) -> str:
+        return self.hint.brief or self.hint.action
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "rank": self.rank,
+            "rule": self.hint.rule,
+            "finding": self.sentence,
+            "try": self.action,
+            "stake_us": None if self.hint.stake_ns is None else self.hint.stake_ns / 1000,
+            "doc": self.hint.doc,
+        }
+
+
+def rank(hints: Sequence[Hint]) -> tuple[Finding, ...]:
+    """The hints as findings, the most time at stake first (those stating none last, in
+    RULES order)."""
+    order = sorted(
+        range(len(hints)),
+        key=lambda i: (hints[i].stake_ns is None, -(hints[i].stake_ns or 0), i),
+    )
+    return tuple(Finding(n, hints[i]) for n, i in enumerate(order, 1))
 
 
 @dataclass(frozen=True)
@@ -142,6 +188,10 @@ def fused_attention(f: Facts) -> Hint | None:
         f"{f.share(bmm_ns + softmax)}",
         "use torch.nn.functional.scaled_dot_product_attention (FlashAttention / "
         "memory-efficient kernels)",
+        bmm_ns + softmax,
+        f"{_ms(bmm_ns + softmax)} of attention runs as separate matmul and softmax kernels "
+        f"({bmm_kernels} aten::bmm/matmul kernels), with no fused attention kernel.",
+        "torch.nn.functional.scaled_dot_product_attention",
     )
 
 
@@ -158,6 +208,10 @@ def fused_norm(f: Facts) -> Hint | None:
         f"({parts} kernels, {_ms(parts_ns)}); at stake {f.share(rsqrt_ns + parts_ns)}",
         "use a fused norm (torch.nn.RMSNorm / LayerNorm, apex or Triton fused norm) or "
         "torch.compile",
+        rsqrt_ns + parts_ns,
+        f"A norm is written out op by op: aten::rsqrt and aten::pow/mean/var launch "
+        f"{rsqrt + parts} kernels ({_ms(rsqrt_ns + parts_ns)}).",
+        "torch.nn.RMSNorm / LayerNorm, or torch.compile",
     )
 
 
@@ -186,6 +240,11 @@ def low_precision(f: Facts) -> Hint | None:
         f"{major}.x",
         "enable bf16/fp16 autocast (torch.autocast) or TF32 "
         "(torch.backends.cuda.matmul.allow_tf32 = True)",
+        fp32_ns,
+        f"{int(fp32.sum())} GEMM kernels run in fp32 ({_ms(fp32_ns)} of {_ms(gemm_ns)} GEMM "
+        f"time, e.g. {short_names([top])[0]}) on a GPU with tensor cores (compute "
+        f"capability {major}.x).",
+        "torch.autocast(dtype=torch.bfloat16), or torch.backends.cuda.matmul.allow_tf32 = True",
     )
 
 
@@ -206,13 +265,21 @@ def cuda_graphs(f: Facts) -> Hint | None:
     if median >= SHORT_KERNEL_NS or not waiting:
         return None
     d = waiting[0]
+    h = _host_bound(f)  # where (steps) and before what (ops) the CPU falls behind
+    where = "" if h is None else f"; {h.named} ({h.shares}), before work launched by {h.top}"
     return Hint(
         "cuda-graphs",
         "many short kernels and a GPU waiting for the CPU to launch them",
         f"median kernel {_ms(median)}{_replays_left_out(int(graph.sum()))}; host wait "
         f"{_ms(d.host_wait_ns)} = "
-        f"{100 * d.host_wait_ns / d.window_ns:.1f}% of device {d.device}'s window",
+        f"{100 * d.host_wait_ns / d.window_ns:.1f}% of device {d.device}'s window{where}",
         'capture the step in CUDA graphs, or torch.compile(mode="reduce-overhead")',
+        d.host_wait_ns,
+        f"The GPU waits for the CPU to launch short kernels: median kernel {_ms(median)}, "
+        f"host wait {_ms(d.host_wait_ns)} "
+        f"({100 * d.host_wait_ns / d.window_ns:.1f}% of device {d.device}'s window)"
+        + ("." if h is None else f", {h.named}, before work launched by {h.top}."),
+        'CUDA graphs, or torch.compile(mode="reduce-overhead")',
     )
 
 
@@ -243,6 +310,10 @@ def dataloader(f: Facts) -> Hint | None:
         f"({100 * held / window:.1f}% of the devices' windows)",
         "more DataLoader workers (num_workers), pin_memory=True, persistent_workers=True, "
         "prefetch_factor",
+        held,
+        f"The GPU waits {_ms(held)} for the data loader ({100 * held / window:.1f}% of the "
+        "devices' windows).",
+        "DataLoader(num_workers>0, pin_memory=True, persistent_workers=True)",
     )
 
 
@@ -297,6 +368,13 @@ def host_stall(f: Facts) -> Hint | None:
         f"{pair[1]}",
         f"{look}: an input pipeline on the training thread → DataLoader(num_workers>0, "
         "pin_memory=True, prefetch_factor), a prefetching iterator or a CUDA-side data pipeline",
+        stake,
+        f"The GPU stalls {_ms(stake)} in {len(stall)} gaps (the longest "
+        f"{_ms(int(uncovered[stall].max()))}) while the host runs Python no CPU op records, "
+        f"{_steps_of(f, (chosen.start + chosen.host_wait)[stall])}, between {pair[0]} and "
+        f"{pair[1]}.",
+        "record_function / with_stack=True to see that code; then DataLoader workers or a "
+        "prefetching iterator",
     )
 
 
@@ -310,6 +388,110 @@ def _stall_frame(f: Facts, chosen: GapSet, stall: np.ndarray) -> tuple[str, int,
     thread = f.links.thread[chosen.after[stall]]
     start = chosen.start[stall]
     return covering_frame(stacks, names, thread, start, start + chosen.host_wait[stall])
+
+
+@dataclass(frozen=True)
+class _HostBound:
+    """The host-bound steps' short host-held gaps: how many, their median and total host
+    wait, the three ops launching most of what they wait for, each step's share (words)."""
+
+    count: int
+    median_ns: int
+    stake_ns: int
+    top: str
+    shares: str
+    named: str
+
+
+def _host_bound(f: Facts) -> _HostBound | None:
+    """The host-bound steps (docs/hints.md "cpu-bound") and their short host-held gaps."""
+    steps = _cpu_steps(f)
+    held = np.flatnonzero((f.gaps.host_wait > 0) & (f.gaps.host_wait < _stall_floor(f)))
+    if not steps or len(held) == 0:
+        return None
+    wait = f.gaps.host_wait[held]
+    step, wait_by_step, gaps_by_step = _by_step(
+        steps, (f.gaps.start + f.gaps.host_wait)[held], wait
+    )
+    bound = [
+        i for i, s in enumerate(steps)
+        if gaps_by_step[i] >= CPU_BOUND_MIN_GAPS
+        and wait_by_step[i] >= CPU_BOUND_STEP_SHARE * (s.end_ns - s.start_ns)
+    ]  # fmt: skip
+    if not bound:
+        return None
+    inside = np.isin(step, bound)
+    count = int(inside.sum())
+    ops = Counter[str]()
+    for name, w in zip(
+        _op_or_name(f, f.gaps.after[held[inside]]), wait[inside].tolist(), strict=True
+    ):
+        ops[name] += w
+    shares = ", ".join(
+        f"#{steps[i].step} {100 * wait_by_step[i] / (steps[i].end_ns - steps[i].start_ns):.0f}%"
+        for i in bound[:8]
+    ) + (", …" if len(bound) > 8 else "")
+    return _HostBound(
+        count=count,
+        median_ns=int(np.sort(wait[inside])[(count + 1) // 2 - 1]),
+        stake_ns=sums.total(wait[inside]),
+        top=", ".join(f"{name} {_ms(ns)}" for name, ns in ops.most_common(3)),
+        shares=shares,
+        named=_step_words([steps[i].step for i in bound], len(steps)),
+    )
+
+
+def cpu_bound(f: Facts) -> Hint | None:
+    """Steps in which the CPU falls behind: many short host-held gaps (each shorter than a
+    host stall) add up to a material share of the step (docs/hints.md "cpu-bound")."""
+    if cuda_graphs(f) is not None:
+        return None  # that hint names the same host wait, with its cause: short kernels
+    h = _host_bound(f)
+    if h is None or not f.material(h.stake_ns):
+        return None
+    return Hint(
+        "cpu-bound",
+        "the CPU falls behind inside ordinary steps",
+        f"{h.count:,} host-held gaps shorter than a stall (median {_ms(h.median_ns)}) hold "
+        f"{f.share(h.stake_ns)} {h.named}, host wait per step {h.shares}; the work they wait "
+        f"for is launched by {h.top}",
+        'fewer launches per step: CUDA graphs or torch.compile(mode="reduce-overhead"), fewer '
+        "small ops (fuse elementwise work, foreach/fused optimizers), larger batches so each "
+        "launch carries more work",
+        h.stake_ns,
+        f"The CPU falls behind inside ordinary steps: {h.count:,} short gaps (median "
+        f"{_ms(h.median_ns)}) leave the GPU waiting {_ms(h.stake_ns)} {h.named}, before work "
+        f"launched by {h.top}.",
+        'CUDA graphs or torch.compile(mode="reduce-overhead"), fewer small ops, larger batches',
+    )
+
+
+def _cpu_steps(f: Facts) -> list[Any]:
+    """The steps hints judge by: CPU-side ProfilerStep windows, else GPU-side ones, by start."""
+    steps = [s for s in f.events.steps if not s.on_gpu] or list(f.events.steps)
+    return sorted(steps, key=lambda s: s.start_ns)
+
+
+def _by_step(
+    steps: Sequence[Any], at: np.ndarray, values: np.ndarray
+) -> tuple[np.ndarray, list[int], list[int]]:
+    """Per time ``at``, the index of the step whose window holds it (-1: none); per step,
+    the sum of ``values`` and their count there."""
+    starts = np.array([s.start_ns for s in steps], dtype=np.int64)
+    ends = np.array([s.end_ns for s in steps], dtype=np.int64)
+    step = np.searchsorted(starts, at, side="right") - 1
+    held = step >= 0
+    held[held] &= at[held] <= ends[step[held]]
+    step[~held] = -1
+    keep = step >= 0
+    summed = np.bincount(step[keep], weights=values[keep], minlength=len(steps))
+    counts = np.bincount(step[keep], minlength=len(steps))
+    return step, [int(x) for x in summed.tolist()], counts.tolist()
+
+
+def _step_words(found: Sequence[int], of: int) -> str:
+    shown = ", ".join(f"#{s}" for s in found[:8]) + (", …" if len(found) > 8 else "")
+    return f"in ProfilerStep {shown} ({len(found)} of {of} steps)"
 
 
 def _stall_floor(f: Facts) -> int:
@@ -344,47 +526,145 @@ def _steps_of(f: Facts, starts: np.ndarray) -> str:
     return f"in ProfilerStep {shown} ({len(found)} of {len(steps)} steps)"
 
 
+@dataclass(frozen=True)
+class _Misaligned:
+    """The misaligned GEMMs one dimension causes: their time, FLOPs (of those with shapes),
+    and per distinct GEMM (op, M, K, N) its time and a kernel's name id."""
+
+    size: int
+    multiple: int
+    ns: int = 0
+    flops: int = 0
+    flops_ns: int = 0
+    gemms: dict[tuple[str, int, int, int], list[int]] | None = None
+    letters: frozenset[str] = frozenset()
+
+    @property
+    def dimension(self) -> str:
+        """``N/K = 50257``: the GEMM dimensions of this size that are misaligned."""
+        return f"{'/'.join(x for x in 'MNK' if x in self.letters)} = {self.size}"
+
+
 def gemm_alignment(f: Facts) -> Hint | None:
     """GEMMs on dimensions tensor cores cannot load aligned: N or K not a multiple of 8
-    (16-bit inputs) / 16 (8-bit), or kernels picked for 1- or 2-element alignment."""
+    (16-bit inputs) / 16 (8-bit), or kernels picked for 1- or 2-element alignment; grouped
+    by the dimension that causes them, the saving estimated from the aligned GEMMs' rate."""
     gemm = np.flatnonzero(f.category == CATEGORIES.index("gemm"))
     if len(gemm) == 0:
         return None
     facts = gemm_kernels(f.events, f.links, gemm)
     dur = f.events.gpu.dur[gemm].tolist()
     names = f.events.gpu.name[gemm].tolist()
-    by_size: Counter[tuple[str, int, int]] = Counter()
-    stake = 0
-    example: dict[tuple[str, int, int], tuple[str, int]] = {}
+    groups: dict[tuple[int, int], _Misaligned] = {}
+    stake = aligned_flops = aligned_ns = 0
     narrow = {n: narrow_aligned(f.events.names[n]) for n in set(names)}  # a few names, many runs
     for i, (precision, g) in enumerate(zip(facts.precision, facts.gemm, strict=True)):
         multiple = _ALIGN_MULTIPLE.get(BYTES.get(precision or "", 0))
         bad = [] if g is None or multiple is None else _misaligned(g, multiple)
         if not bad and not narrow[names[i]]:
+            if g is not None:
+                aligned_flops += 2 * g.m * g.n * g.k
+                aligned_ns += dur[i]
             continue
         stake += dur[i]
-        for key in bad:
-            by_size[key] += dur[i]
-            example.setdefault(key, (facts.op[i] or "", names[i]))
+        found_cause = (bad[0][1:], bad[0][0]) if bad else _narrow_cause(g, multiple or 8)
+        if found_cause is None or g is None:
+            continue
+        cause, letter = found_cause
+        group = groups.setdefault(cause, _Misaligned(*cause, gemms={}))
+        groups[cause] = group = replace(
+            group,
+            letters=group.letters | {letter},
+            ns=group.ns + dur[i],
+            flops=group.flops + 2 * g.m * g.n * g.k,
+            flops_ns=group.flops_ns + dur[i],
+        )
+        assert group.gemms is not None
+        found = group.gemms.setdefault((facts.op[i] or "", g.m, g.k, g.n), [0, names[i]])
+        found[0] += dur[i]
     gemm_ns = sum(dur)
     if stake < ALIGNMENT_SHARE * gemm_ns or not f.material(stake):
         return None
     evidence = (
         f"{_ms(stake)} of {_ms(gemm_ns)} GEMM time ({100 * stake / gemm_ns:.1f}%), at stake "
-        f"{f.share(stake)}, in GEMMs with a dimension that is not a multiple of 8 elements "
-        "(16 for 8-bit types) or run as align1/align2 kernels"
+        f"(an upper bound: these GEMMs' whole time) {f.share(stake)}, in GEMMs with a "
+        "dimension that is not a multiple of 8 elements (16 for 8-bit types) or run as "
+        "align1/align2 kernels"
     )
-    if not by_size:
-        return Hint("gemm-alignment", "GEMMs on misaligned dimensions", evidence, _PAD_ACTION)
-    (letter, size, multiple), held = by_size.most_common(1)[0]
-    op, kernel = example[(letter, size, multiple)]
+    finding = (
+        f"{_ms(stake)} of GEMMs ({100 * stake / gemm_ns:.0f}% of GEMM time; an upper bound "
+        "at stake) run on misaligned dimensions."
+    )
+    if not groups:
+        return Hint(
+            "gemm-alignment", "GEMMs on misaligned dimensions", evidence, _PAD_ACTION, stake,
+            finding, "make N and K multiples of 8 (16 for 8-bit types)",
+        )  # fmt: skip
+    rate = aligned_flops / aligned_ns if aligned_ns else None
+    top = max(groups.values(), key=lambda m: m.ns)
+    parts = [_group_words(f, m, rate) for m in sorted(groups.values(), key=lambda m: -m.ns)]
+    saving = _saving(top, rate)
+    n = len(top.gemms or {})
+    finding = (
+        f"{n} GEMM{'s' if n != 1 else ''} with {top.dimension} (not a multiple of "
+        f"{top.multiple}) run as misaligned kernels: {_ms(top.ns)} "
+        f"({_gemm_list(f, top, 3)}); at stake {_ms(stake)} in all, an upper bound"
+        + (f", likely saving ~{_ms(saving)} at the aligned GEMMs' rate." if saving else ".")
+    )
     return Hint(
         "gemm-alignment",
         "GEMMs on misaligned dimensions",
-        f"{evidence}; most of it ({_ms(held)}) with {letter} = {size} ({op}, e.g. "
-        f"{f.events.names[kernel]})",
-        f"pad {size} to {padded(size, multiple)} (a multiple of {multiple}) or "
-        f"{padded(size, 64)} (of 64), e.g. a vocabulary or hidden size; {_PAD_ACTION}",
+        f"{evidence}; by the dimension that causes them: " + "; ".join(parts),
+        f"pad {top.size} to {padded(top.size, top.multiple)} (a multiple of {top.multiple}) or "
+        f"{padded(top.size, 64)} (of 64), e.g. a vocabulary or hidden size; {_PAD_ACTION}",
+        stake,
+        finding,
+        f"pad {top.size} to {padded(top.size, 64)} (a multiple of 64), e.g. the vocabulary",
+    )
+
+
+def _narrow_cause(g: OpGemm | None, multiple: int) -> tuple[tuple[int, int], str] | None:
+    """For a kernel its name calls narrow-aligned: the first of the op's N, K, M that is
+    not a multiple (the transposed cases make M a leading dimension too), and its letter."""
+    if g is None:
+        return None
+    for letter, size in (("N", g.n), ("K", g.k), ("M", g.m)):
+        if size % multiple and size > multiple:
+            return (size, multiple), letter
+    return None
+
+
+def _saving(m: _Misaligned, rate: float | None) -> int:
+    """The time these GEMMs would save at ``rate`` (FLOP/ns of the aligned GEMMs), ≥ 0."""
+    if rate is None or rate <= 0 or m.flops_ns == 0:
+        return 0
+    return max(int(m.flops_ns - m.flops / rate), 0)
+
+
+def _gemm_list(f: Facts, m: _Misaligned, top: int) -> str:
+    """The group's GEMMs, the longest first: ``aten::mm 8192×768·768×50257 53.4 ms``."""
+    gemms = sorted((m.gemms or {}).items(), key=lambda kv: -kv[1][0])
+    words = [f"{op} {mm}×{k}·{k}×{n} {_ms(ns)}" for (op, mm, k, n), (ns, _) in gemms[:top]]
+    return ", ".join(words) + (f", {len(gemms) - top} more" if len(gemms) > top else "")
+
+
+def _group_words(f: Facts, m: _Misaligned, rate: float | None) -> str:
+    """One dimension's misaligned GEMMs as evidence: each GEMM, its time and a kernel."""
+    gemms = sorted((m.gemms or {}).items(), key=lambda kv: -kv[1][0])
+    kernels = sorted({f.events.names[name] for _, (_, name) in gemms})
+    shown = display_names(kernels)  # same-named templates told apart by their arguments
+    kernel = shown.get(f.events.names[gemms[0][1][1]], "") if gemms else ""
+    achieved = f"{m.flops / m.flops_ns / 1000:,.1f} TFLOP/s" if m.flops_ns else "-"
+    aligned = (
+        f"against the aligned GEMMs' {rate / 1000:,.1f} TFLOP/s"
+        if rate
+        else "no aligned GEMM in the trace to compare with"
+    )
+    saving = _saving(m, rate)
+    return (
+        f"{len(gemms)} GEMM(s) with {m.dimension} (not a multiple of {m.multiple}) "
+        f"{_ms(m.ns)}: {_gemm_list(f, m, 8)}, e.g. {kernel}; {achieved} {aligned}"
+        + (f", ~{_ms(saving)} to save at that rate" if saving else "")
     )
 
 
@@ -422,6 +702,11 @@ def overlap_communication(f: Facts) -> Hint | None:
         f"(communication {_ms(d.communication_ns)} in all)",
         "overlap it: DDP/FSDP bucket sizes (bucket_cap_mb), async collectives, "
         "communication on its own stream",
+        d.exposed_communication_ns,
+        f"{_ms(d.exposed_communication_ns)} of communication on device {d.device} is not "
+        f"overlapped with compute ({100 * d.exposed_communication_ns / d.window_ns:.1f}% of "
+        "its window).",
+        "DDP/FSDP bucket_cap_mb, async collectives, a communication stream",
     )
 
 
@@ -444,6 +729,10 @@ def pinned_memory(f: Facts) -> Hint | None:
         f"{f.share(pageable_ns)} of copies the driver stages through a bounce buffer",
         "pin host memory (DataLoader pin_memory=True, tensor.pin_memory()), copy with "
         "non_blocking=True, prefetch the next batch",
+        pageable_ns,
+        f"{int(pageable.sum())} host-to-device copies ({_ms(pageable_ns)}) come from "
+        "pageable memory.",
+        "pin_memory=True and non_blocking=True copies",
     )
 
 
@@ -473,6 +762,9 @@ def memory_headroom(f: Facts) -> Hint | None:
         "set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (less fragmentation); lower the "
         "peak with a smaller batch, activation checkpointing or freeing what the step no longer "
         "needs (traceview memory shows which ops hold it)",
+        None,
+        f"GPU memory near its limit or reserved but unused: {found[0]}.",
+        "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, then a lower peak",
     )
 
 
@@ -496,6 +788,7 @@ RULES: tuple[Callable[[Facts], Hint | None], ...] = (
     cuda_graphs,
     dataloader,
     host_stall,
+    cpu_bound,
     overlap_communication,
     pinned_memory,
     gemm_alignment,

@@ -23,7 +23,7 @@ from traceview.analyses.audit import Figure, audit, figures_json
 from traceview.analyses.core.breakdown import Breakdown, breakdowns
 from traceview.analyses.core.categories import CATEGORIES
 from traceview.analyses.core.common import Shared, work_out
-from traceview.analyses.core.devices import NO_LAUNCH
+from traceview.analyses.core.devices import NO_LAUNCH, launch_latency
 from traceview.analyses.core.graphs import replayed
 from traceview.analyses.core.names import display_names
 from traceview.analyses.core.oplinks import OpLinks
@@ -56,28 +56,37 @@ class Ranked:
 
 @dataclass(frozen=True)
 class Launches:
-    """Kernels, those with a known launch, the median launch delay (kernel start − launch
-    start; a graph launch counted once, by its first kernel) and how many kernels launched on
-    their own ran shorter than the runtime call that launched them; the kernels that CUDA-graph
+    """Kernels, those with a known launch, the median queue delay (kernel start − launch
+    call start; a graph launch counted once, by its first kernel) and how many kernels
+    launched on their own ran shorter than the runtime call that launched them; the launch
+    calls' own CPU time (median and total, a graph launch once); the kernels that CUDA-graph
     replays ran, and their time."""
 
     kernels: int
     linked: int
-    median_delay_ns: int | None
+    median_queue_delay_ns: int | None
     timed: int
     shorter_than_launch: int
     graph_launches: int = 0
     graph_kernels: int = 0
     graph_kernel_ns: int = 0
     kernel_ns: int = 0
+    calls: int = 0  # launch calls whose end was read
+    median_call_ns: int | None = None
+    call_total_ns: int = 0
 
     def as_dict(self) -> dict[str, Any]:
+        queue = None if self.median_queue_delay_ns is None else self.median_queue_delay_ns / 1000
         return {
             "kernels": self.kernels,
             "linked": self.linked,
-            "median_delay_us": None
-            if self.median_delay_ns is None
-            else self.median_delay_ns / 1000,
+            "median_queue_delay_us": queue,
+            "median_delay_us": queue,  # the old name of median_queue_delay_us, kept for scripts
+            "launch_calls": self.calls,
+            "median_launch_call_us": None
+            if self.median_call_ns is None
+            else self.median_call_ns / 1000,
+            "launch_call_total_us": self.call_total_ns / 1000,
             "shorter_than_launch": self.shorter_than_launch,
             "shorter_than_launch_pct": (
                 100.0 * self.shorter_than_launch / self.timed if self.timed else None
@@ -155,7 +164,13 @@ class Overview:
     mfu: Mfu | None = None  # model FLOPs utilisation over the counted steps
     trust: dict[str, Figure] | None = None  # each headline figure's verdict (analyses.audit)
 
+    @property
+    def findings(self) -> tuple[hint_rules.Finding, ...]:
+        """The hints ranked by their time at stake (docs/hints.md "Findings")."""
+        return hint_rules.rank(self.hints)
+
     def as_json(self) -> dict[str, Any]:
+        ranks = {f.hint.rule: f.rank for f in self.findings}
         return {
             "schema_version": SCHEMA_VERSION,
             "trace": self.trace.as_dict(),
@@ -165,7 +180,8 @@ class Overview:
             "top_ops": [o.as_dict() for o in self.ops],
             "launch": self.launches.as_dict(),
             "steps": self.steps.as_dict(),
-            "hints": [h.as_dict() for h in self.hints],
+            "findings": [f.as_dict() for f in self.findings],
+            "hints": [{**h.as_dict(), "rank": ranks[h.rule]} for h in self.hints],
             "notes": list(self.notes),
             "memory": None if self.memory is None else self.memory.summary_dict(),
             "mfu": None if self.mfu is None else self.mfu.as_dict(),
@@ -192,7 +208,8 @@ def overview(
     category = shared.category
     gpu = events.gpu
     busy = np.flatnonzero(gpu.dur > 0)
-    devices = breakdowns(events, busy, category, usage, gaps.device, gaps.host_wait)
+    latency = launch_latency(events, links.launch, gaps)
+    devices = breakdowns(events, busy, category, usage, gaps.device, gaps.host_wait, latency)
     kernels = np.flatnonzero(gpu.kind == KERNEL)
     ops = analyse_ops(events, OpOptions(top=TOP), shared)
     memory = analyse_memory(events, holders=False)
@@ -285,16 +302,24 @@ def _launches(
         delay = np.concatenate([delay, (first - called)[seen]])
     timed = own & (launch_end[kernels] != NO_LAUNCH)
     call = (launch_end[kernels] - launch[kernels])[timed]
+    calls = call
+    if graph.any():  # a graph launch's call once, by its correlation id
+        replay = graph & has & (launch_end[kernels] != NO_LAUNCH)
+        _, first_of = np.unique(gpu.correlation[kernels][replay], return_index=True)
+        calls = np.concatenate([call, (launch_end[kernels] - launch[kernels])[replay][first_of]])
     return Launches(
         kernels=len(kernels),
         linked=int(has.sum()),
-        median_delay_ns=_median(delay),
+        median_queue_delay_ns=_median(delay),
         timed=int(timed.sum()),
         shorter_than_launch=int((gpu.dur[kernels][timed] < call).sum()),
         graph_launches=len(np.unique(gpu.correlation[kernels][graph])),
         graph_kernels=int(graph.sum()),
         graph_kernel_ns=sums.total(gpu.dur[kernels][graph]),
         kernel_ns=sums.total(gpu.dur[kernels]),
+        calls=len(calls),
+        median_call_ns=_median(calls),
+        call_total_ns=sums.total(calls),
     )
 
 

@@ -117,8 +117,8 @@ def gaps(
     read: ReadOptions = FROM_FLAGS,
     run: RunOptions = FROM_RUN_FLAGS,
 ) -> None:
-    """Why the GPU sits idle: device gaps with their cause (CPU or GPU), idle per device,
-    histogram, transitions, the largest gaps and what the CPU was doing."""
+    """Why the GPU sits idle: device gaps with their cause (cpu, launch latency, gpu wait),
+    idle per device, histogram, transitions, the largest gaps and what the CPU was doing."""
     from traceview.analyses.gaps import options_from_words
     from traceview.app import commands, runs
     from traceview.app.last_trace import last_trace

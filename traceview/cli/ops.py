@@ -48,7 +48,7 @@ def ops(
     phase: Phase = None,
     read: ReadOptions = FROM_FLAGS,
 ) -> None:
-    """Where the GPU time went per operator: calls, kernels, GPU and CPU time, launch delay,
+    """Where the GPU time went per operator: calls, kernels, GPU and CPU time, queue delay,
     and from shapes FLOPs, bytes, TFLOP/s, % of peak and the bound."""
     from traceview.analyses.ops.view import OpOptions
     from traceview.app import commands

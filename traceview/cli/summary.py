@@ -41,8 +41,9 @@ def summary(
     peaks: PeaksFile = None,
     read: ReadOptions = FROM_FLAGS,
 ) -> None:
-    """One screen: per device where the time went (categories, communication, copies, idle),
-    the top categories, kernels and operators, launch and step figures, and hints."""
+    """One screen: the Findings first (the hints ranked by time at stake), then per device
+    where the time went (categories, communication, copies, idle), the top categories,
+    kernels and operators, launch and step figures, and each hint's evidence."""
     from traceview.app import commands
 
     out = commands.OutputOptions(fmt, force=force, save=save)

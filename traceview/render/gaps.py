@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from traceview.analyses.core.cpu_context import CpuContext, Holder
+from traceview.analyses.core.devices import LAUNCH_LATENCY_NS
 from traceview.analyses.core.in_us import us_names
 from traceview.analyses.gaps import GapReport, Histogram, StreamGaps
 from traceview.render import first_rows as capped
@@ -30,13 +31,18 @@ def summary_lines(report: GapReport) -> list[str]:
         f"idle {units.duration_ns(t.idle_ns)}"
     )
     for d in report.devices:
-        gpu_ns = d.idle_ns - d.host_wait_ns
-        wait = units.duration_ns(d.host_wait_ns)
+        parts = [
+            f"{what} {units.duration_ns(ns)} ({units.pct(_pct(ns, d.window_ns))}%)"
+            for what, ns in (
+                ("host wait (cpu)", d.host_wait_ns),
+                ("launch latency", d.launch_latency_ns),
+                ("gpu wait", d.gpu_wait_ns),
+            )
+        ]
         lines.append(
             f"device   {d.device}: idle {units.pct(d.idle_pct)}% "
-            f"({units.duration_ns(d.idle_ns)} of {units.duration_ns(d.window_ns)}) = host wait "
-            f"(cpu) {wait} ({units.pct(_pct(d.host_wait_ns, d.window_ns))}%) "
-            f"+ gpu {units.duration_ns(gpu_ns)} ({units.pct(_pct(gpu_ns, d.window_ns))}%)"
+            f"({units.duration_ns(d.idle_ns)} of {units.duration_ns(d.window_ns)}) = "
+            + " + ".join(parts)
         )
     lines += [f"note     {n}" for n in report.notes]
     return lines
@@ -89,7 +95,7 @@ def largest_table(report: GapReport, verbose: bool) -> Table:
 def context_lines(report: GapReport) -> list[str]:
     """What held each listed gap on the CPU, one line per gap (numbered as in the table)."""
     return [
-        f"#{i} at ts {g.ts_ns / 1000:.3f} µs: {context_text(g.context)}"
+        f"#{i} at ts {g.ts_ns / 1000:.3f} µs: {context_text(g.context, g.cause)}"
         for i, g in enumerate(report.largest, 1)
     ]
 
@@ -105,7 +111,7 @@ def trim_lines(report: GapReport) -> list[str]:
     ]
 
 
-def context_text(c: CpuContext) -> str:
+def context_text(c: CpuContext, cause: str = "gpu wait") -> str:
     """What held the gap, the largest holder first: e.g. ``thread 1/1:
     enumerate(DataLoader)#…__next__ 125.6 ms of 126.0 ms host wait``, or a sync call."""
     if c.thread is None or c.launch_ns is None:
@@ -122,8 +128,13 @@ def context_text(c: CpuContext) -> str:
         else:
             parts.append(f"host wait {wait}, no CPU op in it")
     else:
-        parts.append("the next activity was launched before the gap began (the GPU waited on "
-                     "a dependency, an event or a copy)")  # fmt: skip
+        parts.append(
+            "the next activity was launched before the gap began and started within the "
+            f"launch latency ({LAUNCH_LATENCY_NS // 1000} µs) of it"
+            if cause == "launch latency"
+            else "the next activity was launched before the gap began (the GPU waited on a "
+            "dependency, an event or a copy)"
+        )
     if c.syncs:
         sync = f"CPU blocked in {syncs} during the gap"
         lead = not c.ops or c.syncs[0].overlap_ns > c.ops[0].overlap_ns
@@ -179,7 +190,9 @@ def _sections(report: GapReport, verbose: bool) -> list[tuple[str, Table | list[
         ("Streams", streams_table(report), _more_streams(report)),
         (f"Gap histogram ({kind})", histogram_lines(report.histogram), None),
         (transitions, transitions_table(report, verbose), footer(report)),
-        (f"Largest gaps ({kind}; cause cpu: the next activity was not yet launched)",
+        (f"Largest gaps ({kind}; cause cpu: the next activity was not yet launched; launch "
+         f"latency: it started within {LAUNCH_LATENCY_NS // 1000} µs of its launch; gpu wait: "
+         "it waited on a dependency, an event or a copy)",
          largest_table(report, verbose), None),
         ("What the CPU was doing (thread that launched the activity after the gap)",
          context_lines(report) or ["no gaps"], None),

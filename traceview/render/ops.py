@@ -14,13 +14,13 @@ if TYPE_CHECKING:
     pass
 
 _HEADERS = ("#", "Op", "Calls", "Kernels", "GPU time", "% GPU", "GPU busy", "CPU time",
-            "Kernels/call", "Launch delay", "CPU self", "TFLOP/s", "TB/s", "% peak",
+            "Kernels/call", "Queue delay", "CPU self", "TFLOP/s", "TB/s", "% peak",
             "Bound")  # fmt: skip
-_NARROW_DROP = ("Kernels/call", "CPU self", "TB/s", "CPU time", "GPU busy", "Launch delay",
+_NARROW_DROP = ("Kernels/call", "CPU self", "TB/s", "CPU time", "GPU busy", "Queue delay",
                 "% peak", "TFLOP/s", "Bound", "Kernels")  # fmt: skip
 _CSV_FIELDS = ("name", "shapes", "calls", "kernels", "gpu_time_us", "pct_gpu_time",
                "gpu_busy_us", "cpu_time_us", "cpu_self_us", "kernels_per_call",
-               "launch_delay_us", "flops", "bytes", "dtype", "tflops_per_s", "tb_per_s",
+               "queue_delay_us", "flops", "bytes", "dtype", "tflops_per_s", "tb_per_s",
                "intensity", "peak_tflops_per_s", "peak_tb_per_s", "pct_of_peak",
                "above_peak", "bound", "graph", "graph_launches",
                "graph_kernels")  # fmt: skip
@@ -77,7 +77,7 @@ def _cells(r: OpRow) -> tuple[str, ...]:
         units.duration_ns(r.gpu_busy_ns),
         units.duration_ns(r.cpu_time_ns),
         f"{r.kernels / r.calls:.2f}" if r.calls else "-",
-        "-" if r.launch_delay_ns is None else units.duration_ns(r.launch_delay_ns),
+        "-" if r.queue_delay_ns is None else units.duration_ns(r.queue_delay_ns),
         units.duration_ns(r.cpu_self_ns),
         _figure(r.tflops_per_s) + (" (above peak)" if r.above_peak else ""),
         _figure(r.tb_per_s, 3),

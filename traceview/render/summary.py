@@ -23,8 +23,27 @@ def _pct(part: int, whole: int) -> str:
     return units.pct(100.0 * part / whole if whole else 0.0)
 
 
+FINDINGS_SHOWN = 6  # the Findings that open the screen; the rest are in the hints below
+
+
+def finding_lines(o: Overview) -> list[str]:
+    """The Findings: the hints ranked by the time at stake, one sentence each with a try
+    line (docs/hints.md "Findings")."""
+    findings = o.findings
+    if not findings:
+        return ["findings none: no hint fired (docs/hints.md lists the rules)"]
+    lines = ["Findings (ranked by the GPU time at stake; the evidence in full under hint)"]
+    for f in findings[:FINDINGS_SHOWN]:
+        lines.append(f"{f.rank:>2}. {f.sentence}")
+        lines.append(f"    try: {f.action}")
+    if len(findings) > FINDINGS_SHOWN:
+        lines.append(f"    {len(findings) - FINDINGS_SHOWN} more under hint below")
+    return lines
+
+
 def header_lines(o: Overview) -> list[str]:
     lines = trace_lines(o.trace)
+    lines += finding_lines(o)
     lines += [_window_line(d) for d in o.devices]
     trust = None if o.trust is None else trust_line(o.trust)
     return lines + [f"note     {n}" for n in o.notes] + ([] if trust is None else [trust])
@@ -42,7 +61,10 @@ def _window_line(d: Breakdown) -> str:
         terms.append(term("exposed communication", d.exposed_communication_ns))
     if d.copy_ns:
         terms.append(term("exposed memcpy/memset", d.exposed_copy_ns))
-    idle = f"idle {_d(d.idle_ns)} ({_pct(d.idle_ns, d.window_ns)}%, host wait {_d(d.host_wait_ns)})"
+    idle = (
+        f"idle {_d(d.idle_ns)} ({_pct(d.idle_ns, d.window_ns)}%: host wait "
+        f"{_d(d.host_wait_ns)}, launch latency {_d(d.launch_latency_ns)})"
+    )
     return f"device   {d.device}: window {_d(d.window_ns)} = {' + '.join(terms)} + {idle}"
 
 
@@ -73,7 +95,7 @@ def detail_lines(o: Overview) -> list[str]:
     launch = o.launches
     lines = []
     if launch.kernels:
-        delay = "-" if launch.median_delay_ns is None else _d(launch.median_delay_ns)
+        delay = "-" if launch.median_queue_delay_ns is None else _d(launch.median_queue_delay_ns)
         # Only kernels launched on their own are timed against their call: with graph
         # replays, say of how many kernels the share is.
         pct = _pct(launch.shorter_than_launch, launch.timed)
@@ -85,9 +107,16 @@ def detail_lines(o: Overview) -> list[str]:
             )
         if not launch.timed:
             shorter = "launch calls not recorded"
+        cost = (
+            f"; launch calls' CPU time median {_d(launch.median_call_ns)}, total "
+            f"{_d(launch.call_total_ns)} ({units.counted(launch.calls, 'call')})"
+            if launch.median_call_ns is not None
+            else ""
+        )
         lines.append(
             f"launch   {units.count(launch.linked)} of {units.counted(launch.kernels, 'kernel')} "
-            f"linked to a launch; median launch delay {delay}; {shorter}"
+            f"linked to a launch; median queue delay (launch call → kernel start) {delay}"
+            f"{cost}; {shorter}"
         )
     if launch.graph_launches:
         lines.append(

@@ -39,7 +39,7 @@ class CategoryTime:
 class Breakdown:
     """One device's window split exactly: compute + exposed communication + exposed
     memcpy/memset + idle = window; with the unions of communication and of copies, the host
-    wait of its gaps, and each category's busy time (ns)."""
+    wait and the launch latency of its gaps, and each category's busy time (ns)."""
 
     device: Any
     window_ns: int
@@ -51,6 +51,7 @@ class Breakdown:
     copy_ns: int
     host_wait_ns: int
     categories: tuple[CategoryTime, ...]
+    launch_latency_ns: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -63,6 +64,7 @@ class Breakdown:
             "communication_us": self.communication_ns / 1000,
             "memcpy_memset_us": self.copy_ns / 1000,
             "host_wait_us": self.host_wait_ns / 1000,
+            "launch_latency_us": self.launch_latency_ns / 1000,
             "categories": [c.as_dict() for c in self.categories],
         }
 
@@ -74,7 +76,10 @@ def breakdowns(
     usage: list[DeviceUsage],
     gap_device: np.ndarray,
     host_wait: np.ndarray,
+    latency: np.ndarray | None = None,
 ) -> tuple[Breakdown, ...]:
+    """Each device's Breakdown over the ``busy`` rows; ``host_wait`` and ``latency`` (the
+    launch latency, None: 0) of each gap, ``gap_device`` its device."""
     gpu = events.gpu
     device_index, values = device_of_stream(events)
     # by (device, start): the unions by device below need no sort of their own
@@ -102,6 +107,7 @@ def breakdowns(
         cat_busy.setdefault(seg // width, []).append((seg % width, b))
     gpu_time = sums.by_group(device * width + cat, gpu.dur[busy], n * width)
     wait = sums.by_group(gap_device, host_wait, n)
+    latent = sums.by_group(gap_device, host_wait if latency is None else latency, n)
     index = {(type(v), v): i for i, v in enumerate(values)}
     out = []
     for u in usage:
@@ -122,6 +128,7 @@ def breakdowns(
                 copy_ns=int(copy_ns[d]),
                 host_wait_ns=int(wait[d]),
                 categories=tuple(cats),
+                launch_latency_ns=0 if latency is None else int(latent[d]),
             )
         )
     return tuple(out)

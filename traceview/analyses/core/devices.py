@@ -26,6 +26,10 @@ from traceview.columns.model import TraceEvents
 from traceview.columns.packed_names import ranks, ranks_of
 
 NO_LAUNCH = np.iinfo(np.int64).min
+# The launch-latency bound (docs/metrics.md "Devices"): a gap's time after its next activity's
+# launch (or after the gap began, when it was launched earlier) up to this long is the launch
+# path's latency — h200/decode.json.gz: median 11.8 µs, 99th percentile 35 µs — not a wait.
+LAUNCH_LATENCY_NS = 50_000
 
 
 @dataclass(frozen=True)
@@ -290,6 +294,16 @@ def host_wait(launch: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndar
     length = end - start
     np.clip(wait, 0, length, out=wait)
     return wait
+
+
+def launch_latency(events: TraceEvents, launch: np.ndarray | None, gaps: GapSet) -> np.ndarray:
+    """Per gap: its **launch latency**, the time after the host wait (gap − host wait) when
+    the next activity has a launch and that time is at most LAUNCH_LATENCY_NS; else 0 (that
+    time is a **gpu wait**: a dependency, an event, a copy). ``launch`` as for
+    ``launches_of``."""
+    launched = launches_of(events, launch, gaps.after) != NO_LAUNCH
+    rest = gaps.end - gaps.start - gaps.host_wait
+    return np.where(launched & (rest <= LAUNCH_LATENCY_NS), rest, 0)
 
 
 def _usage_list(

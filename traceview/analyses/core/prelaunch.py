@@ -9,6 +9,8 @@ A trace with no launches at all (GPU-only traces) has none: nothing tells what c
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from traceview.columns.model import TraceEvents
@@ -33,6 +35,30 @@ def device_ids(events: TraceEvents) -> np.ndarray:
         [devices.setdefault(key.device, len(devices)) for key in events.streams], dtype=np.int64
     )
     return of_stream[events.gpu.stream] if len(of_stream) else np.zeros(0, dtype=np.int64)
+
+
+PRELAUNCH_ROW = "(launched before the trace)"  # their name wherever ops or steps show them
+
+
+@dataclass(frozen=True)
+class Prelaunched:
+    """How many activities were launched before the trace, their GPU time, and how far
+    into the trace (from its first event) the last of them ends (ns)."""
+
+    count: int
+    gpu_time_ns: int
+    until_ns: int
+
+
+def prelaunched(events: TraceEvents) -> Prelaunched:
+    """The Prelaunched figures of ``events`` (all 0 when there are none)."""
+    mask = launched_before_trace(events)
+    if not mask.any():
+        return Prelaunched(0, 0, 0)
+    gpu = events.gpu
+    start = events.span_ns[0] if events.span_ns else 0
+    end = int((gpu.ts[mask] + gpu.dur[mask]).max())
+    return Prelaunched(int(mask.sum()), int(gpu.dur[mask].sum()), end - start)
 
 
 def launched_before_trace(events: TraceEvents) -> np.ndarray:

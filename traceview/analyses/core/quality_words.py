@@ -10,8 +10,12 @@ from traceview.columns.model import DataChecks
 from traceview.humanize import duration
 
 
-def quality_warnings(checks: DataChecks, header: dict[str, Any]) -> list[str]:
-    """The checks that found something, in words (and a display unit the trace misstates)."""
+def quality_warnings(
+    checks: DataChecks, header: dict[str, Any], before: tuple[int, int, int] = (0, 0, 0)
+) -> list[str]:
+    """The checks that found something, in words (and a display unit the trace misstates);
+    ``before``: the activities launched before the trace (count, GPU time, how far into
+    the trace the last ends, ns), of those with no matching launch."""
     warnings = []
     if checks.overlaps:
         warnings.append(
@@ -23,10 +27,19 @@ def quality_warnings(checks: DataChecks, header: dict[str, Any]) -> list[str]:
     if checks.no_launches:
         warnings.append("no runtime launch events: --pstep uses each kernel's own start time")
     elif checks.missing_launches:
-        warnings.append(
-            f"{checks.missing_launches} GPU activities have no matching launch event "
-            "(--pstep uses their own start time)"
-        )
+        count, gpu_ns, until_ns = before
+        if count:
+            warnings.append(
+                f"{count} GPU activities were launched before the trace began (the previous "
+                f"step's queued tail): {duration(gpu_ns / 1000)} of GPU time in the first "
+                f"{duration(until_ns / 1000)}; shown as (launched before the trace), in no op "
+                "and no step"
+            )
+        if checks.missing_launches > count:
+            warnings.append(
+                f"{checks.missing_launches - count} GPU activities have no matching launch "
+                "event (--pstep uses their own start time)"
+            )
     if checks.long_activities:
         warnings.append(
             f"{checks.long_activities} GPU activities last longer than "

@@ -2,7 +2,8 @@
 
 A GPU activity belongs to step N when its launching runtime call (same correlation id,
 the earliest if several) starts inside the CPU window [ts, ts + dur] of ``ProfilerStep#N``;
-without a matched launch its own ts is used. Steps seen only as ``gpu_user_annotation``
+without a matched launch its own ts is used, except for activities launched before the trace
+(analyses.core.prelaunch), which belong to no step. Steps seen only as ``gpu_user_annotation``
 use that window and the activity's own ts.
 """
 
@@ -19,6 +20,7 @@ import numpy as np
 from traceview.aggregate.intervals import sums_by_run, unions_in_order
 from traceview.aggregate.order import concat_ranges, lex_order
 from traceview.analyses.core.devices import DeviceUsage, device_of_stream, launch_times
+from traceview.analyses.core.prelaunch import launched_before_trace
 from traceview.columns.cpu_rows import is_op
 from traceview.columns.model import STEP_PREFIX, StepWindow, TraceEvents
 from traceview.columns.schema import KERNEL
@@ -274,6 +276,7 @@ def in_steps(
     chosen = select_steps(steps, windows)
     own = events.gpu.ts
     mask = np.zeros(len(own), dtype=bool)
+    before = launched_before_trace(events)
     for gpu_only in (False, True):
         spans = [(w.start_ns, w.end_ns) for n in chosen if (w := windows[n]).gpu_only == gpu_only]
         if not spans:
@@ -282,7 +285,7 @@ def in_steps(
             points = own
         else:
             points = launch = launch_times(events) if launch is None else launch
-        mask |= _within(points, spans)
+        mask |= _within(points, spans) & ~before
     return mask
 
 
@@ -320,7 +323,10 @@ def step_table(
         return []
     steps = list(windows)
     launch = launch_times(events) if launch is None else launch
-    rows = StepRows(events, _row_ids(len(events.gpu.ts)), launch)
+    before = launched_before_trace(events)
+    ids = _row_ids(len(events.gpu.ts))
+    rows = StepRows(events, ids[~before] if before.any() else ids, launch)
+    del before, ids
     member, owner = rows.members(list(windows.values()))
     del rows
     gpu = events.gpu

@@ -7,10 +7,11 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from traceview.analyses.core.devices import DeviceUsage, usage
+from traceview.analyses.core.prelaunch import prelaunched
 from traceview.analyses.core.quality import measure_checks, time_resolution
 from traceview.analyses.core.quality_words import quality_warnings
 from traceview.columns.allocations import SKIPPED as MEMORY_SKIPPED
-from traceview.columns.model import ReadStats, TraceEvents, TraceFacts
+from traceview.columns.model import DataChecks, ReadStats, TraceEvents, TraceFacts
 
 _HEADER_FIELDS = ("schemaVersion", "displayTimeUnit", "baseTimeNanoseconds", "traceName")
 
@@ -92,11 +93,20 @@ def summarize(
         header=_header_fields(events.header),
         warnings=(
             *read_warnings(events, memory),
-            *quality_warnings(facts.checks, events.header),
+            *quality_warnings(facts.checks, events.header, _before(events, facts.checks)),
             *extra_warnings,
         ),
         time_resolution=facts.time_resolution,
     )
+
+
+def _before(events: TraceEvents, checks: DataChecks) -> tuple[int, int, int]:
+    """The activities launched before the trace, for the warning (looked for only when some
+    activity has no launch)."""
+    if checks.no_launches or not checks.missing_launches or len(events.gpu.ts) == 0:
+        return (0, 0, 0)
+    p = prelaunched(events)
+    return (p.count, p.gpu_time_ns, p.until_ns)
 
 
 def _device_names(header: dict[str, Any]) -> tuple[str, ...]:

@@ -11,12 +11,13 @@ import numpy as np
 from traceview.columns.model import TraceEvents
 
 GRAPH_NO_OP = -2  # an op id for the kernels of a graph launch outside any op
+PRELAUNCH = -3  # an op id for the kernels launched before the trace (analyses.core.prelaunch)
 
 
 class OpKeys:
     """Group keys: the op name id (len(names) for no op, len(names) + 1 for a graph launch's
-    kernels with no op), and with shapes, the id of its (Input Dims, Input type) too (0 for
-    none)."""
+    kernels with no op, len(names) + 2 for kernels launched before the trace), and with
+    shapes, the id of its (Input Dims, Input type) too (0 for none)."""
 
     def __init__(self, events: TraceEvents, with_shapes: bool) -> None:
         self.with_shapes = with_shapes
@@ -34,11 +35,14 @@ class OpKeys:
         self.width = len(self.texts)
         self.n_names = len(events.names)
         self.graph_no_op = self.n_names + 1
-        self.bound = (self.n_names + 2) * self.width
+        self.prelaunch = self.n_names + 2
+        self.bound = (self.n_names + 3) * self.width
 
     def of(self, name: np.ndarray, shape: np.ndarray) -> np.ndarray:
-        """The keys of (name id, NO_OP or GRAPH_NO_OP, shape id or NO_SHAPE) pairs."""
+        """The keys of (name id, NO_OP, GRAPH_NO_OP or PRELAUNCH, shape id or NO_SHAPE)
+        pairs."""
         name = np.where(name == GRAPH_NO_OP, self.graph_no_op, name)
+        name = np.where(name == PRELAUNCH, self.prelaunch, name)
         name = np.where(name < 0, self.n_names, name).astype(np.int64)
         keys: np.ndarray = name * self.width + self.of_shape[shape + 1]
         return keys

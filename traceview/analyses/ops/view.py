@@ -1,13 +1,14 @@
 """The operator view: GPU and CPU time per launching operator (``traceview ops``).
 
 Each kernel is attributed to one op (analyses.oplinks: the leaf op by default, the top op with
-``--level top``) or to the ``(no op)`` row, so the rows' GPU time adds up to the kernel time.
+``--level top``) or to the ``(no op)`` row — those launched before the trace to their own
+``(launched before the trace)`` row — so the rows' GPU time adds up to the kernel time.
 Per op name: calls and CPU time (every ``cpu_op`` event of that name, whatever it launched),
 kernels, GPU time (sum of durations), GPU busy (per device the union of its kernels, summed
-over devices), kernels per call, median launch delay (kernel start − launch start), % of GPU
+over devices), kernels per call, median queue delay (kernel start − launch start), % of GPU
 time. A CUDA-graph replay's kernels go to the op around its graph launch (those of a launch
 outside any op to their own row) and its launch call counts once, by its first kernel, in the
-launch delay and the launch bound. Definitions in docs/metrics.md.
+queue delay and the launch bound. Definitions in docs/metrics.md.
 """
 
 from __future__ import annotations
@@ -27,8 +28,9 @@ from traceview.analyses.core.devices import NO_LAUNCH, device_of_stream
 from traceview.analyses.core.graphs import graph_launch_ids, launch_counted, replayed
 from traceview.analyses.core.opcalls import op_calls
 from traceview.analyses.core.oplinks import link_ops
+from traceview.analyses.core.prelaunch import PRELAUNCH_ROW, launched_before_trace
 from traceview.analyses.core.trace import TraceSummary, summarize
-from traceview.analyses.ops.groups import GRAPH_NO_OP, OpKeys, group_of
+from traceview.analyses.ops.groups import GRAPH_NO_OP, PRELAUNCH, OpKeys, group_of
 from traceview.analyses.ops.nesting import counted_calls
 from traceview.analyses.ops.peaks import Peaks, device_peaks, load_peaks_file
 from traceview.analyses.ops.work import bound, group_work, pair_work, peak_flops
@@ -76,7 +78,7 @@ class OpRow:
     kernels: int
     gpu_time_ns: int
     gpu_busy_ns: int
-    launch_delay_ns: int | None
+    queue_delay_ns: int | None  # median kernel start − launch call start
     pct_gpu_time: float
     cpu_self_ns: int = 0
     shapes: str | None = None
@@ -120,6 +122,10 @@ class OpRow:
         ideal_ns = max(self.flops / peaks[0] / 1e3, self.bytes / peaks[1] / 1e3)  # type: ignore[operator]
         return 100.0 * ideal_ns / self.gpu_busy_ns
 
+    @property
+    def _queue_us(self) -> float | None:
+        return None if self.queue_delay_ns is None else self.queue_delay_ns / 1000
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "name": self.name,
@@ -131,9 +137,8 @@ class OpRow:
             "cpu_time_us": self.cpu_time_ns / 1000,
             "cpu_self_us": self.cpu_self_ns / 1000,
             "kernels_per_call": self.kernels / self.calls if self.calls else None,
-            "launch_delay_us": None
-            if self.launch_delay_ns is None
-            else self.launch_delay_ns / 1000,
+            "queue_delay_us": self._queue_us,
+            "launch_delay_us": self._queue_us,  # the old name of queue_delay_us
             "pct_gpu_time": self.pct_gpu_time,
             "flops": self.flops,
             "bytes": self.bytes,
@@ -210,6 +215,7 @@ def analyse_ops(events: TraceEvents, options: OpOptions, shared: Shared | None =
     once = launch_counted(events, rows, graphs)  # a graph launch once, by its first kernel
     op = (links.leaf if leaf else links.top)[rows]
     op = np.where(graph & (op < 0), GRAPH_NO_OP, op)
+    op = np.where(launched_before_trace(events)[rows], PRELAUNCH, op)  # no op of the trace
     op_shape = _shapes_of(links.leaf_shape if leaf else links.top_shape, rows)
     keys = OpKeys(events, options.group_by == "op+shapes")
     used, group = dense_ids(keys.of(op, op_shape), keys.bound)
@@ -250,7 +256,7 @@ def analyse_ops(events: TraceEvents, options: OpOptions, shared: Shared | None =
                 kernels=int(kernels[g]),
                 gpu_time_ns=int(gpu_ns[g]),
                 gpu_busy_ns=int(busy[g]),
-                launch_delay_ns=delay[g],
+                queue_delay_ns=delay[g],
                 pct_gpu_time=100.0 * int(gpu_ns[g]) / total if total else 0.0,
                 cpu_self_ns=int(per_call[2][g]),
                 shapes=keys.text(shape_key),
@@ -334,6 +340,8 @@ def _sums(group: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
 
 
 def _no_op_row(name_id: int, keys: OpKeys) -> str:
+    if name_id == keys.prelaunch:
+        return PRELAUNCH_ROW
     return GRAPH_NO_OP_ROW if name_id == keys.graph_no_op else NO_OP_ROW
 
 

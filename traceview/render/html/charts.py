@@ -200,6 +200,7 @@ def utilisation(docs: Documents) -> Figure | None:
     data.append(_gap_marks(docs, util["start_us"]))
     layout = _layout("", "time since the trace start (ms)", "", max(240, 110 + 26 * len(rows)))
     layout["yaxis"].update(autorange="reversed", type="category")
+    layout["shapes"], layout["annotations"] = _step_bounds(docs.steps["steps"], util["start_us"])
     layout["legend"].update(x=1, xanchor="right")
     return {"data": data, "layout": layout}
 
@@ -417,6 +418,45 @@ def _per_device(
 MEMORY_HOLDERS = 10  # holders listed per device under the memory chart
 
 
+# The parts of a step's window (analyses.step_breakdown), in this order, stacked.
+STEP_SPLIT = (
+    ("compute_us", "compute", "#4c78a8"),
+    ("communication_us", "communication", "#f58518"),
+    ("memcpy_memset_us", "memcpy/memset", "#54a24b"),
+    ("host_wait_us", "host wait", "#e45756"),
+    ("other_idle_us", "other idle", "#d3d3d3"),
+)
+
+
+def step_breakdown(docs: Documents) -> Figure | None:
+    """Per step (and device), its window stacked: compute, exposed communication, exposed
+    memcpy/memset, host wait and other idle; a stall shows as a tall red part."""
+    rows = [] if docs.step_breakdown is None else docs.step_breakdown["steps"]
+    if not rows:
+        return None
+    several = len({str(r["device"]) for r in rows}) > 1
+    x = [
+        plotly_text(f"{r['step']} · GPU {r['device']}") if several else str(r["step"]) for r in rows
+    ]
+    data = [
+        {
+            "type": "bar",
+            "name": name,
+            "x": x,
+            "y": [r[key] / 1000 for r in rows],
+            "customdata": [100 * r[key] / r["window_us"] if r["window_us"] else 0 for r in rows],
+            "marker": {"color": color},
+            "hovertemplate": f"step %{{x}}: {name} %{{y:.3f}} ms (%{{customdata:.1f}}% of the "
+            "step)<extra></extra>",
+        }
+        for key, name, color in STEP_SPLIT
+    ]
+    layout = _layout("", "step", "time (ms)", 380, barmode="stack")
+    layout["xaxis"].update(type="category")
+    layout["legend"]["traceorder"] = "normal"
+    return {"data": data, "layout": layout}
+
+
 def memory(docs: Documents) -> Figure | None:
     """Per device, the allocated level (solid) and the reserve (dotted) over time, in GiB;
     the peak marked; every other step shaded."""
@@ -466,6 +506,29 @@ def _peak_mark(name: str, x: list[float], y: list[float], color: str) -> dict[st
         "marker": {"symbol": "triangle-down", "size": 12, "color": color},
         "hovertemplate": "peak %{y:.3f} GiB at %{x:.3f} ms<extra>%{fullData.name}</extra>",
     }
+
+
+def _step_bounds(
+    steps: list[dict[str, Any]], start: float
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Each step's CPU window start as a dashed line over the rows, labelled with its
+    number at the top (ms from ``start``); the last step's end closes the last one."""
+    at = [((s["cpu_start_us"] - start) / 1000, str(s["step"])) for s in steps]
+    if steps:
+        last = steps[-1]
+        at.append(((last["cpu_start_us"] + last["cpu_dur_us"] - start) / 1000, ""))
+    shapes = [
+        {"type": "line", "xref": "x", "yref": "paper", "x0": x, "x1": x, "y0": 0, "y1": 1,
+         "line": {"color": "#636363", "width": 1, "dash": "dash"}}
+        for x, _ in at
+    ]  # fmt: skip
+    notes = [
+        {"x": x, "xref": "x", "y": 1, "yref": "paper", "yanchor": "bottom", "showarrow": False,
+         "text": plotly_text(f"step {name}"), "xanchor": "left", "font": {"size": 10}}
+        for x, name in at
+        if name
+    ]  # fmt: skip
+    return shapes, notes
 
 
 def _step_bands(steps: list[dict[str, Any]], start: float) -> list[dict[str, Any]]:

@@ -17,6 +17,7 @@ from traceview.analyses.ops.model_flops import model_flops, trace_peaks
 from traceview.analyses.ops.view import OpOptions, analyse_ops
 from traceview.analyses.source import SourceOptions, analyse_source
 from traceview.analyses.source_tables import StackLine
+from traceview.analyses.step_breakdown import step_breakdown
 from traceview.analyses.step_outliers import outliers
 from traceview.analyses.summary import overview
 from traceview.analyses.timeline import (
@@ -65,6 +66,8 @@ class Documents:
     memory: dict[str, Any] | None = None  # ``memory -f json`` (None: not worked out)
     graph_steps: Sequence[GraphStep] = ()  # the steps CUDA-graph replays ran kernels in
     stacks: Sequence[StackLine] = ()  # ``source -f folded`` (none without python frames)
+    # per step and device: compute / communication / memcpy / host wait / other idle
+    step_breakdown: dict[str, Any] | None = None
 
 
 def collect(events: TraceEvents, options: ReportOptions, shared: Shared | None = None) -> Documents:
@@ -98,6 +101,9 @@ def collect(events: TraceEvents, options: ReportOptions, shared: Shared | None =
         memory=render_memory.as_json(shared.trace, analyse_memory(events)),
         graph_steps=graph_steps(events, shared.graphs, shared.launch),
         stacks=_stacks(events),
+        step_breakdown=step_breakdown(
+            events, shared.step_rows, shared.category, shared.gaps
+        ).as_json(),
     )
 
 

@@ -89,7 +89,7 @@ def render_bytes(docs: Documents, info: PageInfo) -> bytes:
 def _around_plotly(docs: Documents, info: PageInfo) -> tuple[str, str]:
     """The page before the script element of plotly.js and after it (lines)."""
     figures: dict[str, Any] = {}
-    body = [_header(docs, info)]
+    body = [_header(docs, info), _findings(docs)]
     for section in _sections(docs):
         body.append(_section(section, docs, figures))
     data = {
@@ -159,6 +159,45 @@ def _header(docs: Documents, info: PageInfo) -> str:
     )
 
 
+# The section whose chart shows what each hint found (the Findings link there).
+FINDING_SECTION = {
+    "host-stall": "steps",
+    "cpu-bound": "steps",
+    "dataloader": "steps",
+    "cuda-graphs": "timeline",
+    "pinned-memory": "timeline",
+    "gemm-alignment": "roofline",
+    "low-precision": "roofline",
+    "fused-attention": "kernels",
+    "fused-norm": "kernels",
+    "overlap-communication": "breakdown",
+    "memory-headroom": "memory",
+}
+FINDINGS_SHOWN = 6
+
+
+def _findings(docs: Documents) -> str:
+    """The Findings of ``summary`` (ranked by time at stake), each linked to the chart that
+    shows it; none: a line saying so."""
+    found = docs.summary.get("findings", [])[:FINDINGS_SHOWN]
+    if not found:
+        items = '<p class="note">No hint fired (docs/hints.md lists the rules).</p>'
+    else:
+        rows = "".join(
+            f'<li data-rule="{html_text(f["rule"])}"><p>{html_text(f["finding"])} '
+            f'<a href="#{FINDING_SECTION.get(f["rule"], "breakdown")}">see the chart</a></p>'
+            f'<p class="try">try: {html_text(f["try"])} '
+            f"<small>({html_text(f['doc'])})</small></p></li>"
+            for f in found
+        )
+        items = f'<ol class="findings">{rows}</ol>'
+    return (
+        '<section id="findings"><h2>Findings</h2><p class="definition">What the hints found, '
+        "ranked by the GPU time at stake (as <code>traceview summary</code> opens); "
+        f"docs/hints.md.</p>{items}</section>"
+    )
+
+
 def _title(docs: Documents) -> str:
     if docs.ranks is None:
         return _file_name(docs)
@@ -166,7 +205,9 @@ def _title(docs: Documents) -> str:
 
 
 def _nav(docs: Documents) -> str:
-    links = "".join(f'<a href="#{s.id}">{s.title}</a>' for s in _sections(docs))
+    links = '<a href="#findings">Findings</a>' + "".join(
+        f'<a href="#{s.id}">{s.title}</a>' for s in _sections(docs)
+    )
     return f"<nav>{links}</nav>"
 
 
@@ -203,6 +244,7 @@ def _breakdown_table(docs: Documents) -> str:
         "exposed memcpy/memset",
         "idle",
         "host wait",
+        "launch latency",
     )
     keys = (
         "window_us",
@@ -211,6 +253,7 @@ def _breakdown_table(docs: Documents) -> str:
         "exposed_memcpy_memset_us",
         "idle_us",
         "host_wait_us",
+        "launch_latency_us",
     )
     rows = []
     for d in docs.summary["devices"]:
@@ -375,7 +418,8 @@ SECTIONS = (
         "GPU utilisation over the whole trace: per device and stream, the busy share of "
         "each of ~1,000 equal bins (the union of kernels, memcpy and memset inside the "
         "bin ÷ its width); ▼ marks the largest device gaps with their cause (as "
-        "<code>traceview gaps</code>). Below, one step's GPU work as rectangles per stream, "
+        "<code>traceview gaps</code>); dashed lines: the steps' CPU windows. Below, one step's GPU "
+        "work as rectangles per stream, "
         "coloured by category (by name), hatched where a CUDA-graph replay ran it; "
         "docs/metrics.md “Timeline”.",
         (
@@ -396,14 +440,18 @@ SECTIONS = (
     Section(
         "steps",
         "Steps",
-        "Per ProfilerStep: its step time (the GPU's period where the GPU ran behind the CPU, "
-        "else the CPU step's duration), each device's GPU busy time "
-        "in it and its lag (GPU start − CPU step start), as <code>traceview steps</code>; "
-        "✕ marks outlier steps (|time − median| &gt; 3 × 1.4826 × max(MAD, 2% of the "
-        "median)); docs/metrics.md “Steps”, “Outlier steps”. Below, MFU per step: model "
-        "FLOPs from the recorded shapes ÷ (step time × the dense peak), and the achieved "
-        "TFLOP/s; docs/metrics.md “Model FLOPs and MFU”.",
+        "Per ProfilerStep: its window (the CPU step) split exactly into compute, exposed "
+        "communication, exposed memcpy/memset, host wait (the GPU idle, the next work not "
+        "yet launched) and other idle, on each device; below, its step time (the GPU's period "
+        "where the GPU ran behind the CPU, else the CPU step's duration), each device's GPU "
+        "busy time in it and its lag (GPU start − CPU step start), as <code>traceview "
+        "steps</code>; ✕ marks outlier steps (|time − median| &gt; 3 × 1.4826 × max(MAD, 2% "
+        "of the median)); docs/metrics.md “Steps: where each step's time went”, “Steps”, "
+        "“Outlier steps”. Below, MFU per step: model FLOPs from the recorded shapes ÷ (step "
+        "time × the dense peak), and the achieved TFLOP/s; docs/metrics.md “Model FLOPs and "
+        "MFU”.",
         (
+            ("step-breakdown", charts.step_breakdown, ""),
             ("steps", charts.steps, "absent: this trace has no ProfilerStep annotations"),
             ("mfu", charts.mfu, charts.MFU_ABSENT),
         ),
