@@ -51,7 +51,7 @@ def test_a_truncated_rank_s_warning_reaches_the_client_and_the_json(
         from distributed import LocalCluster
 
         scheduler_file = tmp_path / "scheduler.json"
-        options = dict(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None)
+        options = dict(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0")
         with LocalCluster(**options) as cluster:  # type: ignore[arg-type]
             scheduler_file.write_text(json.dumps({"address": cluster.scheduler_address}))
             r = run_cli(*args, "--engine", "dask", "--scheduler-file", str(scheduler_file))

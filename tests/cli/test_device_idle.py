@@ -208,18 +208,20 @@ def test_steps_and_kernels_json_shapes(tmp_path: Path) -> None:
     path.write_text(json.dumps({"traceEvents": events}))
     r = CliRunner().invoke(app, ["steps", str(path), "-f", "json", "--no-cache"])
     doc = json.loads(r.stdout)
-    assert set(doc) == {"schema_version", "trace", "steps", "notes"}
+    assert set(doc) == {"schema_version", "trace", "steps", "notes", "mfu"}
     assert doc["schema_version"] == 2
     step = doc["steps"][0]
     assert set(step) == {
-        "step", "name", "cpu_start_us", "cpu_dur_us", "kernels", "kernel_time_us", "devices",
-        "gpu_only", "phase", "batch", "tokens", "degenerate",
+        "step", "name", "cpu_start_us", "cpu_dur_us", "step_time_us", "paced_by", "kernels",
+        "kernel_time_us", "devices", "gpu_only", "phase", "batch", "tokens", "degenerate",
+        "model_flops", "mfu", "tflops_per_s", "flops_coverage", "tokens_source",
     }  # fmt: skip
     assert step["phase"] == "unknown"  # a ProfilerStep with nothing that tells its phase
     assert (step["name"], step["cpu_start_us"], step["kernels"]) == ("ProfilerStep#1", 0.0, 1)
     assert step["devices"] == [
         {"device": 0, "gpu_start_us": 5.0, "gpu_end_us": 55.0, "window_us": 50.0,
-         "busy_us": 50.0, "idle_us": 0.0, "busy_pct": 100.0, "lag_us": 5.0, "queue_us": 4.0}
+         "busy_us": 50.0, "idle_us": 0.0, "busy_pct": 100.0, "lag_us": 5.0, "queue_us": 4.0,
+         "period_us": 50.0}
     ]  # fmt: skip
     r = CliRunner().invoke(app, ["kernels", str(path), "-f", "json", "--pstep", "2", "--no-cache"])
     doc = json.loads(r.stdout)

@@ -445,7 +445,7 @@ def test_dask_workers_check_the_cache_size_once(
     monkeypatch.setattr(cache, "_evict_each_write", True)  # restored: workers share it here
     monkeypatch.setenv("TRACEVIEW_CACHE_MAX_SIZE", "0")
     where = tmp_path / "cache"
-    options = dict(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None)
+    options = dict(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0")
     with LocalCluster(**options) as cluster:  # type: ignore[arg-type]
         r = CliRunner().invoke(
             app,

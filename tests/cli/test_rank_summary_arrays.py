@@ -120,7 +120,7 @@ def test_read_problems_are_said_on_a_warm_run(tmp_path: Path) -> None:
         assert r.returncode == 0, r.stderr
         assert f"warning: rank 1 ({rank}): 1 events skipped" in r.stderr  # cold and warm alike
         r = run_cli("ranks", str(run), "-q", "-j", "1", "--strict")
-        assert r.returncode == 1 and f"--strict: rank 1 ({rank}): 1 events skipped" in r.stderr
+        assert r.returncode == 1 and f"rank 1: {rank}: --strict: 1 events skipped" in r.stderr
 
 
 def test_the_key_follows_the_options_and_the_code(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -114,7 +114,9 @@ def _client(options: RunOptions, files: int) -> Iterator[Client]:
             n_workers=workers,
             threads_per_worker=1,
             processes=True,
-            dashboard_address=None,
+            # The scheduler's HTTP server listens even without a dashboard, on 8787 unless
+            # told: a port the system picks, so that two clusters at once neither clash nor warn.
+            dashboard_address=":0",
             silence_logs=logging.ERROR,
         ) as cluster,
         Client(cluster) as client,
