@@ -27,51 +27,57 @@ pub struct Token<'a> {
     pub has_exp: bool,
 }
 
+/// How many ASCII digits `text` starts with, eight bytes a step: with `x = byte ^ b'0'`, a
+/// byte is a digit iff x <= 9; `((x & 0x7f) + (0x7f - 9)) | x` sets a byte's high bit iff
+/// x > 9, with no carry between bytes (each sum stays below 0x100), so the lowest flagged
+/// byte is the first that is not a digit.
+fn digits(text: &[u8]) -> usize {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    let mut n = 0;
+    while let Some(&word) = text.get(n..).and_then(|r| r.first_chunk::<8>()) {
+        let x = u64::from_le_bytes(word) ^ (LO * u64::from(b'0'));
+        let other = (((x & (LO * 0x7f)) + LO * (0x7f - 9)) | x) & (LO * 0x80);
+        if other != 0 {
+            return n + (other.trailing_zeros() / 8) as usize;
+        }
+        n += 8;
+    }
+    n + text
+        .get(n..)
+        .map_or(0, |r| r.iter().take_while(|b| b.is_ascii_digit()).count())
+}
+
 /// The number token at the start of `text` and its length, checked against JSON's grammar
 /// (`-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`); None if it is not one.
 pub fn token(text: &[u8]) -> Option<(Token<'_>, usize)> {
-    let mut i = 0;
     let negative = text.first() == Some(&b'-');
-    if negative {
-        i += 1;
-    }
-    let int_start = i;
-    match text.get(i) {
-        Some(b'0') => i += 1,
-        Some(b'1'..=b'9') => {
-            while matches!(text.get(i), Some(b'0'..=b'9')) {
-                i += 1;
-            }
-        }
+    let body = &text[usize::from(negative)..];
+    let int_len = match body.first() {
+        Some(b'0') => 1,
+        Some(b'1'..=b'9') => digits(body),
         _ => return None,
-    }
-    let int = &text[int_start..i];
+    };
+    let (int, mut rest) = body.split_at(int_len);
     let mut frac: &[u8] = &[];
-    if text.get(i) == Some(&b'.') {
-        let start = i + 1;
-        i = start;
-        while matches!(text.get(i), Some(b'0'..=b'9')) {
-            i += 1;
-        }
-        if i == start {
+    if let Some((b'.', after)) = rest.split_first() {
+        let n = digits(after);
+        if n == 0 {
             return None;
         }
-        frac = &text[start..i];
+        (frac, rest) = after.split_at(n);
     }
     let mut has_exp = false;
-    if matches!(text.get(i), Some(b'e' | b'E')) {
+    if let Some((b'e' | b'E', after)) = rest.split_first() {
         has_exp = true;
-        i += 1;
-        if matches!(text.get(i), Some(b'+' | b'-')) {
-            i += 1;
-        }
-        let start = i;
-        while matches!(text.get(i), Some(b'0'..=b'9')) {
-            i += 1;
-        }
-        if i == start {
+        let after = match after.split_first() {
+            Some((b'+' | b'-', signed)) => signed,
+            _ => after,
+        };
+        let n = digits(after);
+        if n == 0 {
             return None;
         }
+        rest = &after[n..];
     }
     Some((
         Token {
@@ -80,7 +86,7 @@ pub fn token(text: &[u8]) -> Option<(Token<'_>, usize)> {
             frac,
             has_exp,
         },
-        i,
+        text.len() - rest.len(),
     ))
 }
 
@@ -223,6 +229,23 @@ mod tests {
         }
         assert_eq!(token(b"01").unwrap().1, 1); // the 1 that follows is not part of it
         assert!(tok("-0.5e-7").has_exp);
+    }
+
+    #[test]
+    fn digits_at_every_offset() {
+        for len in [0usize, 1, 7, 8, 9, 16, 17, 20] {
+            for at in 0..=len {
+                for b in 0..=255u8 {
+                    let mut text = vec![b'7'; len];
+                    text.push(b'0');
+                    if at < text.len() {
+                        text[at] = b;
+                    }
+                    let naive = text.iter().take_while(|c| c.is_ascii_digit()).count();
+                    assert_eq!(digits(&text), naive, "{len} {at} {b}");
+                }
+            }
+        }
     }
 
     #[test]
