@@ -31,6 +31,7 @@ pub struct Token<'a> {
 /// byte is a digit iff x <= 9; `((x & 0x7f) + (0x7f - 9)) | x` sets a byte's high bit iff
 /// x > 9, with no carry between bytes (each sum stays below 0x100), so the lowest flagged
 /// byte is the first that is not a digit.
+#[inline]
 fn digits(text: &[u8]) -> usize {
     const LO: u64 = 0x0101_0101_0101_0101;
     let mut n = 0;
@@ -88,6 +89,37 @@ pub fn token(text: &[u8]) -> Option<(Token<'_>, usize)> {
         },
         text.len() - rest.len(),
     ))
+}
+
+/// The length of the number token at the start of `text`, checked as `token` checks it,
+/// None if it is not one: for the values only skipped, without building their parts.
+#[inline]
+pub fn length(text: &[u8]) -> Option<usize> {
+    let mut i = usize::from(text.first() == Some(&b'-'));
+    match text.get(i) {
+        Some(b'0') => i += 1,
+        Some(b'1'..=b'9') => i += digits(&text[i..]),
+        _ => return None,
+    }
+    if text.get(i) == Some(&b'.') {
+        let n = digits(text.get(i + 1..).unwrap_or_default());
+        if n == 0 {
+            return None;
+        }
+        i += 1 + n;
+    }
+    if matches!(text.get(i), Some(b'e' | b'E')) {
+        i += 1;
+        if matches!(text.get(i), Some(b'+' | b'-')) {
+            i += 1;
+        }
+        let n = digits(text.get(i..).unwrap_or_default());
+        if n == 0 {
+            return None;
+        }
+        i += n;
+    }
+    Some(i)
 }
 
 /// A number as the plain (fast) decoder holds it.
@@ -243,6 +275,34 @@ mod tests {
                     }
                     let naive = text.iter().take_while(|c| c.is_ascii_digit()).count();
                     assert_eq!(digits(&text), naive, "{len} {at} {b}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn length_agrees_with_token() {
+        let parts = [
+            "",
+            "-",
+            "0",
+            "1",
+            "01",
+            "123456789",
+            ".",
+            ".5",
+            "e",
+            "E+",
+            "e-7",
+            "x",
+            "]",
+        ];
+        for a in parts {
+            for b in parts {
+                for c in parts {
+                    let text = format!("{a}{b}{c}");
+                    let t = text.as_bytes();
+                    assert_eq!(length(t), token(t).map(|(_, n)| n), "{text}");
                 }
             }
         }

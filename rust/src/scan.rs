@@ -299,6 +299,19 @@ impl Stack {
     }
 }
 
+#[cold]
+fn string_refused(at: usize, why: strings::Refusal) -> Scan<Val> {
+    refuse(
+        at,
+        match why {
+            strings::Refusal::Unterminated => "an unterminated string",
+            strings::Refusal::Control => "a control character in a string",
+            strings::Refusal::Escape => "an invalid escape",
+            strings::Refusal::LoneSurrogate => "a lone surrogate escape",
+        },
+    )
+}
+
 fn is_ws(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\n' | b'\r')
 }
@@ -337,6 +350,7 @@ impl<'a> Scanner<'a> {
         i
     }
 
+    #[inline]
     fn byte(&self, i: usize) -> Scan<u8> {
         match self.t.get(i) {
             Some(&b) => Ok(b),
@@ -344,6 +358,7 @@ impl<'a> Scanner<'a> {
         }
     }
 
+    #[inline]
     fn string(&self, i: usize) -> Scan<Val> {
         match strings::check(self.t, i) {
             Ok(c) => Ok(Val {
@@ -351,25 +366,18 @@ impl<'a> Scanner<'a> {
                 end: c.end,
                 kind: Kind::Str { escaped: c.escaped },
             }),
-            Err((at, why)) => refuse(
-                at,
-                match why {
-                    strings::Refusal::Unterminated => "an unterminated string",
-                    strings::Refusal::Control => "a control character in a string",
-                    strings::Refusal::Escape => "an invalid escape",
-                    strings::Refusal::LoneSurrogate => "a lone surrogate escape",
-                },
-            ),
+            Err((at, why)) => string_refused(at, why),
         }
     }
 
     /// A scalar at `i` (not a container).
+    #[inline]
     fn scalar(&self, i: usize) -> Scan<Val> {
         let b = self.byte(i)?;
         let (kind, len) = match b {
             b'"' => return self.string(i),
-            b'-' | b'0'..=b'9' => match numbers::token(&self.t[i..]) {
-                Some((_, n)) => (Kind::Num, n),
+            b'-' | b'0'..=b'9' => match numbers::length(&self.t[i..]) {
+                Some(n) => (Kind::Num, n),
                 None => return refuse(i, "a malformed number"),
             },
             b't' if self.t[i..].starts_with(b"true") => (Kind::Literal, 4),
@@ -386,17 +394,24 @@ impl<'a> Scanner<'a> {
 
     /// Any value at `i` (no whitespace before it), checked whole; nesting walked with an
     /// explicit stack of at most MAX_DEPTH levels.
+    #[inline]
     fn value(&self, i: usize) -> Scan<Val> {
         self.value_within(i, 0)
     }
 
     /// `value` for a value inside `outer` open containers that count against MAX_DEPTH
     /// (an args member: 1, as if args were walked whole).
+    #[inline]
     fn value_within(&self, i: usize, outer: usize) -> Scan<Val> {
-        let open = self.byte(i)?;
-        if open != b'{' && open != b'[' {
-            return self.scalar(i);
+        match self.byte(i)? {
+            b'{' | b'[' => self.container(i, outer),
+            _ => self.scalar(i),
         }
+    }
+
+    /// `value_within` for an object or array at `i`.
+    fn container(&self, i: usize, outer: usize) -> Scan<Val> {
+        let open = self.byte(i)?;
         let mut stack = Stack::default();
         stack.push(open);
         let mut j = i + 1;
@@ -583,8 +598,44 @@ fn keep(slot: &mut Option<Val>, value: Val) -> Scan<()> {
     Ok(())
 }
 
+/// What the lists say of a category's text (CATEGORIES, the drop rule's known and
+/// categories), found once for each distinct category of a chunk (the first 16 of them).
+#[derive(Debug, Clone, Copy)]
+struct Category {
+    ascii: bool,
+    kind: Option<i8>,
+    known: bool,
+    dropped: bool,
+}
+
+struct Categories<'t, 'r> {
+    rule: Option<&'r DropRule>,
+    seen: Vec<(&'t [u8], Category)>,
+}
+
+impl<'t> Categories<'t, '_> {
+    fn of(&mut self, cat: &'t [u8]) -> Category {
+        if let Some(&(_, found)) = self.seen.iter().find(|(text, _)| *text == cat) {
+            return found;
+        }
+        let same = |c: &[u8]| c.eq_ignore_ascii_case(cat);
+        let found = Category {
+            ascii: cat.is_ascii(),
+            kind: CATEGORIES.iter().find(|(c, _)| same(c)).map(|&(_, k)| k),
+            known: self.rule.is_some_and(|r| r.known.iter().any(|c| same(c))),
+            dropped: self
+                .rule
+                .is_some_and(|r| r.categories.iter().any(|c| same(c))),
+        };
+        if self.seen.len() < 16 {
+            self.seen.push((cat, found));
+        }
+        found
+    }
+}
+
 /// The row kind of an event: a complete event ("X") of a GPU or runtime category.
-fn kind_of(s: &Scanner<'_>, e: &Event) -> Scan<Option<i8>> {
+fn kind_of<'t>(s: &Scanner<'t>, e: &Event, cats: &mut Categories<'t, '_>) -> Scan<Option<i8>> {
     match e.ph {
         None => return Ok(None),
         Some(v) if !matches!(v.kind, Kind::Str { .. }) => return refuse(v.start, "ph not text"),
@@ -602,14 +653,12 @@ fn kind_of(s: &Scanner<'_>, e: &Event) -> Scan<Option<i8>> {
     let Some(cat) = s.plain_str(Some(cat_value)) else {
         return refuse(cat_value.start, "cat not plain text");
     };
-    if !cat.is_ascii() {
+    let found = cats.of(cat);
+    if !found.ascii {
         // str.lower() maps some non-ASCII letters to ASCII ones (K, the Kelvin sign → k)
         return refuse(cat_value.start, "a non-ASCII cat");
     }
-    Ok(CATEGORIES
-        .iter()
-        .find(|(c, _)| c.eq_ignore_ascii_case(cat))
-        .map(|&(_, k)| k))
+    Ok(found.kind)
 }
 
 /// What an event's field may be: `int | str | None` (pid, tid, device, stream).
@@ -654,6 +703,10 @@ pub fn scan(text: &[u8], options: &Options) -> Scan<Chunk> {
             .map(memchr::memmem::Finder::new)
             .collect()
     });
+    let mut cats = Categories {
+        rule: options.drop.as_ref(),
+        seen: Vec::new(),
+    };
     let mut out = Chunk::default();
     let mut pending = Pending {
         gpu_ts: Vec::new(),
@@ -669,12 +722,12 @@ pub fn scan(text: &[u8], options: &Options) -> Scan<Chunk> {
         let start = i;
         let end = if s.byte(i)? == b'{' {
             let (e, end) = s.event(i)?;
-            match kind_of(&s, &e)? {
+            match kind_of(&s, &e, &mut cats)? {
                 Some(kind) => row(&s, &e, kind, options, &mut out, &mut pending)?,
                 None if options
                     .drop
                     .as_ref()
-                    .is_some_and(|r| droppable(&s, &e, r, &contains, options)) =>
+                    .is_some_and(|r| droppable(&s, &e, r, &contains, &mut cats, options)) =>
                 {
                     out.dropped += 1
                 }
@@ -815,11 +868,12 @@ fn row(
 
 /// Whether an event that is not a row may be dropped: the rule says the collector never
 /// keeps it, and the fast decoder would take its fields (else the Python side decides).
-fn droppable(
-    s: &Scanner<'_>,
+fn droppable<'t>(
+    s: &Scanner<'t>,
     e: &Event,
     rule: &DropRule,
     contains: &[memchr::memmem::Finder<'_>],
+    cats: &mut Categories<'t, '_>,
     options: &Options,
 ) -> bool {
     let Some(name) = (match e.name {
@@ -833,16 +887,15 @@ fn droppable(
         Some(v) => s.plain_str(Some(v)),
     };
     let cat = match e.cat {
-        None => Some(&b""[..]),
-        Some(v) => s.plain_str(Some(v)).filter(|c| c.is_ascii()),
+        None => Some(cats.of(b"")),
+        Some(v) => s.plain_str(Some(v)).map(|c| cats.of(c)).filter(|c| c.ascii),
     };
     let (Some(ph), Some(cat)) = (ph, cat) else {
         return false;
     };
-    let same = |c: &Vec<u8>| c.eq_ignore_ascii_case(cat);
-    let known = ph == b"X" && rule.known.iter().any(same);
+    let known = ph == b"X" && cat.known;
     let dropped = if known {
-        rule.categories.iter().any(same)
+        cat.dropped
             && !rule.keep_prefixes.iter().any(|p| name.starts_with(p))
             && !rule.keep_suffixes.iter().any(|p| name.ends_with(p))
             && !contains.iter().any(|f| f.find(name).is_some())
