@@ -122,6 +122,21 @@ pub fn length(text: &[u8]) -> Option<usize> {
     Some(i)
 }
 
+/// For a whole checked token: whether `small_int` takes it (an int of at most 18 digits),
+/// without building its parts.
+#[inline]
+pub fn is_small_int(text: &[u8]) -> bool {
+    let body = text.strip_prefix(b"-").unwrap_or(text);
+    body.len() <= 18 && digits(body) == body.len()
+}
+
+/// For a whole checked token: its integer digits and whether it has an exponent.
+#[inline]
+pub fn int_digits_and_exp(text: &[u8]) -> (usize, bool) {
+    let body = text.strip_prefix(b"-").unwrap_or(text);
+    (digits(body), body.iter().any(|&b| b | 0x20 == b'e'))
+}
+
 /// A number as the plain (fast) decoder holds it.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Plain {
@@ -303,6 +318,11 @@ mod tests {
                     let text = format!("{a}{b}{c}");
                     let t = text.as_bytes();
                     assert_eq!(length(t), token(t).map(|(_, n)| n), "{text}");
+                    if let Some((whole, n)) = token(t).filter(|&(_, n)| n == t.len()) {
+                        assert_eq!(is_small_int(t), small_int(&whole).is_some(), "{text}");
+                        let digits_exp = (whole.int.len(), whole.has_exp);
+                        assert_eq!(int_digits_and_exp(t), digits_exp, "{text} {n}");
+                    }
                 }
             }
         }

@@ -666,7 +666,7 @@ fn int_or_text(s: &Scanner<'_>, v: Option<Val>) -> Scan<&'static [u8]> {
     let Some(v) = v else { return Ok(b"null") };
     match v.kind {
         Kind::Str { .. } | Kind::Null => Ok(b""),
-        Kind::Num if numbers::small_int(&s.number(v)).is_some() => Ok(b""),
+        Kind::Num if numbers::is_small_int(s.text(v)) => Ok(b""),
         _ => refuse(v.start, "a field that is not an int, text or null"),
     }
 }
@@ -912,7 +912,7 @@ fn decodable(s: &Scanner<'_>, e: &Event, options: &Options) -> bool {
         None => true,
         Some(v) => match v.kind {
             Kind::Null | Kind::Str { .. } => true,
-            Kind::Num => numbers::small_int(&s.number(v)).is_some(),
+            Kind::Num => numbers::is_small_int(s.text(v)),
             _ => false,
         },
     };
@@ -920,8 +920,8 @@ fn decodable(s: &Scanner<'_>, e: &Event, options: &Options) -> bool {
         None => true,
         Some(v) if v.kind == Kind::Null => true,
         Some(v) if v.kind == Kind::Num => {
-            let t = s.number(v);
-            !t.has_exp && (options.exact || t.int.len() <= 18)
+            let (int_digits, has_exp) = numbers::int_digits_and_exp(s.text(v));
+            !has_exp && (options.exact || int_digits <= 18)
         }
         _ => false,
     };
@@ -932,7 +932,7 @@ fn decodable(s: &Scanner<'_>, e: &Event, options: &Options) -> bool {
     let correlation_ok = match e.correlation {
         None => true,
         Some(v) if v.kind == Kind::Null => true,
-        Some(v) => v.kind == Kind::Num && numbers::small_int(&s.number(v)).is_some(),
+        Some(v) => v.kind == Kind::Num && numbers::is_small_int(s.text(v)),
     };
     args_ok
         && correlation_ok
