@@ -27,51 +27,58 @@ pub struct Token<'a> {
     pub has_exp: bool,
 }
 
+/// How many ASCII digits `text` starts with, eight bytes a step: with `x = byte ^ b'0'`, a
+/// byte is a digit iff x <= 9; `((x & 0x7f) + (0x7f - 9)) | x` sets a byte's high bit iff
+/// x > 9, with no carry between bytes (each sum stays below 0x100), so the lowest flagged
+/// byte is the first that is not a digit.
+#[inline]
+fn digits(text: &[u8]) -> usize {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    let mut n = 0;
+    while let Some(&word) = text.get(n..).and_then(|r| r.first_chunk::<8>()) {
+        let x = u64::from_le_bytes(word) ^ (LO * u64::from(b'0'));
+        let other = (((x & (LO * 0x7f)) + LO * (0x7f - 9)) | x) & (LO * 0x80);
+        if other != 0 {
+            return n + (other.trailing_zeros() / 8) as usize;
+        }
+        n += 8;
+    }
+    n + text
+        .get(n..)
+        .map_or(0, |r| r.iter().take_while(|b| b.is_ascii_digit()).count())
+}
+
 /// The number token at the start of `text` and its length, checked against JSON's grammar
 /// (`-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`); None if it is not one.
 pub fn token(text: &[u8]) -> Option<(Token<'_>, usize)> {
-    let mut i = 0;
     let negative = text.first() == Some(&b'-');
-    if negative {
-        i += 1;
-    }
-    let int_start = i;
-    match text.get(i) {
-        Some(b'0') => i += 1,
-        Some(b'1'..=b'9') => {
-            while matches!(text.get(i), Some(b'0'..=b'9')) {
-                i += 1;
-            }
-        }
+    let body = &text[usize::from(negative)..];
+    let int_len = match body.first() {
+        Some(b'0') => 1,
+        Some(b'1'..=b'9') => digits(body),
         _ => return None,
-    }
-    let int = &text[int_start..i];
+    };
+    let (int, mut rest) = body.split_at(int_len);
     let mut frac: &[u8] = &[];
-    if text.get(i) == Some(&b'.') {
-        let start = i + 1;
-        i = start;
-        while matches!(text.get(i), Some(b'0'..=b'9')) {
-            i += 1;
-        }
-        if i == start {
+    if let Some((b'.', after)) = rest.split_first() {
+        let n = digits(after);
+        if n == 0 {
             return None;
         }
-        frac = &text[start..i];
+        (frac, rest) = after.split_at(n);
     }
     let mut has_exp = false;
-    if matches!(text.get(i), Some(b'e' | b'E')) {
+    if let Some((b'e' | b'E', after)) = rest.split_first() {
         has_exp = true;
-        i += 1;
-        if matches!(text.get(i), Some(b'+' | b'-')) {
-            i += 1;
-        }
-        let start = i;
-        while matches!(text.get(i), Some(b'0'..=b'9')) {
-            i += 1;
-        }
-        if i == start {
+        let after = match after.split_first() {
+            Some((b'+' | b'-', signed)) => signed,
+            _ => after,
+        };
+        let n = digits(after);
+        if n == 0 {
             return None;
         }
+        rest = &after[n..];
     }
     Some((
         Token {
@@ -80,8 +87,54 @@ pub fn token(text: &[u8]) -> Option<(Token<'_>, usize)> {
             frac,
             has_exp,
         },
-        i,
+        text.len() - rest.len(),
     ))
+}
+
+/// The length of the number token at the start of `text`, checked as `token` checks it,
+/// None if it is not one: for the values only skipped, without building their parts.
+#[inline]
+pub fn length(text: &[u8]) -> Option<usize> {
+    let mut i = usize::from(text.first() == Some(&b'-'));
+    match text.get(i) {
+        Some(b'0') => i += 1,
+        Some(b'1'..=b'9') => i += digits(&text[i..]),
+        _ => return None,
+    }
+    if text.get(i) == Some(&b'.') {
+        let n = digits(text.get(i + 1..).unwrap_or_default());
+        if n == 0 {
+            return None;
+        }
+        i += 1 + n;
+    }
+    if matches!(text.get(i), Some(b'e' | b'E')) {
+        i += 1;
+        if matches!(text.get(i), Some(b'+' | b'-')) {
+            i += 1;
+        }
+        let n = digits(text.get(i..).unwrap_or_default());
+        if n == 0 {
+            return None;
+        }
+        i += n;
+    }
+    Some(i)
+}
+
+/// For a whole checked token: whether `small_int` takes it (an int of at most 18 digits),
+/// without building its parts.
+#[inline]
+pub fn is_small_int(text: &[u8]) -> bool {
+    let body = text.strip_prefix(b"-").unwrap_or(text);
+    body.len() <= 18 && digits(body) == body.len()
+}
+
+/// For a whole checked token: its integer digits and whether it has an exponent.
+#[inline]
+pub fn int_digits_and_exp(text: &[u8]) -> (usize, bool) {
+    let body = text.strip_prefix(b"-").unwrap_or(text);
+    (digits(body), body.iter().any(|&b| b | 0x20 == b'e'))
 }
 
 /// A number as the plain (fast) decoder holds it.
@@ -223,6 +276,56 @@ mod tests {
         }
         assert_eq!(token(b"01").unwrap().1, 1); // the 1 that follows is not part of it
         assert!(tok("-0.5e-7").has_exp);
+    }
+
+    #[test]
+    fn digits_at_every_offset() {
+        for len in [0usize, 1, 7, 8, 9, 16, 17, 20] {
+            for at in 0..=len {
+                for b in 0..=255u8 {
+                    let mut text = vec![b'7'; len];
+                    text.push(b'0');
+                    if at < text.len() {
+                        text[at] = b;
+                    }
+                    let naive = text.iter().take_while(|c| c.is_ascii_digit()).count();
+                    assert_eq!(digits(&text), naive, "{len} {at} {b}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn length_agrees_with_token() {
+        let parts = [
+            "",
+            "-",
+            "0",
+            "1",
+            "01",
+            "123456789",
+            ".",
+            ".5",
+            "e",
+            "E+",
+            "e-7",
+            "x",
+            "]",
+        ];
+        for a in parts {
+            for b in parts {
+                for c in parts {
+                    let text = format!("{a}{b}{c}");
+                    let t = text.as_bytes();
+                    assert_eq!(length(t), token(t).map(|(_, n)| n), "{text}");
+                    if let Some((whole, n)) = token(t).filter(|&(_, n)| n == t.len()) {
+                        assert_eq!(is_small_int(t), small_int(&whole).is_some(), "{text}");
+                        let digits_exp = (whole.int.len(), whole.has_exp);
+                        assert_eq!(int_digits_and_exp(t), digits_exp, "{text} {n}");
+                    }
+                }
+            }
+        }
     }
 
     #[test]

@@ -207,6 +207,57 @@ const LAUNCH_KEYS: [&[u8]; 5] = [
     b"bytes",
 ];
 
+/// What an args member is to the scanner.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ArgKey {
+    Correlation,
+    Device,
+    Stream,
+    /// LAUNCH_KEYS[n]
+    Launch(usize),
+    /// one of ANY_KEYS
+    Any,
+    Other,
+}
+
+/// One bit of 64 for a key, from its length and first and last bytes: a key whose bit is
+/// not in a list's mask is not in the list, told without comparing any text.
+const fn key_bit(key: &[u8]) -> u64 {
+    let n = key.len();
+    if n == 0 {
+        return 1;
+    }
+    1 << ((n * 31 + key[0] as usize * 7 + key[n - 1] as usize) % 64)
+}
+
+const fn key_mask(keys: &[&[u8]]) -> u64 {
+    let mut mask = 0;
+    let mut n = 0;
+    while n < keys.len() {
+        mask |= key_bit(keys[n]);
+        n += 1;
+    }
+    mask
+}
+
+const LAUNCH_OR_ANY: u64 = key_mask(&LAUNCH_KEYS) | key_mask(&ANY_KEYS);
+
+/// The args key's meaning. Most keys of an op's args ("External id", "Input Dims", ...)
+/// are told by their bit (key_bit) before any text is compared.
+fn arg_key(key: &[u8]) -> ArgKey {
+    match key {
+        b"correlation" => ArgKey::Correlation,
+        b"device" => ArgKey::Device,
+        b"stream" => ArgKey::Stream,
+        _ if key_bit(key) & LAUNCH_OR_ANY == 0 => ArgKey::Other,
+        _ => match LAUNCH_KEYS.iter().position(|k| *k == key) {
+            Some(n) => ArgKey::Launch(n),
+            None if ANY_KEYS.contains(&key) => ArgKey::Any,
+            None => ArgKey::Other,
+        },
+    }
+}
+
 /// The open brackets of a value being walked: at most MAX_DEPTH, no allocation.
 struct Stack {
     open: [u8; MAX_DEPTH],
@@ -248,8 +299,37 @@ impl Stack {
     }
 }
 
+#[cold]
+fn string_refused(at: usize, why: strings::Refusal) -> Scan<Val> {
+    refuse(
+        at,
+        match why {
+            strings::Refusal::Unterminated => "an unterminated string",
+            strings::Refusal::Control => "a control character in a string",
+            strings::Refusal::Escape => "an invalid escape",
+            strings::Refusal::LoneSurrogate => "a lone surrogate escape",
+        },
+    )
+}
+
 fn is_ws(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\n' | b'\r')
+}
+
+/// The end of the run of spaces at `i` (a pretty-printed trace's indentation), eight bytes a
+/// step: the first byte that differs from a space is the lowest nonzero byte of `word ^ spaces`.
+fn spaces(text: &[u8], mut i: usize) -> usize {
+    const SPACES: u64 = 0x2020_2020_2020_2020;
+    while let Some(&word) = text.get(i..).and_then(|r| r.first_chunk::<8>()) {
+        let other = u64::from_le_bytes(word) ^ SPACES;
+        if other != 0 {
+            return i + (other.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    i + text
+        .get(i..)
+        .map_or(0, |r| r.iter().take_while(|&&b| b == b' ').count())
 }
 
 struct Scanner<'a> {
@@ -258,12 +338,19 @@ struct Scanner<'a> {
 
 impl<'a> Scanner<'a> {
     fn ws(&self, mut i: usize) -> usize {
-        while i < self.t.len() && is_ws(self.t[i]) {
+        while let Some(&b) = self.t.get(i) {
+            if !is_ws(b) {
+                break;
+            }
             i += 1;
+            if self.t.get(i) == Some(&b' ') {
+                i = spaces(self.t, i);
+            }
         }
         i
     }
 
+    #[inline]
     fn byte(&self, i: usize) -> Scan<u8> {
         match self.t.get(i) {
             Some(&b) => Ok(b),
@@ -271,6 +358,7 @@ impl<'a> Scanner<'a> {
         }
     }
 
+    #[inline]
     fn string(&self, i: usize) -> Scan<Val> {
         match strings::check(self.t, i) {
             Ok(c) => Ok(Val {
@@ -278,25 +366,18 @@ impl<'a> Scanner<'a> {
                 end: c.end,
                 kind: Kind::Str { escaped: c.escaped },
             }),
-            Err((at, why)) => refuse(
-                at,
-                match why {
-                    strings::Refusal::Unterminated => "an unterminated string",
-                    strings::Refusal::Control => "a control character in a string",
-                    strings::Refusal::Escape => "an invalid escape",
-                    strings::Refusal::LoneSurrogate => "a lone surrogate escape",
-                },
-            ),
+            Err((at, why)) => string_refused(at, why),
         }
     }
 
     /// A scalar at `i` (not a container).
+    #[inline]
     fn scalar(&self, i: usize) -> Scan<Val> {
         let b = self.byte(i)?;
         let (kind, len) = match b {
             b'"' => return self.string(i),
-            b'-' | b'0'..=b'9' => match numbers::token(&self.t[i..]) {
-                Some((_, n)) => (Kind::Num, n),
+            b'-' | b'0'..=b'9' => match numbers::length(&self.t[i..]) {
+                Some(n) => (Kind::Num, n),
                 None => return refuse(i, "a malformed number"),
             },
             b't' if self.t[i..].starts_with(b"true") => (Kind::Literal, 4),
@@ -313,11 +394,24 @@ impl<'a> Scanner<'a> {
 
     /// Any value at `i` (no whitespace before it), checked whole; nesting walked with an
     /// explicit stack of at most MAX_DEPTH levels.
+    #[inline]
     fn value(&self, i: usize) -> Scan<Val> {
-        let open = self.byte(i)?;
-        if open != b'{' && open != b'[' {
-            return self.scalar(i);
+        self.value_within(i, 0)
+    }
+
+    /// `value` for a value inside `outer` open containers that count against MAX_DEPTH
+    /// (an args member: 1, as if args were walked whole).
+    #[inline]
+    fn value_within(&self, i: usize, outer: usize) -> Scan<Val> {
+        match self.byte(i)? {
+            b'{' | b'[' => self.container(i, outer),
+            _ => self.scalar(i),
         }
+    }
+
+    /// `value_within` for an object or array at `i`.
+    fn container(&self, i: usize, outer: usize) -> Scan<Val> {
+        let open = self.byte(i)?;
         let mut stack = Stack::default();
         stack.push(open);
         let mut j = i + 1;
@@ -344,7 +438,7 @@ impl<'a> Scanner<'a> {
                 }
                 let b = self.byte(j)?;
                 if b == b'{' || b == b'[' {
-                    if stack.len() >= MAX_DEPTH {
+                    if outer + stack.len() >= MAX_DEPTH {
                         return refuse(j, "nested too deeply");
                     }
                     stack.push(b);
@@ -389,9 +483,13 @@ impl<'a> Scanner<'a> {
         }
     }
 
-    /// The members of an object at `i`: each key (unescaped text) with its value, given to
-    /// `field`, which says whether it keeps the value; the object's end.
-    fn members(&self, i: usize, mut field: impl FnMut(&'a [u8], Val) -> Scan<()>) -> Scan<usize> {
+    /// The members of an object at `i`: each key (unescaped text) with its value's offset,
+    /// given to `field`, which walks the value and gives its end; the object's end.
+    fn members(
+        &self,
+        i: usize,
+        mut field: impl FnMut(&'a [u8], usize) -> Scan<usize>,
+    ) -> Scan<usize> {
         let mut j = self.ws(i + 1);
         if self.byte(j)? == b'}' {
             return Ok(j + 1);
@@ -410,9 +508,7 @@ impl<'a> Scanner<'a> {
                 return refuse(j, "expected :");
             }
             j = self.ws(j + 1);
-            let value = self.value(j)?;
-            field(name, value)?;
-            j = self.ws(value.end);
+            j = self.ws(field(name, j)?);
             match self.byte(j)? {
                 b',' => j = self.ws(j + 1),
                 b'}' => return Ok(j + 1),
@@ -421,10 +517,39 @@ impl<'a> Scanner<'a> {
         }
     }
 
+    /// The event object at `i` and its end. Its args object is walked once, member by
+    /// member (each member's value checked whole, as deep as if args were walked whole).
     fn event(&self, i: usize) -> Scan<(Event, usize)> {
         let mut e = Event::default();
-        let mut args_at = None;
-        let end = self.members(i, |key, value| {
+        let end = self.members(i, |key, j| {
+            if key == b"args" && self.t.get(j) == Some(&b'{') {
+                if let Some(first) = e.args {
+                    return refuse(first.start.max(j), "a repeated key");
+                }
+                let end = self.members(j, |key, j| {
+                    let value = self.value_within(j, 1)?;
+                    let slot = match arg_key(key) {
+                        ArgKey::Correlation => &mut e.correlation,
+                        ArgKey::Device => &mut e.device,
+                        ArgKey::Stream => &mut e.stream,
+                        ArgKey::Launch(n) => &mut e.launch[n],
+                        ArgKey::Any => {
+                            e.extra_any.get_or_insert(value);
+                            return Ok(value.end);
+                        }
+                        ArgKey::Other => return Ok(value.end),
+                    };
+                    keep(slot, value)?;
+                    Ok(value.end)
+                })?;
+                e.args = Some(Val {
+                    start: j,
+                    end,
+                    kind: Kind::Object,
+                });
+                return Ok(end);
+            }
+            let value = self.value(j)?;
             let slot = match key {
                 b"ph" => &mut e.ph,
                 b"cat" => &mut e.cat,
@@ -433,32 +558,12 @@ impl<'a> Scanner<'a> {
                 b"tid" => &mut e.tid,
                 b"ts" => &mut e.ts,
                 b"dur" => &mut e.dur,
-                b"args" => {
-                    args_at = Some(value);
-                    &mut e.args
-                }
-                _ => return Ok(()),
+                b"args" => &mut e.args,
+                _ => return Ok(value.end),
             };
-            keep(slot, value)
+            keep(slot, value)?;
+            Ok(value.end)
         })?;
-        if let Some(args) = args_at.filter(|a| a.kind == Kind::Object) {
-            self.members(args.start, |key, value| {
-                let slot = match key {
-                    b"correlation" => &mut e.correlation,
-                    b"device" => &mut e.device,
-                    b"stream" => &mut e.stream,
-                    _ => match LAUNCH_KEYS.iter().position(|k| *k == key) {
-                        Some(n) => &mut e.launch[n],
-                        None if ANY_KEYS.contains(&key) => {
-                            e.extra_any.get_or_insert(value);
-                            return Ok(());
-                        }
-                        None => return Ok(()),
-                    },
-                };
-                keep(slot, value)
-            })?;
-        }
         Ok((e, end))
     }
 
@@ -493,8 +598,44 @@ fn keep(slot: &mut Option<Val>, value: Val) -> Scan<()> {
     Ok(())
 }
 
+/// What the lists say of a category's text (CATEGORIES, the drop rule's known and
+/// categories), found once for each distinct category of a chunk (the first 16 of them).
+#[derive(Debug, Clone, Copy)]
+struct Category {
+    ascii: bool,
+    kind: Option<i8>,
+    known: bool,
+    dropped: bool,
+}
+
+struct Categories<'t, 'r> {
+    rule: Option<&'r DropRule>,
+    seen: Vec<(&'t [u8], Category)>,
+}
+
+impl<'t> Categories<'t, '_> {
+    fn of(&mut self, cat: &'t [u8]) -> Category {
+        if let Some(&(_, found)) = self.seen.iter().find(|(text, _)| *text == cat) {
+            return found;
+        }
+        let same = |c: &[u8]| c.eq_ignore_ascii_case(cat);
+        let found = Category {
+            ascii: cat.is_ascii(),
+            kind: CATEGORIES.iter().find(|(c, _)| same(c)).map(|&(_, k)| k),
+            known: self.rule.is_some_and(|r| r.known.iter().any(|c| same(c))),
+            dropped: self
+                .rule
+                .is_some_and(|r| r.categories.iter().any(|c| same(c))),
+        };
+        if self.seen.len() < 16 {
+            self.seen.push((cat, found));
+        }
+        found
+    }
+}
+
 /// The row kind of an event: a complete event ("X") of a GPU or runtime category.
-fn kind_of(s: &Scanner<'_>, e: &Event) -> Scan<Option<i8>> {
+fn kind_of<'t>(s: &Scanner<'t>, e: &Event, cats: &mut Categories<'t, '_>) -> Scan<Option<i8>> {
     match e.ph {
         None => return Ok(None),
         Some(v) if !matches!(v.kind, Kind::Str { .. }) => return refuse(v.start, "ph not text"),
@@ -512,14 +653,12 @@ fn kind_of(s: &Scanner<'_>, e: &Event) -> Scan<Option<i8>> {
     let Some(cat) = s.plain_str(Some(cat_value)) else {
         return refuse(cat_value.start, "cat not plain text");
     };
-    if !cat.is_ascii() {
+    let found = cats.of(cat);
+    if !found.ascii {
         // str.lower() maps some non-ASCII letters to ASCII ones (K, the Kelvin sign → k)
         return refuse(cat_value.start, "a non-ASCII cat");
     }
-    Ok(CATEGORIES
-        .iter()
-        .find(|(c, _)| c.eq_ignore_ascii_case(cat))
-        .map(|&(_, k)| k))
+    Ok(found.kind)
 }
 
 /// What an event's field may be: `int | str | None` (pid, tid, device, stream).
@@ -527,7 +666,7 @@ fn int_or_text(s: &Scanner<'_>, v: Option<Val>) -> Scan<&'static [u8]> {
     let Some(v) = v else { return Ok(b"null") };
     match v.kind {
         Kind::Str { .. } | Kind::Null => Ok(b""),
-        Kind::Num if numbers::small_int(&s.number(v)).is_some() => Ok(b""),
+        Kind::Num if numbers::is_small_int(s.text(v)) => Ok(b""),
         _ => refuse(v.start, "a field that is not an int, text or null"),
     }
 }
@@ -557,6 +696,17 @@ pub fn scan(text: &[u8], options: &Options) -> Scan<Chunk> {
         return refuse(at, "a collective's metadata");
     }
     let s = Scanner { t: text };
+    // the searchers of the drop rule's keep_contains, built once a chunk
+    let contains: Vec<memchr::memmem::Finder<'_>> = options.drop.as_ref().map_or(vec![], |r| {
+        r.keep_contains
+            .iter()
+            .map(memchr::memmem::Finder::new)
+            .collect()
+    });
+    let mut cats = Categories {
+        rule: options.drop.as_ref(),
+        seen: Vec::new(),
+    };
     let mut out = Chunk::default();
     let mut pending = Pending {
         gpu_ts: Vec::new(),
@@ -572,12 +722,12 @@ pub fn scan(text: &[u8], options: &Options) -> Scan<Chunk> {
         let start = i;
         let end = if s.byte(i)? == b'{' {
             let (e, end) = s.event(i)?;
-            match kind_of(&s, &e)? {
+            match kind_of(&s, &e, &mut cats)? {
                 Some(kind) => row(&s, &e, kind, options, &mut out, &mut pending)?,
                 None if options
                     .drop
                     .as_ref()
-                    .is_some_and(|r| droppable(&s, &e, r, options)) =>
+                    .is_some_and(|r| droppable(&s, &e, r, &contains, &mut cats, options)) =>
                 {
                     out.dropped += 1
                 }
@@ -718,7 +868,14 @@ fn row(
 
 /// Whether an event that is not a row may be dropped: the rule says the collector never
 /// keeps it, and the fast decoder would take its fields (else the Python side decides).
-fn droppable(s: &Scanner<'_>, e: &Event, rule: &DropRule, options: &Options) -> bool {
+fn droppable<'t>(
+    s: &Scanner<'t>,
+    e: &Event,
+    rule: &DropRule,
+    contains: &[memchr::memmem::Finder<'_>],
+    cats: &mut Categories<'t, '_>,
+    options: &Options,
+) -> bool {
     let Some(name) = (match e.name {
         None => Some(&b""[..]),
         Some(v) => s.plain_str(Some(v)),
@@ -730,22 +887,18 @@ fn droppable(s: &Scanner<'_>, e: &Event, rule: &DropRule, options: &Options) -> 
         Some(v) => s.plain_str(Some(v)),
     };
     let cat = match e.cat {
-        None => Some(&b""[..]),
-        Some(v) => s.plain_str(Some(v)).filter(|c| c.is_ascii()),
+        None => Some(cats.of(b"")),
+        Some(v) => s.plain_str(Some(v)).map(|c| cats.of(c)).filter(|c| c.ascii),
     };
     let (Some(ph), Some(cat)) = (ph, cat) else {
         return false;
     };
-    let same = |c: &Vec<u8>| c.eq_ignore_ascii_case(cat);
-    let known = ph == b"X" && rule.known.iter().any(same);
+    let known = ph == b"X" && cat.known;
     let dropped = if known {
-        rule.categories.iter().any(same)
+        cat.dropped
             && !rule.keep_prefixes.iter().any(|p| name.starts_with(p))
             && !rule.keep_suffixes.iter().any(|p| name.ends_with(p))
-            && !rule
-                .keep_contains
-                .iter()
-                .any(|p| name.windows(p.len().max(1)).any(|w| w == &p[..]))
+            && !contains.iter().any(|f| f.find(name).is_some())
     } else {
         !rule.keep_other_names.iter().any(|n| *n == name)
     };
@@ -759,7 +912,7 @@ fn decodable(s: &Scanner<'_>, e: &Event, options: &Options) -> bool {
         None => true,
         Some(v) => match v.kind {
             Kind::Null | Kind::Str { .. } => true,
-            Kind::Num => numbers::small_int(&s.number(v)).is_some(),
+            Kind::Num => numbers::is_small_int(s.text(v)),
             _ => false,
         },
     };
@@ -767,8 +920,8 @@ fn decodable(s: &Scanner<'_>, e: &Event, options: &Options) -> bool {
         None => true,
         Some(v) if v.kind == Kind::Null => true,
         Some(v) if v.kind == Kind::Num => {
-            let t = s.number(v);
-            !t.has_exp && (options.exact || t.int.len() <= 18)
+            let (int_digits, has_exp) = numbers::int_digits_and_exp(s.text(v));
+            !has_exp && (options.exact || int_digits <= 18)
         }
         _ => false,
     };
@@ -779,7 +932,7 @@ fn decodable(s: &Scanner<'_>, e: &Event, options: &Options) -> bool {
     let correlation_ok = match e.correlation {
         None => true,
         Some(v) if v.kind == Kind::Null => true,
-        Some(v) => v.kind == Kind::Num && numbers::small_int(&s.number(v)).is_some(),
+        Some(v) => v.kind == Kind::Num && numbers::is_small_int(s.text(v)),
     };
     args_ok
         && correlation_ok
@@ -1013,6 +1166,29 @@ mod tests {
         assert_eq!(c.dropped, dropped.len());
         assert_eq!(c.others.len(), 2 * kept.len());
         assert_eq!(c.events, kept.len() + dropped.len());
+    }
+
+    #[test]
+    fn args_keys_by_their_bit() {
+        for (n, key) in LAUNCH_KEYS.iter().enumerate() {
+            assert_eq!(arg_key(key), ArgKey::Launch(n));
+        }
+        for key in ANY_KEYS {
+            assert_eq!(arg_key(key), ArgKey::Any);
+        }
+        assert_eq!(arg_key(b"correlation"), ArgKey::Correlation);
+        assert_eq!(arg_key(b"device"), ArgKey::Device);
+        assert_eq!(arg_key(b"stream"), ArgKey::Stream);
+        for other in [
+            &b""[..],
+            b"External id",
+            b"Input Dims",
+            b"grids",
+            b"Seq ",
+            b"bytes\0",
+        ] {
+            assert_eq!(arg_key(other), ArgKey::Other);
+        }
     }
 
     #[test]

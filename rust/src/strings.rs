@@ -31,22 +31,93 @@ fn hex4(text: &[u8], at: usize) -> Option<u32> {
     Some(value)
 }
 
+/// Eight bytes at a time: `0x01` in every byte, `0x80` in every byte.
+const LO: u64 = 0x0101_0101_0101_0101;
+const HI: u64 = 0x8080_8080_8080_8080;
+/// Bytes of plain run read eight at a time before a longer string is searched by memchr.
+const SHORT: usize = 32;
+
+/// The high bit of each byte of `word` (little-endian: byte 0 first in the text) that is a
+/// quote, a backslash or below 0x20. Exact at the lowest such byte (a borrow only runs from a
+/// matching byte upward), so `trailing_zeros / 8` is the first one's index; bytes after it
+/// may be flagged wrongly and are never used.
+fn specials(word: u64) -> u64 {
+    let quote = word ^ (LO * u64::from(b'"'));
+    let backslash = word ^ (LO * u64::from(b'\\'));
+    ((quote.wrapping_sub(LO) & !quote)
+        | (backslash.wrapping_sub(LO) & !backslash)
+        | (word.wrapping_sub(LO * 0x20) & !word))
+        & HI
+}
+
+fn is_special(b: u8) -> bool {
+    b == b'"' || b == b'\\' || b < 0x20
+}
+
+/// The first quote, backslash or control character at or after `i`.
+fn next_special(text: &[u8], mut i: usize) -> Option<usize> {
+    // Short strings (keys, categories, most values): eight bytes a step, no call.
+    let short_end = i.saturating_add(SHORT);
+    while i < short_end {
+        let Some(&word) = text.get(i..).and_then(|r| r.first_chunk::<8>()) else {
+            break;
+        };
+        let found = specials(u64::from_le_bytes(word));
+        if found != 0 {
+            return Some(i + (found.trailing_zeros() / 8) as usize);
+        }
+        i += 8;
+    }
+    let rest = text.get(i..)?;
+    if i < short_end {
+        // fewer than eight bytes left in the text
+        return rest.iter().position(|&b| is_special(b)).map(|p| i + p);
+    }
+    // A long plain run: the next quote or backslash (SIMD search), then the first control
+    // character before it (a branch-free pass the compiler vectorises).
+    let run = memchr::memchr2(b'"', b'\\', rest).unwrap_or(rest.len());
+    let plain = &rest[..run];
+    if plain.iter().fold(false, |seen, &b| seen | (b < 0x20)) {
+        return plain.iter().position(|&b| b < 0x20).map(|p| i + p);
+    }
+    (run < rest.len()).then_some(i + run)
+}
+
 /// The string whose opening quote is at `start`.
+#[inline]
 pub fn check(text: &[u8], start: usize) -> Result<Checked, (usize, Refusal)> {
+    // The common string, short and plain: its closing quote in the first two words.
+    let mut i = start + 1;
+    for _ in 0..2 {
+        let Some(&word) = text.get(i..).and_then(|r| r.first_chunk::<8>()) else {
+            break;
+        };
+        let found = specials(u64::from_le_bytes(word));
+        if found != 0 {
+            let at = i + (found.trailing_zeros() / 8) as usize;
+            if text.get(at) == Some(&b'"') {
+                return Ok(Checked {
+                    end: at + 1,
+                    escaped: false,
+                });
+            }
+            break;
+        }
+        i += 8;
+    }
+    check_any(text, start)
+}
+
+/// `check` for any string: escapes, long runs, the end of the text.
+#[inline(never)]
+fn check_any(text: &[u8], start: usize) -> Result<Checked, (usize, Refusal)> {
     let mut i = start + 1;
     let mut escaped = false;
     loop {
-        // The plain run up to a quote or a backslash (SIMD search), then no control
-        // character in it (a branch-free pass the compiler vectorises).
-        let rest = text.get(i..).ok_or((i, Refusal::Unterminated))?;
-        let Some(run) = memchr::memchr2(b'"', b'\\', rest) else {
+        let Some(at) = next_special(text, i) else {
             return Err((text.len(), Refusal::Unterminated));
         };
-        if rest[..run].iter().fold(false, |seen, &b| seen | (b < 0x20)) {
-            let at = rest[..run].iter().position(|&b| b < 0x20).unwrap_or(0);
-            return Err((i + at, Refusal::Control));
-        }
-        i += run;
+        i = at;
         match text[i] {
             b'"' => {
                 return Ok(Checked {
@@ -125,6 +196,24 @@ mod tests {
         assert_eq!(checked(r#""\udc00""#), Err(Refusal::LoneSurrogate));
         assert_eq!(checked(r#""\ud800\u0041""#), Err(Refusal::LoneSurrogate));
         assert_eq!(checked(r#""\ud800\ud800""#), Err(Refusal::LoneSurrogate));
+    }
+
+    #[test]
+    fn the_first_special_byte_at_every_offset() {
+        // every byte value at every offset of runs around the eight-byte and SHORT steps,
+        // after a run of bytes that borrow (0x00 is special too, 0x80/0xff never are)
+        for len in [1usize, 7, 8, 9, 31, 32, 33, 40, 70] {
+            for at in 0..len {
+                for b in 0..=255u8 {
+                    for fill in [b'a', 0x80, 0xff, 0x21, 0x5d] {
+                        let mut text = vec![fill; len];
+                        text[at] = b;
+                        let naive = text.iter().position(|&c| is_special(c));
+                        assert_eq!(next_special(&text, 0), naive, "{len} {at} {b} {fill}");
+                    }
+                }
+            }
+        }
     }
 
     #[test]
