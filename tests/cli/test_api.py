@@ -35,8 +35,9 @@ CASES: dict[str, tuple[list[str], dict[str, Any]]] = {
     "summary": (["summary"], {}),
     "ops": (["ops", "--level", "top"], {"level": "top"}),
     "unique": (["unique"], {}),
+    "audit": (["audit"], {}),  # exit 0: none of TRACES has an untrusted figure
 }
-TABLES = {"kernels", "kernels-short", "gaps", "steps", "ops", "unique"}  # with a -f csv form
+TABLES = {"kernels", "kernels-short", "gaps", "steps", "ops", "unique", "audit"}  # -f csv
 
 
 def _cli(args: list[str]) -> str:
@@ -207,6 +208,7 @@ RUN = str(SHARED_TRACES / "param__dlrm_8rank_worker*.json.gz")
         (lambda t: t.energy(None), "energy: power=None: takes a path"),
         (lambda t: t.events(5), "events: table=5: takes a string"),
         (lambda t: t.kernels(bogus=1), "kernels: got an unexpected keyword argument 'bogus'"),
+        (lambda t: t.audit(5), "audit: too many positional arguments"),
         (lambda t: traceview.open(None), "traceview.open: path=None: takes a path"),
         (lambda t: traceview.open(5), "traceview.open: path=5: takes a path"),
         (lambda t: traceview.open(b"path"), "traceview.open: path=b'path': takes a path"),
@@ -234,6 +236,24 @@ def test_natural_forms_are_the_cli_words() -> None:
     assert t.gaps(min_gap=0.5).to_json() == t.gaps(min_gap="500ns").to_json()
     assert t.gaps(stream="7").to_json() == t.gaps(stream=["7"]).to_json()
     assert len(t.steps(top=1).to_json()["steps"]) == len(t.steps().to_json()["steps"])
+
+
+def test_audit_of_a_cut_file_is_untrusted_as_the_cli_exits_1(tmp_path: Path) -> None:
+    """A file cut short is a finding, not an error, for audit() as for ``traceview audit``."""
+    import gzip
+
+    demo = (ROOT / "fixtures" / "demo.json.gz").read_bytes()
+    raw = gzip.decompress(demo)
+    cut = tmp_path / "cut.json"
+    cut.write_bytes(raw[: len(raw) * 2 // 3])
+    result = traceview.open(cut, cache=False).audit()
+    assert result.untrusted
+    r = subprocess.run(
+        [sys.executable, "-m", "traceview", "audit", str(cut), "-f", "json", "-q", "--no-cache"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert r.returncode == 1, r.stderr
+    assert json.loads(json.dumps(result.to_json())) == json.loads(r.stdout)
 
 
 def test_summary_has_no_table_form() -> None:

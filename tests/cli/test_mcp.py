@@ -397,3 +397,35 @@ def test_a_worker_that_dies_fails_its_call_and_is_replaced(tmp_path: Path) -> No
         await pool.close()
 
     anyio.run(go)
+
+
+def test_source_and_audit_are_served_and_answer_the_clis_json(client: Client) -> None:
+    """The tools of the commands written beside the server (tools.PENDING) are listed once
+    their command exists, with the CLI's options, and answer what the CLI prints."""
+    import typer.main
+
+    from traceview.cli import app
+
+    tools = {t.name: t for t in client.portal.call(client.session.list_tools).tools}
+    commands = typer.main.get_command(app).commands  # type: ignore[attr-defined]
+    stacks = "tracelens__h100__gaunernst_bert-small-uncased__1016001.json.gz"
+    if not (SHARED_TRACES / stacks).exists():
+        pytest.skip(f"{stacks} is absent")
+    for name, arguments in (
+        ("source", {"trace": stacks, "by": "module", "top": 5}),
+        ("source", {"trace": stacks}),
+        ("audit", {"trace": stacks}),
+    ):
+        assert name in tools and name in commands
+        props = tools[name].input_schema["properties"]
+        assert {"trace", "offset"} <= set(props)
+        if name == "source":
+            assert props["by"]["default"] == "frame" and "module" in props["by"]["enum"]
+        answer = client.answer(name, arguments)
+        command = answer["command"]
+        assert command.startswith(f"traceview {name} ") and command.endswith(" -f json")
+        cli = _cli_json(command)
+        assert answer["result"] == _cut_like(cli, answer.get("left_out", []))
+    audit = answer["result"]
+    launch = next(c for c in audit["checks"] if c["id"] == "launch-without-gpu")
+    assert launch["count"] == 22  # the trace's memsets with no activity (test_audit.PINNED)

@@ -15,7 +15,7 @@ import pytest
 import reference
 from conftest import ROOT, SHARED_TRACES, RealTrace, run_cli
 
-from traceview.analyses.audit import CHECKS, Audit, audit
+from traceview.analyses.audit import CHECKS, FIGURES, Audit, audit
 from traceview.analyses.core.step_markers import step_phases
 from traceview.app.reading import read_trace
 from traceview.options import ReadOptions
@@ -268,3 +268,61 @@ def _figure(f: dict[str, Any]) -> Any:
 
     bound = None if f["bound_us"] is None else round(f["bound_us"] * 1000)
     return Figure(f["trust"], bound, f["reason"])
+
+
+_ORDER = ("exact", "approximate", "untrusted")
+
+
+def _mfu_from_its_basis(figures: dict[str, Any], checks: dict[str, Any]) -> dict[str, Any]:
+    """MFU's verdict as docs/audit.md defines it, from step time's and op attribution's: the
+    worse trust, the reasons giving it, the bound of each finding once (here: the GPU time of
+    the launched-before-trace and gpu-without-launch findings, the only ones these traces have)."""
+    basis = [figures["step_time"], figures["op_attribution"]]
+    trust = max((f["trust"] for f in basis), key=_ORDER.index)
+    reasons = {r for f in basis if f["trust"] == trust for r in f["reason"].split("; ") if r}
+    bound = sum(checks[i]["time_us"] for i in ("launched-before-trace", "gpu-without-launch"))
+    return {"trust": trust, "bound_us": bound, "reasons": reasons}
+
+
+def _mfu_seen(figure: dict[str, Any]) -> dict[str, Any]:
+    reasons = set(figure["reason"].split("; "))
+    return {"trust": figure["trust"], "bound_us": figure["bound_us"], "reasons": reasons}
+
+
+def test_mfu_has_the_verdict_of_what_it_is_built_on(tmp_path: Path) -> None:
+    """train has an MFU value: its verdict is the worse of step time's (exact) and op
+    attribution's (± 17.9 ms, work launched before the trace); with launch calls deleted, GPU
+    work without a launch moves both, and MFU's bound counts it once."""
+    if not TRAIN.exists():
+        pytest.skip(f"{TRAIN} is absent")
+    lost = tmp_path / "lost.json.gz"
+    audit_damage.damage(TRAIN, lost, "launches", 3)
+    for path in (TRAIN, lost):
+        r = run_cli("audit", str(path), "-f", "json", "-q", "--no-cache")
+        assert r.returncode == 0, r.stderr
+        doc = json.loads(r.stdout)
+        checks = {c["id"]: c for c in doc["checks"]}
+        mfu = doc["figures"]["mfu"]
+        want = _mfu_from_its_basis(doc["figures"], checks)
+        assert _mfu_seen(mfu) == {**want, "bound_us": pytest.approx(want["bound_us"])}
+        summary = json.loads(run_cli("summary", str(path), "-f", "json", "-q").stdout)
+        assert summary["mfu"]["value"] is not None
+        assert summary["trust"] == doc["figures"]
+    assert mfu["trust"] == "approximate"  # the damaged trace's: both findings, each once
+    assert mfu["bound_us"] == doc["figures"]["op_attribution"]["bound_us"]
+    assert doc["figures"]["step_time"]["trust"] == "approximate"
+    r = run_cli("audit", str(TRAIN), "-q")
+    assert "op attribution, MFU" in r.stdout
+    train = run_cli("summary", str(TRAIN), "-q").stdout
+    assert re.search(r"^trust .* op attribution, MFU \(± 17.9 ms from work launched", train, re.M)
+
+
+def test_no_mfu_no_verdict() -> None:
+    """graphs recorded no shapes: no MFU value, so no ``mfu`` figure in audit or summary."""
+    if not GRAPHS.exists():
+        pytest.skip(f"{GRAPHS} is absent")
+    summary = json.loads(run_cli("summary", str(GRAPHS), "-f", "json", "-q").stdout)
+    assert summary["mfu"]["value"] is None
+    doc = json.loads(run_cli("audit", str(GRAPHS), "-f", "json", "-q").stdout)
+    assert set(doc["figures"]) == set(summary["trust"]) == set(FIGURES)
+    assert "MFU" not in run_cli("audit", str(GRAPHS), "-q").stdout

@@ -44,14 +44,18 @@ SCHEMA_VERSION = 1
 EXAMPLES = 5
 ERROR, WARNING, INFO = "error", "warning", "info"
 EXACT, APPROXIMATE, UNTRUSTED = "exact", "approximate", "untrusted"
-# The headline figures a verdict is given on (summary's figures; MFU has none in traceview yet).
+# The headline figures a verdict is given on (summary's figures); and MFU's, where the trace
+# has an MFU value: built on the step time and the op attribution, it has their findings.
 FIGURES = ("busy_pct", "idle", "step_time", "kernel_time", "op_attribution")
+MFU = "mfu"
+MFU_BASIS = ("step_time", "op_attribution")
 FIGURE_WORDS = {
     "busy_pct": "busy %",
     "idle": "idle and its causes",
     "step_time": "step time",
     "kernel_time": "kernel time",
     "op_attribution": "op attribution",
+    MFU: "MFU",
 }
 CHECKS = (
     "launch-without-gpu",
@@ -286,9 +290,10 @@ def _steps(steps: np.ndarray) -> tuple[int, ...]:
     return tuple(distinct(steps[steps >= 0]).tolist())
 
 
-def audit(events: TraceEvents, launch: np.ndarray | None = None) -> Audit:
+def audit(events: TraceEvents, launch: np.ndarray | None = None, mfu: bool = False) -> Audit:
     """Every check on ``events`` (read with its CPU rows) and the verdicts they give;
-    ``launch``: ``first_launch(events)`` when the caller has it already."""
+    ``launch``: ``first_launch(events)`` when the caller has it already; ``mfu``: whether the
+    trace has an MFU value (analyses.ops.model_flops ``has_mfu``), which then gets a verdict."""
     t = _Trace(events, launch)
     launches = len(events.runtime.ts) > 0 and len(events.gpu.ts) > 0
     notes = []
@@ -311,7 +316,7 @@ def audit(events: TraceEvents, launch: np.ndarray | None = None) -> Audit:
     return Audit(
         trace=summarize(events),
         checks=tuple(checks),
-        figures=verdicts(checks, events),
+        figures=verdicts(checks, events, mfu),
         notes=tuple(notes),
     )
 
@@ -720,10 +725,13 @@ _RULES: tuple[tuple[str, Sequence[str], str, str], ...] = (
 )  # fmt: skip
 
 
-def verdicts(checks: Sequence[Check], events: TraceEvents) -> dict[str, Figure]:
-    """Each headline figure's trust from the checks' findings (_RULES, docs/audit.md)."""
+def verdicts(checks: Sequence[Check], events: TraceEvents, mfu: bool = False) -> dict[str, Figure]:
+    """Each headline figure's trust from the checks' findings (_RULES, docs/audit.md); with
+    ``mfu``, MFU's too: the findings of the figures it is built on (MFU_BASIS), each once."""
     by_id = {c.id: c for c in checks}
     found: dict[str, list[tuple[str, int, str]]] = {f: [] for f in FIGURES}
+    if mfu:  # a finding of both (gpu-without-launch, a cut file) counts once
+        found[MFU] = []
     for check_id, figures, trust, words in _RULES:
         c = by_id.get(check_id)
         if c is None or not c.count or not _applies(c, trust):
@@ -732,10 +740,15 @@ def verdicts(checks: Sequence[Check], events: TraceEvents) -> dict[str, Figure]:
         reason = words.format(n=n, b=f"± {duration(c.bound_ns / 1000)}")
         for f in figures:
             found[f].append((trust, c.bound_ns, reason))
+        if mfu and set(figures) & set(MFU_BASIS):
+            found[MFU].append((trust, c.bound_ns, reason))
     if not len(events.cpu) and len(events.gpu.ts):
-        found["op_attribution"].append((UNTRUSTED, 0, "no CPU ops in this trace"))
+        no_ops = (UNTRUSTED, 0, "no CPU ops in this trace")
+        found["op_attribution"].append(no_ops)
+        if mfu:
+            found[MFU].append(no_ops)
     out = {}
-    for f in FIGURES:
+    for f in found:
         bad = [r for r in found[f] if r[0] == UNTRUSTED]
         if bad:
             out[f] = Figure(UNTRUSTED, None, "; ".join(r[2] for r in bad))

@@ -19,7 +19,7 @@ import numpy as np
 from traceview.aggregate import sums
 from traceview.aggregate.order import dense_ids
 from traceview.analyses import hints as hint_rules
-from traceview.analyses.audit import Figure, audit, figures_json
+from traceview.analyses.audit import MFU, Figure, audit, figures_json
 from traceview.analyses.core.breakdown import Breakdown, breakdowns
 from traceview.analyses.core.categories import CATEGORIES
 from traceview.analyses.core.common import Shared, work_out
@@ -201,8 +201,9 @@ def overview(
     ``shared``: the op links, op calls, device usage and gaps and step table, when the
     caller has them already. Step medians leave out degenerate steps, and warm-up and
     capture steps unless ``include_warmup``; ``peaks_file``: a ``--peaks`` file for MFU.
-    ``trust``: the verdicts of the whole trace, when ``events`` are a part of it (a phase's
-    GPU work: its launches of other phases would read as lost); else worked out here."""
+    ``trust``: the verdicts of the whole trace (MFU's among them), when ``events`` are a part
+    of it (a phase's GPU work: its launches of other phases would read as lost); else worked
+    out here. MFU has a verdict only where ``events`` have an MFU value."""
     shared = work_out(events) if shared is None else shared
     links, usage, gaps = shared.links, shared.usage, shared.gaps
     category = shared.category
@@ -222,6 +223,11 @@ def overview(
         events, links, category, shared.step_rows, shared.launch, trace_peaks(events, peaks_file)
     )
     phases = phase_report(events, shared.step_rows, gaps, include_warmup)
+    mfu = flops.summary(kept)
+    if trust is None:
+        trust = audit(events, links.launch, mfu=mfu.value is not None).figures
+    elif mfu.value is None:  # the whole trace's verdicts: MFU's only where there is a value
+        trust = {name: f for name, f in trust.items() if name != MFU}
     return Overview(
         trace=shared.trace,
         devices=devices,
@@ -234,8 +240,8 @@ def overview(
         notes=_notes(events, phases),
         memory=memory,
         phases=phases,
-        mfu=flops.summary(kept),
-        trust=audit(events, links.launch).figures if trust is None else trust,
+        mfu=mfu,
+        trust=trust,
     )
 
 

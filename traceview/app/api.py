@@ -26,6 +26,7 @@ from traceview.options import ReadOptions
 from traceview.render.trim_command import TRIM_MARGIN
 
 if TYPE_CHECKING:
+    from traceview.analyses.audit import Audit
     from traceview.analyses.core.steps import StepRow
     from traceview.analyses.core.trace import TraceSummary
     from traceview.analyses.energy import EnergyReport
@@ -541,6 +542,24 @@ class Trace:
         report = analyse_source(events, SourceOptions(steps=steps))
         trace = summarize(events)
         return _with_forms(report, lambda r: render.document(trace, r, str(by), top))
+
+    @checked
+    def audit(self) -> Audit:
+        """``traceview audit``: the checks and each headline figure's verdict. A file cut
+        short is a finding here, not an error: it is read as ``partial=True`` reads it
+        (``.untrusted`` is what makes the CLI exit 1)."""
+        from traceview.analyses.audit import audit
+        from traceview.analyses.ops.model_flops import has_mfu
+        from traceview.render import audit as render
+
+        events = self._events
+        if events is None:  # read as the CLI reads it: to the cut, if any
+            options = replace(self.read_options, partial=True)
+            try:
+                events = read_trace(self.path, options, True, phases=True)
+            finally:
+                wait_for_cache_writes()
+        return _with_forms(audit(events, mfu=has_mfu(events)), render.document)
 
     @checked
     def unique(self, top: int = 20) -> UniqueReport:

@@ -207,7 +207,7 @@ def summary(
     if phase is not None:  # the verdicts are the whole trace's (analyses.summary.overview)
         from traceview.analyses.audit import audit
 
-        trust = audit(whole).figures
+        trust = audit(whole, mfu=True).figures  # MFU's kept where the phase has a value
     report = overview(events, include_warmup=include_warmup, peaks_file=peaks, trust=trust)
     show(out, render_overview.document(report), (path,))
 
@@ -217,6 +217,7 @@ def audit(path: Path, read: ReadOptions, out: OutputOptions) -> int:
     """``traceview audit``: the checks and verdicts; the exit code (0 sound, 1 a headline
     figure untrusted). An error exits 2 here: 1 means untrusted."""
     from traceview.analyses.audit import audit as audit_trace
+    from traceview.analyses.ops.model_flops import has_mfu
     from traceview.render import audit as render_audit
 
     try:
@@ -226,7 +227,7 @@ def audit(path: Path, read: ReadOptions, out: OutputOptions) -> int:
         events = read_trace(path, replace(read, partial=True), keep_cpu=True, phases=True)
     except TraceviewError as e:
         raise TraceviewError(e.message, USAGE_ERROR) from None
-    report = audit_trace(events)
+    report = audit_trace(events, mfu=has_mfu(events))
     show(out, render_audit.document(report), (path,))
     return 1 if report.untrusted else 0
 

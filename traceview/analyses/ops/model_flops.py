@@ -30,7 +30,8 @@ from traceview.aggregate.order import dense_ids, lex_order
 from traceview.analyses.core.categories import CATEGORIES, categorize
 from traceview.analyses.core.devices import launch_times
 from traceview.analyses.core.oplinks import OpLinks, link_ops
-from traceview.analyses.core.steps import StepRow, StepRows, Window
+from traceview.analyses.core.phase_figures import counted
+from traceview.analyses.core.steps import StepRow, StepRows, Window, step_table
 from traceview.analyses.ops.flops import PEAK_DTYPE, Work, model_rule_names, model_work
 from traceview.analyses.ops.peaks import Peaks, device_peaks, load_peaks_file
 from traceview.columns.cpu_rows import NO_SHAPE, OP
@@ -241,6 +242,13 @@ def steps_model_flops(
     launch = launch_times(events, links.launch)
     category = categorize(events, links)
     return model_flops(events, links, category, rows, launch, trace_peaks(events, peaks_file))
+
+
+def has_mfu(events: TraceEvents) -> bool:
+    """Whether ``summary`` gives ``events`` an MFU value (its default peaks, warm-up and
+    degenerate steps left out): then ``audit`` gives MFU a verdict."""
+    rows = step_table(events)
+    return steps_model_flops(events, rows).summary(counted(rows, False)).value is not None
 
 
 def model_flops(
