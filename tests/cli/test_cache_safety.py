@@ -197,9 +197,9 @@ def test_an_entry_pruned_during_a_warm_run_is_a_miss(
     cold, _ = _kernels(demo)
     read_entry = store.read_entry
 
-    def pruned_meanwhile(directory: Path, meta: dict, keep_cpu: bool) -> object:
+    def pruned_meanwhile(directory: Path, meta: dict, *wanted: bool) -> object:
         assert runner.invoke(app, ["cache", "prune", "--max-size", "0"]).exit_code == 0
-        return read_entry(directory, meta, keep_cpu)
+        return read_entry(directory, meta, *wanted)
 
     monkeypatch.setattr(store, "read_entry", pruned_meanwhile)
     out, err = _kernels(demo)

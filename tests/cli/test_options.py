@@ -14,6 +14,7 @@ from conftest import ROOT
 from typer.testing import CliRunner
 
 from traceview.app import commands, runs
+from traceview.app import source as app_source
 from traceview.cli import app
 from traceview.options import ReadOptions
 
@@ -89,14 +90,15 @@ def _invocation(name: str, tmp_path: Path) -> list[str]:
 
 
 def _captured(monkeypatch: pytest.MonkeyPatch, name: str) -> list[ReadOptions]:
-    """Replace run.<name> (runs.ranks for ``ranks``) with a recorder of the ReadOptions
-    it is given."""
+    """Replace commands.<name> (runs.ranks for ``ranks``, app.source.source for ``source``)
+    with a recorder of the ReadOptions it is given."""
     seen: list[ReadOptions] = []
 
     def record(*args: object, **kwargs: object) -> None:
         seen.extend(a for a in (*args, *kwargs.values()) if isinstance(a, ReadOptions))
 
-    monkeypatch.setattr(runs if name == "ranks" else commands, name.replace("-", "_"), record)
+    module = {"ranks": runs, "source": app_source}.get(name, commands)
+    monkeypatch.setattr(module, name.replace("-", "_"), record)
     return seen
 
 
