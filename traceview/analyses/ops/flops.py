@@ -56,7 +56,23 @@ class Work:
 
 def op_work(name: str, dims_text: bytes, types_text: bytes, concrete_text: bytes) -> Work | None:
     """The Work of a call of op ``name`` with these raw shape fields, or None if unknown."""
-    rule = _RULES.get(name)
+    return _applied(_RULES.get(name), dims_text, types_text, concrete_text)
+
+
+def model_work(name: str, dims_text: bytes, types_text: bytes, concrete_text: bytes) -> Work | None:
+    """The Work of a call at the model-FLOPs convention (docs/metrics.md "Model FLOPs"):
+    GEMMs and convolutions as ``op_work``; attention dense (4·B·H·S_q·S_kv·D forward, no
+    causal discount, backward 2× forward); convolution backward 2× forward. None if unknown."""
+    return _applied(_MODEL_RULES.get(name), dims_text, types_text, concrete_text)
+
+
+def _applied(
+    rule: Callable[[Dims, list[str], Any], Work] | None,
+    dims_text: bytes,
+    types_text: bytes,
+    concrete_text: bytes,
+) -> Work | None:
+    """``rule`` on the parsed shape fields; None without a rule or for shapes that do not fit."""
     if rule is None:
         return None
     try:
@@ -69,26 +85,6 @@ def op_work(name: str, dims_text: bytes, types_text: bytes, concrete_text: bytes
     try:
         return rule(dims, types, concrete)
     except (IndexError, TypeError, ValueError):  # shapes that do not fit the op
-        return None
-
-
-def model_work(name: str, dims_text: bytes, types_text: bytes, concrete_text: bytes) -> Work | None:
-    """The Work of a call at the model-FLOPs convention (docs/metrics.md "Model FLOPs"):
-    GEMMs and convolutions as ``op_work``; attention dense (4·B·H·S_q·S_kv·D forward, no
-    causal discount, backward 2× forward); convolution backward 2× forward. None if unknown."""
-    rule = _MODEL_RULES.get(name)
-    if rule is None:
-        return None
-    try:
-        dims, types = json.loads(dims_text), json.loads(types_text) if types_text else []
-        concrete = json.loads(concrete_text) if concrete_text else None
-    except (ValueError, UnicodeDecodeError):
-        return None
-    if not _well_formed(dims, types):
-        return None
-    try:
-        return rule(dims, types, concrete)
-    except (IndexError, TypeError, ValueError):
         return None
 
 
