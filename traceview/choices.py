@@ -44,6 +44,15 @@ class DocumentFormat(StrEnum):
     MD = "md"
 
 
+class DiffFormat(StrEnum):
+    """``diff --format``: DocumentFormat's, and html (the --explain waterfall page, -o)."""
+
+    TABLE = "table"
+    JSON = "json"
+    MD = "md"
+    HTML = "html"
+
+
 class KernelSort(StrEnum):
     """``kernels --sort``."""
 
@@ -131,6 +140,7 @@ def check_choice(flag: str, value: str, allowed: type[StrEnum]) -> None:
 
 __all__ = [
     "GAP_SORT_ALIASES",
+    "DiffFormat",
     "DiffGroupBy",
     "DocumentFormat",
     "Format",

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 from traceview.app.reading import read_trace, wait_for_cache_writes
-from traceview.choices import DocumentFormat, Format, check_choice
+from traceview.choices import DiffFormat, DocumentFormat, Format, check_choice
 from traceview.errors import USAGE_ERROR, TraceviewError, UsageError
 from traceview.options import ReadOptions, inputs_of
 from traceview.render.output import (
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from traceview.analyses.audit import Figure
-    from traceview.analyses.diff import DiffOptions, Side
+    from traceview.analyses.diff import DiffOptions, DiffReport, Side
     from traceview.analyses.energy import EnergyReport, PowerOptions
     from traceview.analyses.gaps import GapOptions
     from traceview.analyses.kernels import KernelOptions
@@ -358,20 +358,55 @@ def diff(
     from traceview.analyses.diff import check_options, compare
     from traceview.render import diff as render_diff
 
-    check_choice("--format", out.format, DocumentFormat)
+    check_choice("--format", out.format, DiffFormat)
     check_options(options)
     if base == new == Path("-"):
         raise UsageError("diff: only one side can be read from stdin (-)")
     check_save(out, (base, new))
+    page = out.format == "html"
+    if page:
+        _check_diff_page(out, options)
     group, parts = options.group_by, options.explain
     (old_side, old_trust), (new_side, new_trust) = (
         _diff_side(p, read, group == "op", group == "fused-op", parts) for p in (base, new)
     )
     report = compare(old_side, new_side, options)
-    show(out, render_diff.document(report, out.verbose), (base, new))
+    if page and out.save is not None:
+        write_diff_page(report, out.save, out.force, (base, new))
+    else:
+        show(out, render_diff.document(report, out.verbose), (base, new))
     _warn_trust(old_trust, new_trust)
     if not report.gate.passed:
         raise TraceviewError(render_diff.failure_message(report, out.verbose))
+
+
+def _check_diff_page(out: OutputOptions, options: DiffOptions) -> None:
+    """``diff -f html``: the page draws the --explain waterfall into the -o file; plotly is
+    there (said before any reading, as ``report`` says it)."""
+    from traceview.render.html.page import plotly_path
+
+    if not options.explain:
+        raise UsageError("diff -f html draws the --explain waterfall: add --explain")
+    if out.save is None:
+        raise UsageError("diff -f html writes a page: give its file with -o FILE")
+    plotly_path()
+
+
+def write_diff_page(report: DiffReport, output: Path, force: bool, inputs: Sequence[Path]) -> None:
+    """The diff page of ``report`` (its explain's waterfall), written to ``output``."""
+    import shlex
+
+    from traceview import __version__
+    from traceview.render.html import diff_page
+    from traceview.render.html.page import PageInfo
+
+    if report.explain is None:
+        raise TraceviewError(
+            "diff -f html: no waterfall to draw: --explain needs ProfilerSteps on both sides"
+        )
+    command = shlex.join(["traceview", *sys.argv[1:]])
+    page = diff_page.render_bytes(report, PageInfo(__version__, command))
+    write_file(output, page, force, tuple(inputs))
 
 
 def _diff_side(

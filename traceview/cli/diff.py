@@ -110,13 +110,14 @@ def diff(
     verbose: Verbose = False,
     wide: Wide = False,
     fmt: Annotated[
-        choices.DocumentFormat,
+        choices.DiffFormat,
         typer.Option(
             "--format",
             "-f",
-            help="Output: table (rich on a terminal, text when piped), json, md (review comment).",
+            help="Output: table (rich on a terminal, text when piped), json, md (review comment), "
+            "html (two traces, with --explain and -o: a page drawing the waterfall).",
         ),
-    ] = choices.DocumentFormat.TABLE,
+    ] = choices.DiffFormat.TABLE,
     save: Save = None,
     force: Force = False,
     per_rank: Annotated[

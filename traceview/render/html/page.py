@@ -78,10 +78,14 @@ def render(docs: Documents, info: PageInfo) -> str:
 
 
 def render_bytes(docs: Documents, info: PageInfo) -> bytes:
-    """``render(docs, info)`` in UTF-8, plotly.min.js copied in as the bytes it is: not read
-    into a string of 4.8·10^6 characters (two bytes each: it is not all ASCII) and encoded
-    again with the page (0.015 s of a warm report)."""
-    before, after = _around_plotly(docs, info)
+    """``render(docs, info)`` in UTF-8."""
+    return page_bytes(*_around_plotly(docs, info))
+
+
+def page_bytes(before: str, after: str) -> bytes:
+    """A page in UTF-8, plotly.min.js copied in between ``before`` and ``after`` as the bytes
+    it is: not read into a string of 4.8·10^6 characters (two bytes each: it is not all
+    ASCII) and encoded again with the page (0.015 s of a warm report)."""
     js = plotly_path().read_bytes().replace(b"\r\n", b"\n").replace(b"\r", b"\n")  # as read_text
     return b"".join([before.encode(), b"\n<script>", js, b"</script>\n", after.encode()])
 
@@ -101,13 +105,22 @@ def _around_plotly(docs: Documents, info: PageInfo) -> tuple[str, str]:
     }
     if docs.ranks is not None:
         data["ranks"] = docs.ranks
+    return around_plotly(f"traceview report: {_title(docs)}", body, figures, data)
+
+
+def around_plotly(
+    title: str, body: list[str], figures: dict[str, Any], data: dict[str, Any]
+) -> tuple[str, str]:
+    """A page of ``body`` (HTML, escaped by its maker) before the script element of plotly.js
+    and after it: the report's style and script, ``figures`` drawn into the elements whose
+    ``data-chart`` names them, ``data`` (the JSON documents) inline; ``title`` is escaped."""
     asset = resources.files("traceview.render.html")
     before = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>traceview report: {html_text(_title(docs))}</title>",
+        f"<title>{html_text(title)}</title>",
         f"<style>{(asset / 'report.css').read_text('utf-8')}</style>",
     ]
     after = [
