@@ -83,15 +83,29 @@ def test_a_self_diff_draws_zero_parts(tmp_path: Path) -> None:
     assert bars["y"][0] == bars["y"][-1] and not any(bars["y"][1:-1])
 
 
-def test_offline_and_every_name_escaped(tmp_path: Path, second: Path) -> None:
-    doc = json.loads(second.read_text())
+def hostile_copy(tmp: Path) -> Path:
+    """The generated second run (seed 2), its first kernel names (sorted) renamed to XSS's."""
+    source = tmp / "seed2.json"
+    gen.write_trace(source, steps=4, seed=2)
+    doc = json.loads(source.read_text())
     names = sorted({e["name"] for e in doc["traceEvents"] if e.get("cat") == "kernel"})
     hostile = dict(zip(names, XSS, strict=False))
     for event in doc["traceEvents"]:
         if event.get("cat") == "kernel" and event["name"] in hostile:
             event["name"] = hostile[event["name"]]
-    new = tmp_path / "<b>new&.json"
+    new = tmp / "<b>new&.json"
     new.write_text(json.dumps(doc))
+    return new
+
+
+def waterfall_page(tmp: Path, base: Path, new: Path) -> tuple[Path, dict[str, Any]]:
+    """The page of ``diff BASE NEW --explain --top 0``, and its waterfall trace."""
+    page = _page(tmp, base, new, "--top", "0")
+    return tmp / "diff.html", _bars(page)
+
+
+def test_offline_and_every_name_escaped(tmp_path: Path, second: Path) -> None:
+    new = hostile_copy(tmp_path)
     page = _page(tmp_path, second, new, "--top", "0")
     ours = without_plotly(page)
     assert "http://" not in ours and "https://" not in ours

@@ -256,3 +256,22 @@ def test_ranks_chart_drawn_for_a_run(browser: Any, tmp_path: Path, run: str) -> 
     chart.screenshot(path=str(tmp_path / f"ranks-{run}.png"))
     visit.screenshot(tmp_path / f"run-{run}.png")
     visit.clean()
+
+
+def test_diff_waterfall_page_drawn_offline(browser: Any, tmp_path: Path) -> None:
+    """``diff --explain -f html``: the waterfall drawn, a bar per part, hostile names inert."""
+    from test_diff_page import hostile_copy, waterfall_page
+
+    new = hostile_copy(tmp_path)
+    out, bars = waterfall_page(tmp_path, DEMO, new)
+    visit = Visit(browser, out)
+    drawn = visit.drawn()
+    assert list(drawn) == ["waterfall"] and all(s > 100 for s in drawn["waterfall"]), drawn
+    points = visit.page.locator("[data-chart=waterfall] .point").count()
+    assert points == len(bars["y"]) == len(bars["x"])
+    box = visit.page.locator("[data-chart=waterfall] .nsewdrag").first.bounding_box()
+    for i in range(4 * points):  # across every bar: hovering a name that is script runs nothing
+        x = box["x"] + box["width"] * (i + 0.5) / (4 * points)
+        visit.page.mouse.move(x, box["y"] + box["height"] / 2)
+    visit.screenshot(tmp_path / "diff.png")
+    visit.clean()
