@@ -836,16 +836,23 @@ def fused_op_label(name: str) -> str:
     return name
 
 
-def fusion_leaves(events: list[Event]) -> list[tuple[Event, str | None]]:
-    """Per kernel (in file order): its leaf op as fused-op grouping takes it — the leaf op,
-    or where that is an implementation op (the copy of a cast, the clamp_min of a relu), the
-    innermost op around the launch that is not one — or None without an op."""
+def first_launches(events: list[Event]) -> dict[Any, Event]:
+    """By correlation id: the earliest runtime call carrying it (the first in the file among
+    equal starts)."""
     launches: dict[Any, Event] = {}
     for e in events:
         if e.get("ph") == "X" and _cat(e) in RUNTIME_CATEGORIES and ts_ns(e) is not None:
             c = _args(e).get("correlation")
             if c is not None and (c not in launches or ts_ns(e) < ts_ns(launches[c])):  # type: ignore[operator]
                 launches[c] = e
+    return launches
+
+
+def fusion_leaves(events: list[Event]) -> list[tuple[Event, str | None]]:
+    """Per kernel (in file order): its leaf op as fused-op grouping takes it — the leaf op,
+    or where that is an implementation op (the copy of a cast, the clamp_min of a relu), the
+    innermost op around the launch that is not one — or None without an op."""
+    launches = first_launches(events)
     ops = [
         e
         for e in events
@@ -884,12 +891,7 @@ def op_links(events: list[Event]) -> list[tuple[Event, str | None, str | None]]:
     time order (a start before a launch before an end at the same instant), keeping the ops
     open at each launch.
     """
-    launches: dict[Any, Event] = {}
-    for e in events:
-        if e.get("ph") == "X" and _cat(e) in RUNTIME_CATEGORIES and ts_ns(e) is not None:
-            c = _args(e).get("correlation")
-            if c is not None and (c not in launches or ts_ns(e) < ts_ns(launches[c])):  # type: ignore[operator]
-                launches[c] = e
+    launches = first_launches(events)
     kernels = gpu_events(events, ("kernel",))
     points: dict[tuple[Any, Any], list[tuple[int, int, int]]] = defaultdict(list)
     for i, k in enumerate(kernels):

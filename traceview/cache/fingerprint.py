@@ -21,6 +21,7 @@ INGEST_SOURCES = (
     "cache/root.py",
     "cache/store.py",
     "analyses/core/quality.py",
+    "analyses/core/prelaunch.py",
     "aggregate/order.py",
 )
 

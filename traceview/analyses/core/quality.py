@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from traceview.aggregate.order import lex_order
+from traceview.analyses.core.prelaunch import launched_mask
 from traceview.columns.model import DataChecks, TraceEvents
 
 SUSPICIOUS_NS = 10 * 1_000_000_000  # a single GPU activity longer than 10 s
@@ -57,13 +58,8 @@ def _overlaps(events: TraceEvents) -> tuple[int, int]:
 
 def _missing_launches(events: TraceEvents) -> tuple[bool, int]:
     """Whether GPU rows came without any launch event; else how many match none."""
-    gpu, runtime = events.gpu, events.runtime
-    if len(gpu.ts) == 0:
+    if len(events.gpu.ts) == 0:
         return False, 0
-    if len(runtime.correlation) == 0:
+    if len(events.runtime.correlation) == 0:
         return True, 0
-    # A binary search in the sorted launch ids: a third of the memory np.isin takes.
-    launches = np.sort(runtime.correlation)
-    at = np.searchsorted(launches, gpu.correlation)
-    np.minimum(at, len(launches) - 1, out=at)
-    return False, int(np.count_nonzero(launches[at] != gpu.correlation))
+    return False, int(np.count_nonzero(~launched_mask(events)))
