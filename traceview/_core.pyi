@@ -1,4 +1,4 @@
-"""traceview's compiled core (rust/): the chunk scanner. Private: used by traceview.read only."""
+"""traceview's compiled core (rust/): the chunk scanner, a gzip reader. For traceview.read."""
 
 from typing import Any
 
@@ -17,3 +17,16 @@ def scan_chunk(
     ``rt_<name>`` as little-endian bytes; the chunk's tables as JSON arrays (``gpu_names``,
     ``streams``, ``launches``, ``rt_names``, ``threads``); ``others``: the events left to the
     Python decoder, as one JSON array text. Refused: ``{"refused": why, "at": offset}``."""
+
+class GzipReader:
+    """A gzip file inflated on a thread of its own, ``ahead`` blocks of at most
+    ``block_size`` bytes in front of the reader, read ``read_size`` bytes at a time."""
+
+    def __init__(self, path: Any, read_size: int, block_size: int, ahead: int) -> None: ...
+    def read(self) -> tuple[str, bytes, int, int, str]:
+        """(status, block, end, consumed, message): status "" for a block; then "end",
+        "truncated", "trailing", "corrupt" or "io" (``end``: decompressed bytes so far)."""
+    def skip_before(self, offset: int) -> None:
+        """Blocks that end before ``offset`` are inflated but not sent."""
+    def close(self) -> None:
+        """Stop the thread and wait for it."""

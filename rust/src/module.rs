@@ -6,6 +6,7 @@ use pyo3::buffer::PyBuffer;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
+use crate::inflate;
 use crate::scan;
 
 /// The GPU row columns the scanner fills, in traceview/columns/schema.py's GPU_COLUMNS order
@@ -153,9 +154,93 @@ fn scan_chunk<'py>(
     Ok(out)
 }
 
+/// A gzip file inflated on a background thread, `ahead` blocks in front of the reader
+/// (see inflate.rs; traceview/read/source.py reads through it).
+#[pyclass(module = "traceview._core")]
+struct GzipReader {
+    inner: std::sync::Mutex<inflate::Background>,
+}
+
+#[pymethods]
+impl GzipReader {
+    #[new]
+    fn new(
+        path: std::path::PathBuf,
+        read_size: usize,
+        block_size: usize,
+        ahead: usize,
+    ) -> PyResult<Self> {
+        let file = std::fs::File::open(path)?;
+        let inner = inflate::Background::start(file, read_size, block_size, ahead)?;
+        Ok(GzipReader {
+            inner: std::sync::Mutex::new(inner),
+        })
+    }
+
+    /// The next step as (status, block, end, consumed, message): status "" for a block of
+    /// inflated bytes (``end``: decompressed bytes so far, ``consumed``: file bytes used);
+    /// "end", "truncated", "trailing", "corrupt" (``message``: zlib's) or "io" once it is over
+    /// (``end``: the decompressed bytes so far).
+    fn read<'py>(&self, py: Python<'py>) -> (&'static str, Bound<'py, PyBytes>, u64, u64, String) {
+        let step = py.detach(|| {
+            catch_unwind(AssertUnwindSafe(|| self.background().next_step())).unwrap_or(
+                inflate::Step::Io {
+                    message: "the inflate reader failed (a bug)".into(),
+                },
+            )
+        });
+        let empty = PyBytes::new(py, b"");
+        match step {
+            inflate::Step::Block {
+                data,
+                len,
+                end,
+                consumed,
+            } => {
+                let block = PyBytes::new(py, data.get(..len).unwrap_or_default());
+                self.background().give_back(data);
+                ("", block, end, consumed, String::new())
+            }
+            inflate::Step::End { after, consumed } => {
+                ("end", empty, after, consumed, String::new())
+            }
+            inflate::Step::Truncated { after, consumed } => {
+                ("truncated", empty, after, consumed, String::new())
+            }
+            inflate::Step::Trailing { after, consumed } => {
+                ("trailing", empty, after, consumed, String::new())
+            }
+            inflate::Step::Corrupt {
+                after,
+                consumed,
+                message,
+            } => ("corrupt", empty, after, consumed, message),
+            inflate::Step::Io { message } => ("io", empty, 0, 0, message),
+        }
+    }
+
+    /// Blocks that end before ``offset`` are not wanted: they are inflated but not sent.
+    fn skip_before(&self, offset: u64) {
+        self.background().skip_before(offset);
+    }
+
+    /// Stop the inflate thread and wait for it (it ends within one block).
+    fn close(&self, py: Python<'_>) {
+        py.detach(|| self.background().close());
+    }
+}
+
+impl GzipReader {
+    fn background(&self) -> std::sync::MutexGuard<'_, inflate::Background> {
+        // A panic while it was held is caught and reported: the state is still usable.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(scan_chunk, m)?)?;
+    m.add_class::<GzipReader>()?;
     m.add("GPU_COLUMNS", GPU_COLUMNS.to_vec())?;
     m.add("RUNTIME_COLUMNS", RUNTIME_COLUMNS.to_vec())?;
     m.add("MAX_DEPTH", scan::MAX_DEPTH)?;

@@ -126,5 +126,5 @@ def test_the_stub_names_what_the_module_has() -> None:
         for node in stub.body
         for t in ([node.target] if isinstance(node, ast.AnnAssign) else [])
         if isinstance(t, ast.Name)
-    } | {node.name for node in stub.body if isinstance(node, ast.FunctionDef)}
+    } | {node.name for node in stub.body if isinstance(node, ast.FunctionDef | ast.ClassDef)}
     assert declared == {n for n in dir(core) if not n.startswith("_")}

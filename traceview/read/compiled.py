@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 from collections import Counter
 from dataclasses import dataclass
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -43,6 +44,15 @@ def scanner() -> ModuleType | None:
     except ImportError:
         return None
     return core
+
+
+def gzip_reader(path: Path, read_size: int, block_size: int, ahead: int) -> Any | None:
+    """The compiled core's gzip reader of ``path``: it inflates on a thread of its own,
+    ``ahead`` blocks in front (see traceview.read.source); None: the Python path inflates."""
+    core = scanner()
+    if core is None or not hasattr(core, "GzipReader"):
+        return None
+    return core.GzipReader(path, read_size, block_size, ahead)
 
 
 def reader_name() -> str:

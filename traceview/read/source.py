@@ -13,17 +13,21 @@ import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from zlib_ng import zlib_ng
 
 from traceview.errors import TraceviewError
+from traceview.read.compiled import gzip_reader
 from traceview.read.stream import SQLITE_MAGIC, PipeInput, is_pipe, pipe_input
 
 GZIP_MAGIC = b"\x1f\x8b"
 # zlib-ng's stub declares ``error`` as an instance; it is the exception class.
 _INFLATE_ERROR: type[Exception] = zlib_ng.error  # type: ignore[assignment]
 _GZIP_READ = 1 << 20
+# Blocks the compiled inflater keeps ready in front of the reader: enough to ride out the
+# scan's uneven pace, few enough that memory stays flat (each is a block_size buffer).
+_INFLATE_AHEAD = 4
 
 
 @dataclass(frozen=True)
@@ -129,6 +133,7 @@ class TraceSource:
         self.decompressed_bytes = 0  # gzip: inflated so far, including any dropped bytes
         self.compressed_consumed = 0  # gzip: file bytes the inflater has consumed
         self._start = 0  # gzip: the next offset to yield
+        self._inflater: Any = None  # gzip: the compiled core's reader in use, if any
         self._limit: int | None = None  # stop reading at this offset
         # At the limit: asked once for the real one (which may block until it is known).
         self.final_limit: Callable[[], int] | None = None
@@ -234,7 +239,39 @@ class TraceSource:
         return data
 
     def _gunzip(self) -> Iterator[bytes]:
-        """Decompress gzip member after member, keeping what a truncated stream holds."""
+        """Decompress gzip member after member, keeping what a truncated stream holds: on a
+        thread of the compiled core when it is there (the same steps, the same messages)."""
+        if self.info.stream:
+            return self._gunzip_python()
+        inflater = gzip_reader(self.info.path, _GZIP_READ, self.block_size, _INFLATE_AHEAD)
+        return self._gunzip_python() if inflater is None else self._gunzip_compiled(inflater)
+
+    def _gunzip_compiled(self, inflater: Any) -> Iterator[bytes]:
+        """The compiled core's blocks; those wholly before the offset wanted stay unsent."""
+        self._inflater = inflater
+        try:
+            while True:
+                inflater.skip_before(self._start)
+                status, block, end, consumed, why = inflater.read()
+                self.decompressed_bytes, self.compressed_consumed = end, consumed
+                if status == "":
+                    yield block
+                elif status == "end":
+                    return
+                elif status == "corrupt":
+                    raise self._corrupt(why)
+                elif status == "trailing":
+                    raise self._trailing()
+                elif status == "truncated":
+                    self._check_not_shorter()
+                    raise TruncatedInput(end, "gzip stream ends early")
+                else:
+                    raise OSError(why)
+        finally:
+            inflater.close()
+            self._inflater = None
+
+    def _gunzip_python(self) -> Iterator[bytes]:
         inflater = zlib_ng.decompressobj(wbits=31)
         pending = b""
         while True:
@@ -245,10 +282,7 @@ class TraceSource:
             try:
                 out = inflater.decompress(pending, self.block_size)
             except _INFLATE_ERROR as e:
-                raise TraceviewError(
-                    f"{self.info.path}: corrupt gzip data after {self.decompressed_bytes} "
-                    f"decompressed bytes ({e})"
-                ) from None
+                raise self._corrupt(str(e)) from None
             pending = inflater.unconsumed_tail
             self.compressed_consumed = self._raw.tell() - len(pending)
             if out:
@@ -263,20 +297,31 @@ class TraceSource:
         self._check_not_shorter()
         raise TruncatedInput(self.decompressed_bytes, "gzip stream ends early")
 
+    def _corrupt(self, why: str) -> TraceviewError:
+        return TraceviewError(
+            f"{self.info.path}: corrupt gzip data after {self.decompressed_bytes} "
+            f"decompressed bytes ({why})"
+        )
+
+    def _trailing(self) -> TraceviewError:
+        return TraceviewError(
+            f"{self.info.path}: unexpected data after the end of the gzip stream "
+            f"(after {self.decompressed_bytes} decompressed bytes)"
+        )
+
     def _next_member(self, rest: bytes) -> bytes | None:
         """The start of the next gzip member, or None at a clean end of file."""
         rest = rest or self._raw.read(_GZIP_READ)
         if not rest or (rest.strip(b"\0") == b"" and not self._raw.read(1)):
             return None
         if not rest.startswith(GZIP_MAGIC):
-            raise TraceviewError(
-                f"{self.info.path}: unexpected data after the end of the gzip stream "
-                f"(after {self.decompressed_bytes} decompressed bytes)"
-            )
+            raise self._trailing()
         return rest
 
     def close(self) -> None:
-        """Close the file."""
+        """Close the file (and stop the inflate thread)."""
+        if self._inflater is not None:
+            self._inflater.close()
         self._raw.close()
 
     def __enter__(self) -> TraceSource:
