@@ -232,6 +232,7 @@ pub struct Background {
     skip_before: Arc<AtomicU64>,
     thread: Option<JoinHandle<()>>,
     done: bool,
+    owner: u32, // the process that started the thread: a forked child has no such thread
 }
 
 impl Background {
@@ -264,11 +265,18 @@ impl Background {
             skip_before,
             thread: Some(thread),
             done: false,
+            owner: std::process::id(),
         })
     }
 
     /// The next step (blocks until the thread has it); none after the last one.
     pub fn next_step(&mut self) -> Step {
+        if std::process::id() != self.owner {
+            self.done = true;
+            return Step::Io {
+                message: "a gzip reader cannot be read after a fork (a bug)".into(),
+            };
+        }
         let step = match (&self.steps, self.done) {
             (Some(steps), false) => steps.recv().unwrap_or(Step::Io {
                 message: "the inflate thread stopped early (a bug)".into(),
@@ -298,7 +306,11 @@ impl Background {
         self.steps = None;
         self.done = true;
         if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
+            if std::process::id() == self.owner {
+                let _ = thread.join();
+            } else {
+                std::mem::forget(thread); // not this process's thread: nothing to wait for
+            }
         }
     }
 }

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import os
+import signal
 import struct
 import zlib
 from pathlib import Path
@@ -193,3 +195,24 @@ def test_command_errors_agree(tmp_path: Path, packed: bytes) -> None:
             with python_reader():
                 python = runner.invoke(app, args)
             assert (compiled.exit_code, compiled.output) == (python.exit_code, python.output)
+
+
+def test_a_fork_while_inflating_does_not_hang(tmp_path: Path, packed: bytes) -> None:
+    """A child forked while the inflate thread runs has no such thread: reading there is an
+    error, not a wait for ever; the parent reads on."""
+    with TraceSource(check_path(_write(tmp_path, packed)), 4096) as src:
+        blocks = src.blocks()
+        first = next(blocks)
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover (the child)
+            signal.alarm(20)
+            code = 3
+            try:
+                next(blocks)
+            except OSError:
+                code = 0
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        assert first + b"".join(blocks) == gzip.decompress(packed)
