@@ -5,6 +5,7 @@
 
 pub mod numbers;
 pub mod scan;
+mod simd;
 pub mod strings;
 
 #[cfg(feature = "python")]
