@@ -300,16 +300,20 @@ mod tests {
 
     #[test]
     fn digits_at_every_offset() {
-        for len in [0usize, 1, 7, 8, 9, 16, 17, 20] {
+        // every length 0..70, every byte value at every position, slices starting at three
+        // alignments: the 16-byte steps and the tail against a byte loop
+        for len in 0..70usize {
             for at in 0..=len {
                 for b in 0..=255u8 {
-                    let mut text = vec![b'7'; len];
-                    text.push(b'0');
-                    if at < text.len() {
-                        text[at] = b;
+                    for offset in [0, 1, 7] {
+                        let mut text = vec![b'x'; offset];
+                        text.extend(std::iter::repeat_n(b'7', len));
+                        text.push(b'0');
+                        text[offset + at] = b;
+                        let text = &text[offset..];
+                        let naive = text.iter().take_while(|c| c.is_ascii_digit()).count();
+                        assert_eq!(digits(text), naive, "{len} {at} {b} {offset}");
                     }
-                    let naive = text.iter().take_while(|c| c.is_ascii_digit()).count();
-                    assert_eq!(digits(&text), naive, "{len} {at} {b}");
                 }
             }
         }

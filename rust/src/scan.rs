@@ -1272,6 +1272,38 @@ mod tests {
         assert!(accepted > 1000 && refused > 1000, "{accepted} {refused}");
     }
 
+    #[test]
+    fn whitespace_runs_of_every_length() {
+        // runs 0..70 long of the four whitespace bytes, at 17 offsets, ended by every byte
+        // value or by the end of the text: ws against a byte loop
+        let kinds = [b' ', b'\n', b'\t', b'\r'];
+        for len in 0..70usize {
+            for offset in 0..17 {
+                for (mix, end) in
+                    (0..3).flat_map(|m| (0..=255u8).map(Some).chain([None]).map(move |e| (m, e)))
+                {
+                    // spaces; a newline then spaces (indentation); a mix of all four
+                    let kind = |n: usize| match mix {
+                        0 => b' ',
+                        1 if n == 0 => b'\n',
+                        1 => b' ',
+                        _ => kinds[(n * n * 31 + len * 17) / 4 % 4],
+                    };
+                    let mut text = vec![b'x'; offset];
+                    text.extend((0..len).map(kind));
+                    text.extend(end);
+                    let naive = offset
+                        + text[offset..]
+                            .iter()
+                            .take_while(|&&b| matches!(b, b' ' | b'\n' | b'\t' | b'\r'))
+                            .count();
+                    let s = Scanner { t: &text };
+                    assert_eq!(s.ws(offset), naive, "{len} {offset} {end:?}");
+                }
+            }
+        }
+    }
+
     fn rule() -> DropRule {
         let v = |items: &[&str]| items.iter().map(|s| s.as_bytes().to_vec()).collect();
         DropRule {
