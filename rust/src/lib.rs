@@ -6,6 +6,7 @@
 pub mod inflate;
 pub mod numbers;
 pub mod scan;
+mod simd;
 pub mod strings;
 
 #[cfg(feature = "python")]

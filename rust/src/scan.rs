@@ -12,6 +12,7 @@
 use std::collections::HashMap;
 
 use crate::numbers::{self, Plain, Token};
+use crate::simd;
 use crate::strings;
 
 /// Nesting deeper than this is refused (skipped iteratively, never by recursion).
@@ -312,42 +313,40 @@ fn string_refused(at: usize, why: strings::Refusal) -> Scan<Val> {
     )
 }
 
-fn is_ws(b: u8) -> bool {
-    matches!(b, b' ' | b'\t' | b'\n' | b'\r')
-}
-
-/// The end of the run of spaces at `i` (a pretty-printed trace's indentation), eight bytes a
-/// step: the first byte that differs from a space is the lowest nonzero byte of `word ^ spaces`.
-fn spaces(text: &[u8], mut i: usize) -> usize {
-    const SPACES: u64 = 0x2020_2020_2020_2020;
-    while let Some(&word) = text.get(i..).and_then(|r| r.first_chunk::<8>()) {
-        let other = u64::from_le_bytes(word) ^ SPACES;
-        if other != 0 {
-            return i + (other.trailing_zeros() / 8) as usize;
-        }
-        i += 8;
-    }
-    i + text
-        .get(i..)
-        .map_or(0, |r| r.iter().take_while(|&&b| b == b' ').count())
-}
-
 struct Scanner<'a> {
     t: &'a [u8],
 }
 
 impl<'a> Scanner<'a> {
-    fn ws(&self, mut i: usize) -> usize {
-        while let Some(&b) = self.t.get(i) {
-            if !is_ws(b) {
-                break;
-            }
-            i += 1;
-            if self.t.get(i) == Some(&b' ') {
-                i = spaces(self.t, i);
+    /// The end of the whitespace at `i`: most calls find a value's first byte there (every
+    /// byte that may start or end one is above a space), told by one compare.
+    #[inline]
+    fn ws(&self, i: usize) -> usize {
+        match self.t.get(i) {
+            Some(&b) if b <= b' ' => self.ws_run(i),
+            _ => i,
+        }
+    }
+
+    /// `ws` past its first byte: sixteen bytes a step (a pretty-printed trace's newline and
+    /// indentation in one).
+    #[inline(always)]
+    fn ws_run(&self, mut i: usize) -> usize {
+        // one space before a value, the commonest run
+        if self.t.get(i) == Some(&b' ') && self.t.get(i + 1).is_some_and(|&b| b > b' ') {
+            return i + 1;
+        }
+        loop {
+            let Some(chunk) = self.t.get(i..).and_then(|r| r.first_chunk::<16>()) else {
+                let rest = self.t.get(i..).unwrap_or_default();
+                return i + rest.iter().take_while(|&&b| simd::is_ws(b)).count();
+            };
+            let n = simd::first_non_ws(chunk);
+            i += n;
+            if n < 16 {
+                return i;
             }
         }
-        i
     }
 
     #[inline]
@@ -373,23 +372,41 @@ impl<'a> Scanner<'a> {
     /// A scalar at `i` (not a container).
     #[inline]
     fn scalar(&self, i: usize) -> Scan<Val> {
-        let b = self.byte(i)?;
-        let (kind, len) = match b {
-            b'"' => return self.string(i),
-            b'-' | b'0'..=b'9' => match numbers::length(&self.t[i..]) {
-                Some(n) => (Kind::Num, n),
-                None => return refuse(i, "a malformed number"),
+        match self.scalar_end(i) {
+            Some((end, kind)) => Ok(Val {
+                start: i,
+                end,
+                kind,
+            }),
+            None => self.scalar_refused(i),
+        }
+    }
+
+    /// A scalar's end and kind, None where `scalar_refused` says why.
+    #[inline(always)]
+    fn scalar_end(&self, i: usize) -> Option<(usize, Kind)> {
+        let t = self.t;
+        match *t.get(i)? {
+            b'"' => match strings::check(t, i) {
+                Ok(c) => Some((c.end, Kind::Str { escaped: c.escaped })),
+                Err(_) => None,
             },
-            b't' if self.t[i..].starts_with(b"true") => (Kind::Literal, 4),
-            b'f' if self.t[i..].starts_with(b"false") => (Kind::Literal, 5),
-            b'n' if self.t[i..].starts_with(b"null") => (Kind::Null, 4),
-            _ => return refuse(i, "not a JSON value"),
-        };
-        Ok(Val {
-            start: i,
-            end: i + len,
-            kind,
-        })
+            b'-' | b'0'..=b'9' => Some((i + numbers::length(&t[i..])?, Kind::Num)),
+            b't' if t[i..].starts_with(b"true") => Some((i + 4, Kind::Literal)),
+            b'f' if t[i..].starts_with(b"false") => Some((i + 5, Kind::Literal)),
+            b'n' if t[i..].starts_with(b"null") => Some((i + 4, Kind::Null)),
+            _ => None,
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn scalar_refused(&self, i: usize) -> Scan<Val> {
+        match self.byte(i)? {
+            b'"' => self.string(i),
+            b'-' | b'0'..=b'9' => refuse(i, "a malformed number"),
+            _ => refuse(i, "not a JSON value"),
+        }
     }
 
     /// Any value at `i` (no whitespace before it), checked whole; nesting walked with an
@@ -401,7 +418,7 @@ impl<'a> Scanner<'a> {
 
     /// `value` for a value inside `outer` open containers that count against MAX_DEPTH
     /// (an args member: 1, as if args were walked whole).
-    #[inline]
+    #[inline(always)]
     fn value_within(&self, i: usize, outer: usize) -> Scan<Val> {
         match self.byte(i)? {
             b'{' | b'[' => self.container(i, outer),
@@ -410,7 +427,93 @@ impl<'a> Scanner<'a> {
     }
 
     /// `value_within` for an object or array at `i`.
+    #[inline]
     fn container(&self, i: usize, outer: usize) -> Scan<Val> {
+        match self.skip_container(i, outer) {
+            Some(end) => Ok(Val {
+                start: i,
+                end,
+                kind: if self.t[i] == b'{' {
+                    Kind::Object
+                } else {
+                    Kind::Array
+                },
+            }),
+            None => self.container_refused(i, outer),
+        }
+    }
+
+    /// The end of the object or array at `i`, checked as `container_refused` checks it (the
+    /// same values accepted, the same end), in one tight loop: None where that says why. The
+    /// open containers are bits of a word (1: an object), the innermost lowest.
+    fn skip_container(&self, i: usize, outer: usize) -> Option<usize> {
+        let t = self.t;
+        let mut objects: u64 = 0;
+        let mut depth = 0usize;
+        let mut j = i;
+        loop {
+            // at a value
+            let b = *t.get(j)?;
+            if b == b'{' || b == b'[' {
+                if depth > 0 && outer + depth >= MAX_DEPTH {
+                    return None;
+                }
+                objects = (objects << 1) | u64::from(b == b'{');
+                depth += 1;
+                j = self.ws(j + 1);
+                if *t.get(j)? == b + 2 {
+                    // `{}` or `[]` (the closing bracket is the opening one + 2)
+                    objects >>= 1;
+                    depth -= 1;
+                    j += 1;
+                } else {
+                    if b == b'{' {
+                        j = self.key_colon(j)?;
+                    }
+                    continue;
+                }
+            } else {
+                j = self.scalar_end(j)?.0;
+            }
+            // after a value
+            loop {
+                if depth == 0 {
+                    return Some(j);
+                }
+                j = self.ws(j);
+                let c = *t.get(j)?;
+                if c == b',' {
+                    j = self.ws(j + 1);
+                    if objects & 1 == 1 {
+                        j = self.key_colon(j)?;
+                    }
+                    break;
+                }
+                if c != if objects & 1 == 1 { b'}' } else { b']' } {
+                    return None;
+                }
+                objects >>= 1;
+                depth -= 1;
+                j += 1;
+            }
+        }
+    }
+
+    /// After a key string at `i`, its colon and the whitespace around it: the value's offset.
+    #[inline(always)]
+    fn key_colon(&self, i: usize) -> Option<usize> {
+        if self.t.get(i) != Some(&b'"') {
+            return None;
+        }
+        let j = self.ws(strings::check(self.t, i).ok()?.end);
+        (self.t.get(j) == Some(&b':')).then(|| self.ws(j + 1))
+    }
+
+    /// The full walk of an object or array that `skip_container` did not take: why it is
+    /// refused.
+    #[cold]
+    #[inline(never)]
+    fn container_refused(&self, i: usize, outer: usize) -> Scan<Val> {
         let open = self.byte(i)?;
         let mut stack = Stack::default();
         stack.push(open);
@@ -1111,6 +1214,94 @@ mod tests {
         );
         assert!(scan(ok.as_bytes(), &Options::default()).is_ok());
         assert!(scan(b"{\"name\":\"\xff\"}", &Options::default()).is_err());
+    }
+
+    #[test]
+    fn the_fast_walk_takes_what_the_full_walk_takes() {
+        // damaged values: skip_container accepts exactly what container_refused accepts,
+        // with the same end, at every depth budget
+        let bases = [
+            KERNEL_EVENT.to_string(),
+            OP_EVENT.to_string(),
+            r#"{"a": [1, -2.5e+3, true, false, null, "x\u00e9\n", {}], "b": {"c": [[], [8192, 50257]]}}"#.to_string(),
+            format!("{}1{}", "[".repeat(MAX_DEPTH - 1), "]".repeat(MAX_DEPTH - 1)),
+            format!("{}{}", "[{\"k\":".repeat(40), "0}]".repeat(40)),
+        ];
+        let alphabet = b"{}[]\",:\\ \n\t0123456789eE.+-truefalsnux\x01\x1fd8c";
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
+        };
+        let (mut accepted, mut refused) = (0, 0);
+        for round in 0..4000 {
+            let mut text = bases[round % bases.len()].as_bytes().to_vec();
+            for _ in 0..1 + next(3) {
+                if text.is_empty() {
+                    break;
+                }
+                let at = next(text.len());
+                match next(4) {
+                    0 => text[at] = alphabet[next(alphabet.len())],
+                    1 => {
+                        text.remove(at);
+                    }
+                    2 => text.insert(at, alphabet[next(alphabet.len())]),
+                    _ => text.truncate(at.max(1)),
+                }
+            }
+            let s = Scanner { t: &text };
+            for i in 0..text.len() {
+                if !matches!(text[i], b'{' | b'[') {
+                    continue;
+                }
+                for outer in [0, 1, MAX_DEPTH - 2, MAX_DEPTH] {
+                    let fast = s.skip_container(i, outer);
+                    let full = s.container_refused(i, outer).map(|v| v.end).ok();
+                    assert_eq!(fast, full, "{i} {outer} {}", String::from_utf8_lossy(&text));
+                    if fast.is_some() {
+                        accepted += 1;
+                    } else {
+                        refused += 1;
+                    }
+                }
+            }
+        }
+        assert!(accepted > 1000 && refused > 1000, "{accepted} {refused}");
+    }
+
+    #[test]
+    fn whitespace_runs_of_every_length() {
+        // runs 0..70 long of the four whitespace bytes, at 17 offsets, ended by every byte
+        // value or by the end of the text: ws against a byte loop
+        let kinds = [b' ', b'\n', b'\t', b'\r'];
+        for len in 0..70usize {
+            for offset in 0..17 {
+                for (mix, end) in
+                    (0..3).flat_map(|m| (0..=255u8).map(Some).chain([None]).map(move |e| (m, e)))
+                {
+                    // spaces; a newline then spaces (indentation); a mix of all four
+                    let kind = |n: usize| match mix {
+                        0 => b' ',
+                        1 if n == 0 => b'\n',
+                        1 => b' ',
+                        _ => kinds[(n * n * 31 + len * 17) / 4 % 4],
+                    };
+                    let mut text = vec![b'x'; offset];
+                    text.extend((0..len).map(kind));
+                    text.extend(end);
+                    let naive = offset
+                        + text[offset..]
+                            .iter()
+                            .take_while(|&&b| matches!(b, b' ' | b'\n' | b'\t' | b'\r'))
+                            .count();
+                    let s = Scanner { t: &text };
+                    assert_eq!(s.ws(offset), naive, "{len} {offset} {end:?}");
+                }
+            }
+        }
     }
 
     fn rule() -> DropRule {

@@ -22,6 +22,8 @@ pub struct Checked {
     pub escaped: bool,
 }
 
+use crate::simd::{first_special, is_special};
+
 fn hex4(text: &[u8], at: usize) -> Option<u32> {
     let digits = text.get(at..at + 4)?;
     let mut value = 0u32;
@@ -31,46 +33,26 @@ fn hex4(text: &[u8], at: usize) -> Option<u32> {
     Some(value)
 }
 
-/// Eight bytes at a time: `0x01` in every byte, `0x80` in every byte.
-const LO: u64 = 0x0101_0101_0101_0101;
-const HI: u64 = 0x8080_8080_8080_8080;
-/// Bytes of plain run read eight at a time before a longer string is searched by memchr.
-const SHORT: usize = 32;
-
-/// The high bit of each byte of `word` (little-endian: byte 0 first in the text) that is a
-/// quote, a backslash or below 0x20. Exact at the lowest such byte (a borrow only runs from a
-/// matching byte upward), so `trailing_zeros / 8` is the first one's index; bytes after it
-/// may be flagged wrongly and are never used.
-fn specials(word: u64) -> u64 {
-    let quote = word ^ (LO * u64::from(b'"'));
-    let backslash = word ^ (LO * u64::from(b'\\'));
-    ((quote.wrapping_sub(LO) & !quote)
-        | (backslash.wrapping_sub(LO) & !backslash)
-        | (word.wrapping_sub(LO * 0x20) & !word))
-        & HI
-}
-
-fn is_special(b: u8) -> bool {
-    b == b'"' || b == b'\\' || b < 0x20
-}
+/// Bytes of plain run read sixteen at a time before a longer string is searched by memchr.
+const SHORT: usize = 48;
 
 /// The first quote, backslash or control character at or after `i`.
 fn next_special(text: &[u8], mut i: usize) -> Option<usize> {
-    // Short strings (keys, categories, most values): eight bytes a step, no call.
+    // Short strings (keys, categories, most values): sixteen bytes a step, no call.
     let short_end = i.saturating_add(SHORT);
     while i < short_end {
-        let Some(&word) = text.get(i..).and_then(|r| r.first_chunk::<8>()) else {
+        let Some(chunk) = text.get(i..).and_then(|r| r.first_chunk::<16>()) else {
             break;
         };
-        let found = specials(u64::from_le_bytes(word));
-        if found != 0 {
-            return Some(i + (found.trailing_zeros() / 8) as usize);
+        let at = first_special(chunk);
+        if at < 16 {
+            return Some(i + at);
         }
-        i += 8;
+        i += 16;
     }
     let rest = text.get(i..)?;
     if i < short_end {
-        // fewer than eight bytes left in the text
+        // fewer than sixteen bytes left in the text
         return rest.iter().position(|&b| is_special(b)).map(|p| i + p);
     }
     // A long plain run: the next quote or backslash (SIMD search), then the first control
@@ -84,34 +66,27 @@ fn next_special(text: &[u8], mut i: usize) -> Option<usize> {
 }
 
 /// The string whose opening quote is at `start`.
-#[inline]
+#[inline(always)]
 pub fn check(text: &[u8], start: usize) -> Result<Checked, (usize, Refusal)> {
-    // The common string, short and plain: its closing quote in the first two words.
-    let mut i = start + 1;
-    for _ in 0..2 {
-        let Some(&word) = text.get(i..).and_then(|r| r.first_chunk::<8>()) else {
-            break;
-        };
-        let found = specials(u64::from_le_bytes(word));
-        if found != 0 {
-            let at = i + (found.trailing_zeros() / 8) as usize;
-            if text.get(at) == Some(&b'"') {
-                return Ok(Checked {
-                    end: at + 1,
-                    escaped: false,
-                });
-            }
-            break;
+    // The common string, short and plain: its closing quote in the first sixteen bytes.
+    let mut plain_to = start + 1;
+    if let Some(chunk) = text.get(plain_to..).and_then(|r| r.first_chunk::<16>()) {
+        plain_to += first_special(chunk);
+        if text.get(plain_to) == Some(&b'"') {
+            return Ok(Checked {
+                end: plain_to + 1,
+                escaped: false,
+            });
         }
-        i += 8;
     }
-    check_any(text, start)
+    check_any(text, plain_to)
 }
 
-/// `check` for any string: escapes, long runs, the end of the text.
+/// `check` for any string: escapes, long runs, the end of the text. The bytes before
+/// `plain_to` (past the opening quote) are plain.
 #[inline(never)]
-fn check_any(text: &[u8], start: usize) -> Result<Checked, (usize, Refusal)> {
-    let mut i = start + 1;
+fn check_any(text: &[u8], plain_to: usize) -> Result<Checked, (usize, Refusal)> {
+    let mut i = plain_to;
     let mut escaped = false;
     loop {
         let Some(at) = next_special(text, i) else {
@@ -160,6 +135,7 @@ fn check_any(text: &[u8], start: usize) -> Result<Checked, (usize, Refusal)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::simd::is_special;
 
     fn checked(s: &str) -> Result<Checked, Refusal> {
         check(s.as_bytes(), 0).map_err(|(_, why)| why)
@@ -202,7 +178,9 @@ mod tests {
     fn the_first_special_byte_at_every_offset() {
         // every byte value at every offset of runs around the eight-byte and SHORT steps,
         // after a run of bytes that borrow (0x00 is special too, 0x80/0xff never are)
-        for len in [1usize, 7, 8, 9, 31, 32, 33, 40, 70] {
+        for len in [
+            0usize, 1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 40, 47, 48, 49, 64, 70,
+        ] {
             for at in 0..len {
                 for b in 0..=255u8 {
                     for fill in [b'a', 0x80, 0xff, 0x21, 0x5d] {
@@ -211,6 +189,36 @@ mod tests {
                         let naive = text.iter().position(|&c| is_special(c));
                         assert_eq!(next_special(&text, 0), naive, "{len} {at} {b} {fill}");
                     }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn check_at_every_offset_and_length() {
+        // strings of every length 0..70 at every offset: the closing quote, or a refusal,
+        // where the byte loop finds it
+        for len in 0..70usize {
+            for offset in 0..17 {
+                for bad in [None, Some(b'\n'), Some(b'\\'), Some(b'"')] {
+                    let mut text = vec![b' '; offset];
+                    text.push(b'"');
+                    let body_at = text.len();
+                    text.extend(std::iter::repeat_n(b'x', len));
+                    if let (Some(b), true) = (bad, len > 0) {
+                        text[body_at + len / 2] = b;
+                    }
+                    text.push(b'"');
+                    let first = text[body_at..].iter().position(|&c| is_special(c)).unwrap();
+                    let expected = match text[body_at + first] {
+                        b'"' => Ok(body_at + first + 1),
+                        // `\x`, or `\"` then no closing quote
+                        b'\\' if text[body_at + first + 1] == b'x' => Err(Refusal::Escape),
+                        b'\\' => Err(Refusal::Unterminated),
+                        _ => Err(Refusal::Control),
+                    };
+                    let got = check(&text, offset).map(|c| c.end).map_err(|(_, why)| why);
+                    assert_eq!(got, expected, "{len} {offset} {bad:?}");
                 }
             }
         }
