@@ -30,13 +30,14 @@ def _id(path: Path) -> str:
     return path.name.removesuffix(".gz").removesuffix(".json")
 
 
-@pytest.mark.parametrize("keep_cpu", [False, True], ids=["gpu", "cpu"])
+@pytest.mark.parametrize("keep", ["gpu", "cpu", "frames"])
 @pytest.mark.parametrize("path", _traces(), ids=_id)
-def test_reads_agree(path: Path, keep_cpu: bool) -> None:
-    compiled, python = both_reads(path, keep_cpu, partial=True)
+def test_reads_agree(path: Path, keep: str) -> None:
+    keep_cpu, keep_frames = keep != "gpu", keep == "frames"
+    compiled, python = both_reads(path, keep_cpu, partial=True, keep_frames=keep_frames)
     assert not differences(compiled, python)
     if path.parent.name == "edge":  # truncated, damaged: the errors without --partial too
-        strict_compiled, strict_python = both_reads(path, keep_cpu)
+        strict_compiled, strict_python = both_reads(path, keep_cpu, keep_frames=keep_frames)
         assert not differences(strict_compiled, strict_python)
 
 
@@ -123,7 +124,7 @@ def test_exact_midway_and_split_reads_agree(
     _switching_trace(path)
     if split:  # the two-process read (columns.parallel), each part through the scanner
         monkeypatch.setenv("TRACEVIEW_PARALLEL_MIN_BYTES", str(1 << 20))
-    for keep_cpu in (False, True):
-        compiled, python = both_reads(path, keep_cpu)
+    for keep_cpu, keep_frames in ((False, False), (True, False), (True, True)):
+        compiled, python = both_reads(path, keep_cpu, keep_frames=keep_frames)
         assert not isinstance(compiled, str) and compiled["stats"][3]  # exact in the end
         assert not differences(compiled, python)

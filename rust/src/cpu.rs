@@ -1,0 +1,501 @@
+//! CPU rows: the CPU ops and step-marker python frames of a read that keeps CPU activity, the
+//! python frames and `fwdbwd` flows of a read that keeps frames, converted as
+//! traceview/columns/collect.py and frames.py convert them (schema.py's CPU_COLUMNS,
+//! FRAME_COLUMNS, FLOW_COLUMNS; threads, names and shapes as ids into the chunk's tables).
+//!
+//! Once the scanner takes a chunk, every event of these kinds in it is a row here (or the
+//! chunk is refused), so the Python side never holds part of them: it keeps only the
+//! ProfilerStep markers, which stay with the Python path.
+
+use std::borrow::Cow;
+
+use crate::numbers;
+use crate::scan::{
+    int_or_text, pair, refuse, text_or_null, times, Event, Kind, Options, Scan, Scanner, Table, Val,
+};
+
+/// Row kinds of the CPU categories (scan.rs CATEGORIES): cpu_op and 2021's operator,
+/// user_annotation, python_function.
+pub const OP: i8 = 11;
+pub const USER_ANNOTATION: i8 = 14;
+pub const PYTHON: i8 = 13;
+
+/// The CPU-row marks (traceview/columns/cpu_rows.py OP, ANNOTATION, FRAME).
+pub const MARK_OP: i64 = -1;
+pub const MARK_ANNOTATION: i64 = -3;
+pub const MARK_FRAME: i64 = -4;
+/// An id that is absent, null, not an int or out of int64's range (frames.NO_ID).
+pub const NO_ID: i64 = -1;
+
+/// collect.py STEP_PREFIX, STEP_FRAMES, MODEL_FRAMES (is_step_frame); frames.FLOW_CATEGORY.
+const STEP_PREFIX: &[u8] = b"ProfilerStep#";
+const STEP_FRAMES: [&[u8]; 1] = [b": execute_model"];
+const MODULE_PREFIX: &[u8] = b"nn.Module: ";
+const MODEL_FRAMES: [&[u8]; 2] = [b"ForCausalLM_", b"LMHeadModel_"];
+const FLOW_CATEGORY: &[u8] = b"fwdbwd";
+/// Texts whose presence makes the Python side decode the frames' fields
+/// (read/decode.py FRAME_KEYS): without them every python id and flow id reads as NO_ID.
+const FRAME_KEYS: [&[u8]; 2] = [b"fwdbwd", b"python_function"];
+/// Between the three texts of a shape key (collect.py _SHAPE_SEPARATOR).
+const SHAPE_SEPARATOR: u8 = 0x1f;
+
+/// The CPU rows of a chunk.
+#[derive(Debug, Default)]
+pub struct CpuRows {
+    pub op_thread: Vec<i32>,
+    pub op_name: Vec<i32>,
+    pub op_ts: Vec<i64>,
+    pub op_end: Vec<i64>,
+    pub op_mark: Vec<i64>,
+    pub op_shape: Vec<i32>,
+    pub op_threads: Table,
+    pub op_names: Table,
+    /// Shape keys (dims, types, concrete texts joined by 0x1f), separated by 0x1e.
+    pub shapes: Table,
+    pub frame_thread: Vec<i32>,
+    pub frame_name: Vec<i32>,
+    pub frame_ts: Vec<i64>,
+    pub frame_end: Vec<i64>,
+    pub frame_python_id: Vec<i64>,
+    pub frame_python_parent: Vec<i64>,
+    pub frame_threads: Table,
+    pub frame_names: Table,
+    pub flow_flow: Vec<i64>,
+    pub flow_thread: Vec<i32>,
+    pub flow_ts: Vec<i64>,
+    pub flow_finish: Vec<i8>,
+    pub flow_threads: Table,
+}
+
+/// What is converted once the chunk is walked: the times (a column at a time, as the
+/// Python side converts them) and the step-marker frames, whose op rows follow the ops.
+#[derive(Default)]
+pub(crate) struct Pending {
+    op_ts: Vec<Val>,
+    op_dur: Vec<Val>,
+    frame_ts: Vec<Val>,
+    frame_dur: Vec<Val>,
+    flow_ts: Vec<Val>,
+    step_frames: Vec<Event>,
+    /// Whether the Python side would decode the frames' fields (FRAME_KEYS in the chunk).
+    framed: bool,
+    key: Vec<u8>,
+}
+
+impl Pending {
+    pub(crate) fn new(text: &[u8], options: &Options) -> Self {
+        let framed = options.keep_frames
+            && FRAME_KEYS
+                .iter()
+                .any(|k| memchr::memmem::find(text, k).is_some());
+        Pending {
+            framed,
+            ..Pending::default()
+        }
+    }
+}
+
+impl CpuRows {
+    fn thread(table: &mut Table, s: &Scanner<'_>, e: &Event, key: &mut Vec<u8>) -> i32 {
+        key.clear();
+        pair(key, text_or_null(s, e.pid), text_or_null(s, e.tid));
+        table.id(key)
+    }
+
+    fn op(&mut self, s: &Scanner<'_>, e: &Event, mark: i64, pending: &mut Pending) -> Scan<()> {
+        let (ts, dur) = timed(e)?;
+        pending.op_ts.push(ts);
+        pending.op_dur.push(dur);
+        let key = &mut pending.key;
+        self.op_thread
+            .push(Self::thread(&mut self.op_threads, s, e, key));
+        self.op_name.push(self.op_names.id(name_json(s, e)));
+        // (Input Dims or Input dims, Input type, Concrete Inputs) as collect.py _shape_keys
+        // joins their raw texts (a missing one: empty)
+        key.clear();
+        let [dims, dims_2021, types, concrete] = e.shape;
+        for (n, part) in [dims.or(dims_2021), types, concrete]
+            .into_iter()
+            .enumerate()
+        {
+            if n > 0 {
+                key.push(SHAPE_SEPARATOR);
+            }
+            if let Some(v) = part {
+                key.extend_from_slice(s.text(v));
+            }
+        }
+        self.op_shape.push(self.shapes.id(key));
+        self.op_mark.push(mark);
+        Ok(())
+    }
+
+    fn frame(&mut self, s: &Scanner<'_>, e: &Event, pending: &mut Pending) -> Scan<()> {
+        let (ts, dur) = timed(e)?;
+        pending.frame_ts.push(ts);
+        pending.frame_dur.push(dur);
+        self.frame_thread.push(Self::thread(
+            &mut self.frame_threads,
+            s,
+            e,
+            &mut pending.key,
+        ));
+        self.frame_name.push(self.frame_names.id(name_json(s, e)));
+        let [python_id, python_parent] = e.python;
+        self.frame_python_id
+            .push(id_of(s, python_id, pending.framed)?);
+        self.frame_python_parent
+            .push(id_of(s, python_parent, pending.framed)?);
+        Ok(())
+    }
+
+    fn flow(
+        &mut self,
+        s: &Scanner<'_>,
+        e: &Event,
+        finish: bool,
+        pending: &mut Pending,
+    ) -> Scan<()> {
+        let Some(ts) = e.ts.filter(|v| v.kind == Kind::Num) else {
+            return refuse(e.ts.map_or(0, |v| v.start), "a flow's ts not a number");
+        };
+        // its dur is decoded (float | int | None) but not used
+        if let Some(dur) = e.dur.filter(|v| v.kind != Kind::Null) {
+            if !(dur.kind == Kind::Num && any_number(s, dur)) {
+                return refuse(dur.start, "a flow's dur not a number");
+            }
+        }
+        pending.flow_ts.push(ts);
+        self.flow_flow.push(id_of(s, e.id, pending.framed)?);
+        self.flow_thread
+            .push(Self::thread(&mut self.flow_threads, s, e, &mut pending.key));
+        self.flow_finish.push(i8::from(finish));
+        Ok(())
+    }
+
+    /// The times of the chunk's rows, and the step-marker frames' op rows after the ops.
+    pub(crate) fn finish(
+        &mut self,
+        s: &Scanner<'_>,
+        options: &Options,
+        pending: &mut Pending,
+    ) -> Scan<()> {
+        for e in std::mem::take(&mut pending.step_frames) {
+            self.op(s, &e, MARK_FRAME, pending)?;
+        }
+        let ends = |ts: &[i64], dur: &[i64]| ts.iter().zip(dur).map(|(t, d)| t + d).collect();
+        self.op_ts = times(s, &pending.op_ts, options, false)?;
+        self.op_end = ends(&self.op_ts, &times(s, &pending.op_dur, options, true)?);
+        self.frame_ts = times(s, &pending.frame_ts, options, false)?;
+        self.frame_end = ends(
+            &self.frame_ts,
+            &times(s, &pending.frame_dur, options, true)?,
+        );
+        self.flow_ts = times(s, &pending.flow_ts, options, false)?;
+        Ok(())
+    }
+}
+
+/// An event of a CPU category (kind OP, USER_ANNOTATION or PYTHON) made rows: false when the
+/// Python side keeps it (a ProfilerStep marker; a python frame that is no row of this read)
+/// or this read keeps no CPU rows.
+pub(crate) fn take(
+    s: &Scanner<'_>,
+    e: &Event,
+    kind: i8,
+    options: &Options,
+    rows: &mut CpuRows,
+    pending: &mut Pending,
+) -> Scan<bool> {
+    if !options.keep_cpu {
+        return Ok(false);
+    }
+    let name = name_of(s, e)?;
+    if kind == PYTHON {
+        let step = is_step_frame(&name);
+        if !(step || options.keep_frames) {
+            return Ok(false);
+        }
+        typed(s, e, options)?;
+        if options.keep_frames {
+            rows.frame(s, e, pending)?;
+        }
+        if step {
+            timed(e)?;
+            pending.step_frames.push(e.clone());
+        }
+        return Ok(true);
+    }
+    if name.starts_with(STEP_PREFIX) {
+        return Ok(false);
+    }
+    typed(s, e, options)?;
+    let mark = if kind == USER_ANNOTATION {
+        MARK_ANNOTATION
+    } else {
+        MARK_OP
+    };
+    rows.op(s, e, mark, pending)?;
+    Ok(true)
+}
+
+/// An event of no row kind made a flow row, if it is a `fwdbwd` flow's start or finish
+/// (frames.is_flow) and this read keeps frames.
+pub(crate) fn take_flow(
+    s: &Scanner<'_>,
+    e: &Event,
+    options: &Options,
+    rows: &mut CpuRows,
+    pending: &mut Pending,
+) -> Scan<bool> {
+    if !options.keep_frames {
+        return Ok(false);
+    }
+    let finish = match e.ph.and_then(|v| s.plain_str(Some(v))) {
+        Some(b"s") => false,
+        Some(b"f") => true,
+        _ => return Ok(false), // an escaped ph was refused (kind_of)
+    };
+    let Some(cat) = e.cat.filter(|v| matches!(v.kind, Kind::Str { .. })) else {
+        return Ok(false); // not text: the Python side rejects it
+    };
+    if decoded(s, cat)?.as_ref() != FLOW_CATEGORY {
+        return Ok(false);
+    }
+    if s.plain_str(Some(cat)).is_none() {
+        // its id is decoded only where FRAME_KEYS is in the text
+        return refuse(cat.start, "an escaped flow category");
+    }
+    typed(s, e, options)?;
+    rows.flow(s, e, finish, pending)?;
+    Ok(true)
+}
+
+/// Each field of a CPU row as the fast decoder types it (traceview/read/decode.py Event,
+/// ShapedArgs; the frames' fields where frames are read), else refused: the decoder would
+/// reject the chunk.
+fn typed(s: &Scanner<'_>, e: &Event, options: &Options) -> Scan<()> {
+    if let Some(v) = e.name.filter(|v| !matches!(v.kind, Kind::Str { .. })) {
+        return refuse(v.start, "cat or name not text");
+    }
+    int_or_text(s, e.pid)?;
+    int_or_text(s, e.tid)?;
+    if let Some(a) = e
+        .args
+        .filter(|a| !matches!(a.kind, Kind::Null | Kind::Object))
+    {
+        return refuse(a.start, "args not an object");
+    }
+    int_or_text(s, e.device)?;
+    int_or_text(s, e.stream)?;
+    if let Some(v) = e.correlation.filter(|v| v.kind != Kind::Null) {
+        if !(v.kind == Kind::Num && numbers::is_small_int(s.text(v))) {
+            return refuse(v.start, "a correlation not an int");
+        }
+    }
+    // read as any value by the decoder: left to the Python side rather than checked here
+    if let Some(v) = e.launch.iter().flatten().chain(&e.extra_any).next() {
+        return refuse(v.start, "a launch or allocator field on a CPU row");
+    }
+    if options.keep_frames && !frame_fields_decodable(s, e) {
+        return refuse(
+            e.ph.map_or(0, |v| v.start),
+            "a frame field the decoder may reject",
+        );
+    }
+    Ok(())
+}
+
+/// Whether the decoder's `Any` frame fields (an event's `id`, args' python ids) take the
+/// event's values: numbers only where they surely are finite, no containers (else the event
+/// goes to the Python side, or the chunk does).
+pub(crate) fn frame_fields_decodable(s: &Scanner<'_>, e: &Event) -> bool {
+    [e.id, e.python[0], e.python[1]]
+        .into_iter()
+        .flatten()
+        .all(|v| match v.kind {
+            Kind::Num => any_number(s, v),
+            Kind::Object | Kind::Array => false,
+            _ => true,
+        })
+}
+
+/// A number the decoder reads as a finite float or an int (no exponent, < 10^300).
+fn any_number(s: &Scanner<'_>, v: Val) -> bool {
+    let (int_digits, has_exp) = numbers::int_digits_and_exp(s.text(v));
+    !has_exp && int_digits < 300
+}
+
+/// A row's ts and dur (numbers: the batch conversion refuses anything else).
+fn timed(e: &Event) -> Scan<(Val, Val)> {
+    match (e.ts, e.dur) {
+        (Some(ts), Some(dur)) if ts.kind == Kind::Num && dur.kind == Kind::Num => Ok((ts, dur)),
+        _ => refuse(
+            e.ts.map_or(0, |v| v.start),
+            "a CPU row's ts or dur not a number",
+        ),
+    }
+}
+
+/// frames._id of a python id or flow id: the int in [0, int64 max], else NO_ID (a value
+/// the decoder may reject is refused; not decoded at all where the chunk is not `framed`).
+fn id_of(s: &Scanner<'_>, v: Option<Val>, framed: bool) -> Scan<i64> {
+    let Some(v) = v.filter(|v| v.kind == Kind::Num && framed) else {
+        return Ok(NO_ID);
+    };
+    let t = s.number(v);
+    if !t.frac.is_empty() || t.has_exp {
+        return if any_number(s, v) {
+            Ok(NO_ID) // a float
+        } else {
+            refuse(v.start, "an id the decoder may reject")
+        };
+    }
+    let zero = t.int.iter().all(|&d| d == b'0');
+    if t.negative && !zero {
+        return Ok(NO_ID);
+    }
+    // at most 19 digits fit u64; longer ints are beyond int64 (no leading zeros in JSON)
+    if t.int.len() > 19 {
+        return Ok(NO_ID);
+    }
+    let value = t
+        .int
+        .iter()
+        .fold(0u64, |acc, &d| acc * 10 + u64::from(d - b'0'));
+    Ok(i64::try_from(value).unwrap_or(NO_ID))
+}
+
+/// The name's JSON text (`""` when absent), as the tables hold it.
+fn name_json<'a>(s: &Scanner<'a>, e: &Event) -> &'a [u8] {
+    e.name.map_or(&b"\"\""[..], |v| s.text(v))
+}
+
+/// The name as the decoder gives it (UTF-8), "" when absent; not text: refused.
+fn name_of<'a>(s: &Scanner<'a>, e: &Event) -> Scan<Cow<'a, [u8]>> {
+    match e.name {
+        None => Ok(Cow::Borrowed(b"")),
+        Some(v) if matches!(v.kind, Kind::Str { .. }) => decoded(s, v),
+        Some(v) => refuse(v.start, "cat or name not text"),
+    }
+}
+
+/// A checked string's text, escapes decoded (refused where one is not what it should be).
+fn decoded<'a>(s: &Scanner<'a>, v: Val) -> Scan<Cow<'a, [u8]>> {
+    let body = &s.text(v)[1..v.end - v.start - 1];
+    if v.kind == (Kind::Str { escaped: false }) {
+        return Ok(Cow::Borrowed(body));
+    }
+    match unescaped(body) {
+        Some(text) => Ok(Cow::Owned(text)),
+        None => refuse(v.start, "an escape that is not what it should be"),
+    }
+}
+
+/// A JSON string's body (checked by strings::check) with its escapes decoded, as UTF-8.
+pub fn unescaped(body: &[u8]) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(body.len());
+    let mut i = 0;
+    while let Some(&b) = body.get(i) {
+        if b != b'\\' {
+            out.push(b);
+            i += 1;
+            continue;
+        }
+        let decoded = match body.get(i + 1)? {
+            b'"' => '"',
+            b'\\' => '\\',
+            b'/' => '/',
+            b'b' => '\u{8}',
+            b'f' => '\u{c}',
+            b'n' => '\n',
+            b'r' => '\r',
+            b't' => '\t',
+            b'u' => {
+                let unit = hex4(body.get(i + 2..i + 6)?)?;
+                i += 6;
+                let code = if (0xD800..0xDC00).contains(&unit) {
+                    if body.get(i..i + 2)? != b"\\u" {
+                        return None;
+                    }
+                    let low = hex4(body.get(i + 2..i + 6)?)?;
+                    if !(0xDC00..0xE000).contains(&low) {
+                        return None;
+                    }
+                    i += 6;
+                    0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00)
+                } else {
+                    unit
+                };
+                let c = char::from_u32(code)?;
+                out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
+                continue;
+            }
+            _ => return None,
+        };
+        out.push(decoded as u8);
+        i += 2;
+    }
+    Some(out)
+}
+
+fn hex4(digits: &[u8]) -> Option<u32> {
+    digits
+        .iter()
+        .try_fold(0u32, |acc, &d| Some(acc * 16 + (d as char).to_digit(16)?))
+}
+
+/// collect.py is_step_frame: a python frame that may be a step marker.
+fn is_step_frame(name: &[u8]) -> bool {
+    STEP_FRAMES.iter().any(|f| name.ends_with(f))
+        || (name.starts_with(MODULE_PREFIX)
+            && MODEL_FRAMES
+                .iter()
+                .any(|m| memchr::memmem::find(name, m).is_some()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_decoded() {
+        let cases: [(&str, &str); 6] = [
+            (r"plain", "plain"),
+            (r#"a\"b\\c\/d"#, "a\"b\\c/d"),
+            (r"\b\f\n\r\t", "\u{8}\u{c}\n\r\t"),
+            (r"\u0050rofilerStep#1", "ProfilerStep#1"),
+            (r"\u00e9\u20AC", "é€"),
+            (r"\ud83d\ude00!", "😀!"),
+        ];
+        for (body, text) in cases {
+            assert_eq!(
+                unescaped(body.as_bytes()).unwrap(),
+                text.as_bytes(),
+                "{body}"
+            );
+        }
+        for bad in [r"\x", r"\u12", r"\ud800", r"\ud800\u0041", "\\"] {
+            assert_eq!(unescaped(bad.as_bytes()), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn step_frames() {
+        for name in [
+            "vllm/worker.py(100): execute_model",
+            "nn.Module: LlamaForCausalLM_0",
+            "nn.Module: GPT2LMHeadModel_1",
+        ] {
+            assert!(is_step_frame(name.as_bytes()), "{name}");
+        }
+        for name in [
+            "execute_model ",
+            "LlamaForCausalLM_0",
+            "nn.Module: Linear_0",
+            "",
+        ] {
+            assert!(!is_step_frame(name.as_bytes()), "{name}");
+        }
+    }
+}
