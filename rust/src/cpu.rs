@@ -457,6 +457,211 @@ fn is_step_frame(name: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::scan::{scan, Chunk};
+
+    fn options(keep_cpu: bool, keep_frames: bool) -> Options {
+        Options {
+            keep_cpu,
+            keep_frames,
+            ..Options::default()
+        }
+    }
+
+    fn scanned(events: &[&str], options: &Options) -> Chunk {
+        scan(events.join(",\n").as_bytes(), options).expect("accepted")
+    }
+
+    fn refused(events: &[&str], options: &Options) -> &'static str {
+        scan(events.join(",\n").as_bytes(), options)
+            .expect_err("refused")
+            .why
+    }
+
+    fn text(table: &Table) -> String {
+        String::from_utf8(table.finished()).unwrap()
+    }
+
+    const OP: &str = r#"{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":2,"ts":8,"dur":3,"args":{"Input Dims":[[2, 3], []],"Input type":["float", ""],"Concrete Inputs":["", "1"]}}"#;
+
+    #[test]
+    fn ops_and_step_frames_are_rows_in_the_python_order() {
+        let events = [
+            r#"{"ph":"X","cat":"python_function","name":"nn.Module: LlamaForCausalLM_0","pid":1,"tid":3,"ts":1,"dur":100}"#,
+            OP,
+            r#"{"ph":"X","cat":"User_Annotation","name":"a\"b","pid":1,"tid":2,"ts":9,"dur":1,"args":null}"#,
+            r#"{"ph":"X","cat":"cpu_op","name":"\u0050rofilerStep#2","pid":1,"tid":2,"ts":1,"dur":50}"#,
+            r#"{"ph":"X","cat":"python_function","name":"f.py(1): g","pid":1,"tid":2,"ts":2,"dur":1}"#,
+            r#"{"ph":"X","cat":"operator","name":"conv","pid":"p","tid":2,"ts":10.5,"dur":0.25,"args":{"Input dims":[[1]],"Input type":["int"]}}"#,
+            r#"{"ph":"X","cat":"python_function","name":"w.py(9): execute_model","pid":1,"tid":3,"ts":3,"dur":7}"#,
+        ];
+        let c = scanned(&events, &options(true, false));
+        let rows = &c.cpu;
+        // the ops in file order, then the step-marker frames
+        assert_eq!(
+            rows.op_mark,
+            vec![MARK_OP, MARK_ANNOTATION, MARK_OP, MARK_FRAME, MARK_FRAME]
+        );
+        assert_eq!(rows.op_ts, vec![8000, 9000, 10_500, 1000, 3000]);
+        assert_eq!(rows.op_end, vec![11_000, 10_000, 10_750, 101_000, 10_000]);
+        assert_eq!(
+            text(&rows.op_names),
+            r#"["aten::mm","a\"b","conv","nn.Module: LlamaForCausalLM_0","w.py(9): execute_model"]"#
+        );
+        assert_eq!(rows.op_name, vec![0, 1, 2, 3, 4]);
+        assert_eq!(text(&rows.op_threads), r#"[[1,2],["p",2],[1,3]]"#);
+        assert_eq!(rows.op_thread, vec![0, 0, 1, 2, 2]);
+        // the raw texts of the shapes, joined; args null or without shapes: all empty
+        assert_eq!(
+            text(&rows.shapes),
+            "[[2, 3], []]\x1f[\"float\", \"\"]\x1f[\"\", \"1\"]\x1e\x1f\x1f\x1e[[1]]\x1f[\"int\"]\x1f"
+        );
+        assert_eq!(rows.op_shape, vec![0, 1, 2, 1, 1]);
+        // the ProfilerStep marker and the other frame are left to the Python side
+        assert_eq!(c.others.len(), 4);
+        assert!(rows.frame_ts.is_empty());
+    }
+
+    #[test]
+    fn without_cpu_rows_ops_are_left() {
+        let c = scanned(&[OP, OP], &options(false, false));
+        assert!(c.cpu.op_ts.is_empty());
+        assert_eq!(c.others.len(), 4);
+    }
+
+    #[test]
+    fn shapes_of_2021_only_where_the_newer_key_is_absent() {
+        let both = r#"{"ph":"X","cat":"cpu_op","ts":1,"dur":1,"args":{"Input dims":[[9]],"Input Dims":[[1]]}}"#;
+        let c = scanned(&[both], &options(true, false));
+        assert_eq!(text(&c.cpu.shapes), "[[1]]\x1f\x1f");
+    }
+
+    #[test]
+    fn cpu_rows_refused_where_the_python_path_would_not_batch_them() {
+        let keep = options(true, false);
+        let cases = [
+            (r#"{"ph":"X","cat":"cpu_op","ts":1}"#, "ts or dur"),
+            (r#"{"ph":"X","cat":"cpu_op","ts":"1","dur":1}"#, "ts or dur"),
+            (
+                r#"{"ph":"X","cat":"cpu_op","ts":1,"dur":null}"#,
+                "ts or dur",
+            ),
+            (r#"{"ph":"X","cat":"cpu_op","ts":1,"dur":-1}"#, "times"),
+            (
+                r#"{"ph":"X","cat":"cpu_op","ts":1,"dur":1,"args":[]}"#,
+                "args",
+            ),
+            (
+                r#"{"ph":"X","cat":"cpu_op","ts":1,"dur":1,"pid":1.5}"#,
+                "int",
+            ),
+            (
+                r#"{"ph":"X","cat":"cpu_op","ts":1,"dur":1,"name":null}"#,
+                "text",
+            ),
+            (
+                r#"{"ph":"X","cat":"cpu_op","ts":1,"dur":1,"args":{"correlation":"1"}}"#,
+                "correlation",
+            ),
+            (
+                r#"{"ph":"X","cat":"cpu_op","ts":1,"dur":1,"args":{"grid":[1]}}"#,
+                "launch",
+            ),
+            (
+                r#"{"ph":"X","cat":"cpu_op","ts":1,"dur":1,"args":{"Input Dims":1,"Input Dims":2}}"#,
+                "repeated",
+            ),
+            (
+                r#"{"ph":"X","cat":"python_function","name":"x: execute_model","ts":1}"#,
+                "ts or dur",
+            ),
+        ];
+        for (event, why) in cases {
+            assert!(refused(&[event], &keep).contains(why), "{event}");
+        }
+        // plain floats too big for exact ns: the Python path reads them exactly
+        let late = r#"{"ph":"X","cat":"cpu_op","ts":1712195495505582.5,"dur":1}"#;
+        assert!(refused(&[late], &keep).contains("times"));
+    }
+
+    const FRAME: &str = r#"{"ph":"X","cat":"python_function","name":"m.py(3): f","pid":1,"tid":2,"ts":5,"dur":2,"args":{"Python id":7,"Python parent id":3}}"#;
+
+    #[test]
+    fn frames_and_flows_are_rows_where_frames_are_read() {
+        let ids = [
+            ("7", 7),
+            ("-3", NO_ID),
+            ("-0", 0),
+            ("1.5", NO_ID),
+            ("\"7\"", NO_ID),
+            ("true", NO_ID),
+            ("null", NO_ID),
+            ("9223372036854775807", i64::MAX),
+            ("9223372036854775808", NO_ID),
+            ("123456789012345678901234", NO_ID),
+        ];
+        for (id, expected) in ids {
+            let frame = FRAME.replace(r#""Python id":7"#, &format!(r#""Python id":{id}"#));
+            let flow = format!(
+                r#"{{"ph":"f","cat":"fwdbwd","name":"fwdbwd","id":{id},"pid":1,"tid":4,"ts":6,"bp":"e"}}"#
+            );
+            let c = scanned(&[&frame, &flow], &options(true, true));
+            assert_eq!(c.cpu.frame_python_id, vec![expected], "{id}");
+            assert_eq!(c.cpu.frame_python_parent, vec![3]);
+            assert_eq!(c.cpu.flow_flow, vec![expected], "{id}");
+            assert!(c.others.is_empty());
+        }
+        let start = r#"{"ph":"s","cat":"fwdbwd","name":"fwdbwd","id":1,"pid":1,"tid":4,"ts":6.5}"#;
+        let other = r#"{"ph":"t","cat":"fwdbwd","id":1,"ts":6}"#;
+        let no_args = r#"{"ph":"X","cat":"python_function","name":"n","ts":1,"dur":0,"args":null}"#;
+        let c = scanned(&[FRAME, start, other, no_args], &options(true, true));
+        assert_eq!(c.cpu.frame_ts, vec![5000, 1000]);
+        assert_eq!(c.cpu.frame_end, vec![7000, 1000]);
+        assert_eq!(c.cpu.frame_python_id, vec![7, NO_ID]);
+        assert_eq!(text(&c.cpu.frame_names), r#"["m.py(3): f","n"]"#);
+        assert_eq!(text(&c.cpu.frame_threads), "[[1,2],[null,null]]");
+        assert_eq!(c.cpu.flow_ts, vec![6500]);
+        assert_eq!(c.cpu.flow_finish, vec![0]);
+        assert_eq!(text(&c.cpu.flow_threads), "[[1,4]]");
+        assert_eq!(c.others.len(), 2); // the flow of another phase
+                                       // without frames: the frame and the flow are left (the drop rule decides)
+        let c = scanned(&[FRAME, start], &options(true, false));
+        assert!(c.cpu.frame_ts.is_empty() && c.cpu.flow_ts.is_empty());
+        assert_eq!(c.others.len(), 4);
+    }
+
+    #[test]
+    fn ids_read_only_where_the_python_side_decodes_them() {
+        // no "python_function" nor "fwdbwd" in the text: the decoder leaves the ids out
+        let upper = FRAME.replace("python_function", "Python_Function");
+        let c = scanned(&[&upper], &options(true, true));
+        assert_eq!(c.cpu.frame_python_id, vec![NO_ID]);
+        assert_eq!(c.cpu.frame_python_parent, vec![NO_ID]);
+    }
+
+    #[test]
+    fn frames_refused_where_the_decoder_may_reject_them() {
+        let keep = options(true, true);
+        let cases = [
+            FRAME.replace(r#""Python id":7"#, r#""Python id":1e400"#),
+            FRAME.replace(r#""Python id":7"#, r#""Python id":[1]"#),
+            FRAME.replace(r#","dur":2"#, ""),
+            r#"{"ph":"f","cat":"fwdbwd","id":1,"ts":"6"}"#.to_string(),
+            r#"{"ph":"f","cat":"fwdbwd","id":1,"ts":6,"dur":"x"}"#.to_string(),
+            r#"{"ph":"f","cat":"fwdbw\u0064","id":1,"ts":6}"#.to_string(),
+            r#"{"ph":"f","cat":"ac2g","id":1e400,"ts":6}"#.to_string(),
+        ];
+        for event in &cases {
+            let result = scan(event.as_bytes(), &keep);
+            // refused, or (the last) left to the Python side, which says what it is
+            match result {
+                Err(_) => {}
+                Ok(c) => assert_eq!(c.others.len(), 2, "{event}"),
+            }
+        }
+        for event in &cases[..6] {
+            assert!(scan(event.as_bytes(), &keep).is_err(), "{event}");
+        }
+    }
 
     #[test]
     fn escapes_decoded() {
