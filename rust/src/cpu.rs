@@ -538,46 +538,31 @@ mod tests {
     #[test]
     fn cpu_rows_refused_where_the_python_path_would_not_batch_them() {
         let keep = options(true, false);
+        // the fields after `"ph":"X","cat":"cpu_op",`
         let cases = [
-            (r#"{"ph":"X","cat":"cpu_op","ts":1}"#, "ts or dur"),
-            (r#"{"ph":"X","cat":"cpu_op","ts":"1","dur":1}"#, "ts or dur"),
+            (r#""ts":1"#, "ts or dur"),
+            (r#""ts":"1","dur":1"#, "ts or dur"),
+            (r#""ts":1,"dur":null"#, "ts or dur"),
+            (r#""ts":1,"dur":-1"#, "times"),
+            (r#""ts":1,"dur":1,"args":[]"#, "args"),
+            (r#""ts":1,"dur":1,"pid":1.5"#, "int"),
+            (r#""ts":1,"dur":1,"name":null"#, "text"),
             (
-                r#"{"ph":"X","cat":"cpu_op","ts":1,"dur":null}"#,
-                "ts or dur",
-            ),
-            (r#"{"ph":"X","cat":"cpu_op","ts":1,"dur":-1}"#, "times"),
-            (
-                r#"{"ph":"X","cat":"cpu_op","ts":1,"dur":1,"args":[]}"#,
-                "args",
-            ),
-            (
-                r#"{"ph":"X","cat":"cpu_op","ts":1,"dur":1,"pid":1.5}"#,
-                "int",
-            ),
-            (
-                r#"{"ph":"X","cat":"cpu_op","ts":1,"dur":1,"name":null}"#,
-                "text",
-            ),
-            (
-                r#"{"ph":"X","cat":"cpu_op","ts":1,"dur":1,"args":{"correlation":"1"}}"#,
+                r#""ts":1,"dur":1,"args":{"correlation":"1"}"#,
                 "correlation",
             ),
+            (r#""ts":1,"dur":1,"args":{"grid":[1]}"#, "launch"),
             (
-                r#"{"ph":"X","cat":"cpu_op","ts":1,"dur":1,"args":{"grid":[1]}}"#,
-                "launch",
-            ),
-            (
-                r#"{"ph":"X","cat":"cpu_op","ts":1,"dur":1,"args":{"Input Dims":1,"Input Dims":2}}"#,
+                r#""ts":1,"dur":1,"args":{"Input Dims":1,"Input Dims":2}"#,
                 "repeated",
             ),
-            (
-                r#"{"ph":"X","cat":"python_function","name":"x: execute_model","ts":1}"#,
-                "ts or dur",
-            ),
         ];
-        for (event, why) in cases {
-            assert!(refused(&[event], &keep).contains(why), "{event}");
+        for (fields, why) in cases {
+            let event = format!(r#"{{"ph":"X","cat":"cpu_op",{fields}}}"#);
+            assert!(refused(&[&event], &keep).contains(why), "{event}");
         }
+        let frame = r#"{"ph":"X","cat":"python_function","name":"x: execute_model","ts":1}"#;
+        assert!(refused(&[frame], &keep).contains("ts or dur"));
         // plain floats too big for exact ns: the Python path reads them exactly
         let late = r#"{"ph":"X","cat":"cpu_op","ts":1712195495505582.5,"dur":1}"#;
         assert!(refused(&[late], &keep).contains("times"));

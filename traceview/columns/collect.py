@@ -370,6 +370,8 @@ class EventCollector:
         (when frames are kept) the python frames and fwdbwd flows. Sorted a batch at a time."""
         events = events if isinstance(events, list) else list(events)
         n = len(events)
+        if not n:  # a chunk the scanner took whole, mostly
+            return [], [], [], [], [], [], ([], []) if self.keep_frames else None
         # Complete events ("X") only: others read as the empty category, which is no kind.
         cats = [e.cat if e.ph == "X" else "" for e in events]
         kinds = np.fromiter(map(self._categories.__getitem__, cats), np.int8, n)
