@@ -1,6 +1,7 @@
 //! The column scanner: one chunk of whole events (what traceview/read/reader.py cuts) →
-//! the columns of its GPU activities and runtime calls, and the byte spans of every other
-//! event, which the Python side decodes as before.
+//! the columns of its GPU activities and runtime calls (and, in reads that keep them, of its
+//! CPU ops, python frames and flows: cpu.rs), and the byte spans of every other event, which
+//! the Python side decodes as before.
 //!
 //! The scanner only accepts a chunk that the Python path's fast decoder would read whole
 //! and convert a batch at a time; anything else is refused (with the offset and why) and the

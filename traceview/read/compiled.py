@@ -1,11 +1,12 @@
 """The compiled reader: each chunk of whole events the reader cuts is scanned by traceview's
 compiled core (traceview._core, built from rust/), which converts the GPU activities and
-runtime calls into columns itself and leaves every other event to the Python decoder.
+runtime calls into columns itself (in reads that keep them, the CPU ops, python frames and
+fwdbwd flows too) and leaves every other event to the Python decoder.
 
 The seam: a chunk comes back as a ``Scanned`` list, the other events decoded by the same
 msgspec decoder the Python path would use for the whole chunk (so the collector sees them
-exactly as before: CPU ops, steps, memory, frames, anything it learns to read), with the
-scanner's rows beside it (``scanned``), whose names, streams, launches and threads are ids
+exactly as before: steps, memory, anything it learns to read), with the scanner's rows
+beside it (``scanned``), whose names, streams, launches, threads and shapes are ids
 into the chunk's own small tables, decoded here by the same decoder. The scanner refuses
 any chunk it cannot convert exactly as the Python path would (a damaged one, numbers its
 batch conversion would not take, a collective's metadata, ...): that chunk is decoded by
