@@ -63,6 +63,8 @@ def snapshot(events: TraceEvents) -> dict[str, Any]:
         "runtime": _arrays(arrays_of(events.runtime)),
         "comms": _arrays(arrays_of(events.comms)),
         "memory": _arrays(arrays_of(events.memory)),
+        "frames": _arrays(arrays_of(events.frames)),
+        "flows": _arrays(arrays_of(events.flows)),
         "cpu": b"".join(cpu),
         "steps": list(events.steps),
         "span": events.span_ns,
@@ -71,21 +73,24 @@ def snapshot(events: TraceEvents) -> dict[str, Any]:
     }
 
 
-def read_once(path: Path, keep_cpu: bool, partial: bool = False) -> dict[str, Any] | str:
+def read_once(
+    path: Path, keep_cpu: bool, partial: bool = False, keep_frames: bool = False
+) -> dict[str, Any] | str:
     """The read's snapshot, or its error's message."""
     try:
-        return snapshot(collect_events(TraceReader(path, partial=partial), keep_cpu))
+        reader = TraceReader(path, partial=partial)
+        return snapshot(collect_events(reader, keep_cpu, keep_frames=keep_frames))
     except TraceviewError as e:
         return f"error: {e}"
 
 
 def both_reads(
-    path: Path, keep_cpu: bool, partial: bool = False
+    path: Path, keep_cpu: bool, partial: bool = False, keep_frames: bool = False
 ) -> tuple[dict[str, Any] | str, dict[str, Any] | str]:
-    """(compiled, python) reads of one file."""
-    compiled = read_once(path, keep_cpu, partial)
+    """(compiled, python) reads of one file (``keep_frames``: with frames and flows)."""
+    compiled = read_once(path, keep_cpu, partial, keep_frames)
     with python_reader():
-        python = read_once(path, keep_cpu, partial)
+        python = read_once(path, keep_cpu, partial, keep_frames)
     return compiled, python
 
 
@@ -99,10 +104,12 @@ def differences(a: dict[str, Any] | str, b: dict[str, Any] | str) -> list[str]:
 # --- damaged inputs: the seam itself (a chunk of events through both decoders) ----------------
 
 
-def read_chunk(chunk: bytes, exact: bool, keep_cpu: bool) -> dict[str, Any] | str:
+def read_chunk(
+    chunk: bytes, exact: bool, keep_cpu: bool, keep_frames: bool = False
+) -> dict[str, Any] | str:
     """One chunk of events through the reader's decode and the collector, as TraceReader and
     columns.parallel do it (redecoded exactly or by the slow path when the collector asks):
-    the snapshot of what it gives, or the error."""
+    the snapshot of what it gives, or the error (``keep_frames``: with frames and flows)."""
     from collections import Counter
 
     from traceview.columns.collect import EventCollector, scan_rule
@@ -113,15 +120,17 @@ def read_chunk(chunk: bytes, exact: bool, keep_cpu: bool) -> dict[str, Any] | st
 
     data = bytearray(b"[" + chunk + b"]")  # a byte of room each side, as in the reader
     skipped: Counter[str] = Counter()
-    collector = EventCollector(keep_cpu)
+    keep_cpu = keep_cpu or keep_frames
+    collector = EventCollector(keep_cpu, keep_frames=keep_frames)
     rule = scan_rule(keep_cpu)
+    span = (data, 1, len(data) - 1)
     try:
-        events = decode_scanned(data, 1, len(data) - 1, exact, skipped, keep_cpu, rule)
+        events = decode_scanned(*span, exact, skipped, keep_cpu, rule, keep_frames)
         try:
             collector.add(events)
         except NeedsExactTimes:
             exact = True
-            events = decode_scanned(data, 1, len(data) - 1, exact, skipped, keep_cpu, rule)
+            events = decode_scanned(*span, exact, skipped, keep_cpu, rule, keep_frames)
             collector.add(events)
         except NeedsSlowDecode:
             events = decode_slow(chunk, exact, skipped)
@@ -133,12 +142,12 @@ def read_chunk(chunk: bytes, exact: bool, keep_cpu: bool) -> dict[str, Any] | st
 
 
 def both_chunk_reads(
-    chunk: bytes, exact: bool, keep_cpu: bool
+    chunk: bytes, exact: bool, keep_cpu: bool, keep_frames: bool = False
 ) -> tuple[dict[str, Any] | str, dict[str, Any] | str]:
     """(compiled, python) reads of one chunk."""
-    compiled = read_chunk(chunk, exact, keep_cpu)
+    compiled = read_chunk(chunk, exact, keep_cpu, keep_frames)
     with python_reader():
-        python = read_chunk(chunk, exact, keep_cpu)
+        python = read_chunk(chunk, exact, keep_cpu, keep_frames)
     return compiled, python
 
 

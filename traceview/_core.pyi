@@ -4,19 +4,31 @@ from typing import Any
 
 GPU_COLUMNS: list[tuple[str, str]]
 RUNTIME_COLUMNS: list[tuple[str, str]]
+OP_COLUMNS: list[tuple[str, str]]
+FRAME_COLUMNS: list[tuple[str, str]]
+FLOW_COLUMNS: list[tuple[str, str]]
+CPU_MARKS: list[tuple[str, int]]
 MAX_DEPTH: int
 
 def scan_chunk(
-    data: Any, exact: bool, keep_cpu: bool, drop: dict[str, list[bytes]] | None = None
+    data: Any,
+    exact: bool,
+    keep_cpu: bool,
+    drop: dict[str, list[bytes]] | None = None,
+    keep_frames: bool = False,
 ) -> dict[str, Any]:
     """Scan one chunk of whole events (a bytes-like object, events separated by commas);
-    ``drop``: the events the collector never keeps (traceview.columns.collect.scan_rule),
-    counted and not decoded.
+    ``keep_cpu``: CPU ops and step-marker python frames as rows; ``keep_frames`` (with
+    ``keep_cpu``): python frames and fwdbwd flows as rows too; ``drop``: the events the
+    collector never keeps (traceview.columns.collect.scan_rule), counted and not decoded.
 
     Accepted: ``events``, ``dropped``; the GPU columns ``gpu_<name>``, runtime columns
-    ``rt_<name>`` as little-endian bytes; the chunk's tables as JSON arrays (``gpu_names``,
-    ``streams``, ``launches``, ``rt_names``, ``threads``); ``others``: the events left to the
-    Python decoder, as one JSON array text. Refused: ``{"refused": why, "at": offset}``."""
+    ``rt_<name>``, CPU op, frame and flow columns ``op_<name>``, ``frame_<name>``,
+    ``flow_<name>`` as little-endian bytes; the chunk's tables as JSON arrays (``gpu_names``,
+    ``streams``, ``launches``, ``rt_names``, ``threads``, ``op_threads``, ``op_names``,
+    ``frame_threads``, ``frame_names``, ``flow_threads``); ``shapes``: the CPU ops' shape keys
+    separated by 0x1e; ``others``: the events left to the Python decoder, as one JSON array
+    text. Refused: ``{"refused": why, "at": offset}``."""
 
 class GzipReader:
     """A gzip file inflated on a thread of its own, ``ahead`` blocks of at most

@@ -1,5 +1,6 @@
 //! Time the scanner alone over a trace's event array, chunk by chunk as the reader cuts it
-//! (about 2 MB at a `},\n{` boundary): `cargo run --release --example scan_file -- FILE`.
+//! (about 2 MB at a `},\n{` boundary): `cargo run --release --example scan_file -- FILE`
+//! (`KEEP_CPU=1`: with CPU rows, as gaps reads; `FRAMES=1`: and frames, as summary reads).
 use std::time::Instant;
 
 use _core::scan::{scan, DropRule, Options};
@@ -18,10 +19,18 @@ fn main() {
             .position(|&b| b == b'{')
             .expect("an event");
     let v = |items: &[&str]| items.iter().map(|s| s.as_bytes().to_vec()).collect();
-    let exact = std::env::var("EXACT").is_ok_and(|v| v == "1");
+    let flag = |name: &str| std::env::var(name).is_ok_and(|v| v == "1");
+    let (exact, keep_frames) = (flag("EXACT"), flag("FRAMES"));
+    let keep_cpu = keep_frames || flag("KEEP_CPU");
+    let cpu_categories: &[&str] = if keep_cpu {
+        &[]
+    } else {
+        &["user_annotation", "cpu_op", "operator"]
+    };
     let options = Options {
         exact,
-        keep_cpu: false,
+        keep_cpu,
+        keep_frames,
         drop: Some(DropRule {
             known: v(&[
                 "kernel",
@@ -38,13 +47,7 @@ fn main() {
                 "gpu_user_annotation",
                 "python_function",
             ]),
-            categories: v(&[
-                "gpu_user_annotation",
-                "python_function",
-                "user_annotation",
-                "cpu_op",
-                "operator",
-            ]),
+            categories: v(&[&["gpu_user_annotation", "python_function"], cpu_categories].concat()),
             keep_prefixes: v(&["ProfilerStep#"]),
             keep_suffixes: v(&[": execute_model"]),
             keep_contains: v(&["ForCausalLM_", "LMHeadModel_"]),
@@ -66,7 +69,8 @@ fn main() {
         };
         match scan(&text[pos..end], &options) {
             Ok(c) => {
-                rows += c.gpu_ts.len() + c.rt_ts.len();
+                rows += c.gpu_ts.len() + c.rt_ts.len() + c.cpu.op_ts.len();
+                rows += c.cpu.frame_ts.len() + c.cpu.flow_ts.len();
                 dropped += c.dropped;
             }
             Err(r) => {

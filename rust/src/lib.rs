@@ -3,6 +3,7 @@
 //! numpy views without a copy; the scan runs with the GIL released; a panic never reaches
 //! Python (it is caught and the chunk refused, so the Python path reads it).
 
+pub mod cpu;
 pub mod inflate;
 pub mod numbers;
 pub mod scan;

@@ -6,8 +6,7 @@ use pyo3::buffer::PyBuffer;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
-use crate::inflate;
-use crate::scan;
+use crate::{cpu, inflate, scan};
 
 /// The GPU row columns the scanner fills, in traceview/columns/schema.py's GPU_COLUMNS order
 /// with its dtypes (a test checks them against it): names, streams and launches are ids
@@ -29,6 +28,34 @@ pub const RUNTIME_COLUMNS: [(&str, &str); 5] = [
     ("dur", "<i8"),
     ("name", "<i4"),
     ("thread", "<i4"),
+];
+
+/// The CPU rows of CPU ops and step-marker frames: schema.py's CPU_COLUMNS (thread, name and
+/// shape ids into the chunk's `op_threads`, `op_names` and `shapes`).
+pub const OP_COLUMNS: [(&str, &str); 6] = [
+    ("thread", "<i4"),
+    ("name", "<i4"),
+    ("ts", "<i8"),
+    ("end", "<i8"),
+    ("correlation", "<i8"),
+    ("shape", "<i4"),
+];
+/// The python frames' rows: schema.py's FRAME_COLUMNS (ids into `frame_threads`,
+/// `frame_names`).
+pub const FRAME_COLUMNS: [(&str, &str); 6] = [
+    ("thread", "<i4"),
+    ("name", "<i4"),
+    ("ts", "<i8"),
+    ("end", "<i8"),
+    ("python_id", "<i8"),
+    ("python_parent", "<i8"),
+];
+/// The fwdbwd flows' rows: schema.py's FLOW_COLUMNS (thread ids into `flow_threads`).
+pub const FLOW_COLUMNS: [(&str, &str); 4] = [
+    ("flow", "<i8"),
+    ("thread", "<i4"),
+    ("ts", "<i8"),
+    ("finish", "<i1"),
 ];
 
 trait LeBytes {
@@ -88,19 +115,25 @@ fn others_json(text: &[u8], spans: &[i64]) -> Vec<u8> {
 /// `drop`: the events the collector never keeps (a dict of lists of bytes, see
 /// scan::DropRule; None: every other event goes to the Python side).
 ///
+/// `keep_cpu`: CPU ops and step-marker frames as rows (and runtime calls' names and threads);
+/// `keep_frames` (with `keep_cpu`): python frames and fwdbwd flows as rows too.
+///
 /// Returns a dict: `events` (how many), `dropped` (of them, dropped unread), the GPU columns under `gpu_<name>`, the runtime
-/// columns under `rt_<name>` (bytes), the chunk's tables as JSON arrays (`gpu_names`,
-/// `streams`, `launches`, `rt_names`, `threads`) and `others` (the events left to the
-/// Python side, as one JSON array text); or, when the chunk must take the Python path,
-/// `{"refused": why, "at": offset}`.
+/// columns under `rt_<name>`, the CPU op, frame and flow columns under `op_<name>`,
+/// `frame_<name>`, `flow_<name>` (bytes), the chunk's tables as JSON arrays (`gpu_names`,
+/// `streams`, `launches`, `rt_names`, `threads`, `op_threads`, `op_names`, `frame_threads`,
+/// `frame_names`, `flow_threads`), `shapes` (the shape keys separated by 0x1e) and `others`
+/// (the events left to the Python side, as one JSON array text); or, when the chunk must
+/// take the Python path, `{"refused": why, "at": offset}`.
 #[pyfunction]
-#[pyo3(signature = (data, exact, keep_cpu, drop=None))]
+#[pyo3(signature = (data, exact, keep_cpu, drop=None, keep_frames=false))]
 fn scan_chunk<'py>(
     py: Python<'py>,
     data: &Bound<'py, PyAny>,
     exact: bool,
     keep_cpu: bool,
     drop: Option<&Bound<'py, PyDict>>,
+    keep_frames: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let text = PyBuffer::<u8>::get(data)?.to_vec(py)?;
     let drop = match drop {
@@ -110,6 +143,7 @@ fn scan_chunk<'py>(
     let options = scan::Options {
         exact,
         keep_cpu,
+        keep_frames: keep_frames && keep_cpu,
         drop,
     };
     let result = py.detach(|| catch_unwind(AssertUnwindSafe(|| scan::scan(&text, &options))));
@@ -150,6 +184,37 @@ fn scan_chunk<'py>(
     out.set_item("launches", bytes(chunk.launches.finished()))?;
     out.set_item("rt_names", bytes(chunk.rt_names.finished()))?;
     out.set_item("threads", bytes(chunk.threads.finished()))?;
+    let c = &chunk.cpu;
+    for (key, column) in [
+        ("op_thread", c.op_thread.le_bytes()),
+        ("op_name", c.op_name.le_bytes()),
+        ("op_ts", c.op_ts.le_bytes()),
+        ("op_end", c.op_end.le_bytes()),
+        ("op_correlation", c.op_mark.le_bytes()),
+        ("op_shape", c.op_shape.le_bytes()),
+        ("frame_thread", c.frame_thread.le_bytes()),
+        ("frame_name", c.frame_name.le_bytes()),
+        ("frame_ts", c.frame_ts.le_bytes()),
+        ("frame_end", c.frame_end.le_bytes()),
+        ("frame_python_id", c.frame_python_id.le_bytes()),
+        ("frame_python_parent", c.frame_python_parent.le_bytes()),
+        ("flow_flow", c.flow_flow.le_bytes()),
+        ("flow_thread", c.flow_thread.le_bytes()),
+        ("flow_ts", c.flow_ts.le_bytes()),
+        ("flow_finish", c.flow_finish.le_bytes()),
+    ] {
+        out.set_item(key, bytes(column))?;
+    }
+    for (key, table) in [
+        ("op_threads", &c.op_threads),
+        ("op_names", &c.op_names),
+        ("shapes", &c.shapes),
+        ("frame_threads", &c.frame_threads),
+        ("frame_names", &c.frame_names),
+        ("flow_threads", &c.flow_threads),
+    ] {
+        out.set_item(key, bytes(table.finished()))?;
+    }
     out.set_item("others", bytes(others_json(&text, &chunk.others)))?;
     Ok(out)
 }
@@ -243,6 +308,17 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<GzipReader>()?;
     m.add("GPU_COLUMNS", GPU_COLUMNS.to_vec())?;
     m.add("RUNTIME_COLUMNS", RUNTIME_COLUMNS.to_vec())?;
+    m.add("OP_COLUMNS", OP_COLUMNS.to_vec())?;
+    m.add("FRAME_COLUMNS", FRAME_COLUMNS.to_vec())?;
+    m.add("FLOW_COLUMNS", FLOW_COLUMNS.to_vec())?;
+    m.add(
+        "CPU_MARKS",
+        vec![
+            ("OP", cpu::MARK_OP),
+            ("ANNOTATION", cpu::MARK_ANNOTATION),
+            ("FRAME", cpu::MARK_FRAME),
+        ],
+    )?;
     m.add("MAX_DEPTH", scan::MAX_DEPTH)?;
     Ok(())
 }

@@ -1,6 +1,7 @@
 //! The column scanner: one chunk of whole events (what traceview/read/reader.py cuts) →
-//! the columns of its GPU activities and runtime calls, and the byte spans of every other
-//! event, which the Python side decodes as before.
+//! the columns of its GPU activities and runtime calls (and, in reads that keep them, of its
+//! CPU ops, python frames and flows: cpu.rs), and the byte spans of every other event, which
+//! the Python side decodes as before.
 //!
 //! The scanner only accepts a chunk that the Python path's fast decoder would read whole
 //! and convert a batch at a time; anything else is refused (with the offset and why) and the
@@ -11,6 +12,7 @@
 
 use std::collections::HashMap;
 
+use crate::cpu::{self, CpuRows};
 use crate::numbers::{self, Plain, Token};
 use crate::simd;
 use crate::strings;
@@ -27,8 +29,9 @@ const RUNTIME: i8 = 10;
 /// (read.decode.COMM_KEY), which the collector reads from the decoded events.
 const COMM_KEY: &[u8] = b"\"Collective name\"";
 
-/// Category (lower case) → kind, as traceview/columns/collect.py's _CATEGORIES has them.
-const CATEGORIES: [(&[u8], i8); 8] = [
+/// Category (lower case) → kind, as traceview/columns/collect.py's _CATEGORIES has them
+/// (gpu_user_annotation, which is no row kind here, aside).
+const CATEGORIES: [(&[u8], i8); 12] = [
     (b"kernel", KERNEL),
     (b"gpu_memcpy", MEMCPY),
     (b"memcpy", MEMCPY),
@@ -37,6 +40,10 @@ const CATEGORIES: [(&[u8], i8); 8] = [
     (b"cuda_runtime", RUNTIME),
     (b"cuda_driver", RUNTIME),
     (b"runtime", RUNTIME),
+    (b"user_annotation", cpu::USER_ANNOTATION),
+    (b"cpu_op", cpu::OP),
+    (b"operator", cpu::OP),
+    (b"python_function", cpu::PYTHON),
 ];
 
 #[derive(Debug, Clone, Default)]
@@ -44,8 +51,10 @@ pub struct Options {
     /// ts and dur as exact decimals (the reader's exact mode), else as the fast decoder's
     /// int or float.
     pub exact: bool,
-    /// Runtime calls' names and threads (CPU rows are kept).
+    /// Runtime calls' names and threads, CPU ops and step-marker frames (CPU rows are kept).
     pub keep_cpu: bool,
+    /// Python frames and fwdbwd flows (with keep_cpu; see cpu.rs).
+    pub keep_frames: bool,
     /// Which other events the collector never looks at (None: every one goes to Python).
     pub drop: Option<DropRule>,
 }
@@ -74,28 +83,52 @@ pub struct Refused {
     pub why: &'static str,
 }
 
-type Scan<T> = Result<T, Refused>;
+pub(crate) type Scan<T> = Result<T, Refused>;
 
-fn refuse<T>(at: usize, why: &'static str) -> Scan<T> {
+pub(crate) fn refuse<T>(at: usize, why: &'static str) -> Scan<T> {
     Err(Refused { at, why })
 }
 
-/// Distinct values of a chunk in the order first met, as one JSON array text.
+/// Distinct values of a chunk in the order first met, as one JSON array text (or, `raw`,
+/// the values separated by 0x1e, which no value holds).
 #[derive(Debug, Default)]
 pub struct Table {
-    ids: HashMap<Vec<u8>, i32>,
+    ids: HashMap<Vec<u8>, i32, Seeded>,
     /// `[v0,v1,…]`: each value's JSON text.
     pub json: Vec<u8>,
+    pub raw: bool,
+    /// Where each value is in `json`, and the last value looked up (rows of one thread,
+    /// one name come in runs).
+    spans: Vec<(usize, usize)>,
+    last: usize,
 }
 
+/// Between the values of a raw table.
+pub const RAW_SEPARATOR: u8 = 0x1e;
+
 impl Table {
-    fn id(&mut self, text: &[u8]) -> i32 {
+    pub(crate) fn id(&mut self, text: &[u8]) -> i32 {
+        if let Some(&(start, end)) = self.spans.get(self.last) {
+            if self.json.get(start..end) == Some(text) {
+                return self.last as i32;
+            }
+        }
         if let Some(&id) = self.ids.get(text) {
+            self.last = id as usize;
             return id;
         }
         let id = self.ids.len() as i32;
-        self.json.push(if id == 0 { b'[' } else { b',' });
+        if self.raw {
+            if id > 0 {
+                self.json.push(RAW_SEPARATOR);
+            }
+        } else {
+            self.json.push(if id == 0 { b'[' } else { b',' });
+        }
+        let start = self.json.len();
         self.json.extend_from_slice(text);
+        self.spans.push((start, self.json.len()));
+        self.last = id as usize;
         self.ids.insert(text.to_vec(), id);
         id
     }
@@ -108,14 +141,74 @@ impl Table {
         self.ids.is_empty()
     }
 
-    /// The JSON array of the values.
+    /// The JSON array of the values (a raw table's text as it is).
     pub fn finished(&self) -> Vec<u8> {
+        if self.raw {
+            return self.json.clone();
+        }
         if self.ids.is_empty() {
             return b"[]".to_vec();
         }
         let mut out = self.json.clone();
         out.push(b']');
         out
+    }
+}
+
+/// The tables' hash: FxHash's multiply-rotate, eight bytes a step, from a random seed (so no
+/// trace can be written to collide). SipHash, the default, took ~10% of a scan with CPU rows,
+/// whose keys (threads, names, shapes) are looked up for every op (callgrind).
+#[derive(Debug, Clone, Copy)]
+struct Seeded(u64);
+
+impl Default for Seeded {
+    fn default() -> Self {
+        use std::hash::{BuildHasher, RandomState};
+        Seeded(RandomState::new().hash_one(0x7472_6163_6576_6965_u64))
+    }
+}
+
+impl std::hash::BuildHasher for Seeded {
+    type Hasher = Fx;
+
+    fn build_hasher(&self) -> Fx {
+        Fx(self.0)
+    }
+}
+
+struct Fx(u64);
+
+impl Fx {
+    #[inline]
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+impl std::hash::Hasher for Fx {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        let mut words = bytes.chunks_exact(8);
+        for word in &mut words {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(word);
+            self.add(u64::from_le_bytes(w));
+        }
+        let rest = words.remainder();
+        if !rest.is_empty() {
+            let mut w = [0u8; 8];
+            w[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(w));
+        }
+    }
+
+    #[inline]
+    fn write_usize(&mut self, n: usize) {
+        self.add(n as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
     }
 }
 
@@ -140,6 +233,8 @@ pub struct Chunk {
     pub launches: Table,
     pub rt_names: Table,
     pub threads: Table,
+    /// CPU ops, step-marker frames, python frames and flows (cpu.rs).
+    pub cpu: CpuRows,
     /// (start, end) of each event left to the Python side, in file order.
     pub others: Vec<i64>,
     /// Events dropped unread (DropRule).
@@ -147,7 +242,7 @@ pub struct Chunk {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
+pub(crate) enum Kind {
     Str { escaped: bool },
     Num,
     Literal,
@@ -157,29 +252,34 @@ enum Kind {
 }
 
 #[derive(Debug, Clone, Copy)]
-struct Val {
-    start: usize,
-    end: usize,
-    kind: Kind,
+pub(crate) struct Val {
+    pub start: usize,
+    pub end: usize,
+    pub kind: Kind,
 }
 
-#[derive(Default)]
-struct Event {
-    ph: Option<Val>,
-    cat: Option<Val>,
-    name: Option<Val>,
-    pid: Option<Val>,
-    tid: Option<Val>,
-    ts: Option<Val>,
-    dur: Option<Val>,
-    args: Option<Val>,
-    correlation: Option<Val>,
-    device: Option<Val>,
-    stream: Option<Val>,
+#[derive(Default, Clone)]
+pub(crate) struct Event {
+    pub ph: Option<Val>,
+    pub cat: Option<Val>,
+    pub name: Option<Val>,
+    pub pid: Option<Val>,
+    pub tid: Option<Val>,
+    pub ts: Option<Val>,
+    pub dur: Option<Val>,
+    pub args: Option<Val>,
+    pub correlation: Option<Val>,
+    pub device: Option<Val>,
+    pub stream: Option<Val>,
     // launch configuration (traceview/columns/launches.py), in raw_key's order
-    launch: [Option<Val>; 5],
+    pub launch: [Option<Val>; 5],
     // the first args field the allocator's or a collective's decoder reads as any value
-    extra_any: Option<Val>,
+    pub extra_any: Option<Val>,
+    // a flow's id (read only where frames are), the CPU op's shapes (SHAPE_KEYS), a python
+    // frame's Python id and Python parent id
+    pub id: Option<Val>,
+    pub shape: [Option<Val>; 4],
+    pub python: [Option<Val>; 2],
 }
 
 /// Args fields read as any value by the allocator's and collectives' decoders (read/decode.py
@@ -208,6 +308,17 @@ const LAUNCH_KEYS: [&[u8]; 5] = [
     b"bytes",
 ];
 
+/// A CPU op's shapes, kept as raw text (read/decode.py ShapedArgs; "Input dims" is 2021's).
+const SHAPE_KEYS: [&[u8]; 4] = [
+    b"Input Dims",
+    b"Input dims",
+    b"Input type",
+    b"Concrete Inputs",
+];
+
+/// A python frame's ids (read/decode.py _FRAME_ARGS).
+const PYTHON_KEYS: [&[u8]; 2] = [b"Python id", b"Python parent id"];
+
 /// What an args member is to the scanner.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum ArgKey {
@@ -218,6 +329,10 @@ enum ArgKey {
     Launch(usize),
     /// one of ANY_KEYS
     Any,
+    /// SHAPE_KEYS[n]
+    Shape(usize),
+    /// PYTHON_KEYS[n]
+    Python(usize),
     Other,
 }
 
@@ -241,7 +356,8 @@ const fn key_mask(keys: &[&[u8]]) -> u64 {
     mask
 }
 
-const LAUNCH_OR_ANY: u64 = key_mask(&LAUNCH_KEYS) | key_mask(&ANY_KEYS);
+const READ_KEYS: u64 =
+    key_mask(&LAUNCH_KEYS) | key_mask(&ANY_KEYS) | key_mask(&SHAPE_KEYS) | key_mask(&PYTHON_KEYS);
 
 /// The args key's meaning. Most keys of an op's args ("External id", "Input Dims", ...)
 /// are told by their bit (key_bit) before any text is compared.
@@ -250,12 +366,21 @@ fn arg_key(key: &[u8]) -> ArgKey {
         b"correlation" => ArgKey::Correlation,
         b"device" => ArgKey::Device,
         b"stream" => ArgKey::Stream,
-        _ if key_bit(key) & LAUNCH_OR_ANY == 0 => ArgKey::Other,
-        _ => match LAUNCH_KEYS.iter().position(|k| *k == key) {
-            Some(n) => ArgKey::Launch(n),
-            None if ANY_KEYS.contains(&key) => ArgKey::Any,
-            None => ArgKey::Other,
-        },
+        _ if key_bit(key) & READ_KEYS == 0 => ArgKey::Other,
+        _ => {
+            let at = |keys: &[&[u8]]| keys.iter().position(|k| *k == key);
+            if let Some(n) = at(&SHAPE_KEYS) {
+                ArgKey::Shape(n)
+            } else if let Some(n) = at(&LAUNCH_KEYS) {
+                ArgKey::Launch(n)
+            } else if ANY_KEYS.contains(&key) {
+                ArgKey::Any
+            } else if let Some(n) = at(&PYTHON_KEYS) {
+                ArgKey::Python(n)
+            } else {
+                ArgKey::Other
+            }
+        }
     }
 }
 
@@ -313,7 +438,7 @@ fn string_refused(at: usize, why: strings::Refusal) -> Scan<Val> {
     )
 }
 
-struct Scanner<'a> {
+pub(crate) struct Scanner<'a> {
     t: &'a [u8],
 }
 
@@ -636,6 +761,8 @@ impl<'a> Scanner<'a> {
                         ArgKey::Device => &mut e.device,
                         ArgKey::Stream => &mut e.stream,
                         ArgKey::Launch(n) => &mut e.launch[n],
+                        ArgKey::Shape(n) => &mut e.shape[n],
+                        ArgKey::Python(n) => &mut e.python[n],
                         ArgKey::Any => {
                             e.extra_any.get_or_insert(value);
                             return Ok(value.end);
@@ -662,6 +789,7 @@ impl<'a> Scanner<'a> {
                 b"ts" => &mut e.ts,
                 b"dur" => &mut e.dur,
                 b"args" => &mut e.args,
+                b"id" => &mut e.id,
                 _ => return Ok(value.end),
             };
             keep(slot, value)?;
@@ -670,17 +798,17 @@ impl<'a> Scanner<'a> {
         Ok((e, end))
     }
 
-    fn text(&self, v: Val) -> &'a [u8] {
+    pub(crate) fn text(&self, v: Val) -> &'a [u8] {
         &self.t[v.start..v.end]
     }
 
     /// The body of a string without escapes, else None.
-    fn plain_str(&self, v: Option<Val>) -> Option<&'a [u8]> {
+    pub(crate) fn plain_str(&self, v: Option<Val>) -> Option<&'a [u8]> {
         let v = v?;
         (v.kind == Kind::Str { escaped: false }).then(|| &self.t[v.start + 1..v.end - 1])
     }
 
-    fn number(&self, v: Val) -> Token<'a> {
+    pub(crate) fn number(&self, v: Val) -> Token<'a> {
         // checked when scanned: a number token spans the whole value
         numbers::token(self.text(v))
             .map(|(t, _)| t)
@@ -765,7 +893,7 @@ fn kind_of<'t>(s: &Scanner<'t>, e: &Event, cats: &mut Categories<'t, '_>) -> Sca
 }
 
 /// What an event's field may be: `int | str | None` (pid, tid, device, stream).
-fn int_or_text(s: &Scanner<'_>, v: Option<Val>) -> Scan<&'static [u8]> {
+pub(crate) fn int_or_text(s: &Scanner<'_>, v: Option<Val>) -> Scan<&'static [u8]> {
     let Some(v) = v else { return Ok(b"null") };
     match v.kind {
         Kind::Str { .. } | Kind::Null => Ok(b""),
@@ -775,7 +903,7 @@ fn int_or_text(s: &Scanner<'_>, v: Option<Val>) -> Scan<&'static [u8]> {
 }
 
 /// The field's JSON text, `null` when absent (after int_or_text).
-fn text_or_null<'a>(s: &Scanner<'a>, v: Option<Val>) -> &'a [u8] {
+pub(crate) fn text_or_null<'a>(s: &Scanner<'a>, v: Option<Val>) -> &'a [u8] {
     v.map_or(b"null", |v| s.text(v))
 }
 
@@ -817,6 +945,8 @@ pub fn scan(text: &[u8], options: &Options) -> Scan<Chunk> {
         rt_ts: Vec::new(),
         rt_dur: Vec::new(),
     };
+    out.cpu.shapes.raw = true;
+    let mut cpu_pending = cpu::Pending::new(text, options);
     let mut i = s.ws(0);
     if i == text.len() {
         return refuse(i, "no event");
@@ -825,16 +955,23 @@ pub fn scan(text: &[u8], options: &Options) -> Scan<Chunk> {
         let start = i;
         let end = if s.byte(i)? == b'{' {
             let (e, end) = s.event(i)?;
-            match kind_of(&s, &e, &mut cats)? {
-                Some(kind) => row(&s, &e, kind, options, &mut out, &mut pending)?,
-                None if options
-                    .drop
-                    .as_ref()
-                    .is_some_and(|r| droppable(&s, &e, r, &contains, &mut cats, options)) =>
-                {
-                    out.dropped += 1
+            let taken = match kind_of(&s, &e, &mut cats)? {
+                Some(kind) if kind <= MEMSET || kind == RUNTIME => {
+                    row(&s, &e, kind, options, &mut out, &mut pending)?;
+                    true
                 }
-                None => out.others.extend([start as i64, end as i64]),
+                Some(kind) => cpu::take(&s, &e, kind, options, &mut out.cpu, &mut cpu_pending)?,
+                None => cpu::take_flow(&s, &e, options, &mut out.cpu, &mut cpu_pending)?,
+            };
+            if taken {
+            } else if options
+                .drop
+                .as_ref()
+                .is_some_and(|r| droppable(&s, &e, r, &contains, &mut cats, options))
+            {
+                out.dropped += 1;
+            } else {
+                out.others.extend([start as i64, end as i64]);
             }
             end
         } else {
@@ -856,12 +993,18 @@ pub fn scan(text: &[u8], options: &Options) -> Scan<Chunk> {
     out.gpu_dur = times(&s, &pending.gpu_dur, options, true)?;
     out.rt_ts = times(&s, &pending.rt_ts, options, false)?;
     out.rt_dur = times(&s, &pending.rt_dur, options, true)?;
+    out.cpu.finish(&s, options, &mut cpu_pending)?;
     Ok(out)
 }
 
 /// A column of ts or dur values as ns, as the Python path's batch conversion gives it (or
 /// refused where that conversion would not take it).
-fn times(s: &Scanner<'_>, values: &[Val], options: &Options, is_dur: bool) -> Scan<Vec<i64>> {
+pub(crate) fn times(
+    s: &Scanner<'_>,
+    values: &[Val],
+    options: &Options,
+    is_dur: bool,
+) -> Scan<Vec<i64>> {
     let at = values.first().map_or(0, |v| v.start);
     let column = if options.exact {
         values
@@ -913,6 +1056,12 @@ fn row(
     }
     int_or_text(s, e.device)?;
     int_or_text(s, e.stream)?;
+    if options.keep_frames && !cpu::frame_fields_decodable(s, e) {
+        return refuse(
+            args.map_or(0, |a| a.start),
+            "a frame field the decoder may reject",
+        );
+    }
     let correlation = match e.correlation.filter(|v| v.kind != Kind::Null) {
         None => -1,
         Some(v) if v.kind == Kind::Num => match numbers::small_int(&s.number(v)) {
@@ -1039,6 +1188,7 @@ fn decodable(s: &Scanner<'_>, e: &Event, options: &Options) -> bool {
     };
     args_ok
         && correlation_ok
+        && (!options.keep_frames || cpu::frame_fields_decodable(s, e))
         && small_int(e.pid)
         && small_int(e.tid)
         && small_int(e.device)
@@ -1049,7 +1199,7 @@ fn decodable(s: &Scanner<'_>, e: &Event, options: &Options) -> bool {
         && e.extra_any.is_none()
 }
 
-fn pair(key: &mut Vec<u8>, a: &[u8], b: &[u8]) {
+pub(crate) fn pair(key: &mut Vec<u8>, a: &[u8], b: &[u8]) {
     key.push(b'[');
     key.extend_from_slice(a);
     key.push(b',');
@@ -1367,13 +1517,20 @@ mod tests {
         for key in ANY_KEYS {
             assert_eq!(arg_key(key), ArgKey::Any);
         }
+        for (n, key) in SHAPE_KEYS.iter().enumerate() {
+            assert_eq!(arg_key(key), ArgKey::Shape(n));
+        }
+        for (n, key) in PYTHON_KEYS.iter().enumerate() {
+            assert_eq!(arg_key(key), ArgKey::Python(n));
+        }
         assert_eq!(arg_key(b"correlation"), ArgKey::Correlation);
         assert_eq!(arg_key(b"device"), ArgKey::Device);
         assert_eq!(arg_key(b"stream"), ArgKey::Stream);
         for other in [
             &b""[..],
             b"External id",
-            b"Input Dims",
+            b"Input Strides",
+            b"Input DIMS",
             b"grids",
             b"Seq ",
             b"bytes\0",

@@ -41,6 +41,7 @@ SEEDS = [
     "tracelens__inference__vllm_decode_full__graph_execution.json.gz",
     "hta__mtia_inference_trace__mtia_inference_rank_0.json.gz",
     "h200/train.json.gz",
+    "tracelens__h100__gaunernst_bert-small-uncased__1016001.json.gz",  # python frames
 ]
 FILE_SHARE = 20  # one case in this many is a whole damaged file (slower: a file each)
 
@@ -68,14 +69,16 @@ def main() -> int:
             if n % FILE_SHARE == 0:
                 damaged = mutations(rng.choice(traces), 1, rng)[0]
                 path.write_bytes(damaged)
-                compiled, python = both_reads(path, keep_cpu=n % 2 == 0, partial=n % 3 == 0)
+                keep = {"keep_cpu": n % 2 == 0, "keep_frames": n % 5 == 0}
+                compiled, python = both_reads(path, partial=n % 3 == 0, **keep)
             else:
                 seed, exact = rng.choice(chunks)
                 damaged = mutations(seed, 1, rng)[0]
-                keep_cpu = n % 2 == 0
-                refused = "refused" in scan(damaged, exact, keep_cpu, scan_rule(keep_cpu))
-                counts["refused" if refused else "scanned"] += 1
-                compiled, python = both_chunk_reads(damaged, exact, keep_cpu=n % 2 == 0)
+                keep_cpu, keep_frames = n % 2 == 0, n % 3 == 0
+                rule = scan_rule(keep_cpu or keep_frames)
+                result = scan(damaged, exact, keep_cpu or keep_frames, rule, keep_frames)
+                counts["refused" if "refused" in result else "scanned"] += 1
+                compiled, python = both_chunk_reads(damaged, exact, keep_cpu, keep_frames)
             counts["rejected"] += isinstance(python, str)
             if differences(compiled, python):
                 counts["mismatches"] += 1

@@ -33,6 +33,7 @@ SEEDS = [
     "hta__ns_resolution_trace__rank-0.Apr_03_18_51_38.1102.json.gz",  # ns fractions, epoch
     "kineto__resnet50_profiler_api_nw0.json.gz",  # 2021 kineto, float µs
     "hta__amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz",  # ROCm
+    "tracelens__h100__gaunernst_bert-small-uncased__1016001.json.gz",  # python frames
 ]
 
 
@@ -46,7 +47,8 @@ def test_cuts_at_every_offset(tmp_path: Path) -> None:
     accepted = 0
     for cut in range(1, len(trace)):
         path.write_bytes(trace[:cut])
-        compiled, python = both_reads(path, keep_cpu=cut % 2 == 0, partial=cut % 3 != 0)
+        keep = {"keep_cpu": cut % 2 == 0, "keep_frames": cut % 5 == 0}
+        compiled, python = both_reads(path, partial=cut % 3 != 0, **keep)
         assert not differences(compiled, python), cut
         accepted += not isinstance(compiled, str)
     assert accepted > len(trace) // 4  # --partial reads the events a cut leaves
@@ -62,7 +64,7 @@ def test_mutated_chunks(name: str) -> None:
     assert len(cases) >= 240
     refused_or_failed = 0
     for n, chunk in enumerate(cases):
-        compiled, python = both_chunk_reads(chunk, exact, keep_cpu=n % 2 == 0)
+        compiled, python = both_chunk_reads(chunk, exact, n % 2 == 0, keep_frames=n % 3 == 0)
         assert not differences(compiled, python), (n, chunk)
         refused_or_failed += isinstance(compiled, str)
     assert refused_or_failed  # damage that is an error is among them
@@ -75,5 +77,6 @@ def test_mutated_files(tmp_path: Path) -> None:
         trace = small_trace(_text(name), keep=10)
         for n, damaged in enumerate(mutations(trace, 75, rng)):
             path.write_bytes(damaged)
-            compiled, python = both_reads(path, keep_cpu=n % 2 == 1, partial=n % 4 == 0)
+            keep = {"keep_cpu": n % 2 == 1, "keep_frames": n % 3 == 0}
+            compiled, python = both_reads(path, partial=n % 4 == 0, **keep)
             assert not differences(compiled, python), (name, n)

@@ -5,14 +5,17 @@ representative subset."""
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import ROOT, SHARED_TRACES
-from reader_paths import COMPILED, both_reads, differences, python_reader
+from reader_paths import COMPILED, both_reads, differences, python_reader, read_once
 from typer.testing import CliRunner
 
 from traceview.cli import app
+from traceview.read import compiled
 
 pytestmark = pytest.mark.skipif(not COMPILED, reason="the compiled core is not installed")
 
@@ -30,14 +33,57 @@ def _id(path: Path) -> str:
     return path.name.removesuffix(".gz").removesuffix(".json")
 
 
-@pytest.mark.parametrize("keep_cpu", [False, True], ids=["gpu", "cpu"])
+@pytest.mark.parametrize("keep", ["gpu", "cpu", "frames"])
 @pytest.mark.parametrize("path", _traces(), ids=_id)
-def test_reads_agree(path: Path, keep_cpu: bool) -> None:
-    compiled, python = both_reads(path, keep_cpu, partial=True)
+def test_reads_agree(path: Path, keep: str) -> None:
+    keep_cpu, keep_frames = keep != "gpu", keep == "frames"
+    compiled, python = both_reads(path, keep_cpu, partial=True, keep_frames=keep_frames)
     assert not differences(compiled, python)
     if path.parent.name == "edge":  # truncated, damaged: the errors without --partial too
-        strict_compiled, strict_python = both_reads(path, keep_cpu)
+        strict_compiled, strict_python = both_reads(path, keep_cpu, keep_frames=keep_frames)
         assert not differences(strict_compiled, strict_python)
+
+
+# Traces with python frames (with_stack), fwdbwd flows and CPU ops with shapes.
+_STACKS = [
+    "tracelens__b200__eager_trace.json.gz",
+    "tracelens__mi300__resnet_act_checkpoint.json.gz",
+    "tracelens__h100__gaunernst_bert-small-uncased__1016001.json.gz",
+    "tracelens__mi300__gaunernst_bert-small-uncased__1016001.json.gz",
+    "h200/train.json.gz",
+    "h200/eager.json.gz",
+]
+
+
+@pytest.mark.parametrize("name", _STACKS, ids=lambda n: n.split("__")[-1].removesuffix(".json.gz"))
+def test_scanned_cpu_rows_are_the_python_paths(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CPU ops, frames and flows the scanner converts (counted, so the comparison is not
+    of chunks it refused) equal the Python reader's, row by row and in interning order."""
+    path = SHARED_TRACES / name
+    if not path.exists():
+        pytest.skip(f"{name} is absent")
+    core = compiled.scanner()
+    taken: Counter[str] = Counter()
+
+    class Counting:
+        def __getattr__(self, key: str) -> Any:
+            return getattr(core, key)
+
+        def scan_chunk(self, *args: Any) -> dict[str, Any]:
+            result: dict[str, Any] = core.scan_chunk(*args)
+            for rows in ("op", "frame", "flow"):
+                taken[rows] += len(result.get(f"{rows}_ts", b"")) // 8
+            return result
+
+    monkeypatch.setattr(compiled, "scanner", Counting)
+    scanned = read_once(path, True, keep_frames=True)
+    monkeypatch.undo()
+    with python_reader():
+        python = read_once(path, True, keep_frames=True)
+    assert not differences(scanned, python)
+    assert not isinstance(scanned, str)
+    assert sum(taken.values()) > len(scanned["cpu"]) // 36 // 4  # mostly scanned, not refused
+    assert taken["frame"] + taken["flow"] > 0
 
 
 # A trace of each layout: kineto 2.x with ns timestamps and collectives, 2021 categories,
@@ -123,7 +169,7 @@ def test_exact_midway_and_split_reads_agree(
     _switching_trace(path)
     if split:  # the two-process read (columns.parallel), each part through the scanner
         monkeypatch.setenv("TRACEVIEW_PARALLEL_MIN_BYTES", str(1 << 20))
-    for keep_cpu in (False, True):
-        compiled, python = both_reads(path, keep_cpu)
+    for keep_cpu, keep_frames in ((False, False), (True, False), (True, True)):
+        compiled, python = both_reads(path, keep_cpu, keep_frames=keep_frames)
         assert not isinstance(compiled, str) and compiled["stats"][3]  # exact in the end
         assert not differences(compiled, python)

@@ -54,12 +54,14 @@ def test_only_traceview_read_calls_the_core() -> None:
 
 
 def test_a_chunk_splits_into_rows_and_others() -> None:
-    result = core.scan_chunk(OP + b",\n" + KERNEL, False, True)
+    result = core.scan_chunk(OP + b",\n" + KERNEL, False, False)
     assert result["events"] == 2
     assert np.frombuffer(result["gpu_ts"], "<i8").tolist() == [10_500]
     assert result["others"] == b"[" + OP + b"]"
+    with_cpu = core.scan_chunk(OP + b",\n" + KERNEL, False, True)  # the op is a CPU row
+    assert with_cpu["others"] == b"[]" and with_cpu["op_names"] == b'["aten::mm"]'
     events = compiled.decode_scanned(
-        OP + b",\n" + KERNEL, 0, len(OP) + 2 + len(KERNEL), False, Counter()
+        OP + b",\n" + KERNEL, 0, len(OP) + 2 + len(KERNEL), False, Counter(), shapes=False
     )
     assert isinstance(events, compiled.Scanned) and events.total == 2 and len(events) == 1
     assert events.scanned.gpu_names == ["k"] and events.scanned.launches == [

@@ -157,12 +157,15 @@ class EventCollector:
         # Whether this batch may hold a collective's metadata: else no event is checked.
         carry = may_carry(events) if isinstance(events, list) else True
         # Rows the compiled scanner converted (read.compiled): the chunk's GPU activities and
-        # runtime calls, which are then not among ``events``; interned here in the order the
-        # Python path interns them.
+        # runtime calls (CPU ops, python frames and flows too where it took them), which are
+        # then not among ``events``; interned here in the order the Python path interns them.
         scanned: ScannedRows | None = getattr(events, "scanned", None)
         gpu, gpu_kinds, runtime, steps, ops, memory, framed = self._split(events, carry)
         new_memory = self._memory_rows(memory) if memory else None
-        new_frames = self._frame_rows(*framed) if framed is not None else None
+        if scanned is not None and scanned.frames:
+            new_frames = self._scanned_frame_rows(scanned) if self.keep_frames else None
+        else:
+            new_frames = self._frame_rows(*framed) if framed is not None else None
         lists = _Lists()
         if scanned is None:
             gpu_columns = self._gpu_columns(gpu, gpu_kinds)
@@ -192,8 +195,10 @@ class EventCollector:
                     threads = self.threads.ids_of(scanned.threads)[scanned.rt_thread]
                     names = self.names.ids_of(scanned.rt_names)[scanned.rt_name]
                 new_cpu.append(self._cpu_rows(threads, names, ts, ts + dur, calls))
-            op_times = batch.timed(ops)
-            if op_times is None:
+            if scanned is not None and scanned.cpu:  # every op of the chunk: none in ``ops``
+                if len(scanned.op_ts):
+                    new_cpu.append(self._scanned_op_rows(scanned))
+            elif (op_times := batch.timed(ops)) is None:
                 before = self.quality.copy()
                 self._add_each(((e, _CPU_ANNOTATION) for e in ops), lists)
                 self.cpu_quality.update(self.quality - before)
@@ -232,6 +237,40 @@ class EventCollector:
         return (
             frames.frame_rows(python, frame_threads, frame_names),
             frames.flow_rows(flows, flow_threads),
+        )
+
+    def _scanned_frame_rows(
+        self, scanned: ScannedRows
+    ) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...]]:
+        """The frame rows and flow rows the scanner converted, interned as _frame_rows
+        interns them."""
+        frame_threads = self.threads.ids_of(scanned.frame_threads)[scanned.frame_thread]
+        frame_names = self.names.ids_of(scanned.frame_names)[scanned.frame_name]
+        flow_threads = self.threads.ids_of(scanned.flow_threads)[scanned.flow_thread]
+        frame_rows = (
+            frame_threads,
+            frame_names,
+            scanned.frame_ts,
+            scanned.frame_end,
+            scanned.frame_python_id,
+            scanned.frame_python_parent,
+        )
+        flow_rows = (scanned.flow_flow, flow_threads, scanned.flow_ts, scanned.flow_finish)
+        return frame_rows, flow_rows
+
+    def _scanned_op_rows(self, scanned: ScannedRows) -> np.ndarray:
+        """The CPU rows of the ops and step-marker frames the scanner converted, interned as
+        the batch of ``ops`` is (threads, names, then shapes)."""
+        threads = self.threads.ids_of(scanned.op_threads)[scanned.op_thread]
+        names = self.names.ids_of(scanned.op_names)[scanned.op_name]
+        shapes = self._shape_ids(scanned.shapes)[scanned.op_shape]
+        return cpu_rows.rows(
+            thread=threads,
+            name=names,
+            ts=scanned.op_ts,
+            end=scanned.op_end,
+            correlation=scanned.op_correlation,
+            shape=shapes,
         )
 
     def _memory_rows(self, memory: list[Any]) -> tuple[np.ndarray, ...] | None:
@@ -331,6 +370,8 @@ class EventCollector:
         (when frames are kept) the python frames and fwdbwd flows. Sorted a batch at a time."""
         events = events if isinstance(events, list) else list(events)
         n = len(events)
+        if not n:  # a chunk the scanner took whole, mostly
+            return [], [], [], [], [], [], ([], []) if self.keep_frames else None
         # Complete events ("X") only: others read as the empty category, which is no kind.
         cats = [e.cat if e.ph == "X" else "" for e in events]
         kinds = np.fromiter(map(self._categories.__getitem__, cats), np.int8, n)

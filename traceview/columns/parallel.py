@@ -287,8 +287,10 @@ def _collect(
     keep_frames: bool = False,
 ) -> EventCollector:
     collector = EventCollector(keep_cpu, spill, keep_frames)
-    # What the compiled scanner may drop unread: nothing when frames and flows are kept.
-    reader.scan_rule = None if keep_frames else scan_rule(keep_cpu)
+    # What the compiled scanner may drop unread: nothing when frames and flows are kept
+    # but the scanner does not convert them (it does with the CPU ops' shapes).
+    takes_frames = reader.frames and reader.shapes
+    reader.scan_rule = None if keep_frames and not takes_frames else scan_rule(keep_cpu)
     for events in reader.batches():
         try:
             collector.add(events)

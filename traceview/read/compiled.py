@@ -1,11 +1,12 @@
 """The compiled reader: each chunk of whole events the reader cuts is scanned by traceview's
 compiled core (traceview._core, built from rust/), which converts the GPU activities and
-runtime calls into columns itself and leaves every other event to the Python decoder.
+runtime calls into columns itself (in reads that keep them, the CPU ops, python frames and
+fwdbwd flows too) and leaves every other event to the Python decoder.
 
 The seam: a chunk comes back as a ``Scanned`` list, the other events decoded by the same
 msgspec decoder the Python path would use for the whole chunk (so the collector sees them
-exactly as before: CPU ops, steps, memory, frames, anything it learns to read), with the
-scanner's rows beside it (``scanned``), whose names, streams, launches and threads are ids
+exactly as before: steps, memory, anything it learns to read), with the scanner's rows
+beside it (``scanned``), whose names, streams, launches, threads and shapes are ids
 into the chunk's own small tables, decoded here by the same decoder. The scanner refuses
 any chunk it cannot convert exactly as the Python path would (a damaged one, numbers its
 batch conversion would not take, a collective's metadata, ...): that chunk is decoded by
@@ -33,6 +34,7 @@ _DECODE_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeErr
 _NAMES = msgspec.json.Decoder(list[str])
 _KEYS = msgspec.json.Decoder(list[tuple[int | str | None, int | str | None]])
 _LAUNCHES = msgspec.json.Decoder(list[Any])
+_RAW_SEPARATOR = b"\x1e"  # between the shape keys of a chunk (scan.rs Table, raw)
 
 
 def scanner() -> ModuleType | None:
@@ -71,7 +73,14 @@ class ScannedRows:
     GPU rows: kind, ts, dur, correlation as the collector's columns; name, stream, launch
     as ids into ``gpu_names``, ``streams`` (device, stream) and ``launches`` (launch raw
     keys, traceview.columns.launches). Runtime calls: correlation, ts, dur; with CPU rows,
-    name and thread ids into ``rt_names`` and ``threads`` (pid, tid)."""
+    name and thread ids into ``rt_names`` and ``threads`` (pid, tid).
+
+    With ``cpu`` (a read that keeps CPU rows) every CPU op and step-marker python frame of
+    the chunk is an ``op_`` row (CPU_COLUMNS; thread, name and shape ids into
+    ``op_threads``, ``op_names`` and ``shapes``, the shape keys columns.collect interns);
+    with ``frames`` every python frame and fwdbwd flow is a ``frame_`` or ``flow_`` row
+    (FRAME_COLUMNS, FLOW_COLUMNS; ids into ``frame_threads``, ``frame_names``,
+    ``flow_threads``). None of them is then among the chunk's other events."""
 
     gpu_kind: np.ndarray
     gpu_name: np.ndarray
@@ -85,11 +94,35 @@ class ScannedRows:
     rt_dur: np.ndarray
     rt_name: np.ndarray
     rt_thread: np.ndarray
+    op_thread: np.ndarray
+    op_name: np.ndarray
+    op_ts: np.ndarray
+    op_end: np.ndarray
+    op_correlation: np.ndarray
+    op_shape: np.ndarray
+    frame_thread: np.ndarray
+    frame_name: np.ndarray
+    frame_ts: np.ndarray
+    frame_end: np.ndarray
+    frame_python_id: np.ndarray
+    frame_python_parent: np.ndarray
+    flow_flow: np.ndarray
+    flow_thread: np.ndarray
+    flow_ts: np.ndarray
+    flow_finish: np.ndarray
     gpu_names: list[str]
     streams: list[tuple[Any, Any]]
     launches: list[Any]
     rt_names: list[str]
     threads: list[tuple[Any, Any]]
+    op_threads: list[tuple[Any, Any]]
+    op_names: list[str]
+    shapes: list[bytes]
+    frame_threads: list[tuple[Any, Any]]
+    frame_names: list[str]
+    flow_threads: list[tuple[Any, Any]]
+    cpu: bool
+    frames: bool
 
 
 class Scanned(list[Any]):
@@ -122,12 +155,13 @@ def decode_scanned(
     """``read.decode.decode_span`` through the scanner (``shapes``: a read that keeps CPU
     rows, whose runtime calls need names and threads; ``drop``: the events the collector
     never keeps, which the scanner counts without decoding, see columns.collect.scan_rule;
-    ``frames``: the other events decoded with the python frames' and flows' fields)."""
+    ``frames``: a read that keeps the python frames and flows, which the scanner converts
+    with the CPU rows)."""
     core = scanner()
     if core is None:
         return decode_span(data, start, end, exact, skipped, shapes, frames)
     with memoryview(data) as view, view[start:end] as span:
-        result = core.scan_chunk(span, exact, shapes, drop)
+        result = core.scan_chunk(span, exact, shapes, drop, frames)
     if "refused" not in result:
         try:
             return _assembled(result, core, data, start, end, exact, shapes, frames)
@@ -144,18 +178,27 @@ def _assembled(
     end: int,
     exact: bool,
     shapes: bool,
-    frames: bool = False,
+    frames: bool,
 ) -> Scanned:
     others_text = result["others"]
     others: list[Any] = []
     if len(others_text) > 2:
-        # The decoder the Python path picks for the whole chunk (see decode.decode_span).
+        # The decoder the Python path picks for the whole chunk (see decode.decode_span); the
+        # frames' fields only serve the frames and flows, which the scanner takes with the
+        # CPU rows.
         shaped = shapes and data.find(SHAPE_KEY, start, end) >= 0
-        framed = frames and _has_frames(data, start, end)
+        framed = frames and not shapes and _has_frames(data, start, end)
         others = _decoder(exact, _extra(data, start, end), shaped, framed).decode(others_text)
+    tables = (
+        ("gpu", core.GPU_COLUMNS),
+        ("rt", core.RUNTIME_COLUMNS),
+        ("op", core.OP_COLUMNS),
+        ("frame", core.FRAME_COLUMNS),
+        ("flow", core.FLOW_COLUMNS),
+    )
     columns = {
         key: np.frombuffer(result[key], dtype)
-        for prefix, table in (("gpu", core.GPU_COLUMNS), ("rt", core.RUNTIME_COLUMNS))
+        for prefix, table in tables
         for name, dtype in table
         if (key := f"{prefix}_{name}")
     }
@@ -166,6 +209,14 @@ def _assembled(
         launches=[_launch_key(key) for key in _LAUNCHES.decode(result["launches"])],
         rt_names=_NAMES.decode(result["rt_names"]),
         threads=_KEYS.decode(result["threads"]),
+        op_threads=_KEYS.decode(result["op_threads"]),
+        op_names=_NAMES.decode(result["op_names"]),
+        shapes=result["shapes"].split(_RAW_SEPARATOR) if result["shapes"] else [],
+        frame_threads=_KEYS.decode(result["frame_threads"]),
+        frame_names=_NAMES.decode(result["frame_names"]),
+        flow_threads=_KEYS.decode(result["flow_threads"]),
+        cpu=shapes,
+        frames=frames and shapes,
     )
     return Scanned(others, result["events"], rows)
 
