@@ -5,6 +5,7 @@
 
 pub mod numbers;
 pub mod scan;
+pub mod spans;
 pub mod strings;
 
 #[cfg(feature = "python")]

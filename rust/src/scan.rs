@@ -73,9 +73,9 @@ pub struct Refused {
     pub why: &'static str,
 }
 
-type Scan<T> = Result<T, Refused>;
+pub(crate) type Scan<T> = Result<T, Refused>;
 
-fn refuse<T>(at: usize, why: &'static str) -> Scan<T> {
+pub(crate) fn refuse<T>(at: usize, why: &'static str) -> Scan<T> {
     Err(Refused { at, why })
 }
 
@@ -146,7 +146,7 @@ pub struct Chunk {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
+pub(crate) enum Kind {
     Str { escaped: bool },
     Num,
     Literal,
@@ -156,10 +156,10 @@ enum Kind {
 }
 
 #[derive(Debug, Clone, Copy)]
-struct Val {
-    start: usize,
-    end: usize,
-    kind: Kind,
+pub(crate) struct Val {
+    pub(crate) start: usize,
+    pub(crate) end: usize,
+    pub(crate) kind: Kind,
 }
 
 #[derive(Default)]
@@ -332,12 +332,12 @@ fn spaces(text: &[u8], mut i: usize) -> usize {
         .map_or(0, |r| r.iter().take_while(|&&b| b == b' ').count())
 }
 
-struct Scanner<'a> {
-    t: &'a [u8],
+pub(crate) struct Scanner<'a> {
+    pub(crate) t: &'a [u8],
 }
 
 impl<'a> Scanner<'a> {
-    fn ws(&self, mut i: usize) -> usize {
+    pub(crate) fn ws(&self, mut i: usize) -> usize {
         while let Some(&b) = self.t.get(i) {
             if !is_ws(b) {
                 break;
@@ -351,7 +351,7 @@ impl<'a> Scanner<'a> {
     }
 
     #[inline]
-    fn byte(&self, i: usize) -> Scan<u8> {
+    pub(crate) fn byte(&self, i: usize) -> Scan<u8> {
         match self.t.get(i) {
             Some(&b) => Ok(b),
             None => refuse(i, "the chunk ends inside a value"),
@@ -395,14 +395,14 @@ impl<'a> Scanner<'a> {
     /// Any value at `i` (no whitespace before it), checked whole; nesting walked with an
     /// explicit stack of at most MAX_DEPTH levels.
     #[inline]
-    fn value(&self, i: usize) -> Scan<Val> {
+    pub(crate) fn value(&self, i: usize) -> Scan<Val> {
         self.value_within(i, 0)
     }
 
     /// `value` for a value inside `outer` open containers that count against MAX_DEPTH
     /// (an args member: 1, as if args were walked whole).
     #[inline]
-    fn value_within(&self, i: usize, outer: usize) -> Scan<Val> {
+    pub(crate) fn value_within(&self, i: usize, outer: usize) -> Scan<Val> {
         match self.byte(i)? {
             b'{' | b'[' => self.container(i, outer),
             _ => self.scalar(i),
@@ -485,7 +485,7 @@ impl<'a> Scanner<'a> {
 
     /// The members of an object at `i`: each key (unescaped text) with its value's offset,
     /// given to `field`, which walks the value and gives its end; the object's end.
-    fn members(
+    pub(crate) fn members(
         &self,
         i: usize,
         mut field: impl FnMut(&'a [u8], usize) -> Scan<usize>,
@@ -567,7 +567,7 @@ impl<'a> Scanner<'a> {
         Ok((e, end))
     }
 
-    fn text(&self, v: Val) -> &'a [u8] {
+    pub(crate) fn text(&self, v: Val) -> &'a [u8] {
         &self.t[v.start..v.end]
     }
 
@@ -577,7 +577,7 @@ impl<'a> Scanner<'a> {
         (v.kind == Kind::Str { escaped: false }).then(|| &self.t[v.start + 1..v.end - 1])
     }
 
-    fn number(&self, v: Val) -> Token<'a> {
+    pub(crate) fn number(&self, v: Val) -> Token<'a> {
         // checked when scanned: a number token spans the whole value
         numbers::token(self.text(v))
             .map(|(t, _)| t)
@@ -590,7 +590,7 @@ impl<'a> Scanner<'a> {
     }
 }
 
-fn keep(slot: &mut Option<Val>, value: Val) -> Scan<()> {
+pub(crate) fn keep(slot: &mut Option<Val>, value: Val) -> Scan<()> {
     if slot.is_some() {
         return refuse(value.start, "a repeated key");
     }

@@ -28,13 +28,19 @@ from traceview.errors import UsageError
 from traceview.options import ReadOptions
 from traceview.read.layout import UTF8_BOM, without_event_arrays
 from traceview.read.nsys import is_sqlite
-from traceview.read.raw import RAW_NULL, UNREADABLE, Piece, RawEvent, raw_args, raw_pieces
+from traceview.read.raw import RAW_NULL, UNREADABLE, Piece, RawEvent, raw_args
 from traceview.read.reader import REPEATED_EVENTS_KEY, TraceReader
+from traceview.read.spans import SpanChunk, SpanColumns, flow_id_hasher, span_pieces
 from traceview.read.stream import is_pipe
 from traceview.render.output import ByteProgress, check_output_path, write_file
 
 FLOW = frozenset({"s", "t", "f"})
 _INT64_MAX = 2**63 - 1
+_U64 = 2**64 - 1
+_MIX = 0x9E3779B97F4A7C15  # the flow hash of the compiled path: cat's hash × this + id's
+# A batch's phases as codes (read.spans columns): any other, "M", then the flow phases.
+_OTHER, _META = 0, 1
+_FLOW_CODES = {"s": 2, "t": 3, "f": 4}
 Progress = Callable[[int, int | None], None] | None
 
 
@@ -75,10 +81,18 @@ class Judge:
         self.flows = np.zeros(0, dtype=np.int64)  # sorted: the flows kept
         self._ends: dict[tuple[Any, str], array[int]] = {}  # (pid, s or f) → flow hashes
         self._gpu_cats: dict[str, int] = {}
+        # With the compiled core, a flow's hash is one both paths compute (read.spans).
+        self._id_hash = flow_id_hasher()
+        self._correlations = np.array(sorted(cut.correlations), dtype=np.int64)
+        self._by_ts = np.array(sorted(cut.by_ts), dtype=np.int64)
 
     def kind(self, e: RawEvent) -> int:
         """1 for a GPU activity, 2 for a GPU annotation, 0 for anything else."""
-        cat = e.cat if isinstance(e.cat, str) else ""
+        return self.cat_kind(e.cat)
+
+    def cat_kind(self, value: Any) -> int:
+        """``kind`` of an event whose cat is ``value``."""
+        cat = value if isinstance(value, str) else ""
         kind = self._gpu_cats.get(cat)
         if kind is None:
             kind = 1 if is_gpu_activity(cat) else 2 if cat.lower() == GPU_ANNOTATION_CATEGORY else 0
@@ -101,7 +115,85 @@ class Judge:
                 flows.append(e)
         for e, ts in zip(flows, ns_values([e.ts for e in flows]), strict=True):
             if self._inside(ts):
-                self._ends.setdefault((_key(e.pid), _phase(e)), array("q")).append(_flow(e))
+                self._ends.setdefault((_key(e.pid), _phase(e)), array("q")).append(self._flow(e))
+
+    def learn_columns(self, c: SpanColumns) -> None:
+        """``learn`` for a batch read as columns: per distinct pid and phase, not per event."""
+        ph, kind = self._phases(c)[c.ph], self._kinds(c)[c.cat]
+        gpu = np.flatnonzero((ph != _META) & (kind > 0))
+        if len(gpu):
+            _, first = np.unique(c.pid[gpu], return_index=True)
+            for at in np.sort(first).tolist():
+                i = int(gpu[at])
+                pid = _key(c.pids[c.pid[i]])
+                if pid not in self.gpu_pids:  # the first GPU event of the process, in order
+                    self.gpu_pids[pid] = (
+                        self._device_text(c, i) if kind[i] == 1 else str(c.pids[c.pid[i]])
+                    )
+        flows = (ph >= _FLOW_CODES["s"]) & (kind == 0) & self._inside_all(c)
+        if flows.any():
+            hashes = self._flow_hashes(c)
+            codes = {v: k for k, v in _FLOW_CODES.items()}
+            for p in np.unique(c.pid[flows]).tolist():
+                mine = flows & (c.pid == p)
+                for code in np.unique(ph[mine]).tolist():
+                    at = mine & (ph == code)
+                    ends = self._ends.setdefault((_key(c.pids[p]), codes[code]), array("q"))
+                    ends.frombytes(hashes[at].tobytes())
+
+    def _phases(self, c: SpanColumns) -> np.ndarray:
+        """Each distinct ph of a batch as its code (_OTHER, _META, _FLOW_CODES)."""
+        codes = [
+            _META if ph == "M" else _FLOW_CODES.get(ph, _OTHER) if isinstance(ph, str) else _OTHER
+            for ph in c.phs
+        ]
+        return np.array(codes, dtype=np.int8)
+
+    def _kinds(self, c: SpanColumns) -> np.ndarray:
+        """``kind`` of each distinct cat of a batch."""
+        return np.array([self.cat_kind(cat) for cat in c.cats], dtype=np.int8)
+
+    def _device_text(self, c: SpanColumns, i: int) -> str:
+        """``device`` of the batch's event ``i``."""
+        at = int(c.device[i])
+        return str(c.pids[c.pid[i]] if at < 0 else c.devices[at])
+
+    def _flow(self, e: RawEvent) -> int:
+        """The hash of a flow event's (cat, id), which pair its start and finish; with the
+        compiled core, the hash ``_flow_hashes`` gives a batch read as columns."""
+        if self._id_hash is None:
+            return hash((_key(e.cat), bytes(e.id)))
+        mixed = ((hash(_key(e.cat)) & _U64) * _MIX + int(self._id_hash(bytes(e.id)))) & _U64
+        return mixed - 2**64 if mixed > _INT64_MAX else mixed
+
+    def _flow_hashes(self, c: SpanColumns) -> np.ndarray:
+        """``_flow`` of each event of a batch read as columns (int64)."""
+        cats = np.array([hash(_key(cat)) & _U64 for cat in c.cats], dtype=np.uint64)
+        mixed: np.ndarray = cats[c.cat] * np.uint64(_MIX) + c.flow
+        return mixed.view(np.int64)
+
+    def _inside_all(self, c: SpanColumns) -> np.ndarray:
+        """``_inside`` of each event's ts."""
+        start, end = _clamped(self.cut.start_ns), _clamped(self.cut.end_ns)
+        inside = np.ones(len(c.ts), dtype=bool)
+        if start is not None:
+            inside &= c.ts >= start
+        if end is not None:
+            inside &= c.ts <= end
+        inside |= ~c.has_ts
+        return inside
+
+    def _meets_all(self, c: SpanColumns) -> np.ndarray:
+        """``_meets`` of each event."""
+        start, end = _clamped(self.cut.start_ns), _clamped(self.cut.end_ns)
+        meets = np.ones(len(c.ts), dtype=bool)
+        if end is not None:
+            meets &= c.ts <= end
+        if start is not None:
+            dur = np.where(c.has_dur, np.maximum(c.dur, 0), 0)
+            meets &= c.ts + dur >= start
+        meets |= ~c.has_ts
+        return meets
 
     def settle(self) -> None:
         """After the first pass: the flows whose start and finish are both kept."""
@@ -140,7 +232,7 @@ class Judge:
             elif ph in FLOW:
                 keep = self._inside(ts)
                 if keep:
-                    flows.append((i, _flow(e)))  # kept if its flow is: decided below
+                    flows.append((i, self._flow(e)))  # kept if its flow is: decided below
             elif self.kind(e) != 1:
                 keep = _meets(ts, dur, start, end)
             elif cut.steps:
@@ -156,7 +248,42 @@ class Judge:
                 out[i] = kept
         return out
 
-    def _kept_flows(self, hashes: Sequence[int]) -> list[bool]:
+    def keeps_columns(self, c: SpanColumns) -> np.ndarray:
+        """``keeps`` for a batch read as columns (a bool array)."""
+        ph, kind = self._phases(c)[c.ph], self._kinds(c)[c.cat]
+        pid_kept = np.array([self.pid_kept(_key(pid)) for pid in c.pids], dtype=bool)
+        meta = ph == _META
+        judged = ~meta & pid_kept[c.pid]
+        flow = judged & (ph >= _FLOW_CODES["s"])
+        keep: np.ndarray = meta | (judged & ~flow & (kind != 1) & self._meets_all(c))
+        at = np.flatnonzero(flow & self._inside_all(c))
+        if len(at):
+            keep[at] = self._kept_flows(self._flow_hashes(c)[at])
+        gpu = np.flatnonzero(judged & ~flow & (kind == 1))
+        if len(gpu):
+            keep[gpu] = self._gpu_kept(c, gpu)
+        return keep
+
+    def _gpu_kept(self, c: SpanColumns, rows: np.ndarray) -> np.ndarray:
+        """Whether each GPU activity ``rows`` of a batch is kept."""
+        cut = self.cut
+        if cut.steps:
+            corr = c.correlation[rows]
+            kept: np.ndarray = np.isin(corr, self._correlations)
+            by_ts = (corr < 0) | np.isin(corr, self._by_ts)
+            for n in np.flatnonzero(by_ts).tolist():  # the few an id alone does not decide
+                i = rows[n]
+                kept[n] = cut.gpu_row_kept(int(corr[n]), int(c.ts[i]) if c.has_ts[i] else None)
+            return kept
+        kept = self._meets_all(c)[rows]
+        if cut.devices is not None:
+            devices = np.array([str(d) in cut.devices for d in c.devices] + [False], dtype=bool)
+            pids = np.array([str(p) in cut.devices for p in c.pids], dtype=bool)
+            at = c.device[rows]
+            kept &= np.where(at >= 0, devices[at], pids[c.pid[rows]])
+        return kept
+
+    def _kept_flows(self, hashes: Sequence[int] | np.ndarray) -> list[bool]:
         """Whether each flow (by hash) has both ends kept."""
         if not len(self.flows):
             return [False] * len(hashes)
@@ -173,6 +300,11 @@ class Judge:
         return (cut.start_ns is None or ts >= cut.start_ns) and (
             cut.end_ns is None or ts <= cut.end_ns
         )
+
+
+def _clamped(ns: int | None) -> int | None:
+    """A window edge within int64 (each ts + dur is within ±2^63: the same comparisons)."""
+    return None if ns is None else min(max(ns, -_INT64_MAX - 1), _INT64_MAX)
 
 
 def _meets(ts: int | None, dur: int | None, start: int | None, end: int | None) -> bool:
@@ -196,11 +328,6 @@ def ns_values(raws: list[Any]) -> list[int | None]:
     return values
 
 
-def _flow(e: RawEvent) -> int:
-    """The hash of a flow event's (cat, id), which pair its start and finish."""
-    return hash((_key(e.cat), bytes(e.id)))
-
-
 def _phase(e: RawEvent) -> str:
     """The event's ``ph`` (a value that is not text: none)."""
     return e.ph if isinstance(e.ph, str) else ""
@@ -216,9 +343,12 @@ def _correlation(e: RawEvent) -> int:
 
 def learn_pass(path: Path, judge: Judge, partial: bool, progress: Progress) -> TraceReader:
     """The first pass (the reader: what it met, for the warnings)."""
-    reader, batches = raw_pieces(path, partial, progress)
+    reader, batches = span_pieces(path, partial, progress)
     for batch in batches:
-        judge.learn([event for _, event in batch])
+        if isinstance(batch, SpanChunk):
+            judge.learn_columns(batch.columns)
+        else:
+            judge.learn([event for _, event in batch])
     judge.settle()
     return reader
 
@@ -243,21 +373,33 @@ class Copy:
         yield packer.flush()
 
     def _text(self) -> Iterator[bytes]:
-        reader, batches = raw_pieces(self.path, self.partial, self.progress)
+        reader, batches = span_pieces(self.path, self.partial, self.progress)
         header, first = False, True
         for batch in batches:
             if not header:  # parsed before the first batch
                 yield reader.header_text or b"["
                 header = True
-            kept = self._kept(batch)
-            if kept:
-                yield (b"\n" if first else b",\n") + b",\n".join(kept)
+            kept = self._kept_text(batch)
+            if kept is not None:
+                yield (b"\n" if first else b",\n") + kept
                 first = False
         if not header:
             yield reader.header_text or b"["
         yield b"\n]"
         yield _closing(reader)
         self.skipped = reader.stats.skipped
+
+    def _kept_text(self, batch: list[Piece] | SpanChunk) -> bytes | None:
+        """The batch's kept events joined by ``,\\n`` (None: none is kept)."""
+        if not isinstance(batch, SpanChunk):
+            kept = self._kept(batch)
+            return b",\n".join(kept) if kept else None
+        c = batch.columns
+        keep = self.judge.keeps_columns(c)
+        self.read += batch.total
+        self.kept += int(keep.sum())
+        self.metadata += int(np.count_nonzero(np.array([ph == "M" for ph in c.phs])[c.ph]))
+        return c.joined(keep) if keep.any() else None
 
     def _kept(self, batch: list[Piece]) -> list[Any]:
         self.read += len(batch)
