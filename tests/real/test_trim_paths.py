@@ -7,6 +7,7 @@ decoder gives."""
 
 from __future__ import annotations
 
+import functools
 import gzip
 import random
 from collections import Counter
@@ -20,13 +21,15 @@ from reader_paths import COMPILED, event_spans, mutations, python_reader, seed_c
 import traceview.read.spans as spans_module
 from traceview.app import commands
 from traceview.app.trim import Cut, TrimOptions
-from traceview.app.trim_copy import _correlation, ts_ns, write_trimmed
+from traceview.app.trim_copy import Judge, _correlation, ts_ns, write_trimmed
+from traceview.columns.parallel import collect_events
 from traceview.errors import TraceviewError
 from traceview.options import ReadOptions
 from traceview.read.compiled import scanner
 from traceview.read.decode import ChunkError
 from traceview.read.raw import decode_raw_span
-from traceview.read.spans import SpanChunk, decode_spans
+from traceview.read.reader import TraceReader
+from traceview.read.spans import ChunkKey, SpanChunk, decode_spans
 
 pytestmark = [
     pytest.mark.skipif(not COMPILED, reason="the compiled core is not installed"),
@@ -45,6 +48,9 @@ SEEDS = [
     "kineto__resnet50_profiler_api_nw0.json.gz",
     "hta__with_gpu_user_annotation__step_based_trace_2543932.json.gz",
 ]
+
+
+judge_unread = Judge.unread
 
 
 def _traces() -> list[Path]:
@@ -80,7 +86,13 @@ def _both(
             read["columns" if isinstance(batch, SpanChunk) else "python"] += 1
         return batch
 
+    def unread(self: Judge, key: ChunkKey) -> int | None:
+        count = judge_unread(self, key)
+        read["unread"] += count is not None and scanner() is not None
+        return count
+
     monkeypatch.setattr(spans_module, "decode_spans", counted)
+    monkeypatch.setattr(Judge, "unread", unread)
     compiled = _trim(path, options, tmp_path / "out.json", capsys)
     with python_reader():
         python = _trim(path, options, tmp_path / "out.json", capsys)
@@ -121,6 +133,93 @@ def test_big_trace_both_readers(
     compiled, python, read = _both(path, option, tmp_path, capsys, monkeypatch)
     assert compiled == python
     assert read["columns"] > 100 and not read["python"]
+
+
+@pytest.mark.parametrize("option", ["pstep", "window"])
+@pytest.mark.parametrize("name", ["h200/train", "kineto__resnet50_profiler_api_nw0"])
+def test_small_chunks_left_unread(
+    name: str,
+    option: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Chunks of 16 KB: the second pass leaves unread those the first showed it keeps
+    nothing of, and writes the same file."""
+    path = SHARED_TRACES / f"{name}.json.gz"
+    if not path.exists():
+        pytest.skip(f"{path.name} is absent")
+    small = functools.partial(TraceReader, block_size=16 << 10)
+    monkeypatch.setattr(spans_module, "TraceReader", small)
+    options = OPTIONS["window"]
+    if option == "pstep":  # the trace's second step
+        steps = sorted({w.step for w in collect_events(TraceReader(path)).steps})
+        options = TrimOptions(steps=((steps[1], steps[1]),))
+    compiled, python, read = _both(path, options, tmp_path, capsys, monkeypatch)
+    assert compiled == python
+    assert read["columns"] > 20 and not read["python"]
+    assert read["unread"], read
+
+
+def _synthetic() -> bytes:
+    """A trace whose every kind of event trim tells apart recurs through it: CPU ops,
+    kernels (correlation n, one without), flows, annotations, events without a ts, and
+    metadata with and without one."""
+    events = ['{"ph":"M","name":"process_name","pid":0,"args":{"name":"gpu"}}']
+    for n in range(1500):
+        ts, corr = n * 10, n if n != 700 else '"x"'
+        events += [
+            f'{{"ph":"X","cat":"cpu_op","name":"op","pid":1,"tid":2,"ts":{ts},"dur":5}}',
+            f'{{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":{ts + 1}.5,"dur":2,'
+            f'"args":{{"device":0,"correlation":{corr}}}}}',
+            f'{{"ph":"s","id":{n},"pid":1,"tid":2,"ts":{ts},"cat":"ac2g","name":"f"}}',
+            f'{{"ph":"f","id":{n},"pid":0,"tid":7,"ts":{ts + 1}.5,"cat":"ac2g","name":"f"}}',
+        ]
+        if n % 300 == 150:
+            events.append('{"ph":"i","name":"mark","pid":1,"tid":2}')
+        if n % 400 == 399:
+            events.append(f'{{"ph":"M","name":"thread_name","pid":1,"tid":{n},"ts":{ts}}}')
+        if n % 250 == 0:
+            events.append(
+                f'{{"ph":"X","cat":"gpu_user_annotation","name":"a","pid":0,"tid":7,"ts":{ts},"dur":9}}'
+            )
+    return ('{"traceEvents":[\n' + ",\n".join(events) + '\n],"displayTimeUnit":"ms"}').encode()
+
+
+@pytest.mark.parametrize(
+    "cut",
+    [
+        Cut(start_ns=5_000_000, end_ns=6_000_000),
+        Cut(start_ns=5_000_000, devices=frozenset({"1"})),
+        Cut(end_ns=2_000_000, cpu=False),
+        Cut(4_000_000, 4_100_000, steps=True, correlations=frozenset({20, 400, 401, 1400})),
+        Cut(4_000_000, 4_100_000, steps=True, by_ts={-1: frozenset({7_001_500})}),
+    ],
+    ids=["window", "device", "no-cpu", "steps", "steps-by-ts"],
+)
+def test_synthetic_chunks_left_unread(
+    cut: Cut, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Chunks of 4 KB of a trace with every kind of event throughout: the same file through
+    both readers, some chunks left unread by the second pass."""
+    path, out = tmp_path / "trace.json", tmp_path / "out.json"
+    path.write_bytes(_synthetic())
+    unread: Counter[bool] = Counter()
+
+    def counted(self: Judge, key: ChunkKey) -> int | None:
+        count = judge_unread(self, key)
+        unread[count is not None] += scanner() is not None
+        return count
+
+    monkeypatch.setattr(
+        spans_module, "TraceReader", functools.partial(TraceReader, block_size=4096)
+    )
+    monkeypatch.setattr(Judge, "unread", counted)
+    compiled = _copy(path, cut, False, out, capsys)
+    with python_reader():
+        python = _copy(path, cut, False, out, capsys)
+    assert compiled == python
+    assert unread[True] and unread[False], unread
 
 
 # --- damaged inputs -------------------------------------------------------------------------

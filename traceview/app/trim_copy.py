@@ -14,6 +14,7 @@ import zlib
 from array import array
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from decimal import ROUND_HALF_EVEN, Decimal
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,7 @@ from traceview.read.layout import UTF8_BOM, without_event_arrays
 from traceview.read.nsys import is_sqlite
 from traceview.read.raw import RAW_NULL, UNREADABLE, Piece, RawEvent, raw_args
 from traceview.read.reader import REPEATED_EVENTS_KEY, TraceReader
-from traceview.read.spans import SpanChunk, SpanColumns, flow_id_hasher, span_pieces
+from traceview.read.spans import ChunkKey, SpanChunk, SpanColumns, flow_id_hasher, span_pieces
 from traceview.read.stream import is_pipe
 from traceview.render.output import ByteProgress, check_output_path, write_file
 
@@ -85,6 +86,9 @@ class Judge:
         self._id_hash = flow_id_hasher()
         self._correlations = np.array(sorted(cut.correlations), dtype=np.int64)
         self._by_ts = np.array(sorted(cut.by_ts), dtype=np.int64)
+        # What the first pass saw of each chunk read as columns (see _Seen): 7 numbers a
+        # 2 MB chunk, so that the second pass reads only those with an event it may keep.
+        self._seen: dict[ChunkKey, _Seen] = {}
 
     def kind(self, e: RawEvent) -> int:
         """1 for a GPU activity, 2 for a GPU annotation, 0 for anything else."""
@@ -117,9 +121,12 @@ class Judge:
             if self._inside(ts):
                 self._ends.setdefault((_key(e.pid), _phase(e)), array("q")).append(self._flow(e))
 
-    def learn_columns(self, c: SpanColumns) -> None:
-        """``learn`` for a batch read as columns: per distinct pid and phase, not per event."""
+    def learn_columns(self, c: SpanColumns, key: ChunkKey | None = None) -> None:
+        """``learn`` for a batch read as columns: per distinct pid and phase, not per event;
+        what it holds kept by ``key`` (see ``unread``)."""
         ph, kind = self._phases(c)[c.ph], self._kinds(c)[c.cat]
+        if key is not None:
+            self._seen[key] = _Seen.of(c, ph, kind)
         gpu = np.flatnonzero((ph != _META) & (kind > 0))
         if len(gpu):
             _, first = np.unique(c.pid[gpu], return_index=True)
@@ -140,6 +147,25 @@ class Judge:
                     at = mine & (ph == code)
                     ends = self._ends.setdefault((_key(c.pids[p]), codes[code]), array("q"))
                     ends.frombytes(hashes[at].tobytes())
+
+    def unread(self, key: ChunkKey) -> int | None:
+        """The second pass: a chunk's event count when it need not be read, for the first
+        pass saw it holds no metadata, no event without a ts, no event that meets the
+        window, and (--pstep) no GPU activity whose correlation may be one the steps hold."""
+        seen = self._seen.get(key)
+        if seen is None or seen.metadata or not seen.all_timed:
+            return None
+        start, end = self.cut.start_ns, self.cut.end_ns
+        if not (
+            (end is not None and seen.first > end) or (start is not None and seen.last < start)
+        ):
+            return None
+        if self.cut.steps and seen.gpu_low <= seen.gpu_high:  # (no correlation: by_ts's −1)
+            for ids in (self._correlations, self._by_ts):
+                at = np.searchsorted(ids, seen.gpu_low)
+                if at < len(ids) and ids[at] <= seen.gpu_high:
+                    return None
+        return seen.events
 
     def _phases(self, c: SpanColumns) -> np.ndarray:
         """Each distinct ph of a batch as its code (_OTHER, _META, _FLOW_CODES)."""
@@ -302,6 +328,36 @@ class Judge:
         )
 
 
+@dataclass(frozen=True)
+class _Seen:
+    """A chunk as the first pass saw it: its events, whether it holds metadata, whether
+    every event has a ts, the first ts and last end (ts + dur) of its events, and the lowest
+    and highest correlation of its GPU activities (low > high: none)."""
+
+    events: int
+    metadata: bool
+    all_timed: bool
+    first: int
+    last: int
+    gpu_low: int
+    gpu_high: int
+
+    @classmethod
+    def of(cls, c: SpanColumns, ph: np.ndarray, kind: np.ndarray) -> _Seen:
+        events = len(c.ts)
+        ends = c.ts + np.where(c.has_dur, np.maximum(c.dur, 0), 0)
+        gpu = c.correlation[(kind == 1) & (ph < _FLOW_CODES["s"])]
+        return cls(
+            events,
+            bool((ph == _META).any()),
+            bool(c.has_ts.all()),
+            int(c.ts.min()) if events else 0,
+            int(ends.max()) if events else 0,
+            int(gpu.min()) if len(gpu) else 0,
+            int(gpu.max()) if len(gpu) else -1,
+        )
+
+
 def _clamped(ns: int | None) -> int | None:
     """A window edge within int64 (each ts + dur is within ±2^63: the same comparisons)."""
     return None if ns is None else min(max(ns, -_INT64_MAX - 1), _INT64_MAX)
@@ -346,7 +402,8 @@ def learn_pass(path: Path, judge: Judge, partial: bool, progress: Progress) -> T
     reader, batches = span_pieces(path, partial, progress)
     for batch in batches:
         if isinstance(batch, SpanChunk):
-            judge.learn_columns(batch.columns)
+            if batch.columns is not None:  # (the first pass reads every chunk)
+                judge.learn_columns(batch.columns, batch.key)
         else:
             judge.learn([event for _, event in batch])
     judge.settle()
@@ -373,7 +430,7 @@ class Copy:
         yield packer.flush()
 
     def _text(self) -> Iterator[bytes]:
-        reader, batches = span_pieces(self.path, self.partial, self.progress)
+        reader, batches = span_pieces(self.path, self.partial, self.progress, self.judge.unread)
         header, first = False, True
         for batch in batches:
             if not header:  # parsed before the first batch
@@ -395,8 +452,10 @@ class Copy:
             kept = self._kept(batch)
             return b",\n".join(kept) if kept else None
         c = batch.columns
-        keep = self.judge.keeps_columns(c)
         self.read += batch.total
+        if c is None:  # none of its events is kept (Judge.unread)
+            return None
+        keep = self.judge.keeps_columns(c)
         self.kept += int(keep.sum())
         self.metadata += int(np.count_nonzero(np.array([ph == "M" for ph in c.phs])[c.ph]))
         return c.joined(keep) if keep.any() else None
