@@ -42,3 +42,16 @@ class GzipReader:
         """Blocks that end before ``offset`` are inflated but not sent."""
     def close(self) -> None:
         """Stop the thread and wait for it."""
+
+SPAN_COLUMNS: list[tuple[str, str]]
+
+def trim_spans(data: Any) -> dict[str, Any]:
+    """Each event's span and the fields trim judges by, for one chunk of whole events:
+    the SPAN_COLUMNS as little-endian bytes, ``events``, and the tables ``phs``, ``cats``,
+    ``pids``, ``devices`` as JSON arrays. Refused: ``{"refused": why, "at": offset}``."""
+
+def join_spans(data: Any, spans: Any) -> bytes:
+    """The spans of ``data`` (little-endian int64 start, end pairs) joined by ``,\\n``."""
+
+def flow_id_hash(text: bytes) -> int:
+    """The hash of a flow id's raw text, as ``trim_spans`` gives it in ``flow``."""

@@ -8,6 +8,7 @@ pub mod inflate;
 pub mod numbers;
 pub mod scan;
 mod simd;
+pub mod spans;
 pub mod strings;
 
 #[cfg(feature = "python")]

@@ -6,7 +6,7 @@ use pyo3::buffer::PyBuffer;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
-use crate::{cpu, inflate, scan};
+use crate::{cpu, inflate, scan, spans};
 
 /// The GPU row columns the scanner fills, in traceview/columns/schema.py's GPU_COLUMNS order
 /// with its dtypes (a test checks them against it): names, streams and launches are ids
@@ -71,7 +71,7 @@ macro_rules! le_bytes {
         }
     )*};
 }
-le_bytes!(i8, i32, i64);
+le_bytes!(i8, i32, i64, u64);
 
 /// The drop rule from its dict of lists of bytes (traceview/columns/collect.py scan_rule).
 fn drop_rule(rule: &Bound<'_, PyDict>) -> PyResult<scan::DropRule> {
@@ -302,6 +302,95 @@ impl GzipReader {
     }
 }
 
+/// The columns of `trim_spans`, in order, with their dtypes (traceview/read/spans.py views
+/// them by this table).
+pub const SPAN_COLUMNS: [(&str, &str); 11] = [
+    ("start", "<i8"),
+    ("end", "<i8"),
+    ("ph", "<i4"),
+    ("cat", "<i4"),
+    ("pid", "<i4"),
+    ("ts", "<i8"),
+    ("dur", "<i8"),
+    ("has", "<u1"),
+    ("correlation", "<i8"),
+    ("device", "<i4"),
+    ("flow", "<u8"),
+];
+
+/// Each event's span and the fields trim judges by, for one chunk of whole events (see
+/// spans.rs): a dict of the SPAN_COLUMNS (little-endian bytes), `events` and the tables
+/// `phs`, `cats`, `pids`, `devices` (JSON arrays); or `{"refused": why, "at": offset}`.
+#[pyfunction]
+fn trim_spans<'py>(py: Python<'py>, data: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyDict>> {
+    let text = PyBuffer::<u8>::get(data)?.to_vec(py)?;
+    let result = py.detach(|| catch_unwind(AssertUnwindSafe(|| spans::spans(&text))));
+    let out = PyDict::new(py);
+    let c = match result {
+        Ok(Ok(c)) => c,
+        Ok(Err(refused)) => {
+            out.set_item("refused", refused.why)?;
+            out.set_item("at", refused.at)?;
+            return Ok(out);
+        }
+        Err(_) => {
+            out.set_item(
+                "refused",
+                "the scanner failed (a bug): the Python path reads it",
+            )?;
+            out.set_item("at", 0)?;
+            return Ok(out);
+        }
+    };
+    let bytes = |v: Vec<u8>| PyBytes::new(py, &v);
+    out.set_item("events", c.start.len())?;
+    out.set_item("start", bytes(c.start.le_bytes()))?;
+    out.set_item("end", bytes(c.end.le_bytes()))?;
+    out.set_item("ph", bytes(c.ph.le_bytes()))?;
+    out.set_item("cat", bytes(c.cat.le_bytes()))?;
+    out.set_item("pid", bytes(c.pid.le_bytes()))?;
+    out.set_item("ts", bytes(c.ts.le_bytes()))?;
+    out.set_item("dur", bytes(c.dur.le_bytes()))?;
+    out.set_item("has", bytes(c.has))?;
+    out.set_item("correlation", bytes(c.correlation.le_bytes()))?;
+    out.set_item("device", bytes(c.device.le_bytes()))?;
+    out.set_item("flow", bytes(c.flow.le_bytes()))?;
+    out.set_item("phs", bytes(c.phs.finished()))?;
+    out.set_item("cats", bytes(c.cats.finished()))?;
+    out.set_item("pids", bytes(c.pids.finished()))?;
+    out.set_item("devices", bytes(c.devices.finished()))?;
+    Ok(out)
+}
+
+/// The spans of `data` (little-endian int64 start, end pairs) joined by `,\n`.
+#[pyfunction]
+fn join_spans<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+    spans: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let text = PyBuffer::<u8>::get(data)?.to_vec(py)?;
+    let raw = PyBuffer::<u8>::get(spans)?.to_vec(py)?;
+    let pairs: Vec<(i64, i64)> = raw
+        .chunks_exact(16)
+        .map(|p| {
+            let (a, b) = p.split_at(8);
+            let word = |w: &[u8]| i64::from_le_bytes(w.try_into().unwrap_or([0; 8]));
+            (word(a), word(b))
+        })
+        .collect();
+    match spans::joined(&text, &pairs) {
+        Ok(out) => Ok(PyBytes::new(py, &out)),
+        Err(e) => Err(pyo3::exceptions::PyValueError::new_err(e.why)),
+    }
+}
+
+/// The hash of a flow id's raw text, as trim_spans gives it in `flow`.
+#[pyfunction]
+fn flow_id_hash(text: &[u8]) -> u64 {
+    spans::id_hash(text)
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(scan_chunk, m)?)?;
@@ -320,5 +409,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
         ],
     )?;
     m.add("MAX_DEPTH", scan::MAX_DEPTH)?;
+    m.add_function(wrap_pyfunction!(trim_spans, m)?)?;
+    m.add_function(wrap_pyfunction!(join_spans, m)?)?;
+    m.add_function(wrap_pyfunction!(flow_id_hash, m)?)?;
+    m.add("SPAN_COLUMNS", SPAN_COLUMNS.to_vec())?;
     Ok(())
 }

@@ -253,9 +253,9 @@ pub(crate) enum Kind {
 
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Val {
-    pub start: usize,
-    pub end: usize,
-    pub kind: Kind,
+    pub(crate) start: usize,
+    pub(crate) end: usize,
+    pub(crate) kind: Kind,
 }
 
 #[derive(Default, Clone)]
@@ -439,14 +439,14 @@ fn string_refused(at: usize, why: strings::Refusal) -> Scan<Val> {
 }
 
 pub(crate) struct Scanner<'a> {
-    t: &'a [u8],
+    pub(crate) t: &'a [u8],
 }
 
 impl<'a> Scanner<'a> {
     /// The end of the whitespace at `i`: most calls find a value's first byte there (every
     /// byte that may start or end one is above a space), told by one compare.
     #[inline]
-    fn ws(&self, i: usize) -> usize {
+    pub(crate) fn ws(&self, i: usize) -> usize {
         match self.t.get(i) {
             Some(&b) if b <= b' ' => self.ws_run(i),
             _ => i,
@@ -475,7 +475,7 @@ impl<'a> Scanner<'a> {
     }
 
     #[inline]
-    fn byte(&self, i: usize) -> Scan<u8> {
+    pub(crate) fn byte(&self, i: usize) -> Scan<u8> {
         match self.t.get(i) {
             Some(&b) => Ok(b),
             None => refuse(i, "the chunk ends inside a value"),
@@ -537,14 +537,14 @@ impl<'a> Scanner<'a> {
     /// Any value at `i` (no whitespace before it), checked whole; nesting walked with an
     /// explicit stack of at most MAX_DEPTH levels.
     #[inline]
-    fn value(&self, i: usize) -> Scan<Val> {
+    pub(crate) fn value(&self, i: usize) -> Scan<Val> {
         self.value_within(i, 0)
     }
 
     /// `value` for a value inside `outer` open containers that count against MAX_DEPTH
     /// (an args member: 1, as if args were walked whole).
     #[inline(always)]
-    fn value_within(&self, i: usize, outer: usize) -> Scan<Val> {
+    pub(crate) fn value_within(&self, i: usize, outer: usize) -> Scan<Val> {
         match self.byte(i)? {
             b'{' | b'[' => self.container(i, outer),
             _ => self.scalar(i),
@@ -713,7 +713,7 @@ impl<'a> Scanner<'a> {
 
     /// The members of an object at `i`: each key (unescaped text) with its value's offset,
     /// given to `field`, which walks the value and gives its end; the object's end.
-    fn members(
+    pub(crate) fn members(
         &self,
         i: usize,
         mut field: impl FnMut(&'a [u8], usize) -> Scan<usize>,
@@ -821,7 +821,7 @@ impl<'a> Scanner<'a> {
     }
 }
 
-fn keep(slot: &mut Option<Val>, value: Val) -> Scan<()> {
+pub(crate) fn keep(slot: &mut Option<Val>, value: Val) -> Scan<()> {
     if slot.is_some() {
         return refuse(value.start, "a repeated key");
     }

@@ -14,6 +14,7 @@ import zlib
 from array import array
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from decimal import ROUND_HALF_EVEN, Decimal
 from pathlib import Path
 from typing import Any
@@ -28,13 +29,19 @@ from traceview.errors import UsageError
 from traceview.options import ReadOptions
 from traceview.read.layout import UTF8_BOM, without_event_arrays
 from traceview.read.nsys import is_sqlite
-from traceview.read.raw import RAW_NULL, UNREADABLE, Piece, RawEvent, raw_args, raw_pieces
+from traceview.read.raw import RAW_NULL, UNREADABLE, Piece, RawEvent, raw_args
 from traceview.read.reader import REPEATED_EVENTS_KEY, TraceReader
+from traceview.read.spans import ChunkKey, SpanChunk, SpanColumns, flow_id_hasher, span_pieces
 from traceview.read.stream import is_pipe
 from traceview.render.output import ByteProgress, check_output_path, write_file
 
 FLOW = frozenset({"s", "t", "f"})
 _INT64_MAX = 2**63 - 1
+_U64 = 2**64 - 1
+_MIX = 0x9E3779B97F4A7C15  # the flow hash of the compiled path: cat's hash × this + id's
+# A batch's phases as codes (read.spans columns): any other, "M", then the flow phases.
+_OTHER, _META = 0, 1
+_FLOW_CODES = {"s": 2, "t": 3, "f": 4}
 Progress = Callable[[int, int | None], None] | None
 
 
@@ -75,10 +82,21 @@ class Judge:
         self.flows = np.zeros(0, dtype=np.int64)  # sorted: the flows kept
         self._ends: dict[tuple[Any, str], array[int]] = {}  # (pid, s or f) → flow hashes
         self._gpu_cats: dict[str, int] = {}
+        # With the compiled core, a flow's hash is one both paths compute (read.spans).
+        self._id_hash = flow_id_hasher()
+        self._correlations = np.array(sorted(cut.correlations), dtype=np.int64)
+        self._by_ts = np.array(sorted(cut.by_ts), dtype=np.int64)
+        # What the first pass saw of each chunk read as columns (see _Seen): 7 numbers a
+        # 2 MB chunk, so that the second pass reads only those with an event it may keep.
+        self._seen: dict[ChunkKey, _Seen] = {}
 
     def kind(self, e: RawEvent) -> int:
         """1 for a GPU activity, 2 for a GPU annotation, 0 for anything else."""
-        cat = e.cat if isinstance(e.cat, str) else ""
+        return self.cat_kind(e.cat)
+
+    def cat_kind(self, value: Any) -> int:
+        """``kind`` of an event whose cat is ``value``."""
+        cat = value if isinstance(value, str) else ""
         kind = self._gpu_cats.get(cat)
         if kind is None:
             kind = 1 if is_gpu_activity(cat) else 2 if cat.lower() == GPU_ANNOTATION_CATEGORY else 0
@@ -101,7 +119,107 @@ class Judge:
                 flows.append(e)
         for e, ts in zip(flows, ns_values([e.ts for e in flows]), strict=True):
             if self._inside(ts):
-                self._ends.setdefault((_key(e.pid), _phase(e)), array("q")).append(_flow(e))
+                self._ends.setdefault((_key(e.pid), _phase(e)), array("q")).append(self._flow(e))
+
+    def learn_columns(self, c: SpanColumns, key: ChunkKey | None = None) -> None:
+        """``learn`` for a batch read as columns: per distinct pid and phase, not per event;
+        what it holds kept by ``key`` (see ``unread``)."""
+        ph, kind = self._phases(c)[c.ph], self._kinds(c)[c.cat]
+        if key is not None:
+            self._seen[key] = _Seen.of(c, ph, kind)
+        gpu = np.flatnonzero((ph != _META) & (kind > 0))
+        if len(gpu):
+            _, first = np.unique(c.pid[gpu], return_index=True)
+            for at in np.sort(first).tolist():
+                i = int(gpu[at])
+                pid = _key(c.pids[c.pid[i]])
+                if pid not in self.gpu_pids:  # the first GPU event of the process, in order
+                    self.gpu_pids[pid] = (
+                        self._device_text(c, i) if kind[i] == 1 else str(c.pids[c.pid[i]])
+                    )
+        flows = (ph >= _FLOW_CODES["s"]) & (kind == 0) & self._inside_all(c)
+        if flows.any():
+            hashes = self._flow_hashes(c)
+            codes = {v: k for k, v in _FLOW_CODES.items()}
+            for p in np.unique(c.pid[flows]).tolist():
+                mine = flows & (c.pid == p)
+                for code in np.unique(ph[mine]).tolist():
+                    at = mine & (ph == code)
+                    ends = self._ends.setdefault((_key(c.pids[p]), codes[code]), array("q"))
+                    ends.frombytes(hashes[at].tobytes())
+
+    def unread(self, key: ChunkKey) -> int | None:
+        """The second pass: a chunk's event count when it need not be read, for the first
+        pass saw it holds no metadata, no event without a ts, no event that meets the
+        window, and (--pstep) no GPU activity whose correlation may be one the steps hold."""
+        seen = self._seen.get(key)
+        if seen is None or seen.metadata or not seen.all_timed:
+            return None
+        start, end = self.cut.start_ns, self.cut.end_ns
+        if not (
+            (end is not None and seen.first > end) or (start is not None and seen.last < start)
+        ):
+            return None
+        if self.cut.steps and seen.gpu_low <= seen.gpu_high:  # (no correlation: by_ts's −1)
+            for ids in (self._correlations, self._by_ts):
+                at = np.searchsorted(ids, seen.gpu_low)
+                if at < len(ids) and ids[at] <= seen.gpu_high:
+                    return None
+        return seen.events
+
+    def _phases(self, c: SpanColumns) -> np.ndarray:
+        """Each distinct ph of a batch as its code (_OTHER, _META, _FLOW_CODES)."""
+        codes = [
+            _META if ph == "M" else _FLOW_CODES.get(ph, _OTHER) if isinstance(ph, str) else _OTHER
+            for ph in c.phs
+        ]
+        return np.array(codes, dtype=np.int8)
+
+    def _kinds(self, c: SpanColumns) -> np.ndarray:
+        """``kind`` of each distinct cat of a batch."""
+        return np.array([self.cat_kind(cat) for cat in c.cats], dtype=np.int8)
+
+    def _device_text(self, c: SpanColumns, i: int) -> str:
+        """``device`` of the batch's event ``i``."""
+        at = int(c.device[i])
+        return str(c.pids[c.pid[i]] if at < 0 else c.devices[at])
+
+    def _flow(self, e: RawEvent) -> int:
+        """The hash of a flow event's (cat, id), which pair its start and finish; with the
+        compiled core, the hash ``_flow_hashes`` gives a batch read as columns."""
+        if self._id_hash is None:
+            return hash((_key(e.cat), bytes(e.id)))
+        mixed = ((hash(_key(e.cat)) & _U64) * _MIX + int(self._id_hash(bytes(e.id)))) & _U64
+        return mixed - 2**64 if mixed > _INT64_MAX else mixed
+
+    def _flow_hashes(self, c: SpanColumns) -> np.ndarray:
+        """``_flow`` of each event of a batch read as columns (int64)."""
+        cats = np.array([hash(_key(cat)) & _U64 for cat in c.cats], dtype=np.uint64)
+        mixed: np.ndarray = cats[c.cat] * np.uint64(_MIX) + c.flow
+        return mixed.view(np.int64)
+
+    def _inside_all(self, c: SpanColumns) -> np.ndarray:
+        """``_inside`` of each event's ts."""
+        start, end = _clamped(self.cut.start_ns), _clamped(self.cut.end_ns)
+        inside = np.ones(len(c.ts), dtype=bool)
+        if start is not None:
+            inside &= c.ts >= start
+        if end is not None:
+            inside &= c.ts <= end
+        inside |= ~c.has_ts
+        return inside
+
+    def _meets_all(self, c: SpanColumns) -> np.ndarray:
+        """``_meets`` of each event."""
+        start, end = _clamped(self.cut.start_ns), _clamped(self.cut.end_ns)
+        meets = np.ones(len(c.ts), dtype=bool)
+        if end is not None:
+            meets &= c.ts <= end
+        if start is not None:
+            dur = np.where(c.has_dur, np.maximum(c.dur, 0), 0)
+            meets &= c.ts + dur >= start
+        meets |= ~c.has_ts
+        return meets
 
     def settle(self) -> None:
         """After the first pass: the flows whose start and finish are both kept."""
@@ -140,7 +258,7 @@ class Judge:
             elif ph in FLOW:
                 keep = self._inside(ts)
                 if keep:
-                    flows.append((i, _flow(e)))  # kept if its flow is: decided below
+                    flows.append((i, self._flow(e)))  # kept if its flow is: decided below
             elif self.kind(e) != 1:
                 keep = _meets(ts, dur, start, end)
             elif cut.steps:
@@ -156,7 +274,42 @@ class Judge:
                 out[i] = kept
         return out
 
-    def _kept_flows(self, hashes: Sequence[int]) -> list[bool]:
+    def keeps_columns(self, c: SpanColumns) -> np.ndarray:
+        """``keeps`` for a batch read as columns (a bool array)."""
+        ph, kind = self._phases(c)[c.ph], self._kinds(c)[c.cat]
+        pid_kept = np.array([self.pid_kept(_key(pid)) for pid in c.pids], dtype=bool)
+        meta = ph == _META
+        judged = ~meta & pid_kept[c.pid]
+        flow = judged & (ph >= _FLOW_CODES["s"])
+        keep: np.ndarray = meta | (judged & ~flow & (kind != 1) & self._meets_all(c))
+        at = np.flatnonzero(flow & self._inside_all(c))
+        if len(at):
+            keep[at] = self._kept_flows(self._flow_hashes(c)[at])
+        gpu = np.flatnonzero(judged & ~flow & (kind == 1))
+        if len(gpu):
+            keep[gpu] = self._gpu_kept(c, gpu)
+        return keep
+
+    def _gpu_kept(self, c: SpanColumns, rows: np.ndarray) -> np.ndarray:
+        """Whether each GPU activity ``rows`` of a batch is kept."""
+        cut = self.cut
+        if cut.steps:
+            corr = c.correlation[rows]
+            kept: np.ndarray = np.isin(corr, self._correlations)
+            by_ts = (corr < 0) | np.isin(corr, self._by_ts)
+            for n in np.flatnonzero(by_ts).tolist():  # the few an id alone does not decide
+                i = rows[n]
+                kept[n] = cut.gpu_row_kept(int(corr[n]), int(c.ts[i]) if c.has_ts[i] else None)
+            return kept
+        kept = self._meets_all(c)[rows]
+        if cut.devices is not None:
+            devices = np.array([str(d) in cut.devices for d in c.devices] + [False], dtype=bool)
+            pids = np.array([str(p) in cut.devices for p in c.pids], dtype=bool)
+            at = c.device[rows]
+            kept &= np.where(at >= 0, devices[at], pids[c.pid[rows]])
+        return kept
+
+    def _kept_flows(self, hashes: Sequence[int] | np.ndarray) -> list[bool]:
         """Whether each flow (by hash) has both ends kept."""
         if not len(self.flows):
             return [False] * len(hashes)
@@ -173,6 +326,41 @@ class Judge:
         return (cut.start_ns is None or ts >= cut.start_ns) and (
             cut.end_ns is None or ts <= cut.end_ns
         )
+
+
+@dataclass(frozen=True)
+class _Seen:
+    """A chunk as the first pass saw it: its events, whether it holds metadata, whether
+    every event has a ts, the first ts and last end (ts + dur) of its events, and the lowest
+    and highest correlation of its GPU activities (low > high: none)."""
+
+    events: int
+    metadata: bool
+    all_timed: bool
+    first: int
+    last: int
+    gpu_low: int
+    gpu_high: int
+
+    @classmethod
+    def of(cls, c: SpanColumns, ph: np.ndarray, kind: np.ndarray) -> _Seen:
+        events = len(c.ts)
+        ends = c.ts + np.where(c.has_dur, np.maximum(c.dur, 0), 0)
+        gpu = c.correlation[(kind == 1) & (ph < _FLOW_CODES["s"])]
+        return cls(
+            events,
+            bool((ph == _META).any()),
+            bool(c.has_ts.all()),
+            int(c.ts.min()) if events else 0,
+            int(ends.max()) if events else 0,
+            int(gpu.min()) if len(gpu) else 0,
+            int(gpu.max()) if len(gpu) else -1,
+        )
+
+
+def _clamped(ns: int | None) -> int | None:
+    """A window edge within int64 (each ts + dur is within ±2^63: the same comparisons)."""
+    return None if ns is None else min(max(ns, -_INT64_MAX - 1), _INT64_MAX)
 
 
 def _meets(ts: int | None, dur: int | None, start: int | None, end: int | None) -> bool:
@@ -196,11 +384,6 @@ def ns_values(raws: list[Any]) -> list[int | None]:
     return values
 
 
-def _flow(e: RawEvent) -> int:
-    """The hash of a flow event's (cat, id), which pair its start and finish."""
-    return hash((_key(e.cat), bytes(e.id)))
-
-
 def _phase(e: RawEvent) -> str:
     """The event's ``ph`` (a value that is not text: none)."""
     return e.ph if isinstance(e.ph, str) else ""
@@ -216,9 +399,13 @@ def _correlation(e: RawEvent) -> int:
 
 def learn_pass(path: Path, judge: Judge, partial: bool, progress: Progress) -> TraceReader:
     """The first pass (the reader: what it met, for the warnings)."""
-    reader, batches = raw_pieces(path, partial, progress)
+    reader, batches = span_pieces(path, partial, progress)
     for batch in batches:
-        judge.learn([event for _, event in batch])
+        if isinstance(batch, SpanChunk):
+            if batch.columns is not None:  # (the first pass reads every chunk)
+                judge.learn_columns(batch.columns, batch.key)
+        else:
+            judge.learn([event for _, event in batch])
     judge.settle()
     return reader
 
@@ -243,21 +430,35 @@ class Copy:
         yield packer.flush()
 
     def _text(self) -> Iterator[bytes]:
-        reader, batches = raw_pieces(self.path, self.partial, self.progress)
+        reader, batches = span_pieces(self.path, self.partial, self.progress, self.judge.unread)
         header, first = False, True
         for batch in batches:
             if not header:  # parsed before the first batch
                 yield reader.header_text or b"["
                 header = True
-            kept = self._kept(batch)
-            if kept:
-                yield (b"\n" if first else b",\n") + b",\n".join(kept)
+            kept = self._kept_text(batch)
+            if kept is not None:
+                yield (b"\n" if first else b",\n") + kept
                 first = False
         if not header:
             yield reader.header_text or b"["
         yield b"\n]"
         yield _closing(reader)
         self.skipped = reader.stats.skipped
+
+    def _kept_text(self, batch: list[Piece] | SpanChunk) -> bytes | None:
+        """The batch's kept events joined by ``,\\n`` (None: none is kept)."""
+        if not isinstance(batch, SpanChunk):
+            kept = self._kept(batch)
+            return b",\n".join(kept) if kept else None
+        c = batch.columns
+        self.read += batch.total
+        if c is None:  # none of its events is kept (Judge.unread)
+            return None
+        keep = self.judge.keeps_columns(c)
+        self.kept += int(keep.sum())
+        self.metadata += int(np.count_nonzero(np.array([ph == "M" for ph in c.phs])[c.ph]))
+        return c.joined(keep) if keep.any() else None
 
     def _kept(self, batch: list[Piece]) -> list[Any]:
         self.read += len(batch)

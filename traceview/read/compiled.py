@@ -138,8 +138,10 @@ class Scanned(list[Any]):
 
 
 def event_count(events: list[Any]) -> int:
-    """How many events a decoded chunk held (a Scanned one: with those converted)."""
-    return events.total if isinstance(events, Scanned) else len(events)
+    """How many events a decoded chunk held (a Scanned one: with those converted; trim's
+    read.spans.SpanChunk: all, as columns)."""
+    total = getattr(events, "total", None)
+    return len(events) if total is None else int(total)
 
 
 def decode_scanned(
