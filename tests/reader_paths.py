@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -221,3 +222,56 @@ def mutations(seed: bytes, count: int, rng: Any) -> list[bytes]:
                 data[at : at + 1] = rng.choice(tokens)
         out.append(bytes(data))
     return out
+
+
+# Damage aimed at the values inside ``args`` (the scanner skips most of them unread).
+NUMBER_DAMAGE = [b"1e400", b"-1e-400", b"-0", b"01", b"1.", b".5", b"1e", b"-", b"+1", b"NaN",
+                 b"Infinity", b"99999999999999999999999", b"0x1F", b"1 2", b"tru", b"nul",
+                 b'"7"', b"[]", b"{}", b"[1,]", b"1.5E+3", b"-9223372036854775809"]  # fmt: skip
+STRING_DAMAGE = [b"\\u00", b"\\uZZZZ", b"\\ud800", b"\\udc00x", b"\\ud83d\\ude00", b"\\u0000",
+                 b"\\", b"\\x", b"\x00", b"\x01", b"\x1f", b"\t", b"\n", b"\x7f", b"\xff",
+                 b"\xc0\xaf", b"\xed\xa0\x80", b"\xe2\x82", b'"', b'\\"', b"\\/"]  # fmt: skip
+_ARGS_VALUE = re.compile(rb'[:\[,]\s*(-?[0-9][0-9.eE+-]*|"(?:[^"\\]|\\.)*")')
+
+
+def args_values(chunk: bytes) -> list[tuple[int, int]]:
+    """(start, end) of each number and string inside the chunk's ``"args": {...}`` objects
+    (array items and the keys after the first among them)."""
+    found = []
+    for match in re.finditer(rb'"args":\s*\{', chunk):
+        end = _closing(chunk, match.end())
+        for value in _ARGS_VALUE.finditer(chunk, match.end(), end):
+            found.append((value.start(1), value.end(1)))
+    return found
+
+
+def args_damage(chunk: bytes) -> list[bytes]:
+    """Every damaged copy of ``chunk`` with one args value replaced by each NUMBER_DAMAGE (a
+    number) or with each STRING_DAMAGE put in its middle (a string)."""
+    out = []
+    for start, end in args_values(chunk):
+        if chunk[start] == 0x22:  # a string: the damage inside it
+            middle = (start + end) // 2
+            out += [chunk[:middle] + bad + chunk[middle:] for bad in STRING_DAMAGE]
+        else:
+            out += [chunk[:start] + bad + chunk[end:] for bad in NUMBER_DAMAGE]
+    return out
+
+
+def _closing(text: bytes, pos: int) -> int:
+    """The offset of the ``}`` closing the object whose members start at ``pos`` (the end of
+    ``text`` if none does)."""
+    depth, in_string, escaped = 1, False, False
+    for i in range(pos, len(text)):
+        c = text[i]
+        if in_string:
+            in_string, escaped = (c != 0x22 or escaped), (c == 0x5C and not escaped)
+        elif c == 0x22:
+            in_string = True
+        elif c in b"{[":
+            depth += 1
+        elif c in b"}]":
+            depth -= 1
+            if depth == 0:
+                return i
+    return len(text)
