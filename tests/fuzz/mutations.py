@@ -4,8 +4,10 @@ errors (tests/real/test_reader_mutations.py runs a few thousand of these in the 
 
     .venv/bin/python tests/fuzz/mutations.py [--cases 100000] [--seed 43]
 
-Prints how many cases ran, how many the scanner itself converted, refused (Python path) or
-both rejected as errors, and every mismatch (exit status 1 if any).
+A quarter of the chunk cases damage one value inside ``args`` (reader_paths.args_damage: bad
+numbers, broken escapes, control characters, invalid UTF-8). Prints how many cases ran, how
+many the scanner itself converted, refused (Python path) or both rejected as errors, and
+every mismatch (exit status 1 if any).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from conftest import SHARED_TRACES
 from reader_paths import (
+    args_damage,
     both_chunk_reads,
     both_reads,
     differences,
@@ -43,6 +46,7 @@ SEEDS = [
     "h200/train.json.gz",
 ]
 FILE_SHARE = 20  # one case in this many is a whole damaged file (slower: a file each)
+ARGS_SHARE = 4  # one chunk case in this many is one args value damaged (reader_paths.args_damage)
 
 
 def main() -> int:
@@ -71,7 +75,8 @@ def main() -> int:
                 compiled, python = both_reads(path, keep_cpu=n % 2 == 0, partial=n % 3 == 0)
             else:
                 seed, exact = rng.choice(chunks)
-                damaged = mutations(seed, 1, rng)[0]
+                aimed = args_damage(seed) if n % ARGS_SHARE == 1 else []
+                damaged = rng.choice(aimed) if aimed else mutations(seed, 1, rng)[0]
                 keep_cpu = n % 2 == 0
                 refused = "refused" in scan(damaged, exact, keep_cpu, scan_rule(keep_cpu))
                 counts["refused" if refused else "scanned"] += 1
