@@ -237,9 +237,11 @@ _ARGS_VALUE = re.compile(rb'[:\[,]\s*(-?[0-9][0-9.eE+-]*|"(?:[^"\\]|\\.)*")')
 def args_values(chunk: bytes) -> list[tuple[int, int]]:
     """(start, end) of each number and string inside the chunk's ``"args": {...}`` objects
     (array items and the keys after the first among them)."""
+    from traceview.read.jsonscan import value_end
+
     found = []
     for match in re.finditer(rb'"args":\s*\{', chunk):
-        end = _closing(chunk, match.end())
+        end = value_end(chunk, match.end() - 1, at_eof=True) or len(chunk)
         for value in _ARGS_VALUE.finditer(chunk, match.end(), end):
             found.append((value.start(1), value.end(1)))
     return found
@@ -256,22 +258,3 @@ def args_damage(chunk: bytes) -> list[bytes]:
         else:
             out += [chunk[:start] + bad + chunk[end:] for bad in NUMBER_DAMAGE]
     return out
-
-
-def _closing(text: bytes, pos: int) -> int:
-    """The offset of the ``}`` closing the object whose members start at ``pos`` (the end of
-    ``text`` if none does)."""
-    depth, in_string, escaped = 1, False, False
-    for i in range(pos, len(text)):
-        c = text[i]
-        if in_string:
-            in_string, escaped = (c != 0x22 or escaped), (c == 0x5C and not escaped)
-        elif c == 0x22:
-            in_string = True
-        elif c in b"{[":
-            depth += 1
-        elif c in b"}]":
-            depth -= 1
-            if depth == 0:
-                return i
-    return len(text)
