@@ -16,6 +16,7 @@ import argparse
 import gzip
 import random
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -62,7 +63,9 @@ def main() -> int:
         for chunk in seed_chunks(text, size=6)[:40]
     ]
     traces = [small_trace(text, keep=10) for text in texts.values()]
-    path = Path("/tmp") / f"traceview-fuzz-{args.seed}.json"
+    # A file of its own: another run (same seed) writing the same name races with this one.
+    scratch = tempfile.TemporaryDirectory(prefix="traceview-fuzz-")
+    path = Path(scratch.name) / "damaged.json"
     counts = {"cases": 0, "scanned": 0, "refused": 0, "rejected": 0, "mismatches": 0}
     scan = _core.scan_chunk
     started = time.monotonic()
@@ -84,12 +87,13 @@ def main() -> int:
             counts["rejected"] += isinstance(python, str)
             if differences(compiled, python):
                 counts["mismatches"] += 1
-                print(f"MISMATCH case {n}: {damaged[:300]!r}", flush=True)
+                why = differences(compiled, python)
+                print(f"MISMATCH case {n}: {why!r:.300} in {damaged[:300]!r}", flush=True)
             counts["cases"] += 1
             if counts["cases"] % 10_000 == 0:
                 print(counts, f"{time.monotonic() - started:.0f} s", flush=True)
     finally:
-        path.unlink(missing_ok=True)
+        scratch.cleanup()
     print("done", counts, f"{time.monotonic() - started:.0f} s")
     return 1 if counts["mismatches"] else 0
 
