@@ -10,7 +10,7 @@ Each size is a synthetic trace made of the H200 big trace's events (519 MB) repe
 streamed, a copy at a time, to ``--data-dir`` (deleted after its measurements unless
 ``--keep``; a size the free disk cannot hold is skipped, said why). Each copy after the first
 has its timestamps shifted past the end of the one before, and its correlation and flow ids
-past the largest of the source, and its ProfilerStep numbers past the last, so that the copies
+past the largest of the source, and its ProfilerStep numbers on from the last, so that the copies
 follow each other as in one long profile (each launch finds its own kernel; ``trim --pstep
 N`` keeps one step).
 
@@ -66,7 +66,8 @@ class Source:
             (ts if m[1] == b"ts" else ids).append(int(m[2]))
         self.ts_step = max(ts) - min(ts) + 1_000  # µs: a ms between copies
         self.id_step = max(ids) + 1
-        self.step_step = max((int(m[1]) for m in _STEP.finditer(self.body)), default=0) + 1
+        steps = [int(m[1]) for m in _STEP.finditer(self.body)] or [0]
+        self.step_step = max(steps) - min(steps) + 1  # no hole in the numbering between copies
 
     def copy(self, k: int) -> bytes:
         if k == 0:
@@ -151,12 +152,16 @@ def _measure(
     label = f"{nbytes / 1e9:.2f} GB"
     for name in args.commands:
         runs = []
-        for _ in range(args.runs):
-            runs.append(run_once(command(name, trace, args.pstep, trim_out, False)))
-            trim_out.unlink(missing_ok=True)
-            print(f"  {label} {name:<8} {runs[-1].wall_s:7.2f} s", file=sys.stderr)
+        try:
+            for _ in range(args.runs):
+                runs.append(run_once(command(name, trace, args.pstep, trim_out, False)))
+                trim_out.unlink(missing_ok=True)
+                print(f"  {label} {name:<8} {runs[-1].wall_s:7.2f} s", file=sys.stderr)
+        except RuntimeError as e:  # a command that fails: said, and the next one runs
+            print(f"  {label} {name}: {e}", file=sys.stderr)
+            runs = []
         rows.append((label, nbytes, name, runs))
-        if name not in args.fill:
+        if name not in args.fill or not runs:
             continue
         with tempfile.TemporaryDirectory(dir=args.data_dir) as cache:
             cmd = command(name, trace, args.pstep, trim_out, True)
@@ -176,6 +181,9 @@ def _table(rows: list[tuple[str, int, str, list[Run]]]) -> str:
             f"{'tree MB':>7}  ≤ {LIMIT_MB} MB")  # fmt: skip
     lines = [head, "-" * len(head)]
     for label, nbytes, name, runs in rows:
+        if not runs:
+            lines.append(f"{label:>8} {name:<8} failed (its error above)")
+            continue
         wall = statistics.median(r.wall_s for r in runs)
         cpu = statistics.median(r.cpu_s for r in runs)
         rss = statistics.median(r.rss_mb for r in runs)
