@@ -29,7 +29,7 @@ import traceview.read.compiled as compiled_module
 pytestmark = pytest.mark.skipif(not COMPILED, reason="the compiled core is not installed")
 
 MODES = {"gpu": (False, False), "cpu": (True, False), "frames": (True, True)}
-_NOT_TRACES = {".md", ".py"}  # READMEs, the fixtures' generators
+_NOT_TRACES = {".md", ".py", ".pyc"}  # READMEs, the fixtures' generators
 
 
 def _param(path: Path, base: Path) -> object:
@@ -49,7 +49,14 @@ def _param(path: Path, base: Path) -> object:
 def _files(base: Path) -> list[object]:
     if not base.is_dir():
         return []
-    found = (p for p in sorted(base.rglob("*")) if p.is_file() and p.suffix not in _NOT_TRACES)
+    found = (
+        p
+        for p in sorted(base.rglob("*"))
+        if p.is_file()
+        and p.suffix not in _NOT_TRACES
+        # not __pycache__ nor hidden files: every xdist worker must collect the same tests
+        and not any(part.startswith((".", "__")) for part in p.relative_to(base).parts)
+    )
     return [_param(p, base) for p in found]
 
 
