@@ -1,7 +1,8 @@
 """This checkout against another revision, side by side: MB/s, peak RSS and their ratio.
 
     python benchmarks/bench_against.py --against REV [TRACE ...]
-        [--commands kernels gaps summary] [--runs 3] [--fill] [--scratch DIR]
+        [--commands kernels gaps summary steps trim] [--runs 3] [--pstep 60] [--fill]
+        [--scratch DIR]
     python benchmarks/bench_against.py --against-dir CHECKOUT [TRACE ...]
 
 ``--against REV`` checks REV out into a scratch git worktree (``--scratch``, default
@@ -10,12 +11,15 @@ for the next call; ``--against-dir`` uses a checkout that already has its ``.ven
 command runs ``--no-cache -f json -q`` on each trace, this checkout and the other alternately
 (``--runs`` times each), so that load on a shared machine falls on both alike; the table gives
 medians of wall time (perf_counter around the subprocess: start-up included), MB/s of
-uncompressed JSON (10^6 bytes), peak RSS (/usr/bin/time %M: the largest single process) and
-the sampled peak of the process tree's summed RSS, and the ratio of the other's wall time to
-this one's (> 1: this checkout is faster). ``--fill`` adds, for each command, a first run
-with the cache (a private cache dir, emptied before each) and its ratio to the ``--no-cache``
-run.
-Outputs of the two sides are compared (stdout of the last run) and a difference is reported.
+uncompressed JSON (10^6 bytes), CPU seconds (user + system, the two-process read's worker
+included), peak RSS (/usr/bin/time %M: the largest single process) and the sampled peak of
+the process tree's summed RSS, and the ratio of the other's wall time to this one's (> 1:
+this checkout is faster). ``trim`` is ``trim --pstep N -o FILE`` (``--pstep``, default 60,
+a middle step of the H200 big trace); its output compared is the file's bytes.
+``--fill`` adds, for each command, a first run with the cache (a private cache dir, emptied
+before each) and its ratio to the ``--no-cache`` run.
+Outputs of the two sides are compared (stdout of the last run, trim's file) and a difference
+is reported.
 Default traces: benchmarks/data/h200-big.json (decompress ../shared/traces/h200/big.json.gz
 there) and that .gz.
 """
@@ -23,6 +27,7 @@ there) and that .gz.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import shutil
 import statistics
@@ -39,6 +44,8 @@ ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "traces"
 DEFAULT_TRACES = [ROOT / "benchmarks" / "data" / "h200-big.json", SHARED / "h200" / "big.json.gz"]
 FILL = ", fill"  # "kernels, fill": a first run with the cache, of that command
+TRIM_OUT = Path(tempfile.gettempdir()) / f"traceview-against-trim-{os.getpid()}.json"
+PSTEP = ["60"]  # trim --pstep N (set by --pstep)
 
 
 @dataclass
@@ -73,6 +80,11 @@ def _git(*args: str) -> str:
 
 
 def command(side: Side, name: str, trace: Path) -> list[str]:
+    if name.removesuffix(FILL) == "trim":
+        out = ["-o", str(TRIM_OUT), "--force", "-q"]
+        return [side.traceview, "trim", str(trace), "--pstep", PSTEP[0], *out] + (
+            [] if name.endswith(FILL) else ["--no-cache"]
+        )
     if name.endswith(FILL):
         return [side.traceview, name.removesuffix(FILL), str(trace), "-f", "json", "-q"]
     return [side.traceview, name, str(trace), "-f", "json", "-q", "--no-cache"]
@@ -90,6 +102,9 @@ def run(side: Side, name: str, trace: Path) -> Run:
     if name.endswith(FILL):  # a first run: nothing of this trace in the private cache
         shutil.rmtree(Path(os.environ["TRACEVIEW_CACHE_DIR"]), ignore_errors=True)
     result = run_once(command(side, name, trace))
+    if name.removesuffix(FILL) == "trim":  # its output is the file: compared by its digest
+        result.stdout = hashlib.sha256(TRIM_OUT.read_bytes()).hexdigest()
+        TRIM_OUT.unlink()
     side.runs.setdefault((str(trace), name), []).append(result)
     print(f"  {side.name:<5} {name:<14} {trace.name:<22} {result.wall_s:7.2f} s", file=sys.stderr)
     return result
@@ -97,8 +112,9 @@ def run(side: Side, name: str, trace: Path) -> Run:
 
 def table(sides: list[Side], traces: list[Path], names: list[str]) -> list[str]:
     head = (
-        f"{'trace':<22} {'command':<14} {'this s':>7} {'MB/s':>6} {'RSS MB':>6} {'tree':>5}  "
-        f"{'other s':>7} {'MB/s':>6} {'RSS MB':>6} {'tree':>5}  {'ratio':>6}  output"
+        f"{'trace':<22} {'command':<14} {'this s':>7} {'MB/s':>6} {'CPU s':>6} {'RSS MB':>6} "
+        f"{'tree':>5}  {'other s':>7} {'MB/s':>6} {'CPU s':>6} {'RSS MB':>6} {'tree':>5}  "
+        f"{'ratio':>6}  output"
     )
     lines = [head, "-" * len(head)]
     for trace in traces:
@@ -108,12 +124,15 @@ def table(sides: list[Side], traces: list[Path], names: list[str]) -> list[str]:
             for side in sides:
                 runs = side.runs[(str(trace), name)]
                 wall = statistics.median(r.wall_s for r in runs)
+                cpu = statistics.median(r.cpu_s for r in runs)
                 rss = statistics.median(r.rss_mb for r in runs)
                 tree = statistics.median(r.tree_rss_mb for r in runs)
-                cells.append((wall, mb / wall, rss, tree, runs[-1].stdout))
-            same = "same" if cells[0][4] == cells[1][4] else "DIFFERS"
+                cells.append((wall, mb / wall, cpu, rss, tree, runs[-1].stdout))
+            same = "same" if cells[0][5] == cells[1][5] else "DIFFERS"
             row = f"{trace.name:<22} {name:<14} "
-            row += "  ".join(f"{w:7.2f} {r:6.0f} {m:6.0f} {t:5.0f}" for w, r, m, t, _ in cells)
+            row += "  ".join(
+                f"{w:7.2f} {r:6.0f} {c:6.2f} {m:6.0f} {t:5.0f}" for w, r, c, m, t, _ in cells
+            )
             lines.append(f"{row}  {cells[1][0] / cells[0][0]:6.2f}  {same}")
     return lines
 
@@ -141,11 +160,13 @@ def main(argv: list[str] | None = None) -> int:
     against.add_argument("--against", metavar="REV", help="a git revision to build and compare")
     against.add_argument("--against-dir", type=Path, help="a checkout with its own .venv")
     p.add_argument("traces", nargs="*", type=Path, default=DEFAULT_TRACES)
-    p.add_argument("--commands", nargs="+", default=["kernels", "gaps", "summary"])
+    p.add_argument("--commands", nargs="+", default=["kernels", "gaps", "summary", "steps", "trim"])
+    p.add_argument("--pstep", default=PSTEP[0], help="the step trim keeps (trim --pstep N)")
     p.add_argument("--runs", type=int, default=3, help="runs of each side (medians)")
     p.add_argument("--fill", action="store_true", help="also a first run that fills the cache")
     p.add_argument("--scratch", type=Path, help="where --against builds its checkouts")
     args = p.parse_args(argv)
+    PSTEP[0] = args.pstep
     other = args.against_dir or build(args.against, args.scratch)
     sides = [Side("this", ROOT), Side("other", other.resolve())]
     names = [n for n in args.commands if all(_has_command(side, n) for side in sides)]

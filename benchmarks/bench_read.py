@@ -268,6 +268,7 @@ class Run:
     rss_mb: float
     tree_rss_mb: float
     stdout: str
+    cpu_s: float = 0.0  # user + system, of the process and the children it waited for
 
 
 def run_once(cmd: list[str]) -> Run:
@@ -292,7 +293,8 @@ def run_once(cmd: list[str]) -> Run:
             raise RuntimeError(f"{cmd} failed ({proc.returncode}): {err.read()[-2000:]}")
         rss_kib = int(Path(tf.name).read_text().split()[-1]) if timed else usage.ru_maxrss
         out.seek(0)
-        return Run(wall, rss_kib / 1024, tree_mb, out.read())
+        cpu = usage.ru_utime + usage.ru_stime
+        return Run(wall, rss_kib / 1024, tree_mb, out.read(), cpu)
 
 
 @dataclass

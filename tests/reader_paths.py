@@ -4,16 +4,20 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+import re
+from collections import Counter
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from traceview.columns.cpu_rows import CpuRows
 from traceview.columns.model import TraceEvents
 from traceview.columns.parallel import collect_events
-from traceview.columns.schema import arrays_of
+from traceview.columns.schema import TABLES
 from traceview.errors import TraceviewError
 from traceview.read.compiled import READER_ENV, reader_name
 from traceview.read.reader import TraceReader
@@ -35,70 +39,91 @@ def python_reader() -> Iterator[None]:
             os.environ[READER_ENV] = before
 
 
-def _arrays(arrays: list[np.ndarray]) -> list[tuple[str, bytes]]:
-    return [(str(a.dtype), a.tobytes()) for a in arrays]
-
-
 def snapshot(events: TraceEvents) -> dict[str, Any]:
-    """Everything a read gives, as comparable values (arrays as dtype and bytes)."""
-    stats = events.read
-    cpu = [block.tobytes() for block in events.cpu.blocks()]
-    return {
-        "stats": (
-            stats.events,
-            stats.chunks,
-            stats.repaired_chunks,
-            stats.exact_times,
-            dict(stats.skipped),
-            stats.truncated_at,
-        ),
-        "header": events.header,
-        "names": list(events.names),
-        "streams": list(events.streams),
-        "threads": list(events.threads),
-        "launches": list(events.launches),
-        "shapes": list(events.shapes),
-        "comm_keys": list(events.comm_keys),
-        "gpu": _arrays(arrays_of(events.gpu)),
-        "runtime": _arrays(arrays_of(events.runtime)),
-        "comms": _arrays(arrays_of(events.comms)),
-        "memory": _arrays(arrays_of(events.memory)),
-        "frames": _arrays(arrays_of(events.frames)),
-        "flows": _arrays(arrays_of(events.flows)),
-        "cpu": b"".join(cpu),
-        "steps": list(events.steps),
-        "span": events.span_ns,
-        "quality": dict(events.quality),
-        "cpu_quality": dict(events.cpu_quality),
-    }
+    """Every field of ``events`` as comparable values (a column as its dtype and bytes; counters
+    and tables in their order, which the outputs follow). A field of a kind it does not know is
+    an error, so that a field added to TraceEvents is compared too, not silently left out.
+    How the text was cut into chunks (how many, how many repaired) is left out: no output
+    shows it, and each reader may cut the text its own way."""
+    values = {f.name: _plain(getattr(events, f.name), f.name) for f in fields(events)}
+    name, read = values["read"]
+    values["read"] = (name, {k: v for k, v in read.items() if k not in _HOW_CUT})
+    return values
+
+
+_HOW_CUT = {"chunks", "repaired_chunks"}
+
+
+def _plain(value: Any, where: str) -> Any:
+    if value is None or isinstance(value, (bool, int, float, str, bytes)):
+        return value
+    if isinstance(value, np.ndarray):
+        return (str(value.dtype), value.shape, value.tobytes())
+    if type(value) in TABLES:  # a column group: its columns by name, in the schema's order
+        return {
+            c.name: _plain(getattr(value, c.name), f"{where}.{c.name}") for c in TABLES[type(value)]
+        }
+    if isinstance(value, CpuRows):
+        return b"".join(block.tobytes() for block in value.blocks())
+    if isinstance(value, Counter | dict):
+        return [(_plain(k, where), _plain(v, f"{where}[{k!r}]")) for k, v in value.items()]
+    if isinstance(value, list | tuple | Sequence):
+        return [_plain(item, f"{where}[{i}]") for i, item in enumerate(value)]
+    if is_dataclass(value) and not isinstance(value, type):
+        return (
+            type(value).__name__,
+            {f.name: _plain(getattr(value, f.name), f"{where}.{f.name}") for f in fields(value)},
+        )
+    raise TypeError(f"{where}: a {type(value).__name__}, which the snapshot cannot compare")
 
 
 def read_once(
-    path: Path, keep_cpu: bool, partial: bool = False, keep_frames: bool = False
+    path: Path, keep_cpu: bool, partial: bool = False, frames: bool = False
 ) -> dict[str, Any] | str:
-    """The read's snapshot, or its error's message."""
+    """The read's snapshot (``frames``: with the python frames and flows, as ``source`` reads
+    it), or its error's message."""
     try:
-        reader = TraceReader(path, partial=partial)
-        return snapshot(collect_events(reader, keep_cpu, keep_frames=keep_frames))
+        return snapshot(collect_events(TraceReader(path, partial=partial), keep_cpu, frames))
     except TraceviewError as e:
         return f"error: {e}"
 
 
 def both_reads(
-    path: Path, keep_cpu: bool, partial: bool = False, keep_frames: bool = False
+    path: Path, keep_cpu: bool, partial: bool = False, frames: bool = False
 ) -> tuple[dict[str, Any] | str, dict[str, Any] | str]:
-    """(compiled, python) reads of one file (``keep_frames``: with frames and flows)."""
-    compiled = read_once(path, keep_cpu, partial, keep_frames)
+    """(compiled, python) reads of one file."""
+    compiled = read_once(path, keep_cpu, partial, frames)
     with python_reader():
-        python = read_once(path, keep_cpu, partial, keep_frames)
+        python = read_once(path, keep_cpu, partial, frames)
     return compiled, python
 
 
 def differences(a: dict[str, Any] | str, b: dict[str, Any] | str) -> list[str]:
-    """The parts of two snapshots that differ (empty when equal)."""
+    """What differs between two snapshots (empty when equal): each field that does, with the
+    first column and row where it does."""
     if isinstance(a, str) or isinstance(b, str):
         return [] if a == b else [f"{a!r:.200} != {b!r:.200}"]
-    return [key for key in a if a[key] != b[key]]
+    return [f"{key}: {_first_difference(a[key], b[key])}" for key in a if a[key] != b[key]]
+
+
+def _first_difference(a: Any, b: Any) -> str:
+    """Where two plain values first differ (a column: its name and the first differing row)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        key = next((k for k in a if a[k] != b.get(k)), None)
+        return f"{key}: {_first_difference(a[key], b.get(key))}" if key is not None else "keys"
+    if isinstance(a, tuple) and len(a) == 3 and isinstance(a[2], bytes) and a[:2] != b[:2]:
+        return f"dtype/shape {a[:2]} != {b[:2]}"
+    if isinstance(a, tuple) and len(a) == 3 and isinstance(a[2], bytes):  # a column
+        size = max(1, np.dtype(a[0]).itemsize)
+        at = next((i for i, (x, y) in enumerate(zip(a[2], b[2], strict=False)) if x != y), None)
+        at = min(len(a[2]), len(b[2])) if at is None else at
+        return f"row {at // size} (rows: {len(a[2]) // size} vs {len(b[2]) // size})"
+    if isinstance(a, list) and isinstance(b, list):
+        at = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), None)
+        if at is None:
+            return f"lengths {len(a)} != {len(b)}"
+        return f"item {at}: {a[at]!r:.160} != {b[at]!r:.160}"
+    return f"{a!r:.160} != {b!r:.160}"
 
 
 # --- damaged inputs: the seam itself (a chunk of events through both decoders) ----------------
@@ -210,4 +235,40 @@ def mutations(seed: bytes, count: int, rng: Any) -> list[bytes]:
             else:
                 data[at : at + 1] = rng.choice(tokens)
         out.append(bytes(data))
+    return out
+
+
+# Damage aimed at the values inside ``args`` (the scanner skips most of them unread).
+NUMBER_DAMAGE = [b"1e400", b"-1e-400", b"-0", b"01", b"1.", b".5", b"1e", b"-", b"+1", b"NaN",
+                 b"Infinity", b"99999999999999999999999", b"0x1F", b"1 2", b"tru", b"nul",
+                 b'"7"', b"[]", b"{}", b"[1,]", b"1.5E+3", b"-9223372036854775809"]  # fmt: skip
+STRING_DAMAGE = [b"\\u00", b"\\uZZZZ", b"\\ud800", b"\\udc00x", b"\\ud83d\\ude00", b"\\u0000",
+                 b"\\", b"\\x", b"\x00", b"\x01", b"\x1f", b"\t", b"\n", b"\x7f", b"\xff",
+                 b"\xc0\xaf", b"\xed\xa0\x80", b"\xe2\x82", b'"', b'\\"', b"\\/"]  # fmt: skip
+_ARGS_VALUE = re.compile(rb'[:\[,]\s*(-?[0-9][0-9.eE+-]*|"(?:[^"\\]|\\.)*")')
+
+
+def args_values(chunk: bytes) -> list[tuple[int, int]]:
+    """(start, end) of each number and string inside the chunk's ``"args": {...}`` objects
+    (array items and the keys after the first among them)."""
+    from traceview.read.jsonscan import value_end
+
+    found = []
+    for match in re.finditer(rb'"args":\s*\{', chunk):
+        end = value_end(chunk, match.end() - 1, at_eof=True) or len(chunk)
+        for value in _ARGS_VALUE.finditer(chunk, match.end(), end):
+            found.append((value.start(1), value.end(1)))
+    return found
+
+
+def args_damage(chunk: bytes) -> list[bytes]:
+    """Every damaged copy of ``chunk`` with one args value replaced by each NUMBER_DAMAGE (a
+    number) or with each STRING_DAMAGE put in its middle (a string)."""
+    out = []
+    for start, end in args_values(chunk):
+        if chunk[start] == 0x22:  # a string: the damage inside it
+            middle = (start + end) // 2
+            out += [chunk[:middle] + bad + chunk[middle:] for bad in STRING_DAMAGE]
+        else:
+            out += [chunk[:start] + bad + chunk[end:] for bad in NUMBER_DAMAGE]
     return out

@@ -4,8 +4,10 @@ errors (tests/real/test_reader_mutations.py runs a few thousand of these in the 
 
     .venv/bin/python tests/fuzz/mutations.py [--cases 100000] [--seed 43]
 
-Prints how many cases ran, how many the scanner itself converted, refused (Python path) or
-both rejected as errors, and every mismatch (exit status 1 if any).
+A quarter of the chunk cases damage one value inside ``args`` (reader_paths.args_damage: bad
+numbers, broken escapes, control characters, invalid UTF-8). Prints how many cases ran, how
+many the scanner itself converted, refused (Python path) or both rejected as errors, and
+every mismatch (exit status 1 if any).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import argparse
 import gzip
 import random
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -21,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from conftest import SHARED_TRACES
 from reader_paths import (
+    args_damage,
     both_chunk_reads,
     both_reads,
     differences,
@@ -44,6 +48,7 @@ SEEDS = [
     "tracelens__h100__gaunernst_bert-small-uncased__1016001.json.gz",  # python frames
 ]
 FILE_SHARE = 20  # one case in this many is a whole damaged file (slower: a file each)
+ARGS_SHARE = 4  # one chunk case in this many is one args value damaged (reader_paths.args_damage)
 
 
 def main() -> int:
@@ -59,7 +64,9 @@ def main() -> int:
         for chunk in seed_chunks(text, size=6)[:40]
     ]
     traces = [small_trace(text, keep=10) for text in texts.values()]
-    path = Path("/tmp") / f"traceview-fuzz-{args.seed}.json"
+    # A file of its own: another run (same seed) writing the same name races with this one.
+    scratch = tempfile.TemporaryDirectory(prefix="traceview-fuzz-")
+    path = Path(scratch.name) / "damaged.json"
     counts = {"cases": 0, "scanned": 0, "refused": 0, "rejected": 0, "mismatches": 0}
     scan = _core.scan_chunk
     started = time.monotonic()
@@ -69,11 +76,12 @@ def main() -> int:
             if n % FILE_SHARE == 0:
                 damaged = mutations(rng.choice(traces), 1, rng)[0]
                 path.write_bytes(damaged)
-                keep = {"keep_cpu": n % 2 == 0, "keep_frames": n % 5 == 0}
+                keep = {"keep_cpu": n % 2 == 0, "frames": n % 5 == 0}
                 compiled, python = both_reads(path, partial=n % 3 == 0, **keep)
             else:
                 seed, exact = rng.choice(chunks)
-                damaged = mutations(seed, 1, rng)[0]
+                aimed = args_damage(seed) if n % ARGS_SHARE == 1 else []
+                damaged = rng.choice(aimed) if aimed else mutations(seed, 1, rng)[0]
                 keep_cpu, keep_frames = n % 2 == 0, n % 3 == 0
                 rule = scan_rule(keep_cpu or keep_frames)
                 result = scan(damaged, exact, keep_cpu or keep_frames, rule, keep_frames)
@@ -82,12 +90,13 @@ def main() -> int:
             counts["rejected"] += isinstance(python, str)
             if differences(compiled, python):
                 counts["mismatches"] += 1
-                print(f"MISMATCH case {n}: {damaged[:300]!r}", flush=True)
+                why = differences(compiled, python)
+                print(f"MISMATCH case {n}: {why!r:.300} in {damaged[:300]!r}", flush=True)
             counts["cases"] += 1
             if counts["cases"] % 10_000 == 0:
                 print(counts, f"{time.monotonic() - started:.0f} s", flush=True)
     finally:
-        path.unlink(missing_ok=True)
+        scratch.cleanup()
     print("done", counts, f"{time.monotonic() - started:.0f} s")
     return 1 if counts["mismatches"] else 0
 

@@ -14,14 +14,18 @@ import pytest
 from conftest import SHARED_TRACES
 from reader_paths import (
     COMPILED,
+    args_damage,
     both_chunk_reads,
     both_reads,
     differences,
+    event_spans,
     mutations,
     seed_chunks,
     small_trace,
 )
 
+from traceview import _core
+from traceview.columns.collect import scan_rule
 from traceview.read.decode import needs_exact
 
 pytestmark = [
@@ -35,6 +39,7 @@ SEEDS = [
     "hta__amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz",  # ROCm
     "tracelens__h100__gaunernst_bert-small-uncased__1016001.json.gz",  # python frames
 ]
+H200 = "h200/train.json.gz"  # kineto 2.x, torch 2.11, ns fractions
 
 
 def _text(name: str) -> bytes:
@@ -47,7 +52,7 @@ def test_cuts_at_every_offset(tmp_path: Path) -> None:
     accepted = 0
     for cut in range(1, len(trace)):
         path.write_bytes(trace[:cut])
-        keep = {"keep_cpu": cut % 2 == 0, "keep_frames": cut % 5 == 0}
+        keep = {"keep_cpu": cut % 2 == 0, "frames": cut % 5 == 0}
         compiled, python = both_reads(path, partial=cut % 3 != 0, **keep)
         assert not differences(compiled, python), cut
         accepted += not isinstance(compiled, str)
@@ -77,6 +82,68 @@ def test_mutated_files(tmp_path: Path) -> None:
         trace = small_trace(_text(name), keep=10)
         for n, damaged in enumerate(mutations(trace, 75, rng)):
             path.write_bytes(damaged)
-            keep = {"keep_cpu": n % 2 == 1, "keep_frames": n % 3 == 0}
+            keep = {"keep_cpu": n % 2 == 1, "frames": n % 3 == 0}
             compiled, python = both_reads(path, partial=n % 4 == 0, **keep)
             assert not differences(compiled, python), (name, n)
+
+
+def _compare(cases: list[bytes], exact: bool) -> dict[str, int]:
+    """Each chunk through both readers (CPU rows kept in every other case): equal results
+    asserted; how many the scanner converted itself, refused, and both rejected."""
+    counts = {"scanned": 0, "refused": 0, "rejected": 0}
+    for n, chunk in enumerate(cases):
+        keep_cpu = n % 2 == 0
+        refused = "refused" in _core.scan_chunk(chunk, exact, keep_cpu, scan_rule(keep_cpu))
+        counts["refused" if refused else "scanned"] += 1
+        compiled, python = both_chunk_reads(chunk, exact, keep_cpu)
+        assert not differences(compiled, python), (n, differences(compiled, python), chunk)
+        counts["rejected"] += isinstance(python, str)
+    return counts
+
+
+@pytest.mark.parametrize("name", [*SEEDS, H200], ids=lambda n: n.split("__")[1] if "__" in n else n)
+def test_damage_inside_args_values(name: str) -> None:
+    """Each number and string inside the args of GPU activities, runtime calls and the rest
+    (the values the scanner skips unread, and those it converts) damaged in turn: bad or odd
+    numbers (exponents, overflow, leading zeros, NaN), broken or unpaired \\u escapes, raw
+    control characters and invalid UTF-8 in strings."""
+    text = _text(name)
+    exact = needs_exact(text[: 1 << 20])
+    chunks = seed_chunks(text, size=4)[:3]
+    rng = random.Random(name)
+    cases = [case for chunk in chunks for case in args_damage(chunk)]
+    cases = rng.sample(cases, min(len(cases), 400))
+    counts = _compare(cases, exact)
+    # Damage the scanner takes itself (valid JSON), refuses, and both reject, among them.
+    assert counts["scanned"] and counts["refused"] and counts["rejected"], counts
+
+
+def test_deleted_and_inserted_bytes_at_every_offset() -> None:
+    """A kernel, a runtime call and a CPU op of a modern trace: each byte deleted in turn, and
+    at each offset a byte of JSON's own (or a control character) inserted."""
+    text = _text(H200)
+    spans = event_spans(text)
+    picked = []
+    for needle in (b'"cat": "kernel"', b'"cat": "cuda_runtime"', b'"cat": "cpu_op"'):
+        picked.append(next(s for s in spans if needle in text[s[0] : s[1]]))
+    chunk = b",\n  ".join(text[a:b] for a, b in sorted(picked))
+    tokens = [
+        b'"',
+        b",",
+        b"}",
+        b"{",
+        b"]",
+        b":",
+        b"\\",
+        b"0",
+        b"-",
+        b".",
+        b"e",
+        b" ",
+        b"\x00",
+        b"\xff",
+    ]
+    cases = [chunk[:i] + chunk[i + 1 :] for i in range(len(chunk))]
+    cases += [chunk[:i] + tokens[i % len(tokens)] + chunk[i:] for i in range(len(chunk) + 1)]
+    counts = _compare(cases, exact=needs_exact(text[: 1 << 20]))
+    assert counts["scanned"] > len(chunk) // 4 and counts["rejected"], counts

@@ -1,7 +1,20 @@
-"""The compiled reader against the Python reader (``TRACEVIEW_READER=python``): equal columns,
-interning order, read statistics and warnings on every trace in ../shared/traces (the h200
-folder too, but for big.json.gz) and fixtures/, and byte-identical command output on a
-representative subset."""
+"""The compiled reader against the Python reader (``TRACEVIEW_READER=python``), on every trace
+file in ../shared/traces (every folder) and fixtures/.
+
+Why an equal read means equal output: the readers differ only up to the TraceEvents a read
+gives (traceview.columns.parallel.collect_events); everything after it (the cache, the
+analyses, the rendering) is the same code, fed the same values. So if, under every way a
+command reads (without CPU rows; with them; with them and the python frames, as ``source``,
+``audit``, ``memory`` and ``report`` read), both readers give a TraceEvents equal in every
+field (every column group, byte for byte; names, streams, threads, launches, shapes and
+collective keys in their interning order; steps, span, quality counters in their order, read
+statistics, header), every command's output is equal too. The snapshot compares every field
+of TraceEvents and fails on a field it does not know, so a new field cannot escape it.
+test_reader_commands.py checks the argument on the commands themselves, byte for byte.
+
+Not compared here: the Nsight Systems export (nsys/), which its own reader (read/nsys.py)
+reads, with no compiled path. h200/big.json.gz (519 MB) runs under the slow marker.
+"""
 
 from __future__ import annotations
 
@@ -12,127 +25,102 @@ from typing import Any
 import pytest
 from conftest import ROOT, SHARED_TRACES
 from reader_paths import COMPILED, both_reads, differences, python_reader, read_once
-from typer.testing import CliRunner
 
-from traceview.cli import app
-from traceview.read import compiled
+import traceview.read.compiled as compiled_module
 
 pytestmark = pytest.mark.skipif(not COMPILED, reason="the compiled core is not installed")
 
-
-def _traces() -> list[Path]:
-    found = sorted(SHARED_TRACES.glob("*.json.gz")) if SHARED_TRACES.is_dir() else []
-    found += [
-        p for p in sorted((SHARED_TRACES / "h200").glob("*.json.gz")) if p.name != "big.json.gz"
-    ]
-    found += sorted((ROOT / "fixtures").rglob("*.json*"))
-    return found
+MODES = {"gpu": (False, False), "cpu": (True, False), "frames": (True, True)}
+_NOT_TRACES = {".md", ".py", ".pyc"}  # READMEs, the fixtures' generators
 
 
-def _id(path: Path) -> str:
-    return path.name.removesuffix(".gz").removesuffix(".json")
+def _param(path: Path, base: Path) -> object:
+    name = str(path.relative_to(base))
+    marks: list[pytest.MarkDecorator] = []
+    if ".sqlite" in path.name:
+        marks.append(
+            pytest.mark.skip(
+                reason="an Nsight Systems export: read/nsys.py reads it, no compiled path"
+            )
+        )
+    if path.name == "big.json.gz":
+        marks.append(pytest.mark.slow)
+    return pytest.param(path, id=name, marks=marks)
 
 
-@pytest.mark.parametrize("keep", ["gpu", "cpu", "frames"])
-@pytest.mark.parametrize("path", _traces(), ids=_id)
-def test_reads_agree(path: Path, keep: str) -> None:
-    keep_cpu, keep_frames = keep != "gpu", keep == "frames"
-    compiled, python = both_reads(path, keep_cpu, partial=True, keep_frames=keep_frames)
-    assert not differences(compiled, python)
-    if path.parent.name == "edge":  # truncated, damaged: the errors without --partial too
-        strict_compiled, strict_python = both_reads(path, keep_cpu, keep_frames=keep_frames)
-        assert not differences(strict_compiled, strict_python)
+def _files(base: Path) -> list[object]:
+    if not base.is_dir():
+        return []
+    found = (
+        p
+        for p in sorted(base.rglob("*"))
+        if p.is_file()
+        and p.suffix not in _NOT_TRACES
+        # not __pycache__ nor hidden files: every xdist worker must collect the same tests
+        and not any(part.startswith((".", "__")) for part in p.relative_to(base).parts)
+    )
+    return [_param(p, base) for p in found]
 
 
-# Traces with python frames (with_stack), fwdbwd flows and CPU ops with shapes.
-_STACKS = [
-    "tracelens__b200__eager_trace.json.gz",
-    "tracelens__mi300__resnet_act_checkpoint.json.gz",
-    "tracelens__h100__gaunernst_bert-small-uncased__1016001.json.gz",
-    "tracelens__mi300__gaunernst_bert-small-uncased__1016001.json.gz",
+def every_file() -> list[object]:
+    """Every file of ../shared/traces (its power logs and timings too: both readers must reject
+    them alike) and of fixtures/ but READMEs and generators."""
+    return _files(SHARED_TRACES) + _files(ROOT / "fixtures")
+
+
+@pytest.mark.parametrize("path", every_file())
+def test_reads_agree(path: Path) -> None:
+    """Under each read mode, --partial (a truncated trace gives what its events say), and for
+    the damaged fixtures without it too (the errors)."""
+    strict = path.parent.name == "edge"
+    for mode, (keep_cpu, frames) in MODES.items():
+        for partial in (True, False) if strict else (True,):
+            compiled, python = both_reads(path, keep_cpu, partial=partial, frames=frames)
+            assert not differences(compiled, python), (mode, partial, differences(compiled, python))
+
+
+# The two-process read (columns.parallel) of the h200 traces: each part through the scanner.
+_SPLIT = [
     "h200/train.json.gz",
-    "h200/eager.json.gz",
+    "h200/decode.json.gz",
+    "hta__ns_resolution_trace__rank-0.Apr_03_18_51_38.1102.json.gz",
 ]
 
 
-@pytest.mark.parametrize("name", _STACKS, ids=lambda n: n.split("__")[-1].removesuffix(".json.gz"))
-def test_scanned_cpu_rows_are_the_python_paths(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The CPU ops, frames and flows the scanner converts (counted, so the comparison is not
-    of chunks it refused) equal the Python reader's, row by row and in interning order."""
+@pytest.mark.parametrize("name", _SPLIT, ids=lambda n: n.split("__")[-1])
+def test_split_reads_agree(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     path = SHARED_TRACES / name
     if not path.exists():
-        pytest.skip(f"{name} is absent")
-    core = compiled.scanner()
-    taken: Counter[str] = Counter()
+        pytest.skip(f"{path} is absent")
+    monkeypatch.setenv("TRACEVIEW_PARALLEL_MIN_BYTES", str(4 << 20))
+    compiled, python = both_reads(path, keep_cpu=True)
+    assert not isinstance(compiled, str)
+    assert compiled["read"][1]["resume_at"] is not None  # it was read in two parts
+    assert not differences(compiled, python)
 
-    class Counting:
-        def __getattr__(self, key: str) -> Any:
-            return getattr(core, key)
 
-        def scan_chunk(self, *args: Any) -> dict[str, Any]:
-            result: dict[str, Any] = core.scan_chunk(*args)
-            for rows in ("op", "frame", "flow"):
-                taken[rows] += len(result.get(f"{rows}_ts", b"")) // 8
-            return result
+def test_the_compiled_path_converts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The comparisons above are not of one reader with itself: the compiled read of an h200
+    trace converts chunks in the scanner, the Python read calls it never."""
+    path = SHARED_TRACES / "h200" / "train.json.gz"
+    if not path.exists():
+        pytest.skip(f"{path} is absent")
+    core = compiled_module.scanner()
+    assert core is not None
+    results: list[bool] = []
+    scan = core.scan_chunk
 
-    monkeypatch.setattr(compiled, "scanner", Counting)
-    scanned = read_once(path, True, keep_frames=True)
-    monkeypatch.undo()
+    def counted(*args: object) -> object:
+        result = scan(*args)
+        results.append("refused" not in result)
+        return result
+
+    monkeypatch.setattr(core, "scan_chunk", counted)
+    both_reads(path, keep_cpu=True)
+    converted = sum(results)
+    assert converted and converted == len(results)  # all by the scanner, none by Python
     with python_reader():
-        python = read_once(path, True, keep_frames=True)
-    assert not differences(scanned, python)
-    assert not isinstance(scanned, str)
-    assert sum(taken.values()) > len(scanned["cpu"]) // 36 // 4  # mostly scanned, not refused
-    assert taken["frame"] + taken["flow"] > 0
-
-
-# A trace of each layout: kineto 2.x with ns timestamps and collectives, 2021 categories,
-# AMD, MTIA, vLLM, H200 eager, the demo, hostile names, NaN tokens, truncation.
-_SUBSET = [
-    "hta__ns_resolution_trace__rank-0.Apr_03_18_51_38.1102.json.gz",
-    "kineto__resnet50_profiler_api_nw0.json.gz",
-    "hta__amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz",
-    "hta__mtia_inference_trace__mtia_inference_rank_0.json.gz",
-    "tracelens__inference__vllm_decode_full__graph_execution.json.gz",
-    "h200/eager.json.gz",
-]
-_FIXTURES = ["demo.json.gz", "edge/hostile_strings.json", "edge/nan_tokens.json"]
-_COMMANDS = ["kernels", "gaps", "steps", "summary", "ops", "memory", "unique"]
-_TEXT = {"kernels", "gaps", "summary"}  # in text too (the JSON says the same)
-
-
-def _subset() -> list[Path]:
-    paths = [SHARED_TRACES / name for name in _SUBSET if (SHARED_TRACES / name).exists()]
-    return paths + [ROOT / "fixtures" / name for name in _FIXTURES]
-
-
-def _run(args: list[str]) -> tuple[int, str]:
-    r = CliRunner().invoke(app, args)
-    return r.exit_code, r.output
-
-
-@pytest.mark.parametrize("path", _subset(), ids=_id)
-def test_commands_agree(path: Path) -> None:
-    runs = []
-    for command in _COMMANDS:
-        for fmt in ("json", "text") if command in _TEXT else ("json",):
-            runs.append([command, str(path), "--no-cache", "--partial", "-f", fmt])
-    compiled = [_run(args) for args in runs]
-    with python_reader():
-        python = [_run(args) for args in runs]
-    for args, a, b in zip(runs, compiled, python, strict=True):
-        assert a == b, args
-
-
-def test_trim_agrees(tmp_path: Path) -> None:
-    path = ROOT / "fixtures" / "demo.json.gz"
-    args = ["trim", str(path), "--pstep", "6", "--quiet"]
-    code, _ = _run([*args, "-o", str(tmp_path / "compiled.json")])
-    with python_reader():
-        code_python, _ = _run([*args, "-o", str(tmp_path / "python.json")])
-    assert code == code_python == 0
-    compiled = (tmp_path / "compiled.json").read_bytes()
-    assert compiled == (tmp_path / "python.json").read_bytes()
+        assert compiled_module.scanner() is None
 
 
 def _switching_trace(path: Path) -> None:
@@ -169,7 +157,49 @@ def test_exact_midway_and_split_reads_agree(
     _switching_trace(path)
     if split:  # the two-process read (columns.parallel), each part through the scanner
         monkeypatch.setenv("TRACEVIEW_PARALLEL_MIN_BYTES", str(1 << 20))
-    for keep_cpu, keep_frames in ((False, False), (True, False), (True, True)):
-        compiled, python = both_reads(path, keep_cpu, keep_frames=keep_frames)
-        assert not isinstance(compiled, str) and compiled["stats"][3]  # exact in the end
+    for keep_cpu, frames in ((False, False), (True, False), (True, True)):
+        compiled, python = both_reads(path, keep_cpu, frames=frames)
+        assert not isinstance(compiled, str) and compiled["read"][1]["exact_times"]
         assert not differences(compiled, python)
+
+
+# Traces with python frames (with_stack), fwdbwd flows and CPU ops with shapes.
+_STACKS = [
+    "tracelens__b200__eager_trace.json.gz",
+    "tracelens__mi300__resnet_act_checkpoint.json.gz",
+    "tracelens__h100__gaunernst_bert-small-uncased__1016001.json.gz",
+    "tracelens__mi300__gaunernst_bert-small-uncased__1016001.json.gz",
+    "h200/train.json.gz",
+    "h200/eager.json.gz",
+]
+
+
+@pytest.mark.parametrize("name", _STACKS, ids=lambda n: n.split("__")[-1].removesuffix(".json.gz"))
+def test_scanned_cpu_rows_are_the_python_paths(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CPU ops, frames and flows the scanner converts (counted, so the comparison is not
+    of chunks it refused) equal the Python reader's, row by row and in interning order."""
+    path = SHARED_TRACES / name
+    if not path.exists():
+        pytest.skip(f"{name} is absent")
+    core = compiled_module.scanner()
+    taken: Counter[str] = Counter()
+
+    class Counting:
+        def __getattr__(self, key: str) -> Any:
+            return getattr(core, key)
+
+        def scan_chunk(self, *args: Any) -> dict[str, Any]:
+            result: dict[str, Any] = core.scan_chunk(*args)
+            for rows in ("op", "frame", "flow"):
+                taken[rows] += len(result.get(f"{rows}_ts", b"")) // 8
+            return result
+
+    monkeypatch.setattr(compiled_module, "scanner", Counting)
+    scanned = read_once(path, True, frames=True)
+    monkeypatch.undo()
+    with python_reader():
+        python = read_once(path, True, frames=True)
+    assert not differences(scanned, python)
+    assert not isinstance(scanned, str)
+    assert sum(taken.values()) > len(scanned["cpu"]) // 36 // 4  # mostly scanned, not refused
+    assert taken["frame"] + taken["flow"] > 0
