@@ -5,6 +5,7 @@ pinned below), and the plain counts of tests/reference.py agree on every trace."
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
 from pathlib import Path
@@ -237,6 +238,27 @@ def test_cli_exit_codes_and_json(tmp_path: Path) -> None:
     assert r.returncode == 1, r.stderr
     truncated = next(c for c in json.loads(r.stdout)["checks"] if c["id"] == "truncated")
     assert {p["what"]: p["count"] for p in truncated["parts"]}["file cut before its end"] == 1
+
+
+def test_a_step_missing_from_the_numbering(tmp_path: Path) -> None:
+    """A trace whose ProfilerStep numbers skip one (every range of step 4 gone, CPU and GPU):
+    audit names the step with no window of its own, and summary carries on."""
+    if not GRAPHS.exists():
+        pytest.skip(f"{GRAPHS} is absent")
+    doc = json.loads(gzip.decompress(GRAPHS.read_bytes()))
+    events = doc["traceEvents"]
+    doc["traceEvents"] = [e for e in events if e.get("name") != "ProfilerStep#4"]
+    assert len(doc["traceEvents"]) < len(events)
+    holed = tmp_path / "holed.json"
+    holed.write_text(json.dumps(doc))
+    r = run_cli("audit", str(holed), "-q", "-f", "json")
+    assert r.returncode in (0, 1), r.stderr
+    truncated = next(c for c in json.loads(r.stdout)["checks"] if c["id"] == "truncated")
+    assert {p["what"]: p["count"] for p in truncated["parts"]}["steps missing their CPU range"] == 1
+    example = next(e for e in truncated["examples"] if e["detail"] == "no CPU range")
+    assert example["step"] == 4 and example["ts_us"] is None
+    r = run_cli("summary", str(holed), "-q", "-f", "json")
+    assert r.returncode == 0, r.stderr
 
 
 def test_diff_warns_when_trust_differs(tmp_path: Path) -> None:

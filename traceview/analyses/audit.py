@@ -35,7 +35,7 @@ from traceview.analyses.core.prelaunch import launched_before_trace, launched_ma
 from traceview.analyses.core.quality import time_resolution
 from traceview.analyses.core.steps import step_windows
 from traceview.analyses.core.trace import TraceSummary, summarize
-from traceview.columns.model import TraceEvents
+from traceview.columns.model import StepWindow, TraceEvents
 from traceview.columns.numbers import NEGATIVE_DUR
 from traceview.columns.schema import KERNEL
 from traceview.humanize import duration
@@ -668,11 +668,8 @@ def _truncated(t: _Trace) -> Check:
         ("trace ends inside", ended),
         ("no GPU work", empty),
     ):
-        examples += [
-            Example(windows[n].start_ns, windows[n].end_ns - windows[n].start_ns,
-                    windows[n].label or f"ProfilerStep#{n}", step=n, detail=what)
-            for n in numbers[: EXAMPLES - len(examples)]
-        ]  # fmt: skip
+        examples += [_step_example(windows.get(n), n, what)
+                     for n in numbers[: EXAMPLES - len(examples)]]  # fmt: skip
     severity = ERROR if cut_at is not None else WARNING if no_end else INFO
     return Check(
         "truncated",
@@ -686,6 +683,15 @@ def _truncated(t: _Trace) -> Check:
         parts=parts,
         bound_ns=0,
     )
+
+
+def _step_example(window: StepWindow | None, n: int, what: str) -> Example:
+    """An example step: its window, or only its number when the trace has no range of it
+    (a step missing from the numbering)."""
+    if window is None:
+        return Example(None, 0, f"ProfilerStep#{n}", step=n, detail=what)
+    label = window.label or f"ProfilerStep#{n}"
+    return Example(window.start_ns, window.end_ns - window.start_ns, label, step=n, detail=what)
 
 
 def _missing_steps(events: TraceEvents) -> list[int]:
