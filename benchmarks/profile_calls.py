@@ -7,7 +7,8 @@ trace) and the top by own time. Exit 1 when any function is over N, so it serves
     TRACEVIEW_PARALLEL_MIN_BYTES=100000000000 python benchmarks/profile_calls.py gaps TRACE
 
 Cold (default) adds ``--no-cache``; ``--warm`` first runs the command once unprofiled with a
-cache in a temp dir (or $TRACEVIEW_CACHE_DIR), then profiles the run that reads it. Output
+cache in a temp dir (or $TRACEVIEW_CACHE_DIR), then profiles the run that reads it;
+``--fill`` profiles the run that fills that (empty) cache. Output
 goes to a temp file (``-f json``; report and export ``-o``) so the profile sees the render,
 not the terminal. A
 parallel read (columns/parallel.py) forks: its workers' calls are not in the profile; set
@@ -79,7 +80,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("command")
     parser.add_argument("traces", nargs="+")
-    parser.add_argument("--warm", action="store_true", help="profile a run from the cache")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--warm", action="store_true", help="profile a run from the cache")
+    mode.add_argument("--fill", action="store_true", help="profile the run filling a cache")
     parser.add_argument("-n", "--max-calls", type=int, default=20_000)
     parser.add_argument("--top", type=int, default=15, help="rows of the tottime table")
     parser.add_argument("--stats", help="also dump the raw profile here (pstats)")
@@ -88,14 +91,14 @@ def main() -> int:
 
     with contextlib.ExitStack() as stack:
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="tv-profile-")))
-        if args.warm and "TRACEVIEW_CACHE_DIR" not in os.environ:
+        if (args.warm or args.fill) and "TRACEVIEW_CACHE_DIR" not in os.environ:
             os.environ["TRACEVIEW_CACHE_DIR"] = str(tmp / "cache")
         stdout = tmp / "stdout"
         filling = _argv(args.command, args.traces, tmp, extra, cold=False)
         if args.warm and _run(filling, stdout) not in (0, 1):
             print("profile_calls: the filling run failed", file=sys.stderr)
             return 2
-        argv = _argv(args.command, args.traces, tmp, extra, cold=not args.warm)
+        argv = _argv(args.command, args.traces, tmp, extra, cold=not (args.warm or args.fill))
         profile = cProfile.Profile()
         start, cpu = time.perf_counter(), time.process_time()
         profile.enable()
@@ -110,7 +113,7 @@ def main() -> int:
     raw: dict[Any, Any] = stats.stats  # type: ignore[attr-defined]
     for func, (_cc, calls, tottime, cumtime, _callers) in raw.items():
         rows.append((_where(func), calls, tottime, cumtime))
-    mode = "warm" if args.warm else "cold"
+    mode = "warm" if args.warm else "fill" if args.fill else "cold"
     print(f"{' '.join(argv[1:])}\n{mode}: exit {code}, {wall:.2f} s wall, {cpu:.2f} s CPU")
     over = sorted((r for r in rows if r[1] > args.max_calls), key=lambda r: -r[1])
     print(f"\nfunctions called more than {args.max_calls:,} times: {len(over)}")
