@@ -163,15 +163,7 @@ def test_one_ingest_serves_every_command(demo: Path, monkeypatch: pytest.MonkeyP
     """A command that reads the CPU rows stores them: every command then reads no more."""
     cold = {c[0] + str(i): _json(c, demo, "--no-cache") for i, c in enumerate(COMMANDS)}
     _json(["gaps"], demo)
-    (entry,) = _entries()
-    assert store.read_meta(entry.directory)["has_cpu"]
-
-    def no_second_read(*args: object) -> None:
-        raise AssertionError("the trace was read again")
-
-    monkeypatch.setattr("traceview.app.reading._ingest", no_second_read)
-    for i, command in enumerate(COMMANDS):
-        assert _json(command, demo) == cold[command[0] + str(i)], command
+    _served_without_reading(demo, cold, monkeypatch)
 
 
 def test_kernels_stores_what_it_read_and_gaps_completes_it(
@@ -185,6 +177,13 @@ def test_kernels_stores_what_it_read_and_gaps_completes_it(
     assert not store.read_meta(entry.directory)["has_cpu"]
     assert _json(["kernels", "--top", "0"], demo) == cold["kernels0"]  # from that entry
     assert _json(["gaps"], demo) == cold["gaps1"]
+    _served_without_reading(demo, cold, monkeypatch)
+
+
+def _served_without_reading(
+    demo: Path, cold: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The one entry has CPU rows, and every command gets its cold output without a read."""
     (entry,) = _entries()
     assert store.read_meta(entry.directory)["has_cpu"]
 
