@@ -160,9 +160,30 @@ def test_entry_without_a_cpu_column_rebuilds(demo: Path, monkeypatch: pytest.Mon
 
 
 def test_one_ingest_serves_every_command(demo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The first command stores what every command needs (CPU rows too): no second read."""
+    """A command that reads the CPU rows stores them: every command then reads no more."""
     cold = {c[0] + str(i): _json(c, demo, "--no-cache") for i, c in enumerate(COMMANDS)}
-    _json(["kernels"], demo)
+    _json(["gaps"], demo)
+    _served_without_reading(demo, cold, monkeypatch)
+
+
+def test_kernels_stores_what_it_read_and_gaps_completes_it(
+    demo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A command without CPU rows stores the read it made (a filling run costs about what a
+    --no-cache one does); one that needs them reads the trace again and completes the entry."""
+    cold = {c[0] + str(i): _json(c, demo, "--no-cache") for i, c in enumerate(COMMANDS)}
+    assert _json(["kernels", "--top", "0"], demo) == cold["kernels0"]
+    (entry,) = _entries()
+    assert not store.read_meta(entry.directory)["has_cpu"]
+    assert _json(["kernels", "--top", "0"], demo) == cold["kernels0"]  # from that entry
+    assert _json(["gaps"], demo) == cold["gaps1"]
+    _served_without_reading(demo, cold, monkeypatch)
+
+
+def _served_without_reading(
+    demo: Path, cold: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The one entry has CPU rows, and every command gets its cold output without a read."""
     (entry,) = _entries()
     assert store.read_meta(entry.directory)["has_cpu"]
 
@@ -179,7 +200,7 @@ def test_entry_without_cpu_rows_is_upgraded(demo: Path) -> None:
     _json(["kernels"], demo)
     (entry,) = _entries()
     for name in ("cpu.parquet", "threads.parquet"):  # as an entry made without CPU rows
-        (entry.directory / name).unlink()
+        (entry.directory / name).unlink(missing_ok=True)
     meta = json.loads((entry.directory / store.META).read_text())
     meta["has_cpu"] = False
     cpu_files = ("cpu.parquet", "threads.parquet")

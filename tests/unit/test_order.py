@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from traceview.aggregate import intervals as intervals_module
 from traceview.aggregate.intervals import unions
-from traceview.aggregate.order import dense_ids, lex_order, packed
+from traceview.aggregate.order import dense_ids, groups_in_order, lex_order, packed
 from traceview.aggregate.percentiles import nearest_rank
 from traceview.aggregate.sorted_pairs import SortedPairs
 
@@ -36,6 +36,18 @@ def key_columns(draw: st.DrawFn) -> list[np.ndarray]:
 @given(keys=key_columns())
 def test_lex_order_is_lexsort(keys: list[np.ndarray]) -> None:
     assert lex_order(keys).tolist() == np.lexsort(keys).tolist()
+
+
+@settings(max_examples=150, deadline=None)
+@given(keys=key_columns())
+def test_groups_in_order_is_a_walk_over_the_rows(keys: list[np.ndarray]) -> None:
+    """Groups numbered as a loop over the rows first meets them, with their first rows."""
+    seen: dict[tuple[int, ...], int] = {}
+    rows = zip(*(k.tolist() for k in keys), strict=True)
+    group = [seen.setdefault(row, len(seen)) for row in rows]
+    first, found = groups_in_order(keys)
+    assert found.tolist() == group
+    assert first.tolist() == [group.index(g) for g in range(len(seen))]
 
 
 def test_lex_order_with_ties_beyond_the_packed_keys() -> None:

@@ -94,6 +94,30 @@ def dense_ids(keys: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray]:
     return np.flatnonzero(present), (np.cumsum(present) - 1)[keys]
 
 
+def groups_in_order(keys: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Rows grouped by equal values in every key column (int columns of one length): each
+    group's first row, groups in order of their first row, and each row's group (an index
+    into that list). A Python loop over the groups then visits them as one over the rows
+    would first meet them."""
+    n = len(keys[0]) if keys else 0
+    if n == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    order = lex_order(keys)  # stable: within a group, rows in order
+    starts = np.zeros(n, dtype=bool)
+    starts[0] = True
+    for key in keys:
+        ordered = key[order]
+        starts[1:] |= ordered[1:] != ordered[:-1]
+    first = order[starts]  # each group's first row, in key order
+    by_first = np.argsort(first, kind="stable")
+    rank = np.empty(len(first), dtype=np.int64)
+    rank[by_first] = np.arange(len(first))
+    group = np.empty(n, dtype=np.int64)
+    group[order] = rank[np.cumsum(starts) - 1]
+    firsts: np.ndarray = first[by_first].astype(np.int64)
+    return firsts, group
+
+
 def concat_ranges(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The integers of every range [lo[i], hi[i]) one range after another, and for each the
     index i of its range: ``np.concatenate([np.arange(a, b) for a, b in ...])`` without a

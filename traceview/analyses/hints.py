@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from traceview.aggregate import sums
+from traceview.aggregate.order import groups_in_order
 from traceview.analyses.core.categories import CATEGORIES
 from traceview.analyses.core.cpu_context import CpuContext, GapQuery, cpu_contexts
 from traceview.analyses.core.devices import DeviceUsage, GapSet
@@ -223,14 +224,15 @@ def low_precision(f: Facts) -> Hint | None:
     if major is None or major < 7 or len(gemm) == 0:
         return None
     facts = gemm_kernels(f.events, f.links, gemm)
-    fp32 = np.array([p == "fp32" for p in facts.precision], dtype=bool)
+    fp32 = np.array([p == "fp32" for p in facts.precision], dtype=bool)[facts.group]
     dur = f.events.gpu.dur[gemm]
     fp32_ns, gemm_ns = sums.total(dur[fp32]), sums.total(dur)
     if gemm_ns == 0 or fp32_ns < FP32_GEMM_SHARE * gemm_ns or not f.material(fp32_ns):
         return None
     names = f.events.gpu.name[gemm][fp32]
     top = f.events.names[int(np.bincount(names).argmax())]
-    by_op = sum(1 for p, o in zip(facts.precision, facts.from_op, strict=True) if p == "fp32" and o)
+    by_op_of = [p == "fp32" and o for p, o in zip(facts.precision, facts.from_op, strict=True)]
+    by_op = int(np.array(by_op_of, dtype=bool)[facts.group].sum())
     return Hint(
         "low-precision",
         "fp32 GEMMs on a GPU with tensor cores",
@@ -422,10 +424,9 @@ def _host_bound(f: Facts) -> _HostBound | None:
         return None
     inside = np.isin(step, bound)
     count = int(inside.sum())
-    ops = Counter[str]()
-    for name, w in zip(
-        _op_or_name(f, f.gaps.after[held[inside]]), wait[inside].tolist(), strict=True
-    ):
+    ops = Counter[str]()  # in order of first appearance, as most_common breaks ties
+    words, group = _op_or_name_groups(f, f.gaps.after[held[inside]])
+    for name, w in zip(words, sums.by_group(group, wait[inside], len(words)).tolist(), strict=True):
         ops[name] += w
     shares = ", ".join(
         f"#{steps[i].step} {100 * wait_by_step[i] / (steps[i].end_ns - steps[i].start_ns):.0f}%"
@@ -507,12 +508,22 @@ def _stall_floor(f: Facts) -> int:
 
 def _op_or_name(f: Facts, rows: np.ndarray) -> list[str]:
     """Per GPU row, its launching (leaf) op's name, else its own short name."""
+    words, group = _op_or_name_groups(f, rows)
+    return [words[g] for g in group.tolist()]
+
+
+def _op_or_name_groups(f: Facts, rows: np.ndarray) -> tuple[list[str], np.ndarray]:
+    """``_op_or_name`` worked out once per distinct (leaf op, name): the words per distinct
+    pair, in order of first appearance, and each row's index into them."""
     names = f.events.names
     leaf = f.links.leaf[rows] if len(f.links.leaf) else np.full(len(rows), NO_OP)
-    return [
-        names[op] if op != NO_OP else short_names([names[name]])[0]
-        for op, name in zip(leaf.tolist(), f.events.gpu.name[rows].tolist(), strict=True)
+    name = np.where(leaf == NO_OP, f.events.gpu.name[rows], -1)  # the name only without an op
+    first, group = groups_in_order([leaf, name])
+    words = [
+        names[op] if op != NO_OP else short_names([names[n]])[0]
+        for op, n in zip(leaf[first].tolist(), name[first].tolist(), strict=True)
     ]
+    return words, group
 
 
 def _steps_of(f: Facts, starts: np.ndarray) -> str:
@@ -552,21 +563,24 @@ def gemm_alignment(f: Facts) -> Hint | None:
     gemm = np.flatnonzero(f.category == CATEGORIES.index("gemm"))
     if len(gemm) == 0:
         return None
-    facts = gemm_kernels(f.events, f.links, gemm)
-    dur = f.events.gpu.dur[gemm].tolist()
-    names = f.events.gpu.name[gemm].tolist()
+    facts = gemm_kernels(f.events, f.links, gemm)  # per distinct kernel, in order of rows
+    dur = f.events.gpu.dur[gemm]
+    ns = sums.by_group(facts.group, dur, len(facts.name)).tolist()
+    count = np.bincount(facts.group, minlength=len(facts.name)).tolist()
     groups: dict[tuple[int, int], _Misaligned] = {}
     stake = aligned_flops = aligned_ns = 0
-    narrow = {n: narrow_aligned(f.events.names[n]) for n in set(names)}  # a few names, many runs
-    for i, (precision, g) in enumerate(zip(facts.precision, facts.gemm, strict=True)):
+    narrow = {n: narrow_aligned(f.events.names[n]) for n in set(facts.name)}
+    for i, (name, precision, g) in enumerate(
+        zip(facts.name, facts.precision, facts.gemm, strict=True)
+    ):
         multiple = _ALIGN_MULTIPLE.get(BYTES.get(precision or "", 0))
         bad = [] if g is None or multiple is None else _misaligned(g, multiple)
-        if not bad and not narrow[names[i]]:
+        if not bad and not narrow[name]:
             if g is not None:
-                aligned_flops += 2 * g.m * g.n * g.k
-                aligned_ns += dur[i]
+                aligned_flops += 2 * g.m * g.n * g.k * count[i]
+                aligned_ns += ns[i]
             continue
-        stake += dur[i]
+        stake += ns[i]
         found_cause = (bad[0][1:], bad[0][0]) if bad else _narrow_cause(g, multiple or 8)
         if found_cause is None or g is None:
             continue
@@ -575,14 +589,14 @@ def gemm_alignment(f: Facts) -> Hint | None:
         groups[cause] = group = replace(
             group,
             letters=group.letters | {letter},
-            ns=group.ns + dur[i],
-            flops=group.flops + 2 * g.m * g.n * g.k,
-            flops_ns=group.flops_ns + dur[i],
+            ns=group.ns + ns[i],
+            flops=group.flops + 2 * g.m * g.n * g.k * count[i],
+            flops_ns=group.flops_ns + ns[i],
         )
         assert group.gemms is not None
-        found = group.gemms.setdefault((facts.op[i] or "", g.m, g.k, g.n), [0, names[i]])
-        found[0] += dur[i]
-    gemm_ns = sum(dur)
+        found = group.gemms.setdefault((facts.op[i] or "", g.m, g.k, g.n), [0, name])
+        found[0] += ns[i]
+    gemm_ns = sums.total(dur)
     if stake < ALIGNMENT_SHARE * gemm_ns or not f.material(stake):
         return None
     evidence = (

@@ -107,7 +107,6 @@ def _read_cached(
     The frames are read (and stored) only by a command that asks for them."""
     from traceview import cache
     from traceview.analyses.core.trace import with_facts
-    from traceview.columns.model import without_cpu
 
     settings = cache.CacheSettings(True, options.refresh, options.cache_dir, options.verify)
     slot = cache.open_slot(path, settings, keep_cpu, frames)
@@ -115,14 +114,16 @@ def _read_cached(
         return None
     if slot.events is not None:
         return slot.events
-    # Read once for every command: with the CPU rows (for gaps), facts worked out.
-    events = with_facts(_ingest(path, options, keep_cpu=True, frames=frames))
+    # Read as the command needs it (without CPU rows, a filling run costs about what a
+    # --no-cache one does), facts worked out; a command that needs more than an entry holds
+    # reads the trace again and completes the entry.
+    events = with_facts(_ingest(path, options, keep_cpu=keep_cpu, frames=frames))
     # A truncated read (--partial) is not stored: a later run without --partial would get it
     # from the cache instead of the truncation error, and the file is most likely still being
     # written, so its entry would never be used again.
     if events.read.truncated_at is None:
-        cache.publish_in_background(slot, events)
-    return events if keep_cpu else without_cpu(events)
+        cache.publish_in_background(slot, events, with_cpu=keep_cpu)
+    return events
 
 
 # Below this many events the read leaves too little to free (peak RSS of gaps and summary on a

@@ -139,11 +139,10 @@ def _serves(meta: dict[str, Any], keep_cpu: bool, frames: bool = False) -> bool:
     return bool(meta["has_cpu"]) or not keep_cpu
 
 
-def publish(slot: Slot, events: TraceEvents) -> None:
-    """Store a fresh read, CPU rows included, atomically: write a temp dir inside the cache,
-    then rename it. An entry already there stays, unless this is a refresh or it lacks CPU
-    rows (made by hand, or by a version that stored them only for gaps) or the frames this
-    read has."""
+def publish(slot: Slot, events: TraceEvents, with_cpu: bool = True) -> None:
+    """Store a fresh read (``with_cpu``: one that kept the CPU rows) atomically: write a temp
+    dir inside the cache, then rename it. An entry already there stays, unless this is a
+    refresh or it lacks the CPU rows or the frames this read has."""
     from traceview.cache.key import identity
     from traceview.cache.manage import evict, max_size
 
@@ -154,11 +153,12 @@ def publish(slot: Slot, events: TraceEvents) -> None:
         target = entry_dir(slot.root, slot.key)
         current = _meta_or_none(target)
         upgrade = current is not None and (
-            not current["has_cpu"] or (events.frames_read and not current.get("has_frames"))
+            (with_cpu and not current["has_cpu"])
+            or (events.frames_read and not current.get("has_frames"))
         )
         if current is not None and not (slot.refresh or upgrade):
-            return  # published by another process meanwhile
-        _write_entry(slot, events, target, replace=slot.refresh or upgrade)
+            return  # published by another process meanwhile, or holding more than this read
+        _write_entry(slot, events, target, slot.refresh or upgrade, with_cpu)
         if _evict_each_write:
             evict(slot.root, limit, keep=slot.key)
     except Exception as e:  # full disk, unwritable dir, unencodable name: no cache this time
@@ -195,10 +195,10 @@ def keep_within_limit(settings: CacheSettings) -> None:
 _writing: list[threading.Thread] = []
 
 
-def publish_in_background(slot: Slot, events: TraceEvents) -> None:
+def publish_in_background(slot: Slot, events: TraceEvents, with_cpu: bool = True) -> None:
     """``publish`` in a thread: the analysis runs while the entry is written (pyarrow and
     numpy release the GIL). ``wait_for_writes`` joins it."""
-    thread = threading.Thread(target=publish, args=(slot, events), name="traceview-cache")
+    thread = threading.Thread(target=publish, args=(slot, events, with_cpu), name="traceview-cache")
     thread.start()
     _writing.append(thread)
 
@@ -220,7 +220,9 @@ def _meta_or_none(directory: Path) -> dict[str, Any] | None:
         return None  # damaged: the next read removes it
 
 
-def _write_entry(slot: Slot, events: TraceEvents, target: Path, replace: bool) -> None:
+def _write_entry(
+    slot: Slot, events: TraceEvents, target: Path, replace: bool, with_cpu: bool
+) -> None:
     """Write the entry into a temp dir in the cache, then rename it into place."""
     from traceview.cache.manage import write_paths
     from traceview.cache.root import new_tmp_name
@@ -229,7 +231,7 @@ def _write_entry(slot: Slot, events: TraceEvents, target: Path, replace: bool) -
     tmp = slot.root / TMP / new_tmp_name(slot.key)
     tmp.mkdir(parents=True)
     try:
-        write_entry(tmp, events, keep_cpu=True)
+        write_entry(tmp, events, keep_cpu=with_cpu)
         write_paths(tmp, [str(slot.trace.resolve())])
         _rename_into_place(tmp, target, replace)
     finally:

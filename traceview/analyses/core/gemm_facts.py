@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from traceview.aggregate.order import groups_in_order
 from traceview.analyses.core.oplinks import NO_OP, OpLinks
 from traceview.columns.cpu_rows import NO_SHAPE
 from traceview.columns.model import TraceEvents
@@ -126,10 +127,14 @@ _GEMM_DIMS = {
 
 @dataclass(frozen=True)
 class GemmKernels:
-    """Of the GEMM kernels (``rows``: GPU rows): each one's input precision (None: unknown)
-    and whether the op said it (else the name), and its launching op's GEMM (None: unknown)."""
+    """Of the GEMM kernels (``rows``: GPU rows), per distinct (kernel name, leaf op, leaf op
+    shape), in order of first appearance: its kernel name id, input precision (None:
+    unknown), whether the op said it (else the name), its launching op's GEMM (None:
+    unknown) and that op's name; ``group``: each row's index into those lists."""
 
     rows: np.ndarray
+    group: np.ndarray
+    name: list[int]
     precision: list[str | None]
     from_op: list[bool]
     gemm: list[OpGemm | None]
@@ -146,15 +151,17 @@ def gemm_kernels(events: TraceEvents, links: OpLinks, rows: np.ndarray) -> GemmK
         else np.full(len(rows), NO_SHAPE)
     )
     name = events.gpu.name[rows]
-    memo: dict[tuple[int, int, int], tuple[str | None, bool, OpGemm | None, str | None]] = {}
-    out = []
-    for key in zip(name.tolist(), leaf.tolist(), shape.tolist(), strict=True):
-        found = memo.get(key)
-        if found is None:
-            found = memo[key] = _one(events, *key)
-        out.append(found)
+    first, group = groups_in_order([name, leaf, shape])
+    keys = zip(name[first].tolist(), leaf[first].tolist(), shape[first].tolist(), strict=True)
+    found = [_one(events, *key) for key in keys]
     return GemmKernels(
-        rows, [o[0] for o in out], [o[1] for o in out], [o[2] for o in out], [o[3] for o in out]
+        rows,
+        group,
+        name[first].tolist(),
+        [o[0] for o in found],
+        [o[1] for o in found],
+        [o[2] for o in found],
+        [o[3] for o in found],
     )
 
 

@@ -338,7 +338,13 @@ def _lost_launches(events: TraceEvents, found: _Evidence, start: int, end: int) 
     """Whether a launch call in [start, end] has no GPU activity with its correlation id."""
     at = _window(found, start, end)
     launched = found.correlation[at][found.kind[at] == _LAUNCHES]
-    return bool(len(launched)) and not np.isin(launched, events.gpu.correlation).all()
+    if len(launched) == 0:
+        return False
+    # Only GPU rows with an id in the launches' range can match: a mask instead of a sort
+    # of every GPU row's id (0.15 s on the H200 big trace).
+    gpu = events.gpu.correlation
+    near = gpu[(gpu >= launched.min()) & (gpu <= launched.max())]
+    return not np.isin(launched, near).all()
 
 
 def in_phase(events: TraceEvents, phase: str) -> TraceEvents:

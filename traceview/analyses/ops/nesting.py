@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from traceview.aggregate.order import lex_order
+from traceview.aggregate.order import distinct, lex_order
 from traceview.analyses.core.opcalls import OpCalls
 from traceview.analyses.ops.flops import Work, rule_names
 from traceview.columns.cpu_rows import OP
@@ -52,13 +52,29 @@ def counted_calls(
     chain_end = np.flatnonzero(~wraps)  # calls wrapping none: each chain's innermost
     inner = pair[chain_end[np.searchsorted(chain_end, np.arange(len(pair)))]]
     dtype: list[str | bool | None] = [True if w is None else w.dtype for w in works]
-    seen: dict[int, set[str]] = {}
-    for p, q in zip(pair[~shadowed].tolist(), inner[~shadowed].tolist(), strict=True):
-        seen.setdefault(p, set()).add(works[q].dtype)
-    for p, found in seen.items():
-        dtype[p] = found.pop() if len(found) == 1 else None
+    for p, one in _one_dtype(works, pair[~shadowed], inner[~shadowed]).items():
+        dtype[p] = one
     dropped = np.bincount(pair[shadowed], minlength=len(works))[: len(works)]
     return Counted(calls.calls - dropped, [d if isinstance(d, str) else None for d in dtype])
+
+
+def _one_dtype(
+    works: list[Work | None], pair: np.ndarray, inner: np.ndarray
+) -> dict[int, str | None]:
+    """Per pair index in ``pair``: the dtype of the innermost calls (``inner``, pair indices
+    with a Work) its calls count for, None when they differ; per distinct (pair, dtype)."""
+    labels: dict[str | None, int] = {}
+    code = np.array([labels.setdefault(None if w is None else w.dtype, len(labels)) for w in works])
+    if len(pair) == 0:
+        return {}
+    values = list(labels)
+    seen = distinct(pair.astype(np.int64) * len(values) + code[inner])
+    owner, label = np.divmod(seen, len(values))
+    alone = np.bincount(owner)[owner] == 1
+    return {
+        p: values[c] if one else None
+        for p, c, one in zip(owner.tolist(), label.tolist(), alone.tolist(), strict=True)
+    }
 
 
 def _work_calls(
