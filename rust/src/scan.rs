@@ -938,6 +938,8 @@ struct Pending {
     gpu_dur: Vec<Val>,
     rt_ts: Vec<Val>,
     rt_dur: Vec<Val>,
+    /// The thread, stream and launch keys, built here (not allocated for each row).
+    key: Vec<u8>,
 }
 
 /// Scan one chunk: events separated by commas, no brackets around them.
@@ -963,6 +965,7 @@ pub fn scan(text: &[u8], options: &Options) -> Scan<Chunk> {
         gpu_dur: Vec::new(),
         rt_ts: Vec::new(),
         rt_dur: Vec::new(),
+        key: Vec::new(),
     };
     out.cpu.shapes.raw = true;
     let mut cpu_pending = cpu::Pending::default();
@@ -1098,9 +1101,10 @@ fn row(
         out.rt_correlation.push(correlation);
         if options.keep_cpu {
             out.rt_name.push(out.rt_names.id(name));
-            let mut key = Vec::with_capacity(32);
-            pair(&mut key, text_or_null(s, e.pid), text_or_null(s, e.tid));
-            out.rt_thread.push(out.threads.id(&key));
+            let key = &mut pending.key;
+            key.clear();
+            pair(key, text_or_null(s, e.pid), text_or_null(s, e.tid));
+            out.rt_thread.push(out.threads.id(key));
         }
         return Ok(());
     }
@@ -1110,15 +1114,16 @@ fn row(
     out.gpu_name.push(out.gpu_names.id(name));
     out.gpu_correlation.push(correlation);
     // (device, stream) = args.device, else pid; args.stream, else tid (columns/batch.py)
-    let mut key = Vec::with_capacity(32);
+    let key = &mut pending.key;
+    key.clear();
     match non_null(e.device) {
         Some(device) if args.is_some() => {
             let stream = non_null(e.stream).or(e.tid);
-            pair(&mut key, s.text(device), text_or_null(s, stream));
+            pair(key, s.text(device), text_or_null(s, stream));
         }
-        _ => pair(&mut key, text_or_null(s, e.pid), text_or_null(s, e.tid)),
+        _ => pair(key, text_or_null(s, e.pid), text_or_null(s, e.tid)),
     }
-    out.gpu_stream.push(out.streams.id(&key));
+    out.gpu_stream.push(out.streams.id(key));
     key.clear();
     if args.is_none() {
         key.extend_from_slice(b"null");
@@ -1135,7 +1140,7 @@ fn row(
         }
         key.push(b']');
     }
-    out.gpu_launch.push(out.launches.id(&key));
+    out.gpu_launch.push(out.launches.id(key));
     Ok(())
 }
 
