@@ -255,12 +255,12 @@ pub fn exact_ns(t: &Token<'_>) -> Option<i64> {
     if digits > MAX_RAW_DIGITS {
         return None;
     }
-    let mut magnitude = digits_value(t.int)?;
-    for &d in t.frac {
-        magnitude = magnitude
-            .checked_mul(10)?
-            .checked_add(u64::from(d - b'0'))?;
-    }
+    // at most 19 digits: below 10^19 < 2^64, no step overflows
+    let magnitude = t.int.iter().chain(t.frac).fold(0u64, |m, &d| {
+        m.wrapping_mul(10)
+            .wrapping_add(u64::from(d.wrapping_sub(b'0')))
+    });
+    let mut magnitude = magnitude;
     let frac = t.frac.len();
     let mut scale: u64 = 1;
     if frac > 3 {
