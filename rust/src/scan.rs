@@ -1186,12 +1186,16 @@ fn droppable<'t>(
 }
 
 /// The drop rule's keep lists (name prefixes, suffixes, texts held) asked of a name once a
-/// chunk: the answers of the names last met, in 64 slots by a hash of the name's length and
+/// chunk: the answers of the names last met, in SLOTS slots by a hash of the name's length and
 /// first and last eight bytes (most dropped ops repeat a few hundred names).
+const SLOTS: usize = 512;
+/// A name and whether a keep list names it.
+type Slot<'t> = Option<(&'t [u8], bool)>;
+
 struct KeepNames<'t, 'r> {
     rule: Option<&'r DropRule>,
     contains: Vec<memchr::memmem::Finder<'r>>,
-    slots: [Option<(&'t [u8], bool)>; 64],
+    slots: Box<[Slot<'t>; SLOTS]>,
 }
 
 impl<'t, 'r> KeepNames<'t, 'r> {
@@ -1204,7 +1208,7 @@ impl<'t, 'r> KeepNames<'t, 'r> {
                     .map(memchr::memmem::Finder::new)
                     .collect()
             }),
-            slots: [None; 64],
+            slots: Box::new([None; SLOTS]),
         }
     }
 
@@ -1221,7 +1225,7 @@ impl<'t, 'r> KeepNames<'t, 'r> {
         };
         let hash =
             (head ^ tail.rotate_left(29) ^ name.len() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        let slot = (hash >> 58) as usize;
+        let slot = (hash >> (64 - SLOTS.trailing_zeros())) as usize;
         if let Some(Some((text, kept))) = self.slots.get(slot) {
             if *text == name {
                 return *kept;
