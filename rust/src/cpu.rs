@@ -9,7 +9,6 @@
 
 use std::borrow::Cow;
 
-use crate::numbers;
 use crate::scan::{
     int_or_text, pair, refuse, text_or_null, times, Event, Kind, Options, Scan, Scanner, Table, Val,
 };
@@ -77,21 +76,20 @@ pub(crate) struct Pending {
     frame_dur: Vec<Val>,
     flow_ts: Vec<Val>,
     step_frames: Vec<Event>,
-    /// Whether the Python side would decode the frames' fields (FRAME_KEYS in the chunk).
-    framed: bool,
+    /// Whether the Python side would decode the frames' fields (FRAME_KEYS in the chunk):
+    /// known once a row's category is written as one of them, else searched for once, when
+    /// an id is first read (two searches of every chunk cost ~5% of a frame read).
+    framed: Option<bool>,
     key: Vec<u8>,
 }
 
 impl Pending {
-    pub(crate) fn new(text: &[u8], options: &Options) -> Self {
-        let framed = options.keep_frames
-            && FRAME_KEYS
+    fn framed(&mut self, s: &Scanner<'_>) -> bool {
+        *self.framed.get_or_insert_with(|| {
+            FRAME_KEYS
                 .iter()
-                .any(|k| memchr::memmem::find(text, k).is_some());
-        Pending {
-            framed,
-            ..Pending::default()
-        }
+                .any(|k| memchr::memmem::find(s.chunk(), k).is_some())
+        })
     }
 }
 
@@ -142,10 +140,9 @@ impl CpuRows {
         ));
         self.frame_name.push(self.frame_names.id(name_json(s, e)));
         let [python_id, python_parent] = e.python;
-        self.frame_python_id
-            .push(id_of(s, python_id, pending.framed)?);
+        self.frame_python_id.push(id_of(s, python_id, pending)?);
         self.frame_python_parent
-            .push(id_of(s, python_parent, pending.framed)?);
+            .push(id_of(s, python_parent, pending)?);
         Ok(())
     }
 
@@ -166,7 +163,7 @@ impl CpuRows {
             }
         }
         pending.flow_ts.push(ts);
-        self.flow_flow.push(id_of(s, e.id, pending.framed)?);
+        self.flow_flow.push(id_of(s, e.id, pending)?);
         self.flow_thread
             .push(Self::thread(&mut self.flow_threads, s, e, &mut pending.key));
         self.flow_finish.push(i8::from(finish));
@@ -218,6 +215,9 @@ pub(crate) fn take(
         }
         typed(s, e, options)?;
         if options.keep_frames {
+            if s.plain_str(e.cat) == Some(FRAME_KEYS[1]) {
+                pending.framed = Some(true);
+            }
             rows.frame(s, e, pending)?;
         }
         if step {
@@ -267,6 +267,7 @@ pub(crate) fn take_flow(
         return refuse(cat.start, "an escaped flow category");
     }
     typed(s, e, options)?;
+    pending.framed = Some(true); // its category is written `fwdbwd`
     rows.flow(s, e, finish, pending)?;
     Ok(true)
 }
@@ -289,7 +290,7 @@ fn typed(s: &Scanner<'_>, e: &Event, options: &Options) -> Scan<()> {
     int_or_text(s, e.device)?;
     int_or_text(s, e.stream)?;
     if let Some(v) = e.correlation.filter(|v| v.kind != Kind::Null) {
-        if !(v.kind == Kind::Num && numbers::is_small_int(s.text(v))) {
+        if !(v.kind == Kind::Num && s.is_small_int(v)) {
             return refuse(v.start, "a correlation not an int");
         }
     }
@@ -322,7 +323,7 @@ pub(crate) fn frame_fields_decodable(s: &Scanner<'_>, e: &Event) -> bool {
 
 /// A number the decoder reads as a finite float or an int (no exponent, < 10^300).
 fn any_number(s: &Scanner<'_>, v: Val) -> bool {
-    let (int_digits, has_exp) = numbers::int_digits_and_exp(s.text(v));
+    let (int_digits, has_exp) = s.int_digits_and_exp(v);
     !has_exp && int_digits < 300
 }
 
@@ -339,8 +340,8 @@ fn timed(e: &Event) -> Scan<(Val, Val)> {
 
 /// frames._id of a python id or flow id: the int in [0, int64 max], else NO_ID (a value
 /// the decoder may reject is refused; not decoded at all where the chunk is not `framed`).
-fn id_of(s: &Scanner<'_>, v: Option<Val>, framed: bool) -> Scan<i64> {
-    let Some(v) = v.filter(|v| v.kind == Kind::Num && framed) else {
+fn id_of(s: &Scanner<'_>, v: Option<Val>, pending: &mut Pending) -> Scan<i64> {
+    let Some(v) = v.filter(|v| v.kind == Kind::Num && pending.framed(s)) else {
         return Ok(NO_ID);
     };
     let t = s.number(v);

@@ -142,19 +142,28 @@ fn fraction_and_exponent(text: &[u8], mut i: usize) -> Option<usize> {
     Some(i)
 }
 
-/// For a whole checked token: whether `small_int` takes it (an int of at most 18 digits),
-/// without building its parts.
+/// For a whole checked token, `text[start..end]`: whether `small_int` takes it (an int of at
+/// most 18 digits), without building its parts. Digits are counted in `text` past the
+/// token (a token is never followed by a digit), sixteen a step even for a short one.
 #[inline]
-pub fn is_small_int(text: &[u8]) -> bool {
-    let body = text.strip_prefix(b"-").unwrap_or(text);
-    body.len() <= 18 && digits(body) == body.len()
+pub fn is_small_int(text: &[u8], start: usize, end: usize) -> bool {
+    let body = start + usize::from(text.get(start) == Some(&b'-'));
+    let len = end.saturating_sub(body);
+    len <= 18 && digits(text.get(body..).unwrap_or_default()) == len
 }
 
-/// For a whole checked token: its integer digits and whether it has an exponent.
+/// For a whole checked token, `text[start..end]`: its integer digits and whether it has an
+/// exponent (counted as `is_small_int` counts them).
 #[inline]
-pub fn int_digits_and_exp(text: &[u8]) -> (usize, bool) {
-    let body = text.strip_prefix(b"-").unwrap_or(text);
-    (digits(body), body.iter().any(|&b| b | 0x20 == b'e'))
+pub fn int_digits_and_exp(text: &[u8], start: usize, end: usize) -> (usize, bool) {
+    let body = start + usize::from(text.get(start) == Some(&b'-'));
+    let int = digits(text.get(body..).unwrap_or_default());
+    // past the integer and fraction digits of a checked token, only an exponent is left
+    let mut at = body + int;
+    if text.get(at) == Some(&b'.') {
+        at += 1 + digits(text.get(at + 1..).unwrap_or_default());
+    }
+    (int, at < end)
 }
 
 /// A number as the plain (fast) decoder holds it.
@@ -246,12 +255,12 @@ pub fn exact_ns(t: &Token<'_>) -> Option<i64> {
     if digits > MAX_RAW_DIGITS {
         return None;
     }
-    let mut magnitude = digits_value(t.int)?;
-    for &d in t.frac {
-        magnitude = magnitude
-            .checked_mul(10)?
-            .checked_add(u64::from(d - b'0'))?;
-    }
+    // at most 19 digits: below 10^19 < 2^64, no step overflows
+    let magnitude = t.int.iter().chain(t.frac).fold(0u64, |m, &d| {
+        m.wrapping_mul(10)
+            .wrapping_add(u64::from(d.wrapping_sub(b'0')))
+    });
+    let mut magnitude = magnitude;
     let frac = t.frac.len();
     let mut scale: u64 = 1;
     if frac > 3 {
@@ -343,9 +352,15 @@ mod tests {
                     let t = text.as_bytes();
                     assert_eq!(length(t), token(t).map(|(_, n)| n), "{text}");
                     if let Some((whole, n)) = token(t).filter(|&(_, n)| n == t.len()) {
-                        assert_eq!(is_small_int(t), small_int(&whole).is_some(), "{text}");
+                        let small = small_int(&whole).is_some();
                         let digits_exp = (whole.int.len(), whole.has_exp);
-                        assert_eq!(int_digits_and_exp(t), digits_exp, "{text} {n}");
+                        // alone, and within a text (never followed by a digit)
+                        assert_eq!(is_small_int(t, 0, n), small, "{text}");
+                        assert_eq!(int_digits_and_exp(t, 0, n), digits_exp, "{text} {n}");
+                        let within = format!("[1,{text}, 12345678901234567890]");
+                        let w = within.as_bytes();
+                        assert_eq!(is_small_int(w, 3, 3 + n), small, "{text}");
+                        assert_eq!(int_digits_and_exp(w, 3, 3 + n), digits_exp, "{text}");
                     }
                 }
             }

@@ -747,8 +747,10 @@ impl<'a> Scanner<'a> {
 
     /// The event object at `i` and its end. Its args object is walked once, member by
     /// member (each member's value checked whole, as deep as if args were walked whole).
-    fn event(&self, i: usize) -> Scan<(Event, usize)> {
-        let mut e = Event::default();
+    /// Its fields go to `e` (reset first: one Event serves a chunk, not ~600 bytes returned
+    /// by value for each event).
+    fn event(&self, i: usize, e: &mut Event) -> Scan<usize> {
+        *e = Event::default();
         let end = self.members(i, |key, j| {
             if key == b"args" && self.t.get(j) == Some(&b'{') {
                 if let Some(first) = e.args {
@@ -795,7 +797,22 @@ impl<'a> Scanner<'a> {
             keep(slot, value)?;
             Ok(value.end)
         })?;
-        Ok((e, end))
+        Ok(end)
+    }
+
+    /// The whole chunk.
+    pub(crate) fn chunk(&self) -> &'a [u8] {
+        self.t
+    }
+
+    /// numbers::is_small_int of a number value.
+    pub(crate) fn is_small_int(&self, v: Val) -> bool {
+        numbers::is_small_int(self.t, v.start, v.end)
+    }
+
+    /// numbers::int_digits_and_exp of a number value.
+    pub(crate) fn int_digits_and_exp(&self, v: Val) -> (usize, bool) {
+        numbers::int_digits_and_exp(self.t, v.start, v.end)
     }
 
     pub(crate) fn text(&self, v: Val) -> &'a [u8] {
@@ -865,10 +882,15 @@ impl<'t> Categories<'t, '_> {
     }
 }
 
-/// The row kind of an event: a complete event ("X") of a GPU or runtime category.
-fn kind_of<'t>(s: &Scanner<'t>, e: &Event, cats: &mut Categories<'t, '_>) -> Scan<Option<i8>> {
+/// The row kind of an event: a complete event ("X") of a GPU or runtime category; and its
+/// category, where looked up (for `droppable`).
+fn kind_of<'t>(
+    s: &Scanner<'t>,
+    e: &Event,
+    cats: &mut Categories<'t, '_>,
+) -> Scan<(Option<i8>, Option<Category>)> {
     match e.ph {
-        None => return Ok(None),
+        None => return Ok((None, None)),
         Some(v) if !matches!(v.kind, Kind::Str { .. }) => return refuse(v.start, "ph not text"),
         _ => {}
     }
@@ -876,10 +898,10 @@ fn kind_of<'t>(s: &Scanner<'t>, e: &Event, cats: &mut Categories<'t, '_>) -> Sca
         return refuse(e.ph.map_or(0, |v| v.start), "an escaped ph");
     };
     if ph != b"X" {
-        return Ok(None);
+        return Ok((None, None));
     }
     let Some(cat_value) = e.cat else {
-        return Ok(None);
+        return Ok((None, None));
     };
     let Some(cat) = s.plain_str(Some(cat_value)) else {
         return refuse(cat_value.start, "cat not plain text");
@@ -889,7 +911,7 @@ fn kind_of<'t>(s: &Scanner<'t>, e: &Event, cats: &mut Categories<'t, '_>) -> Sca
         // str.lower() maps some non-ASCII letters to ASCII ones (K, the Kelvin sign → k)
         return refuse(cat_value.start, "a non-ASCII cat");
     }
-    Ok(found.kind)
+    Ok((found.kind, Some(found)))
 }
 
 /// What an event's field may be: `int | str | None` (pid, tid, device, stream).
@@ -897,7 +919,7 @@ pub(crate) fn int_or_text(s: &Scanner<'_>, v: Option<Val>) -> Scan<&'static [u8]
     let Some(v) = v else { return Ok(b"null") };
     match v.kind {
         Kind::Str { .. } | Kind::Null => Ok(b""),
-        Kind::Num if numbers::is_small_int(s.text(v)) => Ok(b""),
+        Kind::Num if s.is_small_int(v) => Ok(b""),
         _ => refuse(v.start, "a field that is not an int, text or null"),
     }
 }
@@ -916,24 +938,23 @@ struct Pending {
     gpu_dur: Vec<Val>,
     rt_ts: Vec<Val>,
     rt_dur: Vec<Val>,
+    /// The thread, stream and launch keys, built here (not allocated for each row).
+    key: Vec<u8>,
 }
 
 /// Scan one chunk: events separated by commas, no brackets around them.
 pub fn scan(text: &[u8], options: &Options) -> Scan<Chunk> {
-    if let Err(e) = std::str::from_utf8(text) {
-        return refuse(e.valid_up_to(), "invalid UTF-8");
+    let (ascii, comm) = simd::ascii_and_find(text, COMM_KEY);
+    if !ascii {
+        if let Err(e) = std::str::from_utf8(text) {
+            return refuse(e.valid_up_to(), "invalid UTF-8");
+        }
     }
-    if let Some(at) = memchr::memmem::find(text, COMM_KEY) {
+    if let Some(at) = comm {
         return refuse(at, "a collective's metadata");
     }
     let s = Scanner { t: text };
-    // the searchers of the drop rule's keep_contains, built once a chunk
-    let contains: Vec<memchr::memmem::Finder<'_>> = options.drop.as_ref().map_or(vec![], |r| {
-        r.keep_contains
-            .iter()
-            .map(memchr::memmem::Finder::new)
-            .collect()
-    });
+    let mut keeps = KeepNames::new(options.drop.as_ref());
     let mut cats = Categories {
         rule: options.drop.as_ref(),
         seen: Vec::new(),
@@ -944,9 +965,11 @@ pub fn scan(text: &[u8], options: &Options) -> Scan<Chunk> {
         gpu_dur: Vec::new(),
         rt_ts: Vec::new(),
         rt_dur: Vec::new(),
+        key: Vec::new(),
     };
     out.cpu.shapes.raw = true;
-    let mut cpu_pending = cpu::Pending::new(text, options);
+    let mut cpu_pending = cpu::Pending::default();
+    let mut e = Event::default();
     let mut i = s.ws(0);
     if i == text.len() {
         return refuse(i, "no event");
@@ -954,8 +977,9 @@ pub fn scan(text: &[u8], options: &Options) -> Scan<Chunk> {
     loop {
         let start = i;
         let end = if s.byte(i)? == b'{' {
-            let (e, end) = s.event(i)?;
-            let taken = match kind_of(&s, &e, &mut cats)? {
+            let end = s.event(i, &mut e)?;
+            let (kind, cat) = kind_of(&s, &e, &mut cats)?;
+            let taken = match kind {
                 Some(kind) if kind <= MEMSET || kind == RUNTIME => {
                     row(&s, &e, kind, options, &mut out, &mut pending)?;
                     true
@@ -967,7 +991,7 @@ pub fn scan(text: &[u8], options: &Options) -> Scan<Chunk> {
             } else if options
                 .drop
                 .as_ref()
-                .is_some_and(|r| droppable(&s, &e, r, &contains, &mut cats, options))
+                .is_some_and(|r| droppable(&s, &e, cat, r, &mut keeps, &mut cats, options))
             {
                 out.dropped += 1;
             } else {
@@ -1077,9 +1101,10 @@ fn row(
         out.rt_correlation.push(correlation);
         if options.keep_cpu {
             out.rt_name.push(out.rt_names.id(name));
-            let mut key = Vec::with_capacity(32);
-            pair(&mut key, text_or_null(s, e.pid), text_or_null(s, e.tid));
-            out.rt_thread.push(out.threads.id(&key));
+            let key = &mut pending.key;
+            key.clear();
+            pair(key, text_or_null(s, e.pid), text_or_null(s, e.tid));
+            out.rt_thread.push(out.threads.id(key));
         }
         return Ok(());
     }
@@ -1089,15 +1114,16 @@ fn row(
     out.gpu_name.push(out.gpu_names.id(name));
     out.gpu_correlation.push(correlation);
     // (device, stream) = args.device, else pid; args.stream, else tid (columns/batch.py)
-    let mut key = Vec::with_capacity(32);
+    let key = &mut pending.key;
+    key.clear();
     match non_null(e.device) {
         Some(device) if args.is_some() => {
             let stream = non_null(e.stream).or(e.tid);
-            pair(&mut key, s.text(device), text_or_null(s, stream));
+            pair(key, s.text(device), text_or_null(s, stream));
         }
-        _ => pair(&mut key, text_or_null(s, e.pid), text_or_null(s, e.tid)),
+        _ => pair(key, text_or_null(s, e.pid), text_or_null(s, e.tid)),
     }
-    out.gpu_stream.push(out.streams.id(&key));
+    out.gpu_stream.push(out.streams.id(key));
     key.clear();
     if args.is_none() {
         key.extend_from_slice(b"null");
@@ -1114,17 +1140,20 @@ fn row(
         }
         key.push(b']');
     }
-    out.gpu_launch.push(out.launches.id(&key));
+    out.gpu_launch.push(out.launches.id(key));
     Ok(())
 }
 
 /// Whether an event that is not a row may be dropped: the rule says the collector never
 /// keeps it, and the fast decoder would take its fields (else the Python side decides).
+#[allow(clippy::too_many_arguments)]
+#[inline(never)]
 fn droppable<'t>(
     s: &Scanner<'t>,
     e: &Event,
+    found: Option<Category>,
     rule: &DropRule,
-    contains: &[memchr::memmem::Finder<'_>],
+    keeps: &mut KeepNames<'t, '_>,
     cats: &mut Categories<'t, '_>,
     options: &Options,
 ) -> bool {
@@ -1138,23 +1167,80 @@ fn droppable<'t>(
         None => Some(&b""[..]),
         Some(v) => s.plain_str(Some(v)),
     };
-    let cat = match e.cat {
-        None => Some(cats.of(b"")),
-        Some(v) => s.plain_str(Some(v)).map(|c| cats.of(c)).filter(|c| c.ascii),
+    // kind_of's lookup where it made one (an ASCII category)
+    let cat = match (found, e.cat) {
+        (Some(found), _) => Some(found),
+        (None, None) => Some(cats.of(b"")),
+        (None, Some(v)) => s.plain_str(Some(v)).map(|c| cats.of(c)).filter(|c| c.ascii),
     };
     let (Some(ph), Some(cat)) = (ph, cat) else {
         return false;
     };
     let known = ph == b"X" && cat.known;
     let dropped = if known {
-        cat.dropped
-            && !rule.keep_prefixes.iter().any(|p| name.starts_with(p))
-            && !rule.keep_suffixes.iter().any(|p| name.ends_with(p))
-            && !contains.iter().any(|f| f.find(name).is_some())
+        cat.dropped && !keeps.kept(name)
     } else {
         !rule.keep_other_names.iter().any(|n| *n == name)
     };
     dropped && decodable(s, e, options)
+}
+
+/// The drop rule's keep lists (name prefixes, suffixes, texts held) asked of a name once a
+/// chunk: the answers of the names last met, in SLOTS slots by a hash of the name's length and
+/// first and last eight bytes (most dropped ops repeat a few hundred names).
+const SLOTS: usize = 512;
+/// A name and whether a keep list names it.
+type Slot<'t> = Option<(&'t [u8], bool)>;
+
+struct KeepNames<'t, 'r> {
+    rule: Option<&'r DropRule>,
+    contains: Vec<memchr::memmem::Finder<'r>>,
+    slots: Box<[Slot<'t>; SLOTS]>,
+}
+
+impl<'t, 'r> KeepNames<'t, 'r> {
+    fn new(rule: Option<&'r DropRule>) -> Self {
+        KeepNames {
+            rule,
+            contains: rule.map_or(vec![], |r| {
+                r.keep_contains
+                    .iter()
+                    .map(memchr::memmem::Finder::new)
+                    .collect()
+            }),
+            slots: Box::new([None; SLOTS]),
+        }
+    }
+
+    /// Whether a keep list names `name`.
+    #[inline(never)]
+    fn kept(&mut self, name: &'t [u8]) -> bool {
+        let word = |b: Option<&[u8; 8]>| b.map_or(0, |w| u64::from_le_bytes(*w));
+        let (head, tail) = if name.len() >= 8 {
+            (word(name.first_chunk()), word(name.last_chunk()))
+        } else {
+            let mut w = [0u8; 8];
+            w[..name.len()].copy_from_slice(name);
+            (u64::from_le_bytes(w), 0)
+        };
+        let hash =
+            (head ^ tail.rotate_left(29) ^ name.len() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let slot = (hash >> (64 - SLOTS.trailing_zeros())) as usize;
+        if let Some(Some((text, kept))) = self.slots.get(slot) {
+            if *text == name {
+                return *kept;
+            }
+        }
+        let kept = self.rule.is_some_and(|rule| {
+            rule.keep_prefixes.iter().any(|p| name.starts_with(p))
+                || rule.keep_suffixes.iter().any(|p| name.ends_with(p))
+                || self.contains.iter().any(|f| f.find(name).is_some())
+        });
+        if let Some(entry) = self.slots.get_mut(slot) {
+            *entry = Some((name, kept));
+        }
+        kept
+    }
 }
 
 /// Whether the fast decoder takes the fields of an event it does not keep: their types, and
@@ -1164,7 +1250,7 @@ fn decodable(s: &Scanner<'_>, e: &Event, options: &Options) -> bool {
         None => true,
         Some(v) => match v.kind {
             Kind::Null | Kind::Str { .. } => true,
-            Kind::Num => numbers::is_small_int(s.text(v)),
+            Kind::Num => s.is_small_int(v),
             _ => false,
         },
     };
@@ -1172,7 +1258,7 @@ fn decodable(s: &Scanner<'_>, e: &Event, options: &Options) -> bool {
         None => true,
         Some(v) if v.kind == Kind::Null => true,
         Some(v) if v.kind == Kind::Num => {
-            let (int_digits, has_exp) = numbers::int_digits_and_exp(s.text(v));
+            let (int_digits, has_exp) = s.int_digits_and_exp(v);
             !has_exp && (options.exact || int_digits <= 18)
         }
         _ => false,
@@ -1184,7 +1270,7 @@ fn decodable(s: &Scanner<'_>, e: &Event, options: &Options) -> bool {
     let correlation_ok = match e.correlation {
         None => true,
         Some(v) if v.kind == Kind::Null => true,
-        Some(v) => v.kind == Kind::Num && numbers::is_small_int(s.text(v)),
+        Some(v) => v.kind == Kind::Num && s.is_small_int(v),
     };
     args_ok
         && correlation_ok

@@ -61,6 +61,53 @@ mod sse2 {
             !_mm_movemask_epi8(digit) & 0xffff
         })
     }
+
+    /// `ascii_and_find` for the offsets whose loads fit the text: sixty-four candidate
+    /// offsets a step, the needle's bytes 1 and 9 compared at each (the candidates, rare,
+    /// then compared whole) and bytes 1..65 of the step or-ed into the high-bit check.
+    /// Returns (every byte before `done` + 1 ASCII, the needle's first offset, `done`).
+    #[inline]
+    pub fn ascii_and_find_head(text: &[u8], needle: &[u8]) -> (bool, Option<usize>, usize) {
+        const STEP: usize = 64;
+        const SPAN: usize = STEP + 9 + 16;
+        static NONE: [u8; 16] = [0; 16];
+        let (Some(&first), Some(&ninth)) = (needle.get(1), needle.get(9)) else {
+            return (true, None, 0);
+        };
+        let mut p = 0;
+        // SAFETY (each block below): every load is of a `&[u8; 16]` (16 bytes, in bounds);
+        // SSE2 is this build's baseline (the module's cfg).
+        let load = |w: &[u8; SPAN], o: usize| {
+            let chunk: &[u8; 16] = w
+                .get(o..o + 16)
+                .and_then(|c| c.try_into().ok())
+                .unwrap_or(&NONE);
+            unsafe { _mm_loadu_si128(chunk.as_ptr().cast()) }
+        };
+        let (a, b) = unsafe { (_mm_set1_epi8(first as i8), _mm_set1_epi8(ninth as i8)) };
+        let mut high = unsafe { _mm_setzero_si128() };
+        while let Some(w) = text.get(p..).and_then(|r| r.first_chunk::<SPAN>()) {
+            let mut hits = unsafe { _mm_setzero_si128() };
+            for k in 0..STEP / 16 {
+                let x = load(w, 1 + 16 * k);
+                let y = load(w, 9 + 16 * k);
+                unsafe {
+                    high = _mm_or_si128(high, x);
+                    hits = _mm_or_si128(
+                        hits,
+                        _mm_and_si128(_mm_cmpeq_epi8(x, a), _mm_cmpeq_epi8(y, b)),
+                    );
+                }
+            }
+            if unsafe { _mm_movemask_epi8(hits) } != 0 {
+                if let Some(q) = (p..p + STEP).find(|&q| text[q..].starts_with(needle)) {
+                    return (false, Some(q), q);
+                }
+            }
+            p += STEP;
+        }
+        (unsafe { _mm_movemask_epi8(high) } == 0, None, p)
+    }
 }
 
 /// The same classes eight bytes a step in a `u64` (any target): byte 0 of the text is the
@@ -125,6 +172,24 @@ mod swar {
 
 #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
 pub use sse2::{first_non_digit, first_non_ws, first_special};
+
+/// Whether `text` is all ASCII (if not, or where the needle is found: false, whatever the
+/// text) and the needle's first offset: one pass for the chunk's UTF-8 check (all ASCII is
+/// valid) and its search for the collectives' key, where std's check and memmem were two.
+pub fn ascii_and_find(text: &[u8], needle: &[u8]) -> (bool, Option<usize>) {
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+    let (ascii, found, done) = sse2::ascii_and_find_head(text, needle);
+    #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
+    let (ascii, found, done) = (true, None, 0);
+    if found.is_some() {
+        return (false, found);
+    }
+    // the offsets past the head, and the bytes its check did not cover (0, and past done)
+    let rest = text.get(done..).unwrap_or_default();
+    let found = memchr::memmem::find(rest, needle).map(|at| done + at);
+    let ascii = ascii && text.first().is_none_or(u8::is_ascii) && rest.is_ascii();
+    (ascii && found.is_none(), found)
+}
 #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
 pub use swar::{first_non_digit, first_non_ws, first_special};
 
@@ -137,6 +202,38 @@ mod tests {
         fn(&[u8; 16]) -> usize,
         fn(u8) -> bool,
     );
+
+    #[test]
+    fn ascii_and_find_agree_with_std() {
+        // the key at every offset of texts of every length around the 64-byte steps, with
+        // and without a non-ASCII byte (everywhere) and near-misses of its compared bytes
+        let needle = b"\"Collective name\"";
+        let fills: [&[u8]; 3] = [b"a", b"C  \"  v Collective", b"\"Collective nam\""];
+        for len in [0, 1, 9, 17, 63, 64, 88, 89, 90, 153, 154, 200, 300] {
+            for fill in fills {
+                let base: Vec<u8> = fill.iter().copied().cycle().take(len).collect();
+                let mut texts = vec![base.clone()];
+                for at in 0..len {
+                    let mut t = base.clone();
+                    t[at] = 0xc3;
+                    texts.push(t);
+                    if at + needle.len() <= len {
+                        let mut t = base.clone();
+                        t[at..at + needle.len()].copy_from_slice(needle);
+                        texts.push(t.clone());
+                        t[at + 8] = b'x';
+                        texts.push(t);
+                    }
+                }
+                for t in &texts {
+                    let found = memchr::memmem::find(t, needle);
+                    let (ascii, got) = ascii_and_find(t, needle);
+                    assert_eq!(got, found, "{len} {t:?}");
+                    assert_eq!(ascii, found.is_none() && t.is_ascii(), "{len} {t:?}");
+                }
+            }
+        }
+    }
 
     #[test]
     fn every_byte_at_every_position_and_alignment() {
