@@ -164,7 +164,7 @@ def decode_scanned(
         result = core.scan_chunk(span, exact, shapes, drop, frames)
     if "refused" not in result:
         try:
-            return _assembled(result, core, data, start, end, exact, shapes, frames)
+            return _assembled(result, core, exact, shapes, frames)
         except _DECODE_ERRORS:
             pass  # the Python path says what is wrong with it
     return decode_span(data, start, end, exact, skipped, shapes, frames)
@@ -173,9 +173,6 @@ def decode_scanned(
 def _assembled(
     result: dict[str, Any],
     core: ModuleType,
-    data: bytes | bytearray,
-    start: int,
-    end: int,
     exact: bool,
     shapes: bool,
     frames: bool,
@@ -183,12 +180,13 @@ def _assembled(
     others_text = result["others"]
     others: list[Any] = []
     if len(others_text) > 2:
-        # The decoder the Python path picks for the whole chunk (see decode.decode_span); the
-        # frames' fields only serve the frames and flows, which the scanner takes with the
-        # CPU rows.
-        shaped = shapes and data.find(SHAPE_KEY, start, end) >= 0
-        framed = frames and not shapes and _has_frames(data, start, end)
-        others = _decoder(exact, _extra(data, start, end), shaped, framed).decode(others_text)
+        # The decoder the Python path would pick for these events alone (see
+        # decode.decode_span; which one decodes an event does not depend on the chunk around
+        # it): the keys are searched in their text, not the whole chunk's. The frames'
+        # fields only serve the frames and flows, which the scanner takes with the CPU rows.
+        shaped = shapes and others_text.find(SHAPE_KEY) >= 0
+        framed = frames and not shapes and _has_frames(others_text, 0, len(others_text))
+        others = _decoder(exact, _extra(others_text), shaped, framed).decode(others_text)
     tables = (
         ("gpu", core.GPU_COLUMNS),
         ("rt", core.RUNTIME_COLUMNS),
