@@ -33,7 +33,10 @@ READER_ENV = "TRACEVIEW_READER"
 _DECODE_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError, RecursionError)
 _NAMES = msgspec.json.Decoder(list[str])
 _KEYS = msgspec.json.Decoder(list[tuple[int | str | None, int | str | None]])
-_LAUNCHES = msgspec.json.Decoder(list[Any])
+# A launch raw key (launches.raw_key): null or its parts, each a scalar or a flat array
+# (the scanner refuses any other), decoded straight into the tuples raw_key makes.
+_Scalar = int | float | str | bool | None
+_LAUNCHES = msgspec.json.Decoder(list[tuple[tuple[_Scalar, ...] | _Scalar, ...] | None])
 _RAW_SEPARATOR = b"\x1e"  # between the shape keys of a chunk (scan.rs Table, raw)
 
 
@@ -204,7 +207,7 @@ def _assembled(
         **columns,
         gpu_names=_NAMES.decode(result["gpu_names"]),
         streams=_KEYS.decode(result["streams"]),
-        launches=[_launch_key(key) for key in _LAUNCHES.decode(result["launches"])],
+        launches=_LAUNCHES.decode(result["launches"]),
         rt_names=_NAMES.decode(result["rt_names"]),
         threads=_KEYS.decode(result["threads"]),
         op_threads=_KEYS.decode(result["op_threads"]),
@@ -217,10 +220,3 @@ def _assembled(
         frames=frames and shapes,
     )
     return Scanned(others, result["events"], rows)
-
-
-def _launch_key(key: list[Any] | None) -> Any:
-    """A launch raw key as launches.raw_key makes it from a decoded event's args."""
-    if key is None:
-        return None
-    return tuple(tuple(part) if type(part) is list else part for part in key)
