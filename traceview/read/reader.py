@@ -5,8 +5,8 @@ The event array is cut into chunks at candidate boundaries ``}␣,␣{`` (the la
 nested object makes the chunk undecodable (an unterminated string or unbalanced
 brackets), so a wrong cut is always detected; it is then repaired by an exact scan.
 
-The text is read block by block into a bytearray (a plain file's straight into it, in
-place) and each chunk is decoded where it lies there (see read.decode.decode_span), plain
+The text is read block by block into a reused bytearray (a plain file's straight into it)
+and each chunk is decoded where it lies there (see read.decode.decode_span), plain
 or gzip alike.
 """
 
@@ -106,9 +106,9 @@ class WorkerPart:
 class _Buffer:
     """Decompressed text not yet decoded: ``data[pos:end]`` starts at file offset ``base + pos``.
 
-    ``data`` ends at ``end`` except while chunks are cut from a plain file (``file``), which is
-    read into it in place: then ``data`` keeps its size (no bytes object, no reallocation per
-    block) and what follows ``end`` is stale.
+    ``data`` ends at ``end`` except while chunks are cut: then it keeps its size (no
+    reallocation per block) and what follows ``end`` is stale. ``file``: a plain file, read
+    straight into ``data``.
     """
 
     data: bytearray = field(default_factory=bytearray)
@@ -317,28 +317,12 @@ class TraceReader:
             self.stats.truncated_at = e.offset
 
     def _fill(self, buf: _Buffer, blocks: Iterator[bytes], trim: bool = True) -> None:
-        """Drop consumed text and append the next block (or mark the end of input); with
-        ``trim`` false a plain file's buffer keeps its size (see _Buffer)."""
-        if buf.file is not None:
-            self._fill_in_place(buf, buf.file, trim)
-            return
-        block = next(blocks, None)
-        if block is None:
-            buf.eof = True
-            return
-        # The byte before ``pos`` stays, for decode_span's ``[``; dropping the start of a
-        # bytearray is cheap (it does not move the rest).
-        drop = max(0, buf.pos - 1)
-        buf.base += drop
-        buf.min_cut = max(0, buf.min_cut - drop)
-        del buf.data[:drop]
-        buf.data += block
-        buf.pos -= drop
-        buf.end = len(buf.data)
+        """Drop consumed text and append the next block (or mark the end of input).
 
-    def _fill_in_place(self, buf: _Buffer, file: TraceSource, trim: bool) -> None:
-        """_fill from a plain file: the text kept moves to the front, the next block is read
-        behind it into the same bytearray."""
+        The text kept moves to the front and the block is written behind it, into the same
+        bytearray: with ``trim`` false it keeps its size (see _Buffer), so no block costs a
+        reallocation; a plain file is read straight into it (no bytes object per block)."""
+        # The byte before ``pos`` stays, for decode_span's ``[``.
         data, drop = buf.data, max(0, buf.pos - 1)
         kept = buf.end - drop
         if drop:
@@ -348,10 +332,16 @@ class TraceReader:
         buf.pos -= drop
         if len(data) < kept + self.block_size:
             data.extend(bytes(kept + self.block_size - len(data)))
-        with memoryview(data) as view, view[kept : kept + self.block_size] as into:
-            read = file.read_into(into)
+        if buf.file is not None:
+            with memoryview(data) as view, view[kept : kept + self.block_size] as into:
+                read = buf.file.read_into(into)
+            buf.eof = read == 0
+        else:
+            block = next(blocks, None)
+            buf.eof = block is None
+            read = 0 if block is None else len(block)
+            data[kept : kept + read] = block or b""  # grows the bytearray only if it must
         buf.end = kept + read
-        buf.eof = read == 0
         if trim:
             del data[buf.end :]
 
