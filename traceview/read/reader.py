@@ -59,11 +59,12 @@ _BOUNDARY_WINDOW = 1 << 20
 # kernels, user CPU s of 3 runs; its inflate thread skips unsent): x = 0.56, worker 0.69-0.83
 # and main 0.76-0.98; 0.60, 0.78-0.92 and 0.78-0.84; 0.64, 0.79-1.02 and 0.62-0.93.
 _GZIP_WORKER_SHARE = (0.56, 0.60)  # (Python reader, compiled reader)
-# A plain file: half each, except where the compiled scanner drops the CPU ops unread (reads
-# without CPU rows): kineto writes them first, so the first half costs less. H200 big.json,
+# A plain file: half each, except in reads without CPU rows, where the compiled scanner drops
+# the CPU ops unread: kineto writes them first, so the first half costs less. H200 big.json,
 # kernels, CPU s of each process's read (2 runs): x = 0.5, worker 0.39-0.41 and main 0.50;
 # x = 0.55, 0.44 and 0.45-0.47. With CPU rows, x = 0.5: worker 0.59-0.64, main 0.58-0.59.
-_PLAIN_WORKER_SHARE = (0.55, 0.5)  # (compiled reader without CPU rows, any other read)
+# The same for the Python reader: both readers split a file at the same place.
+_PLAIN_WORKER_SHARE = (0.55, 0.5)  # (reads without CPU rows, with them)
 # A warning: a JSON object may repeat a key; readers differ in which value they keep.
 REPEATED_EVENTS_KEY = (
     '"traceEvents" arrays after the first, not analysed (the key is repeated in the '
@@ -223,7 +224,7 @@ class TraceReader:
         if self.info.compressed:
             share = _GZIP_WORKER_SHARE[scanner() is not None]
         else:
-            share = _PLAIN_WORKER_SHARE[self.shapes or scanner() is None]
+            share = _PLAIN_WORKER_SHARE[self.shapes]
         return start, start + int((size - start) * share)
 
     def _read_range(self, source: TraceSource, part: WorkerPart) -> Iterator[list[Any]]:
