@@ -33,7 +33,10 @@ READER_ENV = "TRACEVIEW_READER"
 _DECODE_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError, RecursionError)
 _NAMES = msgspec.json.Decoder(list[str])
 _KEYS = msgspec.json.Decoder(list[tuple[int | str | None, int | str | None]])
-_LAUNCHES = msgspec.json.Decoder(list[Any])
+# A launch raw key (launches.raw_key): null or its parts, each a scalar or a flat array
+# (the scanner refuses any other), decoded straight into the tuples raw_key makes.
+_Scalar = int | float | str | bool | None
+_LAUNCHES = msgspec.json.Decoder(list[tuple[tuple[_Scalar, ...] | _Scalar, ...] | None])
 _RAW_SEPARATOR = b"\x1e"  # between the shape keys of a chunk (scan.rs Table, raw)
 
 
@@ -166,7 +169,7 @@ def decode_scanned(
         result = core.scan_chunk(span, exact, shapes, drop, frames)
     if "refused" not in result:
         try:
-            return _assembled(result, core, data, start, end, exact, shapes, frames)
+            return _assembled(result, core, exact, shapes, frames)
         except _DECODE_ERRORS:
             pass  # the Python path says what is wrong with it
     return decode_span(data, start, end, exact, skipped, shapes, frames)
@@ -175,9 +178,6 @@ def decode_scanned(
 def _assembled(
     result: dict[str, Any],
     core: ModuleType,
-    data: bytes | bytearray,
-    start: int,
-    end: int,
     exact: bool,
     shapes: bool,
     frames: bool,
@@ -185,12 +185,13 @@ def _assembled(
     others_text = result["others"]
     others: list[Any] = []
     if len(others_text) > 2:
-        # The decoder the Python path picks for the whole chunk (see decode.decode_span); the
-        # frames' fields only serve the frames and flows, which the scanner takes with the
-        # CPU rows.
-        shaped = shapes and data.find(SHAPE_KEY, start, end) >= 0
-        framed = frames and not shapes and _has_frames(data, start, end)
-        others = _decoder(exact, _extra(data, start, end), shaped, framed).decode(others_text)
+        # The decoder the Python path would pick for these events alone (see
+        # decode.decode_span; which one decodes an event does not depend on the chunk around
+        # it): the keys are searched in their text, not the whole chunk's. The frames'
+        # fields only serve the frames and flows, which the scanner takes with the CPU rows.
+        shaped = shapes and others_text.find(SHAPE_KEY) >= 0
+        framed = frames and not shapes and _has_frames(others_text, 0, len(others_text))
+        others = _decoder(exact, _extra(others_text), shaped, framed).decode(others_text)
     tables = (
         ("gpu", core.GPU_COLUMNS),
         ("rt", core.RUNTIME_COLUMNS),
@@ -208,7 +209,7 @@ def _assembled(
         **columns,
         gpu_names=_NAMES.decode(result["gpu_names"]),
         streams=_KEYS.decode(result["streams"]),
-        launches=[_launch_key(key) for key in _LAUNCHES.decode(result["launches"])],
+        launches=_LAUNCHES.decode(result["launches"]),
         rt_names=_NAMES.decode(result["rt_names"]),
         threads=_KEYS.decode(result["threads"]),
         op_threads=_KEYS.decode(result["op_threads"]),
@@ -221,10 +222,3 @@ def _assembled(
         frames=frames and shapes,
     )
     return Scanned(others, result["events"], rows)
-
-
-def _launch_key(key: list[Any] | None) -> Any:
-    """A launch raw key as launches.raw_key makes it from a decoded event's args."""
-    if key is None:
-        return None
-    return tuple(tuple(part) if type(part) is list else part for part in key)

@@ -5,8 +5,9 @@ The event array is cut into chunks at candidate boundaries ``}␣,␣{`` (the la
 nested object makes the chunk undecodable (an unterminated string or unbalanced
 brackets), so a wrong cut is always detected; it is then repaired by an exact scan.
 
-The text is read block by block into a bytearray and each chunk is decoded where it lies
-there (see read.decode.decode_span), plain or gzip alike.
+The text is read block by block into a reused bytearray (a plain file's straight into it)
+and each chunk is decoded where it lies there (see read.decode.decode_span), plain
+or gzip alike.
 """
 
 from __future__ import annotations
@@ -49,8 +50,8 @@ from traceview.read.source import (
 # 183 MB/s with 16 MB ones (one process, median of 5), and peak memory falls with it.
 BLOCK_SIZE = 2 << 20
 _CUT = re.compile(rb"\}\s*,\s*\{")
-_WINDOWS = (1 << 16, 1 << 20, 1 << 24)
 _MAX_HEADER = 256 << 20
+_BACKWARD_TRIES = 64  # braces tried from the end before the cut search scans forward
 _BOUNDARY_WINDOW = 1 << 20
 # gzip: the main process inflates the worker's part x to skip it, so the worker gets more
 # than half: x where both processes use as much CPU after the fork. The Python reader (1 GB
@@ -60,6 +61,12 @@ _BOUNDARY_WINDOW = 1 << 20
 # readers split at the same point, so that their reads are equal to the order names are
 # interned in (tests/real/test_reader_paths.py): the compiled reader's share.
 _GZIP_WORKER_SHARE = 0.60
+# A plain file: half each, except in reads without CPU rows, where the compiled scanner drops
+# the CPU ops unread: kineto writes them first, so the first half costs less. H200 big.json,
+# kernels, CPU s of each process's read (2 runs): x = 0.5, worker 0.39-0.41 and main 0.50;
+# x = 0.55, 0.44 and 0.45-0.47. With CPU rows, x = 0.5: worker 0.59-0.64, main 0.58-0.59.
+# The same for the Python reader: both readers split a file at the same place.
+_PLAIN_WORKER_SHARE = (0.55, 0.5)  # (reads without CPU rows, with them)
 # A warning: a JSON object may repeat a key; readers differ in which value they keep.
 REPEATED_EVENTS_KEY = (
     '"traceEvents" arrays after the first, not analysed (the key is repeated in the '
@@ -105,10 +112,17 @@ class WorkerPart:
 
 @dataclass
 class _Buffer:
-    """Decompressed text not yet decoded: ``data[pos:]`` starts at file offset ``base + pos``."""
+    """Decompressed text not yet decoded: ``data[pos:end]`` starts at file offset ``base + pos``.
+
+    ``data`` ends at ``end`` except while chunks are cut: then it keeps its size (no
+    reallocation per block) and what follows ``end`` is stale. ``file``: a plain file, read
+    straight into ``data``.
+    """
 
     data: bytearray = field(default_factory=bytearray)
     pos: int = 0
+    end: int = 0
+    file: TraceSource | None = None
     base: int = 0
     eof: bool = False
     min_cut: int = 0
@@ -209,12 +223,12 @@ class TraceReader:
         if size < min_bytes:
             return None
         start = buf.base + skip_ws(buf.data, buf.pos)
-        share = _GZIP_WORKER_SHARE if self.info.compressed else 0.5
+        share = _GZIP_WORKER_SHARE if self.info.compressed else _PLAIN_WORKER_SHARE[self.shapes]
         return start, start + int((size - start) * share)
 
     def _read_range(self, source: TraceSource, part: WorkerPart) -> Iterator[list[Any]]:
         """A worker's part: the complete events in [start, end); any doubt raises SplitFailed."""
-        buf = _Buffer(base=part.start)
+        buf = _Buffer(base=part.start, file=_in_place(source))
         source.seek(part.start, limit=part.end)
         source.final_limit = functools.partial(_final_end, part)
         yield from self._cut_chunks(buf, self._blocks(source), source)
@@ -247,7 +261,7 @@ class TraceReader:
 
     def _read(self, source: TraceSource) -> Iterator[list[Any]]:
         blocks = self._blocks(source)
-        buf = _Buffer()
+        buf = _Buffer(file=_in_place(source))
         is_object = self._read_header(buf, blocks)
         if isinstance(self.part, MainPart):
             self._skip_to_boundary(buf, blocks, source, self.part)
@@ -264,7 +278,7 @@ class TraceReader:
     ) -> None:
         """Continue at the first newline-anchored event boundary at or after ``split_at``."""
         offset = part.split_at
-        buf.data, buf.pos, buf.base, buf.min_cut = bytearray(), 0, offset, 0
+        buf.data, buf.pos, buf.end, buf.base, buf.min_cut = bytearray(), 0, 0, offset, 0
         source.seek(offset)
         while len(buf.data) < _BOUNDARY_WINDOW and not buf.eof:
             self._fill(buf, blocks)
@@ -287,20 +301,21 @@ class TraceReader:
     ) -> Iterator[list[Any]]:
         """Decode chunk after chunk while a cut can be found; the rest stays in ``buf``."""
         while True:
-            if not buf.eof and len(buf.data) - buf.pos < max(self.block_size, buf.want):
-                self._fill(buf, blocks)
+            if not buf.eof and buf.end - buf.pos < max(self.block_size, buf.want):
+                self._fill(buf, blocks, trim=False)
                 continue
-            cut = _last_cut(buf.data, buf.pos, buf.min_cut, len(buf.data))
+            cut = _last_cut(buf.data, buf.pos, buf.min_cut, buf.end)
             if cut is None:
                 if buf.eof:
                     break
                 # A later cut starts at the last } seen or after it: search no text twice.
-                last = buf.data.rfind(b"}", max(buf.pos, buf.min_cut))
-                buf.min_cut = len(buf.data) if last < 0 else last
-                self._fill(buf, blocks)
+                last = buf.data.rfind(b"}", max(buf.pos, buf.min_cut), buf.end)
+                buf.min_cut = buf.end if last < 0 else last
+                self._fill(buf, blocks, trim=False)
                 continue
             yield from self._chunk_between(buf, cut)
             self._progress(source)
+        del buf.data[buf.end :]  # the rest is read as it ends
 
     def _blocks(self, source: TraceSource) -> Iterator[bytes]:
         """Source blocks; a truncated gzip stream ends the blocks and marks the truncation."""
@@ -309,20 +324,34 @@ class TraceReader:
         except TruncatedInput as e:
             self.stats.truncated_at = e.offset
 
-    def _fill(self, buf: _Buffer, blocks: Iterator[bytes]) -> None:
-        """Drop consumed text and append the next block (or mark the end of input)."""
-        block = next(blocks, None)
-        if block is None:
-            buf.eof = True
-            return
-        # The byte before ``pos`` stays, for decode_span's ``[``; dropping the start of a
-        # bytearray is cheap (it does not move the rest).
-        drop = max(0, buf.pos - 1)
+    def _fill(self, buf: _Buffer, blocks: Iterator[bytes], trim: bool = True) -> None:
+        """Drop consumed text and append the next block (or mark the end of input).
+
+        The text kept moves to the front and the block is written behind it, into the same
+        bytearray: with ``trim`` false it keeps its size (see _Buffer), so no block costs a
+        reallocation; a plain file is read straight into it (no bytes object per block)."""
+        # The byte before ``pos`` stays, for decode_span's ``[``.
+        data, drop = buf.data, max(0, buf.pos - 1)
+        kept = buf.end - drop
+        if drop:
+            data[:kept] = data[drop : buf.end]  # the same length: nothing is reallocated
         buf.base += drop
         buf.min_cut = max(0, buf.min_cut - drop)
-        del buf.data[:drop]
-        buf.data += block
         buf.pos -= drop
+        if len(data) < kept + self.block_size:
+            data.extend(bytes(kept + self.block_size - len(data)))
+        if buf.file is not None:
+            with memoryview(data) as view, view[kept : kept + self.block_size] as into:
+                read = buf.file.read_into(into)
+            buf.eof = read == 0
+        else:
+            block = next(blocks, None)
+            buf.eof = block is None
+            read = 0 if block is None else len(block)
+            data[kept : kept + read] = block or b""  # grows the bytearray only if it must
+        buf.end = kept + read
+        if trim:
+            del data[buf.end :]
 
     def _read_header(self, buf: _Buffer, blocks: Iterator[bytes]) -> bool:
         """Parse the top level up to the event array; True if the file is an object.
@@ -336,6 +365,7 @@ class TraceReader:
             if not buf.eof and skip_ws(buf.data, content_start(buf.data)) == len(buf.data):
                 buf.base += len(buf.data)  # only whitespace so far
                 buf.data.clear()
+                buf.end = 0
                 self._fill(buf, blocks)
                 continue
             try:
@@ -390,7 +420,7 @@ class TraceReader:
             end = self._repair(chunk, buf.base + start, e)
             buf.pos = start + end
             buf.min_cut = cut.start() + 1
-            buf.want = 0 if end else 2 * (len(buf.data) - start)
+            buf.want = 0 if end else 2 * (buf.end - start)
             if end:
                 self._last_event_end = buf.base + start + end
                 yield self._decode_or_fail(chunk[:end], buf.base + start)
@@ -526,6 +556,11 @@ class TraceReader:
         raise TraceviewError(f"{self.path}: {message}")
 
 
+def _in_place(source: TraceSource) -> TraceSource | None:
+    """The source, if it is a plain file the reader may read into its buffer in place."""
+    return None if source.info.compressed or source.info.stream else source
+
+
 def _final_end(part: WorkerPart) -> int:
     """The worker's real end, once the main reader has found it (SplitFailed if not)."""
     end = part.final_end()
@@ -535,13 +570,22 @@ def _final_end(part: WorkerPart) -> int:
 
 
 def _last_cut(data: bytearray, lo: int, min_cut: int, size: int) -> re.Match[bytes] | None:
-    """The last candidate event boundary in ``data[lo:size]`` at or after ``min_cut``."""
-    for window in (*_WINDOWS, size):
-        last = None
-        for m in _CUT.finditer(data, max(lo, min_cut, size - window), size):
-            last = m
-        if last is not None:
-            return last
-        if size - window <= max(lo, min_cut):
+    """The last candidate event boundary in ``data[lo:size]`` at or after ``min_cut``.
+
+    Searched backwards from the end: candidates never overlap, and a candidate's ``}`` is the
+    last one before its ``{``, so the last ``{`` whose text back to the ``}`` before it
+    matches is the last match (a few short searches, not a scan of the window)."""
+    lo = max(lo, min_cut)
+    hi = size
+    for _ in range(_BACKWARD_TRIES):
+        brace = data.rfind(b"{", lo, hi)
+        close = data.rfind(b"}", lo, brace) if brace > lo else -1
+        if close < 0:
             return None
-    return None
+        if cut := _CUT.fullmatch(data, close, brace + 1):
+            return cut
+        hi = brace
+    last = None  # many braces that are no boundary (a big nested value): one forward scan
+    for last in _CUT.finditer(data, lo, hi):  # noqa: B007
+        pass
+    return last

@@ -12,8 +12,9 @@ import os
 import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from io import BufferedReader
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 from zlib_ng import zlib_ng
 
@@ -127,7 +128,7 @@ class TraceSource:
     def __init__(self, info: SourceInfo, block_size: int) -> None:
         self.info = info
         self.block_size = block_size
-        self._raw: BinaryIO | PipeInput = (
+        self._raw: BufferedReader | PipeInput = (
             pipe_input(info.path).take() if info.stream else info.path.open("rb")
         )
         self.decompressed_bytes = 0  # gzip: inflated so far, including any dropped bytes
@@ -169,6 +170,25 @@ class TraceSource:
                 self._check_not_shorter()
                 return
             yield block
+
+    def read_into(self, into: memoryview) -> int:
+        """A plain file's next bytes into ``into`` (as blocks() would give them, up to the
+        limit); 0 at the end."""
+        while True:
+            size = len(into)
+            if self._limit is not None:
+                size = min(size, self._limit - self._raw.tell())
+                if size <= 0 and self._extend_limit():
+                    continue
+            read = 0
+            if size > 0 and isinstance(self._raw, BufferedReader):  # a pipe has no readinto
+                with into[:size] as part:
+                    read = self._raw.readinto(part)
+            if not read:
+                self._check_not_shorter()
+                return 0
+            self.decompressed_bytes += read
+            return read
 
     def _check_not_shorter(self) -> None:
         """At the end of the input: fail if the file is shorter than when reading began."""
