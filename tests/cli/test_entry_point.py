@@ -50,9 +50,56 @@ def test_a_named_command_imports_only_its_module(name: str) -> None:
     assert _imported_commands(name, "--help") == [name]
 
 
-@pytest.mark.parametrize("args", [[], ["--help"], ["kernel"], ["--version"], ["-h", "gaps"]])
+@pytest.mark.parametrize("args", [[], ["--help"], ["kernel"], ["--version", "-h"], ["-h", "gaps"]])
 def test_anything_else_gets_every_command(args: list[str]) -> None:
     assert sorted(_imported_commands(*args)) == sorted(COMMANDS)
+
+
+def test_version_alone_imports_no_command() -> None:
+    """``traceview --version`` prints its line before typer is imported, the line the option
+    prints (``--version -h`` goes through typer: the option is eager)."""
+    modules = _imported("--version")
+    assert "typer" not in modules
+    assert not [m for m in modules if m.removeprefix("traceview.cli.") in COMMANDS]
+    alone, through_typer = run_cli("--version"), run_cli("--version", "-h")
+    assert (alone.returncode, alone.stderr) == (0, "")
+    assert alone.stdout == through_typer.stdout
+    assert alone.stdout.startswith("traceview ") and "(reader: " in alone.stdout
+
+
+# What a command reading a small trace must not import: each only where it is used (the
+# cache's store, the report's page, the MCP server, --engine dask, a split read, nsys
+# exports, -f csv, rich's tables on a terminal), none of them for `-q -f json`.
+_HEAVY = (
+    "pyarrow",
+    "diskcache",
+    "pandas",
+    "plotly",
+    "dask",
+    "distributed",
+    "mcp",
+    "rich",
+    "multiprocessing",
+    "sqlite3",
+    "csv",
+    "tempfile",
+    "traceview.cache.store",
+    "traceview.render.html",
+    "traceview.app.engines.dask",
+    "traceview.cli.agent",
+)
+
+
+@pytest.mark.parametrize("name", ["kernels", "gaps", "summary", "steps"])
+def test_a_small_read_imports_nothing_heavy(name: str) -> None:
+    demo = str(ROOT / "fixtures" / "demo.json.gz")
+    modules = _imported(name, demo, "--no-cache", "-q", "-f", "json")
+    assert f"traceview.cli.{name}" in modules and "traceview.app.reading" in modules  # it read
+    heavy = {m.partition(".")[0] if not m.startswith("traceview") else m for m in _HEAVY}
+    pulled = [m for m in modules if any(m == h or m.startswith(h + ".") for h in heavy)]
+    if name != "kernels":  # gaps, summary and steps keep CPU rows: spilled to a temporary file
+        pulled = [m for m in pulled if m != "tempfile"]
+    assert pulled == []
 
 
 def test_the_list_and_the_suggestion_are_whole() -> None:
