@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -65,6 +66,28 @@ def test_version_alone_imports_no_command() -> None:
     assert (alone.returncode, alone.stderr) == (0, "")
     assert alone.stdout == through_typer.stdout
     assert alone.stdout.startswith("traceview ") and "(reader: " in alone.stdout
+    for unbuffered in ("", "1"):  # a reader that went away: at the print, or at exit
+        assert _closed_pipe("--version", unbuffered) == _closed_pipe("--version", "-h", unbuffered)
+
+
+def _closed_pipe(*args: str) -> tuple[int, str]:
+    """Exit code and stderr of ``traceview *args[:-1]`` writing to a pipe nobody reads
+    (``args[-1]``: PYTHONUNBUFFERED)."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": args[-1]}
+    try:
+        r = subprocess.run(
+            [sys.executable, "-m", "traceview", *args[:-1]],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            timeout=120,
+        )
+    finally:
+        os.close(write_end)
+    return r.returncode, r.stderr
 
 
 # What a command reading a small trace must not import: each only where it is used (the

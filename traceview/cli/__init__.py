@@ -73,7 +73,11 @@ def main() -> None:
     if sys.argv[1:] == ["--version"]:  # as the --version option prints it, without typer
         from traceview.cli.version import print_version
 
-        print_version()
+        try:
+            print_version()
+        except BrokenPipeError:  # as typer ends then: exit 1, nothing on stderr
+            sys.stdout = None  # nothing left to flush at exit
+            sys.exit(1)
         return
     from traceview.cli.errors import terminate_as_interrupt
 
