@@ -106,6 +106,8 @@ _HEAVY = (
     "sqlite3",
     "csv",
     "tempfile",
+    "tomllib",  # a --peaks file
+    "numpy.ma",  # np.unique, np.median import it
     "traceview.cache.store",
     "traceview.render.html",
     "traceview.app.engines.dask",
@@ -118,10 +120,11 @@ def test_a_small_read_imports_nothing_heavy(name: str) -> None:
     demo = str(ROOT / "fixtures" / "demo.json.gz")
     modules = _imported(name, demo, "--no-cache", "-q", "-f", "json")
     assert f"traceview.cli.{name}" in modules and "traceview.app.reading" in modules  # it read
-    heavy = {m.partition(".")[0] if not m.startswith("traceview") else m for m in _HEAVY}
-    pulled = [m for m in modules if any(m == h or m.startswith(h + ".") for h in heavy)]
+    pulled = [m for m in modules if any(m == h or m.startswith(h + ".") for h in _HEAVY)]
     if name != "kernels":  # gaps, summary and steps keep CPU rows: spilled to a temporary file
         pulled = [m for m in pulled if m != "tempfile"]
+    if name == "summary":  # its audit's clock drift takes a median (analyses/core/faults.py)
+        pulled = [m for m in pulled if not m.startswith("numpy.ma")]
     assert pulled == []
 
 
