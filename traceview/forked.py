@@ -9,7 +9,10 @@ child ignores it before letting it through.
 from __future__ import annotations
 
 import signal
-from multiprocessing.process import BaseProcess
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # multiprocessing is imported only when a trace is split (start-up)
+    from multiprocessing.process import BaseProcess
 
 
 def start_child(process: BaseProcess) -> None:

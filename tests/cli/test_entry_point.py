@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -50,9 +51,81 @@ def test_a_named_command_imports_only_its_module(name: str) -> None:
     assert _imported_commands(name, "--help") == [name]
 
 
-@pytest.mark.parametrize("args", [[], ["--help"], ["kernel"], ["--version"], ["-h", "gaps"]])
+@pytest.mark.parametrize("args", [[], ["--help"], ["kernel"], ["--version", "-h"], ["-h", "gaps"]])
 def test_anything_else_gets_every_command(args: list[str]) -> None:
     assert sorted(_imported_commands(*args)) == sorted(COMMANDS)
+
+
+def test_version_alone_imports_no_command() -> None:
+    """``traceview --version`` prints its line before typer is imported, the line the option
+    prints (``--version -h`` goes through typer: the option is eager)."""
+    modules = _imported("--version")
+    assert "typer" not in modules
+    assert not [m for m in modules if m.removeprefix("traceview.cli.") in COMMANDS]
+    alone, through_typer = run_cli("--version"), run_cli("--version", "-h")
+    assert (alone.returncode, alone.stderr) == (0, "")
+    assert alone.stdout == through_typer.stdout
+    assert alone.stdout.startswith("traceview ") and "(reader: " in alone.stdout
+    for unbuffered in ("", "1"):  # a reader that went away: at the print, or at exit
+        assert _closed_pipe("--version", unbuffered) == _closed_pipe("--version", "-h", unbuffered)
+
+
+def _closed_pipe(*args: str) -> tuple[int, str]:
+    """Exit code and stderr of ``traceview *args[:-1]`` writing to a pipe nobody reads
+    (``args[-1]``: PYTHONUNBUFFERED)."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": args[-1]}
+    try:
+        r = subprocess.run(
+            [sys.executable, "-m", "traceview", *args[:-1]],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            timeout=120,
+        )
+    finally:
+        os.close(write_end)
+    return r.returncode, r.stderr
+
+
+# What a command reading a small trace must not import: each only where it is used (the
+# cache's store, the report's page, the MCP server, --engine dask, a split read, nsys
+# exports, -f csv, rich's tables on a terminal), none of them for `-q -f json`.
+_HEAVY = (
+    "pyarrow",
+    "diskcache",
+    "pandas",
+    "plotly",
+    "dask",
+    "distributed",
+    "mcp",
+    "rich",
+    "multiprocessing",
+    "sqlite3",
+    "csv",
+    "tempfile",
+    "tomllib",  # a --peaks file
+    "numpy.ma",  # np.unique, np.median import it
+    "traceview.cache.store",
+    "traceview.render.html",
+    "traceview.app.engines.dask",
+    "traceview.cli.agent",
+)
+
+
+@pytest.mark.parametrize("name", ["kernels", "gaps", "summary", "steps"])
+def test_a_small_read_imports_nothing_heavy(name: str) -> None:
+    demo = str(ROOT / "fixtures" / "demo.json.gz")
+    modules = _imported(name, demo, "--no-cache", "-q", "-f", "json")
+    assert f"traceview.cli.{name}" in modules and "traceview.app.reading" in modules  # it read
+    pulled = [m for m in modules if any(m == h or m.startswith(h + ".") for h in _HEAVY)]
+    if name != "kernels":  # gaps, summary and steps keep CPU rows: spilled to a temporary file
+        pulled = [m for m in pulled if m != "tempfile"]
+    if name == "summary":  # its audit's clock drift takes a median (analyses/core/faults.py)
+        pulled = [m for m in pulled if not m.startswith("numpy.ma")]
+    assert pulled == []
 
 
 def test_the_list_and_the_suggestion_are_whole() -> None:

@@ -12,7 +12,6 @@ runs each). Elsewhere than glibc this does nothing.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 from collections.abc import Callable
 from functools import cache
@@ -48,6 +47,8 @@ def release_free_memory() -> None:
 
 @cache
 def _malloc_trim() -> Callable[[int], int] | None:
+    import ctypes.util  # only here: it imports tempfile, shutil... (start-up)
+
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
         return libc.malloc_trim

@@ -70,6 +70,15 @@ def main() -> None:
     # A command named first needs only its module; anything else (help, an unknown or
     # misspelt command, --version) gets every command, so lists and suggestions are whole.
     first = sys.argv[1] if len(sys.argv) > 1 else ""
+    if sys.argv[1:] == ["--version"]:  # as the --version option prints it, without typer
+        from traceview.cli.version import print_version
+
+        try:
+            print_version()
+        except BrokenPipeError:  # as typer ends then: exit 1, nothing on stderr
+            sys.stdout = None  # nothing left to flush at exit
+            sys.exit(1)
+        return
     from traceview.cli.errors import terminate_as_interrupt
 
     terminate_as_interrupt()  # SIGTERM cleans up as Ctrl-C does: no temp file left behind

@@ -10,8 +10,9 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from traceview import __version__, choices
+from traceview import choices
 from traceview.cli.errors import OneLineErrors
+from traceview.cli.version import print_version
 
 app = typer.Typer(
     name="traceview",
@@ -129,9 +130,7 @@ PowerGpu = Annotated[
 
 def _version(value: bool) -> None:
     if value:
-        from traceview.read.compiled import reader_name
-
-        print(f"traceview {__version__} (reader: {reader_name()})")
+        print_version()
         raise typer.Exit()
 
 

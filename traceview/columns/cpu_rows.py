@@ -10,7 +10,6 @@ scans its Parquet table the same way (see cache.store).
 from __future__ import annotations
 
 import os
-import tempfile
 import weakref
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -142,6 +141,8 @@ class SpillFile:
 
     def _open(self) -> IO[bytes]:
         if self._file is None:
+            import tempfile  # only here: most commands keep no CPU rows (start-up)
+
             try:
                 self._file = tempfile.TemporaryFile(prefix="traceview-cpu-")  # noqa: SIM115
             except OSError as e:

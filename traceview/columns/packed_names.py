@@ -146,7 +146,8 @@ class PackedNames(Sequence[str]):
         # the byte positions of the chosen names, a chunk of names at a time (an index per
         # byte of all of them would take 8 bytes a byte)
         cuts = np.searchsorted(ends, np.arange(0, len(out) + _TAKE_BYTES, _TAKE_BYTES))
-        bounds = np.unique(np.r_[cuts, len(ids)]).tolist()
+        cuts = np.r_[cuts, len(ids)]  # sorted: np.unique's work without its numpy.ma import
+        bounds = cuts[np.r_[True, cuts[1:] != cuts[:-1]]].tolist()
         for lo, hi in itertools.pairwise(bounds):
             first = int(ends[lo - 1]) if lo else 0
             at = np.arange(first, int(ends[hi - 1]), dtype=np.int64)

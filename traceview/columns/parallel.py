@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import functools
 import mmap
-import multiprocessing
 import os
 from collections.abc import Iterator
 from dataclasses import replace
-from multiprocessing.connection import Connection
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -39,6 +38,9 @@ from traceview.errors import TraceviewError
 from traceview.forked import in_child, start_child
 from traceview.read.reader import MainPart, SplitFailed, TraceReader, WorkerPart
 
+if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
+
 PARALLEL_MIN_BYTES = 256 << 20
 _RELEASE_EVERY = 4 << 20  # bytes of a worker's names read before their pages are given back
 
@@ -56,6 +58,8 @@ def collect_events(
     split = reader.plan_split(_min_bytes()) if (os.cpu_count() or 1) > 1 else None
     if split is None:
         return _serial(reader, keep_cpu, keep_frames=keep_frames)
+    import multiprocessing  # only here: a small trace is read without it (start-up)
+
     context = multiprocessing.get_context("fork")
     receiver, sender = context.Pipe(duplex=False)
     boundary_in, boundary_out = context.Pipe(duplex=False)

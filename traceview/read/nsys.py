@@ -9,17 +9,19 @@ one is simply empty. Every SQLite error becomes one TraceviewError naming the fi
 
 from __future__ import annotations
 
-import sqlite3
 import stat
 import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from traceview.errors import TraceviewError
 from traceview.read.source import GZIP_MAGIC
+
+if TYPE_CHECKING:
+    import sqlite3  # imported when an export is opened: a JSON trace never needs it
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 _HEADER_BYTES = 100
@@ -104,6 +106,8 @@ class Export:
         size = path.stat().st_size
         check_header(path, _head(path), size)
         self.size_bytes = size
+        import sqlite3
+
         uri = f"{path.absolute().as_uri()}?mode=ro"
         self._db = self._guard(lambda: sqlite3.connect(uri, uri=True, timeout=LOCK_TIMEOUT))
         # Text that is not UTF-8 (Latin-1 NVTX strings) becomes U+FFFD, as in JSON traces.
@@ -126,6 +130,8 @@ class Export:
 
     def _guard(self, call: Any) -> Any:
         """``call()``, with an SQLite error as one line naming the file."""
+        import sqlite3
+
         try:
             return call()
         except sqlite3.Error as e:

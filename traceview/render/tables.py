@@ -7,7 +7,6 @@ rows of a table of every kernel of a trace (10^6 names) are made as they are wri
 
 from __future__ import annotations
 
-import csv
 import io
 import itertools
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -210,6 +209,8 @@ def to_csv(headers: tuple[str, ...], rows: Iterable[tuple[object, ...]]) -> str:
 
 def csv_chunks(headers: tuple[str, ...], rows: Iterable[tuple[object, ...]]) -> Iterator[str]:
     """``to_csv``, a chunk of rows at a time (``rows`` are read once)."""
+    import csv  # only for -f csv (start-up)
+
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow([csv_cell(h) for h in headers])

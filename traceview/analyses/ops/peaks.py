@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import math
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,6 +46,8 @@ def load_peaks_file(path: Path) -> list[dict[str, Any]]:
         text = read_side_file(path, "peaks file", f"--peaks {path}")
     except TraceviewError as e:
         raise UsageError(e.message) from None
+    import tomllib  # only for a --peaks file (start-up of summary and steps)
+
     try:
         data = tomllib.loads(text.decode()) if path.suffix == ".toml" else json.loads(text)
     except (ValueError, UnicodeDecodeError) as e:
