@@ -31,7 +31,16 @@ from traceview.read.layout import UTF8_BOM, without_event_arrays
 from traceview.read.nsys import is_sqlite
 from traceview.read.raw import RAW_NULL, UNREADABLE, Piece, RawEvent, raw_args
 from traceview.read.reader import REPEATED_EVENTS_KEY, TraceReader
-from traceview.read.spans import ChunkKey, SpanChunk, SpanColumns, flow_id_hasher, span_pieces
+from traceview.read.spans import (
+    ChunkKey,
+    ChunkPlace,
+    SpanChunk,
+    SpanColumns,
+    flow_id_hasher,
+    place_of,
+    span_pieces,
+    spans_at,
+)
 from traceview.read.stream import is_pipe
 from traceview.render.output import ByteProgress, check_output_path, write_file
 
@@ -397,25 +406,48 @@ def _correlation(e: RawEvent) -> int:
     return -1
 
 
-def learn_pass(path: Path, judge: Judge, partial: bool, progress: Progress) -> TraceReader:
-    """The first pass (the reader: what it met, for the warnings)."""
+@dataclass
+class Learned:
+    """What the first pass's reader met (the header and trailer text, the warnings), and
+    where each chunk it cut lies when every one was read as columns (else None)."""
+
+    reader: TraceReader
+    places: list[ChunkPlace] | None
+
+
+def learn_pass(path: Path, judge: Judge, partial: bool, progress: Progress) -> Learned:
+    """The first pass."""
     reader, batches = span_pieces(path, partial, progress)
+    places: list[ChunkPlace] | None = []
     for batch in batches:
-        if isinstance(batch, SpanChunk):
-            if batch.columns is not None:  # (the first pass reads every chunk)
-                judge.learn_columns(batch.columns, batch.key)
+        if isinstance(batch, SpanChunk) and batch.columns is not None:
+            judge.learn_columns(batch.columns, batch.key)
+            if places is not None:
+                places.append(place_of(reader, batch.key))
         else:
+            places = None
             judge.learn([event for _, event in batch])
     judge.settle()
-    return reader
+    stats = reader.stats
+    if reader.info.stream or stats.repaired_chunks or stats.truncated_at is not None:
+        places = None  # (a damaged trace's second pass reads it as the first did)
+    return Learned(reader, places)
 
 
 class Copy:
     """The second pass as chunks of bytes (gzip-compressed with ``gzip``); ``kept`` and
     ``read`` count the events once it has run."""
 
-    def __init__(self, path: Path, judge: Judge, partial: bool, progress: Progress) -> None:
+    def __init__(
+        self,
+        path: Path,
+        judge: Judge,
+        partial: bool,
+        progress: Progress,
+        learned: Learned | None = None,
+    ) -> None:
         self.path, self.judge, self.partial, self.progress = path, judge, partial, progress
+        self.learned = learned
         self.kept = self.read = self.metadata = 0
         self.skipped: Counter[str] = Counter()
 
@@ -430,6 +462,10 @@ class Copy:
         yield packer.flush()
 
     def _text(self) -> Iterator[bytes]:
+        learned = self.learned
+        if learned is not None and learned.places is not None:
+            yield from self._text_at(learned.reader, learned.places)
+            return
         reader, batches = span_pieces(self.path, self.partial, self.progress, self.judge.unread)
         header, first = False, True
         for batch in batches:
@@ -445,6 +481,22 @@ class Copy:
         yield b"\n]"
         yield _closing(reader)
         self.skipped = reader.stats.skipped
+
+    def _text_at(self, reader: TraceReader, places: list[ChunkPlace]) -> Iterator[bytes]:
+        """``_text`` reading only the chunks (of those the first pass cut) that may hold an
+        event it keeps, at their places; the text around the array as the first pass read it."""
+        yield reader.header_text or b"["
+        first = True
+        skipped = reader.stats.skipped
+        exact = reader.stats.exact_times
+        for batch in spans_at(self.path, places, self.judge.unread, exact, skipped, self.progress):
+            kept = self._kept_text(batch)
+            if kept is not None:
+                yield (b"\n" if first else b",\n") + kept
+                first = False
+        yield b"\n]"
+        yield _closing(reader)
+        self.skipped = skipped
 
     def _kept_text(self, batch: list[Piece] | SpanChunk) -> bytes | None:
         """The batch's kept events joined by ``,\\n`` (None: none is kept)."""
@@ -498,9 +550,9 @@ def write_trimmed(
     what they kept and read said on stderr."""
     judge = Judge(cut)
     with ByteProgress(None, not read.quiet) as progress:
-        learn_pass(path, judge, read.partial, progress)
+        learned = learn_pass(path, judge, read.partial, progress)
     with ByteProgress(None, not read.quiet) as progress:
-        copy = Copy(path, judge, read.partial, progress)
+        copy = Copy(path, judge, read.partial, progress, learned)
         write_file(output, copy.chunks(output.name.lower().endswith(".gz")), force, inputs)
     sys.stderr.write(f"traceview: kept {copy.kept:,} of {copy.read:,} events ({cut.what})\n")
     if copy.skipped[UNREADABLE]:
