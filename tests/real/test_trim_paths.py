@@ -19,7 +19,7 @@ from conftest import SHARED_TRACES, real_traces
 from reader_paths import COMPILED, event_spans, mutations, python_reader, seed_chunks
 
 import traceview.read.spans as spans_module
-from traceview.app import commands
+from traceview.app import commands, trim_copy
 from traceview.app.trim import Cut, TrimOptions
 from traceview.app.trim_copy import (
     Copy,
@@ -229,16 +229,22 @@ def test_synthetic_chunks_left_unread(
     assert unread[True] and unread[False], unread
 
 
-@pytest.mark.parametrize("packed", [False, True], ids=["plain", "gzip"])
+@pytest.mark.parametrize(
+    ("packed", "held"),
+    [(False, trim_copy.HELD_BYTES), (True, 0), (True, 10_000), (True, trim_copy.HELD_BYTES)],
+    ids=["plain", "gzip-none-held", "gzip-some-held", "gzip-all-held"],
+)
 def test_second_pass_reads_at_places(
     packed: bool,
+    held: int,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Where the first pass read every chunk as columns, the second reads the chunks it
-    may keep from at the places the first found (no second reader cuts the file), and
-    writes what the Python reader writes."""
+    """Where the first pass read every chunk as columns, the second takes the chunks it may
+    keep from as the first held them (gzip, up to HELD_BYTES) or reads them at the places the
+    first found (no second reader cuts the file), and writes what the Python reader writes."""
+    monkeypatch.setattr(trim_copy, "HELD_BYTES", held)
     text = _synthetic()
     path, out = tmp_path / ("trace.json.gz" if packed else "trace.json"), tmp_path / "out.json"
     path.write_bytes(gzip.compress(text) if packed else text)
@@ -257,8 +263,9 @@ def test_second_pass_reads_at_places(
     assert readers == {True: 1, False: 2}
 
 
-def test_file_changed_between_passes(tmp_path: Path) -> None:
+def test_file_changed_between_passes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A chunk read again at its place whose ends are not what the first pass read: an error."""
+    monkeypatch.setattr(trim_copy, "HELD_BYTES", 0)
     text = _synthetic()
     path = tmp_path / "trace.json"
     path.write_bytes(text)

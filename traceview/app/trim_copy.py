@@ -30,7 +30,7 @@ from traceview.options import ReadOptions
 from traceview.read.layout import UTF8_BOM, without_event_arrays
 from traceview.read.nsys import is_sqlite
 from traceview.read.raw import RAW_NULL, UNREADABLE, Piece, RawEvent, raw_args
-from traceview.read.reader import REPEATED_EVENTS_KEY, TraceReader
+from traceview.read.reader import REPEATED_EVENTS_KEY
 from traceview.read.spans import (
     ChunkKey,
     ChunkPlace,
@@ -406,24 +406,41 @@ def _correlation(e: RawEvent) -> int:
     return -1
 
 
+# The text of the chunks the second pass reads, kept by the first pass over a gzip trace up
+# to this much (the few of a step or a short window: the second pass then inflates nothing;
+# a plain file is read again at their places).
+HELD_BYTES = 32 << 20
+
+
 @dataclass
 class Learned:
-    """What the first pass's reader met (the header and trailer text, the warnings), and
-    where each chunk it cut lies when every one was read as columns (else None)."""
+    """What the first pass's reader met (the text around the array, the warnings); where
+    each chunk it cut lies when every one was read as columns (else None), and the text of
+    those the second pass reads, up to HELD_BYTES."""
 
-    reader: TraceReader
+    header_text: bytes | None
+    trailer_text: bytes | None
+    skipped: Counter[str]
+    exact_times: bool
     places: list[ChunkPlace] | None
+    held: dict[ChunkKey, bytes]
 
 
 def learn_pass(path: Path, judge: Judge, partial: bool, progress: Progress) -> Learned:
     """The first pass."""
     reader, batches = span_pieces(path, partial, progress)
     places: list[ChunkPlace] | None = []
+    held: dict[ChunkKey, bytes] = {}
+    room = HELD_BYTES if reader.info.compressed else 0
     for batch in batches:
         if isinstance(batch, SpanChunk) and batch.columns is not None:
-            judge.learn_columns(batch.columns, batch.key)
+            c, key = batch.columns, batch.key
+            judge.learn_columns(c, key)
             if places is not None:
-                places.append(place_of(reader, batch.key))
+                places.append(place_of(reader, key))
+                if key[1] <= room and judge.unread(key) is None:  # (the cut is known)
+                    held[key] = bytes(c.data[c.offset : c.offset + key[1]])
+                    room -= key[1]
         else:
             places = None
             judge.learn([event for _, event in batch])
@@ -431,7 +448,11 @@ def learn_pass(path: Path, judge: Judge, partial: bool, progress: Progress) -> L
     stats = reader.stats
     if reader.info.stream or stats.repaired_chunks or stats.truncated_at is not None:
         places = None  # (a damaged trace's second pass reads it as the first did)
-    return Learned(reader, places)
+    if places is None:
+        return Learned(None, None, Counter(), False, None, {})
+    return Learned(
+        reader.header_text, reader.trailer_text, stats.skipped, stats.exact_times, places, held
+    )
 
 
 class Copy:
@@ -464,7 +485,7 @@ class Copy:
     def _text(self) -> Iterator[bytes]:
         learned = self.learned
         if learned is not None and learned.places is not None:
-            yield from self._text_at(learned.reader, learned.places)
+            yield from self._text_at(learned, learned.places)
             return
         reader, batches = span_pieces(self.path, self.partial, self.progress, self.judge.unread)
         header, first = False, True
@@ -479,23 +500,26 @@ class Copy:
         if not header:
             yield reader.header_text or b"["
         yield b"\n]"
-        yield _closing(reader)
+        yield _closing(reader.header_text, reader.trailer_text, reader.stats.skipped)
         self.skipped = reader.stats.skipped
 
-    def _text_at(self, reader: TraceReader, places: list[ChunkPlace]) -> Iterator[bytes]:
+    def _text_at(self, learned: Learned, places: list[ChunkPlace]) -> Iterator[bytes]:
         """``_text`` reading only the chunks (of those the first pass cut) that may hold an
-        event it keeps, at their places; the text around the array as the first pass read it."""
-        yield reader.header_text or b"["
+        event it keeps, held by the first pass or at their places; the text around the array
+        as the first pass read it."""
+        yield learned.header_text or b"["
         first = True
-        skipped = reader.stats.skipped
-        exact = reader.stats.exact_times
-        for batch in spans_at(self.path, places, self.judge.unread, exact, skipped, self.progress):
+        skipped, exact = learned.skipped, learned.exact_times
+        batches = spans_at(
+            self.path, places, self.judge.unread, exact, skipped, self.progress, learned.held
+        )
+        for batch in batches:
             kept = self._kept_text(batch)
             if kept is not None:
                 yield (b"\n" if first else b",\n") + kept
                 first = False
         yield b"\n]"
-        yield _closing(reader)
+        yield _closing(learned.header_text, learned.trailer_text, skipped)
         self.skipped = skipped
 
     def _kept_text(self, batch: list[Piece] | SpanChunk) -> bytes | None:
@@ -521,15 +545,15 @@ class Copy:
         return kept
 
 
-def _closing(reader: TraceReader) -> bytes:
+def _closing(header: bytes | None, trailer: bytes | None, skipped: Counter[str]) -> bytes:
     """The text after the array's ``]``: as it was (less the arrays of a repeated
     ``traceEvents`` key), or (a truncated trace read with --partial) the ``}`` that closes
     the top-level object."""
-    if reader.trailer_text is not None:
-        if reader.stats.skipped[REPEATED_EVENTS_KEY]:  # a repeated key's events: not read
-            return without_event_arrays(reader.trailer_text)
-        return reader.trailer_text
-    head = (reader.header_text or b"").removeprefix(UTF8_BOM).lstrip()
+    if trailer is not None:
+        if skipped[REPEATED_EVENTS_KEY]:  # a repeated key's events: not read
+            return without_event_arrays(trailer)
+        return trailer
+    head = (header or b"").removeprefix(UTF8_BOM).lstrip()
     return b"}" if head.startswith(b"{") else b""
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -193,31 +194,40 @@ def spans_at(
     exact: bool,
     skipped: Counter[str],
     on_progress: Any = None,
+    held: dict[ChunkKey, bytes] | None = None,
 ) -> Iterator[list[Piece] | SpanChunk]:
-    """The chunks a first read of ``path`` cut (``places``, in order), each read again at its
-    place (a plain file seeks there, gzip inflates once and hands over only what is wanted),
-    or left unread by ``skip`` as SpanDecoder does."""
+    """The chunks a first read of ``path`` cut (``places``, in order): each left unread by
+    ``skip`` as SpanDecoder does, taken from ``held`` (its text, kept by the first read), or
+    read again at its place (a plain file seeks there, gzip inflates once and hands over only
+    what is wanted; the file is opened only if a chunk is read from it)."""
     info = check_path(path)
-    with TraceSource(info, BLOCK_SIZE) as source:
-        blocks: Iterator[bytes] | None = None
-        held, held_at = bytearray(), 0  # text from offset ``held_at``, read and not yet used
+    with ExitStack() as stack:
+        source: TraceSource | None = None
+        blocks: Iterator[bytes] = iter(())
+        text, text_at = bytearray(), 0  # read from offset ``text_at`` and not yet used
         for key, start, end in places:
             if (count := skip(key)) is not None:
                 yield SpanChunk(None, key, count)
                 continue
-            if start >= held_at + len(held) or blocks is None:
-                held, held_at = bytearray(), start
-                source.seek(start)  # (forward only: the places are in order)
-                blocks = blocks or source.blocks()
-            else:
-                del held[: start - held_at]
-                held_at = start
-            while len(held) < end - start and (block := next(blocks, None)) is not None:
-                held += block
-            data = bytes(held[: end - start])
+            data: bytes | bytearray | None = None if held is None else held.get(key)
+            if data is None:
+                if source is None or start >= text_at + len(text):
+                    text, text_at = bytearray(), start
+                    if source is None:
+                        source = stack.enter_context(TraceSource(info, BLOCK_SIZE))
+                        source.seek(start)
+                        blocks = source.blocks()
+                    else:
+                        source.seek(start)  # (forward only: the places are in order)
+                else:
+                    del text[: start - text_at]
+                    text_at = start
+                while len(text) < end - start and (block := next(blocks, None)) is not None:
+                    text += block
+                data = text[: end - start]
             if (len(data), data[:32], data[-32:]) != key[1:]:
                 raise TraceviewError(f"{path}: the file changed while it was read")
-            if on_progress is not None:
+            if on_progress is not None and source is not None:
                 total = source.estimated_size()
                 on_progress(min(end, total), total)
             yield decode_spans(data, 0, len(data), exact, skipped, True, key)
