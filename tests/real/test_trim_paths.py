@@ -19,9 +19,16 @@ from conftest import SHARED_TRACES, real_traces
 from reader_paths import COMPILED, event_spans, mutations, python_reader, seed_chunks
 
 import traceview.read.spans as spans_module
-from traceview.app import commands
+from traceview.app import commands, trim_copy
 from traceview.app.trim import Cut, TrimOptions
-from traceview.app.trim_copy import Judge, _correlation, ts_ns, write_trimmed
+from traceview.app.trim_copy import (
+    Copy,
+    Judge,
+    _correlation,
+    learn_pass,
+    ts_ns,
+    write_trimmed,
+)
 from traceview.columns.parallel import collect_events
 from traceview.errors import TraceviewError
 from traceview.options import ReadOptions
@@ -220,6 +227,54 @@ def test_synthetic_chunks_left_unread(
         python = _copy(path, cut, False, out, capsys)
     assert compiled == python
     assert unread[True] and unread[False], unread
+
+
+@pytest.mark.parametrize(
+    ("packed", "held"),
+    [(False, trim_copy.HELD_BYTES), (True, 0), (True, 10_000), (True, trim_copy.HELD_BYTES)],
+    ids=["plain", "gzip-none-held", "gzip-some-held", "gzip-all-held"],
+)
+def test_second_pass_reads_at_places(
+    packed: bool,
+    held: int,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Where the first pass read every chunk as columns, the second takes the chunks it may
+    keep from as the first held them (gzip, up to HELD_BYTES) or reads them at the places the
+    first found (no second reader cuts the file), and writes what the Python reader writes."""
+    monkeypatch.setattr(trim_copy, "HELD_BYTES", held)
+    text = _synthetic()
+    path, out = tmp_path / ("trace.json.gz" if packed else "trace.json"), tmp_path / "out.json"
+    path.write_bytes(gzip.compress(text) if packed else text)
+    readers: Counter[bool] = Counter()
+
+    def reader(*args: object, **kwargs: object) -> TraceReader:
+        readers[scanner() is not None] += 1
+        return TraceReader(*args, block_size=4096, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(spans_module, "TraceReader", reader)
+    cut = Cut(start_ns=5_000_000, end_ns=6_000_000)
+    compiled = _copy(path, cut, False, out, capsys)
+    with python_reader():
+        python = _copy(path, cut, False, out, capsys)
+    assert compiled == python
+    assert readers == {True: 1, False: 2}
+
+
+def test_file_changed_between_passes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A chunk read again at its place whose ends are not what the first pass read: an error."""
+    monkeypatch.setattr(trim_copy, "HELD_BYTES", 0)
+    text = _synthetic()
+    path = tmp_path / "trace.json"
+    path.write_bytes(text)
+    judge = Judge(Cut(start_ns=5_000_000, end_ns=6_000_000))
+    learned = learn_pass(path, judge, False, None)
+    assert learned.places
+    path.write_bytes(text.replace(b'"process_name"', b'"process_nome"'))
+    with pytest.raises(TraceviewError, match="changed while it was read"):
+        b"".join(Copy(path, judge, False, None, learned).chunks(False))
 
 
 # --- damaged inputs -------------------------------------------------------------------------

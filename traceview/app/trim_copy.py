@@ -30,8 +30,17 @@ from traceview.options import ReadOptions
 from traceview.read.layout import UTF8_BOM, without_event_arrays
 from traceview.read.nsys import is_sqlite
 from traceview.read.raw import RAW_NULL, UNREADABLE, Piece, RawEvent, raw_args
-from traceview.read.reader import REPEATED_EVENTS_KEY, TraceReader
-from traceview.read.spans import ChunkKey, SpanChunk, SpanColumns, flow_id_hasher, span_pieces
+from traceview.read.reader import REPEATED_EVENTS_KEY
+from traceview.read.spans import (
+    ChunkKey,
+    ChunkPlace,
+    SpanChunk,
+    SpanColumns,
+    flow_id_hasher,
+    place_of,
+    span_pieces,
+    spans_at,
+)
 from traceview.read.stream import is_pipe
 from traceview.render.output import ByteProgress, check_output_path, write_file
 
@@ -397,25 +406,69 @@ def _correlation(e: RawEvent) -> int:
     return -1
 
 
-def learn_pass(path: Path, judge: Judge, partial: bool, progress: Progress) -> TraceReader:
-    """The first pass (the reader: what it met, for the warnings)."""
+# The text of the chunks the second pass reads, kept by the first pass over a gzip trace up
+# to this much (the few of a step or a short window: the second pass then inflates nothing;
+# a plain file is read again at their places).
+HELD_BYTES = 32 << 20
+
+
+@dataclass
+class Learned:
+    """What the first pass's reader met (the text around the array, the warnings); where
+    each chunk it cut lies when every one was read as columns (else None), and the text of
+    those the second pass reads, up to HELD_BYTES."""
+
+    header_text: bytes | None
+    trailer_text: bytes | None
+    skipped: Counter[str]
+    exact_times: bool
+    places: list[ChunkPlace] | None
+    held: dict[ChunkKey, bytes]
+
+
+def learn_pass(path: Path, judge: Judge, partial: bool, progress: Progress) -> Learned:
+    """The first pass."""
     reader, batches = span_pieces(path, partial, progress)
+    places: list[ChunkPlace] | None = []
+    held: dict[ChunkKey, bytes] = {}
+    room = HELD_BYTES if reader.info.compressed else 0
     for batch in batches:
-        if isinstance(batch, SpanChunk):
-            if batch.columns is not None:  # (the first pass reads every chunk)
-                judge.learn_columns(batch.columns, batch.key)
+        if isinstance(batch, SpanChunk) and batch.columns is not None:
+            c, key = batch.columns, batch.key
+            judge.learn_columns(c, key)
+            if places is not None:
+                places.append(place_of(reader, key))
+                if key[1] <= room and judge.unread(key) is None:  # (the cut is known)
+                    held[key] = bytes(c.data[c.offset : c.offset + key[1]])
+                    room -= key[1]
         else:
+            places = None
             judge.learn([event for _, event in batch])
     judge.settle()
-    return reader
+    stats = reader.stats
+    if reader.info.stream or stats.repaired_chunks or stats.truncated_at is not None:
+        places = None  # (a damaged trace's second pass reads it as the first did)
+    if places is None:
+        return Learned(None, None, Counter(), False, None, {})
+    return Learned(
+        reader.header_text, reader.trailer_text, stats.skipped, stats.exact_times, places, held
+    )
 
 
 class Copy:
     """The second pass as chunks of bytes (gzip-compressed with ``gzip``); ``kept`` and
     ``read`` count the events once it has run."""
 
-    def __init__(self, path: Path, judge: Judge, partial: bool, progress: Progress) -> None:
+    def __init__(
+        self,
+        path: Path,
+        judge: Judge,
+        partial: bool,
+        progress: Progress,
+        learned: Learned | None = None,
+    ) -> None:
         self.path, self.judge, self.partial, self.progress = path, judge, partial, progress
+        self.learned = learned
         self.kept = self.read = self.metadata = 0
         self.skipped: Counter[str] = Counter()
 
@@ -430,6 +483,10 @@ class Copy:
         yield packer.flush()
 
     def _text(self) -> Iterator[bytes]:
+        learned = self.learned
+        if learned is not None and learned.places is not None:
+            yield from self._text_at(learned, learned.places)
+            return
         reader, batches = span_pieces(self.path, self.partial, self.progress, self.judge.unread)
         header, first = False, True
         for batch in batches:
@@ -443,8 +500,27 @@ class Copy:
         if not header:
             yield reader.header_text or b"["
         yield b"\n]"
-        yield _closing(reader)
+        yield _closing(reader.header_text, reader.trailer_text, reader.stats.skipped)
         self.skipped = reader.stats.skipped
+
+    def _text_at(self, learned: Learned, places: list[ChunkPlace]) -> Iterator[bytes]:
+        """``_text`` reading only the chunks (of those the first pass cut) that may hold an
+        event it keeps, held by the first pass or at their places; the text around the array
+        as the first pass read it."""
+        yield learned.header_text or b"["
+        first = True
+        skipped, exact = learned.skipped, learned.exact_times
+        batches = spans_at(
+            self.path, places, self.judge.unread, exact, skipped, self.progress, learned.held
+        )
+        for batch in batches:
+            kept = self._kept_text(batch)
+            if kept is not None:
+                yield (b"\n" if first else b",\n") + kept
+                first = False
+        yield b"\n]"
+        yield _closing(learned.header_text, learned.trailer_text, skipped)
+        self.skipped = skipped
 
     def _kept_text(self, batch: list[Piece] | SpanChunk) -> bytes | None:
         """The batch's kept events joined by ``,\\n`` (None: none is kept)."""
@@ -469,15 +545,15 @@ class Copy:
         return kept
 
 
-def _closing(reader: TraceReader) -> bytes:
+def _closing(header: bytes | None, trailer: bytes | None, skipped: Counter[str]) -> bytes:
     """The text after the array's ``]``: as it was (less the arrays of a repeated
     ``traceEvents`` key), or (a truncated trace read with --partial) the ``}`` that closes
     the top-level object."""
-    if reader.trailer_text is not None:
-        if reader.stats.skipped[REPEATED_EVENTS_KEY]:  # a repeated key's events: not read
-            return without_event_arrays(reader.trailer_text)
-        return reader.trailer_text
-    head = (reader.header_text or b"").removeprefix(UTF8_BOM).lstrip()
+    if trailer is not None:
+        if skipped[REPEATED_EVENTS_KEY]:  # a repeated key's events: not read
+            return without_event_arrays(trailer)
+        return trailer
+    head = (header or b"").removeprefix(UTF8_BOM).lstrip()
     return b"}" if head.startswith(b"{") else b""
 
 
@@ -498,9 +574,9 @@ def write_trimmed(
     what they kept and read said on stderr."""
     judge = Judge(cut)
     with ByteProgress(None, not read.quiet) as progress:
-        learn_pass(path, judge, read.partial, progress)
+        learned = learn_pass(path, judge, read.partial, progress)
     with ByteProgress(None, not read.quiet) as progress:
-        copy = Copy(path, judge, read.partial, progress)
+        copy = Copy(path, judge, read.partial, progress, learned)
         write_file(output, copy.chunks(output.name.lower().endswith(".gz")), force, inputs)
     sys.stderr.write(f"traceview: kept {copy.kept:,} of {copy.read:,} events ({cut.what})\n")
     if copy.skipped[UNREADABLE]:

@@ -9,13 +9,15 @@ chunk with ``TRACEVIEW_READER=python``: a batch is then a list of ``Piece``.
 A second read of the same file cuts the same chunks in the same order: each chunk has a key
 (its place in that order, its length and its ends), by which a second read may leave a chunk
 the first one read as columns unread (``skip``: trim's second pass, for a chunk whose
-events the first pass showed are all left out).
+events the first pass showed are all left out). Where the first read took every chunk as
+columns, a second may instead read only the chunks it needs at their places (``spans_at``).
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -24,9 +26,11 @@ from typing import Any
 import msgspec
 import numpy as np
 
+from traceview.errors import TraceviewError
 from traceview.read.compiled import scanner
 from traceview.read.raw import Piece, decode_raw_span
-from traceview.read.reader import TraceReader
+from traceview.read.reader import BLOCK_SIZE, TraceReader
+from traceview.read.source import TraceSource, check_path
 
 _VALUES = msgspec.json.Decoder(list[Any])
 
@@ -68,6 +72,9 @@ class SpanColumns:
 
 
 ChunkKey = tuple[int, int, bytes, bytes]
+# A chunk a first read cut: its key, and where its text starts and ends in the trace's
+# (decompressed) text.
+ChunkPlace = tuple[ChunkKey, int, int]
 
 
 class SpanChunk(list[Any]):
@@ -172,3 +179,55 @@ def span_pieces(
         path, partial=partial, on_progress=on_progress, decode=SpanDecoder(skip), keep_text=True
     )
     return reader, reader.batches()
+
+
+def place_of(reader: TraceReader, key: ChunkKey) -> ChunkPlace:
+    """Where the chunk ``reader`` has just given (with ``key``) lies in the trace's text."""
+    end = reader._last_event_end  # the end of the text it decoded last
+    return key, end - key[1], end
+
+
+def spans_at(
+    path: Path,
+    places: Sequence[ChunkPlace],
+    skip: Callable[[ChunkKey], int | None],
+    exact: bool,
+    skipped: Counter[str],
+    on_progress: Any = None,
+    held: dict[ChunkKey, bytes] | None = None,
+) -> Iterator[list[Piece] | SpanChunk]:
+    """The chunks a first read of ``path`` cut (``places``, in order): each left unread by
+    ``skip`` as SpanDecoder does, taken from ``held`` (its text, kept by the first read), or
+    read again at its place (a plain file seeks there, gzip inflates once and hands over only
+    what is wanted; the file is opened only if a chunk is read from it)."""
+    info = check_path(path)
+    with ExitStack() as stack:
+        source: TraceSource | None = None
+        blocks: Iterator[bytes] = iter(())
+        text, text_at = bytearray(), 0  # read from offset ``text_at`` and not yet used
+        for key, start, end in places:
+            if (count := skip(key)) is not None:
+                yield SpanChunk(None, key, count)
+                continue
+            data: bytes | bytearray | None = None if held is None else held.get(key)
+            if data is None:
+                if source is None or start >= text_at + len(text):
+                    text, text_at = bytearray(), start
+                    if source is None:
+                        source = stack.enter_context(TraceSource(info, BLOCK_SIZE))
+                        source.seek(start)
+                        blocks = source.blocks()
+                    else:
+                        source.seek(start)  # (forward only: the places are in order)
+                else:
+                    del text[: start - text_at]
+                    text_at = start
+                while len(text) < end - start and (block := next(blocks, None)) is not None:
+                    text += block
+                data = text[: end - start]
+            if (len(data), data[:32], data[-32:]) != key[1:]:
+                raise TraceviewError(f"{path}: the file changed while it was read")
+            if on_progress is not None and source is not None:
+                total = source.estimated_size()
+                on_progress(min(end, total), total)
+            yield decode_spans(data, 0, len(data), exact, skipped, True, key)
