@@ -110,6 +110,23 @@ fn others_json(text: &[u8], spans: &[i64]) -> Vec<u8> {
     out
 }
 
+/// Run a scan with the GIL released, a panic caught: its result, or None with `out` holding
+/// `refused` and `at` (a refusal, or the scanner's own failure, which the Python path reads).
+fn guarded<T: Send>(
+    py: Python<'_>,
+    out: &Bound<'_, PyDict>,
+    work: impl FnOnce() -> scan::Scan<T> + Send,
+) -> PyResult<Option<T>> {
+    let (why, at) = match py.detach(|| catch_unwind(AssertUnwindSafe(work))) {
+        Ok(Ok(done)) => return Ok(Some(done)),
+        Ok(Err(refused)) => (refused.why, refused.at),
+        Err(_) => ("the scanner failed (a bug): the Python path reads it", 0),
+    };
+    out.set_item("refused", why)?;
+    out.set_item("at", at)?;
+    Ok(None)
+}
+
 /// Scan one chunk of whole events (a bytes-like object: events separated by commas).
 ///
 /// `drop`: the events the collector never keeps (a dict of lists of bytes, see
@@ -146,23 +163,9 @@ fn scan_chunk<'py>(
         keep_frames: keep_frames && keep_cpu,
         drop,
     };
-    let result = py.detach(|| catch_unwind(AssertUnwindSafe(|| scan::scan(&text, &options))));
     let out = PyDict::new(py);
-    let chunk = match result {
-        Ok(Ok(chunk)) => chunk,
-        Ok(Err(refused)) => {
-            out.set_item("refused", refused.why)?;
-            out.set_item("at", refused.at)?;
-            return Ok(out);
-        }
-        Err(_) => {
-            out.set_item(
-                "refused",
-                "the scanner failed (a bug): the Python path reads it",
-            )?;
-            out.set_item("at", 0)?;
-            return Ok(out);
-        }
+    let Some(chunk) = guarded(py, &out, || scan::scan(&text, &options))? else {
+        return Ok(out);
     };
     let bytes = |v: Vec<u8>| PyBytes::new(py, &v);
     out.set_item("events", chunk.events)?;
@@ -324,23 +327,9 @@ pub const SPAN_COLUMNS: [(&str, &str); 11] = [
 #[pyfunction]
 fn trim_spans<'py>(py: Python<'py>, data: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyDict>> {
     let text = PyBuffer::<u8>::get(data)?.to_vec(py)?;
-    let result = py.detach(|| catch_unwind(AssertUnwindSafe(|| spans::spans(&text))));
     let out = PyDict::new(py);
-    let c = match result {
-        Ok(Ok(c)) => c,
-        Ok(Err(refused)) => {
-            out.set_item("refused", refused.why)?;
-            out.set_item("at", refused.at)?;
-            return Ok(out);
-        }
-        Err(_) => {
-            out.set_item(
-                "refused",
-                "the scanner failed (a bug): the Python path reads it",
-            )?;
-            out.set_item("at", 0)?;
-            return Ok(out);
-        }
+    let Some(c) = guarded(py, &out, || spans::spans(&text))? else {
+        return Ok(out);
     };
     let bytes = |v: Vec<u8>| PyBytes::new(py, &v);
     out.set_item("events", c.start.len())?;
