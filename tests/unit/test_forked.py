@@ -1,12 +1,19 @@
-"""Forked workers leave Ctrl-C to the parent (which prints the one line)."""
+"""Forked workers leave Ctrl-C to the parent (which prints the one line); a forked child
+answers through its channels, and one that dies or is stopped mid-way is seen as such."""
 
 from __future__ import annotations
 
 import multiprocessing
+import os
 import signal
+import struct
+import time
 from multiprocessing.connection import Connection
 
-from traceview.forked import in_child, start_child
+import numpy as np
+import pytest
+
+from traceview.forked import Channel, Child, in_child, start_child
 
 
 def _report_handler(conn: Connection) -> None:
@@ -36,3 +43,57 @@ def _check_a_child_ignores_ctrl_c() -> None:
     assert ignored and not blocked
     assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, set())
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def _answer(conn: Channel, question: Channel) -> None:
+    asked = question.recv()
+    conn.send(("part", asked * 2, signal.getsignal(signal.SIGINT) == signal.SIG_IGN))
+    conn.send_bytes(np.arange(5, dtype=np.int64))
+
+
+def test_a_child_answers_through_its_channels() -> None:
+    receiver, sender = Channel.pipe()
+    question_in, question_out = Channel.pipe()
+    child = Child(_answer, (sender, question_in), close=(receiver, question_out))
+    sender.close()
+    question_in.close()
+    question_out.send(21)
+    assert receiver.recv() == ("part", 42, True)
+    array = np.zeros(8, dtype=np.int64)
+    assert receiver.recv_bytes_into(array) == 40
+    assert array.tolist() == [0, 1, 2, 3, 4, 0, 0, 0]
+    with pytest.raises(EOFError):  # the child ended: its end is closed
+        receiver.recv()
+    child.stop()
+    receiver.close()
+    question_out.close()
+    with pytest.raises(ChildProcessError):  # reaped
+        os.waitpid(child.pid, os.WNOHANG)
+
+
+def _half_a_message(conn: Channel) -> None:
+    os.write(conn._file.fileno(), struct.pack("<Q", 1000) + b"abc")
+    os._exit(1)
+
+
+def test_a_child_dying_mid_message_is_an_end_of_file() -> None:
+    receiver, sender = Channel.pipe()
+    child = Child(_half_a_message, (sender,), close=(receiver,))
+    sender.close()
+    with pytest.raises(EOFError):
+        receiver.recv()
+    child.stop()
+    receiver.close()
+
+
+def test_stop_kills_a_child_still_running() -> None:
+    receiver, sender = Channel.pipe()
+    child = Child(time.sleep, (60,), close=(receiver,))
+    sender.close()
+    started = time.monotonic()
+    child.stop()  # killed, then reaped
+    child.stop()  # once is enough
+    assert time.monotonic() - started < 30
+    receiver.close()
+    with pytest.raises(ChildProcessError):
+        os.waitpid(child.pid, os.WNOHANG)

@@ -13,6 +13,7 @@ from traceview.analyses.core.trace import read_warnings
 from traceview.app.last_trace import remember_trace
 from traceview.app.memory import release_free_memory
 from traceview.errors import TraceviewError
+from traceview.forked import start_up_done
 from traceview.options import ReadOptions
 from traceview.render.output import stderr_console
 
@@ -39,6 +40,7 @@ def read_trace(
     a read without CPU rows is not followed by a second one to find the markers. ``memory``:
     the command reads the ``[memory]`` events (it alone says those it skipped). ``frames``:
     with the python frames and fwdbwd flows (and the CPU rows)."""
+    start_up_done()  # the command line's start-up ends here
     regex = None
     keep_cpu = keep_cpu or phases or frames
     if options.step_regex is not None:

@@ -7,6 +7,7 @@ builds every registered command's parameters on each call); ``traceview.cli.app`
 
 from __future__ import annotations
 
+import gc
 import importlib
 import os
 import sys
@@ -79,11 +80,17 @@ def main() -> None:
             sys.stdout = None  # nothing left to flush at exit
             sys.exit(1)
         return
+    from traceview.forked import hold_collections
+
+    hold_collections()  # until the command starts its work (see traceview.forked)
     from traceview.cli.errors import terminate_as_interrupt
 
     terminate_as_interrupt()  # SIGTERM cleans up as Ctrl-C does: no temp file left behind
     app = _register((first,) if first in COMMANDS else COMMANDS)
-    app(prog_name="traceview")
+    try:
+        app(prog_name="traceview")
+    finally:
+        gc.freeze()  # the process ends: nothing left is worth the collections at exit
 
 
 def __getattr__(name: str) -> Any:

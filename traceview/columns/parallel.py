@@ -11,6 +11,7 @@ whole file is read again serially, which gives the same result or the precise er
 from __future__ import annotations
 
 import functools
+import gc
 import mmap
 import os
 from collections.abc import Iterator
@@ -35,11 +36,11 @@ from traceview.columns.schema import (
     from_arrays,
 )
 from traceview.errors import TraceviewError
-from traceview.forked import in_child, start_child
+from traceview.forked import Channel, Child
 from traceview.read.reader import MainPart, SplitFailed, TraceReader, WorkerPart
 
 if TYPE_CHECKING:
-    from multiprocessing.connection import Connection
+    from multiprocessing.connection import Connection  # columns.nsys's worker sends by one
 
 PARALLEL_MIN_BYTES = 256 << 20
 _RELEASE_EVERY = 4 << 20  # bytes of a worker's names read before their pages are given back
@@ -58,18 +59,14 @@ def collect_events(
     split = reader.plan_split(_min_bytes()) if (os.cpu_count() or 1) > 1 else None
     if split is None:
         return _serial(reader, keep_cpu, keep_frames=keep_frames)
-    import multiprocessing  # only here: a small trace is read without it (start-up)
-
-    context = multiprocessing.get_context("fork")
-    receiver, sender = context.Pipe(duplex=False)
-    boundary_in, boundary_out = context.Pipe(duplex=False)
+    if gc.get_freeze_count():  # the command line froze its start-up: freeze what came since
+        gc.freeze()  # (the worker touches none of it, the collection after the read skips it)
+    receiver, sender = Channel.pipe()
+    boundary_in, boundary_out = Channel.pipe()
     memfd = _memfd()
     spill = SpillFile.made_now() if keep_cpu else None  # the worker's CPU rows
     args = (sender, boundary_in, reader.path, split, reader.block_size, reader.stats.exact_times)
-    worker = context.Process(
-        target=_worker, args=(*args, keep_cpu, memfd, spill, keep_frames), daemon=True
-    )
-    start_child(worker)
+    worker = Child(_worker, (*args, keep_cpu, memfd, spill, keep_frames), (receiver, boundary_out))
     sender.close()
     boundary_in.close()
     part = None
@@ -86,9 +83,7 @@ def collect_events(
         boundary_out.close()
         if memfd is not None:
             os.close(memfd)
-        if worker.is_alive():  # a half failed: the worker's result is not wanted
-            worker.kill()
-        worker.join()
+        worker.stop()  # a half failed: the worker's result is not wanted
     if part is None:
         return _serial(reader, keep_cpu, keep_frames=keep_frames)
     collector.absorb_before(part)
@@ -98,8 +93,8 @@ def collect_events(
 
 
 def _worker(
-    conn: Connection,
-    boundary: Connection,
+    conn: Channel,
+    boundary: Channel,
     path: Path,
     split: tuple[int, int],
     block_size: int,
@@ -111,7 +106,6 @@ def _worker(
 ) -> None:
     """In the forked worker: read from the first event to the boundary the main process
     finds (at or after the middle), and send the part back."""
-    in_child()
     try:
         final_end = functools.partial(_recv_boundary, boundary)
         spec = WorkerPart(*split, final_end=final_end, exact_times=exact_times)
@@ -136,14 +130,14 @@ def _memfd() -> int | None:
         return None
 
 
-def _recv_boundary(boundary: Connection) -> int | None:
+def _recv_boundary(boundary: Channel) -> int | None:
     try:
         return boundary.recv()  # type: ignore[no-any-return]
     except EOFError:  # the main process gave up on the split
         return None
 
 
-def _send(conn: Connection, part: TraceEvents, memfd: int | None) -> None:
+def _send(conn: Channel | Connection, part: TraceEvents, memfd: int | None) -> None:
     """The part without its columns and names (pickled), then the columns, and the names as
     two flat arrays (their bytes, where each ends): written into ``memfd`` (each column, and
     the names, from a page boundary: mapped on their own, each is unmapped once used), else
@@ -182,7 +176,7 @@ def _write_columns(memfd: int, sections: list[list[np.ndarray]]) -> bool:
     return True
 
 
-def _receive(conn: Connection, memfd: int | None, spill: SpillFile | None) -> TraceEvents:
+def _receive(conn: Channel | Connection, memfd: int | None, spill: SpillFile | None) -> TraceEvents:
     """The worker's part; SplitFailed if it could not read it (or died). Its names are
     over a mapping of their own, unmapped once the part is dropped (after its names are
     interned), not when the columns are."""
@@ -266,7 +260,7 @@ class _MappedNames(PackedNames):
                 released = behind
 
 
-def _receive_array(conn: Connection, dtype: str, length: int) -> np.ndarray:
+def _receive_array(conn: Channel | Connection, dtype: str, length: int) -> np.ndarray:
     array = np.empty(length, dtype=dtype)
     if array.nbytes:
         conn.recv_bytes_into(array)
