@@ -64,9 +64,11 @@ _GZIP_WORKER_SHARE = 0.60
 # A plain file: half each, except in reads without CPU rows, where the compiled scanner drops
 # the CPU ops unread: kineto writes them first, so the first half costs less. H200 big.json,
 # kernels, CPU s of each process's read (2 runs): x = 0.5, worker 0.39-0.41 and main 0.50;
-# x = 0.55, 0.44 and 0.45-0.47. With CPU rows, x = 0.5: worker 0.59-0.64, main 0.58-0.59.
+# x = 0.55, 0.44 and 0.45-0.47; with the worker forked without multiprocessing (4 runs):
+# x = 0.55, worker 0.41-0.44 and main 0.43-0.47; x = 0.57, 0.41-0.44 and 0.42-0.43; x = 0.59,
+# 0.44-0.50 and 0.41-0.42. With CPU rows, x = 0.5: worker 0.59-0.64, main 0.58-0.59.
 # The same for the Python reader: both readers split a file at the same place.
-_PLAIN_WORKER_SHARE = (0.55, 0.5)  # (reads without CPU rows, with them)
+_PLAIN_WORKER_SHARE = (0.57, 0.5)  # (reads without CPU rows, with them)
 # A warning: a JSON object may repeat a key; readers differ in which value they keep.
 REPEATED_EVENTS_KEY = (
     '"traceEvents" arrays after the first, not analysed (the key is repeated in the '
