@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,6 +16,7 @@ from conftest import ROOT, load_generator
 from traceview.analyses.core.steps import step_table
 from traceview.analyses.gaps import GapOptions, analyse_gaps
 from traceview.analyses.kernels import KernelOptions, analyse_kernels
+from traceview.columns import parallel as two_parts
 from traceview.columns.model import TraceEvents
 from traceview.columns.parallel import collect_events
 from traceview.errors import TraceviewError
@@ -142,3 +146,72 @@ def test_malformed_json_in_either_half_gives_the_serial_error(
             read(path, parallel, monkeypatch)
         errors.append(str(e.value))
     assert errors[0] == errors[1] and "malformed JSON at byte" in errors[0]
+
+
+@pytest.mark.parametrize("as_guessed", [True, False])
+def test_an_early_worker_is_adopted_only_by_the_read_it_guessed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, as_guessed: bool
+) -> None:
+    """start_early forks the worker before the command knows its read; the read adopts it
+    when it reads that file as guessed, else stops it and splits anew: the same events."""
+    path = tmp_path / "t.json"
+    generate.write_trace(path, steps=8, seed=3, layout="kineto")
+    serial = read(path, False, monkeypatch)
+    monkeypatch.setenv("TRACEVIEW_PARALLEL_MIN_BYTES", "1")
+    two_parts.start_early(path, keep_cpu=as_guessed)
+    assert two_parts._early is not None
+    early_pid = two_parts._early[0].child.pid
+    events = collect_events(TraceReader(path, block_size=64 << 10), keep_cpu=True)
+    assert two_parts._early is None
+    with pytest.raises(ChildProcessError):  # adopted and done, or stopped: reaped either way
+        os.waitpid(early_pid, os.WNOHANG)
+    assert events.read.resume_at is not None  # read in two parts
+    assert summary(events) == summary(serial)
+
+
+def test_an_early_worker_no_read_adopts_is_stopped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "t.json"
+    generate.write_trace(path, steps=8, seed=3, layout="kineto")
+    monkeypatch.setenv("TRACEVIEW_PARALLEL_MIN_BYTES", "1")
+    two_parts.start_early(path, keep_cpu=True)
+    assert two_parts._early is not None
+    early_pid = two_parts._early[0].child.pid
+    two_parts.stop_early()
+    assert two_parts._early is None
+    with pytest.raises(ChildProcessError):
+        os.waitpid(early_pid, os.WNOHANG)
+    two_parts.start_early(tmp_path / "missing.json", keep_cpu=True)  # the read will say why
+    assert two_parts._early is None
+
+
+@pytest.mark.parametrize(
+    "extra", [["--no-cache"], ["--no-cache", "--group-by", "op"], ["--top", "3"]]
+)
+def test_the_command_line_reads_a_trace_early_as_it_would_late(
+    tmp_path: Path, extra: list[str]
+) -> None:
+    """``kernels TRACE --no-cache`` forks its worker before typer is imported; a wrong guess
+    (CPU rows wanted) is read anew; with the cache nothing is guessed. The output is the same
+    as a serial read's."""
+    path = tmp_path / "t.json"
+    generate.write_trace(path, steps=8, seed=3, layout="kineto")
+    outputs = []
+    for min_bytes in ("1", str(1 << 60)):
+        env = {
+            **os.environ,
+            "TRACEVIEW_PARALLEL_MIN_BYTES": min_bytes,
+            "TRACEVIEW_CACHE_DIR": str(tmp_path / f"cache-{min_bytes}"),
+            "PYTHONPATH": str(ROOT),
+        }
+        r = subprocess.run(
+            [sys.executable, "-m", "traceview", "kernels", str(path), "-f", "json", *extra],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
+        assert r.returncode == 0, r.stderr
+        outputs.append(r.stdout)
+    assert outputs[0] == outputs[1]

@@ -83,14 +83,49 @@ def main() -> None:
     from traceview.forked import hold_collections
 
     hold_collections()  # until the command starts its work (see traceview.forked)
-    from traceview.cli.errors import terminate_as_interrupt
-
-    terminate_as_interrupt()  # SIGTERM cleans up as Ctrl-C does: no temp file left behind
-    app = _register((first,) if first in COMMANDS else COMMANDS)
+    _start_reading_early(sys.argv[1:])
     try:
+        from traceview.cli.errors import terminate_as_interrupt
+
+        terminate_as_interrupt()  # SIGTERM cleans up as Ctrl-C does: no temp file left behind
+        app = _register((first,) if first in COMMANDS else COMMANDS)
         app(prog_name="traceview")
     finally:
+        parallel = sys.modules.get("traceview.columns.parallel")
+        if parallel is not None:
+            parallel.stop_early()  # a worker no read adopted (an error, another file)
         gc.freeze()  # the process ends: nothing left is worth the collections at exit
+
+
+# The read each command makes of its trace with its default options, (CPU rows, python
+# frames): a guess only, the read checks it (see _start_reading_early).
+_EARLY_READS = {
+    "kernels": (False, False),
+    "gaps": (True, False),
+    "steps": (True, False),
+    "summary": (True, True),
+}
+
+
+def _start_reading_early(args: list[str]) -> None:
+    """``traceview CMD TRACE ... --no-cache`` surely reads TRACE: fork the worker of a split
+    read now, before typer and the command's analyses are imported (~0.1 s), so that it reads
+    while this process starts. The read adopts it only if it reads that file as guessed;
+    anything else (another file or another read: options, a run, not a trace) stops it and
+    reads as usual. With the cache the trace is often not read at all: no guess is made."""
+    if (
+        len(args) < 2
+        or args[0] not in _EARLY_READS
+        or args[1].startswith("-")
+        or "--no-cache" not in args[2:]
+        or any(a in ("-h", "--help") for a in args)
+    ):
+        return
+    from pathlib import Path
+
+    from traceview.columns.parallel import start_early
+
+    start_early(Path(args[1]), *_EARLY_READS[args[0]])
 
 
 def __getattr__(name: str) -> Any:

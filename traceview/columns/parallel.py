@@ -43,6 +43,8 @@ if TYPE_CHECKING:
     from multiprocessing.connection import Connection  # columns.nsys's worker sends by one
 
 PARALLEL_MIN_BYTES = 256 << 20
+# An early worker (start_early) starts reading while this process still starts: it gets more.
+_EARLY_LEAD = 0.05
 _RELEASE_EVERY = 4 << 20  # bytes of a worker's names read before their pages are given back
 
 
@@ -56,40 +58,117 @@ def collect_events(
     keep_cpu = keep_cpu or keep_frames
     reader.shapes = keep_cpu  # only CPU rows have shapes
     reader.frames = keep_frames
-    split = reader.plan_split(_min_bytes()) if (os.cpu_count() or 1) > 1 else None
-    if split is None:
-        return _serial(reader, keep_cpu, keep_frames=keep_frames)
-    if gc.get_freeze_count():  # the command line froze its start-up: freeze what came since
-        gc.freeze()  # (the worker touches none of it, the collection after the read skips it)
-    receiver, sender = Channel.pipe()
-    boundary_in, boundary_out = Channel.pipe()
-    memfd = _memfd()
-    spill = SpillFile.made_now() if keep_cpu else None  # the worker's CPU rows
-    args = (sender, boundary_in, reader.path, split, reader.block_size, reader.stats.exact_times)
-    worker = Child(_worker, (*args, keep_cpu, memfd, spill, keep_frames), (receiver, boundary_out))
-    sender.close()
-    boundary_in.close()
+    forked = _adopt_early(reader, keep_cpu, keep_frames)
+    if forked is None:
+        split = reader.plan_split(_min_bytes()) if (os.cpu_count() or 1) > 1 else None
+        if split is None:
+            return _serial(reader, keep_cpu, keep_frames=keep_frames)
+        if gc.get_freeze_count():  # the command line froze its start-up: so what came since
+            gc.freeze()  # (the worker touches none of it; the collection after the read skips it)
+        forked = _Forked(reader, split, keep_cpu, keep_frames)
     part = None
     try:
         # This process skips to the middle, finds the boundary and tells the worker where
         # to stop, while the worker is already reading from the start.
-        main = reader.for_part(MainPart(split_at=split[1], on_boundary=boundary_out.send))
+        on_boundary = forked.boundary_out.send
+        main = reader.for_part(MainPart(split_at=forked.split[1], on_boundary=on_boundary))
         collector = _collect(main, keep_cpu, keep_frames=keep_frames)
-        part = _receive(receiver, memfd, spill)
+        part = _receive(forked.receiver, forked.memfd, forked.spill)
     except SplitFailed:
         pass
     finally:
-        receiver.close()
-        boundary_out.close()
-        if memfd is not None:
-            os.close(memfd)
-        worker.stop()  # a half failed: the worker's result is not wanted
+        forked.stop()  # a half failed: the worker's result is not wanted
     if part is None:
         return _serial(reader, keep_cpu, keep_frames=keep_frames)
     collector.absorb_before(part)
     _merge_stats(main, part)
     del part  # what was not absorbed as it is (remapped ids) is freed before joining
     return collector.finish(main)
+
+
+class _Forked:
+    """The worker reading the first part of ``reader``'s file, from its fork to its end."""
+
+    def __init__(
+        self, reader: TraceReader, split: tuple[int, int], keep_cpu: bool, keep_frames: bool
+    ) -> None:
+        self.split, self.keep_cpu, self.keep_frames = split, keep_cpu, keep_frames
+        self.path, self.block_size = reader.path, reader.block_size
+        self.receiver, sender = Channel.pipe()
+        boundary_in, self.boundary_out = Channel.pipe()
+        self.memfd = _memfd()
+        self.spill = SpillFile.made_now() if keep_cpu else None  # the worker's CPU rows
+        exact = reader.stats.exact_times
+        args = (sender, boundary_in, reader.path, split, reader.block_size, exact, keep_cpu)
+        ends = (self.receiver, self.boundary_out)  # the worker closes this process's ends
+        self.child = Child(_worker, (*args, self.memfd, self.spill, keep_frames), ends)
+        sender.close()
+        boundary_in.close()
+
+    def stop(self) -> None:
+        self.receiver.close()
+        self.boundary_out.close()
+        if self.memfd is not None:
+            os.close(self.memfd)
+            self.memfd = None
+        self.child.stop()
+
+
+_early: tuple[_Forked, os.stat_result] | None = None  # see start_early
+
+
+def start_early(path: Path, keep_cpu: bool, keep_frames: bool = False) -> None:
+    """Fork the worker of a split read of ``path`` now, while the command line still starts
+    (parses its options, imports its analyses): the read that follows adopts it if it reads
+    that file in the same way, else it is stopped (``stop_early``). Nothing when the file is
+    small, cannot be split or cannot be read (the read itself then says why)."""
+    global _early
+    stop_early()
+    try:
+        reader = TraceReader(path, shapes=keep_cpu or keep_frames, frames=keep_frames)
+        stat = os.stat(path)
+        split = (
+            reader.plan_split(_min_bytes(), lead=_EARLY_LEAD) if (os.cpu_count() or 1) > 1 else None
+        )
+        if split is not None:
+            _early = (_Forked(reader, split, keep_cpu or keep_frames, keep_frames), stat)
+    except Exception:  # e.g. not a trace: the command says what it is
+        return
+
+
+def stop_early() -> None:
+    """Stop the worker ``start_early`` forked if no read adopted it."""
+    global _early
+    if _early is not None:
+        _early[0].stop()
+        _early = None
+
+
+def _adopt_early(reader: TraceReader, keep_cpu: bool, keep_frames: bool) -> _Forked | None:
+    """The early worker, if it reads ``reader``'s file as this read does (else it is stopped)."""
+    global _early
+    if _early is None:
+        return None
+    forked, stat = _early
+    _early = None
+    try:
+        same_file = os.path.samestat(os.stat(reader.path), stat)
+        now = os.stat(reader.path)
+    except OSError:
+        same_file = False
+    same = (
+        same_file
+        and (now.st_size, now.st_mtime_ns) == (stat.st_size, stat.st_mtime_ns)
+        and (forked.keep_cpu, forked.keep_frames) == (keep_cpu, keep_frames)
+        and forked.block_size == reader.block_size
+        and reader.decode is None
+        and not reader.keep_text
+        and reader.part is None
+    )
+    if not same:
+        forked.stop()
+        return None
+    return forked
 
 
 def _worker(

@@ -202,7 +202,7 @@ class TraceReader:
         reader._start()
         return reader
 
-    def plan_split(self, min_bytes: int) -> tuple[int, int] | None:
+    def plan_split(self, min_bytes: int, lead: float = 0.0) -> tuple[int, int] | None:
         """(first event offset, split point) of a file big enough to split in two parts.
 
         The main reader later finds the first newline-anchored ``}`` ``,`` ``{`` at or after
@@ -211,6 +211,7 @@ class TraceReader:
         array for a plain file. For gzip the size is estimated from the compression ratio of
         the start, and the worker gets a bit more than half, since the main process must
         inflate the worker's part too before it reaches its own. None when the file is small.
+        ``lead``: more for a worker that starts before the main process is ready to read.
         """
         # A pipe has no offsets; no trace compresses more than ~64×.
         if self.info.stream or self.info.size_bytes < min_bytes // 64:
@@ -226,7 +227,7 @@ class TraceReader:
             return None
         start = buf.base + skip_ws(buf.data, buf.pos)
         share = _GZIP_WORKER_SHARE if self.info.compressed else _PLAIN_WORKER_SHARE[self.shapes]
-        return start, start + int((size - start) * share)
+        return start, start + int((size - start) * (share + lead))
 
     def _read_range(self, source: TraceSource, part: WorkerPart) -> Iterator[list[Any]]:
         """A worker's part: the complete events in [start, end); any doubt raises SplitFailed."""
