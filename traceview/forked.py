@@ -77,7 +77,11 @@ class Child:
             if stream is not None:
                 stream.flush()
         held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except BaseException:  # e.g. no process left: Ctrl-C is let through again
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
+            raise
         if pid == 0:  # the child
             code = 1
             try:

@@ -97,3 +97,13 @@ def test_stop_kills_a_child_still_running() -> None:
     receiver.close()
     with pytest.raises(ChildProcessError):
         os.waitpid(child.pid, os.WNOHANG)
+
+
+def test_a_failed_fork_lets_ctrl_c_through_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_fork() -> int:
+        raise BlockingIOError("no process left")
+
+    monkeypatch.setattr(os, "fork", no_fork)
+    with pytest.raises(BlockingIOError):
+        Child(time.sleep, (0,))
+    assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, set())

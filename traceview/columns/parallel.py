@@ -93,7 +93,7 @@ class _Forked:
         self, reader: TraceReader, split: tuple[int, int], keep_cpu: bool, keep_frames: bool
     ) -> None:
         self.split, self.keep_cpu, self.keep_frames = split, keep_cpu, keep_frames
-        self.path, self.block_size = reader.path, reader.block_size
+        self.block_size = reader.block_size
         self.receiver, sender = Channel.pipe()
         boundary_in, self.boundary_out = Channel.pipe()
         self.memfd = _memfd()
@@ -101,16 +101,24 @@ class _Forked:
         exact = reader.stats.exact_times
         args = (sender, boundary_in, reader.path, split, reader.block_size, exact, keep_cpu)
         ends = (self.receiver, self.boundary_out)  # the worker closes this process's ends
-        self.child = Child(_worker, (*args, self.memfd, self.spill, keep_frames), ends)
-        sender.close()
-        boundary_in.close()
+        try:
+            self.child = Child(_worker, (*args, self.memfd, self.spill, keep_frames), ends)
+        except BaseException:
+            self._close()
+            raise
+        finally:
+            sender.close()
+            boundary_in.close()
 
-    def stop(self) -> None:
+    def _close(self) -> None:
         self.receiver.close()
         self.boundary_out.close()
         if self.memfd is not None:
             os.close(self.memfd)
             self.memfd = None
+
+    def stop(self) -> None:
+        self._close()
         self.child.stop()
 
 
