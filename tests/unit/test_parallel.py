@@ -20,6 +20,7 @@ from traceview.columns import parallel as two_parts
 from traceview.columns.model import TraceEvents
 from traceview.columns.parallel import collect_events
 from traceview.errors import TraceviewError
+from traceview.forked import Channel, Child
 from traceview.read.reader import TraceReader
 from traceview.read.source import TraceSource, check_path
 from traceview.render.kernels import as_json
@@ -215,3 +216,28 @@ def test_the_command_line_reads_a_trace_early_as_it_would_late(
         assert r.returncode == 0, r.stderr
         outputs.append(r.stdout)
     assert outputs[0] == outputs[1]
+
+
+def _adopts(conn: Channel, path: Path) -> None:
+    conn.send(two_parts._adopt_early(TraceReader(path, block_size=64 << 10), False, False))
+
+
+def test_a_process_forked_later_leaves_the_early_worker_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process forked after start_early (a run's rank reader) inherits the global, not the
+    worker: it neither adopts nor stops it; its own process still can."""
+    path = tmp_path / "t.json"
+    generate.write_trace(path, steps=8, seed=3, layout="kineto")
+    monkeypatch.setenv("TRACEVIEW_PARALLEL_MIN_BYTES", "1")
+    two_parts.start_early(path, keep_cpu=False)
+    assert two_parts._early is not None
+    receiver, sender = Channel.pipe()
+    child = Child(_adopts, (sender, path), close=(receiver,))
+    sender.close()
+    assert receiver.recv() is None
+    child.stop()
+    receiver.close()
+    assert two_parts._early is not None  # still this process's to adopt
+    events = collect_events(TraceReader(path, block_size=64 << 10))
+    assert events.read.resume_at is not None and two_parts._early is None

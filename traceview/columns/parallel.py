@@ -122,7 +122,9 @@ class _Forked:
         self.child.stop()
 
 
-_early: tuple[_Forked, os.stat_result] | None = None  # see start_early
+# See start_early: the worker, the file's stat, and the process that forked it (a process
+# forked from that one, e.g. a run's rank reader, inherits the global, not the worker).
+_early: tuple[_Forked, os.stat_result, int] | None = None
 
 
 def start_early(path: Path, keep_cpu: bool, keep_frames: bool = False) -> None:
@@ -139,7 +141,8 @@ def start_early(path: Path, keep_cpu: bool, keep_frames: bool = False) -> None:
             reader.plan_split(_min_bytes(), lead=_EARLY_LEAD) if (os.cpu_count() or 1) > 1 else None
         )
         if split is not None:
-            _early = (_Forked(reader, split, keep_cpu or keep_frames, keep_frames), stat)
+            forked = _Forked(reader, split, keep_cpu or keep_frames, keep_frames)
+            _early = (forked, stat, os.getpid())
     except Exception:  # e.g. not a trace: the command says what it is
         return
 
@@ -147,17 +150,18 @@ def start_early(path: Path, keep_cpu: bool, keep_frames: bool = False) -> None:
 def stop_early() -> None:
     """Stop the worker ``start_early`` forked if no read adopted it."""
     global _early
-    if _early is not None:
+    if _early is not None and _early[2] == os.getpid():
         _early[0].stop()
-        _early = None
+    _early = None
 
 
 def _adopt_early(reader: TraceReader, keep_cpu: bool, keep_frames: bool) -> _Forked | None:
     """The early worker, if it reads ``reader``'s file as this read does (else it is stopped)."""
     global _early
-    if _early is None:
+    if _early is None or _early[2] != os.getpid():
+        _early = None  # not this process's worker
         return None
-    forked, stat = _early
+    forked, stat, _ = _early
     _early = None
     try:
         same_file = os.path.samestat(os.stat(reader.path), stat)
