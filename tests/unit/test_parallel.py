@@ -193,9 +193,9 @@ def test_an_early_worker_no_read_adopts_is_stopped(
 def test_the_command_line_reads_a_trace_early_as_it_would_late(
     tmp_path: Path, extra: list[str]
 ) -> None:
-    """``kernels TRACE --no-cache`` forks its worker before typer is imported; a wrong guess
-    (CPU rows wanted) is read anew; with the cache nothing is guessed. The output is the same
-    as a serial read's."""
+    """``kernels TRACE`` forks its worker before typer is imported; a wrong guess (CPU rows
+    wanted) is read anew; with the cache, the run that fills it adopts the worker and the run
+    that hits it stops it. The output is the same as a serial read's, every time."""
     path = tmp_path / "t.json"
     generate.write_trace(path, steps=8, seed=3, layout="kineto")
     outputs = []
@@ -206,16 +206,17 @@ def test_the_command_line_reads_a_trace_early_as_it_would_late(
             "TRACEVIEW_CACHE_DIR": str(tmp_path / f"cache-{min_bytes}"),
             "PYTHONPATH": str(ROOT),
         }
-        r = subprocess.run(
-            [sys.executable, "-m", "traceview", "kernels", str(path), "-f", "json", *extra],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=120,
-        )
-        assert r.returncode == 0, r.stderr
-        outputs.append(r.stdout)
-    assert outputs[0] == outputs[1]
+        for _ in range(1 if "--no-cache" in extra else 2):  # with the cache: fill, then hit
+            r = subprocess.run(
+                [sys.executable, "-m", "traceview", "kernels", str(path), "-f", "json", *extra],
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=120,
+            )
+            assert r.returncode == 0, r.stderr
+            outputs.append(r.stdout)
+    assert len(set(outputs)) == 1 and len(outputs) in (2, 4)
 
 
 def _adopts(conn: Channel, path: Path) -> None:

@@ -115,6 +115,7 @@ def _read_cached(
     if slot is None:
         return None
     if slot.events is not None:
+        _stop_early_read()  # the command line's guess (traceview.cli): the trace is not read
         return slot.events
     # Read as the command needs it (without CPU rows, a filling run costs about what a
     # --no-cache one does), facts worked out; a command that needs more than an entry holds
@@ -126,6 +127,13 @@ def _read_cached(
     if events.read.truncated_at is None:
         cache.publish_in_background(slot, events, with_cpu=keep_cpu)
     return events
+
+
+def _stop_early_read() -> None:
+    """Stop the worker the command line forked early for a read that does not happen."""
+    parallel = sys.modules.get("traceview.columns.parallel")
+    if parallel is not None:
+        parallel.stop_early()
 
 
 # Below this many events the read leaves too little to free (peak RSS of gaps and summary on a

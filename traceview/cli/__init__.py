@@ -108,18 +108,17 @@ _EARLY_READS = {
 
 
 def _start_reading_early(args: list[str]) -> None:
-    """``traceview CMD TRACE ... --no-cache`` surely reads TRACE: fork the worker of a split
-    read now, before typer and the command's analyses are imported (~0.1 s), so that it reads
-    while this process starts. The read adopts it only if it reads that file as guessed;
-    anything else (another file or another read: options, a run, not a trace) stops it and
-    reads as usual (``main`` stops a worker no read adopted). With the cache the trace is often
-    not read at all, and a run's traces are read by other processes: no guess is made then."""
+    """``traceview CMD TRACE ...`` likely reads TRACE: fork the worker of a split read now,
+    before typer and the command's analyses are imported (~0.1 s), so that it reads while this
+    process starts. The read adopts it only if it reads that file as guessed; anything else
+    (another file or another read: options, not a trace) stops it and reads as usual, a cache
+    hit stops it at once (``main`` stops a worker no read adopted). A run's traces are read by
+    other processes: no guess is made then."""
     if (
         len(args) < 3
         or args[0] not in _EARLY_READS
         or args[1].startswith("-")
         or not args[2].startswith("-")  # more traces (a run): read by other processes
-        or "--no-cache" not in args[2:]
         or any(a in ("-h", "--help") for a in args)
     ):
         return
