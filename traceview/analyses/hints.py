@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -131,6 +131,8 @@ class Facts:
     ops: Sequence[OpRow]
     memory: MemoryReport | None = None  # the allocator's peaks, when worked out
     graphs: np.ndarray | None = None  # the graph launches' correlation ids (None: none)
+    # the gaps' CPU contexts looked up so far, by gap index (_contexts)
+    contexts: dict[int, CpuContext] = field(default_factory=dict, repr=False, compare=False)
 
     def time_of(self, name: str) -> int:
         """GPU time (ns) of the activities in a category."""
@@ -292,12 +294,25 @@ def _replays_left_out(kernels: int) -> str:
     )
 
 
+def _loader_gaps(f: Facts) -> np.ndarray:
+    """The gaps dataloader looks at: the LOADER_GAPS longest held by the host."""
+    cpu = np.flatnonzero(f.gaps.host_wait > 0)
+    return cpu[np.argsort(-(f.gaps.end - f.gaps.start)[cpu], kind="stable")[:LOADER_GAPS]]
+
+
+def _stall_gaps(f: Facts) -> np.ndarray:
+    """The gaps host_stall looks at: the STALL_GAPS longest host waits, those ≥ the floor."""
+    cpu = np.flatnonzero(f.gaps.host_wait > 0)
+    longest = cpu[np.argsort(-f.gaps.host_wait[cpu], kind="stable")[:STALL_GAPS]]
+    return longest[f.gaps.host_wait[longest] >= _stall_floor(f)]
+
+
 def dataloader(f: Facts) -> Hint | None:
     """Device gaps the CPU held in the data loader."""
     cpu = np.flatnonzero(f.gaps.host_wait > 0)
     if len(cpu) == 0 or len(f.events.cpu) == 0:
         return None
-    longest = cpu[np.argsort(-(f.gaps.end - f.gaps.start)[cpu], kind="stable")[:LOADER_GAPS]]
+    longest = _loader_gaps(f)
     window = sum(u.window_ns for u in f.usage)
     if sums.total(f.gaps.host_wait[longest]) < DATALOADER_SHARE * window:
         return None  # an op holds a gap for at most its host wait: no need to look (a scan)
@@ -320,16 +335,22 @@ def dataloader(f: Facts) -> Hint | None:
 
 
 def _contexts(f: Facts, gaps: np.ndarray) -> tuple[GapSet, list[CpuContext]]:
-    """The device gaps at ``gaps`` (indices into f.gaps) and what held each on the CPU."""
-    chosen = f.gaps.take(gaps)
-    query = GapQuery(
-        f.events.gpu.correlation[chosen.after],
-        f.links.launch[chosen.after],
-        chosen.start,
-        chosen.end,
-        chosen.host_wait,
-    )
-    return chosen, cpu_contexts(f.events, query)
+    """The device gaps at ``gaps`` (indices into f.gaps) and what held each on the CPU.
+    A gap's context depends on it alone, and each lookup passes over every CPU row: the
+    first one looks up the gaps of both rules that use them (dataloader, host_stall)."""
+    if any(g not in f.contexts for g in gaps.tolist()):
+        wanted = np.union1d(gaps, np.union1d(_loader_gaps(f), _stall_gaps(f)))
+        wanted = np.array([g for g in wanted.tolist() if g not in f.contexts], dtype=np.int64)
+        chosen = f.gaps.take(wanted)
+        query = GapQuery(
+            f.events.gpu.correlation[chosen.after],
+            f.links.launch[chosen.after],
+            chosen.start,
+            chosen.end,
+            chosen.host_wait,
+        )
+        f.contexts.update(zip(wanted.tolist(), cpu_contexts(f.events, query), strict=True))
+    return f.gaps.take(gaps), [f.contexts[g] for g in gaps.tolist()]
 
 
 def host_stall(f: Facts) -> Hint | None:
@@ -339,8 +360,7 @@ def host_stall(f: Facts) -> Hint | None:
     if len(cpu) == 0 or len(f.events.cpu) == 0 or not (f.links.leaf != NO_OP).any():
         return None  # without CPU ops, no op could have covered anything
     floor = _stall_floor(f)
-    longest = cpu[np.argsort(-f.gaps.host_wait[cpu], kind="stable")[:STALL_GAPS]]
-    longest = longest[f.gaps.host_wait[longest] >= floor]
+    longest = _stall_gaps(f)
     if not f.material(sums.total(f.gaps.host_wait[longest])):
         return None  # the uncovered time is at most the host wait: no need to scan
     chosen, contexts = _contexts(f, longest)
