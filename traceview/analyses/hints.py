@@ -10,6 +10,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -19,7 +20,14 @@ from traceview.aggregate.order import groups_in_order
 from traceview.analyses.core.categories import CATEGORIES
 from traceview.analyses.core.cpu_context import CpuContext, GapQuery, cpu_contexts
 from traceview.analyses.core.devices import DeviceUsage, GapSet
-from traceview.analyses.core.gemm_facts import BYTES, OpGemm, gemm_kernels, narrow_aligned, padded
+from traceview.analyses.core.gemm_facts import (
+    BYTES,
+    GemmKernels,
+    OpGemm,
+    gemm_kernels,
+    narrow_aligned,
+    padded,
+)
 from traceview.analyses.core.graphs import replayed
 from traceview.analyses.core.names import display_names, short_names
 from traceview.analyses.core.oplinks import NO_OP, OpLinks
@@ -134,6 +142,12 @@ class Facts:
     # the gaps' CPU contexts looked up so far, by gap index (_contexts)
     contexts: dict[int, CpuContext] = field(default_factory=dict, repr=False, compare=False)
 
+    @cached_property
+    def gemms(self) -> tuple[np.ndarray, GemmKernels]:
+        """The GPU rows of the gemm category and their GemmKernels (two rules use them)."""
+        rows = np.flatnonzero(self.category == CATEGORIES.index("gemm"))
+        return rows, gemm_kernels(self.events, self.links, rows)
+
     def time_of(self, name: str) -> int:
         """GPU time (ns) of the activities in a category."""
         rows = self.category == CATEGORIES.index(name)
@@ -222,10 +236,11 @@ def low_precision(f: Facts) -> Hint | None:
     """fp32 GEMM kernels on a GPU with tensor cores (compute capability 7.0 or newer); a
     kernel's precision is its launching op's input type, else its name's (gemm_facts)."""
     major = _compute_major(f.events.header)
-    gemm = np.flatnonzero(f.category == CATEGORIES.index("gemm"))
-    if major is None or major < 7 or len(gemm) == 0:
+    if major is None or major < 7:
         return None
-    facts = gemm_kernels(f.events, f.links, gemm)
+    gemm, facts = f.gemms
+    if len(gemm) == 0:
+        return None
     fp32 = np.array([p == "fp32" for p in facts.precision], dtype=bool)[facts.group]
     dur = f.events.gpu.dur[gemm]
     fp32_ns, gemm_ns = sums.total(dur[fp32]), sums.total(dur)
@@ -580,10 +595,9 @@ def gemm_alignment(f: Facts) -> Hint | None:
     """GEMMs on dimensions tensor cores cannot load aligned: N or K not a multiple of 8
     (16-bit inputs) / 16 (8-bit), or kernels picked for 1- or 2-element alignment; grouped
     by the dimension that causes them, the saving estimated from the aligned GEMMs' rate."""
-    gemm = np.flatnonzero(f.category == CATEGORIES.index("gemm"))
+    gemm, facts = f.gemms  # per distinct kernel, in order of rows
     if len(gemm) == 0:
         return None
-    facts = gemm_kernels(f.events, f.links, gemm)  # per distinct kernel, in order of rows
     dur = f.events.gpu.dur[gemm]
     ns = sums.by_group(facts.group, dur, len(facts.name)).tolist()
     count = np.bincount(facts.group, minlength=len(facts.name)).tolist()
