@@ -192,16 +192,16 @@ class SpillFile:
         fd = self._file.fileno()
         for start in range(0, self.count, BLOCK_ROWS):
             n = min(BLOCK_ROWS, self.count - start)
-            block = np.frombuffer(
-                bytearray(os.pread(fd, n * ROW.itemsize, start * ROW.itemsize)), ROW
-            )
-            if len(block) != n:
+            data = bytearray(os.pread(fd, n * ROW.itemsize, start * ROW.itemsize))
+            if len(data) != n * ROW.itemsize:
                 raise TraceviewError("the temporary file of CPU rows was cut short")
-            _renumber(block, threads, names, shapes)
+            _renumber(np.frombuffer(data, dtype=ROW), threads, names, shapes)
             try:
-                os.pwrite(fd, block.view(np.uint8).data, start * ROW.itemsize)
+                written = os.pwrite(fd, data, start * ROW.itemsize)
             except OSError as e:
                 raise TraceviewError(_cannot_write(e)) from None
+            if written != len(data):  # a regular file writes all unless it is full
+                raise TraceviewError(_cannot_write(OSError("a short write")))
 
 
 def _cannot_write(e: OSError) -> str:
