@@ -148,6 +148,17 @@ class Facts:
         rows = np.flatnonzero(self.category == CATEGORIES.index("gemm"))
         return rows, gemm_kernels(self.events, self.links, rows)
 
+    @cached_property
+    def host_bound(self) -> _HostBound | None:
+        """The host-bound steps and their short host-held gaps (cuda-graphs and cpu-bound
+        word them)."""
+        return _host_bound(self)
+
+    @cached_property
+    def graphs_hint(self) -> Hint | None:
+        """The cuda-graphs hint (cpu-bound gives way to it)."""
+        return _cuda_graphs(self)
+
     def time_of(self, name: str) -> int:
         """GPU time (ns) of the activities in a category."""
         rows = self.category == CATEGORIES.index(name)
@@ -270,6 +281,10 @@ def low_precision(f: Facts) -> Hint | None:
 def cuda_graphs(f: Facts) -> Hint | None:
     """Short kernels launched on their own and a GPU waiting on the CPU; never when CUDA-graph
     replays ran half the kernel time or more (one launch call runs all a replay's kernels)."""
+    return f.graphs_hint
+
+
+def _cuda_graphs(f: Facts) -> Hint | None:
     gpu = f.events.gpu
     rows = np.flatnonzero(gpu.kind == KERNEL)
     graphs = np.empty(0, dtype=np.int64) if f.graphs is None else f.graphs
@@ -284,7 +299,7 @@ def cuda_graphs(f: Facts) -> Hint | None:
     if median >= SHORT_KERNEL_NS or not waiting:
         return None
     d = waiting[0]
-    h = _host_bound(f)  # where (steps) and before what (ops) the CPU falls behind
+    h = f.host_bound  # where (steps) and before what (ops) the CPU falls behind
     where = "" if h is None else f"; {h.named} ({h.shares}), before work launched by {h.top}"
     return Hint(
         "cuda-graphs",
@@ -482,7 +497,7 @@ def cpu_bound(f: Facts) -> Hint | None:
     host stall) add up to a material share of the step (docs/hints.md "cpu-bound")."""
     if cuda_graphs(f) is not None:
         return None  # that hint names the same host wait, with its cause: short kernels
-    h = _host_bound(f)
+    h = f.host_bound
     if h is None or not f.material(h.stake_ns):
         return None
     return Hint(
