@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import ROOT, load_generator
 
@@ -17,6 +18,7 @@ from traceview.analyses.core.steps import step_table
 from traceview.analyses.gaps import GapOptions, analyse_gaps
 from traceview.analyses.kernels import KernelOptions, analyse_kernels
 from traceview.columns import parallel as two_parts
+from traceview.columns.cpu_rows import ROW
 from traceview.columns.model import TraceEvents
 from traceview.columns.parallel import collect_events
 from traceview.errors import TraceviewError
@@ -65,6 +67,32 @@ def test_parallel_equals_serial(
     if not hostile:  # hostile names may make a part fall back to serial reading: also fine
         assert split
     assert summary(parallel) == summary(serial)
+
+
+def _cpu_rows(events: TraceEvents) -> list[tuple]:
+    """The CPU rows with their ids as the names and threads they stand for, sorted (each
+    batch's rows are in an order of its own: the batches differ between the two reads)."""
+    rows = np.concatenate([*events.cpu.blocks(), np.zeros(0, dtype=ROW)])
+    shapes = list(events.shapes)
+    return sorted(
+        (events.threads[t], events.names[n], ts, end, c, shapes[s] if s >= 0 else ())
+        for t, n, ts, end, c, s in rows.tolist()
+    )
+
+
+def test_the_workers_cpu_rows_are_renumbered_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worker's CPU rows (in its spill file, ids of its own) read as a serial read's,
+    however many times they are read."""
+    path = tmp_path / "t.json"
+    generate.write_trace(path, steps=8, seed=3, layout="kineto")
+    serial = read(path, False, monkeypatch)
+    parallel, split = read_with(path, True, monkeypatch)
+    assert split
+    assert len(serial.cpu) > 0
+    assert _cpu_rows(parallel) == _cpu_rows(serial)
+    assert _cpu_rows(parallel) == _cpu_rows(serial)  # a second pass: not mapped again
 
 
 @pytest.mark.parametrize("members", [1, 3])

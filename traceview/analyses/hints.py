@@ -9,7 +9,8 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -19,7 +20,14 @@ from traceview.aggregate.order import groups_in_order
 from traceview.analyses.core.categories import CATEGORIES
 from traceview.analyses.core.cpu_context import CpuContext, GapQuery, cpu_contexts
 from traceview.analyses.core.devices import DeviceUsage, GapSet
-from traceview.analyses.core.gemm_facts import BYTES, OpGemm, gemm_kernels, narrow_aligned, padded
+from traceview.analyses.core.gemm_facts import (
+    BYTES,
+    GemmKernels,
+    OpGemm,
+    gemm_kernels,
+    narrow_aligned,
+    padded,
+)
 from traceview.analyses.core.graphs import replayed
 from traceview.analyses.core.names import display_names, short_names
 from traceview.analyses.core.oplinks import NO_OP, OpLinks
@@ -131,6 +139,25 @@ class Facts:
     ops: Sequence[OpRow]
     memory: MemoryReport | None = None  # the allocator's peaks, when worked out
     graphs: np.ndarray | None = None  # the graph launches' correlation ids (None: none)
+    # the gaps' CPU contexts looked up so far, by gap index (_contexts)
+    contexts: dict[int, CpuContext] = field(default_factory=dict, repr=False, compare=False)
+
+    @cached_property
+    def gemms(self) -> tuple[np.ndarray, GemmKernels]:
+        """The GPU rows of the gemm category and their GemmKernels (two rules use them)."""
+        rows = np.flatnonzero(self.category == CATEGORIES.index("gemm"))
+        return rows, gemm_kernels(self.events, self.links, rows)
+
+    @cached_property
+    def host_bound(self) -> _HostBound | None:
+        """The host-bound steps and their short host-held gaps (cuda-graphs and cpu-bound
+        word them)."""
+        return _host_bound(self)
+
+    @cached_property
+    def graphs_hint(self) -> Hint | None:
+        """The cuda-graphs hint (cpu-bound gives way to it)."""
+        return _cuda_graphs(self)
 
     def time_of(self, name: str) -> int:
         """GPU time (ns) of the activities in a category."""
@@ -220,10 +247,11 @@ def low_precision(f: Facts) -> Hint | None:
     """fp32 GEMM kernels on a GPU with tensor cores (compute capability 7.0 or newer); a
     kernel's precision is its launching op's input type, else its name's (gemm_facts)."""
     major = _compute_major(f.events.header)
-    gemm = np.flatnonzero(f.category == CATEGORIES.index("gemm"))
-    if major is None or major < 7 or len(gemm) == 0:
+    if major is None or major < 7:
         return None
-    facts = gemm_kernels(f.events, f.links, gemm)
+    gemm, facts = f.gemms
+    if len(gemm) == 0:
+        return None
     fp32 = np.array([p == "fp32" for p in facts.precision], dtype=bool)[facts.group]
     dur = f.events.gpu.dur[gemm]
     fp32_ns, gemm_ns = sums.total(dur[fp32]), sums.total(dur)
@@ -253,6 +281,10 @@ def low_precision(f: Facts) -> Hint | None:
 def cuda_graphs(f: Facts) -> Hint | None:
     """Short kernels launched on their own and a GPU waiting on the CPU; never when CUDA-graph
     replays ran half the kernel time or more (one launch call runs all a replay's kernels)."""
+    return f.graphs_hint
+
+
+def _cuda_graphs(f: Facts) -> Hint | None:
     gpu = f.events.gpu
     rows = np.flatnonzero(gpu.kind == KERNEL)
     graphs = np.empty(0, dtype=np.int64) if f.graphs is None else f.graphs
@@ -267,7 +299,7 @@ def cuda_graphs(f: Facts) -> Hint | None:
     if median >= SHORT_KERNEL_NS or not waiting:
         return None
     d = waiting[0]
-    h = _host_bound(f)  # where (steps) and before what (ops) the CPU falls behind
+    h = f.host_bound  # where (steps) and before what (ops) the CPU falls behind
     where = "" if h is None else f"; {h.named} ({h.shares}), before work launched by {h.top}"
     return Hint(
         "cuda-graphs",
@@ -292,12 +324,25 @@ def _replays_left_out(kernels: int) -> str:
     )
 
 
+def _loader_gaps(f: Facts) -> np.ndarray:
+    """The gaps dataloader looks at: the LOADER_GAPS longest held by the host."""
+    cpu = np.flatnonzero(f.gaps.host_wait > 0)
+    return cpu[np.argsort(-(f.gaps.end - f.gaps.start)[cpu], kind="stable")[:LOADER_GAPS]]
+
+
+def _stall_gaps(f: Facts) -> np.ndarray:
+    """The gaps host_stall looks at: the STALL_GAPS longest host waits, those ≥ the floor."""
+    cpu = np.flatnonzero(f.gaps.host_wait > 0)
+    longest = cpu[np.argsort(-f.gaps.host_wait[cpu], kind="stable")[:STALL_GAPS]]
+    return longest[f.gaps.host_wait[longest] >= _stall_floor(f)]
+
+
 def dataloader(f: Facts) -> Hint | None:
     """Device gaps the CPU held in the data loader."""
     cpu = np.flatnonzero(f.gaps.host_wait > 0)
     if len(cpu) == 0 or len(f.events.cpu) == 0:
         return None
-    longest = cpu[np.argsort(-(f.gaps.end - f.gaps.start)[cpu], kind="stable")[:LOADER_GAPS]]
+    longest = _loader_gaps(f)
     window = sum(u.window_ns for u in f.usage)
     if sums.total(f.gaps.host_wait[longest]) < DATALOADER_SHARE * window:
         return None  # an op holds a gap for at most its host wait: no need to look (a scan)
@@ -320,16 +365,22 @@ def dataloader(f: Facts) -> Hint | None:
 
 
 def _contexts(f: Facts, gaps: np.ndarray) -> tuple[GapSet, list[CpuContext]]:
-    """The device gaps at ``gaps`` (indices into f.gaps) and what held each on the CPU."""
-    chosen = f.gaps.take(gaps)
-    query = GapQuery(
-        f.events.gpu.correlation[chosen.after],
-        f.links.launch[chosen.after],
-        chosen.start,
-        chosen.end,
-        chosen.host_wait,
-    )
-    return chosen, cpu_contexts(f.events, query)
+    """The device gaps at ``gaps`` (indices into f.gaps) and what held each on the CPU.
+    A gap's context depends on it alone, and each lookup passes over every CPU row: the
+    first one looks up the gaps of both rules that use them (dataloader, host_stall)."""
+    if any(g not in f.contexts for g in gaps.tolist()):
+        wanted = np.union1d(gaps, np.union1d(_loader_gaps(f), _stall_gaps(f)))
+        wanted = np.array([g for g in wanted.tolist() if g not in f.contexts], dtype=np.int64)
+        chosen = f.gaps.take(wanted)
+        query = GapQuery(
+            f.events.gpu.correlation[chosen.after],
+            f.links.launch[chosen.after],
+            chosen.start,
+            chosen.end,
+            chosen.host_wait,
+        )
+        f.contexts.update(zip(wanted.tolist(), cpu_contexts(f.events, query), strict=True))
+    return f.gaps.take(gaps), [f.contexts[g] for g in gaps.tolist()]
 
 
 def host_stall(f: Facts) -> Hint | None:
@@ -339,8 +390,7 @@ def host_stall(f: Facts) -> Hint | None:
     if len(cpu) == 0 or len(f.events.cpu) == 0 or not (f.links.leaf != NO_OP).any():
         return None  # without CPU ops, no op could have covered anything
     floor = _stall_floor(f)
-    longest = cpu[np.argsort(-f.gaps.host_wait[cpu], kind="stable")[:STALL_GAPS]]
-    longest = longest[f.gaps.host_wait[longest] >= floor]
+    longest = _stall_gaps(f)
     if not f.material(sums.total(f.gaps.host_wait[longest])):
         return None  # the uncovered time is at most the host wait: no need to scan
     chosen, contexts = _contexts(f, longest)
@@ -447,7 +497,7 @@ def cpu_bound(f: Facts) -> Hint | None:
     host stall) add up to a material share of the step (docs/hints.md "cpu-bound")."""
     if cuda_graphs(f) is not None:
         return None  # that hint names the same host wait, with its cause: short kernels
-    h = _host_bound(f)
+    h = f.host_bound
     if h is None or not f.material(h.stake_ns):
         return None
     return Hint(
@@ -560,10 +610,9 @@ def gemm_alignment(f: Facts) -> Hint | None:
     """GEMMs on dimensions tensor cores cannot load aligned: N or K not a multiple of 8
     (16-bit inputs) / 16 (8-bit), or kernels picked for 1- or 2-element alignment; grouped
     by the dimension that causes them, the saving estimated from the aligned GEMMs' rate."""
-    gemm = np.flatnonzero(f.category == CATEGORIES.index("gemm"))
+    gemm, facts = f.gemms  # per distinct kernel, in order of rows
     if len(gemm) == 0:
         return None
-    facts = gemm_kernels(f.events, f.links, gemm)  # per distinct kernel, in order of rows
     dur = f.events.gpu.dur[gemm]
     ns = sums.by_group(facts.group, dur, len(facts.name)).tolist()
     count = np.bincount(facts.group, minlength=len(facts.name)).tolist()

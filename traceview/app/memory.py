@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import ctypes
 import os
-from collections.abc import Callable
 from functools import cache
 
 M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # <malloc.h>
@@ -24,15 +23,8 @@ TRIM_THRESHOLD = 1 << 30  # freed memory at the top of the heap is given back ab
 def reuse_freed_memory() -> None:
     """Have glibc serve allocations up to 32 MB from its heap and keep what is freed there for
     the next ones (no effect but on glibc)."""
-    try:
-        libc_version = os.confstr("CS_GNU_LIBC_VERSION")
-    except (AttributeError, ValueError, OSError):
-        return
-    if not libc_version or not libc_version.startswith("glibc"):
-        return
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-    except OSError:
+    libc = _glibc()
+    if libc is None:
         return
     libc.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)
     libc.mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD)
@@ -40,17 +32,22 @@ def reuse_freed_memory() -> None:
 
 def release_free_memory() -> None:
     """Return the allocator's free pages to the OS (glibc only; cheap)."""
-    trim = _malloc_trim()
-    if trim is not None:
-        trim(0)
+    libc = _glibc()
+    if libc is not None:
+        libc.malloc_trim(0)
 
 
 @cache
-def _malloc_trim() -> Callable[[int], int] | None:
-    import ctypes.util  # only here: it imports tempfile, shutil... (start-up)
-
+def _glibc() -> ctypes.CDLL | None:
+    """glibc, loaded by its soname (not ctypes.util.find_library, which runs ldconfig in a
+    subprocess: 20-45 ms after a big read); None elsewhere."""
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        return libc.malloc_trim
-    except (OSError, AttributeError):
+        libc_version = os.confstr("CS_GNU_LIBC_VERSION")
+    except (AttributeError, ValueError, OSError):
+        return None
+    if not libc_version or not libc_version.startswith("glibc"):
+        return None
+    try:
+        return ctypes.CDLL("libc.so.6")
+    except OSError:
         return None

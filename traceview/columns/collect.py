@@ -484,7 +484,7 @@ class EventCollector:
         if len(part.cpu):
             threads = self.threads.ids_of(part.threads)
             shapes = self._shape_ids(list(part.shapes)) if part.shapes else None
-            self._cpu_before.insert(0, cpu_rows.Renumbered(part.cpu, threads, names, shapes))
+            self._cpu_before.insert(0, cpu_rows.renumbered(part.cpu, threads, names, shapes))
         if self.keep_frames and len(part.threads):
             threads = self.threads.ids_of(part.threads)
             self._frames.insert(0, frames.renumbered_frames(part.frames, threads, names))

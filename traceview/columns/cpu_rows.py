@@ -183,6 +183,26 @@ class SpillFile:
                 raise TraceviewError("the temporary file of CPU rows was cut short")
             yield np.frombuffer(data, dtype=ROW)
 
+    def renumber(self, threads: np.ndarray, names: np.ndarray, shapes: np.ndarray | None) -> None:
+        """Map the rows' thread, name and shape ids in the file itself, once (what Renumbered
+        does on every pass: on a 519 MB trace, 0.017 s a pass over 0.6 M rows, ~10 passes)."""
+        if self._file is None or self.count == 0:
+            return
+        self.flush()
+        fd = self._file.fileno()
+        for start in range(0, self.count, BLOCK_ROWS):
+            n = min(BLOCK_ROWS, self.count - start)
+            data = bytearray(os.pread(fd, n * ROW.itemsize, start * ROW.itemsize))
+            if len(data) != n * ROW.itemsize:
+                raise TraceviewError("the temporary file of CPU rows was cut short")
+            _renumber(np.frombuffer(data, dtype=ROW), threads, names, shapes)
+            try:
+                written = os.pwrite(fd, data, start * ROW.itemsize)
+            except OSError as e:
+                raise TraceviewError(_cannot_write(e)) from None
+            if written != len(data):  # a regular file writes all unless it is full
+                raise TraceviewError(_cannot_write(OSError("a short write")))
+
 
 def _cannot_write(e: OSError) -> str:
     return (
@@ -206,12 +226,33 @@ class Renumbered:
     def blocks(self, size: int, windows: Windows | None = None) -> Iterator[np.ndarray]:
         for block in self.source.blocks(size, windows):
             block = block.copy()
-            block["thread"] = self.threads[block["thread"]]
-            block["name"] = self.names[block["name"]]
-            if self.shapes is not None and len(self.shapes):
-                known = block["shape"] >= 0
-                block["shape"][known] = self.shapes[block["shape"][known]]
+            _renumber(block, self.threads, self.names, self.shapes)
             yield block
+
+
+def _renumber(
+    block: np.ndarray, threads: np.ndarray, names: np.ndarray, shapes: np.ndarray | None
+) -> None:
+    """Map a writable block's thread, name and shape ids to another trace's."""
+    block["thread"] = threads[block["thread"]]
+    block["name"] = names[block["name"]]
+    if shapes is not None and len(shapes):
+        known = block["shape"] >= 0
+        block["shape"][known] = shapes[block["shape"][known]]
+
+
+def renumbered(
+    source: RowSource, threads: np.ndarray, names: np.ndarray, shapes: np.ndarray | None = None
+) -> RowSource:
+    """``source``'s rows with their ids mapped: a spill file's rewritten in place at once,
+    others mapped block by block as they are read (Renumbered)."""
+    parts = source.parts if isinstance(source, CpuRows) else (source,)
+    spills = [part for part in parts if isinstance(part, SpillFile)]
+    if spills and len(spills) == len(parts):
+        for spill in spills:
+            spill.renumber(threads, names, shapes)
+        return source
+    return Renumbered(source, threads, names, shapes)
 
 
 def from_parts(parts: Sequence[RowSource]) -> CpuRows:

@@ -441,14 +441,19 @@ def _tokens(events: TraceEvents, windows: list[Window]) -> list[tuple[int | None
         return out
     rows = np.concatenate(found)
     step = _step_of(rows["ts"].astype(np.int64), windows)
+    counted = (step >= 0) & (rows["shape"] != NO_SHAPE)
+    # each distinct shape parsed once, each (step, shape) pair counted once
+    shapes, shape_of = np.unique(rows["shape"][counted], return_inverse=True)
+    looked = [_looked_up(events.shapes[shape][0]) for shape in shapes.tolist()]
+    pairs, calls = np.unique(
+        step[counted].astype(np.int64) * len(shapes) + shape_of.reshape(-1), return_counts=True
+    )
     per_step: list[dict[str, int]] = [{} for _ in windows]
-    for s, shape in zip(step.tolist(), rows["shape"].tolist(), strict=True):
-        if s < 0 or shape == NO_SHAPE:
-            continue
-        looked = _looked_up(events.shapes[shape][0])
-        if looked is not None:
-            table, count = looked
-            per_step[s][table] = per_step[s].get(table, 0) + count
+    for pair, n in zip(pairs.tolist(), calls.tolist(), strict=True):
+        s, shape = divmod(pair, len(shapes))
+        if looked[shape] is not None:
+            table, count = looked[shape]
+            per_step[s][table] = per_step[s].get(table, 0) + count * n
     for i, tables in enumerate(per_step):
         if tables:
             out[i] = (max(tables.values()), "aten::embedding indices")
