@@ -43,6 +43,29 @@ class GzipReader:
     def close(self) -> None:
         """Stop the thread and wait for it."""
 
+class ChunkScanner:
+    """Chunks scanned on ``threads`` threads of their own, at most ``ahead`` in flight,
+    taken back in the order they were given (each as ``scan_chunk`` gives it)."""
+
+    def __init__(
+        self,
+        threads: int,
+        ahead: int,
+        keep_cpu: bool,
+        drop: dict[str, list[bytes]] | None = None,
+        keep_frames: bool = False,
+    ) -> None: ...
+    def submit(self, data: Any, exact: bool) -> bool:
+        """Scan a copy of ``data``; False (nothing done) when ``ahead`` are in flight."""
+    def next(self) -> dict[str, Any]:
+        """The oldest chunk in flight, scanned (waits for it); RuntimeError if none is."""
+    def last_text(self) -> bytes:
+        """The text of the chunk ``next()`` gave last."""
+    def in_flight(self) -> int:
+        """Chunks given and not yet taken."""
+    def close(self) -> None:
+        """Drop the chunks in flight and stop the threads."""
+
 SPAN_COLUMNS: list[tuple[str, str]]
 
 def trim_spans(data: Any) -> dict[str, Any]:

@@ -37,6 +37,7 @@ from traceview.columns.schema import (
 from traceview.errors import TraceviewError
 from traceview.forked import in_child, start_child
 from traceview.read.reader import MainPart, SplitFailed, TraceReader, WorkerPart
+from traceview.read.threaded import ThreadedReader, threads_win
 
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
@@ -58,6 +59,11 @@ def collect_events(
     split = reader.plan_split(_min_bytes()) if (os.cpu_count() or 1) > 1 else None
     if split is None:
         return _serial(reader, keep_cpu, keep_frames=keep_frames)
+    if threads_win(reader):  # one process, the chunks scanned on threads (read.threaded)
+        try:
+            return _serial(ThreadedReader.of(reader), keep_cpu, keep_frames=keep_frames)
+        except SplitFailed:
+            return _serial(reader, keep_cpu, keep_frames=keep_frames)
     import multiprocessing  # only here: a small trace is read without it (start-up)
 
     context = multiprocessing.get_context("fork")
