@@ -38,6 +38,9 @@ class GzipReader:
     def read(self) -> tuple[str, bytes, int, int, str]:
         """(status, block, end, consumed, message): status "" for a block; then "end",
         "truncated", "trailing", "corrupt" or "io" (``end``: decompressed bytes so far)."""
+    def read_into(self, into: memoryview) -> tuple[str, int, int, int, str]:
+        """(status, written, end, consumed, message): as ``read``, the block's bytes written
+        into ``into`` (a writable memoryview: as many as it holds, the rest next time)."""
     def skip_before(self, offset: int) -> None:
         """Blocks that end before ``offset`` are inflated but not sent."""
     def close(self) -> None:

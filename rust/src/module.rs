@@ -371,6 +371,28 @@ impl ChunkScanner {
 #[pyclass(module = "traceview._core")]
 struct GzipReader {
     inner: std::sync::Mutex<inflate::Background>,
+    // read_into's block not yet all given: its buffer, the bytes left, end and consumed.
+    at_hand: std::sync::Mutex<Option<InflatedBlock>>,
+}
+
+type InflatedBlock = (Vec<u8>, std::ops::Range<usize>, u64, u64);
+
+/// A step that ends the stream as (status, end, consumed, message) (see GzipReader.read).
+fn ended(step: inflate::Step) -> (&'static str, u64, u64, String) {
+    match step {
+        inflate::Step::Block { end, consumed, .. } => ("", end, consumed, String::new()),
+        inflate::Step::End { after, consumed } => ("end", after, consumed, String::new()),
+        inflate::Step::Truncated { after, consumed } => {
+            ("truncated", after, consumed, String::new())
+        }
+        inflate::Step::Trailing { after, consumed } => ("trailing", after, consumed, String::new()),
+        inflate::Step::Corrupt {
+            after,
+            consumed,
+            message,
+        } => ("corrupt", after, consumed, message),
+        inflate::Step::Io { message } => ("io", 0, 0, message),
+    }
 }
 
 #[pymethods]
@@ -386,6 +408,7 @@ impl GzipReader {
         let inner = inflate::Background::start(file, read_size, block_size, ahead)?;
         Ok(GzipReader {
             inner: std::sync::Mutex::new(inner),
+            at_hand: std::sync::Mutex::new(None),
         })
     }
 
@@ -394,15 +417,7 @@ impl GzipReader {
     /// "end", "truncated", "trailing", "corrupt" (``message``: zlib's) or "io" once it is over
     /// (``end``: the decompressed bytes so far).
     fn read<'py>(&self, py: Python<'py>) -> (&'static str, Bound<'py, PyBytes>, u64, u64, String) {
-        let step = py.detach(|| {
-            catch_unwind(AssertUnwindSafe(|| self.background().next_step())).unwrap_or(
-                inflate::Step::Io {
-                    message: "the inflate reader failed (a bug)".into(),
-                },
-            )
-        });
-        let empty = PyBytes::new(py, b"");
-        match step {
+        match self.next_step(py) {
             inflate::Step::Block {
                 data,
                 len,
@@ -413,22 +428,53 @@ impl GzipReader {
                 self.background().give_back(data);
                 ("", block, end, consumed, String::new())
             }
-            inflate::Step::End { after, consumed } => {
-                ("end", empty, after, consumed, String::new())
+            step => {
+                let (status, end, consumed, message) = ended(step);
+                (status, PyBytes::new(py, b""), end, consumed, message)
             }
-            inflate::Step::Truncated { after, consumed } => {
-                ("truncated", empty, after, consumed, String::new())
-            }
-            inflate::Step::Trailing { after, consumed } => {
-                ("trailing", empty, after, consumed, String::new())
-            }
-            inflate::Step::Corrupt {
-                after,
-                consumed,
-                message,
-            } => ("corrupt", empty, after, consumed, message),
-            inflate::Step::Io { message } => ("io", empty, 0, 0, message),
         }
+    }
+
+    /// Inflated bytes written into ``into`` (a writable memoryview), as many as it
+    /// holds or the block at hand has: (status, written, end, consumed, message) as read()
+    /// says them, ``end`` the decompressed bytes given so far.
+    fn read_into(
+        &self,
+        py: Python<'_>,
+        into: &Bound<'_, PyAny>,
+    ) -> PyResult<(&'static str, usize, u64, u64, String)> {
+        let mut at_hand = self.at_hand.lock().unwrap_or_else(|e| e.into_inner());
+        if at_hand.is_none() {
+            match self.next_step(py) {
+                inflate::Step::Block {
+                    data,
+                    len,
+                    end,
+                    consumed,
+                } => *at_hand = Some((data, 0..len, end, consumed)),
+                step => {
+                    let (status, end, consumed, message) = ended(step);
+                    return Ok((status, 0, end, consumed, message));
+                }
+            }
+        }
+        let Some((data, left, end, consumed)) = at_hand.as_mut() else {
+            return Err(pyo3::exceptions::PyRuntimeError::new_err(
+                "no block (a bug)",
+            ));
+        };
+        let n = (left.end - left.start).min(into.len()?);
+        let part = into.get_item(pyo3::types::PySlice::new(py, 0, n as isize, 1))?;
+        let source = data.get(left.start..left.start + n).unwrap_or_default();
+        PyBuffer::<u8>::get(&part)?.copy_from_slice(py, source)?;
+        left.start += n;
+        let (given, consumed) = (*end - (left.end - left.start) as u64, *consumed);
+        if left.start >= left.end {
+            if let Some((data, ..)) = at_hand.take() {
+                self.background().give_back(data);
+            }
+        }
+        Ok(("", n, given, consumed, String::new()))
     }
 
     /// Blocks that end before ``offset`` are not wanted: they are inflated but not sent.
@@ -443,6 +489,17 @@ impl GzipReader {
 }
 
 impl GzipReader {
+    /// The next step, waited for with the GIL released.
+    fn next_step(&self, py: Python<'_>) -> inflate::Step {
+        py.detach(|| {
+            catch_unwind(AssertUnwindSafe(|| self.background().next_step())).unwrap_or(
+                inflate::Step::Io {
+                    message: "the inflate reader failed (a bug)".into(),
+                },
+            )
+        })
+    }
+
     fn background(&self) -> std::sync::MutexGuard<'_, inflate::Background> {
         // A panic while it was held is caught and reported: the state is still usable.
         self.inner.lock().unwrap_or_else(|e| e.into_inner())

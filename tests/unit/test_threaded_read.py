@@ -82,3 +82,27 @@ def test_chunk_scanner_takes_no_more_than_ahead() -> None:
     assert pipe.submit(_chunk(5), False)
     pipe.close()
     assert pipe.in_flight() == 0 and not pipe.submit(_chunk(1), False)
+
+
+@pytest.mark.parametrize("members", [1, 3])
+def test_gzip_inflated_in_place_then_by_blocks(tmp_path: Path, members: int) -> None:
+    """read_into (the compiled inflater writing into the reader's buffer) gives the text in
+    pieces of any size, and blocks() goes on where it stopped (the trailer's read)."""
+    from traceview.read.source import TraceSource, check_path
+
+    data = bytes(range(256)) * 5000
+    step = len(data) // members + 1
+    path = tmp_path / "blob.gz"
+    path.write_bytes(b"".join(gzip.compress(data[i : i + step]) for i in range(0, len(data), step)))
+    with TraceSource(check_path(path), 100_000) as source:
+        assert source.inflates_in_place()
+        got = bytearray()
+        for size in (7, 150_000, 99_999, 3):
+            room = bytearray(size)
+            read = source.read_into(memoryview(room))
+            assert 0 < read <= size
+            got += room[:read]
+        assert source.position == len(got)
+        got += b"".join(source.blocks())
+        assert source.read_into(memoryview(bytearray(10))) == 0
+    assert got == data
