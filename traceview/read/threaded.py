@@ -40,7 +40,7 @@ SCAN_AHEAD = 4
 def threads_win(reader: TraceReader) -> bool:
     """Whether a big trace is read on threads rather than split in two processes: where the
     compiled reader runs, for gzip, whose fork split inflates the worker's part twice (a plain
-    file keeps the fork: no faster on threads as measured, see RESULTS-rust-43c.md);
+    file keeps the fork: not clearly faster on threads as measured, see RESULTS-rust-43c.md);
     TRACEVIEW_SPLIT=threads or fork forces either."""
     forced = os.environ.get("TRACEVIEW_SPLIT", "").strip().lower()
     if scanner() is None or reader.decode is not None or reader.info.stream:
