@@ -38,10 +38,36 @@ class GzipReader:
     def read(self) -> tuple[str, bytes, int, int, str]:
         """(status, block, end, consumed, message): status "" for a block; then "end",
         "truncated", "trailing", "corrupt" or "io" (``end``: decompressed bytes so far)."""
+    def read_into(self, into: memoryview) -> tuple[str, int, int, int, str]:
+        """(status, written, end, consumed, message): as ``read``, the block's bytes written
+        into ``into`` (a writable memoryview: as many as it holds, the rest next time)."""
     def skip_before(self, offset: int) -> None:
         """Blocks that end before ``offset`` are inflated but not sent."""
     def close(self) -> None:
         """Stop the thread and wait for it."""
+
+class ChunkScanner:
+    """Chunks scanned on ``threads`` threads of their own, at most ``ahead`` in flight,
+    taken back in the order they were given (each as ``scan_chunk`` gives it)."""
+
+    def __init__(
+        self,
+        threads: int,
+        ahead: int,
+        keep_cpu: bool,
+        drop: dict[str, list[bytes]] | None = None,
+        keep_frames: bool = False,
+    ) -> None: ...
+    def submit(self, data: Any, exact: bool) -> bool:
+        """Scan a copy of ``data``; False (nothing done) when ``ahead`` are in flight."""
+    def next(self) -> dict[str, Any]:
+        """The oldest chunk in flight, scanned (waits for it); RuntimeError if none is."""
+    def last_text(self) -> bytes:
+        """The text of the chunk ``next()`` gave last."""
+    def in_flight(self) -> int:
+        """Chunks given and not yet taken."""
+    def close(self) -> None:
+        """Drop the chunks in flight and stop the threads."""
 
 SPAN_COLUMNS: list[tuple[str, str]]
 

@@ -6,6 +6,7 @@
 pub mod cpu;
 pub mod inflate;
 pub mod numbers;
+pub mod pool;
 pub mod scan;
 mod simd;
 pub mod spans;

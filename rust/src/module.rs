@@ -6,7 +6,7 @@ use pyo3::buffer::PyBuffer;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
-use crate::{cpu, inflate, scan, spans};
+use crate::{cpu, inflate, pool, scan, spans};
 
 /// The GPU row columns the scanner fills, in traceview/columns/schema.py's GPU_COLUMNS order
 /// with its dtypes (a test checks them against it): names, streams and launches are ids
@@ -110,6 +110,8 @@ fn others_json(text: &[u8], spans: &[i64]) -> Vec<u8> {
     out
 }
 
+const SCAN_FAILED: &str = "the scanner failed (a bug): the Python path reads it";
+
 /// Run a scan with the GIL released, a panic caught: its result, or None with `out` holding
 /// `refused` and `at` (a refusal, or the scanner's own failure, which the Python path reads).
 fn guarded<T: Send>(
@@ -120,7 +122,7 @@ fn guarded<T: Send>(
     let (why, at) = match py.detach(|| catch_unwind(AssertUnwindSafe(work))) {
         Ok(Ok(done)) => return Ok(Some(done)),
         Ok(Err(refused)) => (refused.why, refused.at),
-        Err(_) => ("the scanner failed (a bug): the Python path reads it", 0),
+        Err(_) => (SCAN_FAILED, 0),
     };
     out.set_item("refused", why)?;
     out.set_item("at", at)?;
@@ -164,31 +166,42 @@ fn scan_chunk<'py>(
         drop,
     };
     let out = PyDict::new(py);
-    let Some(chunk) = guarded(py, &out, || scan::scan(&text, &options))? else {
-        return Ok(out);
-    };
-    let bytes = |v: Vec<u8>| PyBytes::new(py, &v);
-    out.set_item("events", chunk.events)?;
-    out.set_item("dropped", chunk.dropped)?;
-    out.set_item("gpu_kind", bytes(chunk.gpu_kind.le_bytes()))?;
-    out.set_item("gpu_name", bytes(chunk.gpu_name.le_bytes()))?;
-    out.set_item("gpu_stream", bytes(chunk.gpu_stream.le_bytes()))?;
-    out.set_item("gpu_ts", bytes(chunk.gpu_ts.le_bytes()))?;
-    out.set_item("gpu_dur", bytes(chunk.gpu_dur.le_bytes()))?;
-    out.set_item("gpu_correlation", bytes(chunk.gpu_correlation.le_bytes()))?;
-    out.set_item("gpu_launch", bytes(chunk.gpu_launch.le_bytes()))?;
-    out.set_item("rt_correlation", bytes(chunk.rt_correlation.le_bytes()))?;
-    out.set_item("rt_ts", bytes(chunk.rt_ts.le_bytes()))?;
-    out.set_item("rt_dur", bytes(chunk.rt_dur.le_bytes()))?;
-    out.set_item("rt_name", bytes(chunk.rt_name.le_bytes()))?;
-    out.set_item("rt_thread", bytes(chunk.rt_thread.le_bytes()))?;
-    out.set_item("gpu_names", bytes(chunk.gpu_names.finished()))?;
-    out.set_item("streams", bytes(chunk.streams.finished()))?;
-    out.set_item("launches", bytes(chunk.launches.finished()))?;
-    out.set_item("rt_names", bytes(chunk.rt_names.finished()))?;
-    out.set_item("threads", bytes(chunk.threads.finished()))?;
+    if let Some(chunk) = guarded(py, &out, || scanned(&text, &options))? {
+        chunk.put(&out)?;
+    }
+    Ok(out)
+}
+
+/// A scanned chunk as scan_chunk's dict holds it, made without the GIL: its counts and its
+/// (key, little-endian bytes) items.
+struct Converted {
+    events: usize,
+    dropped: usize,
+    items: Vec<(&'static str, Vec<u8>)>,
+}
+
+/// Scan `text` and convert the chunk (see scan_chunk).
+fn scanned(text: &[u8], options: &scan::Options) -> scan::Scan<Converted> {
+    let chunk = scan::scan(text, options)?;
     let c = &chunk.cpu;
-    for (key, column) in [
+    let items = vec![
+        ("gpu_kind", chunk.gpu_kind.le_bytes()),
+        ("gpu_name", chunk.gpu_name.le_bytes()),
+        ("gpu_stream", chunk.gpu_stream.le_bytes()),
+        ("gpu_ts", chunk.gpu_ts.le_bytes()),
+        ("gpu_dur", chunk.gpu_dur.le_bytes()),
+        ("gpu_correlation", chunk.gpu_correlation.le_bytes()),
+        ("gpu_launch", chunk.gpu_launch.le_bytes()),
+        ("rt_correlation", chunk.rt_correlation.le_bytes()),
+        ("rt_ts", chunk.rt_ts.le_bytes()),
+        ("rt_dur", chunk.rt_dur.le_bytes()),
+        ("rt_name", chunk.rt_name.le_bytes()),
+        ("rt_thread", chunk.rt_thread.le_bytes()),
+        ("gpu_names", chunk.gpu_names.finished()),
+        ("streams", chunk.streams.finished()),
+        ("launches", chunk.launches.finished()),
+        ("rt_names", chunk.rt_names.finished()),
+        ("threads", chunk.threads.finished()),
         ("op_thread", c.op_thread.le_bytes()),
         ("op_name", c.op_name.le_bytes()),
         ("op_ts", c.op_ts.le_bytes()),
@@ -205,21 +218,152 @@ fn scan_chunk<'py>(
         ("flow_thread", c.flow_thread.le_bytes()),
         ("flow_ts", c.flow_ts.le_bytes()),
         ("flow_finish", c.flow_finish.le_bytes()),
-    ] {
-        out.set_item(key, bytes(column))?;
+        ("op_threads", c.op_threads.finished()),
+        ("op_names", c.op_names.finished()),
+        ("shapes", c.shapes.finished()),
+        ("frame_threads", c.frame_threads.finished()),
+        ("frame_names", c.frame_names.finished()),
+        ("flow_threads", c.flow_threads.finished()),
+        ("others", others_json(text, &chunk.others)),
+    ];
+    Ok(Converted {
+        events: chunk.events,
+        dropped: chunk.dropped,
+        items,
+    })
+}
+
+impl Converted {
+    fn put(self, out: &Bound<'_, PyDict>) -> PyResult<()> {
+        let py = out.py();
+        out.set_item("events", self.events)?;
+        out.set_item("dropped", self.dropped)?;
+        for (key, value) in self.items {
+            out.set_item(key, PyBytes::new(py, &value))?;
+        }
+        Ok(())
     }
-    for (key, table) in [
-        ("op_threads", &c.op_threads),
-        ("op_names", &c.op_names),
-        ("shapes", &c.shapes),
-        ("frame_threads", &c.frame_threads),
-        ("frame_names", &c.frame_names),
-        ("flow_threads", &c.flow_threads),
-    ] {
-        out.set_item(key, bytes(table.finished()))?;
+}
+
+/// A chunk to scan on a ChunkScanner's threads: its text and whether ts and dur are exact.
+type ChunkJob = (Vec<u8>, bool);
+/// The text back, with the chunk or why it was refused.
+type ChunkDone = (Vec<u8>, scan::Scan<Converted>);
+
+/// Chunks scanned on threads of their own (`threads` of them), at most `ahead` in flight,
+/// taken back in the order they were given (see pool.rs; traceview/read/threaded.py).
+#[pyclass(module = "traceview._core")]
+struct ChunkScanner {
+    inner: std::sync::Mutex<Scanning>,
+}
+
+struct Scanning {
+    pool: pool::Ordered<ChunkJob, ChunkDone>,
+    last: Vec<u8>,          // the text of the chunk taken last
+    spare: Option<Vec<u8>>, // the one before: the next chunk is copied into it (no new pages)
+}
+
+#[pymethods]
+impl ChunkScanner {
+    #[new]
+    #[pyo3(signature = (threads, ahead, keep_cpu, drop=None, keep_frames=false))]
+    fn new(
+        threads: usize,
+        ahead: usize,
+        keep_cpu: bool,
+        drop: Option<&Bound<'_, PyDict>>,
+        keep_frames: bool,
+    ) -> PyResult<Self> {
+        let options = scan::Options {
+            exact: false,
+            keep_cpu,
+            keep_frames: keep_frames && keep_cpu,
+            drop: drop.map(drop_rule).transpose()?,
+        };
+        let exact = scan::Options {
+            exact: true,
+            ..options.clone()
+        };
+        let pool = pool::Ordered::start(threads, ahead, move |(text, is_exact): ChunkJob| {
+            let options = if is_exact { &exact } else { &options };
+            let done = catch_unwind(AssertUnwindSafe(|| scanned(&text, options)));
+            let done = done.unwrap_or(Err(scan::Refused {
+                at: 0,
+                why: SCAN_FAILED,
+            }));
+            (text, done)
+        })?;
+        let inner = Scanning {
+            pool,
+            last: Vec::new(),
+            spare: None,
+        };
+        Ok(ChunkScanner {
+            inner: std::sync::Mutex::new(inner),
+        })
     }
-    out.set_item("others", bytes(others_json(&text, &chunk.others)))?;
-    Ok(out)
+
+    /// Scan a copy of ``data`` (a bytes-like chunk of whole events; ``exact``: as
+    /// scan_chunk's): False, and nothing done, when ``ahead`` chunks are in flight already.
+    fn submit(&self, py: Python<'_>, data: &Bound<'_, PyAny>, exact: bool) -> PyResult<bool> {
+        let buffer = PyBuffer::<u8>::get(data)?;
+        let mut scanning = self.scanning();
+        if scanning.pool.in_flight() >= scanning.pool.limit() {
+            return Ok(false);
+        }
+        let mut text = scanning.spare.take().unwrap_or_default();
+        text.resize(buffer.item_count(), 0); // only new room is written: a reused one keeps its bytes
+        buffer.copy_to_slice(py, &mut text)?;
+        Ok(scanning.pool.submit((text, exact)).is_ok())
+    }
+
+    /// The oldest chunk not yet taken, as scan_chunk gives it (waits for it, the GIL
+    /// released); its text is then ``last_text()``. RuntimeError if none is in flight or its
+    /// scan was lost (a bug).
+    fn next<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let mut scanning = self.scanning();
+        let pool = &mut scanning.pool;
+        let taken = py.detach(|| pool.take());
+        let Ok((text, done)) = taken else {
+            return Err(pyo3::exceptions::PyRuntimeError::new_err(
+                "no chunk in flight, or its scan was lost",
+            ));
+        };
+        scanning.spare = Some(std::mem::replace(&mut scanning.last, text));
+        let out = PyDict::new(py);
+        match done {
+            Ok(chunk) => chunk.put(&out)?,
+            Err(refused) => {
+                out.set_item("refused", refused.why)?;
+                out.set_item("at", refused.at)?;
+            }
+        }
+        Ok(out)
+    }
+
+    /// The text of the chunk ``next()`` gave last (b"" before the first).
+    fn last_text<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &self.scanning().last)
+    }
+
+    /// Chunks given and not yet taken.
+    fn in_flight(&self) -> usize {
+        self.scanning().pool.in_flight()
+    }
+
+    /// Drop the chunks in flight and stop the threads (each ends after its current chunk).
+    fn close(&self, py: Python<'_>) {
+        let mut scanning = self.scanning();
+        let pool = &mut scanning.pool;
+        py.detach(|| pool.close());
+    }
+}
+
+impl ChunkScanner {
+    fn scanning(&self) -> std::sync::MutexGuard<'_, Scanning> {
+        // A panic while it was held is caught and reported: the state is still usable.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 /// A gzip file inflated on a background thread, `ahead` blocks in front of the reader
@@ -227,6 +371,28 @@ fn scan_chunk<'py>(
 #[pyclass(module = "traceview._core")]
 struct GzipReader {
     inner: std::sync::Mutex<inflate::Background>,
+    // read_into's block not yet all given: its buffer, the bytes left, end and consumed.
+    at_hand: std::sync::Mutex<Option<InflatedBlock>>,
+}
+
+type InflatedBlock = (Vec<u8>, std::ops::Range<usize>, u64, u64);
+
+/// A step that ends the stream as (status, end, consumed, message) (see GzipReader.read).
+fn ended(step: inflate::Step) -> (&'static str, u64, u64, String) {
+    match step {
+        inflate::Step::Block { end, consumed, .. } => ("", end, consumed, String::new()),
+        inflate::Step::End { after, consumed } => ("end", after, consumed, String::new()),
+        inflate::Step::Truncated { after, consumed } => {
+            ("truncated", after, consumed, String::new())
+        }
+        inflate::Step::Trailing { after, consumed } => ("trailing", after, consumed, String::new()),
+        inflate::Step::Corrupt {
+            after,
+            consumed,
+            message,
+        } => ("corrupt", after, consumed, message),
+        inflate::Step::Io { message } => ("io", 0, 0, message),
+    }
 }
 
 #[pymethods]
@@ -242,6 +408,7 @@ impl GzipReader {
         let inner = inflate::Background::start(file, read_size, block_size, ahead)?;
         Ok(GzipReader {
             inner: std::sync::Mutex::new(inner),
+            at_hand: std::sync::Mutex::new(None),
         })
     }
 
@@ -250,15 +417,7 @@ impl GzipReader {
     /// "end", "truncated", "trailing", "corrupt" (``message``: zlib's) or "io" once it is over
     /// (``end``: the decompressed bytes so far).
     fn read<'py>(&self, py: Python<'py>) -> (&'static str, Bound<'py, PyBytes>, u64, u64, String) {
-        let step = py.detach(|| {
-            catch_unwind(AssertUnwindSafe(|| self.background().next_step())).unwrap_or(
-                inflate::Step::Io {
-                    message: "the inflate reader failed (a bug)".into(),
-                },
-            )
-        });
-        let empty = PyBytes::new(py, b"");
-        match step {
+        match self.next_step(py) {
             inflate::Step::Block {
                 data,
                 len,
@@ -269,22 +428,53 @@ impl GzipReader {
                 self.background().give_back(data);
                 ("", block, end, consumed, String::new())
             }
-            inflate::Step::End { after, consumed } => {
-                ("end", empty, after, consumed, String::new())
+            step => {
+                let (status, end, consumed, message) = ended(step);
+                (status, PyBytes::new(py, b""), end, consumed, message)
             }
-            inflate::Step::Truncated { after, consumed } => {
-                ("truncated", empty, after, consumed, String::new())
-            }
-            inflate::Step::Trailing { after, consumed } => {
-                ("trailing", empty, after, consumed, String::new())
-            }
-            inflate::Step::Corrupt {
-                after,
-                consumed,
-                message,
-            } => ("corrupt", empty, after, consumed, message),
-            inflate::Step::Io { message } => ("io", empty, 0, 0, message),
         }
+    }
+
+    /// Inflated bytes written into ``into`` (a writable memoryview), as many as it
+    /// holds or the block at hand has: (status, written, end, consumed, message) as read()
+    /// says them, ``end`` the decompressed bytes given so far.
+    fn read_into(
+        &self,
+        py: Python<'_>,
+        into: &Bound<'_, PyAny>,
+    ) -> PyResult<(&'static str, usize, u64, u64, String)> {
+        let mut at_hand = self.at_hand.lock().unwrap_or_else(|e| e.into_inner());
+        if at_hand.is_none() {
+            match self.next_step(py) {
+                inflate::Step::Block {
+                    data,
+                    len,
+                    end,
+                    consumed,
+                } => *at_hand = Some((data, 0..len, end, consumed)),
+                step => {
+                    let (status, end, consumed, message) = ended(step);
+                    return Ok((status, 0, end, consumed, message));
+                }
+            }
+        }
+        let Some((data, left, end, consumed)) = at_hand.as_mut() else {
+            return Err(pyo3::exceptions::PyRuntimeError::new_err(
+                "no block (a bug)",
+            ));
+        };
+        let n = (left.end - left.start).min(into.len()?);
+        let part = into.get_item(pyo3::types::PySlice::new(py, 0, n as isize, 1))?;
+        let source = data.get(left.start..left.start + n).unwrap_or_default();
+        PyBuffer::<u8>::get(&part)?.copy_from_slice(py, source)?;
+        left.start += n;
+        let (given, consumed) = (*end - (left.end - left.start) as u64, *consumed);
+        if left.start >= left.end {
+            if let Some((data, ..)) = at_hand.take() {
+                self.background().give_back(data);
+            }
+        }
+        Ok(("", n, given, consumed, String::new()))
     }
 
     /// Blocks that end before ``offset`` are not wanted: they are inflated but not sent.
@@ -299,6 +489,17 @@ impl GzipReader {
 }
 
 impl GzipReader {
+    /// The next step, waited for with the GIL released.
+    fn next_step(&self, py: Python<'_>) -> inflate::Step {
+        py.detach(|| {
+            catch_unwind(AssertUnwindSafe(|| self.background().next_step())).unwrap_or(
+                inflate::Step::Io {
+                    message: "the inflate reader failed (a bug)".into(),
+                },
+            )
+        })
+    }
+
     fn background(&self) -> std::sync::MutexGuard<'_, inflate::Background> {
         // A panic while it was held is caught and reported: the state is still usable.
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
@@ -384,6 +585,7 @@ fn flow_id_hash(text: &[u8]) -> u64 {
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(scan_chunk, m)?)?;
     m.add_class::<GzipReader>()?;
+    m.add_class::<ChunkScanner>()?;
     m.add("GPU_COLUMNS", GPU_COLUMNS.to_vec())?;
     m.add("RUNTIME_COLUMNS", RUNTIME_COLUMNS.to_vec())?;
     m.add("OP_COLUMNS", OP_COLUMNS.to_vec())?;

@@ -69,10 +69,13 @@ def every_file() -> list[object]:
 
 
 @pytest.mark.parametrize("path", every_file())
-def test_reads_agree(path: Path) -> None:
+def test_reads_agree(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Under each read mode, --partial (a truncated trace gives what its events say), and for
     the damaged fixtures without it too (the errors)."""
     strict = path.parent.name == "edge"
+    # A big gzip trace: both readers split it in two processes, as the Python reader does (the
+    # compiled one reads it on threads, the serial read: test_threaded_paths.py).
+    monkeypatch.setenv("TRACEVIEW_SPLIT", "fork")
     for mode, (keep_cpu, frames) in MODES.items():
         for partial in (True, False) if strict else (True,):
             compiled, python = both_reads(path, keep_cpu, partial=partial, frames=frames)
@@ -93,6 +96,7 @@ def test_split_reads_agree(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     if not path.exists():
         pytest.skip(f"{path} is absent")
     monkeypatch.setenv("TRACEVIEW_PARALLEL_MIN_BYTES", str(4 << 20))
+    monkeypatch.setenv("TRACEVIEW_SPLIT", "fork")  # not on threads (test_threaded_paths.py)
     compiled, python = both_reads(path, keep_cpu=True)
     assert not isinstance(compiled, str)
     assert compiled["read"][1]["resume_at"] is not None  # it was read in two parts
@@ -149,16 +153,24 @@ def _switching_trace(path: Path) -> None:
     path.write_text('{"traceEvents": [\n  ' + ",\n  ".join(events) + "\n]}")
 
 
-@pytest.mark.parametrize("split", [False, True], ids=["serial", "two-processes"])
+@pytest.mark.parametrize(
+    "split", ["", "fork", "threads"], ids=["serial", "two-processes", "threads"]
+)
 def test_exact_midway_and_split_reads_agree(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, split: bool
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, split: str
 ) -> None:
     path = tmp_path / "switch.json"
     _switching_trace(path)
-    if split:  # the two-process read (columns.parallel), each part through the scanner
+    if split:  # two processes (columns.parallel) or threads (read.threaded), through the scanner
         monkeypatch.setenv("TRACEVIEW_PARALLEL_MIN_BYTES", str(1 << 20))
+        monkeypatch.setenv("TRACEVIEW_SPLIT", split)
     for keep_cpu, frames in ((False, False), (True, False), (True, True)):
         compiled, python = both_reads(path, keep_cpu, frames=frames)
+        if split == "threads":  # the serial read's (the Python reader splits in processes)
+            monkeypatch.setenv("TRACEVIEW_PARALLEL_MIN_BYTES", str(1 << 60))
+            with python_reader():
+                python = read_once(path, keep_cpu, frames=frames)
+            monkeypatch.setenv("TRACEVIEW_PARALLEL_MIN_BYTES", str(1 << 20))
         assert not isinstance(compiled, str) and compiled["read"][1]["exact_times"]
         assert not differences(compiled, python)
 

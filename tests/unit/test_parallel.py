@@ -105,6 +105,7 @@ def test_gzip_is_split_too_and_equals_serial(
     path = tmp_path / "t.json.gz"
     step = len(data) // members + 1
     path.write_bytes(b"".join(gzip.compress(data[i : i + step]) for i in range(0, len(data), step)))
+    monkeypatch.setenv("TRACEVIEW_SPLIT", "fork")  # not on threads (test_threaded_read.py)
     reader = TraceReader(path, block_size=64 << 10)
     start, middle = reader.plan_split(1) or (0, 0)
     assert data[start : start + 1] == b"{"

@@ -38,6 +38,7 @@ from traceview.columns.schema import (
 from traceview.errors import TraceviewError
 from traceview.forked import Channel, Child
 from traceview.read.reader import MainPart, SplitFailed, TraceReader, WorkerPart
+from traceview.read.threaded import ThreadedReader, threads_win
 
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection  # columns.nsys's worker sends by one
@@ -63,6 +64,11 @@ def collect_events(
         split = reader.plan_split(_min_bytes()) if (os.cpu_count() or 1) > 1 else None
         if split is None:
             return _serial(reader, keep_cpu, keep_frames=keep_frames)
+        if threads_win(reader):  # one process, the chunks scanned on threads (read.threaded)
+            try:
+                return _serial(ThreadedReader.of(reader), keep_cpu, keep_frames=keep_frames)
+            except SplitFailed:
+                return _serial(reader, keep_cpu, keep_frames=keep_frames)
         if gc.get_freeze_count():  # the command line froze its start-up: so what came since
             gc.freeze()  # (the worker touches none of it; the collection after the read skips it)
         forked = _Forked(reader, split, keep_cpu, keep_frames)
@@ -136,6 +142,8 @@ def start_early(path: Path, keep_cpu: bool, keep_frames: bool = False) -> None:
     stop_early()
     try:
         reader = TraceReader(path, shapes=keep_cpu or keep_frames, frames=keep_frames)
+        if threads_win(reader):  # read in one process, on threads: no worker to fork
+            return
         stat = os.stat(path)
         split = (
             reader.plan_split(_min_bytes(), lead=_EARLY_LEAD) if (os.cpu_count() or 1) > 1 else None

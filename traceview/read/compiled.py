@@ -167,12 +167,23 @@ def decode_scanned(
         return decode_span(data, start, end, exact, skipped, shapes, frames)
     with memoryview(data) as view, view[start:end] as span:
         result = core.scan_chunk(span, exact, shapes, drop, frames)
-    if "refused" not in result:
-        try:
-            return _assembled(result, core, exact, shapes, frames)
-        except _DECODE_ERRORS:
-            pass  # the Python path says what is wrong with it
+    scanned = accepted(result, core, exact, shapes, frames)
+    if scanned is not None:
+        return scanned
     return decode_span(data, start, end, exact, skipped, shapes, frames)
+
+
+def accepted(
+    result: dict[str, Any], core: ModuleType, exact: bool, shapes: bool, frames: bool
+) -> Scanned | None:
+    """A scan's result (scan_chunk's dict) as a Scanned chunk; None: the Python path decodes
+    the chunk (the scanner refused it, or the decoder rejects its parts)."""
+    if "refused" in result:
+        return None
+    try:
+        return _assembled(result, core, exact, shapes, frames)
+    except _DECODE_ERRORS:
+        return None  # the Python path says what is wrong with it
 
 
 def _assembled(

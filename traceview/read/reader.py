@@ -264,7 +264,7 @@ class TraceReader:
 
     def _read(self, source: TraceSource) -> Iterator[list[Any]]:
         blocks = self._blocks(source)
-        buf = _Buffer(file=_in_place(source))
+        buf = _Buffer(file=_in_place(source, whole=self.part is None))
         is_object = self._read_header(buf, blocks)
         if isinstance(self.part, MainPart):
             self._skip_to_boundary(buf, blocks, source, self.part)
@@ -345,7 +345,10 @@ class TraceReader:
             data.extend(bytes(kept + self.block_size - len(data)))
         if buf.file is not None:
             with memoryview(data) as view, view[kept : kept + self.block_size] as into:
-                read = buf.file.read_into(into)
+                try:
+                    read = buf.file.read_into(into)
+                except TruncatedInput as e:  # a gzip stream ends early (as in _blocks)
+                    self.stats.truncated_at, read = e.offset, 0
             buf.eof = read == 0
         else:
             block = next(blocks, None)
@@ -559,9 +562,14 @@ class TraceReader:
         raise TraceviewError(f"{self.path}: {message}")
 
 
-def _in_place(source: TraceSource) -> TraceSource | None:
-    """The source, if it is a plain file the reader may read into its buffer in place."""
-    return None if source.info.compressed or source.info.stream else source
+def _in_place(source: TraceSource, whole: bool = False) -> TraceSource | None:
+    """The source, if the reader may read it into its buffer in place: a plain file, or in a
+    read of the ``whole`` file a gzip one the compiled core inflates (no block copied)."""
+    if source.info.stream:
+        return None
+    if source.info.compressed:
+        return source if whole and source.inflates_in_place() else None
+    return source
 
 
 def _final_end(part: WorkerPart) -> int:

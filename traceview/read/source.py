@@ -135,6 +135,8 @@ class TraceSource:
         self.compressed_consumed = 0  # gzip: file bytes the inflater has consumed
         self._start = 0  # gzip: the next offset to yield
         self._inflater: Any = None  # gzip: the compiled core's reader in use, if any
+        self._in_place: Any = None  # gzip: the one read_into inflates through, if any
+        self._in_place_done = False  # it has ended (or failed)
         self._limit: int | None = None  # stop reading at this offset
         # At the limit: asked once for the real one (which may block until it is known).
         self.final_limit: Callable[[], int] | None = None
@@ -151,6 +153,12 @@ class TraceSource:
 
     def blocks(self) -> Iterator[bytes]:
         """Yield decompressed blocks; corrupt gzip is a TraceviewError, early end TruncatedInput."""
+        if self.info.compressed and self._in_place is not None:  # go on where read_into is
+            room = bytearray(self.block_size)
+            with memoryview(room) as into:
+                while read := self._inflate_into(into):
+                    yield bytes(room[:read])
+            return
         if self.info.compressed:
             yield from self._gzip_blocks()
             return
@@ -171,9 +179,24 @@ class TraceSource:
                 return
             yield block
 
+    def inflates_in_place(self) -> bool:
+        """Whether read_into can inflate a gzip file (read from its start to its end, never
+        seeked: the compiled core's reader writes the text straight into the buffer)."""
+        if self._in_place is not None:
+            return True
+        if not self.info.compressed or self.info.stream or self._inflater is not None:
+            return False
+        inflater = gzip_reader(self.info.path, _GZIP_READ, self.block_size, _INFLATE_AHEAD)
+        if inflater is None:
+            return False
+        self._in_place = self._inflater = inflater
+        return True
+
     def read_into(self, into: memoryview) -> int:
         """A plain file's next bytes into ``into`` (as blocks() would give them, up to the
-        limit); 0 at the end."""
+        limit), or a gzip file's (see inflates_in_place); 0 at the end."""
+        if self.info.compressed:
+            return self._inflate_into(into)
         while True:
             size = len(into)
             if self._limit is not None:
@@ -189,6 +212,27 @@ class TraceSource:
                 return 0
             self.decompressed_bytes += read
             return read
+
+    def _inflate_into(self, into: memoryview) -> int:
+        """The next inflated bytes into ``into`` (inflates_in_place): what blocks() gives,
+        the same errors; 0 at the end, and after it."""
+        if self._in_place is None or self._in_place_done:
+            return 0
+        status, read, end, consumed, why = self._in_place.read_into(into)
+        self.decompressed_bytes, self.compressed_consumed = end, consumed
+        if status == "":
+            return int(read)
+        self._in_place_done = True
+        if status == "end":
+            return 0
+        if status == "corrupt":
+            raise self._corrupt(why)
+        if status == "trailing":
+            raise self._trailing()
+        if status == "truncated":
+            self._check_not_shorter()
+            raise TruncatedInput(end, "gzip stream ends early")
+        raise OSError(why)
 
     def _check_not_shorter(self) -> None:
         """At the end of the input: fail if the file is shorter than when reading began."""
