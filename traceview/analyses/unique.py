@@ -125,7 +125,8 @@ def unique_kernels(events: TraceEvents) -> UniqueReport:
     op_shape = np.full(len(starts), NO_SHAPE, dtype=np.int64)
     if links.leaf_shape is not None:  # the op's own shape: among the rows its op launched
         by_op = links.leaf[order] == top_op[group]
-        op_shape = _mode(group, np.where(by_op, links.leaf_shape[order], NO_SHAPE), len(starts))
+        shapes = np.where(by_op, links.leaf_shape[order], NO_SHAPE)
+        op_shape = _mode(group, shapes, len(starts), _shape_rank(events.shapes))
     kernels = []
     for g, row in enumerate(first.tolist()):
         kind, name = int(gpu.kind[row]), events.names[int(gpu.name[row])]
@@ -156,6 +157,15 @@ def _shape_part(events: TraceEvents, shape: int, part: int) -> Any:
         return orjson.loads(raw) if raw else None
     except orjson.JSONDecodeError:
         return None
+
+
+def _shape_rank(shapes: list[tuple[bytes, bytes, bytes]]) -> np.ndarray:
+    """``rank[id]`` = the shape's position in sorted order of its texts: a tie between shapes
+    goes the same way however the trace was read (a split read interns them in another order)."""
+    order = sorted(range(len(shapes)), key=shapes.__getitem__)
+    rank = np.empty(len(shapes), dtype=np.int64)
+    rank[order] = np.arange(len(shapes))
+    return rank
 
 
 def _run_ids(order: np.ndarray, *columns: np.ndarray) -> np.ndarray:
@@ -190,7 +200,10 @@ def _mode(
     """Per group, its most frequent value (ties: the smallest, by ``rank`` when given; a
     negative value, i.e. none, loses to any other)."""
     values = values.astype(np.int64)
-    tie_key = values if rank is None else np.where(values >= 0, rank[np.maximum(values, 0)], -1)
+    if rank is None or len(rank) == 0:  # no rank, or nothing to rank (every value is none)
+        tie_key = values
+    else:
+        tie_key = np.where(values >= 0, rank[np.maximum(values, 0)], -1)
     pair_order = lex_order((tie_key, group))
     g, v, t = group[pair_order], values[pair_order], tie_key[pair_order]
     starts = first_of_runs(_run_ids(np.arange(len(g)), g, v))
