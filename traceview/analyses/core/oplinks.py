@@ -147,7 +147,7 @@ class _Launches:
                 mine &= is_op
             rows = np.flatnonzero(mine)
             starts = self.launch[first:stop]
-            lo = np.searchsorted(starts, ts[rows], side="left")
+            lo = _search_left(starts, ts[rows])
             at = np.minimum(lo, len(starts) - 1)
             holding = (lo < len(starts)) & (starts[at] <= end[rows])
             rows, lo = rows[holding], lo[holding]
@@ -155,6 +155,22 @@ class _Launches:
             parts.append((lo + first, hi + first, rows))
         lo, hi, rows = (np.concatenate(c) for c in zip(*parts, strict=True))
         return lo, hi, rows
+
+
+def _search_left(sorted_values: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """``np.searchsorted(sorted_values, query, side="left")``. A thread's ops come in start
+    order (the file's): then the values within the queries' range are searched in the
+    queries instead, and counted up, a third of the work of a search per query."""
+    if len(query) < 2 or not bool((query[1:] >= query[:-1]).all()):
+        found: np.ndarray = np.searchsorted(sorted_values, query, side="left")
+        return found
+    # below[i] = #values < query[i]: those before the first query's, plus those within
+    # [query[0], query[-1]) placed among the queries (value v < query[i] iff i >= #q <= v)
+    lo, hi = np.searchsorted(sorted_values, (query[0], query[-1]), side="left").tolist()
+    placed = np.searchsorted(query, sorted_values[lo:hi], side="right")
+    below = np.cumsum(np.bincount(placed, minlength=len(query)))
+    below += lo
+    return below
 
 
 def _launches_inside(
