@@ -445,13 +445,15 @@ def _stream_scope(
     at = pairs[kept]
     start, after = end[at], source[at + 1]
     device_index, _ = device_of_stream(events)
+    wait, launched = host_waits(events, launch, after, start, start + gap[kept])
     gaps = GapSet(
         device=device_index[stream[at]],
         start=start,
         end=start + gap[kept],
         before=source[at],
         after=after,
-        host_wait=host_waits(events, launch, after, start, start + gap[kept]),
+        host_wait=wait,
+        launched=launched,
     )
     name = events.gpu.name[source]
     return table, gaps, (name[pairs], name[pairs + 1], gap)

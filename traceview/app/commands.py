@@ -112,9 +112,10 @@ def steps(
 ) -> None:
     """``traceview steps``; ``top``: steps in the table (0: all; JSON and CSV hold all);
     ``peaks``: a ``--peaks`` file for MFU."""
+    from traceview.analyses.core.step_markers import PhaseEvidence, step_phases
     from traceview.analyses.core.steps import step_table
     from traceview.analyses.core.trace import summarize
-    from traceview.analyses.ops.model_flops import steps_model_flops
+    from traceview.analyses.ops.model_flops import linked, steps_model_flops
     from traceview.analyses.ops.peaks import load_peaks_file
     from traceview.render import steps as render_steps
 
@@ -122,9 +123,13 @@ def steps(
     check_save(out, (path,))
     if peaks is not None:
         load_peaks_file(peaks)  # a wrong file is said before the trace is read
-    events = read_trace(path, read, keep_cpu=True, phases=True)
+    events = read_trace(path, read, keep_cpu=True)
+    # the steps' phases from the pass over the CPU rows that links the ops (one pass saved)
+    evidence = PhaseEvidence(events)
+    found = linked(events, evidence.add)
+    events = step_phases(events, evidence)
     rows = step_table(events)
-    flops = steps_model_flops(events, rows, peaks)
+    flops = steps_model_flops(events, rows, peaks, found)
     trace = summarize(events)
     show(out, render_steps.document(trace, rows, top, flops), (path,))
 

@@ -14,12 +14,13 @@ Every activity gets exactly one category, so category times add up to the total 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from traceview.aggregate.order import distinct
-from traceview.columns.cpu_rows import ANNOTATION, ROW
+from traceview.columns.cpu_rows import ANNOTATION, ROW, Windows
 from traceview.columns.model import TraceEvents
 from traceview.columns.schema import KERNEL, MEMCPY, MEMSET
 
@@ -119,12 +120,17 @@ def by_op(op: str) -> str | None:
     return None
 
 
-def categorize(events: TraceEvents, links: OpLinks | None = None) -> np.ndarray:
+def categorize(
+    events: TraceEvents, links: OpLinks | None = None, spans: np.ndarray | None = None
+) -> np.ndarray:
     """Per GPU row, the index of its category in CATEGORIES. ``links``: the rows' op links
-    (analyses.oplinks), or None when ops are not linked (name rules only)."""
+    (analyses.oplinks), or None when ops are not linked (name rules only); ``spans``: the
+    ``optimizer_spans`` when a caller gathered them in a pass of its own."""
     gpu = events.gpu
     index = {c: i for i, c in enumerate(CATEGORIES)}
-    of_name = np.array([index[by_name(n)] for n in events.names], dtype=np.int64)
+    of_name = np.zeros(len(events.names), dtype=np.int64)
+    for i in distinct(gpu.name).tolist():  # the GPU rows' names only: no CPU op's
+        of_name[i] = index[by_name(events.names[i])]
     out = of_name[gpu.name] if len(of_name) else np.zeros(0, dtype=np.int64)
     if links is not None and len(out):
         leaf = links.leaf
@@ -134,7 +140,7 @@ def categorize(events: TraceEvents, links: OpLinks | None = None) -> np.ndarray:
             imposed[op] = -1 if category is None else index[category]
         kernel = gpu.kind == KERNEL
         chosen = np.where((leaf >= 0) & kernel, imposed[np.maximum(leaf, 0)], -1)
-        stepped = kernel & (chosen < 0) & in_optimizer_step(events, links)
+        stepped = kernel & (chosen < 0) & in_optimizer_step(events, links, spans)
         chosen[stepped] = index["optimizer"]
         out = np.where(chosen >= 0, chosen, out)
     out[gpu.kind == MEMCPY] = index["memcpy"]
@@ -142,22 +148,38 @@ def categorize(events: TraceEvents, links: OpLinks | None = None) -> np.ndarray:
     return out
 
 
-def in_optimizer_step(events: TraceEvents, links: OpLinks) -> np.ndarray:
+def optimizer_step_names(names: Sequence[str]) -> np.ndarray:
+    """Mask per name id (one more, False, at the end): an ``Optimizer.step#…`` name."""
+    return np.array([bool(OPTIMIZER_STEP.match(n)) for n in names] + [False])
+
+
+def optimizer_spans(block: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """The ``Optimizer.step#…`` annotations of a block of CPU rows (``wanted``:
+    ``optimizer_step_names``)."""
+    picked: np.ndarray = block[(block["correlation"] == ANNOTATION) & wanted[block["name"]]]
+    return picked
+
+
+def in_optimizer_step(
+    events: TraceEvents, links: OpLinks, spans: np.ndarray | None = None
+) -> np.ndarray:
     """Mask per GPU row: its launch lies inside an ``Optimizer.step#…`` annotation (closed
-    window) on the launch's thread."""
+    window) on the launch's thread; ``spans``: those annotations (``optimizer_spans`` of
+    every block), else read here."""
     inside = np.zeros(len(events.gpu.ts), dtype=bool)
-    wanted = np.array([bool(OPTIMIZER_STEP.match(n)) for n in events.names] + [False])
-    if not wanted.any() or len(events.cpu) == 0:
-        return inside
-    spans = [
-        block[(block["correlation"] == ANNOTATION) & wanted[block["name"]]]
-        for block in events.cpu.blocks()
-    ]
-    steps = np.concatenate(spans) if spans else np.zeros(0, dtype=ROW)
-    for thread, ts, end in zip(
-        steps["thread"].tolist(), steps["ts"].tolist(), steps["end"].tolist(), strict=True
-    ):
-        inside |= (links.thread == thread) & (links.launch >= ts) & (links.launch <= end)
+    if spans is None:
+        wanted = optimizer_step_names(events.names)
+        if not wanted.any() or len(events.cpu) == 0:
+            return inside
+        parts = [optimizer_spans(block, wanted) for block in events.cpu.blocks()]
+        spans = np.concatenate(parts) if parts else np.zeros(0, dtype=ROW)
+    thread = spans["thread"]
+    for t in distinct(thread).tolist():  # a thread or two: each one's annotations merged
+        mine = thread == t
+        windows = Windows.union_of(spans["ts"][mine], spans["end"][mine])
+        rows = np.flatnonzero(links.thread == t)
+        launch = links.launch[rows]
+        inside[rows] = windows.hits(launch, launch)
     return inside
 
 
@@ -171,5 +193,7 @@ __all__ = [
     "by_op",
     "categorize",
     "in_optimizer_step",
+    "optimizer_spans",
+    "optimizer_step_names",
     "words",
 ]

@@ -15,14 +15,14 @@ memory stays flat whatever the number of CPU ops.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
 
-from traceview.aggregate.order import concat_ranges, first_of_runs, lex_order
+from traceview.aggregate.order import concat_ranges, distinct, first_of_runs, lex_order
 from traceview.aggregate.sorted_pairs import SortedPairs
-from traceview.analyses.core.devices import NO_LAUNCH, first_launch, name_rank
+from traceview.analyses.core.devices import NO_LAUNCH, first_calls, first_launch, name_rank
 from traceview.analyses.core.opcalls import OP_FIELDS, OpColumns
 from traceview.columns.cpu_rows import BLOCK_ROWS, NO_SHAPE, OP
 from traceview.columns.model import TraceEvents
@@ -47,33 +47,41 @@ class OpLinks:
 
 
 def link_ops(
-    events: TraceEvents, rank: np.ndarray | None = None, keep_ops: bool = False
+    events: TraceEvents,
+    rank: np.ndarray | None = None,
+    keep_ops: bool = False,
+    on_block: Callable[[np.ndarray], None] | None = None,
+    with_top: bool = True,
 ) -> OpLinks:
     """The OpLinks of every GPU row (empty links when the trace has no CPU rows); ``rank`` is
     ``name_rank(events.names)`` when the caller has it already. With ``keep_ops``, the CPU
     rows are read once: the ops' columns are gathered in the pass that finds the launches,
-    linked from memory and kept in ``ops`` (for op_calls)."""
+    linked from memory and kept in ``ops`` (for op_calls). ``on_block``: given every block
+    of CPU rows in the pass that finds the launches (a caller's own pass, saved);
+    ``with_top=False``: the top ops are not looked for (``top`` all NO_OP)."""
     n = len(events.gpu.ts)
     launch = first_launch(events)
     gathered = OpColumns(len(events.cpu)) if keep_ops else None
-    thread, launch_end = launch_threads(events, launch, gathered)
+    thread, launch_end = launch_threads(events, launch, gathered, on_block)
     rank = name_rank(events.names) if rank is None else rank
     scratch = np.empty(n, dtype=np.int64)
     leaf, top = _Best(n, True, scratch), _Best(n, False, scratch)
     known = np.flatnonzero(thread >= 0)
     by_launch = known[lex_order((launch[known], thread[known]))]
-    keys = SortedPairs(thread[by_launch], launch[by_launch])
+    keys = _Launches(thread[by_launch], launch[by_launch])
     ops = None if gathered is None else gathered.columns()
-    for op_thread, ts, end, name, shape in _op_chunks(events, ops):
+    for (op_thread, ts, end, name, shape), is_op in _op_chunks(events, ops):
         if len(ts) == 0 or len(by_launch) == 0:
             continue
-        lo = keys.search(op_thread, ts, side="left")
-        hi = keys.search(op_thread, end, side="right")
+        lo, hi, holding = keys.inside(op_thread, ts, end, is_op)
         at, which = concat_ranges(lo, hi)  # every (op, launch it contains) pair
+        which = holding[which]
         row, ts, name, shape = by_launch[at], ts[which], name[which], shape[which]
         dur = end[which] - ts
-        leaf.offer(row, ts, dur, rank[name], name, shape)
-        top.offer(row, ts, dur, rank[name], name, shape)
+        ranked = rank[name]
+        leaf.offer(row, ts, dur, ranked, name, shape)
+        if with_top:
+            top.offer(row, ts, dur, ranked, name, shape)
     return OpLinks(leaf.name, top.name, thread, launch, launch_end, leaf.shape, top.shape, ops)
 
 
@@ -91,7 +99,8 @@ def ops_around(
     by_point = known[lex_order((at[known], thread[known]))]
     keys = SortedPairs(thread[by_point].astype(np.int64), at[by_point].astype(np.int64))
     rank = name_rank(events.names)
-    for op_thread, ts, end, name, shape in _op_chunks(events, None):
+    for columns, is_op in _op_chunks(events, None):
+        op_thread, ts, end, name, shape = (c if is_op is None else c[is_op] for c in columns)
         if skip is not None:
             keep = ~skip[name]
             op_thread, ts, end, name, shape = (c[keep] for c in (op_thread, ts, end, name, shape))
@@ -105,17 +114,98 @@ def ops_around(
     return best.name
 
 
+class _Launches:
+    """The (thread, start) of launches, sorted, for finding those each op contains: with a
+    few threads, one sorted column of starts per thread, searched as it is (cheaper than
+    packed pairs); else the pairs (SortedPairs)."""
+
+    _MAX_THREADS = 8  # a pass over each block per thread: beyond this many, the pairs
+
+    def __init__(self, thread: np.ndarray, launch: np.ndarray) -> None:
+        self.pairs = SortedPairs(thread, launch)
+        self.launch = launch
+        threads = distinct(thread)
+        self.threads: list[int] | None = None
+        if len(threads) <= self._MAX_THREADS:
+            self.threads = threads.tolist()
+            self.first = np.searchsorted(thread, threads, side="left").tolist()
+            self.stop = np.searchsorted(thread, threads, side="right").tolist()
+
+    def inside(
+        self, thread: np.ndarray, ts: np.ndarray, end: np.ndarray, is_op: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """For the ops (the rows ``is_op`` marks; None: all) that contain a launch
+        (``holding``, their positions, in order per thread), the range [lo, hi) of the
+        launches they contain: half the ops contain none, known from the first launch at or
+        after their start, so only the others are searched for their end."""
+        if self.threads is None:
+            return _launches_inside(self.pairs, thread, ts, end, is_op)
+        parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        for t, first, stop in zip(self.threads, self.first, self.stop, strict=True):
+            mine = thread == t
+            if is_op is not None:
+                mine &= is_op
+            rows = np.flatnonzero(mine)
+            starts = self.launch[first:stop]
+            lo = _search_left(starts, ts[rows])
+            at = np.minimum(lo, len(starts) - 1)
+            holding = (lo < len(starts)) & (starts[at] <= end[rows])
+            rows, lo = rows[holding], lo[holding]
+            hi = np.searchsorted(starts, end[rows], side="right")
+            parts.append((lo + first, hi + first, rows))
+        lo, hi, rows = (np.concatenate(c) for c in zip(*parts, strict=True))
+        return lo, hi, rows
+
+
+def _search_left(sorted_values: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """``np.searchsorted(sorted_values, query, side="left")``. A thread's ops come in start
+    order (the file's): then the values within the queries' range are searched in the
+    queries instead, and counted up, a third of the work of a search per query."""
+    if len(query) < 2 or not bool((query[1:] >= query[:-1]).all()):
+        found: np.ndarray = np.searchsorted(sorted_values, query, side="left")
+        return found
+    # below[i] = #values < query[i]: those before the first query's, plus those within
+    # [query[0], query[-1]) placed among the queries (value v < query[i] iff i >= #q <= v)
+    lo, hi = np.searchsorted(sorted_values, (query[0], query[-1]), side="left").tolist()
+    placed = np.searchsorted(query, sorted_values[lo:hi], side="right")
+    below = np.cumsum(np.bincount(placed, minlength=len(query)))
+    below += lo
+    return below
+
+
+def _launches_inside(
+    keys: SortedPairs,
+    thread: np.ndarray,
+    ts: np.ndarray,
+    end: np.ndarray,
+    is_op: np.ndarray | None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For the ops (the rows ``is_op`` marks; None: all) that contain a launch (``holding``,
+    their positions), the range [lo, hi) of the launches they contain in ``keys`` ((thread,
+    launch) pairs, sorted): half the ops contain none, known from the first launch at or
+    after their start, so only the others are searched for their end. The rows are searched
+    as read, ops or not: cheaper than a copy of the ops first."""
+    lo = keys.search(thread, ts, side="left")
+    first = np.minimum(lo, len(keys.minor) - 1)
+    inside = (lo < len(keys.minor)) & (keys.major[first] == thread) & (keys.minor[first] <= end)
+    if is_op is not None:
+        inside &= is_op
+    holding = np.flatnonzero(inside)
+    hi = keys.search(thread[holding], end[holding], side="right")
+    return lo[holding], hi, holding
+
+
 def _op_chunks(
     events: TraceEvents, ops: tuple[np.ndarray, ...] | None
-) -> Iterator[tuple[np.ndarray, ...]]:
-    """The CPU ops' OP_FIELDS a block at a time: from ``ops`` when held, else read."""
+) -> Iterator[tuple[tuple[np.ndarray, ...], np.ndarray | None]]:
+    """The CPU rows' OP_FIELDS a block at a time, and which of them are ops (None: all):
+    from ``ops`` when held, else read (every row, the ops marked)."""
     if ops is not None:
         for start in range(0, len(ops[0]), BLOCK_ROWS):
-            yield tuple(column[start : start + BLOCK_ROWS] for column in ops)
+            yield tuple(column[start : start + BLOCK_ROWS] for column in ops), None
         return
     for block in events.cpu.blocks():
-        rows = block[block["correlation"] == OP]
-        yield tuple(rows[field] for field in OP_FIELDS)
+        yield tuple(block[field] for field in OP_FIELDS), block["correlation"] == OP
 
 
 class _Best:
@@ -180,22 +270,27 @@ def first_minimal(row: np.ndarray, keys: tuple[np.ndarray, ...], scratch: np.nda
 
 
 def launch_threads(
-    events: TraceEvents, launch: np.ndarray, gathered: OpColumns | None = None
+    events: TraceEvents,
+    launch: np.ndarray,
+    gathered: OpColumns | None = None,
+    on_block: Callable[[np.ndarray], None] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per GPU row, the thread and end of its launching runtime call (the first in the file
     among calls with its correlation starting at its launch), else −1 and NO_LAUNCH; the
-    ops' columns gathered on the way when ``gathered`` is given."""
+    ops' columns gathered on the way when ``gathered`` is given, and every block given to
+    ``on_block``."""
     gpu = events.gpu
     thread = np.full(len(gpu.ts), -1, dtype=np.int64)
     end = np.full(len(gpu.ts), NO_LAUNCH, dtype=np.int64)
     rows = np.flatnonzero(launch != NO_LAUNCH)
-    if (len(rows) == 0 and gathered is None) or len(events.cpu) == 0:
+    if (len(rows) == 0 and gathered is None and on_block is None) or len(events.cpu) == 0:
         return thread, end
+    if _calls_in_order(events, rows, thread, end, gathered, on_block):
+        return thread, end
+    thread[:], end[:] = -1, NO_LAUNCH  # the blocks were gathered and given: match them again
     by_key = rows[lex_order((launch[rows], gpu.correlation[rows]))]
     keys = SortedPairs(gpu.correlation[by_key], launch[by_key])
     for block in events.cpu.blocks():
-        if gathered is not None:
-            gathered.add(block)
         calls = block[block["correlation"] >= 0]
         lo, hi = keys.equal_range(calls["correlation"], calls["ts"])
         at, which = concat_ranges(lo, hi)  # the GPU rows this call launched
@@ -207,3 +302,56 @@ def launch_threads(
         thread[target[first]] = calls["thread"][which[first]]
         end[target[first]] = calls["end"][which[first]]
     return thread, end
+
+
+def _calls_in_order(
+    events: TraceEvents,
+    rows: np.ndarray,
+    thread: np.ndarray,
+    end: np.ndarray,
+    gathered: OpColumns | None,
+    on_block: Callable[[np.ndarray], None] | None,
+) -> bool:
+    """``launch_threads`` of ``rows`` (the GPU rows with a launch) into ``thread`` and
+    ``end``, in one pass that also gathers and gives every block; False when the CPU rows'
+    runtime calls are not ``events.runtime``'s, one for one in order (then some of
+    ``thread`` and ``end`` may be set).
+
+    A read keeps every call both ways, in file order, so a row's launching call is the
+    one at the index ``first_calls`` gives: its thread and end are taken where the pass
+    meets it, with no search by (correlation, start) — checked on every call.
+    """
+    runtime = events.runtime
+    ids, first = first_calls(events)
+    if len(ids):
+        at = np.searchsorted(ids, events.gpu.correlation[rows])  # found: the rows have a launch
+        call = at if first is None else first[at]
+    else:
+        call = np.zeros(0, dtype=np.int64)
+    order = np.argsort(call, kind="stable")
+    call, rows = call[order], rows[order]
+    del order
+    seen = 0  # the calls met so far
+    same = True
+    for block in events.cpu.blocks():
+        if gathered is not None:
+            gathered.add(block)
+        if on_block is not None:
+            on_block(block)
+        if not same:
+            continue
+        correlation = block["correlation"]
+        at = np.flatnonzero(correlation >= 0)
+        upto = seen + len(at)
+        same = (
+            upto <= len(runtime.correlation)
+            and bool((correlation[at] == runtime.correlation[seen:upto]).all())
+            and bool((block["ts"][at] == runtime.ts[seen:upto]).all())
+        )
+        if same:
+            lo, hi = np.searchsorted(call, (seen, upto))
+            mine = at[call[lo:hi] - seen]
+            thread[rows[lo:hi]] = block["thread"][mine]
+            end[rows[lo:hi]] = block["end"][mine]
+        seen = upto
+    return same and seen == len(runtime.correlation)

@@ -180,28 +180,33 @@ _CAPTURE = re.compile(r"(?:cuda|hip)(?:StreamBeginCapture|GraphInstantiate)\w*")
 # Runtime calls that launch kernels (a copy or a fill may make no activity: 0 bytes).
 _LAUNCH = re.compile(r"(?:cuda|hip|cu)\w*Launch\w*")
 _CAPTURES, _BACKWARDS, _ATTENTIONS, _LAUNCHES = 0, 1, 2, 3
+_PREFILLS, _DECODES = 2, 3  # rows of the counts: attention ops by their query length
+_KINDS = 4
 
 
-def step_phases(events: TraceEvents) -> TraceEvents:
+def step_phases(events: TraceEvents, evidence: PhaseEvidence | None = None) -> TraceEvents:
     """``events`` with every step's phase set: its marker's word, else from the step's CPU
     rows (a graph-capture call: capture; a backward op: unknown, training; else the
     attention ops' query length per sequence: all 1 decode, all more prefill, both mixed),
     else from the one-phase attention kernel families it launched; and the last step
     marked cut when launches in it ran no GPU activity (the trace ended first). Without
-    CPU rows, a step whose marker says nothing stays unknown."""
+    CPU rows, a step whose marker says nothing stays unknown. ``evidence``: gathered in
+    a caller's pass over the CPU rows (else in one here)."""
     steps = events.steps
     if not steps:
         return events
-    found = _evidence(events) if len(events.cpu) else None
-    families: _Families | None = None
     last = max(s.end_ns for s in steps)
+    found = None
+    if len(events.cpu):
+        found = PhaseEvidence.of(events) if evidence is None else evidence.found()
+    families: _Families | None = None
     out = []
-    for s in steps:
+    for i, s in enumerate(steps):
         phase: str | None = s.phase if s.phase not in ("", UNKNOWN) else UNKNOWN
         cut = False
         if found is not None and not s.on_gpu:
             if phase == UNKNOWN:
-                phase = _phase_of(found, s.start_ns, s.end_ns)
+                phase = found.phase(i)
             if phase is None:
                 families = _families(events) if families is None else families
                 phase = families.phase(s.start_ns, s.end_ns)
@@ -212,13 +217,22 @@ def step_phases(events: TraceEvents) -> TraceEvents:
 
 @dataclass(frozen=True)
 class _Evidence:
-    """The CPU rows that tell a phase or a cut, sorted by start: kind (_CAPTURES, ...),
-    the attention's query length (0 for the others) and the correlation id."""
+    """What the CPU rows tell of each step (``events.steps``' order): how many of the rows
+    starting in it are of each kind (``count[kind, step]``; _PREFILLS, _DECODES: attention
+    ops by their query length); and the start and correlation id of the launch calls in
+    the steps that end last (for the cut)."""
 
-    ts: np.ndarray
-    kind: np.ndarray
-    query: np.ndarray
-    correlation: np.ndarray
+    count: np.ndarray
+    launch_ts: np.ndarray
+    launch_correlation: np.ndarray
+
+    def phase(self, step: int) -> str | None:
+        """The phase the step's CPU rows tell; None when they tell nothing."""
+        if self.count[_CAPTURES, step]:
+            return CAPTURE
+        if self.count[_BACKWARDS, step]:
+            return UNKNOWN
+        return _both(bool(self.count[_PREFILLS, step]), bool(self.count[_DECODES, step]))
 
 
 def _kinds(names: Sequence[str]) -> np.ndarray:
@@ -235,30 +249,99 @@ def _kinds(names: Sequence[str]) -> np.ndarray:
     return kind
 
 
-def _evidence(events: TraceEvents) -> _Evidence:
-    kind = _kinds(events.names)
-    parts: list[np.ndarray] = []
-    for block in events.cpu.blocks():
-        k = kind[block["name"]]
-        op = is_op(block["correlation"])
-        call = block["correlation"] >= 0
-        runtime = call | (block["correlation"] == UNCORRELATED)
-        keep = (k == _CAPTURES) & runtime | (k == _LAUNCHES) & call
-        keep |= ((k == _BACKWARDS) | (k == _ATTENTIONS)) & op
-        if keep.any():
-            parts.append(block[keep][["name", "ts", "shape", "correlation"]].copy())
-    if not parts:
+class PhaseEvidence:
+    """The _Evidence of ``events``' steps, gathered block by block: in a pass over the CPU
+    rows of its own (``of``) or in a caller's (``add`` each block, then ``found``). Per
+    block, the rows of a kind are counted into the steps holding their start (a step holds
+    the rows with start <= ts <= end: those up to its end less those before its start), so
+    no row is kept but the last steps' launches."""
+
+    def __init__(self, events: TraceEvents) -> None:
+        self.kind = _kinds(events.names)
+        self.shapes = events.shapes
+        steps = events.steps
+        self.start = np.array([s.start_ns for s in steps], dtype=np.int64)
+        self.end = np.array([s.end_ns for s in steps], dtype=np.int64)
+        last = max(steps, key=lambda s: s.end_ns).end_ns if steps else 0
+        final = self.end == last
+        # the launches the cut may look at
+        self.lo, self.hi = (int(self.start[final].min()), last) if steps else (1, 0)
+        # per kind, how many rows start after 0, 1, ... of the sorted starts and ends
+        self.by_start = np.argsort(self.start, kind="stable")
+        self.by_end = np.argsort(self.end, kind="stable")
+        self.sorted_start, self.sorted_end = self.start[self.by_start], self.end[self.by_end]
+        self.after_starts = np.zeros((_KINDS, len(steps) + 1), dtype=np.int64)
+        self.after_ends = np.zeros((_KINDS, len(steps) + 1), dtype=np.int64)
+        self.queries: dict[int, int] = {}  # shape id -> an SDPA call's query length
+        self.launch_ts: list[np.ndarray] = []
+        self.launch_correlation: list[np.ndarray] = []
+
+    @classmethod
+    def of(cls, events: TraceEvents) -> _Evidence:
+        evidence = cls(events)
+        for block in events.cpu.blocks():
+            evidence.add(block)
+        return evidence.found()
+
+    def add(self, block: np.ndarray) -> None:
+        if len(self.start) == 0:
+            return
+        k = self.kind[block["name"]]
+        at = np.flatnonzero(k >= 0)
+        if len(at) == 0:
+            return
+        k = k[at]
+        correlation = block["correlation"][at]
+        ts = block["ts"][at]
+        op = is_op(correlation)
+        call = correlation >= 0
+        launch = (k == _LAUNCHES) & call & (ts >= self.lo) & (ts <= self.hi)
+        if launch.any():
+            self.launch_ts.append(ts[launch].astype(np.int64))
+            self.launch_correlation.append(correlation[launch].astype(np.int64))
+        runtime = call | (correlation == UNCORRELATED)
+        self._count(_CAPTURES, ts[(k == _CAPTURES) & runtime])
+        self._count(_BACKWARDS, ts[(k == _BACKWARDS) & op])
+        attention = (k == _ATTENTIONS) & op
+        if attention.any():
+            ids, inverse = np.unique(block["shape"][at][attention], return_inverse=True)
+            query = np.array([self._query(i) for i in ids.tolist()], np.int64)[inverse]
+            ts = ts[attention]
+            self._count(_PREFILLS, ts[query > 1])
+            self._count(_DECODES, ts[query == 1])
+
+    def _query(self, shape: int) -> int:
+        """``_query`` of a shape id, worked out once."""
+        if shape not in self.queries:
+            self.queries[shape] = _query(self.shapes, shape)
+        return self.queries[shape]
+
+    def _count(self, kind: int, ts: np.ndarray) -> None:
+        """Count the rows of ``kind`` starting at ``ts`` by how many step starts are at or
+        before each (of the sorted starts) and how many step ends are before it."""
+        if len(ts):
+            width = len(self.start) + 1
+            starts = np.searchsorted(self.sorted_start, ts, side="right")
+            self.after_starts[kind] += np.bincount(starts, minlength=width)
+            ends = np.searchsorted(self.sorted_end, ts, side="left")
+            self.after_ends[kind] += np.bincount(ends, minlength=width)
+
+    def found(self) -> _Evidence:
+        """A step holds the rows up to its end (those counted before its place among the
+        ends, inclusive) less those before its start (counted before its place among the
+        starts, inclusive); none when it ends before it starts."""
+        count = np.zeros((_KINDS, len(self.start)), dtype=np.int64)
+        up_to_end = np.cumsum(self.after_ends, axis=1)[:, :-1]
+        before_start = np.cumsum(self.after_starts, axis=1)[:, :-1]
+        count[:, self.by_end] = up_to_end
+        count[:, self.by_start] -= before_start
+        np.maximum(count, 0, out=count)
         none = np.zeros(0, np.int64)
-        return _Evidence(none, np.zeros(0, np.int8), none, none)
-    rows = np.concatenate(parts)
-    rows = rows[np.argsort(rows["ts"], kind="stable")]
-    query = np.zeros(len(rows), dtype=np.int64)
-    attention = kind[rows["name"]] == _ATTENTIONS
-    shapes, at = np.unique(rows["shape"][attention], return_inverse=True)  # each parsed once
-    query[attention] = np.array([_query(events.shapes, int(i)) for i in shapes], np.int64)[at]
-    return _Evidence(
-        rows["ts"].astype(np.int64), kind[rows["name"]], query, rows["correlation"].astype(np.int64)
-    )
+        return _Evidence(
+            count,
+            np.concatenate(self.launch_ts) if self.launch_ts else none,
+            np.concatenate(self.launch_correlation) if self.launch_correlation else none,
+        )
 
 
 def _query(shapes: Sequence[tuple[bytes, bytes, bytes]], shape: int) -> int:
@@ -270,27 +353,6 @@ def _query(shapes: Sequence[tuple[bytes, bytes, bytes]], shape: int) -> int:
         return int(q[-2]) if isinstance(q, list) and len(q) >= 3 else 0
     except (ValueError, TypeError, IndexError):
         return 0
-
-
-def _window(found: _Evidence, start: int, end: int) -> slice:
-    return slice(
-        int(np.searchsorted(found.ts, start, side="left")),
-        int(np.searchsorted(found.ts, end, side="right")),
-    )
-
-
-def _phase_of(found: _Evidence, start: int, end: int) -> str | None:
-    """The phase the step's CPU rows tell; None when they tell nothing."""
-    at = _window(found, start, end)
-    kind, query = found.kind[at], found.query[at]
-    if (kind == _CAPTURES).any():
-        return CAPTURE
-    if (kind == _BACKWARDS).any():
-        return UNKNOWN
-    q = query[(kind == _ATTENTIONS) & (query > 0)]
-    if len(q) == 0:
-        return None
-    return _both(bool((q > 1).any()), bool((q == 1).any()))
 
 
 def _both(prefill: bool, decode: bool) -> str | None:
@@ -336,15 +398,19 @@ def _families(events: TraceEvents) -> _Families:
 
 def _lost_launches(events: TraceEvents, found: _Evidence, start: int, end: int) -> bool:
     """Whether a launch call in [start, end] has no GPU activity with its correlation id."""
-    at = _window(found, start, end)
-    launched = found.correlation[at][found.kind[at] == _LAUNCHES]
+    inside = (found.launch_ts >= start) & (found.launch_ts <= end)
+    launched = found.launch_correlation[inside]
     if len(launched) == 0:
         return False
     # Only GPU rows with an id in the launches' range can match: a mask instead of a sort
-    # of every GPU row's id (0.15 s on the H200 big trace).
+    # of every GPU row's id (0.15 s on the H200 big trace); looked up in them sorted
+    # (np.isin imports numpy.ma: 20 ms).
     gpu = events.gpu.correlation
-    near = gpu[(gpu >= launched.min()) & (gpu <= launched.max())]
-    return not np.isin(launched, near).all()
+    near = np.sort(gpu[(gpu >= launched.min()) & (gpu <= launched.max())])
+    if len(near) == 0:
+        return True
+    at = np.minimum(np.searchsorted(near, launched), len(near) - 1)
+    return not bool((near[at] == launched).all())
 
 
 def in_phase(events: TraceEvents, phase: str) -> TraceEvents:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,14 +27,19 @@ from typing import Any
 import numpy as np
 
 from traceview.aggregate.order import dense_ids, lex_order
-from traceview.analyses.core.categories import CATEGORIES, categorize
+from traceview.analyses.core.categories import (
+    CATEGORIES,
+    categorize,
+    optimizer_spans,
+    optimizer_step_names,
+)
 from traceview.analyses.core.devices import launch_times
 from traceview.analyses.core.oplinks import OpLinks, link_ops
 from traceview.analyses.core.phase_figures import counted
 from traceview.analyses.core.steps import StepRow, StepRows, Window, step_table
 from traceview.analyses.ops.flops import PEAK_DTYPE, Work, model_rule_names, model_work
 from traceview.analyses.ops.peaks import Peaks, device_peaks, load_peaks_file
-from traceview.columns.cpu_rows import NO_SHAPE, OP
+from traceview.columns.cpu_rows import NO_SHAPE, OP, ROW
 from traceview.columns.model import TraceEvents
 from traceview.columns.schema import KERNEL
 
@@ -233,15 +238,57 @@ def trace_peaks(events: TraceEvents, peaks_file: Path | None) -> tuple[Peaks | N
     return device_peaks(events.header, extra)
 
 
+@dataclass(frozen=True)
+class Linked:
+    """What ``steps_model_flops`` needs from the CPU rows, all of it found in the one pass
+    that links the ops' launches: the links (without the top ops), the categories, the
+    model-FLOPs ops' and the ``aten::embedding`` calls' rows."""
+
+    links: OpLinks
+    category: np.ndarray
+    calls: np.ndarray
+    embeddings: np.ndarray
+
+
+def linked(events: TraceEvents, on_block: Callable[[np.ndarray], None] | None = None) -> Linked:
+    """The Linked of ``events``; ``on_block``: given every block of CPU rows of that pass
+    too (a caller's own pass, saved)."""
+    calls = _Picked(events, model_rule_names())
+    embeddings = _Picked(events, {EMBEDDING})
+    wanted = optimizer_step_names(events.names)
+    spans: list[np.ndarray] = []
+    # the names any of them wants: each block's few such rows are picked first
+    either = calls.wanted | embeddings.wanted | wanted
+
+    def seen(block: np.ndarray) -> None:  # one pass over the CPU rows for all of them
+        if on_block is not None:
+            on_block(block)
+        few = block[either[block["name"]]]
+        if len(few):
+            calls.add(few)
+            embeddings.add(few)
+            spans.append(optimizer_spans(few, wanted))
+
+    links = link_ops(events, on_block=seen, with_top=False)  # steps use the leaf ops only
+    category = categorize(events, links, np.concatenate(spans) if spans else np.zeros(0, ROW))
+    return Linked(links, category, calls.rows(), embeddings.rows())
+
+
 def steps_model_flops(
-    events: TraceEvents, rows: Sequence[StepRow], peaks_file: Path | None = None
+    events: TraceEvents,
+    rows: Sequence[StepRow],
+    peaks_file: Path | None = None,
+    found: Linked | None = None,
 ) -> ModelFlops:
     """The ModelFlops of ``rows`` with the op links, categories and launch times worked out
-    here (``summary`` passes its own to ``model_flops``)."""
-    links = link_ops(events)
-    launch = launch_times(events, links.launch)
-    category = categorize(events, links)
-    return model_flops(events, links, category, rows, launch, trace_peaks(events, peaks_file))
+    here (``summary`` passes its own to ``model_flops``); ``found``: ``linked(events)``,
+    when the caller has it."""
+    found = linked(events) if found is None else found
+    launch = launch_times(events, found.links.launch)
+    peaks = trace_peaks(events, peaks_file)
+    return model_flops(
+        events, found.links, found.category, rows, launch, peaks, found.calls, found.embeddings
+    )
 
 
 def has_mfu(events: TraceEvents) -> bool:
@@ -258,14 +305,18 @@ def model_flops(
     rows: Sequence[StepRow],
     launch: np.ndarray,
     peaks: tuple[Peaks | None, str | None],
+    call_rows: np.ndarray | None = None,
+    embedding_rows: np.ndarray | None = None,
 ) -> ModelFlops:
     """The ModelFlops of the steps ``rows`` (the step table of ``events``, read with its CPU
     rows); ``links``, ``category`` and ``launch``: the GPU rows' op links, categories and
-    launch times; ``peaks``: the device's peaks and the note when there are none."""
+    launch times; ``peaks``: the device's peaks and the note when there are none;
+    ``call_rows``, ``embedding_rows``: the CPU rows of the model-FLOPs ops and of
+    ``aten::embedding`` (``_Picked``) when the caller gathered them, else read here."""
     windows = [
         Window(r.cpu_start_ns, r.cpu_end_ns, r.gpu_only) for r in rows
     ]  # CPU windows: the calls' starts lie in them
-    calls = _counted_calls(events)
+    calls = _counted_calls(events, call_rows)
     step_of = _step_of(calls.ts, windows)
     dtypes = sorted({d for w in calls.works if w is not None and (d := PEAK_DTYPE.get(w.dtype))})
     pair_flops = np.array([0 if w is None else w.flops for w in calls.works] + [0], np.int64)
@@ -285,7 +336,7 @@ def model_flops(
     typed = pair_dtype[pair] >= 0
     np.add.at(by_dtype, (step[typed], pair_dtype[pair][typed]), pair_flops[pair][typed])
     kernel_ns, known_ns = _coverage(events, links, category, windows, launch)
-    tokens = _tokens(events, windows)
+    tokens = _tokens(events, windows, embedding_rows)
     device_peaks, note = peaks
     out = []
     for i, r in enumerate(rows):
@@ -322,36 +373,47 @@ class _Calls:
     shapes: bool
 
 
-def _counted_calls(events: TraceEvents) -> _Calls:
+class _Picked:
+    """The CPU ops named one of ``names``, gathered block by block."""
+
+    def __init__(self, events: TraceEvents, names: Collection[str]) -> None:
+        self.wanted = np.array([n in names for n in events.names] + [False])
+        self.any = bool(self.wanted.any())
+        self.parts: list[np.ndarray] = []
+
+    def add(self, block: np.ndarray) -> None:
+        if self.any:
+            self.parts.append(block[(block["correlation"] == OP) & self.wanted[block["name"]]])
+
+    def rows(self) -> np.ndarray:
+        return np.concatenate(self.parts) if self.parts else np.zeros(0, dtype=ROW)
+
+    @classmethod
+    def read(cls, events: TraceEvents, names: Collection[str]) -> np.ndarray:
+        """The rows of a pass of its own."""
+        picked = cls(events, names)
+        if picked.any:
+            for block in events.cpu.blocks():
+                picked.add(block)
+        return picked.rows()
+
+
+def _counted_calls(events: TraceEvents, rows: np.ndarray | None = None) -> _Calls:
     """Every call of an op with a model-FLOPs rule, less those that contain another such call
-    on their thread (wrappers: the innermost calls carry the work)."""
-    names = model_rule_names()
-    wanted = np.array([n in names for n in events.names] + [False])
-    parts = []
-    for block in events.cpu.blocks():
-        rows = block[(block["correlation"] == OP) & wanted[block["name"]]]
-        parts.append(
-            (
-                rows["thread"].astype(np.int64),
-                rows["ts"].astype(np.int64),
-                rows["end"].astype(np.int64),
-                rows["name"].astype(np.int64) * (len(events.shapes) + 1)
-                + rows["shape"].astype(np.int64)
-                + 1,
-            )
-        )
-    empty = np.zeros(0, dtype=np.int64)
-    thread, ts, end, key = (
-        tuple(np.concatenate(c) for c in zip(*parts, strict=True)) if parts else (empty,) * 4
-    )
+    on their thread (wrappers: the innermost calls carry the work); ``rows``: those ops' CPU
+    rows, else read here."""
+    if rows is None:
+        rows = _Picked.read(events, model_rule_names())
+    width = len(events.shapes) + 1
+    thread, ts, end = (rows[f].astype(np.int64) for f in ("thread", "ts", "end"))
+    key = rows["name"].astype(np.int64) * width + rows["shape"].astype(np.int64) + 1
     order = lex_order((-end, ts, thread))
     thread, ts, end, key = thread[order], ts[order], end[order], key[order]
     wraps = np.zeros(len(ts), dtype=bool)
     if len(ts) > 1:
         wraps[:-1] = (thread[1:] == thread[:-1]) & (end[1:] <= end[:-1])
     keep = ~wraps
-    used, pair = dense_ids(key[keep], int(len(events.names) * (len(events.shapes) + 1)) or 1)
-    width = len(events.shapes) + 1
+    used, pair = dense_ids(key[keep], int(len(events.names) * width) or 1)
     works: list[Work | None] = []
     for k in used.tolist():
         name, shape = divmod(k, width)
@@ -424,22 +486,20 @@ def _leaf_known(events: TraceEvents, links: OpLinks) -> np.ndarray:
     return out
 
 
-def _tokens(events: TraceEvents, windows: list[Window]) -> list[tuple[int | None, str | None]]:
+def _tokens(
+    events: TraceEvents, windows: list[Window], rows: np.ndarray | None = None
+) -> list[tuple[int | None, str | None]]:
     """Per step: the tokens its ``aten::embedding`` calls looked up — per embedding table
     (weight shape) the indices' elements summed, the largest table's sum (a position table
-    looks up fewer) — and how they were found; (None, None) without such calls."""
-    ids = [i for i, name in enumerate(events.names) if name == EMBEDDING]
+    looks up fewer) — and how they were found; (None, None) without such calls. ``rows``:
+    those calls' CPU rows, else read here."""
     out: list[tuple[int | None, str | None]] = [(None, None)] * len(windows)
-    if not ids or not windows:
+    if not windows:
         return out
-    wanted = np.zeros(len(events.names) + 1, dtype=bool)
-    wanted[ids] = True
-    found = [
-        block[(block["correlation"] == OP) & wanted[block["name"]]] for block in events.cpu.blocks()
-    ]
-    if not found:
+    if rows is None:
+        rows = _Picked.read(events, {EMBEDDING})
+    if len(rows) == 0:
         return out
-    rows = np.concatenate(found)
     step = _step_of(rows["ts"].astype(np.int64), windows)
     counted = (step >= 0) & (rows["shape"] != NO_SHAPE)
     # each distinct shape parsed once, each (step, shape) pair counted once
