@@ -10,10 +10,11 @@
 //! wrongly typed field of an event read here, numbers the batch conversion would not take,
 //! nesting deeper than MAX_DEPTH, a collective's metadata (traceview/columns/comms.py).
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 
 use crate::cpu::{self, CpuRows};
-use crate::numbers::{self, Plain, Token};
+use crate::numbers::{self, Token};
 use crate::simd;
 use crate::strings;
 
@@ -241,14 +242,31 @@ pub struct Chunk {
     pub dropped: usize,
 }
 
+/// A value's type. No fields and a word wide: a `Val` is written whole where it is made,
+/// so copying it never reads a word only partly stored just before (a byte-wide kind with
+/// a field made every scalar's `Val` stall on store forwarding: ~30% of `scan`'s cycles by
+/// `perf annotate`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u64)]
 pub(crate) enum Kind {
-    Str { escaped: bool },
+    /// A string without escapes.
+    Str,
+    StrEscaped,
     Num,
     Literal,
     Null,
     Object,
     Array,
+}
+
+impl Kind {
+    pub(crate) fn string(escaped: bool) -> Kind {
+        if escaped {
+            Kind::StrEscaped
+        } else {
+            Kind::Str
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -440,9 +458,102 @@ fn string_refused(at: usize, why: strings::Refusal) -> Scan<Val> {
 
 pub(crate) struct Scanner<'a> {
     pub(crate) t: &'a [u8],
+    /// Objects and arrays already walked (Memo).
+    memo: RefCell<Memo>,
+}
+
+/// Where an object or array that was walked and accepted lies in the chunk: `len` bytes
+/// from `start` (0: none), inside `outer` open containers.
+#[derive(Debug, Clone, Copy, Default)]
+struct Walked {
+    start: u32,
+    len: u32,
+    outer: u32,
+}
+
+/// Sets of MEMO_WAYS walked values, by a hash of their first MEMO_KEY bytes.
+const MEMO_SETS: usize = 512;
+const MEMO_WAYS: usize = 4;
+const MEMO_KEY: usize = 24;
+
+/// The objects and arrays of a chunk already walked, most recent first in each set. An
+/// object or array is a function of its own bytes alone (its walk reads none past its
+/// closing bracket): bytes equal to an accepted one at the same depth are the same value,
+/// with the same end, so it is not walked again. An op's args repeat their shapes and types
+/// (~98% of the array values of the big trace's chunks are repeats; this finds ~90%).
+struct Memo {
+    sets: Box<[[Walked; MEMO_WAYS]; MEMO_SETS]>,
+}
+
+impl Default for Memo {
+    fn default() -> Self {
+        Memo {
+            sets: Box::new([[Walked::default(); MEMO_WAYS]; MEMO_SETS]),
+        }
+    }
+}
+
+impl Memo {
+    /// The set of a value at `i`, None near the end of the text or past u32 offsets.
+    #[inline(always)]
+    fn set(t: &[u8], i: usize) -> Option<usize> {
+        u32::try_from(i + MEMO_KEY).ok()?;
+        let key = t.get(i..)?.first_chunk::<MEMO_KEY>()?;
+        let word = |n: usize| {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&key[8 * n..8 * n + 8]);
+            u64::from_le_bytes(w)
+        };
+        let hash = (word(0) ^ word(1).rotate_left(21) ^ word(2).rotate_left(42))
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        Some((hash >> (64 - MEMO_SETS.trailing_zeros())) as usize)
+    }
+
+    /// The end of the value at `i` if its bytes are those of one walked at this depth.
+    #[inline(always)]
+    fn find(&mut self, t: &[u8], i: usize, outer: usize) -> Option<usize> {
+        let set = self.sets.get_mut(Self::set(t, i)?)?;
+        for n in 0..MEMO_WAYS {
+            let w = set[n];
+            let (start, len) = (w.start as usize, w.len as usize);
+            if len > 0
+                && w.outer as usize == outer
+                && t.get(i..i + len)
+                    .is_some_and(|v| Some(v) == t.get(start..start + len))
+            {
+                set[..=n].rotate_right(1);
+                return Some(i + len);
+            }
+        }
+        None
+    }
+
+    /// Keep the value from `i` to `end`, walked and accepted.
+    #[inline(always)]
+    fn keep(&mut self, t: &[u8], i: usize, end: usize, outer: usize) {
+        let Some(set) = Self::set(t, i).and_then(|n| self.sets.get_mut(n)) else {
+            return;
+        };
+        let (Ok(start), Ok(len), Ok(outer)) = (
+            u32::try_from(i),
+            u32::try_from(end - i),
+            u32::try_from(outer),
+        ) else {
+            return;
+        };
+        set.rotate_right(1);
+        set[0] = Walked { start, len, outer };
+    }
 }
 
 impl<'a> Scanner<'a> {
+    pub(crate) fn new(t: &'a [u8]) -> Self {
+        Scanner {
+            t,
+            memo: RefCell::default(),
+        }
+    }
+
     /// The end of the whitespace at `i`: most calls find a value's first byte there (every
     /// byte that may start or end one is above a space), told by one compare.
     #[inline]
@@ -474,6 +585,16 @@ impl<'a> Scanner<'a> {
         }
     }
 
+    /// The commonest separator, `c` then one space before a token at `i`: the token's
+    /// offset (what `ws`, the check of `c` and `ws` again give), else None.
+    #[inline(always)]
+    fn separator(&self, i: usize, c: u8) -> Option<usize> {
+        match self.t.get(i..i + 3) {
+            Some(&[b, b' ', next]) if b == c && next > b' ' => Some(i + 2),
+            _ => None,
+        }
+    }
+
     #[inline]
     pub(crate) fn byte(&self, i: usize) -> Scan<u8> {
         match self.t.get(i) {
@@ -488,7 +609,7 @@ impl<'a> Scanner<'a> {
             Ok(c) => Ok(Val {
                 start: i,
                 end: c.end,
-                kind: Kind::Str { escaped: c.escaped },
+                kind: Kind::string(c.escaped),
             }),
             Err((at, why)) => string_refused(at, why),
         }
@@ -513,7 +634,7 @@ impl<'a> Scanner<'a> {
         let t = self.t;
         match *t.get(i)? {
             b'"' => match strings::check(t, i) {
-                Ok(c) => Some((c.end, Kind::Str { escaped: c.escaped })),
+                Ok(c) => Some((c.end, Kind::string(c.escaped))),
                 Err(_) => None,
             },
             b'-' | b'0'..=b'9' => Some((i + numbers::length(&t[i..])?, Kind::Num)),
@@ -554,7 +675,19 @@ impl<'a> Scanner<'a> {
     /// `value_within` for an object or array at `i`.
     #[inline]
     fn container(&self, i: usize, outer: usize) -> Scan<Val> {
-        match self.skip_container(i, outer) {
+        let mut memo = self.memo.borrow_mut();
+        let end = match memo.find(self.t, i, outer) {
+            Some(end) => Some(end),
+            None => {
+                let end = self.skip_container(i, outer);
+                if let Some(end) = end {
+                    memo.keep(self.t, i, end, outer);
+                }
+                end
+            }
+        };
+        drop(memo);
+        match end {
             Some(end) => Ok(Val {
                 start: i,
                 end,
@@ -604,6 +737,13 @@ impl<'a> Scanner<'a> {
             loop {
                 if depth == 0 {
                     return Some(j);
+                }
+                if let Some(next) = self.separator(j, b',') {
+                    j = next;
+                    if objects & 1 == 1 {
+                        j = self.key_colon(j)?;
+                    }
+                    break;
                 }
                 j = self.ws(j);
                 let c = *t.get(j)?;
@@ -727,16 +867,26 @@ impl<'a> Scanner<'a> {
                 return refuse(j, "expected a key");
             }
             let key = self.string(j)?;
-            if key.kind != (Kind::Str { escaped: false }) {
+            if key.kind != Kind::Str {
                 return refuse(j, "an escaped key");
             }
             let name = &self.t[key.start + 1..key.end - 1];
-            j = self.ws(key.end);
-            if self.byte(j)? != b':' {
-                return refuse(j, "expected :");
+            j = match self.separator(key.end, b':') {
+                Some(value) => value,
+                None => {
+                    j = self.ws(key.end);
+                    if self.byte(j)? != b':' {
+                        return refuse(j, "expected :");
+                    }
+                    self.ws(j + 1)
+                }
+            };
+            j = field(name, j)?;
+            if let Some(next) = self.separator(j, b',') {
+                j = next;
+                continue;
             }
-            j = self.ws(j + 1);
-            j = self.ws(field(name, j)?);
+            j = self.ws(j);
             match self.byte(j)? {
                 b',' => j = self.ws(j + 1),
                 b'}' => return Ok(j + 1),
@@ -822,7 +972,7 @@ impl<'a> Scanner<'a> {
     /// The body of a string without escapes, else None.
     pub(crate) fn plain_str(&self, v: Option<Val>) -> Option<&'a [u8]> {
         let v = v?;
-        (v.kind == Kind::Str { escaped: false }).then(|| &self.t[v.start + 1..v.end - 1])
+        (v.kind == Kind::Str).then(|| &self.t[v.start + 1..v.end - 1])
     }
 
     pub(crate) fn number(&self, v: Val) -> Token<'a> {
@@ -891,7 +1041,9 @@ fn kind_of<'t>(
 ) -> Scan<(Option<i8>, Option<Category>)> {
     match e.ph {
         None => return Ok((None, None)),
-        Some(v) if !matches!(v.kind, Kind::Str { .. }) => return refuse(v.start, "ph not text"),
+        Some(v) if !matches!(v.kind, Kind::Str | Kind::StrEscaped) => {
+            return refuse(v.start, "ph not text")
+        }
         _ => {}
     }
     let Some(ph) = s.plain_str(e.ph) else {
@@ -918,7 +1070,7 @@ fn kind_of<'t>(
 pub(crate) fn int_or_text(s: &Scanner<'_>, v: Option<Val>) -> Scan<&'static [u8]> {
     let Some(v) = v else { return Ok(b"null") };
     match v.kind {
-        Kind::Str { .. } | Kind::Null => Ok(b""),
+        Kind::Str | Kind::StrEscaped | Kind::Null => Ok(b""),
         Kind::Num if s.is_small_int(v) => Ok(b""),
         _ => refuse(v.start, "a field that is not an int, text or null"),
     }
@@ -953,7 +1105,7 @@ pub fn scan(text: &[u8], options: &Options) -> Scan<Chunk> {
     if let Some(at) = comm {
         return refuse(at, "a collective's metadata");
     }
-    let s = Scanner { t: text };
+    let s = Scanner::new(text);
     let mut keeps = KeepNames::new(options.drop.as_ref());
     let mut cats = Categories {
         rule: options.drop.as_ref(),
@@ -969,6 +1121,8 @@ pub fn scan(text: &[u8], options: &Options) -> Scan<Chunk> {
     };
     out.cpu.shapes.raw = true;
     let mut cpu_pending = cpu::Pending::default();
+    out.cpu.reserve(&mut cpu_pending, text.len(), options);
+    out.others.reserve(2 * cpu::rows_for(text.len()));
     let mut e = Event::default();
     let mut i = s.ws(0);
     if i == text.len() {
@@ -1031,15 +1185,9 @@ pub(crate) fn times(
 ) -> Scan<Vec<i64>> {
     let at = values.first().map_or(0, |v| v.start);
     let column = if options.exact {
-        values
-            .iter()
-            .map(|&v| numbers::exact_ns(&s.number(v)))
-            .collect::<Option<Vec<i64>>>()
+        numbers::map_all(values, |&v| numbers::exact_ns(&s.number(v)))
     } else {
-        values
-            .iter()
-            .map(|&v| numbers::plain(&s.number(v)))
-            .collect::<Option<Vec<Plain>>>()
+        numbers::map_all(values, |&v| numbers::plain(&s.number(v)))
             .and_then(|plain| numbers::plain_column(&plain))
     };
     match column {
@@ -1058,7 +1206,7 @@ fn row(
 ) -> Scan<()> {
     // Each declared field as the fast decoder types it (traceview/read/decode.py Event).
     for v in [e.cat, e.name].into_iter().flatten() {
-        if !matches!(v.kind, Kind::Str { .. }) {
+        if !matches!(v.kind, Kind::Str | Kind::StrEscaped) {
             return refuse(v.start, "cat or name not text");
         }
     }
@@ -1249,7 +1397,7 @@ fn decodable(s: &Scanner<'_>, e: &Event, options: &Options) -> bool {
     let small_int = |v: Option<Val>| match v {
         None => true,
         Some(v) => match v.kind {
-            Kind::Null | Kind::Str { .. } => true,
+            Kind::Null | Kind::Str | Kind::StrEscaped => true,
             Kind::Num => s.is_small_int(v),
             _ => false,
         },
@@ -1488,7 +1636,7 @@ mod tests {
                     _ => text.truncate(at.max(1)),
                 }
             }
-            let s = Scanner { t: &text };
+            let s = Scanner::new(&text);
             for i in 0..text.len() {
                 if !matches!(text[i], b'{' | b'[') {
                     continue;
@@ -1506,6 +1654,72 @@ mod tests {
             }
         }
         assert!(accepted > 1000 && refused > 1000, "{accepted} {refused}");
+    }
+
+    #[test]
+    fn a_remembered_value_is_the_walked_value() {
+        // values met again (equal bytes, equal first MEMO_KEY bytes then different ones,
+        // damaged copies, deep ones at other depth budgets), each asked of one scanner
+        // that remembers and of a fresh one: the same end or the same refusal
+        let deep = format!(
+            "{}1{}",
+            "[".repeat(MAX_DEPTH - 1),
+            "]".repeat(MAX_DEPTH - 1)
+        );
+        let mut values: Vec<String> = vec![
+            r#"[[8192, 50257, 1024, 7, 9], []]"#.into(),
+            r#"[[8192, 50257, 1024, 7, 9], [1]]"#.into(),
+            r#"[[8192, 50257, 1024, 7, 9], [1, 2]]"#.into(),
+            r#"["float", "Scalar", "Scalar", "long int"]"#.into(),
+            r#"["float", "Scalar", "Scalar", "long"]"#.into(),
+            r#"{"x": [1, {"y": null}], "z": "a\"]b"}"#.into(),
+            r#"[]"#.into(),
+            r#"[[51463168, 50257, 1], []]"#.into(),
+            deep.clone(),
+            format!(
+                "{}1{}",
+                "[".repeat(MAX_DEPTH - 3),
+                "]".repeat(MAX_DEPTH - 3)
+            ),
+        ];
+        let count = values.len();
+        for n in 0..count {
+            for (at, b) in [(5, b'x'), (12, b']'), (20, b','), (26, b'"'), (30, b' ')] {
+                let mut v = values[n].clone().into_bytes();
+                if at < v.len() {
+                    v[at] = b;
+                    values.push(String::from_utf8(v).unwrap());
+                }
+            }
+        }
+        let mut text = String::new();
+        let mut starts = vec![];
+        for round in 0..6 {
+            for (n, v) in values.iter().enumerate() {
+                starts.push((text.len(), (n + round / 2) % 3));
+                text.push_str(v);
+                text.push_str(if n % 2 == 0 { ", " } else { "]\n " });
+            }
+        }
+        let shared = Scanner::new(text.as_bytes());
+        let (mut accepted, mut refused, mut hits) = (0, 0, 0);
+        for &(i, budget) in &starts {
+            let outer = [0, 1, MAX_DEPTH - 2][budget];
+            let t = text.as_bytes();
+            hits += usize::from(shared.memo.borrow_mut().find(t, i, outer).is_some());
+            let remembered = shared.value_within(i, outer).map(|v| v.end);
+            let fresh = Scanner::new(text.as_bytes())
+                .value_within(i, outer)
+                .map(|v| v.end);
+            assert_eq!(remembered, fresh, "{i} {outer}");
+            if fresh.is_ok() {
+                accepted += 1;
+            } else {
+                refused += 1;
+            }
+        }
+        assert!(accepted > 30 && refused > 30, "{accepted} {refused}");
+        assert!(hits > 30, "{hits}");
     }
 
     #[test]
@@ -1533,7 +1747,7 @@ mod tests {
                             .iter()
                             .take_while(|&&b| matches!(b, b' ' | b'\n' | b'\t' | b'\r'))
                             .count();
-                    let s = Scanner { t: &text };
+                    let s = Scanner::new(&text);
                     assert_eq!(s.ws(offset), naive, "{len} {offset} {end:?}");
                 }
             }
