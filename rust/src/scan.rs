@@ -246,7 +246,7 @@ pub struct Chunk {
 /// so copying it never reads a word only partly stored just before (a byte-wide kind with
 /// a field made every scalar's `Val` stall on store forwarding: ~30% of `scan`'s cycles by
 /// `perf annotate`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[repr(u64)]
 pub(crate) enum Kind {
     /// A string without escapes.
@@ -254,6 +254,7 @@ pub(crate) enum Kind {
     StrEscaped,
     Num,
     Literal,
+    #[default]
     Null,
     Object,
     Array,
@@ -276,7 +277,7 @@ pub(crate) struct Val {
     pub(crate) kind: Kind,
 }
 
-#[derive(Default, Clone)]
+#[derive(Debug, Default, Clone)]
 pub(crate) struct Event {
     pub ph: Option<Val>,
     pub cat: Option<Val>,
@@ -460,6 +461,8 @@ pub(crate) struct Scanner<'a> {
     pub(crate) t: &'a [u8],
     /// Objects and arrays already walked (Memo).
     memo: RefCell<Memo>,
+    /// Event heads already walked (Heads).
+    heads: RefCell<Heads>,
 }
 
 /// Where an object or array that was walked and accepted lies in the chunk: `len` bytes
@@ -546,11 +549,145 @@ impl Memo {
     }
 }
 
+/// The members an event's head may hold (Head), in `Event` order.
+const HEAD_KEYS: [&[u8]; 5] = [b"ph", b"cat", b"name", b"pid", b"tid"];
+/// Heads shorter than this are not remembered; the hash of a head is of these first bytes.
+const HEAD_KEY: usize = 64;
+const HEAD_SETS: usize = 256;
+const HEAD_WAYS: usize = 4;
+
+/// An event's head: its first members while they are HEAD_KEYS with scalar or string
+/// values, as offsets from the event's `{`; `len` is where the next member's key starts.
+#[derive(Debug, Clone, Copy, Default)]
+struct Head {
+    start: u32,
+    len: u32,
+    n: u8,
+    /// Whether a member that is not of the head came (its key at `len`).
+    ended: bool,
+    members: [(u8, u32, u32, Kind); 5],
+}
+
+impl Head {
+    /// A member whose key starts `at` bytes into the event: whether it is of the head
+    /// (its value then given to `value`).
+    fn note(&mut self, key: &[u8], at: usize) -> bool {
+        match HEAD_KEYS.iter().position(|k| *k == key) {
+            Some(n) if usize::from(self.n) < self.members.len() => {
+                self.members[usize::from(self.n)].0 = n as u8;
+                true
+            }
+            _ => {
+                if let Ok(at) = u32::try_from(at) {
+                    (self.len, self.ended) = (at, true);
+                }
+                false
+            }
+        }
+    }
+
+    /// The value of the member `note` took (of the event at `event`): whether the head
+    /// may go on.
+    fn value(&mut self, v: Val, event: usize) -> bool {
+        let (Ok(start), Ok(end)) = (u32::try_from(v.start - event), u32::try_from(v.end - event))
+        else {
+            return false;
+        };
+        if matches!(v.kind, Kind::Object | Kind::Array) {
+            return false;
+        }
+        let m = &mut self.members[usize::from(self.n)];
+        (m.1, m.2, m.3) = (start, end, v.kind);
+        self.n += 1;
+        true
+    }
+
+    /// Whether the head is worth remembering (and whole: a member past it came).
+    fn kept(&self) -> bool {
+        self.ended && self.len as usize >= HEAD_KEY
+    }
+}
+
+/// Event heads already walked, most recent first in each set (as Memo, for the first
+/// members of an event: `{`, ph, cat, name, pid, tid of an op repeat for every op of a
+/// name and thread). Bytes equal to a remembered head, then a byte that is not whitespace,
+/// walk as it walked: the same members and values at the same offsets, the next key next.
+struct Heads {
+    sets: Box<[[Head; HEAD_WAYS]; HEAD_SETS]>,
+}
+
+impl Default for Heads {
+    fn default() -> Self {
+        Heads {
+            sets: Box::new([[Head::default(); HEAD_WAYS]; HEAD_SETS]),
+        }
+    }
+}
+
+impl Heads {
+    fn set(t: &[u8], i: usize) -> Option<usize> {
+        let key = t.get(i..)?.first_chunk::<HEAD_KEY>()?;
+        let mut hash = 0u64;
+        for word in key.chunks_exact(8) {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(word);
+            hash =
+                (hash.rotate_left(5) ^ u64::from_le_bytes(w)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+        Some((hash >> (64 - HEAD_SETS.trailing_zeros())) as usize)
+    }
+
+    /// Where the members after a remembered head at `i` start, its members put in `e`.
+    fn find(&mut self, t: &[u8], i: usize, e: &mut Event) -> Option<usize> {
+        let set = self.sets.get_mut(Self::set(t, i)?)?;
+        for n in 0..HEAD_WAYS {
+            let h = &set[n];
+            let (start, len) = (h.start as usize, h.len as usize);
+            if h.kept()
+                && t.get(i + len).is_some_and(|&b| b > b' ')
+                && t.get(i..i + len) == t.get(start..start + len)
+            {
+                for &(key, from, to, kind) in &h.members[..usize::from(h.n)] {
+                    let slot = match key {
+                        0 => &mut e.ph,
+                        1 => &mut e.cat,
+                        2 => &mut e.name,
+                        3 => &mut e.pid,
+                        _ => &mut e.tid,
+                    };
+                    *slot = Some(Val {
+                        start: i + from as usize,
+                        end: i + to as usize,
+                        kind,
+                    });
+                }
+                set[..=n].rotate_right(1);
+                return Some(i + len);
+            }
+        }
+        None
+    }
+
+    /// Keep the head of the event at `i`, walked and accepted.
+    fn keep(&mut self, t: &[u8], i: usize, mut head: Head) {
+        let (Some(set), Ok(start)) = (
+            Self::set(t, i).and_then(|n| self.sets.get_mut(n)),
+            u32::try_from(i),
+        ) else {
+            return;
+        };
+        head.start = start;
+        set.rotate_right(1);
+        set[0] = head;
+    }
+}
+
 impl<'a> Scanner<'a> {
     pub(crate) fn new(t: &'a [u8]) -> Self {
         Scanner {
             t,
             memo: RefCell::default(),
+            heads: RefCell::default(),
         }
     }
 
@@ -856,12 +993,21 @@ impl<'a> Scanner<'a> {
     pub(crate) fn members(
         &self,
         i: usize,
-        mut field: impl FnMut(&'a [u8], usize) -> Scan<usize>,
+        field: impl FnMut(&'a [u8], usize) -> Scan<usize>,
     ) -> Scan<usize> {
-        let mut j = self.ws(i + 1);
+        let j = self.ws(i + 1);
         if self.byte(j)? == b'}' {
             return Ok(j + 1);
         }
+        self.members_at(j, field)
+    }
+
+    /// `members` from the key at `j` (past the object's `{` and any members before it).
+    fn members_at(
+        &self,
+        mut j: usize,
+        mut field: impl FnMut(&'a [u8], usize) -> Scan<usize>,
+    ) -> Scan<usize> {
         loop {
             if self.byte(j)? != b'"' {
                 return refuse(j, "expected a key");
@@ -895,13 +1041,36 @@ impl<'a> Scanner<'a> {
         }
     }
 
+    /// `members` of the object at `i`, or from the key at `resume`.
+    #[inline(always)]
+    fn members_at_or_all(
+        &self,
+        i: usize,
+        resume: Option<usize>,
+        field: impl FnMut(&'a [u8], usize) -> Scan<usize>,
+    ) -> Scan<usize> {
+        match resume {
+            Some(j) => self.members_at(j, field),
+            None => self.members(i, field),
+        }
+    }
+
     /// The event object at `i` and its end. Its args object is walked once, member by
     /// member (each member's value checked whole, as deep as if args were walked whole).
     /// Its fields go to `e` (reset first: one Event serves a chunk, not ~600 bytes returned
     /// by value for each event).
     fn event(&self, i: usize, e: &mut Event) -> Scan<usize> {
         *e = Event::default();
-        let end = self.members(i, |key, j| {
+        let t = self.t;
+        // the members after a remembered head, else all (the head noted as they come)
+        let resume = self.heads.borrow_mut().find(t, i, e);
+        let mut head = Head::default();
+        let mut noting = resume.is_none();
+        let end = self.members_at_or_all(i, resume, |key, j| {
+            if noting {
+                let at = key.as_ptr() as usize - t.as_ptr() as usize - 1;
+                noting = head.note(key, at - i);
+            }
             if key == b"args" && self.t.get(j) == Some(&b'{') {
                 if let Some(first) = e.args {
                     return refuse(first.start.max(j), "a repeated key");
@@ -945,8 +1114,14 @@ impl<'a> Scanner<'a> {
                 _ => return Ok(value.end),
             };
             keep(slot, value)?;
+            if noting {
+                noting = head.value(value, i);
+            }
             Ok(value.end)
         })?;
+        if head.kept() {
+            self.heads.borrow_mut().keep(t, i, head);
+        }
         Ok(end)
     }
 
@@ -1720,6 +1895,69 @@ mod tests {
         }
         assert!(accepted > 30 && refused > 30, "{accepted} {refused}");
         assert!(hits > 30, "{hits}");
+    }
+
+    #[test]
+    fn a_remembered_head_is_the_walked_head() {
+        // events whose heads repeat (then differ past them, or are damaged, or followed by
+        // whitespace or nothing), each walked by one scanner that remembers and by a fresh
+        // one: the same fields and end, or the same refusal
+        let head = r#"{"ph": "X", "cat": "cpu_op", "name": "aten::a_rather_long_operator_name", "pid": 486, "tid": 486"#;
+        let tails = [
+            r#", "ts": 1.5, "dur": 2, "args": {"External id": 7}}"#,
+            r#", "ts": 2.5, "dur": 3}"#,
+            r#",  "ts": 2.5, "dur": 3}"#,
+            r#",
+    "ts": 2.5}"#,
+            r#"}"#,
+            r#", "ph": "X"}"#,
+            r#", "name": "x", "ts": 1}"#,
+            r#", ts": 1}"#,
+            r#", "ts" 1}"#,
+            r#", "args": [1], "ts": 1}"#,
+        ];
+        let heads = [
+            head.to_string(),
+            head.replace("486,", "487,"),
+            head.replace("\"tid\": 486", "\"tid\": \"t\""),
+            head.replace("\"ph\": \"X\", ", ""),
+            head.replace("cpu_op", "cpu\\u006fp"),
+            head.replace(", \"pid\"", ", \"ph\": \"X\", \"pid\""),
+            head.replace("\"tid\": 486", "\"tid\": [486]"),
+        ];
+        let mut text = String::new();
+        let mut starts = vec![];
+        for round in 0..3 {
+            for (n, h) in heads.iter().enumerate() {
+                for tail in tails.iter().cycle().skip(n + round).take(tails.len()) {
+                    starts.push(text.len());
+                    text.push_str(h);
+                    text.push_str(tail);
+                    text.push_str(",\n  ");
+                }
+            }
+        }
+        let t = text.as_bytes();
+        let shared = Scanner::new(t);
+        let (mut accepted, mut refused, mut hits) = (0, 0, 0);
+        for &i in &starts {
+            let mut e = Event::default();
+            hits += usize::from(shared.heads.borrow_mut().find(t, i, &mut e).is_some());
+            let remembered = shared.event(i, &mut e).map(|end| (end, format!("{e:?}")));
+            let fresh = Scanner::new(t)
+                .event(i, &mut e)
+                .map(|end| (end, format!("{e:?}")));
+            assert_eq!(remembered, fresh, "{i}");
+            if fresh.is_ok() {
+                accepted += 1;
+            } else {
+                refused += 1;
+            }
+        }
+        assert!(
+            accepted > 50 && refused > 50 && hits > 50,
+            "{accepted} {refused} {hits}"
+        );
     }
 
     #[test]
