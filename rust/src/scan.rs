@@ -1269,6 +1269,36 @@ struct Pending {
     key: Vec<u8>,
 }
 
+impl Chunk {
+    /// Room for `rows` GPU and runtime rows (cpu::rows_for).
+    fn reserve(&mut self, pending: &mut Pending, rows: usize, options: &Options) {
+        self.gpu_kind.reserve(rows);
+        for column in [
+            &mut self.gpu_name,
+            &mut self.gpu_stream,
+            &mut self.gpu_launch,
+        ] {
+            column.reserve(rows);
+        }
+        for column in [&mut self.gpu_correlation, &mut self.rt_correlation] {
+            column.reserve(rows);
+        }
+        if options.keep_cpu {
+            for column in [&mut self.rt_name, &mut self.rt_thread] {
+                column.reserve(rows);
+            }
+        }
+        for column in [
+            &mut pending.gpu_ts,
+            &mut pending.gpu_dur,
+            &mut pending.rt_ts,
+            &mut pending.rt_dur,
+        ] {
+            column.reserve(rows);
+        }
+    }
+}
+
 /// Scan one chunk: events separated by commas, no brackets around them.
 pub fn scan(text: &[u8], options: &Options) -> Scan<Chunk> {
     let (ascii, comm) = simd::ascii_and_find(text, COMM_KEY);
@@ -1298,6 +1328,7 @@ pub fn scan(text: &[u8], options: &Options) -> Scan<Chunk> {
     let mut cpu_pending = cpu::Pending::default();
     out.cpu.reserve(&mut cpu_pending, text.len(), options);
     out.others.reserve(2 * cpu::rows_for(text.len()));
+    out.reserve(&mut pending, cpu::rows_for(text.len()), options);
     let mut e = Event::default();
     let mut i = s.ws(0);
     if i == text.len() {
