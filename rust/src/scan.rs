@@ -102,10 +102,32 @@ pub struct Table {
     /// one name come in runs).
     spans: Vec<(usize, usize)>,
     last: usize,
+    /// Ids of values met, by a hash of their length and first and last eight bytes (a
+    /// slot holds the last value of its hash, found again without hashing it whole).
+    recent: Vec<i32>,
 }
+
+/// Slots of Table::recent.
+const RECENT: usize = 256;
 
 /// Between the values of a raw table.
 pub const RAW_SEPARATOR: u8 = 0x1e;
+
+/// The slot of Table::recent for a value.
+#[inline(always)]
+fn recent_slot(text: &[u8]) -> usize {
+    let word = |b: Option<&[u8; 8]>| b.map_or(0, |w| u64::from_le_bytes(*w));
+    let (head, tail) = if text.len() >= 8 {
+        (word(text.first_chunk()), word(text.last_chunk()))
+    } else {
+        let mut w = [0u8; 8];
+        w[..text.len()].copy_from_slice(text);
+        (u64::from_le_bytes(w), 0)
+    };
+    let hash =
+        (head ^ tail.rotate_left(29) ^ text.len() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    (hash >> (64 - RECENT.trailing_zeros())) as usize
+}
 
 impl Table {
     pub(crate) fn id(&mut self, text: &[u8]) -> i32 {
@@ -114,11 +136,29 @@ impl Table {
                 return self.last as i32;
             }
         }
+        let slot = recent_slot(text);
+        if let Some(&id) = self.recent.get(slot) {
+            if let Some(&(start, end)) = usize::try_from(id).ok().and_then(|n| self.spans.get(n)) {
+                if self.json.get(start..end) == Some(text) {
+                    self.last = id as usize;
+                    return id;
+                }
+            }
+        }
+        if self.recent.is_empty() {
+            self.recent = vec![-1; RECENT];
+        }
         if let Some(&id) = self.ids.get(text) {
             self.last = id as usize;
+            if let Some(s) = self.recent.get_mut(slot) {
+                *s = id;
+            }
             return id;
         }
         let id = self.ids.len() as i32;
+        if let Some(s) = self.recent.get_mut(slot) {
+            *s = id;
+        }
         if self.raw {
             if id > 0 {
                 self.json.push(RAW_SEPARATOR);
@@ -1989,6 +2029,23 @@ mod tests {
             accepted > 50 && refused > 50 && hits > 50,
             "{accepted} {refused} {hits}"
         );
+    }
+
+    #[test]
+    fn table_ids_in_first_seen_order_whatever_the_slot() {
+        // values of one length and the same first and last eight bytes share a slot of
+        // Table::recent: each keeps its own id, first met first
+        let values: Vec<Vec<u8>> = (0..40)
+            .map(|n| format!("\"aaaaaaaa{n:03}zzzzzzzz\"").into_bytes())
+            .chain((0..40).map(|n| format!("{n}").into_bytes()))
+            .collect();
+        let mut table = Table::default();
+        for round in 0..3 {
+            for (n, v) in values.iter().enumerate().skip(round) {
+                assert_eq!(table.id(v), n as i32, "{round} {n}");
+            }
+        }
+        assert_eq!(table.len(), values.len());
     }
 
     #[test]
