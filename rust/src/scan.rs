@@ -113,9 +113,10 @@ const RECENT: usize = 256;
 /// Between the values of a raw table.
 pub const RAW_SEPARATOR: u8 = 0x1e;
 
-/// The slot of Table::recent for a value.
+/// The slot of `slots` slots (a power of two) for a text, by a hash of its length and its
+/// first and last eight bytes (Table::recent, KeepNames).
 #[inline(always)]
-fn recent_slot(text: &[u8]) -> usize {
+fn short_slot(text: &[u8], slots: usize) -> usize {
     let word = |b: Option<&[u8; 8]>| b.map_or(0, |w| u64::from_le_bytes(*w));
     let (head, tail) = if text.len() >= 8 {
         (word(text.first_chunk()), word(text.last_chunk()))
@@ -126,7 +127,7 @@ fn recent_slot(text: &[u8]) -> usize {
     };
     let hash =
         (head ^ tail.rotate_left(29) ^ text.len() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    (hash >> (64 - RECENT.trailing_zeros())) as usize
+    (hash >> (64 - slots.trailing_zeros())) as usize
 }
 
 impl Table {
@@ -136,7 +137,7 @@ impl Table {
                 return self.last as i32;
             }
         }
-        let slot = recent_slot(text);
+        let slot = short_slot(text, RECENT);
         if let Some(&id) = self.recent.get(slot) {
             if let Some(&(start, end)) = usize::try_from(id).ok().and_then(|n| self.spans.get(n)) {
                 if self.json.get(start..end) == Some(text) {
@@ -1609,17 +1610,7 @@ impl<'t, 'r> KeepNames<'t, 'r> {
     /// Whether a keep list names `name`.
     #[inline(never)]
     fn kept(&mut self, name: &'t [u8]) -> bool {
-        let word = |b: Option<&[u8; 8]>| b.map_or(0, |w| u64::from_le_bytes(*w));
-        let (head, tail) = if name.len() >= 8 {
-            (word(name.first_chunk()), word(name.last_chunk()))
-        } else {
-            let mut w = [0u8; 8];
-            w[..name.len()].copy_from_slice(name);
-            (u64::from_le_bytes(w), 0)
-        };
-        let hash =
-            (head ^ tail.rotate_left(29) ^ name.len() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        let slot = (hash >> (64 - SLOTS.trailing_zeros())) as usize;
+        let slot = short_slot(name, SLOTS);
         if let Some(Some((text, kept))) = self.slots.get(slot) {
             if *text == name {
                 return *kept;
