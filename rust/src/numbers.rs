@@ -221,28 +221,33 @@ const POW10: [f64; 23] = [
 /// |v| < 2^33). None where that function returns None.
 pub fn plain_column(values: &[Plain]) -> Option<Vec<i64>> {
     if values.iter().all(|v| matches!(v, Plain::Int(_))) {
-        return values
-            .iter()
-            .map(|v| match *v {
-                Plain::Int(i) if -INT_LIMIT < i && i < INT_LIMIT => Some(i * 1000),
-                _ => None,
-            })
-            .collect();
+        return map_all(values, |v| match *v {
+            Plain::Int(i) if -INT_LIMIT < i && i < INT_LIMIT => Some(i * 1000),
+            _ => None,
+        });
     }
-    values
-        .iter()
-        .map(|v| {
-            let f = match *v {
-                Plain::Int(i) => i as f64, // |i| < 2^33 below: exact
-                Plain::Float(f) => f,
-            };
-            if f.abs() < FLOAT_EXACT_LIMIT {
-                Some((f * 1000.0).round_ties_even() as i64)
-            } else {
-                None
-            }
-        })
-        .collect()
+    map_all(values, |v| {
+        let f = match *v {
+            Plain::Int(i) => i as f64, // |i| < 2^33 below: exact
+            Plain::Float(f) => f,
+        };
+        if f.abs() < FLOAT_EXACT_LIMIT {
+            Some((f * 1000.0).round_ties_even() as i64)
+        } else {
+            None
+        }
+    })
+}
+
+/// `f` of each item, None at the first None, allocated once (an `Option<Vec>` collected
+/// from an iterator grows by doubling, its lower size bound being 0: ~4% of a scan with
+/// CPU rows went to reallocating columns, callgrind).
+pub fn map_all<A, T>(items: &[A], mut f: impl FnMut(&A) -> Option<T>) -> Option<Vec<T>> {
+    let mut out = Vec::with_capacity(items.len());
+    for item in items {
+        out.push(f(item)?);
+    }
+    Some(out)
 }
 
 /// The token's µs value as exact ns, rounded half to even, as raw_numbers.ns_of_raws takes

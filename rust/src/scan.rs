@@ -10,10 +10,11 @@
 //! wrongly typed field of an event read here, numbers the batch conversion would not take,
 //! nesting deeper than MAX_DEPTH, a collective's metadata (traceview/columns/comms.py).
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 
 use crate::cpu::{self, CpuRows};
-use crate::numbers::{self, Plain, Token};
+use crate::numbers::{self, Token};
 use crate::simd;
 use crate::strings;
 
@@ -101,10 +102,33 @@ pub struct Table {
     /// one name come in runs).
     spans: Vec<(usize, usize)>,
     last: usize,
+    /// Ids of values met, by a hash of their length and first and last eight bytes (a
+    /// slot holds the last value of its hash, found again without hashing it whole).
+    recent: Vec<i32>,
 }
+
+/// Slots of Table::recent.
+const RECENT: usize = 256;
 
 /// Between the values of a raw table.
 pub const RAW_SEPARATOR: u8 = 0x1e;
+
+/// The slot of `slots` slots (a power of two) for a text, by a hash of its length and its
+/// first and last eight bytes (Table::recent, KeepNames).
+#[inline(always)]
+fn short_slot(text: &[u8], slots: usize) -> usize {
+    let word = |b: Option<&[u8; 8]>| b.map_or(0, |w| u64::from_le_bytes(*w));
+    let (head, tail) = if text.len() >= 8 {
+        (word(text.first_chunk()), word(text.last_chunk()))
+    } else {
+        let mut w = [0u8; 8];
+        w[..text.len()].copy_from_slice(text);
+        (u64::from_le_bytes(w), 0)
+    };
+    let hash =
+        (head ^ tail.rotate_left(29) ^ text.len() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    (hash >> (64 - slots.trailing_zeros())) as usize
+}
 
 impl Table {
     pub(crate) fn id(&mut self, text: &[u8]) -> i32 {
@@ -113,11 +137,29 @@ impl Table {
                 return self.last as i32;
             }
         }
+        let slot = short_slot(text, RECENT);
+        if let Some(&id) = self.recent.get(slot) {
+            if let Some(&(start, end)) = usize::try_from(id).ok().and_then(|n| self.spans.get(n)) {
+                if self.json.get(start..end) == Some(text) {
+                    self.last = id as usize;
+                    return id;
+                }
+            }
+        }
+        if self.recent.is_empty() {
+            self.recent = vec![-1; RECENT];
+        }
         if let Some(&id) = self.ids.get(text) {
             self.last = id as usize;
+            if let Some(s) = self.recent.get_mut(slot) {
+                *s = id;
+            }
             return id;
         }
         let id = self.ids.len() as i32;
+        if let Some(s) = self.recent.get_mut(slot) {
+            *s = id;
+        }
         if self.raw {
             if id > 0 {
                 self.json.push(RAW_SEPARATOR);
@@ -241,14 +283,32 @@ pub struct Chunk {
     pub dropped: usize,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A value's type. No fields and a word wide: a `Val` is written whole where it is made,
+/// so copying it never reads a word only partly stored just before (a byte-wide kind with
+/// a field made every scalar's `Val` stall on store forwarding: ~30% of `scan`'s cycles by
+/// `perf annotate`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[repr(u64)]
 pub(crate) enum Kind {
-    Str { escaped: bool },
+    /// A string without escapes.
+    Str,
+    StrEscaped,
     Num,
     Literal,
+    #[default]
     Null,
     Object,
     Array,
+}
+
+impl Kind {
+    pub(crate) fn string(escaped: bool) -> Kind {
+        if escaped {
+            Kind::StrEscaped
+        } else {
+            Kind::Str
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -258,7 +318,7 @@ pub(crate) struct Val {
     pub(crate) kind: Kind,
 }
 
-#[derive(Default, Clone)]
+#[derive(Debug, Default, Clone)]
 pub(crate) struct Event {
     pub ph: Option<Val>,
     pub cat: Option<Val>,
@@ -440,9 +500,238 @@ fn string_refused(at: usize, why: strings::Refusal) -> Scan<Val> {
 
 pub(crate) struct Scanner<'a> {
     pub(crate) t: &'a [u8],
+    /// Objects and arrays already walked (Memo).
+    memo: RefCell<Memo>,
+    /// Event heads already walked (Heads).
+    heads: RefCell<Heads>,
+}
+
+/// Where an object or array that was walked and accepted lies in the chunk: `len` bytes
+/// from `start` (0: none), inside `outer` open containers.
+#[derive(Debug, Clone, Copy, Default)]
+struct Walked {
+    start: u32,
+    len: u32,
+    outer: u32,
+}
+
+/// Sets of MEMO_WAYS walked values, by a hash of their first MEMO_KEY bytes.
+const MEMO_SETS: usize = 512;
+const MEMO_WAYS: usize = 4;
+const MEMO_KEY: usize = 24;
+
+/// The objects and arrays of a chunk already walked, most recent first in each set. An
+/// object or array is a function of its own bytes alone (its walk reads none past its
+/// closing bracket): bytes equal to an accepted one at the same depth are the same value,
+/// with the same end, so it is not walked again. An op's args repeat their shapes and types
+/// (~98% of the array values of the big trace's chunks are repeats; this finds ~90%).
+struct Memo {
+    sets: Box<[[Walked; MEMO_WAYS]; MEMO_SETS]>,
+}
+
+impl Default for Memo {
+    fn default() -> Self {
+        Memo {
+            sets: Box::new([[Walked::default(); MEMO_WAYS]; MEMO_SETS]),
+        }
+    }
+}
+
+impl Memo {
+    /// The set of a value at `i`, None near the end of the text or past u32 offsets.
+    #[inline(always)]
+    fn set(t: &[u8], i: usize) -> Option<usize> {
+        u32::try_from(i + MEMO_KEY).ok()?;
+        let key = t.get(i..)?.first_chunk::<MEMO_KEY>()?;
+        let word = |n: usize| {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&key[8 * n..8 * n + 8]);
+            u64::from_le_bytes(w)
+        };
+        let hash = (word(0) ^ word(1).rotate_left(21) ^ word(2).rotate_left(42))
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        Some((hash >> (64 - MEMO_SETS.trailing_zeros())) as usize)
+    }
+
+    /// The end of the value at `i` if its bytes are those of one walked at this depth.
+    #[inline(always)]
+    fn find(&mut self, t: &[u8], i: usize, outer: usize) -> Option<usize> {
+        let set = self.sets.get_mut(Self::set(t, i)?)?;
+        for n in 0..MEMO_WAYS {
+            let w = set[n];
+            let (start, len) = (w.start as usize, w.len as usize);
+            if len > 0
+                && w.outer as usize == outer
+                && t.get(i..i + len)
+                    .is_some_and(|v| Some(v) == t.get(start..start + len))
+            {
+                set[..=n].rotate_right(1);
+                return Some(i + len);
+            }
+        }
+        None
+    }
+
+    /// Keep the value from `i` to `end`, walked and accepted.
+    #[inline(always)]
+    fn keep(&mut self, t: &[u8], i: usize, end: usize, outer: usize) {
+        let Some(set) = Self::set(t, i).and_then(|n| self.sets.get_mut(n)) else {
+            return;
+        };
+        let (Ok(start), Ok(len), Ok(outer)) = (
+            u32::try_from(i),
+            u32::try_from(end - i),
+            u32::try_from(outer),
+        ) else {
+            return;
+        };
+        set.rotate_right(1);
+        set[0] = Walked { start, len, outer };
+    }
+}
+
+/// The members an event's head may hold (Head), in `Event` order.
+const HEAD_KEYS: [&[u8]; 5] = [b"ph", b"cat", b"name", b"pid", b"tid"];
+/// Heads shorter than this are not remembered; the hash of a head is of these first bytes.
+const HEAD_KEY: usize = 64;
+const HEAD_SETS: usize = 256;
+const HEAD_WAYS: usize = 4;
+
+/// An event's head: its first members while they are HEAD_KEYS with scalar or string
+/// values, as offsets from the event's `{`; `len` is where the next member's key starts.
+#[derive(Debug, Clone, Copy, Default)]
+struct Head {
+    start: u32,
+    len: u32,
+    n: u8,
+    /// Whether a member that is not of the head came (its key at `len`).
+    ended: bool,
+    members: [(u8, u32, u32, Kind); 5],
+}
+
+impl Head {
+    /// A member whose key starts `at` bytes into the event: whether it is of the head
+    /// (its value then given to `value`).
+    fn note(&mut self, key: &[u8], at: usize) -> bool {
+        match HEAD_KEYS.iter().position(|k| *k == key) {
+            Some(n) if usize::from(self.n) < self.members.len() => {
+                self.members[usize::from(self.n)].0 = n as u8;
+                true
+            }
+            _ => {
+                if let Ok(at) = u32::try_from(at) {
+                    (self.len, self.ended) = (at, true);
+                }
+                false
+            }
+        }
+    }
+
+    /// The value of the member `note` took (of the event at `event`): whether the head
+    /// may go on.
+    fn value(&mut self, v: Val, event: usize) -> bool {
+        let (Ok(start), Ok(end)) = (u32::try_from(v.start - event), u32::try_from(v.end - event))
+        else {
+            return false;
+        };
+        if matches!(v.kind, Kind::Object | Kind::Array) {
+            return false;
+        }
+        let m = &mut self.members[usize::from(self.n)];
+        (m.1, m.2, m.3) = (start, end, v.kind);
+        self.n += 1;
+        true
+    }
+
+    /// Whether the head is worth remembering (and whole: a member past it came).
+    fn kept(&self) -> bool {
+        self.ended && self.len as usize >= HEAD_KEY
+    }
+}
+
+/// Event heads already walked, most recent first in each set (as Memo, for the first
+/// members of an event: `{`, ph, cat, name, pid, tid of an op repeat for every op of a
+/// name and thread). Bytes equal to a remembered head, then a byte that is not whitespace,
+/// walk as it walked: the same members and values at the same offsets, the next key next.
+struct Heads {
+    sets: Box<[[Head; HEAD_WAYS]; HEAD_SETS]>,
+}
+
+impl Default for Heads {
+    fn default() -> Self {
+        Heads {
+            sets: Box::new([[Head::default(); HEAD_WAYS]; HEAD_SETS]),
+        }
+    }
+}
+
+impl Heads {
+    fn set(t: &[u8], i: usize) -> Option<usize> {
+        let key = t.get(i..)?.first_chunk::<HEAD_KEY>()?;
+        let mut hash = 0u64;
+        for word in key.chunks_exact(8) {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(word);
+            hash =
+                (hash.rotate_left(5) ^ u64::from_le_bytes(w)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+        Some((hash >> (64 - HEAD_SETS.trailing_zeros())) as usize)
+    }
+
+    /// Where the members after a remembered head at `i` start, its members put in `e`.
+    fn find(&mut self, t: &[u8], i: usize, e: &mut Event) -> Option<usize> {
+        let set = self.sets.get_mut(Self::set(t, i)?)?;
+        for n in 0..HEAD_WAYS {
+            let h = &set[n];
+            let (start, len) = (h.start as usize, h.len as usize);
+            if h.kept()
+                && t.get(i + len).is_some_and(|&b| b > b' ')
+                && t.get(i..i + len) == t.get(start..start + len)
+            {
+                for &(key, from, to, kind) in &h.members[..usize::from(h.n)] {
+                    let slot = match key {
+                        0 => &mut e.ph,
+                        1 => &mut e.cat,
+                        2 => &mut e.name,
+                        3 => &mut e.pid,
+                        _ => &mut e.tid,
+                    };
+                    *slot = Some(Val {
+                        start: i + from as usize,
+                        end: i + to as usize,
+                        kind,
+                    });
+                }
+                set[..=n].rotate_right(1);
+                return Some(i + len);
+            }
+        }
+        None
+    }
+
+    /// Keep the head of the event at `i`, walked and accepted.
+    fn keep(&mut self, t: &[u8], i: usize, mut head: Head) {
+        let (Some(set), Ok(start)) = (
+            Self::set(t, i).and_then(|n| self.sets.get_mut(n)),
+            u32::try_from(i),
+        ) else {
+            return;
+        };
+        head.start = start;
+        set.rotate_right(1);
+        set[0] = head;
+    }
 }
 
 impl<'a> Scanner<'a> {
+    pub(crate) fn new(t: &'a [u8]) -> Self {
+        Scanner {
+            t,
+            memo: RefCell::default(),
+            heads: RefCell::default(),
+        }
+    }
+
     /// The end of the whitespace at `i`: most calls find a value's first byte there (every
     /// byte that may start or end one is above a space), told by one compare.
     #[inline]
@@ -474,6 +763,16 @@ impl<'a> Scanner<'a> {
         }
     }
 
+    /// The commonest separator, `c` then one space before a token at `i`: the token's
+    /// offset (what `ws`, the check of `c` and `ws` again give), else None.
+    #[inline(always)]
+    fn separator(&self, i: usize, c: u8) -> Option<usize> {
+        match self.t.get(i..i + 3) {
+            Some(&[b, b' ', next]) if b == c && next > b' ' => Some(i + 2),
+            _ => None,
+        }
+    }
+
     #[inline]
     pub(crate) fn byte(&self, i: usize) -> Scan<u8> {
         match self.t.get(i) {
@@ -488,7 +787,7 @@ impl<'a> Scanner<'a> {
             Ok(c) => Ok(Val {
                 start: i,
                 end: c.end,
-                kind: Kind::Str { escaped: c.escaped },
+                kind: Kind::string(c.escaped),
             }),
             Err((at, why)) => string_refused(at, why),
         }
@@ -513,7 +812,7 @@ impl<'a> Scanner<'a> {
         let t = self.t;
         match *t.get(i)? {
             b'"' => match strings::check(t, i) {
-                Ok(c) => Some((c.end, Kind::Str { escaped: c.escaped })),
+                Ok(c) => Some((c.end, Kind::string(c.escaped))),
                 Err(_) => None,
             },
             b'-' | b'0'..=b'9' => Some((i + numbers::length(&t[i..])?, Kind::Num)),
@@ -554,7 +853,19 @@ impl<'a> Scanner<'a> {
     /// `value_within` for an object or array at `i`.
     #[inline]
     fn container(&self, i: usize, outer: usize) -> Scan<Val> {
-        match self.skip_container(i, outer) {
+        let mut memo = self.memo.borrow_mut();
+        let end = match memo.find(self.t, i, outer) {
+            Some(end) => Some(end),
+            None => {
+                let end = self.skip_container(i, outer);
+                if let Some(end) = end {
+                    memo.keep(self.t, i, end, outer);
+                }
+                end
+            }
+        };
+        drop(memo);
+        match end {
             Some(end) => Ok(Val {
                 start: i,
                 end,
@@ -604,6 +915,13 @@ impl<'a> Scanner<'a> {
             loop {
                 if depth == 0 {
                     return Some(j);
+                }
+                if let Some(next) = self.separator(j, b',') {
+                    j = next;
+                    if objects & 1 == 1 {
+                        j = self.key_colon(j)?;
+                    }
+                    break;
                 }
                 j = self.ws(j);
                 let c = *t.get(j)?;
@@ -716,32 +1034,65 @@ impl<'a> Scanner<'a> {
     pub(crate) fn members(
         &self,
         i: usize,
-        mut field: impl FnMut(&'a [u8], usize) -> Scan<usize>,
+        field: impl FnMut(&'a [u8], usize) -> Scan<usize>,
     ) -> Scan<usize> {
-        let mut j = self.ws(i + 1);
+        let j = self.ws(i + 1);
         if self.byte(j)? == b'}' {
             return Ok(j + 1);
         }
+        self.members_at(j, field)
+    }
+
+    /// `members` from the key at `j` (past the object's `{` and any members before it).
+    fn members_at(
+        &self,
+        mut j: usize,
+        mut field: impl FnMut(&'a [u8], usize) -> Scan<usize>,
+    ) -> Scan<usize> {
         loop {
             if self.byte(j)? != b'"' {
                 return refuse(j, "expected a key");
             }
             let key = self.string(j)?;
-            if key.kind != (Kind::Str { escaped: false }) {
+            if key.kind != Kind::Str {
                 return refuse(j, "an escaped key");
             }
             let name = &self.t[key.start + 1..key.end - 1];
-            j = self.ws(key.end);
-            if self.byte(j)? != b':' {
-                return refuse(j, "expected :");
+            j = match self.separator(key.end, b':') {
+                Some(value) => value,
+                None => {
+                    j = self.ws(key.end);
+                    if self.byte(j)? != b':' {
+                        return refuse(j, "expected :");
+                    }
+                    self.ws(j + 1)
+                }
+            };
+            j = field(name, j)?;
+            if let Some(next) = self.separator(j, b',') {
+                j = next;
+                continue;
             }
-            j = self.ws(j + 1);
-            j = self.ws(field(name, j)?);
+            j = self.ws(j);
             match self.byte(j)? {
                 b',' => j = self.ws(j + 1),
                 b'}' => return Ok(j + 1),
                 _ => return refuse(j, "expected , or }"),
             }
+        }
+    }
+
+    /// `members` of the object at `i`, or from the key at `resume`.
+    #[inline(always)]
+    fn members_at_or_all(
+        &self,
+        i: usize,
+        resume: Option<usize>,
+        field: impl FnMut(&'a [u8], usize) -> Scan<usize>,
+    ) -> Scan<usize> {
+        match resume {
+            Some(j) => self.members_at(j, field),
+            None => self.members(i, field),
         }
     }
 
@@ -751,7 +1102,16 @@ impl<'a> Scanner<'a> {
     /// by value for each event).
     fn event(&self, i: usize, e: &mut Event) -> Scan<usize> {
         *e = Event::default();
-        let end = self.members(i, |key, j| {
+        let t = self.t;
+        // the members after a remembered head, else all (the head noted as they come)
+        let resume = self.heads.borrow_mut().find(t, i, e);
+        let mut head = Head::default();
+        let mut noting = resume.is_none();
+        let end = self.members_at_or_all(i, resume, |key, j| {
+            if noting {
+                let at = key.as_ptr() as usize - t.as_ptr() as usize - 1;
+                noting = head.note(key, at - i);
+            }
             if key == b"args" && self.t.get(j) == Some(&b'{') {
                 if let Some(first) = e.args {
                     return refuse(first.start.max(j), "a repeated key");
@@ -795,8 +1155,14 @@ impl<'a> Scanner<'a> {
                 _ => return Ok(value.end),
             };
             keep(slot, value)?;
+            if noting {
+                noting = head.value(value, i);
+            }
             Ok(value.end)
         })?;
+        if head.kept() {
+            self.heads.borrow_mut().keep(t, i, head);
+        }
         Ok(end)
     }
 
@@ -822,7 +1188,7 @@ impl<'a> Scanner<'a> {
     /// The body of a string without escapes, else None.
     pub(crate) fn plain_str(&self, v: Option<Val>) -> Option<&'a [u8]> {
         let v = v?;
-        (v.kind == Kind::Str { escaped: false }).then(|| &self.t[v.start + 1..v.end - 1])
+        (v.kind == Kind::Str).then(|| &self.t[v.start + 1..v.end - 1])
     }
 
     pub(crate) fn number(&self, v: Val) -> Token<'a> {
@@ -891,7 +1257,9 @@ fn kind_of<'t>(
 ) -> Scan<(Option<i8>, Option<Category>)> {
     match e.ph {
         None => return Ok((None, None)),
-        Some(v) if !matches!(v.kind, Kind::Str { .. }) => return refuse(v.start, "ph not text"),
+        Some(v) if !matches!(v.kind, Kind::Str | Kind::StrEscaped) => {
+            return refuse(v.start, "ph not text")
+        }
         _ => {}
     }
     let Some(ph) = s.plain_str(e.ph) else {
@@ -918,7 +1286,7 @@ fn kind_of<'t>(
 pub(crate) fn int_or_text(s: &Scanner<'_>, v: Option<Val>) -> Scan<&'static [u8]> {
     let Some(v) = v else { return Ok(b"null") };
     match v.kind {
-        Kind::Str { .. } | Kind::Null => Ok(b""),
+        Kind::Str | Kind::StrEscaped | Kind::Null => Ok(b""),
         Kind::Num if s.is_small_int(v) => Ok(b""),
         _ => refuse(v.start, "a field that is not an int, text or null"),
     }
@@ -942,6 +1310,36 @@ struct Pending {
     key: Vec<u8>,
 }
 
+impl Chunk {
+    /// Room for `rows` GPU and runtime rows (cpu::rows_for).
+    fn reserve(&mut self, pending: &mut Pending, rows: usize, options: &Options) {
+        self.gpu_kind.reserve(rows);
+        for column in [
+            &mut self.gpu_name,
+            &mut self.gpu_stream,
+            &mut self.gpu_launch,
+        ] {
+            column.reserve(rows);
+        }
+        for column in [&mut self.gpu_correlation, &mut self.rt_correlation] {
+            column.reserve(rows);
+        }
+        if options.keep_cpu {
+            for column in [&mut self.rt_name, &mut self.rt_thread] {
+                column.reserve(rows);
+            }
+        }
+        for column in [
+            &mut pending.gpu_ts,
+            &mut pending.gpu_dur,
+            &mut pending.rt_ts,
+            &mut pending.rt_dur,
+        ] {
+            column.reserve(rows);
+        }
+    }
+}
+
 /// Scan one chunk: events separated by commas, no brackets around them.
 pub fn scan(text: &[u8], options: &Options) -> Scan<Chunk> {
     let (ascii, comm) = simd::ascii_and_find(text, COMM_KEY);
@@ -953,7 +1351,7 @@ pub fn scan(text: &[u8], options: &Options) -> Scan<Chunk> {
     if let Some(at) = comm {
         return refuse(at, "a collective's metadata");
     }
-    let s = Scanner { t: text };
+    let s = Scanner::new(text);
     let mut keeps = KeepNames::new(options.drop.as_ref());
     let mut cats = Categories {
         rule: options.drop.as_ref(),
@@ -969,6 +1367,9 @@ pub fn scan(text: &[u8], options: &Options) -> Scan<Chunk> {
     };
     out.cpu.shapes.raw = true;
     let mut cpu_pending = cpu::Pending::default();
+    out.cpu.reserve(&mut cpu_pending, text.len(), options);
+    out.others.reserve(2 * cpu::rows_for(text.len()));
+    out.reserve(&mut pending, cpu::rows_for(text.len()), options);
     let mut e = Event::default();
     let mut i = s.ws(0);
     if i == text.len() {
@@ -1031,15 +1432,9 @@ pub(crate) fn times(
 ) -> Scan<Vec<i64>> {
     let at = values.first().map_or(0, |v| v.start);
     let column = if options.exact {
-        values
-            .iter()
-            .map(|&v| numbers::exact_ns(&s.number(v)))
-            .collect::<Option<Vec<i64>>>()
+        numbers::map_all(values, |&v| numbers::exact_ns(&s.number(v)))
     } else {
-        values
-            .iter()
-            .map(|&v| numbers::plain(&s.number(v)))
-            .collect::<Option<Vec<Plain>>>()
+        numbers::map_all(values, |&v| numbers::plain(&s.number(v)))
             .and_then(|plain| numbers::plain_column(&plain))
     };
     match column {
@@ -1058,7 +1453,7 @@ fn row(
 ) -> Scan<()> {
     // Each declared field as the fast decoder types it (traceview/read/decode.py Event).
     for v in [e.cat, e.name].into_iter().flatten() {
-        if !matches!(v.kind, Kind::Str { .. }) {
+        if !matches!(v.kind, Kind::Str | Kind::StrEscaped) {
             return refuse(v.start, "cat or name not text");
         }
     }
@@ -1215,17 +1610,7 @@ impl<'t, 'r> KeepNames<'t, 'r> {
     /// Whether a keep list names `name`.
     #[inline(never)]
     fn kept(&mut self, name: &'t [u8]) -> bool {
-        let word = |b: Option<&[u8; 8]>| b.map_or(0, |w| u64::from_le_bytes(*w));
-        let (head, tail) = if name.len() >= 8 {
-            (word(name.first_chunk()), word(name.last_chunk()))
-        } else {
-            let mut w = [0u8; 8];
-            w[..name.len()].copy_from_slice(name);
-            (u64::from_le_bytes(w), 0)
-        };
-        let hash =
-            (head ^ tail.rotate_left(29) ^ name.len() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        let slot = (hash >> (64 - SLOTS.trailing_zeros())) as usize;
+        let slot = short_slot(name, SLOTS);
         if let Some(Some((text, kept))) = self.slots.get(slot) {
             if *text == name {
                 return *kept;
@@ -1249,7 +1634,7 @@ fn decodable(s: &Scanner<'_>, e: &Event, options: &Options) -> bool {
     let small_int = |v: Option<Val>| match v {
         None => true,
         Some(v) => match v.kind {
-            Kind::Null | Kind::Str { .. } => true,
+            Kind::Null | Kind::Str | Kind::StrEscaped => true,
             Kind::Num => s.is_small_int(v),
             _ => false,
         },
@@ -1488,7 +1873,7 @@ mod tests {
                     _ => text.truncate(at.max(1)),
                 }
             }
-            let s = Scanner { t: &text };
+            let s = Scanner::new(&text);
             for i in 0..text.len() {
                 if !matches!(text[i], b'{' | b'[') {
                     continue;
@@ -1506,6 +1891,152 @@ mod tests {
             }
         }
         assert!(accepted > 1000 && refused > 1000, "{accepted} {refused}");
+    }
+
+    #[test]
+    fn a_remembered_value_is_the_walked_value() {
+        // values met again (equal bytes, equal first MEMO_KEY bytes then different ones,
+        // damaged copies, deep ones at other depth budgets), each asked of one scanner
+        // that remembers and of a fresh one: the same end or the same refusal
+        let deep = format!(
+            "{}1{}",
+            "[".repeat(MAX_DEPTH - 1),
+            "]".repeat(MAX_DEPTH - 1)
+        );
+        let mut values: Vec<String> = vec![
+            r#"[[8192, 50257, 1024, 7, 9], []]"#.into(),
+            r#"[[8192, 50257, 1024, 7, 9], [1]]"#.into(),
+            r#"[[8192, 50257, 1024, 7, 9], [1, 2]]"#.into(),
+            r#"["float", "Scalar", "Scalar", "long int"]"#.into(),
+            r#"["float", "Scalar", "Scalar", "long"]"#.into(),
+            r#"{"x": [1, {"y": null}], "z": "a\"]b"}"#.into(),
+            r#"[]"#.into(),
+            r#"[[51463168, 50257, 1], []]"#.into(),
+            deep.clone(),
+            format!(
+                "{}1{}",
+                "[".repeat(MAX_DEPTH - 3),
+                "]".repeat(MAX_DEPTH - 3)
+            ),
+        ];
+        let count = values.len();
+        for n in 0..count {
+            for (at, b) in [(5, b'x'), (12, b']'), (20, b','), (26, b'"'), (30, b' ')] {
+                let mut v = values[n].clone().into_bytes();
+                if at < v.len() {
+                    v[at] = b;
+                    values.push(String::from_utf8(v).unwrap());
+                }
+            }
+        }
+        let mut text = String::new();
+        let mut starts = vec![];
+        for round in 0..6 {
+            for (n, v) in values.iter().enumerate() {
+                starts.push((text.len(), (n + round / 2) % 3));
+                text.push_str(v);
+                text.push_str(if n % 2 == 0 { ", " } else { "]\n " });
+            }
+        }
+        let shared = Scanner::new(text.as_bytes());
+        let (mut accepted, mut refused, mut hits) = (0, 0, 0);
+        for &(i, budget) in &starts {
+            let outer = [0, 1, MAX_DEPTH - 2][budget];
+            let t = text.as_bytes();
+            hits += usize::from(shared.memo.borrow_mut().find(t, i, outer).is_some());
+            let remembered = shared.value_within(i, outer).map(|v| v.end);
+            let fresh = Scanner::new(text.as_bytes())
+                .value_within(i, outer)
+                .map(|v| v.end);
+            assert_eq!(remembered, fresh, "{i} {outer}");
+            if fresh.is_ok() {
+                accepted += 1;
+            } else {
+                refused += 1;
+            }
+        }
+        assert!(accepted > 30 && refused > 30, "{accepted} {refused}");
+        assert!(hits > 30, "{hits}");
+    }
+
+    #[test]
+    fn a_remembered_head_is_the_walked_head() {
+        // events whose heads repeat (then differ past them, or are damaged, or followed by
+        // whitespace or nothing), each walked by one scanner that remembers and by a fresh
+        // one: the same fields and end, or the same refusal
+        let head = r#"{"ph": "X", "cat": "cpu_op", "name": "aten::a_rather_long_operator_name", "pid": 486, "tid": 486"#;
+        let tails = [
+            r#", "ts": 1.5, "dur": 2, "args": {"External id": 7}}"#,
+            r#", "ts": 2.5, "dur": 3}"#,
+            r#",  "ts": 2.5, "dur": 3}"#,
+            r#",
+    "ts": 2.5}"#,
+            r#"}"#,
+            r#", "ph": "X"}"#,
+            r#", "name": "x", "ts": 1}"#,
+            r#", ts": 1}"#,
+            r#", "ts" 1}"#,
+            r#", "args": [1], "ts": 1}"#,
+        ];
+        let heads = [
+            head.to_string(),
+            head.replace("486,", "487,"),
+            head.replace("\"tid\": 486", "\"tid\": \"t\""),
+            head.replace("\"ph\": \"X\", ", ""),
+            head.replace("cpu_op", "cpu\\u006fp"),
+            head.replace(", \"pid\"", ", \"ph\": \"X\", \"pid\""),
+            head.replace("\"tid\": 486", "\"tid\": [486]"),
+        ];
+        let mut text = String::new();
+        let mut starts = vec![];
+        for round in 0..3 {
+            for (n, h) in heads.iter().enumerate() {
+                for tail in tails.iter().cycle().skip(n + round).take(tails.len()) {
+                    starts.push(text.len());
+                    text.push_str(h);
+                    text.push_str(tail);
+                    text.push_str(",\n  ");
+                }
+            }
+        }
+        let t = text.as_bytes();
+        let shared = Scanner::new(t);
+        let (mut accepted, mut refused, mut hits) = (0, 0, 0);
+        for &i in &starts {
+            let mut e = Event::default();
+            hits += usize::from(shared.heads.borrow_mut().find(t, i, &mut e).is_some());
+            let remembered = shared.event(i, &mut e).map(|end| (end, format!("{e:?}")));
+            let fresh = Scanner::new(t)
+                .event(i, &mut e)
+                .map(|end| (end, format!("{e:?}")));
+            assert_eq!(remembered, fresh, "{i}");
+            if fresh.is_ok() {
+                accepted += 1;
+            } else {
+                refused += 1;
+            }
+        }
+        assert!(
+            accepted > 50 && refused > 50 && hits > 50,
+            "{accepted} {refused} {hits}"
+        );
+    }
+
+    #[test]
+    fn table_ids_in_first_seen_order_whatever_the_slot() {
+        // values of one length and the same first and last eight bytes share a slot of
+        // Table::recent: each keeps its own id, first met first
+        let values: Vec<Vec<u8>> = (0..40)
+            .map(|n| format!("\"aaaaaaaa{n:03}zzzzzzzz\"").into_bytes())
+            .chain((0..40).map(|n| format!("{n}").into_bytes()))
+            .collect();
+        let mut table = Table::default();
+        for round in 0..3 {
+            for (n, v) in values.iter().enumerate().skip(round) {
+                assert_eq!(table.id(v), n as i32, "{round} {n}");
+            }
+        }
+        assert_eq!(table.len(), values.len());
     }
 
     #[test]
@@ -1533,7 +2064,7 @@ mod tests {
                             .iter()
                             .take_while(|&&b| matches!(b, b' ' | b'\n' | b'\t' | b'\r'))
                             .count();
-                    let s = Scanner { t: &text };
+                    let s = Scanner::new(&text);
                     assert_eq!(s.ws(offset), naive, "{len} {offset} {end:?}");
                 }
             }

@@ -170,7 +170,7 @@ fn simple(s: &Scanner<'_>, v: Option<Val>) -> Scan<()> {
     match v {
         None => Ok(()),
         Some(v) => match v.kind {
-            Kind::Str { .. } | Kind::Null | Kind::Literal => Ok(()),
+            Kind::Str | Kind::StrEscaped | Kind::Null | Kind::Literal => Ok(()),
             Kind::Num if plain_number(&s.number(v)) => Ok(()),
             _ => refuse(v.start, "a field trim reads that is not a plain value"),
         },
@@ -235,7 +235,7 @@ pub fn spans(text: &[u8]) -> Scan<Spans> {
     if let Err(e) = std::str::from_utf8(text) {
         return refuse(e.valid_up_to(), "invalid UTF-8");
     }
-    let s = Scanner { t: text };
+    let s = Scanner::new(text);
     let i = s.ws(0);
     if i == text.len() {
         return refuse(i, "no event");
@@ -257,9 +257,11 @@ fn split_at(s: &Scanner<'_>, i: usize, guess: Option<usize>) -> Scan<Spans> {
         return Ok(out);
     };
     let (first, second) = std::thread::scope(|scope| {
-        let second = scope.spawn(|| {
+        let t = s.t;
+        let second = scope.spawn(move || {
+            // its own scanner: a scanner's memo is not shared between threads
             let mut out = Spans::default();
-            events(s, guess, None, &mut out).map(|_| out)
+            events(&Scanner::new(t), guess, None, &mut out).map(|_| out)
         });
         let mut out = Spans::default();
         let first = events(s, i, Some(guess), &mut out).map(|stopped| (stopped, out));
@@ -503,7 +505,7 @@ mod tests {
     }
 
     fn sequential(text: &[u8]) -> Scan<Spans> {
-        let s = Scanner { t: text };
+        let s = Scanner::new(text);
         let mut out = Spans::default();
         events(&s, s.ws(0), None, &mut out)?;
         Ok(out)
@@ -546,7 +548,7 @@ mod tests {
         assert_eq!(one.start.len(), 6000);
         same(&one, &scanned(&text));
         // any guess: an event's start, inside a string, a number, a key, the last event
-        let s = Scanner { t: text.as_bytes() };
+        let s = Scanner::new(text.as_bytes());
         let trap = text.find("x},").unwrap();
         let last = *one.start.last().unwrap() as usize;
         for guess in [
