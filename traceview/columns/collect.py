@@ -49,6 +49,7 @@ from traceview.columns.schema import (
     from_arrays,
     join_columns,
 )
+from traceview.columns.segments import Segments
 from traceview.read.compiled import ScannedRows
 from traceview.read.decode import ShapedArgs, check_raw_numbers, has_raw_numbers, may_carry
 from traceview.read.reader import ReadStats, TraceReader
@@ -129,8 +130,8 @@ class EventCollector:
         self.quality: Counter[str] = Counter()
         self.cpu_quality: Counter[str] = Counter()  # the part of quality from CPU ops
         self._categories = _Categories()
-        self._gpu: list[tuple[np.ndarray, ...]] = []
-        self._runtime: list[tuple[np.ndarray, ...]] = []  # per batch: correlation, ts
+        self._gpu = Segments(GPU_COLUMNS)
+        self._runtime = Segments(RUNTIME_COLUMNS)  # correlation, ts
         self._cpu = spill if spill is not None else SpillFile()  # CPU rows go to disk
         self._cpu_before: list[RowSource] = []  # a worker's rows, read before ours
         self._steps: list[StepWindow] = []
@@ -478,9 +479,9 @@ class EventCollector:
                 gpu.correlation,
                 launch[gpu.launch],
             )
-            self._gpu.insert(0, columns)
+            self._gpu.prepend(columns)
         if len(part.runtime.ts):
-            self._runtime.insert(0, (part.runtime.correlation, part.runtime.ts))
+            self._runtime.prepend((part.runtime.correlation, part.runtime.ts))
         if len(part.cpu):
             threads = self.threads.ids_of(part.threads)
             shapes = self._shape_ids(list(part.shapes)) if part.shapes else None
@@ -645,7 +646,7 @@ class EventCollector:
         # before the columns are joined: the three are never all in memory together.
         self.names.ids.clear()
         names = PackedNames.draining(self.names.values)
-        gpu = join_columns(self._gpu, GPU_COLUMNS)
+        gpu = self._gpu.join()
         gpu[GPU_STREAM], streams = _sorted_streams(gpu[GPU_STREAM], self.streams.values)
         self._cpu.flush()
         return TraceEvents(
@@ -656,7 +657,7 @@ class EventCollector:
             names=names,
             streams=streams,
             gpu=from_arrays(GpuColumns, gpu),
-            runtime=from_arrays(RuntimeColumns, join_columns(self._runtime, RUNTIME_COLUMNS)),
+            runtime=from_arrays(RuntimeColumns, self._runtime.join()),
             steps=self._steps,
             span_ns=self._span,
             quality=self.quality,
