@@ -192,16 +192,16 @@ def step_phases(events: TraceEvents) -> TraceEvents:
     steps = events.steps
     if not steps:
         return events
-    found = _evidence(events) if len(events.cpu) else None
-    families: _Families | None = None
     last = max(s.end_ns for s in steps)
+    found = _evidence(events, last) if len(events.cpu) else None
+    families: _Families | None = None
     out = []
     for s in steps:
         phase: str | None = s.phase if s.phase not in ("", UNKNOWN) else UNKNOWN
         cut = False
         if found is not None and not s.on_gpu:
             if phase == UNKNOWN:
-                phase = _phase_of(found, s.start_ns, s.end_ns)
+                phase = found.phase_of(s.start_ns, s.end_ns)
             if phase is None:
                 families = _families(events) if families is None else families
                 phase = families.phase(s.start_ns, s.end_ns)
@@ -210,15 +210,30 @@ def step_phases(events: TraceEvents) -> TraceEvents:
     return replace(events, steps=out)
 
 
+# What _Evidence counts per window, by column.
+_CAPTURED, _BACKWARD_OPS, _QUERY_ONE, _QUERY_MORE = range(4)
+
+
 @dataclass(frozen=True)
 class _Evidence:
-    """The CPU rows that tell a phase or a cut, sorted by start: kind (_CAPTURES, ...),
-    the attention's query length (0 for the others) and the correlation id."""
+    """What the CPU rows tell of each CPU step's window [start, end] (rows by their start):
+    how many graph-capture calls, backward ops, and attention ops of query length 1 and of
+    more, it holds; and the correlation ids of the launch calls in the last steps' windows
+    (where a cut is looked for). Counted block by block as the rows are read: memory does not
+    grow with the CPU rows."""
 
-    ts: np.ndarray
-    kind: np.ndarray
-    query: np.ndarray
-    correlation: np.ndarray
+    windows: dict[tuple[int, int], int]  # (start, end) → row of ``counts``
+    counts: np.ndarray  # per window: _CAPTURED, _BACKWARD_OPS, _QUERY_ONE, _QUERY_MORE
+    launched: dict[tuple[int, int], np.ndarray]
+
+    def phase_of(self, start: int, end: int) -> str | None:
+        """The phase the step's CPU rows tell; None when they tell nothing."""
+        count = self.counts[self.windows[start, end]]
+        if count[_CAPTURED]:
+            return CAPTURE
+        if count[_BACKWARD_OPS]:
+            return UNKNOWN
+        return _both(bool(count[_QUERY_MORE]), bool(count[_QUERY_ONE]))
 
 
 def _kinds(names: Sequence[str]) -> np.ndarray:
@@ -235,30 +250,47 @@ def _kinds(names: Sequence[str]) -> np.ndarray:
     return kind
 
 
-def _evidence(events: TraceEvents) -> _Evidence:
+def _evidence(events: TraceEvents, last: int) -> _Evidence:
+    """The _Evidence of the CPU steps' windows (``last``: the end of the last step)."""
+    keys = sorted({(s.start_ns, s.end_ns) for s in events.steps if not s.on_gpu})
+    start = np.array([k[0] for k in keys], dtype=np.int64)
+    end = np.array([k[1] for k in keys], dtype=np.int64)
+    counts = np.zeros((len(keys), 4), dtype=np.int64)
+    cut: dict[tuple[int, int], list[np.ndarray]] = {k: [] for k in keys if k[1] == last}
     kind = _kinds(events.names)
-    parts: list[np.ndarray] = []
+    query_of = np.full(len(events.shapes) + 1, -1, dtype=np.int64)  # by shape id + 1
     for block in events.cpu.blocks():
         k = kind[block["name"]]
-        op = is_op(block["correlation"])
-        call = block["correlation"] >= 0
-        runtime = call | (block["correlation"] == UNCORRELATED)
-        keep = (k == _CAPTURES) & runtime | (k == _LAUNCHES) & call
-        keep |= ((k == _BACKWARDS) | (k == _ATTENTIONS)) & op
-        if keep.any():
-            parts.append(block[keep][["name", "ts", "shape", "correlation"]].copy())
-    if not parts:
-        none = np.zeros(0, np.int64)
-        return _Evidence(none, np.zeros(0, np.int8), none, none)
-    rows = np.concatenate(parts)
-    rows = rows[np.argsort(rows["ts"], kind="stable")]
-    query = np.zeros(len(rows), dtype=np.int64)
-    attention = kind[rows["name"]] == _ATTENTIONS
-    shapes, at = np.unique(rows["shape"][attention], return_inverse=True)  # each parsed once
-    query[attention] = np.array([_query(events.shapes, int(i)) for i in shapes], np.int64)[at]
-    return _Evidence(
-        rows["ts"].astype(np.int64), kind[rows["name"]], query, rows["correlation"].astype(np.int64)
-    )
+        correlation, ts = block["correlation"], block["ts"]
+        op = is_op(correlation)
+        call = correlation >= 0
+        runtime = call | (correlation == UNCORRELATED)
+        _count_in(counts[:, _CAPTURED], ts[(k == _CAPTURES) & runtime], start, end)
+        _count_in(counts[:, _BACKWARD_OPS], ts[(k == _BACKWARDS) & op], start, end)
+        attention = (k == _ATTENTIONS) & op
+        if attention.any():
+            shape = block["shape"][attention].astype(np.int64) + 1
+            new = np.unique(shape[query_of[shape] < 0])  # each shape parsed once
+            query_of[new] = [_query(events.shapes, int(i) - 1) for i in new]
+            query = query_of[shape]
+            _count_in(counts[:, _QUERY_ONE], ts[attention][query == 1], start, end)
+            _count_in(counts[:, _QUERY_MORE], ts[attention][query > 1], start, end)
+        if cut:
+            launch = (k == _LAUNCHES) & call
+            for lo, hi in cut:
+                inside = launch & (ts >= lo) & (ts <= hi)
+                if inside.any():
+                    cut[lo, hi].append(correlation[inside].astype(np.int64))
+    launched = {key: np.concatenate(parts or [np.zeros(0, np.int64)]) for key, parts in cut.items()}
+    return _Evidence({key: i for i, key in enumerate(keys)}, counts, launched)
+
+
+def _count_in(out: np.ndarray, ts: np.ndarray, start: np.ndarray, end: np.ndarray) -> None:
+    """Add to ``out`` (per window [start, end]) how many of ``ts`` each window holds."""
+    if len(ts) == 0:
+        return
+    ts = np.sort(ts)
+    out += np.searchsorted(ts, end, side="right") - np.searchsorted(ts, start, side="left")
 
 
 def _query(shapes: Sequence[tuple[bytes, bytes, bytes]], shape: int) -> int:
@@ -270,27 +302,6 @@ def _query(shapes: Sequence[tuple[bytes, bytes, bytes]], shape: int) -> int:
         return int(q[-2]) if isinstance(q, list) and len(q) >= 3 else 0
     except (ValueError, TypeError, IndexError):
         return 0
-
-
-def _window(found: _Evidence, start: int, end: int) -> slice:
-    return slice(
-        int(np.searchsorted(found.ts, start, side="left")),
-        int(np.searchsorted(found.ts, end, side="right")),
-    )
-
-
-def _phase_of(found: _Evidence, start: int, end: int) -> str | None:
-    """The phase the step's CPU rows tell; None when they tell nothing."""
-    at = _window(found, start, end)
-    kind, query = found.kind[at], found.query[at]
-    if (kind == _CAPTURES).any():
-        return CAPTURE
-    if (kind == _BACKWARDS).any():
-        return UNKNOWN
-    q = query[(kind == _ATTENTIONS) & (query > 0)]
-    if len(q) == 0:
-        return None
-    return _both(bool((q > 1).any()), bool((q == 1).any()))
 
 
 def _both(prefill: bool, decode: bool) -> str | None:
@@ -336,8 +347,7 @@ def _families(events: TraceEvents) -> _Families:
 
 def _lost_launches(events: TraceEvents, found: _Evidence, start: int, end: int) -> bool:
     """Whether a launch call in [start, end] has no GPU activity with its correlation id."""
-    at = _window(found, start, end)
-    launched = found.correlation[at][found.kind[at] == _LAUNCHES]
+    launched = found.launched[start, end]
     if len(launched) == 0:
         return False
     # Only GPU rows with an id in the launches' range can match: a mask instead of a sort
