@@ -9,7 +9,7 @@ candidate's candidate), so the rounds grow with the log of the nesting, not with
 exact for properly nested calls (any two either nested or disjoint), as kineto writes them.
 
 Needs every CPU op of the trace at once (thread, ts, end, name, shape: 28 bytes a call, about
-35 more at the peak of their sort); the walk itself runs a slice of the sorted calls at a time.
+29 more at the peak of their sort); the walk itself runs a slice of the sorted calls at a time.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from traceview.aggregate import sums
-from traceview.aggregate.order import dense_ids, lex_order
+from traceview.aggregate.order import dense_ids, lex_order_then
 from traceview.columns.cpu_rows import OP, ROW
 from traceview.columns.model import TraceEvents
 
@@ -116,7 +116,9 @@ def parents(thread: np.ndarray, ts: np.ndarray, end: np.ndarray) -> np.ndarray:
     parent = np.full(n, -1, dtype=index)
     if n == 0:
         return parent
-    order = lex_order((-end, ts, thread)).astype(index)  # stable: file order in ties
+    # lex_order((−end, ts, thread)), stable: file order in ties; −end made only for the
+    # calls tied on (thread, ts)
+    order = lex_order_then(thread, ts, lambda at: [-end[at]]).astype(index)
     starts = _slice_starts(thread, end, order)
     for lo, hi in zip(starts, [*starts[1:], n], strict=True):
         at = order[lo:hi]
