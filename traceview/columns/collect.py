@@ -138,8 +138,8 @@ class EventCollector:
         self._span: tuple[int, int] | None = None
         self._comm: list[tuple[np.ndarray, ...]] = []  # per batch: COMM_COLUMNS
         self._memory: list[tuple[np.ndarray, ...]] = []  # per batch: MEMORY_COLUMNS
-        self._frames: list[tuple[np.ndarray, ...]] = []  # per batch: FRAME_COLUMNS
-        self._flows: list[tuple[np.ndarray, ...]] = []  # per batch: FLOW_COLUMNS
+        self._frames = Segments(FRAME_COLUMNS)
+        self._flows = Segments(FLOW_COLUMNS)
         self._gpu_rows = 0  # GPU rows committed so far
 
     def add(self, events: Iterable[Any]) -> None:
@@ -488,8 +488,8 @@ class EventCollector:
             self._cpu_before.insert(0, cpu_rows.Renumbered(part.cpu, threads, names, shapes))
         if self.keep_frames and len(part.threads):
             threads = self.threads.ids_of(part.threads)
-            self._frames.insert(0, frames.renumbered_frames(part.frames, threads, names))
-            self._flows.insert(0, frames.renumbered_flows(part.flows, threads))
+            self._frames.prepend(frames.renumbered_frames(part.frames, threads, names))
+            self._flows.prepend(frames.renumbered_flows(part.flows, threads))
         if part.span_ns is not None:
             self._widen_span(*part.span_ns)
         self._steps[:0] = part.steps
@@ -669,8 +669,8 @@ class EventCollector:
             comms=from_arrays(CommColumns, join_columns(self._comm, COMM_COLUMNS)),
             comm_keys=self.comm_keys.values,
             memory=from_arrays(MemoryColumns, join_columns(self._memory, MEMORY_COLUMNS)),
-            frames=from_arrays(FrameColumns, join_columns(self._frames, FRAME_COLUMNS)),
-            flows=from_arrays(FlowColumns, join_columns(self._flows, FLOW_COLUMNS)),
+            frames=from_arrays(FrameColumns, self._frames.join()),
+            flows=from_arrays(FlowColumns, self._flows.join()),
             frames_read=self.keep_frames,
         )
 
