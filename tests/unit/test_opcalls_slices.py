@@ -37,3 +37,34 @@ def test_sliced_walk_finds_the_whole_walks_parents(
     expected = np.zeros(len(ts), dtype=np.int64)
     np.add.at(expected, whole[has], (end - ts)[has])
     assert children.tolist() == expected.tolist()
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("size", [1, 3, 64, 1 << 17])
+def test_calls_in_time_order_skip_the_sort_and_find_the_same_parents(
+    monkeypatch: pytest.MonkeyPatch, seed: int, size: int
+) -> None:
+    thread, ts, end = _calls(seed, 300, 1 + seed % 3, nested=True)
+    end[::7] = ts[::7]  # instants
+    ts[1::5] = ts[::5][: len(ts[1::5])]  # ties on ts (and on ts and end), kept in file order
+    end[1::5] = np.maximum(end[1::5], ts[1::5])
+    in_time = np.lexsort((-end, ts))  # threads interleaved, each in (ts, −end) order
+    thread, ts, end = thread[in_time], ts[in_time], end[in_time]
+    monkeypatch.setattr(opcalls, "_SLICE", size)
+    assert opcalls._by_thread(thread, ts, end) is not None  # the sort is skipped
+    fast = opcalls.parents(thread, ts, end)
+    monkeypatch.setattr(opcalls, "_by_thread", lambda *columns: None)
+    assert fast.tolist() == opcalls.parents(thread, ts, end).tolist()
+
+
+def test_calls_out_of_time_order_are_sorted() -> None:
+    thread = np.zeros(4, dtype=np.int32)
+    ts, end = np.array([0, 5, 2, 9]), np.array([10, 6, 3, 9])
+    assert opcalls._by_thread(thread, ts, end) is None
+    assert opcalls.parents(thread, ts, end).tolist() == [-1, 0, 0, 0]
+
+
+def test_calls_at_one_start_shortest_first_are_sorted() -> None:
+    thread, ts, end = np.zeros(2, dtype=np.int32), np.array([0, 0]), np.array([5, 10])
+    assert opcalls._by_thread(thread, ts, end) is None  # longest first at a start
+    assert opcalls.parents(thread, ts, end).tolist() == [1, -1]
