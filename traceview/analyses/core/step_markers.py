@@ -270,8 +270,10 @@ def _evidence(events: TraceEvents, last: int) -> _Evidence:
         attention = (k == _ATTENTIONS) & op
         if attention.any():
             shape = block["shape"][attention].astype(np.int64) + 1
-            new = np.unique(shape[query_of[shape] < 0])  # each shape parsed once
-            query_of[new] = [_query(events.shapes, int(i) - 1) for i in new]
+            new = np.zeros(len(query_of), dtype=bool)  # each shape parsed once (np.unique
+            new[shape[query_of[shape] < 0]] = True  # would import numpy.ma: start-up)
+            for i in np.flatnonzero(new).tolist():
+                query_of[i] = _query(events.shapes, i - 1)
             query = query_of[shape]
             _count_in(counts[:, _QUERY_ONE], ts[attention][query == 1], start, end)
             _count_in(counts[:, _QUERY_MORE], ts[attention][query > 1], start, end)
