@@ -49,6 +49,7 @@ from traceview.columns.schema import (
     from_arrays,
     join_columns,
 )
+from traceview.columns.segments import Segments
 from traceview.read.compiled import ScannedRows
 from traceview.read.decode import ShapedArgs, check_raw_numbers, has_raw_numbers, may_carry
 from traceview.read.reader import ReadStats, TraceReader
@@ -129,16 +130,16 @@ class EventCollector:
         self.quality: Counter[str] = Counter()
         self.cpu_quality: Counter[str] = Counter()  # the part of quality from CPU ops
         self._categories = _Categories()
-        self._gpu: list[tuple[np.ndarray, ...]] = []
-        self._runtime: list[tuple[np.ndarray, ...]] = []  # per batch: correlation, ts
+        self._gpu = Segments(GPU_COLUMNS)
+        self._runtime = Segments(RUNTIME_COLUMNS)  # correlation, ts
         self._cpu = spill if spill is not None else SpillFile()  # CPU rows go to disk
         self._cpu_before: list[RowSource] = []  # a worker's rows, read before ours
         self._steps: list[StepWindow] = []
         self._span: tuple[int, int] | None = None
         self._comm: list[tuple[np.ndarray, ...]] = []  # per batch: COMM_COLUMNS
         self._memory: list[tuple[np.ndarray, ...]] = []  # per batch: MEMORY_COLUMNS
-        self._frames: list[tuple[np.ndarray, ...]] = []  # per batch: FRAME_COLUMNS
-        self._flows: list[tuple[np.ndarray, ...]] = []  # per batch: FLOW_COLUMNS
+        self._frames = Segments(FRAME_COLUMNS)
+        self._flows = Segments(FLOW_COLUMNS)
         self._gpu_rows = 0  # GPU rows committed so far
 
     def add(self, events: Iterable[Any]) -> None:
@@ -478,17 +479,17 @@ class EventCollector:
                 gpu.correlation,
                 launch[gpu.launch],
             )
-            self._gpu.insert(0, columns)
+            self._gpu.prepend(columns)
         if len(part.runtime.ts):
-            self._runtime.insert(0, (part.runtime.correlation, part.runtime.ts))
+            self._runtime.prepend((part.runtime.correlation, part.runtime.ts))
         if len(part.cpu):
             threads = self.threads.ids_of(part.threads)
             shapes = self._shape_ids(list(part.shapes)) if part.shapes else None
             self._cpu_before.insert(0, cpu_rows.renumbered(part.cpu, threads, names, shapes))
         if self.keep_frames and len(part.threads):
             threads = self.threads.ids_of(part.threads)
-            self._frames.insert(0, frames.renumbered_frames(part.frames, threads, names))
-            self._flows.insert(0, frames.renumbered_flows(part.flows, threads))
+            self._frames.prepend(frames.renumbered_frames(part.frames, threads, names))
+            self._flows.prepend(frames.renumbered_flows(part.flows, threads))
         if part.span_ns is not None:
             self._widen_span(*part.span_ns)
         self._steps[:0] = part.steps
@@ -645,7 +646,7 @@ class EventCollector:
         # before the columns are joined: the three are never all in memory together.
         self.names.ids.clear()
         names = PackedNames.draining(self.names.values)
-        gpu = join_columns(self._gpu, GPU_COLUMNS)
+        gpu = self._gpu.join()
         gpu[GPU_STREAM], streams = _sorted_streams(gpu[GPU_STREAM], self.streams.values)
         self._cpu.flush()
         return TraceEvents(
@@ -656,7 +657,7 @@ class EventCollector:
             names=names,
             streams=streams,
             gpu=from_arrays(GpuColumns, gpu),
-            runtime=from_arrays(RuntimeColumns, join_columns(self._runtime, RUNTIME_COLUMNS)),
+            runtime=from_arrays(RuntimeColumns, self._runtime.join()),
             steps=self._steps,
             span_ns=self._span,
             quality=self.quality,
@@ -668,8 +669,8 @@ class EventCollector:
             comms=from_arrays(CommColumns, join_columns(self._comm, COMM_COLUMNS)),
             comm_keys=self.comm_keys.values,
             memory=from_arrays(MemoryColumns, join_columns(self._memory, MEMORY_COLUMNS)),
-            frames=from_arrays(FrameColumns, join_columns(self._frames, FRAME_COLUMNS)),
-            flows=from_arrays(FlowColumns, join_columns(self._flows, FLOW_COLUMNS)),
+            frames=from_arrays(FrameColumns, self._frames.join()),
+            flows=from_arrays(FlowColumns, self._flows.join()),
             frames_read=self.keep_frames,
         )
 

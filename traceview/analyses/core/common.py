@@ -9,7 +9,7 @@ saves doing the work again.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -53,9 +53,10 @@ def work_out(events: TraceEvents, linked: tuple[OpLinks, OpCalls] | None = None)
     has them already (analyses.stored_links)."""
     rank = name_rank(events.names)
     if linked is None:
-        links = link_ops(events, rank, keep_ops=True)  # the CPU rows read once for both
-        calls = op_calls(events, links.ops)
-        links = replace(links, ops=None)
+        # the op calls first, then the links: each phase's arrays (every op's columns, every
+        # GPU row's links) are not held through the other's peak (the CPU rows read twice)
+        calls = op_calls(events)
+        links = link_ops(events, rank)
     else:
         links, calls = linked
     launch = launch_times(events, links.launch)

@@ -9,7 +9,7 @@ candidate's candidate), so the rounds grow with the log of the nesting, not with
 exact for properly nested calls (any two either nested or disjoint), as kineto writes them.
 
 Needs every CPU op of the trace at once (thread, ts, end, name, shape: 28 bytes a call, about
-90 at the peak of the stack walk).
+29 more at the peak of their sort); the walk itself runs a slice of the sorted calls at a time.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from traceview.aggregate import sums
-from traceview.aggregate.order import dense_ids, lex_order
+from traceview.aggregate.order import dense_ids, lex_order_then
 from traceview.columns.cpu_rows import OP, ROW
 from traceview.columns.model import TraceEvents
 
@@ -104,20 +104,113 @@ class OpColumns:
 
 
 def parents(thread: np.ndarray, ts: np.ndarray, end: np.ndarray) -> np.ndarray:
-    """Per call, the index of its parent call (−1 for none); see the module docstring."""
+    """Per call, the index of its parent call (−1 for none); see the module docstring.
+
+    The walk runs a slice of the sorted calls at a time, each slice starting at a call that
+    no earlier call of its thread reaches (or a thread's first): a call's candidates are the
+    call before it and that one's ancestors, so none lies before such a call, and each slice
+    is walked on its own. Its temporaries are then a slice's, not every call's."""
     n = len(ts)
     # positions in int32 when they fit: half the memory
     index = np.dtype(np.int32) if n < 2**31 - 1 else np.dtype(np.int64)
     parent = np.full(n, -1, dtype=index)
     if n == 0:
         return parent
-    order = lex_order((-end, ts, thread)).astype(index)  # stable: file order in ties
-    t, e = thread[order], end[order]
+    order = _by_thread(thread, ts, end)
+    if order is None:
+        # lex_order((−end, ts, thread)), stable: file order in ties; −end made only for the
+        # calls tied on (thread, ts)
+        order = lex_order_then(thread, ts, lambda at: [-end[at]])
+    order = order.astype(index)
+    starts = _slice_starts(thread, end, order)
+    for lo, hi in zip(starts, [*starts[1:], n], strict=True):
+        at = order[lo:hi]
+        found = _walk(thread[at], ts[at], end[at])
+        parent[at] = np.where(found >= 0, at[np.maximum(found, 0)], -1)
+    return parent
+
+
+def _by_thread(thread: np.ndarray, ts: np.ndarray, end: np.ndarray) -> np.ndarray | None:
+    """The calls by thread, in file order within each: lex_order((−end, ts, thread)) when
+    each thread's calls are in the file by (ts, −end) already, as kineto writes them (its
+    ties are in file order too); else None. Checked a slice at a time: no call-sized keys."""
+    order = np.argsort(thread, kind="stable")
+    for lo in range(0, len(order) - 1, _SLICE):
+        at = order[lo : lo + _SLICE + 1]  # with the next slice's first call
+        t, s, e = thread[at], ts[at], end[at]
+        later = (s[1:] > s[:-1]) | ((s[1:] == s[:-1]) & (e[1:] <= e[:-1]))
+        if not (later | (t[1:] != t[:-1])).all():
+            return None
+    return order
+
+
+_SLICE = 1 << 17  # calls a slice of the walk holds at least (but the last)
+
+
+def _slice_starts(thread: np.ndarray, end: np.ndarray, order: np.ndarray) -> list[int]:
+    """Where slices of at least _SLICE sorted calls start: 0, then the first call at or after
+    each _SLICE-th position that is a thread's first or whose end no earlier call of its
+    thread reaches (a run of calls with no such call makes one longer slice)."""
+    starts = [0]
+    last_thread, reach = -1, 0  # the thread of the calls before, the latest end among them
+    for lo in range(_SLICE, len(order), _SLICE):
+        at = order[lo - _SLICE : lo]  # the calls before lo, for the reach carried on
+        # (the reach is carried from block to block; a run of one thread's calls is cut
+        # only where a call ends after every earlier call of its thread)
+        last_thread, reach = _carried(thread[at], end[at], last_thread, reach)
+        if starts[-1] > lo - _SLICE:
+            continue  # the last start lies inside this block: the reach passed it already
+        start = _first_start(thread, end, order, lo, last_thread, reach)
+        if start is not None:
+            starts.append(start)
+    return starts
+
+
+def _carried(t: np.ndarray, e: np.ndarray, last_thread: int, reach: int) -> tuple[int, int]:
+    """The thread of the last of these sorted calls and the latest end among its thread's
+    calls so far, given those of the calls before them."""
+    thread = int(t[-1])
+    run = np.flatnonzero(t != thread)
+    first = int(run[-1]) + 1 if len(run) else 0
+    latest = int(e[first:].max())
+    if first == 0 and thread == last_thread:
+        latest = max(latest, reach)
+    return thread, latest
+
+
+def _first_start(
+    thread: np.ndarray, end: np.ndarray, order: np.ndarray, lo: int, last_thread: int, reach: int
+) -> int | None:
+    """The first position from ``lo`` on (within _SLICE of it) whose call can start a slice,
+    given the thread and latest end of the calls before ``lo``."""
+    at = order[lo : lo + _SLICE]
+    t, e = thread[at], end[at]
+    head = np.empty(len(at), dtype=bool)
+    head[0] = int(t[0]) != last_thread
+    np.not_equal(t[1:], t[:-1], out=head[1:])
+    runs = np.flatnonzero(head)
+    # within the first run (the thread of the calls before lo, unless it starts anew)
+    stop = int(runs[0]) if len(runs) else len(at)
+    if stop:
+        before = np.maximum.accumulate(e[:stop])
+        before = np.maximum(np.r_[reach, before[:-1]], reach)
+        free = np.flatnonzero(before < e[:stop])
+        if len(free):
+            return lo + int(free[0])
+    return lo + stop if stop < len(at) else None
+
+
+def _walk(thread: np.ndarray, ts: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Per call of a slice in sorted order (the first with no parent), the position in the
+    slice of its parent, −1 for none."""
+    n = len(ts)
+    index = np.dtype(np.int32) if n < 2**31 - 1 else np.dtype(np.int64)
+    t, e = thread, end
     cand: np.ndarray = np.arange(-1, n - 1, dtype=index)
     head = np.r_[True, t[1:] != t[:-1]]
     cand[head] = -1
-    cand[_unreached(head, ts[order], e)] = -1  # no earlier call can hold them: no parent
-    del t, head
+    cand[_unreached(head, ts, e)] = -1  # no earlier call can hold them: no parent
+    del head
     found: np.ndarray = np.full(n, -1, dtype=index)  # parent in sorted positions, once known
     done = cand < 0
     while not done.all():
@@ -131,9 +224,7 @@ def parents(thread: np.ndarray, ts: np.ndarray, end: np.ndarray) -> np.ndarray:
         nxt = np.where(done[c], found[c], cand[c])
         cand[rest] = nxt
         done[rest[nxt < 0]] = True
-    del cand, done, e
-    parent[order] = np.where(found >= 0, order[np.maximum(found, 0)], -1)
-    return parent
+    return found
 
 
 def _unreached(head: np.ndarray, ts: np.ndarray, end: np.ndarray) -> np.ndarray:
@@ -157,5 +248,14 @@ def _unreached(head: np.ndarray, ts: np.ndarray, end: np.ndarray) -> np.ndarray:
 def _children_time(thread: np.ndarray, ts: np.ndarray, end: np.ndarray) -> np.ndarray:
     """Per call, the summed duration of its direct children."""
     parent = parents(thread, ts, end)
-    has = np.flatnonzero(parent >= 0)
-    return sums.by_group(parent[has], end[has] - ts[has], len(ts))
+    out = np.zeros(len(ts), dtype=np.int64)
+    total = 0  # the children's durations, summed exactly: as sums.by_group, refused past int64
+    for lo in range(0, len(ts), _SLICE):  # a slice at a time: no call-sized temporaries
+        p = parent[lo : lo + _SLICE]
+        has = np.flatnonzero(p >= 0)
+        dur = sums.check(end[lo : lo + _SLICE][has] - ts[lo : lo + _SLICE][has])
+        total += int(np.abs(dur).sum())
+        np.add.at(out, p[has], dur)
+    if total >= 2**63:
+        raise sums.SumOverflow
+    return out

@@ -68,6 +68,7 @@ def link_ops(
     leaf, top = _Best(n, True, scratch), _Best(n, False, scratch)
     known = np.flatnonzero(thread >= 0)
     by_launch = known[lex_order((launch[known], thread[known]))]
+    del known
     keys = _Launches(thread[by_launch], launch[by_launch])
     ops = None if gathered is None else gathered.columns()
     for (op_thread, ts, end, name, shape), is_op in _op_chunks(events, ops):
@@ -82,7 +83,9 @@ def link_ops(
         leaf.offer(row, ts, dur, ranked, name, shape)
         if with_top:
             top.offer(row, ts, dur, ranked, name, shape)
-    return OpLinks(leaf.name, top.name, thread, launch, launch_end, leaf.shape, top.shape, ops)
+    del keys, by_launch, scratch
+    (leaf_name, leaf_shape), (top_name, top_shape) = leaf.taken(), top.taken()
+    return OpLinks(leaf_name, top_name, thread, launch, launch_end, leaf_shape, top_shape, ops)
 
 
 def ops_around(
@@ -95,7 +98,7 @@ def ops_around(
     best = _Best(len(at), True, np.empty(len(at), dtype=np.int64))
     known = np.flatnonzero(thread >= 0)
     if len(known) == 0 or len(events.cpu) == 0:
-        return best.name
+        return best.taken()[0]
     by_point = known[lex_order((at[known], thread[known]))]
     keys = SortedPairs(thread[by_point].astype(np.int64), at[by_point].astype(np.int64))
     rank = name_rank(events.names)
@@ -111,7 +114,7 @@ def ops_around(
         best.offer(
             by_point[where], ts[which], end[which] - ts[which], rank[name], name, shape[which]
         )
-    return best.name
+    return best.taken()[0]
 
 
 class _Launches:
@@ -216,9 +219,10 @@ class _Best:
         self.sign = -1 if innermost else 1  # keys are minimised
         self.ts = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
         self.dur = np.zeros(n, dtype=np.int64)
-        self.rank = np.zeros(n, dtype=np.int64)
-        self.name = np.full(n, NO_OP, dtype=np.int64)
-        self.shape = np.full(n, NO_SHAPE, dtype=np.int64)
+        # name ranks and ids, shape ids: int32 as the CPU rows hold them (int64 when taken)
+        self.rank = np.zeros(n, dtype=np.int32)
+        self.name = np.full(n, NO_OP, dtype=np.int32)
+        self.shape = np.full(n, NO_SHAPE, dtype=np.int32)
         self.scratch = scratch  # n int64, any values: first_minimal's per-row minima
 
     def offer(
@@ -249,6 +253,11 @@ class _Best:
         self.ts[row], self.dur[row] = key_ts[better], key_dur[better]
         self.rank[row], self.name[row] = rank[better], name[better]
         self.shape[row] = shape[better]
+
+    def taken(self) -> tuple[np.ndarray, np.ndarray]:
+        """The best ops' name and shape ids per row, int64; the keys are dropped first."""
+        self.ts = self.dur = self.rank = self.scratch = np.empty(0, dtype=np.int64)
+        return self.name.astype(np.int64), self.shape.astype(np.int64)
 
 
 def first_minimal(row: np.ndarray, keys: tuple[np.ndarray, ...], scratch: np.ndarray) -> np.ndarray:

@@ -1,0 +1,78 @@
+"""Where a traceview command's peak RSS is reached: VmRSS and VmHWM (/proc/self/status, MB)
+printed on stderr on entering and leaving the functions named, in the CLI's own processes
+(the two-process read's worker prints its own pid).
+
+    MEMWRAP=traceview.app.reading._ingest,traceview.analyses.core.oplinks.link_ops \\
+        python benchmarks/mem_calls.py steps TRACE --no-cache -q -f json > /dev/null
+
+A name is ``module.function`` or ``module.Class.method``; the module's attribute is replaced,
+and so is every traceview module's own reference to it (``from x import f``). The peak between
+two lines is the later line's ``hwm`` where it rose.
+"""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import importlib
+import os
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+_T0 = time.perf_counter()
+
+
+def status() -> dict[str, int]:
+    """VmHWM and VmRSS of this process, MB."""
+    out = {}
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(("VmHWM", "VmRSS")):
+                key, value = line.split(":")
+                out[key] = int(value.split()[0]) // 1024
+    return out
+
+
+def _say(mark: str, name: str) -> None:
+    s = status()
+    print(f"[{time.perf_counter() - _T0:7.2f} pid{os.getpid()}] {mark} {name:<55} "
+          f"rss {s['VmRSS']:5} hwm {s['VmHWM']:5}", file=sys.stderr)  # fmt: skip
+
+
+def wrap(dotted: str) -> None:
+    module, _, attr = dotted.rpartition(".")
+    try:
+        owner: Any = importlib.import_module(module)
+    except ImportError:
+        parent, _, cls = module.rpartition(".")
+        owner = getattr(importlib.import_module(parent), cls)
+    fn: Callable[..., Any] = getattr(owner, attr)
+
+    @functools.wraps(fn)
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        _say(">", dotted)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _say("<", dotted)
+
+    setattr(owner, attr, wrapped)
+    for name, loaded in list(sys.modules.items()):
+        if name.startswith("traceview") and getattr(loaded, attr, None) is fn:
+            setattr(loaded, attr, wrapped)
+
+
+def main() -> None:
+    for dotted in filter(None, os.environ.get("MEMWRAP", "").split(",")):
+        wrap(dotted)
+    atexit.register(lambda: print(f"[exit pid{os.getpid()}] {status()}", file=sys.stderr))
+    from traceview.cli import main as cli
+
+    sys.argv[0] = "traceview"
+    cli()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,46 @@
+"""Columns appended in segments (traceview.columns.segments) join to exactly the rows given,
+in order: prepended parts first, batches across segment boundaries whole."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from traceview.columns.schema import GPU_COLUMNS, RUNTIME_COLUMNS, SchemaMismatch
+from traceview.columns.segments import Segments
+
+
+def _batch(start: int, n: int) -> tuple[np.ndarray, ...]:
+    values = np.arange(start, start + n)
+    return (values.astype(np.int64), (values * 7 - 3).astype(np.int64))
+
+
+@pytest.mark.parametrize("sizes", [[], [0], [1], [3, 4, 0, 9], [5, 5], [17, 1, 2, 30]])
+def test_rows_join_in_order_across_segments(sizes: list[int]) -> None:
+    segments = Segments(RUNTIME_COLUMNS, rows=5)
+    start = 0
+    for n in sizes:
+        segments.append(_batch(start, n))
+        start += n
+    correlation, ts = segments.join()
+    expected = _batch(0, start)
+    assert correlation.dtype == np.int64 and ts.dtype == np.int64
+    assert correlation.tolist() == expected[0].tolist()
+    assert ts.tolist() == expected[1].tolist()
+    assert [len(c) for c in segments.join()] == [0, 0]  # the join empties it
+
+
+def test_prepended_parts_come_first_latest_first() -> None:
+    segments = Segments(RUNTIME_COLUMNS, rows=4)
+    segments.append(_batch(20, 6))
+    segments.prepend(_batch(10, 10))
+    segments.prepend(_batch(0, 10))
+    assert segments.join()[0].tolist() == list(range(26))
+
+
+def test_a_column_of_another_dtype_is_refused_not_cast() -> None:
+    segments = Segments(GPU_COLUMNS)
+    columns = [np.zeros(2, dtype=c.dtype) for c in GPU_COLUMNS]
+    columns[1] = columns[1].astype(np.int64)  # name ids as int64: a cast would hide it
+    with pytest.raises(SchemaMismatch, match="column name is int64"):
+        segments.append(tuple(columns))

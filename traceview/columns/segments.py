@@ -1,0 +1,85 @@
+"""Columns appended batch by batch into fixed-size segments, joined once at the end.
+
+A read makes a few hundred rows per 2 MB chunk: kept as one small array per batch, the batches
+are spread over the heap among everything else the read allocates, and joining them makes each
+column again while the batches still hold their pages (freed heap pages are seldom given back):
+at the join the rows are in memory twice. Here each segment is an anonymous mapping of its own,
+written as batches come, and the join copies each column into one array, dropping each segment
+as it is copied: its pages go back to the system at once, so the join costs one segment, not
+the rows again.
+"""
+
+from __future__ import annotations
+
+import mmap
+
+import numpy as np
+
+from traceview.columns.schema import Column, SchemaMismatch
+
+SEGMENT_ROWS = 1 << 16  # rows a segment holds: 512 KB of an int64 column
+
+
+class Segments:
+    """The rows of one column group (a schema table), in order: parts put before them
+    (``prepend``: a worker's rows, read earlier in the file), then those appended."""
+
+    def __init__(self, table: tuple[Column, ...], rows: int = SEGMENT_ROWS) -> None:
+        self.table = table
+        self.rows = rows
+        self._before: list[list[np.ndarray]] = []
+        self._full: list[list[np.ndarray]] = []  # filled segments, each one array per column
+        self._open: list[np.ndarray] | None = None
+        self._fill = 0
+
+    def append(self, columns: tuple[np.ndarray, ...]) -> None:
+        """Append a batch: one array per column of the table, all of one length."""
+        for declared, array in zip(self.table, columns, strict=True):
+            if array.dtype != declared.dtype:  # the segment would cast it silently
+                raise SchemaMismatch(
+                    f"column {declared.name} is {array.dtype}, not {declared.dtype}"
+                )
+        n, start = len(columns[0]), 0
+        while start < n:
+            if self._open is None or self._fill == self.rows:
+                if self._open is not None:
+                    self._full.append(self._open)
+                self._open = [_mapped(c.dtype, self.rows) for c in self.table]
+                self._fill = 0
+            k = min(self.rows - self._fill, n - start)
+            for segment, column in zip(self._open, columns, strict=True):
+                segment[self._fill : self._fill + k] = column[start : start + k]
+            self._fill += k
+            start += k
+
+    def prepend(self, columns: tuple[np.ndarray, ...]) -> None:
+        """Put rows before all those held (their arrays are kept as they are until the join)."""
+        self._before.insert(0, list(columns))
+
+    def join(self) -> list[np.ndarray]:
+        """The columns, one array each in table order; everything held is dropped (each part
+        as soon as it is copied)."""
+        parts = self._before + self._full
+        if self._open is not None and self._fill:
+            parts.append([segment[: self._fill] for segment in self._open])
+        self._before, self._full, self._open, self._fill = [], [], None, 0
+        columns = []
+        for i, column in enumerate(self.table):
+            out = np.empty(sum(len(part[i]) for part in parts), dtype=column.dtype)
+            at = 0
+            for part in parts:
+                n = len(part[i])
+                out[at : at + n] = part[i]
+                at += n
+                part[i] = _DROPPED  # a segment's mapping goes with its last reference
+            columns.append(out)
+        return columns
+
+
+_DROPPED = np.empty(0, dtype=np.uint8)
+
+
+def _mapped(dtype: np.dtype, rows: int) -> np.ndarray:
+    """A writable array of ``rows`` over an anonymous mapping of its own (its pages are given
+    back to the system when the array and its views are dropped)."""
+    return np.frombuffer(mmap.mmap(-1, max(dtype.itemsize * rows, 1)), dtype=dtype, count=rows)
