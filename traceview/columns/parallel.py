@@ -17,6 +17,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
+from stat import S_ISREG
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -137,14 +138,17 @@ def start_early(path: Path, keep_cpu: bool, keep_frames: bool = False) -> None:
     """Fork the worker of a split read of ``path`` now, while the command line still starts
     (parses its options, imports its analyses): the read that follows adopts it if it reads
     that file in the same way, else it is stopped (``stop_early``). Nothing when the file is
-    small, cannot be split or cannot be read (the read itself then says why)."""
+    small, not a regular file (a pipe is not opened before the command's options are checked),
+    cannot be split or cannot be read (the read itself then says why)."""
     global _early
     stop_early()
     try:
+        stat = os.stat(path)
+        if not S_ISREG(stat.st_mode) or stat.st_size < _min_bytes():
+            return
         reader = TraceReader(path, shapes=keep_cpu or keep_frames, frames=keep_frames)
         if threads_win(reader):  # read in one process, on threads: no worker to fork
             return
-        stat = os.stat(path)
         split = (
             reader.plan_split(_min_bytes(), lead=_EARLY_LEAD) if (os.cpu_count() or 1) > 1 else None
         )
