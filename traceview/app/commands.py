@@ -112,6 +112,7 @@ def steps(
 ) -> None:
     """``traceview steps``; ``top``: steps in the table (0: all; JSON and CSV hold all);
     ``peaks``: a ``--peaks`` file for MFU."""
+    from traceview.analyses.core.devices import launch_times
     from traceview.analyses.core.step_markers import PhaseEvidence, step_phases
     from traceview.analyses.core.steps import step_table
     from traceview.analyses.core.trace import summarize
@@ -128,7 +129,7 @@ def steps(
     evidence = PhaseEvidence(events)
     found = linked(events, evidence.add)
     events = step_phases(events, evidence)
-    rows = step_table(events)
+    rows = step_table(events, launch=launch_times(events, found.links.launch))  # one look-up
     flops = steps_model_flops(events, rows, peaks, found)
     trace = summarize(events)
     show(out, render_steps.document(trace, rows, top, flops), (path,))
