@@ -29,6 +29,7 @@ from traceview.analyses.core.names import display_names
 from traceview.analyses.core.opcalls import op_calls
 from traceview.analyses.core.oplinks import OpLinks
 from traceview.analyses.core.phase_figures import PhaseReport, counted, phase_report
+from traceview.analyses.core.step_markers import PhaseEvidence, step_phases
 from traceview.analyses.core.steps import StepRow
 from traceview.analyses.core.trace import TraceSummary
 from traceview.analyses.memory import MemoryReport, analyse_memory
@@ -197,6 +198,7 @@ def overview(
     include_warmup: bool = False,
     peaks_file: Path | None = None,
     trust: dict[str, Figure] | None = None,
+    phases_here: bool = False,
 ) -> Overview:
     """Everything ``summary`` shows, from one read of the trace (CPU rows included);
     ``shared``: the op links, op calls, device usage and gaps and step table, when the
@@ -204,15 +206,23 @@ def overview(
     capture steps unless ``include_warmup``; ``peaks_file``: a ``--peaks`` file for MFU.
     ``trust``: the verdicts of the whole trace (MFU's among them), when ``events`` are a part
     of it (a phase's GPU work: its launches of other phases would read as lost); else worked
-    out here. MFU has a verdict only where ``events`` have an MFU value."""
+    out here. MFU has a verdict only where ``events`` have an MFU value. ``phases_here``:
+    the steps' phases are not set yet (read without ``phases``): they are set from the
+    evidence gathered in the links' pass (``shared`` None)."""
     found = None
     if shared is None:
-        # the op calls, then the links with the model-FLOPs rows and the optimizer steps'
-        # spans gathered in the links' pass (work_out's order: the peaks not held together)
+        # the op calls, then the links with the model-FLOPs rows, the optimizer steps'
+        # spans and the phases' evidence gathered in the links' pass (work_out's order:
+        # the peaks not held together)
         rank = name_rank(events.names)
         calls = op_calls(events)
-        found = linked(events, rank=rank, with_top=True)
+        evidence = PhaseEvidence(events) if phases_here else None
+        found = linked(events, None if evidence is None else evidence.add, rank, True)
+        if evidence is not None:
+            events = step_phases(events, evidence)
         shared = work_out(events, (found.links, calls), rank, found.category)
+    elif phases_here:
+        events = step_phases(events)
     links, usage, gaps = shared.links, shared.usage, shared.gaps
     category = shared.category
     gpu = events.gpu

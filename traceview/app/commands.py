@@ -205,7 +205,9 @@ def summary(
     check_save(out, (path,))
     if peaks is not None:
         load_peaks_file(peaks)  # a wrong file is said before the trace is read
-    whole = read_trace(path, read, keep_cpu=True, phases=True, memory=True, frames=True)
+    # the phases: for --phase at once, else from overview's pass over the CPU rows
+    chosen = phase is not None
+    whole = read_trace(path, read, keep_cpu=True, phases=chosen, memory=True, frames=True)
     events = _of_phase(whole, phase)
     if _nothing_to_show(events, out):
         return
@@ -214,7 +216,9 @@ def summary(
         from traceview.analyses.audit import audit
 
         trust = audit(whole, mfu=True).figures  # MFU's kept where the phase has a value
-    report = overview(events, include_warmup=include_warmup, peaks_file=peaks, trust=trust)
+    report = overview(
+        events, include_warmup=include_warmup, peaks_file=peaks, trust=trust, phases_here=not chosen
+    )
     show(out, render_overview.document(report), (path,))
 
 
