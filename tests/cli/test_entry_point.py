@@ -123,8 +123,6 @@ def test_a_small_read_imports_nothing_heavy(name: str) -> None:
     pulled = [m for m in modules if any(m == h or m.startswith(h + ".") for h in _HEAVY)]
     if name != "kernels":  # gaps, summary and steps keep CPU rows: spilled to a temporary file
         pulled = [m for m in pulled if m != "tempfile"]
-    if name == "summary":  # its audit's clock drift takes a median (analyses/core/faults.py)
-        pulled = [m for m in pulled if not m.startswith("numpy.ma")]
     assert pulled == []
 
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from traceview.aggregate import intervals as intervals_module
 from traceview.aggregate.intervals import unions
-from traceview.aggregate.order import dense_ids, groups_in_order, lex_order, packed
+from traceview.aggregate.order import dense_ids, distinct, groups_in_order, lex_order, packed
 from traceview.aggregate.percentiles import nearest_rank
 from traceview.aggregate.sorted_pairs import SortedPairs
 
@@ -66,6 +66,23 @@ def test_packed_refuses_keys_beyond_63_bits() -> None:
     assert packed(ids, np.array([-(2**62), 2**62 - 1], dtype=np.int64)) is None
     keys, bits, low = packed(ids, np.array([-5, 2], dtype=np.int64))  # type: ignore[misc]
     assert (keys.tolist(), bits, low) == ([0, (3 << 3) | 7], 3, -5)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    runs=st.lists(st.lists(st.integers(-5, 400), max_size=40), max_size=4),
+    dtype=st.sampled_from([np.int8, np.int32, np.int64, np.uint16, np.uint64, np.float64]),
+    ascending=st.booleans(),
+)
+def test_distinct_is_unique(runs: list[list[int]], dtype: type, ascending: bool) -> None:
+    # small ids (marked), a few ascending runs (the stable sort), anything else (quicksort)
+    parts = [sorted(r) if ascending else r for r in runs]
+    values = [abs(v) % 120 if np.dtype(dtype).kind == "u" or dtype is np.int8 else v
+              for v in itertools.chain.from_iterable(parts)]  # fmt: skip
+    array = np.array(values, dtype=dtype)
+    got, want = distinct(array), np.unique(array)
+    assert got.dtype == want.dtype
+    assert got.tolist() == want.tolist()
 
 
 @settings(max_examples=100, deadline=None)

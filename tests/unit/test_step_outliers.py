@@ -8,7 +8,8 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from traceview.analyses.step_outliers import _median, outliers
+from traceview.aggregate.percentiles import median
+from traceview.analyses.step_outliers import outliers
 
 
 def test_one_slow_step_among_steady_ones() -> None:
@@ -31,4 +32,4 @@ def test_matches_the_definition(times: list[float]) -> None:
 @given(st.lists(st.floats(-1e300, 1e300) | st.integers(0, 5).map(float), min_size=1, max_size=30))
 def test_median_is_numpys_to_the_last_bit(values: list[float]) -> None:
     t = np.asarray(values, dtype=np.float64)
-    assert _median(t) == float(np.median(t))
+    assert median(t) == float(np.median(t))

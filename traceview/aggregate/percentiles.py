@@ -29,6 +29,17 @@ def nearest_rank(
     return out
 
 
+def median(values: np.ndarray) -> float:
+    """``np.median`` of a 1-D float64 array without NaN, to the last bit (the mean of the two
+    middle values is their sum halved, as np.mean computes it), without the 10-20 ms import
+    of numpy.ma that np.median makes."""
+    half = len(values) // 2
+    if len(values) % 2:
+        return float(np.partition(values, half)[half])
+    part = np.partition(values, (half - 1, half))
+    return (float(part[half - 1]) + float(part[half])) / 2
+
+
 def _by_group(group: np.ndarray, values: np.ndarray) -> np.ndarray:
     """``values`` ordered by group, then by value: one packed int64 key when they fit (a
     single-key sort is several times faster than a lexsort), else a lexsort."""

@@ -16,7 +16,12 @@ import numpy as np
 
 from traceview.aggregate import sums
 from traceview.aggregate.order import distinct
-from traceview.analyses.core.devices import NO_LAUNCH, device_of_stream, first_launch
+from traceview.analyses.core.devices import (
+    NO_LAUNCH,
+    DeviceUsage,
+    device_of_stream,
+    first_launch,
+)
 from traceview.analyses.core.faults import (
     COPY_CALL,
     FILL_CALL,
@@ -290,10 +295,16 @@ def _steps(steps: np.ndarray) -> tuple[int, ...]:
     return tuple(distinct(steps[steps >= 0]).tolist())
 
 
-def audit(events: TraceEvents, launch: np.ndarray | None = None, mfu: bool = False) -> Audit:
+def audit(
+    events: TraceEvents,
+    launch: np.ndarray | None = None,
+    mfu: bool = False,
+    devices: list[DeviceUsage] | None = None,
+) -> Audit:
     """Every check on ``events`` (read with its CPU rows) and the verdicts they give;
     ``launch``: ``first_launch(events)`` when the caller has it already; ``mfu``: whether the
-    trace has an MFU value (analyses.ops.model_flops ``has_mfu``), which then gets a verdict."""
+    trace has an MFU value (analyses.ops.model_flops ``has_mfu``), which then gets a verdict;
+    ``devices``: ``usage(events)``, when the caller has it."""
     t = _Trace(events, launch)
     launches = len(events.runtime.ts) > 0 and len(events.gpu.ts) > 0
     notes = []
@@ -314,7 +325,7 @@ def audit(events: TraceEvents, launch: np.ndarray | None = None, mfu: bool = Fal
     # a check that found nothing is no warning, whatever it would be
     checks = [c if c.count else replace(c, severity=INFO) for c in checks]
     return Audit(
-        trace=summarize(events),
+        trace=summarize(events, devices),
         checks=tuple(checks),
         figures=verdicts(checks, events, mfu),
         notes=tuple(notes),

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from traceview.aggregate import sums
-from traceview.aggregate.order import groups_in_order
+from traceview.aggregate.order import distinct, groups_in_order
 from traceview.analyses.core.categories import CATEGORIES
 from traceview.analyses.core.cpu_context import CpuContext, GapQuery, cpu_contexts
 from traceview.analyses.core.devices import DeviceUsage, GapSet
@@ -369,7 +369,8 @@ def _contexts(f: Facts, gaps: np.ndarray) -> tuple[GapSet, list[CpuContext]]:
     A gap's context depends on it alone, and each lookup passes over every CPU row: the
     first one looks up the gaps of both rules that use them (dataloader, host_stall)."""
     if any(g not in f.contexts for g in gaps.tolist()):
-        wanted = np.union1d(gaps, np.union1d(_loader_gaps(f), _stall_gaps(f)))
+        # np.union1d's sorted distinct values, without its 10-20 ms import of numpy.ma
+        wanted = distinct(np.concatenate([gaps, _loader_gaps(f), _stall_gaps(f)]))
         wanted = np.array([g for g in wanted.tolist() if g not in f.contexts], dtype=np.int64)
         chosen = f.gaps.take(wanted)
         query = GapQuery(

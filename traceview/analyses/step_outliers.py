@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from traceview.aggregate.percentiles import median
+
 THRESHOLD = 3.0
 _NORMAL = 1.4826
 _FLOOR = 0.02
@@ -20,19 +22,8 @@ def outliers(times: list[float]) -> list[bool]:
     if len(times) < 3:
         return [False] * len(times)
     t = np.asarray(times, dtype=np.float64)
-    median = _median(t)
-    mad = _median(np.abs(t - median))
-    limit = THRESHOLD * _NORMAL * max(mad, _FLOOR * abs(median))
-    flags: list[bool] = (np.abs(t - median) > limit).tolist()
+    middle = median(t)
+    mad = median(np.abs(t - middle))
+    limit = THRESHOLD * _NORMAL * max(mad, _FLOOR * abs(middle))
+    flags: list[bool] = (np.abs(t - middle) > limit).tolist()
     return flags
-
-
-def _median(values: np.ndarray) -> float:
-    """``np.median`` of a 1-D float64 array, to the last bit (the mean of the two middle
-    values is their sum halved, as np.mean computes it), without the 8 ms import of
-    numpy.ma that np.median makes."""
-    half = len(values) // 2
-    if len(values) % 2:
-        return float(np.partition(values, half)[half])
-    part = np.partition(values, (half - 1, half))
-    return (float(part[half - 1]) + float(part[half])) / 2

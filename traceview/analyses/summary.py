@@ -17,21 +17,23 @@ from typing import Any
 import numpy as np
 
 from traceview.aggregate import sums
-from traceview.aggregate.order import dense_ids
+from traceview.aggregate.order import dense_ids, distinct, first_of_runs
 from traceview.analyses import hints as hint_rules
 from traceview.analyses.audit import MFU, Figure, audit, figures_json
 from traceview.analyses.core.breakdown import Breakdown, breakdowns
 from traceview.analyses.core.categories import CATEGORIES
 from traceview.analyses.core.common import Shared, work_out
-from traceview.analyses.core.devices import NO_LAUNCH, launch_latency
+from traceview.analyses.core.devices import NO_LAUNCH, launch_latency, name_rank
 from traceview.analyses.core.graphs import replayed
 from traceview.analyses.core.names import display_names
+from traceview.analyses.core.opcalls import op_calls
 from traceview.analyses.core.oplinks import OpLinks
 from traceview.analyses.core.phase_figures import PhaseReport, counted, phase_report
+from traceview.analyses.core.step_markers import PhaseEvidence, step_phases
 from traceview.analyses.core.steps import StepRow
 from traceview.analyses.core.trace import TraceSummary
 from traceview.analyses.memory import MemoryReport, analyse_memory
-from traceview.analyses.ops.model_flops import Mfu, model_flops, trace_peaks
+from traceview.analyses.ops.model_flops import Mfu, linked, model_flops, trace_peaks
 from traceview.analyses.ops.view import OpOptions, OpRow, analyse_ops
 from traceview.columns.model import TraceEvents
 from traceview.columns.packed_names import subset
@@ -196,6 +198,7 @@ def overview(
     include_warmup: bool = False,
     peaks_file: Path | None = None,
     trust: dict[str, Figure] | None = None,
+    phases_here: bool = False,
 ) -> Overview:
     """Everything ``summary`` shows, from one read of the trace (CPU rows included);
     ``shared``: the op links, op calls, device usage and gaps and step table, when the
@@ -203,8 +206,23 @@ def overview(
     capture steps unless ``include_warmup``; ``peaks_file``: a ``--peaks`` file for MFU.
     ``trust``: the verdicts of the whole trace (MFU's among them), when ``events`` are a part
     of it (a phase's GPU work: its launches of other phases would read as lost); else worked
-    out here. MFU has a verdict only where ``events`` have an MFU value."""
-    shared = work_out(events) if shared is None else shared
+    out here. MFU has a verdict only where ``events`` have an MFU value. ``phases_here``:
+    the steps' phases are not set yet (read without ``phases``): they are set from the
+    evidence gathered in the links' pass (``shared`` None)."""
+    found = None
+    if shared is None:
+        # the op calls, then the links with the model-FLOPs rows, the optimizer steps'
+        # spans and the phases' evidence gathered in the links' pass (work_out's order:
+        # the peaks not held together)
+        rank = name_rank(events.names)
+        calls = op_calls(events)
+        evidence = PhaseEvidence(events) if phases_here else None
+        found = linked(events, None if evidence is None else evidence.add, rank, True)
+        if evidence is not None:
+            events = step_phases(events, evidence)
+        shared = work_out(events, (found.links, calls), rank, found.category)
+    elif phases_here:
+        events = step_phases(events)
     links, usage, gaps = shared.links, shared.usage, shared.gaps
     category = shared.category
     gpu = events.gpu
@@ -220,12 +238,20 @@ def overview(
     kept = counted(shared.step_rows, include_warmup)
     steps = _steps(kept)
     flops = model_flops(
-        events, links, category, shared.step_rows, shared.launch, trace_peaks(events, peaks_file)
+        events,
+        links,
+        category,
+        shared.step_rows,
+        shared.launch,
+        trace_peaks(events, peaks_file),
+        None if found is None else found.calls,
+        None if found is None else found.embeddings,
     )
+    del found
     phases = phase_report(events, shared.step_rows, gaps, include_warmup)
     mfu = flops.summary(kept)
     if trust is None:
-        trust = audit(events, links.launch, mfu=mfu.value is not None).figures
+        trust = audit(events, links.launch, mfu=mfu.value is not None, devices=usage).figures
     elif mfu.value is None:  # the whole trace's verdicts: MFU's only where there is a value
         trust = {name: f for name, f in trust.items() if name != MFU}
     return Overview(
@@ -311,7 +337,9 @@ def _launches(
     calls = call
     if graph.any():  # a graph launch's call once, by its correlation id
         replay = graph & has & (launch_end[kernels] != NO_LAUNCH)
-        _, first_of = np.unique(gpu.correlation[kernels][replay], return_index=True)
+        replays = gpu.correlation[kernels][replay]
+        order = np.argsort(replays, kind="stable")  # np.unique's first of each, no numpy.ma
+        first_of = order[first_of_runs(replays[order])]
         calls = np.concatenate([call, (launch_end[kernels] - launch[kernels])[replay][first_of]])
     return Launches(
         kernels=len(kernels),
@@ -319,7 +347,7 @@ def _launches(
         median_queue_delay_ns=_median(delay),
         timed=int(timed.sum()),
         shorter_than_launch=int((gpu.dur[kernels][timed] < call).sum()),
-        graph_launches=len(np.unique(gpu.correlation[kernels][graph])),
+        graph_launches=len(distinct(gpu.correlation[kernels][graph])),
         graph_kernels=int(graph.sum()),
         graph_kernel_ns=sums.total(gpu.dur[kernels][graph]),
         kernel_ns=sums.total(gpu.dur[kernels]),

@@ -112,6 +112,7 @@ def steps(
 ) -> None:
     """``traceview steps``; ``top``: steps in the table (0: all; JSON and CSV hold all);
     ``peaks``: a ``--peaks`` file for MFU."""
+    from traceview.analyses.core.devices import launch_times
     from traceview.analyses.core.step_markers import PhaseEvidence, step_phases
     from traceview.analyses.core.steps import step_table
     from traceview.analyses.core.trace import summarize
@@ -128,7 +129,7 @@ def steps(
     evidence = PhaseEvidence(events)
     found = linked(events, evidence.add)
     events = step_phases(events, evidence)
-    rows = step_table(events)
+    rows = step_table(events, launch=launch_times(events, found.links.launch))  # one look-up
     flops = steps_model_flops(events, rows, peaks, found)
     trace = summarize(events)
     show(out, render_steps.document(trace, rows, top, flops), (path,))
@@ -204,7 +205,9 @@ def summary(
     check_save(out, (path,))
     if peaks is not None:
         load_peaks_file(peaks)  # a wrong file is said before the trace is read
-    whole = read_trace(path, read, keep_cpu=True, phases=True, memory=True, frames=True)
+    # the phases: for --phase at once, else from overview's pass over the CPU rows
+    chosen = phase is not None
+    whole = read_trace(path, read, keep_cpu=True, phases=chosen, memory=True, frames=True)
     events = _of_phase(whole, phase)
     if _nothing_to_show(events, out):
         return
@@ -213,7 +216,9 @@ def summary(
         from traceview.analyses.audit import audit
 
         trust = audit(whole, mfu=True).figures  # MFU's kept where the phase has a value
-    report = overview(events, include_warmup=include_warmup, peaks_file=peaks, trust=trust)
+    report = overview(
+        events, include_warmup=include_warmup, peaks_file=peaks, trust=trust, phases_here=not chosen
+    )
     show(out, render_overview.document(report), (path,))
 
 

@@ -48,10 +48,16 @@ class Shared:
     graphs: np.ndarray  # graph_launch_ids(events)
 
 
-def work_out(events: TraceEvents, linked: tuple[OpLinks, OpCalls] | None = None) -> Shared:
+def work_out(
+    events: TraceEvents,
+    linked: tuple[OpLinks, OpCalls] | None = None,
+    rank: np.ndarray | None = None,
+    category: np.ndarray | None = None,
+) -> Shared:
     """The Shared of ``events``; ``linked``: their op links and op calls, when the caller
-    has them already (analyses.stored_links)."""
-    rank = name_rank(events.names)
+    has them already (analyses.stored_links); ``rank``, ``category``: ``name_rank`` and
+    ``categorize(events, links)``, when the caller has them."""
+    rank = name_rank(events.names) if rank is None else rank
     if linked is None:
         # the op calls first, then the links: each phase's arrays (every op's columns, every
         # GPU row's links) are not held through the other's peak (the CPU rows read twice)
@@ -65,7 +71,7 @@ def work_out(events: TraceEvents, linked: tuple[OpLinks, OpCalls] | None = None)
         rank=rank,
         links=links,
         launch=launch,
-        category=categorize(events, links),
+        category=categorize(events, links) if category is None else category,
         calls=calls,
         step_rows=step_table(events, launch=launch),
         usage=usage,

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from traceview.aggregate.order import distinct, lex_order
+from traceview.aggregate.percentiles import median
 from traceview.analyses.core.graphs import GRAPH_LAUNCH
 from traceview.columns.model import TraceEvents
 
@@ -159,8 +160,8 @@ def drift(launch: np.ndarray, start: np.ndarray) -> int | None:
         return None
     x, y = seen.astype(np.float64), floor[seen].astype(np.float64)
     i, j = np.triu_indices(len(x), 1)
-    slope = float(np.median((y[j] - y[i]) / (x[j] - x[i])))
-    scatter = float(np.median(np.abs(y - slope * x - np.median(y - slope * x))))
+    slope = median((y[j] - y[i]) / (x[j] - x[i]))
+    scatter = median(np.abs(y - slope * x - median(y - slope * x)))
     trend = slope * DRIFT_BINS  # per bin → over the span
     if abs(trend) < DRIFT_MIN_NS or scatter * DRIFT_FIT > abs(trend):
         return None

@@ -250,9 +250,15 @@ class Linked:
     embeddings: np.ndarray
 
 
-def linked(events: TraceEvents, on_block: Callable[[np.ndarray], None] | None = None) -> Linked:
+def linked(
+    events: TraceEvents,
+    on_block: Callable[[np.ndarray], None] | None = None,
+    rank: np.ndarray | None = None,
+    with_top: bool = False,
+) -> Linked:
     """The Linked of ``events``; ``on_block``: given every block of CPU rows of that pass
-    too (a caller's own pass, saved)."""
+    too (a caller's own pass, saved); ``rank``: ``name_rank(events.names)`` when the caller
+    has it; ``with_top``: the top ops linked too (steps use the leaf ops only)."""
     calls = _Picked(events, model_rule_names())
     embeddings = _Picked(events, {EMBEDDING})
     wanted = optimizer_step_names(events.names)
@@ -269,7 +275,7 @@ def linked(events: TraceEvents, on_block: Callable[[np.ndarray], None] | None = 
             embeddings.add(few)
             spans.append(optimizer_spans(few, wanted))
 
-    links = link_ops(events, on_block=seen, with_top=False)  # steps use the leaf ops only
+    links = link_ops(events, rank, on_block=seen, with_top=with_top)
     category = categorize(events, links, np.concatenate(spans) if spans else np.zeros(0, ROW))
     return Linked(links, category, calls.rows(), embeddings.rows())
 
