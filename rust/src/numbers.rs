@@ -118,9 +118,17 @@ pub fn length(text: &[u8]) -> Option<usize> {
     }
 }
 
-/// `length` from the end of the integer digits at `i`.
+/// Past this decimal magnitude (integer digits - 1 + exponent) a float token may not fit an
+/// f64: msgspec then rejects the whole chunk ("Number out of range") and the Python reader
+/// decodes it the slow way, so the scanner hands it over too. Generous: 1e308 still fits.
+const MAX_FLOAT_MAGNITUDE: i64 = 300;
+
+/// `length` from the end of the integer digits at `i`; None also for a float that may be out
+/// of f64's range (an integer of any size is not: the decoders take it whole).
 #[inline]
 fn fraction_and_exponent(text: &[u8], mut i: usize) -> Option<usize> {
+    let int_digits = i - usize::from(text.first() == Some(&b'-'));
+    let mut magnitude = int_digits as i64 - 1;
     if text.get(i) == Some(&b'.') {
         let n = digits(text.get(i + 1..).unwrap_or_default());
         if n == 0 {
@@ -130,6 +138,7 @@ fn fraction_and_exponent(text: &[u8], mut i: usize) -> Option<usize> {
     }
     if matches!(text.get(i), Some(b'e' | b'E')) {
         i += 1;
+        let negative = text.get(i) == Some(&b'-');
         if matches!(text.get(i), Some(b'+' | b'-')) {
             i += 1;
         }
@@ -137,9 +146,19 @@ fn fraction_and_exponent(text: &[u8], mut i: usize) -> Option<usize> {
         if n == 0 {
             return None;
         }
+        if !negative {
+            magnitude += exponent_value(&text[i..i + n]);
+        }
         i += n;
     }
-    Some(i)
+    (magnitude < MAX_FLOAT_MAGNITUDE).then_some(i)
+}
+
+/// An exponent's digits as a number, saturating far above any float's range.
+fn exponent_value(digits: &[u8]) -> i64 {
+    digits
+        .iter()
+        .fold(0i64, |v, d| (v * 10 + i64::from(d - b'0')).min(1 << 20))
 }
 
 /// For a whole checked token, `text[start..end]`: whether `small_int` takes it (an int of at
@@ -355,7 +374,8 @@ mod tests {
                 for c in parts {
                     let text = format!("{a}{b}{c}");
                     let t = text.as_bytes();
-                    assert_eq!(length(t), token(t).map(|(_, n)| n), "{text}");
+                    let expected = token(t).map(|(_, n)| n).filter(|&n| !past_range(&t[..n]));
+                    assert_eq!(length(t), expected, "{text}");
                     if let Some((whole, n)) = token(t).filter(|&(_, n)| n == t.len()) {
                         let small = small_int(&whole).is_some();
                         let digits_exp = (whole.int.len(), whole.has_exp);
@@ -370,6 +390,47 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A checked token's decimal magnitude reaches MAX_FLOAT_MAGNITUDE (the slow way).
+    fn past_range(token: &[u8]) -> bool {
+        let text = std::str::from_utf8(token).unwrap();
+        let body = text.trim_start_matches('-');
+        let int_digits = body.find(['.', 'e', 'E']).unwrap_or(body.len()) as i64;
+        let exp: i64 = match body.find(['e', 'E']) {
+            Some(at) => body[at + 1..]
+                .trim_start_matches('+')
+                .parse()
+                .unwrap_or(i64::MAX),
+            None => return false, // no exponent: a fraction adds nothing; digits alone are few
+        };
+        exp > 0 && int_digits - 1 + exp >= MAX_FLOAT_MAGNITUDE
+    }
+
+    #[test]
+    fn floats_that_may_be_out_of_range_are_not_taken() {
+        let big_int = format!("1{}", "0".repeat(400));
+        let big_float = format!("{big_int}.5");
+        for taken in [
+            "1e299",
+            "-1.5e298",
+            "1e-400",
+            "0.5e299",
+            "1E+2",
+            big_int.as_str(),
+        ] {
+            assert_eq!(length(taken.as_bytes()), Some(taken.len()), "{taken}");
+        }
+        for given in [
+            "1e300",
+            "1e400",
+            "-1e400",
+            "12.5e299",
+            "1e0000000000000000000400",
+        ] {
+            assert_eq!(length(given.as_bytes()), None, "{given}");
+        }
+        assert_eq!(length(big_float.as_bytes()), None);
     }
 
     #[test]

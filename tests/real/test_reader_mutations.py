@@ -147,3 +147,21 @@ def test_deleted_and_inserted_bytes_at_every_offset() -> None:
     cases += [chunk[:i] + tokens[i % len(tokens)] + chunk[i:] for i in range(len(chunk) + 1)]
     counts = _compare(cases, exact=needs_exact(text[: 1 << 20]))
     assert counts["scanned"] > len(chunk) // 4 and counts["rejected"], counts
+
+
+@pytest.mark.parametrize("number", ["1e400", "-1.5e309", "1" + "0" * 400 + ".5"])
+def test_a_float_out_of_range_in_a_skipped_value_reads_alike(number: str) -> None:
+    """msgspec rejects a float past f64's range, so the Python reader decodes that whole chunk
+    the slow way (which writes the shape texts compactly): the scanner hands it over too,
+    even where the number is only skipped (a runtime call's grid). Found by
+    tests/fuzz/mutations.py (case 42633 of seed 43)."""
+    events = [
+        '{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1.5,'
+        ' "dur": 2, "args": {"Input Dims": [[128, 128], []], "Input type": ["float", ""]}}',
+        '{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,'
+        f' "ts": 2.5, "dur": 1, "args": {{"correlation": 7, "grid": [{number}, 1, 1]}}}}',
+    ]
+    chunk = ", ".join(events).encode()
+    for keep_cpu, frames in ((True, False), (True, True), (False, False)):
+        compiled, python = both_chunk_reads(chunk, False, keep_cpu, frames)
+        assert not differences(compiled, python), (keep_cpu, frames)
