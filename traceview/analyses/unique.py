@@ -24,6 +24,7 @@ from traceview.analyses.core.oplinks import NO_OP, link_ops
 from traceview.columns.cpu_rows import NO_SHAPE
 from traceview.columns.launches import ABSENT, LAUNCH_FIELDS, launch_table
 from traceview.columns.model import TraceEvents
+from traceview.columns.packed_names import ranks
 from traceview.columns.schema import GPU_KINDS, KERNEL
 
 SCHEMA_VERSION = 1
@@ -126,7 +127,9 @@ def unique_kernels(events: TraceEvents) -> UniqueReport:
     if links.leaf_shape is not None:  # the op's own shape: among the rows its op launched
         by_op = links.leaf[order] == top_op[group]
         shapes = np.where(by_op, links.leaf_shape[order], NO_SHAPE)
-        op_shape = _mode(group, shapes, len(starts), _shape_rank(events.shapes))
+        # ties by the shapes' texts: the same however the trace was read (a split read
+        # interns them in another order)
+        op_shape = _mode(group, shapes, len(starts), ranks(events.shapes))
     kernels = []
     for g, row in enumerate(first.tolist()):
         kind, name = int(gpu.kind[row]), events.names[int(gpu.name[row])]
@@ -157,15 +160,6 @@ def _shape_part(events: TraceEvents, shape: int, part: int) -> Any:
         return orjson.loads(raw) if raw else None
     except orjson.JSONDecodeError:
         return None
-
-
-def _shape_rank(shapes: list[tuple[bytes, bytes, bytes]]) -> np.ndarray:
-    """``rank[id]`` = the shape's position in sorted order of its texts: a tie between shapes
-    goes the same way however the trace was read (a split read interns them in another order)."""
-    order = sorted(range(len(shapes)), key=shapes.__getitem__)
-    rank = np.empty(len(shapes), dtype=np.int64)
-    rank[order] = np.arange(len(shapes))
-    return rank
 
 
 def _run_ids(order: np.ndarray, *columns: np.ndarray) -> np.ndarray:

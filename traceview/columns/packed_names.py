@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from _typeshed import SupportsRichComparison
 
 _ENCODING = ("utf-8", "surrogatepass")
 _CHUNK = 1 << 16  # names encoded at once
@@ -310,8 +313,9 @@ def ranks_of(names: Sequence[str], ids: np.ndarray) -> np.ndarray:
     return local
 
 
-def ranks(names: Sequence[str]) -> np.ndarray:
-    """``rank[id]``: the position of name ``id`` in sorted string order, ties by id."""
+def ranks(names: Sequence[SupportsRichComparison]) -> np.ndarray:
+    """``rank[id]``: the position of name ``id`` in sorted order (strings, or any values
+    that sort, such as shapes' texts), ties by id."""
     if isinstance(names, PackedNames):
         return names.rank()
     rank = np.empty(len(names), dtype=np.int64)
