@@ -6,7 +6,7 @@
 //! `Background` runs it on its own thread into reused buffers, so inflation overlaps the
 //! scan; memory stays flat (`ahead` blocks in flight, one input buffer).
 
-use std::io::{self, Read};
+use std::io::{self, Read, Seek, SeekFrom};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
@@ -18,6 +18,9 @@ use flate2::{Decompress, FlushDecompress, Status};
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 /// zlib's Z_DATA_ERROR, as Python's zlib modules print it.
 const DATA_ERROR: &str = "Error -3 while decompressing data";
+/// What zlib-rs (0.6.8) says when its fast loop found the damage: the fast loop's own message
+/// is overwritten on the way out, so `Gunzip` replays the member to find it (`first_error`).
+const BAD_STATE: &str = "repeated call with bad state";
 
 /// What the stream gives next.
 #[derive(Debug, PartialEq, Eq)]
@@ -54,6 +57,7 @@ pub struct Gunzip<R> {
     input: Vec<u8>,
     pos: usize, // input[pos..] not yet inflated
     file_pos: u64,
+    member_start: u64, // the file offset of the current member's first byte
     decompressed: u64,
     consumed: u64, // file bytes inflated, as of the last inflate call
     tail: usize,   // what Python's zlib keeps as the call's unconsumed_tail
@@ -61,7 +65,7 @@ pub struct Gunzip<R> {
     finished: bool,
 }
 
-impl<R: Read> Gunzip<R> {
+impl<R: Read + Seek> Gunzip<R> {
     pub fn new(raw: R, read_size: usize, block_size: usize) -> Self {
         Gunzip {
             raw,
@@ -71,6 +75,7 @@ impl<R: Read> Gunzip<R> {
             input: Vec::with_capacity(read_size.max(1)),
             pos: 0,
             file_pos: 0,
+            member_start: 0,
             decompressed: 0,
             consumed: 0,
             tail: 0,
@@ -137,13 +142,19 @@ impl<R: Read> Gunzip<R> {
                     &mut out[..self.block_size],
                     FlushDecompress::None,
                 )
-                .map_err(|e| Step::Corrupt {
-                    after: self.decompressed,
-                    consumed: self.consumed,
-                    message: match e.message() {
-                        Some(why) => format!("{DATA_ERROR}: {why}"),
-                        None => DATA_ERROR.to_string(),
-                    },
+                .map_err(|e| {
+                    let why = match e.message() {
+                        Some(BAD_STATE) => self.first_error(before_in),
+                        why => why.map(str::to_string),
+                    };
+                    Step::Corrupt {
+                        after: self.decompressed,
+                        consumed: self.consumed,
+                        message: match why {
+                            Some(why) => format!("{DATA_ERROR}: {why}"),
+                            None => DATA_ERROR.to_string(),
+                        },
+                    }
                 })?;
             // Both totals grow by at most the slices' lengths.
             self.pos += (self.inflater.total_in() - before_in) as usize;
@@ -190,8 +201,45 @@ impl<R: Read> Gunzip<R> {
             });
         }
         self.inflater = Decompress::new_gzip(15);
+        self.member_start = self.file_pos - rest.len() as u64;
         self.tail = 0;
         Ok(true)
+    }
+
+    /// zlib's first message for the damage that the member's inflate call starting at input
+    /// byte `failed_at` met: the member is inflated again from its start, up to that byte at
+    /// full speed, then a byte at a time, which keeps zlib-rs out of the fast loop that
+    /// loses the message. Only on corrupt input; None if the replay cannot tell.
+    fn first_error(&mut self, failed_at: u64) -> Option<String> {
+        self.raw.seek(SeekFrom::Start(self.member_start)).ok()?;
+        let mut inflater = Decompress::new_gzip(15);
+        let mut input = vec![0u8; self.read_size];
+        let mut out = vec![0u8; self.block_size];
+        let (mut pos, mut len) = (0, 0);
+        loop {
+            if pos == len {
+                len = read_full(&mut self.raw, &mut input).ok()?;
+                pos = 0;
+                if len == 0 {
+                    return None;
+                }
+            }
+            let total = inflater.total_in();
+            let step = if total < failed_at {
+                (failed_at - total).min((len - pos) as u64) as usize
+            } else {
+                1
+            };
+            let (before, made) = (inflater.total_in(), inflater.total_out());
+            match inflater.decompress(&input[pos..pos + step], &mut out, FlushDecompress::None) {
+                Err(e) => return e.message().map(str::to_string),
+                Ok(Status::StreamEnd) => return None,
+                Ok(_) if (inflater.total_in(), inflater.total_out()) == (before, made) => {
+                    return None; // no progress: cannot tell
+                }
+                Ok(_) => pos += (inflater.total_in() - before) as usize,
+            }
+        }
     }
 
     /// Replace the consumed input with the next `read_size` bytes (fewer only at the end).
@@ -236,7 +284,7 @@ pub struct Background {
 }
 
 impl Background {
-    pub fn start<R: Read + Send + 'static>(
+    pub fn start<R: Read + Seek + Send + 'static>(
         raw: R,
         read_size: usize,
         block_size: usize,
@@ -321,7 +369,7 @@ impl Drop for Background {
     }
 }
 
-fn inflate_ahead<R: Read>(
+fn inflate_ahead<R: Read + Seek>(
     mut gunzip: Gunzip<R>,
     send: &SyncSender<Step>,
     reuse: &Receiver<Vec<u8>>,
@@ -498,6 +546,40 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn damage_in_the_fast_loop_keeps_zlibs_first_message() {
+        // A byte flipped inside the deflate data: zlib-rs's fast loop finds most of these,
+        // and alone would say "repeated call with bad state" for each.
+        let mut seed = 43u64;
+        let mut events = Vec::new();
+        while events.len() < 100_000 {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
+            let line = format!(
+                "{{\"ph\":\"X\",\"ts\":{},\"dur\":{}}},\n",
+                seed >> 40,
+                seed % 997
+            );
+            events.extend_from_slice(line.as_bytes());
+        }
+        let file = gzip(&events);
+        let mut told = std::collections::BTreeSet::new();
+        for spot in (40..file.len() - 8).step_by(331) {
+            let mut bad = file.clone();
+            bad[spot] ^= 0x80;
+            for (read, block) in [(1 << 20, 1 << 20), (4096, 8192)] {
+                if let Step::Corrupt { message, .. } = run(&bad, read, block).1 {
+                    assert!(!message.contains(BAD_STATE), "{spot}: {message}");
+                    told.insert(message);
+                }
+            }
+        }
+        assert!(
+            told.iter()
+                .any(|m| m.ends_with("invalid distance too far back")),
+            "{told:?}"
+        );
     }
 
     #[test]
