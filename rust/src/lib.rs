@@ -5,6 +5,7 @@
 
 pub mod cpu;
 pub mod inflate;
+mod keys;
 pub mod numbers;
 pub mod pool;
 pub mod scan;

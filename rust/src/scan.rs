@@ -14,6 +14,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 
 use crate::cpu::{self, CpuRows};
+use crate::keys::top_slot;
 use crate::numbers::{self, Token};
 use crate::simd;
 use crate::strings;
@@ -1142,17 +1143,8 @@ impl<'a> Scanner<'a> {
                 return Ok(end);
             }
             let value = self.value(j)?;
-            let slot = match key {
-                b"ph" => &mut e.ph,
-                b"cat" => &mut e.cat,
-                b"name" => &mut e.name,
-                b"pid" => &mut e.pid,
-                b"tid" => &mut e.tid,
-                b"ts" => &mut e.ts,
-                b"dur" => &mut e.dur,
-                b"args" => &mut e.args,
-                b"id" => &mut e.id,
-                _ => return Ok(value.end),
+            let Some(slot) = top_slot!(e, key) else {
+                return Ok(value.end);
             };
             keep(slot, value)?;
             if noting {

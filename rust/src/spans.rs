@@ -13,6 +13,7 @@
 use std::collections::HashMap;
 use std::hash::Hasher;
 
+use crate::keys::top_slot;
 use crate::numbers::{self, Token};
 use crate::scan::{keep, refuse, Kind, Refused, Scan, Scanner, Val};
 
@@ -141,17 +142,8 @@ fn fields(s: &Scanner<'_>, i: usize) -> Scan<(Fields, usize)> {
             return Ok(end);
         }
         let value = s.value(j)?;
-        let slot = match key {
-            b"ph" => &mut e.ph,
-            b"cat" => &mut e.cat,
-            b"name" => &mut e.name,
-            b"pid" => &mut e.pid,
-            b"tid" => &mut e.tid,
-            b"ts" => &mut e.ts,
-            b"dur" => &mut e.dur,
-            b"id" => &mut e.id,
-            b"args" => &mut e.args,
-            _ => return Ok(value.end),
+        let Some(slot) = top_slot!(e, key) else {
+            return Ok(value.end);
         };
         keep(slot, value)?;
         Ok(value.end)
