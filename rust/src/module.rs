@@ -377,21 +377,31 @@ struct GzipReader {
 
 type InflatedBlock = (Vec<u8>, std::ops::Range<usize>, u64, u64);
 
-/// A step that ends the stream as (status, end, consumed, message) (see GzipReader.read).
-fn ended(step: inflate::Step) -> (&'static str, u64, u64, String) {
+/// How the stream ended: (status, end, consumed, message) (see GzipReader.read).
+type Ended = (&'static str, u64, u64, String);
+
+/// A step as the block it brings (all of its bytes at hand), or as how the stream ended.
+fn block(step: inflate::Step) -> Result<InflatedBlock, Ended> {
     match step {
-        inflate::Step::Block { end, consumed, .. } => ("", end, consumed, String::new()),
-        inflate::Step::End { after, consumed } => ("end", after, consumed, String::new()),
+        inflate::Step::Block {
+            data,
+            len,
+            end,
+            consumed,
+        } => Ok((data, 0..len, end, consumed)),
+        inflate::Step::End { after, consumed } => Err(("end", after, consumed, String::new())),
         inflate::Step::Truncated { after, consumed } => {
-            ("truncated", after, consumed, String::new())
+            Err(("truncated", after, consumed, String::new()))
         }
-        inflate::Step::Trailing { after, consumed } => ("trailing", after, consumed, String::new()),
+        inflate::Step::Trailing { after, consumed } => {
+            Err(("trailing", after, consumed, String::new()))
+        }
         inflate::Step::Corrupt {
             after,
             consumed,
             message,
-        } => ("corrupt", after, consumed, message),
-        inflate::Step::Io { message } => ("io", 0, 0, message),
+        } => Err(("corrupt", after, consumed, message)),
+        inflate::Step::Io { message } => Err(("io", 0, 0, message)),
     }
 }
 
@@ -417,19 +427,13 @@ impl GzipReader {
     /// "end", "truncated", "trailing", "corrupt" (``message``: zlib's) or "io" once it is over
     /// (``end``: the decompressed bytes so far).
     fn read<'py>(&self, py: Python<'py>) -> (&'static str, Bound<'py, PyBytes>, u64, u64, String) {
-        match self.next_step(py) {
-            inflate::Step::Block {
-                data,
-                len,
-                end,
-                consumed,
-            } => {
-                let block = PyBytes::new(py, data.get(..len).unwrap_or_default());
+        match self.next_block(py) {
+            Ok((data, left, end, consumed)) => {
+                let bytes = PyBytes::new(py, data.get(left).unwrap_or_default());
                 self.background().give_back(data);
-                ("", block, end, consumed, String::new())
+                ("", bytes, end, consumed, String::new())
             }
-            step => {
-                let (status, end, consumed, message) = ended(step);
+            Err((status, end, consumed, message)) => {
                 (status, PyBytes::new(py, b""), end, consumed, message)
             }
         }
@@ -445,16 +449,10 @@ impl GzipReader {
     ) -> PyResult<(&'static str, usize, u64, u64, String)> {
         let mut at_hand = self.at_hand.lock().unwrap_or_else(|e| e.into_inner());
         if at_hand.is_none() {
-            match self.next_step(py) {
-                inflate::Step::Block {
-                    data,
-                    len,
-                    end,
-                    consumed,
-                } => *at_hand = Some((data, 0..len, end, consumed)),
-                step => {
-                    let (status, end, consumed, message) = ended(step);
-                    return Ok((status, 0, end, consumed, message));
+            match self.next_block(py) {
+                Ok(inflated) => *at_hand = Some(inflated),
+                Err((status, end, consumed, message)) => {
+                    return Ok((status, 0, end, consumed, message))
                 }
             }
         }
@@ -489,15 +487,15 @@ impl GzipReader {
 }
 
 impl GzipReader {
-    /// The next step, waited for with the GIL released.
-    fn next_step(&self, py: Python<'_>) -> inflate::Step {
-        py.detach(|| {
+    /// The next block, or how the stream ended, waited for with the GIL released.
+    fn next_block(&self, py: Python<'_>) -> Result<InflatedBlock, Ended> {
+        block(py.detach(|| {
             catch_unwind(AssertUnwindSafe(|| self.background().next_step())).unwrap_or(
                 inflate::Step::Io {
                     message: "the inflate reader failed (a bug)".into(),
                 },
             )
-        })
+        }))
     }
 
     fn background(&self) -> std::sync::MutexGuard<'_, inflate::Background> {
