@@ -168,16 +168,21 @@ class TraceSource:
 
     def _plain(self) -> Iterator[bytes]:
         while True:
-            size = self.block_size
-            if self._limit is not None:
-                size = min(size, self._limit - self._raw.tell())
-                if size <= 0 and self._extend_limit():
-                    continue
+            size = self._room(self.block_size)
             block = self._raw.read(size) if size > 0 else b""
             if not block:
                 self._check_not_shorter()
                 return
             yield block
+
+    def _room(self, size: int) -> int:
+        """How many bytes of a plain file to read next, at most ``size``: 0 at the limit
+        (moved by ``final_limit`` first if it can be)."""
+        while self._limit is not None:
+            left = self._limit - self._raw.tell()
+            if left > 0 or not self._extend_limit():
+                return max(0, min(size, left))
+        return size
 
     def inflates_in_place(self) -> bool:
         """Whether read_into can inflate a gzip file (read from its start to its end, never
@@ -197,21 +202,15 @@ class TraceSource:
         limit), or a gzip file's (see inflates_in_place); 0 at the end."""
         if self.info.compressed:
             return self._inflate_into(into)
-        while True:
-            size = len(into)
-            if self._limit is not None:
-                size = min(size, self._limit - self._raw.tell())
-                if size <= 0 and self._extend_limit():
-                    continue
-            read = 0
-            if size > 0 and isinstance(self._raw, BufferedReader):  # a pipe has no readinto
-                with into[:size] as part:
-                    read = self._raw.readinto(part)
-            if not read:
-                self._check_not_shorter()
-                return 0
-            self.decompressed_bytes += read
-            return read
+        size, read = self._room(len(into)), 0
+        if size > 0 and isinstance(self._raw, BufferedReader):  # a pipe has no readinto
+            with into[:size] as part:
+                read = self._raw.readinto(part)
+        if not read:
+            self._check_not_shorter()
+            return 0
+        self.decompressed_bytes += read
+        return read
 
     def _inflate_into(self, into: memoryview) -> int:
         """The next inflated bytes into ``into`` (inflates_in_place): what blocks() gives,
@@ -223,8 +222,14 @@ class TraceSource:
         if status == "":
             return int(read)
         self._in_place_done = True
+        self._ended(status, end, why)
+        return 0
+
+    def _ended(self, status: str, end: int, why: str) -> None:
+        """The compiled inflater's end of the stream (``status`` not ""): a clean "end"
+        returns, any other raises as the Python path's inflater would."""
         if status == "end":
-            return 0
+            return
         if status == "corrupt":
             raise self._corrupt(why)
         if status == "trailing":
@@ -318,19 +323,10 @@ class TraceSource:
                 inflater.skip_before(self._start)
                 status, block, end, consumed, why = inflater.read()
                 self.decompressed_bytes, self.compressed_consumed = end, consumed
-                if status == "":
-                    yield block
-                elif status == "end":
+                if status != "":
+                    self._ended(status, end, why)
                     return
-                elif status == "corrupt":
-                    raise self._corrupt(why)
-                elif status == "trailing":
-                    raise self._trailing()
-                elif status == "truncated":
-                    self._check_not_shorter()
-                    raise TruncatedInput(end, "gzip stream ends early")
-                else:
-                    raise OSError(why)
+                yield block
         finally:
             inflater.close()
             self._inflater = None
