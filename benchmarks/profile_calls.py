@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 # Commands whose output is a file they write (no -f json): the output path goes in as -o.
-_FILE_OUTPUT = {"report": ".html", "export": ""}
+_FILE_OUTPUT = {"report": ".html", "export": "", "trim": ".json", "snapshot": ".json"}
 
 
 def _argv(command: str, traces: list[str], tmp: Path, extra: list[str], cold: bool) -> list[str]:

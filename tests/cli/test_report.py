@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import orjson
 import pytest
 from typer.testing import CliRunner
@@ -242,3 +243,24 @@ def test_ops_holding_memory_are_escaped(tmp_path: Path) -> None:
         assert name not in ours
         assert f"<td>{html_text(name)}</td>" in ours
     assert ours.count("<script") == 3
+
+
+def test_the_step_chart_names_each_rectangle_by_its_kernel() -> None:
+    from traceview.app.commands import ReadOptions, read_trace
+    from traceview.render.html.charts import label, step_work
+    from traceview.render.html.documents import ReportOptions, collect
+
+    docs = collect(read_trace(DEMO, ReadOptions(quiet=True), keep_cpu=True), ReportOptions())
+    work, figure = docs.step, step_work(docs)
+    assert work is not None and figure is not None
+    graph = np.zeros(len(work.ts), dtype=bool) if work.graph is None else work.graph
+    # the traces in the chart's order (category, then graph replays last), one name a kernel
+    expected = [
+        label(docs.names[n], 90)
+        for c in sorted(set(work.category.tolist()))
+        for replayed in (False, True)
+        for n in work.name[(work.category == c) & (graph == replayed)].tolist()
+    ]
+    shown = [name for bars in figure["data"] for name in bars["hovertext"]]
+    assert shown == expected
+    assert len(set(shown)) < len(shown)  # names repeat: each is labelled once, used again

@@ -273,7 +273,10 @@ def _rectangles(
     }
     if replayed:
         marker["pattern"] = {"shape": "/", "fgcolor": "#222", "solidity": 0.3}
-    names = [label(docs.names[n], 90) for n in work.name[mine].tolist()]
+    ids = work.name[mine]
+    shown = distinct(ids)  # each name labelled once, not once a kernel
+    labels = np.array([label(docs.names[n], 90) for n in shown.tolist()], dtype=object)
+    names = labels[np.searchsorted(shown, ids)].tolist()
     return {
         "type": "bar",
         "orientation": "h",
