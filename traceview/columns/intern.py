@@ -37,9 +37,12 @@ class Interner:
         """The ids of many values at once (int32), without a Python int each."""
         n = len(values)
         out = np.fromiter(map(self.ids.get, values, repeat(-1)), dtype=np.int32, count=n)
-        if n and out.min() < 0:  # new values: only those looked up again, one by one
-            for i in np.flatnonzero(out < 0).tolist():
-                out[i] = self.id(values[i])
+        if n and out.min() < 0:  # new values: each distinct one interned once, in order met
+            new = np.flatnonzero(out < 0).tolist()
+            found = {v: self.id(v) for v in dict.fromkeys(map(values.__getitem__, new))}
+            out[new] = np.fromiter(
+                map(found.__getitem__, map(values.__getitem__, new)), dtype=np.int32, count=len(new)
+            )
         return out
 
     def __len__(self) -> int:
