@@ -544,7 +544,7 @@ class _LeafKnown:
     def __init__(self, events: TraceEvents, links: OpLinks) -> None:
         self.events, self.links = events, links
         self.usable = links.leaf_shape is not None and len(links.leaf) == len(events.gpu.ts)
-        self.names = model_rule_names()
+        self.rule = _Picked(events, model_rule_names()).wanted  # per name id (and −1: False)
         self.width = len(events.shapes) + 1
         self.known: dict[int, bool] = {}
 
@@ -554,7 +554,7 @@ class _LeafKnown:
             return out
         assert self.links.leaf_shape is not None
         leaf, shape = self.links.leaf[rows], self.links.leaf_shape[rows]
-        has = np.flatnonzero((leaf >= 0) & (shape >= 0))
+        has = np.flatnonzero(self.rule[leaf] & (shape >= 0))  # a rule's op, with shapes
         key = leaf[has].astype(np.int64) * self.width + shape[has]
         used, inverse = np.unique(key, return_inverse=True)
         good = np.array([self._known(k) for k in used.tolist()], dtype=bool)
@@ -565,9 +565,7 @@ class _LeafKnown:
         if key not in self.known:
             name, shape = divmod(key, self.width)
             op = self.events.names[name]
-            self.known[key] = (
-                op in self.names and model_work(op, *self.events.shapes[shape]) is not None
-            )
+            self.known[key] = model_work(op, *self.events.shapes[shape]) is not None
         return self.known[key]
 
 
