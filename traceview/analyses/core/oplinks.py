@@ -166,9 +166,16 @@ class _Launches:
             starts = self.launch[first:stop]
             lo = _search_left(starts, ts[rows])
             at = np.minimum(lo, len(starts) - 1)
-            holding = (lo < len(starts)) & (starts[at] <= end[rows])
-            rows, lo = rows[holding], lo[holding]
-            hi = np.searchsorted(starts, end[rows], side="right")
+            ends = end[rows]
+            holding = (lo < len(starts)) & (starts[at] <= ends)
+            rows, lo, ends = rows[holding], lo[holding], ends[holding]
+            # each end's place is at or after its op's first launch and no later than the
+            # largest end's: searched among those launches only (a block's ops span a
+            # short time: a few launches, not the thread's all)
+            a = int(lo.min()) if len(lo) else 0
+            b = int(np.searchsorted(starts, ends.max(), side="right")) if len(ends) else 0
+            hi = np.searchsorted(starts[a:b], ends, side="right")
+            hi += a
             parts.append((lo + first, hi + first, rows))
         lo, hi, rows = (np.concatenate(c) for c in zip(*parts, strict=True))
         return lo, hi, rows
