@@ -68,29 +68,44 @@ def link_ops(
     if n < 2**31:
         by_launch = by_launch.astype(np.int32)
     keys = _Launches(thread[by_launch], launch[by_launch])
-    scratch = np.empty(n, dtype=np.int64)
-    leaf = _Best(n, True, scratch)
-    top = _Best(n, False, scratch) if with_top else None
+    # the best ops by the launch's place in by_launch (a block's launches are a few runs
+    # of it: its offers' scratch is that span, not one value per GPU row)
+    leaf = _Best(len(by_launch), True)
+    top = _Best(len(by_launch), False) if with_top else None
     for (op_thread, ts, end, name, shape), is_op in _op_chunks(events):
         if len(ts) == 0 or len(by_launch) == 0:
             continue
         lo, hi, holding = keys.inside(op_thread, ts, end, is_op)
         at, which = concat_ranges(lo, hi)  # every (op, launch it contains) pair
         which = holding[which]
-        row, ts, name, shape = by_launch[at], ts[which], name[which], shape[which]
+        ts, name, shape = ts[which], name[which], shape[which]
         dur = end[which] - ts
         ranked = rank[name]
-        leaf.offer(row, ts, dur, ranked, name, shape)
+        leaf.offer(at, ts, dur, ranked, name, shape)
         if top is not None:
-            top.offer(row, ts, dur, ranked, name, shape)
-    del keys, by_launch, scratch
+            top.offer(at, ts, dur, ranked, name, shape)
+    del keys
+    dtype = np.int64 if with_top else np.int32
+    leaf_name, leaf_shape = _per_row(n, by_launch, leaf, dtype)
     if top is None:
-        leaf_name, leaf_shape = leaf.taken(np.int32)
         return OpLinks(
             leaf_name, _all(n, NO_OP), thread, launch, launch_end, leaf_shape, _all(n, NO_SHAPE)
         )
-    (leaf_name, leaf_shape), (top_name, top_shape) = leaf.taken(), top.taken()
+    top_name, top_shape = _per_row(n, by_launch, top, dtype)
     return OpLinks(leaf_name, top_name, thread, launch, launch_end, leaf_shape, top_shape)
+
+
+def _per_row(
+    n: int, places: np.ndarray, best: _Best, dtype: type[np.integer[Any]]
+) -> tuple[np.ndarray, np.ndarray]:
+    """The name and shape ids of the ``best`` ops, kept by place, per GPU row (``places``:
+    each place's row); NO_OP and NO_SHAPE for rows without a place."""
+    name, shape = best.taken()
+    out_name = np.full(n, NO_OP, dtype=dtype)
+    out_name[places] = name
+    out_shape = np.full(n, NO_SHAPE, dtype=dtype)
+    out_shape[places] = shape
+    return out_name, out_shape
 
 
 def _all(n: int, value: int) -> np.ndarray:
@@ -105,10 +120,10 @@ def ops_around(
     thread whose closed window contains the time, chosen as a leaf op is (NO_OP when none, or
     when the thread is unknown: −1); ``skip``: per name id, ops not to choose. One pass over
     the CPU rows."""
-    best = _Best(len(at), True, np.empty(len(at), dtype=np.int64))
+    best = _Best(len(at), True)
     known = np.flatnonzero(thread >= 0)
     if len(known) == 0 or len(events.cpu) == 0:
-        return best.taken()[0]
+        return best.taken()[0].astype(np.int64)
     by_point = known[lex_order((at[known], thread[known]))]
     keys = SortedPairs(thread[by_point].astype(np.int64), at[by_point].astype(np.int64))
     rank = name_rank(events.names)
@@ -124,7 +139,7 @@ def ops_around(
         best.offer(
             by_point[where], ts[which], end[which] - ts[which], rank[name], name, shape[which]
         )
-    return best.taken()[0]
+    return best.taken()[0].astype(np.int64)
 
 
 class _Launches:
@@ -228,10 +243,11 @@ def _op_chunks(
 
 
 class _Best:
-    """Per GPU row, the best op offered so far: the innermost (largest ts, smallest dur,
-    smallest name) or the outermost (smallest ts, largest dur, smallest name)."""
+    """Per row (a GPU row, a launch's place, a point), the best op offered so far: the
+    innermost (largest ts, smallest dur, smallest name) or the outermost (smallest ts,
+    largest dur, smallest name)."""
 
-    def __init__(self, n: int, innermost: bool, scratch: np.ndarray) -> None:
+    def __init__(self, n: int, innermost: bool) -> None:
         self.sign = -1 if innermost else 1  # keys are minimised
         self.ts = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
         self.dur = np.zeros(n, dtype=np.int64)
@@ -239,7 +255,6 @@ class _Best:
         self.rank = np.zeros(n, dtype=np.int32)
         self.name = np.full(n, NO_OP, dtype=np.int32)
         self.shape = np.full(n, NO_SHAPE, dtype=np.int32)
-        self.scratch = scratch  # n int64, any values: first_minimal's per-row minima
 
     def offer(
         self,
@@ -254,7 +269,10 @@ class _Best:
         if len(row) == 0:
             return
         key_ts, key_dur = self.sign * ts, -self.sign * dur
-        first = first_minimal(row, (key_ts, key_dur, rank), self.scratch)
+        low = int(row.min())  # first_minimal's per-row minima: over the rows' span only
+        scratch = np.empty(int(row.max()) - low + 1, dtype=np.int64)
+        first = first_minimal(row - low if low else row, (key_ts, key_dur, rank), scratch)
+        del scratch
         row, key_ts, key_dur, rank, name, shape = (
             row[first], key_ts[first], key_dur[first], rank[first], name[first], shape[first]
         )  # fmt: skip
@@ -270,11 +288,10 @@ class _Best:
         self.rank[row], self.name[row] = rank[better], name[better]
         self.shape[row] = shape[better]
 
-    def taken(self, dtype: type[np.integer[Any]] = np.int64) -> tuple[np.ndarray, np.ndarray]:
-        """The best ops' name and shape ids per row, as ``dtype``; the keys are dropped
-        first."""
-        self.ts = self.dur = self.rank = self.scratch = np.empty(0, dtype=np.int64)
-        return self.name.astype(dtype, copy=False), self.shape.astype(dtype, copy=False)
+    def taken(self) -> tuple[np.ndarray, np.ndarray]:
+        """The best ops' name and shape ids per row (int32); the keys are dropped first."""
+        self.ts = self.dur = self.rank = np.empty(0, dtype=np.int64)
+        return self.name, self.shape
 
 
 def first_minimal(row: np.ndarray, keys: tuple[np.ndarray, ...], scratch: np.ndarray) -> np.ndarray:
