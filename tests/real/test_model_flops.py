@@ -5,17 +5,22 @@ missing or cover too little of the GPU time, MFU is not printed and the output s
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections import defaultdict
 from functools import cache
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import reference as ref
-from conftest import SHARED_TRACES
+from conftest import SHARED_TRACES, RealTrace
 from typer.testing import CliRunner
 
+from traceview.analyses.core.devices import launch_times
+from traceview.analyses.core.steps import Window, step_table
+from traceview.analyses.ops import model_flops
 from traceview.cli import app
 
 H200 = SHARED_TRACES / "h200"
@@ -254,3 +259,33 @@ def test_low_coverage_is_not_printed(tmp_path: Path) -> None:
     path = t.write(tmp_path / "u.json")
     out = json.loads(_run("summary", str(path), "-f", "json"))["mfu"]
     assert out["value"] is not None and out["coverage"] == 1.0
+
+
+def test_coverage_in_slices_is_the_members_figures(
+    real_trace: RealTrace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``_coverage`` a few GPU rows at a time (steps' memory) gives the figures of the
+    steps' members: on the trace's steps, and on windows back to back whose shared ends
+    are launch points (such a point is in both)."""
+    events = real_trace.events
+    if not len(events.gpu.ts):
+        pytest.skip("no GPU rows")
+    found = model_flops.linked(events)
+    launch = launch_times(events, found.links.launch)
+    points = np.unique(launch)
+    cuts = points[:: max(len(points) // 6, 1)].tolist()
+    kinds = [
+        [Window(r.cpu_start_ns, r.cpu_end_ns, r.gpu_only) for r in step_table(events)],
+        [Window(a, b, False) for a, b in itertools.pairwise(cuts)],
+        [Window(a, b, True) for a, b in itertools.pairwise(cuts)],
+    ]
+    for windows in kinds:
+        if not windows or not model_flops._in_slices(events, windows):
+            continue
+        args = (events, found.links, found.category, windows, launch)
+        monkeypatch.setattr(model_flops, "_SLICE_ROWS", 7)
+        sliced = model_flops._coverage(*args)
+        monkeypatch.setattr(model_flops, "_in_slices", lambda *_: False)
+        whole = model_flops._coverage(*args)
+        monkeypatch.undo()
+        assert [a.tolist() for a in sliced] == [a.tolist() for a in whole]

@@ -13,11 +13,12 @@ from conftest import RealTrace
 from hypothesis import given
 from hypothesis import strategies as st
 
+from traceview.analyses.core.devices import NO_LAUNCH
 from traceview.analyses.core.opcalls import OP_FIELDS, OpColumns
 from traceview.analyses.core.oplinks import NO_OP, _search_left, first_minimal, link_ops
 from traceview.analyses.core.prelaunch import PRELAUNCH_ROW
 from traceview.analyses.ops.view import GRAPH_NO_OP_ROW, NO_OP_ROW, OpOptions, analyse_ops
-from traceview.columns.cpu_rows import OP, ROW, ArrayRows, CpuRows, rows
+from traceview.columns.cpu_rows import NO_SHAPE, OP, ROW, ArrayRows, CpuRows, rows
 from traceview.columns.model import TraceEvents
 from traceview.columns.schema import KERNEL
 
@@ -155,3 +156,22 @@ def test_search_left_is_searchsorted(values: list[int], query: list[int], ordere
     at = np.array(sorted(query) if ordered else query, dtype=np.int64)
     want = np.searchsorted(sorted_values, at, side="left")
     assert _search_left(sorted_values, at).tolist() == want.tolist()
+
+
+def test_leaf_only_links_are_the_full_links_leaf(real_trace: RealTrace) -> None:
+    """``with_top=False`` (steps) keeps less, not other values: the leaf ops, their shapes,
+    the launches and their threads are those of the full links, also from the CPU rows
+    backwards (the searches by (correlation, start) and per op)."""
+    events = real_trace.events
+    if not len(events.gpu.ts):
+        pytest.skip("no GPU rows")
+    table = np.concatenate([np.zeros(0, dtype=ROW), *events.cpu.blocks()])
+    backwards = replace(events, cpu=CpuRows((ArrayRows(table[::-1].copy()),)))
+    for trace in (events, backwards):
+        want, got = link_ops(trace), link_ops(trace, with_top=False)
+        for field in ("leaf", "leaf_shape", "thread", "launch"):
+            assert getattr(got, field).tolist() == getattr(want, field).tolist(), field
+        n = len(events.gpu.ts)
+        assert got.top.tolist() == [NO_OP] * n
+        assert got.top_shape is not None and got.top_shape.tolist() == [NO_SHAPE] * n
+        assert got.launch_end.tolist() == [NO_LAUNCH] * n

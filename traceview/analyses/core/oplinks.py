@@ -17,14 +17,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from traceview.aggregate.order import concat_ranges, distinct, first_of_runs, lex_order
 from traceview.aggregate.sorted_pairs import SortedPairs
 from traceview.analyses.core.devices import NO_LAUNCH, first_calls, first_launch, name_rank
-from traceview.analyses.core.opcalls import OP_FIELDS, OpColumns
-from traceview.columns.cpu_rows import BLOCK_ROWS, NO_SHAPE, OP
+from traceview.analyses.core.opcalls import OP_FIELDS
+from traceview.columns.cpu_rows import NO_SHAPE, OP
 from traceview.columns.model import TraceEvents
 
 NO_OP = -1
@@ -43,49 +44,73 @@ class OpLinks:
     launch_end: np.ndarray
     leaf_shape: np.ndarray | None = None
     top_shape: np.ndarray | None = None
-    ops: tuple[np.ndarray, ...] | None = None  # the CPU ops' OP_FIELDS, when kept (keep_ops)
 
 
 def link_ops(
     events: TraceEvents,
     rank: np.ndarray | None = None,
-    keep_ops: bool = False,
     on_block: Callable[[np.ndarray], None] | None = None,
     with_top: bool = True,
 ) -> OpLinks:
     """The OpLinks of every GPU row (empty links when the trace has no CPU rows); ``rank`` is
-    ``name_rank(events.names)`` when the caller has it already. With ``keep_ops``, the CPU
-    rows are read once: the ops' columns are gathered in the pass that finds the launches,
-    linked from memory and kept in ``ops`` (for op_calls). ``on_block``: given every block
-    of CPU rows in the pass that finds the launches (a caller's own pass, saved);
-    ``with_top=False``: the top ops are not looked for (``top`` all NO_OP)."""
+    ``name_rank(events.names)`` when the caller has it already. ``on_block``: given every
+    block of CPU rows in the pass that finds the launches (a caller's own pass, saved);
+    ``with_top=False``: the leaf ops alone, in less memory: the top ops are not looked for
+    (``top`` all NO_OP, ``top_shape`` all NO_SHAPE), nor the launches' ends kept
+    (``launch_end`` all NO_LAUNCH); ``leaf``, ``leaf_shape`` and ``thread`` int32."""
     n = len(events.gpu.ts)
     launch = first_launch(events)
-    gathered = OpColumns(len(events.cpu)) if keep_ops else None
-    thread, launch_end = launch_threads(events, launch, gathered, on_block)
+    thread, launch_end = launch_threads(events, launch, on_block, with_end=with_top)
     rank = name_rank(events.names) if rank is None else rank
-    scratch = np.empty(n, dtype=np.int64)
-    leaf, top = _Best(n, True, scratch), _Best(n, False, scratch)
     known = np.flatnonzero(thread >= 0)
     by_launch = known[lex_order((launch[known], thread[known]))]
     del known
+    if n < 2**31:
+        by_launch = by_launch.astype(np.int32)
     keys = _Launches(thread[by_launch], launch[by_launch])
-    ops = None if gathered is None else gathered.columns()
-    for (op_thread, ts, end, name, shape), is_op in _op_chunks(events, ops):
+    # the best ops by the launch's place in by_launch (a block's launches are a few runs
+    # of it: its offers' scratch is that span, not one value per GPU row)
+    leaf = _Best(len(by_launch), True)
+    top = _Best(len(by_launch), False) if with_top else None
+    for (op_thread, ts, end, name, shape), is_op in _op_chunks(events):
         if len(ts) == 0 or len(by_launch) == 0:
             continue
         lo, hi, holding = keys.inside(op_thread, ts, end, is_op)
         at, which = concat_ranges(lo, hi)  # every (op, launch it contains) pair
         which = holding[which]
-        row, ts, name, shape = by_launch[at], ts[which], name[which], shape[which]
+        ts, name, shape = ts[which], name[which], shape[which]
         dur = end[which] - ts
         ranked = rank[name]
-        leaf.offer(row, ts, dur, ranked, name, shape)
-        if with_top:
-            top.offer(row, ts, dur, ranked, name, shape)
-    del keys, by_launch, scratch
-    (leaf_name, leaf_shape), (top_name, top_shape) = leaf.taken(), top.taken()
-    return OpLinks(leaf_name, top_name, thread, launch, launch_end, leaf_shape, top_shape, ops)
+        leaf.offer(at, ts, dur, ranked, name, shape)
+        if top is not None:
+            top.offer(at, ts, dur, ranked, name, shape)
+    del keys
+    dtype = np.int64 if with_top else np.int32
+    leaf_name, leaf_shape = _per_row(n, by_launch, leaf, dtype)
+    if top is None:
+        return OpLinks(
+            leaf_name, _all(n, NO_OP), thread, launch, launch_end, leaf_shape, _all(n, NO_SHAPE)
+        )
+    top_name, top_shape = _per_row(n, by_launch, top, dtype)
+    return OpLinks(leaf_name, top_name, thread, launch, launch_end, leaf_shape, top_shape)
+
+
+def _per_row(
+    n: int, places: np.ndarray, best: _Best, dtype: type[np.integer[Any]]
+) -> tuple[np.ndarray, np.ndarray]:
+    """The name and shape ids of the ``best`` ops, kept by place, per GPU row (``places``:
+    each place's row); NO_OP and NO_SHAPE for rows without a place."""
+    name, shape = best.taken()
+    out_name = np.full(n, NO_OP, dtype=dtype)
+    out_name[places] = name
+    out_shape = np.full(n, NO_SHAPE, dtype=dtype)
+    out_shape[places] = shape
+    return out_name, out_shape
+
+
+def _all(n: int, value: int) -> np.ndarray:
+    """``n`` int64 ``value``s, read-only, in no memory of their own."""
+    return np.broadcast_to(np.int64(value), (n,))
 
 
 def ops_around(
@@ -95,15 +120,15 @@ def ops_around(
     thread whose closed window contains the time, chosen as a leaf op is (NO_OP when none, or
     when the thread is unknown: −1); ``skip``: per name id, ops not to choose. One pass over
     the CPU rows."""
-    best = _Best(len(at), True, np.empty(len(at), dtype=np.int64))
+    best = _Best(len(at), True)
     known = np.flatnonzero(thread >= 0)
     if len(known) == 0 or len(events.cpu) == 0:
-        return best.taken()[0]
+        return best.taken()[0].astype(np.int64)
     by_point = known[lex_order((at[known], thread[known]))]
     keys = SortedPairs(thread[by_point].astype(np.int64), at[by_point].astype(np.int64))
     rank = name_rank(events.names)
-    for columns, is_op in _op_chunks(events, None):
-        op_thread, ts, end, name, shape = (c if is_op is None else c[is_op] for c in columns)
+    for columns, is_op in _op_chunks(events):
+        op_thread, ts, end, name, shape = (c[is_op] for c in columns)
         if skip is not None:
             keep = ~skip[name]
             op_thread, ts, end, name, shape = (c[keep] for c in (op_thread, ts, end, name, shape))
@@ -114,7 +139,7 @@ def ops_around(
         best.offer(
             by_point[where], ts[which], end[which] - ts[which], rank[name], name, shape[which]
         )
-    return best.taken()[0]
+    return best.taken()[0].astype(np.int64)
 
 
 class _Launches:
@@ -125,14 +150,18 @@ class _Launches:
     _MAX_THREADS = 8  # a pass over each block per thread: beyond this many, the pairs
 
     def __init__(self, thread: np.ndarray, launch: np.ndarray) -> None:
-        self.pairs = SortedPairs(thread, launch)
         self.launch = launch
         threads = distinct(thread)
-        self.threads: list[int] | None = None
+        self.threads: list[int] = []
+        self.first: list[int] = []
+        self.stop: list[int] = []
+        self.pairs: SortedPairs | None = None  # only with many threads (8 bytes a launch)
         if len(threads) <= self._MAX_THREADS:
             self.threads = threads.tolist()
             self.first = np.searchsorted(thread, threads, side="left").tolist()
             self.stop = np.searchsorted(thread, threads, side="right").tolist()
+        else:
+            self.pairs = SortedPairs(thread, launch)
 
     def inside(
         self, thread: np.ndarray, ts: np.ndarray, end: np.ndarray, is_op: np.ndarray | None
@@ -141,7 +170,7 @@ class _Launches:
         (``holding``, their positions, in order per thread), the range [lo, hi) of the
         launches they contain: half the ops contain none, known from the first launch at or
         after their start, so only the others are searched for their end."""
-        if self.threads is None:
+        if self.pairs is not None:
             return _launches_inside(self.pairs, thread, ts, end, is_op)
         parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         for t, first, stop in zip(self.threads, self.first, self.stop, strict=True):
@@ -152,9 +181,16 @@ class _Launches:
             starts = self.launch[first:stop]
             lo = _search_left(starts, ts[rows])
             at = np.minimum(lo, len(starts) - 1)
-            holding = (lo < len(starts)) & (starts[at] <= end[rows])
-            rows, lo = rows[holding], lo[holding]
-            hi = np.searchsorted(starts, end[rows], side="right")
+            ends = end[rows]
+            holding = (lo < len(starts)) & (starts[at] <= ends)
+            rows, lo, ends = rows[holding], lo[holding], ends[holding]
+            # each end's place is at or after its op's first launch and no later than the
+            # largest end's: searched among those launches only (a block's ops span a
+            # short time: a few launches, not the thread's all)
+            a = int(lo.min()) if len(lo) else 0
+            b = int(np.searchsorted(starts, ends.max(), side="right")) if len(ends) else 0
+            hi = np.searchsorted(starts[a:b], ends, side="right")
+            hi += a
             parts.append((lo + first, hi + first, rows))
         lo, hi, rows = (np.concatenate(c) for c in zip(*parts, strict=True))
         return lo, hi, rows
@@ -199,23 +235,19 @@ def _launches_inside(
 
 
 def _op_chunks(
-    events: TraceEvents, ops: tuple[np.ndarray, ...] | None
-) -> Iterator[tuple[tuple[np.ndarray, ...], np.ndarray | None]]:
-    """The CPU rows' OP_FIELDS a block at a time, and which of them are ops (None: all):
-    from ``ops`` when held, else read (every row, the ops marked)."""
-    if ops is not None:
-        for start in range(0, len(ops[0]), BLOCK_ROWS):
-            yield tuple(column[start : start + BLOCK_ROWS] for column in ops), None
-        return
+    events: TraceEvents,
+) -> Iterator[tuple[tuple[np.ndarray, ...], np.ndarray]]:
+    """The CPU rows' OP_FIELDS a block at a time (every row), and which of them are ops."""
     for block in events.cpu.blocks():
         yield tuple(block[field] for field in OP_FIELDS), block["correlation"] == OP
 
 
 class _Best:
-    """Per GPU row, the best op offered so far: the innermost (largest ts, smallest dur,
-    smallest name) or the outermost (smallest ts, largest dur, smallest name)."""
+    """Per row (a GPU row, a launch's place, a point), the best op offered so far: the
+    innermost (largest ts, smallest dur, smallest name) or the outermost (smallest ts,
+    largest dur, smallest name)."""
 
-    def __init__(self, n: int, innermost: bool, scratch: np.ndarray) -> None:
+    def __init__(self, n: int, innermost: bool) -> None:
         self.sign = -1 if innermost else 1  # keys are minimised
         self.ts = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
         self.dur = np.zeros(n, dtype=np.int64)
@@ -223,7 +255,6 @@ class _Best:
         self.rank = np.zeros(n, dtype=np.int32)
         self.name = np.full(n, NO_OP, dtype=np.int32)
         self.shape = np.full(n, NO_SHAPE, dtype=np.int32)
-        self.scratch = scratch  # n int64, any values: first_minimal's per-row minima
 
     def offer(
         self,
@@ -238,7 +269,10 @@ class _Best:
         if len(row) == 0:
             return
         key_ts, key_dur = self.sign * ts, -self.sign * dur
-        first = first_minimal(row, (key_ts, key_dur, rank), self.scratch)
+        low = int(row.min())  # first_minimal's per-row minima: over the rows' span only
+        scratch = np.empty(int(row.max()) - low + 1, dtype=np.int64)
+        first = first_minimal(row - low if low else row, (key_ts, key_dur, rank), scratch)
+        del scratch
         row, key_ts, key_dur, rank, name, shape = (
             row[first], key_ts[first], key_dur[first], rank[first], name[first], shape[first]
         )  # fmt: skip
@@ -255,9 +289,9 @@ class _Best:
         self.shape[row] = shape[better]
 
     def taken(self) -> tuple[np.ndarray, np.ndarray]:
-        """The best ops' name and shape ids per row, int64; the keys are dropped first."""
-        self.ts = self.dur = self.rank = self.scratch = np.empty(0, dtype=np.int64)
-        return self.name.astype(np.int64), self.shape.astype(np.int64)
+        """The best ops' name and shape ids per row (int32); the keys are dropped first."""
+        self.ts = self.dur = self.rank = np.empty(0, dtype=np.int64)
+        return self.name, self.shape
 
 
 def first_minimal(row: np.ndarray, keys: tuple[np.ndarray, ...], scratch: np.ndarray) -> np.ndarray:
@@ -281,22 +315,24 @@ def first_minimal(row: np.ndarray, keys: tuple[np.ndarray, ...], scratch: np.nda
 def launch_threads(
     events: TraceEvents,
     launch: np.ndarray,
-    gathered: OpColumns | None = None,
     on_block: Callable[[np.ndarray], None] | None = None,
+    with_end: bool = True,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per GPU row, the thread and end of its launching runtime call (the first in the file
-    among calls with its correlation starting at its launch), else −1 and NO_LAUNCH; the
-    ops' columns gathered on the way when ``gathered`` is given, and every block given to
-    ``on_block``."""
+    among calls with its correlation starting at its launch), else −1 and NO_LAUNCH; every
+    block given to ``on_block`` on the way. ``with_end=False``: the ends are not kept (all
+    NO_LAUNCH) and the threads are int32."""
     gpu = events.gpu
-    thread = np.full(len(gpu.ts), -1, dtype=np.int64)
-    end = np.full(len(gpu.ts), NO_LAUNCH, dtype=np.int64)
+    n = len(gpu.ts)
+    if len(events.cpu) == 0 or (on_block is None and bool((launch == NO_LAUNCH).all())):
+        thread = np.full(n, -1, dtype=np.int64 if with_end else np.int32)
+        return thread, (np.full(n, NO_LAUNCH, dtype=np.int64) if with_end else _all(n, NO_LAUNCH))
+    found = _calls_in_order(events, launch, on_block, with_end)
+    if found is not None:
+        return found
+    thread = np.full(n, -1, dtype=np.int64)  # the blocks were given: match them again
+    end = np.full(n, NO_LAUNCH, dtype=np.int64)
     rows = np.flatnonzero(launch != NO_LAUNCH)
-    if (len(rows) == 0 and gathered is None and on_block is None) or len(events.cpu) == 0:
-        return thread, end
-    if _calls_in_order(events, rows, thread, end, gathered, on_block):
-        return thread, end
-    thread[:], end[:] = -1, NO_LAUNCH  # the blocks were gathered and given: match them again
     by_key = rows[lex_order((launch[rows], gpu.correlation[rows]))]
     keys = SortedPairs(gpu.correlation[by_key], launch[by_key])
     for block in events.cpu.blocks():
@@ -310,41 +346,35 @@ def launch_threads(
         first = order[first_of_runs(target[order])]
         thread[target[first]] = calls["thread"][which[first]]
         end[target[first]] = calls["end"][which[first]]
+    if not with_end:
+        return thread.astype(np.int32), _all(n, NO_LAUNCH)
     return thread, end
+
+
+_ROWS_AT_ONCE = 1 << 16  # GPU rows looked up at once: the look-up's temporaries stay small
 
 
 def _calls_in_order(
     events: TraceEvents,
-    rows: np.ndarray,
-    thread: np.ndarray,
-    end: np.ndarray,
-    gathered: OpColumns | None,
+    launch: np.ndarray,
     on_block: Callable[[np.ndarray], None] | None,
-) -> bool:
-    """``launch_threads`` of ``rows`` (the GPU rows with a launch) into ``thread`` and
-    ``end``, in one pass that also gathers and gives every block; False when the CPU rows'
-    runtime calls are not ``events.runtime``'s, one for one in order (then some of
-    ``thread`` and ``end`` may be set).
+    with_end: bool,
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """``launch_threads``, in one pass that also gives every block; None when the CPU rows'
+    runtime calls are not ``events.runtime``'s, one for one in order.
 
     A read keeps every call both ways, in file order, so a row's launching call is the
-    one at the index ``first_calls`` gives: its thread and end are taken where the pass
-    meets it, with no search by (correlation, start) — checked on every call.
+    one at the index ``first_calls`` gives: each call's thread and end are taken where the
+    pass meets it (checked on every call), then looked up per GPU row by that index, with
+    no search by (correlation, start).
     """
     runtime = events.runtime
-    ids, first = first_calls(events)
-    if len(ids):
-        at = np.searchsorted(ids, events.gpu.correlation[rows])  # found: the rows have a launch
-        call = at if first is None else first[at]
-    else:
-        call = np.zeros(0, dtype=np.int64)
-    order = np.argsort(call, kind="stable")
-    call, rows = call[order], rows[order]
-    del order
+    count = len(runtime.correlation)
+    call_thread = np.empty(count, dtype=np.int32)
+    call_end = np.empty(count, dtype=np.int64) if with_end else None
     seen = 0  # the calls met so far
     same = True
     for block in events.cpu.blocks():
-        if gathered is not None:
-            gathered.add(block)
         if on_block is not None:
             on_block(block)
         if not same:
@@ -353,14 +383,32 @@ def _calls_in_order(
         at = np.flatnonzero(correlation >= 0)
         upto = seen + len(at)
         same = (
-            upto <= len(runtime.correlation)
+            upto <= count
             and bool((correlation[at] == runtime.correlation[seen:upto]).all())
             and bool((block["ts"][at] == runtime.ts[seen:upto]).all())
         )
         if same:
-            lo, hi = np.searchsorted(call, (seen, upto))
-            mine = at[call[lo:hi] - seen]
-            thread[rows[lo:hi]] = block["thread"][mine]
-            end[rows[lo:hi]] = block["end"][mine]
+            call_thread[seen:upto] = block["thread"][at]
+            if call_end is not None:
+                call_end[seen:upto] = block["end"][at]
         seen = upto
-    return same and seen == len(runtime.correlation)
+    if not (same and seen == count):
+        return None
+    n = len(launch)
+    thread = np.full(n, -1, dtype=np.int64 if with_end else np.int32)
+    end = np.full(n, NO_LAUNCH, dtype=np.int64) if with_end else _all(n, NO_LAUNCH)
+    ids, first = first_calls(events)
+    if len(ids) == 0:
+        return thread, end
+    correlation = events.gpu.correlation
+    for start in range(0, n, _ROWS_AT_ONCE):
+        stop = start + _ROWS_AT_ONCE
+        rows = np.flatnonzero(launch[start:stop] != NO_LAUNCH)
+        call = np.searchsorted(ids, correlation[start:stop][rows])  # found: they have a launch
+        if first is not None:
+            call = first[call]
+        rows += start
+        thread[rows] = call_thread[call]
+        if call_end is not None:
+            end[rows] = call_end[call]
+    return thread, end

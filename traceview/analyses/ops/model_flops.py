@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -241,8 +241,9 @@ def trace_peaks(events: TraceEvents, peaks_file: Path | None) -> tuple[Peaks | N
 @dataclass(frozen=True)
 class Linked:
     """What ``steps_model_flops`` needs from the CPU rows, all of it found in the one pass
-    that links the ops' launches: the links (without the top ops), the categories, the
-    model-FLOPs ops' and the ``aten::embedding`` calls' rows."""
+    that links the ops' launches: the links (without the top ops: nor the launches' threads
+    and ends, see ``linked``), the categories, the model-FLOPs ops' and the
+    ``aten::embedding`` calls' rows."""
 
     links: OpLinks
     category: np.ndarray
@@ -258,7 +259,9 @@ def linked(
 ) -> Linked:
     """The Linked of ``events``; ``on_block``: given every block of CPU rows of that pass
     too (a caller's own pass, saved); ``rank``: ``name_rank(events.names)`` when the caller
-    has it; ``with_top``: the top ops linked too (steps use the leaf ops only)."""
+    has it; ``with_top``: the top ops linked too (steps use the leaf ops only); without
+    them the links keep no launch threads (all −1) nor ends (``link_ops``) and the
+    categories are int8."""
     calls = _Picked(events, model_rule_names())
     embeddings = _Picked(events, {EMBEDDING})
     wanted = optimizer_step_names(events.names)
@@ -277,6 +280,9 @@ def linked(
 
     links = link_ops(events, rank, on_block=seen, with_top=with_top)
     category = categorize(events, links, np.concatenate(spans) if spans else np.zeros(0, ROW))
+    if not with_top:  # the leaf ops alone: what steps keep to the end, narrowed
+        category = category.astype(np.int8)  # CATEGORIES: fewer than 128
+        links = replace(links, thread=np.broadcast_to(np.int32(-1), links.thread.shape))
     return Linked(links, category, calls.rows(), embeddings.rows())
 
 
@@ -457,11 +463,14 @@ def _coverage(
     known_ns = np.zeros(len(windows), dtype=np.int64)
     if not windows or n == 0:
         return kernel_ns, known_ns
+    matmul = np.array([c in MATMUL_CATEGORIES for c in CATEGORIES])
+    leaf_known = _LeafKnown(events, links)
+    if _in_slices(events, windows):
+        return _coverage_in_slices(events, windows, launch, matmul, category, leaf_known)
     member, owner = StepRows(events, np.arange(n, dtype=np.int64), launch).members(windows)
     kernel = gpu.kind[member] == KERNEL
     member, owner = member[kernel], owner[kernel]
-    matmul = np.array([c in MATMUL_CATEGORIES for c in CATEGORIES])[category[member]]
-    known = ~matmul | _leaf_known(events, links)[member]
+    known = ~matmul[category[member]] | leaf_known(member)
     dur = gpu.dur[member]
     kernel_ns += np.bincount(owner, weights=dur, minlength=len(windows)).astype(np.int64)
     known_ns += np.bincount(owner[known], weights=dur[known], minlength=len(windows)).astype(
@@ -470,26 +479,94 @@ def _coverage(
     return kernel_ns, known_ns
 
 
-def _leaf_known(events: TraceEvents, links: OpLinks) -> np.ndarray:
-    """Per GPU row: its leaf op's model FLOPs are known from the op's shapes."""
-    n = len(events.gpu.ts)
-    if links.leaf_shape is None or len(links.leaf) != n:
-        return np.zeros(n, dtype=bool)
-    width = len(events.shapes) + 1
-    has = links.leaf >= 0
-    key = np.where(has, links.leaf.astype(np.int64) * width + links.leaf_shape + 1, -1)
-    names = model_rule_names()
-    used, inverse = dense_ids(key[has], int(len(events.names) * width) or 1)
-    good = np.zeros(len(used), dtype=bool)
-    for i, k in enumerate(used.tolist()):
-        name, shape = divmod(k, width)
-        op = events.names[name]
-        good[i] = (
-            op in names and shape > 0 and model_work(op, *events.shapes[shape - 1]) is not None
-        )
-    out = np.zeros(n, dtype=bool)
-    out[has] = good[inverse]
-    return out
+_SLICE_ROWS = 1 << 16  # GPU rows at once in _coverage_in_slices
+
+
+def _in_slices(events: TraceEvents, windows: list[Window]) -> bool:
+    """Whether ``_coverage_in_slices`` gives ``_coverage``'s figures: windows of one kind,
+    in strictly increasing starts, each ending no later than the next starts (ProfilerSteps,
+    serving markers one after another), so a point lies in one window, or two back to back;
+    and durations small enough that every sum in float64 is exact whatever its order."""
+    if len({w.gpu_only for w in windows}) != 1:
+        return False
+    starts = np.array(sorted(w.start_ns for w in windows), dtype=np.int64)
+    ends = np.array([w.end_ns for w in sorted(windows, key=lambda w: w.start_ns)], np.int64)
+    if not (bool((starts[1:] > starts[:-1]).all()) and bool((ends[:-1] <= starts[1:]).all())):
+        return False
+    dur = events.gpu.dur
+    largest = max(abs(int(dur.min())), abs(int(dur.max())))
+    return largest * (len(dur) + 1) < 2**53
+
+
+def _coverage_in_slices(
+    events: TraceEvents,
+    windows: list[Window],
+    launch: np.ndarray,
+    matmul: np.ndarray,
+    category: np.ndarray,
+    leaf_known: _LeafKnown,
+) -> tuple[np.ndarray, np.ndarray]:
+    """``_coverage`` when ``_in_slices``: the GPU rows a slice at a time, each placed by a
+    binary search among the windows' starts (and in the window before too when it lies on
+    its end), so no array as long as the GPU rows is made."""
+    gpu = events.gpu
+    order = np.argsort([w.start_ns for w in windows], kind="stable")
+    starts = np.array([windows[i].start_ns for i in order], dtype=np.int64)
+    ends = np.array([windows[i].end_ns for i in order], dtype=np.int64)
+    source = gpu.ts if windows[0].gpu_only else launch
+    kernel_ns = np.zeros(len(windows), dtype=np.int64)
+    known_ns = np.zeros(len(windows), dtype=np.int64)
+    for start in range(0, len(gpu.ts), _SLICE_ROWS):
+        stop = start + _SLICE_ROWS
+        point = source[start:stop]
+        at = np.searchsorted(starts, point, side="right") - 1  # the last start <= point
+        kernel = (gpu.kind[start:stop] == KERNEL) & (at >= 0)
+        np.maximum(at, 0, out=at)
+        inside = np.flatnonzero(kernel & (point <= ends[at]))
+        # on the end of the window before (which ends as this one starts): in both
+        edge = np.flatnonzero(kernel & (at >= 1) & (point == ends[np.maximum(at - 1, 0)]))
+        for rows, owner in ((inside, order[at[inside]]), (edge, order[at[edge] - 1])):
+            if len(rows) == 0:
+                continue
+            dur = gpu.dur[start:stop][rows]
+            known = ~matmul[category[start:stop][rows]] | leaf_known(rows + start)
+            kernel_ns += np.bincount(owner, weights=dur, minlength=len(windows)).astype(np.int64)
+            known_ns += np.bincount(
+                owner[known], weights=dur[known], minlength=len(windows)
+            ).astype(np.int64)
+    return kernel_ns, known_ns
+
+
+class _LeafKnown:
+    """Per GPU row (of those asked): its leaf op's model FLOPs are known from the op's
+    shapes; each (op, shape) pair worked out once."""
+
+    def __init__(self, events: TraceEvents, links: OpLinks) -> None:
+        self.events, self.links = events, links
+        self.usable = links.leaf_shape is not None and len(links.leaf) == len(events.gpu.ts)
+        self.rule = _Picked(events, model_rule_names()).wanted  # per name id (and −1: False)
+        self.width = len(events.shapes) + 1
+        self.known: dict[int, bool] = {}
+
+    def __call__(self, rows: np.ndarray) -> np.ndarray:
+        out = np.zeros(len(rows), dtype=bool)
+        if not self.usable or len(rows) == 0:
+            return out
+        assert self.links.leaf_shape is not None
+        leaf, shape = self.links.leaf[rows], self.links.leaf_shape[rows]
+        has = np.flatnonzero(self.rule[leaf] & (shape >= 0))  # a rule's op, with shapes
+        key = leaf[has].astype(np.int64) * self.width + shape[has]
+        used, inverse = np.unique(key, return_inverse=True)
+        good = np.array([self._known(k) for k in used.tolist()], dtype=bool)
+        out[has] = good[inverse.reshape(-1)]
+        return out
+
+    def _known(self, key: int) -> bool:
+        if key not in self.known:
+            name, shape = divmod(key, self.width)
+            op = self.events.names[name]
+            self.known[key] = model_work(op, *self.events.shapes[shape]) is not None
+        return self.known[key]
 
 
 def _tokens(
