@@ -542,12 +542,13 @@ impl<T: Span, const K: usize, const S: usize, const W: usize> Ways<T, K, S, W> {
     fn set(t: &[u8], i: usize) -> Option<usize> {
         let key = t.get(i..)?.first_chunk::<K>()?;
         let mut hash = 0u64;
-        for (n, word) in key.chunks_exact(8).enumerate() {
+        for word in key.chunks_exact(8) {
             let mut w = [0u8; 8];
             w.copy_from_slice(word);
-            hash ^= u64::from_le_bytes(w).rotate_left(21 * n as u32);
+            hash =
+                (hash.rotate_left(21) ^ u64::from_le_bytes(w)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
         }
-        Some((hash.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - S.trailing_zeros())) as usize)
+        Some((hash >> (64 - S.trailing_zeros())) as usize)
     }
 
     /// The most recent entry of the set of `i` whose bytes are those at `i` and that `hit`
