@@ -516,78 +516,105 @@ struct Walked {
     outer: u32,
 }
 
-/// Sets of MEMO_WAYS walked values, by a hash of their first MEMO_KEY bytes.
-const MEMO_SETS: usize = 512;
-const MEMO_WAYS: usize = 4;
-const MEMO_KEY: usize = 24;
-
-/// The objects and arrays of a chunk already walked, most recent first in each set. An
-/// object or array is a function of its own bytes alone (its walk reads none past its
-/// closing bracket): bytes equal to an accepted one at the same depth are the same value,
-/// with the same end, so it is not walked again. An op's args repeat their shapes and types
-/// (~98% of the array values of the big trace's chunks are repeats; this finds ~90%).
-struct Memo {
-    sets: Box<[[Walked; MEMO_WAYS]; MEMO_SETS]>,
+/// A set-associative cache over a chunk's bytes: `W` entries in each of `S` sets, an entry's
+/// set chosen by a hash of the first `K` bytes it starts with, most recent first in each set.
+/// An entry is a span of the chunk (`Span`) found again where the same bytes come (with
+/// what its user asks besides). Memo and Heads are two.
+struct Ways<T, const K: usize, const S: usize, const W: usize> {
+    sets: Box<[[T; W]; S]>,
 }
 
-impl Default for Memo {
+/// An entry of `Ways`: where its bytes lie in the chunk (`len` 0: none).
+trait Span: Copy + Default {
+    fn span(&self) -> (usize, usize);
+}
+
+impl<T: Span, const K: usize, const S: usize, const W: usize> Default for Ways<T, K, S, W> {
     fn default() -> Self {
-        Memo {
-            sets: Box::new([[Walked::default(); MEMO_WAYS]; MEMO_SETS]),
+        Ways {
+            sets: Box::new([[T::default(); W]; S]),
         }
     }
 }
 
-impl Memo {
-    /// The set of a value at `i`, None near the end of the text or past u32 offsets.
+impl<T: Span, const K: usize, const S: usize, const W: usize> Ways<T, K, S, W> {
+    /// The set of what starts at `i`: None near the end of the text.
     #[inline(always)]
     fn set(t: &[u8], i: usize) -> Option<usize> {
-        u32::try_from(i + MEMO_KEY).ok()?;
-        let key = t.get(i..)?.first_chunk::<MEMO_KEY>()?;
-        let word = |n: usize| {
+        let key = t.get(i..)?.first_chunk::<K>()?;
+        let mut hash = 0u64;
+        for word in key.chunks_exact(8) {
             let mut w = [0u8; 8];
-            w.copy_from_slice(&key[8 * n..8 * n + 8]);
-            u64::from_le_bytes(w)
-        };
-        let hash = (word(0) ^ word(1).rotate_left(21) ^ word(2).rotate_left(42))
-            .wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        Some((hash >> (64 - MEMO_SETS.trailing_zeros())) as usize)
+            w.copy_from_slice(word);
+            hash =
+                (hash.rotate_left(21) ^ u64::from_le_bytes(w)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+        Some((hash >> (64 - S.trailing_zeros())) as usize)
     }
 
-    /// The end of the value at `i` if its bytes are those of one walked at this depth.
+    /// The most recent entry of the set of `i` whose bytes are those at `i` and that `hit`
+    /// takes, made the most recent.
     #[inline(always)]
-    fn find(&mut self, t: &[u8], i: usize, outer: usize) -> Option<usize> {
+    fn find(&mut self, t: &[u8], i: usize, hit: impl Fn(&T) -> bool) -> Option<&T> {
         let set = self.sets.get_mut(Self::set(t, i)?)?;
-        for n in 0..MEMO_WAYS {
-            let w = set[n];
-            let (start, len) = (w.start as usize, w.len as usize);
+        for n in 0..W {
+            let w = &set[n];
+            let (start, len) = w.span();
             if len > 0
-                && w.outer as usize == outer
+                && hit(w)
                 && t.get(i..i + len)
                     .is_some_and(|v| Some(v) == t.get(start..start + len))
             {
                 set[..=n].rotate_right(1);
-                return Some(i + len);
+                return Some(&set[0]);
             }
         }
         None
     }
 
+    /// Keep `entry`, of the bytes at `i`, as the most recent of its set.
+    #[inline(always)]
+    fn keep(&mut self, t: &[u8], i: usize, entry: T) {
+        if let Some(set) = Self::set(t, i).and_then(|n| self.sets.get_mut(n)) {
+            set.rotate_right(1);
+            set[0] = entry;
+        }
+    }
+}
+
+impl Span for Walked {
+    #[inline(always)]
+    fn span(&self) -> (usize, usize) {
+        (self.start as usize, self.len as usize)
+    }
+}
+
+/// The objects and arrays of a chunk already walked, by a hash of their first 24 bytes. An
+/// object or array is a function of its own bytes alone (its walk reads none past its
+/// closing bracket): bytes equal to an accepted one at the same depth are the same value,
+/// with the same end, so it is not walked again. An op's args repeat their shapes and types
+/// (~98% of the array values of the big trace's chunks are repeats; this finds ~90%).
+#[derive(Default)]
+struct Memo(Ways<Walked, 24, 512, 4>);
+
+impl Memo {
+    /// The end of the value at `i` if its bytes are those of one walked at this depth.
+    #[inline(always)]
+    fn find(&mut self, t: &[u8], i: usize, outer: usize) -> Option<usize> {
+        let w = self.0.find(t, i, |w| w.outer as usize == outer)?;
+        Some(i + w.len as usize)
+    }
+
     /// Keep the value from `i` to `end`, walked and accepted.
     #[inline(always)]
     fn keep(&mut self, t: &[u8], i: usize, end: usize, outer: usize) {
-        let Some(set) = Self::set(t, i).and_then(|n| self.sets.get_mut(n)) else {
-            return;
-        };
-        let (Ok(start), Ok(len), Ok(outer)) = (
+        if let (Ok(start), Ok(len), Ok(outer)) = (
             u32::try_from(i),
             u32::try_from(end - i),
             u32::try_from(outer),
-        ) else {
-            return;
-        };
-        set.rotate_right(1);
-        set[0] = Walked { start, len, outer };
+        ) {
+            self.0.keep(t, i, Walked { start, len, outer });
+        }
     }
 }
 
@@ -595,8 +622,6 @@ impl Memo {
 const HEAD_KEYS: [&[u8]; 5] = [b"ph", b"cat", b"name", b"pid", b"tid"];
 /// Heads shorter than this are not remembered; the hash of a head is of these first bytes.
 const HEAD_KEY: usize = 64;
-const HEAD_SETS: usize = 256;
-const HEAD_WAYS: usize = 4;
 
 /// An event's head: its first members while they are HEAD_KEYS with scalar or string
 /// values, as offsets from the event's `{`; `len` is where the next member's key starts.
@@ -650,77 +675,54 @@ impl Head {
     }
 }
 
-/// Event heads already walked, most recent first in each set (as Memo, for the first
-/// members of an event: `{`, ph, cat, name, pid, tid of an op repeat for every op of a
-/// name and thread). Bytes equal to a remembered head, then a byte that is not whitespace,
-/// walk as it walked: the same members and values at the same offsets, the next key next.
-struct Heads {
-    sets: Box<[[Head; HEAD_WAYS]; HEAD_SETS]>,
-}
-
-impl Default for Heads {
-    fn default() -> Self {
-        Heads {
-            sets: Box::new([[Head::default(); HEAD_WAYS]; HEAD_SETS]),
-        }
+impl Span for Head {
+    /// A head not worth remembering spans nothing.
+    #[inline(always)]
+    fn span(&self) -> (usize, usize) {
+        (
+            self.start as usize,
+            if self.kept() { self.len as usize } else { 0 },
+        )
     }
 }
+
+/// Event heads already walked, by a hash of their first HEAD_KEY bytes (as Memo, for the
+/// first members of an event: `{`, ph, cat, name, pid, tid of an op repeat for every op of
+/// a name and thread). Bytes equal to a remembered head, then a byte that is not
+/// whitespace, walk as it walked: the same members and values at the same offsets, the next
+/// key next.
+#[derive(Default)]
+struct Heads(Ways<Head, HEAD_KEY, 256, 4>);
 
 impl Heads {
-    fn set(t: &[u8], i: usize) -> Option<usize> {
-        let key = t.get(i..)?.first_chunk::<HEAD_KEY>()?;
-        let mut hash = 0u64;
-        for word in key.chunks_exact(8) {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(word);
-            hash =
-                (hash.rotate_left(5) ^ u64::from_le_bytes(w)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        }
-        Some((hash >> (64 - HEAD_SETS.trailing_zeros())) as usize)
-    }
-
     /// Where the members after a remembered head at `i` start, its members put in `e`.
     fn find(&mut self, t: &[u8], i: usize, e: &mut Event) -> Option<usize> {
-        let set = self.sets.get_mut(Self::set(t, i)?)?;
-        for n in 0..HEAD_WAYS {
-            let h = &set[n];
-            let (start, len) = (h.start as usize, h.len as usize);
-            if h.kept()
-                && t.get(i + len).is_some_and(|&b| b > b' ')
-                && t.get(i..i + len) == t.get(start..start + len)
-            {
-                for &(key, from, to, kind) in &h.members[..usize::from(h.n)] {
-                    let slot = match key {
-                        0 => &mut e.ph,
-                        1 => &mut e.cat,
-                        2 => &mut e.name,
-                        3 => &mut e.pid,
-                        _ => &mut e.tid,
-                    };
-                    *slot = Some(Val {
-                        start: i + from as usize,
-                        end: i + to as usize,
-                        kind,
-                    });
-                }
-                set[..=n].rotate_right(1);
-                return Some(i + len);
-            }
+        let h = self.0.find(t, i, |h| {
+            t.get(i + h.len as usize).is_some_and(|&b| b > b' ')
+        })?;
+        for &(key, from, to, kind) in &h.members[..usize::from(h.n)] {
+            let slot = match key {
+                0 => &mut e.ph,
+                1 => &mut e.cat,
+                2 => &mut e.name,
+                3 => &mut e.pid,
+                _ => &mut e.tid,
+            };
+            *slot = Some(Val {
+                start: i + from as usize,
+                end: i + to as usize,
+                kind,
+            });
         }
-        None
+        Some(i + h.len as usize)
     }
 
     /// Keep the head of the event at `i`, walked and accepted.
     fn keep(&mut self, t: &[u8], i: usize, mut head: Head) {
-        let (Some(set), Ok(start)) = (
-            Self::set(t, i).and_then(|n| self.sets.get_mut(n)),
-            u32::try_from(i),
-        ) else {
-            return;
-        };
-        head.start = start;
-        set.rotate_right(1);
-        set[0] = head;
+        if let Ok(start) = u32::try_from(i) {
+            head.start = start;
+            self.0.keep(t, i, head);
+        }
     }
 }
 
@@ -1887,7 +1889,7 @@ mod tests {
 
     #[test]
     fn a_remembered_value_is_the_walked_value() {
-        // values met again (equal bytes, equal first MEMO_KEY bytes then different ones,
+        // values met again (equal bytes, equal first 24 bytes then different ones,
         // damaged copies, deep ones at other depth budgets), each asked of one scanner
         // that remembers and of a fresh one: the same end or the same refusal
         let deep = format!(
