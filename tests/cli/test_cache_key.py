@@ -189,3 +189,40 @@ def _no_hash(path: Path) -> str:
 
 def _no_read(*args: object, **kwargs: object) -> None:
     raise AssertionError("the trace was read, not served from the cache")
+
+
+def test_a_process_with_another_thread_is_not_single_threaded() -> None:
+    import threading
+
+    release = threading.Event()
+    other = threading.Thread(target=release.wait)
+    other.start()
+    try:
+        assert not cache._single_threaded()
+    finally:
+        release.set()
+        other.join()
+
+
+@pytest.mark.parametrize("single", [True, False])
+def test_the_writer_is_a_process_unless_another_thread_runs(
+    demo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, single: bool
+) -> None:
+    """A fork copies no thread (nor the locks one holds): with one running, a thread writes."""
+    import threading
+
+    from traceview import forked
+    from traceview.app.reading import _ingest
+    from traceview.options import ReadOptions
+
+    monkeypatch.setattr(forked, "_fork_cache_writes", True)
+    monkeypatch.setattr(cache, "_single_threaded", lambda: single)
+    settings = cache.CacheSettings(directory=tmp_path / "cache")
+    slot = cache.open_slot(demo, settings, keep_cpu=False)
+    assert slot is not None
+    events = _ingest(demo, ReadOptions(quiet=True), keep_cpu=False, hashes=slot.hashes)
+    cache.publish_in_background(slot, events, with_cpu=False)
+    assert isinstance(cache._writing[-1], threading.Thread) != single
+    cache.wait_for_writes()
+    warm = cache.open_slot(demo, settings, keep_cpu=False)
+    assert warm is not None and warm.events is not None and warm.key == key.trace_hash(demo)
