@@ -49,6 +49,21 @@ def start_up_done() -> None:
         _held = None
 
 
+_fork_cache_writes = False
+
+
+def fork_cache_writes() -> None:
+    """This process is the command line: it writes cache entries in forked processes
+    (traceview.cache.publish_in_background), which print on its stderr."""
+    global _fork_cache_writes
+    _fork_cache_writes = True
+
+
+def cache_writes_forked() -> bool:
+    """Whether ``fork_cache_writes`` was called."""
+    return _fork_cache_writes
+
+
 def start_child(process: BaseProcess) -> None:
     """``process.start()`` (a fork) with Ctrl-C held back until it is done."""
     held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
@@ -95,6 +110,12 @@ class Child:
         signal.pthread_sigmask(signal.SIG_SETMASK, held)
         self.pid = pid
         self._ended = False
+
+    def join(self) -> None:
+        """Wait for it to end."""
+        if not self._ended:
+            os.waitpid(self.pid, 0)
+            self._ended = True
 
     def stop(self) -> None:
         """Wait for it once it has ended; kill it first if it has not (not wanted any more)."""

@@ -151,7 +151,7 @@ def test_a_damaged_index_is_rebuilt(demo: Path, monkeypatch: pytest.MonkeyPatch)
     assert out == cold and err == ""  # no "cache unusable"
     from traceview.cache import key
 
-    monkeypatch.setattr(key, "content_hash", _no_hash)  # the index answers again
+    monkeypatch.setattr(key, "trace_hash", _no_hash)  # the index answers again
     assert _kernels(demo) == (cold, "")
 
 

@@ -376,8 +376,8 @@ def test_an_unreadable_trace_does_not_blame_the_cache(
     def unreadable(path: Path) -> str:
         raise PermissionError(13, "Permission denied", str(path))
 
-    monkeypatch.setattr(key, "content_hash", unreadable)
-    settings = cache.CacheSettings(directory=tmp_path / "cache")
+    monkeypatch.setattr(key, "trace_hash", unreadable)
+    settings = cache.CacheSettings(directory=tmp_path / "cache", verify=True)  # hashed first
     assert cache.open_slot(trace, settings, keep_cpu=False) is None
     assert "cache" not in capsys.readouterr().err
 

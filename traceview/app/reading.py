@@ -19,6 +19,7 @@ from traceview.render.output import stderr_console
 
 if TYPE_CHECKING:
     from traceview.columns.model import TraceEvents
+    from traceview.read.blockhash import BlockHashes
 
 
 def read_trace(
@@ -120,7 +121,9 @@ def _read_cached(
     # Read as the command needs it (without CPU rows, a filling run costs about what a
     # --no-cache one does), facts worked out; a command that needs more than an entry holds
     # reads the trace again and completes the entry.
-    events = with_facts(_ingest(path, options, keep_cpu=keep_cpu, frames=frames))
+    # A key not known yet: the read hashes the blocks it reads (publish makes the key of them).
+    read = _ingest(path, options, keep_cpu=keep_cpu, frames=frames, hashes=slot.hashes)
+    events = with_facts(read)
     # A truncated read (--partial) is not stored: a later run without --partial would get it
     # from the cache instead of the truncation error, and the file is most likely still being
     # written, so its entry would never be used again.
@@ -141,9 +144,16 @@ def _stop_early_read() -> None:
 _COLLECT_FROM_EVENTS = 500_000
 
 
-def _ingest(path: Path, options: ReadOptions, keep_cpu: bool, frames: bool = False) -> TraceEvents:
+def _ingest(
+    path: Path,
+    options: ReadOptions,
+    keep_cpu: bool,
+    frames: bool = False,
+    hashes: BlockHashes | None = None,
+) -> TraceEvents:
     """Read the trace itself, with a progress bar on a terminal (``frames``: with the python
-    frames and flows; an Nsight Systems export has none)."""
+    frames and flows; an Nsight Systems export has none; ``hashes``: the blocks read are
+    hashed into it)."""
     from traceview.columns.parallel import collect_events
     from traceview.read.nsys import is_sqlite
     from traceview.read.reader import TraceReader
@@ -156,6 +166,7 @@ def _ingest(path: Path, options: ReadOptions, keep_cpu: bool, frames: bool = Fal
         with ByteProgress(path.stat().st_size, enabled=not options.quiet) as progress:
             return _sums_checked(collect_nsys(path, keep_cpu, lambda done: progress(done, None)))
     reader = TraceReader(path, partial=options.partial)
+    reader.hashes = hashes
     # gzip: estimated later; a pipe: bytes read without a total
     size = None if reader.info.compressed or reader.info.stream else reader.info.size_bytes
     with ByteProgress(size, enabled=not options.quiet) as progress:

@@ -10,8 +10,9 @@ import contextlib
 import os
 import shutil
 import stat
+import sys
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,8 @@ from traceview.cache.root import state_dir
 from traceview.columns.model import TraceEvents
 from traceview.console import stderr_console
 from traceview.errors import TraceviewError
+from traceview.forked import Child, cache_writes_forked
+from traceview.read.blockhash import BlockHashes
 
 ENTRIES = "entries"
 TMP = "tmp"
@@ -41,7 +44,9 @@ class CacheSettings:
 
 @dataclass(frozen=True)
 class Slot:
-    """Where a trace's entry lives; ``events`` is set on a hit."""
+    """Where a trace's entry lives; ``events`` is set on a hit. ``hashes``: the key is not
+    known yet (``key`` is empty): the read hashes the blocks it reads into it, and ``publish``
+    makes the key of them (cache.key.trace_key's ``defer``)."""
 
     root: Path
     key: str
@@ -49,6 +54,7 @@ class Slot:
     trace: Path
     events: TraceEvents | None
     refresh: bool = False
+    hashes: BlockHashes | None = None
 
 
 def warn(message: str) -> None:
@@ -88,7 +94,7 @@ def open_slot(
     try:
         (root / ENTRIES).mkdir(exist_ok=True)
         ident = identity(path)
-        key = trace_key(path, root, settings.refresh, settings.verify)
+        key = trace_key(path, root, settings.refresh, settings.verify, True)
     except TraceviewError:
         raise  # the trace changed while it was hashed
     except OSError as e:
@@ -99,6 +105,8 @@ def open_slot(
     except Exception as e:  # unwritable dir, broken index: work without the cache
         warn(f"cache {root} unusable ({type(e).__name__}: {e}); reading without the cache")
         return None
+    if key is None:  # no entry can be the trace's: its read makes the key
+        return Slot(root, "", ident, path, None, settings.refresh, BlockHashes(ident[1]))
     events = None if settings.refresh else _load(root, key, path, keep_cpu, frames)
     return Slot(root, key, ident, path, events, settings.refresh)
 
@@ -107,8 +115,6 @@ def _load(
     root: Path, key: str, path: Path, keep_cpu: bool, frames: bool = False
 ) -> TraceEvents | None:
     """The entry's events, or None on a miss; a damaged entry is removed with a warning."""
-    from dataclasses import replace
-
     from traceview.cache.manage import add_path, touch
     from traceview.cache.store import read_entry, read_meta
 
@@ -143,13 +149,16 @@ def publish(slot: Slot, events: TraceEvents, with_cpu: bool = True) -> None:
     """Store a fresh read (``with_cpu``: one that kept the CPU rows) atomically: write a temp
     dir inside the cache, then rename it. An entry already there stays, unless this is a
     refresh or it lacks the CPU rows or the frames this read has."""
-    from traceview.cache.key import identity
+    from traceview.cache.key import identity, remember_key
     from traceview.cache.manage import evict, max_size
 
     try:
         limit = max_size()  # a bad $TRACEVIEW_CACHE_MAX_SIZE: said before anything is written
+        if slot.hashes is not None:  # the key of the blocks the read hashed (and the rest)
+            slot = replace(slot, key=slot.hashes.key(slot.trace), hashes=None)
         if identity(slot.trace) != slot.identity:
             return  # the trace changed while it was read: its hash is stale
+        remember_key(slot.trace, slot.root, slot.identity, slot.key)
         target = entry_dir(slot.root, slot.key)
         current = _meta_or_none(target)
         upgrade = current is not None and (
@@ -192,15 +201,39 @@ def keep_within_limit(settings: CacheSettings) -> None:
         warn(f"could not keep the cache within its size limit ({type(e).__name__}: {e})")
 
 
-_writing: list[threading.Thread] = []
+_writing: list[threading.Thread | Child] = []
 
 
 def publish_in_background(slot: Slot, events: TraceEvents, with_cpu: bool = True) -> None:
-    """``publish`` in a thread: the analysis runs while the entry is written (pyarrow and
-    numpy release the GIL). ``wait_for_writes`` joins it."""
+    """``publish`` while the analysis runs; ``wait_for_writes`` waits for it. In a forked
+    process where the command line asked for it (forked.fork_cache_writes) and this one runs no
+    other thread (a fork copies no thread, nor the locks they hold): its imports (pyarrow,
+    diskcache) and its Python work run on a core of their own, not the analysis' (in a thread
+    they hold the GIL: a kernels fill of the 0.5 GB trace, ~0.1 s of 0.7 s). Else a thread
+    (pyarrow and numpy release the GIL while they write)."""
+    if cache_writes_forked() and _single_threaded():
+        with contextlib.suppress(OSError):  # e.g. no process left: a thread then
+            _writing.append(Child(_publish_and_flush, (slot, events, with_cpu)))
+            return
     thread = threading.Thread(target=publish, args=(slot, events, with_cpu), name="traceview-cache")
     thread.start()
     _writing.append(thread)
+
+
+def _publish_and_flush(slot: Slot, events: TraceEvents, with_cpu: bool) -> None:
+    """``publish`` in a forked process, which ends without flushing what it printed."""
+    try:
+        publish(slot, events, with_cpu)
+    finally:
+        sys.stderr.flush()
+
+
+def _single_threaded() -> bool:
+    """Whether this process runs one thread (the compiled core's count too)."""
+    try:
+        return len(os.listdir("/proc/self/task")) == 1
+    except OSError:
+        return False
 
 
 def wait_for_writes() -> None:

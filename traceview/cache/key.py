@@ -1,4 +1,5 @@
-"""The cache key: a streamed xxh3-128 hash of the trace bytes, remembered per file identity."""
+"""The cache key: a hash of the trace's bytes (read.blockhash: xxh3-128 over its blocks'
+xxh3-128 digests), remembered per file identity."""
 
 from __future__ import annotations
 
@@ -7,9 +8,10 @@ import os
 import sqlite3
 import stat
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, overload
 
 from traceview.errors import TraceviewError
+from traceview.read.blockhash import file_hash
 
 # Small enough for each block to be hashed while the CPU cache still holds it (100 MB trace:
 # 12 ms with 1 MB blocks, 22 ms with 8 MB ones).
@@ -17,8 +19,13 @@ _BLOCK = 1 << 20
 INDEX_DIR = "index"
 
 
+def trace_hash(path: Path) -> str:
+    """The trace's key: its content hash (read.blockhash), the file read now."""
+    return file_hash(path)
+
+
 def content_hash(path: Path) -> str:
-    """The xxh3-128 hex digest of the file's bytes (read-only).
+    """The xxh3-128 hex digest of the file's bytes (read-only): an entry's own files.
 
     Read into one reusable buffer, never through a memory map: a mapped file that another
     program shortens meanwhile kills the process (SIGBUS); a read only comes back short,
@@ -47,25 +54,63 @@ def identity(path: Path) -> tuple[str, int, int, int]:
     return (str(path.resolve()), st.st_size, st.st_mtime_ns, st.st_ino)
 
 
-def trace_key(path: Path, cache_dir: Path, refresh: bool = False, verify: bool = False) -> str:
+@overload
+def trace_key(
+    path: Path,
+    cache_dir: Path,
+    refresh: bool = ...,
+    verify: bool = ...,
+    defer: Literal[False] = ...,
+) -> str: ...
+@overload
+def trace_key(
+    path: Path, cache_dir: Path, refresh: bool, verify: bool, defer: Literal[True]
+) -> str | None: ...
+def trace_key(
+    path: Path, cache_dir: Path, refresh: bool = False, verify: bool = False, defer: bool = False
+) -> str | None:
     """The content hash of ``path``, from the identity index unless the file changed (or
-    ``verify``: always hashed). Without a usable index (a read-only cache), just the hash."""
+    ``verify``: always hashed). Without a usable index (a read-only cache), just the hash.
+
+    ``defer``: None, not the hash, when no entry can be the file's (``refresh``, or no file
+    of its size was ever hashed for this cache): the read that follows hashes the blocks it
+    reads (read.blockhash), and ``remember_key`` records the key it makes of them."""
     ident = identity(path)
     index = _open_index(cache_dir)
     if index is None:
-        return content_hash(path)
+        return trace_hash(path)
     with index:
         known = None if refresh or verify else _get(index, ident)
         if isinstance(known, str):
             return known
-        digest = content_hash(path)
-        if identity(path) == ident:  # not rewritten while we hashed it
-            with contextlib.suppress(sqlite3.Error, OSError):
-                index.set(ident, digest)
+        if defer and not verify and (refresh or _get(index, _size_key(ident[1])) is None):
+            return None
+        digest = trace_hash(path)
+        _remember(index, path, ident, digest)
         return digest
 
 
-def _get(index: Any, ident: tuple[str, int, int, int]) -> object:
+def remember_key(path: Path, cache_dir: Path, ident: tuple[str, int, int, int], key: str) -> None:
+    """Record ``key``, made by a read of the file of identity ``ident``, in the index."""
+    index = _open_index(cache_dir)
+    if index is not None:
+        with index:
+            _remember(index, path, ident, key)
+
+
+def _remember(index: Any, path: Path, ident: tuple[str, int, int, int], digest: str) -> None:
+    """The file's hash, and that a file of its size was hashed (trace_key's ``defer``)."""
+    if identity(path) == ident:  # not rewritten while we hashed it
+        with contextlib.suppress(sqlite3.Error, OSError):
+            index.set(ident, digest)
+            index.set(_size_key(ident[1]), True)
+
+
+def _size_key(size: int) -> tuple[str, int]:
+    return ("size", size)
+
+
+def _get(index: Any, ident: tuple[str, int, int, int] | tuple[str, int]) -> object:
     try:
         return index.get(ident)
     except (sqlite3.Error, OSError):

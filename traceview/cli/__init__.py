@@ -80,10 +80,11 @@ def main() -> None:
             sys.stdout = None  # nothing left to flush at exit
             sys.exit(1)
         return
-    from traceview.forked import hold_collections
+    from traceview.forked import fork_cache_writes, hold_collections
 
     hold_collections()  # until the command starts its work (see traceview.forked)
     _start_reading_early(sys.argv[1:])
+    fork_cache_writes()  # a cache entry is written by a process of its own (cache)
     try:
         from traceview.cli.errors import terminate_as_interrupt
 
@@ -126,7 +127,8 @@ def _start_reading_early(args: list[str]) -> None:
 
     from traceview.columns.parallel import start_early
 
-    start_early(Path(args[1]), *_EARLY_READS[args[0]])
+    # With the cache, the worker hashes the blocks it reads: a first read makes the key of them.
+    start_early(Path(args[1]), *_EARLY_READS[args[0]], hash_blocks="--no-cache" not in args)
 
 
 def __getattr__(name: str) -> Any:

@@ -38,6 +38,7 @@ from traceview.columns.schema import (
 )
 from traceview.errors import TraceviewError
 from traceview.forked import Channel, Child
+from traceview.read.blockhash import BlockHashes
 from traceview.read.reader import MainPart, SplitFailed, TraceReader, WorkerPart
 from traceview.read.threaded import ThreadedReader, threads_win
 
@@ -72,7 +73,7 @@ def collect_events(
                 return _serial(reader, keep_cpu, keep_frames=keep_frames)
         if gc.get_freeze_count():  # the command line froze its start-up: so what came since
             gc.freeze()  # (the worker touches none of it; the collection after the read skips it)
-        forked = _Forked(reader, split, keep_cpu, keep_frames)
+        forked = _Forked(reader, split, keep_cpu, keep_frames, reader.hashes is not None)
     part = None
     try:
         # This process skips to the middle, finds the boundary and tells the worker where
@@ -80,7 +81,7 @@ def collect_events(
         on_boundary = forked.boundary_out.send
         main = reader.for_part(MainPart(split_at=forked.split[1], on_boundary=on_boundary))
         collector = _collect(main, keep_cpu, keep_frames=keep_frames)
-        part = _receive(forked.receiver, forked.memfd, forked.spill)
+        part = _receive(forked.receiver, forked.memfd, forked.spill, reader.hashes)
     except SplitFailed:
         pass
     finally:
@@ -97,7 +98,12 @@ class _Forked:
     """The worker reading the first part of ``reader``'s file, from its fork to its end."""
 
     def __init__(
-        self, reader: TraceReader, split: tuple[int, int], keep_cpu: bool, keep_frames: bool
+        self,
+        reader: TraceReader,
+        split: tuple[int, int],
+        keep_cpu: bool,
+        keep_frames: bool,
+        hash_blocks: bool = False,
     ) -> None:
         self.split, self.keep_cpu, self.keep_frames = split, keep_cpu, keep_frames
         self.block_size = reader.block_size
@@ -109,7 +115,8 @@ class _Forked:
         args = (sender, boundary_in, reader.path, split, reader.block_size, exact, keep_cpu)
         ends = (self.receiver, self.boundary_out)  # the worker closes this process's ends
         try:
-            self.child = Child(_worker, (*args, self.memfd, self.spill, keep_frames), ends)
+            more = (self.memfd, self.spill, keep_frames, hash_blocks)
+            self.child = Child(_worker, (*args, *more), ends)
         except BaseException:
             self._close()
             raise
@@ -134,10 +141,14 @@ class _Forked:
 _early: tuple[_Forked, os.stat_result, int] | None = None
 
 
-def start_early(path: Path, keep_cpu: bool, keep_frames: bool = False) -> None:
+def start_early(
+    path: Path, keep_cpu: bool, keep_frames: bool = False, hash_blocks: bool = False
+) -> None:
     """Fork the worker of a split read of ``path`` now, while the command line still starts
     (parses its options, imports its analyses): the read that follows adopts it if it reads
-    that file in the same way, else it is stopped (``stop_early``). Nothing when the file is
+    that file in the same way, else it is stopped (``stop_early``). ``hash_blocks``: the
+    worker hashes the blocks it reads, for a cache key (a read that does not want them
+    ignores them; one that does reads the blocks again without them). Nothing when the file is
     small, not a regular file (a pipe is not opened before the command's options are checked),
     cannot be split or cannot be read (the read itself then says why)."""
     global _early
@@ -153,7 +164,7 @@ def start_early(path: Path, keep_cpu: bool, keep_frames: bool = False) -> None:
             reader.plan_split(_min_bytes(), lead=_EARLY_LEAD) if (os.cpu_count() or 1) > 1 else None
         )
         if split is not None:
-            forked = _Forked(reader, split, keep_cpu or keep_frames, keep_frames)
+            forked = _Forked(reader, split, keep_cpu or keep_frames, keep_frames, hash_blocks)
             _early = (forked, stat, os.getpid())
     except Exception:  # e.g. not a trace: the command says what it is
         return
@@ -206,15 +217,19 @@ def _worker(
     memfd: int | None,
     spill: SpillFile | None,
     keep_frames: bool = False,
+    hash_blocks: bool = False,
 ) -> None:
     """In the forked worker: read from the first event to the boundary the main process
-    finds (at or after the middle), and send the part back."""
+    finds (at or after the middle), and send the part back (with the hashes of the blocks
+    read if ``hash_blocks``)."""
     try:
         final_end = functools.partial(_recv_boundary, boundary)
         spec = WorkerPart(*split, final_end=final_end, exact_times=exact_times)
         part = TraceReader(
             path, block_size=block_size, part=spec, shapes=keep_cpu, frames=keep_frames
         )
+        if hash_blocks:
+            part.hashes = BlockHashes(part.info.size_bytes)
         events = _serial(part, keep_cpu, spill, keep_frames)
     except TraceviewError as e:
         conn.send(("error", str(e)))
@@ -222,7 +237,7 @@ def _worker(
     except Exception:  # e.g. SplitFailed: the serial read gives the answer
         conn.send(("split failed", None))
         return
-    _send(conn, events, memfd)
+    _send(conn, events, memfd, part.hashes)
 
 
 def _memfd() -> int | None:
@@ -240,11 +255,16 @@ def _recv_boundary(boundary: Channel) -> int | None:
         return None
 
 
-def _send(conn: Channel | Connection, part: TraceEvents, memfd: int | None) -> None:
-    """The part without its columns and names (pickled), then the columns, and the names as
-    two flat arrays (their bytes, where each ends): written into ``memfd`` (each column, and
-    the names, from a page boundary: mapped on their own, each is unmapped once used), else
-    sent through the pipe."""
+def _send(
+    conn: Channel | Connection,
+    part: TraceEvents,
+    memfd: int | None,
+    hashes: BlockHashes | None = None,
+) -> None:
+    """The part without its columns and names (pickled, with the digests of the blocks
+    ``hashes`` holds), then the columns, and the names as two flat arrays (their bytes, where
+    each ends): written into ``memfd`` (each column, and the names, from a page boundary:
+    mapped on their own, each is unmapped once used), else sent through the pipe."""
     names = PackedNames.of(part.names)
     columns = [*arrays_of(part.gpu), *arrays_of(part.runtime)]  # CPU rows: in the spill file
     named = [np.frombuffer(names.data, dtype=np.uint8), names.ends]
@@ -258,7 +278,8 @@ def _send(conn: Channel | Connection, part: TraceEvents, memfd: int | None) -> N
     sections = [*([column] for column in columns), named]  # each column mapped on its own
     in_memfd = memfd is not None and _write_columns(memfd, sections)
     shapes = [(c.dtype.str, len(c)) for c in (*columns, *named)]
-    conn.send(("part", (skeleton, shapes, in_memfd, len(part.cpu))))
+    digests = None if hashes is None else (hashes.size, hashes.digests)
+    conn.send(("part", (skeleton, shapes, in_memfd, len(part.cpu), digests)))
     if not in_memfd:
         for column in (*columns, *named):
             conn.send_bytes(np.ascontiguousarray(column).data.cast("B"))
@@ -279,10 +300,16 @@ def _write_columns(memfd: int, sections: list[list[np.ndarray]]) -> bool:
     return True
 
 
-def _receive(conn: Channel | Connection, memfd: int | None, spill: SpillFile | None) -> TraceEvents:
+def _receive(
+    conn: Channel | Connection,
+    memfd: int | None,
+    spill: SpillFile | None,
+    hashes: BlockHashes | None = None,
+) -> TraceEvents:
     """The worker's part; SplitFailed if it could not read it (or died). Its names are
     over a mapping of their own, unmapped once the part is dropped (after its names are
-    interned), not when the columns are."""
+    interned), not when the columns are. The digests of the blocks it hashed (of a file of
+    the same size) go into ``hashes``."""
     try:
         kind, payload = conn.recv()
     except (EOFError, OSError):  # died before or while sending ("end of file during message")
@@ -291,7 +318,9 @@ def _receive(conn: Channel | Connection, memfd: int | None, spill: SpillFile | N
         raise TraceviewError(payload)
     if kind != "part":
         raise SplitFailed
-    skeleton, shapes, in_memfd, cpu_count = payload
+    skeleton, shapes, in_memfd, cpu_count, digests = payload
+    if hashes is not None and digests is not None and digests[0] == hashes.size:
+        hashes.digests.update(digests[1])
     n_columns = len(GPU_COLUMNS) + len(RUNTIME_COLUMNS)
     names_mapping = None
     if in_memfd and memfd is not None:

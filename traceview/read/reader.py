@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from traceview.errors import TraceviewError
+from traceview.read.blockhash import BlockHashes
 from traceview.read.compiled import decode_scanned, event_count, scanner
 from traceview.read.decode import (
     ChunkError,
@@ -169,6 +170,8 @@ class TraceReader:
         # The events the collector never keeps, which the compiled scanner may drop unread
         # (columns.collect.scan_rule; None: none is dropped).
         self.scan_rule: dict[str, list[bytes]] | None = None
+        # A plain file's blocks hashed as they are read (the cache key; see read.blockhash).
+        self.hashes: BlockHashes | None = None
         self._start()
 
     def _start(self) -> None:
@@ -188,6 +191,8 @@ class TraceReader:
     def batches(self) -> Iterator[list[Any]]:
         """Yield lists of decoded events (see read.decode.Event), in file order."""
         with TraceSource(self.info, self.block_size) as source:
+            if not (self.info.compressed or self.info.stream):
+                source.hashes = self.hashes
             if isinstance(self.part, WorkerPart):
                 yield from self._read_range(source, self.part)
             else:

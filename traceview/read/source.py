@@ -19,6 +19,7 @@ from typing import Any
 from zlib_ng import zlib_ng
 
 from traceview.errors import TraceviewError
+from traceview.read.blockhash import BlockHashes
 from traceview.read.compiled import gzip_reader
 from traceview.read.stream import SQLITE_MAGIC, PipeInput, is_pipe, pipe_input
 
@@ -140,6 +141,8 @@ class TraceSource:
         self._limit: int | None = None  # stop reading at this offset
         # At the limit: asked once for the real one (which may block until it is known).
         self.final_limit: Callable[[], int] | None = None
+        # A plain file's blocks hashed as they are read (the cache key, read.blockhash).
+        self.hashes: BlockHashes | None = None
 
     @property
     def position(self) -> int:
@@ -169,10 +172,13 @@ class TraceSource:
     def _plain(self) -> Iterator[bytes]:
         while True:
             size = self._room(self.block_size)
+            at = self._raw.tell() if self.hashes is not None else 0
             block = self._raw.read(size) if size > 0 else b""
             if not block:
                 self._check_not_shorter()
                 return
+            if self.hashes is not None:
+                self.hashes.feed(at, block)
             yield block
 
     def _room(self, size: int) -> int:
@@ -204,8 +210,12 @@ class TraceSource:
             return self._inflate_into(into)
         size, read = self._room(len(into)), 0
         if size > 0 and isinstance(self._raw, BufferedReader):  # a pipe has no readinto
+            at = self._raw.tell() if self.hashes is not None else 0
             with into[:size] as part:
                 read = self._raw.readinto(part)
+                if read and self.hashes is not None:
+                    with part[:read] as piece:
+                        self.hashes.feed(at, piece)
         if not read:
             self._check_not_shorter()
             return 0
