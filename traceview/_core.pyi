@@ -30,8 +30,9 @@ def scan_chunk(
     ``frame_threads``, ``frame_names``, ``flow_threads``); ``shapes``: the CPU ops' shape keys
     separated by 0x1e; ``others``: the events left to the Python decoder, as one JSON array
     text; with ``seen``, ``seen``: what trim's copy needs to leave the chunk unread, [known,
-    events, metadata, all timed, least ts, greatest end, least and greatest GPU correlation]
-    (ns; known 0: an event trim's span scan would not take as it is). Refused:
+    events, metadata, all timed, least ts, greatest end, least and greatest GPU correlation,
+    a GPU process shown] (ns; known 0: an event trim's span scan would not take as it is).
+    Refused:
     ``{"refused": why, "at": offset}``."""
 
 class GzipReader:

@@ -376,8 +376,9 @@ fn events(s: &Scanner<'_>, mut i: usize, stop: Option<usize>, out: &mut Spans) -
 /// What trim's copy needs of a chunk to leave it unread (traceview/app/trim_copy.py
 /// `_Seen`), gathered while scan.rs reads the chunk for the columns: its events, whether
 /// one is metadata (ph "M"), whether each has a ts, the least ts and greatest ts + dur, the
-/// least and greatest correlation of its GPU activities (low > high: none). `known` false:
-/// an event `spans` would not take as it is (trim then reads the chunk itself).
+/// least and greatest correlation of its GPU activities (low > high: none), whether one
+/// tells a GPU process (a GPU activity or annotation, not metadata). `known` false: an event
+/// `spans` would not take as it is (trim then reads the chunk itself).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Seen {
     pub known: bool,
@@ -388,6 +389,7 @@ pub struct Seen {
     pub last: i64,
     pub gpu_low: i64,
     pub gpu_high: i64,
+    pub gpu_process: bool,
 }
 
 impl Default for Seen {
@@ -401,6 +403,7 @@ impl Default for Seen {
             last: i64::MIN,
             gpu_low: 0,
             gpu_high: -1,
+            gpu_process: false,
         }
     }
 }
@@ -427,9 +430,9 @@ impl Seen {
         self.known = false;
     }
 
-    /// The values as `[known, events, metadata, all_timed, first, last, gpu_low, gpu_high]`
-    /// (`first`, `last`: 0 without an event).
-    pub fn values(&self) -> [i64; 8] {
+    /// The values as `[known, events, metadata, all_timed, first, last, gpu_low, gpu_high,
+    /// gpu_process]` (`first`, `last`: 0 without an event).
+    pub fn values(&self) -> [i64; 9] {
         let (first, last) = if self.first <= self.last {
             (self.first, self.last)
         } else {
@@ -444,6 +447,7 @@ impl Seen {
             last,
             self.gpu_low,
             self.gpu_high,
+            i64::from(self.gpu_process),
         ]
     }
 
@@ -469,7 +473,9 @@ impl Seen {
         if ph == b"M" {
             self.metadata = true;
         }
-        if matches!(ph, b"s" | b"t" | b"f") || !gpu_category(s, e.cat)? {
+        let (activity, annotation) = gpu_category(s, e.cat)?;
+        self.gpu_process |= (activity || annotation) && ph != b"M";
+        if matches!(ph, b"s" | b"t" | b"f") || !activity {
             return Ok(());
         }
         let c = correlation(s, e.correlation)?;
@@ -483,20 +489,26 @@ impl Seen {
     }
 }
 
-/// Whether the cat is one of GPU_CATEGORIES; refused where str.lower() might make it one
-/// (escapes, non-ASCII letters).
-fn gpu_category(s: &Scanner<'_>, cat: Option<Val>) -> Scan<bool> {
-    let Some(v) = cat else { return Ok(false) };
+/// Whether the cat is one of GPU_CATEGORIES, and whether it is a GPU annotation's
+/// (trim_copy.Judge.kind 1 and 2); refused where str.lower() might make it one (escapes,
+/// non-ASCII letters).
+fn gpu_category(s: &Scanner<'_>, cat: Option<Val>) -> Scan<(bool, bool)> {
+    let Some(v) = cat else {
+        return Ok((false, false));
+    };
     match v.kind {
         Kind::Str => {
             let text = s.plain_str(Some(v)).unwrap_or(b"");
             if !text.is_ascii() {
                 return refuse(v.start, "a non-ASCII cat");
             }
-            Ok(GPU_CATEGORIES.iter().any(|c| c.eq_ignore_ascii_case(text)))
+            Ok((
+                GPU_CATEGORIES.iter().any(|c| c.eq_ignore_ascii_case(text)),
+                text.eq_ignore_ascii_case(b"gpu_user_annotation"),
+            ))
         }
         Kind::StrEscaped => refuse(v.start, "an escaped cat"),
-        _ => Ok(false), // not text: no category
+        _ => Ok((false, false)), // not text: no category
     }
 }
 
@@ -708,7 +720,7 @@ mod tests {
         assert_eq!(boundary(text, 25), None);
     }
 
-    fn seen_of(text: &str) -> [i64; 8] {
+    fn seen_of(text: &str) -> [i64; 9] {
         let options = crate::scan::Options {
             exact: true,
             seen: true,
@@ -719,7 +731,7 @@ mod tests {
     }
 
     /// What `spans` gives of a chunk, as `Seen::values` (trim_copy._Seen.of).
-    fn seen_by_spans(text: &str) -> [i64; 8] {
+    fn seen_by_spans(text: &str) -> [i64; 9] {
         let c = scanned(text);
         let phs: Vec<Vec<u8>> = c.phs.values.clone();
         let cats: Vec<Vec<u8>> = c.cats.values.clone();
@@ -733,6 +745,14 @@ mod tests {
                     0
                 }
         };
+        let cat_of = |k: usize| String::from_utf8_lossy(&cats[c.cat[k] as usize]).to_lowercase();
+        let process = (0..n).any(|k| {
+            phs[c.ph[k] as usize] != br#""M""#
+                && (cat_of(k) == "\"gpu_user_annotation\""
+                    || GPU_CATEGORIES
+                        .iter()
+                        .any(|g| cat_of(k) == format!("\"{}\"", String::from_utf8_lossy(g))))
+        });
         let gpu: Vec<i64> = (0..n)
             .filter(|&k| {
                 let ph = &phs[c.ph[k] as usize];
@@ -749,20 +769,32 @@ mod tests {
             n as i64,
             i64::from((0..n).any(|k| phs[c.ph[k] as usize] == br#""M""#)),
             i64::from((0..n).all(timed)),
-            (0..n).map(|k| c.ts[k]).min().unwrap_or(0),
-            (0..n).map(end).max().unwrap_or(0),
+            // (of the timed events: trim looks at them only when every event is timed)
+            (0..n)
+                .filter(|&k| timed(k))
+                .map(|k| c.ts[k])
+                .min()
+                .unwrap_or(0),
+            (0..n).filter(|&k| timed(k)).map(end).max().unwrap_or(0),
             gpu.iter().copied().min().unwrap_or(0),
             gpu.iter().copied().max().unwrap_or(-1),
+            i64::from(process),
         ]
     }
 
     #[test]
     fn seen_while_scanning() {
         let text = [KERNEL, FLOW, KERNEL].join(",\n  ");
-        assert_eq!(seen_of(&text), [1, 3, 0, 1, 9000, 12_500, 5, 5]);
+        assert_eq!(seen_of(&text), [1, 3, 0, 1, 9000, 12_500, 5, 5, 1]);
         assert_eq!(seen_of(&text), seen_by_spans(&text));
         let text = [KERNEL, META, FLOW].join(",");
-        assert_eq!(seen_of(&text), [1, 3, 1, 0, 9000, 12_500, 5, 5]);
+        assert_eq!(seen_of(&text), [1, 3, 1, 0, 9000, 12_500, 5, 5, 1]);
+        let text = [FLOW, META, r#"{"ph":"M","cat":"kernel","ts":1}"#].join(",");
+        assert_eq!(seen_of(&text), [1, 3, 1, 0, 1000, 9000, -1, -1, 0]);
+        assert_eq!(seen_of(&text), seen_by_spans(&text));
+        let text = [FLOW, r#"{"ph":"X","cat":"GPU_user_annotation","ts":1}"#].join(",");
+        assert_eq!(seen_of(&text), [1, 2, 0, 1, 1000, 9000, 0, -1, 1]);
+        assert_eq!(seen_of(&text), seen_by_spans(&text));
         let gpu = [
             r#"{"ph":"X","cat":"Kernel","ts":5,"dur":3,"args":{"correlation":9}}"#,
             r#"{"ph":"i","cat":"gpu_memset","ts":7,"dur":-3,"args":{"correlation":"x"}}"#,
@@ -770,7 +802,7 @@ mod tests {
             r#"{"ph":"X","cat":"cpu_op","ts":2,"dur":10,"args":{"correlation":1}}"#,
         ];
         let text = gpu.join(",");
-        assert_eq!(seen_of(&text), [1, 4, 0, 1, 1000, 12_000, -1, 9]);
+        assert_eq!(seen_of(&text), [1, 4, 0, 1, 1000, 12_000, -1, 9, 1]);
         assert_eq!(seen_of(&text), seen_by_spans(&text));
         assert_eq!(seen_of(&long_chunk("k")), seen_by_spans(&long_chunk("k")));
     }

@@ -463,10 +463,10 @@ def learn_pass(path: Path, judge: Judge, partial: bool, progress: Progress) -> L
 def learn_indexed(path: Path, judge: Judge, read: ReadStats, progress: Progress) -> Learned | None:
     """The first pass without reading the whole trace again: the chunks the read that found
     the cut noted (``read.index``, see TraceReader) tell which may hold an event the cut
-    keeps; only those, and those the scanner did not see, are read (at their places) and
-    learnt from. None where the index cannot stand in for the first pass: no index (a read
-    from the cache), a damaged trace, or a cut that needs every GPU process (--device,
-    --no-cpu)."""
+    keeps; only those, those the scanner did not see and, for a cut that needs to know every
+    GPU process (--device, --no-cpu), those that show one, are read (at their places) and
+    learnt from, in file order. None where the index cannot stand in for the first pass: no
+    index (a read from the cache), a damaged trace."""
     index = read.index
     cut = judge.cut
     if (
@@ -474,18 +474,18 @@ def learn_indexed(path: Path, judge: Judge, read: ReadStats, progress: Progress)
         or len(index.chunks) != read.chunks
         or read.repaired_chunks
         or read.truncated_at is not None
-        or cut.devices is not None
-        or not cut.cpu
     ):
         return None
+    processes = cut.devices is not None or not cut.cpu
     places: list[ChunkPlace] = []
     wanted: set[ChunkKey] = set()
     for n, (end, length, head, tail, seen) in enumerate(index.chunks):
         key = (n, length, head, tail)
         places.append((key, end - length, end))
-        if seen is not None and seen[0]:  # (else the scanner saw an event it would not take)
-            judge.see(key, _Seen(seen[1], bool(seen[2]), bool(seen[3]), *seen[4:]))
-        if judge.unread(key) is None:
+        if seen is not None and seen[0]:  # (else an event the span scan would refuse)
+            judge.see(key, _Seen(seen[1], bool(seen[2]), bool(seen[3]), *seen[4:8]))
+        may_show_process = seen is None or not seen[0] or bool(seen[8])
+        if judge.unread(key) is None or (processes and may_show_process):
             wanted.add(key)
     held: dict[ChunkKey, bytes] = {}
     room = HELD_BYTES if check_path(path).compressed else 0
