@@ -16,6 +16,7 @@ def scan_chunk(
     keep_cpu: bool,
     drop: dict[str, list[bytes]] | None = None,
     keep_frames: bool = False,
+    seen: bool = False,
 ) -> dict[str, Any]:
     """Scan one chunk of whole events (a bytes-like object, events separated by commas);
     ``keep_cpu``: CPU ops and step-marker python frames as rows; ``keep_frames`` (with
@@ -28,7 +29,11 @@ def scan_chunk(
     ``streams``, ``launches``, ``rt_names``, ``threads``, ``op_threads``, ``op_names``,
     ``frame_threads``, ``frame_names``, ``flow_threads``); ``shapes``: the CPU ops' shape keys
     separated by 0x1e; ``others``: the events left to the Python decoder, as one JSON array
-    text. Refused: ``{"refused": why, "at": offset}``."""
+    text; with ``seen``, ``seen``: what trim's copy needs to leave the chunk unread, [known,
+    events, metadata, all timed, least ts, greatest end, least and greatest GPU correlation,
+    a GPU process shown] (ns; known 0: an event trim's span scan would not take as it is).
+    Refused:
+    ``{"refused": why, "at": offset}``."""
 
 class GzipReader:
     """A gzip file inflated on a thread of its own, ``ahead`` blocks of at most
@@ -57,6 +62,7 @@ class ChunkScanner:
         keep_cpu: bool,
         drop: dict[str, list[bytes]] | None = None,
         keep_frames: bool = False,
+        seen: bool = False,
     ) -> None: ...
     def submit(self, data: Any, exact: bool) -> bool:
         """Scan a copy of ``data``; False (nothing done) when ``ahead`` are in flight."""

@@ -53,6 +53,7 @@ fn main() {
             keep_contains: v(&["ForCausalLM_", "LMHeadModel_"]),
             keep_other_names: v(&["[memory]"]),
         }),
+        seen: false,
     };
     let began = Instant::now();
     let (mut pos, mut rows, mut dropped, mut refused, mut bytes) = (start, 0, 0, 0, 0);

@@ -142,10 +142,11 @@ fn guarded<T: Send>(
 /// `frame_<name>`, `flow_<name>` (bytes), the chunk's tables as JSON arrays (`gpu_names`,
 /// `streams`, `launches`, `rt_names`, `threads`, `op_threads`, `op_names`, `frame_threads`,
 /// `frame_names`, `flow_threads`), `shapes` (the shape keys separated by 0x1e) and `others`
-/// (the events left to the Python side, as one JSON array text); or, when the chunk must
-/// take the Python path, `{"refused": why, "at": offset}`.
+/// (the events left to the Python side, as one JSON array text); with `seen`, `seen` (what
+/// trim's copy needs to leave the chunk unread, spans::Seen::values); or, when the chunk
+/// must take the Python path, `{"refused": why, "at": offset}`.
 #[pyfunction]
-#[pyo3(signature = (data, exact, keep_cpu, drop=None, keep_frames=false))]
+#[pyo3(signature = (data, exact, keep_cpu, drop=None, keep_frames=false, seen=false))]
 fn scan_chunk<'py>(
     py: Python<'py>,
     data: &Bound<'py, PyAny>,
@@ -153,6 +154,7 @@ fn scan_chunk<'py>(
     keep_cpu: bool,
     drop: Option<&Bound<'py, PyDict>>,
     keep_frames: bool,
+    seen: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let text = PyBuffer::<u8>::get(data)?.to_vec(py)?;
     let drop = match drop {
@@ -164,6 +166,7 @@ fn scan_chunk<'py>(
         keep_cpu,
         keep_frames: keep_frames && keep_cpu,
         drop,
+        seen,
     };
     let out = PyDict::new(py);
     if let Some(chunk) = guarded(py, &out, || scanned(&text, &options))? {
@@ -178,6 +181,7 @@ struct Converted {
     events: usize,
     dropped: usize,
     items: Vec<(&'static str, Vec<u8>)>,
+    seen: Option<spans::Seen>,
 }
 
 /// Scan `text` and convert the chunk (see scan_chunk).
@@ -230,6 +234,7 @@ fn scanned(text: &[u8], options: &scan::Options) -> scan::Scan<Converted> {
         events: chunk.events,
         dropped: chunk.dropped,
         items,
+        seen: chunk.seen,
     })
 }
 
@@ -240,6 +245,9 @@ impl Converted {
         out.set_item("dropped", self.dropped)?;
         for (key, value) in self.items {
             out.set_item(key, PyBytes::new(py, &value))?;
+        }
+        if let Some(seen) = self.seen {
+            out.set_item("seen", seen.values().to_vec())?;
         }
         Ok(())
     }
@@ -266,19 +274,21 @@ struct Scanning {
 #[pymethods]
 impl ChunkScanner {
     #[new]
-    #[pyo3(signature = (threads, ahead, keep_cpu, drop=None, keep_frames=false))]
+    #[pyo3(signature = (threads, ahead, keep_cpu, drop=None, keep_frames=false, seen=false))]
     fn new(
         threads: usize,
         ahead: usize,
         keep_cpu: bool,
         drop: Option<&Bound<'_, PyDict>>,
         keep_frames: bool,
+        seen: bool,
     ) -> PyResult<Self> {
         let options = scan::Options {
             exact: false,
             keep_cpu,
             keep_frames: keep_frames && keep_cpu,
             drop: drop.map(drop_rule).transpose()?,
+            seen,
         };
         let exact = scan::Options {
             exact: true,

@@ -59,6 +59,8 @@ pub struct Options {
     pub keep_frames: bool,
     /// Which other events the collector never looks at (None: every one goes to Python).
     pub drop: Option<DropRule>,
+    /// Gather what trim's copy needs to leave the chunk unread (spans::Seen).
+    pub seen: bool,
 }
 
 /// The events the collector never keeps, as it declares them
@@ -282,6 +284,8 @@ pub struct Chunk {
     pub others: Vec<i64>,
     /// Events dropped unread (DropRule).
     pub dropped: usize,
+    /// With Options::seen.
+    pub seen: Option<crate::spans::Seen>,
 }
 
 /// A value's type. No fields and a word wide: a `Val` is written whole where it is made,
@@ -1364,6 +1368,7 @@ pub fn scan(text: &[u8], options: &Options) -> Scan<Chunk> {
     out.cpu.reserve(&mut cpu_pending, text.len(), options);
     out.others.reserve(2 * cpu::rows_for(text.len()));
     out.reserve(&mut pending, cpu::rows_for(text.len()), options);
+    out.seen = options.seen.then(crate::spans::Seen::default);
     let mut e = Event::default();
     let mut i = s.ws(0);
     if i == text.len() {
@@ -1373,6 +1378,9 @@ pub fn scan(text: &[u8], options: &Options) -> Scan<Chunk> {
         let start = i;
         let end = if s.byte(i)? == b'{' {
             let end = s.event(i, &mut e)?;
+            if let Some(seen) = out.seen.as_mut() {
+                seen.see(&s, &e);
+            }
             let (kind, cat) = kind_of(&s, &e, &mut cats)?;
             let taken = match kind {
                 Some(kind) if kind <= MEMSET || kind == RUNTIME => {
@@ -1396,6 +1404,9 @@ pub fn scan(text: &[u8], options: &Options) -> Scan<Chunk> {
         } else {
             let end = s.value(i)?.end; // not an object: the Python side says what it is
             out.others.extend([start as i64, end as i64]);
+            if let Some(seen) = out.seen.as_mut() {
+                seen.not_an_event();
+            }
             end
         };
         out.events += 1;
@@ -1413,6 +1424,9 @@ pub fn scan(text: &[u8], options: &Options) -> Scan<Chunk> {
     out.rt_ts = times(&s, &pending.rt_ts, options, false)?;
     out.rt_dur = times(&s, &pending.rt_dur, options, true)?;
     out.cpu.finish(&s, options, &mut cpu_pending)?;
+    if let Some(seen) = out.seen.as_mut() {
+        seen.events = out.events as i64;
+    }
     Ok(out)
 }
 

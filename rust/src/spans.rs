@@ -365,6 +365,145 @@ fn events(s: &Scanner<'_>, mut i: usize, stop: Option<usize>, out: &mut Spans) -
     }
 }
 
+/// What trim's copy needs of a chunk to leave it unread (traceview/app/trim_copy.py
+/// `_Seen`), gathered while scan.rs reads the chunk for the columns: its events, whether
+/// one is metadata (ph "M"), whether each has a ts, the least ts and greatest ts + dur, the
+/// least and greatest correlation of its GPU activities (low > high: none), whether one
+/// tells a GPU process (a GPU activity or annotation, not metadata). `known` false: an event
+/// `spans` would not take as it is (trim then reads the chunk itself).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Seen {
+    pub known: bool,
+    pub events: i64,
+    pub metadata: bool,
+    pub all_timed: bool,
+    pub first: i64,
+    pub last: i64,
+    pub gpu_low: i64,
+    pub gpu_high: i64,
+    pub gpu_process: bool,
+}
+
+impl Default for Seen {
+    fn default() -> Self {
+        Seen {
+            known: true,
+            events: 0,
+            metadata: false,
+            all_timed: true,
+            first: i64::MAX,
+            last: i64::MIN,
+            gpu_low: 0,
+            gpu_high: -1,
+            gpu_process: false,
+        }
+    }
+}
+
+/// The categories `is_gpu_activity` takes (traceview/columns/collect.py), any case.
+const GPU_CATEGORIES: [&[u8]; 5] = [
+    b"kernel",
+    b"gpu_memcpy",
+    b"memcpy",
+    b"gpu_memset",
+    b"memset",
+];
+
+impl Seen {
+    /// One more event (an object, as scan.rs read it).
+    pub(crate) fn see(&mut self, s: &Scanner<'_>, e: &crate::scan::Event) {
+        if self.known && self.seen(s, e).is_err() {
+            self.known = false;
+        }
+    }
+
+    /// An element that is not an object: `spans` refuses it.
+    pub(crate) fn not_an_event(&mut self) {
+        self.known = false;
+    }
+
+    /// The values as `[known, events, metadata, all_timed, first, last, gpu_low, gpu_high,
+    /// gpu_process]` (`first`, `last`: 0 without an event).
+    pub fn values(&self) -> [i64; 9] {
+        let (first, last) = if self.first <= self.last {
+            (self.first, self.last)
+        } else {
+            (0, 0)
+        };
+        [
+            i64::from(self.known),
+            self.events,
+            i64::from(self.metadata),
+            i64::from(self.all_timed),
+            first,
+            last,
+            self.gpu_low,
+            self.gpu_high,
+            i64::from(self.gpu_process),
+        ]
+    }
+
+    fn seen(&mut self, s: &Scanner<'_>, e: &crate::scan::Event) -> Scan<()> {
+        // ph: text without escapes, or absent or null (neither "M" nor a flow)
+        let ph: &[u8] = match e.ph {
+            None => b"",
+            Some(v) if v.kind == Kind::Null => b"",
+            Some(v) => match s.plain_str(Some(v)) {
+                Some(ph) => ph,
+                None => return refuse(v.start, "a ph other than plain text"),
+            },
+        };
+        let ts = time(s, e.ts)?;
+        let dur = time(s, e.dur)?;
+        match ts {
+            Some(ts) => {
+                self.first = self.first.min(ts);
+                self.last = self.last.max(ts + dur.unwrap_or(0).max(0)); // each |ns| < 2^62
+            }
+            None => self.all_timed = false,
+        }
+        if ph == b"M" {
+            self.metadata = true;
+        }
+        let (activity, annotation) = gpu_category(s, e.cat)?;
+        self.gpu_process |= (activity || annotation) && ph != b"M";
+        if matches!(ph, b"s" | b"t" | b"f") || !activity {
+            return Ok(());
+        }
+        let c = correlation(s, e.correlation)?;
+        if self.gpu_low > self.gpu_high {
+            (self.gpu_low, self.gpu_high) = (c, c);
+        } else {
+            self.gpu_low = self.gpu_low.min(c);
+            self.gpu_high = self.gpu_high.max(c);
+        }
+        Ok(())
+    }
+}
+
+/// Whether the cat is one of GPU_CATEGORIES, and whether it is a GPU annotation's
+/// (trim_copy.Judge.kind 1 and 2); refused where str.lower() might make it one (escapes,
+/// non-ASCII letters).
+fn gpu_category(s: &Scanner<'_>, cat: Option<Val>) -> Scan<(bool, bool)> {
+    let Some(v) = cat else {
+        return Ok((false, false));
+    };
+    match v.kind {
+        Kind::Str => {
+            let text = s.plain_str(Some(v)).unwrap_or(b"");
+            if !text.is_ascii() {
+                return refuse(v.start, "a non-ASCII cat");
+            }
+            Ok((
+                GPU_CATEGORIES.iter().any(|c| c.eq_ignore_ascii_case(text)),
+                text.eq_ignore_ascii_case(b"gpu_user_annotation"),
+            ))
+        }
+        Kind::StrEscaped => refuse(v.start, "an escaped cat"),
+        _ => Ok((false, false)), // not text: no category
+    }
+}
+
 /// The spans `(start, end)` of `text` joined by `,\n` (as trim writes the kept events);
 /// refused when a span is not inside the text.
 pub fn joined(text: &[u8], spans: &[(i64, i64)]) -> Result<Vec<u8>, Refused> {
@@ -571,6 +710,118 @@ mod tests {
         assert_eq!(boundary(text, 9), Some(14));
         assert_eq!(boundary(text, 15), Some(24));
         assert_eq!(boundary(text, 25), None);
+    }
+
+    fn seen_of(text: &str) -> [i64; 9] {
+        let options = crate::scan::Options {
+            exact: true,
+            seen: true,
+            ..Default::default()
+        };
+        let chunk = crate::scan::scan(text.as_bytes(), &options).expect("accepted");
+        chunk.seen.expect("asked for").values()
+    }
+
+    /// What `spans` gives of a chunk, as `Seen::values` (trim_copy._Seen.of).
+    fn seen_by_spans(text: &str) -> [i64; 9] {
+        let c = scanned(text);
+        let phs: Vec<Vec<u8>> = c.phs.values.clone();
+        let cats: Vec<Vec<u8>> = c.cats.values.clone();
+        let n = c.start.len();
+        let timed = |k: usize| c.has[k] & HAS_TS != 0;
+        let end = |k: usize| {
+            c.ts[k]
+                + if c.has[k] & HAS_DUR != 0 {
+                    c.dur[k].max(0)
+                } else {
+                    0
+                }
+        };
+        let cat_of = |k: usize| String::from_utf8_lossy(&cats[c.cat[k] as usize]).to_lowercase();
+        let process = (0..n).any(|k| {
+            phs[c.ph[k] as usize] != br#""M""#
+                && (cat_of(k) == "\"gpu_user_annotation\""
+                    || GPU_CATEGORIES
+                        .iter()
+                        .any(|g| cat_of(k) == format!("\"{}\"", String::from_utf8_lossy(g))))
+        });
+        let gpu: Vec<i64> = (0..n)
+            .filter(|&k| {
+                let ph = &phs[c.ph[k] as usize];
+                let cat = String::from_utf8_lossy(&cats[c.cat[k] as usize]).to_lowercase();
+                !matches!(&ph[..], br#""s""# | br#""t""# | br#""f""#)
+                    && GPU_CATEGORIES
+                        .iter()
+                        .any(|g| cat == format!("\"{}\"", String::from_utf8_lossy(g)))
+            })
+            .map(|k| c.correlation[k])
+            .collect();
+        [
+            1,
+            n as i64,
+            i64::from((0..n).any(|k| phs[c.ph[k] as usize] == br#""M""#)),
+            i64::from((0..n).all(timed)),
+            // (of the timed events: trim looks at them only when every event is timed)
+            (0..n)
+                .filter(|&k| timed(k))
+                .map(|k| c.ts[k])
+                .min()
+                .unwrap_or(0),
+            (0..n).filter(|&k| timed(k)).map(end).max().unwrap_or(0),
+            gpu.iter().copied().min().unwrap_or(0),
+            gpu.iter().copied().max().unwrap_or(-1),
+            i64::from(process),
+        ]
+    }
+
+    #[test]
+    fn seen_while_scanning() {
+        let text = [KERNEL, FLOW, KERNEL].join(",\n  ");
+        assert_eq!(seen_of(&text), [1, 3, 0, 1, 9000, 12_500, 5, 5, 1]);
+        assert_eq!(seen_of(&text), seen_by_spans(&text));
+        let text = [KERNEL, META, FLOW].join(",");
+        assert_eq!(seen_of(&text), [1, 3, 1, 0, 9000, 12_500, 5, 5, 1]);
+        let text = [FLOW, META, r#"{"ph":"M","cat":"kernel","ts":1}"#].join(",");
+        assert_eq!(seen_of(&text), [1, 3, 1, 0, 1000, 9000, -1, -1, 0]);
+        assert_eq!(seen_of(&text), seen_by_spans(&text));
+        let text = [FLOW, r#"{"ph":"X","cat":"GPU_user_annotation","ts":1}"#].join(",");
+        assert_eq!(seen_of(&text), [1, 2, 0, 1, 1000, 9000, 0, -1, 1]);
+        assert_eq!(seen_of(&text), seen_by_spans(&text));
+        let gpu = [
+            r#"{"ph":"X","cat":"Kernel","ts":5,"dur":3,"args":{"correlation":9}}"#,
+            r#"{"ph":"i","cat":"gpu_memset","ts":7,"dur":-3,"args":{"correlation":"x"}}"#,
+            r#"{"ph":"s","cat":"kernel","ts":1,"args":{"correlation":2}}"#,
+            r#"{"ph":"X","cat":"cpu_op","ts":2,"dur":10,"args":{"correlation":1}}"#,
+        ];
+        let text = gpu.join(",");
+        assert_eq!(seen_of(&text), [1, 4, 0, 1, 1000, 12_000, -1, 9, 1]);
+        assert_eq!(seen_of(&text), seen_by_spans(&text));
+        assert_eq!(seen_of(&long_chunk("k")), seen_by_spans(&long_chunk("k")));
+    }
+
+    #[test]
+    fn seen_unknown_where_spans_would_not_take_it() {
+        for event in [
+            r#"{"ph":"X","ts":"1"}"#,
+            r#"{"ph":"X","ts":1e3}"#,
+            r#"{"ph":"X","ts":1,"dur":[1]}"#,
+            r#"{"ph":"X","ts":1234567890123456789}"#,
+            r#"{"ph":"i","cat":"k\u0065rnel","ts":1}"#,
+            r#"{"ph":"i","cat":"\u212aernel","ts":1}"#,
+            "{\"ph\":\"i\",\"cat\":\"\u{212a}ernel\",\"ts\":1}", // str.lower(): "kernel"
+            r#"{"ph":"i","cat":"kernel","ts":1,"args":{"correlation":1e3}}"#,
+        ] {
+            let text = format!(r#"{KERNEL},{event}"#);
+            assert_eq!(seen_of(&text)[0], 0, "{event}");
+        }
+        let options = crate::scan::Options {
+            seen: true,
+            ..Default::default()
+        };
+        let chunk = crate::scan::scan(format!("{KERNEL},[1]").as_bytes(), &options).unwrap();
+        assert_eq!(chunk.seen.unwrap().values()[..2], [0, 2]);
+        let plain = crate::scan::scan(b"{}", &Default::default()).unwrap();
+        assert!(plain.seen.is_none());
     }
 
     #[test]

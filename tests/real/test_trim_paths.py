@@ -18,6 +18,7 @@ import pytest
 from conftest import SHARED_TRACES, real_traces
 from reader_paths import COMPILED, event_spans, mutations, python_reader, seed_chunks
 
+import traceview.read.reader as reader_module
 import traceview.read.spans as spans_module
 from traceview.app import commands, trim_copy
 from traceview.app.trim import Cut, TrimOptions
@@ -25,6 +26,7 @@ from traceview.app.trim_copy import (
     Copy,
     Judge,
     _correlation,
+    learn_indexed,
     learn_pass,
     ts_ns,
     write_trimmed,
@@ -35,7 +37,7 @@ from traceview.options import ReadOptions
 from traceview.read.compiled import scanner
 from traceview.read.decode import ChunkError
 from traceview.read.raw import decode_raw_span
-from traceview.read.reader import TraceReader
+from traceview.read.reader import ReadStats, TraceReader
 from traceview.read.spans import ChunkKey, SpanChunk, decode_spans
 
 pytestmark = [
@@ -118,8 +120,9 @@ def test_same_file_both_readers(
     compiled, python, read = _both(path, OPTIONS[option], tmp_path, capsys, monkeypatch)
     assert compiled[1] == python[1]
     assert compiled[0] == python[0]
-    if compiled[0]:  # the columns path was taken (every real trace's chunks are accepted)
-        assert read["columns"] and not read["python"], read
+    if compiled[0]:  # the columns path was taken (every real trace's chunks are accepted),
+        # or every chunk was left unread (what the read that found the cut saw of each)
+        assert (read["columns"] or read["unread"]) and not read["python"], read
 
 
 @pytest.mark.slow
@@ -139,7 +142,9 @@ def test_big_trace_both_readers(
         pytest.skip("big.json.gz is absent")
     compiled, python, read = _both(path, option, tmp_path, capsys, monkeypatch)
     assert compiled == python
-    assert read["columns"] > 100 and not read["python"]
+    assert read["columns"] + read["unread"] > 100 and not read["python"]
+    if option.steps:  # the read that found the step showed which chunks may hold it
+        assert read["unread"] > 100 and read["columns"] < 50, read
 
 
 @pytest.mark.parametrize("option", ["pstep", "window"])
@@ -158,14 +163,15 @@ def test_small_chunks_left_unread(
         pytest.skip(f"{path.name} is absent")
     small = functools.partial(TraceReader, block_size=16 << 10)
     monkeypatch.setattr(spans_module, "TraceReader", small)
+    monkeypatch.setattr(reader_module, "TraceReader", small)  # the read that finds the cut
     options = OPTIONS["window"]
     if option == "pstep":  # the trace's second step
         steps = sorted({w.step for w in collect_events(TraceReader(path)).steps})
         options = TrimOptions(steps=((steps[1], steps[1]),))
     compiled, python, read = _both(path, options, tmp_path, capsys, monkeypatch)
     assert compiled == python
-    assert read["columns"] > 20 and not read["python"]
-    assert read["unread"], read
+    assert read["columns"] and not read["python"]
+    assert read["unread"] > 20, read
 
 
 def _synthetic() -> bytes:
@@ -275,6 +281,99 @@ def test_file_changed_between_passes(tmp_path: Path, monkeypatch: pytest.MonkeyP
     path.write_bytes(text.replace(b'"process_name"', b'"process_nome"'))
     with pytest.raises(TraceviewError, match="changed while it was read"):
         b"".join(Copy(path, judge, False, None, learned).chunks(False))
+
+
+# --- the read that finds the cut notes its chunks ---------------------------------------------
+
+
+def _indexed(path: Path, block_size: int = 4096) -> ReadStats:
+    """The stats of a read without CPU rows (as trim's) that notes its chunks."""
+    reader = TraceReader(path, block_size=block_size, keep_text=True, index=True)
+    return collect_events(reader).read
+
+
+@pytest.mark.parametrize("packed", [False, True], ids=["plain", "gzip"])
+@pytest.mark.parametrize(
+    "cut",
+    [
+        Cut(start_ns=5_000_000, end_ns=6_000_000),
+        Cut(end_ns=2_000_000),
+        Cut(4_000_000, 4_100_000, steps=True, correlations=frozenset({20, 400, 401, 1400})),
+        Cut(4_000_000, 4_100_000, steps=True, by_ts={-1: frozenset({7_001_500})}),
+        Cut(),
+        Cut(start_ns=5_000_000, devices=frozenset({"1"})),
+        Cut(end_ns=2_000_000, cpu=False),
+    ],
+    ids=["window", "to", "steps", "steps-by-ts", "all", "device", "no-cpu"],
+)
+def test_first_pass_from_the_index(
+    cut: Cut,
+    packed: bool,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The chunks the read that found the cut noted stand in for trim's first pass: only
+    those that may hold a kept event are read (and, for a cut that needs every GPU process,
+    those that show one), and the file written is the one the full first pass writes."""
+    text = _synthetic()
+    path, out = tmp_path / ("trace.json.gz" if packed else "trace.json"), tmp_path / "out.json"
+    path.write_bytes(gzip.compress(text) if packed else text)
+    stats = _indexed(path)
+    assert stats.index is not None and len(stats.index.chunks) == stats.chunks > 30
+    # (the chunk with a kernel whose correlation is text is the Python decoder's: not seen)
+    seen = [seen is not None and seen[0] for *_, seen in stats.index.chunks]
+    assert sum(seen) > len(seen) // 2 and not all(seen)
+    whole = _copy(path, cut, False, out, capsys)
+    decoded: Counter[bool] = Counter()
+
+    def counted(*args: object) -> object:
+        decoded[True] += 1
+        return decode_spans(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(spans_module, "decode_spans", counted)
+    monkeypatch.setattr(spans_module, "TraceReader", None)  # (the full first pass's reader)
+    capsys.readouterr()
+    assert learn_indexed(path, Judge(cut), stats, None) is not None
+    decoded.clear()
+    write_trimmed(path, cut, ReadOptions(quiet=True), out, True, (path,), stats)
+    assert (out.read_bytes(), capsys.readouterr().err) == whole
+    if cut.devices is None and cut.cpu and (cut.start_ns is not None or cut.end_ns is not None):
+        assert decoded[True] < stats.chunks // 2, decoded
+
+
+@pytest.mark.parametrize("split", ["fork", "threads"])
+def test_index_of_a_split_read(split: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A read split in two processes, or scanned on threads, notes every chunk in file order
+    (their places tile the event array) with what the scanner saw, as a serial read does."""
+    path = SHARED_TRACES / "h200" / "train.json.gz"
+    if not path.exists():
+        pytest.skip(f"{path.name} is absent")
+    plain = tmp_path / "train.json"
+    plain.write_bytes(gzip.decompress(path.read_bytes()))
+    target = path if split == "threads" else plain
+    monkeypatch.setenv("TRACEVIEW_SPLIT", split)
+    monkeypatch.setenv("TRACEVIEW_PARALLEL_MIN_BYTES", "1")
+    size = 64 << 10
+    split_index = _indexed(target, size).index
+    monkeypatch.setenv("TRACEVIEW_PARALLEL_MIN_BYTES", str(1 << 60))
+    serial = _indexed(plain, size)
+    assert serial.index is not None and split_index is not None
+    text = plain.read_bytes()
+    for index in (serial.index, split_index):
+        ends = [0]
+        for end, length, head, tail, seen in index.chunks:
+            between = text[ends[-1] : end - length]
+            assert not between.strip(b" \t\r\n,") or ends == [0]
+            assert text[end - length : end].startswith(head) and text[:end].endswith(tail)
+            assert seen is not None and seen[0]
+            ends.append(end)
+        assert not text[ends[-1] :].split(b"]", 1)[0].strip()
+        assert sum(seen[1] for *_, seen in index.chunks if seen) == serial.events
+    assert (split_index.header_text, split_index.trailer_text) == (
+        serial.index.header_text,
+        serial.index.trailer_text,
+    )
 
 
 # --- damaged inputs -------------------------------------------------------------------------

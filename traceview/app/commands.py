@@ -466,9 +466,11 @@ def trim(path: Path, options: TrimOptions, read: ReadOptions, output: Path, forc
     check_options(options)
     inputs = inputs_of((path,), options)
     check_trim_paths(path, output, force, inputs)
-    cut = plan_cut(read_trace(path, read, keep_cpu=False), options)
+    events = read_trace(path, read, keep_cpu=False, index=True)
+    cut, stats = plan_cut(events, options), events.read
+    del events
     release_free_memory()  # the columns are gone: the copy needs only its blocks
-    write_trimmed(path, cut, read, output, force, inputs)
+    write_trimmed(path, cut, read, output, force, inputs, stats)
 
 
 @_command

@@ -32,6 +32,7 @@ def read_trace(
     steps: bool = True,
     memory: bool = False,
     frames: bool = False,
+    index: bool = False,
 ) -> TraceEvents:
     """Read a trace (from the cache when it holds it); remember it as the last one analysed.
     With ``--step-regex`` the steps are the CPU ranges whose name matches it; without it and
@@ -40,7 +41,8 @@ def read_trace(
     phase (with the CPU rows). ``steps``: whether the command uses the steps; when it does not,
     a read without CPU rows is not followed by a second one to find the markers. ``memory``:
     the command reads the ``[memory]`` events (it alone says those it skipped). ``frames``:
-    with the python frames and fwdbwd flows (and the CPU rows)."""
+    with the python frames and fwdbwd flows (and the CPU rows). ``index``: a read of the trace
+    itself notes its chunks in ``read.index`` (trim; none from the cache)."""
     start_up_done()  # the command line's start-up ends here
     regex = None
     keep_cpu = keep_cpu or phases or frames
@@ -50,9 +52,11 @@ def read_trace(
         regex = compile_step_regex(options.step_regex)  # a usage error before any reading
         keep_cpu = True
     pipe = _is_pipe(path, options)
-    events = _read_cached(path, options, keep_cpu, frames) if options.cache and not pipe else None
+    events = (
+        _read_cached(path, options, keep_cpu, frames, index) if options.cache and not pipe else None
+    )
     if events is None:
-        events = _ingest(path, options, keep_cpu, frames)
+        events = _ingest(path, options, keep_cpu, frames, index=index)
     if regex is not None:
         from traceview.analyses.core.steps import steps_matching
 
@@ -104,7 +108,7 @@ def report_problems(path: Path, problems: list[str], strict: bool) -> None:
 
 
 def _read_cached(
-    path: Path, options: ReadOptions, keep_cpu: bool, frames: bool = False
+    path: Path, options: ReadOptions, keep_cpu: bool, frames: bool = False, index: bool = False
 ) -> TraceEvents | None:
     """The events from the cache, or a fresh read stored in it; None when it cannot be used.
     The frames are read (and stored) only by a command that asks for them."""
@@ -122,7 +126,9 @@ def _read_cached(
     # --no-cache one does), facts worked out; a command that needs more than an entry holds
     # reads the trace again and completes the entry.
     # A key not known yet: the read hashes the blocks it reads (publish makes the key of them).
-    read = _ingest(path, options, keep_cpu=keep_cpu, frames=frames, hashes=slot.hashes)
+    read = _ingest(
+        path, options, keep_cpu=keep_cpu, frames=frames, hashes=slot.hashes, index=index
+    )
     events = with_facts(read)
     # A truncated read (--partial) is not stored: a later run without --partial would get it
     # from the cache instead of the truncation error, and the file is most likely still being
@@ -150,6 +156,7 @@ def _ingest(
     keep_cpu: bool,
     frames: bool = False,
     hashes: BlockHashes | None = None,
+    index: bool = False,
 ) -> TraceEvents:
     """Read the trace itself, with a progress bar on a terminal (``frames``: with the python
     frames and flows; an Nsight Systems export has none; ``hashes``: the blocks read are
@@ -165,7 +172,7 @@ def _ingest(
 
         with ByteProgress(path.stat().st_size, enabled=not options.quiet) as progress:
             return _sums_checked(collect_nsys(path, keep_cpu, lambda done: progress(done, None)))
-    reader = TraceReader(path, partial=options.partial)
+    reader = TraceReader(path, partial=options.partial, keep_text=index, index=index)
     reader.hashes = hashes
     # gzip: estimated later; a pipe: bytes read without a total
     size = None if reader.info.compressed or reader.info.stream else reader.info.size_bytes

@@ -30,7 +30,8 @@ from traceview.options import ReadOptions
 from traceview.read.layout import UTF8_BOM, without_event_arrays
 from traceview.read.nsys import is_sqlite
 from traceview.read.raw import RAW_NULL, UNREADABLE, Piece, RawEvent, raw_args
-from traceview.read.reader import REPEATED_EVENTS_KEY
+from traceview.read.reader import REPEATED_EVENTS_KEY, ReadStats
+from traceview.read.source import check_path
 from traceview.read.spans import (
     ChunkKey,
     ChunkPlace,
@@ -156,6 +157,10 @@ class Judge:
                     at = mine & (ph == code)
                     ends = self._ends.setdefault((_key(c.pids[p]), codes[code]), array("q"))
                     ends.frombytes(hashes[at].tobytes())
+
+    def see(self, key: ChunkKey, seen: _Seen) -> None:
+        """What ``learn_columns`` would keep of a chunk (by ``key``), known without reading it."""
+        self._seen[key] = seen
 
     def unread(self, key: ChunkKey) -> int | None:
         """The second pass: a chunk's event count when it need not be read, for the first
@@ -455,6 +460,63 @@ def learn_pass(path: Path, judge: Judge, partial: bool, progress: Progress) -> L
     )
 
 
+def learn_indexed(path: Path, judge: Judge, read: ReadStats, progress: Progress) -> Learned | None:
+    """The first pass without reading the whole trace again: the chunks the read that found
+    the cut noted (``read.index``, see TraceReader) tell which may hold an event the cut
+    keeps; only those, those the scanner did not see and, for a cut that needs to know every
+    GPU process (--device, --no-cpu), those that show one, are read (at their places) and
+    learnt from, in file order. None where the index cannot stand in for the first pass: no
+    index (a read from the cache), a damaged trace."""
+    index = read.index
+    cut = judge.cut
+    if (
+        index is None
+        or len(index.chunks) != read.chunks
+        or read.repaired_chunks
+        or read.truncated_at is not None
+    ):
+        return None
+    processes = cut.devices is not None or not cut.cpu
+    places: list[ChunkPlace] = []
+    wanted: set[ChunkKey] = set()
+    for n, (end, length, head, tail, seen) in enumerate(index.chunks):
+        key = (n, length, head, tail)
+        places.append((key, end - length, end))
+        if seen is not None and seen[0]:  # (else an event the span scan would refuse)
+            judge.see(key, _Seen(seen[1], bool(seen[2]), bool(seen[3]), *seen[4:8]))
+        may_show_process = seen is None or not seen[0] or bool(seen[8])
+        if judge.unread(key) is None or (processes and may_show_process):
+            wanted.add(key)
+    held: dict[ChunkKey, bytes] = {}
+    room = HELD_BYTES if check_path(path).compressed else 0
+    # What the first pass would have counted: the repeated arrays (read with the trailer),
+    # the events it could not decode (only in chunks the scanner did not see: read here).
+    skipped: Counter[str] = Counter()
+    if read.skipped[REPEATED_EVENTS_KEY]:
+        skipped[REPEATED_EVENTS_KEY] = read.skipped[REPEATED_EVENTS_KEY]
+    batches = spans_at(
+        path,
+        places,
+        lambda key: None if key in wanted else 0,
+        index.exact_times,
+        skipped,
+        progress,
+    )
+    for batch in batches:
+        if isinstance(batch, SpanChunk):
+            c, key = batch.columns, batch.key
+            if c is None:
+                continue
+            judge.learn_columns(c, key)
+            if key[1] <= room and judge.unread(key) is None:
+                held[key] = bytes(c.data[c.offset : c.offset + key[1]])
+                room -= key[1]
+        else:
+            judge.learn([event for _, event in batch])
+    judge.settle()
+    return Learned(index.header_text, index.trailer_text, skipped, index.exact_times, places, held)
+
+
 class Copy:
     """The second pass as chunks of bytes (gzip-compressed with ``gzip``); ``kept`` and
     ``read`` count the events once it has run."""
@@ -568,13 +630,23 @@ def check_trim_paths(path: Path, output: Path, force: bool, inputs: Sequence[Pat
 
 
 def write_trimmed(
-    path: Path, cut: Cut, read: ReadOptions, output: Path, force: bool, inputs: Sequence[Path]
+    path: Path,
+    cut: Cut,
+    read: ReadOptions,
+    output: Path,
+    force: bool,
+    inputs: Sequence[Path],
+    stats: ReadStats | None = None,
 ) -> Copy:
     """The two passes, the second written to ``output`` (gzip when it ends .gz) atomically;
-    what they kept and read said on stderr."""
+    what they kept and read said on stderr. ``stats``: the read that found the cut, whose
+    chunk index may spare the first pass most of the trace (``learn_indexed``)."""
     judge = Judge(cut)
     with ByteProgress(None, not read.quiet) as progress:
-        learned = learn_pass(path, judge, read.partial, progress)
+        learned = None if stats is None else learn_indexed(path, judge, stats, progress)
+        if learned is None:
+            judge = Judge(cut)
+            learned = learn_pass(path, judge, read.partial, progress)
     with ByteProgress(None, not read.quiet) as progress:
         copy = Copy(path, judge, read.partial, progress, learned)
         write_file(output, copy.chunks(output.name.lower().endswith(".gz")), force, inputs)

@@ -115,7 +115,7 @@ class _Forked:
         args = (sender, boundary_in, reader.path, split, reader.block_size, exact, keep_cpu)
         ends = (self.receiver, self.boundary_out)  # the worker closes this process's ends
         try:
-            more = (self.memfd, self.spill, keep_frames, hash_blocks)
+            more = (self.memfd, self.spill, keep_frames, hash_blocks, reader.index)
             self.child = Child(_worker, (*args, *more), ends)
         except BaseException:
             self._close()
@@ -198,6 +198,7 @@ def _adopt_early(reader: TraceReader, keep_cpu: bool, keep_frames: bool) -> _For
         and forked.block_size == reader.block_size
         and reader.decode is None
         and not reader.keep_text
+        and not reader.index
         and reader.part is None
     )
     if not same:
@@ -218,15 +219,21 @@ def _worker(
     spill: SpillFile | None,
     keep_frames: bool = False,
     hash_blocks: bool = False,
+    index: bool = False,
 ) -> None:
     """In the forked worker: read from the first event to the boundary the main process
     finds (at or after the middle), and send the part back (with the hashes of the blocks
-    read if ``hash_blocks``)."""
+    read if ``hash_blocks``; ``index``: with its chunks, see TraceReader)."""
     try:
         final_end = functools.partial(_recv_boundary, boundary)
         spec = WorkerPart(*split, final_end=final_end, exact_times=exact_times)
         part = TraceReader(
-            path, block_size=block_size, part=spec, shapes=keep_cpu, frames=keep_frames
+            path,
+            block_size=block_size,
+            part=spec,
+            shapes=keep_cpu,
+            frames=keep_frames,
+            index=index,
         )
         if hash_blocks:
             part.hashes = BlockHashes(part.info.size_bytes)
@@ -438,6 +445,10 @@ def _merge_stats(reader: TraceReader, part: TraceEvents) -> None:
     stats.repaired_chunks += part.read.repaired_chunks
     stats.exact_times = stats.exact_times or part.read.exact_times
     stats.skipped.update(part.read.skipped)
+    if stats.index is not None and part.read.index is not None:  # the part's chunks first
+        stats.index.chunks[:0] = part.read.index.chunks
+    else:
+        stats.index = None  # not every chunk noted
 
 
 def _min_bytes() -> int:

@@ -130,14 +130,18 @@ class ScannedRows:
 
 class Scanned(list[Any]):
     """The events of a chunk the scanner did not convert, decoded; ``total``: all its events;
-    ``scanned``: the rows it converted."""
+    ``scanned``: the rows it converted; ``seen``: what it saw for trim, when asked (see
+    scan_chunk)."""
 
-    __slots__ = ("scanned", "total")
+    __slots__ = ("scanned", "seen", "total")
 
-    def __init__(self, others: list[Any], count: int, scanned: ScannedRows) -> None:
+    def __init__(
+        self, others: list[Any], count: int, scanned: ScannedRows, seen: list[int] | None = None
+    ) -> None:
         super().__init__(others)
         self.total = count
         self.scanned = scanned
+        self.seen = seen
 
 
 def event_count(events: list[Any]) -> int:
@@ -156,17 +160,18 @@ def decode_scanned(
     shapes: bool = True,
     drop: dict[str, list[bytes]] | None = None,
     frames: bool = False,
+    seen: bool = False,
 ) -> list[Any]:
     """``read.decode.decode_span`` through the scanner (``shapes``: a read that keeps CPU
     rows, whose runtime calls need names and threads; ``drop``: the events the collector
     never keeps, which the scanner counts without decoding, see columns.collect.scan_rule;
     ``frames``: a read that keeps the python frames and flows, which the scanner converts
-    with the CPU rows)."""
+    with the CPU rows; ``seen``: what trim's copy needs of the chunk, see Scanned)."""
     core = scanner()
     if core is None:
         return decode_span(data, start, end, exact, skipped, shapes, frames)
     with memoryview(data) as view, view[start:end] as span:
-        result = core.scan_chunk(span, exact, shapes, drop, frames)
+        result = core.scan_chunk(span, exact, shapes, drop, frames, seen)
     scanned = accepted(result, core, exact, shapes, frames)
     if scanned is not None:
         return scanned
@@ -232,4 +237,4 @@ def _assembled(
         cpu=shapes,
         frames=frames and shapes,
     )
-    return Scanned(others, result["events"], rows)
+    return Scanned(others, result["events"], rows, result.get("seen"))

@@ -77,6 +77,24 @@ REPEATED_EVENTS_KEY = (
 )
 
 
+# A chunk as TraceReader(index=True) notes it: the file offset (of the decompressed text)
+# just after its last event, its length, its first and last 32 bytes, and what the compiled
+# scanner saw of it for trim (traceview._core.scan_chunk's ``seen``; None: not scanned).
+IndexedChunk = tuple[int, int, bytes, bytes, list[int] | None]
+
+
+@dataclass
+class ChunkIndex:
+    """Every chunk a read cut, in file order (trim's copy reads again only those it needs,
+    at their places), with the text before and after the event array and whether the read
+    began with exact times."""
+
+    chunks: list[IndexedChunk] = field(default_factory=list)
+    header_text: bytes | None = None
+    trailer_text: bytes | None = None
+    exact_times: bool = False
+
+
 @dataclass
 class ReadStats:
     """What the reader saw: event counts, skipped events, truncation."""
@@ -89,6 +107,8 @@ class ReadStats:
     truncated_at: int | None = None
     # A read split in two processes: where this process's part started (not kept in the cache).
     resume_at: int | None = None
+    # With TraceReader(index=True): its chunks (not kept in the cache).
+    index: ChunkIndex | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -153,6 +173,7 @@ class TraceReader:
         frames: bool = False,
         decode: Callable[..., list[Any]] | None = None,
         keep_text: bool = False,
+        index: bool = False,
     ) -> None:
         self.info = check_path(path)
         # decode: what decodes a span (None: the compiled scanner's or decode_span; trim's
@@ -160,6 +181,7 @@ class TraceReader:
         # raw text before and after the event array (trim writes it).
         self.decode = decode
         self.keep_text = keep_text
+        self.index = index  # note each chunk in stats.index (the compiled scanner's seen too)
         self.shapes = shapes  # decode the CPU ops' shapes (reads that keep CPU rows)
         self.frames = frames  # decode the python frames' and flows' fields (``source``)
         self.path = path
@@ -180,6 +202,9 @@ class TraceReader:
         self.stats = ReadStats(
             exact_times=isinstance(self.part, WorkerPart) and self.part.exact_times
         )
+        if self.index:
+            self.stats.index = ChunkIndex()
+        self._note: tuple[int, bytes, bytes, list[int] | None] = (0, b"", b"", None)
         # Valid until the next batch is asked for (the buffer changes only then).
         self._last_chunk: tuple[bytes | bytearray, int, int | None] = (b"", 0, None)
         self._last_count = 0
@@ -194,9 +219,17 @@ class TraceReader:
             if not (self.info.compressed or self.info.stream):
                 source.hashes = self.hashes
             if isinstance(self.part, WorkerPart):
-                yield from self._read_range(source, self.part)
+                batches = self._read_range(source, self.part)
             else:
-                yield from self._read(source)
+                batches = self._read(source)
+            index = self.stats.index
+            if index is None:
+                yield from batches
+            else:
+                for events in batches:
+                    index.chunks.append((self._last_event_end, *self._note))
+                    yield events
+                index.header_text, index.trailer_text = self.header_text, self.trailer_text
             if self.info.stream:  # its size is known now
                 self.info = replace(self.info, size_bytes=source.file_position)
 
@@ -242,6 +275,7 @@ class TraceReader:
         yield from self._cut_chunks(buf, self._blocks(source), source)
         rest = buf.data[buf.pos :].strip(b" \t\r\n,")
         if rest:
+            self._last_event_end = buf.base + len(buf.data.rstrip(b" \t\r\n,"))
             try:
                 yield self._decode_counted(rest)
             except ChunkError:
@@ -395,6 +429,8 @@ class TraceReader:
             self._check_plain_end()
             first = skip_ws(buf.data, start)
             self.stats.exact_times = needs_exact(buf.data[first : first + self.block_size])
+            if self.stats.index is not None:
+                self.stats.index.exact_times = self.stats.exact_times
             return buf.data[skip_ws(buf.data, content_start(buf.data))] == ord("{")
 
     def _header_failed(self, error: NotATrace, buf: _Buffer) -> NoReturn:
@@ -528,14 +564,24 @@ class TraceReader:
             events = decode(data, start, stop, exact, skipped, self.shapes)
         elif scanner() is not None:  # the compiled scanner (read.compiled)
             events = decode_scanned(
-                data, start, stop, exact, skipped, self.shapes, self.scan_rule, self.frames
-            )
+                data, start, stop, exact, skipped, self.shapes, self.scan_rule, self.frames,
+                self.index,
+            )  # fmt: skip
         else:
             events = decode_span(data, start, stop, exact, skipped, self.shapes, self.frames)
+        if self.index:
+            self._note_chunk(data, start, stop, getattr(events, "seen", None))
         self._last_count = event_count(events)
         self.stats.events += self._last_count
         self.stats.chunks += 1
         return events
+
+    def _note_chunk(
+        self, data: bytes | bytearray, start: int, stop: int, seen: list[int] | None
+    ) -> None:
+        """What stats.index notes of the chunk ``data[start:stop]`` once it is given."""
+        head, tail = bytes(data[start : start + 32]), bytes(data[max(start, stop - 32) : stop])
+        self._note = (stop - start, head, tail, seen)
 
     def _truncated(self, offset: int) -> None:
         """Record a truncation; without --partial it is an error."""

@@ -69,6 +69,8 @@ class ThreadedReader(TraceReader):
         self._core: ModuleType | None = None
         self._scanner: Any = None
         self._exacts: deque[bool] = deque()  # of the chunks in flight: exact times asked?
+        # ... and where each ends, its length, its first and last 32 bytes (stats.index)
+        self._places: deque[tuple[int, int, bytes, bytes]] = deque()
         self._text_in_scanner = False  # the last chunk taken: its text is the scanner's
 
     def batches(self) -> Iterator[list[Any]]:
@@ -77,13 +79,14 @@ class ThreadedReader(TraceReader):
             raise SplitFailed  # only the compiled reader's whole-file read runs here
         self._core = core
         self._scanner = core.ChunkScanner(
-            self.threads, self.ahead, self.shapes, self.scan_rule, self.frames
+            self.threads, self.ahead, self.shapes, self.scan_rule, self.frames, self.index
         )
         try:
             yield from super().batches()
         finally:
             self._scanner.close()
             self._exacts.clear()
+            self._places.clear()
 
     def _cut_chunks(
         self, buf: _Buffer, blocks: Iterator[bytes], source: TraceSource
@@ -109,6 +112,8 @@ class ThreadedReader(TraceReader):
             if not self._scanner.submit(span, self.stats.exact_times):
                 raise SplitFailed  # cannot happen: one was taken
         self._exacts.append(self.stats.exact_times)
+        head, tail = bytes(text[start : start + 32]), bytes(text[max(start, end - 32) : end])
+        self._places.append((buf.base + end, end - start, head, tail))
         buf.pos = cut.end() - 1
         buf.want = 0
         self._last_event_end = buf.base + end
@@ -120,12 +125,14 @@ class ThreadedReader(TraceReader):
     def _take(self) -> list[Any]:
         """The oldest chunk in flight, decoded as a serial read decodes it."""
         exact = self._exacts.popleft()
+        self._last_event_end, length, head, tail = self._places.popleft()
         try:
             result = self._scanner.next()
         except RuntimeError:  # its scan was lost (a bug): the serial read reads it
             raise SplitFailed from None
         if exact != self.stats.exact_times:  # cut before exact times were asked for
             return self._decode_counted(self._scanner.last_text())
+        self._note = (length, head, tail, result.get("seen"))
         assert self._core is not None  # set by batches()
         events: list[Any] | None = accepted(result, self._core, exact, self.shapes, self.frames)
         if events is None:
