@@ -126,9 +126,7 @@ def _read_cached(
     # --no-cache one does), facts worked out; a command that needs more than an entry holds
     # reads the trace again and completes the entry.
     # A key not known yet: the read hashes the blocks it reads (publish makes the key of them).
-    read = _ingest(
-        path, options, keep_cpu=keep_cpu, frames=frames, hashes=slot.hashes, index=index
-    )
+    read = _ingest(path, options, keep_cpu=keep_cpu, frames=frames, hashes=slot.hashes, index=index)
     events = with_facts(read)
     # A truncated read (--partial) is not stored: a later run without --partial would get it
     # from the cache instead of the truncation error, and the file is most likely still being
