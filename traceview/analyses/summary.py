@@ -26,7 +26,7 @@ from traceview.analyses.core.common import Shared, work_out
 from traceview.analyses.core.devices import NO_LAUNCH, launch_latency, name_rank
 from traceview.analyses.core.graphs import replayed
 from traceview.analyses.core.names import display_names
-from traceview.analyses.core.opcalls import op_calls
+from traceview.analyses.core.opcalls import OpCallsByBlock
 from traceview.analyses.core.oplinks import OpLinks
 from traceview.analyses.core.phase_figures import PhaseReport, counted, phase_report
 from traceview.analyses.core.step_markers import PhaseEvidence, step_phases
@@ -211,16 +211,21 @@ def overview(
     evidence gathered in the links' pass (``shared`` None)."""
     found = None
     if shared is None:
-        # the op calls, then the links with the model-FLOPs rows, the optimizer steps'
-        # spans and the phases' evidence gathered in the links' pass (work_out's order:
-        # the peaks not held together)
+        # the links with the op calls, the model-FLOPs rows, the optimizer steps' spans and
+        # the phases' evidence gathered in the links' pass
         rank = name_rank(events.names)
-        calls = op_calls(events)
+        calls = OpCallsByBlock(events)
         evidence = PhaseEvidence(events) if phases_here else None
-        found = linked(events, None if evidence is None else evidence.add, rank, True)
+
+        def seen(block: np.ndarray) -> None:  # the op calls and phases ride on that pass
+            calls.add(block)
+            if evidence is not None:
+                evidence.add(block)
+
+        found = linked(events, seen, rank, True)
         if evidence is not None:
             events = step_phases(events, evidence)
-        shared = work_out(events, (found.links, calls), rank, found.category)
+        shared = work_out(events, (found.links, calls.result()), rank, found.category)
     elif phases_here:
         events = step_phases(events)
     links, usage, gaps = shared.links, shared.usage, shared.gaps
