@@ -9,6 +9,7 @@ launch figures, steps and the hints (analyses.hints). Definitions in docs/metric
 
 from __future__ import annotations
 
+import queue
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -27,7 +28,7 @@ from traceview.analyses.core.common import Shared, work_out
 from traceview.analyses.core.devices import NO_LAUNCH, launch_latency, name_rank
 from traceview.analyses.core.graphs import replayed
 from traceview.analyses.core.names import display_names
-from traceview.analyses.core.opcalls import OpCallsByBlock
+from traceview.analyses.core.opcalls import OpCalls, OpCallsByBlock
 from traceview.analyses.core.oplinks import OpLinks
 from traceview.analyses.core.phase_figures import PhaseReport, counted, phase_report
 from traceview.analyses.core.step_markers import PhaseEvidence, step_phases
@@ -216,11 +217,11 @@ def overview(
         # the links with the op calls, the model-FLOPs rows, the optimizer steps' spans and
         # the phases' evidence gathered in the links' pass
         rank = name_rank(events.names)
-        calls = OpCallsByBlock(events)
+        calls = _Fed(OpCallsByBlock(events))  # on a thread, given that pass's blocks
         evidence = PhaseEvidence(events) if phases_here else None
 
         def seen(block: np.ndarray) -> None:  # the op calls and phases ride on that pass
-            calls.add(block)
+            calls.put(block)
             if evidence is not None:
                 evidence.add(block)
 
@@ -307,6 +308,39 @@ class _Aside(threading.Thread, Generic[T]):
         if self.error is not None:
             raise self.error
         return cast(T, self.out)
+
+
+class _Fed(threading.Thread):
+    """OpCallsByBlock on a thread of its own, given blocks of CPU rows (``put``) from the
+    caller's pass (a few waiting at most): the op calls' walk beside the links' pass."""
+
+    _WAITING = 4  # blocks queued at most (2.4 MB each)
+
+    def __init__(self, calls: OpCallsByBlock) -> None:
+        super().__init__(daemon=True)
+        self.calls = calls
+        self.blocks: queue.Queue[np.ndarray | None] = queue.Queue(self._WAITING)
+        self.error: BaseException | None = None
+        self.start()
+
+    def put(self, block: np.ndarray) -> None:
+        self.blocks.put(block)
+
+    def run(self) -> None:
+        while (block := self.blocks.get()) is not None:
+            if self.error is None:
+                try:
+                    self.calls.add(block)
+                except BaseException as e:  # given to the caller by result()
+                    self.error = e
+
+    def result(self) -> OpCalls:
+        """The op calls of every block put (their error raised here)."""
+        self.blocks.put(None)
+        self.join()
+        if self.error is not None:
+            raise self.error
+        return self.calls.result()
 
 
 def _checks_aside(
