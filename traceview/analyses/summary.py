@@ -11,17 +11,17 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Generic, TypeVar, cast
+from typing import Any
 
 import numpy as np
 
 from traceview.aggregate import sums
 from traceview.aggregate.order import dense_ids, distinct, first_of_runs
 from traceview.analyses import hints as hint_rules
-from traceview.analyses.audit import MFU, Check, Figure, checks_of, figures_json, verdicts
+from traceview.analyses.audit import MFU, Figure, checks_of, figures_json, verdicts
 from traceview.analyses.core.breakdown import Breakdown, breakdowns
 from traceview.analyses.core.categories import CATEGORIES
 from traceview.analyses.core.common import Shared, work_out
@@ -212,7 +212,6 @@ def overview(
     the steps' phases are not set yet (read without ``phases``): they are set from the
     evidence gathered in the links' pass (``shared`` None)."""
     found = None
-    checking: _Aside[tuple[tuple[Check, ...], tuple[str, ...]]] | None = None
     if shared is None:
         # the links with the op calls, the model-FLOPs rows, the optimizer steps' spans and
         # the phases' evidence gathered in the links' pass
@@ -228,13 +227,10 @@ def overview(
         found = linked(events, seen, rank, True)
         if evidence is not None:
             events = step_phases(events, evidence)
-        checking = None if trust is not None else _checks_aside(events, found.links.launch)
         shared = work_out(events, (found.links, calls.result()), rank, found.category)
     elif phases_here:
         events = step_phases(events)
     links, usage, gaps = shared.links, shared.usage, shared.gaps
-    if checking is None and trust is None:
-        checking = _checks_aside(events, links.launch)
     category = shared.category
     gpu = events.gpu
     busy = np.flatnonzero(gpu.dur > 0)
@@ -261,9 +257,9 @@ def overview(
     del found
     phases = phase_report(events, shared.step_rows, gaps, include_warmup)
     mfu = flops.summary(kept)
-    if checking is not None:  # audit's verdicts (its trace summary is shared.trace)
-        trust = verdicts(checking.result()[0], events, mfu=mfu.value is not None)
-    elif trust is not None and mfu.value is None:
+    if trust is None:  # audit's verdicts (its trace summary is shared.trace)
+        trust = verdicts(checks_of(events, links.launch)[0], events, mfu=mfu.value is not None)
+    elif mfu.value is None:
         # the whole trace's verdicts: MFU's only where there is a value
         trust = {name: f for name, f in trust.items() if name != MFU}
     return Overview(
@@ -281,33 +277,6 @@ def overview(
         mfu=mfu,
         trust=trust,
     )
-
-
-T = TypeVar("T")
-
-
-class _Aside(threading.Thread, Generic[T]):
-    """A call run on a thread of its own beside the caller's work (numpy lets go of the GIL
-    in its loops, so the other core takes part): its result, or its exception, when asked."""
-
-    def __init__(self, call: Callable[[], T]) -> None:
-        super().__init__(daemon=True)
-        self.call = call
-        self.out: T | None = None
-        self.error: BaseException | None = None
-        self.start()
-
-    def run(self) -> None:
-        try:
-            self.out = self.call()
-        except BaseException as e:  # given to the caller by result()
-            self.error = e
-
-    def result(self) -> T:
-        self.join()
-        if self.error is not None:
-            raise self.error
-        return cast(T, self.out)
 
 
 class _Fed(threading.Thread):
@@ -341,14 +310,6 @@ class _Fed(threading.Thread):
         if self.error is not None:
             raise self.error
         return self.calls.result()
-
-
-def _checks_aside(
-    events: TraceEvents, launch: np.ndarray
-) -> _Aside[tuple[tuple[Check, ...], tuple[str, ...]]]:
-    """audit's checks of ``events`` (their steps' phases set), on a thread of their own: they
-    need nothing the rest of overview works out but the launches."""
-    return _Aside(lambda: checks_of(events, launch))
 
 
 def _notes(events: TraceEvents, phases: PhaseReport) -> list[str]:

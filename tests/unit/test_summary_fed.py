@@ -1,4 +1,4 @@
-"""summary's work on threads beside its own (analyses.summary ``_Aside``, ``_Fed``): the same
+"""summary's op calls on a thread beside the links' pass (analyses.summary ``_Fed``): the same
 result as in line, and an error raised where the caller asks for the result, never lost."""
 
 from __future__ import annotations
@@ -51,9 +51,3 @@ def test_an_error_on_the_thread_is_raised_by_result_and_blocks_no_caller(
         fed.put(block)
     with pytest.raises(ValueError, match="broken"):
         fed.result()
-
-
-def test_an_aside_gives_its_result_or_raises_its_error() -> None:
-    assert summary._Aside(lambda: 6 * 7).result() == 42
-    with pytest.raises(ZeroDivisionError):
-        summary._Aside(lambda: 1 // 0).result()
