@@ -9,8 +9,6 @@ launch figures, steps and the hints (analyses.hints). Definitions in docs/metric
 
 from __future__ import annotations
 
-import queue
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -28,7 +26,7 @@ from traceview.analyses.core.common import Shared, work_out
 from traceview.analyses.core.devices import NO_LAUNCH, launch_latency, name_rank
 from traceview.analyses.core.graphs import replayed
 from traceview.analyses.core.names import display_names
-from traceview.analyses.core.opcalls import OpCalls, OpCallsByBlock
+from traceview.analyses.core.opcalls import OpCallsByBlock
 from traceview.analyses.core.oplinks import OpLinks
 from traceview.analyses.core.phase_figures import PhaseReport, counted, phase_report
 from traceview.analyses.core.step_markers import PhaseEvidence, step_phases
@@ -212,21 +210,24 @@ def overview(
     the steps' phases are not set yet (read without ``phases``): they are set from the
     evidence gathered in the links' pass (``shared`` None)."""
     found = None
+    checks = None
     if shared is None:
         # the links with the op calls, the model-FLOPs rows, the optimizer steps' spans and
         # the phases' evidence gathered in the links' pass
         rank = name_rank(events.names)
-        calls = _Fed(OpCallsByBlock(events))  # on a thread, given that pass's blocks
+        calls = OpCallsByBlock(events)
         evidence = PhaseEvidence(events) if phases_here else None
 
         def seen(block: np.ndarray) -> None:  # the op calls and phases ride on that pass
-            calls.put(block)
+            calls.add(block)
             if evidence is not None:
                 evidence.add(block)
 
         found = linked(events, seen, rank, True)
         if evidence is not None:
             events = step_phases(events, evidence)
+        if trust is None:  # audit's checks while little is held (their temporaries: rows')
+            checks = checks_of(events, found.links.launch)[0]
         shared = work_out(events, (found.links, calls.result()), rank, found.category)
     elif phases_here:
         events = step_phases(events)
@@ -258,9 +259,9 @@ def overview(
     phases = phase_report(events, shared.step_rows, gaps, include_warmup)
     mfu = flops.summary(kept)
     if trust is None:  # audit's verdicts (its trace summary is shared.trace)
-        trust = verdicts(checks_of(events, links.launch)[0], events, mfu=mfu.value is not None)
-    elif mfu.value is None:
-        # the whole trace's verdicts: MFU's only where there is a value
+        checks = checks_of(events, links.launch)[0] if checks is None else checks
+        trust = verdicts(checks, events, mfu=mfu.value is not None)
+    elif mfu.value is None:  # the whole trace's verdicts: MFU's only where there is a value
         trust = {name: f for name, f in trust.items() if name != MFU}
     return Overview(
         trace=shared.trace,
@@ -277,39 +278,6 @@ def overview(
         mfu=mfu,
         trust=trust,
     )
-
-
-class _Fed(threading.Thread):
-    """OpCallsByBlock on a thread of its own, given blocks of CPU rows (``put``) from the
-    caller's pass (a few waiting at most): the op calls' walk beside the links' pass."""
-
-    _WAITING = 4  # blocks queued at most (2.4 MB each)
-
-    def __init__(self, calls: OpCallsByBlock) -> None:
-        super().__init__(daemon=True)
-        self.calls = calls
-        self.blocks: queue.Queue[np.ndarray | None] = queue.Queue(self._WAITING)
-        self.error: BaseException | None = None
-        self.start()
-
-    def put(self, block: np.ndarray) -> None:
-        self.blocks.put(block)
-
-    def run(self) -> None:
-        while (block := self.blocks.get()) is not None:
-            if self.error is None:
-                try:
-                    self.calls.add(block)
-                except BaseException as e:  # given to the caller by result()
-                    self.error = e
-
-    def result(self) -> OpCalls:
-        """The op calls of every block put (their error raised here)."""
-        self.blocks.put(None)
-        self.join()
-        if self.error is not None:
-            raise self.error
-        return self.calls.result()
 
 
 def _notes(events: TraceEvents, phases: PhaseReport) -> list[str]:

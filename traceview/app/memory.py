@@ -15,21 +15,19 @@ import ctypes
 import os
 from functools import cache
 
-M_TRIM_THRESHOLD, M_MMAP_THRESHOLD, M_ARENA_MAX = -1, -3, -8  # <malloc.h>
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # <malloc.h>
 MMAP_THRESHOLD = 32 << 20  # the largest glibc takes on 64-bit systems: larger arrays are mapped
 TRIM_THRESHOLD = 1 << 30  # freed memory at the top of the heap is given back above this
 
 
 def reuse_freed_memory() -> None:
     """Have glibc serve allocations up to 32 MB from its heap and keep what is freed there for
-    the next ones, one heap for every thread (an arena of its own would keep its own freed
-    memory: summary's threads, +17 MB peak RSS); no effect but on glibc."""
+    the next ones (no effect but on glibc)."""
     libc = _glibc()
     if libc is None:
         return
     libc.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)
     libc.mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD)
-    libc.mallopt(M_ARENA_MAX, 1)
 
 
 def release_free_memory() -> None:
