@@ -305,6 +305,19 @@ def audit(
     ``launch``: ``first_launch(events)`` when the caller has it already; ``mfu``: whether the
     trace has an MFU value (analyses.ops.model_flops ``has_mfu``), which then gets a verdict;
     ``devices``: ``usage(events)``, when the caller has it."""
+    checks, notes = checks_of(events, launch)
+    return Audit(
+        trace=summarize(events, devices),
+        checks=checks,
+        figures=verdicts(checks, events, mfu),
+        notes=notes,
+    )
+
+
+def checks_of(
+    events: TraceEvents, launch: np.ndarray | None = None
+) -> tuple[tuple[Check, ...], tuple[str, ...]]:
+    """The checks of ``audit`` and its notes (what it could not check)."""
     t = _Trace(events, launch)
     launches = len(events.runtime.ts) > 0 and len(events.gpu.ts) > 0
     notes = []
@@ -323,13 +336,7 @@ def audit(
         checks.append(_clock_drift(t))
     checks += [_profiler_warning(t), _truncated(t)]
     # a check that found nothing is no warning, whatever it would be
-    checks = [c if c.count else replace(c, severity=INFO) for c in checks]
-    return Audit(
-        trace=summarize(events, devices),
-        checks=tuple(checks),
-        figures=verdicts(checks, events, mfu),
-        notes=tuple(notes),
-    )
+    return tuple(c if c.count else replace(c, severity=INFO) for c in checks), tuple(notes)
 
 
 def _launch_without_gpu(t: _Trace) -> Check:

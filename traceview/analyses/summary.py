@@ -19,14 +19,14 @@ import numpy as np
 from traceview.aggregate import sums
 from traceview.aggregate.order import dense_ids, distinct, first_of_runs
 from traceview.analyses import hints as hint_rules
-from traceview.analyses.audit import MFU, Figure, audit, figures_json
+from traceview.analyses.audit import MFU, Figure, checks_of, figures_json, verdicts
 from traceview.analyses.core.breakdown import Breakdown, breakdowns
 from traceview.analyses.core.categories import CATEGORIES
 from traceview.analyses.core.common import Shared, work_out
 from traceview.analyses.core.devices import NO_LAUNCH, launch_latency, name_rank
 from traceview.analyses.core.graphs import replayed
 from traceview.analyses.core.names import display_names
-from traceview.analyses.core.opcalls import op_calls
+from traceview.analyses.core.opcalls import OpCallsByBlock
 from traceview.analyses.core.oplinks import OpLinks
 from traceview.analyses.core.phase_figures import PhaseReport, counted, phase_report
 from traceview.analyses.core.step_markers import PhaseEvidence, step_phases
@@ -210,17 +210,25 @@ def overview(
     the steps' phases are not set yet (read without ``phases``): they are set from the
     evidence gathered in the links' pass (``shared`` None)."""
     found = None
+    checks = None
     if shared is None:
-        # the op calls, then the links with the model-FLOPs rows, the optimizer steps'
-        # spans and the phases' evidence gathered in the links' pass (work_out's order:
-        # the peaks not held together)
+        # the links with the op calls, the model-FLOPs rows, the optimizer steps' spans and
+        # the phases' evidence gathered in the links' pass
         rank = name_rank(events.names)
-        calls = op_calls(events)
+        calls = OpCallsByBlock(events)
         evidence = PhaseEvidence(events) if phases_here else None
-        found = linked(events, None if evidence is None else evidence.add, rank, True)
+
+        def seen(block: np.ndarray) -> None:  # the op calls and phases ride on that pass
+            calls.add(block)
+            if evidence is not None:
+                evidence.add(block)
+
+        found = linked(events, seen, rank, True)
         if evidence is not None:
             events = step_phases(events, evidence)
-        shared = work_out(events, (found.links, calls), rank, found.category)
+        if trust is None:  # audit's checks while little is held (their temporaries: rows')
+            checks = checks_of(events, found.links.launch)[0]
+        shared = work_out(events, (found.links, calls.result()), rank, found.category)
     elif phases_here:
         events = step_phases(events)
     links, usage, gaps = shared.links, shared.usage, shared.gaps
@@ -250,8 +258,9 @@ def overview(
     del found
     phases = phase_report(events, shared.step_rows, gaps, include_warmup)
     mfu = flops.summary(kept)
-    if trust is None:
-        trust = audit(events, links.launch, mfu=mfu.value is not None, devices=usage).figures
+    if trust is None:  # audit's verdicts (its trace summary is shared.trace)
+        checks = checks_of(events, links.launch)[0] if checks is None else checks
+        trust = verdicts(checks, events, mfu=mfu.value is not None)
     elif mfu.value is None:  # the whole trace's verdicts: MFU's only where there is a value
         trust = {name: f for name, f in trust.items() if name != MFU}
     return Overview(

@@ -199,6 +199,7 @@ def summary(
     a ``--peaks`` file for MFU."""
     from traceview.analyses.ops.peaks import load_peaks_file
     from traceview.analyses.summary import overview
+    from traceview.app.memory import reuse_freed_memory
     from traceview.render import summary as render_overview
 
     check_choice("--format", out.format, DocumentFormat)
@@ -208,6 +209,7 @@ def summary(
     # the phases: for --phase at once, else from overview's pass over the CPU rows
     chosen = phase is not None
     whole = read_trace(path, read, keep_cpu=True, phases=chosen, memory=True, frames=True)
+    reuse_freed_memory()  # the analyses' many row-sized temporaries: no page faults anew
     events = _of_phase(whole, phase)
     if _nothing_to_show(events, out):
         return
