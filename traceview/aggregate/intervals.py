@@ -212,3 +212,28 @@ def sums_by_run(run: np.ndarray, values: np.ndarray, runs: int) -> np.ndarray:
     bounds = np.searchsorted(run, np.arange(runs + 1))
     per_run: np.ndarray = total[bounds[1:]] - total[bounds[:-1]]
     return per_run
+
+
+_PASS = 1 << 18  # starts searched a pass
+
+
+def union_extent(start: np.ndarray, end: np.ndarray) -> tuple[int, int, int]:
+    """The earliest start, the latest end and the length of the union of the intervals
+    [start[i], end[i]] (at least one, each of positive length), from the starts and the ends
+    sorted each on its own (in place: the caller's copies): no permutation, no sorted copy
+    of the rows. Start ``i`` (in order) opens a maximal interval of the union exactly when
+    the ``i`` smallest ends are all at or before it (an end there can only be an earlier
+    start's, every end being past its start); the hole before it runs from the ``i``-th
+    smallest end, the latest of those."""
+    start.sort(kind="stable")  # timsort: near-linear on the nearly sorted times
+    end.sort(kind="stable")
+    idle = 0
+    for lo in range(1, len(start), _PASS):
+        ended = np.searchsorted(end, start[lo : lo + _PASS], side="right")
+        ended -= np.arange(lo, lo + len(ended))
+        opens = np.flatnonzero(ended == 0)
+        del ended
+        opens += lo
+        idle += sums.total(start[opens] - end[opens - 1])
+    first, last = int(start[0]), int(end[-1])
+    return first, last, last - first - idle

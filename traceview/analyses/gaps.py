@@ -341,6 +341,8 @@ def analyse_gaps(
         usage, all_device_gaps = shared.usage, shared.gaps
     else:
         usage, all_device_gaps = device_gaps(events, rows, launch, rank)
+    if stream_table is not None:
+        del rows  # the streams' own gaps are not made
     length = all_device_gaps.end - all_device_gaps.start
     device_kept = length >= options.min_gap_ns
     devices = _device_rows(events, usage, all_device_gaps, length, device_kept, launch)
@@ -348,6 +350,7 @@ def analyse_gaps(
     if stream_table is None:  # the streams' gaps replace the devices' (summed up above)
         del all_device_gaps, device_kept
         streams, gaps, (before, after, signed) = _stream_scope(events, rows, rank, launch, options)
+        del rows
         idle_ns = sum(s.idle_ns for s in streams)
         largest = _largest(events, gaps, launch, options.largest)
         lengths = gaps.end - gaps.start
@@ -360,7 +363,7 @@ def analyse_gaps(
         signed = all_device_gaps.end - all_device_gaps.start
         lengths = signed if bool(device_kept.all()) else signed[device_kept]
         del all_device_gaps, device_kept
-    del rows, launch
+    del launch
     shown, distinct = _transitions(events.names, rank, before, after, signed, options, streamed)
     del before, after, signed
     return GapReport(
@@ -601,7 +604,10 @@ def _device_rows(
     total = _sum_by(device, length, n)
     del device
     wait = _sum_by(gaps.device, gaps.host_wait, n)
-    latency = _sum_by(gaps.device, launch_latency(events, launch, gaps), n)
+    latency = np.zeros(n, dtype=np.int64)
+    for lo in range(0, len(gaps), _PASS):  # a pass's temporaries, not the gaps'
+        part = gaps.take(slice(lo, lo + _PASS))
+        latency += _sum_by(part.device, launch_latency(events, launch, part), n)
     index = {(type(v), v): i for i, v in enumerate(values)}
     return [
         DeviceIdle(
@@ -618,6 +624,9 @@ def _device_rows(
         for u in usage
         for i in (index[(type(u.device), u.device)],)
     ]
+
+
+_PASS = 1 << 16  # gaps a pass
 
 
 def _totals(lengths: np.ndarray, idle_ns: int) -> GapTotals:
