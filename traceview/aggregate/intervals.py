@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -10,6 +11,7 @@ from traceview.aggregate import sums
 from traceview.aggregate.order import lex_order
 
 _BAND_LIMIT = 1 << 62
+_RUNS_ONE_BY_ONE = 256  # up to this many runs, a running maximum a run (a loop in Python)
 
 
 @dataclass(frozen=True)
@@ -185,6 +187,10 @@ def _running_max(s: np.ndarray, e: np.ndarray, head: np.ndarray) -> None:
     (< n, same order): bands of width n always fit, at the cost of one more sort.
     """
     if len(s) == 0:
+        return
+    if len(head) <= _RUNS_ONE_BY_ONE:  # each run's own maximum: no shift array
+        for lo, hi in itertools.pairwise([*head.tolist(), len(s)]):
+            np.maximum.accumulate(e[lo:hi], out=e[lo:hi])
         return
     counts = np.diff(np.r_[head, len(s)])
     base = s[head]

@@ -525,20 +525,20 @@ def _stream_rows(
     n = len(events.streams)
     u = unions(stream, ts, end, holes=False, ordered=True)  # the rows are in stream order
     count = np.bincount(stream, minlength=n)
-    gap = ts[1:] - end[:-1]  # row i+1's start after row i's end; a pair if on one stream
-    left = stream[:-1]
-    pair = left == stream[1:]
-    kept = pair & (gap > 0) & (gap >= min_gap_ns)
-    gaps = np.bincount(left[kept], minlength=n)
-    gap_ns = _sum_by(left[kept], gap[kept], n)
-    del kept
-    over = pair & (gap < 0)
-    overlaps = np.bincount(left[over], minlength=n)
-    overlap_ns = -_sum_by(left[over], gap[over], n)
-    del over
-    pair &= gap == 0
-    zeros = np.bincount(left[pair], minlength=n)
-    del pair, gap
+    gaps, gap_ns, overlaps, overlap_ns, zeros = (np.zeros(n, dtype=np.int64) for _ in range(5))
+    for lo in range(0, len(ts) - 1, _PASS):  # the consecutive pairs a pass at a time
+        hi = min(lo + _PASS, len(ts) - 1)
+        gap = ts[lo + 1 : hi + 1] - end[lo:hi]  # row i+1's start after row i's end
+        left = stream[lo:hi]
+        pair = left == stream[lo + 1 : hi + 1]  # a pair if on one stream
+        kept = pair & (gap > 0) & (gap >= min_gap_ns)
+        gaps += np.bincount(left[kept], minlength=n)
+        gap_ns = sums.added(gap_ns, _sum_by(left[kept], gap[kept], n))
+        over = pair & (gap < 0)
+        overlaps += np.bincount(left[over], minlength=n)
+        overlap_ns = sums.added(overlap_ns, -_sum_by(left[over], gap[over], n))
+        pair &= gap == 0
+        zeros += np.bincount(left[pair], minlength=n)
     sid = u.segment
     columns = zip(
         sid.tolist(),
@@ -607,7 +607,7 @@ def _device_rows(
     latency = np.zeros(n, dtype=np.int64)
     for lo in range(0, len(gaps), _PASS):  # a pass's temporaries, not the gaps'
         part = gaps.take(slice(lo, lo + _PASS))
-        latency += _sum_by(part.device, launch_latency(events, launch, part), n)
+        latency = sums.added(latency, _sum_by(part.device, launch_latency(events, launch, part), n))
     index = {(type(v), v): i for i, v in enumerate(values)}
     return [
         DeviceIdle(
