@@ -46,7 +46,7 @@ def test_runs_bounds() -> None:
     assert increasing_runs(keys, most=2) is None
     assert increasing_runs(keys[:0]) == []
     # every run over the whole range of ids: each query would be searched in all of them
-    interleaved = np.tile(np.array([0, 100], dtype=np.int64), 2 * sorted_runs._OVERLAPS)
+    interleaved = np.tile(np.array([0, 100], dtype=np.int64), 2 * sorted_runs.OVERLAPS)
     assert increasing_runs(interleaved) is None
 
 

@@ -337,16 +337,19 @@ def analyse_gaps(
         rank, launch = shared.rank, shared.links.launch
     # the stream table first: its row-sized temporaries are gone before the device gaps come
     stream_table = None if options.per_stream else _stream_table(events, rows, options)
+    held = [rows]  # device scope: handed over (the streams' own gaps are not made)
+    if stream_table is not None:
+        del rows
     if shared is not None and every:
         usage, all_device_gaps = shared.usage, shared.gaps
-    else:
-        usage, all_device_gaps = device_gaps(events, rows, launch, rank)
-    if stream_table is not None:
-        del rows  # the streams' own gaps are not made
-    length = all_device_gaps.end - all_device_gaps.start
-    device_kept = length >= options.min_gap_ns
-    devices = _device_rows(events, usage, all_device_gaps, length, device_kept, launch)
-    del length  # made again below: the largest gaps' peak comes first
+    else:  # the rows freed inside once sorted, when only the call holds them
+        usage, all_device_gaps = device_gaps(events, held.pop(), launch, rank)
+    del held
+    devices = _device_rows(events, usage, all_device_gaps, options.min_gap_ns, launch)
+    # every device gap is of positive length: --min-gap 0 keeps them all
+    device_kept = None
+    if options.min_gap_ns > 0:
+        device_kept = all_device_gaps.end - all_device_gaps.start >= options.min_gap_ns
     if stream_table is None:  # the streams' gaps replace the devices' (summed up above)
         del all_device_gaps, device_kept
         streams, gaps, (before, after, signed) = _stream_scope(events, rows, rank, launch, options)
@@ -361,7 +364,8 @@ def analyse_gaps(
         names = events.gpu.name
         before, after = names[all_device_gaps.before], names[all_device_gaps.after]
         signed = all_device_gaps.end - all_device_gaps.start
-        lengths = signed if bool(device_kept.all()) else signed[device_kept]
+        every_kept = device_kept is None or bool(device_kept.all())
+        lengths = signed if every_kept else signed[device_kept]
         del all_device_gaps, device_kept
     del launch
     shown, distinct = _transitions(events.names, rank, before, after, signed, options, streamed)
@@ -390,8 +394,7 @@ def device_idle(events: TraceEvents, options: GapOptions) -> list[DeviceIdle]:
     del mask
     usage, gaps = device_gaps(events, rows, None, None, with_before=False)
     del rows
-    length = gaps.end - gaps.start
-    return _device_rows(events, usage, gaps, length, length >= options.min_gap_ns, None)
+    return _device_rows(events, usage, gaps, options.min_gap_ns, None)
 
 
 def _shown_names(
@@ -588,25 +591,22 @@ def _device_rows(
     events: TraceEvents,
     usage: list[DeviceUsage],
     gaps: GapSet,
-    length: np.ndarray,
-    kept: np.ndarray,
+    min_gap_ns: int,
     launch: np.ndarray | None,
 ) -> list[DeviceIdle]:
     """Per device: idle of its window, the gaps --min-gap keeps, host wait and launch
-    latency over all gaps (``length``: each gap's end − start; ``launch`` as for
-    ``launches_of``)."""
+    latency over all gaps (``launch`` as for ``launches_of``), a pass of gaps at a time."""
     _, values = device_of_stream(events)
     n = len(values)
-    device = gaps.device
-    if not kept.all():
-        device, length = device[kept], length[kept]
-    count = np.bincount(device, minlength=n)
-    total = _sum_by(device, length, n)
-    del device
-    wait = _sum_by(gaps.device, gaps.host_wait, n)
-    latency = np.zeros(n, dtype=np.int64)
+    count, total, wait, latency = (np.zeros(n, dtype=np.int64) for _ in range(4))
     for lo in range(0, len(gaps), _PASS):  # a pass's temporaries, not the gaps'
         part = gaps.take(slice(lo, lo + _PASS))
+        length = part.end - part.start
+        kept = length >= min_gap_ns
+        device = part.device if bool(kept.all()) else part.device[kept]
+        count += np.bincount(device, minlength=n)
+        total = sums.added(total, _sum_by(device, length[kept], n))
+        wait = sums.added(wait, _sum_by(part.device, part.host_wait, n))
         latency = sums.added(latency, _sum_by(part.device, launch_latency(events, launch, part), n))
     index = {(type(v), v): i for i, v in enumerate(values)}
     return [
@@ -774,16 +774,19 @@ def _largest(
     """The ``n`` longest gaps (all with n = 0) of those ``kept`` (a mask; None: all), longest
     first (ties: earliest first), with the CPU context of each (``launch``: first_launch of
     every GPU row, or None)."""
-    length, start = gaps.end - gaps.start, gaps.start
     index = None if kept is None or bool(kept.all()) else np.flatnonzero(kept)
-    if index is not None:
-        length, start = length[index], start[index]
-    if len(length) == 0:
-        return []
-    order = _longest(length, start, n or len(length))
-    del length, start
-    chosen = gaps.take(order if index is None else index[order])
-    del index
+    if index is None and 0 < n < len(gaps):
+        chosen = gaps.take(_longest_in_passes(gaps, n))
+    else:
+        length, start = gaps.end - gaps.start, gaps.start
+        if index is not None:
+            length, start = length[index], start[index]
+        if len(length) == 0:
+            return []
+        order = _longest(length, start, n or len(length))
+        del length, start
+        chosen = gaps.take(order if index is None else index[order])
+        del index
     gpu = events.gpu
     latency: list[int] = launch_latency(events, launch, chosen).tolist()
     contexts = cpu_contexts(
@@ -824,6 +827,22 @@ def _largest(
             )
         )
     return out
+
+
+def _longest_in_passes(gaps: GapSet, n: int) -> np.ndarray:
+    """``_longest`` of every gap's length (0 < n < the gaps), a pass of gaps at a time: the
+    n first of all are among their pass's candidates (at least its n-th largest length)."""
+    candidates = []
+    for lo in range(0, len(gaps), _PASS):
+        length = gaps.end[lo : lo + _PASS] - gaps.start[lo : lo + _PASS]
+        k = len(length) - min(n, len(length))
+        found = np.flatnonzero(length >= np.partition(length, k)[k])
+        found += lo
+        candidates.append(found)
+    among = np.concatenate(candidates)
+    length = gaps.end[among] - gaps.start[among]
+    picked: np.ndarray = among[_longest(length, gaps.start[among], n)]
+    return picked
 
 
 def _longest(length: np.ndarray, start: np.ndarray, n: int) -> np.ndarray:

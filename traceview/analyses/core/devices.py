@@ -130,6 +130,8 @@ class LaunchIndex:
         runtime = events.runtime
         self.correlation, self.ts = runtime.correlation, runtime.ts
         self.runs = increasing_runs(self.correlation)
+        if self.runs is None and len(self.correlation) >= _LEAN_FROM:
+            self.runs = increasing_runs(self.correlation, overlaps=_LEAN_OVERLAPS)
         self.keys = None if self.runs is not None else _call_keys(self.correlation)
         self.sorted = None
         if self.runs is None and self.keys is None:
@@ -155,6 +157,10 @@ class LaunchIndex:
 
 
 _PASS = 1 << 16  # rows a pass where a pass's temporaries are enough
+# From this many calls (a ~1.5 GB trace) their sorted key (8 B a call) costs more than the
+# searches in more runs a query: a 7.8 GB trace's 2.6·10^6 calls in 75 runs, 5 over each id.
+_LEAN_FROM = 1 << 19
+_LEAN_OVERLAPS = 16
 
 
 @dataclass(frozen=True)
