@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from traceview.aggregate import sorted_runs
+from traceview.aggregate import intervals, sorted_runs
 from traceview.aggregate.intervals import union_extent, unions
 from traceview.aggregate.sorted_runs import contains, increasing_runs, smallest_match
 from traceview.analyses.core.devices import _call_keys, _keyed_launches
@@ -96,3 +96,34 @@ def test_union_extent_is_the_union(rows: list[tuple[int, int]]) -> None:
     expected = (int(u.first[0]), int(u.last[0]), int(u.busy[0]))
     assert expected[2] == len(covered)
     assert union_extent(start.copy(), end.copy()) == expected
+
+
+SEGMENTED = st.lists(
+    st.tuples(st.integers(0, 3), st.integers(0, 60), st.integers(1, 10)), min_size=1, max_size=40
+)
+
+
+@given(SEGMENTED, st.sampled_from([2, 3, 7, 1 << 18]))
+@settings(max_examples=300, deadline=None)
+def test_unions_holes_in_passes(rows: list[tuple[int, int, int]], rows_a_pass: int) -> None:
+    """Each segment's first, last, busy and holes, whatever the rows a pass of the holes."""
+    seg = np.array([g for g, _, _ in rows], dtype=np.int64)
+    start = np.array([s for _, s, _ in rows], dtype=np.int64)
+    end = start + np.array([n for _, _, n in rows], dtype=np.int64)
+    expected, holes = [], []
+    for g in sorted(set(seg.tolist())):
+        mine = sorted((s, s + n) for h, s, n in rows if h == g)
+        reach, idle = mine[0][1], 0
+        for s, e in mine[1:]:
+            if s > reach:
+                idle += s - reach
+                holes.append((g, reach, s))
+            reach = max(reach, e)
+        expected.append((g, mine[0][0], reach, reach - mine[0][0] - idle))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(intervals, "_PASS", rows_a_pass)
+        u = unions(seg, start, end)
+    got = zip(u.segment.tolist(), u.first.tolist(), u.last.tolist(), u.busy.tolist(), strict=True)
+    assert list(got) == expected
+    hole_columns = (u.hole_segment.tolist(), u.hole_start.tolist(), u.hole_end.tolist())
+    assert list(zip(*hole_columns, strict=True)) == holes

@@ -106,22 +106,11 @@ def unions_in_order(
     if ends is not None:
         prev_at = _ending_here(seg, s, ends, reach)
         del ends
-    # gap[i]: how far row i+1 starts past every row before it in its segment (0 if not)
-    gap = np.zeros(len(s), dtype=np.int64)
-    np.subtract(s[1:], reach[:-1], out=gap[:-1])
-    np.maximum(gap, 0, out=gap)
-    gap[head[1:] - 1] = 0  # across two segments: no hole
-    idle = sums.reduceat(gap, head) if len(head) else gap[:0]
+    idle, at = _holes(s, reach, head, holes)
     first, last = s[head], reach[np.r_[head[1:], len(s)][: len(head)] - 1]
     segment = seg[head]
     hole_next = hole_prev = None
     if holes:
-        before_hole = gap > 0
-        del gap
-        at = np.flatnonzero(before_hole)  # the last row before each hole
-        del before_hole
-        if len(s) < 2**31:
-            at = at.astype(np.int32)  # half the memory, alongside the hole columns
         if prev_at is not None:
             ending = prev_at[at]
             del prev_at
@@ -149,6 +138,36 @@ def unions_in_order(
         hole_next=hole_next,
         hole_prev=hole_prev,
     )
+
+
+def _holes(
+    s: np.ndarray, reach: np.ndarray, head: np.ndarray, holes: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per segment (``head``: each one's first sorted row), the summed length of its holes;
+    and with ``holes`` the last row before each hole (int32 when the rows allow; else
+    empty). A pass of rows at a time: no row-sized array of gaps, nor of their positions
+    in int64."""
+    n = len(s)
+    idle = np.zeros(len(head), dtype=np.int64)
+    kind = np.int32 if n < 2**31 else np.int64
+    found = []
+    for lo in range(0, n - 1, _PASS):
+        hi = min(lo + _PASS, n - 1)
+        # gap[i]: how far row i+1 starts past every row before it in its segment (0 if not)
+        gap = s[lo + 1 : hi + 1] - reach[lo:hi]
+        np.maximum(gap, 0, out=gap)
+        inside = head[(head > lo) & (head <= hi)]  # segments starting after a row here
+        gap[inside - 1 - lo] = 0  # across two segments: no hole
+        owner = int(np.searchsorted(head, lo, side="right")) - 1  # the pass's first row's
+        bounds = inside[inside < hi] - lo  # a gap counts for the segment of the row before
+        pieces = sums.reduceat(gap, np.r_[0, bounds]) if len(bounds) else [sums.total(gap)]
+        idle[owner : owner + len(pieces)] += pieces
+        if holes:
+            at = np.flatnonzero(gap > 0)
+            at += lo
+            found.append(at.astype(kind))
+    at = np.concatenate(found) if found else np.zeros(0, dtype=kind)
+    return idle, at
 
 
 def _ending_here(seg: np.ndarray, s: np.ndarray, ends: np.ndarray, reach: np.ndarray) -> np.ndarray:

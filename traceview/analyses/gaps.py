@@ -361,12 +361,19 @@ def analyse_gaps(
     else:
         streams, idle_ns = stream_table, sum(u.idle_ns for u in usage)
         largest = _largest(events, all_device_gaps, launch, options.largest, device_kept)
+        # the columns the transitions need, each gap-sized one freed as the next is made
+        # (the other columns go with the set)
         names = events.gpu.name
-        before, after = names[all_device_gaps.before], names[all_device_gaps.after]
-        signed = all_device_gaps.end - all_device_gaps.start
+        before, after = all_device_gaps.before, all_device_gaps.after
+        start, end = all_device_gaps.start, all_device_gaps.end
+        del all_device_gaps
+        signed = end - start
+        del start, end
+        before = names[before]
+        after = names[after]
         every_kept = device_kept is None or bool(device_kept.all())
         lengths = signed if every_kept else signed[device_kept]
-        del all_device_gaps, device_kept
+        del device_kept
     del launch
     shown, distinct = _transitions(events.names, rank, before, after, signed, options, streamed)
     del before, after, signed
