@@ -8,13 +8,17 @@ from random import Random
 
 import numpy as np
 import pytest
+from conftest import ROOT
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from traceview.aggregate import intervals, sorted_runs
 from traceview.aggregate.intervals import union_extent, unions
 from traceview.aggregate.sorted_runs import contains, increasing_runs, smallest_match
+from traceview.analyses.core import devices
 from traceview.analyses.core.devices import _call_keys, _keyed_launches
+from traceview.app.reading import read_trace
+from traceview.options import ReadOptions
 
 RUN = st.lists(st.integers(-3, 60), max_size=30, unique=True).map(sorted)
 CALLS = st.lists(RUN, min_size=1, max_size=6)
@@ -127,3 +131,17 @@ def test_unions_holes_in_passes(rows: list[tuple[int, int, int]], rows_a_pass: i
     assert list(got) == expected
     hole_columns = (u.hole_segment.tolist(), u.hole_start.tolist(), u.hole_end.tolist())
     assert list(zip(*hole_columns, strict=True)) == holes
+
+
+def test_usage_by_device_is_the_one_sort() -> None:
+    """The lean per-device usage (taken from 2^20 GPU rows) against the one sort of the rows,
+    over every row and over a selection, on a trace with two devices."""
+    path = ROOT / "fixtures" / "demo.json.gz"
+    events = read_trace(path, ReadOptions(quiet=True, cache=False), remember=False, warn=False)
+    assert len({s.device for s in events.streams}) == 2
+    some = np.flatnonzero(events.gpu.kind == 0)[::3]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(devices, "_LEAN_ROWS", 1 << 62)
+        expected = [devices.usage(events), devices.usage(events, some)]
+        patch.setattr(devices, "_LEAN_ROWS", 0)
+        assert [devices.usage(events), devices.usage(events, some)] == expected
