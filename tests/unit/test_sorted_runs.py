@@ -134,7 +134,7 @@ def test_unions_holes_in_passes(rows: list[tuple[int, int, int]], rows_a_pass: i
 
 
 def test_usage_by_device_is_the_one_sort() -> None:
-    """The lean per-device usage (taken from 2^20 GPU rows) against the one sort of the rows,
+    """The lean per-device usage (taken from 2^19 GPU rows) against the one sort of the rows,
     over every row and over a selection, on a trace with two devices."""
     path = ROOT / "fixtures" / "demo.json.gz"
     events = read_trace(path, ReadOptions(quiet=True, cache=False), remember=False, warn=False)
