@@ -358,15 +358,11 @@ def device_gaps(
     ties = end_and_name_ties(events, rows, name_rank)
     order = lex_order_then(device[gpu.stream[rows]], gpu.ts[rows], ties)
     del ties
-    if len(order) < 2**31:
-        order = order.astype(np.int32)
-    u = unions_in_order(
-        list(row_columns(events, rows[order], device)),
-        neighbours=True,
-        prev=with_before,
-        order=order,
-    )
+    # the rows in sorted order, held instead of the rows and the order (a hole's neighbours
+    # are positions in the sorted rows)
+    rows = rows[order]
     del order
+    u = unions_in_order(list(row_columns(events, rows, device)), neighbours=True, prev=with_before)
     assert u.hole_next is not None
     after = rows[u.hole_next]
     before = rows[u.hole_prev] if u.hole_prev is not None else rows[:0]
