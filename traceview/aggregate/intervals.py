@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -10,6 +11,7 @@ from traceview.aggregate import sums
 from traceview.aggregate.order import lex_order
 
 _BAND_LIMIT = 1 << 62
+_RUNS_ONE_BY_ONE = 256  # up to this many runs, a running maximum a run (a loop in Python)
 
 
 @dataclass(frozen=True)
@@ -104,22 +106,11 @@ def unions_in_order(
     if ends is not None:
         prev_at = _ending_here(seg, s, ends, reach)
         del ends
-    # gap[i]: how far row i+1 starts past every row before it in its segment (0 if not)
-    gap = np.zeros(len(s), dtype=np.int64)
-    np.subtract(s[1:], reach[:-1], out=gap[:-1])
-    np.maximum(gap, 0, out=gap)
-    gap[head[1:] - 1] = 0  # across two segments: no hole
-    idle = sums.reduceat(gap, head) if len(head) else gap[:0]
+    idle, at = _holes(s, reach, head, holes)
     first, last = s[head], reach[np.r_[head[1:], len(s)][: len(head)] - 1]
     segment = seg[head]
     hole_next = hole_prev = None
     if holes:
-        before_hole = gap > 0
-        del gap
-        at = np.flatnonzero(before_hole)  # the last row before each hole
-        del before_hole
-        if len(s) < 2**31:
-            at = at.astype(np.int32)  # half the memory, alongside the hole columns
         if prev_at is not None:
             ending = prev_at[at]
             del prev_at
@@ -147,6 +138,36 @@ def unions_in_order(
         hole_next=hole_next,
         hole_prev=hole_prev,
     )
+
+
+def _holes(
+    s: np.ndarray, reach: np.ndarray, head: np.ndarray, holes: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per segment (``head``: each one's first sorted row), the summed length of its holes;
+    and with ``holes`` the last row before each hole (int32 when the rows allow; else
+    empty). A pass of rows at a time: no row-sized array of gaps, nor of their positions
+    in int64."""
+    n = len(s)
+    idle = np.zeros(len(head), dtype=np.int64)
+    kind = np.int32 if n < 2**31 else np.int64
+    found = []
+    for lo in range(0, n - 1, _PASS):
+        hi = min(lo + _PASS, n - 1)
+        # gap[i]: how far row i+1 starts past every row before it in its segment (0 if not)
+        gap = s[lo + 1 : hi + 1] - reach[lo:hi]
+        np.maximum(gap, 0, out=gap)
+        inside = head[(head > lo) & (head <= hi)]  # segments starting after a row here
+        gap[inside - 1 - lo] = 0  # across two segments: no hole
+        owner = int(np.searchsorted(head, lo, side="right")) - 1  # the pass's first row's
+        bounds = inside[inside < hi] - lo  # a gap counts for the segment of the row before
+        pieces = sums.reduceat(gap, np.r_[0, bounds]) if len(bounds) else [sums.total(gap)]
+        idle[owner : owner + len(pieces)] += pieces
+        if holes:
+            at = np.flatnonzero(gap > 0)
+            at += lo
+            found.append(at.astype(kind))
+    at = np.concatenate(found) if found else np.zeros(0, dtype=kind)
+    return idle, at
 
 
 def _ending_here(seg: np.ndarray, s: np.ndarray, ends: np.ndarray, reach: np.ndarray) -> np.ndarray:
@@ -186,6 +207,10 @@ def _running_max(s: np.ndarray, e: np.ndarray, head: np.ndarray) -> None:
     """
     if len(s) == 0:
         return
+    if len(head) <= _RUNS_ONE_BY_ONE:  # each run's own maximum: no shift array
+        for lo, hi in itertools.pairwise([*head.tolist(), len(s)]):
+            np.maximum.accumulate(e[lo:hi], out=e[lo:hi])
+        return
     counts = np.diff(np.r_[head, len(s)])
     base = s[head]
     width = int((np.maximum.reduceat(e, head) - base).max()) + 1  # ≥ 1: every end ≥ start
@@ -212,3 +237,28 @@ def sums_by_run(run: np.ndarray, values: np.ndarray, runs: int) -> np.ndarray:
     bounds = np.searchsorted(run, np.arange(runs + 1))
     per_run: np.ndarray = total[bounds[1:]] - total[bounds[:-1]]
     return per_run
+
+
+_PASS = 1 << 18  # starts searched a pass
+
+
+def union_extent(start: np.ndarray, end: np.ndarray) -> tuple[int, int, int]:
+    """The earliest start, the latest end and the length of the union of the intervals
+    [start[i], end[i]] (at least one, each of positive length), from the starts and the ends
+    sorted each on its own (in place: the caller's copies): no permutation, no sorted copy
+    of the rows. Start ``i`` (in order) opens a maximal interval of the union exactly when
+    the ``i`` smallest ends are all at or before it (an end there can only be an earlier
+    start's, every end being past its start); the hole before it runs from the ``i``-th
+    smallest end, the latest of those."""
+    start.sort(kind="stable")  # timsort: near-linear on the nearly sorted times
+    end.sort(kind="stable")
+    idle = 0
+    for lo in range(1, len(start), _PASS):
+        ended = np.searchsorted(end, start[lo : lo + _PASS], side="right")
+        ended -= np.arange(lo, lo + len(ended))
+        opens = np.flatnonzero(ended == 0)
+        del ended
+        opens += lo
+        idle += sums.total(start[opens] - end[opens - 1])
+    first, last = int(start[0]), int(end[-1])
+    return first, last, last - first - idle

@@ -14,6 +14,7 @@ import numpy as np
 
 _INT64_LIMIT = 1 << 63
 _TABLE_MIN = 1 << 16  # a bincount table this large is always cheap
+_PASS = 1 << 16  # rows a pass where a pass's temporary is enough
 
 
 def packed(major: np.ndarray, minor: np.ndarray) -> tuple[np.ndarray, int, int] | None:
@@ -28,9 +29,10 @@ def packed(major: np.ndarray, minor: np.ndarray) -> tuple[np.ndarray, int, int] 
     bits = (int(minor.max()) - low).bit_length()
     if int(major.min()) < 0 or (int(major.max()) + 1) << bits > _INT64_LIMIT:
         return None
-    key = major.astype(np.int64)  # in place from here: each temporary is a column's size
+    key = major.astype(np.int64)  # in place from here, the minors a pass at a time
     key <<= bits
-    key |= np.subtract(minor, low)
+    for lo in range(0, len(key), _PASS):
+        key[lo : lo + _PASS] |= np.subtract(minor[lo : lo + _PASS], low)
     return key, bits, low
 
 

@@ -337,17 +337,23 @@ def analyse_gaps(
         rank, launch = shared.rank, shared.links.launch
     # the stream table first: its row-sized temporaries are gone before the device gaps come
     stream_table = None if options.per_stream else _stream_table(events, rows, options)
+    held = [rows]  # device scope: handed over (the streams' own gaps are not made)
+    if stream_table is not None:
+        del rows
     if shared is not None and every:
         usage, all_device_gaps = shared.usage, shared.gaps
-    else:
-        usage, all_device_gaps = device_gaps(events, rows, launch, rank)
-    length = all_device_gaps.end - all_device_gaps.start
-    device_kept = length >= options.min_gap_ns
-    devices = _device_rows(events, usage, all_device_gaps, length, device_kept, launch)
-    del length  # made again below: the largest gaps' peak comes first
+    else:  # the rows freed inside once sorted, when only the call holds them
+        usage, all_device_gaps = device_gaps(events, held.pop(), launch, rank)
+    del held
+    devices = _device_rows(events, usage, all_device_gaps, options.min_gap_ns, launch)
+    # every device gap is of positive length: --min-gap 0 keeps them all
+    device_kept = None
+    if options.min_gap_ns > 0:
+        device_kept = all_device_gaps.end - all_device_gaps.start >= options.min_gap_ns
     if stream_table is None:  # the streams' gaps replace the devices' (summed up above)
         del all_device_gaps, device_kept
         streams, gaps, (before, after, signed) = _stream_scope(events, rows, rank, launch, options)
+        del rows
         idle_ns = sum(s.idle_ns for s in streams)
         largest = _largest(events, gaps, launch, options.largest)
         lengths = gaps.end - gaps.start
@@ -355,12 +361,20 @@ def analyse_gaps(
     else:
         streams, idle_ns = stream_table, sum(u.idle_ns for u in usage)
         largest = _largest(events, all_device_gaps, launch, options.largest, device_kept)
+        # the columns the transitions need, each gap-sized one freed as the next is made
+        # (the other columns go with the set)
         names = events.gpu.name
-        before, after = names[all_device_gaps.before], names[all_device_gaps.after]
-        signed = all_device_gaps.end - all_device_gaps.start
-        lengths = signed if bool(device_kept.all()) else signed[device_kept]
-        del all_device_gaps, device_kept
-    del rows, launch
+        before, after = all_device_gaps.before, all_device_gaps.after
+        start, end = all_device_gaps.start, all_device_gaps.end
+        del all_device_gaps
+        signed = end - start
+        del start, end
+        before = names[before]
+        after = names[after]
+        every_kept = device_kept is None or bool(device_kept.all())
+        lengths = signed if every_kept else signed[device_kept]
+        del device_kept
+    del launch
     shown, distinct = _transitions(events.names, rank, before, after, signed, options, streamed)
     del before, after, signed
     return GapReport(
@@ -387,8 +401,7 @@ def device_idle(events: TraceEvents, options: GapOptions) -> list[DeviceIdle]:
     del mask
     usage, gaps = device_gaps(events, rows, None, None, with_before=False)
     del rows
-    length = gaps.end - gaps.start
-    return _device_rows(events, usage, gaps, length, length >= options.min_gap_ns, None)
+    return _device_rows(events, usage, gaps, options.min_gap_ns, None)
 
 
 def _shown_names(
@@ -522,20 +535,20 @@ def _stream_rows(
     n = len(events.streams)
     u = unions(stream, ts, end, holes=False, ordered=True)  # the rows are in stream order
     count = np.bincount(stream, minlength=n)
-    gap = ts[1:] - end[:-1]  # row i+1's start after row i's end; a pair if on one stream
-    left = stream[:-1]
-    pair = left == stream[1:]
-    kept = pair & (gap > 0) & (gap >= min_gap_ns)
-    gaps = np.bincount(left[kept], minlength=n)
-    gap_ns = _sum_by(left[kept], gap[kept], n)
-    del kept
-    over = pair & (gap < 0)
-    overlaps = np.bincount(left[over], minlength=n)
-    overlap_ns = -_sum_by(left[over], gap[over], n)
-    del over
-    pair &= gap == 0
-    zeros = np.bincount(left[pair], minlength=n)
-    del pair, gap
+    gaps, gap_ns, overlaps, overlap_ns, zeros = (np.zeros(n, dtype=np.int64) for _ in range(5))
+    for lo in range(0, len(ts) - 1, _PASS):  # the consecutive pairs a pass at a time
+        hi = min(lo + _PASS, len(ts) - 1)
+        gap = ts[lo + 1 : hi + 1] - end[lo:hi]  # row i+1's start after row i's end
+        left = stream[lo:hi]
+        pair = left == stream[lo + 1 : hi + 1]  # a pair if on one stream
+        kept = pair & (gap > 0) & (gap >= min_gap_ns)
+        gaps += np.bincount(left[kept], minlength=n)
+        gap_ns = sums.added(gap_ns, _sum_by(left[kept], gap[kept], n))
+        over = pair & (gap < 0)
+        overlaps += np.bincount(left[over], minlength=n)
+        overlap_ns = sums.added(overlap_ns, -_sum_by(left[over], gap[over], n))
+        pair &= gap == 0
+        zeros += np.bincount(left[pair], minlength=n)
     sid = u.segment
     columns = zip(
         sid.tolist(),
@@ -585,23 +598,23 @@ def _device_rows(
     events: TraceEvents,
     usage: list[DeviceUsage],
     gaps: GapSet,
-    length: np.ndarray,
-    kept: np.ndarray,
+    min_gap_ns: int,
     launch: np.ndarray | None,
 ) -> list[DeviceIdle]:
     """Per device: idle of its window, the gaps --min-gap keeps, host wait and launch
-    latency over all gaps (``length``: each gap's end − start; ``launch`` as for
-    ``launches_of``)."""
+    latency over all gaps (``launch`` as for ``launches_of``), a pass of gaps at a time."""
     _, values = device_of_stream(events)
     n = len(values)
-    device = gaps.device
-    if not kept.all():
-        device, length = device[kept], length[kept]
-    count = np.bincount(device, minlength=n)
-    total = _sum_by(device, length, n)
-    del device
-    wait = _sum_by(gaps.device, gaps.host_wait, n)
-    latency = _sum_by(gaps.device, launch_latency(events, launch, gaps), n)
+    count, total, wait, latency = (np.zeros(n, dtype=np.int64) for _ in range(4))
+    for lo in range(0, len(gaps), _PASS):  # a pass's temporaries, not the gaps'
+        part = gaps.take(slice(lo, lo + _PASS))
+        length = part.end - part.start
+        kept = length >= min_gap_ns
+        device = part.device if bool(kept.all()) else part.device[kept]
+        count += np.bincount(device, minlength=n)
+        total = sums.added(total, _sum_by(device, length[kept], n))
+        wait = sums.added(wait, _sum_by(part.device, part.host_wait, n))
+        latency = sums.added(latency, _sum_by(part.device, launch_latency(events, launch, part), n))
     index = {(type(v), v): i for i, v in enumerate(values)}
     return [
         DeviceIdle(
@@ -618,6 +631,9 @@ def _device_rows(
         for u in usage
         for i in (index[(type(u.device), u.device)],)
     ]
+
+
+_PASS = 1 << 16  # gaps a pass
 
 
 def _totals(lengths: np.ndarray, idle_ns: int) -> GapTotals:
@@ -765,16 +781,19 @@ def _largest(
     """The ``n`` longest gaps (all with n = 0) of those ``kept`` (a mask; None: all), longest
     first (ties: earliest first), with the CPU context of each (``launch``: first_launch of
     every GPU row, or None)."""
-    length, start = gaps.end - gaps.start, gaps.start
     index = None if kept is None or bool(kept.all()) else np.flatnonzero(kept)
-    if index is not None:
-        length, start = length[index], start[index]
-    if len(length) == 0:
-        return []
-    order = _longest(length, start, n or len(length))
-    del length, start
-    chosen = gaps.take(order if index is None else index[order])
-    del index
+    if index is None and 0 < n < len(gaps):
+        chosen = gaps.take(_longest_in_passes(gaps, n))
+    else:
+        length, start = gaps.end - gaps.start, gaps.start
+        if index is not None:
+            length, start = length[index], start[index]
+        if len(length) == 0:
+            return []
+        order = _longest(length, start, n or len(length))
+        del length, start
+        chosen = gaps.take(order if index is None else index[order])
+        del index
     gpu = events.gpu
     latency: list[int] = launch_latency(events, launch, chosen).tolist()
     contexts = cpu_contexts(
@@ -815,6 +834,22 @@ def _largest(
             )
         )
     return out
+
+
+def _longest_in_passes(gaps: GapSet, n: int) -> np.ndarray:
+    """``_longest`` of every gap's length (0 < n < the gaps), a pass of gaps at a time: the
+    n first of all are among their pass's candidates (at least its n-th largest length)."""
+    candidates = []
+    for lo in range(0, len(gaps), _PASS):
+        length = gaps.end[lo : lo + _PASS] - gaps.start[lo : lo + _PASS]
+        k = len(length) - min(n, len(length))
+        found = np.flatnonzero(length >= np.partition(length, k)[k])
+        found += lo
+        candidates.append(found)
+    among = np.concatenate(candidates)
+    length = gaps.end[among] - gaps.start[among]
+    picked: np.ndarray = among[_longest(length, gaps.start[among], n)]
+    return picked
 
 
 def _longest(length: np.ndarray, start: np.ndarray, n: int) -> np.ndarray:

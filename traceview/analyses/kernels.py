@@ -256,6 +256,8 @@ def _groups(
     (a table shows a few), of ``every`` group at once and packed (every row is shown), or
     ``none`` (the full names)."""
     used, group = dense_ids(name_ids, len(names))
+    if len(used) < 2**31:  # held through the analysis: half numpy's int64
+        group = group.astype(np.int32)
     labels = subset(names, used)  # the names themselves when every one is used
     if group_by == "name":
         shown: Sequence[str] = labels
@@ -265,7 +267,7 @@ def _groups(
             shown = display_names_in_order(labels)
         return _Labels(labels, shown, [1] * len(labels)), group
     ids: dict[str, int] = {}  # short name → group id, in order of first appearance
-    to_short = np.array([ids.setdefault(s, len(ids)) for s in short_names(labels)], np.int64)
+    to_short = np.array([ids.setdefault(s, len(ids)) for s in short_names(labels)], group.dtype)
     merged = np.bincount(to_short, minlength=len(ids)).tolist()
     return _Labels(list(ids), list(ids), merged), to_short[group]
 

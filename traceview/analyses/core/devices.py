@@ -20,8 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from traceview.aggregate.intervals import unions, unions_in_order
+from traceview.aggregate.intervals import union_extent, unions, unions_in_order
 from traceview.aggregate.order import first_of_runs, lex_order, lex_order_then
+from traceview.aggregate.sorted_runs import increasing_runs, smallest_match
 from traceview.columns.model import TraceEvents
 from traceview.columns.packed_names import ranks, ranks_of
 
@@ -84,8 +85,8 @@ class GapSet:
     def __len__(self) -> int:
         return len(self.start)
 
-    def take(self, keep: np.ndarray) -> GapSet:
-        """The gaps selected by a mask or an index array."""
+    def take(self, keep: np.ndarray | slice) -> GapSet:
+        """The gaps selected by a mask, an index array or a slice (views)."""
         device, start, end, before, after, wait = (column[keep] for column in self._columns())
         launched = None if self.launched is None else self.launched[keep]
         return GapSet(device, start, end, before, after, wait, launched)
@@ -116,14 +117,102 @@ def first_launch(events: TraceEvents, rows: np.ndarray | None = None) -> np.ndar
     correlation = gpu.correlation if rows is None else gpu.correlation[rows]
     if len(events.runtime.correlation) == 0 or len(correlation) == 0:
         return np.full(len(correlation), NO_LAUNCH, dtype=np.int64)
-    corr, launch = _launches_by_correlation(events)
-    at = np.searchsorted(corr, correlation)
-    np.minimum(at, len(corr) - 1, out=at)
-    matched = corr[at] == correlation
-    matched &= correlation >= 0
-    del correlation
-    out: np.ndarray = np.take(launch, at, out=at, mode="clip")  # in place: int64 both
-    out[~matched] = NO_LAUNCH
+    return LaunchIndex(events).launches(correlation)
+
+
+class LaunchIndex:
+    """``first_launch``'s look-up of correlation ids, made once for many queries. Without a
+    sorted copy of the calls when their ids come in a few increasing runs (searched run by
+    run), else with one int64 key a call (its id and its index, sorted) when each id is
+    once; else the distinct ids with their earliest start (``first_calls``)."""
+
+    def __init__(self, events: TraceEvents) -> None:
+        runtime = events.runtime
+        self.correlation, self.ts = runtime.correlation, runtime.ts
+        self.runs = increasing_runs(self.correlation)
+        if self.runs is None and len(self.correlation) >= _LEAN_FROM:
+            self.runs = increasing_runs(self.correlation, overlaps=_LEAN_OVERLAPS)
+        self.keys = None if self.runs is not None else _call_keys(self.correlation)
+        self.sorted = None
+        if self.runs is None and self.keys is None:
+            self.sorted = _launches_by_correlation(events)
+
+    def launches(self, correlation: np.ndarray) -> np.ndarray:
+        """Per id: the start of the earliest call with it, else NO_LAUNCH."""
+        if self.runs is not None:
+            found = smallest_match(self.correlation, self.ts, self.runs, correlation, NO_LAUNCH)
+            found[correlation < 0] = NO_LAUNCH
+            return found
+        if self.keys is not None:
+            return _keyed_launches(self.keys, self.ts, correlation)
+        assert self.sorted is not None
+        corr, launch = self.sorted
+        at = np.searchsorted(corr, correlation)
+        np.minimum(at, len(corr) - 1, out=at)
+        matched = corr[at] == correlation
+        matched &= correlation >= 0
+        out: np.ndarray = np.take(launch, at, out=at, mode="clip")  # in place: int64 both
+        out[~matched] = NO_LAUNCH
+        return out
+
+
+_PASS = 1 << 16  # rows a pass where a pass's temporaries are enough
+# From this many calls (a ~1.5 GB trace) their sorted key (8 B a call) costs more than the
+# searches in more runs a query: a 7.8 GB trace's 2.6·10^6 calls in 75 runs, 5 over each id.
+_LEAN_FROM = 1 << 19
+_LEAN_OVERLAPS = 16
+
+
+@dataclass(frozen=True)
+class _CallKeys:
+    """Per call, ``(id − low) << bits | index``, sorted: the calls by id (each id once)."""
+
+    keys: np.ndarray
+    bits: int
+    low: int
+    high: int
+
+
+def _call_keys(correlation: np.ndarray) -> _CallKeys | None:
+    """The calls' keys, or None when they would not fit in int64 or an id is on two calls."""
+    n = len(correlation)
+    low, high = int(correlation.min()), int(correlation.max())
+    bits = n.bit_length()
+    if (high - low + 1) << bits >= 1 << 63:
+        return None
+    keys = correlation - low
+    keys <<= bits
+    for lo in range(0, n, _PASS):
+        keys[lo : lo + _PASS] |= np.arange(lo, min(lo + _PASS, n))
+    keys.sort(kind="stable")  # timsort: near-linear on the few increasing runs
+    for lo in range(0, n - 1, _PASS):
+        ids = keys[lo : lo + _PASS + 1] >> bits
+        if not bool((ids[1:] > ids[:-1]).all()):
+            return None
+    return _CallKeys(keys, bits, low, high)
+
+
+def _keyed_launches(calls: _CallKeys, ts: np.ndarray, correlation: np.ndarray) -> np.ndarray:
+    """``LaunchIndex.launches`` through the calls' keys, a pass of ids at a time."""
+    out = np.empty(len(correlation), dtype=np.int64)
+    keys, bits = calls.keys, calls.bits
+    for lo in range(0, len(correlation), _PASS):
+        part = correlation[lo : lo + _PASS]
+        probe = np.clip(part, calls.low, calls.high)
+        probe -= calls.low
+        probe <<= bits
+        at = np.searchsorted(keys, probe)
+        np.minimum(at, len(keys) - 1, out=at)
+        key = keys[at]
+        del at
+        hit = (key >> bits) == (probe >> bits)
+        del probe
+        hit &= part >= max(calls.low, 0)
+        hit &= part <= calls.high
+        key &= (1 << bits) - 1  # the call's index
+        found = ts[key]
+        found[~hit] = NO_LAUNCH
+        out[lo : lo + _PASS] = found
     return out
 
 
@@ -189,18 +278,58 @@ def usage(events: TraceEvents, rows: np.ndarray | None = None) -> list[DeviceUsa
     """Window and busy time of each device over the busy events among ``rows`` (None: all
     rows, without a copy of the columns when every event is busy)."""
     gpu = events.gpu
+    device, values = device_of_stream(events)
+    if len(values) <= _DEVICES_ONE_BY_ONE and len(gpu.ts) >= _LEAN_ROWS:
+        return _usage_by_device(events, rows, device, values)
     if rows is None and bool((gpu.dur > 0).all()):
         ts, dur, stream = gpu.ts, gpu.dur, gpu.stream
     else:
         rows = positive(events, np.arange(len(gpu.ts)) if rows is None else rows)
         ts, dur, stream = gpu.ts[rows], gpu.dur[rows], gpu.stream[rows]
         del rows
-    device, values = device_of_stream(events)
     segment = device.astype(np.int32)[stream]
     end = ts + dur
     del dur
     u = unions(segment, ts, end, holes=False)
     return _usage_list(u.segment, u.first, u.last, u.busy, values)
+
+
+# Up to this many devices, each one's busy rows are taken by a mask over the rows and
+# their union measured from their starts and ends sorted apart (about 20 bytes a row at
+# once, against the ~50 of one sort of the rows by (device, start)).
+_DEVICES_ONE_BY_ONE = 16
+# ... from this many GPU rows (a ~1.8 GB trace): below, the one sort is the faster (H200
+# big trace, 1.5·10^5 rows: 2.1-2.6 ms against 3.9).
+_LEAN_ROWS = 1 << 19
+
+
+def _usage_by_device(
+    events: TraceEvents, rows: np.ndarray | None, device: np.ndarray, values: list[Any]
+) -> list[DeviceUsage]:
+    """``usage``, a device at a time (``device``, ``values``: as ``device_of_stream``)."""
+    gpu = events.gpu
+    busy: np.ndarray = gpu.dur > 0 if rows is None else positive(events, rows)
+    one = len(values) == 1
+    of_row = (
+        None if one else device.astype(np.int8)[gpu.stream if rows is None else gpu.stream[busy]]
+    )
+    out = []
+    for d, value in enumerate(values):
+        if one:
+            take = busy
+        elif rows is None:
+            take = busy & (of_row == d)
+        else:
+            take = busy[of_row == d]
+        start = gpu.ts[take]
+        if len(start) == 0:
+            continue
+        end = gpu.dur[take]
+        del take
+        end += start
+        first, last, length = union_extent(start, end)
+        out.append(DeviceUsage(value, first, last, length))
+    return out
 
 
 def device_gaps(
@@ -228,29 +357,32 @@ def device_gaps(
     # for tied rows: only the sorted columns are held (row-sized, 20 MB each at 2.5·10^6).
     ties = end_and_name_ties(events, rows, name_rank)
     order = lex_order_then(device[gpu.stream[rows]], gpu.ts[rows], ties)
-    if len(order) < 2**31:
-        order = order.astype(np.int32)
-    u = unions_in_order(
-        list(row_columns(events, rows[order], device)),
-        neighbours=True,
-        prev=with_before,
-        order=order,
-    )
+    del ties
+    # the rows in sorted order, held instead of the rows and the order (a hole's neighbours
+    # are positions in the sorted rows)
+    rows = rows[order]
     del order
+    u = unions_in_order(list(row_columns(events, rows, device)), neighbours=True, prev=with_before)
     assert u.hole_next is not None
     after = rows[u.hole_next]
     before = rows[u.hole_prev] if u.hole_prev is not None else rows[:0]
-    wait, launched = host_waits(events, launch, after, u.hole_start, u.hole_end)
+    del rows
+    # only the holes' columns from here: the positions in the sorted rows go before the
+    # host waits' temporaries come
+    used = _usage_list(u.segment, u.first, u.last, u.busy, values)
+    segment, start, end = u.hole_segment, u.hole_start, u.hole_end
+    del u
+    wait, launched = host_waits(events, launch, after, start, end)
     gaps = GapSet(
-        device=u.hole_segment,
-        start=u.hole_start,
-        end=u.hole_end,
+        device=segment,
+        start=start,
+        end=end,
         before=before,
         after=after,
         host_wait=wait,
         launched=launched,
     )
-    return _usage_list(u.segment, u.first, u.last, u.busy, values), gaps
+    return used, gaps
 
 
 def end_and_name_ties(
@@ -298,15 +430,22 @@ def host_waits(
     in temporaries (at 2.5·10^6 gaps, ~45 MB at once)."""
     out = np.empty(len(after), dtype=np.int64)
     launched = np.empty(len(after), dtype=bool)
+    index = None
+    if launch is None and len(after) and len(events.runtime.correlation):
+        index = LaunchIndex(events)  # made once for every pass
     for lo in range(0, len(after), _WAIT_PASS):
         at = slice(lo, lo + _WAIT_PASS)
-        found = launches_of(events, launch, after[at])
+        rows = after[at]
+        if index is None:
+            found = launches_of(events, launch, rows)
+        else:
+            found = index.launches(events.gpu.correlation[rows])
         np.not_equal(found, NO_LAUNCH, out=launched[at])
         out[at] = host_wait(found, start[at], end[at])
     return out, launched
 
 
-_WAIT_PASS = 1 << 18
+_WAIT_PASS = 1 << 16
 
 
 def host_wait(launch: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:

@@ -4,6 +4,8 @@ traceview.analyses.core.quality_words)."""
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from traceview.aggregate.order import lex_order
@@ -38,11 +40,45 @@ def time_resolution(events: TraceEvents) -> str:
 
 
 def _overlaps(events: TraceEvents) -> tuple[int, int]:
-    """How many activities run into the previous one on their stream, and the most by which."""
+    """How many activities run into the previous one on their stream, and the most by which
+    (rows by stream, then start, ties in row order), a stream at a time: a stream's rows are
+    mostly in order already, and then only its ends are made."""
     gpu = events.gpu
     if len(gpu.ts) < 2:
         return 0, 0
-    # Rows by stream, then start (ties in row order); few row-sized arrays alive at a time.
+    streams = len(events.streams)
+    if streams > _STREAMS_MAX:
+        return _overlaps_sorted(events)
+    count, most = 0, 0
+    if streams == 1:
+        parts: list[np.ndarray | None] = [None]
+    else:  # the rows by stream (a radix sort of 16-bit ids, stable)
+        order = np.argsort(gpu.stream.astype(np.int16), kind="stable")
+        bounds = np.searchsorted(gpu.stream[order], np.arange(streams + 1))
+        parts = [order[lo:hi] for lo, hi in itertools.pairwise(bounds.tolist())]
+    for rows in parts:
+        ts = gpu.ts if rows is None else gpu.ts[rows]
+        if len(ts) < 2:
+            continue
+        end = gpu.dur if rows is None else gpu.dur[rows]
+        end = end + ts
+        if bool((ts[1:] < ts[:-1]).any()):
+            by_start = np.argsort(ts, kind="stable")
+            ts, end = ts[by_start], end[by_start]
+            del by_start
+        into = np.subtract(end[:-1], ts[1:], out=end[:-1])  # how far each runs into the next
+        n = int(np.count_nonzero(into > 0))
+        if n:
+            count, most = count + n, max(most, int(into.max()))
+    return count, most
+
+
+_STREAMS_MAX = 1 << 15  # stream ids sorted as 16-bit ints
+
+
+def _overlaps_sorted(events: TraceEvents) -> tuple[int, int]:
+    """``_overlaps`` with one sort of every row by (stream, start)."""
+    gpu = events.gpu
     order = lex_order((gpu.ts, gpu.stream))
     end = (gpu.ts + gpu.dur)[order]
     into_next = gpu.ts[order][1:]
