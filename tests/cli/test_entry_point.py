@@ -26,9 +26,27 @@ main()
 """
 
 
-def _imported(*args: str, env: dict[str, str] | None = None) -> list[str]:
+# The same, and the modules of the process that writes a cache entry (a forked one), listed
+# as the entry is written.
+_PROBE_WRITES = (
+    """
+import os, sys
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as main() does: numpy starts no thread
+import traceview.cache as cache
+publish = cache.publish
+def listing(*args, **kwargs):
+    publish(*args, **kwargs)
+    print("MODULES", sorted(sys.modules), file=sys.stderr)
+cache.publish = listing
+"""
+    + _PROBE
+)
+
+
+def _listed(*args: str, env: dict[str, str] | None = None, probe: str = _PROBE) -> list[list[str]]:
+    """Each list of modules the probe printed, in order."""
     r = subprocess.run(
-        [sys.executable, "-c", _PROBE, *args],
+        [sys.executable, "-c", probe, *args],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -37,7 +55,11 @@ def _imported(*args: str, env: dict[str, str] | None = None) -> list[str]:
     )
     listed = [line for line in r.stderr.splitlines() if line.startswith("MODULES ")]
     assert listed, r.stderr  # the probe itself failed
-    return list(ast.literal_eval(listed[-1].removeprefix("MODULES ")))
+    return [list(ast.literal_eval(line.removeprefix("MODULES "))) for line in listed]
+
+
+def _imported(*args: str, env: dict[str, str] | None = None) -> list[str]:
+    return _listed(*args, env=env)[-1]
 
 
 def _imported_commands(*args: str) -> list[str]:
@@ -148,10 +170,12 @@ def test_no_command_imports_pandas(tmp_path: Path) -> None:
     """pyarrow would import it (0.3 s) to check its inputs: on a cache fill and a warm run."""
     env = {"TRACEVIEW_CACHE_DIR": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"}
     demo = str(ROOT / "fixtures" / "demo.json.gz")
-    for _ in ("fill", "warm"):
-        modules = _imported("summary", demo, "-q", "-f", "json", env=env)
-        assert "traceview.cli.summary" in modules and "pyarrow" in modules
-        assert "pandas" not in modules
+    for run in ("fill", "warm"):
+        listed = _listed("summary", demo, "-q", "-f", "json", env=env, probe=_PROBE_WRITES)
+        assert len(listed) == (2 if run == "fill" else 1)  # the writer's, then the command's
+        assert "traceview.cli.summary" in listed[-1]
+        assert any("pyarrow" in modules for modules in listed)  # the entry's writer
+        assert not any("pandas" in modules for modules in listed)
     assert list((tmp_path / "cache" / "entries").iterdir())  # the cache was written
 
 

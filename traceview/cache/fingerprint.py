@@ -23,6 +23,7 @@ INGEST_SOURCES = (
     "analyses/core/quality.py",
     "analyses/core/prelaunch.py",
     "aggregate/order.py",
+    "aggregate/sorted_runs.py",
 )
 
 
