@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -88,6 +89,8 @@ def unions_in_order(
     neighbours: bool = False,
     prev: bool = False,
     order: np.ndarray | None = None,
+    ends_of: Callable[[slice], np.ndarray] | None = None,
+    spans: bool = True,
 ) -> Unions:
     """``unions`` of rows already sorted by (segment, start, ties), for a caller that sorted
     them itself and dropped its unsorted columns. ``columns``: [segment, start, end] of the
@@ -96,31 +99,40 @@ def unions_in_order(
     overwritten with their running maximum. ``neighbours``/``prev``: find
     ``hole_next``/``hole_prev``, as positions in the sorted rows, or through ``order``
     (sorted position → input index); ``prev`` needs the rows sorted by (segment, start, end,
-    …): the end the first tie."""
+    …): the end the first tie. ``ends_of``: the sorted rows' ends, a slice of them at a time
+    (for ``prev``, instead of a copy of the ends: 8 B a row). ``spans=False``: the holes'
+    starts and ends are left empty (a caller that derives them from their neighbours)."""
     seg, s, reach = columns
     columns.clear()
     head = np.flatnonzero(np.r_[len(seg) > 0, seg[1:] != seg[:-1]])
-    ends = reach.copy() if prev and holes else None
+    find_prev = prev and holes
+    same = _same_as_before(seg, s, reach) if find_prev else None
+    ends = reach.copy() if find_prev and ends_of is None else None
     _running_max(s, reach, head)  # reach[i]: latest end so far within i's segment
     prev_at = None
-    if ends is not None:
-        prev_at = _ending_here(seg, s, ends, reach)
-        del ends
+    if same is not None:
+        prev_at = _ending_here(same, _reaching(reach, ends, ends_of))
+        del ends, same
     idle, at = _holes(s, reach, head, holes)
     first, last = s[head], reach[np.r_[head[1:], len(s)][: len(head)] - 1]
     segment = seg[head]
     hole_next = hole_prev = None
     if holes:
+        hole_start = hole_end = s[:0]
+        if not spans:  # the rows' starts and ends go before the holes' columns come
+            del s, reach
         if prev_at is not None:
             ending = prev_at[at]
             del prev_at
             hole_prev = ending if order is None else order[ending]
             del ending
-        hole_start = reach[at]
-        del reach
+        if spans:
+            hole_start = reach[at]
+            del reach
         at += 1  # a start past all before it
-        hole_end = s[at]
-        del s
+        if spans:
+            hole_end = s[at]
+            del s
         hole_segment = seg[at]
         del seg
         if neighbours:
@@ -166,14 +178,54 @@ def _holes(
             at = np.flatnonzero(gap > 0)
             at += lo
             found.append(at.astype(kind))
-    at = np.concatenate(found) if found else np.zeros(0, dtype=kind)
-    return idle, at
+    return idle, _joined(found, kind)
 
 
-def _ending_here(seg: np.ndarray, s: np.ndarray, ends: np.ndarray, reach: np.ndarray) -> np.ndarray:
+def _joined(parts: list[np.ndarray], kind: type) -> np.ndarray:
+    """The parts as one array, each freed once copied (not all held beside the result)."""
+    out: np.ndarray = np.empty(sum(len(p) for p in parts), dtype=kind)
+    at = 0
+    parts.reverse()
+    while parts:
+        part = parts.pop()
+        out[at : at + len(part)] = part
+        at += len(part)
+    return out
+
+
+def _same_as_before(seg: np.ndarray, s: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Per sorted row: whether it has the segment, start and end of the row before."""
+    n = len(s)
+    same = np.zeros(n, dtype=bool)
+    if n:
+        np.equal(seg[1:], seg[:-1], out=same[1:])
+        same[1:] &= s[1:] == s[:-1]
+        same[1:] &= ends[1:] == ends[:-1]
+    return same
+
+
+def _reaching(
+    reach: np.ndarray, ends: np.ndarray | None, ends_of: Callable[[slice], np.ndarray] | None
+) -> np.ndarray:
+    """Per sorted row: whether its end is the running maximum ``reach`` (``ends``: the ends,
+    or None: ``ends_of`` a pass of them at a time)."""
+    if ends is not None:
+        reaching: np.ndarray = ends == reach
+        return reaching
+    assert ends_of is not None
+    reaching = np.empty(len(reach), dtype=bool)
+    for lo in range(0, len(reach), _PASS):
+        at = slice(lo, lo + _PASS)
+        np.equal(ends_of(at), reach[at], out=reaching[at])
+    return reaching
+
+
+def _ending_here(same: np.ndarray, reaching: np.ndarray) -> np.ndarray:
     """For each sorted row i: the position of the row that ends at ``reach[i]`` (the running
     maximum end of i's segment), the latest to start, the first in sorted order of those.
-    At the last row before a hole, that is the row the hole comes after.
+    At the last row before a hole, that is the row the hole comes after. ``same``: whether a
+    row has the segment, start and end of the row before; ``reaching``: whether its end is
+    ``reach``.
 
     Rows ending at the running maximum "reach" it, and it grows only at reaching rows, so
     the last reaching row ≤ i ends at ``reach[i]`` and starts the latest. Rows of one
@@ -181,17 +233,12 @@ def _ending_here(seg: np.ndarray, s: np.ndarray, ends: np.ndarray, reach: np.nda
     if one does: the first of that run is the answer. Linear: no sort, no search, one
     row-sized int array and two masks.
     """
-    n = len(s)
-    same = np.zeros(n, dtype=bool)  # same segment, start and end as the row before
-    if n:
-        np.equal(seg[1:], seg[:-1], out=same[1:])
-        same[1:] &= s[1:] == s[:-1]
-        same[1:] &= ends[1:] == ends[:-1]
+    n = len(same)
     found = np.arange(n, dtype=np.int32 if n < 2**31 else np.int64)
     found[same] = 0
-    del same
     np.maximum.accumulate(found, out=found)  # the first row of each row's run
-    found[ends != reach] = -1  # rows that do not reach: taken from the reaching row before
+    np.logical_not(reaching, out=reaching)
+    found[reaching] = -1  # rows that do not reach: taken from the reaching row before
     np.maximum.accumulate(found, out=found)  # run starts never decrease: a forward fill
     return found
 

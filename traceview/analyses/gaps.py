@@ -364,11 +364,10 @@ def analyse_gaps(
         # the columns the transitions need, each gap-sized one freed as the next is made
         # (the other columns go with the set)
         names = events.gpu.name
+        signed = all_device_gaps.end
+        signed -= all_device_gaps.start
         before, after = all_device_gaps.before, all_device_gaps.after
-        start, end = all_device_gaps.start, all_device_gaps.end
         del all_device_gaps
-        signed = end - start
-        del start, end
         before = names[before]
         after = names[after]
         every_kept = device_kept is None or bool(device_kept.all())
@@ -455,19 +454,20 @@ def _stream_scope(
     source, stream, ts, end, pairs, gap, kept = _stream_pairs(events, rows, rank, options)
     table = _stream_rows(events, stream, ts, end, options.min_gap_ns)
     del ts
+    del end
     at = pairs[kept]
-    start, after = end[at], source[at + 1]
     device_index, _ = device_of_stream(events)
-    wait, launched = host_waits(events, launch, after, start, start + gap[kept])
+    n, gpu = len(at), events.gpu
     gaps = GapSet(
-        device=device_index[stream[at]],
-        start=start,
-        end=start + gap[kept],
-        before=source[at],
-        after=after,
-        host_wait=wait,
-        launched=launched,
+        device_index[stream[at]],
+        source[at],
+        source[at + 1],
+        np.empty(n, np.int64),
+        gpu.ts,
+        gpu.dur,
+        np.empty(n, bool),
     )
+    host_waits(events, launch, gaps)
     name = events.gpu.name[source]
     return table, gaps, (name[pairs], name[pairs + 1], gap)
 
@@ -762,12 +762,16 @@ def _histogram(positive: np.ndarray, options: GapOptions) -> Histogram:
     else:
         edges = np.geomspace(lo, hi, options.bins + 1)
     edges[0], edges[-1] = lo, hi
-    below = int((positive < lo).sum())
-    above = int((positive > hi).sum())
-    inside = positive[(positive >= lo) & (positive <= hi)]
-    which = np.searchsorted(edges, inside, side="right") - 1
-    which = np.minimum(which, len(edges) - 2)
-    counts = np.bincount(which, minlength=len(edges) - 1)
+    below = above = 0
+    counts = np.zeros(len(edges) - 1, dtype=np.int64)
+    for at in range(0, len(positive), _PASS):  # a pass's temporaries, not the gaps'
+        part = positive[at : at + _PASS]
+        below += int(np.count_nonzero(part < lo))
+        above += int(np.count_nonzero(part > hi))
+        inside = part[(part >= lo) & (part <= hi)]
+        which = np.searchsorted(edges, inside, side="right") - 1
+        np.minimum(which, len(edges) - 2, out=which)
+        counts += np.bincount(which, minlength=len(edges) - 1)
     return Histogram("us", (edges / 1000).tolist(), counts.tolist(), below, above)
 
 
@@ -785,7 +789,8 @@ def _largest(
     if index is None and 0 < n < len(gaps):
         chosen = gaps.take(_longest_in_passes(gaps, n))
     else:
-        length, start = gaps.end - gaps.start, gaps.start
+        start = gaps.start
+        length = gaps.end - start
         if index is not None:
             length, start = length[index], start[index]
         if len(length) == 0:
@@ -841,14 +846,18 @@ def _longest_in_passes(gaps: GapSet, n: int) -> np.ndarray:
     n first of all are among their pass's candidates (at least its n-th largest length)."""
     candidates = []
     for lo in range(0, len(gaps), _PASS):
-        length = gaps.end[lo : lo + _PASS] - gaps.start[lo : lo + _PASS]
+        part = gaps.take(slice(lo, lo + _PASS))
+        length = part.end
+        length -= part.start
         k = len(length) - min(n, len(length))
         found = np.flatnonzero(length >= np.partition(length, k)[k])
         found += lo
         candidates.append(found)
     among = np.concatenate(candidates)
-    length = gaps.end[among] - gaps.start[among]
-    picked: np.ndarray = among[_longest(length, gaps.start[among], n)]
+    chosen = gaps.take(among)
+    start = chosen.start
+    length = chosen.end - start
+    picked: np.ndarray = among[_longest(length, start, n)]
     return picked
 
 

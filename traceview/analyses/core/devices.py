@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -70,29 +71,54 @@ class DeviceUsage:
 
 @dataclass(frozen=True)
 class GapSet:
-    """Gaps as columns: the device (its index in ``device_of_stream``'s values), [start, end]
-    in ns, the GPU rows before and after, the host wait (ns), and whether the row after has
-    a launch (None: not kept; ``launch_latency`` looks it up)."""
+    """Gaps as columns: the device (its index in ``device_of_stream``'s values), the GPU
+    rows before and after, the host wait (ns), and whether the row after has a launch
+    (None: not kept; ``launch_latency`` looks it up). Each gap's [start, end] in ns is not
+    held (16 B a gap) but derived: the end of the row before, the start of the row after
+    (``ts``, ``dur``: the GPU columns); ``starts`` holds the starts when ``before`` does not
+    (``device_gaps(with_before=False)``)."""
 
     device: np.ndarray
-    start: np.ndarray
-    end: np.ndarray
     before: np.ndarray
     after: np.ndarray
     host_wait: np.ndarray
+    ts: np.ndarray
+    dur: np.ndarray
     launched: np.ndarray | None = None
+    starts: np.ndarray | None = None
 
     def __len__(self) -> int:
-        return len(self.start)
+        return len(self.after)
+
+    @property
+    def start(self) -> np.ndarray:
+        """Each gap's start (ns): where the row before it ends (a fresh array)."""
+        if self.starts is not None:
+            return self.starts
+        start: np.ndarray = self.ts[self.before]
+        start += self.dur[self.before]
+        return start
+
+    @property
+    def end(self) -> np.ndarray:
+        """Each gap's end (ns): where the row after it starts (a fresh array)."""
+        end: np.ndarray = self.ts[self.after]
+        return end
 
     def take(self, keep: np.ndarray | slice) -> GapSet:
         """The gaps selected by a mask, an index array or a slice (views)."""
-        device, start, end, before, after, wait = (column[keep] for column in self._columns())
         launched = None if self.launched is None else self.launched[keep]
-        return GapSet(device, start, end, before, after, wait, launched)
-
-    def _columns(self) -> tuple[np.ndarray, ...]:
-        return (self.device, self.start, self.end, self.before, self.after, self.host_wait)
+        starts = None if self.starts is None else self.starts[keep]
+        return GapSet(
+            self.device[keep],
+            self.before if len(self.before) == 0 else self.before[keep],
+            self.after[keep],
+            self.host_wait[keep],
+            self.ts,
+            self.dur,
+            launched,
+            starts,
+        )
 
 
 def device_of_stream(events: TraceEvents) -> tuple[np.ndarray, list[Any]]:
@@ -362,27 +388,34 @@ def device_gaps(
     # are positions in the sorted rows)
     rows = rows[order]
     del order
-    u = unions_in_order(list(row_columns(events, rows, device)), neighbours=True, prev=with_before)
+    ends_of = partial(_ends, events, rows)  # the sorted rows' ends again, a pass at a time
+    columns = list(row_columns(events, rows, device))
+    u = unions_in_order(
+        columns, neighbours=True, prev=with_before, ends_of=ends_of, spans=not with_before
+    )
     assert u.hole_next is not None
     after = rows[u.hole_next]
     before = rows[u.hole_prev] if u.hole_prev is not None else rows[:0]
-    del rows
+    del rows, ends_of
     # only the holes' columns from here: the positions in the sorted rows go before the
     # host waits' temporaries come
     used = _usage_list(u.segment, u.first, u.last, u.busy, values)
-    segment, start, end = u.hole_segment, u.hole_start, u.hole_end
+    # the gaps' starts and ends are the rows' own (derived, not held) but without ``before``
+    segment, starts = u.hole_segment, (None if with_before else u.hole_start)
     del u
-    wait, launched = host_waits(events, launch, after, start, end)
+    n = len(after)
     gaps = GapSet(
-        device=segment,
-        start=start,
-        end=end,
-        before=before,
-        after=after,
-        host_wait=wait,
-        launched=launched,
+        segment, before, after, np.empty(n, np.int64), gpu.ts, gpu.dur, np.empty(n, bool), starts
     )
+    host_waits(events, launch, gaps)
     return used, gaps
+
+
+def _ends(events: TraceEvents, rows: np.ndarray, at: slice) -> np.ndarray:
+    """The ends of ``rows[at]``."""
+    end: np.ndarray = events.gpu.dur[rows[at]]
+    end += events.gpu.ts[rows[at]]
+    return end
 
 
 def end_and_name_ties(
@@ -417,32 +450,24 @@ def row_columns(
     return (stream if segment_of_stream is None else segment_of_stream[stream]), ts, end
 
 
-def host_waits(
-    events: TraceEvents,
-    launch: np.ndarray | None,
-    after: np.ndarray,
-    start: np.ndarray,
-    end: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray]:
-    """``host_wait`` of each gap (``after``: the GPU row after it; ``launch`` as for
-    ``launches_of``), and whether that row has a launch (for ``launch_latency``, looked up
-    once), _WAIT_PASS gaps at a time: looking launches up takes a few times the rows' size
-    in temporaries (at 2.5·10^6 gaps, ~45 MB at once)."""
-    out = np.empty(len(after), dtype=np.int64)
-    launched = np.empty(len(after), dtype=bool)
+def host_waits(events: TraceEvents, launch: np.ndarray | None, gaps: GapSet) -> None:
+    """Fills ``gaps.host_wait`` (and ``gaps.launched``: whether the row after has a launch,
+    for ``launch_latency``, looked up once; ``launch`` as for ``launches_of``), _WAIT_PASS
+    gaps at a time: looking launches up takes a few times the rows' size in temporaries (at
+    2.5·10^6 gaps, ~45 MB at once)."""
+    assert gaps.launched is not None
     index = None
-    if launch is None and len(after) and len(events.runtime.correlation):
+    if launch is None and len(gaps) and len(events.runtime.correlation):
         index = LaunchIndex(events)  # made once for every pass
-    for lo in range(0, len(after), _WAIT_PASS):
+    for lo in range(0, len(gaps), _WAIT_PASS):
         at = slice(lo, lo + _WAIT_PASS)
-        rows = after[at]
+        part = gaps.take(at)
         if index is None:
-            found = launches_of(events, launch, rows)
+            found = launches_of(events, launch, part.after)
         else:
-            found = index.launches(events.gpu.correlation[rows])
-        np.not_equal(found, NO_LAUNCH, out=launched[at])
-        out[at] = host_wait(found, start[at], end[at])
-    return out, launched
+            found = index.launches(events.gpu.correlation[part.after])
+        np.not_equal(found, NO_LAUNCH, out=gaps.launched[at])
+        gaps.host_wait[at] = host_wait(found, part.start, part.end)
 
 
 _WAIT_PASS = 1 << 16
@@ -469,7 +494,9 @@ def launch_latency(events: TraceEvents, launch: np.ndarray | None, gaps: GapSet)
     launched = gaps.launched
     if launched is None:
         launched = launches_of(events, launch, gaps.after) != NO_LAUNCH
-    rest = gaps.end - gaps.start - gaps.host_wait
+    rest = gaps.end
+    rest -= gaps.start
+    rest -= gaps.host_wait
     return np.where(launched & (rest <= LAUNCH_LATENCY_NS), rest, 0)
 
 

@@ -62,13 +62,12 @@ def _forget(gone: weakref.ref[np.ndarray]) -> None:
         _last_mask = None
 
 
-def device_ids(events: TraceEvents) -> np.ndarray:
-    """Per GPU row: a dense id of its device (the trace's own device value of its stream)."""
+def _device_of_stream(events: TraceEvents) -> np.ndarray:
+    """Per stream id: a dense id of its device (the trace's own device value)."""
     devices: dict[object, int] = {}
-    of_stream = np.array(
+    return np.array(
         [devices.setdefault(key.device, len(devices)) for key in events.streams], dtype=np.int64
     )
-    return of_stream[events.gpu.stream] if len(of_stream) else np.zeros(0, dtype=np.int64)
 
 
 PRELAUNCH_ROW = "(launched before the trace)"  # their name wherever ops or steps show them
@@ -101,7 +100,18 @@ def launched_before_trace(events: TraceEvents) -> np.ndarray:
     launched = launched_mask(events)
     if len(gpu.ts) == 0 or not launched.any():
         return np.zeros(len(gpu.ts), dtype=bool)
-    device = device_ids(events)
+    device = _device_of_stream(events)
     first = np.full(int(device.max()) + 1, np.iinfo(np.int64).max, dtype=np.int64)
-    np.minimum.at(first, device[launched], gpu.ts[launched])
-    return np.asarray(~launched & (gpu.ts < first[device]))
+    out = np.empty(len(gpu.ts), dtype=bool)
+    for lo in range(0, len(out), _PASS):  # a pass's temporaries, not the rows'
+        at = slice(lo, lo + _PASS)
+        mine = launched[at]
+        np.minimum.at(first, device[gpu.stream[at][mine]], gpu.ts[at][mine])
+    for lo in range(0, len(out), _PASS):
+        at = slice(lo, lo + _PASS)
+        np.less(gpu.ts[at], first[device[gpu.stream[at]]], out=out[at])
+        out[at] &= ~launched[at]
+    return out
+
+
+_PASS = 1 << 16  # rows a pass

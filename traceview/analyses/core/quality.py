@@ -42,7 +42,7 @@ def time_resolution(events: TraceEvents) -> str:
 def _overlaps(events: TraceEvents) -> tuple[int, int]:
     """How many activities run into the previous one on their stream, and the most by which
     (rows by stream, then start, ties in row order), a stream at a time: a stream's rows are
-    mostly in order already, and then only its ends are made."""
+    mostly in order already, and then only a pass of its ends is made at a time."""
     gpu = events.gpu
     if len(gpu.ts) < 2:
         return 0, 0
@@ -57,22 +57,41 @@ def _overlaps(events: TraceEvents) -> tuple[int, int]:
         bounds = np.searchsorted(gpu.stream[order], np.arange(streams + 1))
         parts = [order[lo:hi] for lo, hi in itertools.pairwise(bounds.tolist())]
     for rows in parts:
-        ts = gpu.ts if rows is None else gpu.ts[rows]
-        if len(ts) < 2:
+        if rows is not None and len(rows) < 2:
             continue
-        end = gpu.dur if rows is None else gpu.dur[rows]
-        end = end + ts
+        ts = gpu.ts if rows is None else gpu.ts[rows]
         if bool((ts[1:] < ts[:-1]).any()):
             by_start = np.argsort(ts, kind="stable")
-            ts, end = ts[by_start], end[by_start]
+            rows = by_start if rows is None else rows[by_start]
             del by_start
-        into = np.subtract(end[:-1], ts[1:], out=end[:-1])  # how far each runs into the next
-        n = int(np.count_nonzero(into > 0))
+        del ts
+        n, far = _into_next(gpu.ts, gpu.dur, rows)
         if n:
-            count, most = count + n, max(most, int(into.max()))
+            count, most = count + n, max(most, far)
     return count, most
 
 
+def _into_next(ts: np.ndarray, dur: np.ndarray, rows: np.ndarray | None) -> tuple[int, int]:
+    """Of ``rows`` (None: every row) in start order: how many run into the next, and the
+    most by which, a pass at a time (no row-sized copy of the starts and ends)."""
+    count, most = 0, 0
+    n = len(ts) if rows is None else len(rows)
+    for lo in range(0, n - 1, _PASS):
+        hi = min(lo + _PASS, n - 1)
+        if rows is None:
+            into = ts[lo:hi] + dur[lo:hi]
+            into -= ts[lo + 1 : hi + 1]
+        else:
+            at = rows[lo:hi]
+            into = ts[at] + dur[at]
+            into -= ts[rows[lo + 1 : hi + 1]]
+        found = int(np.count_nonzero(into > 0))
+        if found:
+            count, most = count + found, max(most, int(into.max()))
+    return count, most
+
+
+_PASS = 1 << 16  # rows a pass
 _STREAMS_MAX = 1 << 15  # stream ids sorted as 16-bit ints
 
 
