@@ -46,41 +46,58 @@ def lex_order(keys: Sequence[np.ndarray]) -> np.ndarray:
     if key is None:
         return np.lexsort(keys)
     others = keys[:-2]
-    return _ordered(key[0], (lambda rows: [k[rows] for k in others]) if others else None)
+    return _ordered([key[0]], (lambda rows: [k[rows] for k in others]) if others else None)
 
 
 def lex_order_then(
     major: np.ndarray, minor: np.ndarray, ties: Callable[[np.ndarray], list[np.ndarray]]
 ) -> np.ndarray:
     """``lex_order((*ties(every row), minor, major))``, the tie keys asked for only at the
-    rows that tie on (major, minor): a caller need not hold them for every row, and
-    ``major`` and ``minor`` may be temporaries, dropped once packed."""
+    rows that tie on (major, minor): a caller need not hold them for every row."""
+    return lex_order_of([major, minor], ties)
+
+
+def lex_order_of(
+    columns: list[np.ndarray], ties: Callable[[np.ndarray], list[np.ndarray]]
+) -> np.ndarray:
+    """``lex_order_then`` of ``columns`` = [major, minor], a list this call empties: when the
+    caller holds no other reference, each is freed once packed (arguments are held by the
+    caller until the call returns)."""
+    major, minor = columns
+    columns.clear()
     key = packed(major, minor)
     if key is None:
         return np.lexsort((*ties(np.arange(len(major))), minor, major))
     del major, minor
-    primary = key[0]
+    held = [key[0]]
     del key
-    return _ordered(primary, ties)
+    return _ordered(held, ties)
 
 
 def _ordered(
-    primary: np.ndarray, ties: Callable[[np.ndarray], list[np.ndarray]] | None
+    held: list[np.ndarray], ties: Callable[[np.ndarray], list[np.ndarray]] | None
 ) -> np.ndarray:
-    """Rows in ``primary`` order (stable), those equal in it ordered by ``ties(rows)``
-    (lexsort's convention), then by row."""
+    """Rows in ``held[0]`` order (stable; the list emptied), those equal in it ordered by
+    ``ties(rows)`` (lexsort's convention), then by row. The ties are found a pass at a
+    time, without a sorted copy of the keys."""
+    primary = held.pop()
     order = np.argsort(primary, kind="stable")
     if ties is None:
         return order
-    sorted_key = primary[order]
-    tie = np.flatnonzero(sorted_key[1:] == sorted_key[:-1])
-    if len(tie) == 0:
+    n = len(order)
+    in_run = np.zeros(n, dtype=bool)  # every position inside a run of equal keys
+    for lo in range(0, n - 1, _PASS):
+        hi = min(lo + _PASS, n - 1)
+        key = primary[order[lo : hi + 1]]
+        equal = key[1:] == key[:-1]
+        in_run[lo:hi] |= equal
+        in_run[lo + 1 : hi + 1] |= equal
+    if not in_run.any():
         return order
-    in_run = np.zeros(len(order), dtype=bool)  # every position inside a run of equal keys
-    in_run[tie] = in_run[tie + 1] = True
     at = np.flatnonzero(in_run)
+    del in_run
     rows = order[at]
-    order[at] = rows[np.lexsort([*ties(rows), sorted_key[at]])]
+    order[at] = rows[np.lexsort([*ties(rows), primary[rows]])]
     return order
 
 

@@ -22,7 +22,7 @@ import numpy as np
 
 from traceview.aggregate import moments, sums
 from traceview.aggregate.intervals import unions
-from traceview.aggregate.order import dense_ids, lex_order_then
+from traceview.aggregate.order import dense_ids, lex_order_of
 from traceview.analyses.core.cpu_context import NO_CONTEXT, CpuContext, GapQuery, cpu_contexts
 from traceview.analyses.core.devices import (
     DeviceUsage,
@@ -349,14 +349,14 @@ def analyse_gaps(
     # every device gap is of positive length: --min-gap 0 keeps them all
     device_kept = None
     if options.min_gap_ns > 0:
-        device_kept = all_device_gaps.end - all_device_gaps.start >= options.min_gap_ns
+        device_kept = all_device_gaps.length() >= options.min_gap_ns
     if stream_table is None:  # the streams' gaps replace the devices' (summed up above)
         del all_device_gaps, device_kept
         streams, gaps, (before, after, signed) = _stream_scope(events, rows, rank, launch, options)
         del rows
         idle_ns = sum(s.idle_ns for s in streams)
         largest = _largest(events, gaps, launch, options.largest)
-        lengths = gaps.end - gaps.start
+        lengths = gaps.length()
         del gaps
     else:
         streams, idle_ns = stream_table, sum(u.idle_ns for u in usage)
@@ -364,8 +364,7 @@ def analyse_gaps(
         # the columns the transitions need, each gap-sized one freed as the next is made
         # (the other columns go with the set)
         names = events.gpu.name
-        signed = all_device_gaps.end
-        signed -= all_device_gaps.start
+        signed = all_device_gaps.length()
         before, after = all_device_gaps.before, all_device_gaps.after
         del all_device_gaps
         before = names[before]
@@ -481,7 +480,7 @@ def _sorted_rows(
     left in row order)."""
     gpu = events.gpu
     ties = end_and_name_ties(events, rows, rank, by_name)
-    order = lex_order_then(gpu.stream[rows], gpu.ts[rows], ties)
+    order = lex_order_of([gpu.stream[rows], gpu.ts[rows]], ties)
     return _compact(rows[order], len(gpu.ts))
 
 

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from traceview.aggregate.intervals import union_extent, unions, unions_in_order
-from traceview.aggregate.order import first_of_runs, lex_order, lex_order_then
+from traceview.aggregate.order import first_of_runs, lex_order, lex_order_of
 from traceview.aggregate.sorted_runs import increasing_runs, smallest_match
 from traceview.columns.model import TraceEvents
 from traceview.columns.packed_names import ranks, ranks_of
@@ -104,6 +104,15 @@ class GapSet:
         """Each gap's end (ns): where the row after it starts (a fresh array)."""
         end: np.ndarray = self.ts[self.after]
         return end
+
+    def length(self) -> np.ndarray:
+        """Each gap's length (end − start), made a pass of gaps at a time (no gap-sized
+        temporaries)."""
+        out = np.empty(len(self), dtype=np.int64)
+        for lo in range(0, len(out), _PASS):
+            part = self.take(slice(lo, lo + _PASS))
+            np.subtract(part.end, part.start, out=out[lo : lo + _PASS])
+        return out
 
     def take(self, keep: np.ndarray | slice) -> GapSet:
         """The gaps selected by a mask, an index array or a slice (views)."""
@@ -382,7 +391,7 @@ def device_gaps(
     # is found in the same order. The sort key is made from temporaries and the tie keys only
     # for tied rows: only the sorted columns are held (row-sized, 20 MB each at 2.5·10^6).
     ties = end_and_name_ties(events, rows, name_rank)
-    order = lex_order_then(device[gpu.stream[rows]], gpu.ts[rows], ties)
+    order = lex_order_of([device[gpu.stream[rows]], gpu.ts[rows]], ties)
     del ties
     # the rows in sorted order, held instead of the rows and the order (a hole's neighbours
     # are positions in the sorted rows)
