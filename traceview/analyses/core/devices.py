@@ -14,7 +14,7 @@ Definitions in docs/metrics.md; tests check them against tests/reference.py.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -294,6 +294,24 @@ def launch_times(events: TraceEvents, first: np.ndarray | None = None) -> np.nda
     none = launch == NO_LAUNCH
     launch[none] = events.gpu.ts[none]
     return launch
+
+
+def launch_times_by_pass(events: TraceEvents) -> Iterator[tuple[slice, np.ndarray]]:
+    """``launch_times(events)`` a pass of GPU rows at a time: (the rows, their times), with
+    no row-sized array of them."""
+    gpu = events.gpu
+    index = None
+    if len(events.runtime.correlation) and len(gpu.ts):
+        index = LaunchIndex(events)
+    for lo in range(0, len(gpu.ts), _PASS):
+        at = slice(lo, lo + _PASS)
+        if index is None:
+            yield at, gpu.ts[at]
+            continue
+        launch = index.launches(gpu.correlation[at])
+        none = launch == NO_LAUNCH
+        launch[none] = gpu.ts[at][none]
+        yield at, launch
 
 
 def name_rank(names: Sequence[str]) -> np.ndarray:

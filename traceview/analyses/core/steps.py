@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -19,7 +19,12 @@ import numpy as np
 
 from traceview.aggregate.intervals import sums_by_run, unions_in_order
 from traceview.aggregate.order import concat_ranges, lex_order
-from traceview.analyses.core.devices import DeviceUsage, device_of_stream, launch_times
+from traceview.analyses.core.devices import (
+    DeviceUsage,
+    device_of_stream,
+    launch_times,
+    launch_times_by_pass,
+)
 from traceview.analyses.core.prelaunch import launched_before_trace
 from traceview.columns.cpu_rows import is_op
 from traceview.columns.model import STEP_PREFIX, StepWindow, TraceEvents
@@ -281,19 +286,38 @@ def in_steps(
         spans = [(w.start_ns, w.end_ns) for n in chosen if (w := windows[n]).gpu_only == gpu_only]
         if not spans:
             continue
-        if gpu_only:
-            points = own
-        else:
-            points = launch = launch_times(events) if launch is None else launch
-        mask |= _within(points, spans) & ~before
+        union = _union(np.array(spans, dtype=np.int64))
+        points = own if gpu_only else launch
+        if points is not None:  # a pass of rows at a time: no row-sized temporary
+            passes: Iterable[tuple[slice, np.ndarray]] = _by_pass(points)
+        else:  # nor the launch times of every row
+            passes = launch_times_by_pass(events)
+        for at, part in passes:
+            inside = _inside(part, *union)
+            inside &= ~before[at]
+            mask[at] |= inside
     return mask
 
 
-def _within(points: np.ndarray, spans: list[tuple[int, int]]) -> np.ndarray:
-    """Whether each point lies in one of the closed intervals ``spans``."""
-    starts, ends = _union(np.array(spans, dtype=np.int64))
-    at = np.searchsorted(starts, points, side="right") - 1
-    return (at >= 0) & (points <= ends[np.maximum(at, 0)])
+_PASS = 1 << 16  # rows a pass
+
+
+def _by_pass(points: np.ndarray) -> Iterator[tuple[slice, np.ndarray]]:
+    """(rows, their points) a pass of rows at a time."""
+    for lo in range(0, len(points), _PASS):
+        at = slice(lo, lo + _PASS)
+        yield at, points[at]
+
+
+def _inside(points: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Whether each point lies in one of the closed intervals [starts, ends] (disjoint,
+    in order)."""
+    at = np.searchsorted(starts, points, side="right")
+    at -= 1
+    found = at >= 0
+    np.maximum(at, 0, out=at)
+    found &= points <= ends[at]
+    return found
 
 
 def _union(spans: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
