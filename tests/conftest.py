@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import gzip
 import importlib.util
 import os
 import subprocess
@@ -28,6 +29,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         help="rewrite tests/golden/expected/ from the current output instead of comparing with it",
     )
+
+
+@pytest.fixture
+def demo(tmp_path: Path) -> Path:
+    """A private plain-JSON copy of the demo trace (tests rename it and append whitespace)."""
+    path = tmp_path / "demo.json"
+    path.write_bytes(gzip.decompress((ROOT / "fixtures" / "demo.json.gz").read_bytes()))
+    return path
 
 
 @pytest.fixture(autouse=True)

@@ -42,14 +42,6 @@ def _json(command: list[str], trace: Path, *extra: str) -> str:
     return r.stdout
 
 
-@pytest.fixture
-def demo(tmp_path: Path) -> Path:
-    """A private plain-JSON copy of the demo trace (tests rename it and append whitespace)."""
-    path = tmp_path / "demo.json"
-    path.write_bytes(gzip.decompress(DEMO.read_bytes()))
-    return path
-
-
 def test_miss_then_hit(demo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     cold = _json(["kernels"], demo)
     assert len(_entries()) == 1

@@ -4,7 +4,6 @@ itself; a changed trace gets another key, a copy of a cached one is found withou
 
 from __future__ import annotations
 
-import gzip
 import os
 import random
 import shutil
@@ -24,15 +23,7 @@ from traceview.columns.parallel import collect_events
 from traceview.read.blockhash import HASH_BLOCK, BlockHashes, file_hash
 from traceview.read.reader import TraceReader
 
-DEMO = ROOT / "fixtures" / "demo.json.gz"
 runner = CliRunner()
-
-
-@pytest.fixture
-def demo(tmp_path: Path) -> Path:
-    path = tmp_path / "demo.json"
-    path.write_bytes(gzip.decompress(DEMO.read_bytes()))
-    return path
 
 
 def _by_definition(data: bytes) -> str:

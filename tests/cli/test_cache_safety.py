@@ -3,7 +3,6 @@ cleans up after killed runs, and never calls a pruned entry damaged."""
 
 from __future__ import annotations
 
-import gzip
 import os
 import shutil
 import subprocess
@@ -18,15 +17,7 @@ from traceview.cache import manage, root, store
 from traceview.cli import app
 from traceview.errors import UsageError
 
-DEMO = ROOT / "fixtures" / "demo.json.gz"
 runner = CliRunner()
-
-
-@pytest.fixture
-def demo(tmp_path: Path) -> Path:
-    path = tmp_path / "demo.json"
-    path.write_bytes(gzip.decompress(DEMO.read_bytes()))
-    return path
 
 
 def _cache() -> Path:
