@@ -4,18 +4,13 @@ xxh3-128 digests), remembered per file identity."""
 from __future__ import annotations
 
 import contextlib
-import os
 import sqlite3
 import stat
 from pathlib import Path
 from typing import Any, Literal, overload
 
-from traceview.errors import TraceviewError
-from traceview.read.blockhash import file_hash
+from traceview.read.blockhash import file_hash, read_in_order
 
-# Small enough for each block to be hashed while the CPU cache still holds it (100 MB trace:
-# 12 ms with 1 MB blocks, 22 ms with 8 MB ones).
-_BLOCK = 1 << 20
 INDEX_DIR = "index"
 
 
@@ -25,26 +20,13 @@ def trace_hash(path: Path) -> str:
 
 
 def content_hash(path: Path) -> str:
-    """The xxh3-128 hex digest of the file's bytes (read-only): an entry's own files.
-
-    Read into one reusable buffer, never through a memory map: a mapped file that another
-    program shortens meanwhile kills the process (SIGBUS); a read only comes back short,
-    and a file shorter than when hashing began is "the file changed while it was read".
-    """
+    """The xxh3-128 hex digest of the file's bytes (read-only): an entry's own files, read
+    in order (read.blockhash.read_in_order)."""
     import xxhash
 
     digest = xxhash.xxh3_128()
-    buffer = bytearray(_BLOCK)
-    with path.open("rb", buffering=0) as f, memoryview(buffer) as view:
-        size, done = os.fstat(f.fileno()).st_size, 0
-        while n := f.readinto(view):
-            digest.update(view[:n])
-            done += n
-    if done < size:
-        raise TraceviewError(
-            f"{path}: the file changed while it was read (it got shorter: {size} bytes "
-            f"when reading began, {done} read)"
-        )
+    with path.open("rb", buffering=0) as f:
+        read_in_order(f, path, lambda _, data: digest.update(data))
     return digest.hexdigest()
 
 

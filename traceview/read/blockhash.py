@@ -10,6 +10,8 @@ reader saw whole (where a part starts or stops) is read again at the end (``key`
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from io import FileIO
 from pathlib import Path
 from typing import Any
 
@@ -87,15 +89,27 @@ class BlockHashes:
         self.feed(start, view[:want])
 
 
+def read_in_order(f: FileIO, path: Path, feed: Callable[[int, memoryview], object]) -> None:
+    """Feeds the open file ``f`` (``path``) to ``feed(offset, bytes)`` in order, through one
+    reusable buffer, never a memory map (a mapped file another program shortens kills the
+    process). A file shorter by the end than when reading began is "the file changed while
+    it was read"."""
+    size, done = os.fstat(f.fileno()).st_size, 0
+    buffer = bytearray(HASH_BLOCK)
+    with memoryview(buffer) as view:
+        while n := f.readinto(view):
+            feed(done, view[:n])
+            done += n
+    if done < size:
+        raise TraceviewError(
+            f"{path}: the file changed while it was read (it got shorter: {size} bytes "
+            f"when reading began, {done} read)"
+        )
+
+
 def file_hash(path: Path) -> str:
-    """The hash of the file at ``path`` (read-only), read in order into one reusable buffer,
-    never through a memory map (a mapped file another program shortens kills the process)."""
+    """The hash of the file at ``path`` (read-only), read in order."""
     with path.open("rb", buffering=0) as f:
         hashes = BlockHashes(os.fstat(f.fileno()).st_size)
-        buffer = bytearray(HASH_BLOCK)
-        done = 0
-        with memoryview(buffer) as view:
-            while n := f.readinto(view):
-                hashes.feed(done, view[:n])
-                done += n
+        read_in_order(f, path, hashes.feed)
     return hashes.key(path)
