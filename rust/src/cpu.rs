@@ -361,8 +361,8 @@ pub(crate) fn frame_fields_decodable(s: &Scanner<'_>, e: &Event) -> bool {
 
 /// A number the decoder reads as a finite float or an int (no exponent, < 10^300).
 fn any_number(s: &Scanner<'_>, v: Val) -> bool {
-    let (int_digits, has_exp) = s.int_digits_and_exp(v);
-    !has_exp && int_digits < 300
+    // a token shorter than 300 bytes has fewer integer digits: they are not counted
+    !s.has_exponent(v) && (v.end - v.start < 300 || s.int_digits_and_exp(v).0 < 300)
 }
 
 /// A row's ts and dur (numbers: the batch conversion refuses anything else).

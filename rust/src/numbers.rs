@@ -185,6 +185,14 @@ pub fn int_digits_and_exp(text: &[u8], start: usize, end: usize) -> (usize, bool
     (int, at < end)
 }
 
+/// For a whole checked token, `text[start..end]`: whether it has an exponent, without
+/// counting its digits (`e` and `E` are the only bytes of a number token with bit 0x40 set).
+#[inline]
+pub fn has_exponent(text: &[u8], start: usize, end: usize) -> bool {
+    text.get(start..end)
+        .is_some_and(|token| token.iter().fold(0u8, |all, &b| all | b) & 0x40 != 0)
+}
+
 /// A number as the plain (fast) decoder holds it.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Plain {
@@ -382,10 +390,12 @@ mod tests {
                         // alone, and within a text (never followed by a digit)
                         assert_eq!(is_small_int(t, 0, n), small, "{text}");
                         assert_eq!(int_digits_and_exp(t, 0, n), digits_exp, "{text} {n}");
+                        assert_eq!(has_exponent(t, 0, n), whole.has_exp, "{text}");
                         let within = format!("[1,{text}, 12345678901234567890]");
                         let w = within.as_bytes();
                         assert_eq!(is_small_int(w, 3, 3 + n), small, "{text}");
                         assert_eq!(int_digits_and_exp(w, 3, 3 + n), digits_exp, "{text}");
+                        assert_eq!(has_exponent(w, 3, 3 + n), whole.has_exp, "{text}");
                     }
                 }
             }

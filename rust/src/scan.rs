@@ -1174,6 +1174,11 @@ impl<'a> Scanner<'a> {
         numbers::is_small_int(self.t, v.start, v.end)
     }
 
+    /// numbers::has_exponent of a number value.
+    pub(crate) fn has_exponent(&self, v: Val) -> bool {
+        numbers::has_exponent(self.t, v.start, v.end)
+    }
+
     /// numbers::int_digits_and_exp of a number value.
     pub(crate) fn int_digits_and_exp(&self, v: Val) -> (usize, bool) {
         numbers::int_digits_and_exp(self.t, v.start, v.end)
@@ -1650,9 +1655,11 @@ fn decodable(s: &Scanner<'_>, e: &Event, options: &Options) -> bool {
     let time = |v: Option<Val>| match v {
         None => true,
         Some(v) if v.kind == Kind::Null => true,
+        // exact times take any number without an exponent: its digits are not counted
+        Some(v) if v.kind == Kind::Num && options.exact => !s.has_exponent(v),
         Some(v) if v.kind == Kind::Num => {
             let (int_digits, has_exp) = s.int_digits_and_exp(v);
-            !has_exp && (options.exact || int_digits <= 18)
+            !has_exp && int_digits <= 18
         }
         _ => false,
     };
