@@ -82,7 +82,7 @@ FLOW_COLUMNS = _table(("flow", "<i8"), ("thread", "<i4"), ("ts", "<i8"), ("finis
 
 # Columns a read may leave out for a command that never reads them (traceview.app.reading's
 # ``unused``), as "group.column": each stays in its group as a Dropped column.
-GPU_LAUNCH = "gpu.launch"  # the launch configurations: read by ``unique`` alone
+GPU_LAUNCH = "gpu.launch"  # the launch configurations (``unique`` alone; none interned)
 RUNTIME_TS = "runtime.ts"  # the launch times: steps, gaps' host waits, the ops' links
 DROPPABLE = frozenset({GPU_LAUNCH, RUNTIME_TS})
 
