@@ -13,6 +13,7 @@ import pytest
 
 from traceview.cache import store
 from traceview.columns import schema
+from traceview.columns.collect import EventCollector
 from traceview.columns.cpu_rows import ROW
 from traceview.columns.schema import GpuColumns, RuntimeColumns, SchemaMismatch
 
@@ -58,3 +59,37 @@ def test_a_cached_table_of_other_types_is_damaged(tmp_path: Path) -> None:
     pq.write_table(pa.table({"ts": [1, 2], "correlation": [0, 1]}), path)
     with pytest.raises(store.DamagedEntry, match="has the columns ts, correlation"):
         store._group(path, RuntimeColumns)
+
+
+def test_a_dropped_column_has_a_length_and_selections_but_no_values() -> None:
+    column = schema.dropped(np.dtype("<i8"), 5)
+    columns = schema.from_arrays(RuntimeColumns, [np.arange(5, dtype=np.int64), column])
+    assert len(columns.ts) == 5 and column.strides == (0,)
+    mask = np.array([True, False, True, True, False])
+    assert len(column[mask]) == 3 and len(column[1:4]) == 3 and len(column[np.arange(2)]) == 2
+    assert isinstance(column[mask], schema.Dropped)
+    with pytest.raises(IndexError):
+        column[mask[:2]]
+    uses = [
+        lambda: column[0],
+        lambda: column + 1,
+        lambda: column.max(),
+        lambda: np.sort(column),
+        lambda: np.concatenate([column, column]),
+        lambda: column.astype(np.int32),
+        lambda: column.tolist(),
+        lambda: list(column),
+        lambda: column == 0,
+    ]
+    for use in uses:
+        with pytest.raises(schema.ColumnDropped):
+            use()
+
+
+def test_only_droppable_columns_are_left_out() -> None:
+    for key in schema.DROPPABLE:
+        group, _, name = key.partition(".")
+        table = {"gpu": schema.GPU_COLUMNS, "runtime": schema.RUNTIME_COLUMNS}[group]
+        assert name in [c.name for c in table]
+    with pytest.raises(ValueError, match=r"gpu\.ts"):
+        EventCollector(unused=frozenset({"gpu.ts"}))

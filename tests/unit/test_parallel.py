@@ -18,6 +18,7 @@ from traceview.analyses.core.steps import step_table
 from traceview.analyses.gaps import GapOptions, analyse_gaps
 from traceview.analyses.kernels import KernelOptions, analyse_kernels
 from traceview.columns import parallel as two_parts
+from traceview.columns import schema
 from traceview.columns.cpu_rows import ROW
 from traceview.columns.model import TraceEvents
 from traceview.columns.parallel import collect_events
@@ -271,3 +272,35 @@ def test_a_process_forked_later_leaves_the_early_worker_alone(
     assert two_parts._early is not None  # still this process's to adopt
     events = collect_events(TraceReader(path, block_size=64 << 10))
     assert events.read.resume_at is not None and two_parts._early is None
+
+
+@pytest.mark.parametrize("parallel", [False, True])
+def test_unused_columns_are_left_out_and_the_rest_read_as_ever(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, parallel: bool
+) -> None:
+    """A read told a column is unused (schema.DROPPABLE) gives every other column as a full
+    read does, and the unused one Dropped (its length, no values), serially and in two
+    processes (whose worker keeps every column)."""
+    path = tmp_path / "t.json"
+    generate.write_trace(path, steps=8, seed=5)
+    full, _ = read_with(path, parallel, monkeypatch)
+    unused = frozenset({schema.GPU_LAUNCH, schema.RUNTIME_TS})
+    lean = collect_events(TraceReader(path, block_size=64 << 10), keep_cpu=True, unused=unused)
+    assert lean.read.events == full.read.events
+    assert (lean.read.resume_at is not None) == parallel
+    for group in ("gpu", "runtime"):
+        for column in schema.TABLES[type(getattr(full, group))]:
+            got, want = (
+                getattr(getattr(lean, group), column.name),
+                getattr(getattr(full, group), column.name),
+            )
+            assert len(got) == len(want) > 0 and got.dtype == want.dtype
+            if f"{group}.{column.name}" in unused:
+                assert isinstance(got, schema.Dropped)
+            else:
+                assert not isinstance(got, schema.Dropped)
+                assert np.array_equal(got, want), column.name
+    assert lean.launches == [] and full.launches
+    assert as_json(analyse_kernels(lean, KernelOptions(top=0))) == as_json(
+        analyse_kernels(full, KernelOptions(top=0))
+    )

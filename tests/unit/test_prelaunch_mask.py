@@ -33,3 +33,11 @@ def test_the_mask_goes_with_its_columns() -> None:
     del gpu
     gc.collect()
     assert prelaunch._last_mask is None
+
+
+def test_unordered_launches_searched_a_pass_of_rows_at_a_time_as_isin() -> None:
+    rng = np.random.default_rng(7)
+    runtime = rng.permutation(3 * prelaunch._PASS)[: 2 * prelaunch._PASS]  # no increasing runs
+    gpu = rng.integers(-2, 3 * prelaunch._PASS + 2, size=2 * prelaunch._PASS + 5)
+    mask = prelaunch.launched_mask(_events(gpu, runtime))
+    assert mask.tolist() == np.isin(gpu, runtime).tolist()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from traceview.columns.schema import GPU_COLUMNS, RUNTIME_COLUMNS, SchemaMismatch
+from traceview.columns.schema import GPU_COLUMNS, RUNTIME_COLUMNS, Dropped, SchemaMismatch
 from traceview.columns.segments import Segments
 
 
@@ -44,3 +44,12 @@ def test_a_column_of_another_dtype_is_refused_not_cast() -> None:
     columns[1] = columns[1].astype(np.int64)  # name ids as int64: a cast would hide it
     with pytest.raises(SchemaMismatch, match="column name is int64"):
         segments.append(tuple(columns))
+
+
+def test_an_unused_column_is_joined_as_dropped_of_the_rows_count() -> None:
+    segments = Segments(RUNTIME_COLUMNS, rows=4, unused=frozenset({"ts"}))
+    segments.append((np.arange(5, 11, dtype=np.int64), np.empty(0, dtype=np.int32)))  # unread
+    segments.prepend((np.arange(5, dtype=np.int64), None))
+    correlation, ts = segments.join()
+    assert correlation.tolist() == list(range(11))
+    assert isinstance(ts, Dropped) and len(ts) == 11 and ts.dtype == np.int64

@@ -88,7 +88,10 @@ def kernels(
     _check_output(out, path)
     keep_cpu = options.group_by in ("category", "fused-op", "op")
     uses_steps = bool(options.steps or phase)
-    events = read_trace(path, read, keep_cpu, phases=bool(phase), steps=uses_steps)
+    # The launch times place a row in its step and link ops: by name, without steps, unread.
+    lean = not (keep_cpu or uses_steps or read.step_regex is not None)
+    unused = _unused(launch_times=lean)
+    events = read_trace(path, read, keep_cpu, phases=bool(phase), steps=uses_steps, unused=unused)
     events = _of_phase(events, phase)
     if _nothing_to_show(events, out):
         return
@@ -124,7 +127,7 @@ def steps(
     check_save(out, (path,))
     if peaks is not None:
         load_peaks_file(peaks)  # a wrong file is said before the trace is read
-    events = read_trace(path, read, keep_cpu=True)
+    events = read_trace(path, read, keep_cpu=True, unused=_unused())
     # the steps' phases from the pass over the CPU rows that links the ops (one pass saved)
     evidence = PhaseEvidence(events)
     found = linked(events, evidence.add)
@@ -151,7 +154,10 @@ def gaps(
     _check_output(out, path)
     uses_steps = bool(options.steps or phase)
     events = _of_phase(
-        read_trace(path, read, options.context, phases=bool(phase), steps=uses_steps), phase
+        read_trace(
+            path, read, options.context, phases=bool(phase), steps=uses_steps, unused=_unused()
+        ),
+        phase,
     )
     if _nothing_to_show(events, out):
         return
@@ -208,7 +214,9 @@ def summary(
         load_peaks_file(peaks)  # a wrong file is said before the trace is read
     # the phases: for --phase at once, else from overview's pass over the CPU rows
     chosen = phase is not None
-    whole = read_trace(path, read, keep_cpu=True, phases=chosen, memory=True, frames=True)
+    whole = read_trace(
+        path, read, keep_cpu=True, phases=chosen, memory=True, frames=True, unused=_unused()
+    )
     reuse_freed_memory()  # the analyses' many row-sized temporaries: no page faults anew
     events = _of_phase(whole, phase)
     if _nothing_to_show(events, out):
@@ -259,6 +267,14 @@ def memory(path: Path, read: ReadOptions, out: OutputOptions, top: int) -> None:
         _one_line(out, f"{events.path}: {NO_EVENTS}", (path,))
         return
     show(out, render_memory.document(summarize(events, memory=True), report, top), (path,))
+
+
+def _unused(launch_times: bool = False) -> frozenset[str]:
+    """The columns a command leaves out of its read (traceview.columns.schema.DROPPABLE): the
+    launch configurations, which ``unique`` alone reads; the launch times if ``launch_times``."""
+    from traceview.columns.schema import GPU_LAUNCH, RUNTIME_TS
+
+    return frozenset({GPU_LAUNCH, RUNTIME_TS} if launch_times else {GPU_LAUNCH})
 
 
 def _of_phase(events: TraceEvents, phase: str | None) -> TraceEvents:
@@ -468,7 +484,7 @@ def trim(path: Path, options: TrimOptions, read: ReadOptions, output: Path, forc
     check_options(options)
     inputs = inputs_of((path,), options)
     check_trim_paths(path, output, force, inputs)
-    events = read_trace(path, read, keep_cpu=False, index=True)
+    events = read_trace(path, read, keep_cpu=False, index=True, unused=_unused())
     cut, stats = plan_cut(events, options), events.read
     del events
     release_free_memory()  # the columns are gone: the copy needs only its blocks

@@ -33,6 +33,7 @@ def read_trace(
     memory: bool = False,
     frames: bool = False,
     index: bool = False,
+    unused: frozenset[str] = frozenset(),
 ) -> TraceEvents:
     """Read a trace (from the cache when it holds it); remember it as the last one analysed.
     With ``--step-regex`` the steps are the CPU ranges whose name matches it; without it and
@@ -42,7 +43,9 @@ def read_trace(
     a read without CPU rows is not followed by a second one to find the markers. ``memory``:
     the command reads the ``[memory]`` events (it alone says those it skipped). ``frames``:
     with the python frames and fwdbwd flows (and the CPU rows). ``index``: a read of the trace
-    itself notes its chunks in ``read.index`` (trim; none from the cache)."""
+    itself notes its chunks in ``read.index`` (trim; none from the cache). ``unused``: the
+    columns the command never reads (schema.DROPPABLE), left out of a read that fills no
+    cache entry (an entry holds every column)."""
     start_up_done()  # the command line's start-up ends here
     regex = None
     keep_cpu = keep_cpu or phases or frames
@@ -56,7 +59,7 @@ def read_trace(
         _read_cached(path, options, keep_cpu, frames, index) if options.cache and not pipe else None
     )
     if events is None:
-        events = _ingest(path, options, keep_cpu, frames, index=index)
+        events = _ingest(path, options, keep_cpu, frames, index=index, unused=unused)
     if regex is not None:
         from traceview.analyses.core.steps import steps_matching
 
@@ -155,10 +158,11 @@ def _ingest(
     frames: bool = False,
     hashes: BlockHashes | None = None,
     index: bool = False,
+    unused: frozenset[str] = frozenset(),
 ) -> TraceEvents:
     """Read the trace itself, with a progress bar on a terminal (``frames``: with the python
     frames and flows; an Nsight Systems export has none; ``hashes``: the blocks read are
-    hashed into it)."""
+    hashed into it; ``unused``: the columns left out, see read_trace)."""
     from traceview.columns.parallel import collect_events
     from traceview.read.nsys import is_sqlite
     from traceview.read.reader import TraceReader
@@ -176,7 +180,7 @@ def _ingest(
     size = None if reader.info.compressed or reader.info.stream else reader.info.size_bytes
     with ByteProgress(size, enabled=not options.quiet) as progress:
         reader.on_progress = progress
-        events = collect_events(reader, keep_cpu, frames)
+        events = collect_events(reader, keep_cpu, frames, unused)
     # A full collection empties the interpreter's free lists, which the read filled (on the
     # 1 GB trace with 10^6 names, 18 MB), and the batches' heap pages go back to the system,
     # before the analyses' peaks. It takes ~10 ms, for nothing on a small trace.

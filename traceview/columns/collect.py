@@ -32,9 +32,11 @@ from traceview.columns.numbers import (
 from traceview.columns.packed_names import PackedNames
 from traceview.columns.schema import (
     COMM_COLUMNS,
+    DROPPABLE,
     FLOW_COLUMNS,
     FRAME_COLUMNS,
     GPU_COLUMNS,
+    GPU_LAUNCH,
     KERNEL,
     MEMCPY,
     MEMORY_COLUMNS,
@@ -85,6 +87,7 @@ _CATEGORIES = {
     "python_function": _PYTHON,
 }
 _INT64_MAX = 2**63 - 1
+_UNREAD = np.empty(0, dtype=np.int32)  # an unused column's ids, never interned (see Segments)
 _GPU = [c.name for c in GPU_COLUMNS]  # where each column is in a batch's tuple
 GPU_STREAM, GPU_TS, GPU_DUR = _GPU.index("stream"), _GPU.index("ts"), _GPU.index("dur")
 
@@ -114,10 +117,17 @@ class EventCollector:
     """Turns batches of decoded events into columns; ``finish`` returns TraceEvents."""
 
     def __init__(
-        self, keep_cpu: bool = False, spill: SpillFile | None = None, keep_frames: bool = False
+        self,
+        keep_cpu: bool = False,
+        spill: SpillFile | None = None,
+        keep_frames: bool = False,
+        unused: frozenset[str] = frozenset(),
     ) -> None:
         """``spill``: where CPU rows go (default: a new temporary file when the first comes);
-        ``keep_frames``: keep the python frames and fwdbwd flows (with the CPU rows)."""
+        ``keep_frames``: keep the python frames and fwdbwd flows (with the CPU rows);
+        ``unused``: the columns left out (schema.DROPPABLE), Dropped in the result."""
+        if not unused <= DROPPABLE:
+            raise ValueError(f"not columns a read may leave out: {sorted(unused - DROPPABLE)}")
         self.keep_cpu = keep_cpu or keep_frames
         self.keep_frames = keep_frames
         self.names = Interner()
@@ -130,8 +140,9 @@ class EventCollector:
         self.quality: Counter[str] = Counter()
         self.cpu_quality: Counter[str] = Counter()  # the part of quality from CPU ops
         self._categories = _Categories()
-        self._gpu = Segments(GPU_COLUMNS)
-        self._runtime = Segments(RUNTIME_COLUMNS)  # correlation, ts
+        self._gpu = Segments(GPU_COLUMNS, unused=_of_group("gpu", unused))
+        self._runtime = Segments(RUNTIME_COLUMNS, unused=_of_group("runtime", unused))
+        self._keep_launch = GPU_LAUNCH not in unused  # the launch ids are interned
         self._cpu = spill if spill is not None else SpillFile()  # CPU rows go to disk
         self._cpu_before: list[RowSource] = []  # a worker's rows, read before ours
         self._steps: list[StepWindow] = []
@@ -426,7 +437,7 @@ class EventCollector:
             ts,
             dur,
             corr,
-            launches.launch_ids(self.launches, gpu),
+            launches.launch_ids(self.launches, gpu) if self._keep_launch else _UNREAD,
         )
 
     def _scanned_gpu_columns(self, scanned: ScannedRows) -> tuple[np.ndarray, ...] | None:
@@ -441,7 +452,9 @@ class EventCollector:
             scanned.gpu_ts,
             scanned.gpu_dur,
             scanned.gpu_correlation,
-            self.launches.ids_of(scanned.launches)[scanned.gpu_launch],
+            self.launches.ids_of(scanned.launches)[scanned.gpu_launch]
+            if self._keep_launch
+            else _UNREAD,
         )
 
     def _add_each(self, pairs: Iterable[tuple[Any, int]], lists: _Lists) -> None:
@@ -467,9 +480,12 @@ class EventCollector:
             self._memory.insert(0, allocations.renumbered(part.memory, threads))
         names = self.names.ids_of(part.names) if part.names else np.empty(0, np.int32)
         streams = self.streams.ids_of(part.streams) if part.streams else np.empty(0, np.int32)
-        launch = self.launches.ids_of(part.launches) if part.launches else np.empty(0, np.int32)
         gpu = part.gpu
         if len(gpu.ts):
+            launch = _UNREAD
+            if self._keep_launch:
+                ids = self.launches.ids_of(part.launches) if part.launches else _UNREAD
+                launch = ids[gpu.launch]
             columns = (
                 gpu.kind,
                 names[gpu.name],
@@ -477,7 +493,7 @@ class EventCollector:
                 gpu.ts,
                 gpu.dur,
                 gpu.correlation,
-                launch[gpu.launch],
+                launch,
             )
             self._gpu.prepend(columns)
         if len(part.runtime.ts):
@@ -569,7 +585,8 @@ class EventCollector:
         lists.ts.append(ts)
         lists.dur.append(dur)
         lists.corr.append(_correlation(e))
-        lists.launch.append(int(launches.launch_ids(self.launches, [e])[0]))
+        launch = launches.launch_ids(self.launches, [e])[0] if self._keep_launch else 0
+        lists.launch.append(int(launch))
         if comms.carries(e):
             row = self._gpu_rows + len(lists.kind) - 1  # this batch's rows are not committed
             lists.comm.append((e, row, comms.NO_THREAD, ts, ts + dur))
@@ -673,6 +690,11 @@ class EventCollector:
             flows=from_arrays(FlowColumns, self._flows.join()),
             frames_read=self.keep_frames,
         )
+
+
+def _of_group(group: str, unused: frozenset[str]) -> frozenset[str]:
+    """The names of ``group``'s columns among ``unused`` ("group.column" each)."""
+    return frozenset(c.partition(".")[2] for c in unused if c.partition(".")[0] == group)
 
 
 def scan_rule(keep_cpu: bool) -> dict[str, list[bytes]]:

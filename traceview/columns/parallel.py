@@ -55,12 +55,16 @@ _RELEASE_EVERY = 4 << 20  # bytes of a worker's names read before their pages ar
 
 
 def collect_events(
-    reader: TraceReader, keep_cpu: bool = False, keep_frames: bool = False
+    reader: TraceReader,
+    keep_cpu: bool = False,
+    keep_frames: bool = False,
+    unused: frozenset[str] = frozenset(),
 ) -> TraceEvents:
     """Read the whole trace through ``reader`` into TraceEvents (CPU activity if asked,
-    python frames and flows if asked): in two processes when it is big and the CPU allows
-    (each part by its own reader, made by ``reader.for_part``; ``reader`` itself reads the
-    file only if the split fails)."""
+    python frames and flows if asked, the ``unused`` columns left out: see EventCollector):
+    in two processes when it is big and the CPU allows (each part by its own reader, made by
+    ``reader.for_part``; ``reader`` itself reads the file only if the split fails). The worker
+    keeps every column; this process leaves the unused ones of its part unread."""
     keep_cpu = keep_cpu or keep_frames
     reader.shapes = keep_cpu  # only CPU rows have shapes
     reader.frames = keep_frames
@@ -68,12 +72,13 @@ def collect_events(
     if forked is None:
         split = reader.plan_split(_min_bytes()) if (os.cpu_count() or 1) > 1 else None
         if split is None:
-            return _serial(reader, keep_cpu, keep_frames=keep_frames)
+            return _serial(reader, keep_cpu, keep_frames=keep_frames, unused=unused)
         if threads_win(reader):  # one process, the chunks scanned on threads (read.threaded)
             try:
-                return _serial(ThreadedReader.of(reader), keep_cpu, keep_frames=keep_frames)
+                threaded = ThreadedReader.of(reader)
+                return _serial(threaded, keep_cpu, keep_frames=keep_frames, unused=unused)
             except SplitFailed:
-                return _serial(reader, keep_cpu, keep_frames=keep_frames)
+                return _serial(reader, keep_cpu, keep_frames=keep_frames, unused=unused)
         if gc.get_freeze_count():  # the command line froze its start-up: so what came since
             gc.freeze()  # (the worker touches none of it; the collection after the read skips it)
         forked = _Forked(reader, split, keep_cpu, keep_frames, reader.hashes is not None)
@@ -83,14 +88,14 @@ def collect_events(
         # to stop, while the worker is already reading from the start.
         on_boundary = forked.boundary_out.send
         main = reader.for_part(MainPart(split_at=forked.split[1], on_boundary=on_boundary))
-        collector = _collect(main, keep_cpu, keep_frames=keep_frames)
+        collector = _collect(main, keep_cpu, keep_frames=keep_frames, unused=unused)
         part = _receive(forked.receiver, forked.memfd, forked.spill, reader.hashes)
     except SplitFailed:
         pass
     finally:
         forked.stop()  # a half failed: the worker's result is not wanted
     if part is None:
-        return _serial(reader, keep_cpu, keep_frames=keep_frames)
+        return _serial(reader, keep_cpu, keep_frames=keep_frames, unused=unused)
     collector.absorb_before(part)
     _merge_stats(main, part)
     del part  # what was not absorbed as it is (remapped ids) is freed before joining
@@ -415,8 +420,9 @@ def _serial(
     keep_cpu: bool,
     spill: SpillFile | None = None,
     keep_frames: bool = False,
+    unused: frozenset[str] = frozenset(),
 ) -> TraceEvents:
-    return _collect(reader, keep_cpu, spill, keep_frames).finish(reader)
+    return _collect(reader, keep_cpu, spill, keep_frames, unused).finish(reader)
 
 
 def _collect(
@@ -424,8 +430,9 @@ def _collect(
     keep_cpu: bool,
     spill: SpillFile | None = None,
     keep_frames: bool = False,
+    unused: frozenset[str] = frozenset(),
 ) -> EventCollector:
-    collector = EventCollector(keep_cpu, spill, keep_frames)
+    collector = EventCollector(keep_cpu, spill, keep_frames, unused)
     # What the compiled scanner may drop unread: nothing when frames and flows are kept
     # but the scanner does not convert them (it does with the CPU ops' shapes).
     takes_frames = reader.frames and reader.shapes

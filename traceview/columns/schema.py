@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
-from typing import NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 
@@ -79,6 +79,12 @@ FRAME_COLUMNS = _table(
 # finish: 0 for the start (ph ``s``, on the forward op), 1 for the finish (ph ``f``, on the
 # backward op).
 FLOW_COLUMNS = _table(("flow", "<i8"), ("thread", "<i4"), ("ts", "<i8"), ("finish", "<i1"))
+
+# Columns a read may leave out for a command that never reads them (traceview.app.reading's
+# ``unused``), as "group.column": each stays in its group as a Dropped column.
+GPU_LAUNCH = "gpu.launch"  # the launch configurations (``unique`` alone; none interned)
+RUNTIME_TS = "runtime.ts"  # the launch times: steps, gaps' host waits, the ops' links
+DROPPABLE = frozenset({GPU_LAUNCH, RUNTIME_TS})
 
 
 @dataclass(frozen=True)
@@ -209,6 +215,60 @@ def join_columns(
         columns.append(np.concatenate(batches[i]))
         batches[i] = []
     return columns
+
+
+class ColumnDropped(TypeError):
+    """A Dropped column was used for more than its length or a selection of its rows."""
+
+
+class Dropped(np.ndarray):
+    """A column the read left out (DROPPABLE): its dtype and length, no data (a read-only
+    zero-stride view of one element). Selecting rows gives another Dropped column of their
+    count (a group's rows are selected column by column); any other use raises ColumnDropped,
+    so a command that reads a column it declared unused fails loudly, never on zeros."""
+
+    def __getitem__(self, key: Any) -> Dropped:
+        return dropped(self.dtype, _selected(len(self), key))
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        raise ColumnDropped("a dropped column is read-only")
+
+    def __iter__(self) -> Any:
+        raise ColumnDropped("a dropped column has no values")
+
+    def __array_ufunc__(self, *args: Any, **kwargs: Any) -> Any:
+        raise ColumnDropped("a dropped column has no values")
+
+    def __array_function__(self, *args: Any, **kwargs: Any) -> Any:
+        raise ColumnDropped("a dropped column has no values")
+
+    def astype(self, *args: Any, **kwargs: Any) -> Any:
+        raise ColumnDropped("a dropped column has no values")
+
+    def tolist(self) -> Any:
+        raise ColumnDropped("a dropped column has no values")
+
+    def __repr__(self) -> str:
+        return f"Dropped({self.dtype}, {len(self)})"
+
+
+def dropped(dtype: np.dtype, rows: int) -> Dropped:
+    """A Dropped column of ``rows`` rows."""
+    return np.broadcast_to(np.zeros(1, dtype=dtype), (rows,)).view(Dropped)
+
+
+def _selected(n: int, key: Any) -> int:
+    """How many of ``n`` rows ``key`` selects (a slice, a mask or an array of positions)."""
+    if isinstance(key, slice):
+        return len(range(*key.indices(n)))
+    if isinstance(key, np.ndarray) and not isinstance(key, Dropped) and key.ndim == 1:
+        if key.dtype == np.bool_:
+            if len(key) != n:
+                raise IndexError(f"a mask of {len(key)} rows for {n}")
+            return int(np.count_nonzero(key))
+        if key.dtype.kind in "iu":
+            return len(key)
+    raise ColumnDropped(f"a dropped column has no values (indexed by {type(key).__name__})")
 
 
 def _check_dataclasses() -> None:

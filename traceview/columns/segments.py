@@ -6,7 +6,8 @@ column again while the batches still hold their pages (freed heap pages are seld
 at the join the rows are in memory twice. Here each segment is an anonymous mapping of its own,
 written as batches come, and the join copies each column into one array, dropping each segment
 as it is copied: its pages go back to the system at once, so the join costs one segment, not
-the rows again.
+the rows again. A column the read leaves out (``unused``, schema.DROPPABLE) is never copied:
+it is joined as a Dropped column of the rows' count.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import mmap
 
 import numpy as np
 
-from traceview.columns.schema import Column, SchemaMismatch
+from traceview.columns.schema import Column, SchemaMismatch, dropped
 
 SEGMENT_ROWS = 1 << 16  # rows a segment holds: 512 KB of an int64 column
 
@@ -24,37 +25,52 @@ class Segments:
     """The rows of one column group (a schema table), in order: parts put before them
     (``prepend``: a worker's rows, read earlier in the file), then those appended."""
 
-    def __init__(self, table: tuple[Column, ...], rows: int = SEGMENT_ROWS) -> None:
+    def __init__(
+        self,
+        table: tuple[Column, ...],
+        rows: int = SEGMENT_ROWS,
+        unused: frozenset[str] = frozenset(),
+    ) -> None:
+        """``unused``: the names of the columns left out (given, then dropped unread)."""
         self.table = table
         self.rows = rows
+        self.kept = [i for i, c in enumerate(table) if c.name not in unused]
+        self._count = 0  # rows held
         self._before: list[list[np.ndarray]] = []
         self._full: list[list[np.ndarray]] = []  # filled segments, each one array per column
         self._open: list[np.ndarray] | None = None
         self._fill = 0
 
     def append(self, columns: tuple[np.ndarray, ...]) -> None:
-        """Append a batch: one array per column of the table, all of one length."""
-        for declared, array in zip(self.table, columns, strict=True):
-            if array.dtype != declared.dtype:  # the segment would cast it silently
+        """Append a batch: one array per column of the table, all of one length (an unused
+        column's is not read)."""
+        if len(columns) != len(self.table):
+            raise SchemaMismatch(f"{len(columns)} columns for {len(self.table)}")
+        kept = [columns[i] for i in self.kept]
+        for i, array in zip(self.kept, kept, strict=True):
+            if array.dtype != self.table[i].dtype:  # the segment would cast it silently
                 raise SchemaMismatch(
-                    f"column {declared.name} is {array.dtype}, not {declared.dtype}"
+                    f"column {self.table[i].name} is {array.dtype}, not {self.table[i].dtype}"
                 )
-        n, start = len(columns[0]), 0
+        n, start = len(kept[0]), 0
+        self._count += n
         while start < n:
             if self._open is None or self._fill == self.rows:
                 if self._open is not None:
                     self._full.append(self._open)
-                self._open = [_mapped(c.dtype, self.rows) for c in self.table]
+                self._open = [_mapped(self.table[i].dtype, self.rows) for i in self.kept]
                 self._fill = 0
             k = min(self.rows - self._fill, n - start)
-            for segment, column in zip(self._open, columns, strict=True):
+            for segment, column in zip(self._open, kept, strict=True):
                 segment[self._fill : self._fill + k] = column[start : start + k]
             self._fill += k
             start += k
 
     def prepend(self, columns: tuple[np.ndarray, ...]) -> None:
-        """Put rows before all those held (their arrays are kept as they are until the join)."""
-        self._before.insert(0, list(columns))
+        """Put rows before all those held (their arrays are kept as they are until the join;
+        those of unused columns are not kept, and may be None)."""
+        self._count += len(columns[self.kept[0]])
+        self._before.insert(0, [columns[i] for i in self.kept])
 
     def join(self) -> list[np.ndarray]:
         """The columns, one array each in table order; everything held is dropped (each part
@@ -63,20 +79,21 @@ class Segments:
         if self._open is not None and self._fill:
             parts.append([segment[: self._fill] for segment in self._open])
         self._before, self._full, self._open, self._fill = [], [], None, 0
-        columns = []
-        for i, column in enumerate(self.table):
-            out = np.empty(sum(len(part[i]) for part in parts), dtype=column.dtype)
+        count, self._count = self._count, 0
+        columns: list[np.ndarray] = [dropped(c.dtype, count) for c in self.table]
+        for i, at_column in enumerate(self.kept):
+            out = np.empty(sum(len(part[i]) for part in parts), dtype=self.table[at_column].dtype)
             at = 0
             for part in parts:
                 n = len(part[i])
                 out[at : at + n] = part[i]
                 at += n
-                part[i] = _DROPPED  # a segment's mapping goes with its last reference
-            columns.append(out)
+                part[i] = _RELEASED  # a segment's mapping goes with its last reference
+            columns[at_column] = out
         return columns
 
 
-_DROPPED = np.empty(0, dtype=np.uint8)
+_RELEASED = np.empty(0, dtype=np.uint8)
 
 
 def _mapped(dtype: np.dtype, rows: int) -> np.ndarray:
