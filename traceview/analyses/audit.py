@@ -14,9 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from traceview.aggregate import sorted_runs, sums
+from traceview.aggregate import sums
 from traceview.aggregate.order import distinct
-from traceview.aggregate.sorted_runs import increasing_runs
 from traceview.analyses.core.devices import (
     NO_LAUNCH,
     DeviceUsage,
@@ -30,8 +29,9 @@ from traceview.analyses.core.faults import (
     KERNEL_CALL,
     NO_END,
     Calls,
+    Drift,
+    carried,
     contains,
-    drift,
     earlier_ends,
     group_order,
     order_faults,
@@ -199,6 +199,9 @@ def figures_json(figures: dict[str, Figure]) -> dict[str, Any]:
     return {name: f.as_dict() for name, f in figures.items()}
 
 
+Idle = tuple[np.ndarray, np.ndarray, np.ndarray]  # see _Trace.idle
+
+
 class _Trace:
     """What the checks share: the trace, its runtime calls, each GPU row's launch, device and
     step point, the step windows sorted by start, and the GPU rows by stream or device and
@@ -214,18 +217,23 @@ class _Trace:
         self.step_start = np.array([w.start_ns for _, w in windows], dtype=np.int64)
         self.step_end = np.array([w.end_ns for _, w in windows], dtype=np.int64)
         self._runs: dict[bool, tuple[np.ndarray | None, np.ndarray | None]] = {}
+        self._idle: dict[bool, Idle] = {}
         self._graph_ids: np.ndarray | None = None
 
-    def device(self, rows: np.ndarray) -> np.ndarray:
+    def device(self, rows: np.ndarray | slice) -> np.ndarray:
         """The device (an index into device_values) of each of the GPU ``rows``."""
         return np.asarray(self.stream_device[self.events.gpu.stream[rows]])
+
+    def devices_of(self, rows: np.ndarray | slice) -> np.ndarray | None:
+        """``device(rows)``, None where the trace has one device."""
+        return None if len(self.device_values) == 1 else self.device(rows)
 
     def runs(self, per_device: bool) -> tuple[np.ndarray | None, np.ndarray | None]:
         """The GPU rows' order by group and start (faults.group_order) and their group (their
         stream, or their device; None: all one), made once for each grouping (a device per
         stream: the streams' own)."""
         gpu, streams = self.events.gpu, len(self.events.streams)
-        by_stream = not per_device or len(self.device_values) == streams
+        by_stream = self._by_stream(per_device)
         if by_stream not in self._runs:
             if by_stream:
                 group = gpu.stream if streams > 1 else None
@@ -235,6 +243,18 @@ class _Trace:
                 group = index[gpu.stream]
             self._runs[by_stream] = (group_order(group, gpu.ts), group)
         return self._runs[by_stream]
+
+    def _by_stream(self, per_device: bool) -> bool:
+        return not per_device or len(self.device_values) == len(self.events.streams)
+
+    def idle(self, per_device: bool) -> Idle:
+        """Per GPU row, whether its stream (or device) was idle when it started (no earlier
+        work on it still running); and the rows starting before earlier work on it ends,
+        with by how much. Worked out once (a device per stream: the streams' own)."""
+        key = self._by_stream(per_device)
+        if key not in self._idle:
+            self._idle = {key: _idle_and_overlaps(self, per_device)}  # the last only
+        return self._idle[key]
 
     @property
     def graph_ids(self) -> np.ndarray:
@@ -431,13 +451,8 @@ def _launch_without_gpu(t: _Trace) -> Check:
 
 
 def _ran(events: TraceEvents, ids: np.ndarray) -> np.ndarray:
-    """Mask: which of the runtime call ``ids`` some GPU activity carries (searched in the GPU
-    rows' own ids when they come in a few increasing runs, else in a sorted copy)."""
-    correlation = events.gpu.correlation
-    runs = increasing_runs(correlation)
-    if runs is not None:
-        return sorted_runs.contains(correlation, runs, ids)
-    return contains(distinct(correlation[correlation >= 0]), ids)
+    """Mask: which of the runtime call ``ids`` some GPU activity carries."""
+    return carried(events.gpu.correlation, ids)
 
 
 def _short_replays(t: _Trace, graph_ids: np.ndarray) -> tuple[int, int, list[Example]]:
@@ -538,23 +553,31 @@ def _start_before_launch(t: _Trace) -> Check:
 
 
 def _stream_overlap(t: _Trace) -> Check:
+    _, rows, overlap = t.idle(per_device=False)
+    return t.gpu_check(
+        "stream-overlap",
+        WARNING,
+        "GPU activities that start before earlier work on their stream ends (time: overlap)",
+        rows,
+        overlap,
+    )
+
+
+def _idle_and_overlaps(t: _Trace, per_device: bool) -> Idle:
+    """_Trace.idle, worked out in one pass of faults.earlier_ends."""
     gpu = t.events.gpu
+    idle = np.empty(len(gpu.ts), dtype=bool)
     rows, overlap = [], []
-    for at, before in earlier_ends(*t.runs(per_device=False), gpu.ts, gpu.dur):
+    for at, before in earlier_ends(*t.runs(per_device), gpu.ts, gpu.dur):
         ts = gpu.ts[at]
+        idle[at] = before < ts
         into = np.minimum(before, ts + gpu.dur[at])
         into -= ts
         hit = (before != NO_END) & (into > 0)
         rows.append(picked(at, hit))
         overlap.append(into[hit])
     found, by_row = _by_row(rows)
-    return t.gpu_check(
-        "stream-overlap",
-        WARNING,
-        "GPU activities that start before earlier work on their stream ends (time: overlap)",
-        found,
-        _joined(overlap, np.int64)[by_row],
-    )
+    return idle, found, _joined(overlap, np.int64)[by_row]
 
 
 def _by_row(parts: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -661,49 +684,69 @@ def _out_of_order(t: _Trace) -> Check:
 
 
 def _clock_drift(t: _Trace) -> Check:
-    """Per device, the trend of the launch → start floor over the trace (faults.drift),
+    """Per device, the trend of the launch → start floor over the trace (faults.Drift),
     from the kernels launched on their own that started on an idle device."""
-    gpu = t.events.gpu
-    graphs = t.graph_ids
-    parts = []
-    for at, before in earlier_ends(*t.runs(per_device=True), gpu.ts, gpu.dur):
-        own = before < gpu.ts[at]  # the device idle when it starts
-        own &= t.launch[at] != NO_LAUNCH
-        own &= gpu.kind[at] == KERNEL
-        if len(graphs):
-            own &= ~contains(graphs, gpu.correlation[at])
-        parts.append(picked(at, own))
-    own_rows = _by_row(parts)[0]
-    device = t.device(own_rows)
+    trends = Drift(len(t.device_values))
+    own = _own_launches(t, trends)
+    _own_passes(t, own, trends.floors)
     found = []
     for d, value in enumerate(t.device_values):
-        rows = own_rows[device == d]
-        trend = drift(t.launch[rows], gpu.ts[rows])
+        trend = trends.trend(d)
         if trend is not None:
-            found.append((value, trend, rows))
+            found.append((value, trend, int(trends.low[d]), int(trends.high[d])))
     examples = tuple(
         Example(
-            int(t.launch[rows].min()),
-            int(t.launch[rows].max() - t.launch[rows].min()),
+            low,
+            high - low,
             "launch → start delay",
             value,
             detail=f"its floor moves {'+' if trend > 0 else '-'}{duration(abs(trend) / 1000)}"
             " over the trace",
         )
-        for value, trend, rows in found[:EXAMPLES]
+        for value, trend, low, high in found[:EXAMPLES]
     )
-    bound = max((abs(trend) for _, trend, _ in found), default=0)
+    bound = max((abs(trend) for _, trend, _, _ in found), default=0)
     return Check(
         "clock-drift",
         WARNING,
         len(found),
-        sum(abs(trend) for _, trend, _ in found),
+        sum(abs(trend) for _, trend, _, _ in found),
         (),
         examples,
         "devices whose launch → start delay floor trends over the trace (time: the trend)",
-        tuple((v, 1, abs(trend)) for v, trend, _ in found),
+        tuple((v, 1, abs(trend)) for v, trend, _, _ in found),
         bound_ns=bound,
     )
+
+
+def _own_launches(t: _Trace, trends: Drift) -> np.ndarray:
+    """Mask: the kernels launched on their own (no graph) that started on an idle device;
+    their launches' span per device to ``trends``."""
+    gpu = t.events.gpu
+    graphs = t.graph_ids
+    own = t.idle(per_device=True)[0].copy()
+    for lo in range(0, len(own), _PASS):
+        at = slice(lo, lo + _PASS)
+        hit = own[at]
+        hit &= t.launch[at] != NO_LAUNCH
+        hit &= gpu.kind[at] == KERNEL
+        if len(graphs):
+            hit &= ~contains(graphs, gpu.correlation[at])
+        rows = picked(at, hit)
+        trends.span(t.devices_of(rows), t.launch[rows])
+    return own
+
+
+def _own_passes(
+    t: _Trace, own: np.ndarray, add: Callable[[np.ndarray | None, np.ndarray, np.ndarray], None]
+) -> None:
+    """The rows of ``own`` a pass at a time: their device index, launch and start to ``add``."""
+    gpu = t.events.gpu
+    for lo in range(0, len(own), _PASS):
+        at = slice(lo, lo + _PASS)
+        mine = own[at]
+        device = t.devices_of(at)
+        add(None if device is None else device[mine], t.launch[at][mine], gpu.ts[at][mine])
 
 
 def _profiler_warning(t: _Trace) -> Check:

@@ -31,12 +31,16 @@ def launched_mask(events: TraceEvents) -> np.ndarray:
     if runs is not None:  # searched run by run in the column itself, a pass at a time
         mask = contains(runtime, runs, gpu)
     else:
-        # A binary search in the sorted launch ids: a third of the memory np.isin takes.
+        # A binary search in the sorted launch ids (a third of the memory np.isin takes), a
+        # pass of rows at a time
         launches = np.sort(runtime, kind="stable")
-        at = np.searchsorted(launches, gpu)
-        np.minimum(at, len(launches) - 1, out=at)
-        mask = np.asarray(launches[at] == gpu)
-        del launches, at
+        mask = np.empty(len(gpu), dtype=bool)
+        for lo in range(0, len(gpu), _PASS):
+            part = gpu[lo : lo + _PASS]
+            at = np.searchsorted(launches, part)
+            np.minimum(at, len(launches) - 1, out=at)
+            np.equal(launches[at], part, out=mask[lo : lo + _PASS])
+        del launches
     mask.flags.writeable = False
     _remember_mask(gpu, runtime, mask)
     return mask
@@ -103,6 +107,11 @@ def launched_before_trace(events: TraceEvents) -> np.ndarray:
     device = _device_of_stream(events)
     first = np.full(int(device.max()) + 1, np.iinfo(np.int64).max, dtype=np.int64)
     out = np.empty(len(gpu.ts), dtype=bool)
+    if len(first) == 1:  # one device: no look-up of each row's
+        first[0] = np.min(gpu.ts, where=launched, initial=first[0])
+        np.less(gpu.ts, first[0], out=out)
+        out &= ~launched
+        return out
     for lo in range(0, len(out), _PASS):  # a pass's temporaries, not the rows'
         at = slice(lo, lo + _PASS)
         mine = launched[at]

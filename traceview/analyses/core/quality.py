@@ -121,4 +121,4 @@ def _missing_launches(events: TraceEvents) -> tuple[bool, int]:
         return False, 0
     if len(events.runtime.correlation) == 0:
         return True, 0
-    return False, int(np.count_nonzero(~launched_mask(events)))
+    return False, len(events.gpu.ts) - int(np.count_nonzero(launched_mask(events)))
