@@ -401,18 +401,18 @@ def _launch_without_gpu(t: _Trace) -> Check:
     ran = _ran(t.events, c.correlation)
     ran &= launch  # the launches whose work is in the trace
     last = int(np.max(c.ts, where=ran, initial=NO_END))
-    lost = np.not_equal(launch, ran, out=ran)  # the others
+    lost = np.flatnonzero(np.not_equal(launch, ran, out=ran))  # the others
     del launch, ran
-    cut = lost & (c.ts > last)
+    cut = c.ts[lost] > last
     if len(t.step_number) and cut.any():
         # the stop cuts the step the work ended in, or the last one; a whole step between
         # them without its work is a loss (a buffer that overflowed), not the stop
         at = np.flatnonzero(cut)
-        step = t.step_of(c.ts[at])
+        step = t.step_of(c.ts[lost[at]])
         ended = int(t.step_of(np.array([last]))[0])
         kept = (step == -1) | (step == ended) | (step == int(t.step_number.max()))
         cut[at[~kept]] = False
-    lost &= ~cut
+    cut_calls, lost = lost[cut], lost[~cut]
     parts: list[Part] = []
     examples: list[Example] = []
     chosen: list[np.ndarray] = []
@@ -422,12 +422,11 @@ def _launch_without_gpu(t: _Trace) -> Check:
         (COPY_CALL, "copies"),
         (FILL_CALL, "fills"),
     ):
-        calls = np.flatnonzero(lost & (c.kind == kind))
+        calls = lost[c.kind[lost] == kind]
         parts.append(Part(what, len(calls), sums.total(c.dur[calls])))
         chosen.append(calls)
     short = _short_replays(t, t.graph_ids)
     parts.append(Part("kernels missing from graph replays", short[0], short[1]))
-    cut_calls = np.flatnonzero(cut)
     parts.append(Part("cut by the profiler's stop", len(cut_calls), sums.total(c.dur[cut_calls])))
     for calls in chosen:
         examples += t.call_examples(calls[: EXAMPLES - len(examples)], "no GPU activity")
@@ -837,7 +836,12 @@ def _first_point_after(t: _Trace, starts: np.ndarray) -> np.ndarray:
     lowest = np.full(len(bounds) + 1, np.iinfo(np.int64).max, dtype=np.int64)
     for lo in range(0, len(t.events.gpu.ts), _PASS):
         points = t.point(slice(lo, lo + _PASS))
-        np.minimum.at(lowest, np.searchsorted(bounds, points, side="right"), points)
+        gap = np.searchsorted(bounds, points, side="right")
+        if bool((gap[1:] >= gap[:-1]).all()):  # points in order: a run of rows a gap
+            first = np.flatnonzero(np.r_[True, gap[1:] != gap[:-1]])
+            np.minimum.at(lowest, gap[first], np.minimum.reduceat(points, first))
+        else:
+            np.minimum.at(lowest, gap, points)
     # a point at or after bounds[j] lies past j + 1 of them
     after = np.minimum.accumulate(lowest[::-1])[::-1]
     return np.asarray(after[np.searchsorted(bounds, starts) + 1])
