@@ -1,15 +1,27 @@
 """The audit's pass-at-a-time numbers (analyses.core.faults) against their definitions worked
-out row by row on random columns: passes of a few rows, so that groups and ties cross them."""
+out row by row on random columns (passes of a few rows, so that groups and ties cross them);
+its runtime calls against the CPU rows' own."""
 
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 
 import numpy as np
 import pytest
+from conftest import ROOT
 
 from traceview.analyses.core import faults
-from traceview.analyses.core.faults import NO_END, earlier_ends, group_order, order_faults
+from traceview.analyses.core.faults import (
+    NO_END,
+    earlier_ends,
+    group_order,
+    order_faults,
+    runtime_calls,
+)
+from traceview.app.reading import read_trace
+from traceview.columns.schema import RuntimeColumns
+from traceview.options import ReadOptions
 
 
 def _columns(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -75,3 +87,23 @@ def test_earlier_ends_take_the_previous_row_alone_where_offsets_do_not_fit() -> 
     for at, before in earlier_ends(group_order(group, ts), group, ts, dur):
         got[at] = before
     assert got.tolist() == [NO_END, NO_END, 2**61 + 100, 1, 2**61 + 1]
+
+
+def test_runtime_calls_are_the_cpu_rows_calls_whether_or_not_the_runtime_columns_match() -> None:
+    """The calls' columns equal the CPU rows' calls taken directly, sharing the runtime
+    columns when they hold the same calls, copied when they do not (ids changed)."""
+    options = ReadOptions(quiet=True, cache=False)
+    demo = ROOT / "fixtures" / "demo.json.gz"
+    events = read_trace(demo, options, keep_cpu=True, remember=False, warn=False)
+    every = np.concatenate(list(events.cpu.blocks()))
+    rows = every[every["correlation"] >= 0]
+    changed = RuntimeColumns(events.runtime.correlation + 1, events.runtime.ts)
+    for trace, shared in ((events, True), (replace(events, runtime=changed), False)):
+        calls = runtime_calls(trace)
+        assert (calls.correlation is trace.runtime.correlation) == shared
+        assert calls.correlation.tolist() == rows["correlation"].tolist()
+        assert calls.ts.tolist() == rows["ts"].tolist()
+        assert calls.dur.tolist() == (rows["end"] - rows["ts"]).tolist()
+        assert calls.name.tolist() == rows["name"].tolist()
+        assert calls.thread.tolist() == rows["thread"].tolist()
+        assert calls.cpu_span == (int(every["ts"].min()), int(every["end"].max()))
