@@ -29,10 +29,13 @@ from traceview.analyses.core.faults import (
     KERNEL_CALL,
     NO_END,
     Calls,
+    Drift,
+    carried,
     contains,
-    drift,
-    earlier_end,
+    earlier_ends,
+    group_order,
     order_faults,
+    picked,
     record_counts,
     runtime_calls,
 )
@@ -196,21 +199,70 @@ def figures_json(figures: dict[str, Figure]) -> dict[str, Any]:
     return {name: f.as_dict() for name, f in figures.items()}
 
 
+Idle = tuple[np.ndarray, np.ndarray, np.ndarray]  # see _Trace.idle
+
+
 class _Trace:
     """What the checks share: the trace, its runtime calls, each GPU row's launch, device and
-    step point, and the step windows sorted by start."""
+    step point, the step windows sorted by start, and the GPU rows by stream or device and
+    start (made once, for the checks that take them in that order)."""
 
     def __init__(self, events: TraceEvents, launch: np.ndarray | None) -> None:
         self.events = events
-        gpu = events.gpu
         self.calls: Calls = runtime_calls(events)
         self.launch = first_launch(events) if launch is None else launch
-        index, self.device_values = device_of_stream(events)
-        self.device = index[gpu.stream] if len(index) else np.zeros(0, dtype=np.int64)
+        self.stream_device, self.device_values = device_of_stream(events)
         windows = sorted(step_windows(events).items(), key=lambda kv: kv[1].start_ns)
         self.step_number = np.array([n for n, _ in windows], dtype=np.int64)
         self.step_start = np.array([w.start_ns for _, w in windows], dtype=np.int64)
         self.step_end = np.array([w.end_ns for _, w in windows], dtype=np.int64)
+        self._runs: dict[bool, tuple[np.ndarray | None, np.ndarray | None]] = {}
+        self._idle: dict[bool, Idle] = {}
+        self._graph_ids: np.ndarray | None = None
+
+    def device(self, rows: np.ndarray | slice) -> np.ndarray:
+        """The device (an index into device_values) of each of the GPU ``rows``."""
+        return np.asarray(self.stream_device[self.events.gpu.stream[rows]])
+
+    def devices_of(self, rows: np.ndarray | slice) -> np.ndarray | None:
+        """``device(rows)``, None where the trace has one device."""
+        return None if len(self.device_values) == 1 else self.device(rows)
+
+    def runs(self, per_device: bool) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """The GPU rows' order by group and start (faults.group_order) and their group (their
+        stream, or their device; None: all one), made once for each grouping (a device per
+        stream: the streams' own)."""
+        gpu, streams = self.events.gpu, len(self.events.streams)
+        by_stream = self._by_stream(per_device)
+        if by_stream not in self._runs:
+            if by_stream:
+                group = gpu.stream if streams > 1 else None
+            else:
+                small = len(self.device_values) <= np.iinfo(np.int16).max
+                index = self.stream_device.astype(np.int16 if small else np.int32)
+                group = index[gpu.stream]
+            self._runs[by_stream] = (group_order(group, gpu.ts), group)
+        return self._runs[by_stream]
+
+    def _by_stream(self, per_device: bool) -> bool:
+        return not per_device or len(self.device_values) == len(self.events.streams)
+
+    def idle(self, per_device: bool) -> Idle:
+        """Per GPU row, whether its stream (or device) was idle when it started (no earlier
+        work on it still running); and the rows starting before earlier work on it ends,
+        with by how much. Worked out once (a device per stream: the streams' own)."""
+        key = self._by_stream(per_device)
+        if key not in self._idle:
+            self._idle = {key: _idle_and_overlaps(self, per_device)}  # the last only
+        return self._idle[key]
+
+    @property
+    def graph_ids(self) -> np.ndarray:
+        """The sorted distinct correlation ids of the graph launch calls."""
+        if self._graph_ids is None:
+            c = self.calls
+            self._graph_ids = distinct(c.correlation[c.kind == GRAPH_CALL])
+        return self._graph_ids
 
     def step_of(self, points: np.ndarray) -> np.ndarray:
         """Per time point: the number of the step window holding it (the latest starting
@@ -221,7 +273,7 @@ class _Trace:
         inside = (at >= 0) & (points <= self.step_end[np.maximum(at, 0)])
         return np.where(inside, self.step_number[np.maximum(at, 0)], -1)
 
-    def point(self, rows: np.ndarray) -> np.ndarray:
+    def point(self, rows: np.ndarray | slice) -> np.ndarray:
         """A GPU row's step point: its launch's start, else its own start."""
         launch = self.launch[rows]
         return np.asarray(np.where(launch == NO_LAUNCH, self.events.gpu.ts[rows], launch))
@@ -240,8 +292,9 @@ class _Trace:
         gpu = self.events.gpu
         time = gpu.dur[rows] if time is None else time
         steps = self.step_of(self.point(rows))
-        per_device = np.bincount(self.device[rows], minlength=len(self.device_values))
-        device_time = sums.by_group(self.device[rows], time, len(self.device_values))
+        device = self.device(rows)
+        per_device = np.bincount(device, minlength=len(self.device_values))
+        device_time = sums.by_group(device, time, len(self.device_values))
         devices = tuple(
             (self.device_values[d], int(per_device[d]), int(device_time[d]))
             for d in np.flatnonzero(per_device).tolist()
@@ -254,7 +307,7 @@ class _Trace:
                 int(gpu.ts[r]),
                 int(gpu.dur[r]),
                 self.events.names[int(gpu.name[r])],
-                self.device_values[int(self.device[r])],
+                self.device_values[int(self.stream_device[gpu.stream[r]])],
                 streams[int(gpu.stream[r])].stream,
                 int(gpu.correlation[r]) if gpu.correlation[r] >= 0 else None,
                 None if steps[i] < 0 else int(steps[i]),
@@ -281,7 +334,7 @@ class _Trace:
         return [
             Example(
                 int(c.ts[i]),
-                int(c.end[i] - c.ts[i]),
+                int(c.dur[i]),
                 self.events.names[int(c.name[i])],
                 correlation=int(c.correlation[i]),
                 step=None if s < 0 else int(s),
@@ -343,21 +396,23 @@ def _launch_without_gpu(t: _Trace) -> Check:
     """Launch calls whose correlation id no GPU activity carries; graph replays with fewer
     kernels than another replay of the same graph; the calls after the last launch that ran
     (the profiler stopped before their work)."""
-    c, gpu = t.calls, t.events.gpu
+    c = t.calls
     launch = c.kind <= GRAPH_CALL
-    ran = distinct(gpu.correlation[gpu.correlation >= 0])
-    has = contains(ran, c.correlation)
-    last = int(c.ts[launch & has].max()) if (launch & has).any() else NO_END
-    lost = launch & ~has
-    cut = lost & (c.ts > last)
+    ran = _ran(t.events, c.correlation)
+    ran &= launch  # the launches whose work is in the trace
+    last = int(np.max(c.ts, where=ran, initial=NO_END))
+    lost = np.flatnonzero(np.not_equal(launch, ran, out=ran))  # the others
+    del launch, ran
+    cut = c.ts[lost] > last
     if len(t.step_number) and cut.any():
         # the stop cuts the step the work ended in, or the last one; a whole step between
         # them without its work is a loss (a buffer that overflowed), not the stop
-        step = t.step_of(c.ts)
+        at = np.flatnonzero(cut)
+        step = t.step_of(c.ts[lost[at]])
         ended = int(t.step_of(np.array([last]))[0])
-        cut &= (step == -1) | (step == ended) | (step == int(t.step_number.max()))
-    lost &= ~cut
-    call_time = c.end - c.ts
+        kept = (step == -1) | (step == ended) | (step == int(t.step_number.max()))
+        cut[at[~kept]] = False
+    cut_calls, lost = lost[cut], lost[~cut]
     parts: list[Part] = []
     examples: list[Example] = []
     chosen: list[np.ndarray] = []
@@ -367,13 +422,12 @@ def _launch_without_gpu(t: _Trace) -> Check:
         (COPY_CALL, "copies"),
         (FILL_CALL, "fills"),
     ):
-        calls = np.flatnonzero(lost & (c.kind == kind))
-        parts.append(Part(what, len(calls), sums.total(call_time[calls])))
+        calls = lost[c.kind[lost] == kind]
+        parts.append(Part(what, len(calls), sums.total(c.dur[calls])))
         chosen.append(calls)
-    short = _short_replays(t, distinct(c.correlation[c.kind == GRAPH_CALL]))
+    short = _short_replays(t, t.graph_ids)
     parts.append(Part("kernels missing from graph replays", short[0], short[1]))
-    cut_calls = np.flatnonzero(cut)
-    parts.append(Part("cut by the profiler's stop", len(cut_calls), sums.total(call_time[cut])))
+    parts.append(Part("cut by the profiler's stop", len(cut_calls), sums.total(c.dur[cut_calls])))
     for calls in chosen:
         examples += t.call_examples(calls[: EXAMPLES - len(examples)], "no GPU activity")
     examples += short[2][: EXAMPLES - len(examples)]
@@ -395,6 +449,11 @@ def _launch_without_gpu(t: _Trace) -> Check:
     )
 
 
+def _ran(events: TraceEvents, ids: np.ndarray) -> np.ndarray:
+    """Mask: which of the runtime call ``ids`` some GPU activity carries."""
+    return carried(events.gpu.correlation, ids)
+
+
 def _short_replays(t: _Trace, graph_ids: np.ndarray) -> tuple[int, int, list[Example]]:
     """Kernels missing from graph replays: each replay compared with the replay of the most
     kernels (the first launched among equals) of its graph, a graph being the replays with
@@ -402,6 +461,8 @@ def _short_replays(t: _Trace, graph_ids: np.ndarray) -> tuple[int, int, list[Exa
     still ends as the others do); of the two, the longer reference. Their number, the kernel
     time they lack against it, examples (the short replays' first kernel)."""
     gpu = t.events.gpu
+    if len(graph_ids) == 0:
+        return 0, 0, []
     rows = np.flatnonzero(contains(graph_ids, gpu.correlation) & (gpu.kind == KERNEL))
     if len(rows) == 0:
         return 0, 0, []
@@ -424,7 +485,7 @@ def _short_replays(t: _Trace, graph_ids: np.ndarray) -> tuple[int, int, list[Exa
             int(started[i]),
             int(kernel_ns[i]),
             names[int(gpu.name[order[first[i]]])],
-            t.device_values[int(t.device[order[first[i]]])],
+            t.device_values[int(t.stream_device[gpu.stream[order[first[i]]]])],
             t.events.streams[int(gpu.stream[order[first[i]]])].stream,
             int(corr[first[i]]),
             None if s < 0 else int(s),
@@ -448,11 +509,17 @@ def _unlaunched(t: _Trace) -> list[Check]:
     (analyses.core.prelaunch), and the rest (dropped runtime events)."""
     unlaunched = ~launched_mask(t.events)
     gpu, called = t.events.gpu, t.events.runtime.correlation
-    first_call = int(called[called >= 0].min()) if (called >= 0).any() else -1
+    known = called >= 0
+    first_call = int(np.min(called, where=known, initial=_NO_ID)) if known.any() else -1
     # CUPTI numbers calls in the order they are made: an id below every call's was made first
-    numbered_before = unlaunched & (gpu.correlation >= 0) & (gpu.correlation < first_call)
-    before = launched_before_trace(t.events) | numbered_before
-    rest = unlaunched & ~before
+    before = launched_before_trace(t.events)
+    if first_call > 0:  # else no activity's id (>= 0) is below it
+        numbered = (gpu.correlation >= 0) & (gpu.correlation < first_call)
+        numbered &= unlaunched
+        before |= numbered
+        del numbered
+    rest = unlaunched
+    rest &= ~before
     return [
         t.gpu_check(
             "gpu-without-launch",
@@ -471,7 +538,7 @@ def _unlaunched(t: _Trace) -> list[Check]:
 
 def _start_before_launch(t: _Trace) -> Check:
     gpu = t.events.gpu
-    rows = np.flatnonzero((t.launch != NO_LAUNCH) & (gpu.ts < t.launch))
+    rows = np.flatnonzero(gpu.ts < t.launch)  # NO_LAUNCH is below every start
     early = t.launch[rows] - gpu.ts[rows]
     return t.gpu_check(
         "start-before-launch",
@@ -485,18 +552,42 @@ def _start_before_launch(t: _Trace) -> Check:
 
 
 def _stream_overlap(t: _Trace) -> Check:
-    gpu = t.events.gpu
-    end = gpu.ts + gpu.dur
-    before = earlier_end(gpu.stream, gpu.ts, end)
-    overlap = np.minimum(before, end) - gpu.ts
-    rows = np.flatnonzero((before != NO_END) & (overlap > 0))
+    _, rows, overlap = t.idle(per_device=False)
     return t.gpu_check(
         "stream-overlap",
         WARNING,
         "GPU activities that start before earlier work on their stream ends (time: overlap)",
         rows,
-        overlap[rows],
+        overlap,
     )
+
+
+def _idle_and_overlaps(t: _Trace, per_device: bool) -> Idle:
+    """_Trace.idle, worked out in one pass of faults.earlier_ends."""
+    gpu = t.events.gpu
+    idle = np.empty(len(gpu.ts), dtype=bool)
+    rows, overlap = [], []
+    for at, before in earlier_ends(*t.runs(per_device), gpu.ts, gpu.dur):
+        ts = gpu.ts[at]
+        idle[at] = before < ts
+        into = np.minimum(before, ts + gpu.dur[at])
+        into -= ts
+        hit = (before != NO_END) & (into > 0)
+        rows.append(picked(at, hit))
+        overlap.append(into[hit])
+    found, by_row = _by_row(rows)
+    return idle, found, _joined(overlap, np.int64)[by_row]
+
+
+def _by_row(parts: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Row indices found a pass at a time, joined and sorted; and the order that sorts them."""
+    rows = _joined(parts, np.int64)
+    order = np.argsort(rows, kind="stable")  # rows found in order: a pass over them
+    return rows[order], order
+
+
+def _joined(parts: list[np.ndarray], dtype: type) -> np.ndarray:
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
 
 
 def _negative(t: _Trace) -> Check:
@@ -539,7 +630,13 @@ def _beyond_span(t: _Trace, notes: list[str]) -> Check:
             notes.append("no CPU rows: beyond-span has no span to check against")
     else:
         reach = max(SPAN_REACH * (hi - lo), SPAN_REACH_MIN_NS)
-        rows = np.flatnonzero((gpu.ts < lo - reach) | (gpu.ts + gpu.dur > hi + reach))
+        found = []
+        for at in range(0, len(gpu.ts), _PASS):  # a pass's temporaries, not the rows'
+            ts = gpu.ts[at : at + _PASS]
+            far = ts + gpu.dur[at : at + _PASS] > hi + reach
+            far |= ts < lo - reach
+            found.append(np.flatnonzero(far) + at)
+        rows = _joined(found, np.int64)
     return t.gpu_check(
         "beyond-span",
         ERROR,
@@ -550,6 +647,8 @@ def _beyond_span(t: _Trace, notes: list[str]) -> Check:
 
 SPAN_REACH = 10
 SPAN_REACH_MIN_NS = 1_000_000_000
+_PASS = 1 << 16  # rows a pass
+_NO_ID = np.iinfo(np.int64).max
 
 
 def _out_of_order(t: _Trace) -> Check:
@@ -564,7 +663,7 @@ def _out_of_order(t: _Trace) -> Check:
         "runtime calls and GPU activities numbered before earlier ones of their thread/stream",
         rows,
     )
-    call_time = sums.total(c.end[calls] - c.ts[calls])
+    call_time = sums.total(c.dur[calls])
     examples = [*check.examples, *t.call_examples(calls[:EXAMPLES], "call out of order")]
     return Check(
         check.id,
@@ -584,43 +683,69 @@ def _out_of_order(t: _Trace) -> Check:
 
 
 def _clock_drift(t: _Trace) -> Check:
-    """Per device, the trend of the launch → start floor over the trace (faults.drift),
+    """Per device, the trend of the launch → start floor over the trace (faults.Drift),
     from the kernels launched on their own that started on an idle device."""
-    gpu = t.events.gpu
-    end = gpu.ts + gpu.dur
-    idle = earlier_end(t.device, gpu.ts, end) < gpu.ts
-    own = (t.launch != NO_LAUNCH) & (gpu.kind == KERNEL) & idle
-    graphs = distinct(t.calls.correlation[t.calls.kind == GRAPH_CALL])
-    own &= ~contains(graphs, gpu.correlation)
+    trends = Drift(len(t.device_values))
+    own = _own_launches(t, trends)
+    _own_passes(t, own, trends.floors)
     found = []
     for d, value in enumerate(t.device_values):
-        rows = np.flatnonzero(own & (t.device == d))
-        trend = drift(t.launch[rows], gpu.ts[rows])
+        trend = trends.trend(d)
         if trend is not None:
-            found.append((value, trend, rows))
+            found.append((value, trend, int(trends.low[d]), int(trends.high[d])))
     examples = tuple(
         Example(
-            int(t.launch[rows].min()),
-            int(t.launch[rows].max() - t.launch[rows].min()),
+            low,
+            high - low,
             "launch → start delay",
             value,
             detail=f"its floor moves {'+' if trend > 0 else '-'}{duration(abs(trend) / 1000)}"
             " over the trace",
         )
-        for value, trend, rows in found[:EXAMPLES]
+        for value, trend, low, high in found[:EXAMPLES]
     )
-    bound = max((abs(trend) for _, trend, _ in found), default=0)
+    bound = max((abs(trend) for _, trend, _, _ in found), default=0)
     return Check(
         "clock-drift",
         WARNING,
         len(found),
-        sum(abs(trend) for _, trend, _ in found),
+        sum(abs(trend) for _, trend, _, _ in found),
         (),
         examples,
         "devices whose launch → start delay floor trends over the trace (time: the trend)",
-        tuple((v, 1, abs(trend)) for v, trend, _ in found),
+        tuple((v, 1, abs(trend)) for v, trend, _, _ in found),
         bound_ns=bound,
     )
+
+
+def _own_launches(t: _Trace, trends: Drift) -> np.ndarray:
+    """Mask: the kernels launched on their own (no graph) that started on an idle device;
+    their launches' span per device to ``trends``."""
+    gpu = t.events.gpu
+    graphs = t.graph_ids
+    own = t.idle(per_device=True)[0].copy()
+    for lo in range(0, len(own), _PASS):
+        at = slice(lo, lo + _PASS)
+        hit = own[at]
+        hit &= t.launch[at] != NO_LAUNCH
+        hit &= gpu.kind[at] == KERNEL
+        if len(graphs):
+            hit &= ~contains(graphs, gpu.correlation[at])
+        rows = picked(at, hit)
+        trends.span(t.devices_of(rows), t.launch[rows])
+    return own
+
+
+def _own_passes(
+    t: _Trace, own: np.ndarray, add: Callable[[np.ndarray | None, np.ndarray, np.ndarray], None]
+) -> None:
+    """The rows of ``own`` a pass at a time: their device index, launch and start to ``add``."""
+    gpu = t.events.gpu
+    for lo in range(0, len(own), _PASS):
+        at = slice(lo, lo + _PASS)
+        mine = own[at]
+        device = t.devices_of(at)
+        add(None if device is None else device[mine], t.launch[at][mine], gpu.ts[at][mine])
 
 
 def _profiler_warning(t: _Trace) -> Check:
@@ -663,11 +788,11 @@ def _truncated(t: _Trace) -> Check:
     ended = [s.step for s in events.steps if s.cut]
     empty: list[int] = []
     if len(events.gpu.ts) and steps:
-        points = np.sort(t.point(np.arange(len(events.gpu.ts))))
-        lo = np.searchsorted(points, [s.start_ns for s in steps], side="left")
-        hi = np.searchsorted(points, [s.end_ns for s in steps], side="right")
-        empty = [s.step for s, a, b in zip(steps, lo, hi, strict=True) if a == b and not s.cut]
-        empty = [n for n in empty if n not in no_end]
+        after = _first_point_after(t, np.array([s.start_ns for s in steps], dtype=np.int64))
+        empty = [
+            s.step for s, first in zip(steps, after.tolist(), strict=True)
+            if first > s.end_ns and not s.cut and s.step not in no_end
+        ]  # fmt: skip
     missing = _missing_steps(events)
     parts = (
         Part("file cut before its end", int(cut_at is not None)),
@@ -701,6 +826,25 @@ def _truncated(t: _Trace) -> Check:
         parts=parts,
         bound_ns=0,
     )
+
+
+def _first_point_after(t: _Trace, starts: np.ndarray) -> np.ndarray:
+    """Per start: the earliest GPU row's step point at or after it (int64 max when none),
+    a pass of rows at a time (no sort of the points: a minimum per gap between the starts,
+    then the smallest of those at or after each start)."""
+    bounds = np.unique(starts)
+    lowest = np.full(len(bounds) + 1, np.iinfo(np.int64).max, dtype=np.int64)
+    for lo in range(0, len(t.events.gpu.ts), _PASS):
+        points = t.point(slice(lo, lo + _PASS))
+        gap = np.searchsorted(bounds, points, side="right")
+        if bool((gap[1:] >= gap[:-1]).all()):  # points in order: a run of rows a gap
+            first = np.flatnonzero(np.r_[True, gap[1:] != gap[:-1]])
+            np.minimum.at(lowest, gap[first], np.minimum.reduceat(points, first))
+        else:
+            np.minimum.at(lowest, gap, points)
+    # a point at or after bounds[j] lies past j + 1 of them
+    after = np.minimum.accumulate(lowest[::-1])[::-1]
+    return np.asarray(after[np.searchsorted(bounds, starts) + 1])
 
 
 def _step_example(window: StepWindow | None, n: int, what: str) -> Example:

@@ -107,6 +107,11 @@ def launched_before_trace(events: TraceEvents) -> np.ndarray:
     device = _device_of_stream(events)
     first = np.full(int(device.max()) + 1, np.iinfo(np.int64).max, dtype=np.int64)
     out = np.empty(len(gpu.ts), dtype=bool)
+    if len(first) == 1:  # one device: no look-up of each row's
+        first[0] = np.min(gpu.ts, where=launched, initial=first[0])
+        np.less(gpu.ts, first[0], out=out)
+        out &= ~launched
+        return out
     for lo in range(0, len(out), _PASS):  # a pass's temporaries, not the rows'
         at = slice(lo, lo + _PASS)
         mine = launched[at]
