@@ -88,11 +88,14 @@ def _both(events: TraceEvents, monkeypatch: pytest.MonkeyPatch) -> tuple[list[St
 @pytest.mark.parametrize("seed", range(6))
 @pytest.mark.parametrize("gpu_only", [False, True])
 @pytest.mark.parametrize("in_order", [False, True])
+@pytest.mark.parametrize("keys_at_once", [1 << 19, 120, 1])
 def test_passes_give_the_table_of_all_rows_at_once(
-    seed: int, gpu_only: bool, in_order: bool, monkeypatch: pytest.MonkeyPatch
+    seed: int, gpu_only: bool, in_order: bool, keys_at_once: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # small passes: rows cross passes, and a pass's points come in order or in many runs
+    # small passes: rows cross passes, and a pass's points come in order or in many runs;
+    # keys for all rows at once, or a group of windows (or one) at a time
     monkeypatch.setattr(steps_module, "_PASS", 64)
+    monkeypatch.setattr(steps_module, "_KEYS_AT_ONCE", keys_at_once)
     events = _events(seed, 900, gpu_only, in_order)
     passes, at_once = _both(events, monkeypatch)
     assert passes == at_once

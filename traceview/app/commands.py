@@ -124,7 +124,7 @@ def steps(
     check_save(out, (path,))
     if peaks is not None:
         load_peaks_file(peaks)  # a wrong file is said before the trace is read
-    events = read_trace(path, read, keep_cpu=True)
+    events = _without_launch_configs(read_trace(path, read, keep_cpu=True))
     trace = summarize(events)  # first: its temporaries beside the columns alone
     # the steps' phases from the pass over the CPU rows that links the ops (one pass saved)
     evidence = PhaseEvidence(events)
@@ -140,6 +140,16 @@ def steps(
     flops = steps_model_flops(events, rows, peaks, known, launch)
     del known, launch
     show(out, render_steps.document(trace, rows, top, flops), (path,))
+
+
+def _without_launch_configs(events: TraceEvents) -> TraceEvents:
+    """``events`` without the GPU rows' launch configurations, which ``steps`` never reads:
+    their column (4 B a row) is freed before the analyses' peaks; each row's id reads −1,
+    an id of no configuration (there are none)."""
+    import numpy as np
+
+    launch = np.broadcast_to(np.int32(-1), events.gpu.launch.shape)
+    return replace(events, gpu=replace(events.gpu, launch=launch), launches=[])
 
 
 @_command

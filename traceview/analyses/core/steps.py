@@ -485,7 +485,8 @@ def _figures_in_passes(
     point (``_placed``), its step's figures added up as it goes. Each segment's union is
     measured from its busy rows' starts and ends sorted apart (``_unions_of_sorted``), as
     int64 keys ``segment << bits | (time − low)``: 16 B a busy row, no permutation of the
-    rows (None when the keys would not fit in int64)."""
+    rows (None when the keys would not fit in int64); past _KEYS_AT_ONCE rows, each row's
+    window is noted (2-4 B) and the keys made for a group of windows at a time."""
     order = _one_after_another(windows)
     if order is None:
         return None
@@ -508,8 +509,13 @@ def _figures_in_passes(
     longest = np.zeros(steps, dtype=np.int64)
     earliest = np.full(segments, np.iinfo(np.int64).max, dtype=np.int64)
     counts = np.zeros(segments, dtype=np.int64)
-    # the busy rows' keys, filled in order (pages past the last row filled are never touched)
-    keys = _Keys(n, bits, low)
+    grouped = n > _KEYS_AT_ONCE
+    # the busy rows' keys, filled in order (pages past the last row filled are never
+    # touched); grouped: each row's window (start order; −1: none) and the rows also in
+    # the window before
+    keys = _Keys(0 if grouped else n, bits, low)
+    place_of = np.full(n if grouped else 0, -1, dtype=np.int16 if steps < 2**15 else np.int32)
+    edges: list[tuple[np.ndarray, np.ndarray]] = []
     for lo in range(0, n, _PASS):
         at = slice(lo, lo + _PASS)
         point = source[at]
@@ -523,7 +529,12 @@ def _figures_in_passes(
             edge = placed & (window >= 1) & (point == ends[np.maximum(window - 1, 0)])
             taken.append((edge, window[edge] - 1))
         del point, window, placed
-        for mask, place in taken:
+        for i, (mask, place) in enumerate(taken):
+            if grouped:
+                if i == 0:
+                    place_of[at][mask] = place
+                else:
+                    edges.append((np.flatnonzero(mask) + lo, place))
             owner = order[place]
             dur = gpu.dur[at][mask]
             kernel = gpu.kind[at][mask] == KERNEL
@@ -537,15 +548,75 @@ def _figures_in_passes(
             segment += device[gpu.stream[at][mask]]
             counts += np.bincount(segment, minlength=segments)
             reduce_at(np.minimum, earliest, segment, launch[at][mask])
-            keys.add(segment, gpu.ts[at][mask], dur[busy])
+            if not grouped:
+                keys.add(segment, gpu.ts[at][mask], dur[busy])
     del before
     present = np.flatnonzero(counts)
-    first, last, busy_ns = _unions_of_sorted(*keys.taken(), counts[present])
+    if grouped:
+        first, last, busy_ns = _unions_by_group(
+            events, order, counts, present, place_of, edges, (device, width, bits, low)
+        )
+    else:
+        first, last, busy_ns = _unions_of_sorted(*keys.taken(), counts[present])
     shift = present << bits
     shift -= low
     first -= shift
     last -= shift
     return _Figures(kernels, kernel_ns, longest, present, first, last, busy_ns, earliest[present])
+
+
+# Past this many GPU rows, the step table's keys are made for a group of windows at a time
+# (16 B a busy row of the group, the windows' rows up to this many; a 7.8 GB trace's 2.2·10^6
+# rows: 8 MB at once instead of 35 MB).
+_KEYS_AT_ONCE = 1 << 19
+
+
+def _unions_by_group(
+    events: TraceEvents,
+    order: np.ndarray,
+    counts: np.ndarray,
+    present: np.ndarray,
+    place_of: np.ndarray,
+    edges: list[tuple[np.ndarray, np.ndarray]],
+    layout: tuple[np.ndarray, int, int, int],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``_unions_of_sorted`` of the present segments (``counts``: busy rows a segment), the
+    windows taken in start order by groups of up to _KEYS_AT_ONCE busy rows (a window
+    holding more: alone), each group's keys made in a pass over the rows' windows
+    (``place_of``, start order; ``edges``: rows also in the window before, and it);
+    ``layout``: the device index per stream, width, bits and low of the keys."""
+    gpu = events.gpu
+    device, width, bits, low = layout
+    steps = len(order)
+    per_window = counts.reshape(steps, width).sum(axis=1)[order]  # start order
+    first = np.empty(len(present), dtype=np.int64)
+    last = np.empty(len(present), dtype=np.int64)
+    busy = np.empty(len(present), dtype=np.int64)
+    lo_window = 0
+    while lo_window < steps:
+        total = np.cumsum(per_window[lo_window:])
+        hi_window = lo_window + max(int(np.searchsorted(total, _KEYS_AT_ONCE, "right")), 1)
+        keys = _Keys(int(total[hi_window - lo_window - 1]), bits, low)
+        parts: list[tuple[slice | np.ndarray, np.ndarray]] = [
+            (slice(lo, lo + _PASS), place_of[lo : lo + _PASS])
+            for lo in range(0, len(place_of), _PASS)
+        ]
+        for rows, place in [*parts, *edges]:
+            take = (place >= lo_window) & (place < hi_window)
+            dur = gpu.dur[rows][take]
+            take[take] = dur > 0
+            dur = dur[dur > 0]
+            segment = order[place[take]].astype(np.int64)
+            segment *= width
+            segment += device[gpu.stream[rows][take]]
+            keys.add(segment, gpu.ts[rows][take], dur)
+        mine = np.zeros(steps, dtype=bool)
+        mine[order[lo_window:hi_window]] = True
+        chosen = np.flatnonzero(mine[present // width])  # positions in present
+        found = _unions_of_sorted(*keys.taken(), counts[present[chosen]])
+        first[chosen], last[chosen], busy[chosen] = found
+        lo_window = hi_window
+    return first, last, busy
 
 
 def _placed(starts: np.ndarray, point: np.ndarray) -> np.ndarray:
