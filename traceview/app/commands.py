@@ -128,7 +128,7 @@ def steps(
     trace = summarize(events)  # first: its temporaries beside the columns alone
     # the steps' phases from the pass over the CPU rows that links the ops (one pass saved)
     evidence = PhaseEvidence(events)
-    found = linked(events, evidence.add, wants=evidence.wants)
+    found = linked(events, evidence.add)
     events = step_phases(events, evidence)
     # of the links, only the rows' known FLOPs and launch times are kept (9 B a row, not 25)
     first = found.links.launch

@@ -277,12 +277,6 @@ class PhaseEvidence:
         self.launch_ts: list[np.ndarray] = []
         self.launch_correlation: list[np.ndarray] = []
 
-    @property
-    def wants(self) -> np.ndarray:
-        """Per name id (one more, False, at the end): whether ``add`` looks at its rows."""
-        wanted: np.ndarray = np.r_[(self.kind >= 0) & (len(self.start) > 0), False]
-        return wanted
-
     @classmethod
     def of(cls, events: TraceEvents) -> _Evidence:
         evidence = cls(events)

@@ -271,34 +271,23 @@ def linked(
     on_block: Callable[[np.ndarray], None] | None = None,
     rank: np.ndarray | None = None,
     with_top: bool = False,
-    wants: np.ndarray | None = None,
 ) -> Linked:
     """The Linked of ``events``; ``on_block``: given every block of CPU rows of that pass
-    too (a caller's own pass, saved); ``wants``: a mask per name id (one more, False, at
-    the end), the rows ``on_block`` needs: it is then given only these rows of each block
-    (and some others), picked with this pass's own; ``rank``: ``name_rank(events.names)``
-    when the caller has it; ``with_top``: the top ops linked too (steps use the leaf ops
-    only); without them the links keep no launch threads (all −1) nor ends (``link_ops``)
-    and the categories are int8."""
+    too (a caller's own pass, saved); ``rank``: ``name_rank(events.names)`` when the caller
+    has it; ``with_top``: the top ops linked too (steps use the leaf ops only); without
+    them the links keep no launch threads (all −1) nor ends (``link_ops``) and the
+    categories are int8."""
     calls = _Picked(events, model_rule_names())
     embeddings = _Picked(events, {EMBEDDING})
     wanted = optimizer_step_names(events.names)
     spans: list[np.ndarray] = []
-    # the names any of them wants (bit 1), the caller's (bit 2): each block's few such rows
-    # are picked first, with one look-up a row
-    code = (calls.wanted | embeddings.wanted | wanted).astype(np.int8)
-    if wants is not None:
-        code |= wants.astype(np.int8) << 1
+    # the names any of them wants: each block's few such rows are picked first
+    either = calls.wanted | embeddings.wanted | wanted
 
     def seen(block: np.ndarray) -> None:  # one pass over the CPU rows for all of them
-        if wants is None and on_block is not None:
+        if on_block is not None:
             on_block(block)
-        codes = code[block["name"]]
-        at = np.flatnonzero(codes)
-        few = block[at]
-        if wants is not None and on_block is not None:
-            on_block(few)
-            few = few[(codes[at] & 1) != 0]
+        few = block[either[block["name"]]]
         if len(few):
             calls.add(few)
             embeddings.add(few)
@@ -460,15 +449,21 @@ def _counted_calls(events: TraceEvents, rows: np.ndarray | None = None) -> _Call
     if rows is None:
         rows = _Picked.read(events, model_rule_names())
     width = len(events.shapes) + 1
-    thread, ts, end = (rows[f].astype(np.int64) for f in ("thread", "ts", "end"))
-    key = rows["name"].astype(np.int64) * width + rows["shape"].astype(np.int64) + 1
-    order = lex_order((-end, ts, thread))
-    thread, ts, end, key = thread[order], ts[order], end[order], key[order]
-    wraps = np.zeros(len(ts), dtype=bool)
-    if len(ts) > 1:
+    # by (thread, ts, −end), each column taken in that order only while it is needed
+    order = lex_order((-rows["end"], rows["ts"], rows["thread"]))
+    thread, end = rows["thread"][order], rows["end"][order]
+    wraps = np.zeros(len(order), dtype=bool)
+    if len(order) > 1:
         wraps[:-1] = (thread[1:] == thread[:-1]) & (end[1:] <= end[:-1])
-    keep = ~wraps
-    used, pair = dense_ids(key[keep], int(len(events.names) * width) or 1)
+    del thread, end
+    kept = order[~wraps]
+    del order, wraps
+    ts = rows["ts"][kept]
+    key = rows["name"][kept].astype(np.int64) * width
+    key += rows["shape"][kept]
+    key += 1
+    del kept
+    used, pair = dense_ids(key, int(len(events.names) * width) or 1)
     works: list[Work | None] = []
     for k in used.tolist():
         name, shape = divmod(k, width)
@@ -476,8 +471,8 @@ def _counted_calls(events: TraceEvents, rows: np.ndarray | None = None) -> _Call
         works.append(
             None if shape == NO_SHAPE else model_work(events.names[name], *events.shapes[shape])
         )
-    shapes = bool(((key % width) != 0).any())
-    return _Calls(ts[keep], pair, works, shapes)
+    shapes = bool((rows["shape"] != NO_SHAPE).any())  # a key's shape part: shape + 1
+    return _Calls(ts, pair, works, shapes)
 
 
 def _step_of(ts: np.ndarray, windows: list[Window]) -> np.ndarray:
