@@ -282,8 +282,10 @@ def test_coverage_in_slices_is_the_members_figures(
     for windows in kinds:
         if not windows or not model_flops._in_slices(events, windows):
             continue
-        args = (events, found.links, found.category, windows, launch)
+        known = model_flops.known_rows(events, found.links, found.category)
+        args = (events, known, windows, launch)
         monkeypatch.setattr(model_flops, "_SLICE_ROWS", 7)
+        assert np.array_equal(model_flops.known_rows(events, found.links, found.category), known)
         sliced = model_flops._coverage(*args)
         monkeypatch.setattr(model_flops, "_in_slices", lambda *_: False)
         whole = model_flops._coverage(*args)

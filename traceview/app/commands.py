@@ -119,7 +119,7 @@ def steps(
     from traceview.analyses.core.step_markers import PhaseEvidence, step_phases
     from traceview.analyses.core.steps import step_table
     from traceview.analyses.core.trace import summarize
-    from traceview.analyses.ops.model_flops import linked, steps_model_flops
+    from traceview.analyses.ops.model_flops import Known, linked, steps_model_flops
     from traceview.analyses.ops.peaks import load_peaks_file
     from traceview.render import steps as render_steps
 
@@ -128,13 +128,20 @@ def steps(
     if peaks is not None:
         load_peaks_file(peaks)  # a wrong file is said before the trace is read
     events = read_trace(path, read, keep_cpu=True, unused=_unused())
+    trace = summarize(events)  # first: its temporaries beside the columns alone
     # the steps' phases from the pass over the CPU rows that links the ops (one pass saved)
     evidence = PhaseEvidence(events)
     found = linked(events, evidence.add)
     events = step_phases(events, evidence)
-    rows = step_table(events, launch=launch_times(events, found.links.launch))  # one look-up
-    flops = steps_model_flops(events, rows, peaks, found)
-    trace = summarize(events)
+    # of the links, only the rows' known FLOPs and launch times are kept (9 B a row, not 25)
+    first = found.links.launch
+    known = Known.of(events, found)
+    del found
+    launch = launch_times(events, first)
+    del first
+    rows = step_table(events, launch=launch)
+    flops = steps_model_flops(events, rows, peaks, known, launch)
+    del known, launch
     show(out, render_steps.document(trace, rows, top, flops), (path,))
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -121,31 +121,51 @@ def by_op(op: str) -> str | None:
 
 
 def categorize(
-    events: TraceEvents, links: OpLinks | None = None, spans: np.ndarray | None = None
+    events: TraceEvents,
+    links: OpLinks | None = None,
+    spans: np.ndarray | None = None,
+    dtype: type[np.integer[Any]] = np.int64,
 ) -> np.ndarray:
     """Per GPU row, the index of its category in CATEGORIES. ``links``: the rows' op links
     (analyses.oplinks), or None when ops are not linked (name rules only); ``spans``: the
-    ``optimizer_spans`` when a caller gathered them in a pass of its own."""
+    ``optimizer_spans`` when a caller gathered them in a pass of its own; ``dtype``: of the
+    result (np.int8 holds every index). A pass of rows at a time: the result is the only
+    row-sized array."""
     gpu = events.gpu
     index = {c: i for i, c in enumerate(CATEGORIES)}
     of_name = np.zeros(len(events.names), dtype=np.int64)
     for i in distinct(gpu.name).tolist():  # the GPU rows' names only: no CPU op's
         of_name[i] = index[by_name(events.names[i])]
-    out = of_name[gpu.name] if len(of_name) else np.zeros(0, dtype=np.int64)
-    if links is not None and len(out):
+    n = len(gpu.ts)
+    out = np.empty(n, dtype=dtype)
+    imposed = stepped = None
+    if links is not None and n:
         leaf = links.leaf
         imposed = np.full(len(events.names), -1, dtype=np.int64)
         for op in distinct(leaf[leaf >= 0]).tolist():
             category = by_op(events.names[op])
             imposed[op] = -1 if category is None else index[category]
-        kernel = gpu.kind == KERNEL
-        chosen = np.where((leaf >= 0) & kernel, imposed[np.maximum(leaf, 0)], -1)
-        stepped = kernel & (chosen < 0) & in_optimizer_step(events, links, spans)
-        chosen[stepped] = index["optimizer"]
-        out = np.where(chosen >= 0, chosen, out)
-    out[gpu.kind == MEMCPY] = index["memcpy"]
-    out[gpu.kind == MEMSET] = index["memset"]
+        stepped = OptimizerSteps(links, spans if spans is not None else _spans_of(events))
+    for lo in range(0, n, _PASS):
+        at = slice(lo, lo + _PASS)
+        part = of_name[gpu.name[at]]
+        kind = gpu.kind[at]
+        if imposed is not None and stepped is not None:
+            assert links is not None
+            leaf = links.leaf[at]
+            kernel = kind == KERNEL
+            chosen = np.where((leaf >= 0) & kernel, imposed[np.maximum(leaf, 0)], -1)
+            within = kernel & (chosen < 0)
+            within &= stepped.hits(at)
+            chosen[within] = index["optimizer"]
+            part = np.where(chosen >= 0, chosen, part)
+        part[kind == MEMCPY] = index["memcpy"]
+        part[kind == MEMSET] = index["memset"]
+        out[at] = part
     return out
+
+
+_PASS = 1 << 16  # GPU rows a pass
 
 
 def optimizer_step_names(names: Sequence[str]) -> np.ndarray:
@@ -167,20 +187,44 @@ def in_optimizer_step(
     window) on the launch's thread; ``spans``: those annotations (``optimizer_spans`` of
     every block), else read here."""
     inside = np.zeros(len(events.gpu.ts), dtype=bool)
-    if spans is None:
-        wanted = optimizer_step_names(events.names)
-        if not wanted.any() or len(events.cpu) == 0:
-            return inside
-        parts = [optimizer_spans(block, wanted) for block in events.cpu.blocks()]
-        spans = np.concatenate(parts) if parts else np.zeros(0, dtype=ROW)
-    thread = spans["thread"]
-    for t in distinct(thread).tolist():  # a thread or two: each one's annotations merged
-        mine = thread == t
-        windows = Windows.union_of(spans["ts"][mine], spans["end"][mine])
-        rows = np.flatnonzero(links.thread == t)
-        launch = links.launch[rows]
-        inside[rows] = windows.hits(launch, launch)
+    stepped = OptimizerSteps(links, spans if spans is not None else _spans_of(events))
+    for lo in range(0, len(inside), _PASS):
+        at = slice(lo, lo + _PASS)
+        inside[at] = stepped.hits(at)
     return inside
+
+
+def _spans_of(events: TraceEvents) -> np.ndarray:
+    """The ``Optimizer.step#…`` annotations of the CPU rows, in a pass of its own."""
+    wanted = optimizer_step_names(events.names)
+    if not wanted.any() or len(events.cpu) == 0:
+        return np.zeros(0, dtype=ROW)
+    parts = [optimizer_spans(block, wanted) for block in events.cpu.blocks()]
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=ROW)
+
+
+class OptimizerSteps:
+    """The ``Optimizer.step#…`` annotations by thread, each thread's merged, asked a slice
+    of GPU rows at a time whether their launch lies in one on their launch's thread."""
+
+    def __init__(self, links: OpLinks, spans: np.ndarray) -> None:
+        self.links = links
+        thread = spans["thread"]
+        self.windows = {
+            t: Windows.union_of(spans["ts"][thread == t], spans["end"][thread == t])
+            for t in distinct(thread).tolist()  # a thread or two
+        }
+
+    def hits(self, at: slice) -> np.ndarray:
+        """Mask over the rows of ``at``."""
+        thread = self.links.thread[at]
+        out = np.zeros(len(thread), dtype=bool)
+        for t, windows in self.windows.items():
+            rows = np.flatnonzero(thread == t)
+            if len(rows):
+                launch = self.links.launch[at][rows]
+                out[rows] = windows.hits(launch, launch)
+        return out
 
 
 __all__ = [

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from traceview.aggregate.grouped import reduce_at
 from traceview.aggregate.sorted_runs import contains, increasing_runs
 from traceview.columns.model import TraceEvents
 
@@ -115,7 +116,7 @@ def launched_before_trace(events: TraceEvents) -> np.ndarray:
     for lo in range(0, len(out), _PASS):  # a pass's temporaries, not the rows'
         at = slice(lo, lo + _PASS)
         mine = launched[at]
-        np.minimum.at(first, device[gpu.stream[at][mine]], gpu.ts[at][mine])
+        reduce_at(np.minimum, first, device[gpu.stream[at][mine]], gpu.ts[at][mine])
     for lo in range(0, len(out), _PASS):
         at = slice(lo, lo + _PASS)
         np.less(gpu.ts[at], first[device[gpu.stream[at]]], out=out[at])

@@ -15,6 +15,7 @@ from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
+from traceview.aggregate.grouped import place_counts
 from traceview.analyses.core.devices import launch_times
 from traceview.analyses.core.steps import in_steps, step_windows
 from traceview.columns.cpu_rows import FRAME, UNCORRELATED, is_op
@@ -320,11 +321,8 @@ class PhaseEvidence:
         """Count the rows of ``kind`` starting at ``ts`` by how many step starts are at or
         before each (of the sorted starts) and how many step ends are before it."""
         if len(ts):
-            width = len(self.start) + 1
-            starts = np.searchsorted(self.sorted_start, ts, side="right")
-            self.after_starts[kind] += np.bincount(starts, minlength=width)
-            ends = np.searchsorted(self.sorted_end, ts, side="left")
-            self.after_ends[kind] += np.bincount(ends, minlength=width)
+            self.after_starts[kind] += place_counts(self.sorted_start, ts, "right")
+            self.after_ends[kind] += place_counts(self.sorted_end, ts, "left")
 
     def found(self) -> _Evidence:
         """A step holds the rows up to its end (those counted before its place among the

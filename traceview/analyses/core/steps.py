@@ -9,6 +9,7 @@ use that window and the activity's own ts.
 
 from __future__ import annotations
 
+import itertools
 import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator
@@ -17,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from traceview.aggregate import sums
+from traceview.aggregate.grouped import reduce_at
 from traceview.aggregate.intervals import sums_by_run, unions_in_order
 from traceview.aggregate.order import concat_ranges, lex_order
 from traceview.analyses.core.devices import (
@@ -338,8 +341,10 @@ def step_table(
     ``windows``: only these steps (a part of ``step_windows(events)``); default all.
     ``launch``: ``launch_times(events)``, when the caller has it already.
 
-    All steps at once: the steps' rows are concatenated, and one union over (step, device)
-    segments gives every figure (no Python loop per step but building the rows).
+    All steps at once (no Python loop per step but building the rows): windows one after
+    another (ProfilerSteps, serving markers in turn) take the GPU rows a pass at a time
+    (``_figures_in_passes``); others (nested or of both kinds) their rows concatenated and
+    one union over (step, device) segments (``_figures_at_once``).
     """
     if windows is None:
         windows = step_windows(events)
@@ -347,55 +352,25 @@ def step_table(
         return []
     steps = list(windows)
     launch = launch_times(events) if launch is None else launch
-    before = launched_before_trace(events)
-    ids = _row_ids(len(events.gpu.ts))
-    rows = StepRows(events, ids[~before] if before.any() else ids, launch)
-    del before, ids
-    member, owner = rows.members(list(windows.values()))
-    del rows
-    gpu = events.gpu
-    kernel = gpu.kind[member] == KERNEL
-    kernels = np.bincount(owner[kernel], minlength=len(steps))
-    kernel_ns = sums_by_run(owner[kernel], gpu.dur[member[kernel]], len(steps))
-    longest = np.zeros(len(steps), dtype=np.int64)
-    np.maximum.at(longest, owner[kernel], gpu.dur[member[kernel]])
-    del kernel
-    busy = gpu.dur[member] > 0
-    if not busy.all():
-        member, owner = member[busy], owner[busy]
-    del busy
     device_index, values = device_of_stream(events)
     width = max(len(values), 1)
-    # (step, device) segments: int32 when they fit (a row-sized array is 10 MB, not 20)
-    narrow = np.int32 if len(steps) * width < 2**31 else np.int64
-    segment: np.ndarray = owner.astype(narrow)
-    segment *= width
-    del owner
-    segment += device_index.astype(narrow)[gpu.stream[member]]
-    earliest_launch = _min_by(segment, launch[member], len(steps) * width)
+    found = _figures_in_passes(events, list(windows.values()), launch, device_index, width)
+    if found is None:
+        found = _figures_at_once(events, list(windows.values()), launch, device_index, width)
     del launch
-    # the rows by (segment, start), each column dropped once sorted: unions take them over
-    order = lex_order((gpu.ts[member], segment))
-    sorted_member = member[order]
-    del member
-    columns = [segment[order], gpu.ts[sorted_member], gpu.dur[sorted_member]]
-    del order, segment, sorted_member
-    columns[2] += columns[1]
-    u = unions_in_order(columns, holes=False)
-    launched = earliest_launch[u.segment]
     per_step: list[list[StepDevice]] = [[] for _ in steps]
-    for seg, first, last, busy_ns, launch in zip(
-        u.segment.tolist(),
-        u.first.tolist(),
-        u.last.tolist(),
-        u.busy.tolist(),
-        launched.tolist(),
+    for seg, first, last, busy_ns, launch_ns in zip(
+        found.segment.tolist(),
+        found.first.tolist(),
+        found.last.tolist(),
+        found.busy.tolist(),
+        found.launch.tolist(),
         strict=True,
     ):
         w = windows[steps[seg // width]]
         per_step[seg // width].append(
             StepDevice(
-                values[seg % width], first, last, busy_ns, first - w.start_ns, first - launch
+                values[seg % width], first, last, busy_ns, first - w.start_ns, first - launch_ns
             )
         )
     _set_periods(per_step)
@@ -404,19 +379,336 @@ def step_table(
             step=n,
             cpu_start_ns=w.start_ns,
             cpu_end_ns=w.end_ns,
-            kernels=int(kernels[i]),
-            kernel_time_ns=int(kernel_ns[i]),
+            kernels=int(found.kernels[i]),
+            kernel_time_ns=int(found.kernel_ns[i]),
             devices=tuple(per_step[i]),
             gpu_only=w.gpu_only,
             label=w.label,
             phase=w.phase,
             batch=w.batch,
             tokens=w.tokens,
-            longest_kernel_ns=int(longest[i]),
+            longest_kernel_ns=int(found.longest[i]),
             cut=w.cut,
         )
         for i, (n, w) in enumerate(windows.items())
     ]
+
+
+@dataclass(frozen=True)
+class _Figures:
+    """Per step (window index): kernels, their summed and longest duration; per (step,
+    device) segment with busy rows (segment = step · width + device index, ascending): its
+    first start, last end, busy time and earliest launch."""
+
+    kernels: np.ndarray
+    kernel_ns: np.ndarray
+    longest: np.ndarray
+    segment: np.ndarray
+    first: np.ndarray
+    last: np.ndarray
+    busy: np.ndarray
+    launch: np.ndarray
+
+
+def _figures_at_once(
+    events: TraceEvents,
+    windows: list[Window],
+    launch: np.ndarray,
+    device_index: np.ndarray,
+    width: int,
+) -> _Figures:
+    """The _Figures of any windows: every window's rows concatenated (a row in nested
+    windows in the innermost), one sort by (segment, start) and one union."""
+    steps = len(windows)
+    before = launched_before_trace(events)
+    ids = _row_ids(len(events.gpu.ts))
+    rows = StepRows(events, ids[~before] if before.any() else ids, launch)
+    del before, ids
+    member, owner = rows.members(windows)
+    del rows
+    gpu = events.gpu
+    kernel = gpu.kind[member] == KERNEL
+    kernels = np.bincount(owner[kernel], minlength=steps)
+    kernel_ns = sums_by_run(owner[kernel], gpu.dur[member[kernel]], steps)
+    longest = np.zeros(steps, dtype=np.int64)
+    np.maximum.at(longest, owner[kernel], gpu.dur[member[kernel]])
+    del kernel
+    busy = gpu.dur[member] > 0
+    if not busy.all():
+        member, owner = member[busy], owner[busy]
+    del busy
+    # (step, device) segments: int32 when they fit (a row-sized array is 10 MB, not 20)
+    narrow = np.int32 if steps * width < 2**31 else np.int64
+    segment: np.ndarray = owner.astype(narrow)
+    segment *= width
+    del owner
+    segment += device_index.astype(narrow)[gpu.stream[member]]
+    earliest_launch = _min_by(segment, launch[member], steps * width)
+    # the rows by (segment, start), each column dropped once sorted: unions take them over
+    order = lex_order((gpu.ts[member], segment))
+    sorted_member = member[order]
+    del member
+    columns = [segment[order], gpu.ts[sorted_member], gpu.dur[sorted_member]]
+    del order, segment, sorted_member
+    columns[2] += columns[1]
+    u = unions_in_order(columns, holes=False)
+    return _Figures(
+        kernels, kernel_ns, longest, u.segment, u.first, u.last, u.busy, earliest_launch[u.segment]
+    )
+
+
+def _one_after_another(windows: list[Window]) -> np.ndarray | None:
+    """The windows' indices in start order when they are of one kind, start in strictly
+    increasing order and each ends no later than the next starts (ProfilerSteps, serving
+    markers in turn): then a point lies in one window, the last starting at or before it,
+    or also in the one before when it lies on that one's end. Else None."""
+    if len({w.gpu_only for w in windows}) != 1:
+        return None
+    starts = np.array([w.start_ns for w in windows], dtype=np.int64)
+    ends = np.array([w.end_ns for w in windows], dtype=np.int64)
+    order = np.argsort(starts, kind="stable")
+    starts, ends = starts[order], ends[order]
+    if bool((starts[1:] <= starts[:-1]).any()) or bool((ends[:-1] > starts[1:]).any()):
+        return None
+    return order
+
+
+def _figures_in_passes(
+    events: TraceEvents,
+    windows: list[Window],
+    launch: np.ndarray,
+    device_index: np.ndarray,
+    width: int,
+) -> _Figures | None:
+    """The _Figures of windows one after another (``_one_after_another``; else None), the
+    GPU rows a pass at a time: each placed in the last window starting at or before its
+    point (``_placed``), its step's figures added up as it goes. Each segment's union is
+    measured from its busy rows' starts and ends sorted apart (``_unions_of_sorted``), as
+    int64 keys ``segment << bits | (time − low)``: 16 B a busy row, no permutation of the
+    rows (None when the keys would not fit in int64); past _KEYS_AT_ONCE rows, each row's
+    window is noted (2-4 B) and the keys made for a group of windows at a time."""
+    order = _one_after_another(windows)
+    if order is None:
+        return None
+    gpu = events.gpu
+    n, steps = len(gpu.ts), len(windows)
+    segments = steps * width
+    low = int(gpu.ts.min()) if n else 0
+    high = int(gpu.ts.max()) + max(int(gpu.dur.max()), 0) if n else 0
+    bits = (high - low).bit_length()
+    if segments << bits >= 1 << 63 or not sums.fits(gpu.dur):
+        return None
+    starts = np.array([windows[i].start_ns for i in order], dtype=np.int64)
+    ends = np.array([windows[i].end_ns for i in order], dtype=np.int64)
+    touching = bool((ends[:-1] == starts[1:]).any())  # a point on both: in two windows
+    source = gpu.ts if windows[0].gpu_only else launch
+    before = launched_before_trace(events)
+    device = device_index.astype(np.int64)
+    kernels = np.zeros(steps, dtype=np.int64)
+    kernel_ns = np.zeros(steps, dtype=np.int64)
+    longest = np.zeros(steps, dtype=np.int64)
+    earliest = np.full(segments, np.iinfo(np.int64).max, dtype=np.int64)
+    counts = np.zeros(segments, dtype=np.int64)
+    grouped = n > _KEYS_AT_ONCE
+    # the busy rows' keys, filled in order (pages past the last row filled are never
+    # touched); grouped: each row's window (start order; −1: none) and the rows also in
+    # the window before
+    keys = _Keys(0 if grouped else n, bits, low)
+    place_of = np.full(n if grouped else 0, -1, dtype=np.int16 if steps < 2**15 else np.int32)
+    edges: list[tuple[np.ndarray, np.ndarray]] = []
+    for lo in range(0, n, _PASS):
+        at = slice(lo, lo + _PASS)
+        point = source[at]
+        window = _placed(starts, point)
+        placed = window >= 0
+        placed &= ~before[at]
+        np.maximum(window, 0, out=window)
+        inside = placed & (point <= ends[window])
+        taken = [(inside, window[inside])]
+        if touching:  # on the end of the window before (which ends as this one starts)
+            edge = placed & (window >= 1) & (point == ends[np.maximum(window - 1, 0)])
+            taken.append((edge, window[edge] - 1))
+        del point, window, placed
+        for i, (mask, place) in enumerate(taken):
+            if grouped:
+                if i == 0:
+                    place_of[at][mask] = place
+                else:
+                    edges.append((np.flatnonzero(mask) + lo, place))
+            owner = order[place]
+            dur = gpu.dur[at][mask]
+            kernel = gpu.kind[at][mask] == KERNEL
+            kernels += np.bincount(owner[kernel], minlength=steps)
+            np.add.at(kernel_ns, owner[kernel], dur[kernel])
+            reduce_at(np.maximum, longest, owner[kernel], dur[kernel])
+            busy = dur > 0
+            mask[mask] = busy  # the busy rows among them
+            segment = owner[busy]
+            segment *= width
+            segment += device[gpu.stream[at][mask]]
+            counts += np.bincount(segment, minlength=segments)
+            reduce_at(np.minimum, earliest, segment, launch[at][mask])
+            if not grouped:
+                keys.add(segment, gpu.ts[at][mask], dur[busy])
+    del before
+    present = np.flatnonzero(counts)
+    if grouped:
+        first, last, busy_ns = _unions_by_group(
+            events, order, counts, present, place_of, edges, (device, width, bits, low)
+        )
+    else:
+        first, last, busy_ns = _unions_of_sorted(*keys.taken(), counts[present])
+    shift = present << bits
+    shift -= low
+    first -= shift
+    last -= shift
+    return _Figures(kernels, kernel_ns, longest, present, first, last, busy_ns, earliest[present])
+
+
+# Past this many GPU rows, the step table's keys are made for a group of windows at a time
+# (16 B a busy row of the group, the windows' rows up to this many; a 7.8 GB trace's 2.2·10^6
+# rows: 8 MB at once instead of 35 MB).
+_KEYS_AT_ONCE = 1 << 19
+
+
+def _unions_by_group(
+    events: TraceEvents,
+    order: np.ndarray,
+    counts: np.ndarray,
+    present: np.ndarray,
+    place_of: np.ndarray,
+    edges: list[tuple[np.ndarray, np.ndarray]],
+    layout: tuple[np.ndarray, int, int, int],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``_unions_of_sorted`` of the present segments (``counts``: busy rows a segment), the
+    windows taken in start order by groups of up to _KEYS_AT_ONCE busy rows (a window
+    holding more: alone), each group's keys made in a pass over the rows' windows
+    (``place_of``, start order; ``edges``: rows also in the window before, and it);
+    ``layout``: the device index per stream, width, bits and low of the keys."""
+    gpu = events.gpu
+    device, width, bits, low = layout
+    steps = len(order)
+    per_window = counts.reshape(steps, width).sum(axis=1)[order]  # start order
+    first = np.empty(len(present), dtype=np.int64)
+    last = np.empty(len(present), dtype=np.int64)
+    busy = np.empty(len(present), dtype=np.int64)
+    lo_window = 0
+    while lo_window < steps:
+        total = np.cumsum(per_window[lo_window:])
+        hi_window = lo_window + max(int(np.searchsorted(total, _KEYS_AT_ONCE, "right")), 1)
+        keys = _Keys(int(total[hi_window - lo_window - 1]), bits, low)
+        parts: list[tuple[slice | np.ndarray, np.ndarray]] = [
+            (slice(lo, lo + _PASS), place_of[lo : lo + _PASS])
+            for lo in range(0, len(place_of), _PASS)
+        ]
+        for rows, place in [*parts, *edges]:
+            take = (place >= lo_window) & (place < hi_window)
+            dur = gpu.dur[rows][take]
+            take[take] = dur > 0
+            dur = dur[dur > 0]
+            segment = order[place[take]].astype(np.int64)
+            segment *= width
+            segment += device[gpu.stream[rows][take]]
+            keys.add(segment, gpu.ts[rows][take], dur)
+        mine = np.zeros(steps, dtype=bool)
+        mine[order[lo_window:hi_window]] = True
+        chosen = np.flatnonzero(mine[present // width])  # positions in present
+        found = _unions_of_sorted(*keys.taken(), counts[present[chosen]])
+        first[chosen], last[chosen], busy[chosen] = found
+        lo_window = hi_window
+    return first, last, busy
+
+
+def _placed(starts: np.ndarray, point: np.ndarray) -> np.ndarray:
+    """Per point, the index of the last of the ``starts`` (ascending) at or before it, −1
+    for none. Points that come in a few runs in order (a pass of launches mostly does) are
+    counted past each start, run by run, instead of each searched among the starts (a
+    binary search a point: 5× the time)."""
+    breaks = np.flatnonzero(point[1:] < point[:-1])
+    if len(breaks) > _RUNS_COUNTED:
+        found: np.ndarray = np.searchsorted(starts, point, side="right")
+        found -= 1
+        return found
+    bounds = [0, *(breaks + 1).tolist(), len(point)]
+    # a mark where each start is first reached in each run (past its end: none reached)
+    marks = np.zeros(len(point) + 1, dtype=np.int64)
+    for lo, hi in itertools.pairwise(bounds):
+        at = np.searchsorted(point[lo:hi], starts, side="left")
+        at += lo
+        marks += np.bincount(at, minlength=len(marks))
+        marks[hi] -= len(starts)  # every start counted in this run: none in the next
+    placed: np.ndarray = np.cumsum(marks[:-1])
+    placed -= 1
+    return placed
+
+
+_RUNS_COUNTED = 16
+
+
+class _Keys:
+    """The busy rows' start and end keys (``_figures_in_passes``), filled a pass at a time
+    into arrays sized for every row: the pages past the last row filled are never touched;
+    rows beyond (on two windows' shared end) go into parts joined at the end."""
+
+    def __init__(self, n: int, bits: int, low: int) -> None:
+        self.start = np.empty(n, dtype=np.int64)
+        self.end = np.empty(n, dtype=np.int64)
+        self.bits, self.low = bits, low
+        self.filled = 0
+        self.more: list[tuple[np.ndarray, np.ndarray]] = []
+
+    def add(self, segment: np.ndarray, ts: np.ndarray, dur: np.ndarray) -> None:
+        """Rows of ``segment`` (overwritten) at ``ts`` lasting ``dur``."""
+        key = segment
+        key <<= self.bits
+        key -= self.low
+        key += ts  # segment << bits | (ts − low): ts − low < 2^bits
+        end = key + dur
+        at, n = self.filled, len(key)
+        if at + n <= len(self.start):
+            self.start[at : at + n] = key
+            self.end[at : at + n] = end
+            self.filled += n
+        else:
+            self.more.append((key, end))
+
+    def taken(self) -> tuple[np.ndarray, np.ndarray]:
+        start, end = self.start[: self.filled], self.end[: self.filled]
+        if self.more:
+            start = np.concatenate([start, *(m[0] for m in self.more)])
+            end = np.concatenate([end, *(m[1] for m in self.more)])
+        return start, end
+
+
+def _unions_of_sorted(
+    start: np.ndarray, end: np.ndarray, counts: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per segment, its first start, last end (as keys) and union length, from its rows'
+    start and end keys (segment-major, every end past its start) sorted here in place, each
+    apart; ``counts``: the rows of each segment present, in order (a segment holds the same
+    places in both). Of a segment's rows, at most ``i`` end at or before its ``i``-th start
+    (only rows starting before it can), so that start opens a maximal interval of the union
+    exactly when the ``i``-th smallest end is at or before it, and the hole before it runs
+    from that end: the idle time is the sum of ``max(0, start[i] − end[i − 1])``."""
+    start.sort(kind="stable")  # timsort: near-linear on keys mostly in order
+    end.sort(kind="stable")
+    bounds = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=bounds[1:])
+    idle = np.zeros(len(counts), dtype=np.int64)
+    for lo in range(1, len(start), _PASS):
+        hi = min(lo + _PASS, len(start))
+        hole = start[lo:hi] - end[lo - 1 : hi - 1]
+        np.maximum(hole, 0, out=hole)
+        heads = bounds[(bounds >= lo) & (bounds < hi)]
+        hole[heads - lo] = 0  # a segment's first row opens no hole
+        inner = heads[heads > lo]  # segments starting after the pass's first row
+        owner = int(np.searchsorted(bounds, lo, side="right")) - 1  # the pass's first row's
+        pieces = np.add.reduceat(hole, np.r_[0, inner - lo])
+        idle[owner : owner + len(pieces)] += pieces
+    head = bounds[:-1]
+    first = start[head] if len(start) else start[:0]
+    last = end[bounds[1:] - 1] if len(end) else end[:0]
+    return first, last, last - first - idle
 
 
 def _set_periods(per_step: list[list[StepDevice]]) -> None:

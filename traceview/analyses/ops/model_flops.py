@@ -251,6 +251,21 @@ class Linked:
     embeddings: np.ndarray
 
 
+@dataclass(frozen=True)
+class Known:
+    """What ``steps_model_flops`` keeps of a Linked once the op links are done with: per GPU
+    row whether its FLOPs are known (``known_rows``, 1 B a row, instead of the links' and
+    categories' 9), and the model-FLOPs ops' and ``aten::embedding`` calls' rows."""
+
+    known: np.ndarray
+    calls: np.ndarray | None  # None: read when needed
+    embeddings: np.ndarray | None
+
+    @classmethod
+    def of(cls, events: TraceEvents, found: Linked) -> Known:
+        return cls(known_rows(events, found.links, found.category), found.calls, found.embeddings)
+
+
 def linked(
     events: TraceEvents,
     on_block: Callable[[np.ndarray], None] | None = None,
@@ -279,9 +294,11 @@ def linked(
             spans.append(optimizer_spans(few, wanted))
 
     links = link_ops(events, rank, on_block=seen, with_top=with_top)
-    category = categorize(events, links, np.concatenate(spans) if spans else np.zeros(0, ROW))
-    if not with_top:  # the leaf ops alone: what steps keep to the end, narrowed
-        category = category.astype(np.int8)  # CATEGORIES: fewer than 128
+    # the leaf ops alone: what steps keep to the end, narrowed (CATEGORIES: fewer than 128)
+    narrow = np.int64 if with_top else np.int8
+    optimizer = np.concatenate(spans) if spans else np.zeros(0, ROW)
+    category = categorize(events, links, optimizer, narrow)
+    if not with_top:
         links = replace(links, thread=np.broadcast_to(np.int32(-1), links.thread.shape))
     return Linked(links, category, calls.rows(), embeddings.rows())
 
@@ -290,17 +307,20 @@ def steps_model_flops(
     events: TraceEvents,
     rows: Sequence[StepRow],
     peaks_file: Path | None = None,
-    found: Linked | None = None,
+    found: Linked | Known | None = None,
+    launch: np.ndarray | None = None,
 ) -> ModelFlops:
     """The ModelFlops of ``rows`` with the op links, categories and launch times worked out
-    here (``summary`` passes its own to ``model_flops``); ``found``: ``linked(events)``,
-    when the caller has it."""
+    here (``summary`` passes its own to ``model_flops``); ``found``: ``linked(events)`` (or
+    its Known), when the caller has it; ``launch``: ``launch_times(events)``, when the
+    caller has it."""
     found = linked(events) if found is None else found
-    launch = launch_times(events, found.links.launch)
+    if launch is None:
+        assert isinstance(found, Linked), "a Known comes with the launch times"
+        launch = launch_times(events, found.links.launch)
+    known = found if isinstance(found, Known) else Known.of(events, found)
     peaks = trace_peaks(events, peaks_file)
-    return model_flops(
-        events, found.links, found.category, rows, launch, peaks, found.calls, found.embeddings
-    )
+    return _model_flops(events, known, rows, launch, peaks)
 
 
 def has_mfu(events: TraceEvents) -> bool:
@@ -325,10 +345,22 @@ def model_flops(
     launch times; ``peaks``: the device's peaks and the note when there are none;
     ``call_rows``, ``embedding_rows``: the CPU rows of the model-FLOPs ops and of
     ``aten::embedding`` (``_Picked``) when the caller gathered them, else read here."""
+    known = Known(known_rows(events, links, category), call_rows, embedding_rows)
+    return _model_flops(events, known, rows, launch, peaks)
+
+
+def _model_flops(
+    events: TraceEvents,
+    rows_known: Known,
+    rows: Sequence[StepRow],
+    launch: np.ndarray,
+    peaks: tuple[Peaks | None, str | None],
+) -> ModelFlops:
+    """``model_flops`` from the rows' Known."""
     windows = [
         Window(r.cpu_start_ns, r.cpu_end_ns, r.gpu_only) for r in rows
     ]  # CPU windows: the calls' starts lie in them
-    calls = _counted_calls(events, call_rows)
+    calls = _counted_calls(events, rows_known.calls)
     step_of = _step_of(calls.ts, windows)
     dtypes = sorted({d for w in calls.works if w is not None and (d := PEAK_DTYPE.get(w.dtype))})
     pair_flops = np.array([0 if w is None else w.flops for w in calls.works] + [0], np.int64)
@@ -347,8 +379,8 @@ def model_flops(
     by_dtype = np.zeros((len(rows), max(len(dtypes), 1)), dtype=np.int64)
     typed = pair_dtype[pair] >= 0
     np.add.at(by_dtype, (step[typed], pair_dtype[pair][typed]), pair_flops[pair][typed])
-    kernel_ns, known_ns = _coverage(events, links, category, windows, launch)
-    tokens = _tokens(events, windows, embedding_rows)
+    kernel_ns, known_ns = _coverage(events, rows_known.known, windows, launch)
+    tokens = _tokens(events, windows, rows_known.embeddings)
     device_peaks, note = peaks
     out = []
     for i, r in enumerate(rows):
@@ -417,15 +449,21 @@ def _counted_calls(events: TraceEvents, rows: np.ndarray | None = None) -> _Call
     if rows is None:
         rows = _Picked.read(events, model_rule_names())
     width = len(events.shapes) + 1
-    thread, ts, end = (rows[f].astype(np.int64) for f in ("thread", "ts", "end"))
-    key = rows["name"].astype(np.int64) * width + rows["shape"].astype(np.int64) + 1
-    order = lex_order((-end, ts, thread))
-    thread, ts, end, key = thread[order], ts[order], end[order], key[order]
-    wraps = np.zeros(len(ts), dtype=bool)
-    if len(ts) > 1:
+    # by (thread, ts, −end), each column taken in that order only while it is needed
+    order = lex_order((-rows["end"], rows["ts"], rows["thread"]))
+    thread, end = rows["thread"][order], rows["end"][order]
+    wraps = np.zeros(len(order), dtype=bool)
+    if len(order) > 1:
         wraps[:-1] = (thread[1:] == thread[:-1]) & (end[1:] <= end[:-1])
-    keep = ~wraps
-    used, pair = dense_ids(key[keep], int(len(events.names) * width) or 1)
+    del thread, end
+    kept = order[~wraps]
+    del order, wraps
+    ts = rows["ts"][kept]
+    key = rows["name"][kept].astype(np.int64) * width
+    key += rows["shape"][kept]
+    key += 1
+    del kept
+    used, pair = dense_ids(key, int(len(events.names) * width) or 1)
     works: list[Work | None] = []
     for k in used.tolist():
         name, shape = divmod(k, width)
@@ -433,8 +471,8 @@ def _counted_calls(events: TraceEvents, rows: np.ndarray | None = None) -> _Call
         works.append(
             None if shape == NO_SHAPE else model_work(events.names[name], *events.shapes[shape])
         )
-    shapes = bool(((key % width) != 0).any())
-    return _Calls(ts[keep], pair, works, shapes)
+    shapes = bool((rows["shape"] != NO_SHAPE).any())  # a key's shape part: shape + 1
+    return _Calls(ts, pair, works, shapes)
 
 
 def _step_of(ts: np.ndarray, windows: list[Window]) -> np.ndarray:
@@ -449,33 +487,45 @@ def _step_of(ts: np.ndarray, windows: list[Window]) -> np.ndarray:
     return np.where(inside, order[np.maximum(at, 0)], -1)
 
 
+def known_rows(events: TraceEvents, links: OpLinks, category: np.ndarray) -> np.ndarray:
+    """Per GPU row: whether its model FLOPs are known (its kernel time counts in the
+    coverage): its category does no matmul work, or its leaf op's shapes give its FLOPs.
+    Made a pass of rows at a time."""
+    n = len(events.gpu.ts)
+    out = np.empty(n, dtype=bool)
+    if n == 0:
+        return out
+    matmul = np.array([c in MATMUL_CATEGORIES for c in CATEGORIES])
+    leaf_known = _LeafKnown(events, links)
+    for lo in range(0, n, _SLICE_ROWS):
+        at = slice(lo, lo + _SLICE_ROWS)
+        np.logical_not(matmul[category[at]], out=out[at])
+        out[at] |= leaf_known(np.arange(lo, min(lo + _SLICE_ROWS, n)))
+    return out
+
+
 def _coverage(
-    events: TraceEvents,
-    links: OpLinks,
-    category: np.ndarray,
-    windows: list[Window],
-    launch: np.ndarray,
+    events: TraceEvents, known: np.ndarray, windows: list[Window], launch: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Per step: its kernel time, and the part whose model FLOPs are known."""
+    """Per step: its kernel time, and the part whose model FLOPs are known (``known``:
+    ``known_rows``)."""
     gpu = events.gpu
     n = len(gpu.ts)
     kernel_ns = np.zeros(len(windows), dtype=np.int64)
     known_ns = np.zeros(len(windows), dtype=np.int64)
     if not windows or n == 0:
         return kernel_ns, known_ns
-    matmul = np.array([c in MATMUL_CATEGORIES for c in CATEGORIES])
-    leaf_known = _LeafKnown(events, links)
     if _in_slices(events, windows):
-        return _coverage_in_slices(events, windows, launch, matmul, category, leaf_known)
+        return _coverage_in_slices(events, windows, launch, known)
     member, owner = StepRows(events, np.arange(n, dtype=np.int64), launch).members(windows)
     kernel = gpu.kind[member] == KERNEL
     member, owner = member[kernel], owner[kernel]
-    known = ~matmul[category[member]] | leaf_known(member)
+    known_member = known[member]
     dur = gpu.dur[member]
     kernel_ns += np.bincount(owner, weights=dur, minlength=len(windows)).astype(np.int64)
-    known_ns += np.bincount(owner[known], weights=dur[known], minlength=len(windows)).astype(
-        np.int64
-    )
+    known_ns += np.bincount(
+        owner[known_member], weights=dur[known_member], minlength=len(windows)
+    ).astype(np.int64)
     return kernel_ns, known_ns
 
 
@@ -499,12 +549,7 @@ def _in_slices(events: TraceEvents, windows: list[Window]) -> bool:
 
 
 def _coverage_in_slices(
-    events: TraceEvents,
-    windows: list[Window],
-    launch: np.ndarray,
-    matmul: np.ndarray,
-    category: np.ndarray,
-    leaf_known: _LeafKnown,
+    events: TraceEvents, windows: list[Window], launch: np.ndarray, known: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """``_coverage`` when ``_in_slices``: the GPU rows a slice at a time, each placed by a
     binary search among the windows' starts (and in the window before too when it lies on
@@ -529,10 +574,10 @@ def _coverage_in_slices(
             if len(rows) == 0:
                 continue
             dur = gpu.dur[start:stop][rows]
-            known = ~matmul[category[start:stop][rows]] | leaf_known(rows + start)
+            counted = known[start:stop][rows]
             kernel_ns += np.bincount(owner, weights=dur, minlength=len(windows)).astype(np.int64)
             known_ns += np.bincount(
-                owner[known], weights=dur[known], minlength=len(windows)
+                owner[counted], weights=dur[counted], minlength=len(windows)
             ).astype(np.int64)
     return kernel_ns, known_ns
 
