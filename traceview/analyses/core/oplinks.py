@@ -9,12 +9,14 @@ innermost of them (largest ts, then smallest dur, then smallest name), the **top
 outermost (smallest ts, then largest dur, then smallest name). ``External id`` is not used: in
 real traces it links few kernels (0 of 8,568 in one).
 
-One pass over the CPU rows, block by block, keeping per activity only the best op so far, so
-memory stays flat whatever the number of CPU ops.
+One pass over the CPU rows, block by block, that answers each launch once when each thread's
+ops come in start order (else keeps per launch the best op so far), so memory stays flat
+whatever the number of CPU ops.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -24,8 +26,8 @@ import numpy as np
 
 from traceview.aggregate.order import concat_ranges, distinct, first_of_runs, lex_order
 from traceview.aggregate.sorted_pairs import SortedPairs
-from traceview.analyses.core.devices import NO_LAUNCH, first_calls, first_launch, name_rank
-from traceview.columns.cpu_rows import NO_SHAPE, OP
+from traceview.analyses.core.devices import NO_LAUNCH, LaunchIndex, first_launch, name_rank
+from traceview.columns.cpu_rows import NO_SHAPE, OP, CpuRows
 from traceview.columns.model import TraceEvents
 
 NO_OP = -1
@@ -55,50 +57,24 @@ def link_ops(
 ) -> OpLinks:
     """The OpLinks of every GPU row (empty links when the trace has no CPU rows); ``rank`` is
     ``name_rank(events.names)`` when the caller has it already. ``on_block``: given every
-    block of CPU rows in the pass that finds the launches (a caller's own pass, saved);
-    ``with_top=False``: the leaf ops alone, in less memory: the top ops are not looked for
-    (``top`` all NO_OP, ``top_shape`` all NO_SHAPE); ``leaf``, ``leaf_shape`` and ``thread``
-    int32. ``with_end``: the launches' ends kept (else all NO_LAUNCH); ``with_top`` if None."""
+    block of CPU rows in the pass that finds the launches (a caller's own pass, saved; a
+    block is valid only during the call); ``with_top=False``: the leaf ops alone, in less
+    memory: the top ops are not looked for (``top`` all NO_OP, ``top_shape`` all NO_SHAPE);
+    ``leaf``, ``leaf_shape`` and ``thread`` int32. ``with_end``: the launches' ends kept
+    (else all NO_LAUNCH); ``with_top`` if None."""
     n = len(events.gpu.ts)
     with_end = with_top if with_end is None else with_end
-    launch, thread, launch_end = _launches(
-        events, on_block, with_end, np.int32 if not with_top else np.int64
-    )
-    rank = name_rank(events.names) if rank is None else rank
-    known = np.flatnonzero(thread >= 0)
-    by_launch = known[lex_order((launch[known], thread[known]))]
-    del known
-    if n < 2**31:
-        by_launch = by_launch.astype(np.int32)
-    points = _Points(thread[by_launch], launch[by_launch])
-    # the best ops by the launch's place in by_launch
-    leaf = _Kept(len(by_launch), True, rank)
-    top = _Kept(len(by_launch), False, rank) if with_top else None
-    if len(by_launch):
-        for block in events.cpu.passing_blocks():
-            points.offer(block, block["correlation"] == OP, leaf, top)
-    del points
     dtype = np.int64 if with_top else np.int32
-    leaf_name, leaf_shape = _per_row(n, by_launch, leaf, dtype)
+    launch, thread, launch_end = _launches(events, on_block, with_end, dtype)
+    rank = name_rank(events.names) if rank is None else rank
+    points = _Points(thread, launch)  # its sort's key gone before the links are made
+    leaf = (np.full(n, NO_OP, dtype=dtype), np.full(n, NO_SHAPE, dtype=dtype))
+    top = (np.full(n, NO_OP, dtype=dtype), np.full(n, NO_SHAPE, dtype=dtype)) if with_top else None
+    _find_ops(events.cpu, None, rank, points, leaf, top)
+    del points
     if top is None:
-        return OpLinks(
-            leaf_name, _all(n, NO_OP), thread, launch, launch_end, leaf_shape, _all(n, NO_SHAPE)
-        )
-    top_name, top_shape = _per_row(n, by_launch, top, dtype)
-    return OpLinks(leaf_name, top_name, thread, launch, launch_end, leaf_shape, top_shape)
-
-
-def _per_row(
-    n: int, places: np.ndarray, best: _Kept, dtype: type[np.integer[Any]]
-) -> tuple[np.ndarray, np.ndarray]:
-    """The name and shape ids of the ``best`` ops, kept by place, per GPU row (``places``:
-    each place's row); NO_OP and NO_SHAPE for rows without a place."""
-    name, shape = best.taken()
-    out_name = np.full(n, NO_OP, dtype=dtype)
-    out_name[places] = name
-    out_shape = np.full(n, NO_SHAPE, dtype=dtype)
-    out_shape[places] = shape
-    return out_name, out_shape
+        top = (_all(n, NO_OP), _all(n, NO_SHAPE))
+    return OpLinks(leaf[0], top[0], thread, launch, launch_end, leaf[1], top[1])
 
 
 def _all(n: int, value: int) -> np.ndarray:
@@ -114,47 +90,60 @@ def ops_around(
     when the thread is unknown: −1); ``skip``: per name id, ops not to choose. One pass over
     the CPU rows."""
     name = np.full(len(at), NO_OP, dtype=np.int64)
-    known = np.flatnonzero(thread >= 0)
-    if len(known) == 0 or len(events.cpu) == 0:
-        return name
-    by_point = known[lex_order((at[known], thread[known]))]
-    points = _Points(thread[by_point].astype(np.int64), at[by_point].astype(np.int64))
-    best = _Kept(len(by_point), True, name_rank(events.names))
-    for block in events.cpu.passing_blocks():
-        is_op = block["correlation"] == OP
-        if skip is not None:
-            is_op &= ~skip[block["name"]]
-        points.offer(block, is_op, best, None)
-    name[by_point] = best.taken()[0]
+    shape = np.full(len(at), NO_SHAPE, dtype=np.int64)
+    points = _Points(thread, at.astype(np.int64, copy=False))
+    _find_ops(events.cpu, skip, name_rank(events.names), points, (name, shape), None)
     return name
 
 
+Found = tuple[np.ndarray, np.ndarray]  # per point, the chosen op's name and shape ids
+
+
 class _Points:
-    """Points (thread, time), sorted, and the innermost and outermost op containing each,
-    found a block of CPU rows at a time.
-
-    Per thread, a block's ops in the order (start, then the longer first, then name) and
-    the points within their span: the ops containing a point p are those at or before the
-    last op starting by p (J) that end at or after p. The outermost is the first of them:
-    where the running maximum of the ends first reaches p. The innermost is the last: found
-    from J back (most often J itself or a few ops before it: the op J lies in).
-    """
-
-    _FEW_THREADS = 4  # threads matched by one mask each; beyond, grouped by one sort
+    """Points (thread, time; thread < 0: none) in (thread, time, index) order, without a
+    sorted copy of their times: ``order`` (int32 when it fits), and per thread the range
+    of its points in it."""
 
     def __init__(self, thread: np.ndarray, time: np.ndarray) -> None:
-        self.time = time
-        self.threads = distinct(thread)
-        self.first = np.searchsorted(thread, self.threads, side="left").tolist()
-        self.stop = np.searchsorted(thread, self.threads, side="right").tolist()
+        self.thread, self.time = thread, time
+        self.order = _by_thread_and_time(thread, time)
+        self.threads = distinct(thread[thread >= 0]) if len(self.order) else thread[:0]
+        self.first, self.stop = [], []
+        for t in self.threads.tolist():  # a few threads: searched in the unsorted view
+            self.first.append(self._first(functools.partial(self._below, t), 0, len(self.order)))
+        self.stop = [*self.first[1:], len(self.order)]
 
-    def _groups(
+    def _below(self, thread: int, at: int) -> bool:
+        return bool(self.thread[at] < thread)
+
+    def _first(self, before: Callable[[int], bool], lo: int, hi: int) -> int:
+        """The first position in [lo, hi) of ``order`` whose point is not ``before``
+        (given a point's index), those that are coming first."""
+        order = self.order
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if before(int(order[mid])):
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
+
+    def from_time(self, i: int, value: int, lo: int | None = None, after: bool = False) -> int:
+        """The first position of thread ``i``'s points (from ``lo``) at or after ``value``
+        (``after``: after it)."""
+        time = self.time
+        start = self.first[i] if lo is None else lo
+        if after:
+            return self._first(lambda at: bool(time[at] <= value), start, self.stop[i])
+        return self._first(lambda at: bool(time[at] < value), start, self.stop[i])
+
+    def groups(
         self, block: np.ndarray, is_op: np.ndarray
     ) -> Iterator[tuple[int, slice | np.ndarray]]:
         """Per thread with points, its index and the block's ops on it (rows in order, a
         slice when they are one run)."""
         thread = block["thread"]
-        if len(self.threads) <= self._FEW_THREADS:
+        if len(self.threads) <= _FEW_THREADS:
             for i, t in enumerate(self.threads.tolist()):
                 mine = thread == t
                 mine &= is_op
@@ -167,75 +156,243 @@ class _Points:
         np.minimum(slot, len(self.threads) - 1, out=slot)
         mine = self.threads[slot] == thread[rows]
         rows, slot = rows[mine], slot[mine]
+        if len(rows) == 0:
+            return
         order = np.argsort(slot, kind="stable")
         rows, slot = rows[order], slot[order]
         bounds = np.flatnonzero(np.r_[True, slot[1:] != slot[:-1], True]).tolist()
         for lo, hi in itertools.pairwise(bounds):
             yield int(slot[lo]), _run_or(rows[lo:hi])
 
-    def offer(
-        self, block: np.ndarray, is_op: np.ndarray, inner: _Kept, outer: _Kept | None
-    ) -> None:
-        """Offer each point the innermost (``inner``) and outermost (``outer``, unless None)
-        of the ops (the rows ``is_op`` marks) of ``block`` containing it."""
-        for i, rows in self._groups(block, is_op):
-            first, stop = self.first[i], self.stop[i]
+
+_FEW_THREADS = 4  # threads matched by one mask each; beyond, grouped by one sort
+
+
+def _by_thread_and_time(thread: np.ndarray, time: np.ndarray) -> np.ndarray:
+    """The indices of the points with a thread (>= 0), ordered by (thread, time, index):
+    one int64 key a point, (thread, time − the least, index) packed, sorted in place (no
+    sort's buffer), when that fits; else ``lex_order``."""
+    n = len(thread)
+    known = thread >= 0
+    count = int(np.count_nonzero(known))
+    dtype = np.int32 if n < 2**31 else np.int64
+    if count == 0:
+        return np.zeros(0, dtype=dtype)
+    low = int(np.min(time, where=known, initial=np.iinfo(np.int64).max))
+    high = int(np.max(time, where=known, initial=np.iinfo(np.int64).min))
+    index_bits, time_bits = n.bit_length(), (high - low).bit_length()
+    if (int(thread.max()) + 1) << (index_bits + time_bits) >= 1 << 63:
+        rows = np.flatnonzero(known)
+        ordered: np.ndarray = rows[lex_order((time[rows], thread[rows]))].astype(dtype)
+        return ordered
+    del known
+    key = np.empty(count, dtype=np.int64)
+    filled = 0
+    for lo in range(0, n, _PASS):
+        part = thread[lo : lo + _PASS]
+        rows = np.flatnonzero(part >= 0)
+        k = part[rows].astype(np.int64)
+        k <<= time_bits
+        k |= time[lo : lo + _PASS][rows] - low
+        k <<= index_bits
+        rows += lo
+        k |= rows
+        key[filled : filled + len(k)] = k
+        filled += len(k)
+    key.sort()  # each key once: any sort is the stable one
+    out = np.empty(count, dtype=dtype)
+    mask = (1 << index_bits) - 1
+    for lo in range(0, count, _PASS):
+        out[lo : lo + _PASS] = key[lo : lo + _PASS] & mask
+    return out
+
+
+_PASS = 1 << 16  # rows a pass where a pass's temporaries are enough
+_CARRIED = 1 << 16  # more ops open at once on a thread: the sweep gives way to the merge
+
+
+class _OutOfOrder(Exception):
+    """A thread's ops do not come in start order from block to block (or too many are open
+    at once): the sweep cannot answer each point once."""
+
+
+def _find_ops(
+    cpu: CpuRows,
+    skip: np.ndarray | None,
+    rank: np.ndarray,
+    points: _Points,
+    inner: Found,
+    outer: Found | None,
+) -> None:
+    """Per point, the innermost op containing it (into ``inner``) and the outermost (into
+    ``outer``, unless None), of the CPU rows that are ops (``skip``: per name id, ops left
+    out): a sweep, each point answered once, when each thread's ops come in start order
+    from block to block; else each block's best offered to each point, the best kept."""
+    if len(points.order) == 0 or len(cpu) == 0:
+        return
+    try:
+        _sweep(cpu, skip, rank, points, inner, outer)
+    except _OutOfOrder:
+        for found in (inner, outer):
+            if found is not None:
+                found[0][:] = NO_OP
+                found[1][:] = NO_SHAPE
+        _merge(cpu, skip, rank, points, inner, outer)
+
+
+def _ops_of(cpu: CpuRows, skip: np.ndarray | None) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Every block of CPU rows and which of its rows are ops (not left out by ``skip``)."""
+    for block in cpu.passing_blocks():
+        is_op = block["correlation"] == OP
+        if skip is not None:
+            is_op &= ~skip[block["name"]]
+        yield block, is_op
+
+
+def _sweep(
+    cpu: CpuRows,
+    skip: np.ndarray | None,
+    rank: np.ndarray,
+    points: _Points,
+    inner: Found,
+    outer: Found | None,
+) -> None:
+    """``_find_ops`` by a sweep: per thread, the points before the last start of a block's
+    ops are answered by those ops and the earlier ones still open (carried); raises
+    _OutOfOrder when a block's ops start before an earlier block's last."""
+    count = len(points.threads)
+    carried: list[tuple[np.ndarray, ...]] = [()] * count
+    latest = [np.iinfo(np.int64).min] * count  # the latest start met on the thread
+    done = list(points.first)  # the points answered, per thread: up to this position
+    for block, is_op in _ops_of(cpu, skip):
+        for i, rows in points.groups(block, is_op):
+            ts = block["ts"][rows]
+            if int(ts.min()) < latest[i]:
+                raise _OutOfOrder
+            upto = int(ts.max())
+            ops: tuple[np.ndarray, ...] = (
+                ts, block["end"][rows], block["name"][rows], block["shape"][rows]
+            )  # fmt: skip
+            if carried[i]:
+                ops = tuple(np.concatenate(pair) for pair in zip(carried[i], ops, strict=True))
+            stop = points.from_time(i, upto, done[i])
+            _answer(ops, rank, points, done[i], stop, inner, outer)
+            done[i], latest[i] = stop, upto
+            still = ops[1] >= upto  # those that may hold a later point
+            if int(np.count_nonzero(still)) > _CARRIED:
+                raise _OutOfOrder
+            carried[i] = tuple(c[still] for c in ops)
+    for i, left in enumerate(carried):
+        if left:
+            _answer(left, rank, points, done[i], points.stop[i], inner, outer)
+
+
+def _answer(
+    ops: tuple[np.ndarray, ...],
+    rank: np.ndarray,
+    points: _Points,
+    lo: int,
+    hi: int,
+    inner: Found,
+    outer: Found | None,
+) -> None:
+    """Answer the points at [lo, hi) of ``points.order`` from ``ops`` (ts, end, name and
+    shape, in file order): every op that may contain them."""
+    if hi <= lo:
+        return
+    at = points.order[lo:hi]
+    _, _, name, shape = ops
+    for found, op in zip(
+        (inner, outer), _containing(ops, rank, points.time[at], outer is not None), strict=True
+    ):
+        if found is None or op is None:
+            continue
+        hit = op >= 0
+        where = at[hit]
+        op = op[hit]
+        found[0][where] = name[op]
+        found[1][where] = shape[op]
+
+
+def _merge(
+    cpu: CpuRows,
+    skip: np.ndarray | None,
+    rank: np.ndarray,
+    points: _Points,
+    inner: Found,
+    outer: Found | None,
+) -> None:
+    """``_find_ops`` when the sweep cannot: per block and thread, the best of the block's
+    ops for each point within their span, offered to the best kept so far."""
+    n = len(points.order)
+    kept = [_Kept(n, True, rank), _Kept(n, False, rank) if outer is not None else None]
+    for block, is_op in _ops_of(cpu, skip):
+        for i, rows in points.groups(block, is_op):
             ts, end = block["ts"][rows], block["end"][rows]
-            times = self.time[first:stop]
-            a = int(np.searchsorted(times, ts.min(), side="left"))
-            b = int(np.searchsorted(times, end.max(), side="right"))
-            if a >= b:
+            lo = points.from_time(i, int(ts.min()))
+            hi = points.from_time(i, int(end.max()), lo, after=True)
+            if hi <= lo:
                 continue
-            point = times[a:b]
-            first += a
-            if len(ts) < 2 or bool((ts[1:] > ts[:-1]).all()):
-                order = None  # in start order, no two starting together: no ties
-                last = np.searchsorted(ts, point, side="right")
-                last -= 1  # J: the last op starting at or before the point
-                found = _last_reaching(end, last, point)
-            else:
-                name, dur = block["name"][rows], end - ts
-                order = np.lexsort((-np.arange(len(ts)), -inner.rank[name], -dur, ts))
-                last = np.searchsorted(ts[order], point, side="right")
-                last -= 1
-                found = _last_reaching(end[order], last, point)
-            _offer(inner, block, rows, order, first, found)
-            if outer is None:
-                continue
-            if order is not None:
-                order = np.lexsort((outer.rank[name], -dur, ts))
-            reach = np.maximum.accumulate(end if order is None else end[order])
-            found = np.searchsorted(reach, point, side="left")
-            found[found > last] = -1
-            _offer(outer, block, rows, order, first, found)
+            ops = (ts, end, block["name"][rows], block["shape"][rows])
+            point = points.time[points.order[lo:hi]]
+            for best, op in zip(
+                kept, _containing(ops, rank, point, outer is not None), strict=True
+            ):
+                if best is None or op is None:
+                    continue
+                hit = np.flatnonzero(op >= 0)
+                op = op[hit]
+                hit += lo
+                t = ts[op]
+                best.offer(hit, t, end[op] - t, ops[2][op], ops[3][op])
+    for best, found in zip(kept, (inner, outer), strict=True):
+        if best is not None and found is not None:
+            name, shape = best.taken()
+            found[0][points.order] = name
+            found[1][points.order] = shape
+
+
+def _containing(
+    ops: tuple[np.ndarray, ...], rank: np.ndarray, point: np.ndarray, outermost: bool
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Per point (ascending), the position in ``ops`` (ts, end, name, ...) of the innermost
+    op containing it and of the outermost (None unless ``outermost``); −1: none.
+
+    In the order (start, then the longer first, then name, then position), the ops
+    containing a point p are those at or before the last op starting by p (J) that end at or
+    after p: the innermost is the last of them (J itself or a few before it most often: the
+    op J lies in), the outermost the first, where the running maximum of the ends first
+    reaches p. Ops in strict start order need no sort (no ties).
+    """
+    ts, end, name = ops[0], ops[1], ops[2]
+    if len(ts) < 2 or bool((ts[1:] > ts[:-1]).all()):
+        last = np.searchsorted(ts, point, side="right")
+        last -= 1  # J
+        found = _last_reaching(end, last, point)
+        if not outermost:
+            return found, None
+        first = np.searchsorted(np.maximum.accumulate(end), point, side="left")
+        first[first > last] = -1
+        return found, first
+    dur = end - ts
+    ranked = rank[name]
+    order = np.lexsort((-np.arange(len(ts)), -ranked, -dur, ts))
+    last = np.searchsorted(ts[order], point, side="right")
+    last -= 1
+    found = _last_reaching(end[order], last, point)
+    found = np.where(found >= 0, order[found], -1)
+    if not outermost:
+        return found, None
+    order = np.lexsort((ranked, -dur, ts))
+    first = np.searchsorted(np.maximum.accumulate(end[order]), point, side="left")
+    first = np.where(first <= last, order[np.minimum(first, len(ts) - 1)], -1)
+    return found, first
 
 
 def _run_or(rows: np.ndarray) -> slice | np.ndarray:
     """Increasing rows as a slice when they are one run (views, no copies), else as they are."""
     lo, hi = int(rows[0]), int(rows[-1]) + 1
     return slice(lo, hi) if hi - lo == len(rows) else rows
-
-
-def _offer(
-    kept: _Kept,
-    block: np.ndarray,
-    rows: slice | np.ndarray,
-    order: np.ndarray | None,
-    first: int,
-    found: np.ndarray,
-) -> None:
-    """Offer ``kept`` the ops ``found`` (positions in ``order`` of the block's ``rows``; −1:
-    none) at the places ``first`` on."""
-    hit = np.flatnonzero(found >= 0)
-    op = found[hit] if order is None else order[found[hit]]
-    if isinstance(rows, slice):
-        op += rows.start
-    else:
-        op = rows[op]
-    ts = block["ts"][op]
-    dur = block["end"][op] - ts
-    hit += first
-    kept.offer(hit, ts, dur, block["name"][op], block["shape"][op])
 
 
 _STEPS = 32  # steps back one op at a time; the points left then go by halving
@@ -437,26 +594,21 @@ def _launched(
     dtype: type[np.integer[Any]],
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per GPU row, the start, thread and end (all NO_LAUNCH when ``calls`` has no ends) of
-    its launching call, looked up once, by the index ``first_calls`` gives (the earliest
-    call with the row's correlation, the first in the file among equal starts); NO_LAUNCH,
-    −1 and NO_LAUNCH for a row without one."""
+    its launching call (``LaunchIndex.calls``), looked up once; NO_LAUNCH, −1 and NO_LAUNCH
+    for a row without one."""
     call_thread, call_end = calls
     n = len(events.gpu.ts)
     launch = np.full(n, NO_LAUNCH, dtype=np.int64)
     thread = np.full(n, -1, dtype=dtype)
     end = np.full(n, NO_LAUNCH, dtype=np.int64) if call_end is not None else _all(n, NO_LAUNCH)
-    ids, first = first_calls(events)
-    if len(ids) == 0:
+    if len(events.runtime.correlation) == 0:
         return launch, thread, end
+    index = LaunchIndex(events)
     correlation, ts = events.gpu.correlation, events.runtime.ts
     for start in range(0, n, _ROWS_AT_ONCE):
-        part = correlation[start : start + _ROWS_AT_ONCE]
-        call = np.searchsorted(ids, part)
-        np.minimum(call, len(ids) - 1, out=call)
-        rows = np.flatnonzero((ids[call] == part) & (part >= 0))
+        call = index.calls(correlation[start : start + _ROWS_AT_ONCE])
+        rows = np.flatnonzero(call >= 0)
         call = call[rows]
-        if first is not None:
-            call = first[call]
         rows += start
         launch[rows] = ts[call]
         thread[rows] = call_thread[call]

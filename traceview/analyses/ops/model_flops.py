@@ -241,9 +241,9 @@ def trace_peaks(events: TraceEvents, peaks_file: Path | None) -> tuple[Peaks | N
 @dataclass(frozen=True)
 class Linked:
     """What ``steps_model_flops`` needs from the CPU rows, all of it found in the one pass
-    that links the ops' launches: the links (without the top ops: nor the launches' threads
-    and ends, see ``linked``), the categories, the model-FLOPs ops' and the
-    ``aten::embedding`` calls' rows."""
+    that links the ops' launches: the links (without the top ops, and without the launches'
+    threads and ends but for ``summary``, see ``linked``), the categories, the model-FLOPs
+    ops' and the ``aten::embedding`` calls' rows."""
 
     links: OpLinks
     category: np.ndarray
@@ -255,13 +255,13 @@ def linked(
     events: TraceEvents,
     on_block: Callable[[np.ndarray], None] | None = None,
     rank: np.ndarray | None = None,
-    with_top: bool = False,
+    with_ends: bool = False,
 ) -> Linked:
-    """The Linked of ``events``; ``on_block``: given every block of CPU rows of that pass
-    too (a caller's own pass, saved); ``rank``: ``name_rank(events.names)`` when the caller
-    has it; ``with_top``: the top ops linked too (steps use the leaf ops only); without
-    them the links keep no launch threads (all −1) nor ends (``link_ops``) and the
-    categories are int8."""
+    """The Linked of ``events``, with the leaf ops alone (int32, ``link_ops``); ``on_block``:
+    given every block of CPU rows of that pass too (a caller's own pass, saved; a block is
+    valid only during the call); ``rank``: ``name_rank(events.names)`` when the caller has
+    it; ``with_ends``: the launches' threads and ends kept (summary); without them the links
+    keep no launch threads (all −1) nor ends and the categories are int8 (steps)."""
     calls = _Picked(events, model_rule_names())
     embeddings = _Picked(events, {EMBEDDING})
     wanted = optimizer_step_names(events.names)
@@ -278,9 +278,9 @@ def linked(
             embeddings.add(few)
             spans.append(optimizer_spans(few, wanted))
 
-    links = link_ops(events, rank, on_block=seen, with_top=with_top)
+    links = link_ops(events, rank, on_block=seen, with_top=False, with_end=with_ends)
     category = categorize(events, links, np.concatenate(spans) if spans else np.zeros(0, ROW))
-    if not with_top:  # the leaf ops alone: what steps keep to the end, narrowed
+    if not with_ends:  # what steps keep to the end, narrowed
         category = category.astype(np.int8)  # CATEGORIES: fewer than 128
         links = replace(links, thread=np.broadcast_to(np.int32(-1), links.thread.shape))
     return Linked(links, category, calls.rows(), embeddings.rows())
