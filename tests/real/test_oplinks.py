@@ -13,9 +13,10 @@ from conftest import RealTrace
 from hypothesis import given
 from hypothesis import strategies as st
 
+from traceview.analyses.core import oplinks
 from traceview.analyses.core.devices import NO_LAUNCH
 from traceview.analyses.core.opcalls import OP_FIELDS, OpColumns
-from traceview.analyses.core.oplinks import NO_OP, _search_left, first_minimal, link_ops
+from traceview.analyses.core.oplinks import NO_OP, link_ops
 from traceview.analyses.core.prelaunch import PRELAUNCH_ROW
 from traceview.analyses.ops.view import GRAPH_NO_OP_ROW, NO_OP_ROW, OpOptions, analyse_ops
 from traceview.columns.cpu_rows import NO_SHAPE, OP, ROW, ArrayRows, CpuRows, rows
@@ -89,23 +90,6 @@ def test_ops_table_matches_reference(real_trace: RealTrace, level: str) -> None:
 
 
 @given(
-    st.lists(
-        st.tuples(st.integers(0, 6), st.integers(-3, 3), st.integers(-3, 3), st.integers(0, 3)),
-        max_size=60,
-    )
-)
-def test_first_minimal_is_the_first_of_each_run_of_the_sort(
-    entries: list[tuple[int, int, int, int]],
-) -> None:
-    row, ts, dur, rank = (np.array([e[i] for e in entries], dtype=np.int64) for i in range(4))
-    order = np.lexsort((rank, dur, ts, row))
-    want = order[np.r_[True, row[order][1:] != row[order][:-1]]] if len(row) else order
-    scratch = np.full(7, 99, dtype=np.int64)
-    got = first_minimal(row, (ts, dur, rank), scratch)
-    assert sorted(got.tolist()) == sorted(want.tolist())
-
-
-@given(
     st.lists(st.lists(st.tuples(st.integers(-3, 2), st.integers(0, 9)), max_size=9), max_size=6),
     st.integers(0, 20),
 )
@@ -147,15 +131,25 @@ def test_links_without_the_orders_the_fast_paths_use(real_trace: RealTrace) -> N
 
 
 @given(
-    st.lists(st.integers(0, 40), max_size=30),
-    st.lists(st.integers(-5, 45), max_size=30),
-    st.booleans(),
+    st.lists(st.integers(0, 40), max_size=40),
+    st.lists(st.integers(-2, 45), max_size=30),
+    st.integers(0, 40),
 )
-def test_search_left_is_searchsorted(values: list[int], query: list[int], ordered: bool) -> None:
-    sorted_values = np.sort(np.array(values, dtype=np.int64))
-    at = np.array(sorted(query) if ordered else query, dtype=np.int64)
-    want = np.searchsorted(sorted_values, at, side="left")
-    assert _search_left(sorted_values, at).tolist() == want.tolist()
+def test_last_reaching_is_the_last_end_at_or_after_the_point(
+    ends: list[int], points: list[int], steps: int
+) -> None:
+    """Stepping back and the halving that takes over after ``steps`` steps find the same."""
+    end = np.array(ends, dtype=np.int64)
+    point = np.array(points, dtype=np.int64)
+    rng = np.random.default_rng(len(ends) * 41 + len(points))
+    last = rng.integers(-1, len(ends), len(points)) if len(ends) else np.full(len(points), -1)
+    want = [
+        max((i for i in range(int(j) + 1) if ends[i] >= p), default=-1)
+        for j, p in zip(last.tolist(), points, strict=True)
+    ]
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(oplinks, "_STEPS", steps)
+        assert oplinks._last_reaching(end, last, point).tolist() == want
 
 
 def test_leaf_only_links_are_the_full_links_leaf(real_trace: RealTrace) -> None:

@@ -5,6 +5,8 @@ increasing runs (aggregate.sorted_runs), a union from starts and ends sorted apa
 from __future__ import annotations
 
 from random import Random
+from types import SimpleNamespace
+from typing import cast
 
 import numpy as np
 import pytest
@@ -14,10 +16,11 @@ from hypothesis import strategies as st
 
 from traceview.aggregate import intervals, sorted_runs
 from traceview.aggregate.intervals import union_extent, unions
-from traceview.aggregate.sorted_runs import contains, increasing_runs, smallest_match
+from traceview.aggregate.sorted_runs import contains, increasing_runs, smallest_at, smallest_match
 from traceview.analyses.core import devices
 from traceview.analyses.core.devices import _call_keys, _keyed_launches
 from traceview.app.reading import read_trace
+from traceview.columns.model import TraceEvents
 from traceview.options import ReadOptions
 
 RUN = st.lists(st.integers(-3, 60), max_size=30, unique=True).map(sorted)
@@ -42,6 +45,57 @@ def test_smallest_match_and_contains(runs: list[list[int]], query: list[int], rn
     expected = [min((v for k, v in pairs if k == x), default=-1) for x in q.tolist()]
     assert smallest_match(keys, values, bounds, q, -1).tolist() == expected
     assert contains(keys, bounds, q).tolist() == [x in set(keys.tolist()) for x in q]
+    few = values % 4  # ties: the first position of the smallest
+    at = [
+        min(
+            (i for i, k in enumerate(keys.tolist()) if k == x),
+            key=lambda i: (few[i], i),
+            default=-1,
+        )
+        for x in q.tolist()
+    ]
+    assert smallest_at(keys, few, bounds, q).tolist() == at
+
+
+@given(
+    st.lists(st.tuples(st.integers(-2, 12), st.integers(0, 4)), min_size=1, max_size=40),
+    QUERIES,
+    st.sampled_from(["runs", "keys", "sorted"]),
+)
+@settings(max_examples=300, deadline=None)
+def test_launch_index_calls_are_the_earliest_first(
+    calls: list[tuple[int, int]], query: list[int], path: str
+) -> None:
+    """Per id, the index of its earliest call (the first of equal starts), by each look-up;
+    the start there is ``launches``'."""
+    correlation = np.array([c for c, _ in calls], dtype=np.int64)
+    ts = np.array([t for _, t in calls], dtype=np.int64)
+    events = SimpleNamespace(runtime=SimpleNamespace(correlation=correlation, ts=ts))
+    with pytest.MonkeyPatch.context() as patch:
+        if path != "runs":
+            patch.setattr(devices, "increasing_runs", lambda *_, **__: None)
+        if path == "sorted":
+            patch.setattr(devices, "_call_keys", lambda _: None)
+        index = devices.LaunchIndex(cast(TraceEvents, events))
+        if path == "keys" and index.keys is None:
+            return  # an id on two calls: no keys
+        if path == "runs" and index.runs is None:
+            return
+        q = np.array(query, dtype=np.int64)
+        got = index.calls(q)
+        launches = index.launches(q)
+    pairs = [(t, i) for i, (c, t) in enumerate(calls)]
+    want = [
+        min((p for p, (c, _) in zip(pairs, calls, strict=True) if c == x), default=None)
+        for x in query
+    ]
+    assert got.tolist() == [
+        -1 if w is None or x < 0 else w[1] for w, x in zip(want, query, strict=True)
+    ]
+    none = np.iinfo(np.int64).min
+    assert launches.tolist() == [
+        none if w is None or x < 0 else w[0] for w, x in zip(want, query, strict=True)
+    ]
 
 
 def test_runs_bounds() -> None:

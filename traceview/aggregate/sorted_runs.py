@@ -61,6 +61,28 @@ def smallest_match(
     return out
 
 
+def smallest_at(
+    keys: np.ndarray, values: np.ndarray, runs: list[tuple[int, int]], query: np.ndarray
+) -> np.ndarray:
+    """Per query key: the position of the smallest of ``values`` at the positions where
+    ``keys`` (in the increasing ``runs``, in order) holds it, the first of equal ones; −1
+    where it holds none (int64)."""
+    out = np.full(len(query), -1, dtype=np.int64)
+    for lo in range(0, len(query), _PASS):
+        order, ordered = _sorted(query[lo : lo + _PASS])
+        best = np.full(len(ordered), -1, dtype=np.int64)
+        for start, end, a, b in _spans(keys, runs, ordered):
+            at, hit = _found(keys[start:end], ordered[a:b])
+            into = best[a:b]
+            held = into >= 0
+            # a later run's equal value is not smaller: the first position stays
+            hit[held] &= values[start:end][at[held]] < values[into[held]]
+            at += start
+            into[hit] = at[hit]
+        out[lo : lo + _PASS][order] = best
+    return out
+
+
 def contains(keys: np.ndarray, runs: list[tuple[int, int]], query: np.ndarray) -> np.ndarray:
     """Per query key: whether ``keys`` (in the increasing ``runs``) holds it."""
     out = np.zeros(len(query), dtype=bool)

@@ -23,7 +23,7 @@ import numpy as np
 
 from traceview.aggregate.intervals import union_extent, unions, unions_in_order
 from traceview.aggregate.order import first_of_runs, lex_order, lex_order_of
-from traceview.aggregate.sorted_runs import increasing_runs, smallest_match
+from traceview.aggregate.sorted_runs import increasing_runs, smallest_at, smallest_match
 from traceview.columns.model import TraceEvents
 from traceview.columns.packed_names import ranks, ranks_of
 
@@ -163,6 +163,7 @@ class LaunchIndex:
 
     def __init__(self, events: TraceEvents) -> None:
         runtime = events.runtime
+        self.events = events
         self.correlation, self.ts = runtime.correlation, runtime.ts
         self.runs = increasing_runs(self.correlation)
         if self.runs is None and len(self.correlation) >= _LEAN_FROM:
@@ -188,6 +189,36 @@ class LaunchIndex:
         matched &= correlation >= 0
         out: np.ndarray = np.take(launch, at, out=at, mode="clip")  # in place: int64 both
         out[~matched] = NO_LAUNCH
+        return out
+
+    def calls(self, correlation: np.ndarray) -> np.ndarray:
+        """Per id: the index (in ``events.runtime``) of the earliest call with it, the first
+        in the file among equal starts (its start is ``launches``'), else −1 (int64)."""
+        out: np.ndarray
+        if self.runs is not None:
+            out = smallest_at(self.correlation, self.ts, self.runs, correlation)
+            out[correlation < 0] = -1
+            return out
+        if self.keys is not None:
+            keys, bits = self.keys.keys, self.keys.bits
+            probe = np.clip(correlation, self.keys.low, self.keys.high)
+            probe -= self.keys.low
+            probe <<= bits
+            at = np.searchsorted(keys, probe)
+            np.minimum(at, len(keys) - 1, out=at)
+            out = keys[at]
+            hit = (out >> bits) == (probe >> bits)
+            hit &= correlation >= max(self.keys.low, 0)
+            hit &= correlation <= self.keys.high
+            out &= (1 << bits) - 1
+            out[~hit] = -1
+            return out
+        ids, first = first_calls(self.events)
+        at = np.searchsorted(ids, correlation)
+        np.minimum(at, len(ids) - 1, out=at)
+        hit = (ids[at] == correlation) & (correlation >= 0)
+        out = at if first is None else first[at]
+        out[~hit] = -1
         return out
 
 

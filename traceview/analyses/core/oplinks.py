@@ -9,12 +9,15 @@ innermost of them (largest ts, then smallest dur, then smallest name), the **top
 outermost (smallest ts, then largest dur, then smallest name). ``External id`` is not used: in
 real traces it links few kernels (0 of 8,568 in one).
 
-One pass over the CPU rows, block by block, keeping per activity only the best op so far, so
-memory stays flat whatever the number of CPU ops.
+One pass over the CPU rows, block by block, that answers each launch once when each thread's
+ops come in start order (else keeps per launch the best op so far), so memory stays flat
+whatever the number of CPU ops.
 """
 
 from __future__ import annotations
 
+import functools
+import itertools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -23,9 +26,8 @@ import numpy as np
 
 from traceview.aggregate.order import concat_ranges, distinct, first_of_runs, lex_order
 from traceview.aggregate.sorted_pairs import SortedPairs
-from traceview.analyses.core.devices import NO_LAUNCH, first_calls, first_launch, name_rank
-from traceview.analyses.core.opcalls import OP_FIELDS
-from traceview.columns.cpu_rows import NO_SHAPE, OP
+from traceview.analyses.core.devices import NO_LAUNCH, LaunchIndex, first_launch, name_rank
+from traceview.columns.cpu_rows import NO_SHAPE, OP, CpuRows
 from traceview.columns.model import TraceEvents
 
 NO_OP = -1
@@ -51,61 +53,28 @@ def link_ops(
     rank: np.ndarray | None = None,
     on_block: Callable[[np.ndarray], None] | None = None,
     with_top: bool = True,
+    with_end: bool | None = None,
 ) -> OpLinks:
     """The OpLinks of every GPU row (empty links when the trace has no CPU rows); ``rank`` is
     ``name_rank(events.names)`` when the caller has it already. ``on_block``: given every
-    block of CPU rows in the pass that finds the launches (a caller's own pass, saved);
-    ``with_top=False``: the leaf ops alone, in less memory: the top ops are not looked for
-    (``top`` all NO_OP, ``top_shape`` all NO_SHAPE), nor the launches' ends kept
-    (``launch_end`` all NO_LAUNCH); ``leaf``, ``leaf_shape`` and ``thread`` int32."""
+    block of CPU rows in the pass that finds the launches (a caller's own pass, saved; a
+    block is valid only during the call); ``with_top=False``: the leaf ops alone, in less
+    memory: the top ops are not looked for (``top`` all NO_OP, ``top_shape`` all NO_SHAPE);
+    ``leaf``, ``leaf_shape`` and ``thread`` int32. ``with_end``: the launches' ends kept
+    (else all NO_LAUNCH); ``with_top`` if None."""
     n = len(events.gpu.ts)
-    launch = first_launch(events)
-    thread, launch_end = launch_threads(events, launch, on_block, with_end=with_top)
-    rank = name_rank(events.names) if rank is None else rank
-    known = np.flatnonzero(thread >= 0)
-    by_launch = known[lex_order((launch[known], thread[known]))]
-    del known
-    if n < 2**31:
-        by_launch = by_launch.astype(np.int32)
-    keys = _Launches(thread[by_launch], launch[by_launch])
-    # the best ops by the launch's place in by_launch (a block's launches are a few runs
-    # of it: its offers' scratch is that span, not one value per GPU row)
-    leaf = _Best(len(by_launch), True)
-    top = _Best(len(by_launch), False) if with_top else None
-    for (op_thread, ts, end, name, shape), is_op in _op_chunks(events):
-        if len(ts) == 0 or len(by_launch) == 0:
-            continue
-        lo, hi, holding = keys.inside(op_thread, ts, end, is_op)
-        at, which = concat_ranges(lo, hi)  # every (op, launch it contains) pair
-        which = holding[which]
-        ts, name, shape = ts[which], name[which], shape[which]
-        dur = end[which] - ts
-        ranked = rank[name]
-        leaf.offer(at, ts, dur, ranked, name, shape)
-        if top is not None:
-            top.offer(at, ts, dur, ranked, name, shape)
-    del keys
+    with_end = with_top if with_end is None else with_end
     dtype = np.int64 if with_top else np.int32
-    leaf_name, leaf_shape = _per_row(n, by_launch, leaf, dtype)
+    launch, thread, launch_end = _launches(events, on_block, with_end, dtype)
+    rank = name_rank(events.names) if rank is None else rank
+    points = _Points(thread, launch)  # its sort's key gone before the links are made
+    leaf = (np.full(n, NO_OP, dtype=dtype), np.full(n, NO_SHAPE, dtype=dtype))
+    top = (np.full(n, NO_OP, dtype=dtype), np.full(n, NO_SHAPE, dtype=dtype)) if with_top else None
+    _find_ops(events.cpu, None, rank, points, leaf, top)
+    del points
     if top is None:
-        return OpLinks(
-            leaf_name, _all(n, NO_OP), thread, launch, launch_end, leaf_shape, _all(n, NO_SHAPE)
-        )
-    top_name, top_shape = _per_row(n, by_launch, top, dtype)
-    return OpLinks(leaf_name, top_name, thread, launch, launch_end, leaf_shape, top_shape)
-
-
-def _per_row(
-    n: int, places: np.ndarray, best: _Best, dtype: type[np.integer[Any]]
-) -> tuple[np.ndarray, np.ndarray]:
-    """The name and shape ids of the ``best`` ops, kept by place, per GPU row (``places``:
-    each place's row); NO_OP and NO_SHAPE for rows without a place."""
-    name, shape = best.taken()
-    out_name = np.full(n, NO_OP, dtype=dtype)
-    out_name[places] = name
-    out_shape = np.full(n, NO_SHAPE, dtype=dtype)
-    out_shape[places] = shape
-    return out_name, out_shape
+        top = (_all(n, NO_OP), _all(n, NO_SHAPE))
+    return OpLinks(leaf[0], top[0], thread, launch, launch_end, leaf[1], top[1])
 
 
 def _all(n: int, value: int) -> np.ndarray:
@@ -120,196 +89,413 @@ def ops_around(
     thread whose closed window contains the time, chosen as a leaf op is (NO_OP when none, or
     when the thread is unknown: −1); ``skip``: per name id, ops not to choose. One pass over
     the CPU rows."""
-    best = _Best(len(at), True)
-    known = np.flatnonzero(thread >= 0)
-    if len(known) == 0 or len(events.cpu) == 0:
-        return best.taken()[0].astype(np.int64)
-    by_point = known[lex_order((at[known], thread[known]))]
-    keys = SortedPairs(thread[by_point].astype(np.int64), at[by_point].astype(np.int64))
-    rank = name_rank(events.names)
-    for columns, is_op in _op_chunks(events):
-        op_thread, ts, end, name, shape = (c[is_op] for c in columns)
-        if skip is not None:
-            keep = ~skip[name]
-            op_thread, ts, end, name, shape = (c[keep] for c in (op_thread, ts, end, name, shape))
-        lo = keys.search(op_thread.astype(np.int64), ts, side="left")
-        hi = keys.search(op_thread.astype(np.int64), end, side="right")
-        where, which = concat_ranges(lo, hi)  # every (op, point it contains) pair
-        name = name[which]
-        best.offer(
-            by_point[where], ts[which], end[which] - ts[which], rank[name], name, shape[which]
-        )
-    return best.taken()[0].astype(np.int64)
+    name = np.full(len(at), NO_OP, dtype=np.int64)
+    shape = np.full(len(at), NO_SHAPE, dtype=np.int64)
+    points = _Points(thread, at.astype(np.int64, copy=False))
+    _find_ops(events.cpu, skip, name_rank(events.names), points, (name, shape), None)
+    return name
 
 
-class _Launches:
-    """The (thread, start) of launches, sorted, for finding those each op contains: with a
-    few threads, one sorted column of starts per thread, searched as it is (cheaper than
-    packed pairs); else the pairs (SortedPairs)."""
+Found = tuple[np.ndarray, np.ndarray]  # per point, the chosen op's name and shape ids
 
-    _MAX_THREADS = 8  # a pass over each block per thread: beyond this many, the pairs
 
-    def __init__(self, thread: np.ndarray, launch: np.ndarray) -> None:
-        self.launch = launch
-        threads = distinct(thread)
-        self.threads: list[int] = []
-        self.first: list[int] = []
-        self.stop: list[int] = []
-        self.pairs: SortedPairs | None = None  # only with many threads (8 bytes a launch)
-        if len(threads) <= self._MAX_THREADS:
-            self.threads = threads.tolist()
-            self.first = np.searchsorted(thread, threads, side="left").tolist()
-            self.stop = np.searchsorted(thread, threads, side="right").tolist()
-        else:
-            self.pairs = SortedPairs(thread, launch)
+class _Points:
+    """Points (thread, time; thread < 0: none) in (thread, time, index) order, without a
+    sorted copy of their times: ``order`` (int32 when it fits), and per thread the range
+    of its points in it."""
 
-    def inside(
-        self, thread: np.ndarray, ts: np.ndarray, end: np.ndarray, is_op: np.ndarray | None
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """For the ops (the rows ``is_op`` marks; None: all) that contain a launch
-        (``holding``, their positions, in order per thread), the range [lo, hi) of the
-        launches they contain: half the ops contain none, known from the first launch at or
-        after their start, so only the others are searched for their end."""
-        if self.pairs is not None:
-            return _launches_inside(self.pairs, thread, ts, end, is_op)
-        parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-        for t, first, stop in zip(self.threads, self.first, self.stop, strict=True):
-            mine = thread == t
-            if is_op is not None:
+    def __init__(self, thread: np.ndarray, time: np.ndarray) -> None:
+        self.thread, self.time = thread, time
+        self.order = _by_thread_and_time(thread, time)
+        self.threads = distinct(thread[thread >= 0]) if len(self.order) else thread[:0]
+        self.first, self.stop = [], []
+        for t in self.threads.tolist():  # a few threads: searched in the unsorted view
+            self.first.append(self._first(functools.partial(self._below, t), 0, len(self.order)))
+        self.stop = [*self.first[1:], len(self.order)]
+
+    def _below(self, thread: int, at: int) -> bool:
+        return bool(self.thread[at] < thread)
+
+    def _first(self, before: Callable[[int], bool], lo: int, hi: int) -> int:
+        """The first position in [lo, hi) of ``order`` whose point is not ``before``
+        (given a point's index), those that are coming first."""
+        order = self.order
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if before(int(order[mid])):
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
+
+    def from_time(self, i: int, value: int, lo: int | None = None, after: bool = False) -> int:
+        """The first position of thread ``i``'s points (from ``lo``) at or after ``value``
+        (``after``: after it)."""
+        time = self.time
+        start = self.first[i] if lo is None else lo
+        if after:
+            return self._first(lambda at: bool(time[at] <= value), start, self.stop[i])
+        return self._first(lambda at: bool(time[at] < value), start, self.stop[i])
+
+    def groups(
+        self, block: np.ndarray, is_op: np.ndarray
+    ) -> Iterator[tuple[int, slice | np.ndarray]]:
+        """Per thread with points, its index and the block's ops on it (rows in order, a
+        slice when they are one run)."""
+        thread = block["thread"]
+        if len(self.threads) <= _FEW_THREADS:
+            for i, t in enumerate(self.threads.tolist()):
+                mine = thread == t
                 mine &= is_op
-            rows = np.flatnonzero(mine)
-            starts = self.launch[first:stop]
-            lo = _search_left(starts, ts[rows])
-            at = np.minimum(lo, len(starts) - 1)
-            ends = end[rows]
-            holding = (lo < len(starts)) & (starts[at] <= ends)
-            rows, lo, ends = rows[holding], lo[holding], ends[holding]
-            # each end's place is at or after its op's first launch and no later than the
-            # largest end's: searched among those launches only (a block's ops span a
-            # short time: a few launches, not the thread's all)
-            a = int(lo.min()) if len(lo) else 0
-            b = int(np.searchsorted(starts, ends.max(), side="right")) if len(ends) else 0
-            hi = np.searchsorted(starts[a:b], ends, side="right")
-            hi += a
-            parts.append((lo + first, hi + first, rows))
-        lo, hi, rows = (np.concatenate(c) for c in zip(*parts, strict=True))
-        return lo, hi, rows
+                rows = np.flatnonzero(mine)
+                if len(rows):
+                    yield i, _run_or(rows)
+            return
+        rows = np.flatnonzero(is_op)
+        slot = np.searchsorted(self.threads, thread[rows])
+        np.minimum(slot, len(self.threads) - 1, out=slot)
+        mine = self.threads[slot] == thread[rows]
+        rows, slot = rows[mine], slot[mine]
+        if len(rows) == 0:
+            return
+        order = np.argsort(slot, kind="stable")
+        rows, slot = rows[order], slot[order]
+        bounds = np.flatnonzero(np.r_[True, slot[1:] != slot[:-1], True]).tolist()
+        for lo, hi in itertools.pairwise(bounds):
+            yield int(slot[lo]), _run_or(rows[lo:hi])
 
 
-def _search_left(sorted_values: np.ndarray, query: np.ndarray) -> np.ndarray:
-    """``np.searchsorted(sorted_values, query, side="left")``. A thread's ops come in start
-    order (the file's): then the values within the queries' range are searched in the
-    queries instead, and counted up, a third of the work of a search per query."""
-    if len(query) < 2 or not bool((query[1:] >= query[:-1]).all()):
-        found: np.ndarray = np.searchsorted(sorted_values, query, side="left")
-        return found
-    # below[i] = #values < query[i]: those before the first query's, plus those within
-    # [query[0], query[-1]) placed among the queries (value v < query[i] iff i >= #q <= v)
-    lo, hi = np.searchsorted(sorted_values, (query[0], query[-1]), side="left").tolist()
-    placed = np.searchsorted(query, sorted_values[lo:hi], side="right")
-    below = np.cumsum(np.bincount(placed, minlength=len(query)))
-    below += lo
-    return below
+_FEW_THREADS = 4  # threads matched by one mask each; beyond, grouped by one sort
 
 
-def _launches_inside(
-    keys: SortedPairs,
-    thread: np.ndarray,
-    ts: np.ndarray,
-    end: np.ndarray,
-    is_op: np.ndarray | None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """For the ops (the rows ``is_op`` marks; None: all) that contain a launch (``holding``,
-    their positions), the range [lo, hi) of the launches they contain in ``keys`` ((thread,
-    launch) pairs, sorted): half the ops contain none, known from the first launch at or
-    after their start, so only the others are searched for their end. The rows are searched
-    as read, ops or not: cheaper than a copy of the ops first."""
-    lo = keys.search(thread, ts, side="left")
-    first = np.minimum(lo, len(keys.minor) - 1)
-    inside = (lo < len(keys.minor)) & (keys.major[first] == thread) & (keys.minor[first] <= end)
-    if is_op is not None:
-        inside &= is_op
-    holding = np.flatnonzero(inside)
-    hi = keys.search(thread[holding], end[holding], side="right")
-    return lo[holding], hi, holding
+def _by_thread_and_time(thread: np.ndarray, time: np.ndarray) -> np.ndarray:
+    """The indices of the points with a thread (>= 0), ordered by (thread, time, index):
+    one int64 key a point, (thread, time − the least, index) packed, sorted in place, when
+    that fits; else ``lex_order``."""
+    n = len(thread)
+    known = thread >= 0
+    count = int(np.count_nonzero(known))
+    dtype = np.int32 if n < 2**31 else np.int64
+    if count == 0:
+        return np.zeros(0, dtype=dtype)
+    low = int(np.min(time, where=known, initial=np.iinfo(np.int64).max))
+    high = int(np.max(time, where=known, initial=np.iinfo(np.int64).min))
+    index_bits, time_bits = n.bit_length(), (high - low).bit_length()
+    if (int(thread.max()) + 1) << (index_bits + time_bits) >= 1 << 63:
+        rows = np.flatnonzero(known)
+        ordered: np.ndarray = rows[lex_order((time[rows], thread[rows]))].astype(dtype)
+        return ordered
+    del known
+    key = np.empty(count, dtype=np.int64)
+    filled = 0
+    for lo in range(0, n, _PASS):
+        part = thread[lo : lo + _PASS]
+        rows = np.flatnonzero(part >= 0)
+        k = part[rows].astype(np.int64)
+        k <<= time_bits
+        k |= time[lo : lo + _PASS][rows] - low
+        k <<= index_bits
+        rows += lo
+        k |= rows
+        key[filled : filled + len(k)] = k
+        filled += len(k)
+    # timsort: the launches come in a few runs (0.35 ms for 1.5·10^5, quicksort 26 ms)
+    key.sort(kind="stable")
+    out = np.empty(count, dtype=dtype)
+    mask = (1 << index_bits) - 1
+    for lo in range(0, count, _PASS):
+        out[lo : lo + _PASS] = key[lo : lo + _PASS] & mask
+    return out
 
 
-def _op_chunks(
-    events: TraceEvents,
-) -> Iterator[tuple[tuple[np.ndarray, ...], np.ndarray]]:
-    """The CPU rows' OP_FIELDS a block at a time (every row), and which of them are ops."""
-    for block in events.cpu.blocks():
-        yield tuple(block[field] for field in OP_FIELDS), block["correlation"] == OP
+_PASS = 1 << 16  # rows a pass where a pass's temporaries are enough
+_CARRIED = 1 << 16  # more ops open at once on a thread: the sweep gives way to the merge
 
 
-class _Best:
-    """Per row (a GPU row, a launch's place, a point), the best op offered so far: the
-    innermost (largest ts, smallest dur, smallest name) or the outermost (smallest ts,
-    largest dur, smallest name)."""
+class _OutOfOrder(Exception):
+    """A thread's ops do not come in start order from block to block (or too many are open
+    at once): the sweep cannot answer each point once."""
 
-    def __init__(self, n: int, innermost: bool) -> None:
-        self.sign = -1 if innermost else 1  # keys are minimised
-        self.ts = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
+
+def _find_ops(
+    cpu: CpuRows,
+    skip: np.ndarray | None,
+    rank: np.ndarray,
+    points: _Points,
+    inner: Found,
+    outer: Found | None,
+) -> None:
+    """Per point, the innermost op containing it (into ``inner``) and the outermost (into
+    ``outer``, unless None), of the CPU rows that are ops (``skip``: per name id, ops left
+    out): a sweep, each point answered once, when each thread's ops come in start order
+    from block to block; else each block's best offered to each point, the best kept."""
+    if len(points.order) == 0 or len(cpu) == 0:
+        return
+    try:
+        _sweep(cpu, skip, rank, points, inner, outer)
+    except _OutOfOrder:
+        for found in (inner, outer):
+            if found is not None:
+                found[0][:] = NO_OP
+                found[1][:] = NO_SHAPE
+        _merge(cpu, skip, rank, points, inner, outer)
+
+
+def _ops_of(cpu: CpuRows, skip: np.ndarray | None) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Every block of CPU rows and which of its rows are ops (not left out by ``skip``)."""
+    for block in cpu.passing_blocks():
+        is_op = block["correlation"] == OP
+        if skip is not None:
+            is_op &= ~skip[block["name"]]
+        yield block, is_op
+
+
+def _sweep(
+    cpu: CpuRows,
+    skip: np.ndarray | None,
+    rank: np.ndarray,
+    points: _Points,
+    inner: Found,
+    outer: Found | None,
+) -> None:
+    """``_find_ops`` by a sweep: per thread, the points before the last start of a block's
+    ops are answered by those ops and the earlier ones still open (carried); raises
+    _OutOfOrder when a block's ops start before an earlier block's last."""
+    count = len(points.threads)
+    carried: list[tuple[np.ndarray, ...]] = [()] * count
+    latest = [np.iinfo(np.int64).min] * count  # the latest start met on the thread
+    done = list(points.first)  # the points answered, per thread: up to this position
+    for block, is_op in _ops_of(cpu, skip):
+        for i, rows in points.groups(block, is_op):
+            ts = block["ts"][rows]
+            start = int(ts.min())
+            if start < latest[i]:
+                raise _OutOfOrder
+            upto = int(ts.max())
+            ops: tuple[np.ndarray, ...] = (
+                ts, block["end"][rows], block["name"][rows], block["shape"][rows]
+            )  # fmt: skip
+            earlier = carried[i]
+            if earlier and int(earlier[0].max()) == start:  # ties on start: one set, sorted
+                ops = tuple(np.concatenate(pair) for pair in zip(earlier, ops, strict=True))
+                earlier = ()
+            stop = points.from_time(i, upto, done[i])
+            _answer(ops, earlier, rank, points, done[i], stop, inner, outer)
+            done[i], latest[i] = stop, upto
+            # those that may hold a later point
+            held = ops[1] >= upto
+            carried[i] = tuple(c[held] for c in ops)
+            if earlier:
+                held = earlier[1] >= upto
+                still = (c[held] for c in earlier)
+                carried[i] = tuple(map(np.concatenate, zip(still, carried[i], strict=True)))
+            if len(carried[i][0]) > _CARRIED:
+                raise _OutOfOrder
+    for i, left in enumerate(carried):
+        if left:
+            _answer(left, (), rank, points, done[i], points.stop[i], inner, outer)
+
+
+def _answer(
+    ops: tuple[np.ndarray, ...],
+    earlier: tuple[np.ndarray, ...],
+    rank: np.ndarray,
+    points: _Points,
+    lo: int,
+    hi: int,
+    inner: Found,
+    outer: Found | None,
+) -> None:
+    """Answer the points at [lo, hi) of ``points.order`` from ``ops`` and ``earlier`` (ts,
+    end, name and shape, in file order; every op that may contain them), the earlier all
+    starting before any of ``ops``: an op of ``ops`` containing a point is more inner than
+    any earlier one, an earlier one more outer."""
+    if hi <= lo:
+        return
+    at = points.order[lo:hi]
+    point = points.time[at]
+    with_outer = outer is not None
+    found = _containing(ops, rank, point, with_outer)
+    before = _containing(earlier, rank, point, with_outer) if earlier else (None, None)
+    for into, op, other, more in zip(
+        (inner, outer), found, before, (False, True), strict=True
+    ):  # fmt: skip
+        if into is None or op is None:
+            continue
+        hit = op >= 0
+        if other is not None:  # the other set's op where it has one and wins, or alone
+            mine = (other >= 0) & ~hit if not more else other >= 0
+            where = at[mine]
+            into[0][where] = earlier[2][other[mine]]
+            into[1][where] = earlier[3][other[mine]]
+            if more:
+                hit &= ~mine
+        where = at[hit]
+        op = op[hit]
+        into[0][where] = ops[2][op]
+        into[1][where] = ops[3][op]
+
+
+def _merge(
+    cpu: CpuRows,
+    skip: np.ndarray | None,
+    rank: np.ndarray,
+    points: _Points,
+    inner: Found,
+    outer: Found | None,
+) -> None:
+    """``_find_ops`` when the sweep cannot: per block and thread, the best of the block's
+    ops for each point within their span, offered to the best kept so far."""
+    n = len(points.order)
+    kept = [_Kept(n, True, rank), _Kept(n, False, rank) if outer is not None else None]
+    for block, is_op in _ops_of(cpu, skip):
+        for i, rows in points.groups(block, is_op):
+            ts, end = block["ts"][rows], block["end"][rows]
+            lo = points.from_time(i, int(ts.min()))
+            hi = points.from_time(i, int(end.max()), lo, after=True)
+            if hi <= lo:
+                continue
+            ops = (ts, end, block["name"][rows], block["shape"][rows])
+            point = points.time[points.order[lo:hi]]
+            for best, op in zip(
+                kept, _containing(ops, rank, point, outer is not None), strict=True
+            ):
+                if best is None or op is None:
+                    continue
+                hit = np.flatnonzero(op >= 0)
+                op = op[hit]
+                hit += lo
+                t = ts[op]
+                best.offer(hit, t, end[op] - t, ops[2][op], ops[3][op])
+    for best, found in zip(kept, (inner, outer), strict=True):
+        if best is not None and found is not None:
+            name, shape = best.taken()
+            found[0][points.order] = name
+            found[1][points.order] = shape
+
+
+def _containing(
+    ops: tuple[np.ndarray, ...], rank: np.ndarray, point: np.ndarray, outermost: bool
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Per point (ascending), the position in ``ops`` (ts, end, name, ...) of the innermost
+    op containing it and of the outermost (None unless ``outermost``); −1: none.
+
+    In the order (start, then the longer first, then name, then position), the ops
+    containing a point p are those at or before the last op starting by p (J) that end at or
+    after p: the innermost is the last of them (J itself or a few before it most often: the
+    op J lies in), the outermost the first, where the running maximum of the ends first
+    reaches p. Ops in strict start order need no sort (no ties).
+    """
+    ts, end, name = ops[0], ops[1], ops[2]
+    if len(ts) < 2 or bool((ts[1:] > ts[:-1]).all()):
+        last = np.searchsorted(ts, point, side="right")
+        last -= 1  # J
+        found = _last_reaching(end, last, point)
+        if not outermost:
+            return found, None
+        first = np.searchsorted(np.maximum.accumulate(end), point, side="left")
+        first[first > last] = -1
+        return found, first
+    dur = end - ts
+    ranked = rank[name]
+    order = np.lexsort((-np.arange(len(ts)), -ranked, -dur, ts))
+    last = np.searchsorted(ts[order], point, side="right")
+    last -= 1
+    found = _last_reaching(end[order], last, point)
+    found = np.where(found >= 0, order[found], -1)
+    if not outermost:
+        return found, None
+    order = np.lexsort((ranked, -dur, ts))
+    first = np.searchsorted(np.maximum.accumulate(end[order]), point, side="left")
+    first = np.where(first <= last, order[np.minimum(first, len(ts) - 1)], -1)
+    return found, first
+
+
+def _run_or(rows: np.ndarray) -> slice | np.ndarray:
+    """Increasing rows as a slice when they are one run (views, no copies), else as they are."""
+    lo, hi = int(rows[0]), int(rows[-1]) + 1
+    return slice(lo, hi) if hi - lo == len(rows) else rows
+
+
+_STEPS = 32  # steps back one op at a time; the points left then go by halving
+
+
+def _last_reaching(end: np.ndarray, last: np.ndarray, point: np.ndarray) -> np.ndarray:
+    """Per point, the last position at or before ``last`` whose end is at or after the point
+    (−1: none). A step back at a time (the answer is most often ``last`` or a few before it),
+    then, for the points still on their way, binary lifting over the maxima of the ends."""
+    at = last.copy()
+    active = np.flatnonzero(at >= 0)
+    for _ in range(_STEPS):
+        if len(active) == 0:
+            return at
+        here = at[active]
+        short = end[here] < point[active]
+        active, here = active[short], here[short]
+        here -= 1
+        at[active] = here
+        active = active[here >= 0]
+    if len(active) == 0:
+        return at
+    # reach[k][i]: the latest end in [i − 2^k + 1, i] (from 0 where that starts below it)
+    top = int(at[active].max()) + 1
+    reach = [end[:top]]
+    while 1 << len(reach) <= top:
+        step, below = 1 << (len(reach) - 1), reach[-1]
+        level = below.copy()
+        np.maximum(level[step:], below[:-step], out=level[step:])
+        reach.append(level)
+    here, want = at[active], point[active]
+    for k in range(len(reach) - 1, -1, -1):
+        going = here >= 0
+        going[going] = reach[k][here[going]] < want[going]
+        here[going] -= 1 << k
+    np.maximum(here, -1, out=here)
+    at[active] = here
+    return at
+
+
+class _Kept:
+    """Per point (a launch's place, a point), the best op offered so far: the innermost
+    (largest ts, smallest dur, smallest name) or the outermost (smallest ts, largest dur,
+    smallest name); of equal ones the first offered."""
+
+    def __init__(self, n: int, innermost: bool, rank: np.ndarray) -> None:
+        self.innermost = innermost
+        self.rank = rank  # per name id, its rank
+        self.ts = np.zeros(n, dtype=np.int64)
         self.dur = np.zeros(n, dtype=np.int64)
-        # name ranks and ids, shape ids: int32 as the CPU rows hold them (int64 when taken)
-        self.rank = np.zeros(n, dtype=np.int32)
+        # name and shape ids: int32 as the CPU rows hold them (int64 when taken)
         self.name = np.full(n, NO_OP, dtype=np.int32)
         self.shape = np.full(n, NO_SHAPE, dtype=np.int32)
 
     def offer(
         self,
-        row: np.ndarray,
+        place: np.ndarray,
         ts: np.ndarray,
         dur: np.ndarray,
-        rank: np.ndarray,
         name: np.ndarray,
         shape: np.ndarray,
     ) -> None:
-        """Keep, per row, the better of its best so far and the best of these candidates."""
-        if len(row) == 0:
+        """Keep, per place (each once), the better of its best so far and this op."""
+        if len(place) == 0:
             return
-        key_ts, key_dur = self.sign * ts, -self.sign * dur
-        low = int(row.min())  # first_minimal's per-row minima: over the rows' span only
-        scratch = np.empty(int(row.max()) - low + 1, dtype=np.int64)
-        first = first_minimal(row - low if low else row, (key_ts, key_dur, rank), scratch)
-        del scratch
-        row, key_ts, key_dur, rank, name, shape = (
-            row[first], key_ts[first], key_dur[first], rank[first], name[first], shape[first]
-        )  # fmt: skip
-        empty = self.name[row] == NO_OP
-        old = (self.ts[row], self.dur[row], self.rank[row])
-        better = (
-            empty
-            | (key_ts < old[0])
-            | ((key_ts == old[0]) & ((key_dur < old[1]) | ((key_dur == old[1]) & (rank < old[2]))))
-        )
-        row = row[better]
-        self.ts[row], self.dur[row] = key_ts[better], key_dur[better]
-        self.rank[row], self.name[row] = rank[better], name[better]
-        self.shape[row] = shape[better]
+        old = self.name[place]
+        empty = old == NO_OP
+        if not bool(empty.all()):
+            old_ts, old_dur = self.ts[place], self.dur[place]
+            later = ts > old_ts if self.innermost else ts < old_ts
+            shorter = dur < old_dur if self.innermost else dur > old_dur
+            ranked = self.rank[name] < self.rank[old]
+            better = empty | later | ((ts == old_ts) & (shorter | ((dur == old_dur) & ranked)))
+            place, ts, dur, name, shape = (c[better] for c in (place, ts, dur, name, shape))
+        self.ts[place], self.dur[place] = ts, dur
+        self.name[place], self.shape[place] = name, shape
 
     def taken(self) -> tuple[np.ndarray, np.ndarray]:
-        """The best ops' name and shape ids per row (int32); the keys are dropped first."""
-        self.ts = self.dur = self.rank = np.empty(0, dtype=np.int64)
+        """The best ops' name and shape ids per place (int32); the keys are dropped first."""
+        self.ts = self.dur = np.empty(0, dtype=np.int64)
         return self.name, self.shape
-
-
-def first_minimal(row: np.ndarray, keys: tuple[np.ndarray, ...], scratch: np.ndarray) -> np.ndarray:
-    """Per distinct value of ``row``, the position of its entry least by ``keys`` (compared
-    in turn: the first key first), the first in position of equal ones; in no given order.
-
-    The first of each row's run in ``lex_order((*reversed(keys), row))``, found without a
-    sort: one minimum per row and key by ``np.minimum.at`` over the entries still tied,
-    9 ms for 1.4·10^6 entries where the sort of (row, key) pairs took 130 ms. ``scratch``
-    holds at least max(row) + 1 int64 values, overwritten.
-    """
-    at = np.arange(len(row))
-    for key in (*keys, at):
-        r, k = row[at], key[at]
-        scratch[r] = np.iinfo(np.int64).max
-        np.minimum.at(scratch, r, k)
-        at = at[k == scratch[r]]
-    return at
 
 
 def launch_threads(
@@ -317,25 +503,56 @@ def launch_threads(
     launch: np.ndarray,
     on_block: Callable[[np.ndarray], None] | None = None,
     with_end: bool = True,
+    narrow: bool | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per GPU row, the thread and end of its launching runtime call (the first in the file
     among calls with its correlation starting at its launch), else −1 and NO_LAUNCH; every
     block given to ``on_block`` on the way. ``with_end=False``: the ends are not kept (all
-    NO_LAUNCH) and the threads are int32."""
+    NO_LAUNCH). ``narrow``: the threads int32 (else int64); ``not with_end`` if None."""
+    n = len(events.gpu.ts)
+    dtype = np.int32 if (not with_end if narrow is None else narrow) else np.int64
+    if len(events.cpu) == 0 or (on_block is None and bool((launch == NO_LAUNCH).all())):
+        thread = np.full(n, -1, dtype=dtype)
+        return thread, (np.full(n, NO_LAUNCH, dtype=np.int64) if with_end else _all(n, NO_LAUNCH))
+    calls = _call_threads(events, on_block, with_end)
+    if calls is not None:
+        return _launched(events, calls, dtype)[1:]
+    return _matched(events, launch, with_end, dtype)
+
+
+def _launches(
+    events: TraceEvents,
+    on_block: Callable[[np.ndarray], None] | None,
+    with_end: bool,
+    dtype: type[np.integer[Any]],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per GPU row, ``first_launch`` and ``launch_threads``' thread and end: in one look-up
+    of each row's launching call when the pass finds the CPU rows' calls in order."""
+    calls = _call_threads(events, on_block, with_end) if len(events.cpu) else None
+    if calls is not None:
+        return _launched(events, calls, dtype)
+    launch = first_launch(events)
+    if len(events.cpu) == 0:
+        n = len(launch)
+        thread = np.full(n, -1, dtype=dtype)
+        end = np.full(n, NO_LAUNCH, dtype=np.int64) if with_end else _all(n, NO_LAUNCH)
+        return launch, thread, end
+    return (launch, *_matched(events, launch, with_end, dtype))
+
+
+def _matched(
+    events: TraceEvents, launch: np.ndarray, with_end: bool, dtype: type[np.integer[Any]]
+) -> tuple[np.ndarray, np.ndarray]:
+    """``launch_threads`` by a pass matching the CPU rows' calls to the GPU rows by
+    (correlation, start): for calls not ``events.runtime``'s in order."""
     gpu = events.gpu
     n = len(gpu.ts)
-    if len(events.cpu) == 0 or (on_block is None and bool((launch == NO_LAUNCH).all())):
-        thread = np.full(n, -1, dtype=np.int64 if with_end else np.int32)
-        return thread, (np.full(n, NO_LAUNCH, dtype=np.int64) if with_end else _all(n, NO_LAUNCH))
-    found = _calls_in_order(events, launch, on_block, with_end)
-    if found is not None:
-        return found
-    thread = np.full(n, -1, dtype=np.int64)  # the blocks were given: match them again
+    thread = np.full(n, -1, dtype=np.int64)
     end = np.full(n, NO_LAUNCH, dtype=np.int64)
     rows = np.flatnonzero(launch != NO_LAUNCH)
     by_key = rows[lex_order((launch[rows], gpu.correlation[rows]))]
     keys = SortedPairs(gpu.correlation[by_key], launch[by_key])
-    for block in events.cpu.blocks():
+    for block in events.cpu.passing_blocks():
         calls = block[block["correlation"] >= 0]
         lo, hi = keys.equal_range(calls["correlation"], calls["ts"])
         at, which = concat_ranges(lo, hi)  # the GPU rows this call launched
@@ -347,26 +564,22 @@ def launch_threads(
         thread[target[first]] = calls["thread"][which[first]]
         end[target[first]] = calls["end"][which[first]]
     if not with_end:
-        return thread.astype(np.int32), _all(n, NO_LAUNCH)
-    return thread, end
+        return thread.astype(dtype), _all(n, NO_LAUNCH)
+    return thread.astype(dtype, copy=False), end
 
 
 _ROWS_AT_ONCE = 1 << 16  # GPU rows looked up at once: the look-up's temporaries stay small
 
 
-def _calls_in_order(
-    events: TraceEvents,
-    launch: np.ndarray,
-    on_block: Callable[[np.ndarray], None] | None,
-    with_end: bool,
-) -> tuple[np.ndarray, np.ndarray] | None:
-    """``launch_threads``, in one pass that also gives every block; None when the CPU rows'
-    runtime calls are not ``events.runtime``'s, one for one in order.
+def _call_threads(
+    events: TraceEvents, on_block: Callable[[np.ndarray], None] | None, with_end: bool
+) -> tuple[np.ndarray, np.ndarray | None] | None:
+    """Per runtime call (in ``events.runtime``), its thread and end (None: not kept), from
+    one pass over the CPU rows that also gives every block to ``on_block``; None when the
+    CPU rows' runtime calls are not ``events.runtime``'s, one for one in order.
 
-    A read keeps every call both ways, in file order, so a row's launching call is the
-    one at the index ``first_calls`` gives: each call's thread and end are taken where the
-    pass meets it (checked on every call), then looked up per GPU row by that index, with
-    no search by (correlation, start).
+    A read keeps every call both ways, in file order, so each call's thread and end are
+    taken where the pass meets it (checked on every call).
     """
     runtime = events.runtime
     count = len(runtime.correlation)
@@ -374,7 +587,7 @@ def _calls_in_order(
     call_end = np.empty(count, dtype=np.int64) if with_end else None
     seen = 0  # the calls met so far
     same = True
-    for block in events.cpu.blocks():
+    for block in events.cpu.passing_blocks():
         if on_block is not None:
             on_block(block)
         if not same:
@@ -394,21 +607,33 @@ def _calls_in_order(
         seen = upto
     if not (same and seen == count):
         return None
-    n = len(launch)
-    thread = np.full(n, -1, dtype=np.int64 if with_end else np.int32)
-    end = np.full(n, NO_LAUNCH, dtype=np.int64) if with_end else _all(n, NO_LAUNCH)
-    ids, first = first_calls(events)
-    if len(ids) == 0:
-        return thread, end
-    correlation = events.gpu.correlation
+    return call_thread, call_end
+
+
+def _launched(
+    events: TraceEvents,
+    calls: tuple[np.ndarray, np.ndarray | None],
+    dtype: type[np.integer[Any]],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per GPU row, the start, thread and end (all NO_LAUNCH when ``calls`` has no ends) of
+    its launching call (``LaunchIndex.calls``), looked up once; NO_LAUNCH, −1 and NO_LAUNCH
+    for a row without one."""
+    call_thread, call_end = calls
+    n = len(events.gpu.ts)
+    launch = np.full(n, NO_LAUNCH, dtype=np.int64)
+    thread = np.full(n, -1, dtype=dtype)
+    end = np.full(n, NO_LAUNCH, dtype=np.int64) if call_end is not None else _all(n, NO_LAUNCH)
+    if len(events.runtime.correlation) == 0:
+        return launch, thread, end
+    index = LaunchIndex(events)
+    correlation, ts = events.gpu.correlation, events.runtime.ts
     for start in range(0, n, _ROWS_AT_ONCE):
-        stop = start + _ROWS_AT_ONCE
-        rows = np.flatnonzero(launch[start:stop] != NO_LAUNCH)
-        call = np.searchsorted(ids, correlation[start:stop][rows])  # found: they have a launch
-        if first is not None:
-            call = first[call]
+        call = index.calls(correlation[start : start + _ROWS_AT_ONCE])
+        rows = np.flatnonzero(call >= 0)
+        call = call[rows]
         rows += start
+        launch[rows] = ts[call]
         thread[rows] = call_thread[call]
         if call_end is not None:
             end[rows] = call_end[call]
-    return thread, end
+    return launch, thread, end

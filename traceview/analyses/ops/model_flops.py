@@ -241,9 +241,9 @@ def trace_peaks(events: TraceEvents, peaks_file: Path | None) -> tuple[Peaks | N
 @dataclass(frozen=True)
 class Linked:
     """What ``steps_model_flops`` needs from the CPU rows, all of it found in the one pass
-    that links the ops' launches: the links (without the top ops: nor the launches' threads
-    and ends, see ``linked``), the categories, the model-FLOPs ops' and the
-    ``aten::embedding`` calls' rows."""
+    that links the ops' launches: the links (without the top ops, and without the launches'
+    threads and ends but for ``summary``, see ``linked``), the categories, the model-FLOPs
+    ops' and the ``aten::embedding`` calls' rows."""
 
     links: OpLinks
     category: np.ndarray
@@ -270,13 +270,13 @@ def linked(
     events: TraceEvents,
     on_block: Callable[[np.ndarray], None] | None = None,
     rank: np.ndarray | None = None,
-    with_top: bool = False,
+    with_ends: bool = False,
 ) -> Linked:
-    """The Linked of ``events``; ``on_block``: given every block of CPU rows of that pass
-    too (a caller's own pass, saved); ``rank``: ``name_rank(events.names)`` when the caller
-    has it; ``with_top``: the top ops linked too (steps use the leaf ops only); without
-    them the links keep no launch threads (all −1) nor ends (``link_ops``) and the
-    categories are int8."""
+    """The Linked of ``events``, with the leaf ops alone (int32, ``link_ops``); ``on_block``:
+    given every block of CPU rows of that pass too (a caller's own pass, saved; a block is
+    valid only during the call); ``rank``: ``name_rank(events.names)`` when the caller has
+    it; ``with_ends``: the launches' threads and ends kept (summary); without them the links
+    keep no launch threads (all −1) nor ends and the categories are int8 (steps)."""
     calls = _Picked(events, model_rule_names())
     embeddings = _Picked(events, {EMBEDDING})
     wanted = optimizer_step_names(events.names)
@@ -293,12 +293,12 @@ def linked(
             embeddings.add(few)
             spans.append(optimizer_spans(few, wanted))
 
-    links = link_ops(events, rank, on_block=seen, with_top=with_top)
+    links = link_ops(events, rank, on_block=seen, with_top=False, with_end=with_ends)
     # the leaf ops alone: what steps keep to the end, narrowed (CATEGORIES: fewer than 128)
-    narrow = np.int64 if with_top else np.int8
+    narrow = np.int64 if with_ends else np.int8
     optimizer = np.concatenate(spans) if spans else np.zeros(0, ROW)
     category = categorize(events, links, optimizer, narrow)
-    if not with_top:
+    if not with_ends:
         links = replace(links, thread=np.broadcast_to(np.int32(-1), links.thread.shape))
     return Linked(links, category, calls.rows(), embeddings.rows())
 
