@@ -121,31 +121,56 @@ def by_op(op: str) -> str | None:
 
 
 def categorize(
-    events: TraceEvents, links: OpLinks | None = None, spans: np.ndarray | None = None
+    events: TraceEvents,
+    links: OpLinks | None = None,
+    spans: np.ndarray | None = None,
+    narrow: bool = False,
 ) -> np.ndarray:
-    """Per GPU row, the index of its category in CATEGORIES. ``links``: the rows' op links
-    (analyses.oplinks), or None when ops are not linked (name rules only); ``spans``: the
-    ``optimizer_spans`` when a caller gathered them in a pass of its own."""
+    """Per GPU row, the index of its category in CATEGORIES (int64; int8 with ``narrow``).
+    ``links``: the rows' op links (analyses.oplinks), or None when ops are not linked (name
+    rules only); ``spans``: the ``optimizer_spans`` when a caller gathered them in a pass of
+    its own. Worked out a pass of rows at a time."""
     gpu = events.gpu
     index = {c: i for i, c in enumerate(CATEGORIES)}
-    of_name = np.zeros(len(events.names), dtype=np.int64)
-    for i in distinct(gpu.name).tolist():  # the GPU rows' names only: no CPU op's
+    names = len(events.names)
+    of_name = np.zeros(names, dtype=np.int8)
+    for i in _present(gpu.name, names).tolist():  # the GPU rows' names only: no CPU op's
         of_name[i] = index[by_name(events.names[i])]
-    out = of_name[gpu.name] if len(of_name) else np.zeros(0, dtype=np.int64)
+    out = np.zeros(len(gpu.name), dtype=np.int8)
+    imposed = stepped = leaf = None
     if links is not None and len(out):
         leaf = links.leaf
-        imposed = np.full(len(events.names), -1, dtype=np.int64)
-        for op in distinct(leaf[leaf >= 0]).tolist():
+        imposed = np.full(names + 1, -1, dtype=np.int8)  # the last: no op
+        for op in _present(links.leaf, names).tolist():
             category = by_op(events.names[op])
             imposed[op] = -1 if category is None else index[category]
-        kernel = gpu.kind == KERNEL
-        chosen = np.where((leaf >= 0) & kernel, imposed[np.maximum(leaf, 0)], -1)
-        stepped = kernel & (chosen < 0) & in_optimizer_step(events, links, spans)
-        chosen[stepped] = index["optimizer"]
-        out = np.where(chosen >= 0, chosen, out)
-    out[gpu.kind == MEMCPY] = index["memcpy"]
-    out[gpu.kind == MEMSET] = index["memset"]
-    return out
+        stepped = in_optimizer_step(events, links, spans)
+    for lo in range(0, len(out), _PASS):
+        at = slice(lo, lo + _PASS)
+        part = of_name[gpu.name[at]] if names else out[at]
+        kind = gpu.kind[at]
+        if imposed is not None and stepped is not None and leaf is not None:
+            op = leaf[at]
+            kernel = kind == KERNEL
+            chosen = np.where(kernel, imposed[np.where(op >= 0, op, names)], -1)
+            chosen[kernel & (chosen < 0) & stepped[at]] = index["optimizer"]
+            part = np.where(chosen >= 0, chosen, part)
+        part[kind == MEMCPY] = index["memcpy"]
+        part[kind == MEMSET] = index["memset"]
+        out[at] = part
+    return out if narrow else out.astype(np.int64)
+
+
+_PASS = 1 << 16
+
+
+def _present(ids: np.ndarray, bound: int) -> np.ndarray:
+    """The distinct ids in [0, bound) among ``ids`` (negative ones left out), ascending."""
+    seen = np.zeros(bound, dtype=bool)
+    for lo in range(0, len(ids), _PASS):
+        part = ids[lo : lo + _PASS]
+        seen[part[part >= 0]] = True
+    return np.flatnonzero(seen)
 
 
 def optimizer_step_names(names: Sequence[str]) -> np.ndarray:

@@ -260,8 +260,8 @@ def linked(
     """The Linked of ``events``; ``on_block``: given every block of CPU rows of that pass
     too (a caller's own pass, saved); ``rank``: ``name_rank(events.names)`` when the caller
     has it; ``with_top``: the top ops linked too (steps use the leaf ops only); without
-    them the links keep no launch threads (all −1) nor ends (``link_ops``) and the
-    categories are int8."""
+    them the links keep no launch threads (all −1) nor ends (``link_ops``). The categories
+    are int8."""
     calls = _Picked(events, model_rule_names())
     embeddings = _Picked(events, {EMBEDDING})
     wanted = optimizer_step_names(events.names)
@@ -279,9 +279,9 @@ def linked(
             spans.append(optimizer_spans(few, wanted))
 
     links = link_ops(events, rank, on_block=seen, with_top=with_top)
-    category = categorize(events, links, np.concatenate(spans) if spans else np.zeros(0, ROW))
+    spanned = np.concatenate(spans) if spans else np.zeros(0, ROW)
+    category = categorize(events, links, spanned, narrow=True)  # CATEGORIES: fewer than 128
     if not with_top:  # the leaf ops alone: what steps keep to the end, narrowed
-        category = category.astype(np.int8)  # CATEGORIES: fewer than 128
         links = replace(links, thread=np.broadcast_to(np.int32(-1), links.thread.shape))
     return Linked(links, category, calls.rows(), embeddings.rows())
 
