@@ -203,9 +203,14 @@ class Facts:
         names = self.events.names
         regex = re.compile(pattern)
         ops = np.array([bool(regex.search(n)) for n in names] + [False], dtype=bool)
-        leaf = np.where(self.links.leaf == NO_OP, len(names), self.links.leaf)
-        rows = ops[leaf] & (self.events.gpu.kind == KERNEL)
-        return int(rows.sum()), sums.total(self.events.gpu.dur[rows])
+        gpu, count, time = self.events.gpu, 0, sums.GroupSums(1)
+        for lo in range(0, len(gpu.kind), _PASS):  # a pass of rows at a time
+            at = slice(lo, lo + _PASS)
+            leaf = self.links.leaf[at]
+            rows = ops[np.where(leaf == NO_OP, len(names), leaf)] & (gpu.kind[at] == KERNEL)
+            count += int(np.count_nonzero(rows))
+            time.add(np.zeros(int(rows.sum()), dtype=np.int64), gpu.dur[at][rows])
+        return count, int(time.out[0])
 
 
 def evaluate(facts: Facts) -> list[Hint]:
@@ -304,13 +309,26 @@ def cuda_graphs(f: Facts) -> Hint | None:
 
 def _cuda_graphs(f: Facts) -> Hint | None:
     gpu = f.events.gpu
-    rows = np.flatnonzero(gpu.kind == KERNEL)
     graphs = np.empty(0, dtype=np.int64) if f.graphs is None else f.graphs
-    graph = replayed(f.events, rows, graphs)
-    kernels = gpu.dur[rows[~graph]]
-    if len(kernels) == 0 or 2 * sums.total(gpu.dur[rows[graph]]) >= sums.total(gpu.dur[rows]):
+    kernels = np.empty(int(np.count_nonzero(gpu.kind == KERNEL)), dtype=np.int64)
+    own = replays = 0  # kernels launched on their own (their durations in ``kernels``)
+    graph_ns, every_ns = sums.GroupSums(1), sums.GroupSums(1)
+    for lo in range(0, len(gpu.kind), _PASS):  # a pass of rows at a time
+        rows = np.flatnonzero(gpu.kind[lo : lo + _PASS] == KERNEL)
+        rows += lo
+        graph = replayed(f.events, rows, graphs)
+        dur = gpu.dur[rows]
+        mine = dur[~graph]
+        kernels[own : own + len(mine)] = mine
+        own += len(mine)
+        replays += len(dur) - len(mine)
+        graph_ns.add(np.zeros(len(dur) - len(mine), dtype=np.int64), dur[graph])
+        every_ns.add(np.zeros(len(dur), dtype=np.int64), dur)
+    kernels = kernels[:own]
+    if own == 0 or 2 * int(graph_ns.out[0]) >= int(every_ns.out[0]):
         return None
-    median = int(np.sort(kernels)[(len(kernels) + 1) // 2 - 1])
+    kernels.partition((own + 1) // 2 - 1)  # in place: the array is this function's
+    median = int(kernels[(own + 1) // 2 - 1])
     waiting = [
         d for d in f.devices if d.window_ns and d.host_wait_ns >= HOST_WAIT_SHARE * d.window_ns
     ]
@@ -322,7 +340,7 @@ def _cuda_graphs(f: Facts) -> Hint | None:
     return Hint(
         "cuda-graphs",
         "many short kernels and a GPU waiting for the CPU to launch them",
-        f"median kernel {_ms(median)}{_replays_left_out(int(graph.sum()))}; host wait "
+        f"median kernel {_ms(median)}{_replays_left_out(replays)}; host wait "
         f"{_ms(d.host_wait_ns)} = "
         f"{100 * d.host_wait_ns / d.window_ns:.1f}% of device {d.device}'s window{where}",
         'capture the step in CUDA graphs, or torch.compile(mode="reduce-overhead")',

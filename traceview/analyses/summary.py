@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from traceview.aggregate import sums
-from traceview.aggregate.order import distinct, first_of_runs
+from traceview.aggregate.order import distinct, first_of_runs, present
 from traceview.analyses import hints as hint_rules
 from traceview.analyses.audit import MFU, Figure, checks_of, figures_json, verdicts
 from traceview.analyses.core.breakdown import Breakdown, breakdowns
@@ -337,7 +337,7 @@ def _kernel_time(events: TraceEvents) -> np.ndarray:
 
 def _named(events: TraceEvents, kernels: tuple[Ranked, ...]) -> tuple[Ranked, ...]:
     """The kernels with their displayed names, decided over every GPU name of the trace."""
-    used = np.flatnonzero(np.bincount(events.gpu.name, minlength=len(events.names)))
+    used = present(events.gpu.name, len(events.names))
     display = display_names(subset(events.names, used))
     return tuple(replace(k, short_name=display.get(k.name, k.name)) for k in kernels)
 

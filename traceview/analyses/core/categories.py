@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from traceview.aggregate.order import distinct
+from traceview.aggregate.order import distinct, present
 from traceview.columns.cpu_rows import ANNOTATION, ROW, Windows
 from traceview.columns.model import TraceEvents
 from traceview.columns.schema import KERNEL, MEMCPY, MEMSET
@@ -134,14 +134,14 @@ def categorize(
     index = {c: i for i, c in enumerate(CATEGORIES)}
     names = len(events.names)
     of_name = np.zeros(names, dtype=np.int8)
-    for i in _present(gpu.name, names).tolist():  # the GPU rows' names only: no CPU op's
+    for i in present(gpu.name, names).tolist():  # the GPU rows' names only: no CPU op's
         of_name[i] = index[by_name(events.names[i])]
     out = np.zeros(len(gpu.name), dtype=np.int8)
     imposed = stepped = leaf = None
     if links is not None and len(out):
         leaf = links.leaf
         imposed = np.full(names + 1, -1, dtype=np.int8)  # the last: no op
-        for op in _present(links.leaf, names).tolist():
+        for op in present(links.leaf, names).tolist():
             category = by_op(events.names[op])
             imposed[op] = -1 if category is None else index[category]
         stepped = in_optimizer_step(events, links, spans)
@@ -162,15 +162,6 @@ def categorize(
 
 
 _PASS = 1 << 16
-
-
-def _present(ids: np.ndarray, bound: int) -> np.ndarray:
-    """The distinct ids in [0, bound) among ``ids`` (negative ones left out), ascending."""
-    seen = np.zeros(bound, dtype=bool)
-    for lo in range(0, len(ids), _PASS):
-        part = ids[lo : lo + _PASS]
-        seen[part[part >= 0]] = True
-    return np.flatnonzero(seen)
 
 
 def optimizer_step_names(names: Sequence[str]) -> np.ndarray:
