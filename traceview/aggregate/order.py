@@ -197,11 +197,13 @@ _FEW_DESCENTS = 64  # under one descent in this many values: the sort that follo
 def present(ids: np.ndarray, bound: int) -> np.ndarray:
     """The distinct ids in [0, bound) among ``ids`` (negative ones left out), ascending:
     marked a pass at a time (no index copy of every id)."""
-    seen = np.zeros(bound, dtype=bool)
+    count = np.zeros(bound, dtype=np.int64)
     for lo in range(0, len(ids), _PASS):
         part = ids[lo : lo + _PASS]
-        seen[part[part >= 0]] = True
-    return np.flatnonzero(seen)
+        if len(part) and int(part.min()) < 0:
+            part = part[part >= 0]
+        count += np.bincount(part, minlength=bound)
+    return np.flatnonzero(count)
 
 
 def distinct(values: np.ndarray) -> np.ndarray:

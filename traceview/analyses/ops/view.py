@@ -380,7 +380,7 @@ def _by_kernel(
     before = launched_before_trace(events)
     op_of = links.leaf if leaf else links.top
     shape_of = links.leaf_shape if leaf else links.top_shape
-    key = np.empty(len(rows), dtype=np.int64)
+    key = np.empty(len(rows), dtype=np.int32 if keys.bound < 2**31 else np.int64)
     for lo in range(0, len(rows), _PASS):
         at = rows[lo : lo + _PASS]
         op = op_of[at]
@@ -419,11 +419,11 @@ def _by_kernel(
         graph_launches += np.bincount(g[in_graph & once[lo : lo + _PASS]], minlength=n)
         not_comm += np.bincount(g[category[at] != comm], minlength=n)
     del graph, once
-    delay = _launch_delay(delay_group[:delayed], delays[:delayed], n)
-    del delays, delay_group
     group_of_row = np.full(len(gpu.ts), -1, dtype=np.int32)
     group_of_row[rows] = group
     del rows, group
+    delay = _launch_delay(delay_group[:delayed], delays[:delayed], n)
+    del delays, delay_group
     return _Kernels(
         used=used,
         count=int(kernels.sum()),
