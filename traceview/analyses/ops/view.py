@@ -419,6 +419,8 @@ def _by_kernel(
         graph_launches += np.bincount(g[in_graph & once[lo : lo + _PASS]], minlength=n)
         not_comm += np.bincount(g[category[at] != comm], minlength=n)
     del graph, once
+    if len(rows):  # the last pass's views would hold the kernels' columns
+        del at, g, launch, has, end
     group_of_row = np.full(len(gpu.ts), -1, dtype=np.int32)
     group_of_row[rows] = group
     del rows, group
