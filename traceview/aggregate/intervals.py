@@ -278,6 +278,65 @@ def _running_max(s: np.ndarray, e: np.ndarray, head: np.ndarray) -> None:
     e[:] = e[by_end[rank]]
 
 
+class RunningUnions:
+    """``unions`` (``holes=False``) of rows given a pass at a time: each pass's rows in
+    (segment, start) order, and each segment's rows in start order across passes. Per
+    segment id in [0, n) its earliest start, latest end so far and summed holes are carried
+    from pass to pass, so no row-sized array is held."""
+
+    def __init__(self, n: int) -> None:
+        self.first = np.zeros(n, dtype=np.int64)
+        self.reach = np.zeros(n, dtype=np.int64)
+        self.idle = np.zeros(n, dtype=np.int64)
+        self.seen = np.zeros(n, dtype=bool)
+
+    def add(self, segment: np.ndarray, start: np.ndarray, end: np.ndarray) -> None:
+        """A pass of rows; ``end`` is overwritten (the running maximum)."""
+        if len(segment) == 0:
+            return
+        head = np.flatnonzero(np.r_[True, segment[1:] != segment[:-1]])
+        at = segment[head]
+        old = self.seen[at]
+        carried = self.reach[at][old]
+        was = head[old]
+        end[was] = np.maximum(end[was], carried)  # a segment's reach from earlier passes
+        _running_max(start, end, head)
+        gap = np.empty(len(start), dtype=np.int64)  # past every end before it (0 if not)
+        np.subtract(start[1:], end[:-1], out=gap[1:])
+        gap[head] = 0
+        gap[was] = start[was] - carried
+        np.maximum(gap, 0, out=gap)
+        self.idle[at] += sums.reduceat(gap, head)
+        self.first[at[~old]] = start[head[~old]]
+        self.reach[at] = end[np.r_[head[1:], len(start)] - 1]
+        self.seen[at] = True
+
+    def add_grouped(
+        self,
+        segment: np.ndarray,
+        ts: np.ndarray,
+        dur: np.ndarray,
+        summed: sums.GroupSums | None = None,
+    ) -> None:
+        """A pass of rows in start order within each segment (segments mixed): grouped by
+        segment first (a stable sort keeps each one's rows in start order); their durations
+        summed per segment into ``summed``."""
+        small = segment.astype(np.int16) if len(self.seen) <= 1 << 15 else segment
+        order = np.argsort(small, kind="stable")  # a radix sort on 16-bit keys
+        segment = segment[order]
+        start = ts[order]
+        end = dur[order]
+        if summed is not None:
+            summed.add(segment, end)
+        end += start
+        self.add(segment, start, end)
+
+    def busy(self) -> np.ndarray:
+        """Per segment id: the length of its union (0 where no row came)."""
+        out: np.ndarray = self.reach - self.first - self.idle
+        return out
+
+
 def sums_by_run(run: np.ndarray, values: np.ndarray, runs: int) -> np.ndarray:
     """Exact int64 sums of ``values`` per id in [0, runs), ``run`` (the ids) ascending."""
     total = np.r_[0, sums.cumsum(values)]

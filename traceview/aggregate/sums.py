@@ -75,3 +75,25 @@ def added(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     if wrapped.any():
         raise SumOverflow
     return out
+
+
+class GroupSums:
+    """``by_group`` over values given a part at a time: the same sums, refused
+    (SumOverflow) exactly when ``by_group`` over all the parts at once would be."""
+
+    def __init__(self, groups: int) -> None:
+        self.out = np.zeros(groups, dtype=np.int64)
+        self._abs = 0  # the absolute values' exact sum so far
+
+    def add(self, group: np.ndarray, values: np.ndarray) -> None:
+        if len(values) == 0:
+            return
+        check(values)
+        if len(group) > 1 and bool((group[1:] >= group[:-1]).all()):  # runs: no add.at
+            head = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
+            self.out[group[head]] += np.add.reduceat(values, head)
+        else:
+            np.add.at(self.out, group, values)
+        self._abs += int(np.abs(values).sum(dtype=np.int64))  # exact: the part fits
+        if self._abs >= _END:
+            raise SumOverflow

@@ -149,6 +149,24 @@ class Facts:
         return rows, gemm_kernels(self.events, self.links, rows)
 
     @cached_property
+    def loader_gaps(self) -> np.ndarray:
+        """The gaps dataloader looks at: the LOADER_GAPS longest held by the host."""
+        return _longest_held(self.gaps, GapSet.length, LOADER_GAPS)
+
+    @cached_property
+    def stall_gaps(self) -> np.ndarray:
+        """The gaps host_stall looks at: the STALL_GAPS longest host waits, those ≥ the
+        floor."""
+        longest = _longest_held(self.gaps, lambda g: g.host_wait, STALL_GAPS)
+        held: np.ndarray = longest[self.gaps.host_wait[longest] >= _stall_floor(self)]
+        return held
+
+    @property
+    def host_held(self) -> bool:
+        """Whether any gap has a host wait."""
+        return bool((self.gaps.host_wait > 0).any())
+
+    @cached_property
     def host_bound(self) -> _HostBound | None:
         """The host-bound steps and their short host-held gaps (cuda-graphs and cpu-bound
         word them)."""
@@ -185,9 +203,14 @@ class Facts:
         names = self.events.names
         regex = re.compile(pattern)
         ops = np.array([bool(regex.search(n)) for n in names] + [False], dtype=bool)
-        leaf = np.where(self.links.leaf == NO_OP, len(names), self.links.leaf)
-        rows = ops[leaf] & (self.events.gpu.kind == KERNEL)
-        return int(rows.sum()), sums.total(self.events.gpu.dur[rows])
+        gpu, count, time = self.events.gpu, 0, sums.GroupSums(1)
+        for lo in range(0, len(gpu.kind), _PASS):  # a pass of rows at a time
+            at = slice(lo, lo + _PASS)
+            leaf = self.links.leaf[at]
+            rows = ops[np.where(leaf == NO_OP, len(names), leaf)] & (gpu.kind[at] == KERNEL)
+            count += int(np.count_nonzero(rows))
+            time.add(np.zeros(int(rows.sum()), dtype=np.int64), gpu.dur[at][rows])
+        return count, int(time.out[0])
 
 
 def evaluate(facts: Facts) -> list[Hint]:
@@ -286,13 +309,26 @@ def cuda_graphs(f: Facts) -> Hint | None:
 
 def _cuda_graphs(f: Facts) -> Hint | None:
     gpu = f.events.gpu
-    rows = np.flatnonzero(gpu.kind == KERNEL)
     graphs = np.empty(0, dtype=np.int64) if f.graphs is None else f.graphs
-    graph = replayed(f.events, rows, graphs)
-    kernels = gpu.dur[rows[~graph]]
-    if len(kernels) == 0 or 2 * sums.total(gpu.dur[rows[graph]]) >= sums.total(gpu.dur[rows]):
+    kernels = np.empty(int(np.count_nonzero(gpu.kind == KERNEL)), dtype=np.int64)
+    own = replays = 0  # kernels launched on their own (their durations in ``kernels``)
+    graph_ns, every_ns = sums.GroupSums(1), sums.GroupSums(1)
+    for lo in range(0, len(gpu.kind), _PASS):  # a pass of rows at a time
+        rows = np.flatnonzero(gpu.kind[lo : lo + _PASS] == KERNEL)
+        rows += lo
+        graph = replayed(f.events, rows, graphs)
+        dur = gpu.dur[rows]
+        mine = dur[~graph]
+        kernels[own : own + len(mine)] = mine
+        own += len(mine)
+        replays += len(dur) - len(mine)
+        graph_ns.add(np.zeros(len(dur) - len(mine), dtype=np.int64), dur[graph])
+        every_ns.add(np.zeros(len(dur), dtype=np.int64), dur)
+    kernels = kernels[:own]
+    if own == 0 or 2 * int(graph_ns.out[0]) >= int(every_ns.out[0]):
         return None
-    median = int(np.sort(kernels)[(len(kernels) + 1) // 2 - 1])
+    kernels.partition((own + 1) // 2 - 1)  # in place: the array is this function's
+    median = int(kernels[(own + 1) // 2 - 1])
     waiting = [
         d for d in f.devices if d.window_ns and d.host_wait_ns >= HOST_WAIT_SHARE * d.window_ns
     ]
@@ -304,7 +340,7 @@ def _cuda_graphs(f: Facts) -> Hint | None:
     return Hint(
         "cuda-graphs",
         "many short kernels and a GPU waiting for the CPU to launch them",
-        f"median kernel {_ms(median)}{_replays_left_out(int(graph.sum()))}; host wait "
+        f"median kernel {_ms(median)}{_replays_left_out(replays)}; host wait "
         f"{_ms(d.host_wait_ns)} = "
         f"{100 * d.host_wait_ns / d.window_ns:.1f}% of device {d.device}'s window{where}",
         'capture the step in CUDA graphs, or torch.compile(mode="reduce-overhead")',
@@ -326,21 +362,34 @@ def _replays_left_out(kernels: int) -> str:
 
 def _loader_gaps(f: Facts) -> np.ndarray:
     """The gaps dataloader looks at: the LOADER_GAPS longest held by the host."""
-    cpu = np.flatnonzero(f.gaps.host_wait > 0)
-    return cpu[np.argsort(-(f.gaps.end - f.gaps.start)[cpu], kind="stable")[:LOADER_GAPS]]
+    return f.loader_gaps
 
 
 def _stall_gaps(f: Facts) -> np.ndarray:
     """The gaps host_stall looks at: the STALL_GAPS longest host waits, those ≥ the floor."""
-    cpu = np.flatnonzero(f.gaps.host_wait > 0)
-    longest = cpu[np.argsort(-f.gaps.host_wait[cpu], kind="stable")[:STALL_GAPS]]
-    return longest[f.gaps.host_wait[longest] >= _stall_floor(f)]
+    return f.stall_gaps
+
+
+def _longest_held(gaps: GapSet, by: Callable[[GapSet], np.ndarray], top: int) -> np.ndarray:
+    """The indices of the ``top`` gaps with a host wait that are largest ``by`` (ties: the
+    first), largest first; a pass of gaps at a time, the best so far carried."""
+    at, value = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    for lo in range(0, len(gaps), _PASS):
+        held = np.flatnonzero(gaps.host_wait[lo : lo + _PASS] > 0)
+        held += lo
+        at = np.concatenate([at, held])
+        value = np.concatenate([value, by(gaps.take(held))])
+        best = np.lexsort((at, -value))[:top]
+        at, value = at[best], value[best]
+    return at
+
+
+_PASS = 1 << 16
 
 
 def dataloader(f: Facts) -> Hint | None:
     """Device gaps the CPU held in the data loader."""
-    cpu = np.flatnonzero(f.gaps.host_wait > 0)
-    if len(cpu) == 0 or len(f.events.cpu) == 0:
+    if not f.host_held or len(f.events.cpu) == 0:
         return None
     longest = _loader_gaps(f)
     window = sum(u.window_ns for u in f.usage)
@@ -387,8 +436,7 @@ def _contexts(f: Facts, gaps: np.ndarray) -> tuple[GapSet, list[CpuContext]]:
 def host_stall(f: Facts) -> Hint | None:
     """Device gaps held by host time that no CPU op covers: Python the profiler does not
     record (an input pipeline, a busy-wait) between two ops."""
-    cpu = np.flatnonzero(f.gaps.host_wait > 0)
-    if len(cpu) == 0 or len(f.events.cpu) == 0 or not (f.links.leaf != NO_OP).any():
+    if not f.host_held or len(f.events.cpu) == 0 or not (f.links.leaf != NO_OP).any():
         return None  # without CPU ops, no op could have covered anything
     floor = _stall_floor(f)
     longest = _stall_gaps(f)
@@ -463,9 +511,7 @@ def _host_bound(f: Facts) -> _HostBound | None:
     if not steps or len(held) == 0:
         return None
     wait = f.gaps.host_wait[held]
-    step, wait_by_step, gaps_by_step = _by_step(
-        steps, (f.gaps.start + f.gaps.host_wait)[held], wait
-    )
+    step, wait_by_step, gaps_by_step = _by_step(steps, f.gaps.take(held).start + wait, wait)
     bound = [
         i for i, s in enumerate(steps)
         if gaps_by_step[i] >= CPU_BOUND_MIN_GAPS

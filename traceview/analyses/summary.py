@@ -9,7 +9,7 @@ launch figures, steps and the hints (analyses.hints). Definitions in docs/metric
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -17,13 +17,13 @@ from typing import Any
 import numpy as np
 
 from traceview.aggregate import sums
-from traceview.aggregate.order import dense_ids, distinct, first_of_runs
+from traceview.aggregate.order import distinct, first_of_runs, present
 from traceview.analyses import hints as hint_rules
 from traceview.analyses.audit import MFU, Figure, checks_of, figures_json, verdicts
 from traceview.analyses.core.breakdown import Breakdown, breakdowns
 from traceview.analyses.core.categories import CATEGORIES
 from traceview.analyses.core.common import Shared, work_out
-from traceview.analyses.core.devices import NO_LAUNCH, launch_latency, name_rank
+from traceview.analyses.core.devices import NO_LAUNCH, busy_by_device, name_rank
 from traceview.analyses.core.graphs import replayed
 from traceview.analyses.core.names import display_names
 from traceview.analyses.core.opcalls import OpCallsByBlock
@@ -234,11 +234,10 @@ def overview(
     links, usage, gaps = shared.links, shared.usage, shared.gaps
     category = shared.category
     gpu = events.gpu
-    busy = np.flatnonzero(gpu.dur > 0)
-    latency = launch_latency(events, links.launch, gaps)
-    devices = breakdowns(events, busy, category, usage, gaps.device, gaps.host_wait, latency)
-    kernels = np.flatnonzero(gpu.kind == KERNEL)
-    ops = analyse_ops(events, OpOptions(top=TOP), shared)
+    by_device = busy_by_device(events)  # one sort for both
+    devices = breakdowns(events, category, usage, gaps, links.launch, by_device)
+    ops = analyse_ops(events, OpOptions(top=TOP), shared, by_device)
+    del by_device
     memory = analyse_memory(events, holders=False)
     facts = hint_rules.Facts(
         events, links, category, devices, usage, gaps, ops.rows, memory, shared.graphs
@@ -266,10 +265,10 @@ def overview(
     return Overview(
         trace=shared.trace,
         devices=devices,
-        categories=_ranked(list(CATEGORIES), gpu.dur, category),
-        kernels=_named(events, _ranked(events.names, gpu.dur[kernels], gpu.name[kernels])),
+        categories=_ranked(list(CATEGORIES), sums.by_group(category, gpu.dur, len(CATEGORIES))),
+        kernels=_named(events, _ranked(events.names, _kernel_time(events))),
         ops=tuple(ops.rows),
-        launches=_launches(events, kernels, links, shared.graphs),
+        launches=_launches(events, links, shared.graphs),
         steps=steps,
         hints=tuple(hint_rules.evaluate(facts)),
         notes=_notes(events, phases),
@@ -307,62 +306,115 @@ def _phases_json(phases: PhaseReport | None) -> dict[str, Any]:
     }
 
 
-def _ranked(labels: Sequence[str], dur: np.ndarray, ids: np.ndarray) -> tuple[Ranked, ...]:
-    """The TOP labels by summed duration (``ids`` index ``labels``)."""
-    summed = sums.by_group(ids, dur, len(labels))
+def _ranked(labels: Sequence[str], summed: np.ndarray) -> tuple[Ranked, ...]:
+    """The TOP labels by their summed duration (``summed``: per label)."""
     totals = {labels[i]: int(summed[i]) for i in np.flatnonzero(summed).tolist()}
     whole = sum(totals.values())
     best = sorted(totals.items(), key=lambda kv: (-kv[1], kv[0]))[:TOP]
     return tuple(Ranked(k, v, 100.0 * v / whole if whole else 0.0) for k, v in best)
 
 
+_PASS = 1 << 16
+
+
+def _kernel_rows(events: TraceEvents) -> Iterator[np.ndarray]:
+    """The kernels' rows, a pass of GPU rows at a time (no index array of every kernel)."""
+    kind = events.gpu.kind
+    for lo in range(0, len(kind), _PASS):
+        rows = np.flatnonzero(kind[lo : lo + _PASS] == KERNEL)
+        rows += lo
+        yield rows
+
+
+def _kernel_time(events: TraceEvents) -> np.ndarray:
+    """Per name id: the kernels' summed duration."""
+    gpu = events.gpu
+    summed = sums.GroupSums(len(events.names))
+    for rows in _kernel_rows(events):
+        summed.add(gpu.name[rows], gpu.dur[rows])
+    return summed.out
+
+
 def _named(events: TraceEvents, kernels: tuple[Ranked, ...]) -> tuple[Ranked, ...]:
     """The kernels with their displayed names, decided over every GPU name of the trace."""
-    used, _ = dense_ids(events.gpu.name, len(events.names))  # np.unique without a sort
+    used = present(events.gpu.name, len(events.names))
     display = display_names(subset(events.names, used))
     return tuple(replace(k, short_name=display.get(k.name, k.name)) for k in kernels)
 
 
-def _launches(
-    events: TraceEvents, kernels: np.ndarray, links: OpLinks, graph_ids: np.ndarray
-) -> Launches:
+def _launches(events: TraceEvents, links: OpLinks, graph_ids: np.ndarray) -> Launches:
+    """The launch figures, a pass of kernels at a time: only the queue delays and launch
+    calls the medians need are held (and the graph replays' kernels)."""
     gpu = events.gpu
     launch, launch_end = links.launch, links.launch_end
-    graph = replayed(events, kernels, graph_ids)
-    has = launch[kernels] != NO_LAUNCH
-    own = has & ~graph
-    delay = (gpu.ts[kernels] - launch[kernels])[own]
-    if graph.any():  # a replay's delay: its first kernel's start − the launch call
-        corr = gpu.correlation[kernels][graph & has]
+    n = int(np.count_nonzero(gpu.kind == KERNEL))
+    delay = np.empty(n, dtype=np.int64)  # of kernels launched on their own, then replays
+    calls = np.empty(n, dtype=np.int64)  # launch calls timed (a replay's once, after)
+    delays = timed = linked = shorter = 0
+    kernel_ns, graph_ns = sums.GroupSums(1), sums.GroupSums(1)
+    graph_parts: list[tuple[np.ndarray, ...]] = []  # per replayed kernel with a launch
+    graph_corr: list[np.ndarray] = []
+    graph_kernels = 0
+    for rows in _kernel_rows(events):
+        graph = replayed(events, rows, graph_ids)
+        start, end = launch[rows], launch_end[rows]
+        has = start != NO_LAUNCH
+        linked += int(np.count_nonzero(has))
+        own = has & ~graph
+        got = int(np.count_nonzero(own))
+        delay[delays : delays + got] = (gpu.ts[rows] - start)[own]
+        delays += got
+        own &= end != NO_LAUNCH
+        call = (end - start)[own]
+        calls[timed : timed + len(call)] = call
+        timed += len(call)
+        shorter += int(np.count_nonzero(gpu.dur[rows][own] < call))
+        dur = gpu.dur[rows]
+        kernel_ns.add(np.zeros(len(dur), dtype=np.int64), dur)
+        if graph.any():
+            graph_kernels += int(np.count_nonzero(graph))
+            graph_ns.add(np.zeros(int(graph.sum()), dtype=np.int64), dur[graph])
+            graph_corr.append(gpu.correlation[rows][graph])
+            replay = graph & has
+            graph_parts.append(
+                tuple(c[replay] for c in (gpu.correlation[rows], gpu.ts[rows], start, end))
+            )
+    own_calls = timed
+    if graph_parts:  # a replay's delay: its first kernel's start − the launch call
+        corr, ts, start, end = (np.concatenate(c) for c in zip(*graph_parts, strict=True))
+        del graph_parts
         first = np.full(len(graph_ids), np.iinfo(np.int64).max, dtype=np.int64)
         slot = np.searchsorted(graph_ids, corr)
-        np.minimum.at(first, slot, gpu.ts[kernels][graph & has])
+        np.minimum.at(first, slot, ts)
         called = np.full(len(graph_ids), NO_LAUNCH, dtype=np.int64)
-        called[slot] = launch[kernels][graph & has]
+        called[slot] = start
         seen = first != np.iinfo(np.int64).max
-        delay = np.concatenate([delay, (first - called)[seen]])
-    timed = own & (launch_end[kernels] != NO_LAUNCH)
-    call = (launch_end[kernels] - launch[kernels])[timed]
-    calls = call
-    if graph.any():  # a graph launch's call once, by its correlation id
-        replay = graph & has & (launch_end[kernels] != NO_LAUNCH)
-        replays = gpu.correlation[kernels][replay]
-        order = np.argsort(replays, kind="stable")  # np.unique's first of each, no numpy.ma
-        first_of = order[first_of_runs(replays[order])]
-        calls = np.concatenate([call, (launch_end[kernels] - launch[kernels])[replay][first_of]])
+        replays = (first - called)[seen]
+        delay = np.concatenate([delay[:delays], replays])
+        delays = len(delay)
+        # a graph launch's call once, by its correlation id
+        replay = end != NO_LAUNCH
+        corr = corr[replay]
+        order = np.argsort(corr, kind="stable")  # np.unique's first of each, no numpy.ma
+        first_of = order[first_of_runs(corr[order])]
+        once = (end - start)[replay][first_of]
+        calls = np.concatenate([calls[:timed], once])
+        timed = len(calls)
+    delay, calls = delay[:delays], calls[:timed]
+    call_total = sums.total(calls)
     return Launches(
-        kernels=len(kernels),
-        linked=int(has.sum()),
+        kernels=n,
+        linked=linked,
         median_queue_delay_ns=_median(delay),
-        timed=int(timed.sum()),
-        shorter_than_launch=int((gpu.dur[kernels][timed] < call).sum()),
-        graph_launches=len(distinct(gpu.correlation[kernels][graph])),
-        graph_kernels=int(graph.sum()),
-        graph_kernel_ns=sums.total(gpu.dur[kernels][graph]),
-        kernel_ns=sums.total(gpu.dur[kernels]),
-        calls=len(calls),
+        timed=own_calls,
+        shorter_than_launch=shorter,
+        graph_launches=len(distinct(np.concatenate(graph_corr))) if graph_corr else 0,
+        graph_kernels=graph_kernels,
+        graph_kernel_ns=int(graph_ns.out[0]),
+        kernel_ns=int(kernel_ns.out[0]),
+        calls=timed,
         median_call_ns=_median(calls),
-        call_total_ns=sums.total(calls),
+        call_total_ns=call_total,
     )
 
 

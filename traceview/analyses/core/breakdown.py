@@ -9,10 +9,15 @@ from typing import Any
 import numpy as np
 
 from traceview.aggregate import sums
-from traceview.aggregate.intervals import unions
-from traceview.aggregate.order import lex_order
+from traceview.aggregate.intervals import RunningUnions
 from traceview.analyses.core.categories import CATEGORIES
-from traceview.analyses.core.devices import DeviceUsage, device_of_stream
+from traceview.analyses.core.devices import (
+    DeviceUsage,
+    GapSet,
+    busy_by_device,
+    device_of_stream,
+    launch_latency,
+)
 from traceview.columns.model import TraceEvents
 from traceview.columns.schema import MEMCPY, MEMSET
 
@@ -71,49 +76,63 @@ class Breakdown:
 
 def breakdowns(
     events: TraceEvents,
-    busy: np.ndarray,
     category: np.ndarray,
     usage: list[DeviceUsage],
-    gap_device: np.ndarray,
-    host_wait: np.ndarray,
-    latency: np.ndarray | None = None,
+    gaps: GapSet,
+    launch: np.ndarray | None = None,
+    by_device: np.ndarray | None = None,
 ) -> tuple[Breakdown, ...]:
-    """Each device's Breakdown over the ``busy`` rows; ``host_wait`` and ``latency`` (the
-    launch latency, None: 0) of each gap, ``gap_device`` its device."""
+    """Each device's Breakdown over the busy rows (duration > 0); ``gaps``: the device gaps
+    (their host waits, and launch latencies: ``launch`` as for ``launch_latency``).
+
+    The rows are sorted once by (device, start) into int32 positions and taken a pass at a
+    time: every union (the compute, communication and copy rows, the rows but copies, all
+    rows, each category) carried from pass to pass, so nothing row-sized but that order is
+    held."""
     gpu = events.gpu
     device_index, values = device_of_stream(events)
-    # by (device, start): the unions by device below need no sort of their own
-    busy = busy[lex_order((gpu.ts[busy], device_index[gpu.stream[busy]]))]
-    device = device_index[gpu.stream[busy]]
-    ts = gpu.ts[busy]
-    end = ts + gpu.dur[busy]
-    cat = category[busy]
-    copy = (gpu.kind[busy] == MEMCPY) | (gpu.kind[busy] == MEMSET)
-    comm = (cat == _COMM) & ~copy
-    compute = ~comm & ~copy
     n = len(values)
-    compute_ns = _union_by(device[compute], ts[compute], end[compute], n)
-    with_comm_ns = _union_by(device[~copy], ts[~copy], end[~copy], n)
-    all_ns = _union_by(device, ts, end, n)
-    comm_ns = _union_by(device[comm], ts[comm], end[comm], n)
-    copy_ns = _union_by(device[copy], ts[copy], end[copy], n)
     width = len(CATEGORIES)
-    by_cat = lex_order((ts, device * width + cat))  # by device and category, then start
-    per_cat = unions(
-        (device * width + cat)[by_cat], ts[by_cat], end[by_cat], holes=False, ordered=True
-    )
+    classes = RunningUnions(n * _CLASSES)  # per device: compute, communication, copies
+    no_copy = RunningUnions(n)
+    every = RunningUnions(n)
+    per_cat = RunningUnions(n * width)
+    gpu_time = sums.GroupSums(n * width)
+    rows = busy_by_device(events) if by_device is None else by_device
+    for lo in range(0, len(rows), _PASS):
+        at = rows[lo : lo + _PASS]
+        ts = gpu.ts[at]
+        dur = gpu.dur[at]
+        device = device_index[gpu.stream[at]]
+        cat = category[at].astype(np.int64)
+        copy = gpu.kind[at]
+        copy = (copy == MEMCPY) | (copy == MEMSET)
+        cls = np.where(copy, 2, (cat == _COMM).astype(np.int64))  # 0 compute, 1 comm, 2 copy
+        cls += device * _CLASSES
+        classes.add_grouped(cls, ts, dur)
+        keep = ~copy
+        no_copy.add(device[keep], ts[keep], ts[keep] + dur[keep])
+        cat += device * width
+        per_cat.add_grouped(cat, ts, dur, gpu_time)
+        every.add(device, ts, ts + dur)
+    del rows
+    by_class = classes.busy().reshape(-1, _CLASSES)
+    compute_ns, comm_ns, copy_ns = by_class[:, 0], by_class[:, 1], by_class[:, 2]
+    with_comm_ns, all_ns = no_copy.busy(), every.busy()
     cat_busy: dict[int, list[tuple[int, int]]] = {}
-    for seg, b in zip(per_cat.segment.tolist(), per_cat.busy.tolist(), strict=True):
-        cat_busy.setdefault(seg // width, []).append((seg % width, b))
-    gpu_time = sums.by_group(device * width + cat, gpu.dur[busy], n * width)
-    wait = sums.by_group(gap_device, host_wait, n)
-    latent = sums.by_group(gap_device, host_wait if latency is None else latency, n)
+    cat_seen, cat_ns = per_cat.seen, per_cat.busy()
+    for seg in np.flatnonzero(cat_seen).tolist():
+        cat_busy.setdefault(seg // width, []).append((seg % width, int(cat_ns[seg])))
+    wait, latent = _gap_sums(events, gaps, launch, n)
     index = {(type(v), v): i for i, v in enumerate(values)}
     out = []
     for u in usage:
         d = index[(type(u.device), u.device)]
         cats = sorted(
-            (CategoryTime(CATEGORIES[c], b, int(gpu_time[d * width + c])) for c, b in cat_busy[d]),
+            (
+                CategoryTime(CATEGORIES[c], b, int(gpu_time.out[d * width + c]))
+                for c, b in cat_busy[d]
+            ),
             key=lambda c: (-c.gpu_time_ns, c.category),
         )
         out.append(
@@ -128,16 +147,24 @@ def breakdowns(
                 copy_ns=int(copy_ns[d]),
                 host_wait_ns=int(wait[d]),
                 categories=tuple(cats),
-                launch_latency_ns=0 if latency is None else int(latent[d]),
+                launch_latency_ns=int(latent[d]),
             )
         )
     return tuple(out)
 
 
-def _union_by(segment: np.ndarray, start: np.ndarray, end: np.ndarray, n: int) -> np.ndarray:
-    """Per segment id in [0, n): the length of the union of its intervals (rows in (segment,
-    start) order)."""
-    u = unions(segment, start, end, holes=False, ordered=True)
-    out = np.zeros(n, dtype=np.int64)
-    out[u.segment] = u.busy
-    return out
+_CLASSES = 3
+_PASS = 1 << 16
+
+
+def _gap_sums(
+    events: TraceEvents, gaps: GapSet, launch: np.ndarray | None, n: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per device: the summed host waits and launch latencies of its gaps, a pass of gaps at
+    a time."""
+    wait, latent = sums.GroupSums(n), sums.GroupSums(n)
+    for lo in range(0, len(gaps), _PASS):
+        part = gaps.take(slice(lo, lo + _PASS))
+        wait.add(part.device, part.host_wait)
+        latent.add(part.device, launch_latency(events, launch, part))
+    return wait.out, latent.out

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from traceview.aggregate.order import distinct
+from traceview.aggregate.order import distinct, present
 from traceview.columns.cpu_rows import ANNOTATION, ROW, Windows
 from traceview.columns.model import TraceEvents
 from traceview.columns.schema import KERNEL, MEMCPY, MEMSET
@@ -133,16 +133,16 @@ def categorize(
     row-sized array."""
     gpu = events.gpu
     index = {c: i for i, c in enumerate(CATEGORIES)}
-    of_name = np.zeros(len(events.names), dtype=np.int64)
-    for i in distinct(gpu.name).tolist():  # the GPU rows' names only: no CPU op's
+    names = len(events.names)
+    of_name = np.zeros(names, dtype=np.int8)
+    for i in present(gpu.name, names).tolist():  # the GPU rows' names only: no CPU op's
         of_name[i] = index[by_name(events.names[i])]
     n = len(gpu.ts)
     out = np.empty(n, dtype=dtype)
     imposed = stepped = None
     if links is not None and n:
-        leaf = links.leaf
-        imposed = np.full(len(events.names), -1, dtype=np.int64)
-        for op in distinct(leaf[leaf >= 0]).tolist():
+        imposed = np.full(names + 1, -1, dtype=np.int8)  # the last: no op
+        for op in present(links.leaf, names).tolist():
             category = by_op(events.names[op])
             imposed[op] = -1 if category is None else index[category]
         stepped = OptimizerSteps(links, spans if spans is not None else _spans_of(events))

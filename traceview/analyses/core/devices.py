@@ -358,6 +358,22 @@ def positive(events: TraceEvents, rows: np.ndarray) -> np.ndarray:
     return busy
 
 
+def busy_by_device(events: TraceEvents) -> np.ndarray:
+    """The busy rows (duration > 0) in (device, start) order, as int32 positions when they
+    fit (the sort's key and permutation are temporaries)."""
+    gpu = events.gpu
+    rows = np.flatnonzero(gpu.dur > 0)
+    if len(rows) < 2**31:
+        rows = rows.astype(np.int32)
+    device, _ = device_of_stream(events)
+    if len(device) and int(device.max()) > 0:
+        order = lex_order((gpu.ts[rows], device[gpu.stream[rows]]))
+    else:  # one device: by start alone
+        order = np.argsort(gpu.ts[rows], kind="stable")
+    ordered: np.ndarray = rows[order]
+    return ordered
+
+
 def usage(events: TraceEvents, rows: np.ndarray | None = None) -> list[DeviceUsage]:
     """Window and busy time of each device over the busy events among ``rows`` (None: all
     rows, without a copy of the columns when every event is busy)."""

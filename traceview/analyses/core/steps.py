@@ -21,7 +21,7 @@ import numpy as np
 from traceview.aggregate import sums
 from traceview.aggregate.grouped import reduce_at
 from traceview.aggregate.intervals import sums_by_run, unions_in_order
-from traceview.aggregate.order import concat_ranges, lex_order
+from traceview.aggregate.order import lex_order
 from traceview.analyses.core.devices import (
     DeviceUsage,
     device_of_stream,
@@ -784,10 +784,10 @@ class StepRows:
             points, rows = self._by_point(gpu_only)
             lo = np.searchsorted(points, [windows[i].start_ns for i in which], side="left")
             hi = np.searchsorted(points, [windows[i].end_ns for i in which], side="right")
-            at, owner = concat_ranges(lo, hi)
-            parts.append(rows[at])
-            del at
-            owners.append(np.array(which, dtype=np.int32)[owner])
+            got, owner = _ranges_of(rows, lo, hi, np.array(which, dtype=np.int32))
+            parts.append(got)
+            owners.append(owner)
+            del got, owner
         # one kind of window (the usual case): its rows as they are, without a copy
         member = parts[-1] if len(parts) == 2 else np.concatenate(parts)
         owner = owners[-1] if len(owners) == 2 else np.concatenate(owners)
@@ -798,6 +798,24 @@ class StepRows:
             order = np.argsort(owner, kind="stable")
             member, owner = member[order], owner[order]
         return member, owner
+
+
+def _ranges_of(
+    rows: np.ndarray, lo: np.ndarray, hi: np.ndarray, which: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``rows[lo[i]:hi[i]]`` one range after another, and for each row ``which[i]`` (int32),
+    gathered a pass at a time (``concat_ranges``' int64 positions and owners are 16 B a
+    row at once)."""
+    length = np.maximum(hi - lo, 0)
+    index = np.repeat(np.arange(len(lo), dtype=np.int32), length)  # each row's range
+    shift = lo - (np.cumsum(length) - length)  # a row's place in rows − its place here
+    got = np.empty(len(index), dtype=rows.dtype)
+    for a in range(0, len(got), _PASS):
+        at = np.arange(a, a + len(index[a : a + _PASS]), dtype=np.int64)
+        at += shift[index[a : a + _PASS]]
+        got[a : a + _PASS] = rows[at]
+    owner: np.ndarray = which[index]
+    return got, owner
 
 
 def _overlapping(windows: list[Window]) -> bool:

@@ -276,7 +276,7 @@ def linked(
     given every block of CPU rows of that pass too (a caller's own pass, saved; a block is
     valid only during the call); ``rank``: ``name_rank(events.names)`` when the caller has
     it; ``with_ends``: the launches' threads and ends kept (summary); without them the links
-    keep no launch threads (all −1) nor ends and the categories are int8 (steps)."""
+    keep no launch threads (all −1) nor ends (steps). The categories are int8."""
     calls = _Picked(events, model_rule_names())
     embeddings = _Picked(events, {EMBEDDING})
     wanted = optimizer_step_names(events.names)
@@ -294,11 +294,9 @@ def linked(
             spans.append(optimizer_spans(few, wanted))
 
     links = link_ops(events, rank, on_block=seen, with_top=False, with_end=with_ends)
-    # the leaf ops alone: what steps keep to the end, narrowed (CATEGORIES: fewer than 128)
-    narrow = np.int64 if with_ends else np.int8
     optimizer = np.concatenate(spans) if spans else np.zeros(0, ROW)
-    category = categorize(events, links, optimizer, narrow)
-    if not with_ends:
+    category = categorize(events, links, optimizer, np.int8)  # CATEGORIES: fewer than 128
+    if not with_ends:  # the leaf ops alone: what steps keep to the end
         links = replace(links, thread=np.broadcast_to(np.int32(-1), links.thread.shape))
     return Linked(links, category, calls.rows(), embeddings.rows())
 

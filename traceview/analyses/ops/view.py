@@ -20,14 +20,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from traceview.aggregate import sums
-from traceview.aggregate.intervals import unions
-from traceview.aggregate.order import dense_ids, lex_order
+from traceview.aggregate.intervals import RunningUnions
 from traceview.aggregate.percentiles import nearest_rank
 from traceview.analyses.core.categories import CATEGORIES, categorize
-from traceview.analyses.core.devices import NO_LAUNCH, device_of_stream
+from traceview.analyses.core.devices import NO_LAUNCH, busy_by_device, device_of_stream
 from traceview.analyses.core.graphs import graph_launch_ids, launch_counted, replayed
 from traceview.analyses.core.opcalls import op_calls
-from traceview.analyses.core.oplinks import link_ops
+from traceview.analyses.core.oplinks import OpLinks, link_ops
 from traceview.analyses.core.prelaunch import PRELAUNCH_ROW, launched_before_trace
 from traceview.analyses.core.trace import TraceSummary, summarize
 from traceview.analyses.ops.groups import GRAPH_NO_OP, PRELAUNCH, OpKeys, group_of
@@ -201,25 +200,24 @@ def check_options(options: OpOptions) -> None:
         load_peaks_file(options.peaks_file)
 
 
-def analyse_ops(events: TraceEvents, options: OpOptions, shared: Shared | None = None) -> OpReport:
+def analyse_ops(
+    events: TraceEvents,
+    options: OpOptions,
+    shared: Shared | None = None,
+    by_device: np.ndarray | None = None,
+) -> OpReport:
     """Attribute every kernel to an op; per op name (or name and shapes) its CPU and GPU
     figures and, where shapes allow, FLOPs, bytes and the bound; by GPU time.
-    ``shared``: the op links, op calls and summary, when the caller has them already."""
+    ``shared``: the op links, op calls and summary, when the caller has them already;
+    ``by_device``: ``busy_by_device(events)``, when the caller has it."""
     check_options(options)
     links = link_ops(events) if shared is None else shared.links
-    gpu = events.gpu
-    rows = np.flatnonzero(gpu.kind == KERNEL)
     leaf = options.level == "leaf"
-    graphs = graph_launch_ids(events) if shared is None else shared.graphs
-    graph = replayed(events, rows, graphs)
-    once = launch_counted(events, rows, graphs)  # a graph launch once, by its first kernel
-    op = (links.leaf if leaf else links.top)[rows]
-    op = np.where(graph & (op < 0), GRAPH_NO_OP, op)
-    op = np.where(launched_before_trace(events)[rows], PRELAUNCH, op)  # no op of the trace
-    op_shape = _shapes_of(links.leaf_shape if leaf else links.top_shape, rows)
     keys = OpKeys(events, options.group_by == "op+shapes")
-    used, group = dense_ids(keys.of(op, op_shape), keys.bound)
-    n = len(used)
+    graphs = graph_launch_ids(events) if shared is None else shared.graphs
+    category = categorize(events, links) if shared is None else shared.category
+    k = _by_kernel(events, links, leaf, keys, graphs, category, by_device)
+    used, n = k.used, len(k.used)
     calls = op_calls(events) if shared is None else shared.calls
     pair_group = group_of(used, keys.of(calls.name, calls.shape))
     per_call = [_sums(pair_group, x, n) for x in (calls.calls, calls.cpu_ns, calls.self_ns)]
@@ -228,17 +226,13 @@ def analyse_ops(events: TraceEvents, options: OpOptions, shared: Shared | None =
     work = group_work(calls, works, pair_group, n, counted)
     extra = load_peaks_file(options.peaks_file) if options.peaks_file is not None else None
     peaks, peak_note = device_peaks(events.header, extra)
-    dur, ts = gpu.dur[rows], gpu.ts[rows]
-    kernels = np.bincount(group, minlength=n)
-    gpu_ns = _sums(group, dur, n)
-    busy = _busy(events, rows, group, n)
-    launch = np.where(once, links.launch[rows], NO_LAUNCH)
-    delay = _launch_delay(launch, ts, group, n)
-    launch_ns = _launch_time(launch, links.launch_end[rows], group, n)
-    graph_kernels = np.bincount(group[graph], minlength=n)
-    graph_launches = np.bincount(group[graph & once], minlength=n)
-    category = categorize(events, links) if shared is None else shared.category
-    comm = _all_communication(category[rows], group, n)
+    kernels, gpu_ns, busy, delay = k.kernels, k.gpu_ns, k.busy, k.delay
+    launch_ns, graph_kernels, graph_launches, comm = (
+        k.launch_ns,
+        k.graph_kernels,
+        k.graph_launches,
+        k.comm,
+    )
     total = sums.total(gpu_ns)
     out = []
     for g, key in enumerate(used.tolist()):
@@ -276,7 +270,7 @@ def analyse_ops(events: TraceEvents, options: OpOptions, shared: Shared | None =
     out.sort(key=lambda r: (-r.gpu_time_ns, r.name, r.shapes or ""))
     kept = out if options.top == 0 else out[: options.top]
     notes = []
-    if len(events.cpu) == 0 and len(rows):
+    if len(events.cpu) == 0 and k.count:
         notes.append("no CPU ops in this trace: every kernel is in the (no op) row")
     if peak_note is not None:
         notes.append(peak_note)
@@ -297,7 +291,7 @@ def analyse_ops(events: TraceEvents, options: OpOptions, shared: Shared | None =
     return OpReport(
         trace=summarize(events) if shared is None else shared.trace,
         options=options,
-        kernels=len(rows),
+        kernels=k.count,
         gpu_time_ns=total,
         rows=kept,
         left_out=len(out) - len(kept),
@@ -345,42 +339,149 @@ def _no_op_row(name_id: int, keys: OpKeys) -> str:
     return GRAPH_NO_OP_ROW if name_id == keys.graph_no_op else NO_OP_ROW
 
 
-def _launch_time(launch: np.ndarray, end: np.ndarray, group: np.ndarray, n: int) -> np.ndarray:
-    """Per group, the summed duration of the runtime calls (``launch`` start, ``end``; one
-    per launch call counted) that launched its kernels."""
-    has = (launch != NO_LAUNCH) & (end != NO_LAUNCH)
-    return _sums(np.where(has, group, -1), np.where(has, end - launch, 0), n)
+@dataclass(frozen=True)
+class _Kernels:
+    """Per group of kernels (``used``: the sorted group keys): kernels, GPU time, busy
+    time, median queue delay, launch calls' time, graph kernels and launches, and whether
+    all are communication kernels; ``count``: the kernels."""
+
+    used: np.ndarray
+    count: int
+    kernels: np.ndarray
+    gpu_ns: np.ndarray
+    busy: np.ndarray
+    delay: list[int | None]
+    launch_ns: np.ndarray
+    graph_kernels: np.ndarray
+    graph_launches: np.ndarray
+    comm: np.ndarray
 
 
-def _all_communication(category: np.ndarray, group: np.ndarray, n: int) -> np.ndarray:
-    """Per group: whether every one of its kernels (their ``category``) is a communication
-    kernel."""
-    comm = category == CATEGORIES.index("communication")
-    every: np.ndarray = _sums(group, (~comm).astype(np.int64), n) == 0
-    return every
+_PASS = 1 << 16
 
 
-def _busy(events: TraceEvents, rows: np.ndarray, group: np.ndarray, n: int) -> np.ndarray:
-    """Per group: the union of its kernels (dur > 0) on each device, summed over devices."""
+def _by_kernel(
+    events: TraceEvents,
+    links: OpLinks,
+    leaf: bool,
+    keys: OpKeys,
+    graphs: np.ndarray,
+    category: np.ndarray,
+    by_device: np.ndarray | None,
+) -> _Kernels:
+    """The kernels' figures per group, a pass of kernels at a time: only the kernels'
+    int32 positions, each GPU row's group (int32) and three masks are row-sized."""
+    gpu = events.gpu
+    rows = np.flatnonzero(gpu.kind == KERNEL)
+    if len(rows) < 2**31:
+        rows = rows.astype(np.int32)
+    graph = replayed(events, rows, graphs)
+    once = launch_counted(events, rows, graphs)  # a graph launch once, by its first kernel
+    before = launched_before_trace(events)
+    op_of = links.leaf if leaf else links.top
+    shape_of = links.leaf_shape if leaf else links.top_shape
+    key = np.empty(len(rows), dtype=np.int32 if keys.bound < 2**31 else np.int64)
+    for lo in range(0, len(rows), _PASS):
+        at = rows[lo : lo + _PASS]
+        op = op_of[at]
+        op = np.where(graph[lo : lo + _PASS] & (op < 0), GRAPH_NO_OP, op)
+        op = np.where(before[at], PRELAUNCH, op)  # no op of the trace
+        key[lo : lo + _PASS] = keys.of(op, _shapes_of(shape_of, at))
+    del before
+    used, group = _dense(key, keys.bound)
+    del key
+    n = len(used)
+    kernels = np.zeros(n, dtype=np.int64)
+    gpu_ns, launch_ns = sums.GroupSums(n), sums.GroupSums(n)
+    graph_kernels = np.zeros(n, dtype=np.int64)
+    graph_launches = np.zeros(n, dtype=np.int64)
+    not_comm = np.zeros(n, dtype=np.int64)
+    delays = np.empty(len(rows), dtype=np.int64)  # of kernels with a launch, by group
+    delay_group = np.empty(len(rows), dtype=np.int32)
+    delayed = 0
+    comm = CATEGORIES.index("communication")
+    for lo in range(0, len(rows), _PASS):
+        at = rows[lo : lo + _PASS]
+        g = group[lo : lo + _PASS]
+        kernels += np.bincount(g, minlength=n)
+        gpu_ns.add(g, gpu.dur[at])
+        launch = np.where(once[lo : lo + _PASS], links.launch[at], NO_LAUNCH)
+        has = launch != NO_LAUNCH
+        m = int(has.sum())
+        delays[delayed : delayed + m] = gpu.ts[at][has] - launch[has]
+        delay_group[delayed : delayed + m] = g[has]
+        delayed += m
+        end = links.launch_end[at]
+        has &= end != NO_LAUNCH
+        launch_ns.add(g[has], (end - launch)[has])
+        in_graph = graph[lo : lo + _PASS]
+        graph_kernels += np.bincount(g[in_graph], minlength=n)
+        graph_launches += np.bincount(g[in_graph & once[lo : lo + _PASS]], minlength=n)
+        not_comm += np.bincount(g[category[at] != comm], minlength=n)
+    del graph, once
+    if len(rows):  # the last pass's views would hold the kernels' columns
+        del at, g, launch, has, end
+    group_of_row = np.full(len(gpu.ts), -1, dtype=np.int32)
+    group_of_row[rows] = group
+    del rows, group
+    delay = _launch_delay(delay_group[:delayed], delays[:delayed], n)
+    del delays, delay_group
+    return _Kernels(
+        used=used,
+        count=int(kernels.sum()),
+        kernels=kernels,
+        gpu_ns=gpu_ns.out,
+        busy=_busy(events, group_of_row, n, by_device),
+        delay=delay,
+        launch_ns=launch_ns.out,
+        graph_kernels=graph_kernels,
+        graph_launches=graph_launches,
+        comm=not_comm == 0,
+    )
+
+
+def _dense(key: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray]:
+    """``dense_ids(key, bound)`` with the ids int32, mapped a pass at a time."""
+    if bound > max(4 * len(key), 1 << 16):
+        used = np.unique(key)
+        table = None
+    else:
+        present = np.bincount(key, minlength=bound) > 0
+        used = np.flatnonzero(present)
+        table = (np.cumsum(present) - 1).astype(np.int32)
+    group = np.empty(len(key), dtype=np.int32)
+    for lo in range(0, len(key), _PASS):
+        part = key[lo : lo + _PASS]
+        group[lo : lo + _PASS] = np.searchsorted(used, part) if table is None else table[part]
+    return used, group
+
+
+def _busy(
+    events: TraceEvents, group_of_row: np.ndarray, n: int, by_device: np.ndarray | None
+) -> np.ndarray:
+    """Per group: the union of its kernels (dur > 0) on each device, summed over devices;
+    the busy rows taken in (device, start) order (``by_device``, else sorted here) a pass
+    at a time, each (group, device)'s union carried from pass to pass."""
     device, values = device_of_stream(events)
     width = max(len(values), 1)
     gpu = events.gpu
-    keep = gpu.dur[rows] > 0
-    rows = rows[keep]
-    segment = group[keep] * width + device[gpu.stream[rows]]
-    order = lex_order((gpu.ts[rows], segment))  # by group, then start
-    rows, segment = rows[order], segment[order]
-    ts = gpu.ts[rows]
-    u = unions(segment, ts, ts + gpu.dur[rows], holes=False, ordered=True)
-    return sums.by_group(u.segment // width, u.busy, n)
+    order = busy_by_device(events) if by_device is None else by_device
+    union = RunningUnions(n * width)
+    for lo in range(0, len(order), _PASS):
+        at = order[lo : lo + _PASS]
+        g = group_of_row[at]
+        kernel = g >= 0
+        at = at[kernel]
+        segment = g[kernel].astype(np.int64)
+        segment *= width
+        segment += device[gpu.stream[at]]
+        union.add_grouped(segment, gpu.ts[at], gpu.dur[at])
+    return sums.by_group(np.arange(n * width) // width, union.busy(), n)
 
 
-def _launch_delay(
-    launch: np.ndarray, ts: np.ndarray, group: np.ndarray, n: int
-) -> list[int | None]:
-    """Per group: the median (nearest rank) of kernel start − launch start, over its kernels
-    that have a launch; None when none has."""
-    has = launch != NO_LAUNCH
-    counted = np.bincount(group[has], minlength=n)
-    median = nearest_rank(group[has], ts[has] - launch[has], n, (50,))[50]
+def _launch_delay(group: np.ndarray, delay: np.ndarray, n: int) -> list[int | None]:
+    """Per group: the median (nearest rank) of kernel start − launch start (``delay``),
+    over its kernels that have a launch; None when none has."""
+    counted = np.bincount(group, minlength=n)
+    median = nearest_rank(group, delay, n, (50,))[50]
     return [int(m) if c else None for m, c in zip(median.tolist(), counted.tolist(), strict=True)]
