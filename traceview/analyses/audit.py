@@ -832,7 +832,7 @@ def _first_point_after(t: _Trace, starts: np.ndarray) -> np.ndarray:
     """Per start: the earliest GPU row's step point at or after it (int64 max when none),
     a pass of rows at a time (no sort of the points: a minimum per gap between the starts,
     then the smallest of those at or after each start)."""
-    bounds = np.unique(starts)
+    bounds = distinct(starts)  # sorted, without np.unique's import of numpy.ma
     lowest = np.full(len(bounds) + 1, np.iinfo(np.int64).max, dtype=np.int64)
     for lo in range(0, len(t.events.gpu.ts), _PASS):
         points = t.point(slice(lo, lo + _PASS))

@@ -24,6 +24,7 @@ INGEST_SOURCES = (
     "analyses/core/prelaunch.py",
     "aggregate/order.py",
     "aggregate/sorted_runs.py",
+    "aggregate/grouped.py",
 )
 
 
