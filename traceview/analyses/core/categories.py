@@ -180,20 +180,6 @@ def optimizer_spans(block: np.ndarray, wanted: np.ndarray) -> np.ndarray:
     return picked
 
 
-def in_optimizer_step(
-    events: TraceEvents, links: OpLinks, spans: np.ndarray | None = None
-) -> np.ndarray:
-    """Mask per GPU row: its launch lies inside an ``Optimizer.step#…`` annotation (closed
-    window) on the launch's thread; ``spans``: those annotations (``optimizer_spans`` of
-    every block), else read here."""
-    inside = np.zeros(len(events.gpu.ts), dtype=bool)
-    stepped = OptimizerSteps(links, spans if spans is not None else _spans_of(events))
-    for lo in range(0, len(inside), _PASS):
-        at = slice(lo, lo + _PASS)
-        inside[at] = stepped.hits(at)
-    return inside
-
-
 def _spans_of(events: TraceEvents) -> np.ndarray:
     """The ``Optimizer.step#…`` annotations of the CPU rows, in a pass of its own."""
     wanted = optimizer_step_names(events.names)
@@ -236,7 +222,6 @@ __all__ = [
     "by_name",
     "by_op",
     "categorize",
-    "in_optimizer_step",
     "optimizer_spans",
     "optimizer_step_names",
     "words",
