@@ -16,7 +16,13 @@ from hypothesis import strategies as st
 
 from traceview.aggregate import intervals, sorted_runs
 from traceview.aggregate.intervals import union_extent, unions
-from traceview.aggregate.sorted_runs import contains, increasing_runs, smallest_at, smallest_match
+from traceview.aggregate.sorted_runs import (
+    contains,
+    in_sorted,
+    increasing_runs,
+    smallest_at,
+    smallest_match,
+)
 from traceview.analyses.core import devices
 from traceview.analyses.core.devices import _call_keys, _keyed_launches
 from traceview.app.reading import read_trace
@@ -30,6 +36,16 @@ QUERIES = st.lists(st.integers(-5, 65), max_size=80)
 
 def _keys(runs: list[list[int]]) -> np.ndarray:
     return np.array([k for run in runs for k in run], dtype=np.int64)
+
+
+@given(st.lists(st.integers(-5, 65), max_size=40), QUERIES, st.integers(1, 7))
+@settings(max_examples=200, deadline=None)
+def test_in_sorted(keys: list[int], query: list[int], passes: int) -> None:
+    q = np.array(query, dtype=np.int64)
+    expected = [x in set(keys) for x in query]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(sorted_runs, "_PASS", passes)  # several passes over the queries
+        assert in_sorted(np.sort(np.array(keys, dtype=np.int64)), q).tolist() == expected
 
 
 @given(CALLS, QUERIES, st.randoms(use_true_random=False))

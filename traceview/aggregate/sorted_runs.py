@@ -83,6 +83,20 @@ def smallest_at(
     return out
 
 
+def in_sorted(sorted_keys: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """Per query key: whether the sorted ``sorted_keys`` hold it (a binary search, not
+    np.isin's sort; a pass of queries at a time)."""
+    out = np.zeros(len(query), dtype=bool)
+    if len(sorted_keys) == 0:
+        return out
+    for lo in range(0, len(query), _PASS):
+        part = query[lo : lo + _PASS]
+        at = np.searchsorted(sorted_keys, part)
+        np.minimum(at, len(sorted_keys) - 1, out=at)
+        np.equal(sorted_keys[at], part, out=out[lo : lo + _PASS])
+    return out
+
+
 def contains(keys: np.ndarray, runs: list[tuple[int, int]], query: np.ndarray) -> np.ndarray:
     """Per query key: whether ``keys`` (in the increasing ``runs``) holds it."""
     out = np.zeros(len(query), dtype=bool)

@@ -16,6 +16,7 @@ import numpy as np
 
 from traceview.aggregate import sums
 from traceview.aggregate.order import distinct
+from traceview.aggregate.sorted_runs import in_sorted
 from traceview.analyses.core.devices import (
     NO_LAUNCH,
     DeviceUsage,
@@ -31,7 +32,6 @@ from traceview.analyses.core.faults import (
     Calls,
     Drift,
     carried,
-    contains,
     earlier_ends,
     group_order,
     order_faults,
@@ -463,7 +463,7 @@ def _short_replays(t: _Trace, graph_ids: np.ndarray) -> tuple[int, int, list[Exa
     gpu = t.events.gpu
     if len(graph_ids) == 0:
         return 0, 0, []
-    rows = np.flatnonzero(contains(graph_ids, gpu.correlation) & (gpu.kind == KERNEL))
+    rows = np.flatnonzero(in_sorted(graph_ids, gpu.correlation) & (gpu.kind == KERNEL))
     if len(rows) == 0:
         return 0, 0, []
     order = rows[np.lexsort((gpu.ts[rows], gpu.correlation[rows]))]
@@ -730,7 +730,7 @@ def _own_launches(t: _Trace, trends: Drift) -> np.ndarray:
         hit &= t.launch[at] != NO_LAUNCH
         hit &= gpu.kind[at] == KERNEL
         if len(graphs):
-            hit &= ~contains(graphs, gpu.correlation[at])
+            hit &= ~in_sorted(graphs, gpu.correlation[at])
         rows = picked(at, hit)
         trends.span(t.devices_of(rows), t.launch[rows])
     return own

@@ -13,6 +13,7 @@ import numpy as np
 
 from traceview.aggregate.order import distinct, lex_order
 from traceview.aggregate.percentiles import median
+from traceview.aggregate.sorted_runs import in_sorted
 from traceview.analyses.core.graphs import GRAPH_LAUNCH
 from traceview.columns.model import TraceEvents
 from traceview.columns.schema import RuntimeColumns
@@ -143,20 +144,6 @@ def _kinds(events: TraceEvents, name: np.ndarray) -> np.ndarray:
     return kind
 
 
-def contains(sorted_ids: np.ndarray, ids: np.ndarray) -> np.ndarray:
-    """Mask: which of ``ids`` are in ``sorted_ids`` (a binary search, not np.isin's sort; a
-    pass of ids at a time)."""
-    out = np.zeros(len(ids), dtype=bool)
-    if len(sorted_ids) == 0:
-        return out
-    for lo in range(0, len(ids), _PASS):
-        part = ids[lo : lo + _PASS]
-        at = np.searchsorted(sorted_ids, part)
-        np.minimum(at, len(sorted_ids) - 1, out=at)
-        np.equal(sorted_ids[at], part, out=out[lo : lo + _PASS])
-    return out
-
-
 def carried(keys: np.ndarray, ids: np.ndarray) -> np.ndarray:
     """Mask: which of ``ids`` some key (>= 0) equals. Through a table of the keys' range when
     it takes at most _TABLE_BYTES a key (a trace's correlation ids: ~17 over its GPU rows;
@@ -168,7 +155,7 @@ def carried(keys: np.ndarray, ids: np.ndarray) -> np.ndarray:
     low = int(np.min(keys, where=known, initial=np.iinfo(np.int64).max))
     size = int(keys.max()) - low + 1
     if size > _TABLE_BYTES * len(keys):
-        return contains(distinct(keys[known]), ids)
+        return in_sorted(distinct(keys[known]), ids)
     del known
     table = np.zeros(size, dtype=bool)
     for lo in range(0, len(keys), _PASS):

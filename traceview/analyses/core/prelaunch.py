@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from traceview.aggregate.grouped import reduce_at
-from traceview.aggregate.sorted_runs import contains, increasing_runs
+from traceview.aggregate.sorted_runs import contains, in_sorted, increasing_runs
 from traceview.columns.model import TraceEvents
 
 
@@ -32,16 +32,9 @@ def launched_mask(events: TraceEvents) -> np.ndarray:
     if runs is not None:  # searched run by run in the column itself, a pass at a time
         mask = contains(runtime, runs, gpu)
     else:
-        # A binary search in the sorted launch ids, a pass of rows at a time: the sorted
-        # copy (8 B a call) and a pass's temporaries, not 16 B a row more.
-        launches = np.sort(runtime, kind="stable")
-        mask = np.empty(len(gpu), dtype=bool)
-        for lo in range(0, len(gpu), _PASS):
-            part = gpu[lo : lo + _PASS]
-            at = np.searchsorted(launches, part)
-            np.minimum(at, len(launches) - 1, out=at)
-            np.equal(launches[at], part, out=mask[lo : lo + _PASS])
-        del launches
+        # a binary search in the sorted launch ids, a pass of rows at a time: the sorted
+        # copy (8 B a call) and a pass's temporaries, not 16 B a row more
+        mask = in_sorted(np.sort(runtime, kind="stable"), gpu)
     mask.flags.writeable = False
     _remember_mask(gpu, runtime, mask)
     return mask
