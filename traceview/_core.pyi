@@ -17,8 +17,11 @@ def scan_chunk(
     drop: dict[str, list[bytes]] | None = None,
     keep_frames: bool = False,
     seen: bool = False,
+    start: int = 0,
+    end: int | None = None,
 ) -> dict[str, Any]:
-    """Scan one chunk of whole events (a bytes-like object, events separated by commas);
+    """Scan one chunk of whole events (``data[start:end]``, a bytes-like object: a ``bytes``
+    one is scanned where it lies, any other copied; events separated by commas);
     ``keep_cpu``: CPU ops and step-marker python frames as rows; ``keep_frames`` (with
     ``keep_cpu``): python frames and fwdbwd flows as rows too; ``drop``: the events the
     collector never keeps (traceview.columns.collect.scan_rule), counted and not decoded.

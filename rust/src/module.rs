@@ -145,8 +145,13 @@ fn guarded<T: Send>(
 /// (the events left to the Python side, as one JSON array text); with `seen`, `seen` (what
 /// trim's copy needs to leave the chunk unread, spans::Seen::values); or, when the chunk
 /// must take the Python path, `{"refused": why, "at": offset}`.
+///
+/// `start`, `end`: the chunk is `data[start:end]` (`end` None: to the end). A `bytes` object
+/// is scanned where it lies (it cannot change, and it is held while the GIL is released);
+/// any other buffer is copied first.
 #[pyfunction]
-#[pyo3(signature = (data, exact, keep_cpu, drop=None, keep_frames=false, seen=false))]
+#[pyo3(signature = (data, exact, keep_cpu, drop=None, keep_frames=false, seen=false, start=0, end=None))]
+#[allow(clippy::too_many_arguments)]
 fn scan_chunk<'py>(
     py: Python<'py>,
     data: &Bound<'py, PyAny>,
@@ -155,8 +160,22 @@ fn scan_chunk<'py>(
     drop: Option<&Bound<'py, PyDict>>,
     keep_frames: bool,
     seen: bool,
+    start: usize,
+    end: Option<usize>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let text = PyBuffer::<u8>::get(data)?.to_vec(py)?;
+    let copied;
+    let whole: &[u8] = match data.cast::<PyBytes>() {
+        Ok(bytes) => bytes.as_bytes(),
+        Err(_) => {
+            copied = PyBuffer::<u8>::get(data)?.to_vec(py)?;
+            &copied
+        }
+    };
+    let Some(text) = whole.get(start..end.unwrap_or(whole.len())) else {
+        return Err(pyo3::exceptions::PyValueError::new_err(
+            "start and end are not a range of the data",
+        ));
+    };
     let drop = match drop {
         None => None,
         Some(rule) => Some(drop_rule(rule)?),
@@ -169,7 +188,7 @@ fn scan_chunk<'py>(
         seen,
     };
     let out = PyDict::new(py);
-    if let Some(chunk) = guarded(py, &out, || scanned(&text, &options))? {
+    if let Some(chunk) = guarded(py, &out, || scanned(text, &options))? {
         chunk.put(&out)?;
     }
     Ok(out)

@@ -5,6 +5,7 @@ when the extension is missing and for every chunk the scanner refuses."""
 from __future__ import annotations
 
 import ast
+import json
 import os
 import random
 import sys
@@ -18,6 +19,7 @@ from conftest import ROOT, run_cli
 import traceview
 from traceview.columns.parallel import collect_events
 from traceview.columns.schema import GPU_COLUMNS, RUNTIME_COLUMNS
+from traceview.errors import TraceviewError
 from traceview.read import compiled
 from traceview.read.reader import TraceReader
 
@@ -88,6 +90,40 @@ def test_hostile_bytes_never_raise() -> None:
         assert "refused" in result or result["events"] >= 1
     deep = b'{"a": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
     assert core.scan_chunk(deep, False, False)["refused"] == "nested too deeply"
+
+
+def test_a_range_of_bytes_is_scanned_as_its_copy() -> None:
+    text = b"[" + OP + b",\n" + KERNEL + b"]"
+    want = core.scan_chunk(text[1:-1], False, True)
+    assert core.scan_chunk(text, False, True, start=1, end=len(text) - 1) == want
+    with memoryview(bytearray(text)) as view:
+        assert core.scan_chunk(view, False, True, start=1, end=len(text) - 1) == want
+    for start, end in ((5, 2), (0, len(text) + 1)):
+        with pytest.raises(ValueError, match="not a range"):
+            core.scan_chunk(text, False, True, start=start, end=end)
+
+
+def test_text_read_again_that_changed_is_an_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A plain file's chunks are read again from the text kept (reader._fill_bytes): text
+    that is not the same the second time is a file changed while it was read."""
+    monkeypatch.delenv(compiled.READER_ENV, raising=False)
+    path = tmp_path / "t.json"
+    events = [{**json.loads(KERNEL), "ts": i} for i in range(4000)]
+    path.write_text(json.dumps({"traceEvents": events}, indent=1))
+    size = path.stat().st_size
+    reader = TraceReader(path, block_size=64 << 10)
+    batches = reader.batches()
+    next(batches)
+    with path.open("r+b") as f:  # the next event's ``{``, already read, now differs
+        data = f.read()
+        f.seek(data.index(b"{", reader._last_event_end))
+        f.write(b"[")
+    assert path.stat().st_size == size
+    with pytest.raises(TraceviewError, match="the file changed while it was read"):
+        for _ in batches:
+            pass
 
 
 def test_reader_chosen_by_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:

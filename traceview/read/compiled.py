@@ -170,8 +170,11 @@ def decode_scanned(
     core = scanner()
     if core is None:
         return decode_span(data, start, end, exact, skipped, shapes, frames)
-    with memoryview(data) as view, view[start:end] as span:
-        result = core.scan_chunk(span, exact, shapes, drop, frames, seen)
+    if isinstance(data, bytes):  # scanned where it lies (a bytes object cannot change)
+        result = core.scan_chunk(data, exact, shapes, drop, frames, seen, start=start, end=end)
+    else:
+        with memoryview(data) as view, view[start:end] as span:
+            result = core.scan_chunk(span, exact, shapes, drop, frames, seen)
     scanned = accepted(result, core, exact, shapes, frames)
     if scanned is not None:
         return scanned

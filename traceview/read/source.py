@@ -222,6 +222,35 @@ class TraceSource:
         self.decompressed_bytes += read
         return read
 
+    def reread(self, offset: int, size: int) -> tuple[bytes, int]:
+        """A plain file's bytes from ``offset`` (at or before the position) to the position,
+        then its next ones as read_into reads them (at most ``size``, up to the limit), in one
+        new bytes object read straight from the file; with how many are new (0 at the end)."""
+        at = self._raw.tell()
+        want = at - offset + self._room(size)
+        fd = self._raw.fileno()
+        data = os.pread(fd, want, offset)
+        while 0 < len(data) < want:  # a short read (a signal): read on
+            more = os.pread(fd, want - len(data), offset + len(data))
+            if not more:
+                break
+            data += more
+        read = len(data) - (at - offset)
+        if read <= 0:
+            self._check_not_shorter()
+            if read < 0:  # the file is as long, but not here: it changed
+                raise TraceviewError(
+                    f"{self.info.path}: the file changed while it was read (it got shorter: "
+                    f"{at} bytes read, {offset + len(data)} there now)"
+                )
+            return data, 0
+        if self.hashes is not None:
+            with memoryview(data) as view, view[at - offset :] as piece:
+                self.hashes.feed(at, piece)
+        self._raw.seek(at + read)
+        self.decompressed_bytes += read
+        return data, read
+
     def _inflate_into(self, into: memoryview) -> int:
         """The next inflated bytes into ``into`` (inflates_in_place): what blocks() gives,
         the same errors; 0 at the end, and after it."""
