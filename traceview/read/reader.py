@@ -375,6 +375,7 @@ class TraceReader:
                 self._fill(buf, blocks, trim=False)
                 continue
             yield from self._chunk_between(buf, cut)
+            cut = None  # a match holds its text: the block is freed when the next is read
             self._progress(source)
         if isinstance(buf.data, bytearray):
             del buf.data[buf.end :]  # the rest is read as it ends
@@ -401,11 +402,12 @@ class TraceReader:
         bytearray: with ``trim`` false it keeps its size (see _Buffer), so no block costs a
         reallocation; a plain file is read straight into it (no bytes object per block)."""
         # The byte before ``pos`` stays, for decode_span's ``[``.
-        data, drop = buf.data, max(0, buf.pos - 1)
+        drop = max(0, buf.pos - 1)
         kept = buf.end - drop
         if buf.reread is not None and kept <= self.block_size:
             self._fill_bytes(buf, buf.reread)
             return
+        data = buf.data
         if isinstance(data, bytes):  # an event longer than a block: in place from now on
             data = buf.data = bytearray(data)
         if drop:
@@ -438,11 +440,13 @@ class TraceReader:
         object where it lies, where it copies a bytearray's chunk (H200 big.json, kernels:
         ~0.05 CPU s). The text read again must be the same, or the file changed while it was
         read. The same blocks as _fill's: the chunks are cut at the same places."""
-        data, drop = buf.data, max(0, buf.pos - 1)
+        drop = max(0, buf.pos - 1)
+        kept = bytes(buf.data[drop : buf.end])
+        # The last chunk is no longer wanted (the next one is): its block is freed before the
+        # next is made, whose allocation then reuses its memory (no fresh pages each block).
+        buf.data, self._last_chunk = b"", (b"", 0, None)
         new, read = source.reread(buf.base + drop, self.block_size)
-        with memoryview(data) as before, before[drop : buf.end] as text_kept:
-            same = new.startswith(text_kept)
-        if not same:
+        if not new.startswith(kept):
             self._fail(
                 "the file changed while it was read (its bytes from "
                 f"{buf.base + drop} were not the same when read again)"
