@@ -171,7 +171,7 @@ def decode_scanned(
     if core is None:
         return decode_span(data, start, end, exact, skipped, shapes, frames)
     if isinstance(data, bytes):  # scanned where it lies (a bytes object cannot change)
-        result = core.scan_chunk(data, exact, shapes, drop, frames, seen, start=start, end=end)
+        result = core.scan_chunk(data, exact, shapes, drop, frames, seen, start, end)
     else:
         with memoryview(data) as view, view[start:end] as span:
             result = core.scan_chunk(span, exact, shapes, drop, frames, seen)
