@@ -10,7 +10,7 @@
 //! wrongly typed field of an event read here, numbers the batch conversion would not take,
 //! nesting deeper than MAX_DEPTH, a collective's metadata (traceview/columns/comms.py).
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 
 use crate::cpu::{self, CpuRows};
@@ -509,6 +509,15 @@ pub(crate) struct Scanner<'a> {
     memo: RefCell<Memo>,
     /// Event heads already walked (Heads).
     heads: RefCell<Heads>,
+    /// The last event's head's set and hint, where it has one (Hint).
+    hinted: Cell<Option<Hinted>>,
+}
+
+/// A remembered head's set (Ways) and hint.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Hinted {
+    set: usize,
+    pub(crate) hint: Hint,
 }
 
 /// Where an object or array that was walked and accepted lies in the chunk: `len` bytes
@@ -559,8 +568,9 @@ impl<T: Span, const K: usize, const S: usize, const W: usize> Ways<T, K, S, W> {
     /// The most recent entry of the set of `i` whose bytes are those at `i` and that `hit`
     /// takes, made the most recent.
     #[inline(always)]
-    fn find(&mut self, t: &[u8], i: usize, hit: impl Fn(&T) -> bool) -> Option<&T> {
-        let set = self.sets.get_mut(Self::set(t, i)?)?;
+    fn find(&mut self, t: &[u8], i: usize, hit: impl Fn(&T) -> bool) -> Option<(usize, &T)> {
+        let n_set = Self::set(t, i)?;
+        let set = self.sets.get_mut(n_set)?;
         for n in 0..W {
             let w = &set[n];
             let (start, len) = w.span();
@@ -570,19 +580,26 @@ impl<T: Span, const K: usize, const S: usize, const W: usize> Ways<T, K, S, W> {
                     .is_some_and(|v| Some(v) == t.get(start..start + len))
             {
                 set[..=n].rotate_right(1);
-                return Some(&set[0]);
+                return Some((n_set, &set[0]));
             }
         }
         None
     }
 
-    /// Keep `entry`, of the bytes at `i`, as the most recent of its set.
+    /// The most recent entry of set `set`.
     #[inline(always)]
-    fn keep(&mut self, t: &[u8], i: usize, entry: T) {
-        if let Some(set) = Self::set(t, i).and_then(|n| self.sets.get_mut(n)) {
-            set.rotate_right(1);
-            set[0] = entry;
-        }
+    fn first_mut(&mut self, set: usize) -> Option<&mut T> {
+        self.sets.get_mut(set)?.first_mut()
+    }
+
+    /// Keep `entry`, of the bytes at `i`, as the most recent of its set: that set.
+    #[inline(always)]
+    fn keep(&mut self, t: &[u8], i: usize, entry: T) -> Option<usize> {
+        let n = Self::set(t, i)?;
+        let set = self.sets.get_mut(n)?;
+        set.rotate_right(1);
+        set[0] = entry;
+        Some(n)
     }
 }
 
@@ -605,7 +622,7 @@ impl Memo {
     /// The end of the value at `i` if its bytes are those of one walked at this depth.
     #[inline(always)]
     fn find(&mut self, t: &[u8], i: usize, outer: usize) -> Option<usize> {
-        let w = self.0.find(t, i, |w| w.outer as usize == outer)?;
+        let (_, w) = self.0.find(t, i, |w| w.outer as usize == outer)?;
         Some(i + w.len as usize)
     }
 
@@ -637,6 +654,24 @@ struct Head {
     /// Whether a member that is not of the head came (its key at `len`).
     ended: bool,
     members: [(u8, u32, u32, Kind); 5],
+    /// What the lists said of its category and name, where both are of the head (`named`).
+    hint: Hint,
+    named: bool,
+}
+
+/// What the lists say of a remembered head's category (Categories::of) and name
+/// (KeepNames::kept), found once for all the events with that head (its bytes hold both).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Hint {
+    cat: Option<Category>,
+    kept: Option<bool>,
+}
+
+impl Hint {
+    /// Which of the two are found.
+    fn found(&self) -> (bool, bool) {
+        (self.cat.is_some(), self.kept.is_some())
+    }
 }
 
 impl Head {
@@ -673,6 +708,16 @@ impl Head {
         true
     }
 
+    /// Whether the head holds the category and the name (a hint is then of the head).
+    fn hinted(&self) -> bool {
+        let held = |key: u8| {
+            self.members[..usize::from(self.n)]
+                .iter()
+                .any(|m| m.0 == key)
+        };
+        held(1) && held(2)
+    }
+
     /// Whether the head is worth remembering (and whole: a member past it came).
     fn kept(&self) -> bool {
         self.ended && self.len as usize >= HEAD_KEY
@@ -699,11 +744,13 @@ impl Span for Head {
 struct Heads(Ways<Head, HEAD_KEY, 256, 4>);
 
 impl Heads {
-    /// Where the members after a remembered head at `i` start, its members put in `e`.
-    fn find(&mut self, t: &[u8], i: usize, e: &mut Event) -> Option<usize> {
-        let h = self.0.find(t, i, |h| {
+    /// Where the members after a remembered head at `i` start, its members put in `e`; and
+    /// its set and hint where its bytes hold the category and name.
+    fn find(&mut self, t: &[u8], i: usize, e: &mut Event) -> Option<(usize, Option<Hinted>)> {
+        let (set, h) = self.0.find(t, i, |h| {
             t.get(i + h.len as usize).is_some_and(|&b| b > b' ')
         })?;
+        let hinted = h.named.then_some(Hinted { set, hint: h.hint });
         for &(key, from, to, kind) in &h.members[..usize::from(h.n)] {
             let slot = match key {
                 0 => &mut e.ph,
@@ -718,14 +765,26 @@ impl Heads {
                 kind,
             });
         }
-        Some(i + h.len as usize)
+        Some((i + h.len as usize, hinted))
     }
 
-    /// Keep the head of the event at `i`, walked and accepted.
-    fn keep(&mut self, t: &[u8], i: usize, mut head: Head) {
-        if let Ok(start) = u32::try_from(i) {
-            head.start = start;
-            self.0.keep(t, i, head);
+    /// Keep the head of the event at `i`, walked and accepted: its set and (empty) hint
+    /// where its bytes hold the category and name.
+    fn keep(&mut self, t: &[u8], i: usize, mut head: Head) -> Option<Hinted> {
+        let start = u32::try_from(i).ok()?;
+        head.start = start;
+        head.named = head.hinted();
+        let set = self.0.keep(t, i, head)?;
+        head.named.then_some(Hinted {
+            set,
+            hint: Hint::default(),
+        })
+    }
+
+    /// Give the most recent head of `set` (the last found or kept) its hint.
+    fn set_hint(&mut self, hinted: Hinted) {
+        if let Some(h) = self.0.first_mut(hinted.set) {
+            h.hint = hinted.hint;
         }
     }
 }
@@ -736,6 +795,7 @@ impl<'a> Scanner<'a> {
             t,
             memo: RefCell::default(),
             heads: RefCell::default(),
+            hinted: Cell::new(None),
         }
     }
 
@@ -1111,7 +1171,9 @@ impl<'a> Scanner<'a> {
         *e = Event::default();
         let t = self.t;
         // the members after a remembered head, else all (the head noted as they come)
-        let resume = self.heads.borrow_mut().find(t, i, e);
+        let found = self.heads.borrow_mut().find(t, i, e);
+        let resume = found.map(|f| f.0);
+        self.hinted.set(found.and_then(|f| f.1));
         let mut head = Head::default();
         let mut noting = resume.is_none();
         let end = self.members_at_or_all(i, resume, |key, j| {
@@ -1159,9 +1221,19 @@ impl<'a> Scanner<'a> {
             Ok(value.end)
         })?;
         if head.kept() {
-            self.heads.borrow_mut().keep(t, i, head);
+            self.hinted.set(self.heads.borrow_mut().keep(t, i, head));
         }
         Ok(end)
+    }
+
+    /// The hint of the last event's head, where it has one.
+    fn hinted(&self) -> Option<Hinted> {
+        self.hinted.get()
+    }
+
+    /// Keep what the lists said of the last event's category and name with its head.
+    fn set_hint(&self, hinted: Hinted) {
+        self.heads.borrow_mut().set_hint(hinted);
     }
 
     /// The whole chunk.
@@ -1257,6 +1329,7 @@ fn kind_of<'t>(
     s: &Scanner<'t>,
     e: &Event,
     cats: &mut Categories<'t, '_>,
+    hint: Option<&mut Hint>,
 ) -> Scan<(Option<i8>, Option<Category>)> {
     match e.ph {
         None => return Ok((None, None)),
@@ -1277,7 +1350,10 @@ fn kind_of<'t>(
     let Some(cat) = s.plain_str(Some(cat_value)) else {
         return refuse(cat_value.start, "cat not plain text");
     };
-    let found = cats.of(cat);
+    let found = match hint {
+        Some(h) => *h.cat.get_or_insert_with(|| cats.of(cat)),
+        None => cats.of(cat),
+    };
     if !found.ascii {
         // str.lower() maps some non-ASCII letters to ASCII ones (K, the Kelvin sign → k)
         return refuse(cat_value.start, "a non-ASCII cat");
@@ -1386,7 +1462,9 @@ pub fn scan(text: &[u8], options: &Options) -> Scan<Chunk> {
             if let Some(seen) = out.seen.as_mut() {
                 seen.see(&s, &e);
             }
-            let (kind, cat) = kind_of(&s, &e, &mut cats)?;
+            let mut hinted = s.hinted();
+            let before = hinted.map(|h| h.hint.found());
+            let (kind, cat) = kind_of(&s, &e, &mut cats, hinted.as_mut().map(|h| &mut h.hint))?;
             let taken = match kind {
                 Some(kind) if kind <= MEMSET || kind == RUNTIME => {
                     row(&s, &e, kind, options, &mut out, &mut pending)?;
@@ -1396,14 +1474,17 @@ pub fn scan(text: &[u8], options: &Options) -> Scan<Chunk> {
                 None => cpu::take_flow(&s, &e, options, &mut out.cpu, &mut cpu_pending)?,
             };
             if taken {
-            } else if options
-                .drop
-                .as_ref()
-                .is_some_and(|r| droppable(&s, &e, cat, r, &mut keeps, &mut cats, options))
-            {
+            } else if options.drop.as_ref().is_some_and(|r| {
+                let hint = hinted.as_mut().map(|h| &mut h.hint);
+                droppable(&s, &e, cat, r, &mut keeps, &mut cats, hint, options)
+            }) {
                 out.dropped += 1;
             } else {
                 out.others.extend([start as i64, end as i64]);
+            }
+            // kept with the head where something was found since
+            if let Some(h) = hinted.filter(|h| Some(h.hint.found()) != before) {
+                s.set_hint(h);
             }
             end
         } else {
@@ -1563,6 +1644,7 @@ fn droppable<'t>(
     rule: &DropRule,
     keeps: &mut KeepNames<'t, '_>,
     cats: &mut Categories<'t, '_>,
+    hint: Option<&mut Hint>,
     options: &Options,
 ) -> bool {
     let Some(name) = (match e.name {
@@ -1586,7 +1668,11 @@ fn droppable<'t>(
     };
     let known = ph == b"X" && cat.known;
     let dropped = if known {
-        cat.dropped && !keeps.kept(name)
+        cat.dropped
+            && !match hint {
+                Some(h) => *h.kept.get_or_insert_with(|| keeps.kept(name)),
+                None => keeps.kept(name),
+            }
     } else {
         !rule.keep_other_names.iter().any(|n| *n == name)
     };
