@@ -426,6 +426,7 @@ const READ_KEYS: u64 =
 
 /// The args key's meaning. Most keys of an op's args ("External id", "Input Dims", ...)
 /// are told by their bit (key_bit) before any text is compared.
+#[inline(always)]
 fn arg_key(key: &[u8]) -> ArgKey {
     match key {
         b"correlation" => ArgKey::Correlation,
@@ -511,6 +512,8 @@ pub(crate) struct Scanner<'a> {
     heads: RefCell<Heads>,
     /// The last event's head's set and hint, where it has one (Hint).
     hinted: Cell<Option<Hinted>>,
+    /// Flat events already walked (Flats).
+    flats: RefCell<Flats>,
 }
 
 /// A remembered head's set (Ways) and hint.
@@ -789,6 +792,119 @@ impl Heads {
     }
 }
 
+/// Members of a flat event at most (a flow has eight).
+const FLAT_MEMBERS: usize = 12;
+/// Flat events remembered, most recent first.
+const FLATS: usize = 4;
+/// A top-level key that is no field of `Event` (Member::field).
+const NO_FIELD: u8 = 9;
+
+/// A member of a flat event: its value's offset from the event's `{` and length, the field
+/// it is (`field_of`) and its type.
+#[derive(Debug, Clone, Copy, Default)]
+struct Member {
+    value: u32,
+    len: u32,
+    field: u8,
+    kind: Kind,
+}
+
+impl Member {
+    /// A string, literal or null: remembered with the bytes around it (a number or a
+    /// container is walked again).
+    fn fixed(&self) -> bool {
+        matches!(
+            self.kind,
+            Kind::Str | Kind::StrEscaped | Kind::Literal | Kind::Null
+        )
+    }
+}
+
+/// A flat event as walked: no args object and no remembered head (a flow). `len` bytes
+/// from `start` (0: none), its members in order.
+#[derive(Debug, Clone, Copy, Default)]
+struct Flat {
+    start: u32,
+    len: u32,
+    n: usize,
+    members: [Member; FLAT_MEMBERS],
+}
+
+/// The flat events of a chunk last walked. An event whose bytes equal a remembered one's
+/// outside its numbers and containers, and whose numbers and containers walk as values
+/// where that one's were, is walked as it was walked: its strings, literals, keys,
+/// separators and whitespace are the same bytes, each value's walk reads only its own bytes
+/// and starts at a byte that is not whitespace (so a whitespace run stops where it stopped),
+/// and no number or container ends where a separator, whitespace or `}` begins.
+struct Flats {
+    all: [Flat; FLATS],
+    /// Indices into `all`, most recent first.
+    order: [u8; FLATS],
+}
+
+impl Default for Flats {
+    fn default() -> Self {
+        Flats {
+            all: [Flat::default(); FLATS],
+            order: std::array::from_fn(|n| n as u8),
+        }
+    }
+}
+
+impl Flat {
+    /// Note a member's value (of the event at `event`): whether the event may still be flat.
+    #[inline(always)]
+    fn note(&mut self, event: usize, v: Val, field: u8) -> bool {
+        let (Some(m), Ok(value), Ok(len)) = (
+            self.members.get_mut(self.n),
+            u32::try_from(v.start - event),
+            u32::try_from(v.end - v.start),
+        ) else {
+            return false;
+        };
+        *m = Member {
+            value,
+            len,
+            field,
+            kind: v.kind,
+        };
+        self.n += 1;
+        true
+    }
+}
+
+/// The field of `e` a member's value goes to (None: not kept).
+fn field_of(e: &mut Event, field: u8) -> Option<&mut Option<Val>> {
+    Some(match field {
+        0 => &mut e.ph,
+        1 => &mut e.cat,
+        2 => &mut e.name,
+        3 => &mut e.pid,
+        4 => &mut e.tid,
+        5 => &mut e.ts,
+        6 => &mut e.dur,
+        7 => &mut e.args,
+        8 => &mut e.id,
+        _ => return None,
+    })
+}
+
+/// The field code of a top-level key (top_slot!'s keys, in `field_of`'s order).
+fn field_code(key: &[u8]) -> u8 {
+    match key {
+        b"ph" => 0,
+        b"cat" => 1,
+        b"name" => 2,
+        b"pid" => 3,
+        b"tid" => 4,
+        b"ts" => 5,
+        b"dur" => 6,
+        b"args" => 7,
+        b"id" => 8,
+        _ => NO_FIELD,
+    }
+}
+
 impl<'a> Scanner<'a> {
     pub(crate) fn new(t: &'a [u8]) -> Self {
         Scanner {
@@ -796,6 +912,7 @@ impl<'a> Scanner<'a> {
             memo: RefCell::default(),
             heads: RefCell::default(),
             hinted: Cell::new(None),
+            flats: RefCell::default(),
         }
     }
 
@@ -1172,16 +1289,45 @@ impl<'a> Scanner<'a> {
         let t = self.t;
         // the members after a remembered head, else all (the head noted as they come)
         let found = self.heads.borrow_mut().find(t, i, e);
-        let resume = found.map(|f| f.0);
         self.hinted.set(found.and_then(|f| f.1));
+        match found {
+            Some((resume, _)) => self.walk::<false>(i, Some(resume), e),
+            None => self.whole(i, e),
+        }
+    }
+
+    /// `event` without a remembered head: as a remembered flat event, else walked whole.
+    #[inline(never)]
+    fn whole(&self, i: usize, e: &mut Event) -> Scan<usize> {
+        if let Some(end) = self.flat(i, e) {
+            return Ok(end);
+        }
+        *e = Event::default();
+        self.walk::<true>(i, None, e)
+    }
+
+    /// `event` member by member, from the key at `resume` after a remembered head (its
+    /// members in `e`), else from the `{` (`WHOLE`), its head and (flat) layout noted.
+    #[inline(always)]
+    fn walk<const WHOLE: bool>(
+        &self,
+        i: usize,
+        resume: Option<usize>,
+        e: &mut Event,
+    ) -> Scan<usize> {
+        let t = self.t;
         let mut head = Head::default();
-        let mut noting = resume.is_none();
+        let mut noting = WHOLE;
+        // the members of a flat event (Flat), while it may be one
+        let mut flat = Flat::default();
+        let mut flat_ok = WHOLE;
         let end = self.members_at_or_all(i, resume, |key, j| {
             if noting {
                 let at = key.as_ptr() as usize - t.as_ptr() as usize - 1;
                 noting = head.note(key, at - i);
             }
             if key == b"args" && self.t.get(j) == Some(&b'{') {
+                flat_ok = false;
                 if let Some(first) = e.args {
                     return refuse(first.start.max(j), "a repeated key");
                 }
@@ -1211,6 +1357,9 @@ impl<'a> Scanner<'a> {
                 return Ok(end);
             }
             let value = self.value(j)?;
+            if WHOLE && flat_ok {
+                flat_ok = flat.note(i, value, field_code(key));
+            }
             let Some(slot) = top_slot!(e, key) else {
                 return Ok(value.end);
             };
@@ -1220,10 +1369,78 @@ impl<'a> Scanner<'a> {
             }
             Ok(value.end)
         })?;
-        if head.kept() {
+        if !WHOLE {
+        } else if head.kept() {
             self.hinted.set(self.heads.borrow_mut().keep(t, i, head));
+        } else if flat_ok {
+            if let (Ok(start), Ok(len)) = (u32::try_from(i), u32::try_from(end - i)) {
+                (flat.start, flat.len) = (start, len);
+                // in place of the least recent
+                let mut flats = self.flats.borrow_mut();
+                flats.order.rotate_right(1);
+                let n = usize::from(flats.order[0]);
+                if let Some(slot) = flats.all.get_mut(n) {
+                    *slot = flat;
+                }
+            }
         }
         Ok(end)
+    }
+
+    /// The flat event at `i` walked as a remembered one (Flats), its fields put in `e`: its
+    /// end, else None (`e` then holds some of them).
+    fn flat(&self, i: usize, e: &mut Event) -> Option<usize> {
+        let mut flats = self.flats.borrow_mut();
+        for n in 0..FLATS {
+            let f = flats.all.get(usize::from(flats.order[n]))?;
+            if f.len == 0 {
+                return None;
+            }
+            if let Some(end) = self.flat_as(f, i, e) {
+                flats.order[..=n].rotate_right(1);
+                return Some(end);
+            }
+            *e = Event::default();
+        }
+        None
+    }
+
+    /// `flat` for one remembered event `f`.
+    #[inline(always)]
+    fn flat_as(&self, f: &Flat, i: usize, e: &mut Event) -> Option<usize> {
+        let t = self.t;
+        let start = f.start as usize;
+        // the bytes from `from` in `f` to compare with those from `at`
+        let (mut from, mut at) = (start, i);
+        for m in f.members.get(..f.n)? {
+            let value = start + m.value as usize;
+            if m.fixed() {
+                let v = Val {
+                    start: at + (value - from),
+                    end: at + (value - from) + m.len as usize,
+                    kind: m.kind,
+                };
+                if let Some(slot) = field_of(e, m.field) {
+                    keep(slot, v).ok()?;
+                }
+                continue;
+            }
+            if !simd::same_run(t, from, at, value - from) {
+                return None;
+            }
+            at += value - from;
+            // an object there is args, walked member by member
+            if m.field == 7 && t.get(at) == Some(&b'{') {
+                return None;
+            }
+            let v = self.value(at).ok()?;
+            if let Some(slot) = field_of(e, m.field) {
+                keep(slot, v).ok()?;
+            }
+            (from, at) = (value + m.len as usize, v.end);
+        }
+        let rest = start + f.len as usize - from;
+        simd::same_run(t, from, at, rest).then_some(at + rest)
     }
 
     /// The hint of the last event's head, where it has one.
@@ -2121,6 +2338,149 @@ mod tests {
             accepted > 50 && refused > 50 && hits > 50,
             "{accepted} {refused} {hits}"
         );
+    }
+
+    #[test]
+    fn a_remembered_flat_event_is_the_walked_event() {
+        // flows and their near misses (other numbers, kinds, whitespace, members, damage),
+        // each walked by one scanner that remembers and by a fresh one: the same fields
+        // and end, or the same refusal
+        let flow = "{\n    \"ph\": \"f\", \"id\": 1124394, \"pid\": 0, \"tid\": 7, \"ts\": 4891434670174.659,\n    \"cat\": \"ac2g\", \"name\": \"ac2g\", \"bp\": \"e\"\n  }";
+        let variants = [
+            flow.to_string(),
+            flow.replace("1124394", "5"),
+            flow.replace("1124394", "-12345678901234567890"),
+            flow.replace("4891434670174.659", "4891434670174"),
+            flow.replace("4891434670174.659", "1.5e3"),
+            flow.replace("4891434670174.659", "1.5e400"),
+            flow.replace("1124394", "\"s\""),
+            flow.replace("1124394", "[1, 2]"),
+            flow.replace("1124394", "{\"a\": [1]}"),
+            flow.replace("1124394", "1124394 "),
+            flow.replace("1124394", " 1124394"),
+            flow.replace("1124394", "1x"),
+            flow.replace("1124394", "01"),
+            flow.replace("1124394", "tru"),
+            flow.replace("1124394", "true"),
+            flow.replace("\"bp\": \"e\"", "\"bp\": \"e\", \"id\": 3"),
+            flow.replace(", \"bp\": \"e\"", ""),
+            flow.replace("\"f\"", "\"s\""),
+            flow.replace("\"ac2g\", \"bp\"", "\"a\\u0041\", \"bp\""),
+            flow.replace("\"ac2g\", \"bp\"", "\"ac2g\", \"args\": 5, \"bp\""),
+            flow.replace("\"bp\": \"e\"", "\"bp\": \"e\", \"args\": {\"x\": 1}"),
+            flow.replace("\"pid\": 0", "\"pid\": null"),
+            flow.replace("\"pid\": 0", "\"pid\": 00"),
+            flow.replace("\n  }", "}"),
+            flow.replace("\n  }", "\n  ]"),
+            flow.replace("\"e\"\n", "\"e\n"),
+            "{}".to_string(),
+            "{ }".to_string(),
+        ];
+        let mut text = String::new();
+        let mut starts = vec![];
+        for round in 0..4 {
+            for n in 0..variants.len() {
+                // each variant after each other, and runs of one
+                for v in [
+                    &variants[n],
+                    &variants[(n * 7 + round) % variants.len()],
+                    flow,
+                ] {
+                    starts.push(text.len());
+                    text.push_str(v);
+                    text.push_str(",\n  ");
+                }
+            }
+        }
+        let t = text.as_bytes();
+        let shared = Scanner::new(t);
+        let (mut accepted, mut refused, mut hits) = (0, 0, 0);
+        for &i in &starts {
+            let mut e = Event::default();
+            if shared.heads.borrow_mut().find(t, i, &mut e).is_none() {
+                let flats = shared.flats.borrow();
+                hits +=
+                    usize::from(flats.all.iter().any(|f| {
+                        f.len > 0 && shared.flat_as(f, i, &mut Event::default()).is_some()
+                    }));
+            }
+            let remembered = shared.event(i, &mut e).map(|end| (end, format!("{e:?}")));
+            let fresh = Scanner::new(t)
+                .event(i, &mut e)
+                .map(|end| (end, format!("{e:?}")));
+            assert_eq!(remembered, fresh, "{i}");
+            if fresh.is_ok() {
+                accepted += 1;
+            } else {
+                refused += 1;
+            }
+        }
+        assert!(
+            accepted > 100 && refused > 20 && hits > 100,
+            "{accepted} {refused} {hits}"
+        );
+    }
+
+    #[test]
+    fn a_head_hint_is_what_the_lists_say() {
+        // events with remembered heads, kept or dropped by their names, and heads without
+        // the category or the name (which then come after them): a chunk scanned by one
+        // scanner drops and leaves what scanning each event alone does
+        let options = Options {
+            drop: Some(rule()),
+            ..Options::default()
+        };
+        let pad = "p".repeat(60);
+        let space = " ".repeat(60);
+        let events = [
+            format!(
+                r#"{{"ph": "X", "cat": "cpu_op", "name": "aten::mm_{pad}", "pid": 1, "tid": 2, "ts": 1, "dur": 2}}"#
+            ),
+            format!(
+                r#"{{"ph": "X", "cat": "cpu_op", "name": "ProfilerStep#3{pad}", "pid": 1, "tid": 2, "ts": 1, "dur": 2}}"#
+            ),
+            format!(
+                r#"{{"ph": "X", "name": "aten::mm_{pad}", "pid": 1, "tid": 2, "ts": 1, "cat": "cpu_op"}}"#
+            ),
+            format!(
+                r#"{{"ph": "X", "name": "aten::mm_{pad}", "pid": 1, "tid": 2, "ts": 1, "cat": "user_annotation"}}"#
+            ),
+            format!(
+                r#"{{"ph": "X", "cat": "cpu_op",{space} "pid": 1, "tid": 2, "ts": 1, "name": "ProfilerStep#1"}}"#
+            ),
+            format!(
+                r#"{{"ph": "X", "cat": "cpu_op",{space} "pid": 1, "tid": 2, "ts": 1, "name": "aten::mm"}}"#
+            ),
+            format!(
+                r#"{{"ph": "X", "cat": "python_function", "name": "a: execute_model{pad}", "pid": 1, "tid": 2, "ts": 1}}"#
+            ),
+            format!(
+                r#"{{"ph": "X", "cat": "kernel", "name": "k{pad}", "pid": 1, "tid": 2, "ts": 1, "dur": 1}}"#
+            ),
+        ];
+        for round in 0..3 {
+            let order: Vec<&str> = (0..events.len() * 3)
+                .map(|n| events[(n * (round + 1) + n / events.len()) % events.len()].as_str())
+                .collect();
+            let whole = scan(chunk(&order).as_bytes(), &options).unwrap();
+            let alone: Vec<Chunk> = order
+                .iter()
+                .map(|e| scan(e.as_bytes(), &options).unwrap())
+                .collect();
+            assert_eq!(
+                whole.dropped,
+                alone.iter().map(|c| c.dropped).sum::<usize>()
+            );
+            assert_eq!(
+                whole.others.len(),
+                alone.iter().map(|c| c.others.len()).sum::<usize>()
+            );
+            assert_eq!(
+                whole.gpu_ts.len(),
+                alone.iter().map(|c| c.gpu_ts.len()).sum::<usize>()
+            );
+            assert!(whole.dropped > 0 && !whole.others.is_empty());
+        }
     }
 
     #[test]
