@@ -540,6 +540,18 @@ struct Ways<T, const K: usize, const S: usize, const W: usize> {
     sets: Box<[[T; W]; S]>,
 }
 
+/// The last byte of a short slice moved to its front, the others one on (what
+/// `rotate_right(1)` does, without its general-purpose rotation).
+#[inline(always)]
+fn to_front(items: &mut [u8]) {
+    if let Some(&last) = items.last() {
+        for n in (1..items.len()).rev() {
+            items[n] = items[n - 1];
+        }
+        items[0] = last;
+    }
+}
+
 /// An entry of `Ways`: where its bytes lie in the chunk (`len` 0: none).
 trait Span: Copy + Default {
     fn span(&self) -> (usize, usize);
@@ -1377,7 +1389,7 @@ impl<'a> Scanner<'a> {
                 (flat.start, flat.len) = (start, len);
                 // in place of the least recent
                 let mut flats = self.flats.borrow_mut();
-                flats.order.rotate_right(1);
+                to_front(&mut flats.order);
                 let n = usize::from(flats.order[0]);
                 if let Some(slot) = flats.all.get_mut(n) {
                     *slot = flat;
@@ -1397,7 +1409,7 @@ impl<'a> Scanner<'a> {
                 return None;
             }
             if let Some(end) = self.flat_as(f, i, e) {
-                flats.order[..=n].rotate_right(1);
+                to_front(&mut flats.order[..=n]);
                 return Some(end);
             }
             *e = Event::default();
