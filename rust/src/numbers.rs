@@ -113,7 +113,20 @@ pub fn length(text: &[u8]) -> Option<usize> {
         return None;
     }
     match text.get(i) {
-        Some(b'.' | b'e' | b'E') => fraction_and_exponent(text, i),
+        // the commonest float, a fraction without an exponent, of a magnitude in range
+        // (fraction_and_exponent's: integer digits - 1 < MAX_FLOAT_MAGNITUDE)
+        Some(b'.') => {
+            let n = digits(text.get(i + 1..).unwrap_or_default());
+            let end = i + 1 + n;
+            if n > 0
+                && i <= MAX_FLOAT_MAGNITUDE as usize
+                && !matches!(text.get(end), Some(b'e' | b'E'))
+            {
+                return Some(end);
+            }
+            fraction_and_exponent(text, i)
+        }
+        Some(b'e' | b'E') => fraction_and_exponent(text, i),
         _ => Some(i),
     }
 }
@@ -189,8 +202,20 @@ pub fn int_digits_and_exp(text: &[u8], start: usize, end: usize) -> (usize, bool
 /// counting its digits (`e` and `E` are the only bytes of a number token with bit 0x40 set).
 #[inline]
 pub fn has_exponent(text: &[u8], start: usize, end: usize) -> bool {
-    text.get(start..end)
-        .is_some_and(|token| token.iter().fold(0u8, |all, &b| all | b) & 0x40 != 0)
+    let Some(token) = text.get(start..end) else {
+        return false;
+    };
+    // eight bytes a step (a time is ~17 bytes)
+    let mut words = token.chunks_exact(8);
+    let mut all = 0u64;
+    for word in &mut words {
+        all |= u64::from_le_bytes(word.try_into().unwrap_or_default());
+    }
+    let all = words
+        .remainder()
+        .iter()
+        .fold(all, |all, &b| all | u64::from(b));
+    all & 0x4040_4040_4040_4040 != 0
 }
 
 /// A number as the plain (fast) decoder holds it.

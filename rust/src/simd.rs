@@ -62,6 +62,17 @@ mod sse2 {
         })
     }
 
+    /// The bits of the bytes where two 16-byte chunks are equal.
+    #[inline(always)]
+    pub fn equal_bytes(a: &[u8; 16], b: &[u8; 16]) -> u32 {
+        // SAFETY: two 16-byte arrays, loaded whole; SSE2 is this build's baseline.
+        unsafe {
+            let x = _mm_loadu_si128(a.as_ptr().cast());
+            let y = _mm_loadu_si128(b.as_ptr().cast());
+            _mm_movemask_epi8(_mm_cmpeq_epi8(x, y)) as u32
+        }
+    }
+
     /// `ascii_and_find` for the offsets whose loads fit the text: sixty-four candidate
     /// offsets a step, the needle's bytes 1 and 9 compared at each (the candidates, rare,
     /// then compared whole) and bytes 1..65 of the step or-ed into the high-bit check.
@@ -172,6 +183,34 @@ mod swar {
 
 #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
 pub use sse2::{first_non_digit, first_non_ws, first_special};
+
+/// Whether the `len` bytes of `t` at `a` equal those at `b` (false where either run leaves
+/// `t`): sixteen bytes a step while both loads fit, the last step masked to the run.
+#[inline(always)]
+pub fn same_run(t: &[u8], a: usize, b: usize, len: usize) -> bool {
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+    {
+        let mut n = 0;
+        while let (Some(x), Some(y)) = (
+            t.get(a + n..).and_then(|r| r.first_chunk::<16>()),
+            t.get(b + n..).and_then(|r| r.first_chunk::<16>()),
+        ) {
+            let equal = sse2::equal_bytes(x, y);
+            if len - n <= 16 {
+                let wanted = (1u32 << (len - n)) - 1;
+                return equal & wanted == wanted;
+            }
+            if equal != 0xffff {
+                return false;
+            }
+            n += 16;
+        }
+    }
+    match (t.get(a..a + len), t.get(b..b + len)) {
+        (Some(x), Some(y)) => x == y,
+        _ => false,
+    }
+}
 
 /// Whether `text` is all ASCII (if not, or where the needle is found: false, whatever the
 /// text) and the needle's first offset: one pass for the chunk's UTF-8 check (all ASCII is
