@@ -293,7 +293,9 @@ def _send(
     in_memfd = memfd is not None and _write_columns(memfd, sections)
     shapes = [(c.dtype.str, len(c)) for c in (*columns, *named)]
     digests = None if hashes is None else (hashes.size, hashes.digests)
-    conn.send(("part", (skeleton, shapes, in_memfd, len(part.cpu), digests)))
+    spills = [p.spans for p in part.cpu.parts if isinstance(p, SpillFile)]
+    cpu = (len(part.cpu), spills[0] if len(spills) == 1 else None)  # the rows' spans
+    conn.send(("part", (skeleton, shapes, in_memfd, cpu, digests)))
     if not in_memfd:
         for column in (*columns, *named):
             conn.send_bytes(np.ascontiguousarray(column).data.cast("B"))
@@ -332,7 +334,7 @@ def _receive(
         raise TraceviewError(payload)
     if kind != "part":
         raise SplitFailed
-    skeleton, shapes, in_memfd, cpu_count, digests = payload
+    skeleton, shapes, in_memfd, (cpu_count, spans), digests = payload
     if hashes is not None and digests is not None and digests[0] == hashes.size:
         hashes.digests.update(digests[1])
     n_columns = len(GPU_COLUMNS) + len(RUNTIME_COLUMNS)
@@ -353,6 +355,7 @@ def _receive(
     cpu = CpuRows()
     if spill is not None and cpu_count:
         spill.count = cpu_count  # what the worker wrote into the file
+        spill.spans = spans
         cpu = CpuRows((spill,))
     names = (
         PackedNames(data, ends)
