@@ -96,6 +96,29 @@ def test_the_workers_cpu_rows_are_renumbered_once(
     assert _cpu_rows(parallel) == _cpu_rows(serial)  # a second pass: not mapped again
 
 
+@pytest.mark.parametrize("fails", ["dies", "refuses"])
+def test_a_worker_that_cannot_map_its_rows_means_a_serial_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fails: str
+) -> None:
+    """The worker maps its CPU rows to the main process's ids once its part is sent; if it
+    dies first (or cannot), the whole file is read again, serially: the same result."""
+    path = tmp_path / "t.json"
+    generate.write_trace(path, steps=8, seed=3, layout="kineto")
+    serial = read(path, False, monkeypatch)
+
+    def cannot(boundary: Channel, spill: object, conn: Channel) -> None:
+        boundary.recv()
+        if fails == "dies":
+            os._exit(1)
+        conn.send("failed")
+
+    monkeypatch.setattr(two_parts, "_renumber_when_asked", cannot)
+    again, split = read_with(path, True, monkeypatch)
+    assert not split  # read serially after all
+    assert _cpu_rows(again) == _cpu_rows(serial)
+    assert summary(again) == summary(serial)
+
+
 def test_a_windowed_pass_reads_only_the_appends_near_the_windows(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
