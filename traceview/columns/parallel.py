@@ -47,10 +47,12 @@ if TYPE_CHECKING:
 
 PARALLEL_MIN_BYTES = 256 << 20
 # An early worker (start_early) starts reading while this process still starts: it gets more
-# of the array, (reads without CPU rows, with them). H200 big.json, CPU ms from the fork to
-# each part's read end (worker, main; 3 runs each): kernels at 0.05 404-412 and 437-494, at
-# 0.07 424-435 and 428-442; gaps at 0.05 555-568 and 543-546, at 0.03 532 and 559.
-_EARLY_LEAD = (0.07, 0.05)
+# of the array, (reads without CPU rows, with them, with them and python frames). H200
+# big.json, CPU ms from the fork to each part's read end (worker, main; 3 runs each): kernels
+# at 0.05 404-412 and 437-494, at 0.07 424-435 and 428-442. Main minus worker, medians of 5
+# runs: steps at 0.05 -28, 0.04 +1, 0.03 +21; gaps -22, -6, +20; summary (frames, 4 runs)
+# at 0.05 -10, 0.04 +23.
+_EARLY_LEAD = (0.07, 0.04, 0.05)
 _RELEASE_EVERY = 4 << 20  # bytes of a worker's names read before their pages are given back
 
 
@@ -170,7 +172,7 @@ def start_early(
         reader = TraceReader(path, shapes=keep_cpu or keep_frames, frames=keep_frames)
         if threads_win(reader):  # read in one process, on threads: no worker to fork
             return
-        lead = _EARLY_LEAD[reader.shapes]
+        lead = _EARLY_LEAD[reader.shapes + reader.frames]  # frames: with shapes
         split = reader.plan_split(_min_bytes(), lead=lead) if (os.cpu_count() or 1) > 1 else None
         if split is not None:
             forked = _Forked(reader, split, keep_cpu or keep_frames, keep_frames, hash_blocks)
