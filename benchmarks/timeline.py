@@ -36,6 +36,7 @@ def dump() -> None:
     mark("exit")
     for wall, cpu, pid, what in MARKS:
         print(f"{wall * 1000:8.1f} ms  cpu {cpu * 1000:7.1f}  {pid} {what}", file=sys.stderr)
+    sys.stderr.flush()
 
 
 def wrapped(f: Callable[..., Any], label: str, last: bool = False) -> Callable[..., Any]:
@@ -43,6 +44,9 @@ def wrapped(f: Callable[..., Any], label: str, last: bool = False) -> Callable[.
 
     def call(*args: Any, **kwargs: Any) -> Any:
         mark(f"{label} start")
+        if last:  # before: once its part is sent, the main process may end the worker
+            dump()
+            MARKS.clear()
         try:
             return f(*args, **kwargs)
         finally:

@@ -19,7 +19,7 @@ from traceview.analyses.gaps import GapOptions, analyse_gaps
 from traceview.analyses.kernels import KernelOptions, analyse_kernels
 from traceview.columns import parallel as two_parts
 from traceview.columns import schema
-from traceview.columns.cpu_rows import ROW
+from traceview.columns.cpu_rows import ROW, Windows
 from traceview.columns.model import TraceEvents
 from traceview.columns.parallel import collect_events
 from traceview.errors import TraceviewError
@@ -94,6 +94,55 @@ def test_the_workers_cpu_rows_are_renumbered_once(
     assert len(serial.cpu) > 0
     assert _cpu_rows(parallel) == _cpu_rows(serial)
     assert _cpu_rows(parallel) == _cpu_rows(serial)  # a second pass: not mapped again
+
+
+@pytest.mark.parametrize("fails", ["dies", "refuses"])
+def test_a_worker_that_cannot_map_its_rows_means_a_serial_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fails: str
+) -> None:
+    """The worker maps its CPU rows to the main process's ids once its part is sent; if it
+    dies first (or cannot), the whole file is read again, serially: the same result."""
+    path = tmp_path / "t.json"
+    generate.write_trace(path, steps=8, seed=3, layout="kineto")
+    serial = read(path, False, monkeypatch)
+
+    def cannot(boundary: Channel, spill: object, conn: Channel) -> None:
+        boundary.recv()
+        if fails == "dies":
+            os._exit(1)
+        conn.send("failed")
+
+    monkeypatch.setattr(two_parts, "_renumber_when_asked", cannot)
+    again, split = read_with(path, True, monkeypatch)
+    assert not split  # read serially after all
+    assert _cpu_rows(again) == _cpu_rows(serial)
+    assert summary(again) == summary(serial)
+
+
+def test_a_windowed_pass_reads_only_the_appends_near_the_windows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pass wanting the rows that overlap some windows (gaps' CPU context) gets every such
+    row of both parts, as a serial read's, from fewer rows read: the worker's spill file
+    comes with the time span of each of its appends."""
+    path = tmp_path / "t.json"
+    generate.write_trace(path, steps=8, seed=3, layout="kineto")
+    serial = read(path, False, monkeypatch)
+    parallel, split = read_with(path, True, monkeypatch)
+    assert split
+    ts = np.concatenate([block["ts"] for block in serial.cpu.blocks()])
+    lo, hi = np.percentile(ts, [20, 22]).astype(np.int64)
+    windows = Windows(np.array([lo]), np.array([hi]))
+
+    def live(events: TraceEvents) -> list[tuple]:
+        rows = np.concatenate([*events.cpu.blocks(windows=windows), np.zeros(0, dtype=ROW)])
+        rows = rows[windows.hits(rows["ts"], rows["end"])]
+        return sorted((events.names[n], t, e) for n, t, e in rows[["name", "ts", "end"]].tolist())
+
+    assert live(parallel) == live(serial) != []
+    read_rows = [sum(map(len, part.blocks(1 << 16, windows))) for part in parallel.cpu.parts]
+    assert len(read_rows) == 2 and sum(read_rows) > 0  # the worker's part, then this one's
+    assert all(n < len(part) / 2 for n, part in zip(read_rows, parallel.cpu.parts, strict=True))
 
 
 @pytest.mark.parametrize("members", [1, 3])

@@ -9,7 +9,7 @@ windows; CPU ops when asked (``keep_cpu``), python frames and ``fwdbwd`` flows w
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from itertools import repeat
 from typing import Any
@@ -57,6 +57,8 @@ from traceview.read.decode import ShapedArgs, check_raw_numbers, has_raw_numbers
 from traceview.read.reader import ReadStats, TraceReader
 
 _RUNTIME, _CPU_ANNOTATION, _GPU_ANNOTATION, _PYTHON, _OTHER = 10, 11, 12, 13, -1
+# Rows, and the maps of their thread, name and shape ids: the rows in mapped ids.
+Renumber = Callable[[RowSource, np.ndarray, np.ndarray, np.ndarray | None], RowSource]
 # The python frames kept (as annotations, with the CPU rows): step markers
 # (traceview.analyses.core.step_markers): vLLM's execute_model, a causal LM's forward.
 STEP_FRAMES = (": execute_model",)
@@ -468,11 +470,13 @@ class EventCollector:
             except BadNumber as e:
                 self.quality[str(e)] += 1
 
-    def absorb_before(self, part: TraceEvents) -> None:
+    def absorb_before(self, part: TraceEvents, renumber: Renumber | None = None) -> None:
         """Put the rows of an earlier part of the same file (a worker's) before ours.
 
         Rows stay in file order, so statistics accumulate in the same order as when the file
-        is read serially and come out identical to the last bit.
+        is read serially and come out identical to the last bit. ``renumber``: maps the
+        part's CPU rows to our ids (default ``cpu_rows.renumbered``), given the maps of the
+        thread, name and shape ids.
         """
         self._absorb_comms_before(part)
         if len(part.memory.ts):
@@ -501,7 +505,8 @@ class EventCollector:
         if len(part.cpu):
             threads = self.threads.ids_of(part.threads)
             shapes = self._shape_ids(list(part.shapes)) if part.shapes else None
-            self._cpu_before.insert(0, cpu_rows.renumbered(part.cpu, threads, names, shapes))
+            renumbered = (renumber or cpu_rows.renumbered)(part.cpu, threads, names, shapes)
+            self._cpu_before.insert(0, renumbered)
         if self.keep_frames and len(part.threads):
             threads = self.threads.ids_of(part.threads)
             self._frames.prepend(frames.renumbered_frames(part.frames, threads, names))

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from traceview.columns.collect import EventCollector, scan_rule
-from traceview.columns.cpu_rows import CpuRows, SpillFile
+from traceview.columns.cpu_rows import CpuRows, RowSource, SpillFile, renumbered
 from traceview.columns.model import TraceEvents
 from traceview.columns.numbers import NeedsExactTimes, NeedsSlowDecode
 from traceview.columns.packed_names import PackedNames
@@ -47,10 +47,12 @@ if TYPE_CHECKING:
 
 PARALLEL_MIN_BYTES = 256 << 20
 # An early worker (start_early) starts reading while this process still starts: it gets more
-# of the array, (reads without CPU rows, with them). H200 big.json, CPU ms from the fork to
-# each part's read end (worker, main; 3 runs each): kernels at 0.05 404-412 and 437-494, at
-# 0.07 424-435 and 428-442; gaps at 0.05 555-568 and 543-546, at 0.03 532 and 559.
-_EARLY_LEAD = (0.07, 0.05)
+# of the array, (reads without CPU rows, with them, with them and python frames). H200
+# big.json, CPU ms from the fork to each part's read end (worker, main; 3 runs each): kernels
+# at 0.05 404-412 and 437-494, at 0.07 424-435 and 428-442. Main minus worker, medians of 5
+# runs: steps at 0.05 -28, 0.04 +1, 0.03 +21; gaps -22, -6, +20; summary (frames, 4 runs)
+# at 0.05 -10, 0.04 +23.
+_EARLY_LEAD = (0.07, 0.04, 0.05)
 _RELEASE_EVERY = 4 << 20  # bytes of a worker's names read before their pages are given back
 
 
@@ -82,7 +84,6 @@ def collect_events(
         if gc.get_freeze_count():  # the command line froze its start-up: so what came since
             gc.freeze()  # (the worker touches none of it; the collection after the read skips it)
         forked = _Forked(reader, split, keep_cpu, keep_frames, reader.hashes is not None)
-    part = None
     try:
         # This process skips to the middle, finds the boundary and tells the worker where
         # to stop, while the worker is already reading from the start.
@@ -90,16 +91,19 @@ def collect_events(
         main = reader.for_part(MainPart(split_at=forked.split[1], on_boundary=on_boundary))
         collector = _collect(main, keep_cpu, keep_frames=keep_frames, unused=unused)
         part = _receive(forked.receiver, forked.memfd, forked.spill, reader.hashes)
-    except SplitFailed:
-        pass
-    finally:
-        forked.stop()  # a half failed: the worker's result is not wanted
-    if part is None:
+        # The worker maps its CPU rows to this process's ids in its file while this one
+        # joins the rest (a worker that cannot: the whole file is read again).
+        renumber = _WorkerRenumbers(forked)
+        collector.absorb_before(part, renumber)
+        _merge_stats(main, part)
+        del part  # what was not absorbed as it is (remapped ids) is freed before joining
+        events = collector.finish(main)
+        renumber.wait()
+    except SplitFailed:  # a half failed: the worker's result is not wanted
         return _serial(reader, keep_cpu, keep_frames=keep_frames, unused=unused)
-    collector.absorb_before(part)
-    _merge_stats(main, part)
-    del part  # what was not absorbed as it is (remapped ids) is freed before joining
-    return collector.finish(main)
+    finally:
+        forked.stop()
+    return events
 
 
 class _Forked:
@@ -168,7 +172,7 @@ def start_early(
         reader = TraceReader(path, shapes=keep_cpu or keep_frames, frames=keep_frames)
         if threads_win(reader):  # read in one process, on threads: no worker to fork
             return
-        lead = _EARLY_LEAD[reader.shapes]
+        lead = _EARLY_LEAD[reader.shapes + reader.frames]  # frames: with shapes
         split = reader.plan_split(_min_bytes(), lead=lead) if (os.cpu_count() or 1) > 1 else None
         if split is not None:
             forked = _Forked(reader, split, keep_cpu or keep_frames, keep_frames, hash_blocks)
@@ -251,7 +255,60 @@ def _worker(
     except Exception:  # e.g. SplitFailed: the serial read gives the answer
         conn.send(("split failed", None))
         return
+    kept_cpu = spill is not None and len(events.cpu) > 0
     _send(conn, events, memfd, part.hashes)
+    del events, part  # not held while the rows are mapped
+    if kept_cpu:
+        assert spill is not None
+        _renumber_when_asked(boundary, spill, conn)
+
+
+class _WorkerRenumbers:
+    """A ``Renumber`` (collect.EventCollector.absorb_before) that has the worker map its own
+    spill file's rows (it is idle once its part is sent); ``wait`` for it to be done."""
+
+    def __init__(self, forked: _Forked) -> None:
+        self.forked = forked
+        self.asked = False
+
+    def __call__(
+        self, source: RowSource, threads: np.ndarray, names: np.ndarray, shapes: np.ndarray | None
+    ) -> RowSource:
+        spill = self.forked.spill
+        if not (isinstance(source, CpuRows) and source.parts == (spill,)):
+            return renumbered(source, threads, names, shapes)
+        try:
+            self.forked.boundary_out.send((threads, names, shapes))
+        except OSError:  # it died
+            raise SplitFailed from None
+        self.asked = True
+        return source
+
+    def wait(self) -> None:
+        """Once the worker has mapped its rows; SplitFailed if it could not."""
+        if not self.asked:
+            return
+        try:
+            done = self.forked.receiver.recv()
+        except (EOFError, OSError):  # it died before it was done
+            raise SplitFailed from None
+        if done != "renumbered":
+            raise SplitFailed
+
+
+def _renumber_when_asked(boundary: Channel, spill: SpillFile, conn: Channel) -> None:
+    """In the worker, its part sent: map its CPU rows' ids as the main process asks, once
+    it has joined the parts (nothing if it closes the pipe first)."""
+    try:
+        maps = boundary.recv()
+    except EOFError:
+        return
+    try:
+        spill.renumber(*maps)
+    except TraceviewError:
+        conn.send("failed")
+        return
+    conn.send("renumbered")
 
 
 def _memfd() -> int | None:
@@ -293,7 +350,9 @@ def _send(
     in_memfd = memfd is not None and _write_columns(memfd, sections)
     shapes = [(c.dtype.str, len(c)) for c in (*columns, *named)]
     digests = None if hashes is None else (hashes.size, hashes.digests)
-    conn.send(("part", (skeleton, shapes, in_memfd, len(part.cpu), digests)))
+    spills = [p.spans for p in part.cpu.parts if isinstance(p, SpillFile)]
+    cpu = (len(part.cpu), spills[0] if len(spills) == 1 else None)  # the rows' spans
+    conn.send(("part", (skeleton, shapes, in_memfd, cpu, digests)))
     if not in_memfd:
         for column in (*columns, *named):
             conn.send_bytes(np.ascontiguousarray(column).data.cast("B"))
@@ -332,7 +391,7 @@ def _receive(
         raise TraceviewError(payload)
     if kind != "part":
         raise SplitFailed
-    skeleton, shapes, in_memfd, cpu_count, digests = payload
+    skeleton, shapes, in_memfd, (cpu_count, spans), digests = payload
     if hashes is not None and digests is not None and digests[0] == hashes.size:
         hashes.digests.update(digests[1])
     n_columns = len(GPU_COLUMNS) + len(RUNTIME_COLUMNS)
@@ -353,6 +412,7 @@ def _receive(
     cpu = CpuRows()
     if spill is not None and cpu_count:
         spill.count = cpu_count  # what the worker wrote into the file
+        spill.spans = spans
         cpu = CpuRows((spill,))
     names = (
         PackedNames(data, ends)
