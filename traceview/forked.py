@@ -9,6 +9,7 @@ child ignores it before letting it through.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import io
 import os
@@ -228,8 +229,9 @@ class Aside(Generic[T]):
     def cancel(self) -> None:
         """The answer is not wanted (any more): the child is stopped, the pipe closed."""
         if self._child is not None:
-            self._child.stop()
-            self._child = None
+            child, self._child = self._child, None
+            with contextlib.suppress(OSError):  # e.g. already waited for
+                child.stop()
         if self._receiver is not None:
             self._receiver.close()
             self._receiver = None

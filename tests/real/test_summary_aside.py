@@ -72,7 +72,7 @@ def test_the_split_summary_is_the_serial_summary(path: Path) -> None:
     serial = _text(overview(events, phases_here=True))
     aside = _Counted()
     assert _text(overview(events, phases_here=True, aside=aside)) == serial
-    assert aside.answered == 2  # the op calls, then the devices and hints
+    assert aside.answered == 2  # the op calls and kernels, then the devices and hints
 
 
 def _h200(name: str) -> Path:
@@ -100,7 +100,7 @@ def test_a_failed_child_is_worked_out_here(monkeypatch: pytest.MonkeyPatch, how:
 
         return run
 
-    monkeypatch.setattr(summary, "op_calls", failing(summary.op_calls))
+    monkeypatch.setattr(summary, "calls_and_kernels", failing(summary.calls_and_kernels))
     monkeypatch.setattr(summary, "device_hints", failing(summary.device_hints))
     assert _text(overview(events, phases_here=True, aside=Aside)) == serial
 

@@ -212,11 +212,20 @@ class Aside(Protocol):
 
 @dataclass(frozen=True)
 class DeviceHints:
-    """The devices' breakdowns and the hints (``device_hints``): the part of an Overview that
+    """The devices' breakdowns and the hints (``device_hints``): a part of an Overview that
     may be worked out aside."""
 
     devices: tuple[Breakdown, ...]
     hints: tuple[hint_rules.Hint, ...]
+
+
+@dataclass(frozen=True)
+class CallsAndKernels:
+    """The op calls and the top kernels (``calls_and_kernels``): a part of an Overview that
+    may be worked out aside (the op calls in a pass of their own)."""
+
+    calls: OpCalls
+    kernels: tuple[Ranked, ...]
 
 
 def overview(
@@ -251,7 +260,7 @@ def overview(
             # in a pass of their own there)
             rank = name_rank(events.names)
             if aside is not None:
-                pending.append(aside(partial(op_calls, events), OpCalls))
+                pending.append(aside(partial(calls_and_kernels, events), CallsAndKernels))
             calls = None if split else OpCallsByBlock(events)
             evidence = PhaseEvidence(events) if phases_here else None
 
@@ -266,9 +275,13 @@ def overview(
                 events = step_phases(events, evidence)
             if trust is None:  # audit's checks while little is held
                 checks = checks_of(events, found.links.launch)[0]
-            kernels = _kernels(events)
-            found_calls = pending[0].result() if calls is None else calls.result()
-            shared = work_out(events, (found.links, found_calls), rank, found.category)
+            if calls is None:
+                first = pending[0].result()
+            else:
+                first = CallsAndKernels(calls.result(), _kernels(events))
+            kernels = first.kernels
+            shared = work_out(events, (found.links, first.calls), rank, found.category)
+            del first
         else:
             if phases_here:
                 events = step_phases(events)
@@ -338,6 +351,11 @@ def device_hints(
         events, links, category, devices, shared.usage, shared.gaps, memory, shared.graphs
     )
     return DeviceHints(devices, tuple(hint_rules.evaluate(facts)))
+
+
+def calls_and_kernels(events: TraceEvents) -> CallsAndKernels:
+    """The CallsAndKernels of ``events``."""
+    return CallsAndKernels(op_calls(events), _kernels(events))
 
 
 def _kernels(events: TraceEvents) -> tuple[Ranked, ...]:
