@@ -245,10 +245,11 @@ def overview(
     of it (a phase's GPU work: its launches of other phases would read as lost); else worked
     out here. MFU has a verdict only where ``events`` have an MFU value. ``phases_here``:
     the steps' phases are not set yet (read without ``phases``): they are set from the
-    evidence gathered in the links' pass (``shared`` None). ``aside``: where the op calls
-    (in a pass of their own) and then the DeviceFigures are worked out while this process
-    links the ops and then works out the operators and the checks (``shared`` None); the
-    result is the same."""
+    evidence gathered in the links' pass (``shared`` None). ``aside``: where the
+    CallsAndKernels (the op calls in a pass of their own) are worked out while this process
+    links the ops, sets the phases and runs audit's checks, and then the DeviceHints while
+    it works out the operators, MFU and the launches (``shared`` None); the result is the
+    same."""
     found = None
     checks = None
     split = aside is not None and shared is None
