@@ -204,7 +204,10 @@ class Aside(Generic[T]):
         self.work, self.kind = work, kind
         self._child: Child | None = None
         self._receiver: Channel | None = None
-        receiver, sender = Channel.pipe()
+        try:
+            receiver, sender = Channel.pipe()
+        except OSError:  # no file descriptor left: worked out in result()
+            return
         try:
             self._child = Child(_answer, (work, sender), (receiver,))
             self._receiver = receiver

@@ -64,3 +64,12 @@ def test_a_cancelled_child_is_stopped() -> None:
     assert pid is not None
     with pytest.raises(ChildProcessError):  # ended and waited for
         os.waitpid(pid, os.WNOHANG)
+
+
+def test_no_fork_is_worked_out_here(monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_fork() -> int:
+        raise OSError("no process left")
+
+    monkeypatch.setattr(os, "fork", no_fork)
+    later = Aside(os.getpid, int)
+    assert later.result() == os.getpid()
