@@ -9,6 +9,7 @@ child ignores it before letting it through.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import io
 import os
@@ -17,11 +18,12 @@ import signal
 import struct
 import sys
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 if TYPE_CHECKING:  # multiprocessing is imported only where a pool of workers is used
     from multiprocessing.process import BaseProcess
 
+T = TypeVar("T")
 _LENGTH = struct.Struct("<Q")  # before each message: its length in bytes
 # While the command line starts: a young collection once per this many new objects, not 700.
 _START_UP_THRESHOLD = 100_000
@@ -185,3 +187,64 @@ class Channel:
             if not got:
                 raise EOFError
             view = view[got:]
+
+
+_ANSWER = b"traceview.forked.Aside"  # the first item of a child's answer
+
+
+class Aside(Generic[T]):
+    """``work()`` computed in a forked child while this process goes on; ``result()`` is its
+    value, received through a pipe (pickled). Any failure of the child (an exception, a
+    crash, a kill, an answer cut short, garbled or not a ``kind``) or of the fork makes
+    ``result()`` compute ``work()`` here instead: it is only a way to use a second core.
+    The child writes nothing on this process's standard output or error (both go to
+    /dev/null; it exits by ``os._exit``) and sends no more than its answer."""
+
+    def __init__(self, work: Callable[[], T], kind: type[T]) -> None:
+        self.work, self.kind = work, kind
+        self._child: Child | None = None
+        self._receiver: Channel | None = None
+        try:
+            receiver, sender = Channel.pipe()
+        except OSError:  # no file descriptor left: worked out in result()
+            return
+        try:
+            self._child = Child(_answer, (work, sender), (receiver,))
+            self._receiver = receiver
+        except Exception:  # no fork here (e.g. no process left): worked out in result()
+            receiver.close()
+        finally:
+            sender.close()
+
+    def result(self) -> T:
+        """The child's answer, else ``work()`` worked out here."""
+        if self._receiver is not None:
+            try:
+                tag, value = self._receiver.recv()
+                if tag == _ANSWER and isinstance(value, self.kind):
+                    return value
+            except Exception:  # cut short (EOFError) or garbled: worked out here
+                pass
+            finally:
+                self.cancel()
+        return self.work()
+
+    def cancel(self) -> None:
+        """The answer is not wanted (any more): the child is stopped, the pipe closed."""
+        if self._child is not None:
+            child, self._child = self._child, None
+            with contextlib.suppress(OSError):  # e.g. already waited for
+                child.stop()
+        if self._receiver is not None:
+            self._receiver.close()
+            self._receiver = None
+
+
+def _answer(work: Callable[[], object], sender: Channel) -> None:
+    """In an Aside's child: work it out, send it, write nowhere else."""
+    gc.disable()  # a short life: no collection copies the pages of objects shared with the parent
+    quiet = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(quiet, 1)
+    os.dup2(quiet, 2)
+    sys.stdout = sys.stderr = open(quiet, "w")  # noqa: SIM115 (ends with the child)
+    sender.send((_ANSWER, work()))

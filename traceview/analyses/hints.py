@@ -39,7 +39,6 @@ from traceview.humanize import duration
 
 if TYPE_CHECKING:
     from traceview.analyses.core.breakdown import Breakdown
-    from traceview.analyses.ops.view import OpRow
 
 DOC = "docs/hints.md"
 SHORT_KERNEL_NS = 20_000  # "short kernels": median duration below 20 µs
@@ -128,7 +127,7 @@ def rank(hints: Sequence[Hint]) -> tuple[Finding, ...]:
 @dataclass(frozen=True)
 class Facts:
     """What the rules look at: the trace, each GPU row's op links and category, the devices'
-    breakdowns, usage and gaps, and the top operators."""
+    breakdowns, usage and gaps."""
 
     events: TraceEvents
     links: OpLinks
@@ -136,7 +135,6 @@ class Facts:
     devices: tuple[Breakdown, ...]
     usage: list[DeviceUsage]
     gaps: GapSet
-    ops: Sequence[OpRow]
     memory: MemoryReport | None = None  # the allocator's peaks, when worked out
     graphs: np.ndarray | None = None  # the graph launches' correlation ids (None: none)
     # the gaps' CPU contexts looked up so far, by gap index (_contexts)

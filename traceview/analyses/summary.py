@@ -9,10 +9,11 @@ launch figures, steps and the hints (analyses.hints). Definitions in docs/metric
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
@@ -26,7 +27,7 @@ from traceview.analyses.core.common import Shared, work_out
 from traceview.analyses.core.devices import NO_LAUNCH, busy_by_device, name_rank
 from traceview.analyses.core.graphs import replayed
 from traceview.analyses.core.names import display_names
-from traceview.analyses.core.opcalls import OpCallsByBlock
+from traceview.analyses.core.opcalls import OpCalls, OpCallsByBlock, op_calls
 from traceview.analyses.core.oplinks import OpLinks
 from traceview.analyses.core.phase_figures import PhaseReport, counted, phase_report
 from traceview.analyses.core.step_markers import PhaseEvidence, step_phases
@@ -39,6 +40,8 @@ from traceview.columns.model import TraceEvents
 from traceview.columns.packed_names import subset
 from traceview.columns.schema import KERNEL
 
+T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
 TOP = 5
 SCHEMA_VERSION = 2
 
@@ -192,6 +195,39 @@ class Overview:
         }
 
 
+class Later(Protocol[T_co]):
+    """A value being worked out elsewhere (traceview.forked.Aside)."""
+
+    def result(self) -> T_co: ...
+
+    def cancel(self) -> None: ...
+
+
+class Aside(Protocol):
+    """Starts ``work()`` elsewhere (a second core) and gives its Later; ``kind``: the type of
+    its value. The value must be what ``work()`` gives here (Aside falls back to that)."""
+
+    def __call__(self, work: Callable[[], T], kind: type[T]) -> Later[T]: ...
+
+
+@dataclass(frozen=True)
+class DeviceHints:
+    """The devices' breakdowns and the hints (``device_hints``): a part of an Overview that
+    may be worked out aside."""
+
+    devices: tuple[Breakdown, ...]
+    hints: tuple[hint_rules.Hint, ...]
+
+
+@dataclass(frozen=True)
+class CallsAndKernels:
+    """The op calls and the top kernels (``calls_and_kernels``): a part of an Overview that
+    may be worked out aside (the op calls in a pass of their own)."""
+
+    calls: OpCalls
+    kernels: tuple[Ranked, ...]
+
+
 def overview(
     events: TraceEvents,
     shared: Shared | None = None,
@@ -199,6 +235,7 @@ def overview(
     peaks_file: Path | None = None,
     trust: dict[str, Figure] | None = None,
     phases_here: bool = False,
+    aside: Aside | None = None,
 ) -> Overview:
     """Everything ``summary`` shows, from one read of the trace (CPU rows included);
     ``shared``: the op links, op calls, device usage and gaps and step table, when the
@@ -208,75 +245,123 @@ def overview(
     of it (a phase's GPU work: its launches of other phases would read as lost); else worked
     out here. MFU has a verdict only where ``events`` have an MFU value. ``phases_here``:
     the steps' phases are not set yet (read without ``phases``): they are set from the
-    evidence gathered in the links' pass (``shared`` None)."""
+    evidence gathered in the links' pass (``shared`` None). ``aside``: where the
+    CallsAndKernels (the op calls in a pass of their own) are worked out while this process
+    links the ops, sets the phases and runs audit's checks, and then the DeviceHints while
+    it works out the operators, MFU and the launches (``shared`` None); the result is the
+    same."""
     found = None
     checks = None
-    if shared is None:
-        # the links with the op calls, the model-FLOPs rows, the optimizer steps' spans and
-        # the phases' evidence gathered in the links' pass
-        rank = name_rank(events.names)
-        calls = OpCallsByBlock(events)
-        evidence = PhaseEvidence(events) if phases_here else None
+    split = aside is not None and shared is None
+    pending: list[Later[Any]] = []  # stopped on the way out, whatever happens
+    try:
+        if shared is None:
+            # the links with the op calls, the model-FLOPs rows, the optimizer steps' spans
+            # and the phases' evidence gathered in the links' pass (the op calls aside:
+            # in a pass of their own there)
+            rank = name_rank(events.names)
+            if aside is not None:
+                pending.append(aside(partial(calls_and_kernels, events), CallsAndKernels))
+            calls = None if split else OpCallsByBlock(events)
+            evidence = PhaseEvidence(events) if phases_here else None
 
-        def seen(block: np.ndarray) -> None:  # the op calls and phases ride on that pass
-            calls.add(block)
+            def seen(block: np.ndarray) -> None:  # the op calls and phases ride on that pass
+                if calls is not None:
+                    calls.add(block)
+                if evidence is not None:
+                    evidence.add(block)
+
+            found = linked(events, seen, rank, True)
             if evidence is not None:
-                evidence.add(block)
-
-        found = linked(events, seen, rank, True)
-        if evidence is not None:
-            events = step_phases(events, evidence)
-        if trust is None:  # audit's checks while little is held (their temporaries: rows')
-            checks = checks_of(events, found.links.launch)[0]
-        shared = work_out(events, (found.links, calls.result()), rank, found.category)
-    elif phases_here:
-        events = step_phases(events)
-    links, usage, gaps = shared.links, shared.usage, shared.gaps
-    category = shared.category
-    gpu = events.gpu
-    by_device = busy_by_device(events)  # one sort for both
-    devices = breakdowns(events, category, usage, gaps, links.launch, by_device)
-    ops = analyse_ops(events, OpOptions(top=TOP), shared, by_device)
-    del by_device
-    memory = analyse_memory(events, holders=False)
-    facts = hint_rules.Facts(
-        events, links, category, devices, usage, gaps, ops.rows, memory, shared.graphs
-    )
-    kept = counted(shared.step_rows, include_warmup)
-    steps = _steps(kept)
-    flops = model_flops(
-        events,
-        links,
-        category,
-        shared.step_rows,
-        shared.launch,
-        trace_peaks(events, peaks_file),
-        None if found is None else found.calls,
-        None if found is None else found.embeddings,
-    )
-    del found
-    phases = phase_report(events, shared.step_rows, gaps, include_warmup)
-    mfu = flops.summary(kept)
+                events = step_phases(events, evidence)
+            if trust is None:  # audit's checks while little is held
+                checks = checks_of(events, found.links.launch)[0]
+            if calls is None:
+                first = pending[0].result()
+            else:
+                first = CallsAndKernels(calls.result(), _kernels(events))
+            kernels = first.kernels
+            shared = work_out(events, (found.links, first.calls), rank, found.category)
+            del first
+        else:
+            if phases_here:
+                events = step_phases(events)
+            kernels = _kernels(events)
+        by_device = busy_by_device(events)  # one sort for both
+        memory = analyse_memory(events, holders=False)
+        if split and aside is not None:  # aside while the operators are worked out here
+            later = aside(partial(device_hints, events, shared, by_device, memory), DeviceHints)
+            pending.append(later)
+        else:
+            device = device_hints(events, shared, by_device, memory)
+        ops = analyse_ops(events, OpOptions(top=TOP), shared, by_device)
+        del by_device
+        kept = counted(shared.step_rows, include_warmup)
+        flops = model_flops(
+            events,
+            shared.links,
+            shared.category,
+            shared.step_rows,
+            shared.launch,
+            trace_peaks(events, peaks_file),
+            None if found is None else found.calls,
+            None if found is None else found.embeddings,
+        )
+        del found
+        mfu = flops.summary(kept)
+        launches = _launches(events, shared.links, shared.graphs)
+        if split:
+            device = pending[-1].result()
+    finally:
+        for later in pending:
+            later.cancel()
+    phases = phase_report(events, shared.step_rows, shared.gaps, include_warmup)
     if trust is None:  # audit's verdicts (its trace summary is shared.trace)
-        checks = checks_of(events, links.launch)[0] if checks is None else checks
+        checks = checks_of(events, shared.links.launch)[0] if checks is None else checks
         trust = verdicts(checks, events, mfu=mfu.value is not None)
     elif mfu.value is None:  # the whole trace's verdicts: MFU's only where there is a value
         trust = {name: f for name, f in trust.items() if name != MFU}
+    gpu = events.gpu
     return Overview(
         trace=shared.trace,
-        devices=devices,
-        categories=_ranked(list(CATEGORIES), sums.by_group(category, gpu.dur, len(CATEGORIES))),
-        kernels=_named(events, _ranked(events.names, _kernel_time(events))),
+        devices=device.devices,
+        categories=_ranked(
+            list(CATEGORIES), sums.by_group(shared.category, gpu.dur, len(CATEGORIES))
+        ),
+        kernels=kernels,
         ops=tuple(ops.rows),
-        launches=_launches(events, links, shared.graphs),
-        steps=steps,
-        hints=tuple(hint_rules.evaluate(facts)),
+        launches=launches,
+        steps=_steps(kept),
+        hints=device.hints,
         notes=_notes(events, phases),
         memory=memory,
         phases=phases,
         mfu=mfu,
         trust=trust,
     )
+
+
+def device_hints(
+    events: TraceEvents, shared: Shared, by_device: np.ndarray, memory: MemoryReport
+) -> DeviceHints:
+    """The DeviceHints of ``events`` (``by_device``: ``busy_by_device(events)``; ``memory``:
+    their MemoryReport)."""
+    links, category = shared.links, shared.category
+    devices = breakdowns(events, category, shared.usage, shared.gaps, links.launch, by_device)
+    facts = hint_rules.Facts(
+        events, links, category, devices, shared.usage, shared.gaps, memory, shared.graphs
+    )
+    return DeviceHints(devices, tuple(hint_rules.evaluate(facts)))
+
+
+def calls_and_kernels(events: TraceEvents) -> CallsAndKernels:
+    """The CallsAndKernels of ``events``."""
+    return CallsAndKernels(op_calls(events), _kernels(events))
+
+
+def _kernels(events: TraceEvents) -> tuple[Ranked, ...]:
+    """The top kernels by GPU time, with their displayed names."""
+    return _named(events, _ranked(events.names, _kernel_time(events)))
 
 
 def _notes(events: TraceEvents, phases: PhaseReport) -> list[str]:

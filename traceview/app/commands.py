@@ -212,6 +212,7 @@ def summary(
     a ``--peaks`` file for MFU."""
     from traceview.analyses.ops.peaks import load_peaks_file
     from traceview.analyses.summary import overview
+    from traceview.app.aside import aside_for
     from traceview.app.memory import reuse_freed_memory
     from traceview.render import summary as render_overview
 
@@ -234,7 +235,12 @@ def summary(
 
         trust = audit(whole, mfu=True).figures  # MFU's kept where the phase has a value
     report = overview(
-        events, include_warmup=include_warmup, peaks_file=peaks, trust=trust, phases_here=not chosen
+        events,
+        include_warmup=include_warmup,
+        peaks_file=peaks,
+        trust=trust,
+        phases_here=not chosen,
+        aside=aside_for(events),
     )
     show(out, render_overview.document(report), (path,))
 

@@ -72,7 +72,7 @@ def collect_events(
     reader.frames = keep_frames
     forked = _adopt_early(reader, keep_cpu, keep_frames)
     if forked is None:
-        split = reader.plan_split(_min_bytes()) if (os.cpu_count() or 1) > 1 else None
+        split = reader.plan_split(split_min_bytes()) if (os.cpu_count() or 1) > 1 else None
         if split is None:
             return _serial(reader, keep_cpu, keep_frames=keep_frames, unused=unused)
         if threads_win(reader):  # one process, the chunks scanned on threads (read.threaded)
@@ -167,13 +167,15 @@ def start_early(
     stop_early()
     try:
         stat = os.stat(path)
-        if not S_ISREG(stat.st_mode) or stat.st_size < _min_bytes():
+        if not S_ISREG(stat.st_mode) or stat.st_size < split_min_bytes():
             return
         reader = TraceReader(path, shapes=keep_cpu or keep_frames, frames=keep_frames)
         if threads_win(reader):  # read in one process, on threads: no worker to fork
             return
         lead = _EARLY_LEAD[reader.shapes + reader.frames]  # frames: with shapes
-        split = reader.plan_split(_min_bytes(), lead=lead) if (os.cpu_count() or 1) > 1 else None
+        split = (
+            reader.plan_split(split_min_bytes(), lead=lead) if (os.cpu_count() or 1) > 1 else None
+        )
         if split is not None:
             forked = _Forked(reader, split, keep_cpu or keep_frames, keep_frames, hash_blocks)
             _early = (forked, stat, os.getpid())
@@ -520,7 +522,7 @@ def _merge_stats(reader: TraceReader, part: TraceEvents) -> None:
         stats.index = None  # not every chunk noted
 
 
-def _min_bytes() -> int:
+def split_min_bytes() -> int:
     """The size from which a trace is read in two processes (env override for tests)."""
     from traceview.parsing import env_count
 

@@ -1,0 +1,29 @@
+"""Whether a command's analyses use a second core: a big trace's (the size from which it is
+read in two processes, ``TRACEVIEW_PARALLEL_MIN_BYTES``) on Linux with two cores or more,
+unless ``TRACEVIEW_ANALYSES=serial`` or ``TRACEVIEW_SPLIT=threads`` (one process, threads
+only) says otherwise. The work aside runs in a forked child (traceview.forked.Aside), which
+falls back to this process on any failure: the output is the same either way.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from traceview.analyses.summary import Aside as AsideRunner
+from traceview.columns.model import TraceEvents
+from traceview.columns.parallel import split_min_bytes
+from traceview.forked import Aside
+
+
+def aside_for(events: TraceEvents) -> AsideRunner | None:
+    """traceview.forked.Aside where the analyses of ``events`` use a second core, else None."""
+    if os.environ.get("TRACEVIEW_ANALYSES", "").strip().lower() == "serial":
+        return None
+    if os.environ.get("TRACEVIEW_SPLIT", "").strip().lower() == "threads":
+        return None
+    if not sys.platform.startswith("linux") or not hasattr(os, "fork"):
+        return None
+    if (os.cpu_count() or 1) < 2 or events.size_bytes < split_min_bytes():
+        return None
+    return Aside
