@@ -66,7 +66,12 @@ def work_out(
     else:
         links, calls = linked
     launch = launch_times(events, links.launch)
-    usage, gaps = device_gaps(events, np.arange(len(events.gpu.ts)), links.launch, rank)
+    n = len(events.gpu.ts)
+    # int32 rows where they fit, as gaps passes them: the gaps' before and after rows half
+    # the size, held to the end of a summary
+    every = np.arange(n, dtype=np.int32 if n < 2**31 else np.int64)
+    usage, gaps = device_gaps(events, every, links.launch, rank)
+    del every
     return Shared(
         rank=rank,
         links=links,
