@@ -11,14 +11,16 @@ two lines is the later line's ``hwm`` where it rose.
 
 ``MEMTRACE=1``: tracemalloc from the start (numpy's buffers included): each line adds what is
 live (``live``) and the traced peak since the previous line (``tpeak``), so RSS above ``live``
-is heap kept, not held; ``MEMSNAP=N`` with it: the N largest live allocations by line
-at each line. ``MEMTRIM=1``: glibc's ``malloc_trim(0)`` before each line (a
-measurement of what the heap keeps, not what the CLI does).
+is heap kept, not held; ``MEMSNAP=N`` with it: the N largest live allocations by line at
+each line. ``MEMHEAP=1``: glibc's mallinfo2 (in use, free inside the heap, mapped apart).
+``MEMTRIM=1``: glibc's ``malloc_trim(0)`` before each line (a measurement of what the heap
+keeps, not what the CLI does).
 """
 
 from __future__ import annotations
 
 import atexit
+import ctypes
 import functools
 import importlib
 import os
@@ -42,10 +44,28 @@ def status() -> dict[str, int]:
     return out
 
 
+class _Mallinfo2(ctypes.Structure):
+    _fields_ = [
+        (name, ctypes.c_size_t)
+        for name in (
+            "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks",
+            "fordblks", "keepcost",
+        )
+    ]  # fmt: skip
+
+
+def _heap() -> str:
+    """glibc's heap (``MEMHEAP=1``): in use, free inside it, mapped apart (MB)."""
+    if not os.environ.get("MEMHEAP"):
+        return ""
+    libc = ctypes.CDLL("libc.so.6")
+    libc.mallinfo2.restype = _Mallinfo2
+    m = libc.mallinfo2()
+    return f" heap used {m.uordblks >> 20:4} free {m.fordblks >> 20:4} mapped {m.hblkhd >> 20:4}"
+
+
 def _trim() -> None:
     if os.environ.get("MEMTRIM"):
-        import ctypes
-
         ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
@@ -63,7 +83,7 @@ def _say(mark: str, name: str) -> None:
             traced += "".join(f"\n      {st.size >> 20:4} MB {st.traceback}" for st in stats)
     print(f"[{time.perf_counter() - _T0:7.2f} pid{os.getpid()}] {mark} {name:<55} "
           f"rss {s['VmRSS']:5} hwm {s['VmHWM']:5} anon {s['RssAnon']:5} file "
-          f"{s['RssFile']:4} shm {s['RssShmem']:4}{traced}", file=sys.stderr)  # fmt: skip
+          f"{s['RssFile']:4} shm {s['RssShmem']:4}{traced}{_heap()}", file=sys.stderr)  # fmt: skip
 
 
 def wrap(dotted: str) -> None:

@@ -321,9 +321,17 @@ def first_calls(events: TraceEvents) -> tuple[np.ndarray, np.ndarray | None]:
 def launch_times(events: TraceEvents, first: np.ndarray | None = None) -> np.ndarray:
     """Per GPU row: the start of its launching runtime call, else the row's own ts (ns);
     ``first`` is ``first_launch(events)`` when the caller has it already."""
-    launch = first_launch(events) if first is None else first.copy()
+    if first is None:
+        return launch_times_of(events.gpu.ts, first_launch(events), copy=False)
+    return launch_times_of(events.gpu.ts, first)
+
+
+def launch_times_of(ts: np.ndarray, first: np.ndarray, copy: bool = True) -> np.ndarray:
+    """Per GPU row: ``first`` (its launching call's start, ``first_launch``), else the row's
+    own start ``ts`` (a fresh array; ``copy=False``: ``first`` itself, filled in)."""
+    launch = first.copy() if copy else first
     none = launch == NO_LAUNCH
-    launch[none] = events.gpu.ts[none]
+    launch[none] = ts[none]
     return launch
 
 
