@@ -420,11 +420,11 @@ def _by_kernel(
     del graph
     if len(rows):  # the last pass's views would hold the kernels' columns
         del at, g, launch, has, end
-    delay = _launch_delay(events, links, rows, group, once, delayed, (low, high))
-    del once
     group_of_row = np.full(len(gpu.ts), -1, dtype=np.int32)
     group_of_row[rows] = group
-    del rows, group
+    del rows, group  # the kernels' rows are found again a pass at a time from here
+    delay = _launch_delay(events, links, group_of_row, once, delayed, (low, high))
+    del once
     return _Kernels(
         used=used,
         count=int(kernels.sum()),
@@ -481,17 +481,17 @@ def _busy(
 def _launch_delay(
     events: TraceEvents,
     links: OpLinks,
-    rows: np.ndarray,
-    group: np.ndarray,
+    group_of_row: np.ndarray,
     once: np.ndarray,
     counted: np.ndarray,
     span: tuple[int, int],
 ) -> list[int | None]:
     """Per group: the median (nearest rank) of kernel start − launch start over its kernels
-    that have a launch (counted launches: ``once``; ``counted`` per group, their delays in
-    [``span``]); None when none has. The delays are taken again a pass at a time into one
-    sorted int64 key a kernel, (group, delay − least) packed, as ``nearest_rank`` sorts
-    them, when it fits (else the delays and their groups, for ``nearest_rank``)."""
+    (``group_of_row`` >= 0) that have a launch (counted launches: ``once``, per kernel in
+    row order; ``counted`` per group, their delays in [``span``]); None when none has.
+    The delays are taken again a pass at a time into one sorted int64 key a kernel, (group,
+    delay − least) packed, as ``nearest_rank`` sorts them, when it fits (else the delays
+    and their groups, for ``nearest_rank``)."""
     n, total = len(counted), int(counted.sum())
     if total == 0:
         return [None] * n
@@ -501,13 +501,17 @@ def _launch_delay(
     keys = np.empty(total if fits else 0, dtype=np.int64)
     delays = np.empty(0 if fits else total, dtype=np.int64)
     groups = np.empty(0 if fits else total, dtype=np.int64)
-    gpu, filled = events.gpu, 0
-    for lo in range(0, len(rows), _PASS):
-        at = rows[lo : lo + _PASS]
-        launch = np.where(once[lo : lo + _PASS], links.launch[at], NO_LAUNCH)
+    gpu, filled, seen = events.gpu, 0, 0
+    for lo in range(0, len(group_of_row), _PASS):
+        kernel = group_of_row[lo : lo + _PASS]
+        at = np.flatnonzero(kernel >= 0)
+        group = kernel[at]
+        at += lo
+        launch = np.where(once[seen : seen + len(at)], links.launch[at], NO_LAUNCH)
+        seen += len(at)
         has = launch != NO_LAUNCH
         delay = gpu.ts[at][has] - launch[has]
-        g = group[lo : lo + _PASS][has].astype(np.int64)
+        g = group[has].astype(np.int64)
         part = slice(filled, filled + len(delay))
         filled = part.stop
         if not fits:
