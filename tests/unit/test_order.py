@@ -93,6 +93,8 @@ def test_packed_order_past_a_pass() -> None:
     found = packed_order(major, minor, lambda rows: [tie[rows]])
     assert found is not None
     assert found.tolist() == np.lexsort((tie, minor, major)).tolist()
+    one = packed_order(None, minor)  # one group: by minor, then position
+    assert one is not None and one.tolist() == np.argsort(minor, kind="stable").tolist()
     assert packed_order(major, np.zeros(0, dtype=np.int64)) is None
     assert packed_order(major, minor.astype(np.int32)) is None
     assert packed_order(np.array([0, 1], dtype=np.int8), np.array([0, 2**62])) is None

@@ -102,29 +102,32 @@ def _ordered(
 
 
 def packed_order(
-    major: np.ndarray,
+    major: np.ndarray | None,
     minor: np.ndarray,
     ties: Callable[[np.ndarray], list[np.ndarray]] | None = None,
 ) -> np.ndarray | None:
     """``lex_order((*ties(every row), minor, major))`` as int32 positions when they fit, in
     less memory: one int64 key a row, (major, minor − the least, position) packed, sorted in
     place (no int64 permutation beside it); rows tied on (major, minor) are then ordered by
-    ``ties(positions)``, then by position. None when the key would not fit (``major`` not
-    non-negative ints, ``minor`` not int64)."""
+    ``ties(positions)``, then by position (``major`` None: one group, by ``minor``). None
+    when the key would not fit (``major`` not non-negative ints, ``minor`` not int64)."""
     n = count = len(minor)
-    if count == 0 or major.dtype.kind not in "iu" or minor.dtype != np.int64:
+    if count == 0 or minor.dtype != np.int64:
+        return None
+    if major is not None and (major.dtype.kind not in "iu" or int(major.min()) < 0):
         return None
     low, high = int(minor.min()), int(minor.max())
     index_bits, minor_bits = n.bit_length(), (high - low).bit_length()
-    if int(major.min()) < 0 or (int(major.max()) + 1) << (minor_bits + index_bits) > _INT64_LIMIT:
+    majors = 1 if major is None else int(major.max()) + 1
+    if majors << (minor_bits + index_bits) > _INT64_LIMIT:
         return None
     key = np.empty(count, dtype=np.int64)
     filled = 0
     for lo in range(0, n, _PASS):
         at = slice(lo, lo + _PASS)
-        k = major[at].astype(np.int64)
-        k <<= minor_bits
-        k |= minor[at] - low
+        k = np.subtract(minor[at], low)
+        if major is not None:
+            k |= major[at].astype(np.int64) << minor_bits
         k <<= index_bits
         k |= np.arange(lo, lo + len(k))
         key[filled : filled + len(k)] = k
@@ -149,7 +152,8 @@ def packed_order(
     tied = out[runs]
     # the tied rows are in (major, minor, position) order already: ordered within runs by the
     # ties, then position, with (major, minor) kept first
-    order = np.lexsort([tied, *ties(tied), minor[tied], major[tied]])
+    groups = [] if major is None else [major[tied]]
+    order = np.lexsort([tied, *ties(tied), minor[tied], *groups])
     out[runs] = tied[order]
     return out
 

@@ -178,8 +178,15 @@ _TABLE_BYTES = 32  # what the sorted distinct keys' temporaries take at most, a 
 def group_order(group: np.ndarray | None, ts: np.ndarray) -> np.ndarray | None:
     """Rows by group, then start, ties in row order (``lex_order((ts, group))``); ``group``
     None: one group. None when that is the rows' own order."""
-    if group is None or len(group) == 0 or int(group.min()) == int(group.max()):
-        return None if ascending(ts) else np.argsort(ts, kind="stable")
+    one = group is None or len(group) == 0 or int(group.min()) == int(group.max())
+    if one and ascending(ts):
+        return None
+    # int32 positions from one packed key sorted in place (held through the audit's checks)
+    order = packed_order(None if one else group, ts)
+    if order is not None:
+        return order
+    if group is None or one:
+        return np.argsort(ts, kind="stable")
     return lex_order((ts, group))
 
 
