@@ -8,16 +8,25 @@ printed on stderr on entering and leaving the functions named, in the CLI's own 
 A name is ``module.function`` or ``module.Class.method``; the module's attribute is replaced,
 and so is every traceview module's own reference to it (``from x import f``). The peak between
 two lines is the later line's ``hwm`` where it rose.
+
+``MEMTRACE=1``: tracemalloc from the start (numpy's buffers included): each line adds what is
+live (``live``) and the traced peak since the previous line (``tpeak``), so RSS above ``live``
+is heap kept, not held; ``MEMSNAP=N`` with it: the N largest live allocations by line at
+each line. ``MEMHEAP=1``: glibc's mallinfo2 (in use, free inside the heap, mapped apart).
+``MEMTRIM=1``: glibc's ``malloc_trim(0)`` before each line (a measurement of what the heap
+keeps, not what the CLI does).
 """
 
 from __future__ import annotations
 
 import atexit
+import ctypes
 import functools
 import importlib
 import os
 import sys
 import time
+import tracemalloc
 from collections.abc import Callable
 from typing import Any
 
@@ -29,16 +38,52 @@ def status() -> dict[str, int]:
     out = {}
     with open("/proc/self/status") as f:
         for line in f:
-            if line.startswith(("VmHWM", "VmRSS")):
+            if line.startswith(("VmHWM", "VmRSS", "RssAnon", "RssFile", "RssShmem")):
                 key, value = line.split(":")
                 out[key] = int(value.split()[0]) // 1024
     return out
 
 
+class _Mallinfo2(ctypes.Structure):
+    _fields_ = [
+        (name, ctypes.c_size_t)
+        for name in (
+            "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks",
+            "fordblks", "keepcost",
+        )
+    ]  # fmt: skip
+
+
+def _heap() -> str:
+    """glibc's heap (``MEMHEAP=1``): in use, free inside it, mapped apart (MB)."""
+    if not os.environ.get("MEMHEAP"):
+        return ""
+    libc = ctypes.CDLL("libc.so.6")
+    libc.mallinfo2.restype = _Mallinfo2
+    m = libc.mallinfo2()
+    return f" heap used {m.uordblks >> 20:4} free {m.fordblks >> 20:4} mapped {m.hblkhd >> 20:4}"
+
+
+def _trim() -> None:
+    if os.environ.get("MEMTRIM"):
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+
+
 def _say(mark: str, name: str) -> None:
+    _trim()
     s = status()
+    traced = ""
+    if tracemalloc.is_tracing():
+        live, peak = tracemalloc.get_traced_memory()
+        tracemalloc.reset_peak()
+        traced = f" live {live >> 20:5} tpeak {peak >> 20:5}"
+        top = int(os.environ.get("MEMSNAP", "0"))
+        if top:
+            stats = tracemalloc.take_snapshot().statistics("lineno")[:top]
+            traced += "".join(f"\n      {st.size >> 20:4} MB {st.traceback}" for st in stats)
     print(f"[{time.perf_counter() - _T0:7.2f} pid{os.getpid()}] {mark} {name:<55} "
-          f"rss {s['VmRSS']:5} hwm {s['VmHWM']:5}", file=sys.stderr)  # fmt: skip
+          f"rss {s['VmRSS']:5} hwm {s['VmHWM']:5} anon {s['RssAnon']:5} file "
+          f"{s['RssFile']:4} shm {s['RssShmem']:4}{traced}{_heap()}", file=sys.stderr)  # fmt: skip
 
 
 def wrap(dotted: str) -> None:
@@ -65,6 +110,8 @@ def wrap(dotted: str) -> None:
 
 
 def main() -> None:
+    if os.environ.get("MEMTRACE"):
+        tracemalloc.start()
     for dotted in filter(None, os.environ.get("MEMWRAP", "").split(",")):
         wrap(dotted)
     atexit.register(lambda: print(f"[exit pid{os.getpid()}] {status()}", file=sys.stderr))

@@ -14,6 +14,7 @@ from conftest import ROOT
 from traceview.analyses.core import faults
 from traceview.analyses.core.faults import (
     NO_END,
+    carried,
     earlier_ends,
     group_order,
     order_faults,
@@ -107,3 +108,16 @@ def test_runtime_calls_are_the_cpu_rows_calls_whether_or_not_the_runtime_columns
         assert calls.name.tolist() == rows["name"].tolist()
         assert calls.thread.tolist() == rows["thread"].tolist()
         assert calls.cpu_span == (int(every["ts"].min()), int(every["end"].max()))
+
+
+def test_carried_is_isin_over_the_known_keys() -> None:
+    """The bit table (a range of keys) and the search (a range too wide for it) against
+    np.isin: keys < 0 carry nothing, ids outside the keys' range, every bit of a byte."""
+    rng = np.random.default_rng(43)
+    for width in (1, 8, 9, 1000, 10**9):
+        for _ in range(20):
+            n = int(rng.integers(0, 200))
+            keys = rng.integers(-3, width, n) + int(rng.integers(0, 100))
+            ids = rng.integers(-5, width + 110, int(rng.integers(0, 300)))
+            want = np.isin(ids, keys[keys >= 0])
+            assert carried(keys, ids).tolist() == want.tolist()

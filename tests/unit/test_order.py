@@ -11,7 +11,14 @@ from hypothesis import strategies as st
 
 from traceview.aggregate import intervals as intervals_module
 from traceview.aggregate.intervals import unions
-from traceview.aggregate.order import dense_ids, distinct, groups_in_order, lex_order, packed
+from traceview.aggregate.order import (
+    dense_ids,
+    distinct,
+    groups_in_order,
+    lex_order,
+    packed,
+    packed_order,
+)
 from traceview.aggregate.percentiles import nearest_rank
 from traceview.aggregate.sorted_pairs import SortedPairs
 
@@ -57,6 +64,40 @@ def test_lex_order_with_ties_beyond_the_packed_keys() -> None:
     rank = np.array([2, 1, 0, 0, 1, 0], dtype=np.int64)
     keys = (rank, end, ts, stream)
     assert lex_order(keys).tolist() == np.lexsort(keys).tolist() == [5, 3, 1, 4, 2, 0]
+
+
+@settings(max_examples=150, deadline=None)
+@given(keys=key_columns())
+def test_packed_order_is_lexsort(keys: list[np.ndarray]) -> None:
+    """The tie keys asked for only where (major, minor) tie; int32 positions; None where
+    the packed key (with the position) would not fit."""
+    major, minor, ties = keys[-1], keys[-2], keys[:-2]
+    found = packed_order(major, minor, lambda rows: [t[rows] for t in ties])
+    n = len(minor)
+    bits = (int(minor.max()) - int(minor.min())).bit_length() + n.bit_length() if n else 0
+    fits = n > 0 and (int(major.max()) + 1) << bits <= 2**63
+    assert (found is not None) == fits
+    if found is None:
+        return
+    assert found.dtype == np.int32
+    assert found.tolist() == np.lexsort(keys).tolist()
+
+
+def test_packed_order_past_a_pass() -> None:
+    """Runs of ties across pass boundaries, a few shuffled runs of starts."""
+    rng = np.random.default_rng(7)
+    n = 3 * (1 << 16) + 5
+    minor = np.repeat(rng.integers(0, 1 << 30, n // 3 + 1), 3)[:n].astype(np.int64)
+    major = rng.integers(0, 3, n).astype(np.int16)
+    tie = rng.integers(0, 4, n).astype(np.int64)
+    found = packed_order(major, minor, lambda rows: [tie[rows]])
+    assert found is not None
+    assert found.tolist() == np.lexsort((tie, minor, major)).tolist()
+    one = packed_order(None, minor)  # one group: by minor, then position
+    assert one is not None and one.tolist() == np.argsort(minor, kind="stable").tolist()
+    assert packed_order(major, np.zeros(0, dtype=np.int64)) is None
+    assert packed_order(major, minor.astype(np.int32)) is None
+    assert packed_order(np.array([0, 1], dtype=np.int8), np.array([0, 2**62])) is None
 
 
 def test_packed_refuses_keys_beyond_63_bits() -> None:

@@ -101,6 +101,63 @@ def _ordered(
     return order
 
 
+def packed_order(
+    major: np.ndarray | None,
+    minor: np.ndarray,
+    ties: Callable[[np.ndarray], list[np.ndarray]] | None = None,
+) -> np.ndarray | None:
+    """``lex_order((*ties(every row), minor, major))`` as int32 positions when they fit, in
+    less memory: one int64 key a row, (major, minor − the least, position) packed, sorted in
+    place (no int64 permutation beside it); rows tied on (major, minor) are then ordered by
+    ``ties(positions)``, then by position (``major`` None: one group, by ``minor``). None
+    when the key would not fit (``major`` not non-negative ints, ``minor`` not int64)."""
+    n = count = len(minor)
+    if count == 0 or minor.dtype != np.int64:
+        return None
+    if major is not None and (major.dtype.kind not in "iu" or int(major.min()) < 0):
+        return None
+    low, high = int(minor.min()), int(minor.max())
+    index_bits, minor_bits = n.bit_length(), (high - low).bit_length()
+    majors = 1 if major is None else int(major.max()) + 1
+    if majors << (minor_bits + index_bits) > _INT64_LIMIT:
+        return None
+    key = np.empty(count, dtype=np.int64)
+    filled = 0
+    for lo in range(0, n, _PASS):
+        at = slice(lo, lo + _PASS)
+        k = np.subtract(minor[at], low)
+        if major is not None:
+            k |= major[at].astype(np.int64) << minor_bits
+        k <<= index_bits
+        k |= np.arange(lo, lo + len(k))
+        key[filled : filled + len(k)] = k
+        filled += len(k)
+    key.sort(kind="stable")  # timsort: near-sorted keys in a few runs
+    out = np.empty(count, dtype=np.int32 if n < 2**31 else np.int64)
+    mask = (1 << index_bits) - 1
+    in_run = np.zeros(count if ties is not None else 0, dtype=bool)
+    for lo in range(0, count, _PASS):
+        part = key[lo : lo + _PASS + 1]
+        out[lo : lo + _PASS] = part[:_PASS] & mask
+        if ties is not None:
+            part = part >> index_bits
+            equal = part[1:] == part[:-1]
+            in_run[lo : lo + len(equal)] |= equal
+            in_run[lo + 1 : lo + 1 + len(equal)] |= equal
+    del key
+    if ties is None or not in_run.any():
+        return out
+    runs = np.flatnonzero(in_run)
+    del in_run
+    tied = out[runs]
+    # the tied rows are in (major, minor, position) order already: ordered within runs by the
+    # ties, then position, with (major, minor) kept first
+    groups = [] if major is None else [major[tied]]
+    order = np.lexsort([tied, *ties(tied), minor[tied], *groups])
+    out[runs] = tied[order]
+    return out
+
+
 def dense_ids(keys: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray]:
     """``np.unique(keys, return_inverse=True)`` for int keys in [0, bound), inverse as int64.
 

@@ -573,7 +573,7 @@ def _idle_and_overlaps(t: _Trace, per_device: bool) -> Idle:
         into = np.minimum(before, ts + gpu.dur[at])
         into -= ts
         hit = (before != NO_END) & (into > 0)
-        rows.append(picked(at, hit))
+        rows.append(picked(at, hit).astype(np.int64, copy=False))
         overlap.append(into[hit])
     found, by_row = _by_row(rows)
     return idle, found, _joined(overlap, np.int64)[by_row]

@@ -433,8 +433,8 @@ def _launches(events: TraceEvents, links: OpLinks, graph_ids: np.ndarray) -> Lau
     gpu = events.gpu
     launch, launch_end = links.launch, links.launch_end
     n = int(np.count_nonzero(gpu.kind == KERNEL))
-    delay = np.empty(n, dtype=np.int64)  # of kernels launched on their own, then replays
-    calls = np.empty(n, dtype=np.int64)  # launch calls timed (a replay's once, after)
+    delay = _Filled(n)  # of kernels launched on their own, then replays
+    calls = _Filled(n)  # launch calls timed (a replay's once, after)
     delays = timed = linked = shorter = 0
     kernel_ns, graph_ns = sums.GroupSums(1), sums.GroupSums(1)
     graph_parts: list[tuple[np.ndarray, ...]] = []  # per replayed kernel with a launch
@@ -447,11 +447,11 @@ def _launches(events: TraceEvents, links: OpLinks, graph_ids: np.ndarray) -> Lau
         linked += int(np.count_nonzero(has))
         own = has & ~graph
         got = int(np.count_nonzero(own))
-        delay[delays : delays + got] = (gpu.ts[rows] - start)[own]
+        delay.put(delays, (gpu.ts[rows] - start)[own])
         delays += got
         own &= end != NO_LAUNCH
         call = (end - start)[own]
-        calls[timed : timed + len(call)] = call
+        calls.put(timed, call)
         timed += len(call)
         shorter += int(np.count_nonzero(gpu.dur[rows][own] < call))
         dur = gpu.dur[rows]
@@ -475,22 +475,26 @@ def _launches(events: TraceEvents, links: OpLinks, graph_ids: np.ndarray) -> Lau
         called[slot] = start
         seen = first != np.iinfo(np.int64).max
         replays = (first - called)[seen]
-        delay = np.concatenate([delay[:delays], replays])
-        delays = len(delay)
+        delay.values = np.concatenate([delay.values[:delays], replays])
+        delays = len(delay.values)
         # a graph launch's call once, by its correlation id
         replay = end != NO_LAUNCH
         corr = corr[replay]
         order = np.argsort(corr, kind="stable")  # np.unique's first of each, no numpy.ma
         first_of = order[first_of_runs(corr[order])]
         once = (end - start)[replay][first_of]
-        calls = np.concatenate([calls[:timed], once])
-        timed = len(calls)
-    delay, calls = delay[:delays], calls[:timed]
-    call_total = sums.total(calls)
+        calls.values = np.concatenate([calls.values[:timed], once])
+        timed = len(calls.values)
+    call_total = sums.total(calls.values[:timed])
+    # the medians in place (both arrays are this function's own): no copy beside them
+    median_delay = _median(delay.values[:delays], in_place=True)
+    del delay
+    median_call = _median(calls.values[:timed], in_place=True)
+    del calls
     return Launches(
         kernels=n,
         linked=linked,
-        median_queue_delay_ns=_median(delay),
+        median_queue_delay_ns=median_delay,
         timed=own_calls,
         shorter_than_launch=shorter,
         graph_launches=len(distinct(np.concatenate(graph_corr))) if graph_corr else 0,
@@ -498,16 +502,39 @@ def _launches(events: TraceEvents, links: OpLinks, graph_ids: np.ndarray) -> Lau
         graph_kernel_ns=int(graph_ns.out[0]),
         kernel_ns=int(kernel_ns.out[0]),
         calls=timed,
-        median_call_ns=_median(calls),
+        median_call_ns=median_call,
         call_total_ns=call_total,
     )
 
 
-def _median(values: np.ndarray) -> int | None:
-    """Nearest-rank median (the ceil(n/2)-th smallest), None when empty."""
+class _Filled:
+    """Up to ``n`` int64 values written in order, held as int32 while they fit (half the
+    memory; the median and the sum are the same), widened at the first that does not."""
+
+    def __init__(self, n: int) -> None:
+        self.values = np.empty(n, dtype=np.int32)
+
+    def put(self, at: int, values: np.ndarray) -> None:
+        if self.values.dtype == np.int32 and len(values) and not _fits_int32(values):
+            self.values = self.values.astype(np.int64)
+        self.values[at : at + len(values)] = values
+
+
+def _fits_int32(values: np.ndarray) -> bool:
+    info = np.iinfo(np.int32)
+    return info.min <= int(values.min()) and int(values.max()) <= info.max
+
+
+def _median(values: np.ndarray, in_place: bool = False) -> int | None:
+    """Nearest-rank median (the ceil(n/2)-th smallest), None when empty; ``in_place``:
+    ``values`` partitioned themselves (no copy)."""
     if len(values) == 0:
         return None
-    return int(np.partition(values, (len(values) + 1) // 2 - 1)[(len(values) + 1) // 2 - 1])
+    k = (len(values) + 1) // 2 - 1
+    if not in_place:
+        return int(np.partition(values, k)[k])
+    values.partition(k)
+    return int(values[k])
 
 
 def _steps(rows: list[StepRow]) -> Steps:

@@ -18,7 +18,7 @@ from traceview.analyses.core.devices import (
     DeviceUsage,
     GapSet,
     device_gaps,
-    launch_times,
+    launch_times_of,
     name_rank,
 )
 from traceview.analyses.core.graphs import graph_launch_ids
@@ -38,7 +38,6 @@ class Shared:
 
     rank: np.ndarray  # name_rank(events.names)
     links: OpLinks  # link_ops(events)
-    launch: np.ndarray  # launch_times(events)
     category: np.ndarray  # categorize(events, links)
     calls: OpCalls  # op_calls(events)
     step_rows: list[StepRow]  # step_table(events)
@@ -46,6 +45,13 @@ class Shared:
     gaps: GapSet  # device_gaps over every GPU row
     trace: TraceSummary  # summarize(events)
     graphs: np.ndarray  # graph_launch_ids(events)
+    ts: np.ndarray  # events.gpu.ts (the column itself), for ``launch``
+
+    @property
+    def launch(self) -> np.ndarray:
+        """``launch_times(events)``, made at each use: 8 B a GPU row not held through a
+        summary's analyses (a fresh array)."""
+        return launch_times_of(self.ts, self.links.launch)
 
 
 def work_out(
@@ -65,17 +71,23 @@ def work_out(
         links = link_ops(events, rank)
     else:
         links, calls = linked
-    launch = launch_times(events, links.launch)
-    usage, gaps = device_gaps(events, np.arange(len(events.gpu.ts)), links.launch, rank)
+    n = len(events.gpu.ts)
+    # int32 rows where they fit, as gaps passes them: the gaps' before and after rows half
+    # the size, held to the end of a summary
+    every = np.arange(n, dtype=np.int32 if n < 2**31 else np.int64)
+    usage, gaps = device_gaps(events, every, links.launch, rank)
+    del every
+    # the launch times after the gaps' peak, for the step table alone
+    step_rows = step_table(events, launch=launch_times_of(events.gpu.ts, links.launch))
     return Shared(
         rank=rank,
         links=links,
-        launch=launch,
         category=categorize(events, links) if category is None else category,
         calls=calls,
-        step_rows=step_table(events, launch=launch),
+        step_rows=step_rows,
         usage=usage,
         gaps=gaps,
         trace=summarize(events, usage),
         graphs=graph_launch_ids(events),
+        ts=events.gpu.ts,
     )

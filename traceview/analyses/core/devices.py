@@ -321,9 +321,17 @@ def first_calls(events: TraceEvents) -> tuple[np.ndarray, np.ndarray | None]:
 def launch_times(events: TraceEvents, first: np.ndarray | None = None) -> np.ndarray:
     """Per GPU row: the start of its launching runtime call, else the row's own ts (ns);
     ``first`` is ``first_launch(events)`` when the caller has it already."""
-    launch = first_launch(events) if first is None else first.copy()
+    if first is None:
+        return launch_times_of(events.gpu.ts, first_launch(events), copy=False)
+    return launch_times_of(events.gpu.ts, first)
+
+
+def launch_times_of(ts: np.ndarray, first: np.ndarray, copy: bool = True) -> np.ndarray:
+    """Per GPU row: ``first`` (its launching call's start, ``first_launch``), else the row's
+    own start ``ts`` (a fresh array; ``copy=False``: ``first`` itself, filled in)."""
+    launch = first.copy() if copy else first
     none = launch == NO_LAUNCH
-    launch[none] = events.gpu.ts[none]
+    launch[none] = ts[none]
     return launch
 
 
@@ -360,13 +368,50 @@ def positive(events: TraceEvents, rows: np.ndarray) -> np.ndarray:
 
 def busy_by_device(events: TraceEvents) -> np.ndarray:
     """The busy rows (duration > 0) in (device, start) order, as int32 positions when they
-    fit (the sort's key and permutation are temporaries)."""
+    fit: one int64 key a row, (device, start − the least, row) packed, sorted in place,
+    when that fits (no gathered starts, no permutation); else a sort of the rows."""
     gpu = events.gpu
-    rows = np.flatnonzero(gpu.dur > 0)
-    if len(rows) < 2**31:
-        rows = rows.astype(np.int32)
+    n = len(gpu.ts)
+    dtype = np.int32 if n < 2**31 else np.int64
     device, _ = device_of_stream(events)
-    if len(device) and int(device.max()) > 0:
+    several = len(device) > 0 and int(device.max()) > 0
+    busy = gpu.dur > 0
+    count = int(np.count_nonzero(busy))
+    if count == 0:
+        return np.zeros(0, dtype=dtype)
+    low = int(np.min(gpu.ts, where=busy, initial=np.iinfo(np.int64).max))
+    high = int(np.max(gpu.ts, where=busy, initial=np.iinfo(np.int64).min))
+    index_bits, time_bits = n.bit_length(), (high - low).bit_length()
+    devices = int(device.max()) + 1 if several else 1
+    if devices << (time_bits + index_bits) >= 1 << 63:
+        return _busy_sorted(events, np.flatnonzero(busy).astype(dtype), device, several)
+    key = np.empty(count, dtype=np.int64)
+    filled = 0
+    for lo in range(0, n, _PASS):
+        rows = np.flatnonzero(busy[lo : lo + _PASS])
+        k = np.subtract(gpu.ts[lo : lo + _PASS][rows], low)
+        if several:
+            k |= device[gpu.stream[lo : lo + _PASS][rows]].astype(np.int64) << time_bits
+        k <<= index_bits
+        rows += lo
+        k |= rows
+        key[filled : filled + len(k)] = k
+        filled += len(k)
+    del busy
+    key.sort(kind="stable")  # timsort: the rows come nearly in start order
+    out = np.empty(count, dtype=dtype)
+    mask = (1 << index_bits) - 1
+    for lo in range(0, count, _PASS):
+        out[lo : lo + _PASS] = key[lo : lo + _PASS] & mask
+    return out
+
+
+def _busy_sorted(
+    events: TraceEvents, rows: np.ndarray, device: np.ndarray, several: bool
+) -> np.ndarray:
+    """``busy_by_device`` by a sort of the busy ``rows`` (their key would not fit)."""
+    gpu = events.gpu
+    if several:
         order = lex_order((gpu.ts[rows], device[gpu.stream[rows]]))
     else:  # one device: by start alone
         order = np.argsort(gpu.ts[rows], kind="stable")

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from traceview.aggregate.order import distinct, lex_order
+from traceview.aggregate.order import distinct, lex_order, packed_order
 from traceview.aggregate.percentiles import median
 from traceview.aggregate.sorted_runs import in_sorted
 from traceview.analyses.core.graphs import GRAPH_LAUNCH
@@ -157,14 +157,18 @@ def carried(keys: np.ndarray, ids: np.ndarray) -> np.ndarray:
     if size > _TABLE_BYTES * len(keys):
         return in_sorted(distinct(keys[known]), ids)
     del known
-    table = np.zeros(size, dtype=bool)
+    # a bit a key value (a bool each: 17 B a GPU row on the H200 trace's ids, the audit's peak)
+    table = np.zeros((size + 7) >> 3, dtype=np.uint8)
     for lo in range(0, len(keys), _PASS):
         part = keys[lo : lo + _PASS]
-        table[part[part >= 0] - low] = True
+        at = part[part >= 0] - low
+        np.bitwise_or.at(table, at >> 3, np.left_shift(1, at & 7).astype(np.uint8))
     for lo in range(0, len(ids), _PASS):
         at = ids[lo : lo + _PASS] - low
         inside = (at >= 0) & (at < size)
-        out[lo : lo + _PASS][inside] = table[at[inside]]
+        at = at[inside]
+        bits = table[at >> 3] >> (at & 7).astype(np.uint8)
+        out[lo : lo + _PASS][inside] = (bits & 1).astype(bool)
     return out
 
 
@@ -174,8 +178,15 @@ _TABLE_BYTES = 32  # what the sorted distinct keys' temporaries take at most, a 
 def group_order(group: np.ndarray | None, ts: np.ndarray) -> np.ndarray | None:
     """Rows by group, then start, ties in row order (``lex_order((ts, group))``); ``group``
     None: one group. None when that is the rows' own order."""
-    if group is None or len(group) == 0 or int(group.min()) == int(group.max()):
-        return None if ascending(ts) else np.argsort(ts, kind="stable")
+    one = group is None or len(group) == 0 or int(group.min()) == int(group.max())
+    if one and ascending(ts):
+        return None
+    # int32 positions from one packed key sorted in place (held through the audit's checks)
+    order = packed_order(None if one else group, ts)
+    if order is not None:
+        return order
+    if group is None or one:
+        return np.argsort(ts, kind="stable")
     return lex_order((ts, group))
 
 
@@ -284,7 +295,12 @@ def order_faults(group: np.ndarray, ts: np.ndarray, correlation: np.ndarray) -> 
     if np.count_nonzero(correlation > 0) < 2:
         return np.zeros(0, dtype=np.int64)
     one = int(group.min()) == int(group.max())
-    order = None if one and ascending(ts, strictly=True) else lex_order((correlation, ts, group))
+    order = None
+    if not (one and ascending(ts, strictly=True)):
+        # int32 positions from one packed key sorted in place, where it fits
+        order = packed_order(group, ts, lambda rows: [correlation[rows]])
+        if order is None:
+            order = lex_order((correlation, ts, group))
     found = []
     last_group, last_id = None, 0
     for lo in range(0, len(ts), _PASS):
@@ -297,7 +313,7 @@ def order_faults(group: np.ndarray, ts: np.ndarray, correlation: np.ndarray) -> 
         bad = np.empty(len(c), dtype=bool)
         bad[0] = last_group is not None and g[0] == last_group and c[0] < last_id
         bad[1:] = (g[1:] == g[:-1]) & (c[1:] < c[:-1])
-        found.append(picked(at, known)[bad])
+        found.append(picked(at, known)[bad].astype(np.int64, copy=False))
         last_group, last_id = g[-1], int(c[-1])
     return np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
 

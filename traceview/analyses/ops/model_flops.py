@@ -239,15 +239,27 @@ def trace_peaks(events: TraceEvents, peaks_file: Path | None) -> tuple[Peaks | N
 
 
 @dataclass(frozen=True)
+class Calls:
+    """The counted calls (innermost of each nest): start, and (name, shape) pair index into
+    ``works``; ``shapes``: whether any call of a model-FLOPs op recorded shapes."""
+
+    ts: np.ndarray
+    pair: np.ndarray
+    works: list[Work | None]
+    shapes: bool
+
+
+@dataclass(frozen=True)
 class Linked:
     """What ``steps_model_flops`` needs from the CPU rows, all of it found in the one pass
     that links the ops' launches: the links (without the top ops, and without the launches'
     threads and ends but for ``summary``, see ``linked``), the categories, the model-FLOPs
-    ops' and the ``aten::embedding`` calls' rows."""
+    ops' counted calls (16 B a call, not their CPU rows' 36) and the ``aten::embedding``
+    calls' rows."""
 
     links: OpLinks
     category: np.ndarray
-    calls: np.ndarray
+    calls: Calls
     embeddings: np.ndarray
 
 
@@ -258,7 +270,7 @@ class Known:
     categories' 9), and the model-FLOPs ops' and ``aten::embedding`` calls' rows."""
 
     known: np.ndarray
-    calls: np.ndarray | None  # None: read when needed
+    calls: Calls | np.ndarray | None  # the counted calls, or their rows; None: read when needed
     embeddings: np.ndarray | None
 
     @classmethod
@@ -298,7 +310,7 @@ def linked(
     category = categorize(events, links, optimizer, np.int8)  # CATEGORIES: fewer than 128
     if not with_ends:  # the leaf ops alone: what steps keep to the end
         links = replace(links, thread=np.broadcast_to(np.int32(-1), links.thread.shape))
-    return Linked(links, category, calls.rows(), embeddings.rows())
+    return Linked(links, category, _counted_calls(events, calls.rows()), embeddings.rows())
 
 
 def steps_model_flops(
@@ -335,14 +347,15 @@ def model_flops(
     rows: Sequence[StepRow],
     launch: np.ndarray,
     peaks: tuple[Peaks | None, str | None],
-    call_rows: np.ndarray | None = None,
+    call_rows: Calls | np.ndarray | None = None,
     embedding_rows: np.ndarray | None = None,
 ) -> ModelFlops:
     """The ModelFlops of the steps ``rows`` (the step table of ``events``, read with its CPU
     rows); ``links``, ``category`` and ``launch``: the GPU rows' op links, categories and
     launch times; ``peaks``: the device's peaks and the note when there are none;
-    ``call_rows``, ``embedding_rows``: the CPU rows of the model-FLOPs ops and of
-    ``aten::embedding`` (``_Picked``) when the caller gathered them, else read here."""
+    ``call_rows``, ``embedding_rows``: the model-FLOPs ops' counted calls (``Linked``) or
+    their CPU rows, and the CPU rows of ``aten::embedding`` (``_Picked``) when the caller
+    gathered them, else read here."""
     known = Known(known_rows(events, links, category), call_rows, embedding_rows)
     return _model_flops(events, known, rows, launch, peaks)
 
@@ -358,7 +371,9 @@ def _model_flops(
     windows = [
         Window(r.cpu_start_ns, r.cpu_end_ns, r.gpu_only) for r in rows
     ]  # CPU windows: the calls' starts lie in them
-    calls = _counted_calls(events, rows_known.calls)
+    calls = rows_known.calls
+    if not isinstance(calls, Calls):
+        calls = _counted_calls(events, calls)
     step_of = _step_of(calls.ts, windows)
     dtypes = sorted({d for w in calls.works if w is not None and (d := PEAK_DTYPE.get(w.dtype))})
     pair_flops = np.array([0 if w is None else w.flops for w in calls.works] + [0], np.int64)
@@ -404,17 +419,6 @@ def _model_flops(
     return ModelFlops(tuple(out), calls.shapes, device_peaks, note)
 
 
-@dataclass(frozen=True)
-class _Calls:
-    """The counted calls (innermost of each nest): start, and (name, shape) pair index into
-    ``works``; ``shapes``: whether any call of a model-FLOPs op recorded shapes."""
-
-    ts: np.ndarray
-    pair: np.ndarray
-    works: list[Work | None]
-    shapes: bool
-
-
 class _Picked:
     """The CPU ops named one of ``names``, gathered block by block."""
 
@@ -440,7 +444,7 @@ class _Picked:
         return picked.rows()
 
 
-def _counted_calls(events: TraceEvents, rows: np.ndarray | None = None) -> _Calls:
+def _counted_calls(events: TraceEvents, rows: np.ndarray | None = None) -> Calls:
     """Every call of an op with a model-FLOPs rule, less those that contain another such call
     on their thread (wrappers: the innermost calls carry the work); ``rows``: those ops' CPU
     rows, else read here."""
@@ -470,7 +474,7 @@ def _counted_calls(events: TraceEvents, rows: np.ndarray | None = None) -> _Call
             None if shape == NO_SHAPE else model_work(events.names[name], *events.shapes[shape])
         )
     shapes = bool((rows["shape"] != NO_SHAPE).any())  # a key's shape part: shape + 1
-    return _Calls(ts, pair, works, shapes)
+    return Calls(ts, pair, works, shapes)
 
 
 def _step_of(ts: np.ndarray, windows: list[Window]) -> np.ndarray:

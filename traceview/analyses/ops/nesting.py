@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from traceview.aggregate.order import distinct, lex_order
+from traceview.aggregate.order import distinct, lex_order_then
 from traceview.analyses.core.opcalls import OpCalls
 from traceview.analyses.ops.flops import Work, rule_names
 from traceview.columns.cpu_rows import OP
@@ -40,13 +40,16 @@ def counted_calls(
     width = max(len(events.shapes), 0) + 1
     pair_key = calls.name.astype(np.int64) * width + calls.shape.astype(np.int64) + 1
     by_key = np.argsort(pair_key, kind="stable")
-    thread, ts, end, pair = _work_calls(events, pair_key[by_key], by_key)
-    k = kind[pair]
-    keep = k >= 0
-    thread, ts, end, pair, k = thread[keep], ts[keep], end[keep], pair[keep], k[keep]
-    order = lex_order((-end, ts, k, thread))
-    group = thread[order] * len(kinds) + k[order]
-    end, pair = end[order], pair[order]
+    thread, ts, end, pair = _work_calls(events, pair_key[by_key], by_key, kind)
+    # (thread, kind) as one group id, ordered as the pair is: the sort packs (group, ts),
+    # and only calls tied on both are ordered by their end
+    group = thread
+    group *= len(kinds)
+    group += kind[pair]
+    order = lex_order_then(group, ts, lambda rows: [-end[rows]])
+    del ts
+    group, end, pair = group[order], end[order], pair[order]
+    del order
     wraps = _contains_next(group, end)
     shadowed = wraps if innermost else _inside_earlier(group, end)
     chain_end = np.flatnonzero(~wraps)  # calls wrapping none: each chain's innermost
@@ -78,9 +81,11 @@ def _one_dtype(
 
 
 def _work_calls(
-    events: TraceEvents, sorted_keys: np.ndarray, by_key: np.ndarray
+    events: TraceEvents, sorted_keys: np.ndarray, by_key: np.ndarray, kind: np.ndarray
 ) -> tuple[np.ndarray, ...]:
-    """Thread, start, end and pair index of every CPU op call whose name has a FLOPs rule."""
+    """Thread, start, end and pair index of every CPU op call whose name has a FLOPs rule
+    and whose pair has a kind of work (``kind`` per pair index, −1: none), each column
+    joined from the blocks' parts as the parts go."""
     names = rule_names()
     wanted = np.array([n in names for n in events.names] + [False])
     width = max(len(events.shapes), 0) + 1
@@ -90,12 +95,20 @@ def _work_calls(
         key = rows["name"].astype(np.int64) * width + rows["shape"].astype(np.int64) + 1
         at = np.minimum(np.searchsorted(sorted_keys, key), max(len(sorted_keys) - 1, 0))
         found = sorted_keys[at] == key if len(sorted_keys) else np.zeros(len(key), dtype=bool)
-        rows, at = rows[found], at[found]
-        parts.append((rows["thread"].astype(np.int64), rows["ts"], rows["end"], by_key[at]))
+        pair = by_key[at[found]]
+        worked = kind[pair] >= 0
+        rows, pair = rows[found][worked], pair[worked]
+        parts.append((rows["thread"].astype(np.int64), rows["ts"], rows["end"], pair))
     if not parts:
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty, empty, empty
-    return tuple(np.concatenate(column) for column in zip(*parts, strict=True))
+    columns = [list(column) for column in zip(*parts, strict=True)]
+    del parts
+    out = []
+    for column in columns:
+        out.append(np.concatenate(column))
+        column.clear()
+    return tuple(out)
 
 
 def _contains_next(group: np.ndarray, end: np.ndarray) -> np.ndarray:

@@ -396,9 +396,8 @@ def _by_kernel(
     graph_kernels = np.zeros(n, dtype=np.int64)
     graph_launches = np.zeros(n, dtype=np.int64)
     not_comm = np.zeros(n, dtype=np.int64)
-    delays = np.empty(len(rows), dtype=np.int64)  # of kernels with a launch, by group
-    delay_group = np.empty(len(rows), dtype=np.int32)
-    delayed = 0
+    delayed = np.zeros(n, dtype=np.int64)  # kernels with a launch, by group
+    low, high = np.iinfo(np.int64).max, np.iinfo(np.int64).min  # of their queue delays
     comm = CATEGORIES.index("communication")
     for lo in range(0, len(rows), _PASS):
         at = rows[lo : lo + _PASS]
@@ -407,10 +406,10 @@ def _by_kernel(
         gpu_ns.add(g, gpu.dur[at])
         launch = np.where(once[lo : lo + _PASS], links.launch[at], NO_LAUNCH)
         has = launch != NO_LAUNCH
-        m = int(has.sum())
-        delays[delayed : delayed + m] = gpu.ts[at][has] - launch[has]
-        delay_group[delayed : delayed + m] = g[has]
-        delayed += m
+        if has.any():
+            delayed += np.bincount(g[has], minlength=n)
+            delay = gpu.ts[at][has] - launch[has]
+            low, high = min(low, int(delay.min())), max(high, int(delay.max()))
         end = links.launch_end[at]
         has &= end != NO_LAUNCH
         launch_ns.add(g[has], (end - launch)[has])
@@ -418,14 +417,14 @@ def _by_kernel(
         graph_kernels += np.bincount(g[in_graph], minlength=n)
         graph_launches += np.bincount(g[in_graph & once[lo : lo + _PASS]], minlength=n)
         not_comm += np.bincount(g[category[at] != comm], minlength=n)
-    del graph, once
+    del graph
     if len(rows):  # the last pass's views would hold the kernels' columns
         del at, g, launch, has, end
     group_of_row = np.full(len(gpu.ts), -1, dtype=np.int32)
     group_of_row[rows] = group
-    del rows, group
-    delay = _launch_delay(delay_group[:delayed], delays[:delayed], n)
-    del delays, delay_group
+    del rows, group  # the kernels' rows are found again a pass at a time from here
+    delay = _launch_delay(events, links, group_of_row, once, delayed, (low, high))
+    del once
     return _Kernels(
         used=used,
         count=int(kernels.sum()),
@@ -479,9 +478,56 @@ def _busy(
     return sums.by_group(np.arange(n * width) // width, union.busy(), n)
 
 
-def _launch_delay(group: np.ndarray, delay: np.ndarray, n: int) -> list[int | None]:
-    """Per group: the median (nearest rank) of kernel start − launch start (``delay``),
-    over its kernels that have a launch; None when none has."""
-    counted = np.bincount(group, minlength=n)
-    median = nearest_rank(group, delay, n, (50,))[50]
+def _launch_delay(
+    events: TraceEvents,
+    links: OpLinks,
+    group_of_row: np.ndarray,
+    once: np.ndarray,
+    counted: np.ndarray,
+    span: tuple[int, int],
+) -> list[int | None]:
+    """Per group: the median (nearest rank) of kernel start − launch start over its kernels
+    (``group_of_row`` >= 0) that have a launch (counted launches: ``once``, per kernel in
+    row order; ``counted`` per group, their delays in [``span``]); None when none has.
+    The delays are taken again a pass at a time into one sorted int64 key a kernel, (group,
+    delay − least) packed, as ``nearest_rank`` sorts them, when it fits (else the delays
+    and their groups, for ``nearest_rank``)."""
+    n, total = len(counted), int(counted.sum())
+    if total == 0:
+        return [None] * n
+    low, high = span
+    bits = (high - low).bit_length()
+    fits = n << bits < 1 << 63
+    keys = np.empty(total if fits else 0, dtype=np.int64)
+    delays = np.empty(0 if fits else total, dtype=np.int64)
+    groups = np.empty(0 if fits else total, dtype=np.int64)
+    gpu, filled, seen = events.gpu, 0, 0
+    for lo in range(0, len(group_of_row), _PASS):
+        kernel = group_of_row[lo : lo + _PASS]
+        at = np.flatnonzero(kernel >= 0)
+        group = kernel[at]
+        at += lo
+        launch = np.where(once[seen : seen + len(at)], links.launch[at], NO_LAUNCH)
+        seen += len(at)
+        has = launch != NO_LAUNCH
+        delay = gpu.ts[at][has] - launch[has]
+        g = group[has].astype(np.int64)
+        part = slice(filled, filled + len(delay))
+        filled = part.stop
+        if not fits:
+            delays[part], groups[part] = delay, g
+            continue
+        g <<= bits
+        delay -= low
+        g |= delay
+        keys[part] = g
+    if fits:
+        keys.sort()
+        first = np.concatenate([[0], np.cumsum(counted)[:-1]])
+        present = counted > 0
+        at = (first + np.maximum((50 * counted + 99) // 100, 1) - 1)[present]
+        median = np.zeros(n, dtype=np.int64)
+        median[present] = (keys[at] & ((1 << bits) - 1)) + low
+    else:
+        median = nearest_rank(groups, delays, n, (50,))[50]
     return [int(m) if c else None for m, c in zip(median.tolist(), counted.tolist(), strict=True)]
