@@ -296,7 +296,7 @@ def linked(
 
 def linked_known_rows(events: TraceEvents) -> np.ndarray:
     """``known_rows`` of ``linked(events)``, the op calls left out: ``steps``' links aside,
-    while its own pass gathers the Picks (``Picks.known``)."""
+    while its own pass gathers the Picks."""
     links, category = _links(events, None, None, False, None)
     return known_rows(events, links, category)
 
@@ -317,10 +317,6 @@ class Picks:
 
     def calls_of(self, events: TraceEvents) -> Calls:
         return _counted_calls(events, self.calls.rows())
-
-    def known(self, events: TraceEvents, known: np.ndarray) -> Known:
-        """The Known of ``linked_known_rows``' ``known`` with these calls."""
-        return Known(known, self.calls_of(events), self.embeddings.rows())
 
 
 def _links(

@@ -62,10 +62,12 @@ def step_report(
                 few = block[picks.wanted[block["name"]]]
                 if len(few):
                     picks.add(few)
+            calls, embeddings = picks.calls_of(events), picks.embeddings.rows()
+            del picks
             events = step_phases(events, evidence)
             launch = launch_times(events)  # the links' first launches, looked up here
             rows = step_table(events, launch=launch)
-            known = picks.known(events, later.result())
+            known = Known(later.result(), calls, embeddings)
         flops = steps_model_flops(events, rows, peaks_file, known, launch)
     finally:
         if later is not None:
