@@ -336,7 +336,7 @@ class ChunkError(Exception):
         self.cut_short = cut_short
 
 
-def needs_exact(chunk: bytes | bytearray) -> bool:
+def needs_exact(chunk: bytes | bytearray | memoryview) -> bool:
     """True when the chunk holds epoch-scale timestamps with sub-µs digits."""
     return _EXACT_TS.search(chunk) is not None
 

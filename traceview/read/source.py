@@ -16,16 +16,12 @@ from io import BufferedReader
 from pathlib import Path
 from typing import Any
 
-from zlib_ng import zlib_ng
-
 from traceview.errors import TraceviewError
 from traceview.read.blockhash import BlockHashes
 from traceview.read.compiled import gzip_reader
 from traceview.read.stream import SQLITE_MAGIC, PipeInput, is_pipe, pipe_input
 
 GZIP_MAGIC = b"\x1f\x8b"
-# zlib-ng's stub declares ``error`` as an instance; it is the exception class.
-_INFLATE_ERROR: type[Exception] = zlib_ng.error  # type: ignore[assignment]
 _GZIP_READ = 1 << 20
 # Blocks the compiled inflater keeps ready in front of the reader: enough to ride out the
 # scan's uneven pace, few enough that memory stays flat (each is a block_size buffer).
@@ -90,10 +86,21 @@ def _pipe_info(path: Path) -> SourceInfo:
 
 def _inflated(head: bytes) -> bytes:
     """The first inflated bytes of a gzip stream's start (b"" if they do not inflate)."""
+    inflater, error = _inflater()
     try:
-        return zlib_ng.decompressobj(wbits=31).decompress(head, 1 << 10)
-    except _INFLATE_ERROR:
+        return inflater.decompress(head, 1 << 10)  # type: ignore[no-any-return]
+    except error:
         return b""
+
+
+def _inflater() -> tuple[Any, type[Exception]]:
+    """A new gzip stream inflater, and zlib-ng's error. zlib-ng (and the stdlib gzip it
+    imports, ~1 ms) is imported by gzip's reads only: a plain file's read forks its worker
+    without it."""
+    from zlib_ng import zlib_ng
+
+    # zlib-ng's stub declares ``error`` as an instance; it is the exception class.
+    return zlib_ng.decompressobj(wbits=31), zlib_ng.error  # type: ignore[return-value]
 
 
 def _open_error(error: OSError) -> str:
@@ -371,7 +378,7 @@ class TraceSource:
             self._inflater = None
 
     def _gunzip_python(self) -> Iterator[bytes]:
-        inflater = zlib_ng.decompressobj(wbits=31)
+        inflater, inflate_error = _inflater()
         pending = b""
         while True:
             if not pending:
@@ -380,7 +387,7 @@ class TraceSource:
                     break
             try:
                 out = inflater.decompress(pending, self.block_size)
-            except _INFLATE_ERROR as e:
+            except inflate_error as e:
                 raise self._corrupt(str(e)) from None
             pending = inflater.unconsumed_tail
             self.compressed_consumed = self._raw.tell() - len(pending)
@@ -392,7 +399,7 @@ class TraceSource:
                 if member is None:
                     return
                 pending = member
-                inflater = zlib_ng.decompressobj(wbits=31)
+                inflater, _ = _inflater()
         self._check_not_shorter()
         raise TruncatedInput(self.decompressed_bytes, "gzip stream ends early")
 
