@@ -65,6 +65,8 @@ def _parallel(m: ModuleType) -> None:
         if hasattr(m, name):
             setattr(m, name, wrapped(getattr(m, name), "fork"))
     m._send = wrapped(m._send, "worker sends", last=True)
+    if hasattr(m._WorkerRenumbers, "finish"):  # the CPU rows wait for the worker's mapping
+        m._WorkerRenumbers.finish = wrapped(m._WorkerRenumbers.finish, "rows wait")
 
 
 def _collect(m: ModuleType) -> None:
@@ -91,6 +93,9 @@ PATCHES: dict[str, Callable[[ModuleType], None]] = {
     "traceview.app.commands": _commands,
     "traceview.analyses.kernels": lambda m: setattr(
         m, "analyse_kernels", wrapped(m.analyse_kernels, "analyse")
+    ),
+    "traceview.analyses.gaps": lambda m: setattr(
+        m, "analyse_gaps", wrapped(m.analyse_gaps, "analyse")
     ),
 }
 
