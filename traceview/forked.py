@@ -46,6 +46,10 @@ def _finish_pending() -> None:
             method()
 
 
+if hasattr(os, "register_at_fork"):  # a fork by other means too (Child calls it first)
+    os.register_at_fork(before=_finish_pending)
+
+
 def hold_collections() -> None:
     """The command line starts: its imports make ~10^5 objects that live to the end and next
     to no cyclic garbage, so the collector would scan them again and again for nothing

@@ -14,6 +14,7 @@ import weakref
 from array import array
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import IO, Protocol
 
 import numpy as np
@@ -173,7 +174,11 @@ class SpillFile:
         finish, self._pending = self._pending, None
         if finish is None:
             return
-        other = finish(self)
+        try:
+            other = finish(self)
+        except BaseException as e:  # the rows may be half mapped: not to be read
+            self._pending = partial(_unreadable, e)
+            raise
         if other is not None and other._file is not None:
             if self._file is not None:
                 self._file.close()  # its space freed now
@@ -283,6 +288,10 @@ class SpillFile:
             if written != len(data):  # a regular file writes all unless it is full
                 raise TraceviewError(_cannot_write(OSError("a short write")))
         return True
+
+
+def _unreadable(error: BaseException, spill: SpillFile) -> SpillFile | None:
+    raise error
 
 
 class Spans:

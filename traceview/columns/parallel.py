@@ -310,7 +310,7 @@ class _WorkerRenumbers:
         """The file of the rows the worker mapped, or None: they are mapped in ``spill``."""
         try:
             done = self.forked.receiver.recv()
-        except (EOFError, OSError):  # it died before it was done
+        except (EOFError, OSError, ValueError):  # it died before it was done (or was stopped)
             done = None
         finally:
             self.forked.stop()
