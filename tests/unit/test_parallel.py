@@ -123,6 +123,30 @@ def test_a_worker_that_cannot_map_its_rows_leaves_them_to_this_process(
     assert summary(again) == summary(serial)
 
 
+def test_rows_whose_mapping_failed_here_are_never_read_half_mapped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worker refuses, and this process cannot map its file either (e.g. a full disk):
+    each read of the rows says why, none reads them half mapped."""
+    path = tmp_path / "t.json"
+    generate.write_trace(path, steps=8, seed=3, layout="kineto")
+
+    def refuses(boundary: Channel, spill: object, mapped: SpillFile, conn: Channel) -> None:
+        boundary.recv()
+        conn.send("failed")
+
+    def full(*args: object, **kwargs: object) -> bool:
+        raise TraceviewError("cannot write the temporary file of CPU rows (full)")
+
+    monkeypatch.setattr(two_parts, "_renumber_when_asked", refuses)
+    events, split = read_with(path, True, monkeypatch)
+    assert split
+    monkeypatch.setattr(SpillFile, "renumber", full)
+    for _ in range(2):
+        with pytest.raises(TraceviewError, match="full"):
+            _cpu_rows(events)
+
+
 def test_the_rows_are_mapped_before_a_fork(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A process forked while the worker still maps the CPU rows (e.g. a cache writer) does
     not inherit that wait: the rows are ready before the fork, and it reads them as mapped."""

@@ -9,6 +9,7 @@ scans its Parquet table the same way (see cache.store).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import weakref
 from array import array
@@ -168,7 +169,13 @@ class SpillFile:
         self._pending = finish
         from traceview.forked import finish_before_fork
 
-        finish_before_fork(self._finish)
+        finish_before_fork(self._finish_for_fork)
+
+    def _finish_for_fork(self) -> None:
+        """``_finish`` before a fork, which goes on if it fails: the rows then stay
+        unreadable (their read says why), here and in the child."""
+        with contextlib.suppress(Exception):
+            self._finish()
 
     def _finish(self) -> None:
         finish, self._pending = self._pending, None
