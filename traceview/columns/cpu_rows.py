@@ -226,6 +226,13 @@ class SpillFile:
     def __len__(self) -> int:
         return self.count
 
+    def give_back(self) -> None:
+        """Free the file's space now, its rows no longer wanted (by any process sharing it):
+        the last close of a big file costs its pages' freeing, ~2 ms for 22 MB."""
+        if self._file is not None:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._file.fileno(), 0)
+
     def blocks(
         self, size: int, windows: Windows | None = None, into: bytearray | None = None
     ) -> Iterator[np.ndarray]:

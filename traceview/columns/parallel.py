@@ -338,6 +338,8 @@ def _renumber_when_asked(
         conn.send("failed")
         return
     conn.send("renumbered" if written else "unchanged")
+    if written:  # its space freed here, on the idle core, not by the main process's close
+        spill.give_back()
 
 
 def _memfd() -> int | None:
