@@ -65,6 +65,8 @@ def _parallel(m: ModuleType) -> None:
         if hasattr(m, name):
             setattr(m, name, wrapped(getattr(m, name), "fork"))
     m._send = wrapped(m._send, "worker sends", last=True)
+    if hasattr(m._WorkerRenumbers, "finish"):  # the CPU rows wait for the worker's mapping
+        m._WorkerRenumbers.finish = wrapped(m._WorkerRenumbers.finish, "rows wait")
 
 
 def _collect(m: ModuleType) -> None:
@@ -97,6 +99,9 @@ PATCHES: dict[str, Callable[[ModuleType], None]] = {
     ),
     "traceview.forked": lambda m: setattr(
         m.Aside, "result", wrapped(m.Aside.result, "answer aside")
+    ),
+    "traceview.analyses.gaps": lambda m: setattr(
+        m, "analyse_gaps", wrapped(m.analyse_gaps, "analyse")
     ),
 }
 

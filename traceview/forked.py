@@ -17,6 +17,7 @@ import pickle
 import signal
 import struct
 import sys
+import weakref
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -28,6 +29,25 @@ _LENGTH = struct.Struct("<Q")  # before each message: its length in bytes
 # While the command line starts: a young collection once per this many new objects, not 700.
 _START_UP_THRESHOLD = 100_000
 _held: tuple[int, int, int] | None = None
+# Work a child must not inherit half done (a split read's worker still mapping its CPU rows):
+# each finished before a fork (weak: an owner dropped unfinished needs no finishing).
+_before_fork: list[weakref.WeakMethod[Callable[[], None]]] = []
+
+
+def finish_before_fork(method: Callable[[], None]) -> None:
+    """Call the bound ``method`` before the next fork, unless its object is gone by then."""
+    _before_fork.append(weakref.WeakMethod(method))
+
+
+def _finish_pending() -> None:
+    while _before_fork:
+        method = _before_fork.pop()()
+        if method is not None:
+            method()
+
+
+if hasattr(os, "register_at_fork"):  # a fork by other means too (Child calls it first)
+    os.register_at_fork(before=_finish_pending)
 
 
 def hold_collections() -> None:
@@ -90,6 +110,7 @@ class Child:
     def __init__(
         self, target: Callable[..., object], args: tuple[Any, ...], close: Iterable[Channel] = ()
     ) -> None:
+        _finish_pending()
         for stream in (sys.stdout, sys.stderr):  # nothing buffered is written twice
             if stream is not None:
                 stream.flush()

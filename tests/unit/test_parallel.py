@@ -19,7 +19,7 @@ from traceview.analyses.gaps import GapOptions, analyse_gaps
 from traceview.analyses.kernels import KernelOptions, analyse_kernels
 from traceview.columns import parallel as two_parts
 from traceview.columns import schema
-from traceview.columns.cpu_rows import ROW, Windows
+from traceview.columns.cpu_rows import ROW, SpillFile, Windows
 from traceview.columns.model import TraceEvents
 from traceview.columns.parallel import collect_events
 from traceview.errors import TraceviewError
@@ -96,27 +96,73 @@ def test_the_workers_cpu_rows_are_renumbered_once(
     assert _cpu_rows(parallel) == _cpu_rows(serial)  # a second pass: not mapped again
 
 
-@pytest.mark.parametrize("fails", ["dies", "refuses"])
-def test_a_worker_that_cannot_map_its_rows_means_a_serial_read(
+@pytest.mark.parametrize("fails", ["dies", "refuses", "dies writing"])
+def test_a_worker_that_cannot_map_its_rows_leaves_them_to_this_process(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fails: str
 ) -> None:
-    """The worker maps its CPU rows to the main process's ids once its part is sent; if it
-    dies first (or cannot), the whole file is read again, serially: the same result."""
+    """The worker maps its CPU rows to the main process's ids into a file of their own once
+    its part is sent; if it dies first (or cannot, or dies half way), this process maps its
+    file, left as it was, when the rows are first read: the same result."""
     path = tmp_path / "t.json"
     generate.write_trace(path, steps=8, seed=3, layout="kineto")
     serial = read(path, False, monkeypatch)
 
-    def cannot(boundary: Channel, spill: object, conn: Channel) -> None:
+    def cannot(boundary: Channel, spill: object, mapped: SpillFile, conn: Channel) -> None:
         boundary.recv()
-        if fails == "dies":
+        if fails == "dies writing":  # some rows of the mapped file written, wrongly
+            mapped.append(np.zeros(3, dtype=ROW))
+            mapped.flush()
+        if fails != "refuses":
             os._exit(1)
         conn.send("failed")
 
     monkeypatch.setattr(two_parts, "_renumber_when_asked", cannot)
     again, split = read_with(path, True, monkeypatch)
-    assert not split  # read serially after all
+    assert split  # the maps were sent before it failed: the parts are kept
     assert _cpu_rows(again) == _cpu_rows(serial)
     assert summary(again) == summary(serial)
+
+
+def test_rows_whose_mapping_failed_here_are_never_read_half_mapped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worker refuses, and this process cannot map its file either (e.g. a full disk):
+    each read of the rows says why, none reads them half mapped."""
+    path = tmp_path / "t.json"
+    generate.write_trace(path, steps=8, seed=3, layout="kineto")
+
+    def refuses(boundary: Channel, spill: object, mapped: SpillFile, conn: Channel) -> None:
+        boundary.recv()
+        conn.send("failed")
+
+    def full(*args: object, **kwargs: object) -> bool:
+        raise TraceviewError("cannot write the temporary file of CPU rows (full)")
+
+    monkeypatch.setattr(two_parts, "_renumber_when_asked", refuses)
+    events, split = read_with(path, True, monkeypatch)
+    assert split
+    monkeypatch.setattr(SpillFile, "renumber", full)
+    for _ in range(2):
+        with pytest.raises(TraceviewError, match="full"):
+            _cpu_rows(events)
+
+
+def test_the_rows_are_mapped_before_a_fork(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A process forked while the worker still maps the CPU rows (e.g. a cache writer) does
+    not inherit that wait: the rows are ready before the fork, and it reads them as mapped."""
+    path = tmp_path / "t.json"
+    generate.write_trace(path, steps=8, seed=3, layout="kineto")
+    serial = read(path, False, monkeypatch)
+    parallel, split = read_with(path, True, monkeypatch)
+    assert split
+    receiver, sender = Channel.pipe()
+    child = Child(lambda: sender.send(_cpu_rows(parallel)), (), (receiver,))
+    sender.close()
+    in_child = receiver.recv()
+    child.join()
+    receiver.close()
+    assert in_child == _cpu_rows(serial)
+    assert _cpu_rows(parallel) == _cpu_rows(serial)
 
 
 def test_a_windowed_pass_reads_only_the_appends_near_the_windows(

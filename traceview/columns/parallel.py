@@ -14,6 +14,7 @@ import functools
 import gc
 import mmap
 import os
+import weakref
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -71,6 +72,7 @@ def collect_events(
     reader.shapes = keep_cpu  # only CPU rows have shapes
     reader.frames = keep_frames
     forked = _adopt_early(reader, keep_cpu, keep_frames)
+    handed = False  # the worker left mapping the CPU rows (stopped once they are read)
     if forked is None:
         split = reader.plan_split(split_min_bytes()) if (os.cpu_count() or 1) > 1 else None
         if split is None:
@@ -91,18 +93,20 @@ def collect_events(
         main = reader.for_part(MainPart(split_at=forked.split[1], on_boundary=on_boundary))
         collector = _collect(main, keep_cpu, keep_frames=keep_frames, unused=unused)
         part = _receive(forked.receiver, forked.memfd, forked.spill, reader.hashes)
-        # The worker maps its CPU rows to this process's ids in its file while this one
-        # joins the rest (a worker that cannot: the whole file is read again).
+        # The worker maps its CPU rows to this process's ids into a file of their own
+        # while this one joins the rest and starts its analyses: the rows wait for it only
+        # when first read (a worker that cannot: this process maps them).
         renumber = _WorkerRenumbers(forked)
         collector.absorb_before(part, renumber)
         _merge_stats(main, part)
         del part  # what was not absorbed as it is (remapped ids) is freed before joining
         events = collector.finish(main)
-        renumber.wait()
+        handed = renumber.hand_over()
     except SplitFailed:  # a half failed: the worker's result is not wanted
         return _serial(reader, keep_cpu, keep_frames=keep_frames, unused=unused)
     finally:
-        forked.stop()
+        if not handed:
+            forked.stop()
     return events
 
 
@@ -123,11 +127,12 @@ class _Forked:
         boundary_in, self.boundary_out = Channel.pipe()
         self.memfd = _memfd()
         self.spill = SpillFile.made_now() if keep_cpu else None  # the worker's CPU rows
+        self.mapped = SpillFile.made_now() if keep_cpu else None  # ... with this one's ids
         exact = reader.stats.exact_times
         args = (sender, boundary_in, reader.path, split, reader.block_size, exact, keep_cpu)
         ends = (self.receiver, self.boundary_out)  # the worker closes this process's ends
         try:
-            more = (self.memfd, self.spill, keep_frames, hash_blocks, reader.index)
+            more = (self.memfd, self.spill, keep_frames, hash_blocks, reader.index, self.mapped)
             self.child = Child(_worker, (*args, *more), ends)
         except BaseException:
             self._close()
@@ -233,10 +238,12 @@ def _worker(
     keep_frames: bool = False,
     hash_blocks: bool = False,
     index: bool = False,
+    mapped: SpillFile | None = None,
 ) -> None:
     """In the forked worker: read from the first event to the boundary the main process
     finds (at or after the middle), and send the part back (with the hashes of the blocks
-    read if ``hash_blocks``; ``index``: with its chunks, see TraceReader)."""
+    read if ``hash_blocks``; ``index``: with its chunks, see TraceReader); then map its CPU
+    rows' ids into ``mapped`` when asked."""
     try:
         final_end = functools.partial(_recv_boundary, boundary)
         spec = WorkerPart(*split, final_end=final_end, exact_times=exact_times)
@@ -260,18 +267,20 @@ def _worker(
     kept_cpu = spill is not None and len(events.cpu) > 0
     _send(conn, events, memfd, part.hashes)
     del events, part  # not held while the rows are mapped
-    if kept_cpu:
+    if kept_cpu and mapped is not None:
         assert spill is not None
-        _renumber_when_asked(boundary, spill, conn)
+        _renumber_when_asked(boundary, spill, mapped, conn)
 
 
 class _WorkerRenumbers:
     """A ``Renumber`` (collect.EventCollector.absorb_before) that has the worker map its own
-    spill file's rows (it is idle once its part is sent); ``wait`` for it to be done."""
+    spill file's rows into a file of their own (it is idle once its part is sent): the rows
+    read from there once it is done, or mapped here if it could not (its own file left as
+    it was)."""
 
     def __init__(self, forked: _Forked) -> None:
         self.forked = forked
-        self.asked = False
+        self.maps: tuple[np.ndarray, np.ndarray, np.ndarray | None] | None = None
 
     def __call__(
         self, source: RowSource, threads: np.ndarray, names: np.ndarray, shapes: np.ndarray | None
@@ -283,34 +292,54 @@ class _WorkerRenumbers:
             self.forked.boundary_out.send((threads, names, shapes))
         except OSError:  # it died
             raise SplitFailed from None
-        self.asked = True
+        self.maps = (threads, names, shapes)
         return source
 
-    def wait(self) -> None:
-        """Once the worker has mapped its rows; SplitFailed if it could not."""
-        if not self.asked:
-            return
+    def hand_over(self) -> bool:
+        """Whether the worker was asked: its rows then wait for it (``finish``) when first
+        read, and it is stopped then (or with them, if they never are)."""
+        spill = self.forked.spill
+        if self.maps is None or spill is None:
+            return False
+        self.forked.spill = None  # nothing here holds the rows: they may go unread
+        spill.pending_on(self.finish)
+        weakref.finalize(spill, self.forked.stop)
+        return True
+
+    def finish(self, spill: SpillFile) -> SpillFile | None:
+        """The file of the rows the worker mapped, or None: they are mapped in ``spill``."""
         try:
             done = self.forked.receiver.recv()
-        except (EOFError, OSError):  # it died before it was done
-            raise SplitFailed from None
-        if done != "renumbered":
-            raise SplitFailed
+        except (EOFError, OSError, ValueError):  # it died before it was done (or was stopped)
+            done = None
+        finally:
+            self.forked.stop()
+        if done == "renumbered":
+            return self.forked.mapped
+        if done != "unchanged":
+            assert self.maps is not None
+            spill.renumber(*self.maps)
+        return None
 
 
-def _renumber_when_asked(boundary: Channel, spill: SpillFile, conn: Channel) -> None:
-    """In the worker, its part sent: map its CPU rows' ids as the main process asks, once
-    it has joined the parts (nothing if it closes the pipe first)."""
+def _renumber_when_asked(
+    boundary: Channel, spill: SpillFile, mapped: SpillFile, conn: Channel
+) -> None:
+    """In the worker, its part sent: map its CPU rows' ids into ``mapped`` as the main
+    process asks, once it has joined the parts (nothing if it closes the pipe first)."""
     try:
         maps = boundary.recv()
     except EOFError:
         return
     try:
-        spill.renumber(*maps)
+        threads, names, shapes = maps
+        written = spill.renumber(threads, names, shapes, into=mapped)
     except TraceviewError:
         conn.send("failed")
         return
-    conn.send("renumbered")
+    conn.send("renumbered" if written else "unchanged")
+    if written:  # its space freed here, on the idle core, not by the main process's close
+        spill.give_back()
 
 
 def _memfd() -> int | None:
