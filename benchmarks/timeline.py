@@ -94,9 +94,6 @@ PATCHES: dict[str, Callable[[ModuleType], None]] = {
     "traceview.analyses.kernels": lambda m: setattr(
         m, "analyse_kernels", wrapped(m.analyse_kernels, "analyse")
     ),
-    "traceview.analyses.ops.step_report": lambda m: setattr(
-        m, "step_report", wrapped(m.step_report, "analyse")
-    ),
     "traceview.forked": lambda m: setattr(
         m.Aside, "result", wrapped(m.Aside.result, "answer aside")
     ),

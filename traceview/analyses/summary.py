@@ -9,11 +9,11 @@ launch figures, steps and the hints (analyses.hints). Definitions in docs/metric
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
@@ -21,7 +21,6 @@ from traceview.aggregate import sums
 from traceview.aggregate.order import distinct, first_of_runs, present
 from traceview.analyses import hints as hint_rules
 from traceview.analyses.audit import MFU, Figure, checks_of, figures_json, verdicts
-from traceview.analyses.core.aside import Aside, Later
 from traceview.analyses.core.breakdown import Breakdown, breakdowns
 from traceview.analyses.core.categories import CATEGORIES
 from traceview.analyses.core.common import Shared, work_out
@@ -41,6 +40,8 @@ from traceview.columns.model import TraceEvents
 from traceview.columns.packed_names import subset
 from traceview.columns.schema import KERNEL
 
+T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
 TOP = 5
 SCHEMA_VERSION = 2
 
@@ -192,6 +193,21 @@ class Overview:
             **_phases_json(self.phases),
             "trust": None if self.trust is None else figures_json(self.trust),
         }
+
+
+class Later(Protocol[T_co]):
+    """A value being worked out elsewhere (traceview.forked.Aside)."""
+
+    def result(self) -> T_co: ...
+
+    def cancel(self) -> None: ...
+
+
+class Aside(Protocol):
+    """Starts ``work()`` elsewhere (a second core) and gives its Later; ``kind``: the type of
+    its value. The value must be what ``work()`` gives here (Aside falls back to that)."""
+
+    def __call__(self, work: Callable[[], T], kind: type[T]) -> Later[T]: ...
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 
-from traceview.analyses.core.aside import Aside as AsideRunner
+from traceview.analyses.summary import Aside as AsideRunner
 from traceview.columns.model import TraceEvents
 from traceview.columns.parallel import split_min_bytes
 from traceview.forked import Aside

@@ -115,9 +115,12 @@ def steps(
 ) -> None:
     """``traceview steps``; ``top``: steps in the table (0: all; JSON and CSV hold all);
     ``peaks``: a ``--peaks`` file for MFU."""
+    from traceview.analyses.core.devices import launch_times
+    from traceview.analyses.core.step_markers import PhaseEvidence, step_phases
+    from traceview.analyses.core.steps import step_table
+    from traceview.analyses.core.trace import summarize
+    from traceview.analyses.ops.model_flops import Known, linked, steps_model_flops
     from traceview.analyses.ops.peaks import load_peaks_file
-    from traceview.analyses.ops.step_report import step_report
-    from traceview.app.aside import aside_for
     from traceview.render import steps as render_steps
 
     _check_format(out.format)
@@ -125,9 +128,21 @@ def steps(
     if peaks is not None:
         load_peaks_file(peaks)  # a wrong file is said before the trace is read
     events = read_trace(path, read, keep_cpu=True, unused=_unused())
-    report = step_report(events, peaks, aside_for(events))
-    del events
-    show(out, render_steps.document(report.trace, report.rows, top, report.flops), (path,))
+    trace = summarize(events)  # first: its temporaries beside the columns alone
+    # the steps' phases from the pass over the CPU rows that links the ops (one pass saved)
+    evidence = PhaseEvidence(events)
+    found = linked(events, evidence.add)
+    events = step_phases(events, evidence)
+    # of the links, only the rows' known FLOPs and launch times are kept (9 B a row, not 25)
+    first = found.links.launch
+    known = Known.of(events, found)
+    del found
+    launch = launch_times(events, first)
+    del first
+    rows = step_table(events, launch=launch)
+    flops = steps_model_flops(events, rows, peaks, known, launch)
+    del known, launch
+    show(out, render_steps.document(trace, rows, top, flops), (path,))
 
 
 @_command

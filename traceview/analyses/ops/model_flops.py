@@ -289,56 +289,20 @@ def linked(
     valid only during the call); ``rank``: ``name_rank(events.names)`` when the caller has
     it; ``with_ends``: the launches' threads and ends kept (summary); without them the links
     keep no launch threads (all −1) nor ends (steps). The categories are int8."""
-    picks = Picks(events)
-    links, category = _links(events, on_block, rank, with_ends, picks)
-    return Linked(links, category, picks.calls_of(events), picks.embeddings.rows())
-
-
-def linked_known_rows(events: TraceEvents) -> np.ndarray:
-    """``known_rows`` of ``linked(events)``, the op calls left out: ``steps``' links aside,
-    while its own pass gathers the Picks."""
-    links, category = _links(events, None, None, False, None)
-    return known_rows(events, links, category)
-
-
-class Picks:
-    """The model-FLOPs ops' calls and the ``aten::embedding`` calls' rows, gathered from
-    every block of a pass over the CPU rows."""
-
-    def __init__(self, events: TraceEvents) -> None:
-        self.calls = _Picked(events, model_rule_names())
-        self.embeddings = _Picked(events, {EMBEDDING})
-        self.wanted = self.calls.wanted | self.embeddings.wanted
-
-    def add(self, few: np.ndarray) -> None:
-        """Given a block's rows, or only those whose name is ``wanted``."""
-        self.calls.add(few)
-        self.embeddings.add(few)
-
-    def calls_of(self, events: TraceEvents) -> Calls:
-        return _counted_calls(events, self.calls.rows())
-
-
-def _links(
-    events: TraceEvents,
-    on_block: Callable[[np.ndarray], None] | None,
-    rank: np.ndarray | None,
-    with_ends: bool,
-    picks: Picks | None,
-) -> tuple[OpLinks, np.ndarray]:
-    """``linked``'s links and categories, the ``picks`` (if any) gathered in their pass."""
+    calls = _Picked(events, model_rule_names())
+    embeddings = _Picked(events, {EMBEDDING})
     wanted = optimizer_step_names(events.names)
     spans: list[np.ndarray] = []
     # the names any of them wants: each block's few such rows are picked first
-    either = wanted if picks is None else picks.wanted | wanted
+    either = calls.wanted | embeddings.wanted | wanted
 
     def seen(block: np.ndarray) -> None:  # one pass over the CPU rows for all of them
         if on_block is not None:
             on_block(block)
         few = block[either[block["name"]]]
         if len(few):
-            if picks is not None:
-                picks.add(few)
+            calls.add(few)
+            embeddings.add(few)
             spans.append(optimizer_spans(few, wanted))
 
     links = link_ops(events, rank, on_block=seen, with_top=False, with_end=with_ends)
@@ -346,7 +310,7 @@ def _links(
     category = categorize(events, links, optimizer, np.int8)  # CATEGORIES: fewer than 128
     if not with_ends:  # the leaf ops alone: what steps keep to the end
         links = replace(links, thread=np.broadcast_to(np.int32(-1), links.thread.shape))
-    return links, category
+    return Linked(links, category, _counted_calls(events, calls.rows()), embeddings.rows())
 
 
 def steps_model_flops(
