@@ -2289,6 +2289,17 @@ mod tests {
         assert!(hits > 30, "{hits}");
     }
 
+    /// The event at `i` scanned by `shared` (which remembers) and by a fresh scanner: the
+    /// same end and fields, or the same refusal (asserted); true when it is accepted.
+    fn walked_alike(shared: &Scanner, t: &[u8], i: usize, e: &mut Event) -> bool {
+        let remembered = shared.event(i, e).map(|end| (end, format!("{e:?}")));
+        let fresh = Scanner::new(t)
+            .event(i, e)
+            .map(|end| (end, format!("{e:?}")));
+        assert_eq!(remembered, fresh, "{i}");
+        fresh.is_ok()
+    }
+
     #[test]
     fn a_remembered_head_is_the_walked_head() {
         // events whose heads repeat (then differ past them, or are damaged, or followed by
@@ -2335,12 +2346,7 @@ mod tests {
         for &i in &starts {
             let mut e = Event::default();
             hits += usize::from(shared.heads.borrow_mut().find(t, i, &mut e).is_some());
-            let remembered = shared.event(i, &mut e).map(|end| (end, format!("{e:?}")));
-            let fresh = Scanner::new(t)
-                .event(i, &mut e)
-                .map(|end| (end, format!("{e:?}")));
-            assert_eq!(remembered, fresh, "{i}");
-            if fresh.is_ok() {
+            if walked_alike(&shared, t, i, &mut e) {
                 accepted += 1;
             } else {
                 refused += 1;
@@ -2416,12 +2422,7 @@ mod tests {
                         f.len > 0 && shared.flat_as(f, i, &mut Event::default()).is_some()
                     }));
             }
-            let remembered = shared.event(i, &mut e).map(|end| (end, format!("{e:?}")));
-            let fresh = Scanner::new(t)
-                .event(i, &mut e)
-                .map(|end| (end, format!("{e:?}")));
-            assert_eq!(remembered, fresh, "{i}");
-            if fresh.is_ok() {
+            if walked_alike(&shared, t, i, &mut e) {
                 accepted += 1;
             } else {
                 refused += 1;
