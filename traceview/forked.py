@@ -14,9 +14,11 @@ import gc
 import io
 import os
 import pickle
+import select
 import signal
 import struct
 import sys
+import time
 import weakref
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -29,6 +31,12 @@ _LENGTH = struct.Struct("<Q")  # before each message: its length in bytes
 # While the command line starts: a young collection once per this many new objects, not 700.
 _START_UP_THRESHOLD = 100_000
 _held: tuple[int, int, int] | None = None
+# How long this process waits for a forked child's answer before taking it as stuck (e.g. a
+# lock another thread held at the fork, which no thread of the child will release): at least
+# PATIENCE_S, and PATIENCE_FACTOR times as long as this process went on since it asked. A
+# stuck child is stopped and its work done here; nothing waits for ever on a child.
+PATIENCE_S = 30.0
+PATIENCE_FACTOR = 10.0
 # Work a child must not inherit half done (a split read's worker still mapping its CPU rows):
 # each finished before a fork (weak: an owner dropped unfinished needs no finishing).
 _before_fork: list[weakref.WeakMethod[Callable[[], None]]] = []
@@ -48,6 +56,11 @@ def _finish_pending() -> None:
 
 if hasattr(os, "register_at_fork"):  # a fork by other means too (Child calls it first)
     os.register_at_fork(before=_finish_pending)
+
+
+def patience(since: float) -> float:
+    """Seconds to wait now for a child asked at ``since`` (time.monotonic())."""
+    return max(PATIENCE_S, PATIENCE_FACTOR * (time.monotonic() - since))
 
 
 def hold_collections() -> None:
@@ -166,6 +179,17 @@ class Channel:
     def close(self) -> None:
         self._file.close()
 
+    def ready(self, seconds: float) -> bool:
+        """Whether a message, or the end of the pipe, is there to read within ``seconds``."""
+        poller = select.poll()
+        poller.register(self._file.fileno(), select.POLLIN | select.POLLHUP | select.POLLERR)
+        deadline = time.monotonic() + seconds
+        while True:
+            if poller.poll(max(0.0, deadline - time.monotonic()) * 1000):
+                return True
+            if time.monotonic() >= deadline:
+                return False
+
     def send(self, obj: Any) -> None:
         self.send_bytes(pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL))
 
@@ -217,7 +241,8 @@ class Aside(Generic[T]):
     """``work()`` computed in a forked child while this process goes on; ``result()`` is its
     value, received through a pipe (pickled). Any failure of the child (an exception, a
     crash, a kill, an answer cut short, garbled or not a ``kind``) or of the fork makes
-    ``result()`` compute ``work()`` here instead: it is only a way to use a second core.
+    ``result()`` compute ``work()`` here instead: it is only a way to use a second core. So
+    does a child that does not answer in time (``patience``): it is stopped.
     The child writes nothing on this process's standard output or error (both go to
     /dev/null; it exits by ``os._exit``) and sends no more than its answer."""
 
@@ -225,6 +250,7 @@ class Aside(Generic[T]):
         self.work, self.kind = work, kind
         self._child: Child | None = None
         self._receiver: Channel | None = None
+        self._asked = time.monotonic()
         try:
             receiver, sender = Channel.pipe()
         except OSError:  # no file descriptor left: worked out in result()
@@ -241,9 +267,10 @@ class Aside(Generic[T]):
         """The child's answer, else ``work()`` worked out here."""
         if self._receiver is not None:
             try:
-                tag, value = self._receiver.recv()
-                if tag == _ANSWER and isinstance(value, self.kind):
-                    return value
+                if self._receiver.ready(patience(self._asked)):  # else stuck: worked out here
+                    tag, value = self._receiver.recv()
+                    if tag == _ANSWER and isinstance(value, self.kind):
+                        return value
             except Exception:  # cut short (EOFError) or garbled: worked out here
                 pass
             finally:

@@ -6,10 +6,14 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import threading
 import time
+from types import SimpleNamespace
 
 import pytest
 
+from traceview import cache, forked
+from traceview.app.aside import aside_for
 from traceview.forked import Aside
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork here")
@@ -66,6 +70,35 @@ def test_a_cancelled_child_is_stopped() -> None:
         os.waitpid(pid, os.WNOHANG)
 
 
+def test_a_child_that_does_not_answer_in_time_is_stopped_and_worked_out_here(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """E.g. a child stuck on a lock another thread held at the fork: this process waits
+    ``patience`` (here half a second), stops it and works it out itself."""
+    parent = os.getpid()
+
+    def work() -> int:
+        if os.getpid() != parent:
+            time.sleep(600)
+        return 7
+
+    monkeypatch.setattr(forked, "PATIENCE_S", 0.5)
+    monkeypatch.setattr(forked, "PATIENCE_FACTOR", 0.0)
+    later = Aside(work, int)
+    pid = later._child.pid if later._child is not None else None
+    assert pid is not None
+    assert later.result() == 7
+    with pytest.raises(ChildProcessError):  # stopped and waited for
+        os.waitpid(pid, os.WNOHANG)
+
+
+def test_patience_grows_with_the_time_this_process_went_on() -> None:
+    now = time.monotonic()
+    assert forked.patience(now) == forked.PATIENCE_S
+    long_ago = now - 10 * forked.PATIENCE_S
+    assert forked.patience(long_ago) >= forked.PATIENCE_FACTOR * 10 * forked.PATIENCE_S
+
+
 def test_no_fork_is_worked_out_here(monkeypatch: pytest.MonkeyPatch) -> None:
     def no_fork() -> int:
         raise OSError("no process left")
@@ -73,3 +106,25 @@ def test_no_fork_is_worked_out_here(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(os, "fork", no_fork)
     later = Aside(os.getpid, int)
     assert later.result() == os.getpid()
+
+
+def test_no_child_aside_while_a_thread_writes_the_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fork copies the locks a cache writer's thread holds (say, of a module it imports) and
+    not the thread: the analyses then stay in this process."""
+    monkeypatch.setenv("TRACEVIEW_PARALLEL_MIN_BYTES", "1")
+    monkeypatch.delenv("TRACEVIEW_ANALYSES", raising=False)
+    monkeypatch.delenv("TRACEVIEW_SPLIT", raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    events = SimpleNamespace(size_bytes=10)
+    expected = Aside if sys.platform.startswith("linux") else None
+    assert aside_for(events) is expected  # type: ignore[arg-type]
+    done = threading.Event()
+    writer = threading.Thread(target=done.wait)
+    monkeypatch.setattr(cache, "_writing", [writer])
+    writer.start()
+    try:
+        assert aside_for(events) is None  # type: ignore[arg-type]
+    finally:
+        done.set()
+        writer.join()
+    assert aside_for(events) is expected  # type: ignore[arg-type]

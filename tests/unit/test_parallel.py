@@ -8,12 +8,14 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 from conftest import ROOT, load_generator
 
+from traceview import forked
 from traceview.analyses.core.steps import step_table
 from traceview.analyses.gaps import GapOptions, analyse_gaps
 from traceview.analyses.kernels import KernelOptions, analyse_kernels
@@ -96,7 +98,7 @@ def test_the_workers_cpu_rows_are_renumbered_once(
     assert _cpu_rows(parallel) == _cpu_rows(serial)  # a second pass: not mapped again
 
 
-@pytest.mark.parametrize("fails", ["dies", "refuses", "dies writing"])
+@pytest.mark.parametrize("fails", ["dies", "refuses", "dies writing", "hangs"])
 def test_a_worker_that_cannot_map_its_rows_leaves_them_to_this_process(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fails: str
 ) -> None:
@@ -109,16 +111,40 @@ def test_a_worker_that_cannot_map_its_rows_leaves_them_to_this_process(
 
     def cannot(boundary: Channel, spill: object, mapped: SpillFile, conn: Channel) -> None:
         boundary.recv()
-        if fails == "dies writing":  # some rows of the mapped file written, wrongly
+        if fails in ("dies writing", "hangs"):  # some rows of the mapped file written, wrongly
             mapped.append(np.zeros(3, dtype=ROW))
             mapped.flush()
+        if fails == "hangs":  # e.g. a lock held at the fork: stopped once out of patience
+            time.sleep(600)
         if fails != "refuses":
             os._exit(1)
         conn.send("failed")
 
     monkeypatch.setattr(two_parts, "_renumber_when_asked", cannot)
+    monkeypatch.setattr(forked, "PATIENCE_S", 0.5)
     again, split = read_with(path, True, monkeypatch)
     assert split  # the maps were sent before it failed: the parts are kept
+    assert _cpu_rows(again) == _cpu_rows(serial)
+    assert summary(again) == summary(serial)
+
+
+def test_a_worker_that_does_not_send_its_part_in_time_leaves_the_read_serial(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker stuck before it sends its part (e.g. on a lock held at the fork) is stopped
+    once out of patience, and the trace read serially: the same events."""
+    path = tmp_path / "t.json"
+    generate.write_trace(path, steps=8, seed=3, layout="kineto")
+    serial = read(path, False, monkeypatch)
+
+    def stuck(*args: object, **kwargs: object) -> None:
+        time.sleep(600)
+
+    monkeypatch.setattr(two_parts, "_send", stuck)
+    monkeypatch.setattr(forked, "PATIENCE_S", 0.5)
+    monkeypatch.setattr(forked, "PATIENCE_FACTOR", 0.0)
+    again, split = read_with(path, True, monkeypatch)
+    assert not split
     assert _cpu_rows(again) == _cpu_rows(serial)
     assert summary(again) == summary(serial)
 

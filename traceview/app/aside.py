@@ -1,8 +1,10 @@
 """Whether a command's analyses use a second core: a big trace's (the size from which it is
 read in two processes, ``TRACEVIEW_PARALLEL_MIN_BYTES``) on Linux with two cores or more,
 unless ``TRACEVIEW_ANALYSES=serial`` or ``TRACEVIEW_SPLIT=threads`` (one process, threads
-only) says otherwise. The work aside runs in a forked child (traceview.forked.Aside), which
-falls back to this process on any failure: the output is the same either way.
+only) says otherwise, or a thread of this process is writing the cache (a fork copies no
+thread, only the locks it holds). The work aside runs in a forked child
+(traceview.forked.Aside), which falls back to this process on any failure, and on a child
+that does not answer in time: the output is the same either way.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import os
 import sys
 
 from traceview.analyses.summary import Aside as AsideRunner
+from traceview.cache import writing_on_a_thread
 from traceview.columns.model import TraceEvents
 from traceview.columns.parallel import split_min_bytes
 from traceview.forked import Aside
@@ -25,5 +28,7 @@ def aside_for(events: TraceEvents) -> AsideRunner | None:
     if not sys.platform.startswith("linux") or not hasattr(os, "fork"):
         return None
     if (os.cpu_count() or 1) < 2 or events.size_bytes < split_min_bytes():
+        return None
+    if writing_on_a_thread():
         return None
     return Aside

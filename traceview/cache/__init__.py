@@ -236,6 +236,12 @@ def _single_threaded() -> bool:
         return False
 
 
+def writing_on_a_thread() -> bool:
+    """Whether a thread of this process is writing a cache entry (a fork now would copy the
+    locks it holds, e.g. of a module it imports, and no thread to release them)."""
+    return any(isinstance(w, threading.Thread) and w.is_alive() for w in _writing)
+
+
 def wait_for_writes() -> None:
     """Wait for the entries being written (before a reader forks, and as a command ends)."""
     while _writing:

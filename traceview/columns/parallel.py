@@ -14,6 +14,7 @@ import functools
 import gc
 import mmap
 import os
+import time
 import weakref
 from collections.abc import Iterator
 from dataclasses import replace
@@ -38,7 +39,7 @@ from traceview.columns.schema import (
     from_arrays,
 )
 from traceview.errors import TraceviewError
-from traceview.forked import Channel, Child
+from traceview.forked import Channel, Child, patience
 from traceview.read.blockhash import BlockHashes
 from traceview.read.reader import MainPart, SplitFailed, TraceReader, WorkerPart
 from traceview.read.threaded import ThreadedReader, threads_win
@@ -92,6 +93,8 @@ def collect_events(
         on_boundary = forked.boundary_out.send
         main = reader.for_part(MainPart(split_at=forked.split[1], on_boundary=on_boundary))
         collector = _collect(main, keep_cpu, keep_frames=keep_frames, unused=unused)
+        if not forked.receiver.ready(patience(forked.started)):  # stuck: read serially
+            raise SplitFailed
         part = _receive(forked.receiver, forked.memfd, forked.spill, reader.hashes)
         # The worker maps its CPU rows to this process's ids into a file of their own
         # while this one joins the rest and starts its analyses: the rows wait for it only
@@ -123,6 +126,7 @@ class _Forked:
     ) -> None:
         self.split, self.keep_cpu, self.keep_frames = split, keep_cpu, keep_frames
         self.block_size = reader.block_size
+        self.started = time.monotonic()  # its part is waited for with patience from then
         self.receiver, sender = Channel.pipe()
         boundary_in, self.boundary_out = Channel.pipe()
         self.memfd = _memfd()
@@ -281,6 +285,7 @@ class _WorkerRenumbers:
     def __init__(self, forked: _Forked) -> None:
         self.forked = forked
         self.maps: tuple[np.ndarray, np.ndarray, np.ndarray | None] | None = None
+        self.asked = 0.0  # when the maps were sent (time.monotonic())
 
     def __call__(
         self, source: RowSource, threads: np.ndarray, names: np.ndarray, shapes: np.ndarray | None
@@ -293,6 +298,7 @@ class _WorkerRenumbers:
         except OSError:  # it died
             raise SplitFailed from None
         self.maps = (threads, names, shapes)
+        self.asked = time.monotonic()
         return source
 
     def hand_over(self) -> bool:
@@ -308,8 +314,11 @@ class _WorkerRenumbers:
 
     def finish(self, spill: SpillFile) -> SpillFile | None:
         """The file of the rows the worker mapped, or None: they are mapped in ``spill``."""
+        receiver = self.forked.receiver
         try:
-            done = self.forked.receiver.recv()
+            if not receiver.ready(patience(self.asked)):  # stuck: stopped (what it sent, read)
+                self.forked.child.stop()
+            done = receiver.recv() if receiver.ready(0) else None
         except (EOFError, OSError, ValueError):  # it died before it was done (or was stopped)
             done = None
         finally:
