@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -147,6 +148,53 @@ def test_a_worker_that_does_not_send_its_part_in_time_leaves_the_read_serial(
     assert not split
     assert _cpu_rows(again) == _cpu_rows(serial)
     assert summary(again) == summary(serial)
+
+
+class _Given:
+    """A channel whose one message was received already."""
+
+    def __init__(self, message: object) -> None:
+        self.message = message
+
+    def recv(self) -> object:
+        return self.message
+
+
+def test_threads_reading_the_rows_at_once_wait_for_the_one_mapping_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A thread (a cache writer's) reads the worker's rows first and waits for its mapping;
+    a second thread reading them meanwhile waits too, not reading them unmapped."""
+    path = tmp_path / "t.json"
+    generate.write_trace(path, steps=8, seed=3, layout="kineto")
+    serial = read(path, False, monkeypatch)
+    renumber = two_parts._renumber_when_asked
+
+    def slow(boundary: Channel, spill: SpillFile, mapped: SpillFile, conn: Channel) -> None:
+        maps = boundary.recv()
+        time.sleep(0.5)  # the other thread asks for the rows meanwhile
+        renumber(_Given(maps), spill, mapped, conn)  # type: ignore[arg-type]
+
+    entered = threading.Event()
+    finish = two_parts._WorkerRenumbers.finish
+
+    def noted(self: two_parts._WorkerRenumbers, spill: SpillFile) -> SpillFile | None:
+        entered.set()
+        return finish(self, spill)
+
+    monkeypatch.setattr(two_parts, "_renumber_when_asked", slow)
+    monkeypatch.setattr(two_parts._WorkerRenumbers, "finish", noted)
+    parallel, split = read_with(path, True, monkeypatch)
+    assert split
+    first: list[list[tuple]] = []
+    reader = threading.Thread(target=lambda: first.append(_cpu_rows(parallel)))
+    reader.start()
+    assert entered.wait(60)
+    second = _cpu_rows(parallel)
+    reader.join()
+    expected = _cpu_rows(serial)
+    assert second == expected
+    assert first == [expected]
 
 
 def test_rows_whose_mapping_failed_here_are_never_read_half_mapped(

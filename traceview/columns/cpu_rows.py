@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 import weakref
 from array import array
 from collections.abc import Callable, Iterator, Sequence
@@ -154,6 +155,9 @@ class SpillFile:
         # what to finish before the rows are read (a worker mapping them: see pending_on)
         self._pending: Callable[[SpillFile], SpillFile | None] | None = None
         self._kept: SpillFile | None = None  # the file now read, where it is another's
+        # ``_pending`` is run once, by the first thread to read (a cache writer's thread may
+        # read the rows while the analysis does); the others wait for it, then read the rows.
+        self._finishing = threading.RLock()
 
     @classmethod
     def made_now(cls) -> SpillFile:
@@ -178,18 +182,23 @@ class SpillFile:
             self._finish()
 
     def _finish(self) -> None:
-        finish, self._pending = self._pending, None
-        if finish is None:
+        if self._pending is None:
             return
-        try:
-            other = finish(self)
-        except BaseException as e:  # the rows may be half mapped: not to be read
-            self._pending = partial(_unreadable, e)
-            raise
-        if other is not None and other._file is not None:
-            if self._file is not None:
-                self._file.close()  # its space freed now
-            self._file, self._kept = other._file, other
+        with self._finishing:  # another thread finishing it: waited for
+            finish = self._pending
+            if finish is None or finish is _being_finished:  # done, or by this thread (its reads)
+                return
+            self._pending = _being_finished
+            try:
+                other = finish(self)
+            except BaseException as e:  # the rows may be half mapped: not to be read
+                self._pending = partial(_unreadable, e)
+                raise
+            if other is not None and other._file is not None:
+                if self._file is not None:
+                    self._file.close()  # its space freed now
+                self._file, self._kept = other._file, other
+            self._pending = None
 
     def _open(self) -> IO[bytes]:
         self._finish()
@@ -306,6 +315,11 @@ class SpillFile:
 
 def _unreadable(error: BaseException, spill: SpillFile) -> SpillFile | None:
     raise error
+
+
+def _being_finished(spill: SpillFile) -> SpillFile | None:
+    """SpillFile._pending while its finishing runs (in the thread that holds its lock)."""
+    raise AssertionError("never called")
 
 
 class Spans:
