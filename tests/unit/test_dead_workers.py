@@ -1,5 +1,6 @@
 """Workers killed mid-way (issue #34): a run's local engine names the rank; the nsys host
-worker's death mid-message falls back to reading its tables in the main process."""
+worker's death mid-message, or its not answering in time, falls back to reading its tables in
+the main process."""
 
 from __future__ import annotations
 
@@ -7,12 +8,14 @@ import json
 import os
 import signal
 import struct
+import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
+from traceview import forked
 from traceview.analyses.kernels import KernelOptions
 from traceview.app.engines import local
 from traceview.app.engines.worker import RankTask
@@ -40,14 +43,20 @@ def test_a_killed_local_worker_names_its_rank(
     assert "died" in caught.value.message
 
 
+def _stuck(conn: Any, *args: Any) -> None:
+    time.sleep(600)  # e.g. on a lock held at the fork
+
+
 def _dies_mid_message(conn: Any, *args: Any) -> None:
     os.write(conn.fileno(), struct.pack("!i", 1000) + b"abc")  # 3 bytes of a 1000-byte message
     os._exit(1)
 
 
-def test_the_nsys_host_worker_dying_mid_message_falls_back(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("fails", ["dies mid-message", "stuck"])
+def test_the_nsys_host_worker_dying_or_stuck_falls_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fails: str
 ) -> None:
+    """Also when it is stuck: stopped once out of patience (here 0.5 s)."""
     from nsys_writer import kineto_to_nsys
 
     events = [
@@ -62,7 +71,10 @@ def test_the_nsys_host_worker_dying_mid_message_falls_back(
     path = tmp_path / "t.sqlite"
     kineto_to_nsys(json.loads(json.dumps({"traceEvents": events})), path)
     expected = nsys.collect_nsys(path)
-    monkeypatch.setattr(nsys, "_read_host_tables", _dies_mid_message)
+    worker = _dies_mid_message if fails == "dies mid-message" else _stuck
+    monkeypatch.setattr(nsys, "_read_host_tables", worker)
+    monkeypatch.setattr(forked, "PATIENCE_S", 0.5)
+    monkeypatch.setattr(forked, "PATIENCE_FACTOR", 0.0)
     monkeypatch.setenv("TRACEVIEW_NSYS_SPLIT_MIN_ROWS", "0")
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
     got = nsys.collect_nsys(path)

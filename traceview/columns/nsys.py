@@ -21,6 +21,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import re
+import time
 from collections import Counter
 from collections.abc import Callable
 from multiprocessing.connection import Connection
@@ -37,6 +38,7 @@ from traceview.columns.launches import LAUNCH_FIELDS
 from traceview.columns.model import STEP_PREFIX, StepWindow, TraceEvents
 from traceview.columns.schema import KERNEL, MEMCPY, MEMSET
 from traceview.errors import TraceviewError
+from traceview.forked import patience
 from traceview.read.nsys import Export, text_of
 from traceview.read.reader import ReadStats, SplitFailed
 
@@ -120,11 +122,15 @@ class _HostWorker:
         self._spill = SpillFile.made_now() if keep_cpu else None  # the worker's CPU rows
         args = (sender, path, keep_cpu, self._memfd, self._spill)
         self._process = context.Process(target=_read_host_tables, args=args, daemon=True)
+        self._started = time.monotonic()
         self._process.start()
         sender.close()
 
     def result(self) -> TraceEvents | None:
-        """The worker's part; None if it could not give one (a TraceviewError is raised)."""
+        """The worker's part; None if it could not give one (a TraceviewError is raised) or
+        has not in time (forked.patience: it is stopped then)."""
+        if not self._receiver.poll(patience(self._started)):
+            return None
         try:
             return parallel._receive(self._receiver, self._memfd, self._spill)
         except SplitFailed:
