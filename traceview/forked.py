@@ -179,8 +179,9 @@ class Channel:
     def close(self) -> None:
         self._file.close()
 
-    def ready(self, seconds: float) -> bool:
-        """Whether a message, or the end of the pipe, is there to read within ``seconds``."""
+    def poll(self, seconds: float) -> bool:
+        """Whether a message, or the end of the pipe, is there to read within ``seconds``
+        (as multiprocessing's Connection.poll)."""
         poller = select.poll()
         poller.register(self._file.fileno(), select.POLLIN | select.POLLHUP | select.POLLERR)
         deadline = time.monotonic() + seconds
@@ -267,7 +268,7 @@ class Aside(Generic[T]):
         """The child's answer, else ``work()`` worked out here."""
         if self._receiver is not None:
             try:
-                if self._receiver.ready(patience(self._asked)):  # else stuck: worked out here
+                if self._receiver.poll(patience(self._asked)):  # else stuck: worked out here
                     tag, value = self._receiver.recv()
                     if tag == _ANSWER and isinstance(value, self.kind):
                         return value

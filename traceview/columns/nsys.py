@@ -38,7 +38,6 @@ from traceview.columns.launches import LAUNCH_FIELDS
 from traceview.columns.model import STEP_PREFIX, StepWindow, TraceEvents
 from traceview.columns.schema import KERNEL, MEMCPY, MEMSET
 from traceview.errors import TraceviewError
-from traceview.forked import patience
 from traceview.read.nsys import Export, text_of
 from traceview.read.reader import ReadStats, SplitFailed
 
@@ -129,10 +128,8 @@ class _HostWorker:
     def result(self) -> TraceEvents | None:
         """The worker's part; None if it could not give one (a TraceviewError is raised) or
         has not in time (forked.patience: it is stopped then)."""
-        if not self._receiver.poll(patience(self._started)):
-            return None
         try:
-            return parallel._receive(self._receiver, self._memfd, self._spill)
+            return parallel._receive(self._receiver, self._memfd, self._spill, self._started)
         except SplitFailed:
             return None
 

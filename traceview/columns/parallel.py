@@ -93,9 +93,7 @@ def collect_events(
         on_boundary = forked.boundary_out.send
         main = reader.for_part(MainPart(split_at=forked.split[1], on_boundary=on_boundary))
         collector = _collect(main, keep_cpu, keep_frames=keep_frames, unused=unused)
-        if not forked.receiver.ready(patience(forked.started)):  # stuck: read serially
-            raise SplitFailed
-        part = _receive(forked.receiver, forked.memfd, forked.spill, reader.hashes)
+        part = _receive(forked.receiver, forked.memfd, forked.spill, forked.started, reader.hashes)
         # The worker maps its CPU rows to this process's ids into a file of their own
         # while this one joins the rest and starts its analyses: the rows wait for it only
         # when first read (a worker that cannot: this process maps them).
@@ -316,9 +314,10 @@ class _WorkerRenumbers:
         """The file of the rows the worker mapped, or None: they are mapped in ``spill``."""
         receiver = self.forked.receiver
         try:
-            if not receiver.ready(patience(self.asked)):  # stuck: stopped (what it sent, read)
+            answered = receiver.poll(patience(self.asked))
+            if not answered:  # stuck: stopped (what it sent before, still read)
                 self.forked.child.stop()
-            done = receiver.recv() if receiver.ready(0) else None
+            done = receiver.recv() if answered or receiver.poll(0) else None
         except (EOFError, OSError, ValueError):  # it died before it was done (or was stopped)
             done = None
         finally:
@@ -417,12 +416,16 @@ def _receive(
     conn: Channel | Connection,
     memfd: int | None,
     spill: SpillFile | None,
+    started: float,
     hashes: BlockHashes | None = None,
 ) -> TraceEvents:
-    """The worker's part; SplitFailed if it could not read it (or died). Its names are
+    """The worker's part; SplitFailed if it could not read it (or died, or has not sent it
+    in time: forked.patience from ``started``, its fork; the caller stops it). Its names are
     over a mapping of their own, unmapped once the part is dropped (after its names are
     interned), not when the columns are. The digests of the blocks it hashed (of a file of
     the same size) go into ``hashes``."""
+    if not conn.poll(patience(started)):  # stuck (e.g. on a lock held at the fork)
+        raise SplitFailed
     try:
         kind, payload = conn.recv()
     except (EOFError, OSError):  # died before or while sending ("end of file during message")
