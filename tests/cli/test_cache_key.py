@@ -7,8 +7,11 @@ from __future__ import annotations
 import os
 import random
 import shutil
+import signal
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -217,3 +220,44 @@ def test_the_writer_is_a_process_unless_another_thread_runs(
     cache.wait_for_writes()
     warm = cache.open_slot(demo, settings, keep_cpu=False)
     assert warm is not None and warm.events is not None and warm.key == key.trace_hash(demo)
+
+
+def _index_writer(root: Path, started: threading.Event) -> None:
+    """A cache writer's thread inside a write transaction of the identity index."""
+    index = key._open_index(root)
+    assert index is not None
+    with index, index.transact():
+        index.set("being written", 1)
+        started.set()
+        time.sleep(0.5)
+
+
+def test_a_fork_waits_for_the_writers_threads_and_its_child_reads_the_index(
+    demo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fork copies the state of the SQLite index a writer's thread has open, a write
+    transaction too, which the child's own connection then takes for a lock held for ever (a
+    run's rank reader, forked then, waited minutes): every fork waits for those threads."""
+    root = tmp_path / "cache"
+    root.mkdir()
+    started = threading.Event()
+    writer = threading.Thread(target=_index_writer, args=(root, started))
+    monkeypatch.setattr(cache, "_writing", [writer])
+    writer.start()
+    started.wait()
+    pid = os.fork()
+    if pid == 0:  # the child: the index read within diskcache's first wait, or a failure
+        code = 1
+        try:
+            code = 0 if key.trace_key(demo, root) == key.trace_hash(demo) else 2
+        finally:
+            os._exit(code)
+    alive = writer.is_alive()
+    deadline = time.monotonic() + 30
+    while (ended := os.waitpid(pid, os.WNOHANG))[0] == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if ended[0] == 0:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    assert not alive  # waited for before the fork
+    assert ended[0] == pid and os.waitstatus_to_exitcode(ended[1]) == 0

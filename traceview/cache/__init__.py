@@ -248,6 +248,20 @@ def wait_for_writes() -> None:
         _writing.pop().join()
 
 
+def _before_fork() -> None:
+    """No fork while a thread writes an entry: the child would copy the state of the SQLite
+    identity index that thread has open, a write transaction included, which the child's
+    own connections then take for a lock held for ever (a run's reader, forked then, waited
+    minutes on the index). A forked writer is not waited for: it copied no such state here."""
+    for writer in _writing:
+        if isinstance(writer, threading.Thread) and writer is not threading.current_thread():
+            writer.join()
+
+
+if hasattr(os, "register_at_fork"):  # every fork: the engines' pools, Aside, a split read
+    os.register_at_fork(before=_before_fork)
+
+
 def _meta_or_none(directory: Path) -> dict[str, Any] | None:
     from traceview.cache.store import read_meta
 
