@@ -85,6 +85,15 @@ def test_rank_picks_the_rank_the_sections_show(run_dir: Path, tmp_path: Path) ->
     assert "rank 2: the sections below are of its trace" in page
 
 
+def test_a_run_page_ends_once_its_cache_entry_is_written(run_dir: Path, tmp_path: Path) -> None:
+    """The shown rank's entry is written on a thread: the command waits for it, so the next
+    one (here, in the same process) never forks while it writes the index."""
+    from traceview import cache
+
+    write_report(run_dir, tmp_path / "r.html", "-j", "1")
+    assert cache._writing == []
+
+
 def test_one_trace_has_no_ranks_section(tmp_path: Path) -> None:
     page = write_report(DEMO, tmp_path / "r.html")
     assert "ranks" not in embedded(page, "tv-data")

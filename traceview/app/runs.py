@@ -132,7 +132,7 @@ def report(
     from traceview.analyses.runs.ranks import ranks_report
     from traceview.app.commands import write_page
     from traceview.app.memory import reuse_freed_memory
-    from traceview.app.reading import read_trace
+    from traceview.app.reading import read_trace, wait_for_cache_writes
     from traceview.render.html.documents import collect
     from traceview.render.html.page import plotly_path
     from traceview.render.output import check_output_path
@@ -145,9 +145,12 @@ def report(
     _warn_run(ranks.warnings, result)
     shown = _shown_rank(result.summaries, options.rank)
     reuse_freed_memory()
-    events = read_trace(Path(shown.path), read, keep_cpu=True, remember=False)
-    docs = replace(collect(events, options), ranks=ranks.as_json(), rank=shown.rank)
-    write_page(docs, output, force, files)
+    try:
+        events = read_trace(Path(shown.path), read, keep_cpu=True, remember=False)
+        docs = replace(collect(events, options), ranks=ranks.as_json(), rank=shown.rank)
+        write_page(docs, output, force, files)
+    finally:
+        wait_for_cache_writes()  # the entry, written in the background: ended with the command
 
 
 def _shown_rank(summaries: Sequence[RankSummary], wanted: int | None) -> RankSummary:
