@@ -23,6 +23,16 @@ SHARED_TRACES = ROOT.parent / "shared" / "traces"
 NOT_CHROME = {"hta__execution_trace__benchmark_simple_add_et.json.gz"}
 
 
+# A hung test is stopped, with its stacks where CI's log shows them (see tests/hangs.py).
+from hangs import (  # noqa: E402  (pytest finds hooks by their names in this module)
+    pytest_configure,
+    pytest_runtest_makereport,
+    pytest_runtest_protocol,
+)
+
+__all__ = ["pytest_configure", "pytest_runtest_makereport", "pytest_runtest_protocol"]
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--update-goldens",
