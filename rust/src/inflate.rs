@@ -276,7 +276,7 @@ fn read_full(raw: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
 /// A `Gunzip` on its own thread, at most `ahead` blocks in front of the reader.
 pub struct Background {
     steps: Option<Receiver<Step>>,
-    recycle: Sender<Vec<u8>>,
+    recycle: Option<Sender<Vec<u8>>>,
     skip_before: Arc<AtomicU64>,
     thread: Option<JoinHandle<()>>,
     done: bool,
@@ -309,7 +309,7 @@ impl Background {
             })?;
         Ok(Background {
             steps: Some(steps),
-            recycle,
+            recycle: Some(recycle),
             skip_before,
             thread: Some(thread),
             done: false,
@@ -341,7 +341,9 @@ impl Background {
 
     /// A block's buffer, used: the thread inflates into it again.
     pub fn give_back(&self, buffer: Vec<u8>) {
-        let _ = self.recycle.send(buffer);
+        if let (Some(recycle), true) = (&self.recycle, std::process::id() == self.owner) {
+            let _ = recycle.send(buffer);
+        }
     }
 
     /// Blocks that end before `offset` are not wanted: the thread drops them unsent.
@@ -351,14 +353,18 @@ impl Background {
 
     /// Stop the thread (it ends at its next block) and wait for it.
     pub fn close(&mut self) {
-        self.steps = None;
         self.done = true;
+        if std::process::id() != self.owner {
+            // A forked child: the thread is not here, and a lock of the channels it held at
+            // the fork stays held; dropping them would wait on it for ever. Left as they are.
+            std::mem::forget(self.steps.take());
+            std::mem::forget(self.recycle.take());
+            std::mem::forget(self.thread.take());
+            return;
+        }
+        self.steps = None;
         if let Some(thread) = self.thread.take() {
-            if std::process::id() == self.owner {
-                let _ = thread.join();
-            } else {
-                std::mem::forget(thread); // not this process's thread: nothing to wait for
-            }
+            let _ = thread.join();
         }
     }
 }

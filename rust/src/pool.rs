@@ -74,10 +74,13 @@ impl<J: Send + 'static, R: Send + 'static> Ordered<J, R> {
 
     /// The result of the oldest job not yet taken (waits for it).
     pub fn take(&mut self) -> Result<R, Lost> {
-        let result = self.pending.pop_front().ok_or(Lost::Nothing)?;
-        if std::process::id() != self.owner {
-            return Err(Lost::Failed);
+        if self.pending.is_empty() {
+            return Err(Lost::Nothing);
         }
+        if std::process::id() != self.owner {
+            return Err(Lost::Failed); // its channel is left as it is (see close)
+        }
+        let result = self.pending.pop_front().ok_or(Lost::Nothing)?;
         result.recv().map_err(|_| Lost::Failed)
     }
 }
@@ -96,14 +99,18 @@ impl<J, R> Ordered<J, R> {
     /// Drop the jobs not yet taken, stop the threads (each ends after its current job) and
     /// wait for them.
     pub fn close(&mut self) {
+        if std::process::id() != self.owner {
+            // A forked child: the threads are not here, and a lock of the channels one held
+            // at the fork stays held; dropping them would wait on it for ever. Left as they are.
+            std::mem::forget(self.jobs.take());
+            std::mem::forget(std::mem::take(&mut self.pending));
+            std::mem::forget(std::mem::take(&mut self.threads));
+            return;
+        }
         self.jobs = None;
         self.pending.clear();
         for thread in self.threads.drain(..) {
-            if std::process::id() == self.owner {
-                let _ = thread.join();
-            } else {
-                std::mem::forget(thread); // not this process's thread: nothing to wait for
-            }
+            let _ = thread.join();
         }
     }
 }
