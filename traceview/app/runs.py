@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from traceview.app.commands import _warn, check_save, show
+from traceview.app.commands import _command, _warn, check_save, show
 from traceview.choices import DocumentFormat, check_choice
 from traceview.errors import UsageError
 from traceview.options import ENGINES, ReadOptions, RunOptions, inputs_of
@@ -116,6 +116,7 @@ def ranks(inputs: Sequence[Path], run: RunOptions, read: ReadOptions, out: Outpu
     show(out, render_ranks.document(report), files)
 
 
+@_command  # the shown rank's entry, written in the background: ended with the command
 def report(
     inputs: Sequence[Path],
     run: RunOptions,
@@ -132,7 +133,7 @@ def report(
     from traceview.analyses.runs.ranks import ranks_report
     from traceview.app.commands import write_page
     from traceview.app.memory import reuse_freed_memory
-    from traceview.app.reading import read_trace, wait_for_cache_writes
+    from traceview.app.reading import read_trace
     from traceview.render.html.documents import collect
     from traceview.render.html.page import plotly_path
     from traceview.render.output import check_output_path
@@ -145,12 +146,9 @@ def report(
     _warn_run(ranks.warnings, result)
     shown = _shown_rank(result.summaries, options.rank)
     reuse_freed_memory()
-    try:
-        events = read_trace(Path(shown.path), read, keep_cpu=True, remember=False)
-        docs = replace(collect(events, options), ranks=ranks.as_json(), rank=shown.rank)
-        write_page(docs, output, force, files)
-    finally:
-        wait_for_cache_writes()  # the entry, written in the background: ended with the command
+    events = read_trace(Path(shown.path), read, keep_cpu=True, remember=False)
+    docs = replace(collect(events, options), ranks=ranks.as_json(), rank=shown.rank)
+    write_page(docs, output, force, files)
 
 
 def _shown_rank(summaries: Sequence[RankSummary], wanted: int | None) -> RankSummary:
