@@ -341,7 +341,10 @@ impl Background {
 
     /// A block's buffer, used: the thread inflates into it again.
     pub fn give_back(&self, buffer: Vec<u8>) {
-        if let (Some(recycle), true) = (&self.recycle, std::process::id() == self.owner) {
+        if std::process::id() != self.owner {
+            return; // a forked child: its channels are left as they are (see close)
+        }
+        if let Some(recycle) = &self.recycle {
             let _ = recycle.send(buffer);
         }
     }
