@@ -179,6 +179,19 @@ def test_no_command_imports_pandas(tmp_path: Path) -> None:
     assert list((tmp_path / "cache" / "entries").iterdir())  # the cache was written
 
 
+def test_a_cache_writer_imports_no_numpy_ma(tmp_path: Path) -> None:
+    """pyarrow imports numpy.ma (~13 ms of a fill's wait) on its first conversion of a numpy
+    array; the writer hands it the arrays' memory instead."""
+    env = {"TRACEVIEW_CACHE_DIR": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"}
+    demo = str(ROOT / "fixtures" / "demo.json.gz")
+    for name in ("kernels", "gaps"):  # gaps: the CPU rows' table too
+        writer, command = _listed(name, demo, "-q", "-f", "json", env=env, probe=_PROBE_WRITES)
+        assert "pyarrow" in writer  # it wrote the entry
+        assert "numpy.ma" not in writer
+        assert "numpy.ma" not in command
+    assert len(list((tmp_path / "cache" / "entries").iterdir())) == 1  # gaps completed it
+
+
 def test_the_library_still_has_pandas() -> None:
     """The guard is the command line's: importing traceview.cli does not install it."""
     assert not any(type(f).__name__ == "NoPandas" for f in sys.meta_path)
