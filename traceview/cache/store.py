@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import functools
 import json
+import threading
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -119,9 +120,14 @@ def _write_tables(
 ) -> dict[str, int]:
     """Write every table; their sizes by file name. The frames' tables with the CPU ones when
     the read kept frames, or when ``frames`` (an export: empty without them)."""
-    sizes = {name: _write(directory / name, table) for name, table in event_tables(events).items()}
+    _parquet()  # imported before the CPU rows' thread starts (it would import it too)
+    cpu = _Beside(_write_cpu, directory / "cpu.parquet", events.cpu) if keep_cpu else None
+    try:
+        sizes = {n: _write(directory / n, table) for n, table in event_tables(events).items()}
+    finally:
+        cpu_size = cpu.result() if cpu is not None else 0
     if keep_cpu:
-        sizes["cpu.parquet"] = _write_cpu(directory / "cpu.parquet", events.cpu)
+        sizes["cpu.parquet"] = cpu_size
         sizes["threads.parquet"] = _write(
             directory / "threads.parquet", _pairs(events.threads, ("pid", "tid"))
         )
@@ -130,6 +136,31 @@ def _write_tables(
             sizes["frames.parquet"] = _write(directory / "frames.parquet", _columns(events.frames))
             sizes["flows.parquet"] = _write(directory / "flows.parquet", _columns(events.flows))
     return sizes
+
+
+class _Beside:
+    """``function(*args)`` on a thread of its own: the CPU rows' table (the largest) is encoded
+    while this one writes the others (pyarrow's encoding and numpy's copies release the GIL)."""
+
+    def __init__(self, function: Callable[..., int], *args: Any) -> None:
+        self._result = 0
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(
+            target=self._run, args=(function, args), name="traceview-cache-cpu"
+        )
+        self._thread.start()
+
+    def _run(self, function: Callable[..., int], args: tuple[Any, ...]) -> None:
+        try:
+            self._result = function(*args)
+        except BaseException as e:  # raised again by result(), in the writing thread
+            self._error = e
+
+    def result(self) -> int:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._result
 
 
 def _shapes(shapes: list[tuple[bytes, bytes, bytes]]) -> Any:
