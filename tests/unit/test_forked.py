@@ -7,6 +7,7 @@ import multiprocessing
 import os
 import signal
 import struct
+import threading
 import time
 from multiprocessing.connection import Connection
 
@@ -107,3 +108,54 @@ def test_a_failed_fork_lets_ctrl_c_through_again(monkeypatch: pytest.MonkeyPatch
     with pytest.raises(BlockingIOError):
         Child(time.sleep, (0,))
     assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, set())
+
+
+def test_a_child_that_says_done_is_joined_before_it_has_exited(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``says_done``: join returns once the target has returned; the child's own end (held
+    here until this test lets it go) is waited for later, without blocking."""
+    from traceview import forked
+
+    release_read, release_write = os.pipe()
+    real_exit = os._exit
+
+    def exit_when_released(code: int) -> None:  # only the child gets here
+        os.read(release_read, 1)
+        real_exit(code)
+
+    monkeypatch.setattr(os, "_exit", exit_when_released)
+    child = Child(time.sleep, (0,), says_done=True)
+    os.close(release_read)
+    joined = threading.Thread(target=child.join)
+    joined.start()
+    joined.join(30)
+    assert not joined.is_alive()  # the join did not wait for the exit
+    assert os.waitpid(child.pid, os.WNOHANG) == (0, 0)  # still running: not reaped yet
+    assert child.pid in forked._unreaped
+    os.write(release_write, b"x")
+    os.close(release_write)
+    deadline = time.monotonic() + 30
+    while child.pid in forked._unreaped and time.monotonic() < deadline:
+        forked._reap()
+        time.sleep(0.01)
+    assert child.pid not in forked._unreaped
+    with pytest.raises(ChildProcessError):  # reaped
+        os.waitpid(child.pid, os.WNOHANG)
+
+
+def test_a_child_killed_before_it_says_done_is_joined() -> None:
+    child = Child(time.sleep, (60,), says_done=True)
+    os.kill(child.pid, signal.SIGKILL)
+    child.join()  # the pipe's end closed by its death
+    deadline = time.monotonic() + 30
+    while child.pid in _unreaped_pids() and time.monotonic() < deadline:
+        time.sleep(0.01)
+        Child(time.sleep, (0,)).join()  # a Child started reaps what has exited
+    assert child.pid not in _unreaped_pids()
+
+
+def _unreaped_pids() -> list[int]:
+    from traceview import forked
+
+    return forked._unreaped

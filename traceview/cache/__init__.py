@@ -213,7 +213,7 @@ def publish_in_background(slot: Slot, events: TraceEvents, with_cpu: bool = True
     (pyarrow and numpy release the GIL while they write)."""
     if cache_writes_forked() and _single_threaded():
         with contextlib.suppress(OSError):  # e.g. no process left: a thread then
-            _writing.append(Child(_publish_and_flush, (slot, events, with_cpu)))
+            _writing.append(Child(_publish_and_flush, (slot, events, with_cpu), says_done=True))
             return
     thread = threading.Thread(target=publish, args=(slot, events, with_cpu), name="traceview-cache")
     thread.start()
