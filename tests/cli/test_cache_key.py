@@ -159,6 +159,12 @@ def test_open_slot_defers_the_key_only_where_no_entry_can_be_the_file(
     settings = cache.CacheSettings(directory=tmp_path / "cache")
     slot = cache.open_slot(demo, settings, keep_cpu=False)
     assert slot is not None and slot.key == "" and slot.hashes is not None
+    assert not (tmp_path / "cache" / key.INDEX_DIR).exists()  # a new cache: no index opened
+    index = key._open_index(tmp_path / "cache")  # an index that knows no file of this size
+    assert index is not None
+    index.close()
+    again = cache.open_slot(demo, settings, keep_cpu=False)
+    assert again is not None and again.key == "" and again.hashes is not None
     verified = cache.open_slot(
         demo, cache.CacheSettings(directory=tmp_path / "c2", verify=True), False
     )

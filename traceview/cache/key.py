@@ -58,6 +58,8 @@ def trace_key(
     of its size was ever hashed for this cache): the read that follows hashes the blocks it
     reads (read.blockhash), and ``remember_key`` records the key it makes of them."""
     ident = identity(path)
+    if defer and not verify and not (cache_dir / INDEX_DIR / _INDEX_FILES[0]).exists():
+        return None  # a new cache: no file hashed yet (the index is made by remember_key)
     index = _open_index(cache_dir)
     if index is None:
         return trace_hash(path)
