@@ -197,6 +197,14 @@ class Child:
         _unreaped.append(self.pid)
         _reap()
 
+    def done(self) -> bool:
+        """Whether it has ended (``says_done``: its target has returned), without waiting."""
+        if self._ended:
+            return True
+        if self._done < 0:
+            return False
+        return bool(select.select([self._done], [], [], 0)[0])
+
     def stop(self) -> None:
         """Wait for it once it has ended; kill it first if it has not (not wanted any more)."""
         if self._ended:

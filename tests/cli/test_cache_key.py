@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import random
+import select
 import shutil
 import signal
 import subprocess
@@ -267,3 +268,52 @@ def test_a_fork_waits_for_the_writers_threads_and_its_child_reads_the_index(
         os.waitpid(pid, 0)
     assert not alive  # waited for before the fork
     assert ended[0] == pid and os.waitstatus_to_exitcode(ended[1]) == 0
+
+
+def _slow_writer(slot: object, events: object, with_cpu: bool, index: cache.Claim) -> None:
+    """A forked writer that waits to be let go (a byte on fd _GO), then says whether it took
+    the index write (a byte on fd _TOOK)."""
+    if select.select([_GO[0]], [], [], 30)[0]:  # not let go: a failure, not a hang
+        os.read(_GO[0], 1)
+    os.write(_TOOK[1], b"1" if index.take() else b"0")
+
+
+_GO: list[int] = []
+_TOOK: list[int] = []
+
+
+@pytest.mark.parametrize("writer_first", [True, False])
+def test_the_index_is_written_once_by_whoever_is_free_first(
+    demo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, writer_first: bool
+) -> None:
+    """The command writes the identity index itself when it waits for its writer still at
+    work; a writer done by then has written it."""
+    go, took = os.pipe(), os.pipe()
+    monkeypatch.setattr(sys.modules[__name__], "_GO", list(go))
+    monkeypatch.setattr(sys.modules[__name__], "_TOOK", list(took))
+    monkeypatch.setattr(cache, "_publish_and_flush", _slow_writer)
+    remembered: list[str] = []
+
+    def remember(slot: cache.Slot) -> None:
+        remembered.append(slot.key)
+        os.write(go[1], b"x")  # the writer goes on once this process has taken the write
+
+    monkeypatch.setattr(cache, "_remember", remember)
+    settings = cache.CacheSettings(directory=tmp_path / "cache", verify=True)
+    slot = cache.open_slot(demo, settings, keep_cpu=False)
+    assert slot is not None and slot.key
+    write = cache._ForkedWrite(slot, None, False)  # type: ignore[arg-type]
+    try:
+        if writer_first:
+            os.write(go[1], b"x")
+            assert os.read(took[0], 1) == b"1"  # the writer took it, and said done after
+            deadline = time.monotonic() + 60
+            while not write.child.done() and time.monotonic() < deadline:
+                time.sleep(0.01)
+        write.join()
+        if not writer_first:
+            assert os.read(took[0], 1) == b"0"  # this process took it first
+        assert remembered == ([] if writer_first else [slot.key])
+    finally:
+        for fd in (*go, *took):
+            os.close(fd)

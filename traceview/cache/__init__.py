@@ -7,6 +7,7 @@ fresh read. A cache problem is never fatal: it prints a warning and the trace is
 from __future__ import annotations
 
 import contextlib
+import mmap
 import os
 import shutil
 import stat
@@ -145,33 +146,62 @@ def _serves(meta: dict[str, Any], keep_cpu: bool, frames: bool = False) -> bool:
     return bool(meta["has_cpu"]) or not keep_cpu
 
 
-def publish(slot: Slot, events: TraceEvents, with_cpu: bool = True) -> None:
+def publish(
+    slot: Slot, events: TraceEvents, with_cpu: bool = True, index: Claim | None = None
+) -> None:
     """Store a fresh read (``with_cpu``: one that kept the CPU rows) atomically: write a temp
     dir inside the cache, then rename it. An entry already there stays, unless this is a
-    refresh or it lacks the CPU rows or the frames this read has."""
+    refresh or it lacks the CPU rows or the frames this read has. The trace's key goes into
+    the identity index first; with ``index``, last, unless another process took that."""
     from traceview.cache.key import identity, remember_key
     from traceview.cache.manage import evict, max_size
 
     try:
         limit = max_size()  # a bad $TRACEVIEW_CACHE_MAX_SIZE: said before anything is written
-        if slot.hashes is not None:  # the key of the blocks the read hashed (and the rest)
-            slot = replace(slot, key=slot.hashes.key(slot.trace), hashes=None)
+        slot = _keyed(slot)
         if identity(slot.trace) != slot.identity:
             return  # the trace changed while it was read: its hash is stale
-        remember_key(slot.trace, slot.root, slot.identity, slot.key)
-        target = entry_dir(slot.root, slot.key)
-        current = _meta_or_none(target)
-        upgrade = current is not None and (
-            (with_cpu and not current["has_cpu"])
-            or (events.frames_read and not current.get("has_frames"))
-        )
-        if current is not None and not (slot.refresh or upgrade):
-            return  # published by another process meanwhile, or holding more than this read
-        _write_entry(slot, events, target, slot.refresh or upgrade, with_cpu)
+        try:
+            if index is None:
+                remember_key(slot.trace, slot.root, slot.identity, slot.key)
+            target = entry_dir(slot.root, slot.key)
+            current = _meta_or_none(target)
+            upgrade = current is not None and (
+                (with_cpu and not current["has_cpu"])
+                or (events.frames_read and not current.get("has_frames"))
+            )
+            if current is not None and not (slot.refresh or upgrade):
+                return  # published by another process meanwhile, or holding more than this
+            _write_entry(slot, events, target, slot.refresh or upgrade, with_cpu)
+        finally:
+            if index is not None and index.take():
+                remember_key(slot.trace, slot.root, slot.identity, slot.key)
         if _evict_each_write:
             evict(slot.root, limit, keep=slot.key)
     except Exception as e:  # full disk, unwritable dir, unencodable name: no cache this time
         warn(f"could not write the cache entry ({type(e).__name__}: {e})")
+
+
+def _keyed(slot: Slot) -> Slot:
+    """The slot with its key: made of the blocks the read hashed (and the rest) if deferred."""
+    if slot.hashes is None:
+        return slot
+    return replace(slot, key=slot.hashes.key(slot.trace), hashes=None)
+
+
+class Claim:
+    """Which of two processes does a piece of work: the first to ``take`` it (a byte of
+    memory shared across a fork). Both may take it if they try at once: only for work that
+    may be done twice (writing the same key into the identity index)."""
+
+    def __init__(self) -> None:
+        self._taken = mmap.mmap(-1, 1)  # anonymous, shared with the children forked later
+
+    def take(self) -> bool:
+        if self._taken[0]:
+            return False
+        self._taken[0] = 1
+        return True
 
 
 # A run's workers write an entry per rank: checking the size limit after each (a listing
@@ -201,7 +231,36 @@ def keep_within_limit(settings: CacheSettings) -> None:
         warn(f"could not keep the cache within its size limit ({type(e).__name__}: {e})")
 
 
-_writing: list[threading.Thread | Child] = []
+class _ForkedWrite:
+    """A forked writer (publish). The identity index is written by this process if it waits
+    for the writer still at work, else by the writer once its entry is written. The writer's
+    pyarrow import and tables take longer than kernels' or gaps' analysis: its index write
+    (with diskcache's import, ~10 ms) is done meanwhile here, where the core is idle."""
+
+    def __init__(self, slot: Slot, events: TraceEvents, with_cpu: bool) -> None:
+        self.slot = slot
+        self.index = Claim()
+        work = (slot, events, with_cpu, self.index)
+        self.child = Child(_publish_and_flush, work, says_done=True)
+
+    def join(self) -> None:
+        if not self.child.done() and self.index.take():
+            _remember(self.slot)
+        self.child.join()
+
+
+def _remember(slot: Slot) -> None:
+    """Write the trace's key into the identity index (publish's first step, or last)."""
+    from traceview.cache.key import remember_key
+
+    try:
+        slot = _keyed(slot)
+        remember_key(slot.trace, slot.root, slot.identity, slot.key)
+    except Exception as e:  # e.g. the trace gone: the entry is found by its hash later
+        warn(f"could not remember the trace's key ({type(e).__name__}: {e})")
+
+
+_writing: list[threading.Thread | _ForkedWrite] = []
 
 
 def publish_in_background(slot: Slot, events: TraceEvents, with_cpu: bool = True) -> None:
@@ -213,17 +272,17 @@ def publish_in_background(slot: Slot, events: TraceEvents, with_cpu: bool = True
     (pyarrow and numpy release the GIL while they write)."""
     if cache_writes_forked() and _single_threaded():
         with contextlib.suppress(OSError):  # e.g. no process left: a thread then
-            _writing.append(Child(_publish_and_flush, (slot, events, with_cpu), says_done=True))
+            _writing.append(_ForkedWrite(slot, events, with_cpu))
             return
     thread = threading.Thread(target=publish, args=(slot, events, with_cpu), name="traceview-cache")
     thread.start()
     _writing.append(thread)
 
 
-def _publish_and_flush(slot: Slot, events: TraceEvents, with_cpu: bool) -> None:
+def _publish_and_flush(slot: Slot, events: TraceEvents, with_cpu: bool, index: Claim) -> None:
     """``publish`` in a forked process, which ends without flushing what it printed."""
     try:
-        publish(slot, events, with_cpu)
+        publish(slot, events, with_cpu, index)
     finally:
         sys.stderr.flush()
 
