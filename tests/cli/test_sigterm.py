@@ -36,6 +36,29 @@ except KeyboardInterrupt as e:
 """
 
 
+# trim, its output's chunks each followed by a pause: SIGTERM comes mid-write (the whole
+# write takes ~30 ms on its own, too short to be caught reliably).
+TRIM_SLOWLY = """
+import sys, time
+import traceview.app.trim_copy as trim_copy
+from traceview.cli import main
+
+write_file = trim_copy.write_file
+
+def slowly(chunks):
+    for chunk in chunks:
+        yield chunk
+        time.sleep(60)
+
+def write_slowly(path, chunks, *args, **kwargs):
+    return write_file(path, slowly(chunks), *args, **kwargs)
+
+trim_copy.write_file = write_slowly
+sys.argv = ["traceview", *sys.argv[1:]]
+main()
+"""
+
+
 def _wait_for(condition: object, seconds: float = 120) -> None:
     deadline = time.monotonic() + seconds
     while not condition() and time.monotonic() < deadline:  # type: ignore[operator]
@@ -61,7 +84,7 @@ def test_sigterm_mid_write_leaves_no_temp_file(tmp_path: Path) -> None:
 @pytest.mark.skipif(not BIG.exists(), reason="../shared/traces/h200/big.json.gz is absent")
 def test_sigterm_during_trim_removes_its_temp_file(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "120"}
-    command = [sys.executable, "-m", "traceview", "trim", str(BIG), "--pstep", "50"]
+    command = [sys.executable, "-c", TRIM_SLOWLY, "trim", str(BIG), "--pstep", "50"]
     p = subprocess.Popen([*command, "-o", str(tmp_path / "out.json"), "--no-cache"], env=env,
                          stderr=subprocess.PIPE, text=True)  # fmt: skip
     _wait_for(lambda: bool(_temp_files(tmp_path)) or p.poll() is not None)
