@@ -2,7 +2,7 @@
 
     python benchmarks/bench_against.py --against REV [TRACE ...]
         [--commands kernels gaps summary steps trim] [--runs 3] [--pstep 60] [--fill]
-        [--scratch DIR]
+        [--fill-from CACHE_DIR] [--scratch DIR]
     python benchmarks/bench_against.py --against-dir CHECKOUT [TRACE ...]
 
 ``--against REV`` checks REV out into a scratch git worktree (``--scratch``, default
@@ -17,7 +17,8 @@ the process tree's summed RSS, and the ratio of the other's wall time to this on
 this checkout is faster). ``trim`` is ``trim --pstep N -o FILE`` (``--pstep``, default 60,
 a middle step of the H200 big trace); its output compared is the file's bytes.
 ``--fill`` adds, for each command, a first run with the cache (a private cache dir, emptied
-before each) and its ratio to the ``--no-cache`` run.
+before each) and its ratio to the ``--no-cache`` run; ``--fill-from`` starts each such run
+from a copy of that cache dir instead (a cache that holds other traces, its index made).
 Outputs of the two sides are compared (stdout of the last run, trim's file) and a difference
 is reported.
 Default traces: benchmarks/data/h200-big.json (decompress ../shared/traces/h200/big.json.gz
@@ -46,6 +47,7 @@ DEFAULT_TRACES = [ROOT / "benchmarks" / "data" / "h200-big.json", SHARED / "h200
 FILL = ", fill"  # "kernels, fill": a first run with the cache, of that command
 TRIM_OUT = Path(tempfile.gettempdir()) / f"traceview-against-trim-{os.getpid()}.json"
 PSTEP = ["60"]  # trim --pstep N (set by --pstep)
+FILL_FROM: list[Path] = []  # the cache dir each fill starts from a copy of (--fill-from)
 
 
 @dataclass
@@ -101,6 +103,8 @@ def _has_command(side: Side, name: str) -> bool:
 def run(side: Side, name: str, trace: Path) -> Run:
     if name.endswith(FILL):  # a first run: nothing of this trace in the private cache
         shutil.rmtree(Path(os.environ["TRACEVIEW_CACHE_DIR"]), ignore_errors=True)
+        if FILL_FROM:
+            shutil.copytree(FILL_FROM[0], os.environ["TRACEVIEW_CACHE_DIR"])
     result = run_once(command(side, name, trace))
     if name.removesuffix(FILL) == "trim":  # its output is the file: compared by its digest
         result.stdout = hashlib.sha256(TRIM_OUT.read_bytes()).hexdigest()
@@ -164,9 +168,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--pstep", default=PSTEP[0], help="the step trim keeps (trim --pstep N)")
     p.add_argument("--runs", type=int, default=3, help="runs of each side (medians)")
     p.add_argument("--fill", action="store_true", help="also a first run that fills the cache")
+    p.add_argument(
+        "--fill-from", type=Path, help="each fill starts from a copy of this cache dir (--fill)"
+    )
     p.add_argument("--scratch", type=Path, help="where --against builds its checkouts")
     args = p.parse_args(argv)
     PSTEP[0] = args.pstep
+    FILL_FROM[:] = [args.fill_from] if args.fill_from else []
     other = args.against_dir or build(args.against, args.scratch)
     sides = [Side("this", ROOT), Side("other", other.resolve())]
     names = [n for n in args.commands if all(_has_command(side, n) for side in sides)]

@@ -1,6 +1,8 @@
 """One run of a command, with each process's wall (ms since the shell started it) and CPU
 (ms of that process) at the points around the read: imports, fork, each part's read, the
-worker's part received, the merge, the analysis (kernels), the output and the exit.
+worker's part received, the merge, the analysis (kernels), the output and the exit; with the
+cache, its slot's opening, the entry's writer (its imports and tables: a forked writer prints
+its own marks) and the wait for it.
 
 The points are function calls wrapped as their modules are imported (this script imports
 nothing of traceview before ``main``, so start-up is the command's own). Before each run:
@@ -84,6 +86,19 @@ def _reader(m: ModuleType) -> None:
         m._PLAIN_WORKER_SHARE = (float(os.environ["SHARE"]),) * 2
 
 
+def _cache(m: ModuleType) -> None:
+    m.open_slot = wrapped(m.open_slot, "open_slot")
+    m.publish_in_background = wrapped(m.publish_in_background, "publish_in_background")
+    m.wait_for_writes = wrapped(m.wait_for_writes, "wait_for_writes")
+    m.publish = wrapped(m.publish, "writer publish", last=True)
+
+
+def _store(m: ModuleType) -> None:
+    m.event_tables = wrapped(m.event_tables, "event_tables")
+    m._write_cpu = wrapped(m._write_cpu, "write cpu")
+    m._write = wrapped(m._write, "write table")
+
+
 PATCHES: dict[str, Callable[[ModuleType], None]] = {
     "numpy": lambda m: mark("numpy imported"),
     "typer": lambda m: mark("typer imported"),
@@ -100,6 +115,11 @@ PATCHES: dict[str, Callable[[ModuleType], None]] = {
     "traceview.analyses.gaps": lambda m: setattr(
         m, "analyse_gaps", wrapped(m.analyse_gaps, "analyse")
     ),
+    "traceview.cache": _cache,
+    "traceview.cache.store": _store,
+    "pyarrow": lambda m: mark("pyarrow imported"),
+    "pyarrow.parquet": lambda m: mark("pyarrow.parquet imported"),
+    "diskcache": lambda m: mark("diskcache imported"),
 }
 
 
