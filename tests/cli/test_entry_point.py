@@ -179,15 +179,17 @@ def test_no_command_imports_pandas(tmp_path: Path) -> None:
     assert list((tmp_path / "cache" / "entries").iterdir())  # the cache was written
 
 
-def test_a_cache_writer_imports_no_numpy_ma(tmp_path: Path) -> None:
+def test_a_cache_writer_imports_no_numpy_ma_nor_pyarrow_fs(tmp_path: Path) -> None:
     """pyarrow imports numpy.ma (~13 ms of a fill's wait) on its first conversion of a numpy
-    array; the writer hands it the arrays' memory instead."""
+    array: the writer hands it the arrays' memory instead. pyarrow.parquet imports pyarrow.fs
+    and ssl (~10 ms): the writer uses pyarrow's writer class without it."""
     env = {"TRACEVIEW_CACHE_DIR": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"}
     demo = str(ROOT / "fixtures" / "demo.json.gz")
     for name in ("kernels", "gaps"):  # gaps: the CPU rows' table too
         writer, command = _listed(name, demo, "-q", "-f", "json", env=env, probe=_PROBE_WRITES)
         assert "pyarrow" in writer  # it wrote the entry
         assert "numpy.ma" not in writer
+        assert "pyarrow.fs" not in writer and "pyarrow.parquet" not in writer
         assert "numpy.ma" not in command
     assert len(list((tmp_path / "cache" / "entries").iterdir())) == 1  # gaps completed it
 

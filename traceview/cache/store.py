@@ -7,6 +7,7 @@ damage when the entry is opened, before an analysis streams through it.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import threading
@@ -120,7 +121,7 @@ def _write_tables(
 ) -> dict[str, int]:
     """Write every table; their sizes by file name. The frames' tables with the CPU ones when
     the read kept frames, or when ``frames`` (an export: empty without them)."""
-    _parquet()  # imported before the CPU rows' thread starts (it would import it too)
+    _memory_pool()  # pyarrow imported before the CPU rows' thread starts (it would too)
     cpu = _Beside(_write_cpu, directory / "cpu.parquet", events.cpu) if keep_cpu else None
     try:
         sizes = {n: _write(directory / n, table) for n, table in event_tables(events).items()}
@@ -211,9 +212,8 @@ def _write_cpu(path: Path, cpu: CpuRows) -> int:
     """Write the CPU rows block by block (one row group each), never all at once."""
     import pyarrow as pa
 
-    pq = _parquet()
     schema = pa.schema([(name, pa.from_numpy_dtype(ROW[name])) for name in CPU_COLUMNS])
-    with pq.ParquetWriter(path, schema, **_PARQUET_OPTIONS, **_CPU_OPTIONS) as writer:
+    with _writer(path, schema, {**_PARQUET_OPTIONS, **_CPU_OPTIONS}) as writer:
         for block in cpu.blocks():
             columns = [_ints(block[name]) for name in CPU_COLUMNS]
             writer.write_table(pa.Table.from_arrays(columns, schema=schema))
@@ -276,11 +276,43 @@ def _pairs(keys: Sequence[tuple[Any, Any]], names: tuple[str, str]) -> Any:
 def _write(path: Path, table: Any) -> int:
     import pyarrow as pa
 
-    pq = _parquet()
     integers = all(pa.types.is_integer(t) for t in table.schema.types)
     options = _INTEGER_OPTIONS if integers else {}
-    pq.write_table(table, path, **_PARQUET_OPTIONS, **options)
+    with _writer(path, table.schema, {**_PARQUET_OPTIONS, **options}) as writer:
+        writer.write_table(table)
     return path.stat().st_size
+
+
+@contextlib.contextmanager
+def _writer(path: Path, schema: Any, options: dict[str, Any]) -> Iterator[Any]:
+    """A Parquet writer of ``path``, closed at the end: pyarrow's own (pyarrow._parquet),
+    given what pyarrow.parquet's ParquetWriter gives it, without that module's import (it
+    imports pyarrow.fs and ssl: ~10 ms of a fill's writer). The files are the same bytes
+    (tests/cli/test_cache_store.py); a pyarrow whose class takes other arguments gets the
+    public writer."""
+    _memory_pool()
+    try:
+        from pyarrow._parquet import ParquetWriter
+
+        writer = ParquetWriter(str(path), schema, **{**_PUBLIC_DEFAULTS, **options})
+    except (ImportError, TypeError):
+        writer = _parquet().ParquetWriter(path, schema, **options)
+    try:
+        yield writer
+    finally:
+        writer.close()
+
+
+# What pyarrow.parquet.ParquetWriter passes to pyarrow._parquet.ParquetWriter by default
+# (pyarrow 15 to 26) where the latter's own default differs.
+_PUBLIC_DEFAULTS: dict[str, Any] = {
+    "version": "2.6",
+    "use_dictionary": True,
+    "write_statistics": True,
+    "use_deprecated_int96_timestamps": False,
+    "writer_engine_version": "V2",
+    "data_page_version": "1.0",
+}
 
 
 _PARQUET_OPTIONS: dict[str, Any] = {"compression": "zstd", "write_page_checksum": True}
@@ -503,17 +535,24 @@ def _read_table(path: Path) -> Any:
 
 @functools.cache
 def _parquet() -> Any:
-    """pyarrow.parquet, with Arrow's memory from jemalloc where pyarrow has it: reading the
-    4 GB benchmark trace's entry, warm kernels peaked at 300 MB against 404 MB with the
-    default mimalloc, in the same time (median of 3); else from the system allocator."""
-    import pyarrow as pa
+    """pyarrow.parquet, with Arrow's memory pool set (_memory_pool)."""
     import pyarrow.parquet as pq
+
+    _memory_pool()
+    return pq
+
+
+@functools.cache
+def _memory_pool() -> None:
+    """Arrow's memory from jemalloc where pyarrow has it: reading the 4 GB benchmark trace's
+    entry, warm kernels peaked at 300 MB against 404 MB with the default mimalloc, in the
+    same time (median of 3); else from the system allocator."""
+    import pyarrow as pa
 
     try:
         pa.set_memory_pool(pa.jemalloc_memory_pool())
     except NotImplementedError:
         pa.set_memory_pool(pa.system_memory_pool())
-    return pq
 
 
 def _read_names(path: Path) -> PackedNames:
