@@ -185,17 +185,16 @@ class Child:
         it has exited, here or when another Child starts or is joined)."""
         if self._ended:
             return
-        self._ended = True
         if self._done < 0:
             os.waitpid(self.pid, 0)
-            return
-        try:
+        else:
             while os.read(self._done, 1):  # EOF: closed by the child, or by its end
                 pass
-        finally:
             os.close(self._done)
-        _unreaped.append(self.pid)
-        _reap()
+            self._done = -1
+            _unreaped.append(self.pid)
+            _reap()
+        self._ended = True
 
     def done(self) -> bool:
         """Whether it has ended (``says_done``: its target has returned), without waiting."""
@@ -211,6 +210,7 @@ class Child:
             return
         if self._done >= 0:
             os.close(self._done)
+            self._done = -1
         if os.waitpid(self.pid, os.WNOHANG)[0] == 0:
             os.kill(self.pid, signal.SIGKILL)
             os.waitpid(self.pid, 0)

@@ -159,3 +159,22 @@ def _unreaped_pids() -> list[int]:
     from traceview import forked
 
     return forked._unreaped
+
+
+def test_a_join_cut_short_leaves_the_child_to_stop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C while waiting for a child that says done: stop() then kills and reaps it."""
+    child = Child(time.sleep, (60,), says_done=True)
+    real_read = os.read
+
+    def interrupted(fd: int, n: int) -> bytes:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "read", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        child.join()
+    monkeypatch.setattr(os, "read", real_read)
+    assert not child.done()
+    child.stop()
+    assert child.done()
+    with pytest.raises(ChildProcessError):  # killed and reaped
+        os.waitpid(child.pid, os.WNOHANG)
