@@ -32,8 +32,9 @@ pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork here")
 def _read(path: Path) -> TraceEvents:
     """What ``summary`` reads (phases from overview's pass)."""
     options = ReadOptions(quiet=True, cache=False)
+    unused = _unused(flows=True)
     return read_trace(
-        path, options, keep_cpu=True, remember=False, memory=True, frames=True, unused=_unused()
+        path, options, keep_cpu=True, remember=False, memory=True, frames=True, unused=unused
     )
 
 

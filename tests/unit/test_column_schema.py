@@ -89,7 +89,11 @@ def test_a_dropped_column_has_a_length_and_selections_but_no_values() -> None:
 def test_only_droppable_columns_are_left_out() -> None:
     for key in schema.DROPPABLE:
         group, _, name = key.partition(".")
-        table = {"gpu": schema.GPU_COLUMNS, "runtime": schema.RUNTIME_COLUMNS}[group]
+        table = {
+            "gpu": schema.GPU_COLUMNS,
+            "runtime": schema.RUNTIME_COLUMNS,
+            "flows": schema.FLOW_COLUMNS,
+        }[group]
         assert name in [c.name for c in table]
     with pytest.raises(ValueError, match=r"gpu\.ts"):
         EventCollector(unused=frozenset({"gpu.ts"}))

@@ -53,3 +53,17 @@ def test_an_unused_column_is_joined_as_dropped_of_the_rows_count() -> None:
     correlation, ts = segments.join()
     assert correlation.tolist() == list(range(11))
     assert isinstance(ts, Dropped) and len(ts) == 11 and ts.dtype == np.int64
+
+
+def test_a_group_left_out_whole_counts_its_rows_and_holds_none() -> None:
+    """Every column unused (summary's flows): batches and prepended parts are counted, not
+    kept; the join gives each column Dropped of the rows' count."""
+    segments = Segments(RUNTIME_COLUMNS, rows=4, unused=frozenset({"correlation", "ts"}))
+    segments.append(_batch(0, 9))
+    segments.append(_batch(9, 0))
+    segments.prepend(_batch(0, 3))
+    segments.prepend((None, np.arange(2, dtype=np.int64)))
+    assert segments._full == [] and segments._open is None and segments._before == []
+    joined = segments.join()
+    assert all(isinstance(c, Dropped) and len(c) == 14 for c in joined)
+    assert [c.dtype for c in joined] == [np.int64, np.int64]

@@ -223,7 +223,13 @@ def summary(
     # the phases: for --phase at once, else from overview's pass over the CPU rows
     chosen = phase is not None
     whole = read_trace(
-        path, read, keep_cpu=True, phases=chosen, memory=True, frames=True, unused=_unused()
+        path,
+        read,
+        keep_cpu=True,
+        phases=chosen,
+        memory=True,
+        frames=True,
+        unused=_unused(flows=True),
     )
     reuse_freed_memory()  # the analyses' many row-sized temporaries: no page faults anew
     events = _of_phase(whole, phase)
@@ -282,12 +288,14 @@ def memory(path: Path, read: ReadOptions, out: OutputOptions, top: int) -> None:
     show(out, render_memory.document(summarize(events, memory=True), report, top), (path,))
 
 
-def _unused(launch_times: bool = False) -> frozenset[str]:
+def _unused(launch_times: bool = False, flows: bool = False) -> frozenset[str]:
     """The columns a command leaves out of its read (traceview.columns.schema.DROPPABLE): the
-    launch configurations, which ``unique`` alone reads; the launch times if ``launch_times``."""
-    from traceview.columns.schema import GPU_LAUNCH, RUNTIME_TS
+    launch configurations, which ``unique`` alone reads; the launch times if ``launch_times``;
+    the fwdbwd flows of a read with frames if ``flows``."""
+    from traceview.columns.schema import FLOWS, GPU_LAUNCH, RUNTIME_TS
 
-    return frozenset({GPU_LAUNCH, RUNTIME_TS} if launch_times else {GPU_LAUNCH})
+    unused = {GPU_LAUNCH, RUNTIME_TS} if launch_times else {GPU_LAUNCH}
+    return frozenset(unused | FLOWS if flows else unused)
 
 
 def _of_phase(events: TraceEvents, phase: str | None) -> TraceEvents:

@@ -152,7 +152,7 @@ class EventCollector:
         self._comm: list[tuple[np.ndarray, ...]] = []  # per batch: COMM_COLUMNS
         self._memory: list[tuple[np.ndarray, ...]] = []  # per batch: MEMORY_COLUMNS
         self._frames = Segments(FRAME_COLUMNS)
-        self._flows = Segments(FLOW_COLUMNS)
+        self._flows = Segments(FLOW_COLUMNS, unused=_of_group("flows", unused))
         self._gpu_rows = 0  # GPU rows committed so far
 
     def add(self, events: Iterable[Any]) -> None:

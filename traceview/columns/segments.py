@@ -52,8 +52,10 @@ class Segments:
                 raise SchemaMismatch(
                     f"column {self.table[i].name} is {array.dtype}, not {self.table[i].dtype}"
                 )
-        n, start = len(kept[0]), 0
+        n, start = _rows(columns, self.kept), 0
         self._count += n
+        if not kept:  # every column left out: the rows are only counted
+            return
         while start < n:
             if self._open is None or self._fill == self.rows:
                 if self._open is not None:
@@ -69,8 +71,9 @@ class Segments:
     def prepend(self, columns: tuple[np.ndarray, ...]) -> None:
         """Put rows before all those held (their arrays are kept as they are until the join;
         those of unused columns are not kept, and may be None)."""
-        self._count += len(columns[self.kept[0]])
-        self._before.insert(0, [columns[i] for i in self.kept])
+        self._count += _rows(columns, self.kept)
+        if self.kept:
+            self._before.insert(0, [columns[i] for i in self.kept])
 
     def join(self) -> list[np.ndarray]:
         """The columns, one array each in table order; everything held is dropped (each part
@@ -94,6 +97,15 @@ class Segments:
 
 
 _RELEASED = np.empty(0, dtype=np.uint8)
+
+
+def _rows(columns: tuple[np.ndarray | None, ...], kept: list[int]) -> int:
+    """The rows of a batch: its first kept column's length, else its first given column's."""
+    for i in kept or range(len(columns)):
+        column = columns[i]
+        if column is not None:
+            return len(column)
+    return 0
 
 
 # Private where the system has it: mmap's default, a shared mapping, faults each page in
