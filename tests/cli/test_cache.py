@@ -382,3 +382,34 @@ def test_cpu_row_groups_are_skipped_by_their_time_range(tmp_path: Path) -> None:
     ]
     assert live["ts"].tolist() == [10, 10 * (3 * BLOCK_ROWS + 7)]
     assert np.concatenate(list(parquet.blocks(BLOCK_ROWS))).tobytes() == table.tobytes()
+
+
+def test_a_hit_leaves_the_unused_columns_unread() -> None:
+    """A command's unused columns (schema.DROPPABLE) are not read from an entry either: Dropped
+    of the entry's row count, every other column as stored; summary (flows left out) and lean
+    kernels (launch ids and times left out) say from the entry what they say cold."""
+    from traceview.app.commands import _unused
+    from traceview.app.reading import read_trace
+    from traceview.columns import schema
+    from traceview.options import ReadOptions
+
+    trace = SHARED_TRACES / "tracelens__mi300__resnet_act_checkpoint.json.gz"  # frames, flows
+    if not trace.is_file():
+        pytest.skip(f"{trace} is absent")
+    colds = {c: _json([c], trace, "--no-cache") for c in ("summary", "kernels")}
+    assert _json(["summary"], trace) == colds["summary"]  # fills the entry, frames included
+    options = ReadOptions(quiet=True)
+    full = read_trace(trace, options, keep_cpu=True, frames=True, remember=False)
+    unused = _unused(launch_times=True, flows=True)
+    lean = read_trace(trace, options, keep_cpu=True, frames=True, remember=False, unused=unused)
+    for group in ("gpu", "runtime", "flows"):
+        for column in schema.TABLES[type(getattr(full, group))]:
+            want = getattr(getattr(full, group), column.name)
+            got = getattr(getattr(lean, group), column.name)
+            assert len(got) == len(want) > 0 and got.dtype == want.dtype
+            if f"{group}.{column.name}" in unused:
+                assert isinstance(got, schema.Dropped) and not isinstance(want, schema.Dropped)
+            else:
+                assert not isinstance(got, schema.Dropped) and (got == want).all(), column
+    for command, cold in colds.items():
+        assert _json([command], trace) == cold, command

@@ -45,7 +45,7 @@ def read_trace(
     with the python frames and fwdbwd flows (and the CPU rows). ``index``: a read of the trace
     itself notes its chunks in ``read.index`` (trim; none from the cache). ``unused``: the
     columns the command never reads (schema.DROPPABLE), left out of a read that fills no
-    cache entry (an entry holds every column)."""
+    cache entry (an entry holds every column) and of a cache hit."""
     start_up_done()  # the command line's start-up ends here
     regex = None
     keep_cpu = keep_cpu or phases or frames
@@ -56,7 +56,9 @@ def read_trace(
         keep_cpu = True
     pipe = _is_pipe(path, options)
     events = (
-        _read_cached(path, options, keep_cpu, frames, index) if options.cache and not pipe else None
+        _read_cached(path, options, keep_cpu, frames, index, unused)
+        if options.cache and not pipe
+        else None
     )
     if events is None:
         events = _ingest(path, options, keep_cpu, frames, index=index, unused=unused)
@@ -111,15 +113,21 @@ def report_problems(path: Path, problems: list[str], strict: bool) -> None:
 
 
 def _read_cached(
-    path: Path, options: ReadOptions, keep_cpu: bool, frames: bool = False, index: bool = False
+    path: Path,
+    options: ReadOptions,
+    keep_cpu: bool,
+    frames: bool = False,
+    index: bool = False,
+    unused: frozenset[str] = frozenset(),
 ) -> TraceEvents | None:
     """The events from the cache, or a fresh read stored in it; None when it cannot be used.
-    The frames are read (and stored) only by a command that asks for them."""
+    The frames are read (and stored) only by a command that asks for them; ``unused``: the
+    columns a hit leaves unread (a fresh read keeps every column, for the entry)."""
     from traceview import cache
     from traceview.analyses.core.trace import with_facts
 
     settings = cache.CacheSettings(True, options.refresh, options.cache_dir, options.verify)
-    slot = cache.open_slot(path, settings, keep_cpu, frames)
+    slot = cache.open_slot(path, settings, keep_cpu, frames, unused)
     if slot is None:
         return None
     if slot.events is not None:

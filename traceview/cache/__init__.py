@@ -69,10 +69,15 @@ def entry_dir(root: Path, key: str) -> Path:
 
 
 def open_slot(
-    path: Path, settings: CacheSettings, keep_cpu: bool, frames: bool = False
+    path: Path,
+    settings: CacheSettings,
+    keep_cpu: bool,
+    frames: bool = False,
+    unused: frozenset[str] = frozenset(),
 ) -> Slot | None:
     """The trace's cache slot (with its events on a hit), or None to read without the cache;
-    ``frames``: a hit needs an entry that holds the python frames."""
+    ``frames``: a hit needs an entry that holds the python frames; ``unused``: the columns a
+    hit leaves unread (schema.DROPPABLE)."""
     from traceview.cache.key import identity, trace_key
     from traceview.cache.root import claim
 
@@ -108,12 +113,17 @@ def open_slot(
         return None
     if key is None:  # no entry can be the trace's: its read makes the key
         return Slot(root, "", ident, path, None, settings.refresh, BlockHashes(ident[1]))
-    events = None if settings.refresh else _load(root, key, path, keep_cpu, frames)
+    events = None if settings.refresh else _load(root, key, path, keep_cpu, frames, unused)
     return Slot(root, key, ident, path, events, settings.refresh)
 
 
 def _load(
-    root: Path, key: str, path: Path, keep_cpu: bool, frames: bool = False
+    root: Path,
+    key: str,
+    path: Path,
+    keep_cpu: bool,
+    frames: bool = False,
+    unused: frozenset[str] = frozenset(),
 ) -> TraceEvents | None:
     """The entry's events, or None on a miss; a damaged entry is removed with a warning."""
     from traceview.cache.manage import add_path, touch
@@ -126,7 +136,7 @@ def _load(
         meta = read_meta(directory)
         if not _serves(meta, keep_cpu, frames):
             return None  # read the trace; publish then upgrades or completes the entry
-        events = read_entry(directory, meta, keep_cpu, frames)
+        events = read_entry(directory, meta, keep_cpu, frames, unused)
     except Exception as e:  # damaged, truncated, another schema: rebuild, never crash
         if not directory.exists():
             return None  # removed while we read it (cache prune, clear): a miss

@@ -49,7 +49,9 @@ from traceview.columns.schema import (
     RuntimeColumns,
     SchemaMismatch,
     arrays_of,
+    dropped,
     from_arrays,
+    unused_of,
 )
 from traceview.read.reader import ReadStats
 
@@ -385,11 +387,16 @@ def read_meta(directory: Path) -> dict[str, Any]:
 
 
 def read_entry(
-    directory: Path, meta: dict[str, Any], keep_cpu: bool, frames: bool = False
+    directory: Path,
+    meta: dict[str, Any],
+    keep_cpu: bool,
+    frames: bool = False,
+    unused: frozenset[str] = frozenset(),
 ) -> TraceEvents:
     """TraceEvents from an entry; without ``keep_cpu``, exactly what a read without CPU gives;
-    with ``frames`` (and ``keep_cpu``), the python frames and flows too."""
-    gpu = _group(directory / "gpu.parquet", GpuColumns)
+    with ``frames`` (and ``keep_cpu``), the python frames and flows too. ``unused``: columns
+    left unread, Dropped (schema.DROPPABLE), as a read of the trace leaves them."""
+    gpu = _group(directory / "gpu.parquet", GpuColumns, unused_of("gpu", unused))
     names = _read_names(directory / "names.parquet")
     events = TraceEvents(
         path=meta["path"],
@@ -399,7 +406,7 @@ def read_entry(
         names=names,
         streams=[StreamKey(*pair) for pair in _read_pairs(directory / "streams.parquet")],
         gpu=gpu,
-        runtime=_group(directory / "runtime.parquet", RuntimeColumns),
+        runtime=_group(directory / "runtime.parquet", RuntimeColumns, unused_of("runtime", unused)),
         steps=_read_steps(directory / "steps.parquet"),
         span_ns=tuple(meta["span_ns"]) if meta["span_ns"] is not None else None,
         quality=Counter(meta["quality"]),
@@ -421,7 +428,7 @@ def read_entry(
             return replace(
                 events,
                 frames=_group(directory / "frames.parquet", FrameColumns),
-                flows=_group(directory / "flows.parquet", FlowColumns),
+                flows=_group(directory / "flows.parquet", FlowColumns, unused_of("flows", unused)),
                 frames_read=True,
             )
         return events
@@ -510,19 +517,29 @@ def _may_be_live(metadata: Any, group: int, windows: Windows) -> bool:
     return bool(windows.hits(*span)[0])
 
 
-def _group(path: Path, group: type[Group]) -> Group:
+def _group(path: Path, group: type[Group], unused: frozenset[str] = frozenset()) -> Group:
     """A column group as numpy arrays: read-only views of Arrow's memory where Arrow allows it;
-    DamagedEntry unless the file holds exactly the group's columns and types.
+    DamagedEntry unless the file holds exactly the group's columns and types. ``unused``: the
+    names of columns not read, Dropped of the file's row count (their types unchecked).
 
     Not copied: nothing writes into event columns, and copying the CPU columns of a 1 GB trace
     (73 MB) was a tenth of a warm ``gaps`` run.
     """
-    table = _read_table(path)
     columns = COLUMN_TABLES[group]
-    if table.schema.names != [c.name for c in columns]:
-        raise DamagedEntry(f"{path.name} has the columns {', '.join(table.schema.names)}")
+    with _parquet().ParquetFile(path, page_checksum_verification=True) as parquet:
+        names = parquet.schema_arrow.names
+        if names != [c.name for c in columns]:
+            raise DamagedEntry(f"{path.name} has the columns {', '.join(names)}")
+        table = parquet.read(columns=[c.name for c in columns if c.name not in unused])
+        rows = parquet.metadata.num_rows
     try:
-        return from_arrays(group, [table.column(c.name).to_numpy() for c in columns])
+        return from_arrays(
+            group,
+            [
+                dropped(c.dtype, rows) if c.name in unused else table.column(c.name).to_numpy()
+                for c in columns
+            ],
+        )
     except SchemaMismatch as e:
         raise DamagedEntry(f"{path.name}: {e}") from None
 

@@ -50,6 +50,7 @@ from traceview.columns.schema import (
     RuntimeColumns,
     from_arrays,
     join_columns,
+    unused_of,
 )
 from traceview.columns.segments import Segments
 from traceview.read.compiled import ScannedRows
@@ -142,8 +143,8 @@ class EventCollector:
         self.quality: Counter[str] = Counter()
         self.cpu_quality: Counter[str] = Counter()  # the part of quality from CPU ops
         self._categories = _Categories()
-        self._gpu = Segments(GPU_COLUMNS, unused=_of_group("gpu", unused))
-        self._runtime = Segments(RUNTIME_COLUMNS, unused=_of_group("runtime", unused))
+        self._gpu = Segments(GPU_COLUMNS, unused=unused_of("gpu", unused))
+        self._runtime = Segments(RUNTIME_COLUMNS, unused=unused_of("runtime", unused))
         self._keep_launch = GPU_LAUNCH not in unused  # the launch ids are interned
         self._cpu = spill if spill is not None else SpillFile()  # CPU rows go to disk
         self._cpu_before: list[RowSource] = []  # a worker's rows, read before ours
@@ -152,7 +153,7 @@ class EventCollector:
         self._comm: list[tuple[np.ndarray, ...]] = []  # per batch: COMM_COLUMNS
         self._memory: list[tuple[np.ndarray, ...]] = []  # per batch: MEMORY_COLUMNS
         self._frames = Segments(FRAME_COLUMNS)
-        self._flows = Segments(FLOW_COLUMNS, unused=_of_group("flows", unused))
+        self._flows = Segments(FLOW_COLUMNS, unused=unused_of("flows", unused))
         self._gpu_rows = 0  # GPU rows committed so far
 
     def add(self, events: Iterable[Any]) -> None:
@@ -695,11 +696,6 @@ class EventCollector:
             flows=from_arrays(FlowColumns, self._flows.join()),
             frames_read=self.keep_frames,
         )
-
-
-def _of_group(group: str, unused: frozenset[str]) -> frozenset[str]:
-    """The names of ``group``'s columns among ``unused`` ("group.column" each)."""
-    return frozenset(c.partition(".")[2] for c in unused if c.partition(".")[0] == group)
 
 
 def scan_rule(keep_cpu: bool) -> dict[str, list[bytes]]:

@@ -89,6 +89,11 @@ FLOWS = frozenset(f"flows.{c.name}" for c in FLOW_COLUMNS)
 DROPPABLE = frozenset({GPU_LAUNCH, RUNTIME_TS}) | FLOWS
 
 
+def unused_of(group: str, unused: frozenset[str]) -> frozenset[str]:
+    """The names of ``group``'s columns among ``unused`` ("group.column" each)."""
+    return frozenset(c.partition(".")[2] for c in unused if c.partition(".")[0] == group)
+
+
 @dataclass(frozen=True)
 class GpuColumns:
     """One row per GPU activity (GPU_COLUMNS)."""
