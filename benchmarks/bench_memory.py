@@ -2,7 +2,7 @@
 first run that fills the cache ≤ 1.25× a ``--no-cache`` run).
 
     python benchmarks/bench_memory.py [--sizes 0.5GB 1GB 2GB 4GB 8GB]
-        [--commands kernels gaps summary steps trim] [--fill kernels gaps] [--runs 1]
+        [--commands kernels gaps summary steps trim] [--fill kernels gaps] [--warm ...] [--runs 1]
         [--pstep 60] [--source ../shared/traces/h200/big.json.gz] [--data-dir benchmarks/data]
         [--keep]
 
@@ -18,7 +18,8 @@ Every command runs ``--no-cache -f json -q`` in its own process (``trim``: ``tri
 FILE``): median wall (start-up included), MB/s, CPU s (user + system, the two-process read's
 worker included), peak RSS of the largest process (/usr/bin/time %M) and the sampled peak of
 the process tree's summed RSS. ``--fill`` commands also run once with an emptied private
-cache, the first run that fills it, against their ``--no-cache`` run.
+cache, the first run that fills it, against their ``--no-cache`` run; ``--warm`` commands
+run again from the cache their first run filled (peak RSS of a warm run).
 """
 
 from __future__ import annotations
@@ -109,6 +110,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--fill", nargs="*", default=["kernels", "gaps"], help="commands timed filling the cache"
     )
+    p.add_argument(
+        "--warm", nargs="*", default=[], help="commands also run from the cache they filled"
+    )
     p.add_argument("--runs", type=int, default=1)
     p.add_argument("--pstep", default="60")
     p.add_argument("--source", type=Path, default=SOURCE)
@@ -161,19 +165,29 @@ def _measure(
             print(f"  {label} {name}: {e}", file=sys.stderr)
             runs = []
         rows.append((label, nbytes, name, runs))
-        if name not in args.fill or not runs:
+        if (name not in args.fill and name not in args.warm) or not runs:
             continue
         with tempfile.TemporaryDirectory(dir=args.data_dir) as cache:
-            cmd = command(name, trace, args.pstep, trim_out, True)
-            fill = run_once(["env", f"TRACEVIEW_CACHE_DIR={cache}", *cmd])
-        trim_out.unlink(missing_ok=True)
+            cmd = ["env", f"TRACEVIEW_CACHE_DIR={cache}",
+                   *command(name, trace, args.pstep, trim_out, True)]  # fmt: skip
+            fill = run_once(cmd)
+            trim_out.unlink(missing_ok=True)
+            warm = run_once(cmd) if name in args.warm else None
+            trim_out.unlink(missing_ok=True)
         cold = statistics.median(r.wall_s for r in runs)
-        fills.append(
-            f"{label} {name}: first run with the cache {fill.wall_s:.2f} s = "
-            f"{fill.wall_s / cold:.2f}x --no-cache {cold:.2f} s "
-            f"(peak RSS {fill.rss_mb:.0f} MB, tree {fill.tree_rss_mb:.0f} MB)"
-        )
-        print(f"  {fills[-1]}", file=sys.stderr)
+        if name in args.fill:
+            fills.append(
+                f"{label} {name}: first run with the cache {fill.wall_s:.2f} s = "
+                f"{fill.wall_s / cold:.2f}x --no-cache {cold:.2f} s "
+                f"(peak RSS {fill.rss_mb:.0f} MB, tree {fill.tree_rss_mb:.0f} MB)"
+            )
+            print(f"  {fills[-1]}", file=sys.stderr)
+        if warm is not None:
+            fills.append(
+                f"{label} {name}: a run from the cache {warm.wall_s:.2f} s "
+                f"(peak RSS {warm.rss_mb:.0f} MB, tree {warm.tree_rss_mb:.0f} MB)"
+            )
+            print(f"  {fills[-1]}", file=sys.stderr)
 
 
 def _table(rows: list[tuple[str, int, str, list[Run]]]) -> str:
