@@ -84,7 +84,7 @@ FLOW_COLUMNS = _table(("flow", "<i8"), ("thread", "<i4"), ("ts", "<i8"), ("finis
 # ``unused``), as "group.column": each stays in its group as a Dropped column.
 GPU_LAUNCH = "gpu.launch"  # the launch configurations (``unique`` alone; none interned)
 RUNTIME_TS = "runtime.ts"  # the launch times: steps, gaps' host waits, the ops' links
-# the fwdbwd flows, which ``source`` alone reads (summary reads the frames, not the flows)
+# the fwdbwd flows: ``source``, ``report`` and ``export`` read them; summary, the frames alone
 FLOWS = frozenset(f"flows.{c.name}" for c in FLOW_COLUMNS)
 DROPPABLE = frozenset({GPU_LAUNCH, RUNTIME_TS}) | FLOWS
 
