@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -411,5 +412,8 @@ def test_a_hit_leaves_the_unused_columns_unread() -> None:
                 assert isinstance(got, schema.Dropped) and not isinstance(want, schema.Dropped)
             else:
                 assert not isinstance(got, schema.Dropped) and (got == want).all(), column
+    # the launch configurations: none without their ids, as a cold read interns none
+    fresh = read_trace(trace, replace(options, cache=False), remember=False, unused=unused)
+    assert full.launches and lean.launches == fresh.launches == []
     for command, cold in colds.items():
         assert _json([command], trace) == cold, command

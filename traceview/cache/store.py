@@ -36,9 +36,7 @@ from traceview.columns.schema import (
     CPU_COLUMNS as CPU_SCHEMA,
 )
 from traceview.columns.schema import (
-    TABLES as COLUMN_TABLES,
-)
-from traceview.columns.schema import (
+    GPU_LAUNCH,
     AnyGroup,
     CommColumns,
     FlowColumns,
@@ -52,6 +50,9 @@ from traceview.columns.schema import (
     dropped,
     from_arrays,
     unused_of,
+)
+from traceview.columns.schema import (
+    TABLES as COLUMN_TABLES,
 )
 from traceview.read.reader import ReadStats
 
@@ -412,7 +413,8 @@ def read_entry(
         quality=Counter(meta["quality"]),
         facts=_read_facts(meta.get("facts")),
         cpu_quality=Counter(meta["cpu_quality"]),
-        launches=_read_launches(directory / "launches.parquet"),
+        # none interned by a read that leaves the ids out (schema.GPU_LAUNCH): none read here
+        launches=[] if GPU_LAUNCH in unused else _read_launches(directory / "launches.parquet"),
         comms=_group(directory / "comms.parquet", CommColumns),
         comm_keys=_read_comm_keys(directory / "comm_keys.parquet"),
         memory=_group(directory / "memory.parquet", MemoryColumns),
