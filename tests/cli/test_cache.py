@@ -11,6 +11,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import ROOT, SHARED_TRACES
 from typer.testing import CliRunner
@@ -387,8 +388,10 @@ def test_cpu_row_groups_are_skipped_by_their_time_range(tmp_path: Path) -> None:
 
 def test_a_hit_leaves_the_unused_columns_unread() -> None:
     """A command's unused columns (schema.DROPPABLE) are not read from an entry either: Dropped
-    of the entry's row count, every other column as stored; summary (flows left out) and lean
-    kernels (launch ids and times left out) say from the entry what they say cold."""
+    of the entry's row count, every other column as stored; nor the frames shorter than
+    summary keeps; summary (flows and short frames left out) and lean kernels (launch ids and
+    times left out) say from the entry what they say cold."""
+    from traceview.analyses.core.stall import STALL_FRAME_MIN_NS
     from traceview.app.commands import _unused
     from traceview.app.reading import read_trace
     from traceview.columns import schema
@@ -402,7 +405,16 @@ def test_a_hit_leaves_the_unused_columns_unread() -> None:
     options = ReadOptions(quiet=True)
     full = read_trace(trace, options, keep_cpu=True, frames=True, remember=False)
     unused = _unused(launch_times=True, flows=True)
-    lean = read_trace(trace, options, keep_cpu=True, frames=True, remember=False, unused=unused)
+    floor = STALL_FRAME_MIN_NS  # only the frames as long, as summary's read keeps them
+    lean = read_trace(
+        trace, options, keep_cpu=True, frames=True, remember=False, unused=unused,
+        frames_from_ns=floor,
+    )  # fmt: skip
+    long = np.flatnonzero(full.frames.end - full.frames.ts >= floor)
+    assert 0 < len(long) < len(full.frames.ts)
+    for column in schema.FRAME_COLUMNS:
+        got, want = getattr(lean.frames, column.name), getattr(full.frames, column.name)
+        assert np.array_equal(got, want[long]), column.name
     for group in ("gpu", "runtime", "flows"):
         for column in schema.TABLES[type(getattr(full, group))]:
             want = getattr(getattr(full, group), column.name)

@@ -32,6 +32,7 @@ from traceview.analyses.core.graphs import replayed
 from traceview.analyses.core.names import display_names, short_names
 from traceview.analyses.core.oplinks import NO_OP, OpLinks
 from traceview.analyses.core.stacks import build_stacks, covering_frame, frame_names
+from traceview.analyses.core.stall import STALL_FRAME_MIN_NS, STALL_MIN_NS
 from traceview.analyses.memory import HEADROOM_PCT, SLACK_SHARE, MemoryReport
 from traceview.columns.model import TraceEvents
 from traceview.columns.schema import KERNEL, MEMCPY
@@ -50,7 +51,7 @@ MATERIAL_SHARE = 0.01  # a hint's time at stake: at least 1% of the devices' win
 ALIGNMENT_SHARE = 0.05  # misaligned GEMMs: at least 5% of the GEMM time
 STALL_STEP_SHARE = 0.25  # a host stall: uncovered host wait ≥ 25% of the median step ...
 STALL_WINDOW_SHARE = 0.01  # ... or, without steps, ≥ 1% of the device's window ...
-STALL_MIN_NS = 1_000_000  # ... and at least 1 ms
+# ... and at least STALL_MIN_NS (1 ms)
 LOADER_GAPS = 50  # the CPU context is looked up for this many of the longest cpu-caused gaps
 STALL_GAPS = 200  # ... and for this many when looking for host stalls
 CPU_BOUND_STEP_SHARE = 0.10  # a host-bound step: short host wait ≥ 10% of its window ...
@@ -478,12 +479,15 @@ def host_stall(f: Facts) -> Hint | None:
 
 
 def _stall_frame(f: Facts, chosen: GapSet, stall: np.ndarray) -> tuple[str, int, int] | None:
-    """The python frame the host is in during the stalls (trace read with its frames)."""
+    """The python frame the host is in during the stalls (trace read with its frames), among
+    the frames of at least STALL_FRAME_MIN_NS: only those can hold half of a stall, and a read
+    for ``summary`` keeps only those (the answer is the same from either read)."""
     frames = f.events.frames
     if len(frames.ts) == 0 or len(f.links.thread) == 0:
         return None
-    name, names = frame_names(frames.name, f.events.names)
-    stacks = build_stacks(frames.thread, name, frames.ts, frames.end)
+    long = np.flatnonzero(frames.end - frames.ts >= STALL_FRAME_MIN_NS)
+    name, names = frame_names(frames.name[long], f.events.names)
+    stacks = build_stacks(frames.thread[long], name, frames.ts[long], frames.end[long])
     thread = f.links.thread[chosen.after[stall]]
     start = chosen.start[stall]
     return covering_frame(stacks, names, thread, start, start + chosen.host_wait[stall])

@@ -210,6 +210,7 @@ def summary(
     """``traceview summary``; ``phase``: only the GPU work of that phase's steps;
     ``include_warmup``: warm-up and capture steps counted in the step medians; ``peaks``:
     a ``--peaks`` file for MFU."""
+    from traceview.analyses.core.stall import STALL_FRAME_MIN_NS
     from traceview.analyses.ops.peaks import load_peaks_file
     from traceview.analyses.summary import overview
     from traceview.app.aside import aside_for
@@ -230,6 +231,7 @@ def summary(
         memory=True,
         frames=True,
         unused=_unused(flows=True),
+        frames_from_ns=STALL_FRAME_MIN_NS,  # the host-stall hint looks at no shorter frame
     )
     reuse_freed_memory()  # the analyses' many row-sized temporaries: no page faults anew
     events = _of_phase(whole, phase)

@@ -34,6 +34,7 @@ def read_trace(
     frames: bool = False,
     index: bool = False,
     unused: frozenset[str] = frozenset(),
+    frames_from_ns: int = 0,
 ) -> TraceEvents:
     """Read a trace (from the cache when it holds it); remember it as the last one analysed.
     With ``--step-regex`` the steps are the CPU ranges whose name matches it; without it and
@@ -45,7 +46,8 @@ def read_trace(
     with the python frames and fwdbwd flows (and the CPU rows). ``index``: a read of the trace
     itself notes its chunks in ``read.index`` (trim; none from the cache). ``unused``: the
     columns the command never reads (schema.DROPPABLE), left out of a read that fills no
-    cache entry (an entry holds every column) and of a cache hit."""
+    cache entry (an entry holds every column) and of a cache hit; ``frames_from_ns``: of the
+    python frames, only those at least this long are kept by such reads (``summary``)."""
     start_up_done()  # the command line's start-up ends here
     regex = None
     keep_cpu = keep_cpu or phases or frames
@@ -56,12 +58,20 @@ def read_trace(
         keep_cpu = True
     pipe = _is_pipe(path, options)
     events = (
-        _read_cached(path, options, keep_cpu, frames, index, unused)
+        _read_cached(path, options, keep_cpu, frames, index, unused, frames_from_ns)
         if options.cache and not pipe
         else None
     )
     if events is None:
-        events = _ingest(path, options, keep_cpu, frames, index=index, unused=unused)
+        events = _ingest(
+            path,
+            options,
+            keep_cpu,
+            frames,
+            index=index,
+            unused=unused,
+            frames_from_ns=frames_from_ns,
+        )
     if regex is not None:
         from traceview.analyses.core.steps import steps_matching
 
@@ -119,15 +129,17 @@ def _read_cached(
     frames: bool = False,
     index: bool = False,
     unused: frozenset[str] = frozenset(),
+    frames_from_ns: int = 0,
 ) -> TraceEvents | None:
     """The events from the cache, or a fresh read stored in it; None when it cannot be used.
-    The frames are read (and stored) only by a command that asks for them; ``unused``: the
-    columns a hit leaves unread (a fresh read keeps every column, for the entry)."""
+    The frames are read (and stored) only by a command that asks for them; ``unused``,
+    ``frames_from_ns``: the columns a hit leaves unread, the frames shorter than that it
+    leaves out (a fresh read keeps every column and frame, for the entry)."""
     from traceview import cache
     from traceview.analyses.core.trace import with_facts
 
     settings = cache.CacheSettings(True, options.refresh, options.cache_dir, options.verify)
-    slot = cache.open_slot(path, settings, keep_cpu, frames, unused)
+    slot = cache.open_slot(path, settings, keep_cpu, frames, unused, frames_from_ns)
     if slot is None:
         return None
     if slot.events is not None:
@@ -167,10 +179,11 @@ def _ingest(
     hashes: BlockHashes | None = None,
     index: bool = False,
     unused: frozenset[str] = frozenset(),
+    frames_from_ns: int = 0,
 ) -> TraceEvents:
     """Read the trace itself, with a progress bar on a terminal (``frames``: with the python
     frames and flows; an Nsight Systems export has none; ``hashes``: the blocks read are
-    hashed into it; ``unused``: the columns left out, see read_trace)."""
+    hashed into it; ``unused``, ``frames_from_ns``: what is left out, see read_trace)."""
     from traceview.columns.parallel import collect_events
     from traceview.read.nsys import is_sqlite
     from traceview.read.reader import TraceReader
@@ -188,7 +201,7 @@ def _ingest(
     size = None if reader.info.compressed or reader.info.stream else reader.info.size_bytes
     with ByteProgress(size, enabled=not options.quiet) as progress:
         reader.on_progress = progress
-        events = collect_events(reader, keep_cpu, frames, unused)
+        events = collect_events(reader, keep_cpu, frames, unused, frames_from_ns)
     # A full collection empties the interpreter's free lists, which the read filled (on the
     # 1 GB trace with 10^6 names, 18 MB), and the batches' heap pages go back to the system,
     # before the analyses' peaks. It takes ~10 ms, for nothing on a small trace.

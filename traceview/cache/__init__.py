@@ -74,10 +74,12 @@ def open_slot(
     keep_cpu: bool,
     frames: bool = False,
     unused: frozenset[str] = frozenset(),
+    frames_from_ns: int = 0,
 ) -> Slot | None:
     """The trace's cache slot (with its events on a hit), or None to read without the cache;
     ``frames``: a hit needs an entry that holds the python frames; ``unused``: the columns a
-    hit leaves unread (schema.DROPPABLE)."""
+    hit leaves unread (schema.DROPPABLE); ``frames_from_ns``: of the frames, a hit keeps only
+    those at least this long."""
     from traceview.cache.key import identity, trace_key
     from traceview.cache.root import claim
 
@@ -113,7 +115,11 @@ def open_slot(
         return None
     if key is None:  # no entry can be the trace's: its read makes the key
         return Slot(root, "", ident, path, None, settings.refresh, BlockHashes(ident[1]))
-    events = None if settings.refresh else _load(root, key, path, keep_cpu, frames, unused)
+    events = (
+        None
+        if settings.refresh
+        else _load(root, key, path, keep_cpu, frames, unused, frames_from_ns)
+    )
     return Slot(root, key, ident, path, events, settings.refresh)
 
 
@@ -124,6 +130,7 @@ def _load(
     keep_cpu: bool,
     frames: bool = False,
     unused: frozenset[str] = frozenset(),
+    frames_from_ns: int = 0,
 ) -> TraceEvents | None:
     """The entry's events, or None on a miss; a damaged entry is removed with a warning."""
     from traceview.cache.manage import add_path, touch
@@ -136,7 +143,7 @@ def _load(
         meta = read_meta(directory)
         if not _serves(meta, keep_cpu, frames):
             return None  # read the trace; publish then upgrades or completes the entry
-        events = read_entry(directory, meta, keep_cpu, frames, unused)
+        events = read_entry(directory, meta, keep_cpu, frames, unused, frames_from_ns)
     except Exception as e:  # damaged, truncated, another schema: rebuild, never crash
         if not directory.exists():
             return None  # removed while we read it (cache prune, clear): a miss

@@ -23,6 +23,7 @@ import orjson
 from traceview import __version__
 from traceview.cache.fingerprint import ingest_fingerprint
 from traceview.columns.cpu_rows import ROW, CpuRows, Windows
+from traceview.columns.frames import long_frames
 from traceview.columns.model import (
     DataChecks,
     StepWindow,
@@ -38,6 +39,7 @@ from traceview.columns.schema import (
 from traceview.columns.schema import (
     GPU_LAUNCH,
     AnyGroup,
+    Column,
     CommColumns,
     FlowColumns,
     FrameColumns,
@@ -49,6 +51,7 @@ from traceview.columns.schema import (
     arrays_of,
     dropped,
     from_arrays,
+    join_columns,
     unused_of,
 )
 from traceview.columns.schema import (
@@ -393,10 +396,13 @@ def read_entry(
     keep_cpu: bool,
     frames: bool = False,
     unused: frozenset[str] = frozenset(),
+    frames_from_ns: int = 0,
 ) -> TraceEvents:
     """TraceEvents from an entry; without ``keep_cpu``, exactly what a read without CPU gives;
     with ``frames`` (and ``keep_cpu``), the python frames and flows too. ``unused``: columns
-    left unread, Dropped (schema.DROPPABLE), as a read of the trace leaves them."""
+    left unread, Dropped (schema.DROPPABLE), as a read of the trace leaves them;
+    ``frames_from_ns``: only the frames at least this long, as a read of the trace keeps
+    them."""
     gpu = _group(directory / "gpu.parquet", GpuColumns, unused_of("gpu", unused))
     names = _read_names(directory / "names.parquet")
     events = TraceEvents(
@@ -429,7 +435,7 @@ def read_entry(
         if frames and meta.get("has_frames"):
             return replace(
                 events,
-                frames=_group(directory / "frames.parquet", FrameColumns),
+                frames=_long_frames(directory / "frames.parquet", frames_from_ns),
                 flows=_group(directory / "flows.parquet", FlowColumns, unused_of("flows", unused)),
                 frames_read=True,
             )
@@ -529,9 +535,7 @@ def _group(path: Path, group: type[Group], unused: frozenset[str] = frozenset())
     """
     columns = COLUMN_TABLES[group]
     with _parquet().ParquetFile(path, page_checksum_verification=True) as parquet:
-        names = parquet.schema_arrow.names
-        if names != [c.name for c in columns]:
-            raise DamagedEntry(f"{path.name} has the columns {', '.join(names)}")
+        _check_names(path, parquet, columns)
         table = parquet.read(columns=[c.name for c in columns if c.name not in unused])
         rows = parquet.metadata.num_rows
     try:
@@ -544,6 +548,31 @@ def _group(path: Path, group: type[Group], unused: frozenset[str] = frozenset())
         )
     except SchemaMismatch as e:
         raise DamagedEntry(f"{path.name}: {e}") from None
+
+
+def _long_frames(path: Path, from_ns: int) -> FrameColumns:
+    """The frames of the entry at least ``from_ns`` long (all when 0), read a batch at a time
+    when some are left out: only those kept are held (frames.long_frames)."""
+    if from_ns <= 0:
+        return _group(path, FrameColumns)
+    columns = COLUMN_TABLES[FrameColumns]
+    parts = []
+    with _parquet().ParquetFile(path, page_checksum_verification=True) as parquet:
+        _check_names(path, parquet, columns)
+        for batch in parquet.iter_batches(batch_size=1 << 16, use_threads=False):
+            rows = [batch.column(i).to_numpy() for i in range(len(columns))]
+            parts.append(long_frames(rows, from_ns))
+    try:
+        return from_arrays(FrameColumns, join_columns(parts, columns))
+    except SchemaMismatch as e:
+        raise DamagedEntry(f"{path.name}: {e}") from None
+
+
+def _check_names(path: Path, parquet: Any, columns: Sequence[Column]) -> None:
+    """DamagedEntry unless the file holds exactly ``columns``, in order."""
+    names = parquet.schema_arrow.names
+    if names != [c.name for c in columns]:
+        raise DamagedEntry(f"{path.name} has the columns {', '.join(names)}")
 
 
 def _read_table(path: Path) -> Any:

@@ -125,10 +125,14 @@ def _start_reading_early(args: list[str]) -> None:
         return
     from pathlib import Path
 
+    from traceview.analyses.core.stall import STALL_FRAME_MIN_NS
     from traceview.columns.parallel import start_early
 
-    # With the cache, the worker hashes the blocks it reads: a first read makes the key of them.
-    start_early(Path(args[1]), *_EARLY_READS[args[0]], hash_blocks="--no-cache" not in args)
+    # With the cache, the worker hashes the blocks it reads: a first read makes the key of them
+    # (and keeps every frame, for the entry); without it, summary's keeps only the long frames.
+    cached = "--no-cache" not in args
+    floor = 0 if cached or args[0] != "summary" else STALL_FRAME_MIN_NS
+    start_early(Path(args[1]), *_EARLY_READS[args[0]], hash_blocks=cached, frames_from_ns=floor)
 
 
 def __getattr__(name: str) -> Any:

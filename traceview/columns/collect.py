@@ -48,6 +48,7 @@ from traceview.columns.schema import (
     GpuColumns,
     MemoryColumns,
     RuntimeColumns,
+    arrays_of,
     from_arrays,
     join_columns,
     unused_of,
@@ -125,10 +126,13 @@ class EventCollector:
         spill: SpillFile | None = None,
         keep_frames: bool = False,
         unused: frozenset[str] = frozenset(),
+        frames_from_ns: int = 0,
     ) -> None:
         """``spill``: where CPU rows go (default: a new temporary file when the first comes);
         ``keep_frames``: keep the python frames and fwdbwd flows (with the CPU rows);
-        ``unused``: the columns left out (schema.DROPPABLE), Dropped in the result."""
+        ``unused``: the columns left out (schema.DROPPABLE), Dropped in the result;
+        ``frames_from_ns``: only the python frames at least this long are kept (their names
+        interned all the same, so every id is the one a read of them all gives)."""
         if not unused <= DROPPABLE:
             raise ValueError(f"not columns a read may leave out: {sorted(unused - DROPPABLE)}")
         self.keep_cpu = keep_cpu or keep_frames
@@ -153,6 +157,7 @@ class EventCollector:
         self._comm: list[tuple[np.ndarray, ...]] = []  # per batch: COMM_COLUMNS
         self._memory: list[tuple[np.ndarray, ...]] = []  # per batch: MEMORY_COLUMNS
         self._frames = Segments(FRAME_COLUMNS)
+        self._frames_from_ns = frames_from_ns
         self._flows = Segments(FLOW_COLUMNS, unused=unused_of("flows", unused))
         self._gpu_rows = 0  # GPU rows committed so far
 
@@ -239,7 +244,7 @@ class EventCollector:
         if new_memory is not None:
             self._memory.append(new_memory)
         if new_frames is not None:
-            self._frames.append(new_frames[0])
+            self._frames.append(frames.long_frames(new_frames[0], self._frames_from_ns))
             self._flows.append(new_frames[1])
 
     def _frame_rows(
@@ -510,7 +515,9 @@ class EventCollector:
             self._cpu_before.insert(0, renumbered)
         if self.keep_frames and len(part.threads):
             threads = self.threads.ids_of(part.threads)
-            self._frames.prepend(frames.renumbered_frames(part.frames, threads, names))
+            kept = frames.long_frames(arrays_of(part.frames), self._frames_from_ns)
+            part_frames = from_arrays(FrameColumns, kept)  # a worker may have kept them all
+            self._frames.prepend(frames.renumbered_frames(part_frames, threads, names))
             self._flows.prepend(frames.renumbered_flows(part.flows, threads))
         if part.span_ns is not None:
             self._widen_span(*part.span_ns)

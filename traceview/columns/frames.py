@@ -108,6 +108,17 @@ def _ids(events: list[Any]) -> np.ndarray:
     return np.fromiter((_id(getattr(e, "id", None)) for e in events), np.int64, len(events))
 
 
+_TS, _END = (next(i for i, c in enumerate(FRAME_COLUMNS) if c.name == n) for n in ("ts", "end"))
+
+
+def long_frames(rows: Sequence[np.ndarray], from_ns: int) -> tuple[np.ndarray, ...]:
+    """The frame rows (FRAME_COLUMNS) at least ``from_ns`` long (end − ts; all when 0)."""
+    if from_ns <= 0:
+        return tuple(rows)
+    keep = np.flatnonzero(rows[_END] - rows[_TS] >= from_ns)
+    return tuple(rows) if len(keep) == len(rows[_TS]) else tuple(c[keep] for c in rows)
+
+
 def renumbered_frames(
     rows: FrameColumns, threads: np.ndarray, names: np.ndarray
 ) -> tuple[np.ndarray, ...]:

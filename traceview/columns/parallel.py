@@ -63,36 +63,46 @@ def collect_events(
     keep_cpu: bool = False,
     keep_frames: bool = False,
     unused: frozenset[str] = frozenset(),
+    frames_from_ns: int = 0,
 ) -> TraceEvents:
     """Read the whole trace through ``reader`` into TraceEvents (CPU activity if asked,
-    python frames and flows if asked, the ``unused`` columns left out: see EventCollector):
-    in two processes when it is big and the CPU allows (each part by its own reader, made by
-    ``reader.for_part``; ``reader`` itself reads the file only if the split fails). The worker
-    keeps every column; this process leaves the unused ones of its part unread."""
+    python frames and flows if asked, the ``unused`` columns left out, only the frames at
+    least ``frames_from_ns`` long: see EventCollector): in two processes when it is big and
+    the CPU allows (each part by its own reader, made by ``reader.for_part``; ``reader``
+    itself reads the file only if the split fails). The worker keeps every column (and the
+    frames it was told to); this process leaves the unused ones of its part unread."""
     keep_cpu = keep_cpu or keep_frames
     reader.shapes = keep_cpu  # only CPU rows have shapes
     reader.frames = keep_frames
-    forked = _adopt_early(reader, keep_cpu, keep_frames)
+    forked = _adopt_early(reader, keep_cpu, keep_frames, frames_from_ns)
+    serial = functools.partial(
+        _serial,
+        keep_cpu=keep_cpu,
+        keep_frames=keep_frames,
+        unused=unused,
+        frames_from_ns=frames_from_ns,
+    )
     handed = False  # the worker left mapping the CPU rows (stopped once they are read)
     if forked is None:
         split = reader.plan_split(split_min_bytes()) if (os.cpu_count() or 1) > 1 else None
         if split is None:
-            return _serial(reader, keep_cpu, keep_frames=keep_frames, unused=unused)
+            return serial(reader)
         if threads_win(reader):  # one process, the chunks scanned on threads (read.threaded)
             try:
                 threaded = ThreadedReader.of(reader)
-                return _serial(threaded, keep_cpu, keep_frames=keep_frames, unused=unused)
+                return serial(threaded)
             except SplitFailed:
-                return _serial(reader, keep_cpu, keep_frames=keep_frames, unused=unused)
+                return serial(reader)
         if gc.get_freeze_count():  # the command line froze its start-up: so what came since
             gc.freeze()  # (the worker touches none of it; the collection after the read skips it)
-        forked = _Forked(reader, split, keep_cpu, keep_frames, reader.hashes is not None)
+        hashes = reader.hashes is not None
+        forked = _Forked(reader, split, keep_cpu, keep_frames, hashes, frames_from_ns)
     try:
         # This process skips to the middle, finds the boundary and tells the worker where
         # to stop, while the worker is already reading from the start.
         on_boundary = forked.boundary_out.send
         main = reader.for_part(MainPart(split_at=forked.split[1], on_boundary=on_boundary))
-        collector = _collect(main, keep_cpu, keep_frames=keep_frames, unused=unused)
+        collector = _collect(main, keep_cpu, None, keep_frames, unused, frames_from_ns)
         part = _receive(forked.receiver, forked.memfd, forked.spill, forked.started, reader.hashes)
         # The worker maps its CPU rows to this process's ids into a file of their own
         # while this one joins the rest and starts its analyses: the rows wait for it only
@@ -104,7 +114,7 @@ def collect_events(
         events = collector.finish(main)
         handed = renumber.hand_over()
     except SplitFailed:  # a half failed: the worker's result is not wanted
-        return _serial(reader, keep_cpu, keep_frames=keep_frames, unused=unused)
+        return serial(reader)
     finally:
         if not handed:
             forked.stop()
@@ -121,8 +131,10 @@ class _Forked:
         keep_cpu: bool,
         keep_frames: bool,
         hash_blocks: bool = False,
+        frames_from_ns: int = 0,
     ) -> None:
         self.split, self.keep_cpu, self.keep_frames = split, keep_cpu, keep_frames
+        self.frames_from_ns = frames_from_ns
         self.block_size = reader.block_size
         self.started = time.monotonic()  # its part is waited for with patience from then
         self.receiver, sender = Channel.pipe()
@@ -135,7 +147,7 @@ class _Forked:
         ends = (self.receiver, self.boundary_out)  # the worker closes this process's ends
         try:
             more = (self.memfd, self.spill, keep_frames, hash_blocks, reader.index, self.mapped)
-            self.child = Child(_worker, (*args, *more), ends)
+            self.child = Child(_worker, (*args, *more, frames_from_ns), ends)
         except BaseException:
             self._close()
             raise
@@ -161,13 +173,19 @@ _early: tuple[_Forked, os.stat_result, int] | None = None
 
 
 def start_early(
-    path: Path, keep_cpu: bool, keep_frames: bool = False, hash_blocks: bool = False
+    path: Path,
+    keep_cpu: bool,
+    keep_frames: bool = False,
+    hash_blocks: bool = False,
+    frames_from_ns: int = 0,
 ) -> None:
     """Fork the worker of a split read of ``path`` now, while the command line still starts
     (parses its options, imports its analyses): the read that follows adopts it if it reads
     that file in the same way, else it is stopped (``stop_early``). ``hash_blocks``: the
     worker hashes the blocks it reads, for a cache key (a read that does not want them
-    ignores them; one that does reads the blocks again without them). Nothing when the file is
+    ignores them; one that does reads the blocks again without them). ``frames_from_ns``: the
+    worker keeps only the frames at least this long (a read that keeps more stops it). Nothing
+    when the file is
     small, not a regular file (a pipe is not opened before the command's options are checked),
     cannot be split or cannot be read (the read itself then says why)."""
     global _early
@@ -184,7 +202,8 @@ def start_early(
             reader.plan_split(split_min_bytes(), lead=lead) if (os.cpu_count() or 1) > 1 else None
         )
         if split is not None:
-            forked = _Forked(reader, split, keep_cpu or keep_frames, keep_frames, hash_blocks)
+            keep_cpu = keep_cpu or keep_frames
+            forked = _Forked(reader, split, keep_cpu, keep_frames, hash_blocks, frames_from_ns)
             _early = (forked, stat, os.getpid())
     except Exception:  # e.g. not a trace: the command says what it is
         return
@@ -198,8 +217,11 @@ def stop_early() -> None:
     _early = None
 
 
-def _adopt_early(reader: TraceReader, keep_cpu: bool, keep_frames: bool) -> _Forked | None:
-    """The early worker, if it reads ``reader``'s file as this read does (else it is stopped)."""
+def _adopt_early(
+    reader: TraceReader, keep_cpu: bool, keep_frames: bool, frames_from_ns: int = 0
+) -> _Forked | None:
+    """The early worker, if it reads ``reader``'s file as this read does, keeping at least
+    the frames this read keeps (else it is stopped)."""
     global _early
     if _early is None or _early[2] != os.getpid():
         _early = None  # not this process's worker
@@ -215,6 +237,7 @@ def _adopt_early(reader: TraceReader, keep_cpu: bool, keep_frames: bool) -> _For
         same_file
         and (now.st_size, now.st_mtime_ns) == (stat.st_size, stat.st_mtime_ns)
         and (forked.keep_cpu, forked.keep_frames) == (keep_cpu, keep_frames)
+        and forked.frames_from_ns <= frames_from_ns
         and forked.block_size == reader.block_size
         and reader.decode is None
         and not reader.keep_text
@@ -241,11 +264,12 @@ def _worker(
     hash_blocks: bool = False,
     index: bool = False,
     mapped: SpillFile | None = None,
+    frames_from_ns: int = 0,
 ) -> None:
     """In the forked worker: read from the first event to the boundary the main process
     finds (at or after the middle), and send the part back (with the hashes of the blocks
-    read if ``hash_blocks``; ``index``: with its chunks, see TraceReader); then map its CPU
-    rows' ids into ``mapped`` when asked."""
+    read if ``hash_blocks``; ``index``: with its chunks, see TraceReader; only the frames at
+    least ``frames_from_ns`` long); then map its CPU rows' ids into ``mapped`` when asked."""
     try:
         final_end = functools.partial(_recv_boundary, boundary)
         spec = WorkerPart(*split, final_end=final_end, exact_times=exact_times)
@@ -259,7 +283,7 @@ def _worker(
         )
         if hash_blocks:
             part.hashes = BlockHashes(part.info.size_bytes)
-        events = _serial(part, keep_cpu, spill, keep_frames)
+        events = _serial(part, keep_cpu, spill, keep_frames, frames_from_ns=frames_from_ns)
     except TraceviewError as e:
         conn.send(("error", str(e)))
         return
@@ -524,8 +548,9 @@ def _serial(
     spill: SpillFile | None = None,
     keep_frames: bool = False,
     unused: frozenset[str] = frozenset(),
+    frames_from_ns: int = 0,
 ) -> TraceEvents:
-    return _collect(reader, keep_cpu, spill, keep_frames, unused).finish(reader)
+    return _collect(reader, keep_cpu, spill, keep_frames, unused, frames_from_ns).finish(reader)
 
 
 def _collect(
@@ -534,8 +559,9 @@ def _collect(
     spill: SpillFile | None = None,
     keep_frames: bool = False,
     unused: frozenset[str] = frozenset(),
+    frames_from_ns: int = 0,
 ) -> EventCollector:
-    collector = EventCollector(keep_cpu, spill, keep_frames, unused)
+    collector = EventCollector(keep_cpu, spill, keep_frames, unused, frames_from_ns)
     # What the compiled scanner may drop unread: nothing when frames and flows are kept
     # but the scanner does not convert them (it does with the CPU ops' shapes).
     takes_frames = reader.frames and reader.shapes
