@@ -386,7 +386,7 @@ def test_cpu_row_groups_are_skipped_by_their_time_range(tmp_path: Path) -> None:
     assert np.concatenate(list(parquet.blocks(BLOCK_ROWS))).tobytes() == table.tobytes()
 
 
-def test_a_hit_leaves_the_unused_columns_unread() -> None:
+def test_a_hit_leaves_the_unused_columns_unread(monkeypatch: pytest.MonkeyPatch) -> None:
     """A command's unused columns (schema.DROPPABLE) are not read from an entry either: Dropped
     of the entry's row count, every other column as stored; nor the frames shorter than
     summary keeps; summary (flows and short frames left out) and lean kernels (launch ids and
@@ -401,7 +401,11 @@ def test_a_hit_leaves_the_unused_columns_unread() -> None:
     if not trace.is_file():
         pytest.skip(f"{trace} is absent")
     colds = {c: _json([c], trace, "--no-cache") for c in ("summary", "kernels")}
+    monkeypatch.setattr(store, "FRAME_ROW_GROUP", 1000)  # the long frames read group by group
     assert _json(["summary"], trace) == colds["summary"]  # fills the entry, frames included
+    (entry,) = _entries()
+    frames_file = store._parquet().ParquetFile(entry.directory / "frames.parquet")
+    assert frames_file.metadata.num_row_groups > 1
     options = ReadOptions(quiet=True)
     full = read_trace(trace, options, keep_cpu=True, frames=True, remember=False)
     unused = _unused(launch_times=True, flows=True)

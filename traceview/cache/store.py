@@ -82,6 +82,10 @@ TABLES = (
 CPU_TABLES = ("cpu.parquet", "threads.parquet", "shapes.parquet")
 FRAME_TABLES = ("frames.parquet", "flows.parquet")
 SHAPE_COLUMNS = ("dims", "types", "concrete")
+# frames.parquet's row groups: summary reads the long frames a group at a time (_long_frames),
+# and a group of 2^20 rows (pyarrow's default) decodes to 42 MB at once: measured in
+# benchmarks/RESULTS-rust-43c.md ("summary's frames").
+FRAME_ROW_GROUP = 1 << 16
 EXPORT_FILES = (*TABLES, *CPU_TABLES, *FRAME_TABLES, META)
 
 
@@ -140,7 +144,10 @@ def _write_tables(
         )
         sizes["shapes.parquet"] = _write(directory / "shapes.parquet", _shapes(events.shapes))
         if events.frames_read or frames:  # ids into the threads and names: with the CPU tables
-            sizes["frames.parquet"] = _write(directory / "frames.parquet", _columns(events.frames))
+            frames_table = _columns(events.frames)
+            sizes["frames.parquet"] = _write(
+                directory / "frames.parquet", frames_table, row_group_size=FRAME_ROW_GROUP
+            )
             sizes["flows.parquet"] = _write(directory / "flows.parquet", _columns(events.flows))
     return sizes
 
@@ -279,13 +286,13 @@ def _pairs(keys: Sequence[tuple[Any, Any]], names: tuple[str, str]) -> Any:
     )
 
 
-def _write(path: Path, table: Any) -> int:
+def _write(path: Path, table: Any, row_group_size: int | None = None) -> int:
     import pyarrow as pa
 
     integers = all(pa.types.is_integer(t) for t in table.schema.types)
     options = _INTEGER_OPTIONS if integers else {}
     with _writer(path, table.schema, {**_PARQUET_OPTIONS, **options}) as writer:
-        writer.write_table(table)
+        writer.write_table(table, row_group_size=row_group_size)
     return path.stat().st_size
 
 
@@ -551,17 +558,20 @@ def _group(path: Path, group: type[Group], unused: frozenset[str] = frozenset())
 
 
 def _long_frames(path: Path, from_ns: int) -> FrameColumns:
-    """The frames of the entry at least ``from_ns`` long (all when 0), read a batch at a time
-    when some are left out: only those kept are held (frames.long_frames)."""
+    """The frames of the entry at least ``from_ns`` long (all when 0), read a row group at a
+    time (FRAME_ROW_GROUP rows) when some are left out: only those kept are held
+    (frames.long_frames)."""
     if from_ns <= 0:
         return _group(path, FrameColumns)
     columns = COLUMN_TABLES[FrameColumns]
     parts = []
     with _parquet().ParquetFile(path, page_checksum_verification=True) as parquet:
         _check_names(path, parquet, columns)
-        for batch in parquet.iter_batches(batch_size=1 << 16, use_threads=False):
-            rows = [batch.column(i).to_numpy() for i in range(len(columns))]
+        for group in range(parquet.metadata.num_row_groups):
+            table = parquet.read_row_group(group, use_threads=False)
+            rows = [table.column(i).to_numpy() for i in range(len(columns))]
             parts.append(long_frames(rows, from_ns))
+            del table, rows
     try:
         return from_arrays(FrameColumns, join_columns(parts, columns))
     except SchemaMismatch as e:
