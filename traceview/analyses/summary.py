@@ -18,7 +18,7 @@ from typing import Any, Protocol, TypeVar
 import numpy as np
 
 from traceview.aggregate import sums
-from traceview.aggregate.order import distinct, first_of_runs, present
+from traceview.aggregate.order import present
 from traceview.analyses import hints as hint_rules
 from traceview.analyses.audit import MFU, Figure, checks_of, figures_json, verdicts
 from traceview.analyses.core.breakdown import Breakdown, breakdowns
@@ -429,7 +429,8 @@ def _named(events: TraceEvents, kernels: tuple[Ranked, ...]) -> tuple[Ranked, ..
 
 def _launches(events: TraceEvents, links: OpLinks, graph_ids: np.ndarray) -> Launches:
     """The launch figures, a pass of kernels at a time: only the queue delays and launch
-    calls the medians need are held (and the graph replays' kernels)."""
+    calls the medians need are held, and per graph launch its first kernel's start and its
+    call (not its kernels: 7·10^6 replayed kernels would hold 0.45 GB)."""
     gpu = events.gpu
     launch, launch_end = links.launch, links.launch_end
     n = int(np.count_nonzero(gpu.kind == KERNEL))
@@ -437,8 +438,12 @@ def _launches(events: TraceEvents, links: OpLinks, graph_ids: np.ndarray) -> Lau
     calls = _Filled(n)  # launch calls timed (a replay's once, after)
     delays = timed = linked = shorter = 0
     kernel_ns, graph_ns = sums.GroupSums(1), sums.GroupSums(1)
-    graph_parts: list[tuple[np.ndarray, ...]] = []  # per replayed kernel with a launch
-    graph_corr: list[np.ndarray] = []
+    # per graph launch (graph_ids' order): whether a kernel of the trace ran it; of those
+    # with their launch call, the earliest start of its kernels and the call's start and end
+    ran = np.zeros(len(graph_ids), dtype=bool)
+    first = np.full(len(graph_ids), _NEVER, dtype=np.int64)
+    called = np.full(len(graph_ids), NO_LAUNCH, dtype=np.int64)
+    ended = np.full(len(graph_ids), NO_LAUNCH, dtype=np.int64)
     graph_kernels = 0
     for rows in _kernel_rows(events):
         graph = replayed(events, rows, graph_ids)
@@ -459,32 +464,22 @@ def _launches(events: TraceEvents, links: OpLinks, graph_ids: np.ndarray) -> Lau
         if graph.any():
             graph_kernels += int(np.count_nonzero(graph))
             graph_ns.add(np.zeros(int(graph.sum()), dtype=np.int64), dur[graph])
-            graph_corr.append(gpu.correlation[rows][graph])
-            replay = graph & has
-            graph_parts.append(
-                tuple(c[replay] for c in (gpu.correlation[rows], gpu.ts[rows], start, end))
-            )
+            slot = np.searchsorted(graph_ids, gpu.correlation[rows][graph])  # its launch
+            ran[slot] = True
+            replay = has[graph]
+            slot = slot[replay]
+            np.minimum.at(first, slot, gpu.ts[rows][graph][replay])
+            called[slot] = start[graph][replay]  # one call for every kernel of a replay
+            ended[slot] = end[graph][replay]
     own_calls = timed
-    if graph_parts:  # a replay's delay: its first kernel's start − the launch call
-        corr, ts, start, end = (np.concatenate(c) for c in zip(*graph_parts, strict=True))
-        del graph_parts
-        first = np.full(len(graph_ids), np.iinfo(np.int64).max, dtype=np.int64)
-        slot = np.searchsorted(graph_ids, corr)
-        np.minimum.at(first, slot, ts)
-        called = np.full(len(graph_ids), NO_LAUNCH, dtype=np.int64)
-        called[slot] = start
-        seen = first != np.iinfo(np.int64).max
-        replays = (first - called)[seen]
-        delay.values = np.concatenate([delay.values[:delays], replays])
+    if graph_kernels:  # a replay's delay: its first kernel's start − the launch call
+        seen = first != _NEVER
+        delay.values = np.concatenate([delay.values[:delays], (first - called)[seen]])
         delays = len(delay.values)
-        # a graph launch's call once, by its correlation id
-        replay = end != NO_LAUNCH
-        corr = corr[replay]
-        order = np.argsort(corr, kind="stable")  # np.unique's first of each, no numpy.ma
-        first_of = order[first_of_runs(corr[order])]
-        once = (end - start)[replay][first_of]
-        calls.values = np.concatenate([calls.values[:timed], once])
+        seen &= ended != NO_LAUNCH  # a graph launch's call once
+        calls.values = np.concatenate([calls.values[:timed], (ended - called)[seen]])
         timed = len(calls.values)
+    del first, called, ended
     call_total = sums.total(calls.values[:timed])
     # the medians in place (both arrays are this function's own): no copy beside them
     median_delay = _median(delay.values[:delays], in_place=True)
@@ -497,7 +492,7 @@ def _launches(events: TraceEvents, links: OpLinks, graph_ids: np.ndarray) -> Lau
         median_queue_delay_ns=median_delay,
         timed=own_calls,
         shorter_than_launch=shorter,
-        graph_launches=len(distinct(np.concatenate(graph_corr))) if graph_corr else 0,
+        graph_launches=int(np.count_nonzero(ran)),
         graph_kernels=graph_kernels,
         graph_kernel_ns=int(graph_ns.out[0]),
         kernel_ns=int(kernel_ns.out[0]),
@@ -505,6 +500,9 @@ def _launches(events: TraceEvents, links: OpLinks, graph_ids: np.ndarray) -> Lau
         median_call_ns=median_call,
         call_total_ns=call_total,
     )
+
+
+_NEVER = np.iinfo(np.int64).max  # no kernel of the graph launch seen
 
 
 class _Filled:
