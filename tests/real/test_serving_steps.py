@@ -179,6 +179,11 @@ def test_summary_per_phase_figures_match_a_plain_sum() -> None:
     assert end - start < last - first
     assert decode["median_step_us"] == pytest.approx(ref.us(last - first))
     assert decode["kernel_time_us"] == pytest.approx(ref.us(sum(by_name.values())))
+    replayed = ref.graph_replayed(raw)  # positions among the trace's kernels
+    graph = {id(k) for i, k in enumerate(ref.gpu_events(raw, ("kernel",))) if i in replayed}
+    graph_ns = sum(ref.dur_ns(e) for e in kernels if id(e) in graph)
+    assert 0 < graph_ns < sum(by_name.values())
+    assert decode["graph_kernel_pct"] == pytest.approx(100 * graph_ns / sum(by_name.values()))
     top = sorted(by_name.items(), key=lambda kv: (-kv[1], kv[0]))[:3]
     assert [(k["name"], k["gpu_time_us"]) for k in decode["top_kernels"]] == [
         (name, pytest.approx(ref.us(ns))) for name, ns in top

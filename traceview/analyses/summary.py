@@ -315,7 +315,9 @@ def overview(
     finally:
         for later in pending:
             later.cancel()
-    phases = phase_report(events, shared.step_rows, shared.gaps, include_warmup)
+    phases = phase_report(
+        events, shared.step_rows, shared.gaps, include_warmup, shared.launch, shared.graphs
+    )
     if trust is None:  # audit's verdicts (its trace summary is shared.trace)
         checks = checks_of(events, shared.links.launch)[0] if checks is None else checks
         trust = verdicts(checks, events, mfu=mfu.value is not None)

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from traceview.aggregate import sums
 from traceview.analyses.core.devices import GapSet
 from traceview.analyses.core.graphs import graph_launch_ids, replayed
 from traceview.analyses.core.step_markers import PHASES, UNKNOWN, WARMUP_PHASES
@@ -106,15 +107,29 @@ def counted(rows: Sequence[StepRow], include_warmup: bool) -> list[StepRow]:
 
 
 def phase_report(
-    events: TraceEvents, rows: Sequence[StepRow], gaps: GapSet, include_warmup: bool
+    events: TraceEvents,
+    rows: Sequence[StepRow],
+    gaps: GapSet,
+    include_warmup: bool,
+    launch: np.ndarray | None = None,
+    graphs: np.ndarray | None = None,
 ) -> PhaseReport:
-    """The PhaseReport of ``rows`` (the step table of ``events``); ``gaps``: device gaps."""
+    """The PhaseReport of ``rows`` (the step table of ``events``); ``gaps``: device gaps;
+    ``launch``, ``graphs``: ``launch_times(events)`` and ``graph_launch_ids(events)``, when
+    the caller has them."""
     kept = counted(rows, include_warmup)
     known = [p for p in PHASES if p != UNKNOWN and any(r.phase == p for r in kept)]
-    windows = step_windows(events)
-    figures = tuple(
-        _figures(events, [r for r in kept if r.phase == p], windows, gaps) for p in known
-    )
+    figures: tuple[PhaseFigures, ...] = ()
+    if known:  # the GPU rows sorted by launch once, for every phase
+        n = len(events.gpu.ts)
+        by_step = StepRows(events, np.arange(n, dtype=np.int32 if n < 2**31 else np.int64), launch)
+        del launch
+        graphs = graph_launch_ids(events) if graphs is None else graphs
+        windows = step_windows(events)
+        figures = tuple(
+            _figures(events, [r for r in kept if r.phase == p], windows, gaps, by_step, graphs)
+            for p in known
+        )
     warmup = tuple(r.step for r in rows if r.phase in WARMUP_PHASES and r.degenerate is None)
     return PhaseReport(
         phases=figures,
@@ -130,25 +145,34 @@ def median(values: Sequence[int] | Sequence[float]) -> Any:
 
 
 def _figures(
-    events: TraceEvents, rows: list[StepRow], windows: dict[int, Window], gaps: GapSet
+    events: TraceEvents,
+    rows: list[StepRow],
+    windows: dict[int, Window],
+    gaps: GapSet,
+    by_step: StepRows,
+    graphs: np.ndarray,
 ) -> PhaseFigures:
+    """The figures of a phase's steps ``rows``: its kernels summed a pass of GPU rows at a
+    time (no row-sized array of them: 7·10^6 CUDA-graph kernels held 0.3 GB of them)."""
     busy = [_busy_pct(r) for r in rows]
     known_busy = [b for b in busy if b is not None]
-    starts, waits = gaps.start, gaps.host_wait
-    order = np.argsort(starts, kind="stable")
-    starts, cumulative = starts[order], np.r_[0, np.cumsum(waits[order])]
-    host = []
-    for r in rows:
-        lo, hi = np.searchsorted(starts, [r.cpu_start_ns, r.cpu_end_ns], side="left")
-        host.append(int(cumulative[hi] - cumulative[lo]))
-    member, _ = StepRows(events, np.arange(len(events.gpu.ts))).members(
-        [windows[r.step] for r in rows]
-    )
-    member = np.unique(member)
-    kernels = member[events.gpu.kind[member] == KERNEL]
-    dur = events.gpu.dur[kernels]
-    total = int(dur.sum())
-    graph = replayed(events, kernels, graph_launch_ids(events))
+    host = _host_waits(gaps, rows)
+    member, _ = by_step.members([windows[r.step] for r in rows])
+    # the rows in any of the steps, in row order: a mask, not np.unique's sort or hash of
+    # every membership (5.8 s of a summary of 7·10^6 CUDA-graph kernels)
+    inside = np.zeros(len(events.gpu.ts), dtype=bool)
+    inside[member] = True
+    del member
+    gpu = events.gpu
+    total = graph_ns = 0
+    by_name = sums.GroupSums(len(events.names))
+    for lo in range(0, len(inside), _PASS):
+        kernels = np.flatnonzero(inside[lo : lo + _PASS] & (gpu.kind[lo : lo + _PASS] == KERNEL))
+        kernels += lo
+        dur = gpu.dur[kernels]
+        total += int(dur.sum())
+        graph_ns += int(dur[replayed(events, kernels, graphs)].sum())
+        by_name.add(gpu.name[kernels], dur)
     return PhaseFigures(
         phase=rows[0].phase,
         steps=len(rows),
@@ -156,9 +180,29 @@ def _figures(
         median_busy_pct=float(median(known_busy)) if known_busy else None,
         median_host_wait_ns=int(median(host)),
         kernel_time_ns=total,
-        graph_kernel_pct=100.0 * int(dur[graph].sum()) / total if total else 0.0,
-        top_kernels=_top(events, events.gpu.name[kernels], dur, total),
+        graph_kernel_pct=100.0 * graph_ns / total if total else 0.0,
+        top_kernels=_top(events, by_name.out, total),
     )
+
+
+_PASS = 1 << 16  # GPU rows, or device gaps, at a time
+
+
+def _host_waits(gaps: GapSet, rows: list[StepRow]) -> list[int]:
+    """Per step: the host wait of the device gaps that start in its CPU window [start, end),
+    summed a pass of gaps at a time (each pass sorted by start: no row-sized order)."""
+    cpu_start = np.array([r.cpu_start_ns for r in rows], dtype=np.int64)
+    cpu_end = np.array([r.cpu_end_ns for r in rows], dtype=np.int64)
+    host = np.zeros(len(rows), dtype=np.int64)
+    starts, waits = gaps.start, gaps.host_wait
+    for lo in range(0, len(starts), _PASS):
+        start = starts[lo : lo + _PASS]
+        order = np.argsort(start, kind="stable")
+        start = start[order]
+        cumulative = np.r_[0, np.cumsum(waits[lo : lo + _PASS][order])]
+        host += cumulative[np.searchsorted(start, cpu_end, side="left")]
+        host -= cumulative[np.searchsorted(start, cpu_start, side="left")]
+    return host.tolist()
 
 
 def _busy_pct(r: StepRow) -> float | None:
@@ -167,13 +211,9 @@ def _busy_pct(r: StepRow) -> float | None:
     return 100.0 * sum(d.busy_ns for d in r.devices) / window if window else None
 
 
-def _top(
-    events: TraceEvents, names: np.ndarray, dur: np.ndarray, total: int
-) -> tuple[PhaseKernel, ...]:
-    sums = np.bincount(names, weights=dur.astype(np.float64), minlength=len(events.names))
-    ints = np.zeros(len(sums), dtype=np.int64)
-    np.add.at(ints, names, dur)  # exact ns; the float sums only rank
-    best = sorted(np.flatnonzero(sums).tolist(), key=lambda i: (-int(ints[i]), events.names[i]))
+def _top(events: TraceEvents, ints: np.ndarray, total: int) -> tuple[PhaseKernel, ...]:
+    """The TOP_KERNELS names by their kernels' time (``ints``: exact ns per name id)."""
+    best = sorted(np.flatnonzero(ints).tolist(), key=lambda i: (-int(ints[i]), events.names[i]))
     return tuple(
         PhaseKernel(events.names[i], int(ints[i]), 100.0 * int(ints[i]) / total)
         for i in best[:TOP_KERNELS]
