@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import gc
 import json
+import random
 import time
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
+from traceview.analyses.core import stacks as stacks_module
 from traceview.analyses.core.stacks import NO_FRAME, build_stacks, innermost, subtree_sums
 from traceview.analyses.source import (
     NO_LAUNCH_FOUND,
@@ -214,3 +217,58 @@ def test_a_trace_without_frames_says_how_to_record_them(tmp_path: Path, fmt: str
         data = json.loads(r.stdout)
         assert data["totals"]["unattributed_us"] == data["totals"]["kernel_time_us"] == 3.0
         assert data["frames"] == [] and data["modules"] == [] and not data["has_stacks"]
+
+
+def _random_frames(rng: random.Random, nested: bool) -> tuple[np.ndarray, ...]:
+    """Frames on three threads with few names: nested ones (children inside their parent,
+    touching its ends, of no length, equal windows), else any windows (most overlap)."""
+    rows: list[tuple[int, int, int, int]] = []
+
+    def grow(thread: int, lo: int, hi: int, depth: int) -> None:
+        at = lo
+        while at <= hi and depth < 6 and rng.random() < 0.7:
+            start = rng.randint(at, hi)
+            end = rng.choice([start, hi, rng.randint(start, hi)])
+            rows.append((thread, rng.randrange(4), start, end))
+            if rng.random() < 0.2:
+                rows.append((thread, rng.randrange(4), start, end))  # the same window
+            grow(thread, start, end, depth + 1)
+            at = end if rng.random() < 0.3 else end + 1  # the next may start at its end
+
+    for thread in range(3):
+        if nested:
+            grow(thread, 0, 200, 0)
+        else:
+            for _ in range(rng.randrange(30)):
+                start = rng.randrange(100)
+                rows.append((thread, rng.randrange(4), start, start + rng.randrange(40)))
+    rng.shuffle(rows)
+    columns = list(zip(*rows, strict=True)) or [(), (), (), ()]
+    return tuple(np.array(c, dtype=np.int64) for c in columns)
+
+
+@pytest.mark.parametrize("nested", [True, False])
+def test_vectorised_nesting_is_the_stack_walk(
+    nested: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """build_stacks nests frames that nest without its per-frame walk: every field is the
+    walk's, on random nestings (and on overlapping frames, which the walk takes)."""
+    fast_paths = 0
+    for seed in range(300):
+        frames = _random_frames(random.Random(seed), nested)
+        fast = build_stacks(*frames)
+        fast_paths += stacks_module._nest_nested(*_preorder(*frames)) is not None
+        with monkeypatch.context() as m:
+            m.setattr(stacks_module, "_nest_nested", lambda *a: None)
+            walk = build_stacks(*frames)
+        for field in fields(walk):
+            got, want = getattr(fast, field.name), getattr(walk, field.name)
+            assert np.array_equal(got, want), (seed, field.name)
+    assert (fast_paths >= 290) if nested else (fast_paths < 200)
+
+
+def _preorder(
+    thread: np.ndarray, name: np.ndarray, ts: np.ndarray, end: np.ndarray
+) -> tuple[np.ndarray, ...]:
+    order = stacks_module.lex_order((-end, ts, thread))
+    return thread[order], name[order], ts[order], end[order]

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 
@@ -67,22 +68,77 @@ class Stacks:
 def build_stacks(thread: np.ndarray, name: np.ndarray, ts: np.ndarray, end: np.ndarray) -> Stacks:
     """The nesting of the frames (rows of equal length; ``name``: interned name ids)."""
     order = lex_order((-end, ts, thread)) if len(ts) else np.empty(0, dtype=np.int64)
-    threads, names = thread[order], name[order]
-    starts = ts[order].tolist()
-    ends = end[order].tolist()
-    parent, depth, after, first, overlapping = _nest(threads.tolist(), names.tolist(), starts, ends)
+    threads, names, starts, ends = thread[order], name[order], ts[order], end[order]
+    nested = _nest_nested(threads, names, starts, ends)
+    if nested is not None:  # every frame inside its parent: nothing to cut
+        parent, depth, after, first = nested
+        return Stacks(order, threads, names, starts, ends, parent, depth, after, first, 0)
+    cut = ends.tolist()
+    parent_, depth_, after_, first_, overlapping = _nest(
+        threads.tolist(), names.tolist(), starts.tolist(), cut
+    )
     return Stacks(
         row=order,
         thread=threads,
         name=names,
-        ts=ts[order],
-        end=np.array(ends, dtype=np.int64),
-        parent=np.array(parent, dtype=np.int64),
-        depth=np.array(depth, dtype=np.int64),
-        after=np.array(after, dtype=np.int64),
-        first_of_name=np.array(first, dtype=bool),
+        ts=starts,
+        end=np.array(cut, dtype=np.int64),
+        parent=np.array(parent_, dtype=np.int64),
+        depth=np.array(depth_, dtype=np.int64),
+        after=np.array(after_, dtype=np.int64),
+        first_of_name=np.array(first_, dtype=bool),
         overlapping=overlapping,
     )
+
+
+def _nest_nested(
+    threads: np.ndarray, names: np.ndarray, starts: np.ndarray, ends: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    """``_nest``'s parent, depth, after and first-of-name, vectorised, for frames in preorder
+    that nest; None when one overlaps its parent without nesting (``_nest`` cuts it, and the
+    cut changes what follows). A frame is closed by the first later frame of its thread that
+    starts after its end, or at its end and ends later (among equal starts the longest come
+    first): a frame of no length at its end lies inside it."""
+    n = len(starts)
+    if n == 0:
+        empty = np.empty(0, dtype=np.int64)
+        return empty, empty, empty, np.empty(0, dtype=bool)
+    index = np.arange(n, dtype=np.int64)
+    lo = np.maximum(_search_in_thread(threads, starts, ends, "left"), index + 1)
+    hi = _search_in_thread(threads, starts, ends, "right")
+    inside_at_end = (lo < hi) & (ends[np.minimum(lo, n - 1)] <= ends)
+    after = np.where(inside_at_end, hi, lo)
+    del lo, hi, inside_at_end
+    # depth: the frames before it not yet closed
+    depth = index - np.cumsum(np.bincount(after, minlength=n + 1))[:n]
+    # parent: the last frame before it one level up (the nesting keeps it in its thread)
+    by_depth = np.lexsort((index, depth))
+    keys = depth[by_depth] * (n + 1) + by_depth
+    at = np.searchsorted(keys, (depth - 1) * (n + 1) + index) - 1
+    held = depth > 0
+    parent = np.where(held, by_depth[np.maximum(at, 0)], NO_FRAME)
+    del by_depth, keys, at
+    if bool((ends[parent[held]] < ends[held]).any()):
+        return None  # overlapping without nesting: _nest's cut
+    # first of its name: no earlier frame of its name holds it (its after beyond it)
+    by_name = np.lexsort((index, names))
+    group = np.r_[0, np.cumsum(names[by_name][1:] != names[by_name][:-1])] * (n + 1)
+    before = np.maximum.accumulate(np.r_[-1, (after[by_name] + group)[:-1]])
+    first = np.empty(n, dtype=bool)
+    first[by_name] = before <= by_name + group
+    return parent, depth, after, first
+
+
+def _search_in_thread(
+    threads: np.ndarray, starts: np.ndarray, targets: np.ndarray, side: Literal["left", "right"]
+) -> np.ndarray:
+    """Per row, the row of its thread where ``targets`` would go among the thread's
+    ``starts`` (ascending in preorder), one search per thread."""
+    bounds = np.r_[0, np.flatnonzero(threads[1:] != threads[:-1]) + 1, len(starts)]
+    out = np.empty(len(starts), dtype=np.int64)
+    for b, e in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
+        out[b:e] = b + np.searchsorted(starts[b:e], targets[b:e], side=side)
+    return out
 
 
 def _nest(
