@@ -34,8 +34,9 @@ from traceview.analyses.core.oplinks import NO_OP, OpLinks
 from traceview.analyses.core.stacks import build_stacks, covering_frame, frame_names
 from traceview.analyses.core.stall import STALL_FRAME_MIN_NS, STALL_MIN_NS
 from traceview.analyses.memory import HEADROOM_PCT, SLACK_SHARE, MemoryReport
+from traceview.columns.frames import long_frames
 from traceview.columns.model import TraceEvents
-from traceview.columns.schema import KERNEL, MEMCPY
+from traceview.columns.schema import KERNEL, MEMCPY, FrameColumns, arrays_of, from_arrays
 from traceview.humanize import duration
 
 if TYPE_CHECKING:
@@ -485,9 +486,9 @@ def _stall_frame(f: Facts, chosen: GapSet, stall: np.ndarray) -> tuple[str, int,
     frames = f.events.frames
     if len(frames.ts) == 0 or len(f.links.thread) == 0:
         return None
-    long = np.flatnonzero(frames.end - frames.ts >= STALL_FRAME_MIN_NS)
-    name, names = frame_names(frames.name[long], f.events.names)
-    stacks = build_stacks(frames.thread[long], name, frames.ts[long], frames.end[long])
+    frames = from_arrays(FrameColumns, long_frames(arrays_of(frames), STALL_FRAME_MIN_NS))
+    name, names = frame_names(frames.name, f.events.names)
+    stacks = build_stacks(frames.thread, name, frames.ts, frames.end)
     thread = f.links.thread[chosen.after[stall]]
     start = chosen.start[stall]
     return covering_frame(stacks, names, thread, start, start + chosen.host_wait[stall])

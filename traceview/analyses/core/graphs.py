@@ -9,6 +9,7 @@ import re
 
 import numpy as np
 
+from traceview.aggregate.sorted_runs import in_sorted
 from traceview.columns.model import TraceEvents
 
 # The runtime and driver calls that replay a graph (their versioned names: cudaGraphLaunch_v10000).
@@ -32,16 +33,12 @@ def graph_launch_ids(events: TraceEvents) -> np.ndarray:
 def replayed(events: TraceEvents, rows: np.ndarray, launches: np.ndarray) -> np.ndarray:
     """Which of the GPU ``rows`` a graph launch (of ``launches``, sorted ids) ran: each row's
     correlation looked up among them, a pass of rows at a time (np.isin sorts the rows'
-    ids with them, ~20 bytes a row at once)."""
+    ids with them, ~20 bytes a row at once; no array of every row's id either)."""
     out = np.zeros(len(rows), dtype=bool)
     if not len(launches):
         return out
-    last = len(launches) - 1
     for lo in range(0, len(rows), _PASS):
-        corr = events.gpu.correlation[rows[lo : lo + _PASS]]
-        slot = np.searchsorted(launches, corr)
-        np.minimum(slot, last, out=slot)
-        out[lo : lo + _PASS] = launches[slot] == corr
+        out[lo : lo + _PASS] = in_sorted(launches, events.gpu.correlation[rows[lo : lo + _PASS]])
     return out
 
 

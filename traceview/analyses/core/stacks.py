@@ -16,11 +16,10 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
 
-from traceview.aggregate.order import lex_order
+from traceview.aggregate.order import lex_order, searchsorted_pairs
 
 NO_FRAME = -1
 # The address in a built-in's frame name (``<built-in method add_ of Tensor object at 0x7f..>``):
@@ -104,8 +103,9 @@ def _nest_nested(
         empty = np.empty(0, dtype=np.int64)
         return empty, empty, empty, np.empty(0, dtype=bool)
     index = np.arange(n, dtype=np.int64)
-    lo = np.maximum(_search_in_thread(threads, starts, ends, "left"), index + 1)
-    hi = _search_in_thread(threads, starts, ends, "right")
+    # preorder is by (thread, start): the first row of its thread starting at or after its end
+    lo = np.maximum(searchsorted_pairs(threads, starts, threads, ends, "left"), index + 1)
+    hi = searchsorted_pairs(threads, starts, threads, ends, "right")
     inside_at_end = (lo < hi) & (ends[np.minimum(lo, n - 1)] <= ends)
     after = np.where(inside_at_end, hi, lo)
     del lo, hi, inside_at_end
@@ -127,18 +127,6 @@ def _nest_nested(
     first = np.empty(n, dtype=bool)
     first[by_name] = before <= by_name + group
     return parent, depth, after, first
-
-
-def _search_in_thread(
-    threads: np.ndarray, starts: np.ndarray, targets: np.ndarray, side: Literal["left", "right"]
-) -> np.ndarray:
-    """Per row, the row of its thread where ``targets`` would go among the thread's
-    ``starts`` (ascending in preorder), one search per thread."""
-    bounds = np.r_[0, np.flatnonzero(threads[1:] != threads[:-1]) + 1, len(starts)]
-    out = np.empty(len(starts), dtype=np.int64)
-    for b, e in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
-        out[b:e] = b + np.searchsorted(starts[b:e], targets[b:e], side=side)
-    return out
 
 
 def _nest(
