@@ -12,7 +12,8 @@ two lines is the later line's ``hwm`` where it rose.
 ``MEMTRACE=1``: tracemalloc from the start (numpy's buffers included): each line adds what is
 live (``live``) and the traced peak since the previous line (``tpeak``), so RSS above ``live``
 is heap kept, not held; ``MEMSNAP=N`` with it: the N largest live allocations by line at
-each line. ``MEMHEAP=1``: glibc's mallinfo2 (in use, free inside the heap, mapped apart).
+each line (``MEMDEPTH=D``: by their tracebacks of D frames, the traceview ones shown).
+``MEMHEAP=1``: glibc's mallinfo2 (in use, free inside the heap, mapped apart).
 ``MEMTRIM=1``: glibc's ``malloc_trim(0)`` before each line (a measurement of what the heap
 keeps, not what the CLI does).
 """
@@ -69,6 +70,12 @@ def _trim() -> None:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
+def _where(traceback: tracemalloc.Traceback) -> str:
+    """The traceview lines of an allocation's traceback, innermost first."""
+    own = [f for f in traceback if "/traceview/" in f.filename] or list(traceback)[:1]
+    return " < ".join(f"{f.filename.rpartition('/traceview/')[2]}:{f.lineno}" for f in own)
+
+
 def _say(mark: str, name: str) -> None:
     _trim()
     s = status()
@@ -79,8 +86,9 @@ def _say(mark: str, name: str) -> None:
         traced = f" live {live >> 20:5} tpeak {peak >> 20:5}"
         top = int(os.environ.get("MEMSNAP", "0"))
         if top:
-            stats = tracemalloc.take_snapshot().statistics("lineno")[:top]
-            traced += "".join(f"\n      {st.size >> 20:4} MB {st.traceback}" for st in stats)
+            by = "traceback" if os.environ.get("MEMDEPTH") else "lineno"
+            stats = tracemalloc.take_snapshot().statistics(by)[:top]
+            traced += "".join(f"\n   {st.size >> 20:4} MB {_where(st.traceback)}" for st in stats)
     print(f"[{time.perf_counter() - _T0:7.2f} pid{os.getpid()}] {mark} {name:<55} "
           f"rss {s['VmRSS']:5} hwm {s['VmHWM']:5} anon {s['RssAnon']:5} file "
           f"{s['RssFile']:4} shm {s['RssShmem']:4}{traced}{_heap()}", file=sys.stderr)  # fmt: skip
@@ -111,7 +119,7 @@ def wrap(dotted: str) -> None:
 
 def main() -> None:
     if os.environ.get("MEMTRACE"):
-        tracemalloc.start()
+        tracemalloc.start(int(os.environ.get("MEMDEPTH", "1")))
     for dotted in filter(None, os.environ.get("MEMWRAP", "").split(",")):
         wrap(dotted)
     atexit.register(lambda: print(f"[exit pid{os.getpid()}] {status()}", file=sys.stderr))
