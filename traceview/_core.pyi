@@ -9,6 +9,7 @@ FRAME_COLUMNS: list[tuple[str, str]]
 FLOW_COLUMNS: list[tuple[str, str]]
 CPU_MARKS: list[tuple[str, int]]
 MAX_DEPTH: int
+COMM_CHECKED: int
 
 def scan_chunk(
     data: Any,
@@ -32,11 +33,14 @@ def scan_chunk(
     ``streams``, ``launches``, ``rt_names``, ``threads``, ``op_threads``, ``op_names``,
     ``frame_threads``, ``frame_names``, ``flow_threads``); ``shapes``: the CPU ops' shape keys
     separated by 0x1e; ``others``: the events left to the Python decoder, as one JSON array
-    text; with ``seen``, ``seen``: what trim's copy needs to leave the chunk unread, [known,
-    events, metadata, all timed, least ts, greatest end, least and greatest GPU correlation,
-    a GPU process shown] (ns; known 0: an event trim's span scan would not take as it is).
-    Refused:
-    ``{"refused": why, "at": offset}``."""
+    text; ``comm_chunk``: b"\x01" where the chunk holds a collective's metadata (its events
+    are decoded with the collectives' types), else b"\x00"; ``comm_events``: in such a
+    chunk, the rows with a field those types read as any value, as one JSON array text;
+    ``comm_rows``: theirs (int64; ≥ 0 a GPU row, < 0 the CPU op row −1 − n, COMM_CHECKED a
+    runtime call, only to be decoded); with ``seen``, ``seen``: what trim's copy needs to
+    leave the chunk unread, [known, events, metadata, all timed, least ts, greatest end,
+    least and greatest GPU correlation, a GPU process shown] (ns; known 0: an event trim's
+    span scan would not take as it is). Refused: ``{"refused": why, "at": offset}``."""
 
 class GzipReader:
     """A gzip file inflated on a thread of its own, ``ahead`` blocks of at most

@@ -81,6 +81,9 @@ pub(crate) struct Pending {
     /// an id is first read (two searches of every chunk cost ~5% of a frame read).
     framed: Option<bool>,
     key: Vec<u8>,
+    /// The chunk holds a collective's metadata (scan.rs COMM_KEY): a CPU op may have the
+    /// fields the collectives' decoder reads as any value (scan.rs Chunk::comm).
+    pub(crate) comm_chunk: bool,
 }
 
 /// Rows a chunk of `len` bytes may hold, for reserving its columns once: an event takes
@@ -245,7 +248,7 @@ pub(crate) fn take(
         if !(step || options.keep_frames) {
             return Ok(false);
         }
-        typed(s, e, options)?;
+        typed(s, e, options, false)?;
         if options.keep_frames {
             if s.plain_str(e.cat) == Some(FRAME_KEYS[1]) {
                 pending.framed = Some(true);
@@ -261,7 +264,7 @@ pub(crate) fn take(
     if name.starts_with(STEP_PREFIX) {
         return Ok(false);
     }
-    typed(s, e, options)?;
+    typed(s, e, options, pending.comm_chunk)?;
     let mark = if kind == USER_ANNOTATION {
         MARK_ANNOTATION
     } else {
@@ -301,7 +304,7 @@ pub(crate) fn take_flow(
         // its id is decoded only where FRAME_KEYS is in the text
         return refuse(cat.start, "an escaped flow category");
     }
-    typed(s, e, options)?;
+    typed(s, e, options, false)?;
     pending.framed = Some(true); // its category is written `fwdbwd`
     rows.flow(s, e, finish, pending)?;
     Ok(true)
@@ -309,8 +312,9 @@ pub(crate) fn take_flow(
 
 /// Each field of a CPU row as the fast decoder types it (traceview/read/decode.py Event,
 /// ShapedArgs; the frames' fields where frames are read), else refused: the decoder would
-/// reject the chunk.
-fn typed(s: &Scanner<'_>, e: &Event, options: &Options) -> Scan<()> {
+/// reject the chunk. `any_fields`: a collective's or the allocator's fields are let through
+/// (a CPU op in a chunk with a collective's metadata: the Python side decodes them).
+fn typed(s: &Scanner<'_>, e: &Event, options: &Options, any_fields: bool) -> Scan<()> {
     if let Some(v) = e
         .name
         .filter(|v| !matches!(v.kind, Kind::Str | Kind::StrEscaped))
@@ -333,7 +337,8 @@ fn typed(s: &Scanner<'_>, e: &Event, options: &Options) -> Scan<()> {
         }
     }
     // read as any value by the decoder: left to the Python side rather than checked here
-    if let Some(v) = e.launch.iter().flatten().chain(&e.extra_any).next() {
+    let any = e.extra_any.filter(|_| !any_fields);
+    if let Some(v) = e.launch.iter().flatten().chain(&any).next() {
         return refuse(v.start, "a launch or allocator field on a CPU row");
     }
     if options.keep_frames && !frame_fields_decodable(s, e) {

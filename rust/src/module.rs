@@ -110,6 +110,18 @@ fn others_json(text: &[u8], spans: &[i64]) -> Vec<u8> {
     out
 }
 
+/// The (start, end) pairs of Chunk::comm's triples.
+fn comm_spans(comm: &[i64]) -> Vec<i64> {
+    comm.chunks(3)
+        .flat_map(|t| t.iter().take(2).copied())
+        .collect()
+}
+
+/// The rows of Chunk::comm's triples.
+fn comm_rows(comm: &[i64]) -> Vec<i64> {
+    comm.chunks(3).filter_map(|t| t.get(2).copied()).collect()
+}
+
 const SCAN_FAILED: &str = "the scanner failed (a bug): the Python path reads it";
 
 /// Run a scan with the GIL released, a panic caught: its result, or None with `out` holding
@@ -142,7 +154,10 @@ fn guarded<T: Send>(
 /// `frame_<name>`, `flow_<name>` (bytes), the chunk's tables as JSON arrays (`gpu_names`,
 /// `streams`, `launches`, `rt_names`, `threads`, `op_threads`, `op_names`, `frame_threads`,
 /// `frame_names`, `flow_threads`), `shapes` (the shape keys separated by 0x1e) and `others`
-/// (the events left to the Python side, as one JSON array text); with `seen`, `seen` (what
+/// (the events left to the Python side, as one JSON array text), `comm_chunk` (1 byte: the
+/// chunk holds a collective's metadata), `comm_events` (in such a chunk, the rows with a
+/// field its decoder reads as any value, as one JSON array text) and `comm_rows` (theirs,
+/// int64: scan::Chunk::comm); with `seen`, `seen` (what
 /// trim's copy needs to leave the chunk unread, spans::Seen::values); or, when the chunk
 /// must take the Python path, `{"refused": why, "at": offset}`.
 ///
@@ -248,6 +263,9 @@ fn scanned(text: &[u8], options: &scan::Options) -> scan::Scan<Converted> {
         ("frame_names", c.frame_names.finished()),
         ("flow_threads", c.flow_threads.finished()),
         ("others", others_json(text, &chunk.others)),
+        ("comm_chunk", vec![u8::from(chunk.comm_chunk)]),
+        ("comm_events", others_json(text, &comm_spans(&chunk.comm))),
+        ("comm_rows", comm_rows(&chunk.comm).le_bytes()),
     ];
     Ok(Converted {
         events: chunk.events,
@@ -627,6 +645,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
         ],
     )?;
     m.add("MAX_DEPTH", scan::MAX_DEPTH)?;
+    m.add("COMM_CHECKED", scan::COMM_CHECKED)?;
     m.add_function(wrap_pyfunction!(trim_spans, m)?)?;
     m.add_function(wrap_pyfunction!(join_spans, m)?)?;
     m.add_function(wrap_pyfunction!(flow_id_hash, m)?)?;

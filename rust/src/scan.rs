@@ -8,7 +8,9 @@
 //! chunk takes the Python path, so both paths accept, reject and convert the same inputs.
 //! Refused, among others: invalid UTF-8, an escaped key, a repeated key that is read, a
 //! wrongly typed field of an event read here, numbers the batch conversion would not take,
-//! nesting deeper than MAX_DEPTH, a collective's metadata (traceview/columns/comms.py).
+//! nesting deeper than MAX_DEPTH. In a chunk holding a collective's metadata
+//! (traceview/columns/comms.py) the rows whose args the decoder reads as any value are
+//! handed back too (`Chunk::comm`), for the Python side to decode and check.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -27,9 +29,11 @@ pub const KERNEL: i8 = 0;
 pub const MEMCPY: i8 = 1;
 pub const MEMSET: i8 = 2;
 const RUNTIME: i8 = 10;
-/// Text whose presence sends the chunk to the Python path: a collective's metadata
-/// (read.decode.COMM_KEY), which the collector reads from the decoded events.
+/// Text whose presence has the Python path decode the whole chunk with the collectives'
+/// types (read.decode.COMM_KEY): every args field of ANY_KEYS read as any value.
 const COMM_KEY: &[u8] = b"\"Collective name\"";
+/// Chunk::comm's row of a runtime call.
+pub const COMM_CHECKED: i64 = i64::MIN;
 
 /// Category (lower case) → kind, as traceview/columns/collect.py's _CATEGORIES has them
 /// (gpu_user_annotation, which is no row kind here, aside).
@@ -282,6 +286,13 @@ pub struct Chunk {
     pub cpu: CpuRows,
     /// (start, end) of each event left to the Python side, in file order.
     pub others: Vec<i64>,
+    /// Whether the chunk holds COMM_KEY: the Python side decodes it with the collectives'
+    /// types (read/decode.py CommArgs).
+    pub comm_chunk: bool,
+    /// In such a chunk, (start, end, row) of each row with an ANY_KEYS field, in file order:
+    /// row ≥ 0 a GPU row, < 0 CPU op row −1 − row, COMM_CHECKED a runtime call (only
+    /// decoded, to check it as the Python path would).
+    pub comm: Vec<i64>,
     /// Events dropped unread (DropRule).
     pub dropped: usize,
     /// With Options::seen.
@@ -1656,9 +1667,6 @@ pub fn scan(text: &[u8], options: &Options) -> Scan<Chunk> {
             return refuse(e.valid_up_to(), "invalid UTF-8");
         }
     }
-    if let Some(at) = comm {
-        return refuse(at, "a collective's metadata");
-    }
     let s = Scanner::new(text);
     let mut keeps = KeepNames::new(options.drop.as_ref());
     let mut cats = Categories {
@@ -1675,6 +1683,8 @@ pub fn scan(text: &[u8], options: &Options) -> Scan<Chunk> {
     };
     out.cpu.shapes.raw = true;
     let mut cpu_pending = cpu::Pending::default();
+    cpu_pending.comm_chunk = comm.is_some();
+    out.comm_chunk = comm.is_some();
     out.cpu.reserve(&mut cpu_pending, text.len(), options);
     out.others.reserve(2 * cpu::rows_for(text.len()));
     out.reserve(&mut pending, cpu::rows_for(text.len()), options);
@@ -1703,6 +1713,15 @@ pub fn scan(text: &[u8], options: &Options) -> Scan<Chunk> {
                 None => cpu::take_flow(&s, &e, options, &mut out.cpu, &mut cpu_pending)?,
             };
             if taken {
+                if out.comm_chunk && e.extra_any.is_some() {
+                    let row = match kind {
+                        Some(kind) if kind <= MEMSET => out.gpu_kind.len() as i64 - 1,
+                        Some(RUNTIME) => COMM_CHECKED,
+                        // cpu::take takes no other row with such a field in this chunk
+                        _ => -(out.cpu.op_mark.len() as i64),
+                    };
+                    out.comm.extend([start as i64, end as i64, row]);
+                }
             } else if options.drop.as_ref().is_some_and(|r| {
                 let hint = hinted.as_mut().map(|h| &mut h.hint);
                 droppable(&s, &e, cat, r, &mut keeps, &mut cats, hint, options)
@@ -2143,7 +2162,6 @@ mod tests {
             ),
             (r#"{"ph":"X","cat":"kernel","ts":1,"dur":1} x"#, "expected"),
             (r#"{"ph":"X","cat":"kernel","ts":1,"dur":1},"#, "ends"),
-            (r#"{"args":{"Collective name":"x"}}"#, "collective"),
         ];
         for (text, why) in cases {
             let refused = scan(text.as_bytes(), &Options::default()).expect_err(text);
@@ -2650,6 +2668,53 @@ mod tests {
         assert_eq!(c.launches.finished(), b"[null]".to_vec());
         // the plain decoder's float would lose the ns: refused there (NeedsExactTimes)
         assert!(scan(text.as_bytes(), &Options::default()).is_err());
+    }
+
+    #[test]
+    fn collective_metadata_rows_are_handed_back() {
+        let kernel = r#"{"ph":"X","cat":"kernel","ts":1,"dur":1,"args":{"Collective name":"allreduce","dtype":"Float"}}"#;
+        let plain = r#"{"ph":"X","cat":"kernel","ts":2,"dur":1}"#;
+        let call =
+            r#"{"ph":"X","cat":"cuda_runtime","ts":1,"dur":1,"args":{"correlation":3,"dtype":1}}"#;
+        let op = r#"{"ph":"X","cat":"cpu_op","name":"record_param_comms","ts":1,"dur":1,"args":{"Collective name":"allreduce"}}"#;
+        let text = [plain, kernel, call, op].join(",");
+        let cpu = Options {
+            keep_cpu: true,
+            ..Options::default()
+        };
+        for options in [Options::default(), cpu] {
+            let c = scan(text.as_bytes(), &options).expect("scanned");
+            assert!(c.comm_chunk);
+            let span = |e: &str, row: i64| {
+                let at = text.find(e).unwrap_or_default() as i64;
+                [at, at + e.len() as i64, row]
+            };
+            let mut want = [span(kernel, 1), span(call, COMM_CHECKED)].concat();
+            if options.keep_cpu {
+                want.extend(span(op, -1));
+            }
+            assert_eq!(c.comm, want, "keep_cpu {}", options.keep_cpu);
+        }
+        // a chunk without the key: nothing handed back, and a CPU op's fields still refused
+        let memory = r#"{"ph":"X","cat":"cpu_op","name":"a","ts":1,"dur":1,"args":{"Bytes":1}}"#;
+        let c = scan(plain.as_bytes(), &Options::default()).expect("scanned");
+        assert!(!c.comm_chunk && c.comm.is_empty());
+        assert!(scan(memory.as_bytes(), &cpu_options()).is_err());
+        // a python frame with them, in a read of frames: refused (the Python side reads it)
+        let frame = r#"{"ph":"X","cat":"python_function","name":"f.py(1): f","ts":1,"dur":1,"args":{"Collective name":"x"}}"#;
+        let frames = Options {
+            keep_frames: true,
+            ..cpu_options()
+        };
+        assert!(scan(frame.as_bytes(), &frames).is_err());
+        assert!(scan(frame.as_bytes(), &cpu_options()).is_ok()); // not read: left to Python
+    }
+
+    fn cpu_options() -> Options {
+        Options {
+            keep_cpu: true,
+            ..Options::default()
+        }
     }
 
     #[test]

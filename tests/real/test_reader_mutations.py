@@ -165,3 +165,43 @@ def test_a_float_out_of_range_in_a_skipped_value_reads_alike(number: str) -> Non
     for keep_cpu, frames in ((True, False), (True, True), (False, False)):
         compiled, python = both_chunk_reads(chunk, False, keep_cpu, frames)
         assert not differences(compiled, python), (keep_cpu, frames)
+
+
+COMM_SEEDS = [
+    "hta__nccl_parser_config__nccl_data.json.gz",  # record_param_comms ops and NCCL kernels
+    "hta__ns_resolution_trace__rank-0.Apr_03_18_51_38.1102.json.gz",
+]
+
+
+def _comm_chunks(text: bytes, each: int = 2) -> list[bytes]:
+    """Chunks of five events around the first ``each`` CPU ops and the first ``each``
+    kernels carrying a collective's metadata (and the runtime calls beside them)."""
+    spans = event_spans(text)
+    carrying = [i for i, (a, b) in enumerate(spans) if b'"Collective name"' in text[a:b]]
+    picked: list[int] = []
+    for cat in (b'"cpu_op"', b'"kernel"'):
+        picked += [i for i in carrying if cat in text[spans[i][0] : spans[i][1]]][:each]
+    assert picked, "the seed has events carrying a collective's metadata"
+    return [text[spans[max(i - 2, 0)][0] : spans[min(i + 2, len(spans) - 1)][1]] for i in picked]
+
+
+@pytest.mark.parametrize("name", COMM_SEEDS, ids=lambda n: n.split("__")[1])
+def test_collective_metadata_chunks(name: str) -> None:
+    """A chunk holding a collective's metadata is scanned (its carrying rows' args decoded
+    on the Python side), and reads as the Python path reads it: as it is, with each args
+    value damaged in turn, and with bytes flipped, inserted and deleted."""
+    text = _text(name)
+    exact = needs_exact(text[: 1 << 20])
+    chunks = _comm_chunks(text)
+    for keep_cpu in (False, True):
+        for chunk in chunks:
+            assert "refused" not in _core.scan_chunk(chunk, exact, keep_cpu, scan_rule(keep_cpu))
+            compiled, python = both_chunk_reads(chunk, exact, keep_cpu)
+            assert not isinstance(compiled, str) and not differences(compiled, python)
+            assert compiled["comms"]["key"][1][0] >= 1  # the carrying row of the five
+    rng = random.Random(name)
+    cases = [case for chunk in chunks for case in args_damage(chunk)]
+    cases = rng.sample(cases, min(len(cases), 500))
+    cases += [m for chunk in chunks for m in mutations(chunk, 40, rng)]
+    counts = _compare(cases, exact)
+    assert counts["scanned"] and counts["refused"] and counts["rejected"], counts

@@ -72,10 +72,24 @@ def test_a_chunk_splits_into_rows_and_others() -> None:
 
 
 def test_a_refused_chunk_takes_the_python_path() -> None:
-    chunk = KERNEL.replace(b'"grid"', b'"Collective name": "x", "grid"')
-    assert core.scan_chunk(chunk, False, False)["refused"] == "a collective's metadata"
+    chunk = KERNEL.replace(b'"ts": 10.5', b'"ts": 1.05e1')  # not the batch conversion's
+    assert core.scan_chunk(chunk, False, False)["refused"].startswith("times")
     events = compiled.decode_scanned(chunk, 0, len(chunk), False, Counter())
     assert type(events) is list and len(events) == 1
+
+
+def test_a_collective_s_metadata_comes_back_decoded() -> None:
+    """A chunk holding a collective's metadata is scanned: the rows carrying fields its
+    decoder reads as any value come back decoded beside the columns."""
+    assert core.COMM_CHECKED == compiled.COMM_CHECKED
+    kernel = KERNEL.replace(b'"grid"', b'"Collective name": "allreduce", "grid"')
+    op = OP.replace(b'"dur": 3}', b'"dur": 3, "args": {"Collective name": "allreduce"}}')
+    chunk = OP + b", " + kernel + b", " + op
+    events = compiled.decode_scanned(chunk, 0, len(chunk), False, Counter(), shapes=True)
+    assert isinstance(events, compiled.Scanned) and len(events) == 0
+    rows = events.scanned
+    assert rows.comm_rows.tolist() == [0, -2]  # the kernel, the second CPU op row
+    assert [e.args.collective for e in rows.comm_events] == ["allreduce", "allreduce"]
 
 
 def test_hostile_bytes_never_raise() -> None:

@@ -54,7 +54,7 @@ from traceview.columns.schema import (
     unused_of,
 )
 from traceview.columns.segments import Segments
-from traceview.read.compiled import ScannedRows
+from traceview.read.compiled import COMM_CHECKED, ScannedRows
 from traceview.read.decode import ShapedArgs, check_raw_numbers, has_raw_numbers, may_carry
 from traceview.read.reader import ReadStats, TraceReader
 
@@ -196,6 +196,8 @@ class EventCollector:
             self._add_each(zip(gpu, gpu_kinds, strict=True), lists)
         elif carry:
             new_comm += self._gpu_comm_rows(gpu, gpu_columns)
+        if scanned is not None and gpu_columns is not None and len(scanned.comm_rows):
+            new_comm += self._scanned_gpu_comm_rows(scanned, gpu_columns)
         if scanned is None:
             runtime_times = batch.timed(runtime)
             runtime_corr = batch.correlations(runtime) if runtime_times is not None else None
@@ -218,6 +220,8 @@ class EventCollector:
             if scanned is not None and scanned.cpu:  # every op of the chunk: none in ``ops``
                 if len(scanned.op_ts):
                     new_cpu.append(self._scanned_op_rows(scanned))
+                    if len(scanned.comm_rows):
+                        new_comm += self._scanned_op_comm_rows(scanned, new_cpu[-1])
             elif (op_times := batch.timed(ops)) is None:
                 before = self.quality.copy()
                 self._add_each(((e, _CPU_ANNOTATION) for e in ops), lists)
@@ -312,6 +316,30 @@ class EventCollector:
         rows = np.array(at, dtype=np.int64) + self._gpu_rows
         no_thread = np.full(len(at), comms.NO_THREAD)
         return [comms.rows([gpu[i] for i in at], self.comm_keys, rows, no_thread, ts, ts + dur)]
+
+    def _scanned_gpu_comm_rows(
+        self, scanned: ScannedRows, columns: tuple[np.ndarray, ...]
+    ) -> list[tuple[np.ndarray, ...]]:
+        """_gpu_comm_rows of the GPU rows the scanner converted."""
+        at, carrying = _carriers(scanned, gpu=True)
+        if not at:
+            return []
+        ts, dur = columns[GPU_TS][at], columns[GPU_DUR][at]
+        gpu_rows = np.array(at, dtype=np.int64) + self._gpu_rows
+        no_thread = np.full(len(at), comms.NO_THREAD)
+        return [comms.rows(carrying, self.comm_keys, gpu_rows, no_thread, ts, ts + dur)]
+
+    def _scanned_op_comm_rows(
+        self, scanned: ScannedRows, table: np.ndarray
+    ) -> list[tuple[np.ndarray, ...]]:
+        """_op_comm_rows of the CPU op rows the scanner converted (``table``, interned)."""
+        at, carrying = _carriers(scanned, gpu=False)
+        if not at:
+            return []
+        rows = table[at]
+        no_row = np.full(len(at), comms.NO_GPU_ROW)
+        thread, ts, end = rows["thread"], rows["ts"], rows["end"]
+        return [comms.rows(carrying, self.comm_keys, no_row, thread, ts, end)]
 
     def _op_comm_rows(
         self, ops: list[Any], ts: np.ndarray, end: np.ndarray
@@ -745,6 +773,17 @@ class _Categories(dict[str, int]):
     def __missing__(self, cat: str) -> int:
         kind = self[cat] = _CATEGORIES.get(cat.lower(), _OTHER)
         return kind
+
+
+def _carriers(scanned: ScannedRows, gpu: bool) -> tuple[list[int], list[Any]]:
+    """The GPU rows (``gpu``), else the CPU op rows, of a chunk's scanned rows whose decoded
+    event (``comm_events``) carries a collective's metadata, and those events."""
+    at, carrying = [], []
+    for row, e in zip(scanned.comm_rows.tolist(), scanned.comm_events, strict=True):
+        if (row >= 0 if gpu else COMM_CHECKED < row < 0) and comms.carries(e):
+            at.append(row if gpu else -1 - row)
+            carrying.append(e)
+    return at, carrying
 
 
 def _picked(items: list[Any], at: np.ndarray) -> list[Any]:

@@ -9,8 +9,10 @@ exactly as before: steps, memory, anything it learns to read), with the scanner'
 beside it (``scanned``), whose names, streams, launches, threads and shapes are ids
 into the chunk's own small tables, decoded here by the same decoder. The scanner refuses
 any chunk it cannot convert exactly as the Python path would (a damaged one, numbers its
-batch conversion would not take, a collective's metadata, ...): that chunk is decoded by
-the Python path, and so is any chunk whose parts the decoder rejects.
+batch conversion would not take, ...): that chunk is decoded by the Python path, and so is
+any chunk whose parts the decoder rejects. In a chunk holding a collective's metadata, the
+rows carrying fields the collectives' decoder reads as any value are decoded here too
+(``comm_events``), which is where the collector finds the metadata.
 
 ``TRACEVIEW_READER=python`` (or a missing extension) selects the Python reader.
 """
@@ -27,7 +29,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from traceview.read.decode import SHAPE_KEY, _decoder, _extra, _has_frames, decode_span
+from traceview.read.decode import COMM, SHAPE_KEY, _decoder, _extra, _has_frames, decode_span
 
 READER_ENV = "TRACEVIEW_READER"
 _DECODE_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError, RecursionError)
@@ -37,6 +39,8 @@ _KEYS = msgspec.json.Decoder(list[tuple[int | str | None, int | str | None]])
 # (the scanner refuses any other), decoded straight into the tuples raw_key makes.
 _Scalar = int | float | str | bool | None
 _LAUNCHES = msgspec.json.Decoder(list[tuple[tuple[_Scalar, ...] | _Scalar, ...] | None])
+# scan_chunk's ``comm_rows`` of a runtime call (traceview._core.COMM_CHECKED; a test checks)
+COMM_CHECKED = -(2**63)
 _RAW_SEPARATOR = b"\x1e"  # between the shape keys of a chunk (scan.rs Table, raw)
 
 
@@ -126,6 +130,10 @@ class ScannedRows:
     flow_threads: list[tuple[Any, Any]]
     cpu: bool
     frames: bool
+    # In a chunk holding a collective's metadata: the rows with fields the collectives'
+    # decoder reads as any value, decoded, and their rows (scan_chunk's ``comm_rows``).
+    comm_events: list[Any]
+    comm_rows: np.ndarray
 
 
 class Scanned(list[Any]):
@@ -203,6 +211,9 @@ def _assembled(
 ) -> Scanned:
     others_text = result["others"]
     others: list[Any] = []
+    # A chunk holding a collective's metadata is decoded with its types (as the Python path
+    # decodes the whole chunk): a value they read, and a smaller type skips, is checked.
+    comm = result["comm_chunk"] == b"\x01"
     if len(others_text) > 2:
         # The decoder the Python path would pick for these events alone (see
         # decode.decode_span; which one decodes an event does not depend on the chunk around
@@ -210,7 +221,11 @@ def _assembled(
         # fields only serve the frames and flows, which the scanner takes with the CPU rows.
         shaped = shapes and others_text.find(SHAPE_KEY) >= 0
         framed = frames and not shapes and _has_frames(others_text, 0, len(others_text))
-        others = _decoder(exact, _extra(others_text), shaped, framed).decode(others_text)
+        extra = COMM if comm else _extra(others_text)
+        others = _decoder(exact, extra, shaped, framed).decode(others_text)
+    comm_text = result["comm_events"]
+    # the fields of the frames are the scanner's own (with CPU rows), as in the others
+    comm_events = _decoder(exact, COMM, shapes, False).decode(comm_text) if comm else []
     tables = (
         ("gpu", core.GPU_COLUMNS),
         ("rt", core.RUNTIME_COLUMNS),
@@ -239,5 +254,7 @@ def _assembled(
         flow_threads=_KEYS.decode(result["flow_threads"]),
         cpu=shapes,
         frames=frames and shapes,
+        comm_events=comm_events,
+        comm_rows=np.frombuffer(result["comm_rows"], np.int64),
     )
     return Scanned(others, result["events"], rows, result.get("seen"))
