@@ -132,3 +132,18 @@ def test_diff_and_energy_agree(tmp_path: Path) -> None:
     for args in runs:
         compiled, python = _both([*args, "--no-cache"], out)
         assert compiled == python and compiled[0] == 0, args
+
+
+def test_a_split_read_exports_alike(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A big file is read on threads by the compiled reader (gzip) and in two processes by
+    the Python one, which intern names, threads and streams in different orders: export
+    sorts them, and cuts the CPU rows into the same row groups (seen on h200/big.json.gz)."""
+    path = H200 / "train.json.gz"
+    if not path.exists():
+        pytest.skip("../shared/traces/h200 is absent")
+    monkeypatch.setenv("TRACEVIEW_PARALLEL_MIN_BYTES", str(1 << 20))  # both split it
+    out = tmp_path / "out" / "result"
+    out.parent.mkdir()
+    for args in (["export", str(path), "-o", str(out)], ["kernels", str(path), "-f", "json"]):
+        compiled, python = _both([*args, "--no-cache", "--quiet"], out)
+        assert compiled == python and compiled[0] == 0, args

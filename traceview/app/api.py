@@ -368,14 +368,16 @@ class Trace:
     @checked
     def events(self, table: str = "gpu", names: bool = False) -> Any:
         """One of the trace's tables as pyarrow (the schema of ``traceview export``: integer ns,
-        names and streams as ids into the ``names`` and ``streams`` tables); ``names``: with
+        names and streams as ids into the ``names`` and ``streams`` tables, each sorted);
+        ``names``: with
         the ids looked up instead (``name`` as text, ``stream`` as ``device`` and ``stream``,
         ``kind`` as ``kernel``/``memcpy``/``memset``)."""
         from traceview.cache.store import event_tables
+        from traceview.columns.model import canonical
 
         if table not in EVENT_TABLES:
             raise UsageError(f"events({table!r}): expected one of {', '.join(EVENT_TABLES)}")
-        tables = event_tables(self._read())
+        tables = event_tables(canonical(self._read()))
         out = tables[f"{table}.parquet"]
         return _named(out, tables) if names and table in _NAMED_TABLES else out
 

@@ -12,7 +12,7 @@ import functools
 import json
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -22,7 +22,7 @@ import orjson
 
 from traceview import __version__
 from traceview.cache.fingerprint import ingest_fingerprint
-from traceview.columns.cpu_rows import ROW, CpuRows, Windows
+from traceview.columns.cpu_rows import BLOCK_ROWS, ROW, CpuRows, Windows
 from traceview.columns.frames import long_frames
 from traceview.columns.model import (
     DataChecks,
@@ -30,6 +30,7 @@ from traceview.columns.model import (
     StreamKey,
     TraceEvents,
     TraceFacts,
+    canonical,
     without_cpu,
 )
 from traceview.columns.packed_names import PackedNames
@@ -117,11 +118,19 @@ def _meta_digest(meta: dict[str, Any]) -> str:
     return xxhash.xxh3_128_hexdigest(orjson.dumps(rest, option=orjson.OPT_SORT_KEYS))
 
 
+_HOW_CUT = ("chunks", "repaired_chunks")
+
+
 def export_tables(events: TraceEvents, directory: Path) -> list[str]:
-    """Write the tables (with CPU ones when ``events`` has them) and meta.json for users."""
+    """Write the tables (with CPU ones when ``events`` has them) and meta.json for users, as
+    no read strategy shapes them (columns.model.canonical): the same files however the
+    trace was read."""
     keep_cpu = bool(events.threads) or len(events.cpu) > 0
+    events = canonical(events)
     sizes = _write_tables(directory, events, keep_cpu, frames=True)
     meta = _meta(events, sizes)
+    # how the text was cut into chunks: each reader cuts it its own way (docs/reader.md)
+    meta["read"] = {k: v for k, v in meta["read"].items() if k not in _HOW_CUT}
     (directory / META).write_bytes(orjson.dumps(meta, option=orjson.OPT_INDENT_2))
     return [*sizes, META]
 
@@ -222,15 +231,33 @@ def event_tables(events: TraceEvents) -> dict[str, Any]:
 
 
 def _write_cpu(path: Path, cpu: CpuRows) -> int:
-    """Write the CPU rows block by block (one row group each), never all at once."""
+    """Write the CPU rows a row group of BLOCK_ROWS at a time, never all at once."""
     import pyarrow as pa
 
     schema = pa.schema([(name, pa.from_numpy_dtype(ROW[name])) for name in CPU_COLUMNS])
     with _writer(path, schema, {**_PARQUET_OPTIONS, **_CPU_OPTIONS}) as writer:
-        for block in cpu.blocks():
+        for block in even_blocks(cpu.blocks(), BLOCK_ROWS):
             columns = [_ints(block[name]) for name in CPU_COLUMNS]
             writer.write_table(pa.Table.from_arrays(columns, schema=schema))
     return path.stat().st_size
+
+
+def even_blocks(blocks: Iterable[np.ndarray], size: int) -> Iterator[np.ndarray]:
+    """``blocks`` cut and joined into blocks of ``size`` rows (the last one may be shorter):
+    the row groups do not depend on the parts the rows were read in (one per process of a
+    split read, each ending in a short block)."""
+    held: list[np.ndarray] = []
+    count = 0
+    for block in blocks:
+        while len(block):
+            part, block = block[: size - count], block[size - count :]
+            held.append(part)
+            count += len(part)
+            if count == size:
+                yield held[0] if len(held) == 1 else np.concatenate(held)
+                held, count = [], 0
+    if held:
+        yield held[0] if len(held) == 1 else np.concatenate(held)
 
 
 # Thread and name ids (few distinct values) compress as well plain as delta-encoded, and

@@ -372,6 +372,30 @@ class Renumbered:
             yield block
 
 
+@dataclass(frozen=True)
+class KindOrdered:
+    """Another source's rows grouped: runtime calls, then CPU ops and annotations, then
+    step-marker frames, each group in the source's order. A read adds a chunk's rows as its
+    calls, then its ops, then its frames, so the rows' order in a read depends on where the
+    text was cut into chunks; this one does not."""
+
+    source: RowSource
+
+    def __len__(self) -> int:
+        return len(self.source)
+
+    def blocks(self, size: int, windows: Windows | None = None) -> Iterator[np.ndarray]:
+        for group in range(3):
+            for block in self.source.blocks(size, windows):
+                mark = block["correlation"]
+                if group == 0:
+                    keep = ~is_op(mark) & (mark != FRAME)
+                else:
+                    keep = is_op(mark) if group == 1 else mark == FRAME
+                if keep.any():
+                    yield block[keep]
+
+
 def _renumber(
     block: np.ndarray, threads: np.ndarray, names: np.ndarray, shapes: np.ndarray | None
 ) -> None:

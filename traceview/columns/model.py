@@ -11,10 +11,11 @@ import numpy as np
 
 from traceview.columns import allocations
 from traceview.columns.comms import CommKey, no_comms, threadless
-from traceview.columns.cpu_rows import CpuRows
+from traceview.columns.cpu_rows import CpuRows, KindOrdered, Renumbered, from_parts
 from traceview.columns.packed_names import PackedNames
 from traceview.columns.schema import (
     CommColumns,
+    Dropped,
     FlowColumns,
     FrameColumns,
     GpuColumns,
@@ -146,3 +147,78 @@ def without_cpu(events: TraceEvents) -> TraceEvents:
         comms=threadless(events.comms),
         memory=allocations.threadless(events.memory),
     )
+
+
+def canonical(events: TraceEvents) -> TraceEvents:
+    """``events`` as no read strategy shapes them: each table of values (names, streams,
+    threads, launches, shapes, collective keys) sorted and every id renumbered to match (a
+    read split in two processes interns the second part's values first, one read in order
+    the first part's), and the CPU rows grouped by kind (cpu_rows.KindOrdered: their order
+    in a read follows its chunks). What ``export`` writes and ``events()`` gives."""
+    names = order_of(list(events.names), plain=True)
+    streams, threads = order_of(events.streams), order_of(events.threads)
+    launches = order_of(events.launches)
+    shapes, keys = order_of(events.shapes, plain=True), order_of(events.comm_keys, plain=True)
+    maps = [_inverse(o) for o in (names, streams, threads, launches, shapes, keys)]
+    name_of, stream_of, thread_of, launch_of, shape_of, key_of = maps
+    gpu = events.gpu
+    launch = gpu.launch if isinstance(gpu.launch, Dropped) else _mapped(launch_of, gpu.launch)
+    comms, memory = events.comms, events.memory
+    return replace(
+        events,
+        names=PackedNames.of(events.names).take(names),
+        streams=[events.streams[i] for i in streams],
+        threads=[events.threads[i] for i in threads],
+        launches=[events.launches[i] for i in launches],
+        shapes=[events.shapes[i] for i in shapes],
+        comm_keys=[events.comm_keys[i] for i in keys],
+        gpu=replace(
+            gpu, name=name_of[gpu.name], stream=_mapped(stream_of, gpu.stream), launch=launch
+        ),
+        cpu=from_parts([KindOrdered(Renumbered(events.cpu, thread_of, name_of, shape_of))]),
+        comms=replace(comms, thread=_mapped(thread_of, comms.thread), key=key_of[comms.key]),
+        memory=replace(memory, thread=_mapped(thread_of, memory.thread)),
+        frames=replace(
+            events.frames,
+            thread=_mapped(thread_of, events.frames.thread),
+            name=name_of[events.frames.name],
+        ),
+        flows=replace(events.flows, thread=_mapped(thread_of, events.flows.thread)),
+    )
+
+
+def order_of(values: Sequence[Any], plain: bool = False) -> np.ndarray:
+    """The positions of ``values`` in sorted order: by the values themselves if ``plain``
+    (all text, or all tuples of text or of bytes), else by value_key."""
+    key = (lambda i: values[i]) if plain else (lambda i: value_key(values[i]))
+    return np.array(sorted(range(len(values)), key=key), dtype=np.int64)
+
+
+def value_key(value: Any) -> tuple[Any, ...]:
+    """A total order over the JSON values a trace's tables hold (None, bools, numbers, text
+    and tuples of them): by kind, then value; an int before the float equal to it."""
+    if value is None:
+        return (0,)
+    if isinstance(value, bool):
+        return (1, int(value))
+    if isinstance(value, int | float):
+        return (2, value, isinstance(value, float))
+    if isinstance(value, str):
+        return (3, value)
+    if isinstance(value, bytes):
+        return (4, value)
+    return (5, tuple(value_key(v) for v in value))
+
+
+def _inverse(order: np.ndarray) -> np.ndarray:
+    """The new id of each old one, when the old ids are put in ``order`` (int32)."""
+    new = np.empty(len(order), dtype=np.int32)
+    new[order] = np.arange(len(order), dtype=np.int32)
+    return new
+
+
+def _mapped(ids_map: np.ndarray, column: np.ndarray) -> np.ndarray:
+    """``column``'s ids through ``ids_map``, negative ones (none) as they are."""
+    if not len(column):
+        return column
+    return np.where(column >= 0, ids_map[np.maximum(column, 0)], column).astype(column.dtype)
