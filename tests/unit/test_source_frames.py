@@ -272,3 +272,26 @@ def _preorder(
 ) -> tuple[np.ndarray, ...]:
     order = stacks_module.lex_order((-end, ts, thread))
     return thread[order], name[order], ts[order], end[order]
+
+
+@pytest.mark.parametrize("nested", [True, False])
+def test_innermost_is_the_deepest_frame_holding_the_point(nested: bool) -> None:
+    """innermost against its definition, frame by frame: of the frames of the point's thread
+    with ts ≤ point < end (cut ones as cut), the deepest; NO_FRAME when none. Points at
+    every start and end, and between, on random nestings and on overlapping frames."""
+    for seed in range(200):
+        rng = random.Random(seed)
+        stacks = build_stacks(*_random_frames(rng, nested))
+        times = sorted({*stacks.ts.tolist(), *stacks.end.tolist(), -1, 250})
+        points = [(t, x + d) for t in range(4) for x in times for d in (-1, 0, 1)]
+        thread = np.array([t for t, _ in points], dtype=np.int64)
+        at = np.array([x for _, x in points], dtype=np.int64)
+        want = []
+        for t, x in points:
+            holding = [
+                f
+                for f in range(len(stacks))
+                if stacks.thread[f] == t and stacks.ts[f] <= x < stacks.end[f]
+            ]
+            want.append(max(holding, key=lambda f: stacks.depth[f]) if holding else NO_FRAME)
+        assert innermost(stacks, thread, at).tolist() == want, seed

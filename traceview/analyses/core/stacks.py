@@ -8,7 +8,8 @@ The ``Python parent id`` is only checked against that nesting (it can name a fra
 before the trace, on another thread, or form a cycle in a damaged trace): no walk follows it.
 
 One linear pass over the frames in (thread, start, longest first) order, keeping the open
-frames on a stack; the queries are vectorised (one sort of frames and points together).
+frames on a stack; the queries are vectorised (one search of the frames, then their
+enclosing frames climbed).
 """
 
 from __future__ import annotations
@@ -183,31 +184,27 @@ def innermost(stacks: Stacks, thread: np.ndarray, at: np.ndarray) -> np.ndarray:
     """Per point (a thread id, a time in ns), the innermost frame on that thread that holds
     the time (ts ≤ time < end; its index in ``stacks``), else NO_FRAME.
 
-    Frames' ends and starts and the points are sorted together (at one time: ends, then
-    starts, then points); a point's frame is the one on top after the last start or end
-    before it: the frame a start opens, the parent of the frame an end closes (the frames
-    nest, so every frame inside it has closed). Frames of no length hold no time."""
-    live = np.flatnonzero(stacks.ts < stacks.end)
-    n, m = len(live), len(at)
+    The last frame of the point's thread starting at or before it (preorder: by thread and
+    start, longest first, so of equal starts the innermost) holds it, or else the frame
+    holding it encloses that one (the frames nest): the enclosing frames are climbed, all
+    points at once, until one ends after the point. Frames of no length hold no time. One
+    search of every frame, no sort of them (a sort of frames and points together held
+    ~115 bytes a frame: 1.6 GB for `source` at 8 GB of a trace recorded with stacks)."""
+    m = len(at)
     out = np.full(m, NO_FRAME, dtype=np.int64)
-    if n == 0 or m == 0:
+    if len(stacks) == 0 or m == 0:
         return out
-    threads = np.concatenate([stacks.thread[live], stacks.thread[live], thread]).astype(np.int64)
-    times = np.concatenate([stacks.end[live], stacks.ts[live], at]).astype(np.int64)
-    kind = np.concatenate([np.zeros(n, np.int8), np.ones(n, np.int8), np.full(m, 2, np.int8)])
-    # At one time, inner frames close first and outer ones open first (preorder: parents
-    # first).
-    tie = np.concatenate([-live, live, np.zeros(m, np.int64)])
-    top = np.concatenate([stacks.parent[live], live])
-    order = lex_order((tie, kind, times, threads))
-    is_bound = kind[order] != 2
-    last = np.maximum.accumulate(np.where(is_bound, np.arange(len(order)), -1))
-    points = np.flatnonzero(~is_bound)
-    before = last[points]
-    found = before >= 0
-    bound, point = order[before[found]], order[points[found]]
-    same = threads[bound] == threads[point]
-    out[point[same] - 2 * n] = top[bound[same]]
+    last = searchsorted_pairs(stacks.thread, stacks.ts, thread, at, "right") - 1
+    frame = np.where(stacks.thread[np.maximum(last, 0)] == thread, last, NO_FRAME)
+    frame[last < 0] = NO_FRAME
+    todo = np.flatnonzero(frame != NO_FRAME)
+    while len(todo):  # at most the deepest stack's depth rounds
+        f = frame[todo]
+        holds = stacks.end[f] > at[todo]
+        out[todo[holds]] = f[holds]
+        todo = todo[~holds]
+        frame[todo] = stacks.parent[frame[todo]]
+        todo = todo[frame[todo] != NO_FRAME]
     return out
 
 
