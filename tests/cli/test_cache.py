@@ -400,9 +400,9 @@ def test_a_hit_leaves_the_unused_columns_unread(monkeypatch: pytest.MonkeyPatch)
     trace = SHARED_TRACES / "tracelens__mi300__resnet_act_checkpoint.json.gz"  # frames, flows
     if not trace.is_file():
         pytest.skip(f"{trace} is absent")
-    colds = {c: _json([c], trace, "--no-cache") for c in ("summary", "kernels")}
+    colds = {c: _json([c], trace, "--no-cache") for c in ("summary", "kernels", "source")}
     monkeypatch.setattr(store, "FRAME_ROW_GROUP", 1000)  # the long frames read group by group
-    assert _json(["summary"], trace) == colds["summary"]  # fills the entry, frames included
+    assert _json(["source"], trace) == colds["source"]  # fills the entry, every frame in it
     (entry,) = _entries()
     frames_file = store._parquet().ParquetFile(entry.directory / "frames.parquet")
     assert frames_file.metadata.num_row_groups > 1
@@ -433,3 +433,35 @@ def test_a_hit_leaves_the_unused_columns_unread(monkeypatch: pytest.MonkeyPatch)
     assert full.launches and lean.launches == fresh.launches == []
     for command, cold in colds.items():
         assert _json([command], trace) == cold, command
+
+
+def test_summary_s_entry_holds_its_long_frames_alone() -> None:
+    """summary's first run reads only the frames it can name (and no flow), and its entry
+    says so: it serves summary, and source, which wants every frame and flow, reads the
+    trace again once and completes the entry. Each says what it says cold."""
+    from traceview.analyses.core.stall import STALL_FRAME_MIN_NS
+    from traceview.app.reading import read_trace
+    from traceview.options import ReadOptions
+
+    trace = SHARED_TRACES / "tracelens__mi300__resnet_act_checkpoint.json.gz"  # frames, flows
+    if not trace.is_file():
+        pytest.skip(f"{trace} is absent")
+    colds = {c: _json([c], trace, "--no-cache") for c in ("summary", "source")}
+    every = read_trace(trace, ReadOptions(quiet=True, cache=False), frames=True, remember=False)
+    assert _json(["summary"], trace) == colds["summary"]  # fills the entry
+    (entry,) = _entries()
+    meta = store.read_meta(entry.directory)
+    assert meta["has_frames"] and meta["frames_from_ns"] == STALL_FRAME_MIN_NS
+    parquet = store._parquet()
+    frames = parquet.read_table(entry.directory / "frames.parquet")
+    long = every.frames.end - every.frames.ts >= STALL_FRAME_MIN_NS
+    assert 0 < frames.num_rows == int(long.sum()) < len(every.frames.ts)
+    assert parquet.read_table(entry.directory / "flows.parquet").num_rows == 0
+    assert len(every.flows.ts) > 0
+    assert _json(["summary"], trace) == colds["summary"]  # from the entry
+    assert _json(["source"], trace) == colds["source"]  # reads the trace, completes the entry
+    (entry,) = _entries()
+    assert store.read_meta(entry.directory)["frames_from_ns"] == 0
+    assert parquet.read_table(entry.directory / "frames.parquet").num_rows == len(every.frames.ts)
+    assert _json(["source"], trace) == colds["source"]  # from the entry
+    assert _json(["summary"], trace) == colds["summary"]

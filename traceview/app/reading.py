@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from traceview.analyses.core.trace import read_warnings
 from traceview.app.last_trace import remember_trace
 from traceview.app.memory import release_free_memory
+from traceview.columns.schema import FLOWS
 from traceview.errors import TraceviewError
 from traceview.forked import start_up_done
 from traceview.options import ReadOptions
@@ -147,9 +148,21 @@ def _read_cached(
         return slot.events
     # Read as the command needs it (without CPU rows, a filling run costs about what a
     # --no-cache one does), facts worked out; a command that needs more than an entry holds
-    # reads the trace again and completes the entry.
+    # reads the trace again and completes the entry. Every column is kept for the entry, but
+    # a read of the long frames alone (summary's) keeps no other frame nor any flow: its
+    # entry says so, and serves no read that wants them (cache.open_slot).
     # A key not known yet: the read hashes the blocks it reads (publish makes the key of them).
-    read = _ingest(path, options, keep_cpu=keep_cpu, frames=frames, hashes=slot.hashes, index=index)
+    floored = frames_from_ns > 0 and FLOWS.issubset(unused)
+    read = _ingest(
+        path,
+        options,
+        keep_cpu=keep_cpu,
+        frames=frames,
+        hashes=slot.hashes,
+        index=index,
+        unused=FLOWS if floored else frozenset(),
+        frames_from_ns=frames_from_ns if floored else 0,
+    )
     events = with_facts(read)
     # A truncated read (--partial) is not stored: a later run without --partial would get it
     # from the cache instead of the truncation error, and the file is most likely still being

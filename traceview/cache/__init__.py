@@ -19,6 +19,7 @@ from typing import Any
 
 from traceview.cache.root import state_dir
 from traceview.columns.model import TraceEvents
+from traceview.columns.schema import FLOWS
 from traceview.console import stderr_console
 from traceview.errors import TraceviewError
 from traceview.forked import Child, cache_writes_forked
@@ -134,14 +135,15 @@ def _load(
 ) -> TraceEvents | None:
     """The entry's events, or None on a miss; a damaged entry is removed with a warning."""
     from traceview.cache.manage import add_path, touch
-    from traceview.cache.store import read_entry, read_meta
+    from traceview.cache.store import entry_frames_from_ns, read_entry, read_meta
 
     directory = entry_dir(root, key)
     if not directory.is_dir():
         return None
     try:
         meta = read_meta(directory)
-        if not _serves(meta, keep_cpu, frames):
+        floor = entry_frames_from_ns(meta)
+        if not _serves(meta, keep_cpu, frames, floor, unused, frames_from_ns):
             return None  # read the trace; publish then upgrades or completes the entry
         events = read_entry(directory, meta, keep_cpu, frames, unused, frames_from_ns)
     except Exception as e:  # damaged, truncated, another schema: rebuild, never crash
@@ -155,12 +157,29 @@ def _load(
     return replace(events, path=str(path))
 
 
-def _serves(meta: dict[str, Any], keep_cpu: bool, frames: bool = False) -> bool:
+def _serves(
+    meta: dict[str, Any],
+    keep_cpu: bool,
+    frames: bool = False,
+    floor: int = 0,
+    unused: frozenset[str] = frozenset(),
+    frames_from_ns: int = 0,
+) -> bool:
     """Whether an entry can give exactly what a read with (or without) CPU rows (and
-    frames) gives."""
+    frames at least ``frames_from_ns`` long, ``unused`` left out) gives; ``floor``: the
+    length under which the entry holds no frame (nor any flow)."""
     if frames and not meta.get("has_frames"):
         return False
+    if frames and floor and (floor > frames_from_ns or not FLOWS.issubset(unused)):
+        return False  # it lacks frames, or the flows, this read keeps
     return bool(meta["has_cpu"]) or not keep_cpu
+
+
+def _holds_fewer_frames(meta: dict[str, Any], events: TraceEvents) -> bool:
+    """Whether an entry left out frames (and flows) that a read of the trace kept."""
+    from traceview.cache.store import entry_frames_from_ns
+
+    return entry_frames_from_ns(meta) > events.frames_from_ns
 
 
 def publish(
@@ -186,6 +205,7 @@ def publish(
             upgrade = current is not None and (
                 (with_cpu and not current["has_cpu"])
                 or (events.frames_read and not current.get("has_frames"))
+                or (events.frames_read and _holds_fewer_frames(current, events))
             )
             if current is not None and not (slot.refresh or upgrade):
                 return  # published by another process meanwhile, or holding more than this

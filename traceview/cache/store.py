@@ -42,6 +42,7 @@ from traceview.columns.schema import (
     AnyGroup,
     Column,
     CommColumns,
+    Dropped,
     FlowColumns,
     FrameColumns,
     GpuColumns,
@@ -51,6 +52,7 @@ from traceview.columns.schema import (
     SchemaMismatch,
     arrays_of,
     dropped,
+    empty,
     from_arrays,
     join_columns,
     unused_of,
@@ -157,7 +159,9 @@ def _write_tables(
             sizes["frames.parquet"] = _write(
                 directory / "frames.parquet", frames_table, row_group_size=FRAME_ROW_GROUP
             )
-            sizes["flows.parquet"] = _write(directory / "flows.parquet", _columns(events.flows))
+            # a read that kept only the long frames left the flows unread: none stored
+            flows = empty(FlowColumns) if isinstance(events.flows.flow, Dropped) else events.flows
+            sizes["flows.parquet"] = _write(directory / "flows.parquet", _columns(flows))
     return sizes
 
 
@@ -387,6 +391,8 @@ def _meta(events: TraceEvents, sizes: dict[str, int]) -> dict[str, Any]:
         "facts": _facts_json(events.facts),
         "has_cpu": "cpu.parquet" in sizes,
         "has_frames": "frames.parquet" in sizes,
+        # the frames shorter than this (ns) are not in frames.parquet, nor any flow
+        "frames_from_ns": events.frames_from_ns,
         "cpu_rows": len(events.cpu),
         "files": sizes,
     }
@@ -467,14 +473,23 @@ def read_entry(
         shapes = _read_shapes(directory / "shapes.parquet")
         events = replace(events, cpu=cpu, threads=threads, shapes=shapes)
         if frames and meta.get("has_frames"):
+            floor = max(frames_from_ns, entry_frames_from_ns(meta))
             return replace(
                 events,
-                frames=_long_frames(directory / "frames.parquet", frames_from_ns),
+                frames=_long_frames(directory / "frames.parquet", floor),
                 flows=_group(directory / "flows.parquet", FlowColumns, unused_of("flows", unused)),
                 frames_read=True,
+                frames_from_ns=floor,
             )
         return events
     return without_cpu(events) if meta["has_cpu"] else events
+
+
+def entry_frames_from_ns(meta: dict[str, Any]) -> int:
+    """The length (ns) under which an entry's frames were left out (0: it holds every one;
+    an entry written before the key existed held every one)."""
+    floor = meta.get("frames_from_ns", 0)
+    return floor if type(floor) is int and floor > 0 else 0
 
 
 def _facts_json(facts: TraceFacts | None) -> dict[str, Any] | None:

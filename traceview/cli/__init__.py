@@ -128,10 +128,10 @@ def _start_reading_early(args: list[str]) -> None:
     from traceview.analyses.core.stall import STALL_FRAME_MIN_NS
     from traceview.columns.parallel import start_early
 
-    # With the cache, the worker hashes the blocks it reads: a first read makes the key of them
-    # (and keeps every frame, for the entry); without it, summary's keeps only the long frames.
+    # With the cache, the worker hashes the blocks it reads: a first read makes the key of them.
+    # summary's read keeps only the long frames, with the cache too (its entry says so).
     cached = "--no-cache" not in args
-    floor = 0 if cached or args[0] != "summary" else STALL_FRAME_MIN_NS
+    floor = STALL_FRAME_MIN_NS if args[0] == "summary" else 0
     start_early(Path(args[1]), *_EARLY_READS[args[0]], hash_blocks=cached, frames_from_ns=floor)
 
 

@@ -730,6 +730,7 @@ class EventCollector:
             frames=from_arrays(FrameColumns, self._frames.join()),
             flows=from_arrays(FlowColumns, self._flows.join()),
             frames_read=self.keep_frames,
+            frames_from_ns=self._frames_from_ns if self.keep_frames else 0,
         )
 
 

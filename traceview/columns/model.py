@@ -114,13 +114,22 @@ class TraceEvents:
     frames: FrameColumns = field(default_factory=lambda: empty(FrameColumns))
     flows: FlowColumns = field(default_factory=lambda: empty(FlowColumns))
     frames_read: bool = False
+    # Of the frames read, those shorter than this (ns) were left out (summary's read: its
+    # host-stall hint looks at no shorter one); 0: every frame.
+    frames_from_ns: int = 0
 
 
 def without_frames(events: TraceEvents) -> TraceEvents:
     """Exactly what a read that does not look for frames gives."""
     if not events.frames_read:
         return events
-    return replace(events, frames=empty(FrameColumns), flows=empty(FlowColumns), frames_read=False)
+    return replace(
+        events,
+        frames=empty(FrameColumns),
+        flows=empty(FlowColumns),
+        frames_read=False,
+        frames_from_ns=0,
+    )
 
 
 def without_cpu(events: TraceEvents) -> TraceEvents:
