@@ -336,9 +336,12 @@ fn typed(s: &Scanner<'_>, e: &Event, options: &Options, any_fields: bool) -> Sca
             return refuse(v.start, "a correlation not an int");
         }
     }
-    // read as any value by the decoder: left to the Python side rather than checked here
+    // read as any value by the decoder, and unused on a CPU row: a scalar it surely takes is
+    // let through (torch.compile <= 2.4 wrote `"grid": "grid(100,)"` on each Triton op), the
+    // rest left to the Python side rather than checked here
     let any = e.extra_any.filter(|_| !any_fields);
-    if let Some(v) = e.launch.iter().flatten().chain(&any).next() {
+    let launch = e.launch.iter().flatten().find(|v| !sure_scalar(s, **v));
+    if let Some(v) = launch.or(any.as_ref()) {
         return refuse(v.start, "a launch or allocator field on a CPU row");
     }
     if options.keep_frames && !frame_fields_decodable(s, e) {
@@ -362,6 +365,16 @@ pub(crate) fn frame_fields_decodable(s: &Scanner<'_>, e: &Event) -> bool {
             Kind::Object | Kind::Array => false,
             _ => true,
         })
+}
+
+/// A scalar the decoder reads as any value without fail: text, a literal, null or such a
+/// number.
+pub(crate) fn sure_scalar(s: &Scanner<'_>, v: Val) -> bool {
+    match v.kind {
+        Kind::Str | Kind::StrEscaped | Kind::Literal | Kind::Null => true,
+        Kind::Num => any_number(s, v),
+        Kind::Object | Kind::Array => false,
+    }
 }
 
 /// A number the decoder reads as a finite float or an int (no exponent, < 10^300).
@@ -526,6 +539,23 @@ mod tests {
     }
 
     const OP: &str = r#"{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":2,"ts":8,"dur":3,"args":{"Input Dims":[[2, 3], []],"Input type":["float", ""],"Concrete Inputs":["", "1"]}}"#;
+
+    #[test]
+    fn a_launch_field_on_an_op_is_taken_only_as_a_sure_scalar() {
+        let with = |grid: &str| OP.replace(r#""args":{"#, &format!(r#""args":{{"grid":{grid},"#));
+        let cpu = options(true, false);
+        for grid in [r#""grid(100,)""#, "100", "null", "true", "1.5"] {
+            assert_eq!(
+                scanned(&[&with(grid)], &cpu).cpu.op_mark,
+                vec![MARK_OP],
+                "{grid}"
+            );
+        }
+        for grid in ["[100, 1, 1]", r#"{"x": 1}"#, "1.5e3"] {
+            assert!(refused(&[&with(grid)], &cpu).contains("launch"), "{grid}");
+        }
+        refused(&[&with("1e400")], &cpu); // a number no float holds: refused as such
+    }
 
     #[test]
     fn ops_and_step_frames_are_rows_in_the_python_order() {

@@ -2015,7 +2015,7 @@ fn decodable(s: &Scanner<'_>, e: &Event, options: &Options) -> bool {
         && small_int(e.stream)
         && time(e.ts)
         && time(e.dur)
-        && e.launch.iter().all(Option::is_none)
+        && e.launch.iter().flatten().all(|v| cpu::sure_scalar(s, *v))
         && e.extra_any.is_none()
 }
 

@@ -185,6 +185,22 @@ def _comm_chunks(text: bytes, each: int = 2) -> list[bytes]:
     return [text[spans[max(i - 2, 0)][0] : spans[min(i + 2, len(spans) - 1)][1]] for i in picked]
 
 
+def test_a_triton_op_s_grid_text() -> None:
+    """torch.compile <= 2.4 wrote ``"grid": "grid(100,)"`` on each Triton ``cpu_op``: a text
+    the decoder surely takes, so such a chunk is scanned (a launch field of any other kind on
+    a CPU row sends it to the Python path); with each args value damaged, both read alike."""
+    text = _text("hta__triton_example__triton_example.json.gz")
+    spans = event_spans(text)
+    at = next(i for i, (a, b) in enumerate(spans) if b'"grid": "grid(' in text[a:b])
+    chunk = text[spans[max(at - 2, 0)][0] : spans[min(at + 2, len(spans) - 1)][1]]
+    exact = needs_exact(text[: 1 << 20])
+    assert "refused" not in _core.scan_chunk(chunk, exact, True, scan_rule(True))
+    listed = chunk.replace(b'"grid": "grid(100,)"', b'"grid": [100, 1, 1]')
+    assert "refused" in _core.scan_chunk(listed, exact, True, scan_rule(True))
+    counts = _compare([chunk, listed, *args_damage(chunk)], exact)
+    assert counts["scanned"] and counts["refused"] and counts["rejected"], counts
+
+
 @pytest.mark.parametrize("name", COMM_SEEDS, ids=lambda n: n.split("__")[1])
 def test_collective_metadata_chunks(name: str) -> None:
     """A chunk holding a collective's metadata is scanned (its carrying rows' args decoded
