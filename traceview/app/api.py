@@ -369,9 +369,8 @@ class Trace:
     def events(self, table: str = "gpu", names: bool = False) -> Any:
         """One of the trace's tables as pyarrow (the schema of ``traceview export``: integer ns,
         names and streams as ids into the ``names`` and ``streams`` tables, each sorted);
-        ``names``: with
-        the ids looked up instead (``name`` as text, ``stream`` as ``device`` and ``stream``,
-        ``kind`` as ``kernel``/``memcpy``/``memset``)."""
+        ``names``: with the ids looked up instead (``name`` as text, ``stream`` as ``device``
+        and ``stream``, ``kind`` as ``kernel``/``memcpy``/``memset``)."""
         from traceview.cache.store import event_tables
         from traceview.columns.model import canonical
 
