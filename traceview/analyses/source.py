@@ -90,6 +90,8 @@ def analyse_source(events: TraceEvents, options: SourceOptions) -> SourceReport:
     frames = events.frames
     name, names = frame_names(frames.name, events.names)
     stacks = build_stacks(frames.thread, name, frames.ts, frames.end)
+    del name
+    notes = _notes(events, stacks)  # before the per-frame times are held beside the stacks
     leaf, backward, why = _leaves(events, stacks, rows)
     unattributed = {reason: int(dur[why == i].sum()) for i, reason in enumerate(_REASONS)}
     attributed = leaf != NO_FRAME
@@ -114,7 +116,7 @@ def analyse_source(events: TraceEvents, options: SourceOptions) -> SourceReport:
         modules=module_rows(stacks, names, times),
         stacks=lines,
         steps=selected.steps,
-        notes=[*selected.notes, *_notes(events, stacks)],
+        notes=[*selected.notes, *notes],
     )
 
 

@@ -66,29 +66,43 @@ class Stacks:
 
 
 def build_stacks(thread: np.ndarray, name: np.ndarray, ts: np.ndarray, end: np.ndarray) -> Stacks:
-    """The nesting of the frames (rows of equal length; ``name``: interned name ids)."""
+    """The nesting of the frames (rows of equal length; ``name``: interned name ids). The
+    ids, rows and links are int32 where they fit (8.5M frames: 170 MB less than int64)."""
     order = lex_order((-end, ts, thread)) if len(ts) else np.empty(0, dtype=np.int64)
     threads, names, starts, ends = thread[order], name[order], ts[order], end[order]
     nested = _nest_nested(threads, names, starts, ends)
     if nested is not None:  # every frame inside its parent: nothing to cut
         parent, depth, after, first = nested
-        return Stacks(order, threads, names, starts, ends, parent, depth, after, first, 0)
-    cut = ends.tolist()
-    parent_, depth_, after_, first_, overlapping = _nest(
-        threads.tolist(), names.tolist(), starts.tolist(), cut
-    )
+        cut, overlapping = ends, 0
+    else:
+        cut_ = ends.tolist()
+        parent_, depth_, after_, first_, overlapping = _nest(
+            threads.tolist(), names.tolist(), starts.tolist(), cut_
+        )
+        cut = np.array(cut_, dtype=np.int64)
+        parent, depth, after = (np.array(a, dtype=np.int64) for a in (parent_, depth_, after_))
+        first = np.array(first_, dtype=bool)
     return Stacks(
-        row=order,
-        thread=threads,
-        name=names,
+        row=_narrow(order),
+        thread=_narrow(threads),
+        name=_narrow(names),
         ts=starts,
-        end=np.array(cut, dtype=np.int64),
-        parent=np.array(parent_, dtype=np.int64),
-        depth=np.array(depth_, dtype=np.int64),
-        after=np.array(after_, dtype=np.int64),
-        first_of_name=np.array(first_, dtype=bool),
+        end=cut,
+        parent=_narrow(parent),
+        depth=_narrow(depth),
+        after=_narrow(after),
+        first_of_name=first,
         overlapping=overlapping,
     )
+
+
+def _narrow(ids: np.ndarray) -> np.ndarray:
+    """Non-negative ids, rows or counts (or NO_FRAME) as int32 where they fit."""
+    if ids.dtype == np.int32 or len(ids) == 0:
+        return ids.astype(np.int32, copy=False)
+    low, high = int(ids.min()), int(ids.max())
+    fits = np.iinfo(np.int32).min <= low and high <= np.iinfo(np.int32).max
+    return ids.astype(np.int32) if fits else ids
 
 
 def _nest_nested(
