@@ -241,6 +241,20 @@ def _records(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return out
 
 
+def fits_int32(values: np.ndarray) -> bool:
+    """Whether every one of ``values`` (integers, at least one) fits in int32."""
+    info = np.iinfo(np.int32)
+    return info.min <= int(values.min()) and int(values.max()) <= info.max
+
+
+def narrowed(ids: np.ndarray) -> np.ndarray:
+    """Integer ids, positions or counts as int32 where they all fit (half the memory), else
+    as they are."""
+    if len(ids) == 0 or ids.dtype == np.int32 or fits_int32(ids):
+        return ids.astype(np.int32, copy=False)
+    return ids
+
+
 def first_of_runs(ordered: np.ndarray) -> np.ndarray:
     """Indices where a run of equal values starts in a sorted array (``np.unique``'s
     ``return_index`` without its import of numpy.ma)."""

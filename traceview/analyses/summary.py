@@ -18,7 +18,7 @@ from typing import Any, Protocol, TypeVar
 import numpy as np
 
 from traceview.aggregate import sums
-from traceview.aggregate.order import present
+from traceview.aggregate.order import fits_int32, present
 from traceview.analyses import hints as hint_rules
 from traceview.analyses.audit import MFU, Figure, checks_of, figures_json, verdicts
 from traceview.analyses.core.breakdown import Breakdown, breakdowns
@@ -515,14 +515,9 @@ class _Filled:
         self.values = np.empty(n, dtype=np.int32)
 
     def put(self, at: int, values: np.ndarray) -> None:
-        if self.values.dtype == np.int32 and len(values) and not _fits_int32(values):
+        if self.values.dtype == np.int32 and len(values) and not fits_int32(values):
             self.values = self.values.astype(np.int64)
         self.values[at : at + len(values)] = values
-
-
-def _fits_int32(values: np.ndarray) -> bool:
-    info = np.iinfo(np.int32)
-    return info.min <= int(values.min()) and int(values.max()) <= info.max
 
 
 def _median(values: np.ndarray, in_place: bool = False) -> int | None:

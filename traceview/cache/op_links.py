@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from traceview.aggregate.order import narrowed
 from traceview.analyses.core.opcalls import OpCalls
 from traceview.analyses.core.oplinks import OpLinks
 from traceview.cache.fingerprint import INGEST_SOURCES, code_fingerprint
@@ -111,6 +112,4 @@ def _narrow(ids: np.ndarray | None) -> np.ndarray:
     """``ids`` as int32 when they fit (half the bytes on disk), else as they are."""
     if ids is None:
         raise ValueError("no ids")
-    if len(ids) == 0 or (int(ids.min()) >= -(2**31) and int(ids.max()) < 2**31):
-        return ids.astype(np.int32)
-    return ids
+    return narrowed(ids)

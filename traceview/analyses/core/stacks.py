@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from traceview.aggregate.order import lex_order, searchsorted_pairs
+from traceview.aggregate.order import lex_order, narrowed, searchsorted_pairs
 
 NO_FRAME = -1
 # The address in a built-in's frame name (``<built-in method add_ of Tensor object at 0x7f..>``):
@@ -83,26 +83,17 @@ def build_stacks(thread: np.ndarray, name: np.ndarray, ts: np.ndarray, end: np.n
         parent, depth, after = (np.array(a, dtype=np.int64) for a in (parent_, depth_, after_))
         first = np.array(first_, dtype=bool)
     return Stacks(
-        row=_narrow(order),
-        thread=_narrow(threads),
-        name=_narrow(names),
+        row=narrowed(order),
+        thread=narrowed(threads),
+        name=narrowed(names),
         ts=starts,
         end=cut,
-        parent=_narrow(parent),
-        depth=_narrow(depth),
-        after=_narrow(after),
+        parent=narrowed(parent),
+        depth=narrowed(depth),
+        after=narrowed(after),
         first_of_name=first,
         overlapping=overlapping,
     )
-
-
-def _narrow(ids: np.ndarray) -> np.ndarray:
-    """Non-negative ids, rows or counts (or NO_FRAME) as int32 where they fit."""
-    if ids.dtype == np.int32 or len(ids) == 0:
-        return ids.astype(np.int32, copy=False)
-    low, high = int(ids.min()), int(ids.max())
-    fits = np.iinfo(np.int32).min <= low and high <= np.iinfo(np.int32).max
-    return ids.astype(np.int32) if fits else ids
 
 
 def _nest_nested(
