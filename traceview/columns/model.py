@@ -9,9 +9,10 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from traceview.columns import allocations
+from traceview.columns import allocations, comms
 from traceview.columns.comms import CommKey, no_comms, threadless
 from traceview.columns.cpu_rows import CpuRows, KindOrdered, Renumbered, from_parts
+from traceview.columns.frames import renumbered_flows, renumbered_frames
 from traceview.columns.packed_names import PackedNames
 from traceview.columns.schema import (
     CommColumns,
@@ -22,6 +23,7 @@ from traceview.columns.schema import (
     MemoryColumns,
     RuntimeColumns,
     empty,
+    from_arrays,
 )
 from traceview.read.reader import ReadStats as ReadStats  # part of the trace model
 
@@ -159,40 +161,33 @@ def without_cpu(events: TraceEvents) -> TraceEvents:
 
 
 def canonical(events: TraceEvents) -> TraceEvents:
-    """``events`` as no read strategy shapes them: each table of values (names, streams,
-    threads, launches, shapes, collective keys) sorted and every id renumbered to match (a
-    read split in two processes interns the second part's values first, one read in order
-    the first part's), and the CPU rows grouped by kind (cpu_rows.KindOrdered: their order
-    in a read follows its chunks). What ``export`` writes and ``events()`` gives."""
+    """``events`` as no read strategy shapes them: each table of values (names, threads,
+    launches, shapes, collective keys) sorted and every id renumbered to match (a read split
+    in two processes interns the second part's values first, one read in order the first
+    part's; the streams a read sorts itself), and the CPU rows grouped by kind
+    (cpu_rows.KindOrdered: their order in a read follows its chunks). What ``export`` writes
+    and ``events()`` gives."""
     names = order_of(list(events.names), plain=True)
-    streams, threads = order_of(events.streams), order_of(events.threads)
-    launches = order_of(events.launches)
+    threads, launches = order_of(events.threads), order_of(events.launches)
     shapes, keys = order_of(events.shapes, plain=True), order_of(events.comm_keys, plain=True)
-    maps = [_inverse(o) for o in (names, streams, threads, launches, shapes, keys)]
-    name_of, stream_of, thread_of, launch_of, shape_of, key_of = maps
+    name_of, thread_of, launch_of, shape_of, key_of = map(
+        _inverse, (names, threads, launches, shapes, keys)
+    )
     gpu = events.gpu
-    launch = gpu.launch if isinstance(gpu.launch, Dropped) else _mapped(launch_of, gpu.launch)
-    comms, memory = events.comms, events.memory
+    launch = gpu.launch if isinstance(gpu.launch, Dropped) else launch_of[gpu.launch]
     return replace(
         events,
         names=PackedNames.of(events.names).take(names),
-        streams=[events.streams[i] for i in streams],
         threads=[events.threads[i] for i in threads],
         launches=[events.launches[i] for i in launches],
         shapes=[events.shapes[i] for i in shapes],
         comm_keys=[events.comm_keys[i] for i in keys],
-        gpu=replace(
-            gpu, name=name_of[gpu.name], stream=_mapped(stream_of, gpu.stream), launch=launch
-        ),
+        gpu=replace(gpu, name=name_of[gpu.name], launch=launch),
         cpu=from_parts([KindOrdered(Renumbered(events.cpu, thread_of, name_of, shape_of))]),
-        comms=replace(comms, thread=_mapped(thread_of, comms.thread), key=key_of[comms.key]),
-        memory=replace(memory, thread=_mapped(thread_of, memory.thread)),
-        frames=replace(
-            events.frames,
-            thread=_mapped(thread_of, events.frames.thread),
-            name=name_of[events.frames.name],
-        ),
-        flows=replace(events.flows, thread=_mapped(thread_of, events.flows.thread)),
+        comms=from_arrays(CommColumns, comms.renumbered(events.comms, key_of, thread_of)),
+        memory=from_arrays(MemoryColumns, allocations.renumbered(events.memory, thread_of)),
+        frames=from_arrays(FrameColumns, renumbered_frames(events.frames, thread_of, name_of)),
+        flows=from_arrays(FlowColumns, renumbered_flows(events.flows, thread_of)),
     )
 
 
@@ -224,10 +219,3 @@ def _inverse(order: np.ndarray) -> np.ndarray:
     new = np.empty(len(order), dtype=np.int32)
     new[order] = np.arange(len(order), dtype=np.int32)
     return new
-
-
-def _mapped(ids_map: np.ndarray, column: np.ndarray) -> np.ndarray:
-    """``column``'s ids through ``ids_map``, negative ones (none) as they are."""
-    if not len(column):
-        return column
-    return np.where(column >= 0, ids_map[np.maximum(column, 0)], column).astype(column.dtype)
