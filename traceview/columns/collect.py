@@ -194,10 +194,16 @@ class EventCollector:
         new_comm: list[tuple[np.ndarray, ...]] = []
         if gpu_columns is None:
             self._add_each(zip(gpu, gpu_kinds, strict=True), lists)
+        elif scanned is not None:  # the rows the scanner handed back decoded
+            new_comm += self._gpu_comm_rows(*_carriers(scanned, gpu=True), gpu_columns)
         elif carry:
-            new_comm += self._gpu_comm_rows(gpu, gpu_columns)
-        if scanned is not None and gpu_columns is not None and len(scanned.comm_rows):
-            new_comm += self._scanned_gpu_comm_rows(scanned, gpu_columns)
+            # Inline, not comms.carries: this runs over every GPU event of such a batch.
+            at = [
+                i
+                for i, e in enumerate(gpu)
+                if (a := e.args) is not None and type(a.collective) is str
+            ]
+            new_comm += self._gpu_comm_rows(at, [gpu[i] for i in at], gpu_columns)
         if scanned is None:
             runtime_times = batch.timed(runtime)
             runtime_corr = batch.correlations(runtime) if runtime_times is not None else None
@@ -303,31 +309,16 @@ class EventCollector:
         return allocations.rows(memory, threads, self.quality)
 
     def _gpu_comm_rows(
-        self, gpu: list[Any], columns: tuple[np.ndarray, ...]
+        self, at: list[int], carrying: list[Any], columns: tuple[np.ndarray, ...]
     ) -> list[tuple[np.ndarray, ...]]:
-        """The metadata rows of a batch of GPU events converted at once (none, mostly)."""
-        # Inline, not comms.carries: this runs over every GPU event of such a batch.
-        at = [
-            i for i, e in enumerate(gpu) if (a := e.args) is not None and type(a.collective) is str
-        ]
+        """The metadata rows of the GPU rows ``at`` of a batch converted at once (their
+        events ``carrying``; none, mostly)."""
         if not at:
             return []
         ts, dur = columns[GPU_TS][at], columns[GPU_DUR][at]
         rows = np.array(at, dtype=np.int64) + self._gpu_rows
         no_thread = np.full(len(at), comms.NO_THREAD)
-        return [comms.rows([gpu[i] for i in at], self.comm_keys, rows, no_thread, ts, ts + dur)]
-
-    def _scanned_gpu_comm_rows(
-        self, scanned: ScannedRows, columns: tuple[np.ndarray, ...]
-    ) -> list[tuple[np.ndarray, ...]]:
-        """_gpu_comm_rows of the GPU rows the scanner converted."""
-        at, carrying = _carriers(scanned, gpu=True)
-        if not at:
-            return []
-        ts, dur = columns[GPU_TS][at], columns[GPU_DUR][at]
-        gpu_rows = np.array(at, dtype=np.int64) + self._gpu_rows
-        no_thread = np.full(len(at), comms.NO_THREAD)
-        return [comms.rows(carrying, self.comm_keys, gpu_rows, no_thread, ts, ts + dur)]
+        return [comms.rows(carrying, self.comm_keys, rows, no_thread, ts, ts + dur)]
 
     def _scanned_op_comm_rows(
         self, scanned: ScannedRows, table: np.ndarray
