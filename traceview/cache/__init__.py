@@ -135,15 +135,14 @@ def _load(
 ) -> TraceEvents | None:
     """The entry's events, or None on a miss; a damaged entry is removed with a warning."""
     from traceview.cache.manage import add_path, touch
-    from traceview.cache.store import entry_frames_from_ns, read_entry, read_meta
+    from traceview.cache.store import read_entry, read_meta
 
     directory = entry_dir(root, key)
     if not directory.is_dir():
         return None
     try:
         meta = read_meta(directory)
-        floor = entry_frames_from_ns(meta)
-        if not _serves(meta, keep_cpu, frames, floor, unused, frames_from_ns):
+        if not _serves(meta, keep_cpu, frames, unused, frames_from_ns):
             return None  # read the trace; publish then upgrades or completes the entry
         events = read_entry(directory, meta, keep_cpu, frames, unused, frames_from_ns)
     except Exception as e:  # damaged, truncated, another schema: rebuild, never crash
@@ -161,25 +160,19 @@ def _serves(
     meta: dict[str, Any],
     keep_cpu: bool,
     frames: bool = False,
-    floor: int = 0,
     unused: frozenset[str] = frozenset(),
     frames_from_ns: int = 0,
 ) -> bool:
     """Whether an entry can give exactly what a read with (or without) CPU rows (and
-    frames at least ``frames_from_ns`` long, ``unused`` left out) gives; ``floor``: the
-    length under which the entry holds no frame (nor any flow)."""
+    frames at least ``frames_from_ns`` long, ``unused`` left out) gives."""
+    from traceview.cache.store import entry_frames_from_ns
+
     if frames and not meta.get("has_frames"):
         return False
+    floor = entry_frames_from_ns(meta)  # the entry holds no shorter frame, nor any flow
     if frames and floor and (floor > frames_from_ns or not FLOWS.issubset(unused)):
         return False  # it lacks frames, or the flows, this read keeps
     return bool(meta["has_cpu"]) or not keep_cpu
-
-
-def _holds_fewer_frames(meta: dict[str, Any], events: TraceEvents) -> bool:
-    """Whether an entry left out frames (and flows) that a read of the trace kept."""
-    from traceview.cache.store import entry_frames_from_ns
-
-    return entry_frames_from_ns(meta) > events.frames_from_ns
 
 
 def publish(
@@ -191,6 +184,7 @@ def publish(
     the identity index first; with ``index``, last, unless another process took that."""
     from traceview.cache.key import identity, remember_key
     from traceview.cache.manage import evict, max_size
+    from traceview.cache.store import entry_frames_from_ns
 
     try:
         limit = max_size()  # a bad $TRACEVIEW_CACHE_MAX_SIZE: said before anything is written
@@ -204,8 +198,13 @@ def publish(
             current = _meta_or_none(target)
             upgrade = current is not None and (
                 (with_cpu and not current["has_cpu"])
-                or (events.frames_read and not current.get("has_frames"))
-                or (events.frames_read and _holds_fewer_frames(current, events))
+                or (
+                    events.frames_read
+                    and (
+                        not current.get("has_frames")
+                        or entry_frames_from_ns(current) > events.frames_from_ns
+                    )
+                )
             )
             if current is not None and not (slot.refresh or upgrade):
                 return  # published by another process meanwhile, or holding more than this
