@@ -130,3 +130,25 @@ def test_union_length_nested_and_touching() -> None:
     end = np.array([10, 5, 15, 20, 25], dtype=np.int64)
     assert union_length(start, end) == 20
     assert union_length(np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)) == 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    data=grouped_values(),
+    batch=st.integers(1, 9),
+    counted=st.lists(st.booleans(), min_size=80, max_size=80),
+)
+def test_counted_rows_equal_the_counted_rows_alone(
+    data: tuple[np.ndarray, np.ndarray, list[int]], batch: int, counted: list[bool]
+) -> None:
+    """The rows of a mask among others in a group of their own (``counted``): each group's
+    moments, std to the last bit, equal those of the counted rows taken out alone."""
+    group, values, _ = data
+    mask = np.array(counted[: len(values)], dtype=bool)
+    outside = np.where(mask, group, GROUPS)  # the rows left out: one group after the others
+    got = moments.accumulate(outside, values, GROUPS + 1, batch=batch, counted=mask)
+    alone = moments.accumulate(group[mask], values[mask], GROUPS, batch=batch)
+    for name in ("count", "total", "minimum", "maximum", "mean"):
+        kept = alone.count > 0
+        assert np.array_equal(getattr(got, name)[:GROUPS][kept], getattr(alone, name)[kept])
+    assert got.std()[:GROUPS].tobytes() == alone.std().tobytes()

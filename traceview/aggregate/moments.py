@@ -100,6 +100,7 @@ def accumulate(
     groups: int,
     batch: int = 1 << 20,
     positions: np.ndarray | None = None,
+    counted: np.ndarray | None = None,
 ) -> Moments:
     """Moments of all values: count, total, min and max in one pass, then M2 about the exact
     means batch by batch (row-sized temporaries stay a batch long; merging batches' Moments
@@ -107,13 +108,20 @@ def accumulate(
 
     ``positions``: where each value is in a longer column (ascending) when ``values`` are a
     part of it: the batches are cut where the whole column's are, so every group's M2 is
-    summed in the same order, and equal to the last bit, as from the whole column."""
+    summed in the same order, and equal to the last bit, as from the whole column.
+    ``counted``: a mask of the values that stand for that whole column, the others in groups
+    of their own: the batches are cut as over the counted values alone (without a row-sized
+    array of their positions)."""
     if len(values) == 0:
         return empty(groups)
     count, total, minimum, maximum = extremes(group, values, groups)
     mean = np.divide(total, count, out=np.zeros(groups), where=count > 0)
     m2 = np.zeros(groups)
-    for start, stop in _batches(len(values), batch, positions):
+    if counted is not None:
+        bounds = _counted_batches(counted, batch)
+    else:
+        bounds = _batches(len(values), batch, positions)
+    for start, stop in bounds:
         part = group[start:stop]
         squares = values[start:stop] - mean[part]
         squares *= squares
@@ -142,6 +150,24 @@ def _batches(n: int, batch: int, positions: np.ndarray | None) -> list[tuple[int
         return [(start, min(start + batch, n)) for start in range(0, n, batch)]
     cuts = np.searchsorted(positions, np.arange(batch, int(positions[-1]) + 1, batch))
     bounds = [0, *cuts.tolist(), n]
+    return [(a, b) for a, b in itertools.pairwise(bounds) if b > a]
+
+
+def _counted_batches(counted: np.ndarray, batch: int) -> list[tuple[int, int]]:
+    """[start, stop) of each batch of the rows of a mask, cut at each ``batch``-th row counted
+    (the cuts of ``_batches`` over those rows' positions), a block of the mask at a time."""
+    cuts = []
+    seen = 0  # counted rows before the block
+    for lo in range(0, len(counted), batch):
+        block = counted[lo : lo + batch]
+        found = int(np.count_nonzero(block))
+        # the counted rows whose position among them is a multiple of ``batch`` (not 0)
+        first = -(-max(seen, 1) // batch) * batch
+        if first < seen + found:
+            at = np.flatnonzero(block)[first - seen :: batch]
+            cuts.extend((at + lo).tolist())
+        seen += found
+    bounds = [0, *cuts, len(counted)]
     return [(a, b) for a, b in itertools.pairwise(bounds) if b > a]
 
 

@@ -158,16 +158,18 @@ def packed_order(
     return out
 
 
-def dense_ids(keys: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray]:
-    """``np.unique(keys, return_inverse=True)`` for int keys in [0, bound), inverse as int64.
+def dense_ids(keys: np.ndarray, bound: int, narrow: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(keys, return_inverse=True)`` for int keys in [0, bound), inverse as int64
+    (``narrow``: int32 where every id fits, made so, not narrowed from an int64 copy).
 
     A bincount over [0, bound) and a look-up replace the sort when that table is small.
     """
+    dtype = np.int32 if narrow and bound < 2**31 else np.int64
     if bound > max(4 * len(keys), _TABLE_MIN):
         used, inverse = np.unique(keys, return_inverse=True)
-        return used, inverse.reshape(-1).astype(np.int64)
+        return used, inverse.reshape(-1).astype(dtype)
     present = np.bincount(keys, minlength=bound) > 0
-    return np.flatnonzero(present), (np.cumsum(present) - 1)[keys]
+    return np.flatnonzero(present), (np.cumsum(present) - 1).astype(dtype)[keys]
 
 
 def groups_in_order(keys: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:

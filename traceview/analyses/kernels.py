@@ -152,27 +152,31 @@ def analyse_kernels(
     del steps
     gpu = events.gpu
     every = bool(mask.all())  # the column itself, not a copy (kernels only, no --pstep)
-    dur = gpu.dur if every else gpu.dur[mask]
-    count = len(dur)
+    selected = None  # group and dur: the selected rows (else the columns, rows outside too)
     if options.group_by == "category":
         categories, group = category_groups(events, mask)
         groups = _Labels(categories, categories, [1] * len(categories))
+        dur = gpu.dur if every else gpu.dur[mask]
     elif options.group_by == "fused-op":
         ops, group, dur = fused_op_groups(events, mask)
         groups = _Labels(ops, ops, [1] * len(ops))
     elif options.group_by == "op":
         ops, group = launching_op_groups(events, mask)
         groups = _Labels(ops, ops, [1] * len(ops))
+        dur = gpu.dur if every else gpu.dur[mask]
     else:
-        ids = gpu.name if every else gpu.name[mask]
+        # the columns themselves, the rows left out in a group of their own: no copy of
+        # the selected durations and names (12 B a row) held through the analysis
+        dur, selected = gpu.dur, None if every else mask
         shown = "every" if streamed else "asked" if shown_names else "none"
-        groups, group = _groups(events.names, ids, options.group_by, shown)
+        groups, group = _groups(events.names, gpu.name, options.group_by, shown, selected)
     labels = groups.names
-    stats = _Stats.of(group, dur, len(labels))
+    stats = _Stats.of(group, dur, len(labels), selected)
+    count = int(np.count_nonzero(mask))  # rows, not the fused ops' (row, op) pairs
     kept = _ranked(stats, groups, options.sort, options.top)
     details = stats.detailed(kept)
     if streamed:  # rows made later need no row-sized column (2.5 M rows: 20-40 MB)
-        stats = replace(stats, group=stats.group[:0], dur=stats.dur[:0])
+        stats = replace(stats, group=stats.group[:0], dur=stats.dur[:0], selected=None)
     make = partial(_rows, stats, details, groups)
     rows = rows_of(make, np.asarray(kept, dtype=np.int64), streamed)
     return KernelReport(
@@ -249,15 +253,24 @@ class _Shown(Sequence[str]):
 
 
 def _groups(
-    names: Sequence[str], name_ids: np.ndarray, group_by: str, shown_names: str = "asked"
+    names: Sequence[str],
+    name_ids: np.ndarray,
+    group_by: str,
+    shown_names: str = "asked",
+    selected: np.ndarray | None = None,
 ) -> tuple[_Labels, np.ndarray]:
     """Group labels (decided over every selected name) and the group id of every row.
     ``shown_names``: the display names of the groups, each worked out when ``asked`` for
     (a table shows a few), of ``every`` group at once and packed (every row is shown), or
-    ``none`` (the full names)."""
-    used, group = dense_ids(name_ids, len(names))
-    if len(used) < 2**31:  # held through the analysis: half numpy's int64
-        group = group.astype(np.int32)
+    ``none`` (the full names). ``selected``: a mask of the rows grouped; each row outside
+    it is in group ``len(labels)``."""
+    if selected is None:
+        used, group = dense_ids(name_ids, len(names), narrow=True)  # held to the end
+    else:
+        keys = np.where(selected, name_ids, len(names))  # outside: the id after every name
+        used, group = dense_ids(keys, len(names) + 1, narrow=True)
+        del keys
+        used = used[used < len(names)]
     labels = subset(names, used)  # the names themselves when every one is used
     if group_by == "name":
         shown: Sequence[str] = labels
@@ -267,8 +280,9 @@ def _groups(
             shown = display_names_in_order(labels)
         return _Labels(labels, shown, [1] * len(labels)), group
     ids: dict[str, int] = {}  # short name → group id, in order of first appearance
-    to_short = np.array([ids.setdefault(s, len(ids)) for s in short_names(labels)], group.dtype)
-    merged = np.bincount(to_short, minlength=len(ids)).tolist()
+    short = [ids.setdefault(s, len(ids)) for s in short_names(labels)]
+    merged = np.bincount(np.array(short, dtype=np.int64), minlength=len(ids)).tolist()
+    to_short = np.array([*short, len(ids)], group.dtype)  # the rows outside stay outside
     return _Labels(list(ids), list(ids), merged), to_short[group]
 
 
@@ -324,11 +338,47 @@ class _Stats:
     maximum: np.ndarray
     total_count: int
     total_ns: int
+    # the mask of the rows counted when ``group`` and ``dur`` are whole columns (each row
+    # outside it in group ``len(count)``); None when they are the rows counted
+    selected: np.ndarray | None = None
 
     @classmethod
-    def of(cls, group: np.ndarray, dur: np.ndarray, groups: int) -> _Stats:
-        count, total, minimum, maximum = moments.extremes(group, dur, groups)
-        return cls(group, dur, count, total, minimum, maximum, int(count.sum()), sums.total(total))
+    def of(
+        cls, group: np.ndarray, dur: np.ndarray, groups: int, selected: np.ndarray | None = None
+    ) -> _Stats:
+        span = groups + (selected is not None)
+        count, total, minimum, maximum = (
+            a[:groups] for a in moments.extremes(group, dur, span)
+        )  # fmt: skip
+        return cls(
+            group, dur, count, total, minimum, maximum, int(count.sum()), sums.total(total),
+            selected,
+        )  # fmt: skip
+
+    @property
+    def span(self) -> int:
+        """The group ids in ``group``: the groups, and the rows outside them if any."""
+        return len(self.count) + (self.selected is not None)
+
+    def positions(self, rows: np.ndarray) -> np.ndarray:
+        """Where ``rows`` (ascending, counted) are among the rows counted, for
+        moments.accumulate: its batches are cut there, so each figure is the same to the
+        last bit whether the rows outside are in ``group`` or not. A block of rows at a
+        time: no row-sized running count."""
+        if self.selected is None:
+            return rows
+        selected, block = self.selected, _BLOCK
+        out = np.empty(len(rows), dtype=np.int64)
+        cuts = np.searchsorted(rows, np.arange(0, len(selected) + block, block)).tolist()
+        before = 0  # rows counted before the block
+        for i, lo in enumerate(range(0, len(selected), block)):
+            part = selected[lo : lo + block]
+            a, b = cuts[i], cuts[i + 1]
+            if b > a:
+                out[a:b] = np.cumsum(part, dtype=np.int32)[rows[a:b] - lo]
+                out[a:b] += before - 1
+            before += int(np.count_nonzero(part))
+        return out
 
     def field(self, name: str) -> np.ndarray | None:
         """The values of a KernelRow field for every group, as the row computes them, or None
@@ -349,19 +399,30 @@ class _Stats:
             return total
         if name == "max_ns":
             return self.maximum.astype(np.float64)
-        p99 = nearest_rank(self.group, self.dur, len(self.count), (99,))[99]
+        p99 = nearest_rank(self.group, self.dur, self.span, (99,))[99][: len(self.count)]
         return p99.astype(np.float64)
 
     def detailed(self, kept: _Ids) -> _Details:
         """Std and percentiles of the ``kept`` groups, from their rows only (the same figures,
         to the last bit, as from every row)."""
         groups = len(self.count)
-        if len(kept) == groups:  # all of them (--top 0, the CSV): no subset to make
-            return _Details.of(np.arange(groups), self.group, self.dur, groups)
-        position = np.full(groups, -1, dtype=np.int64)
-        position[list(kept)] = np.arange(len(kept))
-        rows = np.flatnonzero(position[self.group] >= 0)
-        return _Details.of(position, position[self.group[rows]], self.dur[rows], len(kept), rows)
+        # all of them (--top 0, the CSV), or groups holding most rows: no subset to make
+        # (its rows, positions and durations would be 24 B a row at once)
+        ids = np.asarray(kept, dtype=np.int64)
+        if len(ids) == groups or 2 * int(self.count[ids].sum()) > self.total_count:
+            return _Details.of(
+                np.arange(groups), self.group, self.dur, self.span, counted=self.selected
+            )  # fmt: skip
+        position: np.ndarray = np.full(
+            self.span, -1, dtype=np.int32 if groups < 2**31 else np.int64
+        )  # fmt: skip
+        position[ids] = np.arange(len(ids))
+        rows = np.flatnonzero((position >= 0)[self.group])  # a byte a row at once
+        at = position[self.group[rows]]
+        return _Details.of(position, at, self.dur[rows], len(ids), self.positions(rows))
+
+
+_BLOCK = 1 << 18  # rows a pass of _Stats.positions (its temporaries a few MB)
 
 
 @dataclass(frozen=True)
@@ -380,10 +441,12 @@ class _Details:
         dur: np.ndarray,
         groups: int,
         rows: np.ndarray | None = None,
+        counted: np.ndarray | None = None,
     ) -> _Details:
         """``group``: each row's position among the groups; ``rows``: where the rows are in
-        the whole selection (None: they are all of it)."""
-        std = moments.accumulate(group, dur, groups, positions=rows).std()
+        the whole selection (None: they are all of it); ``counted``: the mask of the rows
+        selected when the rows are whole columns (the others in groups of their own)."""
+        std = moments.accumulate(group, dur, groups, positions=rows, counted=counted).std()
         return cls(position, std, nearest_rank(group, dur, groups, (50, 90, 99)))
 
 
