@@ -153,16 +153,13 @@ def analyse_kernels(
     gpu = events.gpu
     every = bool(mask.all())  # the column itself, not a copy (kernels only, no --pstep)
     selected = None  # group and dur: the selected rows (else the columns, rows outside too)
-    if options.group_by == "category":
-        categories, group = category_groups(events, mask)
-        groups = _Labels(categories, categories, [1] * len(categories))
-        dur = gpu.dur if every else gpu.dur[mask]
-    elif options.group_by == "fused-op":
+    if options.group_by == "fused-op":
         ops, group, dur = fused_op_groups(events, mask)
         groups = _Labels(ops, ops, [1] * len(ops))
-    elif options.group_by == "op":
-        ops, group = launching_op_groups(events, mask)
-        groups = _Labels(ops, ops, [1] * len(ops))
+    elif options.group_by in ("category", "op"):
+        grouped = category_groups if options.group_by == "category" else launching_op_groups
+        labels_of, group = grouped(events, mask)
+        groups = _Labels(labels_of, labels_of, [1] * len(labels_of))
         dur = gpu.dur if every else gpu.dur[mask]
     else:
         # the columns themselves, the rows left out in a group of their own: no copy of
