@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from traceview.analyses.core import phase_figures
+from traceview.analyses.core.devices import GapSet
 
 
 def _plain(gaps: list[tuple[int, int]], window: tuple[int, int]) -> int:
@@ -24,8 +25,9 @@ def _plain(gaps: list[tuple[int, int]], window: tuple[int, int]) -> int:
 
 @pytest.mark.parametrize("seed", range(5))
 @pytest.mark.parametrize("size", [1, 3, 1000])
+@pytest.mark.parametrize("derived", [True, False])
 def test_host_waits_by_pass_are_the_plain_sums(
-    seed: int, size: int, monkeypatch: pytest.MonkeyPatch
+    seed: int, size: int, derived: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     rng = random.Random(seed)
     monkeypatch.setattr(phase_figures, "_PASS", size)
@@ -33,9 +35,19 @@ def test_host_waits_by_pass_are_the_plain_sums(
     gaps += gaps[:3]  # equal starts
     windows = [(rng.randrange(-10, 1010), rng.randrange(-10, 1010)) for _ in range(12)]
     windows += [(100, 100), (0, 1000), (500, 10)]  # empty, all, ending before it starts
-    gap_set: Any = SimpleNamespace(
-        start=np.array([s for s, _ in gaps], dtype=np.int64),
+    n = len(gaps)
+    start = np.array([s for s, _ in gaps], dtype=np.int64)
+    # the starts derived from the rows before the gaps (their ts + dur), or held
+    ts = start - np.arange(n, dtype=np.int64) % 7
+    rows_of = np.arange(n, dtype=np.int32)
+    gap_set = GapSet(
+        device=np.zeros(n, dtype=np.int32),
+        before=rows_of if derived else rows_of[:0],
+        after=rows_of,
         host_wait=np.array([w for _, w in gaps], dtype=np.int64),
+        ts=ts,
+        dur=start - ts,
+        starts=None if derived else start,
     )
     rows: Any = [SimpleNamespace(cpu_start_ns=lo, cpu_end_ns=hi) for lo, hi in windows]
     assert phase_figures._host_waits(gap_set, rows) == [_plain(gaps, w) for w in windows]

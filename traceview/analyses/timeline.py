@@ -19,7 +19,13 @@ from traceview.aggregate.intervals import unions
 from traceview.analyses.core.categories import CATEGORIES, categorize
 from traceview.analyses.core.devices import DeviceUsage, GapSet, device_of_stream
 from traceview.analyses.core.graphs import replayed
-from traceview.analyses.core.steps import StepRows, describe_ranges, step_ranges, step_windows
+from traceview.analyses.core.steps import (
+    Launches,
+    StepRows,
+    describe_ranges,
+    step_ranges,
+    step_windows,
+)
 from traceview.columns.model import TraceEvents
 from traceview.columns.schema import KERNEL
 from traceview.errors import TraceviewError
@@ -230,7 +236,7 @@ def step_work(
     events: TraceEvents,
     step: int,
     cap: int = MAX_RECTANGLES,
-    launch: np.ndarray | None = None,
+    launch: Launches | None = None,
     graphs: np.ndarray | None = None,
 ) -> StepWork:
     """The GPU work (dur > 0) of ``step`` (assigned as in ``traceview steps``), the longest
@@ -273,7 +279,7 @@ class GraphStep:
 
 
 def graph_steps(
-    events: TraceEvents, graphs: np.ndarray, launch: np.ndarray | None = None
+    events: TraceEvents, graphs: np.ndarray, launch: Launches | None = None
 ) -> list[GraphStep]:
     """Per step (assigned as in ``traceview steps``) with graph kernels, the counts."""
     if not len(graphs):

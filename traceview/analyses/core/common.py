@@ -17,8 +17,8 @@ from traceview.analyses.core.categories import categorize
 from traceview.analyses.core.devices import (
     DeviceUsage,
     GapSet,
+    LaunchTimes,
     device_gaps,
-    launch_times_of,
     name_rank,
 )
 from traceview.analyses.core.graphs import graph_launch_ids
@@ -48,10 +48,10 @@ class Shared:
     ts: np.ndarray  # events.gpu.ts (the column itself), for ``launch``
 
     @property
-    def launch(self) -> np.ndarray:
-        """``launch_times(events)``, made at each use: 8 B a GPU row not held through a
-        summary's analyses (a fresh array)."""
-        return launch_times_of(self.ts, self.links.launch)
+    def launch(self) -> LaunchTimes:
+        """``launch_times(events)``, made for the rows asked: 8 B a GPU row not held through
+        a summary's analyses."""
+        return LaunchTimes(self.ts, self.links.launch)
 
 
 def work_out(
@@ -78,7 +78,7 @@ def work_out(
     usage, gaps = device_gaps(events, every, links.launch, rank)
     del every
     # the launch times after the gaps' peak, for the step table alone
-    step_rows = step_table(events, launch=launch_times_of(events.gpu.ts, links.launch))
+    step_rows = step_table(events, launch=LaunchTimes(events.gpu.ts, links.launch))
     return Shared(
         rank=rank,
         links=links,

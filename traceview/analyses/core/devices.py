@@ -326,6 +326,22 @@ def launch_times(events: TraceEvents, first: np.ndarray | None = None) -> np.nda
     return launch_times_of(events.gpu.ts, first)
 
 
+@dataclass(frozen=True)
+class LaunchTimes:
+    """``launch_times`` made for the rows asked (``times[rows]``, a fresh array), not held
+    for every GPU row (8 B a row): ``first`` (``first_launch``), else the row's own start
+    ``ts``."""
+
+    ts: np.ndarray
+    first: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.ts)
+
+    def __getitem__(self, rows: slice | np.ndarray) -> np.ndarray:
+        return launch_times_of(self.ts[rows], self.first[rows])
+
+
 def launch_times_of(ts: np.ndarray, first: np.ndarray, copy: bool = True) -> np.ndarray:
     """Per GPU row: ``first`` (its launching call's start, ``first_launch``), else the row's
     own start ``ts`` (a fresh array; ``copy=False``: ``first`` itself, filled in)."""

@@ -15,7 +15,7 @@ from traceview.aggregate import sums
 from traceview.analyses.core.devices import GapSet
 from traceview.analyses.core.graphs import graph_launch_ids, replayed
 from traceview.analyses.core.step_markers import PHASES, UNKNOWN, WARMUP_PHASES
-from traceview.analyses.core.steps import StepRow, StepRows, Window, step_windows
+from traceview.analyses.core.steps import Launches, StepRow, StepRows, Window, step_windows
 from traceview.columns.model import TraceEvents
 from traceview.columns.schema import KERNEL
 
@@ -111,7 +111,7 @@ def phase_report(
     rows: Sequence[StepRow],
     gaps: GapSet,
     include_warmup: bool,
-    launch: np.ndarray | None = None,
+    launch: Launches | None = None,
     graphs: np.ndarray | None = None,
 ) -> PhaseReport:
     """The PhaseReport of ``rows`` (the step table of ``events``); ``gaps``: device gaps;
@@ -122,8 +122,9 @@ def phase_report(
     figures: tuple[PhaseFigures, ...] = ()
     if known:  # the GPU rows sorted by launch once, for every phase
         n = len(events.gpu.ts)
-        by_step = StepRows(events, np.arange(n, dtype=np.int32 if n < 2**31 else np.int64), launch)
-        del launch
+        rows_of = np.arange(n, dtype=np.int32 if n < 2**31 else np.int64)
+        by_step = StepRows(events, rows_of, launch)
+        del launch, rows_of
         graphs = graph_launch_ids(events) if graphs is None else graphs
         windows = step_windows(events)
         figures = tuple(
@@ -157,12 +158,9 @@ def _figures(
     busy = [_busy_pct(r) for r in rows]
     known_busy = [b for b in busy if b is not None]
     host = _host_waits(gaps, rows)
-    member, _ = by_step.members([windows[r.step] for r in rows])
     # the rows in any of the steps, in row order: a mask, not np.unique's sort or hash of
     # every membership (5.8 s of a summary of 7·10^6 CUDA-graph kernels)
-    inside = np.zeros(len(events.gpu.ts), dtype=bool)
-    inside[member] = True
-    del member
+    inside = by_step.inside([windows[r.step] for r in rows])
     gpu = events.gpu
     total = graph_ns = 0
     by_name = sums.GroupSums(len(events.names))
@@ -190,16 +188,16 @@ _PASS = 1 << 16  # GPU rows, or device gaps, at a time
 
 def _host_waits(gaps: GapSet, rows: list[StepRow]) -> list[int]:
     """Per step: the host wait of the device gaps that start in its CPU window [start, end),
-    summed a pass of gaps at a time (each pass sorted by start: no row-sized order)."""
+    summed a pass of gaps at a time (each pass's starts sorted: no gap-sized array)."""
     cpu_start = np.array([r.cpu_start_ns for r in rows], dtype=np.int64)
     cpu_end = np.array([r.cpu_end_ns for r in rows], dtype=np.int64)
     host = np.zeros(len(rows), dtype=np.int64)
-    starts, waits = gaps.start, gaps.host_wait
-    for lo in range(0, len(starts), _PASS):
-        start = starts[lo : lo + _PASS]
+    for lo in range(0, len(gaps), _PASS):
+        part = gaps.take(slice(lo, lo + _PASS))  # the starts a pass at a time: 16 B a gap
+        start = part.start
         order = np.argsort(start, kind="stable")
         start = start[order]
-        cumulative = np.r_[0, np.cumsum(waits[lo : lo + _PASS][order])]
+        cumulative = np.r_[0, np.cumsum(part.host_wait[order])]
         host += cumulative[np.searchsorted(start, cpu_end, side="left")]
         host -= cumulative[np.searchsorted(start, cpu_start, side="left")]
     return host.tolist()

@@ -36,7 +36,7 @@ from traceview.analyses.core.categories import (
 from traceview.analyses.core.devices import launch_times
 from traceview.analyses.core.oplinks import OpLinks, link_ops
 from traceview.analyses.core.phase_figures import counted
-from traceview.analyses.core.steps import StepRow, StepRows, Window, step_table
+from traceview.analyses.core.steps import Launches, StepRow, StepRows, Window, step_table
 from traceview.analyses.ops.flops import PEAK_DTYPE, Work, model_rule_names, model_work
 from traceview.analyses.ops.peaks import Peaks, device_peaks, load_peaks_file
 from traceview.columns.cpu_rows import NO_SHAPE, OP, ROW
@@ -318,7 +318,7 @@ def steps_model_flops(
     rows: Sequence[StepRow],
     peaks_file: Path | None = None,
     found: Linked | Known | None = None,
-    launch: np.ndarray | None = None,
+    launch: Launches | None = None,
 ) -> ModelFlops:
     """The ModelFlops of ``rows`` with the op links, categories and launch times worked out
     here (``summary`` passes its own to ``model_flops``); ``found``: ``linked(events)`` (or
@@ -345,7 +345,7 @@ def model_flops(
     links: OpLinks,
     category: np.ndarray,
     rows: Sequence[StepRow],
-    launch: np.ndarray,
+    launch: Launches,
     peaks: tuple[Peaks | None, str | None],
     call_rows: Calls | np.ndarray | None = None,
     embedding_rows: np.ndarray | None = None,
@@ -364,7 +364,7 @@ def _model_flops(
     events: TraceEvents,
     rows_known: Known,
     rows: Sequence[StepRow],
-    launch: np.ndarray,
+    launch: Launches,
     peaks: tuple[Peaks | None, str | None],
 ) -> ModelFlops:
     """``model_flops`` from the rows' Known."""
@@ -507,7 +507,7 @@ def known_rows(events: TraceEvents, links: OpLinks, category: np.ndarray) -> np.
 
 
 def _coverage(
-    events: TraceEvents, known: np.ndarray, windows: list[Window], launch: np.ndarray
+    events: TraceEvents, known: np.ndarray, windows: list[Window], launch: Launches
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per step: its kernel time, and the part whose model FLOPs are known (``known``:
     ``known_rows``)."""
@@ -551,7 +551,7 @@ def _in_slices(events: TraceEvents, windows: list[Window]) -> bool:
 
 
 def _coverage_in_slices(
-    events: TraceEvents, windows: list[Window], launch: np.ndarray, known: np.ndarray
+    events: TraceEvents, windows: list[Window], launch: Launches, known: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """``_coverage`` when ``_in_slices``: the GPU rows a slice at a time, each placed by a
     binary search among the windows' starts (and in the window before too when it lies on
