@@ -143,10 +143,10 @@ class Facts:
     contexts: dict[int, CpuContext] = field(default_factory=dict, repr=False, compare=False)
 
     @cached_property
-    def gemms(self) -> tuple[np.ndarray, GemmKernels]:
-        """The GPU rows of the gemm category and their GemmKernels (two rules use them)."""
+    def gemms(self) -> GemmKernels:
+        """The GemmKernels of the gemm category's GPU rows (two rules use them)."""
         rows = np.flatnonzero(self.category == CATEGORIES.index("gemm"))
-        return rows, gemm_kernels(self.events, self.links, rows)
+        return gemm_kernels(self.events, self.links, rows)
 
     @cached_property
     def loader_gaps(self) -> np.ndarray:
@@ -272,29 +272,30 @@ def low_precision(f: Facts) -> Hint | None:
     major = _compute_major(f.events.header)
     if major is None or major < 7:
         return None
-    gemm, facts = f.gemms
-    if len(gemm) == 0:
+    facts = f.gemms
+    if not facts.count:
         return None
-    fp32 = np.array([p == "fp32" for p in facts.precision], dtype=bool)[facts.group]
-    dur = f.events.gpu.dur[gemm]
-    fp32_ns, gemm_ns = sums.total(dur[fp32]), sums.total(dur)
+    fp32 = [i for i, p in enumerate(facts.precision) if p == "fp32"]
+    fp32_ns, gemm_ns = sum(facts.ns[i] for i in fp32), sum(facts.ns)
     if gemm_ns == 0 or fp32_ns < FP32_GEMM_SHARE * gemm_ns or not f.material(fp32_ns):
         return None
-    names = f.events.gpu.name[gemm][fp32]
-    top = f.events.names[int(np.bincount(names).argmax())]
-    by_op_of = [p == "fp32" and o for p, o in zip(facts.precision, facts.from_op, strict=True)]
-    by_op = int(np.array(by_op_of, dtype=bool)[facts.group].sum())
+    kernels = sum(facts.count[i] for i in fp32)
+    by_name: dict[int, int] = {}  # the fp32 kernels by name id
+    for i in fp32:
+        by_name[facts.name[i]] = by_name.get(facts.name[i], 0) + facts.count[i]
+    top = f.events.names[max(sorted(by_name), key=by_name.__getitem__)]  # the least id of ties
+    by_op = sum(facts.count[i] for i in fp32 if facts.from_op[i])
     return Hint(
         "low-precision",
         "fp32 GEMMs on a GPU with tensor cores",
         f"{_ms(fp32_ns)} of {_ms(gemm_ns)} GEMM time in fp32 kernels, at stake "
-        f"{f.share(fp32_ns)}: {int(fp32.sum())} kernels ({by_op} fp32 by their op's input "
-        f"types, {int(fp32.sum()) - by_op} by their name; e.g. {top}); compute capability "
+        f"{f.share(fp32_ns)}: {kernels} kernels ({by_op} fp32 by their op's input "
+        f"types, {kernels - by_op} by their name; e.g. {top}); compute capability "
         f"{major}.x",
         "enable bf16/fp16 autocast (torch.autocast) or TF32 "
         "(torch.backends.cuda.matmul.allow_tf32 = True)",
         fp32_ns,
-        f"{int(fp32.sum())} GEMM kernels run in fp32 ({_ms(fp32_ns)} of {_ms(gemm_ns)} GEMM "
+        f"{kernels} GEMM kernels run in fp32 ({_ms(fp32_ns)} of {_ms(gemm_ns)} GEMM "
         f"time, e.g. {short_names([top])[0]}) on a GPU with tensor cores (compute "
         f"capability {major}.x).",
         "torch.autocast(dtype=torch.bfloat16), or torch.backends.cuda.matmul.allow_tf32 = True",
@@ -660,12 +661,10 @@ def gemm_alignment(f: Facts) -> Hint | None:
     """GEMMs on dimensions tensor cores cannot load aligned: N or K not a multiple of 8
     (16-bit inputs) / 16 (8-bit), or kernels picked for 1- or 2-element alignment; grouped
     by the dimension that causes them, the saving estimated from the aligned GEMMs' rate."""
-    gemm, facts = f.gemms  # per distinct kernel, in order of rows
-    if len(gemm) == 0:
+    facts = f.gemms  # per distinct kernel, in order of rows
+    if not facts.count:
         return None
-    dur = f.events.gpu.dur[gemm]
-    ns = sums.by_group(facts.group, dur, len(facts.name)).tolist()
-    count = np.bincount(facts.group, minlength=len(facts.name)).tolist()
+    ns, count = facts.ns, facts.count
     groups: dict[tuple[int, int], _Misaligned] = {}
     stake = aligned_flops = aligned_ns = 0
     narrow = {n: narrow_aligned(f.events.names[n]) for n in set(facts.name)}
@@ -695,7 +694,7 @@ def gemm_alignment(f: Facts) -> Hint | None:
         assert group.gemms is not None
         found = group.gemms.setdefault((facts.op[i] or "", g.m, g.k, g.n), [0, name])
         found[0] += ns[i]
-    gemm_ns = sums.total(dur)
+    gemm_ns = sum(ns)
     if stake < ALIGNMENT_SHARE * gemm_ns or not f.material(stake):
         return None
     evidence = (

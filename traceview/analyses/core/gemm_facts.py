@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from traceview.aggregate import sums
 from traceview.aggregate.order import groups_in_order
 from traceview.analyses.core.oplinks import NO_OP, OpLinks
 from traceview.columns.cpu_rows import NO_SHAPE
@@ -127,13 +128,14 @@ _GEMM_DIMS = {
 
 @dataclass(frozen=True)
 class GemmKernels:
-    """Of the GEMM kernels (``rows``: GPU rows), per distinct (kernel name, leaf op, leaf op
-    shape), in order of first appearance: its kernel name id, input precision (None:
-    unknown), whether the op said it (else the name), its launching op's GEMM (None:
-    unknown) and that op's name; ``group``: each row's index into those lists."""
+    """Of the GEMM kernels, per distinct (kernel name, leaf op, leaf op shape), in order of
+    first appearance: its kernels (``count``) and their time (``ns``, exact), its kernel name
+    id, input precision (None: unknown), whether the op said it (else the name), its
+    launching op's GEMM (None: unknown) and that op's name. No array a kernel: only these
+    are held through the hints."""
 
-    rows: np.ndarray
-    group: np.ndarray
+    count: list[int]
+    ns: list[int]
     name: list[int]
     precision: list[str | None]
     from_op: list[bool]
@@ -152,12 +154,16 @@ def gemm_kernels(events: TraceEvents, links: OpLinks, rows: np.ndarray) -> GemmK
     )
     name = events.gpu.name[rows]
     first, group = groups_in_order([name, leaf, shape])
-    keys = zip(name[first].tolist(), leaf[first].tolist(), shape[first].tolist(), strict=True)
+    keys = list(zip(name[first].tolist(), leaf[first].tolist(), shape[first].tolist(), strict=True))
+    del leaf, shape, name
+    count = np.bincount(group, minlength=len(first)).tolist()
+    ns = sums.by_group(group, events.gpu.dur[rows], len(first)).tolist()
+    del group
     found = [_one(events, *key) for key in keys]
     return GemmKernels(
-        rows,
-        group,
-        name[first].tolist(),
+        count,
+        ns,
+        [key[0] for key in keys],
         [o[0] for o in found],
         [o[1] for o in found],
         [o[2] for o in found],
