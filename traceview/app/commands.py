@@ -590,7 +590,7 @@ def unique(
     path: Path, read: ReadOptions, out: OutputOptions, top: int, power: PowerOptions | None
 ) -> None:
     """``traceview unique``: the distinct kernels, to the terminal and as JSON lines (-o)."""
-    from traceview.analyses.unique import unique_kernels
+    from traceview.analyses.unique import kernel_sums, unique_kernels
     from traceview.render import unique as render_unique
 
     _check_format(out.format)
@@ -610,7 +610,7 @@ def unique(
         from traceview.analyses.energy import PJ_PER_J
 
         row_pj = _energy(path, events, power, out).row_pj
-        energies = [int(row_pj[k.rows].sum()) / PJ_PER_J for k in report.kernels]
+        energies = [int(pj) / PJ_PER_J for pj in kernel_sums(report, row_pj)]
     stderr_console().print(render_unique.summary_line(report), markup=False, highlight=False)
     if out.output is not None:
         write_file(out.output, render_unique.json_lines(report, energies), out.force, inputs)
