@@ -290,7 +290,7 @@ def fused_op_groups(
     (analyses.core.fused: a fused Triton kernel shared equally among its ops, any other
     kernel wholly its leaf op's)."""
     rows = np.flatnonzero(mask)
-    links = link_ops(events) if len(events.cpu) else None
+    links = link_ops(events, with_top=False) if len(events.cpu) else None
     leaf = (
         np.full(len(rows), -1, dtype=np.int64)
         if links is None
@@ -305,7 +305,7 @@ def launching_op_groups(events: TraceEvents, mask: np.ndarray) -> tuple[list[str
     """Op labels and the group of every selected row: its leaf op, the ops torch.compile
     records as one (analyses.core.fused.launching_op)."""
     rows = np.flatnonzero(mask)
-    links = link_ops(events) if len(events.cpu) else None
+    links = link_ops(events, with_top=False) if len(events.cpu) else None
     leaf = np.full(len(rows), -1, dtype=np.int64) if links is None else links.leaf[rows]
     labels, group = op_groups(events, rows, leaf)
     used, dense = dense_ids(group, len(labels))
@@ -315,8 +315,8 @@ def launching_op_groups(events: TraceEvents, mask: np.ndarray) -> tuple[list[str
 def category_groups(events: TraceEvents, mask: np.ndarray) -> tuple[list[str], np.ndarray]:
     """Category labels and the group id of every selected row (ops linked when the trace's
     CPU rows are read, so a kernel launched by aten::mm is a GEMM)."""
-    links = link_ops(events) if len(events.cpu) else None
-    category = categorize(events, links)[mask]
+    links = link_ops(events, with_top=False) if len(events.cpu) else None
+    category = categorize(events, links, dtype=np.int8)[mask]
     used, group = dense_ids(category, len(CATEGORIES))
     return [CATEGORIES[i] for i in used.tolist()], group
 

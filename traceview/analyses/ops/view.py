@@ -211,11 +211,12 @@ def analyse_ops(
     ``shared``: the op links, op calls and summary, when the caller has them already;
     ``by_device``: ``busy_by_device(events)``, when the caller has it."""
     check_options(options)
-    links = link_ops(events) if shared is None else shared.links
     leaf = options.level == "leaf"
+    # the top ops only for --level top: else the leaf ops alone, int32 (link_ops)
+    links = link_ops(events, with_top=not leaf, with_end=True) if shared is None else shared.links
     keys = OpKeys(events, options.group_by == "op+shapes")
     graphs = graph_launch_ids(events) if shared is None else shared.graphs
-    category = categorize(events, links) if shared is None else shared.category
+    category = categorize(events, links, dtype=np.int8) if shared is None else shared.category
     k = _by_kernel(events, links, leaf, keys, graphs, category, by_device)
     used, n = k.used, len(k.used)
     calls = op_calls(events) if shared is None else shared.calls
