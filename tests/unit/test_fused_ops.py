@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from traceview.analyses.core import fused
 from traceview.analyses.core.categories import TRITON_FAMILY, by_name
 from traceview.analyses.core.fused import fused_ops
 from traceview.analyses.kernels import KernelOptions, analyse_kernels
@@ -87,3 +91,47 @@ def test_fused_op_shares_add_up(tmp_path: Path) -> None:
     assert report.count == 3 and report.total_ns == 4_000 + 10_001 + 2_000
     assert sum(total for _, total in got.values()) == report.total_ns
     assert np.isclose(sum(r.pct_time for r in report.rows), 100.0)
+
+
+_NAMES = [
+    "triton_poi_fused_add_native_layer_norm_3",
+    "triton_red_fused_add_mean_mul_pow_rsqrt_0",
+    "vectorized_elementwise_kernel",
+    "aten::add_",
+    "aten::mm",
+    "triton_poi_fused__to_copy_1",
+]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 5), st.integers(-1, 5), st.integers(0, 10**6)), max_size=40),
+    st.sampled_from([1, 3, 7, 1 << 16]),
+)
+def test_fused_op_shares_against_each_row(rows: list[tuple[int, int, int]], size: int) -> None:
+    """Each row's pairs (a pass of rows at a time) against a plain reading of the rule: a
+    fused kernel's ops in the name's order, the duration split with the remainder's ns to
+    the first; any other kernel wholly to its op (its op_label), or (no op)."""
+    name = np.array([r[0] for r in rows], dtype=np.int32)
+    dur = np.array([r[2] for r in rows], dtype=np.int64)
+    events = SimpleNamespace(names=_NAMES, gpu=SimpleNamespace(name=name, dur=dur))
+    leaf = np.array([r[1] for r in rows], dtype=np.int64)
+    picked = np.arange(len(rows))[::-1].copy()  # rows asked for in another order
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(fused, "_PASS", size)
+        got = fused.fused_op_shares(events, picked, leaf[picked])  # type: ignore[arg-type]
+    want = []
+    for i, row in enumerate(picked.tolist()):
+        ops = fused_ops(_NAMES[rows[row][0]])
+        if ops:
+            k = len(ops)
+            want += [
+                (i, op, rows[row][2] // k + (j < rows[row][2] % k)) for j, op in enumerate(ops)
+            ]
+        else:
+            op = rows[row][1]
+            want.append(
+                (i, fused.NO_OP_LABEL if op < 0 else fused.op_label(_NAMES[op]), rows[row][2])
+            )
+    pairs = zip(got.row.tolist(), got.label.tolist(), got.share.tolist(), strict=True)
+    assert [(r, got.labels[x], s) for r, x, s in pairs] == want

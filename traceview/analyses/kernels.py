@@ -297,7 +297,7 @@ def fused_op_groups(
         else fusion_leaf(events, links, rows)
     )
     shares = fused_op_shares(events, rows, leaf)
-    used, group = dense_ids(shares.label, len(shares.labels))
+    used, group = dense_ids(shares.label, len(shares.labels), narrow=True)
     return [shares.labels[i] for i in used.tolist()], group, shares.share
 
 

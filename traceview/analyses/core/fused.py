@@ -159,9 +159,11 @@ def fusion_leaf(events: TraceEvents, links: OpLinks, rows: np.ndarray) -> np.nda
 def fused_op_shares(events: TraceEvents, rows: np.ndarray, leaf: np.ndarray) -> FusedOpShares:
     """The GPU ``rows`` by op: a Triton kernel whose name says which ops it fused is shared
     equally among them (the remainder's ns to the first ones); any other row goes wholly to
-    its launching op (``leaf``: its leaf op name id per row, < 0 for none)."""
+    its launching op (``leaf``: its leaf op name id per row, < 0 for none). The pairs are
+    made a pass of rows at a time into their arrays (rows and labels int32 where they fit):
+    only those are pair-sized."""
     names = events.names
-    used, inverse = dense_ids(events.gpu.name[rows], len(names))
+    used, inverse = dense_ids(events.gpu.name[rows], len(names), narrow=True)
     labels: dict[str, int] = {}
     flat: list[int] = []
     start, size = [], []
@@ -170,22 +172,41 @@ def fused_op_shares(events: TraceEvents, rows: np.ndarray, leaf: np.ndarray) -> 
         start.append(len(flat))
         size.append(len(ops))
         flat += [labels.setdefault(op, len(labels)) for op in ops]
-    op_used, op_inverse = dense_ids(np.where(leaf < 0, len(names), leaf), len(names) + 1)
+    op_used, op_inverse = dense_ids(
+        np.where(leaf < 0, len(names), leaf), len(names) + 1, narrow=True
+    )
     of_op = np.array(
         [labels.setdefault(NO_OP_LABEL if i == len(names) else op_label(names[i]), len(labels))
          for i in op_used.tolist()],
         dtype=np.int64,
     )  # fmt: skip
-    k = np.array(size, dtype=np.int64)[inverse]
-    n = np.maximum(k, 1)
-    pair_row = np.repeat(np.arange(len(rows)), n)
-    pos = np.arange(len(pair_row)) - np.repeat(np.cumsum(n) - n, n)
-    at = np.array(start, dtype=np.int64)[inverse][pair_row] + pos
-    fused = np.array(flat or [0], dtype=np.int64)[np.minimum(at, max(len(flat) - 1, 0))]
-    label = np.where(k[pair_row] > 0, fused, of_op[op_inverse][pair_row])
-    dur, parts = events.gpu.dur[rows][pair_row], n[pair_row]
-    share = dur // parts + (pos < dur % parts)
-    return FusedOpShares(list(labels), pair_row, label, share)
+    size_of = np.array(size, dtype=np.int64)
+    start_of = np.array(start, dtype=np.int64)
+    fused_label = np.array(flat or [0], dtype=np.int64)
+    parts_of = np.maximum(size_of, 1)  # a row's pairs, by its name
+    pairs = sum(int(parts_of[inverse[lo : lo + _PASS]].sum()) for lo in range(0, len(rows), _PASS))
+    row = np.empty(pairs, dtype=np.int32 if len(rows) < 2**31 else np.int64)
+    label = np.empty(pairs, dtype=np.int32 if len(labels) < 2**31 else np.int64)
+    share = np.empty(pairs, dtype=np.int64)
+    dur_of, done = events.gpu.dur, 0
+    for lo in range(0, len(rows), _PASS):
+        name = inverse[lo : lo + _PASS]
+        n = parts_of[name]
+        local = np.repeat(np.arange(len(name)), n)  # each pair's row in the pass
+        pos = np.arange(len(local)) - np.repeat(np.cumsum(n) - n, n)
+        at = start_of[name][local] + pos
+        fused = fused_label[np.minimum(at, max(len(flat) - 1, 0))]
+        by_op = of_op[op_inverse[lo : lo + _PASS]][local]
+        upto = done + len(local)
+        label[done:upto] = np.where(size_of[name][local] > 0, fused, by_op)
+        row[done:upto] = local + lo
+        dur, parts = dur_of[rows[lo : lo + _PASS]][local], n[local]
+        share[done:upto] = dur // parts + (pos < dur % parts)
+        done = upto
+    return FusedOpShares(list(labels), row, label, share)
+
+
+_PASS = 1 << 16  # rows a pass
 
 
 COMPILED_REGION = "(torch.compile region)"
