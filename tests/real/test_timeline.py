@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from itertools import pairwise
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -13,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.reference import union_length_ns
+from traceview.analyses import timeline
 from traceview.analyses.core.devices import device_gaps, first_launch, name_rank
 from traceview.analyses.timeline import (
     bin_edges,
@@ -106,3 +108,29 @@ def test_device_rows_from_the_device_gaps_are_those_of_the_unions(real_trace: Re
     assert all(
         a.busy.tolist() == b.busy.tolist() for a, b in zip(alone.rows, shared.rows, strict=True)
     )
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 3), st.integers(0, 1000), st.integers(-20, 300)), max_size=40
+    ),
+    st.integers(1, 30),
+    st.sampled_from([1, 2, 5, 1 << 16]),
+)
+def test_union_bins_in_passes_equal_a_walk_per_bin(
+    raw: list[tuple[int, int, int]], bins: int, size: int
+) -> None:
+    """Each stream's union cut into bins, its rows taken a pass at a time in (stream, start)
+    order (the open piece carried from pass to pass); rows of no positive length left out."""
+    edges = bin_edges(0, 1300, bins)
+    gpu = SimpleNamespace(
+        stream=np.array([r[0] for r in raw], dtype=np.int32),
+        ts=np.array([r[1] for r in raw], dtype=np.int64),
+        dur=np.array([r[2] for r in raw], dtype=np.int64),
+    )
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(timeline, "_PASS", size)
+        got = timeline._union_bins(SimpleNamespace(gpu=gpu), None, 4, edges)  # type: ignore[arg-type]
+    busy = [(s, a, a + d) for s, a, d in raw if d > 0]
+    assert got.tolist() == _reference(busy, 4, edges.tolist())

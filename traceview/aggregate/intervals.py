@@ -108,7 +108,7 @@ def unions_in_order(
     find_prev = prev and holes
     same = _same_as_before(seg, s, reach) if find_prev else None
     ends = reach.copy() if find_prev and ends_of is None else None
-    _running_max(s, reach, head)  # reach[i]: latest end so far within i's segment
+    running_max(s, reach, head)  # reach[i]: latest end so far within i's segment
     prev_at = None
     if same is not None:
         prev_at = _ending_here(same, _reaching(reach, ends, ends_of))
@@ -243,7 +243,7 @@ def _ending_here(same: np.ndarray, reaching: np.ndarray) -> np.ndarray:
     return found
 
 
-def _running_max(s: np.ndarray, e: np.ndarray, head: np.ndarray) -> None:
+def running_max(s: np.ndarray, e: np.ndarray, head: np.ndarray) -> None:
     """``e[i] = max(e[head of i's run] … e[i])`` in place (rows sorted by run, then start;
     ``head``: each run's first row).
 
@@ -278,6 +278,47 @@ def _running_max(s: np.ndarray, e: np.ndarray, head: np.ndarray) -> None:
     e[:] = e[by_end[rank]]
 
 
+class UnionPieces:
+    """The union of each segment's intervals, given a pass at a time in (segment, start)
+    order (and each segment's in start order across passes), as pieces that do not overlap,
+    in that order: ``add`` gives a pass's pieces but the last, which the next pass may
+    extend; ``finish`` gives that one. A length inside any window adds up over the pieces."""
+
+    def __init__(self) -> None:
+        self._open: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    def add(
+        self, segment: np.ndarray, start: np.ndarray, end: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The pieces (segment, start, end) this pass closes; ``end`` may be overwritten."""
+        if self._open is not None:  # the open piece of the passes before: first here
+            o_seg, o_start, o_end = self._open
+            segment = np.concatenate([o_seg, segment])
+            start = np.concatenate([o_start, start])
+            end = np.concatenate([o_end, end])
+        if len(segment) == 0:
+            return segment, start, end
+        head = np.flatnonzero(np.r_[True, segment[1:] != segment[:-1]])
+        running_max(start, end, head)  # end[i]: the latest end so far in i's segment
+        opens = np.zeros(len(segment), dtype=bool)
+        opens[head] = True
+        opens[1:] |= start[1:] > end[:-1]  # past every end before it: a new piece
+        first = np.flatnonzero(opens)
+        last = np.r_[first[1:], len(segment)] - 1
+        seg, a, b = segment[first], start[first], end[last]
+        self._open = seg[-1:], a[-1:], b[-1:]
+        return seg[:-1], a[:-1], b[:-1]
+
+    def finish(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The last piece (none when no interval came)."""
+        out = self._open
+        self._open = None
+        if out is None:
+            empty = np.zeros(0, dtype=np.int64)
+            return empty, empty, empty
+        return out
+
+
 class RunningUnions:
     """``unions`` (``holes=False``) of rows given a pass at a time: each pass's rows in
     (segment, start) order, and each segment's rows in start order across passes. Per
@@ -300,7 +341,7 @@ class RunningUnions:
         carried = self.reach[at][old]
         was = head[old]
         end[was] = np.maximum(end[was], carried)  # a segment's reach from earlier passes
-        _running_max(start, end, head)
+        running_max(start, end, head)
         gap = np.empty(len(start), dtype=np.int64)  # past every end before it (0 if not)
         np.subtract(start[1:], end[:-1], out=gap[1:])
         gap[head] = 0

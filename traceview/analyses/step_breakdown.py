@@ -14,11 +14,15 @@ outside the device's window). The five add up to the window. Definitions in docs
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from traceview.aggregate.intervals import UnionPieces
+from traceview.aggregate.order import distinct, lex_order, packed_order
 from traceview.analyses.core.categories import CATEGORIES
 from traceview.analyses.core.devices import GapSet, device_of_stream
 from traceview.analyses.core.in_us import us_fields
@@ -60,31 +64,34 @@ def step_breakdown(
     events: TraceEvents, steps: list[StepRow], category: np.ndarray, gaps: GapSet
 ) -> StepBreakdown:
     """The StepBreakdown of ``steps`` (the step table), from each GPU row's category and
-    the device gaps with their host wait."""
+    the device gaps with their host wait. The busy rows are taken a pass at a time in
+    (device, start) order, each union made as pieces that do not overlap (UnionPieces): the
+    length inside a window adds up over them."""
     if not steps:
         return StepBreakdown(())
-    gpu = events.gpu
     device_index, values = device_of_stream(events)
-    busy = np.flatnonzero(gpu.dur > 0)
-    device = device_index[gpu.stream[busy]]
-    start = gpu.ts[busy]
-    end = start + gpu.dur[busy]
-    copy = (gpu.kind[busy] == MEMCPY) | (gpu.kind[busy] == MEMSET)
-    comm = (category[busy] == _COMM) & ~copy
-    compute = ~comm & ~copy
     a = np.array([s.cpu_start_ns for s in steps], dtype=np.int64)
     b = np.array([s.cpu_end_ns for s in steps], dtype=np.int64)
     window = b - a
-    per_device = []
-    for d in range(len(values)):
-        on = device == d
-        c = covered(*merged(start[on & compute], end[on & compute]), a, b)
-        cc = covered(*merged(start[on & ~copy], end[on & ~copy]), a, b)
-        everything = covered(*merged(start[on], end[on]), a, b)
-        held = gaps.device == d
-        gap_start = gaps.start[held]
-        h = covered(*merged(gap_start, gap_start + gaps.host_wait[held]), a, b)
-        per_device.append((c, cc - c, everything - cc, h, window - everything - h))
+    # per device and step: compute, all but copies, every busy row, host wait
+    inside = np.zeros((4, len(values), len(steps)), dtype=np.int64)
+
+    def cover(part: int, pieces: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
+        seg, start, end = pieces
+        if len(seg) == 0:
+            return
+        bounds = np.flatnonzero(np.r_[True, seg[1:] != seg[:-1], True]).tolist()
+        for lo, hi in itertools.pairwise(bounds):
+            inside[part, int(seg[lo])] += covered(start[lo:hi], end[lo:hi], a, b)
+
+    _busy_unions(events, device_index, category, cover)
+    _host_waits(gaps, cover)
+    compute, not_copy, every, host = inside
+    per_device = [
+        (compute[d], not_copy[d] - compute[d], every[d] - not_copy[d], host[d],
+         window - every[d] - host[d])
+        for d in range(len(values))
+    ]  # fmt: skip
     rows = [
         StepSplit(s.step, values[d], int(window[i]), *(int(part[i]) for part in parts))
         for i, s in enumerate(steps)
@@ -92,6 +99,74 @@ def step_breakdown(
         if any(dev.device == values[d] for dev in s.devices) or len(values) == 1
     ]
     return StepBreakdown(tuple(rows))
+
+
+_PASS = 1 << 16  # rows a pass
+Cover = Callable[[int, tuple[np.ndarray, np.ndarray, np.ndarray]], None]
+
+
+def _busy_unions(
+    events: TraceEvents, device_index: np.ndarray, category: np.ndarray, cover: Cover
+) -> None:
+    """Per device, the unions of its compute rows (0), of all but its copies (1) and of all
+    its busy rows (2), given to ``cover`` as pieces."""
+    gpu = events.gpu
+    device = device_index.astype(np.int32)[gpu.stream]
+    order = packed_order(device, gpu.ts)
+    if order is None:
+        order = lex_order((gpu.ts, device))
+    unions = [UnionPieces() for _ in range(3)]
+    for lo in range(0, len(order), _PASS):
+        rows = order[lo : lo + _PASS]
+        rows = rows[gpu.dur[rows] > 0]
+        seg = device[rows].astype(np.int64)
+        start = gpu.ts[rows]
+        end = start + gpu.dur[rows]
+        kind = gpu.kind[rows]
+        copy = (kind == MEMCPY) | (kind == MEMSET)
+        compute = (category[rows] != _COMM) & ~copy
+        not_copy = ~copy
+        cover(0, unions[0].add(seg[compute], start[compute], end[compute]))
+        cover(1, unions[1].add(seg[not_copy], start[not_copy], end[not_copy]))
+        cover(2, unions[2].add(seg, start, end))  # the last use of ``end``: overwritten
+    for part, union in enumerate(unions):
+        cover(part, union.finish())
+
+
+def _host_waits(gaps: GapSet, cover: Cover) -> None:
+    """Per device, the union of its gaps' host-wait stretches [start, start + host wait],
+    given to ``cover`` (3) as pieces: the gaps a pass at a time where they come in (device,
+    start) order, as ``device_gaps`` makes them; else each device's sorted and merged."""
+    if _in_order(gaps):
+        union = UnionPieces()
+        for lo in range(0, len(gaps), _PASS):
+            part = gaps.take(slice(lo, lo + _PASS))
+            start = part.start
+            cover(3, union.add(part.device.astype(np.int64), start, start + part.host_wait))
+        cover(3, union.finish())
+        return
+    gap_start = gaps.start
+    for d in distinct(gaps.device).tolist():
+        held = gaps.device == d
+        start, end = merged(gap_start[held], gap_start[held] + gaps.host_wait[held])
+        cover(3, (np.full(len(start), d, dtype=np.int64), start, end))
+
+
+def _in_order(gaps: GapSet) -> bool:
+    """Whether the gaps come by device, then start."""
+    last: tuple[int, int] | None = None
+    for lo in range(0, len(gaps), _PASS):
+        part = gaps.take(slice(lo, lo + _PASS))
+        device, start = part.device, part.start
+        if last is not None and (int(device[0]), int(start[0])) < last:
+            return False
+        later = (device[1:] > device[:-1]) | (
+            (device[1:] == device[:-1]) & (start[1:] >= start[:-1])
+        )
+        if not later.all():
+            return False
+        last = (int(device[-1]), int(start[-1]))
+    return True
 
 
 def merged(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 
 from traceview.aggregate import sums
-from traceview.aggregate.intervals import unions
+from traceview.aggregate.intervals import UnionPieces, unions
+from traceview.aggregate.order import lex_order, packed_order
 from traceview.analyses.core.categories import CATEGORIES, categorize
 from traceview.analyses.core.devices import DeviceUsage, GapSet, device_of_stream
 from traceview.analyses.core.graphs import replayed
@@ -115,30 +116,55 @@ def busy_per_bin(
     """(segments × bins) int64: per segment id in [0, segments), the length of the union of
     its intervals inside each bin [edges[k], edges[k+1]); ``merged``: their
     ``merged_intervals`` when the caller has them already (then the intervals are unused)."""
-    n = len(edges) - 1
-    out = np.zeros((segments, n), dtype=np.int64)
-    seg, a, b = merged_intervals(segment, start, end) if merged is None else merged
-    a, b = np.clip(a, edges[0], edges[-1]), np.clip(b, edges[0], edges[-1])
-    keep = b > a
-    seg, a, b = seg[keep], a[keep], b[keep]
-    ka = np.minimum(np.searchsorted(edges, a, side="right") - 1, n - 1)
-    kb = np.maximum(np.searchsorted(edges, b, side="left") - 1, 0)
-    same = ka == kb
-    size = segments * n
-    # Partial bins: exact in float64 (every bin's sum is at most its width < 2**53).
-    parts = np.zeros(size)
-    parts += np.bincount(seg[same] * n + ka[same], weights=(b - a)[same], minlength=size)
-    cross = ~same
-    s, ka, kb, a, b = seg[cross], ka[cross], kb[cross], a[cross], b[cross]
-    parts += np.bincount(s * n + ka, weights=edges[ka + 1] - a, minlength=size)
-    parts += np.bincount(s * n + kb, weights=b - edges[kb], minlength=size)
-    out += np.rint(parts).astype(np.int64).reshape(segments, n)
-    # Whole bins between: +1 from ka + 1, −1 from kb, a running sum along each segment's bins.
-    covered = np.bincount(s * (n + 1) + ka + 1, minlength=segments * (n + 1))
-    covered -= np.bincount(s * (n + 1) + kb, minlength=segments * (n + 1))
-    whole = np.cumsum(covered.reshape(segments, n + 1)[:, :n], axis=1)
-    out += whole * np.diff(edges)
-    return out
+    cover = BinCover(segments, edges)
+    cover.add(*(merged_intervals(segment, start, end) if merged is None else merged))
+    return cover.result()
+
+
+class BinCover:
+    """Per segment and bin, the summed length of intervals inside the bin, added (or taken
+    away) a group of intervals at a time: the length inside a bin adds up over intervals
+    that do not overlap, so a union is its pieces' sum, or its span's less its holes'."""
+
+    def __init__(self, segments: int, edges: np.ndarray) -> None:
+        self.segments, self.edges, self.n = segments, edges, len(edges) - 1
+        # Partial bins: exact in float64 (every sum is an integer below 2**53 in size).
+        self.parts = np.zeros(segments * self.n)
+        # Whole bins: +1 from the first whole bin, −1 from the last's next, summed along bins.
+        self.covered = np.zeros(segments * (self.n + 1), dtype=np.int64)
+
+    def add(self, seg: np.ndarray, a: np.ndarray, b: np.ndarray, sign: int = 1) -> None:
+        """Intervals [a, b] of segments ``seg`` (``sign`` −1: taken away)."""
+        edges, n = self.edges, self.n
+        a, b = np.clip(a, edges[0], edges[-1]), np.clip(b, edges[0], edges[-1])
+        keep = b > a
+        seg, a, b = seg[keep], a[keep], b[keep]
+        ka = np.minimum(np.searchsorted(edges, a, side="right") - 1, n - 1)
+        kb = np.maximum(np.searchsorted(edges, b, side="left") - 1, 0)
+        same = ka == kb
+        size = self.segments * n
+        parts = np.zeros(size)
+        parts += np.bincount(seg[same] * n + ka[same], weights=(b - a)[same], minlength=size)
+        cross = ~same
+        s, ka, kb, a, b = seg[cross], ka[cross], kb[cross], a[cross], b[cross]
+        parts += np.bincount(s * n + ka, weights=edges[ka + 1] - a, minlength=size)
+        parts += np.bincount(s * n + kb, weights=b - edges[kb], minlength=size)
+        wide = self.segments * (n + 1)
+        covered = np.bincount(s * (n + 1) + ka + 1, minlength=wide)
+        covered -= np.bincount(s * (n + 1) + kb, minlength=wide)
+        if sign < 0:
+            self.parts -= parts
+            self.covered -= covered
+        else:
+            self.parts += parts
+            self.covered += covered
+
+    def result(self) -> np.ndarray:
+        segments, n = self.segments, self.n
+        out = np.rint(self.parts).astype(np.int64).reshape(segments, n)
+        whole = np.cumsum(self.covered.reshape(segments, n + 1)[:, :n], axis=1)
+        out += whole * np.diff(self.edges)
+        return out
 
 
 def merged_intervals(
@@ -180,22 +206,22 @@ def utilisation(
     gaps: GapSet | None = None,
 ) -> Utilisation:
     """Every device's and the busiest streams' busy ns per bin, over the trace span.
-    ``usage`` and ``gaps``: ``device_gaps`` over every GPU row, when the caller has them (the
-    devices' unions are then not made again)."""
-    gpu = events.gpu
-    busy = np.flatnonzero(gpu.dur > 0)
-    if len(busy) == 0:
+    ``usage`` and ``gaps``: ``device_gaps`` over every GPU row, when the caller has them (a
+    device's union is then its span less its gaps). A pass of rows at a time: the one
+    row-sized array is the rows' order by (stream, start)."""
+    span = _busy_span(events)
+    if span is None:
         return Utilisation(np.zeros(0, dtype=np.int64), (), 0)
-    ts, stream = gpu.ts[busy], gpu.stream[busy]
-    end = ts + gpu.dur[busy]
-    lo, hi = int(ts.min()), int(end.max())
+    lo, hi = span
     if events.span_ns is not None:
         lo, hi = min(lo, events.span_ns[0]), max(hi, events.span_ns[1])
     edges = bin_edges(lo, hi, bins)
     device_index, devices = device_of_stream(events)
-    merged = None if usage is None or gaps is None else _device_intervals(usage, gaps, devices)
-    per_device = busy_per_bin(device_index[stream], ts, end, len(devices), edges, merged)
-    per_stream = busy_per_bin(stream, ts, end, len(events.streams), edges)
+    if usage is None or gaps is None:
+        per_device = _union_bins(events, device_index, len(devices), edges)
+    else:
+        per_device = _device_bins(usage, gaps, devices, edges)
+    per_stream = _union_bins(events, None, len(events.streams), edges)
     totals = per_stream.sum(axis=1)  # a row: its unions cut into bins, at most the span
     used = np.flatnonzero(totals > 0)
     kept = used[np.argsort(-totals[used], kind="stable")][:MAX_STREAM_ROWS]
@@ -207,15 +233,62 @@ def utilisation(
     return Utilisation(edges, tuple(rows), len(used) - len(kept))
 
 
-def _device_intervals(
-    usage: list[DeviceUsage], gaps: GapSet, devices: list[Any]
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The maximal intervals of each device's union, from its window and its device gaps."""
+_PASS = 1 << 16  # rows a pass
+
+
+def _busy_span(events: TraceEvents) -> tuple[int, int] | None:
+    """The earliest start and latest end of the busy rows (dur > 0); None when none."""
+    gpu = events.gpu
+    lo, hi = None, None
+    for at in range(0, len(gpu.ts), _PASS):
+        busy = gpu.dur[at : at + _PASS] > 0
+        if not busy.any():
+            continue
+        ts = gpu.ts[at : at + _PASS][busy]
+        end = ts + gpu.dur[at : at + _PASS][busy]
+        low, high = int(ts.min()), int(end.max())
+        lo, hi = (low, high) if lo is None or hi is None else (min(lo, low), max(hi, high))
+    return None if lo is None or hi is None else (lo, hi)
+
+
+def _device_bins(
+    usage: list[DeviceUsage], gaps: GapSet, devices: list[Any], edges: np.ndarray
+) -> np.ndarray:
+    """Per device, its busy ns per bin: its span [first start, last end] less its device
+    gaps (the holes of its union), the gaps a pass at a time."""
     index = {(type(v), v): i for i, v in enumerate(devices)}
     segment = np.array([index[(type(u.device), u.device)] for u in usage], dtype=np.int64)
     first = np.array([u.start_ns for u in usage], dtype=np.int64)
     last = np.array([u.end_ns for u in usage], dtype=np.int64)
-    return maximal(segment, first, last, gaps.device, gaps.start, gaps.end)
+    cover = BinCover(len(devices), edges)
+    cover.add(segment, first, last)
+    for lo in range(0, len(gaps), _PASS):
+        part = gaps.take(slice(lo, lo + _PASS))
+        cover.add(part.device.astype(np.int64), part.start, part.end, sign=-1)
+    return cover.result()
+
+
+def _union_bins(
+    events: TraceEvents, device_index: np.ndarray | None, segments: int, edges: np.ndarray
+) -> np.ndarray:
+    """Per stream (``device_index``: per device, by each stream's), the busy ns per bin of
+    the union of its busy rows: the rows taken in (segment, start) order a pass at a time,
+    each pass's union cut into pieces that do not overlap, the last carried to the next."""
+    gpu = events.gpu
+    stream = gpu.stream
+    major = stream if device_index is None else device_index.astype(np.int32)[stream]
+    order = packed_order(major, gpu.ts)
+    if order is None:
+        order = lex_order((gpu.ts, major))
+    cover = BinCover(segments, edges)
+    pieces = UnionPieces()
+    for lo in range(0, len(order), _PASS):
+        rows = order[lo : lo + _PASS]
+        rows = rows[gpu.dur[rows] > 0]
+        start = gpu.ts[rows]
+        cover.add(*pieces.add(major[rows].astype(np.int64), start, start + gpu.dur[rows]))
+    cover.add(*pieces.finish())
+    return cover.result()
 
 
 def pick_step(events: TraceEvents, wanted: int | None) -> int | None:
