@@ -37,7 +37,7 @@ def _same(a: OpLinks | OpCalls, b: OpLinks | OpCalls) -> None:
 
 def test_kept_links_and_calls_come_back_as_worked_out(real_trace: RealTrace) -> None:
     events = real_trace.events
-    links = link_ops(events, name_rank(events.names))
+    links = link_ops(events, name_rank(events.names), with_top=False, with_end=True)  # work_out's
     calls: OpCalls = op_calls(events)
     kept = {k: v.copy() for k, v in to_arrays(events, links, calls).items()}
     back_links, back_calls = from_arrays(events, kept)
@@ -49,7 +49,7 @@ def test_kept_for_other_events_is_refused() -> None:
     from traceview.app.commands import ReadOptions, read_trace
 
     events = read_trace(DEMO, ReadOptions(quiet=True), keep_cpu=True, remember=False)
-    links = link_ops(events, name_rank(events.names))
+    links = link_ops(events, name_rank(events.names), with_top=False, with_end=True)  # work_out's
     kept = to_arrays(events, links, op_calls(events))
     kept["sizes"] = kept["sizes"] + 1
     with pytest.raises(ValueError):

@@ -19,8 +19,9 @@ import numpy as np
 
 from traceview.aggregate.order import narrowed
 from traceview.analyses.core.opcalls import OpCalls
-from traceview.analyses.core.oplinks import OpLinks
+from traceview.analyses.core.oplinks import NO_OP, OpLinks
 from traceview.cache.fingerprint import INGEST_SOURCES, code_fingerprint
+from traceview.columns.cpu_rows import NO_SHAPE
 from traceview.columns.model import TraceEvents
 from traceview.options import ReadOptions
 
@@ -36,8 +37,9 @@ LINK_SOURCES = (
     "choices.py",
     "parsing.py",
 )
-FORMAT = 1  # the layout of the arrays below
-_IDS = ("leaf", "top", "thread", "leaf_shape", "top_shape")  # per GPU row, int64 given back
+FORMAT = 2  # the layout of the arrays below
+# per GPU row, as kept (int32 where they fit): the leaf ops alone, as work_out links them
+_IDS = ("leaf", "thread", "leaf_shape")
 _CALLS = ("name", "shape", "calls", "cpu_ns", "self_ns")
 
 
@@ -92,12 +94,14 @@ def from_arrays(events: TraceEvents, arrays: dict[str, np.ndarray]) -> tuple[OpL
     """The links and calls kept in ``arrays``; ValueError when they are not of ``events``."""
     if arrays["sizes"].tolist() != _sizes(events).tolist():
         raise ValueError("kept for other events")
-    leaf, top, thread, leaf_shape, top_shape = (arrays[name].astype(np.int64) for name in _IDS)
+    leaf, thread, leaf_shape = (arrays[name] for name in _IDS)
     launch, end = arrays["launch"], arrays["launch_end"]
-    per_row = (leaf, top, thread, launch, end, leaf_shape, top_shape)
-    if any(len(a) != len(events.gpu.ts) for a in per_row):
+    n = len(events.gpu.ts)
+    if any(len(a) != n for a in (leaf, thread, launch, end, leaf_shape)):
         raise ValueError("not one value per GPU row")
-    links = OpLinks(*per_row)
+    top = np.broadcast_to(np.int64(NO_OP), (n,))  # not looked for (link_ops, with_top=False)
+    top_shape = np.broadcast_to(np.int64(NO_SHAPE), (n,))
+    links = OpLinks(leaf, top, thread, launch, end, leaf_shape, top_shape)
     calls = OpCalls(*(arrays[f"calls_{name}"] for name in _CALLS))
     return links, calls
 

@@ -68,7 +68,7 @@ def work_out(
         # the op calls first, then the links: each phase's arrays (every op's columns, every
         # GPU row's links) are not held through the other's peak (the CPU rows read twice)
         calls = op_calls(events)
-        links = link_ops(events, rank)
+        links = link_ops(events, rank, with_top=False, with_end=True)  # no top op is read
     else:
         links, calls = linked
     n = len(events.gpu.ts)
@@ -82,7 +82,7 @@ def work_out(
     return Shared(
         rank=rank,
         links=links,
-        category=categorize(events, links) if category is None else category,
+        category=categorize(events, links, dtype=np.int8) if category is None else category,
         calls=calls,
         step_rows=step_rows,
         usage=usage,
