@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from traceview.analyses import source_tables
 from traceview.analyses.core import stacks as stacks_module
 from traceview.analyses.core.stacks import NO_FRAME, build_stacks, innermost, subtree_sums
 from traceview.analyses.source import (
@@ -295,3 +296,24 @@ def test_innermost_is_the_deepest_frame_holding_the_point(nested: bool) -> None:
             ]
             want.append(max(holding, key=lambda f: stacks.depth[f]) if holding else NO_FRAME)
         assert innermost(stacks, thread, at).tolist() == want, seed
+
+
+@pytest.mark.parametrize("nested", [True, False])
+def test_stack_ids_by_depth_are_the_preorder_walks(nested: bool) -> None:
+    """Each frame's stack, ids made a depth at a time, names the same chain as the ids of a
+    walk in preorder (whose numbering differs); one id per distinct chain."""
+    for seed in range(200):
+        stacks = build_stacks(*_random_frames(random.Random(seed), nested))
+        names = [f"f{i}" for i in range(int(stacks.name.max(initial=0)) + 1)]
+        by_depth = source_tables._stack_ids(stacks)
+        walk = source_tables._stack_ids_in_preorder(stacks)
+
+        assert _chains(by_depth, names) == _chains(walk, names), seed
+        assert len(by_depth[1]) == len(walk[1]) == len(set(_chains(walk, names)))
+
+
+def _chains(
+    ids: tuple[np.ndarray, list[int], list[int]], names: list[str]
+) -> list[tuple[str, ...]]:
+    of, parent, name = ids
+    return [source_tables._chain(int(s), parent, name, names, {}) for s in of]

@@ -120,6 +120,21 @@ def analyse_source(events: TraceEvents, options: SourceOptions) -> SourceReport:
     )
 
 
+def stack_lines(events: TraceEvents) -> list[StackLine]:
+    """``analyse_source(events, SourceOptions(stacks=True)).stacks`` alone (the report's
+    flame graph): without the frames' and modules' tables and times."""
+    selected = select(events, Selection(kinds=("kernel",)))
+    rows = np.flatnonzero(selected.mask)
+    frames = events.frames
+    name, names = frame_names(frames.name, events.names)
+    stacks = build_stacks(frames.thread, name, frames.ts, frames.end)
+    del name
+    leaf, backward, why = _leaves(events, stacks, rows)
+    kernel = events.gpu.name[rows]
+    dur = events.gpu.dur[rows]
+    return folded_stacks(stacks, names, leaf, backward, (kernel, events.names), dur, why, _REASONS)
+
+
 _REASONS = (NO_STACKS, NO_LAUNCH_FOUND, OUTSIDE, BACKWARD_OUTSIDE, NO_FLOW)
 _ATTRIBUTED = -1
 

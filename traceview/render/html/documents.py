@@ -15,7 +15,7 @@ from traceview.analyses.kernels import KernelOptions, analyse_kernels
 from traceview.analyses.memory import analyse_memory
 from traceview.analyses.ops.model_flops import model_flops, trace_peaks
 from traceview.analyses.ops.view import OpOptions, analyse_ops
-from traceview.analyses.source import SourceOptions, analyse_source
+from traceview.analyses.source import stack_lines
 from traceview.analyses.source_tables import StackLine
 from traceview.analyses.step_breakdown import step_breakdown
 from traceview.analyses.step_outliers import outliers
@@ -111,7 +111,7 @@ def _stacks(events: TraceEvents) -> Sequence[StackLine]:
     """GPU time by Python stack, when the trace was read with frames and has some."""
     if len(events.frames.ts) == 0:
         return ()
-    return analyse_source(events, SourceOptions(stacks=True)).stacks
+    return stack_lines(events)
 
 
 def _op_options() -> OpOptions:
