@@ -296,6 +296,7 @@ def fused_op_groups(
         if links is None
         else fusion_leaf(events, links, rows)
     )
+    del links  # the launches' links: for the leaf ops alone
     shares = fused_op_shares(events, rows, leaf)
     used, group = dense_ids(shares.label, len(shares.labels), narrow=True)
     return [shares.labels[i] for i in used.tolist()], group, shares.share
@@ -305,10 +306,13 @@ def launching_op_groups(events: TraceEvents, mask: np.ndarray) -> tuple[list[str
     """Op labels and the group of every selected row: its leaf op, the ops torch.compile
     records as one (analyses.core.fused.launching_op)."""
     rows = np.flatnonzero(mask)
-    links = link_ops(events, with_top=False) if len(events.cpu) else None
-    leaf = np.full(len(rows), -1, dtype=np.int64) if links is None else links.leaf[rows]
+    if len(events.cpu):
+        leaf = link_ops(events, with_top=False).leaf[rows]  # the launches' links go here
+    else:
+        leaf = np.full(len(rows), -1, dtype=np.int64)
     labels, group = op_groups(events, rows, leaf)
-    used, dense = dense_ids(group, len(labels))
+    del leaf
+    used, dense = dense_ids(group, len(labels), narrow=True)
     return [labels[i] for i in used.tolist()], dense
 
 

@@ -230,11 +230,11 @@ def op_groups(
     """Labels (launching ops, ``(no op)``) and each of ``rows``' group (``leaf``: its leaf
     op name id per row, < 0 for none)."""
     names = events.names
-    used, group = dense_ids(np.where(leaf < 0, len(names), leaf), len(names) + 1)
+    used, group = dense_ids(np.where(leaf < 0, len(names), leaf), len(names) + 1, narrow=True)
     labels: dict[str, int] = {}
     of_used = np.array(
         [labels.setdefault(NO_OP_LABEL if i == len(names) else launching_op(names[i]), len(labels))
          for i in used.tolist()],
-        dtype=np.int64,
+        dtype=np.int32 if len(used) < 2**31 else np.int64,
     )  # fmt: skip
     return list(labels), of_used[group]
