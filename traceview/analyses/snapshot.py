@@ -310,7 +310,7 @@ def _fused_stats(
     kernel = events.gpu.kind[member] == KERNEL
     member, owner = member[kernel], owner[kernel]
     leaf = (
-        fusion_leaf(events, link_ops(events), member)
+        fusion_leaf(events, link_ops(events, with_top=False), member)
         if len(events.cpu)
         else np.full(len(member), -1)
     )

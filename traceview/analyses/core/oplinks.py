@@ -59,12 +59,12 @@ def link_ops(
     ``name_rank(events.names)`` when the caller has it already. ``on_block``: given every
     block of CPU rows in the pass that finds the launches (a caller's own pass, saved; a
     block is valid only during the call); ``with_top=False``: the leaf ops alone, in less
-    memory: the top ops are not looked for (``top`` all NO_OP, ``top_shape`` all NO_SHAPE);
-    ``leaf``, ``leaf_shape`` and ``thread`` int32. ``with_end``: the launches' ends kept
-    (else all NO_LAUNCH); ``with_top`` if None."""
+    memory: the top ops are not looked for (``top`` all NO_OP, ``top_shape`` all NO_SHAPE).
+    The ops, shapes and threads are int32 (ids into lists). ``with_end``: the launches' ends
+    kept (else all NO_LAUNCH); ``with_top`` if None."""
     n = len(events.gpu.ts)
     with_end = with_top if with_end is None else with_end
-    dtype = np.int64 if with_top else np.int32
+    dtype = np.int32
     launch, thread, launch_end = _launches(events, on_block, with_end, dtype)
     rank = name_rank(events.names) if rank is None else rank
     points = _Points(thread, launch)  # its sort's key gone before the links are made
