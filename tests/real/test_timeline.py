@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from tests.reference import union_length_ns
 from traceview.analyses import timeline
+from traceview.analyses.core import devices
 from traceview.analyses.core.devices import device_gaps, first_launch, name_rank
 from traceview.analyses.timeline import (
     bin_edges,
@@ -130,7 +131,7 @@ def test_union_bins_in_passes_equal_a_walk_per_bin(
         dur=np.array([r[2] for r in raw], dtype=np.int64),
     )
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(timeline, "_PASS", size)
+        patch.setattr(devices, "_PASS", size)  # busy_in_order's passes
         got = timeline._union_bins(SimpleNamespace(gpu=gpu), None, 4, edges)  # type: ignore[arg-type]
     busy = [(s, a, a + d) for s, a, d in raw if d > 0]
     assert got.tolist() == _reference(busy, 4, edges.tolist())

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from tests.reference import union_length_ns
 from traceview.analyses import step_breakdown as breakdown
+from traceview.analyses.core import devices
 from traceview.analyses.core.categories import CATEGORIES
 from traceview.analyses.core.devices import GapSet
 from traceview.columns.model import StreamKey
@@ -76,6 +77,7 @@ def test_breakdown_against_each_window(
     ]
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(breakdown, "_PASS", size)
+        patch.setattr(devices, "_PASS", size)  # busy_in_order's passes
         got = breakdown.step_breakdown(events, steps, category, gaps).rows
     want = []
     for i, (a, d) in enumerate(windows):
@@ -99,6 +101,7 @@ def test_breakdown_against_each_window(
             steps[i].devices.append(SimpleNamespace(device=device))
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(breakdown, "_PASS", size)
+        patch.setattr(devices, "_PASS", size)  # busy_in_order's passes
         got = breakdown.step_breakdown(events, steps, category, gaps).rows
     assert [(r.step, r.device, r.window_ns, r.compute_ns, r.communication_ns,
              r.memcpy_memset_ns, r.host_wait_ns, r.other_idle_ns) for r in got] == [

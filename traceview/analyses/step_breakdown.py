@@ -22,9 +22,9 @@ from typing import Any
 import numpy as np
 
 from traceview.aggregate.intervals import UnionPieces
-from traceview.aggregate.order import distinct, lex_order, packed_order
+from traceview.aggregate.order import distinct
 from traceview.analyses.core.categories import CATEGORIES
-from traceview.analyses.core.devices import GapSet, device_of_stream
+from traceview.analyses.core.devices import GapSet, busy_in_order, device_of_stream
 from traceview.analyses.core.in_us import us_fields
 from traceview.analyses.core.steps import StepRow
 from traceview.columns.model import TraceEvents
@@ -111,17 +111,8 @@ def _busy_unions(
     """Per device, the unions of its compute rows (0), of all but its copies (1) and of all
     its busy rows (2), given to ``cover`` as pieces."""
     gpu = events.gpu
-    device = device_index.astype(np.int32)[gpu.stream]
-    order = packed_order(device, gpu.ts)
-    if order is None:
-        order = lex_order((gpu.ts, device))
     unions = [UnionPieces() for _ in range(3)]
-    for lo in range(0, len(order), _PASS):
-        rows = order[lo : lo + _PASS]
-        rows = rows[gpu.dur[rows] > 0]
-        seg = device[rows].astype(np.int64)
-        start = gpu.ts[rows]
-        end = start + gpu.dur[rows]
+    for rows, seg, start, end in busy_in_order(events, device_index.astype(np.int32)[gpu.stream]):
         kind = gpu.kind[rows]
         copy = (kind == MEMCPY) | (kind == MEMSET)
         compute = (category[rows] != _COMM) & ~copy

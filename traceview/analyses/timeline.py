@@ -16,9 +16,8 @@ import numpy as np
 
 from traceview.aggregate import sums
 from traceview.aggregate.intervals import UnionPieces, unions
-from traceview.aggregate.order import lex_order, packed_order
 from traceview.analyses.core.categories import CATEGORIES, categorize
-from traceview.analyses.core.devices import DeviceUsage, GapSet, device_of_stream
+from traceview.analyses.core.devices import DeviceUsage, GapSet, busy_in_order, device_of_stream
 from traceview.analyses.core.graphs import replayed
 from traceview.analyses.core.steps import (
     Launches,
@@ -274,19 +273,12 @@ def _union_bins(
     """Per stream (``device_index``: per device, by each stream's), the busy ns per bin of
     the union of its busy rows: the rows taken in (segment, start) order a pass at a time,
     each pass's union cut into pieces that do not overlap, the last carried to the next."""
-    gpu = events.gpu
-    stream = gpu.stream
+    stream = events.gpu.stream
     major = stream if device_index is None else device_index.astype(np.int32)[stream]
-    order = packed_order(major, gpu.ts)
-    if order is None:
-        order = lex_order((gpu.ts, major))
     cover = BinCover(segments, edges)
     pieces = UnionPieces()
-    for lo in range(0, len(order), _PASS):
-        rows = order[lo : lo + _PASS]
-        rows = rows[gpu.dur[rows] > 0]
-        start = gpu.ts[rows]
-        cover.add(*pieces.add(major[rows].astype(np.int64), start, start + gpu.dur[rows]))
+    for _, seg, start, end in busy_in_order(events, major):
+        cover.add(*pieces.add(seg, start, end))
     cover.add(*pieces.finish())
     return cover.result()
 

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from traceview.aggregate.intervals import union_extent, unions, unions_in_order
-from traceview.aggregate.order import first_of_runs, lex_order, lex_order_of
+from traceview.aggregate.order import first_of_runs, lex_order, lex_order_of, packed_order
 from traceview.aggregate.sorted_runs import increasing_runs, smallest_at, smallest_match
 from traceview.columns.model import TraceEvents
 from traceview.columns.packed_names import ranks, ranks_of
@@ -223,6 +223,25 @@ class LaunchIndex:
 
 
 _PASS = 1 << 16  # rows a pass where a pass's temporaries are enough
+
+
+def busy_in_order(
+    events: TraceEvents, major: np.ndarray
+) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+    """The busy GPU rows (dur > 0) in (major, start) order, a pass at a time: their rows,
+    majors (int64), starts and ends (fresh arrays). ``major``: a non-negative id per GPU row
+    (its stream, its device). The one row-sized array is the order (int32 where it fits)."""
+    gpu = events.gpu
+    order = packed_order(major, gpu.ts)
+    if order is None:
+        order = lex_order((gpu.ts, major))
+    for lo in range(0, len(order), _PASS):
+        rows = order[lo : lo + _PASS]
+        rows = rows[gpu.dur[rows] > 0]
+        start = gpu.ts[rows]
+        yield rows, major[rows].astype(np.int64), start, start + gpu.dur[rows]
+
+
 # From this many calls (a ~1.5 GB trace) their sorted key (8 B a call) costs more than the
 # searches in more runs a query: a 7.8 GB trace's 2.6·10^6 calls in 75 runs, 5 over each id.
 _LEAN_FROM = 1 << 19
