@@ -10,6 +10,11 @@ import pytest
 import source_reference
 from conftest import SHARED_TRACES
 
+from traceview.analyses import source as source_module
+from traceview.analyses import source_tables
+from traceview.analyses.core import stacks as stacks_module
+from traceview.analyses.core.stacks import build_stacks, frame_names
+from traceview.analyses.core.steps import step_windows
 from traceview.analyses.source import NO_STACKS, SourceOptions, SourceReport, analyse_source
 from traceview.app.reading import read_trace
 from traceview.columns.model import TraceEvents
@@ -90,6 +95,48 @@ def test_module_paths_follow_the_python_parent_ids(path: Path) -> None:
     assert {m.path: m.backward_ns for m in report.modules if m.backward_ns} == dict(
         +ref.module_backward
     )
+
+
+@pytest.mark.parametrize("path", _params())
+def test_a_few_frames_at_a_time_give_the_same_report(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stacks' searches, the tables' sums and the parent-id check a pass of 7 frames at
+    a time, the kernels' innermost frames 5 at a time, the folded stacks' keys not packed:
+    the same report (frames, modules, stacks, notes)."""
+    events, report, _ = _analysed(path)
+    steps = sorted(step_windows(events))[1:2]  # a step's calls: the frames inside it alone
+    one_step = analyse_source(events, SourceOptions(steps=tuple(steps)))
+    for module in (source_module, source_tables, stacks_module):
+        monkeypatch.setattr(module, "_PASS", 7)
+    monkeypatch.setattr(stacks_module, "_POINTS", 5)
+    monkeypatch.setattr(source_tables, "_PACK_BITS", 0)  # the folded stacks sorted as columns
+    assert analyse_source(events, SourceOptions(stacks=True)) == report
+    assert analyse_source(events, SourceOptions(steps=tuple(steps))) == one_step
+
+
+@pytest.mark.parametrize("passes", [7, 1 << 16])
+@pytest.mark.parametrize("path", _params())
+def test_parent_disagreements_are_a_plain_count(
+    path: Path, passes: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The frames whose Python parent id names a frame of their thread other than the one
+    they nest in (the first frame with a duplicated id), counted frame by frame."""
+    events, _, _ = _analysed(path)
+    frames = events.frames
+    stacks = build_stacks(
+        frames.thread, frame_names(frames.name, events.names)[0], frames.ts, frames.end
+    )
+    first_with: dict[int, int] = {}
+    for i, row in enumerate(stacks.row.tolist()):
+        first_with.setdefault(int(frames.python_id[row]), i)
+    want = 0
+    for i, row in enumerate(stacks.row.tolist()):
+        named = first_with.get(int(frames.python_parent[row]), -1)
+        if frames.python_parent[row] >= 0 and named >= 0:
+            want += stacks.thread[named] == stacks.thread[i] and named != stacks.parent[i]
+    monkeypatch.setattr(source_module, "_PASS", passes)
+    assert source_module._parent_disagreements(events, stacks) == want
 
 
 @pytest.mark.skipif(not RESNET.is_file(), reason="../shared/traces is absent")

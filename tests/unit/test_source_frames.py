@@ -17,7 +17,8 @@ import pytest
 
 from traceview.analyses import source_tables
 from traceview.analyses.core import stacks as stacks_module
-from traceview.analyses.core.stacks import NO_FRAME, build_stacks, innermost, subtree_sums
+from traceview.analyses.core.devices import NO_LAUNCH
+from traceview.analyses.core.stacks import NO_FRAME, build_stacks, innermost
 from traceview.analyses.source import (
     NO_LAUNCH_FOUND,
     OUTSIDE,
@@ -25,7 +26,7 @@ from traceview.analyses.source import (
     SourceReport,
     analyse_source,
 )
-from traceview.analyses.source_tables import MAX_PATH, InstanceTimes, module_rows
+from traceview.analyses.source_tables import MAX_PATH, instance_times, module_rows
 from traceview.app.reading import read_trace
 from traceview.options import ReadOptions
 
@@ -176,7 +177,8 @@ def test_a_million_nested_frames_in_linear_time() -> None:
         at = innermost(
             stacks, np.zeros(1000, np.int64), np.arange(1000, dtype=np.int64) * (n // 1000)
         )
-        subtree_sums(stacks, np.ones(n, dtype=np.int64))
+        times = instance_times(stacks, np.arange(n), np.zeros(n, bool), np.ones(n, np.int64))
+        times.totals(np.arange(n))
         assert (at != NO_FRAME).all() and stacks.depth[-1] == n - 1
         return time.process_time() - start
 
@@ -196,8 +198,7 @@ def test_deep_module_paths_are_capped() -> None:
     thread, name, ts, end = _chain(n)
     names = [f"nn.Module: M_{i}" for i in range(7)]
     stacks = build_stacks(thread, name, ts, end)
-    ones = np.ones(n, dtype=np.int64)
-    times = InstanceTimes(ones, ones * 0, subtree_sums(stacks, ones), ones * 0, ones)
+    times = instance_times(stacks, np.arange(n), np.zeros(n, bool), np.ones(n, np.int64))
     rows = module_rows(stacks, names, times)
     assert max(r.path.count("/") for r in rows) <= MAX_PATH
     assert any(r.path.startswith("…/") for r in rows)
@@ -248,12 +249,15 @@ def _random_frames(rng: random.Random, nested: bool) -> tuple[np.ndarray, ...]:
     return tuple(np.array(c, dtype=np.int64) for c in columns)
 
 
+@pytest.mark.parametrize("passes", [1, 3, 1 << 20])
 @pytest.mark.parametrize("nested", [True, False])
 def test_vectorised_nesting_is_the_stack_walk(
-    nested: bool, monkeypatch: pytest.MonkeyPatch
+    nested: bool, passes: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """build_stacks nests frames that nest without its per-frame walk: every field is the
-    walk's, on random nestings (and on overlapping frames, which the walk takes)."""
+    walk's, on random nestings (and on overlapping frames, which the walk takes), with its
+    searches a pass of 1, 3 or every frame at a time."""
+    monkeypatch.setattr(stacks_module, "_PASS", passes)
     fast_paths = 0
     for seed in range(300):
         frames = _random_frames(random.Random(seed), nested)
@@ -275,16 +279,22 @@ def _preorder(
     return thread[order], name[order], ts[order], end[order]
 
 
+@pytest.mark.parametrize("points", [3, 1 << 18])
 @pytest.mark.parametrize("nested", [True, False])
-def test_innermost_is_the_deepest_frame_holding_the_point(nested: bool) -> None:
+def test_innermost_is_the_deepest_frame_holding_the_point(
+    nested: bool, points: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """innermost against its definition, frame by frame: of the frames of the point's thread
     with ts ≤ point < end (cut ones as cut), the deepest; NO_FRAME when none. Points at
-    every start and end, and between, on random nestings and on overlapping frames."""
+    every start and end, and between, on random nestings and on overlapping frames, 3 or
+    all at a time."""
+    monkeypatch.setattr(stacks_module, "_POINTS", points)
     for seed in range(200):
         rng = random.Random(seed)
         stacks = build_stacks(*_random_frames(rng, nested))
         times = sorted({*stacks.ts.tolist(), *stacks.end.tolist(), -1, 250})
         points = [(t, x + d) for t in range(4) for x in times for d in (-1, 0, 1)]
+        points += [(-1, 5), (0, NO_LAUNCH), (2, NO_LAUNCH)]  # no thread, no launch
         thread = np.array([t for t, _ in points], dtype=np.int64)
         at = np.array([x for _, x in points], dtype=np.int64)
         want = []
@@ -298,10 +308,18 @@ def test_innermost_is_the_deepest_frame_holding_the_point(nested: bool) -> None:
         assert innermost(stacks, thread, at).tolist() == want, seed
 
 
+@pytest.mark.parametrize(("passes", "packed"), [(3, True), (1 << 18, True), (1 << 18, False)])
 @pytest.mark.parametrize("nested", [True, False])
-def test_stack_ids_by_depth_are_the_preorder_walks(nested: bool) -> None:
-    """Each frame's stack, ids made a depth at a time, names the same chain as the ids of a
-    walk in preorder (whose numbering differs); one id per distinct chain."""
+def test_stack_ids_by_depth_are_the_preorder_walks(
+    nested: bool, passes: int, packed: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each frame's stack, ids made a depth at a time (the frames put in depth order 3 or
+    all at a time; each level's pairs numbered by a packed sort or by np.unique), names the
+    same chain as the ids of a walk in preorder (whose numbering differs); one id per
+    distinct chain."""
+    monkeypatch.setattr(source_tables, "_PASS", passes)
+    if not packed:
+        monkeypatch.setattr(source_tables, "packed_order", lambda *_: None)
     for seed in range(200):
         stacks = build_stacks(*_random_frames(random.Random(seed), nested))
         names = [f"f{i}" for i in range(int(stacks.name.max(initial=0)) + 1)]
@@ -317,3 +335,25 @@ def _chains(
 ) -> list[tuple[str, ...]]:
     of, parent, name = ids
     return [source_tables._chain(int(s), parent, name, names, {}) for s in of]
+
+
+@pytest.mark.parametrize("pack_bits", [0, 62])
+def test_folded_groups_are_the_sorted_distinct_triples(
+    pack_bits: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The folded stacks' rows grouped by (stack or reason, backward mark, kernel), packed
+    into one key or sorted as columns: the runs of a plain sort of the triples, rows in
+    order within a run."""
+    monkeypatch.setattr(source_tables, "_PACK_BITS", pack_bits)
+    for seed in range(100):
+        rng = np.random.default_rng(seed)
+        n = int(rng.integers(0, 40))
+        key = rng.integers(-5, 6, n).astype(np.int64)
+        mark = rng.random(n) < 0.5
+        kernel = rng.integers(0, 4, n).astype(np.int32)
+        order, heads = source_tables._grouped(key, mark, kernel)
+        triples = list(zip(key.tolist(), mark.tolist(), kernel.tolist(), strict=True))
+        want = sorted(range(n), key=lambda i: triples[i])
+        assert order.tolist() == want, seed
+        starts = [i for i in range(n) if i == 0 or triples[want[i]] != triples[want[i - 1]]]
+        assert heads.tolist() == starts, seed

@@ -10,6 +10,7 @@ import numpy as np
 from traceview.aggregate.order import searchsorted_pairs
 
 _INT64_LIMIT = 1 << 63
+_PASS = 1 << 16  # pairs packed at a time
 
 
 class SortedPairs:
@@ -27,7 +28,10 @@ class SortedPairs:
             self.bits = (self.high - self.low + 2).bit_length()
             self.top = int(major.max())
             if int(major.min()) >= 0 and (self.top + 2) << self.bits <= _INT64_LIMIT // 2:
-                self.keys = self._pack(major, minor)
+                self.keys = np.empty(len(minor), dtype=np.int64)
+                for lo in range(0, len(minor), _PASS):  # no row-sized temporary beside them
+                    at = slice(lo, lo + _PASS)
+                    self.keys[at] = self._pack(major[at], minor[at])
 
     def _pack(self, major: np.ndarray, minor: np.ndarray) -> np.ndarray:
         """Keys ordered like the pairs; a query outside the sorted pairs' ranges gets a key

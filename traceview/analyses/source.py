@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from traceview.aggregate.order import packed_order
 from traceview.analyses.core.devices import NO_LAUNCH, first_launch
 from traceview.analyses.core.oplinks import launch_threads
 from traceview.analyses.core.selection import Selection, select
@@ -45,6 +46,7 @@ NO_LAUNCH_FOUND = "launch not in the trace (launched before it began, or no corr
 OUTSIDE = "launched outside any Python frame"
 BACKWARD_OUTSIDE = "backward of a forward op outside any Python frame"
 NO_FLOW = "backward without a fwdbwd flow to its forward op"
+_PASS = 1 << 16  # frames taken at a time
 
 
 @dataclass(frozen=True)
@@ -145,24 +147,24 @@ def _leaves(
     """Per kernel of ``rows``: its innermost frame (NO_FRAME: none), whether it was found
     through a backward flow, and why it has none (an index into _REASONS, _ATTRIBUTED)."""
     n = len(rows)
-    leaf = np.full(n, NO_FRAME, dtype=np.int64)
-    backward = np.zeros(n, dtype=bool)
-    why = np.full(n, _ATTRIBUTED, dtype=np.int64)
+    why = np.full(n, _ATTRIBUTED, dtype=np.int8)
     if len(stacks) == 0:
         why[:] = _REASONS.index(NO_STACKS)
-        return leaf, backward, why
-    launch_all = first_launch(events)
-    thread_all, _ = launch_threads(events, launch_all)
-    launch, thread = launch_all[rows], thread_all[rows]
-    launched = np.flatnonzero((launch != NO_LAUNCH) & (thread >= 0))
-    why[:] = _REASONS.index(NO_LAUNCH_FOUND)
-    leaf[launched] = innermost(stacks, thread[launched], launch[launched])
-    outside = launched[leaf[launched] == NO_FRAME]
-    why[launched] = _ATTRIBUTED
+        return np.full(n, NO_FRAME, dtype=np.int32), np.zeros(n, dtype=bool), why
+    launch = first_launch(events)
+    thread = launch_threads(events, launch, with_end=False)[0][rows]  # int32
+    launch = launch[rows]
+    launched = (launch != NO_LAUNCH) & (thread >= 0)
+    why[~launched] = _REASONS.index(NO_LAUNCH_FOUND)
+    leaf = innermost(stacks, thread, launch)  # a pass at a time
+    leaf[~launched] = NO_FRAME
+    outside = np.flatnonzero(launched & (leaf == NO_FRAME))
+    del launched
     found, reason = backward_leaves(events, stacks, thread[outside], launch[outside])
     leaf[outside] = found
+    backward = np.zeros(n, dtype=bool)
     backward[outside] = found != NO_FRAME
-    codes = np.full(len(reason), _ATTRIBUTED, dtype=np.int64)
+    codes = np.full(len(reason), _ATTRIBUTED, dtype=np.int8)
     for code, text in ((NO_BACKWARD_OP, OUTSIDE), (NO_START, NO_FLOW),
                        (FORWARD_OUTSIDE, BACKWARD_OUTSIDE)):  # fmt: skip
         codes[reason == code] = _REASONS.index(text)
@@ -205,15 +207,23 @@ def _notes(events: TraceEvents, stacks: Stacks) -> list[str]:
 
 def _parent_disagreements(events: TraceEvents, stacks: Stacks) -> int:
     """Frames whose Python parent id names another frame of their thread than the one they
-    nest in (vectorised; duplicated ids: the first frame with the id)."""
+    nest in (duplicated ids: the first frame with the id). The ids sorted once (int32
+    positions), the parents looked up a pass of frames at a time."""
     frames = events.frames
-    ids = frames.python_id[stacks.row]
-    parents = frames.python_parent[stacks.row]
-    order = np.argsort(ids, kind="stable")
-    at = np.minimum(np.searchsorted(ids[order], parents), max(len(ids) - 1, 0))
-    if len(ids) == 0:
+    n = len(stacks)
+    if n == 0:
         return 0
-    named = order[at]
-    known = (parents >= 0) & (ids[named] == parents) & (stacks.thread[named] == stacks.thread)
-    nested = np.where(stacks.parent >= 0, stacks.parent, -1)
-    return int((known & (named != nested)).sum())
+    ids = frames.python_id[stacks.row]
+    order = packed_order(None, ids)
+    order = np.argsort(ids, kind="stable") if order is None else order
+    ids = ids[order]  # ascending
+    disagree = 0
+    for lo in range(0, n, _PASS):
+        at = slice(lo, lo + _PASS)
+        parents = frames.python_parent[stacks.row[at]]
+        found = np.minimum(np.searchsorted(ids, parents), n - 1)
+        named = order[found]
+        known = (parents >= 0) & (ids[found] == parents)
+        known &= stacks.thread[named] == stacks.thread[at]
+        disagree += int((known & (named != stacks.parent[at])).sum())
+    return disagree

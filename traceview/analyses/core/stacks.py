@@ -20,24 +20,26 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from traceview.aggregate.order import lex_order, narrowed, searchsorted_pairs
+from traceview.aggregate.order import lex_order, narrowed, packed_order, present
+from traceview.aggregate.sorted_pairs import SortedPairs
 
 NO_FRAME = -1
+_PASS = 1 << 20  # frames a search takes at a time: its temporaries stay small
+_POINTS = 1 << 18  # points innermost takes at a time (each pass climbs the stacks' depth)
+_INT64_LIMIT = 1 << 63
 # The address in a built-in's frame name (``<built-in method add_ of Tensor object at 0x7f..>``):
 # one per object, so the same method would be many frames.
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 
 
 def frame_names(name: np.ndarray, names: Sequence[str]) -> tuple[np.ndarray, list[str]]:
-    """The frames' names without object addresses: per frame an id into the list returned
-    (one pass over the distinct names, not the frames)."""
-    ids, inverse = np.unique(name, return_inverse=True)
+    """The frames' names without object addresses: per frame an id (int32) into the list
+    returned (one pass over the distinct names, not the frames; no sort of the frames)."""
+    ids = present(name, len(names))
     index: dict[str, int] = {}
-    of_id = np.array(
-        [index.setdefault(_ADDRESS.sub("", names[i]), len(index)) for i in ids.tolist()],
-        dtype=np.int64,
-    )
-    return of_id[inverse].reshape(-1), list(index)
+    of_id = np.zeros(len(names), dtype=np.int32)
+    of_id[ids] = [index.setdefault(_ADDRESS.sub("", names[i]), len(index)) for i in ids.tolist()]
+    return of_id[name], list(index)
 
 
 MODULE_PREFIX = "nn.Module: "
@@ -66,9 +68,10 @@ class Stacks:
 
 
 def build_stacks(thread: np.ndarray, name: np.ndarray, ts: np.ndarray, end: np.ndarray) -> Stacks:
-    """The nesting of the frames (rows of equal length; ``name``: interned name ids). The
-    ids, rows and links are int32 where they fit (8.5M frames: 170 MB less than int64)."""
-    order = lex_order((-end, ts, thread)) if len(ts) else np.empty(0, dtype=np.int64)
+    """The nesting of the frames (rows of equal length; ``name``: interned name ids, not
+    negative). The ids, rows and links are int32 where they fit: 8.6M frames held 1.30 GB at
+    their peak with int64 temporaries (benchmarks/RESULTS-rust-43c.md)."""
+    order = _preorder(thread, ts, end)
     threads, names, starts, ends = thread[order], name[order], ts[order], end[order]
     nested = _nest_nested(threads, names, starts, ends)
     if nested is not None:  # every frame inside its parent: nothing to cut
@@ -96,6 +99,15 @@ def build_stacks(thread: np.ndarray, name: np.ndarray, ts: np.ndarray, end: np.n
     )
 
 
+def _preorder(thread: np.ndarray, ts: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """``lex_order((-end, ts, thread))``: by thread, start, longest first, then row (int32
+    where it fits)."""
+    if len(ts) == 0:
+        return np.empty(0, dtype=np.int64)
+    order = packed_order(thread, ts, lambda at: [-end[at]])
+    return lex_order((-end, ts, thread)) if order is None else order
+
+
 def _nest_nested(
     threads: np.ndarray, names: np.ndarray, starts: np.ndarray, ends: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
@@ -103,36 +115,87 @@ def _nest_nested(
     that nest; None when one overlaps its parent without nesting (``_nest`` cuts it, and the
     cut changes what follows). A frame is closed by the first later frame of its thread that
     starts after its end, or at its end and ends later (among equal starts the longest come
-    first): a frame of no length at its end lies inside it."""
+    first): a frame of no length at its end lies inside it. Positions are int32 where they
+    fit, and each search runs a pass of frames at a time (one int64 key a frame held)."""
     n = len(starts)
     if n == 0:
         empty = np.empty(0, dtype=np.int64)
         return empty, empty, empty, np.empty(0, dtype=bool)
-    index = np.arange(n, dtype=np.int64)
+    position = np.int32 if n < 2**31 - 1 else np.int64
     # preorder is by (thread, start): the first row of its thread starting at or after its end
-    lo = np.maximum(searchsorted_pairs(threads, starts, threads, ends, "left"), index + 1)
-    hi = searchsorted_pairs(threads, starts, threads, ends, "right")
-    inside_at_end = (lo < hi) & (ends[np.minimum(lo, n - 1)] <= ends)
-    after = np.where(inside_at_end, hi, lo)
-    del lo, hi, inside_at_end
+    after = np.empty(n, dtype=position)
+    pairs = SortedPairs(threads, starts)
+    for first in range(0, n, _PASS):
+        at = slice(first, first + _PASS)
+        lo = pairs.search(threads[at], ends[at], "left")
+        hi = pairs.search(threads[at], ends[at], "right")
+        np.maximum(lo, np.arange(first + 1, first + 1 + len(lo)), out=lo)
+        inside_at_end = (lo < hi) & (ends[np.minimum(lo, n - 1)] <= ends[at])
+        after[at] = np.where(inside_at_end, hi, lo)
+    del pairs
     # depth: the frames before it not yet closed
-    depth = index - np.cumsum(np.bincount(after, minlength=n + 1))[:n]
-    # parent: the last frame before it one level up (the nesting keeps it in its thread)
-    by_depth = np.lexsort((index, depth))
-    keys = depth[by_depth] * (n + 1) + by_depth
-    at = np.searchsorted(keys, (depth - 1) * (n + 1) + index) - 1
-    held = depth > 0
-    parent = np.where(held, by_depth[np.maximum(at, 0)], NO_FRAME)
-    del by_depth, keys, at
-    if bool((ends[parent[held]] < ends[held]).any()):
+    closed = np.bincount(after, minlength=n + 1)
+    np.cumsum(closed, out=closed)
+    depth = np.empty(n, dtype=position)
+    for begin in range(0, n, _PASS):
+        stop = min(begin + _PASS, n)
+        depth[begin:stop] = np.arange(begin, stop) - closed[begin:stop]
+    del closed
+    parent = _parents(depth, ends)
+    if parent is None:
         return None  # overlapping without nesting: _nest's cut
-    # first of its name: no earlier frame of its name holds it (its after beyond it)
-    by_name = np.lexsort((index, names))
-    group = np.r_[0, np.cumsum(names[by_name][1:] != names[by_name][:-1])] * (n + 1)
-    before = np.maximum.accumulate(np.r_[-1, (after[by_name] + group)[:-1]])
+    return parent, depth, after, _first_of_name(names, after)
+
+
+def _parents(depth: np.ndarray, ends: np.ndarray) -> np.ndarray | None:
+    """Each frame's parent: the last frame before it one level up (the nesting keeps it in
+    its thread); None when a frame ends after its parent. (depth, position) keys sorted in
+    place, searched a pass at a time."""
+    n = len(depth)
+    span = n + 1
+    keys = depth.astype(np.int64)
+    keys *= span
+    keys += np.arange(n)
+    keys.sort()
+    parent = np.empty(n, dtype=depth.dtype)
+    for lo in range(0, n, _PASS):
+        at = slice(lo, lo + _PASS)
+        up = depth[at].astype(np.int64)
+        up -= 1
+        up *= span
+        up += np.arange(lo, lo + len(up))
+        found = np.searchsorted(keys, up) - 1
+        held = depth[at] > 0
+        part = np.where(held, keys[np.maximum(found, 0)] % span, NO_FRAME)
+        if bool((ends[part[held]] < ends[at][held]).any()):
+            return None
+        parent[at] = part
+    return parent
+
+
+def _first_of_name(names: np.ndarray, after: np.ndarray) -> np.ndarray:
+    """Per frame: no earlier frame of its name holds it (its after beyond it). The frames
+    by (name, position) in one int64 key a frame, sorted in place; a running maximum of the
+    afters, each name's offset above the last's, carried from pass to pass."""
+    n = len(after)
+    span = n + 1
+    if n and (int(names.min()) < 0 or (int(names.max()) + 1) * span > _INT64_LIMIT):
+        names = np.unique(names, return_inverse=True)[1].reshape(-1)  # dense ids
+    keys = names.astype(np.int64)
+    keys *= span
+    keys += np.arange(n)
+    keys.sort()
     first = np.empty(n, dtype=bool)
-    first[by_name] = before <= by_name + group
-    return parent, depth, after, first
+    carried = -1
+    for lo in range(0, n, _PASS):
+        part = keys[lo : lo + _PASS]
+        row = part % span
+        group = part - row  # the name's offset: its frames above every earlier name's
+        held = after[row] + group
+        before = np.maximum.accumulate(np.r_[carried, held[:-1]])
+        carried = max(carried, int(held[-1]), int(before[-1]))
+        first[row] = before <= row + group
+    return first
 
 
 def _nest(
@@ -187,19 +250,33 @@ def _close(
 
 def innermost(stacks: Stacks, thread: np.ndarray, at: np.ndarray) -> np.ndarray:
     """Per point (a thread id, a time in ns), the innermost frame on that thread that holds
-    the time (ts ≤ time < end; its index in ``stacks``), else NO_FRAME.
+    the time (ts ≤ time < end; its index in ``stacks``, int32 where it fits), else NO_FRAME
+    (as for a point of a negative thread, or at NO_LAUNCH).
 
     The last frame of the point's thread starting at or before it (preorder: by thread and
     start, longest first, so of equal starts the innermost) holds it, or else the frame
-    holding it encloses that one (the frames nest): the enclosing frames are climbed, all
-    points at once, until one ends after the point. Frames of no length hold no time. One
-    search of every frame, no sort of them (a sort of frames and points together held
-    ~115 bytes a frame: 1.6 GB for `source` at 8 GB of a trace recorded with stacks)."""
+    holding it encloses that one (the frames nest): the enclosing frames are climbed, a
+    pass of points at a time, until one ends after the point. Frames of no length hold no
+    time. The frames' (thread, start) packed once, no sort of them (a sort of frames and
+    points together held ~115 bytes a frame: 1.6 GB for `source` at 8 GB of a trace
+    recorded with stacks)."""
     m = len(at)
-    out = np.full(m, NO_FRAME, dtype=np.int64)
+    out = np.full(m, NO_FRAME, dtype=np.int32 if len(stacks) < 2**31 else np.int64)
     if len(stacks) == 0 or m == 0:
         return out
-    last = searchsorted_pairs(stacks.thread, stacks.ts, thread, at, "right") - 1
+    pairs = SortedPairs(stacks.thread, stacks.ts)
+    for lo in range(0, m, _POINTS):
+        part = slice(lo, lo + _POINTS)
+        out[part] = _innermost(stacks, pairs, thread[part], at[part])
+    return out
+
+
+def _innermost(
+    stacks: Stacks, pairs: SortedPairs, thread: np.ndarray, at: np.ndarray
+) -> np.ndarray:
+    """``innermost`` of a pass of points (``pairs``: the frames' (thread, ts))."""
+    out = np.full(len(at), NO_FRAME, dtype=np.int64)
+    last = pairs.search(thread, at, "right") - 1
     frame = np.where(stacks.thread[np.maximum(last, 0)] == thread, last, NO_FRAME)
     frame[last < 0] = NO_FRAME
     todo = np.flatnonzero(frame != NO_FRAME)
@@ -211,13 +288,6 @@ def innermost(stacks: Stacks, thread: np.ndarray, at: np.ndarray) -> np.ndarray:
         frame[todo] = stacks.parent[frame[todo]]
         todo = todo[frame[todo] != NO_FRAME]
     return out
-
-
-def subtree_sums(stacks: Stacks, values: np.ndarray) -> np.ndarray:
-    """Per frame, the sum of ``values`` (one per frame) over it and every frame inside it."""
-    cum = np.concatenate([[0], np.cumsum(values, dtype=np.int64)])
-    total: np.ndarray = cum[stacks.after] - cum[np.arange(len(stacks))]
-    return total
 
 
 def is_module(names: list[str]) -> np.ndarray:
