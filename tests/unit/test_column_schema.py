@@ -93,6 +93,7 @@ def test_only_droppable_columns_are_left_out() -> None:
             "gpu": schema.GPU_COLUMNS,
             "runtime": schema.RUNTIME_COLUMNS,
             "flows": schema.FLOW_COLUMNS,
+            "frames": schema.FRAME_COLUMNS,
         }[group]
         assert name in [c.name for c in table]
     with pytest.raises(ValueError, match=r"gpu\.ts"):

@@ -292,12 +292,13 @@ def memory(path: Path, read: ReadOptions, out: OutputOptions, top: int) -> None:
 
 def _unused(launch_times: bool = False, flows: bool = False) -> frozenset[str]:
     """The columns a command leaves out of its read (traceview.columns.schema.DROPPABLE): the
-    launch configurations, which ``unique`` alone reads; the launch times if ``launch_times``;
-    the fwdbwd flows of a read with frames if ``flows``."""
-    from traceview.columns.schema import FLOWS, GPU_LAUNCH, RUNTIME_TS
+    launch configurations, which ``unique`` alone reads, and the frames' Python ids, which
+    ``source`` alone reads; the launch times if ``launch_times``; the fwdbwd flows of a read
+    with frames if ``flows``."""
+    from traceview.columns.schema import FLOWS, FRAME_PARENTS, GPU_LAUNCH, RUNTIME_TS
 
     unused = {GPU_LAUNCH, RUNTIME_TS} if launch_times else {GPU_LAUNCH}
-    return frozenset(unused | FLOWS if flows else unused)
+    return frozenset(unused | FRAME_PARENTS | (FLOWS if flows else set()))
 
 
 def _of_phase(events: TraceEvents, phase: str | None) -> TraceEvents:
@@ -679,7 +680,7 @@ def report(
     plotly_path()  # the missing extra is said before any reading
     reuse_freed_memory()
     where = stored_links.place(path, read)  # before the read: the trace's identity then
-    events = read_trace(path, read, keep_cpu=True, memory=True, frames=True)
+    events = read_trace(path, read, keep_cpu=True, memory=True, frames=True, unused=_unused())
     linked = None if where is None or read.refresh else stored_links.load(where, events)
     shared = work_out(events, linked)
     if where is not None and linked is None:

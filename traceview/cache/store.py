@@ -476,7 +476,9 @@ def read_entry(
             floor = max(frames_from_ns, entry_frames_from_ns(meta))
             return replace(
                 events,
-                frames=_long_frames(directory / "frames.parquet", floor),
+                frames=_long_frames(
+                    directory / "frames.parquet", floor, unused_of("frames", unused)
+                ),
                 flows=_group(directory / "flows.parquet", FlowColumns, unused_of("flows", unused)),
                 frames_read=True,
                 frames_from_ns=floor,
@@ -599,23 +601,34 @@ def _group(path: Path, group: type[Group], unused: frozenset[str] = frozenset())
         raise DamagedEntry(f"{path.name}: {e}") from None
 
 
-def _long_frames(path: Path, from_ns: int) -> FrameColumns:
+def _long_frames(path: Path, from_ns: int, unused: frozenset[str] = frozenset()) -> FrameColumns:
     """The frames of the entry at least ``from_ns`` long (all when 0), read a row group at a
     time (FRAME_ROW_GROUP rows) when some are left out: only those kept are held
-    (frames.long_frames)."""
+    (frames.long_frames). ``unused``: columns left Dropped, not held."""
     if from_ns <= 0:
-        return _group(path, FrameColumns)
+        return _group(path, FrameColumns, unused)
     columns = COLUMN_TABLES[FrameColumns]
     parts = []
+    kept = 0
     with _parquet().ParquetFile(path, page_checksum_verification=True) as parquet:
         _check_names(path, parquet, columns)
         for group in range(parquet.metadata.num_row_groups):
             table = parquet.read_row_group(group, use_threads=False)
-            rows = [table.column(i).to_numpy() for i in range(len(columns))]
-            parts.append(long_frames(rows, from_ns))
+            rows = long_frames([table.column(i).to_numpy() for i in range(len(columns))], from_ns)
+            kept += len(rows[0])
+            parts.append(
+                tuple(r[:0] if c.name in unused else r for c, r in zip(columns, rows, strict=True))
+            )
             del table, rows
+    joined = join_columns(parts, columns)
     try:
-        return from_arrays(FrameColumns, join_columns(parts, columns))
+        return from_arrays(
+            FrameColumns,
+            [
+                dropped(c.dtype, kept) if c.name in unused else a
+                for c, a in zip(columns, joined, strict=True)
+            ],
+        )
     except SchemaMismatch as e:
         raise DamagedEntry(f"{path.name}: {e}") from None
 

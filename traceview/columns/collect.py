@@ -156,7 +156,7 @@ class EventCollector:
         self._span: tuple[int, int] | None = None
         self._comm: list[tuple[np.ndarray, ...]] = []  # per batch: COMM_COLUMNS
         self._memory: list[tuple[np.ndarray, ...]] = []  # per batch: MEMORY_COLUMNS
-        self._frames = Segments(FRAME_COLUMNS)
+        self._frames = Segments(FRAME_COLUMNS, unused=unused_of("frames", unused))
         self._frames_from_ns = frames_from_ns
         self._flows = Segments(FLOW_COLUMNS, unused=unused_of("flows", unused))
         self._gpu_rows = 0  # GPU rows committed so far

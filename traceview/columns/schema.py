@@ -86,7 +86,9 @@ GPU_LAUNCH = "gpu.launch"  # the launch configurations (``unique`` alone; none i
 RUNTIME_TS = "runtime.ts"  # the launch times: steps, gaps' host waits, the ops' links
 # the fwdbwd flows: ``source``, ``report`` and ``export`` read them; summary, the frames alone
 FLOWS = frozenset(f"flows.{c.name}" for c in FLOW_COLUMNS)
-DROPPABLE = frozenset({GPU_LAUNCH, RUNTIME_TS}) | FLOWS
+# the frames' Python ids: ``source`` alone checks them against the nesting (16 B a frame)
+FRAME_PARENTS = frozenset({"frames.python_id", "frames.python_parent"})
+DROPPABLE = frozenset({GPU_LAUNCH, RUNTIME_TS}) | FLOWS | FRAME_PARENTS
 
 
 def unused_of(group: str, unused: frozenset[str]) -> frozenset[str]:
