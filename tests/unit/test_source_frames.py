@@ -357,3 +357,29 @@ def test_folded_groups_are_the_sorted_distinct_triples(
         assert order.tolist() == want, seed
         starts = [i for i in range(n) if i == 0 or triples[want[i]] != triples[want[i - 1]]]
         assert heads.tolist() == starts, seed
+
+
+@pytest.mark.parametrize("passes", [1, 3, 1 << 20])
+@pytest.mark.parametrize("nested", [True, False])
+def test_frames_in_preorder_are_taken_as_they_are(
+    nested: bool, passes: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Frames already in preorder (the columns given, not copied) nest as the same frames
+    shuffled do; frames are found in preorder exactly when lex_order leaves them in place
+    (checked 1, 3 or all at a time)."""
+    monkeypatch.setattr(stacks_module, "_PASS", passes)
+    for seed in range(200):
+        frames = _random_frames(random.Random(seed), nested)
+        in_place = np.array_equal(
+            stacks_module.lex_order((-frames[3], frames[2], frames[0])), np.arange(len(frames[0]))
+        )
+        assert stacks_module._in_preorder(frames[0], frames[2], frames[3]) == in_place, seed
+        ordered = _preorder(*frames)
+        assert stacks_module._in_preorder(ordered[0], ordered[2], ordered[3]), seed
+        shuffled, given = build_stacks(*frames), build_stacks(*ordered)
+        assert given.ts is ordered[2]  # not copied
+        assert given.row.tolist() == list(range(len(given)))
+        for field in fields(given):
+            if field.name != "row":
+                got, want = getattr(given, field.name), getattr(shuffled, field.name)
+                assert np.array_equal(got, want), (seed, field.name)

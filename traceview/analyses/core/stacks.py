@@ -70,9 +70,14 @@ class Stacks:
 def build_stacks(thread: np.ndarray, name: np.ndarray, ts: np.ndarray, end: np.ndarray) -> Stacks:
     """The nesting of the frames (rows of equal length; ``name``: interned name ids, not
     negative). The ids, rows and links are int32 where they fit: 8.6M frames held 1.30 GB at
-    their peak with int64 temporaries (benchmarks/RESULTS-rust-43c.md)."""
-    order = _preorder(thread, ts, end)
-    threads, names, starts, ends = thread[order], name[order], ts[order], end[order]
+    their peak with int64 temporaries (benchmarks/RESULTS-rust-43c.md). Frames given in
+    preorder are not copied: the Stacks hold the columns given."""
+    if _in_preorder(thread, ts, end):  # one thread's frames as traces record them: as given
+        order = np.arange(len(ts), dtype=np.int32 if len(ts) < 2**31 else np.int64)
+        threads, names, starts, ends = thread, name, ts, end
+    else:
+        order = _preorder(thread, ts, end)
+        threads, names, starts, ends = thread[order], name[order], ts[order], end[order]
     nested = _nest_nested(threads, names, starts, ends)
     if nested is not None:  # every frame inside its parent: nothing to cut
         parent, depth, after, first = nested
@@ -97,6 +102,20 @@ def build_stacks(thread: np.ndarray, name: np.ndarray, ts: np.ndarray, end: np.n
         first_of_name=first,
         overlapping=overlapping,
     )
+
+
+def _in_preorder(thread: np.ndarray, ts: np.ndarray, end: np.ndarray) -> bool:
+    """Whether the frames are in preorder already (by thread, start, longest first), a pass
+    at a time."""
+    n = len(ts)
+    for lo in range(0, n - 1, _PASS):
+        now, after = slice(lo, min(lo + _PASS, n - 1)), slice(lo + 1, min(lo + _PASS, n - 1) + 1)
+        same_thread, same_start = thread[now] == thread[after], ts[now] == ts[after]
+        ordered = (thread[now] < thread[after]) | (same_thread & (ts[now] < ts[after]))
+        ordered |= same_thread & same_start & (end[now] >= end[after])
+        if not bool(ordered.all()):
+            return False
+    return True
 
 
 def _preorder(thread: np.ndarray, ts: np.ndarray, end: np.ndarray) -> np.ndarray:
