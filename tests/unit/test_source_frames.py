@@ -383,3 +383,15 @@ def test_frames_in_preorder_are_taken_as_they_are(
             if field.name != "row":
                 got, want = getattr(given, field.name), getattr(shuffled, field.name)
                 assert np.array_equal(got, want), (seed, field.name)
+
+
+def test_first_of_name_with_ids_too_wide_to_pack() -> None:
+    """Name ids negative or too wide for a (name, position) key are made dense first: the
+    same first-of-name as their dense ids give."""
+    for seed in range(50):
+        frames = _random_frames(random.Random(seed), True)
+        stacks = build_stacks(*frames)
+        wide = stacks.name.astype(np.int64) * (2**61) - 5  # negative and too wide
+        assert np.array_equal(
+            stacks_module._first_of_name(wide, stacks.after), stacks.first_of_name
+        ), seed
