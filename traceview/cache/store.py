@@ -54,12 +54,12 @@ from traceview.columns.schema import (
     dropped,
     empty,
     from_arrays,
-    join_columns,
     unused_of,
 )
 from traceview.columns.schema import (
     TABLES as COLUMN_TABLES,
 )
+from traceview.columns.segments import Segments
 from traceview.read.reader import ReadStats
 
 # 2: cpu.parquet holds int32 thread and name ids and is checked by a digest in meta.json.
@@ -608,29 +608,18 @@ def _long_frames(path: Path, from_ns: int, unused: frozenset[str] = frozenset())
     if from_ns <= 0:
         return _group(path, FrameColumns, unused)
     columns = COLUMN_TABLES[FrameColumns]
-    parts = []
-    kept = 0
+    kept = Segments(columns, unused=unused)
     with _parquet().ParquetFile(path, page_checksum_verification=True) as parquet:
         _check_names(path, parquet, columns)
-        for group in range(parquet.metadata.num_row_groups):
-            table = parquet.read_row_group(group, use_threads=False)
-            rows = long_frames([table.column(i).to_numpy() for i in range(len(columns))], from_ns)
-            kept += len(rows[0])
-            parts.append(
-                tuple(r[:0] if c.name in unused else r for c, r in zip(columns, rows, strict=True))
-            )
-            del table, rows
-    joined = join_columns(parts, columns)
-    try:
-        return from_arrays(
-            FrameColumns,
-            [
-                dropped(c.dtype, kept) if c.name in unused else a
-                for c, a in zip(columns, joined, strict=True)
-            ],
-        )
-    except SchemaMismatch as e:
-        raise DamagedEntry(f"{path.name}: {e}") from None
+        try:
+            for group in range(parquet.metadata.num_row_groups):
+                table = parquet.read_row_group(group, use_threads=False)
+                rows = [table.column(i).to_numpy() for i in range(len(columns))]
+                kept.append(long_frames(rows, from_ns))
+                del table, rows
+            return from_arrays(FrameColumns, kept.join())
+        except SchemaMismatch as e:
+            raise DamagedEntry(f"{path.name}: {e}") from None
 
 
 def _check_names(path: Path, parquet: Any, columns: Sequence[Column]) -> None:
