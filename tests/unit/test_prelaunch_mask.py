@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import gc
+from dataclasses import replace
 from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
+import pytest
 
 from traceview.analyses.core import prelaunch
 
@@ -41,3 +43,42 @@ def test_unordered_launches_searched_a_pass_of_rows_at_a_time_as_isin() -> None:
     gpu = rng.integers(-2, 3 * prelaunch._PASS + 2, size=2 * prelaunch._PASS + 5)
     mask = prelaunch.launched_mask(_events(gpu, runtime))
     assert mask.tolist() == np.isin(gpu, runtime).tolist()
+
+
+def test_without_runtime_keeps_the_mask_whatever_is_asked_in_between() -> None:
+    """The calls Dropped (their count kept) and freed once nothing else holds them; the
+    mask the same, served for the new columns after look-ups of other columns; no mask
+    worked out anew from no values; gone with the columns."""
+    import weakref
+
+    from conftest import ROOT
+
+    from traceview.app.reading import read_trace
+    from traceview.columns.schema import ColumnDropped, Dropped, RuntimeColumns
+    from traceview.options import ReadOptions
+
+    options = ReadOptions(quiet=True, cache=False)
+    events = read_trace(ROOT / "fixtures" / "demo.json.gz", options, remember=False, warn=False)
+    half = len(events.runtime.ts) // 2  # half the calls: some GPU rows without theirs
+    runtime = RuntimeColumns(
+        *(c[:half].copy() for c in (events.runtime.correlation, events.runtime.ts))
+    )
+    events = replace(events, runtime=runtime)
+    del runtime
+    want = prelaunch.launched_mask(events).tolist()
+    count = len(events.runtime.correlation)
+    assert count and any(want) and not all(want)
+    calls = weakref.ref(events.runtime.correlation)
+    lean = prelaunch.without_runtime(events)
+    del events
+    gc.collect()
+    assert calls() is None
+    assert isinstance(lean.runtime.correlation, Dropped) and len(lean.runtime.ts) == count
+    prelaunch.launched_mask(_events(np.array([9, 9]), np.array([9])))  # another look-up
+    assert prelaunch.launched_mask(lean).tolist() == want
+    assert prelaunch.without_runtime(lean) is lean
+    with pytest.raises(ColumnDropped):  # other rows against no values: never a guess
+        prelaunch.launched_mask(_events(np.array([5]), lean.runtime.correlation))
+    del lean
+    gc.collect()
+    assert not prelaunch._kept

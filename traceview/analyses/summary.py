@@ -30,6 +30,7 @@ from traceview.analyses.core.names import display_names
 from traceview.analyses.core.opcalls import OpCalls, OpCallsByBlock, op_calls
 from traceview.analyses.core.oplinks import OpLinks
 from traceview.analyses.core.phase_figures import PhaseReport, counted, phase_report
+from traceview.analyses.core.prelaunch import without_runtime
 from traceview.analyses.core.step_markers import PhaseEvidence, step_phases
 from traceview.analyses.core.steps import StepRow
 from traceview.analyses.core.trace import TraceSummary
@@ -277,10 +278,14 @@ def overview(
             if trust is None:  # audit's checks while little is held
                 checks = checks_of(events, found.links.launch)[0]
             if calls is None:
-                first = pending[0].result()
+                first = pending.pop(0).result()  # the aside's work (holding the read) let go
             else:
                 first = CallsAndKernels(calls.result(), _kernels(events))
+            del calls, evidence
             kernels = first.kernels
+            # the runtime calls are used no more but by the launched mask, kept: freed where
+            # the caller handed ``events`` over (commands.summary), 16 B a call
+            events = without_runtime(events)
             shared = work_out(events, (found.links, first.calls), rank, found.category)
             del first
         else:

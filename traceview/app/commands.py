@@ -242,13 +242,16 @@ def summary(
         from traceview.analyses.audit import audit
 
         trust = audit(whole, mfu=True).figures  # MFU's kept where the phase has a value
+    aside = aside_for(events)
+    held = [events]  # handed over: overview lets go of the runtime calls once done with them
+    del whole, events
     report = overview(
-        events,
+        held.pop(),
         include_warmup=include_warmup,
         peaks_file=peaks,
         trust=trust,
         phases_here=not chosen,
-        aside=aside_for(events),
+        aside=aside,
     )
     show(out, render_overview.document(report), (path,))
 

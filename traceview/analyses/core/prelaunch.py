@@ -10,13 +10,14 @@ A trace with no launches at all (GPU-only traces) has none: nothing tells what c
 from __future__ import annotations
 
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from traceview.aggregate.grouped import reduce_at
 from traceview.aggregate.sorted_runs import contains, in_sorted, increasing_runs
 from traceview.columns.model import TraceEvents
+from traceview.columns.schema import Dropped, RuntimeColumns, dropped
 
 
 def launched_mask(events: TraceEvents) -> np.ndarray:
@@ -25,9 +26,9 @@ def launched_mask(events: TraceEvents) -> np.ndarray:
     gpu, runtime = events.gpu.correlation, events.runtime.correlation
     if len(runtime) == 0:
         return np.zeros(len(gpu), dtype=bool)
-    known = _last_mask
-    if known is not None and known[0]() is gpu and known[1]() is runtime:
-        return known[2]
+    for known in (_kept.get(id(runtime)), _last_mask):
+        if known is not None and known[0]() is gpu and known[1]() is runtime:
+            return known[2]
     runs = increasing_runs(runtime)
     if runs is not None:  # searched run by run in the column itself, a pass at a time
         mask = contains(runtime, runs, gpu)
@@ -40,9 +41,30 @@ def launched_mask(events: TraceEvents) -> np.ndarray:
     return mask
 
 
+def without_runtime(events: TraceEvents) -> TraceEvents:
+    """``events`` with their runtime columns Dropped (their count kept), for analyses done
+    with the calls but for ``launched_mask``: it is worked out now and kept as long as the
+    new columns are. The calls' 16 B each are freed once nothing else holds ``events``."""
+    runtime = events.runtime
+    if isinstance(runtime.correlation, Dropped):
+        return events  # let go already
+    mask = launched_mask(events)
+    lean = RuntimeColumns(*(dropped(c.dtype, len(c)) for c in (runtime.correlation, runtime.ts)))
+    try:
+        gpu = weakref.ref(events.gpu.correlation, _forget)
+    except TypeError:  # not weakly referable (not an ndarray): the calls are kept
+        return events
+    _kept[id(lean.correlation)] = (gpu, weakref.ref(lean.correlation, _forget), mask)
+    return replace(events, runtime=lean)
+
+
 # The last mask with (weak references to) the columns it was worked out from: a column that
-# is gone cannot be mistaken for a new one at the same address.
-_last_mask: tuple[weakref.ref[np.ndarray], weakref.ref[np.ndarray], np.ndarray] | None = None
+# is gone cannot be mistaken for a new one at the same address. ``without_runtime``'s are kept
+# apart, by their Dropped column's id, until either column is gone: they cannot be worked
+# out again.
+Known = tuple[weakref.ref[np.ndarray], weakref.ref[np.ndarray], np.ndarray]
+_last_mask: Known | None = None
+_kept: dict[int, Known] = {}
 
 
 def _remember_mask(gpu: np.ndarray, runtime: np.ndarray, mask: np.ndarray) -> None:
@@ -55,9 +77,11 @@ def _remember_mask(gpu: np.ndarray, runtime: np.ndarray, mask: np.ndarray) -> No
 
 def _forget(gone: weakref.ref[np.ndarray]) -> None:
     global _last_mask
-    known = _last_mask
-    if known is not None and gone in (known[0], known[1]):
+    if _last_mask is not None and gone in _last_mask[:2]:
         _last_mask = None
+    for key, known in list(_kept.items()):
+        if gone in known[:2]:
+            del _kept[key]
 
 
 def _device_of_stream(events: TraceEvents) -> np.ndarray:
