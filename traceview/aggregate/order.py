@@ -133,17 +133,26 @@ def packed_order(
         key[filled : filled + len(k)] = k
         filled += len(k)
     key.sort(kind="stable")  # timsort: near-sorted keys in a few runs
-    out = np.empty(count, dtype=np.int32 if n < 2**31 else np.int64)
+    # The positions are written over the key itself, a pass at a time (int32 ones into its
+    # first half): a pass's keys are read before its positions land, below keys still to
+    # be read; the second half is then given back. 8 B a row at most, not 12.
+    narrow = n < 2**31
+    into = key.view(np.int32) if narrow else key
     mask = (1 << index_bits) - 1
     in_run = np.zeros(count if ties is not None else 0, dtype=bool)
     for lo in range(0, count, _PASS):
         part = key[lo : lo + _PASS + 1]
-        out[lo : lo + _PASS] = part[:_PASS] & mask
         if ties is not None:
-            part = part >> index_bits
-            equal = part[1:] == part[:-1]
+            upper = part >> index_bits
+            equal = upper[1:] == upper[:-1]
             in_run[lo : lo + len(equal)] |= equal
             in_run[lo + 1 : lo + 1 + len(equal)] |= equal
+        found = part[:_PASS] & mask  # made whole before it is written
+        into[lo : lo + len(found)] = found
+    del into, part, found
+    if narrow:
+        key.resize((count + 1) // 2, refcheck=False)  # no view of it is left
+    out = key.view(np.int32)[:count] if narrow else key
     del key
     if ties is None or not in_run.any():
         return out

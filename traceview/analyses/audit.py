@@ -383,8 +383,10 @@ def checks_of(
         )
     if launches:
         checks += [_launch_without_gpu(t), *_unlaunched(t), _start_before_launch(t)]
+    # out of order before the rows' runs are made and held (its sorts' peak without them)
+    out_of_order = _out_of_order(t)
     checks += [_stream_overlap(t), _negative(t), _zero(t), _beyond_span(t, notes)]
-    checks += [_out_of_order(t)]
+    checks += [out_of_order]
     if launches:
         checks.append(_clock_drift(t))
     checks += [_profiler_warning(t), _truncated(t)]
