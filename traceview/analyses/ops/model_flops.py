@@ -33,7 +33,7 @@ from traceview.analyses.core.categories import (
     optimizer_spans,
     optimizer_step_names,
 )
-from traceview.analyses.core.devices import launch_times
+from traceview.analyses.core.devices import launch_times, launch_times_of
 from traceview.analyses.core.oplinks import OpLinks, link_ops
 from traceview.analyses.core.phase_figures import counted
 from traceview.analyses.core.steps import Launches, StepRow, StepRows, Window, step_table
@@ -324,11 +324,15 @@ def steps_model_flops(
     here (``summary`` passes its own to ``model_flops``); ``found``: ``linked(events)`` (or
     its Known), when the caller has it; ``launch``: ``launch_times(events)``, when the
     caller has it."""
-    found = linked(events) if found is None else found
+    if found is None:  # worked out here: its links let go of once the Known is taken
+        found = linked(events)
+        if launch is None:  # filled into the links' own launches: no copy
+            launch = launch_times_of(events.gpu.ts, found.links.launch, copy=False)
     if launch is None:
         assert isinstance(found, Linked), "a Known comes with the launch times"
         launch = launch_times(events, found.links.launch)
     known = found if isinstance(found, Known) else Known.of(events, found)
+    del found
     peaks = trace_peaks(events, peaks_file)
     return _model_flops(events, known, rows, launch, peaks)
 
