@@ -76,3 +76,21 @@ def test_every_command_reports_the_same_step_device_figures(real_trace: RealTrac
         idle = sum(d.idle_ns for d in row.devices)
         assert round(stored.idle_us * 1000) == idle
         assert gaps.totals.idle_ns == idle
+
+
+def test_device_usage_is_device_idles_own_figures(real_trace: RealTrace) -> None:
+    """``device_usage`` (snapshot's, without the gaps) gives device_idle's devices, windows,
+    busy and idle time, in its order; also of a selection of the rows (memcpy alone)."""
+    from traceview.analyses.gaps import device_idle, device_usage
+
+    events = real_trace.gpu_events
+    for options in (GapOptions(), GapOptions(busy=("memcpy",))):
+        want = [
+            (d.device, d.window_ns, d.busy_ns, d.idle_ns, d.idle_pct)
+            for d in device_idle(events, options)
+        ]
+        got = [
+            (u.device, u.window_ns, u.busy_ns, u.idle_ns, u.idle_pct)
+            for u in device_usage(events, options)
+        ]
+        assert got == want

@@ -34,6 +34,7 @@ from traceview.analyses.core.devices import (
     launch_latency,
     launches_of,
     row_columns,
+    usage,
 )
 from traceview.analyses.core.in_us import us_fields
 from traceview.analyses.core.names import display_names
@@ -400,6 +401,17 @@ def device_idle(events: TraceEvents, options: GapOptions) -> list[DeviceIdle]:
     usage, gaps = device_gaps(events, rows, None, None, with_before=False)
     del rows
     return _device_rows(events, usage, gaps, options.min_gap_ns, None)
+
+
+def device_usage(events: TraceEvents, options: GapOptions) -> list[DeviceUsage]:
+    """Only the window, busy and idle time of ``device_idle``'s rows (the same figures, in
+    the same order), without the gaps: their sort and host waits take about 90 bytes a row
+    at once, the union alone about 20."""
+    check_options(options)
+    mask, _ = _selection(events, options)
+    if bool(mask.all()):
+        return usage(events)
+    return usage(events, _compact(np.flatnonzero(mask), len(mask)))
 
 
 def _shown_names(
@@ -887,4 +899,5 @@ __all__ = [
     "analyse_gaps",
     "check_options",
     "device_idle",
+    "device_usage",
 ]

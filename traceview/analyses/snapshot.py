@@ -33,7 +33,7 @@ from traceview.analyses.core.oplinks import link_ops
 from traceview.analyses.core.step_parts import StepParts, step_parts
 from traceview.analyses.core.steps import StepRow, StepRows, Window, step_table, step_windows
 from traceview.analyses.core.trace import TraceSummary
-from traceview.analyses.gaps import GapOptions, device_idle
+from traceview.analyses.gaps import GapOptions, device_usage
 from traceview.analyses.kernels import (
     KernelOptions,
     KernelReport,
@@ -216,7 +216,7 @@ def build_snapshot(
         KernelOptions(sort=KernelSort.TOTAL, top=max(max_kernels, max_stored)),
         shown_names=False,
     )
-    devices = device_idle(events, GapOptions())
+    devices = device_usage(events, GapOptions())
     windows = step_windows(events)
     kept = list(windows)[max(len(windows) - max_steps, 0) :]  # the last max_steps steps
     steps = step_table(events, {n: windows[n] for n in kept})
