@@ -126,7 +126,7 @@ def test_links_without_the_orders_the_fast_paths_use(real_trace: RealTrace) -> N
     table = np.concatenate([np.zeros(0, dtype=ROW), *events.cpu.blocks()])
     backwards = replace(events, cpu=CpuRows((ArrayRows(table[::-1].copy()),)))
     want, got = link_ops(events), link_ops(backwards)
-    for field in ("leaf", "top", "thread", "launch", "launch_end"):
+    for field in ("leaf", "top", "thread", "launch", "launch_ns"):
         assert getattr(got, field).tolist() == getattr(want, field).tolist(), field
 
 
@@ -168,4 +168,45 @@ def test_leaf_only_links_are_the_full_links_leaf(real_trace: RealTrace) -> None:
         n = len(events.gpu.ts)
         assert got.top.tolist() == [NO_OP] * n
         assert got.top_shape is not None and got.top_shape.tolist() == [NO_SHAPE] * n
-        assert got.launch_end.tolist() == [NO_LAUNCH] * n
+        assert got.launch_ns.tolist() == [NO_LAUNCH] * n
+
+
+def test_launch_durations_are_the_launching_calls_own(real_trace: RealTrace) -> None:
+    """Per GPU row, its launching call's end − start (the earliest call with its id, the
+    first in the file among equal starts), worked out call by call; ``no_call`` where none.
+    The same from the CPU rows backwards (the search by (correlation, start))."""
+    events = real_trace.events
+    if not len(events.gpu.ts):
+        pytest.skip("no GPU rows")
+    table = np.concatenate([np.zeros(0, dtype=ROW), *events.cpu.blocks()])
+    first: dict[int, tuple[int, int]] = {}
+    for ts, end, correlation in zip(
+        table["ts"].tolist(), table["end"].tolist(), table["correlation"].tolist(), strict=True
+    ):
+        if correlation >= 0 and (correlation not in first or ts < first[correlation][0]):
+            first[correlation] = (ts, end)
+    want = [
+        (first[c][1] - first[c][0]) if c in first else None for c in events.gpu.correlation.tolist()
+    ]
+    backwards = replace(events, cpu=CpuRows((ArrayRows(table[::-1].copy()),)))
+    for trace in (events, backwards):
+        got = link_ops(trace, with_top=False, with_end=True).launch_ns
+        none = oplinks.no_call(got)
+        assert [None if v == none else v for v in got.tolist()] == want
+        assert got.dtype == np.int32  # every call here is shorter than 2.1 s
+
+
+def test_launch_durations_are_int32_only_where_every_one_fits() -> None:
+    """int32 with its least value for none where every duration fits above it; else the
+    int64 durations as they were (NO_LAUNCH for none)."""
+    fits = np.array([5, NO_LAUNCH, 2**31 - 1, -(2**31) + 1, 0], dtype=np.int64)
+    got = oplinks._durations(fits)
+    assert got.dtype == np.int32
+    assert got.tolist() == [5, -(2**31), 2**31 - 1, -(2**31) + 1, 0]
+    assert oplinks.no_call(got) == -(2**31)
+    for wide in (2**31, -(2**31)):
+        values = np.array([5, NO_LAUNCH, wide], dtype=np.int64)
+        got = oplinks._durations(values)
+        assert got.dtype == np.int64 and got.tolist() == values.tolist()
+        assert oplinks.no_call(got) == NO_LAUNCH
+    assert oplinks._durations(np.full(3, NO_LAUNCH)).tolist() == [-(2**31)] * 3

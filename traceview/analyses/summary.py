@@ -28,7 +28,7 @@ from traceview.analyses.core.devices import NO_LAUNCH, busy_by_device, name_rank
 from traceview.analyses.core.graphs import replayed
 from traceview.analyses.core.names import display_names
 from traceview.analyses.core.opcalls import OpCalls, OpCallsByBlock, op_calls
-from traceview.analyses.core.oplinks import OpLinks
+from traceview.analyses.core.oplinks import OpLinks, no_call
 from traceview.analyses.core.phase_figures import PhaseReport, counted, phase_report
 from traceview.analyses.core.prelaunch import without_runtime
 from traceview.analyses.core.step_markers import PhaseEvidence, step_phases
@@ -439,30 +439,32 @@ def _launches(events: TraceEvents, links: OpLinks, graph_ids: np.ndarray) -> Lau
     calls the medians need are held, and per graph launch its first kernel's start and its
     call (not its kernels: 7·10^6 replayed kernels would hold 0.45 GB)."""
     gpu = events.gpu
-    launch, launch_end = links.launch, links.launch_end
+    launch, launch_ns = links.launch, links.launch_ns
+    none = no_call(launch_ns)
     n = int(np.count_nonzero(gpu.kind == KERNEL))
     delay = _Filled(n)  # of kernels launched on their own, then replays
     calls = _Filled(n)  # launch calls timed (a replay's once, after)
     delays = timed = linked = shorter = 0
     kernel_ns, graph_ns = sums.GroupSums(1), sums.GroupSums(1)
     # per graph launch (graph_ids' order): whether a kernel of the trace ran it; of those
-    # with their launch call, the earliest start of its kernels and the call's start and end
+    # with their launch call, the earliest start of its kernels and the call's start and
+    # duration (NO_LAUNCH: none)
     ran = np.zeros(len(graph_ids), dtype=bool)
     first = np.full(len(graph_ids), _NEVER, dtype=np.int64)
     called = np.full(len(graph_ids), NO_LAUNCH, dtype=np.int64)
-    ended = np.full(len(graph_ids), NO_LAUNCH, dtype=np.int64)
+    took_ns = np.full(len(graph_ids), NO_LAUNCH, dtype=np.int64)
     graph_kernels = 0
     for rows in _kernel_rows(events):
         graph = replayed(events, rows, graph_ids)
-        start, end = launch[rows], launch_end[rows]
+        start, took = launch[rows], launch_ns[rows]
         has = start != NO_LAUNCH
         linked += int(np.count_nonzero(has))
         own = has & ~graph
         got = int(np.count_nonzero(own))
         delay.put(delays, (gpu.ts[rows] - start)[own])
         delays += got
-        own &= end != NO_LAUNCH
-        call = (end - start)[own]
+        own &= took != none
+        call = took[own].astype(np.int64, copy=False)
         calls.put(timed, call)
         timed += len(call)
         shorter += int(np.count_nonzero(gpu.dur[rows][own] < call))
@@ -477,16 +479,18 @@ def _launches(events: TraceEvents, links: OpLinks, graph_ids: np.ndarray) -> Lau
             slot = slot[replay]
             np.minimum.at(first, slot, gpu.ts[rows][graph][replay])
             called[slot] = start[graph][replay]  # one call for every kernel of a replay
-            ended[slot] = end[graph][replay]
+            replay_ns = took[graph][replay].astype(np.int64)
+            replay_ns[replay_ns == none] = NO_LAUNCH
+            took_ns[slot] = replay_ns
     own_calls = timed
     if graph_kernels:  # a replay's delay: its first kernel's start − the launch call
         seen = first != _NEVER
         delay.values = np.concatenate([delay.values[:delays], (first - called)[seen]])
         delays = len(delay.values)
-        seen &= ended != NO_LAUNCH  # a graph launch's call once
-        calls.values = np.concatenate([calls.values[:timed], (ended - called)[seen]])
+        seen &= took_ns != NO_LAUNCH  # a graph launch's call once
+        calls.values = np.concatenate([calls.values[:timed], took_ns[seen]])
         timed = len(calls.values)
-    del first, called, ended
+    del first, called, took_ns
     call_total = sums.total(calls.values[:timed])
     # the medians in place (both arrays are this function's own): no copy beside them
     median_delay = _median(delay.values[:delays], in_place=True)

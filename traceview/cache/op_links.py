@@ -37,7 +37,7 @@ LINK_SOURCES = (
     "choices.py",
     "parsing.py",
 )
-FORMAT = 2  # the layout of the arrays below
+FORMAT = 3  # the layout of the arrays below
 # per GPU row, as kept (int32 where they fit): the leaf ops alone, as work_out links them
 _IDS = ("leaf", "thread", "leaf_shape")
 _CALLS = ("name", "shape", "calls", "cpu_ns", "self_ns")
@@ -82,7 +82,7 @@ def save(where: Place, events: TraceEvents, links: OpLinks, calls: OpCalls) -> N
 
 def to_arrays(events: TraceEvents, links: OpLinks, calls: OpCalls) -> dict[str, np.ndarray]:
     """The arrays to keep."""
-    out = {"sizes": _sizes(events), "launch": links.launch, "launch_end": links.launch_end}
+    out = {"sizes": _sizes(events), "launch": links.launch, "launch_ns": links.launch_ns}
     for name in _IDS:
         out[name] = _narrow(getattr(links, name))
     for name in _CALLS:
@@ -95,7 +95,7 @@ def from_arrays(events: TraceEvents, arrays: dict[str, np.ndarray]) -> tuple[OpL
     if arrays["sizes"].tolist() != _sizes(events).tolist():
         raise ValueError("kept for other events")
     leaf, thread, leaf_shape = (arrays[name] for name in _IDS)
-    launch, end = arrays["launch"], arrays["launch_end"]
+    launch, end = arrays["launch"], arrays["launch_ns"]
     n = len(events.gpu.ts)
     if any(len(a) != n for a in (leaf, thread, launch, end, leaf_shape)):
         raise ValueError("not one value per GPU row")

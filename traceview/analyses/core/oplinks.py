@@ -35,15 +35,16 @@ NO_OP = -1
 
 @dataclass(frozen=True)
 class OpLinks:
-    """Per GPU row: the name id of its leaf and top op (NO_OP when none), the thread id, start
-    and end of its launch (−1 / NO_LAUNCH / NO_LAUNCH when none), and the shape id of its
-    leaf and top op (NO_SHAPE when none)."""
+    """Per GPU row: the name id of its leaf and top op (NO_OP when none), the thread id and
+    start of its launch (−1 / NO_LAUNCH when none), its launch call's duration (ns, int32
+    where every one fits: ``no_call`` marks none), and the shape id of its leaf and top op
+    (NO_SHAPE when none)."""
 
     leaf: np.ndarray
     top: np.ndarray
     thread: np.ndarray
     launch: np.ndarray
-    launch_end: np.ndarray
+    launch_ns: np.ndarray
     leaf_shape: np.ndarray | None = None
     top_shape: np.ndarray | None = None
 
@@ -65,7 +66,7 @@ def link_ops(
     n = len(events.gpu.ts)
     with_end = with_top if with_end is None else with_end
     dtype = np.int32
-    launch, thread, launch_end = _launches(events, on_block, with_end, dtype)
+    launch, thread, launch_ns = _launches(events, on_block, with_end, dtype)
     rank = name_rank(events.names) if rank is None else rank
     points = _Points(thread, launch)  # its sort's key gone before the links are made
     leaf = (np.full(n, NO_OP, dtype=dtype), np.full(n, NO_SHAPE, dtype=dtype))
@@ -74,7 +75,27 @@ def link_ops(
     del points
     if top is None:
         top = (_all(n, NO_OP), _all(n, NO_SHAPE))
-    return OpLinks(leaf[0], top[0], thread, launch, launch_end, leaf[1], top[1])
+    return OpLinks(leaf[0], top[0], thread, launch, launch_ns, leaf[1], top[1])
+
+
+def no_call(launch_ns: np.ndarray) -> int:
+    """The value that marks a row without a launch call in ``launch_ns`` (OpLinks): its
+    dtype's least (NO_LAUNCH for int64)."""
+    return int(np.iinfo(launch_ns.dtype).min)
+
+
+def _durations(dur: np.ndarray) -> np.ndarray:
+    """Durations (NO_LAUNCH: none) as int32 where every one fits above int32's least value,
+    which then marks none (half the memory); else as they are."""
+    has = dur != NO_LAUNCH
+    info = np.iinfo(np.int32)
+    low = int(np.min(dur, where=has, initial=0))
+    high = int(np.max(dur, where=has, initial=0))
+    if not (info.min < low and high <= info.max):
+        return dur
+    out = dur.astype(np.int32)
+    out[~has] = info.min
+    return out
 
 
 def _all(n: int, value: int) -> np.ndarray:
@@ -505,15 +526,16 @@ def launch_threads(
     with_end: bool = True,
     narrow: bool | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Per GPU row, the thread and end of its launching runtime call (the first in the file
-    among calls with its correlation starting at its launch), else −1 and NO_LAUNCH; every
-    block given to ``on_block`` on the way. ``with_end=False``: the ends are not kept (all
-    NO_LAUNCH). ``narrow``: the threads int32 (else int64); ``not with_end`` if None."""
+    """Per GPU row, the thread and duration of its launching runtime call (the first in the
+    file among calls with its correlation starting at its launch), else −1 and ``no_call``
+    (OpLinks.launch_ns); every block given to ``on_block`` on the way. ``with_end=False``:
+    the durations are not kept (all NO_LAUNCH). ``narrow``: the threads int32 (else int64);
+    ``not with_end`` if None."""
     n = len(events.gpu.ts)
     dtype = np.int32 if (not with_end if narrow is None else narrow) else np.int64
     if len(events.cpu) == 0 or (on_block is None and bool((launch == NO_LAUNCH).all())):
         thread = np.full(n, -1, dtype=dtype)
-        return thread, (np.full(n, NO_LAUNCH, dtype=np.int64) if with_end else _all(n, NO_LAUNCH))
+        return thread, _all(n, NO_LAUNCH)
     calls = _call_threads(events, on_block, with_end)
     if calls is not None:
         return _launched(events, calls, dtype)[1:]
@@ -526,8 +548,8 @@ def _launches(
     with_end: bool,
     dtype: type[np.integer[Any]],
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per GPU row, ``first_launch`` and ``launch_threads``' thread and end: in one look-up
-    of each row's launching call when the pass finds the CPU rows' calls in order."""
+    """Per GPU row, ``first_launch`` and ``launch_threads``' thread and duration: in one
+    look-up of each row's launching call when the pass finds the CPU rows' calls in order."""
     calls = _call_threads(events, on_block, with_end) if len(events.cpu) else None
     if calls is not None:
         return _launched(events, calls, dtype)
@@ -535,8 +557,7 @@ def _launches(
     if len(events.cpu) == 0:
         n = len(launch)
         thread = np.full(n, -1, dtype=dtype)
-        end = np.full(n, NO_LAUNCH, dtype=np.int64) if with_end else _all(n, NO_LAUNCH)
-        return launch, thread, end
+        return launch, thread, _all(n, NO_LAUNCH)
     return (launch, *_matched(events, launch, with_end, dtype))
 
 
@@ -548,7 +569,7 @@ def _matched(
     gpu = events.gpu
     n = len(gpu.ts)
     thread = np.full(n, -1, dtype=np.int64)
-    end = np.full(n, NO_LAUNCH, dtype=np.int64)
+    dur = np.full(n, NO_LAUNCH, dtype=np.int64)
     rows = np.flatnonzero(launch != NO_LAUNCH)
     by_key = rows[lex_order((launch[rows], gpu.correlation[rows]))]
     keys = SortedPairs(gpu.correlation[by_key], launch[by_key])
@@ -562,10 +583,11 @@ def _matched(
         order = np.lexsort((which, target))  # of several calls, the first in the file wins
         first = order[first_of_runs(target[order])]
         thread[target[first]] = calls["thread"][which[first]]
-        end[target[first]] = calls["end"][which[first]]
+        taken = which[first]
+        dur[target[first]] = calls["end"][taken] - calls["ts"][taken]
     if not with_end:
         return thread.astype(dtype), _all(n, NO_LAUNCH)
-    return thread.astype(dtype, copy=False), end
+    return thread.astype(dtype, copy=False), _durations(dur)
 
 
 _ROWS_AT_ONCE = 1 << 16  # GPU rows looked up at once: the look-up's temporaries stay small
@@ -574,7 +596,8 @@ _ROWS_AT_ONCE = 1 << 16  # GPU rows looked up at once: the look-up's temporaries
 def _call_threads(
     events: TraceEvents, on_block: Callable[[np.ndarray], None] | None, with_end: bool
 ) -> tuple[np.ndarray, np.ndarray | None] | None:
-    """Per runtime call (in ``events.runtime``), its thread and end (None: not kept), from
+    """Per runtime call (in ``events.runtime``), its thread and duration (None: not kept;
+    int32 where every one fits, as ``_durations``), from
     one pass over the CPU rows that also gives every block to ``on_block``; None when the
     CPU rows' runtime calls are not ``events.runtime``'s, one for one in order.
 
@@ -584,7 +607,7 @@ def _call_threads(
     runtime = events.runtime
     count = len(runtime.correlation)
     call_thread = np.empty(count, dtype=np.int32)
-    call_end = np.empty(count, dtype=np.int64) if with_end else None
+    call_dur = np.empty(count, dtype=np.int64) if with_end else None
     seen = 0  # the calls met so far
     same = True
     for block in events.cpu.passing_blocks():
@@ -602,12 +625,12 @@ def _call_threads(
         )
         if same:
             call_thread[seen:upto] = block["thread"][at]
-            if call_end is not None:
-                call_end[seen:upto] = block["end"][at]
+            if call_dur is not None:
+                np.subtract(block["end"][at], block["ts"][at], out=call_dur[seen:upto])
         seen = upto
     if not (same and seen == count):
         return None
-    return call_thread, call_end
+    return call_thread, (None if call_dur is None else _durations(call_dur))
 
 
 def _launched(
@@ -615,16 +638,19 @@ def _launched(
     calls: tuple[np.ndarray, np.ndarray | None],
     dtype: type[np.integer[Any]],
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per GPU row, the start, thread and end (all NO_LAUNCH when ``calls`` has no ends) of
-    its launching call (``LaunchIndex.calls``), looked up once; NO_LAUNCH, −1 and NO_LAUNCH
-    for a row without one."""
-    call_thread, call_end = calls
+    """Per GPU row, the start, thread and duration (``calls``' dtype; all NO_LAUNCH when it
+    has none) of its launching call (``LaunchIndex.calls``), looked up once; NO_LAUNCH, −1
+    and ``no_call`` for a row without one."""
+    call_thread, call_dur = calls
     n = len(events.gpu.ts)
     launch = np.full(n, NO_LAUNCH, dtype=np.int64)
     thread = np.full(n, -1, dtype=dtype)
-    end = np.full(n, NO_LAUNCH, dtype=np.int64) if call_end is not None else _all(n, NO_LAUNCH)
+    if call_dur is None:
+        dur = _all(n, NO_LAUNCH)
+    else:
+        dur = np.full(n, no_call(call_dur), dtype=call_dur.dtype)
     if len(events.runtime.correlation) == 0:
-        return launch, thread, end
+        return launch, thread, dur
     index = LaunchIndex(events)
     correlation, ts = events.gpu.correlation, events.runtime.ts
     for start in range(0, n, _ROWS_AT_ONCE):
@@ -634,6 +660,6 @@ def _launched(
         rows += start
         launch[rows] = ts[call]
         thread[rows] = call_thread[call]
-        if call_end is not None:
-            end[rows] = call_end[call]
-    return launch, thread, end
+        if call_dur is not None:
+            dur[rows] = call_dur[call]
+    return launch, thread, dur

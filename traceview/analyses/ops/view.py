@@ -26,7 +26,7 @@ from traceview.analyses.core.categories import CATEGORIES, categorize
 from traceview.analyses.core.devices import NO_LAUNCH, busy_by_device, device_of_stream
 from traceview.analyses.core.graphs import graph_launch_ids, launch_counted, replayed
 from traceview.analyses.core.opcalls import op_calls
-from traceview.analyses.core.oplinks import OpLinks, link_ops
+from traceview.analyses.core.oplinks import OpLinks, link_ops, no_call
 from traceview.analyses.core.prelaunch import PRELAUNCH_ROW, launched_before_trace
 from traceview.analyses.core.trace import TraceSummary, summarize
 from traceview.analyses.ops.groups import GRAPH_NO_OP, PRELAUNCH, OpKeys, group_of
@@ -411,16 +411,16 @@ def _by_kernel(
             delayed += np.bincount(g[has], minlength=n)
             delay = gpu.ts[at][has] - launch[has]
             low, high = min(low, int(delay.min())), max(high, int(delay.max()))
-        end = links.launch_end[at]
-        has &= end != NO_LAUNCH
-        launch_ns.add(g[has], (end - launch)[has])
+        call = links.launch_ns[at]
+        has &= call != no_call(call)
+        launch_ns.add(g[has], call[has].astype(np.int64, copy=False))
         in_graph = graph[lo : lo + _PASS]
         graph_kernels += np.bincount(g[in_graph], minlength=n)
         graph_launches += np.bincount(g[in_graph & once[lo : lo + _PASS]], minlength=n)
         not_comm += np.bincount(g[category[at] != comm], minlength=n)
     del graph
     if len(rows):  # the last pass's views would hold the kernels' columns
-        del at, g, launch, has, end
+        del at, g, launch, has, call
     group_of_row = np.full(len(gpu.ts), -1, dtype=np.int32)
     group_of_row[rows] = group
     del rows, group  # the kernels' rows are found again a pass at a time from here
