@@ -19,6 +19,7 @@ from traceview.aggregate.order import (
     lex_order,
     packed,
     packed_order,
+    positions_where,
 )
 from traceview.aggregate.percentiles import nearest_rank
 from traceview.aggregate.sorted_pairs import SortedPairs
@@ -245,3 +246,15 @@ def test_sorted_pairs_equal_range_is_both_searches(case: tuple[np.ndarray, ...])
     lo, hi = index.equal_range(at_major, at_minor)
     assert lo.tolist() == index.search(at_major, at_minor, "left").tolist()
     assert hi.tolist() == index.search(at_major, at_minor, "right").tolist()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.booleans(), max_size=40), st.integers(1, 9))
+def test_positions_where_is_flatnonzero_in_int32(mask: list[bool], size: int) -> None:
+    """A pass of ``size`` rows at a time, every pass's positions offset."""
+    import traceview.aggregate.order as order
+
+    with mock.patch.object(order, "_PASS", size):
+        got = positions_where(np.array(mask, dtype=bool))
+    assert got.dtype == np.int32
+    assert got.tolist() == np.flatnonzero(mask).tolist()

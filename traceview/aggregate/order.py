@@ -258,6 +258,21 @@ def fits_int32(values: np.ndarray) -> bool:
     return info.min <= int(values.min()) and int(values.max()) <= info.max
 
 
+def positions_where(mask: np.ndarray) -> np.ndarray:
+    """``np.flatnonzero(mask)``, int32 where the column's positions fit: found a pass at a
+    time, with no int64 array of every position (8 B each) on the way."""
+    if len(mask) >= 2**31:
+        return np.flatnonzero(mask)
+    out = np.empty(int(np.count_nonzero(mask)), dtype=np.int32)
+    at = 0
+    for lo in range(0, len(mask), _PASS):
+        found = np.flatnonzero(mask[lo : lo + _PASS])
+        found += lo
+        out[at : at + len(found)] = found
+        at += len(found)
+    return out
+
+
 def narrowed(ids: np.ndarray) -> np.ndarray:
     """Integer ids, positions or counts as int32 where they all fit (half the memory), else
     as they are."""

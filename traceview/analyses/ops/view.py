@@ -21,6 +21,7 @@ import numpy as np
 
 from traceview.aggregate import sums
 from traceview.aggregate.intervals import RunningUnions
+from traceview.aggregate.order import positions_where
 from traceview.aggregate.percentiles import nearest_rank
 from traceview.analyses.core.categories import CATEGORIES, categorize
 from traceview.analyses.core.devices import NO_LAUNCH, busy_by_device, device_of_stream
@@ -212,6 +213,9 @@ def analyse_ops(
     ``by_device``: ``busy_by_device(events)``, when the caller has it."""
     check_options(options)
     leaf = options.level == "leaf"
+    # the trace's summary first: its devices' unions and checks' temporaries (~40 bytes a
+    # row) come before the links are held
+    trace = summarize(events) if shared is None else shared.trace
     # the top ops only for --level top: else the leaf ops alone, int32 (link_ops)
     links = link_ops(events, with_top=not leaf, with_end=True) if shared is None else shared.links
     keys = OpKeys(events, options.group_by == "op+shapes")
@@ -290,7 +294,7 @@ def analyse_ops(
             " peak, or the peaks are not this GPU's (--peaks)"
         )
     return OpReport(
-        trace=summarize(events) if shared is None else shared.trace,
+        trace=trace,
         options=options,
         kernels=k.count,
         gpu_time_ns=total,
@@ -373,9 +377,7 @@ def _by_kernel(
     """The kernels' figures per group, a pass of kernels at a time: only the kernels'
     int32 positions, each GPU row's group (int32) and three masks are row-sized."""
     gpu = events.gpu
-    rows = np.flatnonzero(gpu.kind == KERNEL)
-    if len(rows) < 2**31:
-        rows = rows.astype(np.int32)
+    rows = positions_where(gpu.kind == KERNEL)
     graph = replayed(events, rows, graphs)
     once = launch_counted(events, rows, graphs)  # a graph launch once, by its first kernel
     before = launched_before_trace(events)
@@ -441,7 +443,8 @@ def _by_kernel(
 
 
 def _dense(key: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray]:
-    """``dense_ids(key, bound)`` with the ids int32, mapped a pass at a time."""
+    """``dense_ids(key, bound)`` with the ids int32, mapped a pass at a time (into ``key``
+    itself where it is int32: it is not used after)."""
     if bound > max(4 * len(key), 1 << 16):
         used = np.unique(key)
         table = None
@@ -449,7 +452,7 @@ def _dense(key: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray]:
         present = np.bincount(key, minlength=bound) > 0
         used = np.flatnonzero(present)
         table = (np.cumsum(present) - 1).astype(np.int32)
-    group = np.empty(len(key), dtype=np.int32)
+    group = key if key.dtype == np.int32 else np.empty(len(key), dtype=np.int32)
     for lo in range(0, len(key), _PASS):
         part = key[lo : lo + _PASS]
         group[lo : lo + _PASS] = np.searchsorted(used, part) if table is None else table[part]
