@@ -555,7 +555,7 @@ def device_gaps(
     # host waits' temporaries come
     used = _usage_list(u.segment, u.first, u.last, u.busy, values)
     # the gaps' starts and ends are the rows' own (derived, not held) but without ``before``
-    segment, starts = u.hole_segment, (None if with_before else u.hole_start)
+    segment, starts = _small(u.hole_segment, len(values)), (None if with_before else u.hole_start)
     del u
     n = len(after)
     gaps = GapSet(
@@ -563,6 +563,15 @@ def device_gaps(
     )
     host_waits(events, launch, gaps)
     return used, gaps
+
+
+def _small(device: np.ndarray, devices: int) -> np.ndarray:
+    """The gaps' device indices in the fewest bytes that hold ``devices`` (int8 for up to
+    127 devices: 1 B a gap held to the end of a summary, not 4)."""
+    for dtype in (np.int8, np.int16):
+        if devices <= np.iinfo(dtype).max + 1:
+            return device.astype(dtype)
+    return device
 
 
 def _ends(events: TraceEvents, rows: np.ndarray, at: slice) -> np.ndarray:
