@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from traceview.aggregate import moments, sums
-from traceview.aggregate.order import dense_ids
+from traceview.aggregate.order import dense_ids, positions_where
 from traceview.aggregate.percentiles import nearest_rank
 from traceview.analyses.core.categories import CATEGORIES, categorize
 from traceview.analyses.core.devices import usage
@@ -289,7 +289,7 @@ def fused_op_groups(
     """Op labels, and per (selected row, op) pair its group and share of the row's duration
     (analyses.core.fused: a fused Triton kernel shared equally among its ops, any other
     kernel wholly its leaf op's)."""
-    rows = np.flatnonzero(mask)
+    rows = positions_where(mask)
     links = link_ops(events, with_top=False) if len(events.cpu) else None
     leaf = (
         np.full(len(rows), -1, dtype=np.int64)

@@ -13,7 +13,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from traceview.aggregate.order import dense_ids
+from traceview.aggregate.order import dense_ids, positions_where
 from traceview.analyses.core.oplinks import OpLinks, ops_around
 from traceview.columns.model import TraceEvents
 
@@ -146,7 +146,7 @@ def fusion_leaf(events: TraceEvents, links: OpLinks, rows: np.ndarray) -> np.nda
     ids; < 0 for none)."""
     leaf: np.ndarray = links.leaf[rows]
     skip = np.array([n in IMPLEMENTATION_OPS for n in events.names] + [False])
-    inner = np.flatnonzero(skip[np.where(leaf < 0, len(events.names), leaf)])
+    inner = positions_where(skip[np.where(leaf < 0, len(events.names), leaf)])
     if len(inner) == 0:
         return leaf
     at = rows[inner]

@@ -110,8 +110,8 @@ def ops_around(
     thread whose closed window contains the time, chosen as a leaf op is (NO_OP when none, or
     when the thread is unknown: −1); ``skip``: per name id, ops not to choose. One pass over
     the CPU rows."""
-    name = np.full(len(at), NO_OP, dtype=np.int64)
-    shape = np.full(len(at), NO_SHAPE, dtype=np.int64)
+    name = np.full(len(at), NO_OP, dtype=np.int32)  # ids into lists: int32, as link_ops'
+    shape = np.full(len(at), NO_SHAPE, dtype=np.int32)
     points = _Points(thread, at.astype(np.int64, copy=False))
     _find_ops(events.cpu, skip, name_rank(events.names), points, (name, shape), None)
     return name
