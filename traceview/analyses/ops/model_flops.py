@@ -39,7 +39,7 @@ from traceview.analyses.core.phase_figures import counted
 from traceview.analyses.core.steps import Launches, StepRow, StepRows, Window, step_table
 from traceview.analyses.ops.flops import PEAK_DTYPE, Work, model_rule_names, model_work
 from traceview.analyses.ops.peaks import Peaks, device_peaks, load_peaks_file
-from traceview.columns.cpu_rows import NO_SHAPE, OP, ROW
+from traceview.columns.cpu_rows import FIELDS, NO_SHAPE, OP, ROW
 from traceview.columns.model import TraceEvents
 from traceview.columns.schema import KERNEL
 
@@ -423,8 +423,12 @@ def _model_flops(
     return ModelFlops(tuple(out), calls.shapes, device_peaks, note)
 
 
+# A picked op's fields: a CPU row's but its correlation (always OP here), 28 bytes not 36.
+PICKED = np.dtype([(name, ROW[name]) for name in FIELDS if name != "correlation"])
+
+
 class _Picked:
-    """The CPU ops named one of ``names``, gathered block by block."""
+    """The CPU ops named one of ``names``, gathered block by block (PICKED's fields)."""
 
     def __init__(self, events: TraceEvents, names: Collection[str]) -> None:
         self.wanted = np.array([n in names for n in events.names] + [False])
@@ -433,10 +437,15 @@ class _Picked:
 
     def add(self, block: np.ndarray) -> None:
         if self.any:
-            self.parts.append(block[(block["correlation"] == OP) & self.wanted[block["name"]]])
+            rows = block[(block["correlation"] == OP) & self.wanted[block["name"]]]
+            part = np.empty(len(rows), dtype=PICKED)
+            for name in FIELDS:
+                if name != "correlation":
+                    part[name] = rows[name]
+            self.parts.append(part)
 
     def rows(self) -> np.ndarray:
-        return np.concatenate(self.parts) if self.parts else np.zeros(0, dtype=ROW)
+        return np.concatenate(self.parts) if self.parts else np.zeros(0, dtype=PICKED)
 
     @classmethod
     def read(cls, events: TraceEvents, names: Collection[str]) -> np.ndarray:
