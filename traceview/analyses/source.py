@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from traceview.aggregate.order import packed_order
-from traceview.analyses.core.devices import NO_LAUNCH, first_launch
-from traceview.analyses.core.oplinks import launch_threads
+from traceview.aggregate.order import packed_order, positions_where
+from traceview.analyses.core.devices import NO_LAUNCH
+from traceview.analyses.core.oplinks import launches_and_threads
 from traceview.analyses.core.selection import Selection, select
 from traceview.analyses.core.stacks import NO_FRAME, Stacks, build_stacks, frame_names, innermost
 from traceview.analyses.core.steps import Steps, step_windows
@@ -87,7 +87,7 @@ class SourceReport:
 def analyse_source(events: TraceEvents, options: SourceOptions) -> SourceReport:
     """The report of ``events`` (read with their frames)."""
     selected = select(events, Selection(kinds=("kernel",), steps=options.steps))
-    rows = np.flatnonzero(selected.mask)
+    rows = positions_where(selected.mask)
     dur = events.gpu.dur[rows]
     frames = events.frames
     name, names = frame_names(frames.name, events.names)
@@ -126,7 +126,7 @@ def stack_lines(events: TraceEvents) -> list[StackLine]:
     """``analyse_source(events, SourceOptions(stacks=True)).stacks`` alone (the report's
     flame graph): without the frames' and modules' tables and times."""
     selected = select(events, Selection(kinds=("kernel",)))
-    rows = np.flatnonzero(selected.mask)
+    rows = positions_where(selected.mask)
     frames = events.frames
     name, names = frame_names(frames.name, events.names)
     stacks = build_stacks(frames.thread, name, frames.ts, frames.end)
@@ -151,8 +151,8 @@ def _leaves(
     if len(stacks) == 0:
         why[:] = _REASONS.index(NO_STACKS)
         return np.full(n, NO_FRAME, dtype=np.int32), np.zeros(n, dtype=bool), why
-    launch = first_launch(events)
-    thread = launch_threads(events, launch, with_end=False)[0][rows]  # int32
+    launch, thread = launches_and_threads(events)
+    thread = thread[rows]  # int32
     launch = launch[rows]
     launched = (launch != NO_LAUNCH) & (thread >= 0)
     why[~launched] = _REASONS.index(NO_LAUNCH_FOUND)

@@ -519,6 +519,13 @@ class _Kept:
         return self.name, self.shape
 
 
+def launches_and_threads(events: TraceEvents) -> tuple[np.ndarray, np.ndarray]:
+    """Per GPU row, ``first_launch`` and ``launch_threads``' thread (int32), in one look-up
+    of each row's launching call where the pass finds the CPU rows' calls in order."""
+    launch, thread, _ = _launches(events, None, False, np.int32)
+    return launch, thread
+
+
 def launch_threads(
     events: TraceEvents,
     launch: np.ndarray,
