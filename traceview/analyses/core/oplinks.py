@@ -520,33 +520,10 @@ class _Kept:
 
 
 def launches_and_threads(events: TraceEvents) -> tuple[np.ndarray, np.ndarray]:
-    """Per GPU row, ``first_launch`` and ``launch_threads``' thread (int32), in one look-up
-    of each row's launching call where the pass finds the CPU rows' calls in order."""
+    """Per GPU row, the start and thread (int32) of its launching call: ``_launches`` without
+    the durations."""
     launch, thread, _ = _launches(events, None, False, np.int32)
     return launch, thread
-
-
-def launch_threads(
-    events: TraceEvents,
-    launch: np.ndarray,
-    on_block: Callable[[np.ndarray], None] | None = None,
-    with_end: bool = True,
-    narrow: bool | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Per GPU row, the thread and duration of its launching runtime call (the first in the
-    file among calls with its correlation starting at its launch), else −1 and ``no_call``
-    (OpLinks.launch_ns); every block given to ``on_block`` on the way. ``with_end=False``:
-    the durations are not kept (all NO_LAUNCH). ``narrow``: the threads int32 (else int64);
-    ``not with_end`` if None."""
-    n = len(events.gpu.ts)
-    dtype = np.int32 if (not with_end if narrow is None else narrow) else np.int64
-    if len(events.cpu) == 0 or (on_block is None and bool((launch == NO_LAUNCH).all())):
-        thread = np.full(n, -1, dtype=dtype)
-        return thread, _all(n, NO_LAUNCH)
-    calls = _call_threads(events, on_block, with_end)
-    if calls is not None:
-        return _launched(events, calls, dtype)[1:]
-    return _matched(events, launch, with_end, dtype)
 
 
 def _launches(
@@ -555,8 +532,11 @@ def _launches(
     with_end: bool,
     dtype: type[np.integer[Any]],
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per GPU row, ``first_launch`` and ``launch_threads``' thread and duration: in one
-    look-up of each row's launching call when the pass finds the CPU rows' calls in order."""
+    """Per GPU row, ``first_launch`` and the thread and duration of that launching runtime
+    call (the first in the file among calls with its correlation starting at its launch),
+    else −1 and ``no_call`` (the durations as OpLinks.launch_ns; all NO_LAUNCH unless
+    ``with_end``): in one look-up of each row's launching call when the pass finds the CPU
+    rows' calls in order; every block given to ``on_block`` on the way."""
     calls = _call_threads(events, on_block, with_end) if len(events.cpu) else None
     if calls is not None:
         return _launched(events, calls, dtype)
@@ -571,8 +551,8 @@ def _launches(
 def _matched(
     events: TraceEvents, launch: np.ndarray, with_end: bool, dtype: type[np.integer[Any]]
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``launch_threads`` by a pass matching the CPU rows' calls to the GPU rows by
-    (correlation, start): for calls not ``events.runtime``'s in order."""
+    """``_launches``' threads and durations by a pass matching the CPU rows' calls to the
+    GPU rows by (correlation, start): for calls not ``events.runtime``'s in order."""
     gpu = events.gpu
     n = len(gpu.ts)
     thread = np.full(n, -1, dtype=np.int64)

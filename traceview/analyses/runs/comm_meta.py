@@ -14,8 +14,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 
 from traceview.aggregate.order import lex_order, searchsorted_pairs
-from traceview.analyses.core.devices import NO_LAUNCH, first_launch
-from traceview.analyses.core.oplinks import launch_threads
+from traceview.analyses.core.oplinks import launches_and_threads
 from traceview.columns.comms import ABSENT
 from traceview.columns.model import TraceEvents
 from traceview.columns.schema import CommColumns
@@ -80,10 +79,8 @@ def _launching_ops(
     events: TraceEvents, rows: np.ndarray, table: CommColumns, ops: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """(positions in ``rows``, table rows): each kernel that has a launching op, and it."""
-    launch = np.full(len(events.gpu.ts), NO_LAUNCH, dtype=np.int64)
-    launch[rows] = first_launch(events)[rows]
-    thread_of, _ = launch_threads(events, launch)
-    thread, at_ts = thread_of[rows], launch[rows]
+    launch, thread_of = launches_and_threads(events)
+    thread, at_ts = thread_of[rows].astype(np.int64), launch[rows]
     by_start = ops[lex_order((ops, table.ts[ops], table.thread[ops].astype(np.int64)))]
     op_thread = table.thread[by_start].astype(np.int64)
     known = np.flatnonzero(thread >= 0)
