@@ -22,7 +22,7 @@ import numpy as np
 
 from traceview.aggregate import moments, sums
 from traceview.aggregate.intervals import unions
-from traceview.aggregate.order import dense_ids, lex_order_of
+from traceview.aggregate.order import dense_ids, lex_order_of, positions_where
 from traceview.analyses.core.cpu_context import NO_CONTEXT, CpuContext, GapQuery, cpu_contexts
 from traceview.analyses.core.devices import (
     DeviceUsage,
@@ -329,7 +329,7 @@ def analyse_gaps(
     check_options(options)
     mask, notes = _selection(events, options)
     every = bool(mask.all())
-    rows = _compact(np.flatnonzero(mask), len(mask))
+    rows = positions_where(mask)
     del mask
     if shared is None:  # names ranked and launches looked up only where needed
         rank: np.ndarray | None = None
@@ -396,7 +396,7 @@ def device_idle(events: TraceEvents, options: GapOptions) -> list[DeviceIdle]:
     transitions, histogram and largest gaps."""
     check_options(options)
     mask, _ = _selection(events, options)
-    rows = _compact(np.flatnonzero(mask), len(mask))
+    rows = positions_where(mask)
     del mask
     usage, gaps = device_gaps(events, rows, None, None, with_before=False)
     del rows
@@ -411,7 +411,7 @@ def device_usage(events: TraceEvents, options: GapOptions) -> list[DeviceUsage]:
     mask, _ = _selection(events, options)
     if bool(mask.all()):
         return usage(events)
-    return usage(events, _compact(np.flatnonzero(mask), len(mask)))
+    return usage(events, positions_where(mask))
 
 
 def _shown_names(
@@ -534,7 +534,7 @@ def _selection(events: TraceEvents, options: GapOptions) -> tuple[np.ndarray, li
 
 def _pairs(stream: np.ndarray) -> np.ndarray:
     """Indices ``i`` of the sorted rows where row ``i + 1`` is on the same stream."""
-    return _compact(np.flatnonzero(stream[1:] == stream[:-1]), len(stream))
+    return positions_where(stream[1:] == stream[:-1])
 
 
 def _stream_rows(
