@@ -33,7 +33,7 @@ from traceview.analyses.core.categories import (
     optimizer_spans,
     optimizer_step_names,
 )
-from traceview.analyses.core.devices import launch_times, launch_times_of
+from traceview.analyses.core.devices import launch_times_of
 from traceview.analyses.core.oplinks import OpLinks, link_ops
 from traceview.analyses.core.phase_figures import counted
 from traceview.analyses.core.steps import Launches, StepRow, StepRows, Window, step_table
@@ -324,13 +324,13 @@ def steps_model_flops(
     here (``summary`` passes its own to ``model_flops``); ``found``: ``linked(events)`` (or
     its Known), when the caller has it; ``launch``: ``launch_times(events)``, when the
     caller has it."""
-    if found is None:  # worked out here: its links let go of once the Known is taken
+    own = found is None  # worked out here: its links let go of once the Known is taken
+    if found is None:
         found = linked(events)
-        if launch is None:  # filled into the links' own launches: no copy
-            launch = launch_times_of(events.gpu.ts, found.links.launch, copy=False)
     if launch is None:
         assert isinstance(found, Linked), "a Known comes with the launch times"
-        launch = launch_times(events, found.links.launch)
+        # filled into the links' own launches when they are this call's: no copy
+        launch = launch_times_of(events.gpu.ts, found.links.launch, copy=not own)
     known = found if isinstance(found, Known) else Known.of(events, found)
     del found
     peaks = trace_peaks(events, peaks_file)
@@ -424,7 +424,8 @@ def _model_flops(
 
 
 # A picked op's fields: a CPU row's but its correlation (always OP here), 28 bytes not 36.
-PICKED = np.dtype([(name, ROW[name]) for name in FIELDS if name != "correlation"])
+_PICKED_FIELDS = tuple(name for name in FIELDS if name != "correlation")
+PICKED = np.dtype([(name, ROW[name]) for name in _PICKED_FIELDS])
 
 
 class _Picked:
@@ -439,9 +440,8 @@ class _Picked:
         if self.any:
             rows = block[(block["correlation"] == OP) & self.wanted[block["name"]]]
             part = np.empty(len(rows), dtype=PICKED)
-            for name in FIELDS:
-                if name != "correlation":
-                    part[name] = rows[name]
+            for name in _PICKED_FIELDS:
+                part[name] = rows[name]
             self.parts.append(part)
 
     def rows(self) -> np.ndarray:
