@@ -17,7 +17,7 @@ from traceview.analyses.core.stacks import build_stacks, frame_names
 from traceview.analyses.core.steps import step_windows
 from traceview.analyses.source import NO_STACKS, SourceOptions, SourceReport, analyse_source
 from traceview.app.reading import read_trace
-from traceview.columns.model import TraceEvents
+from traceview.columns.model import TraceEvents, flows_for_frames
 from traceview.columns.parallel import collect_events
 from traceview.columns.schema import FLOW_COLUMNS, FRAME_COLUMNS
 from traceview.options import ReadOptions
@@ -193,3 +193,17 @@ def test_a_trace_without_frames_is_all_unattributed() -> None:
     assert not report.has_frames and report.frames == [] and report.modules == []
     assert report.unattributed == {NO_STACKS: report.kernel_ns} and report.kernel_ns > 0
     assert sum(line.ns for line in report.stacks) == report.kernel_ns
+
+
+def test_flows_are_let_go_only_where_no_frame_can_use_them() -> None:
+    path = SHARED_TRACES / "h200" / "train.json.gz"
+    if not path.is_file() or not RESNET.is_file():
+        pytest.skip("../shared/traces is absent")
+    events = collect_events(TraceReader(path), keep_cpu=True, keep_frames=True)
+    assert len(events.frames.ts) == 0 and len(events.flows.flow) > 0
+    without = flows_for_frames(events)
+    assert len(without.flows.flow) == 0 and without.frames_read
+    options = SourceOptions(stacks=True)
+    assert analyse_source(without, options) == analyse_source(events, options)
+    with_frames, report, _ = _analysed(RESNET)
+    assert flows_for_frames(with_frames) is with_frames and report.backward_ns > 0

@@ -674,6 +674,7 @@ def report(
     from traceview.analyses.core.common import work_out
     from traceview.app.memory import reuse_freed_memory
     from traceview.cache import op_links as stored_links
+    from traceview.columns.model import flows_for_frames
     from traceview.render.html.documents import collect
     from traceview.render.html.page import plotly_path
 
@@ -684,6 +685,7 @@ def report(
     reuse_freed_memory()
     where = stored_links.place(path, read)  # before the read: the trace's identity then
     events = read_trace(path, read, keep_cpu=True, memory=True, frames=True, unused=_unused())
+    events = flows_for_frames(events)  # the flame graph's: none without frames
     linked = None if where is None or read.refresh else stored_links.load(where, events)
     shared = work_out(events, linked)
     if where is not None and linked is None:

@@ -22,12 +22,13 @@ def source(
     """``traceview source``: tables by frame or module, or collapsed stacks (``folded``)."""
     from traceview.analyses.core.trace import summarize
     from traceview.analyses.source import SourceOptions, analyse_source
+    from traceview.columns.model import flows_for_frames
     from traceview.render import source as render_source
     from traceview.render.escape import text_lines
 
     check_choice("--format", out.format, SourceFormat)
     check_save(out, (path,))
-    events = read_trace(path, read, frames=True, steps=bool(steps))
+    events = flows_for_frames(read_trace(path, read, frames=True, steps=bool(steps)))
     folded = out.format == SourceFormat.FOLDED
     report = analyse_source(events, SourceOptions(steps=steps, stacks=folded))
     if folded:

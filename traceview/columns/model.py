@@ -134,6 +134,15 @@ def without_frames(events: TraceEvents) -> TraceEvents:
     )
 
 
+def flows_for_frames(events: TraceEvents) -> TraceEvents:
+    """``events`` without their fwdbwd flows when they hold no python frame: a flow only
+    leads a kernel to a frame (traceview.analyses.source_flows), so none is read then (the
+    H200 big trace's copies: 44 MB of flows, no frame)."""
+    if len(events.frames.ts) or not len(events.flows.flow):
+        return events
+    return replace(events, flows=empty(FlowColumns))
+
+
 def without_cpu(events: TraceEvents) -> TraceEvents:
     """Exactly what reading the trace without CPU rows gives: no CPU rows, threads, frames or
     the counters of CPU-op problems, and names renumbered as such a read interns them (GPU
