@@ -191,10 +191,15 @@ def ops(
     events = _of_phase(read_trace(path, read, keep_cpu=True, phases=bool(phase)), phase)
     if _nothing_to_show(events, out):
         return
-    report = analyse_ops(events, options)
     # The CSV holds every op whatever --top says.
     wants_all = options.top != 0 and out.format == "csv"
-    every = analyse_ops(events, replace(options, top=0)) if wants_all else report
+    if wants_all:
+        report = analyse_ops(events, options)
+        every = analyse_ops(events, replace(options, top=0))
+    else:  # handed over: analyse_ops lets go of the runtime calls once linked
+        held = [events]
+        del events
+        report = every = analyse_ops(held.pop(), options)
     show(out, render_ops.document(report, every), inputs)
 
 

@@ -28,7 +28,11 @@ from traceview.analyses.core.devices import NO_LAUNCH, busy_by_device, device_of
 from traceview.analyses.core.graphs import graph_launch_ids, launch_counted, replayed
 from traceview.analyses.core.opcalls import op_calls
 from traceview.analyses.core.oplinks import OpLinks, link_ops, no_call
-from traceview.analyses.core.prelaunch import PRELAUNCH_ROW, launched_before_trace
+from traceview.analyses.core.prelaunch import (
+    PRELAUNCH_ROW,
+    launched_before_trace,
+    without_runtime,
+)
 from traceview.analyses.core.trace import TraceSummary, summarize
 from traceview.analyses.ops.groups import GRAPH_NO_OP, PRELAUNCH, OpKeys, group_of
 from traceview.analyses.ops.nesting import counted_calls
@@ -221,6 +225,9 @@ def analyse_ops(
     keys = OpKeys(events, options.group_by == "op+shapes")
     graphs = graph_launch_ids(events) if shared is None else shared.graphs
     category = categorize(events, links, dtype=np.int8) if shared is None else shared.category
+    # the runtime calls are read no more but by the launched mask, kept: freed where the
+    # caller handed ``events`` over (commands.ops), 16 B a call
+    events = without_runtime(events)
     k = _by_kernel(events, links, leaf, keys, graphs, category, by_device)
     used, n = k.used, len(k.used)
     calls = op_calls(events) if shared is None else shared.calls
