@@ -30,6 +30,26 @@ def reuse_freed_memory() -> None:
     libc.mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD)
 
 
+# The read's: above its blocks (3 MB bytes objects and the few bytes kept from the block
+# before) and its chunks' columns; two blocks' worth kept free at the heap's top. Larger
+# ones held more at 8 GB (audit 257-266 MB at 8-16 MB against 253 here).
+READ_MMAP_THRESHOLD = 4 << 20
+READ_TRIM_THRESHOLD = 8 << 20
+
+
+def reuse_block_memory() -> None:
+    """Fixed thresholds for the read, from the start (no effect but on glibc): each block and
+    its chunk's columns from the heap, in the pages the last one freed. Left adaptive, they
+    depend on the process's first allocations: in some processes each block was mapped or
+    grown afresh (9,380 brk calls and 3.2 s of system time in ``gaps`` on 15 copies of the
+    H200 big trace, 6.3 s in all; 1.4 s and 5.2 s fixed; benchmarks/RESULTS-rust-43c.md)."""
+    libc = _glibc()
+    if libc is None:
+        return
+    libc.mallopt(M_MMAP_THRESHOLD, READ_MMAP_THRESHOLD)
+    libc.mallopt(M_TRIM_THRESHOLD, READ_TRIM_THRESHOLD)
+
+
 def release_free_memory() -> None:
     """Return the allocator's free pages to the OS (glibc only; cheap)."""
     libc = _glibc()

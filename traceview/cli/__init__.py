@@ -80,8 +80,10 @@ def main() -> None:
             sys.stdout = None  # nothing left to flush at exit
             sys.exit(1)
         return
+    from traceview.app.memory import reuse_block_memory
     from traceview.forked import fork_cache_writes, hold_collections
 
+    reuse_block_memory()  # before the read starts (_start_reading_early) and forks
     hold_collections()  # until the command starts its work (see traceview.forked)
     _start_reading_early(sys.argv[1:])
     fork_cache_writes()  # a cache entry is written by a process of its own (cache)

@@ -1,0 +1,68 @@
+"""traceview.app.memory's read thresholds: a block-sized allocation comes from glibc's heap
+(the pages the last one freed) once they are set, where glibc alone maps it afresh; and the
+command line sets them before a read starts."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+GLIBC = (os.confstr("CS_GNU_LIBC_VERSION") or "").startswith("glibc")
+
+# Whether a freed 3 MB block (a read's) serves the next one from the heap (below its top).
+_PROBE = """
+import ctypes, sys
+libc = ctypes.CDLL("libc.so.6")
+libc.sbrk.restype = ctypes.c_void_p
+libc.malloc.restype = ctypes.c_void_p
+libc.malloc.argtypes = [ctypes.c_size_t]
+libc.free.argtypes = [ctypes.c_void_p]
+if sys.argv[1] == "set":
+    from traceview.app.memory import reuse_block_memory
+    reuse_block_memory()
+first = libc.malloc(3 << 20)
+libc.free(first)
+again = libc.malloc(3 << 20)
+print(again == first and again < libc.sbrk(0))
+"""
+
+
+@pytest.mark.skipif(not GLIBC or not sys.platform.startswith("linux"), reason="glibc only")
+@pytest.mark.parametrize(("arg", "heap"), [("set", "True"), ("unset", "False")])
+def test_a_block_is_served_from_the_heap_once_the_thresholds_are_set(arg: str, heap: str) -> None:
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    for name in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_"):
+        env.pop(name, None)
+    out = subprocess.run(
+        [sys.executable, "-c", _PROBE, arg], env=env, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == heap
+
+
+_ORDER = """
+import sys
+import traceview.cli as cli
+from traceview.app import memory
+calls = []
+memory.reuse_block_memory = lambda: calls.append("thresholds")
+cli._start_reading_early = lambda argv: calls.append("read")
+cli._register = lambda names: calls.append("command") or (lambda **k: None)
+sys.argv = ["traceview", "kernels", "x.json"]
+cli.main()
+print(",".join(calls))
+"""
+
+
+def test_the_command_line_sets_them_before_the_read_starts() -> None:
+    """In a process of its own: main() holds collections and freezes the heap at its end."""
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    out = subprocess.run(
+        [sys.executable, "-c", _ORDER], env=env, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "thresholds,read,command"
