@@ -5,6 +5,7 @@ without CPU rows."""
 from __future__ import annotations
 
 import gzip
+import json
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -108,3 +109,34 @@ def test_total_allocated_is_the_level_after_each_event(real_trace: RealTrace) ->
         rows = rows[np.argsort(table.ts[rows], kind="stable")]
         level, size = table.allocated[rows], table.bytes[rows]
         assert (level[1:] - size[1:] == level[:-1]).all(), (device, kind)
+
+
+@needs_h100
+def test_the_command_reads_no_launch_time_and_says_the_same(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``memory`` leaves the runtime calls' starts out of its read: its output is that of a
+    read that keeps them."""
+    from typer.testing import CliRunner
+
+    from traceview.app import commands
+    from traceview.cli import app
+    from traceview.columns.schema import Dropped
+
+    args = ["memory", str(H100), "-q", "--no-cache", "-f", "json"]
+    read, seen = commands.read_trace, []
+
+    def lean(*a: Any, **k: Any) -> TraceEvents:
+        events = read(*a, **k)
+        seen.append(isinstance(events.runtime.ts, Dropped))
+        return events
+
+    monkeypatch.setattr(commands, "read_trace", lean)
+    dropped = CliRunner().invoke(app, args)
+    monkeypatch.setattr(
+        commands, "read_trace", lambda *a, **k: read(*a, **{**k, "unused": frozenset()})
+    )
+    whole = CliRunner().invoke(app, args)
+    assert dropped.exit_code == whole.exit_code == 0, dropped.output
+    assert seen == [True] and json.loads(whole.output)["devices"][0]["holders"]
+    assert dropped.output == whole.output

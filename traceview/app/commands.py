@@ -290,7 +290,7 @@ def memory(path: Path, read: ReadOptions, out: OutputOptions, top: int) -> None:
 
     _check_format(out.format)
     check_save(out, (path,))
-    events = read_trace(path, read, keep_cpu=True, memory=True)
+    events = read_trace(path, read, keep_cpu=True, memory=True, unused=_unused(launch_times=True))
     report = analyse_memory(events)
     if report.events == 0 and out.format == "table":
         _one_line(out, f"{events.path}: {NO_EVENTS}", (path,))
