@@ -1,6 +1,7 @@
-"""traceview.app.memory's read thresholds: a block-sized allocation comes from glibc's heap
-(the pages the last one freed) once they are set, where glibc alone maps it afresh; and the
-command line sets them before a read starts."""
+"""traceview.app.memory's settings for the read: a block-sized allocation comes from glibc's
+heap (the pages the last one freed) once they are set, where glibc alone maps it afresh, and a
+thread's from the main heap, not an arena of its own; the command line sets them before a read
+starts."""
 
 from __future__ import annotations
 
@@ -27,13 +28,20 @@ if sys.argv[1] == "set":
 first = libc.malloc(3 << 20)
 libc.free(first)
 again = libc.malloc(3 << 20)
-print(again == first and again < libc.sbrk(0))
+in_heap = again == first and again < libc.sbrk(0)
+# a thread's allocation: from the main heap, not an arena of its own, where one arena is set
+import threading
+got = []
+thread = threading.Thread(target=lambda: got.append(libc.malloc(1 << 16)))
+thread.start()
+thread.join()
+print(in_heap, libc.sbrk(0) - (64 << 20) < got[0] < libc.sbrk(0))
 """
 
 
 @pytest.mark.skipif(not GLIBC or not sys.platform.startswith("linux"), reason="glibc only")
-@pytest.mark.parametrize(("arg", "heap"), [("set", "True"), ("unset", "False")])
-def test_a_block_is_served_from_the_heap_once_the_thresholds_are_set(arg: str, heap: str) -> None:
+@pytest.mark.parametrize(("arg", "heap"), [("set", "True True"), ("unset", "False False")])
+def test_a_block_and_a_thread_are_served_from_the_heap_once_set(arg: str, heap: str) -> None:
     root = Path(__file__).resolve().parents[2]
     env = {**os.environ, "PYTHONPATH": str(root)}
     for name in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_"):

@@ -15,7 +15,7 @@ import ctypes
 import os
 from functools import cache
 
-M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # <malloc.h>
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD, M_ARENA_MAX = -1, -3, -8  # <malloc.h>
 MMAP_THRESHOLD = 32 << 20  # the largest glibc takes on 64-bit systems: larger arrays are mapped
 TRIM_THRESHOLD = 1 << 30  # freed memory at the top of the heap is given back above this
 
@@ -42,12 +42,16 @@ def reuse_block_memory() -> None:
     its chunk's columns from the heap, in the pages the last one freed. Left adaptive, they
     depend on the process's first allocations: in some processes each block was mapped or
     grown afresh (9,380 brk calls and 3.2 s of system time in ``gaps`` on 15 copies of the
-    H200 big trace, 6.3 s in all; 1.4 s and 5.2 s fixed; benchmarks/RESULTS-rust-43c.md)."""
+    H200 big trace, 6.3 s in all; 1.4 s and 5.2 s fixed; benchmarks/RESULTS-rust-43c.md).
+    One arena for every thread: the inflate thread's blocks (2 MB, under the threshold now)
+    in an arena of their own held 7-9 MB more (kernels on the H200 big trace's .json.gz and
+    on 4 copies of it compressed), in the same time."""
     libc = _glibc()
     if libc is None:
         return
     libc.mallopt(M_MMAP_THRESHOLD, READ_MMAP_THRESHOLD)
     libc.mallopt(M_TRIM_THRESHOLD, READ_TRIM_THRESHOLD)
+    libc.mallopt(M_ARENA_MAX, 1)
 
 
 def release_free_memory() -> None:
