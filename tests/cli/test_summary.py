@@ -171,37 +171,3 @@ def test_one_screen_words_a_duration_one_way() -> None:
     assert not re.search(r"\d,\d{3}(\.\d+)? ms", r.stdout), r.stdout
     hint = next(line for line in r.stdout.splitlines() if "many short kernels" in line)
     assert "host wait 2.10 s" in hint
-
-
-def test_summary_lets_go_of_the_runtime_calls_once_its_checks_are_done(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """``summary`` hands its read over to overview, which drops the runtime calls (16 B a
-    call) after audit's checks and the links: nothing holds them through the analyses
-    after. (Its output equals an earlier revision's on every shared trace: checked when
-    this was made, not here.)"""
-    import gc
-    import weakref
-
-    from traceview.analyses import summary as summary_module
-    from traceview.app import commands
-
-    seen: list[weakref.ref[Any]] = []
-    alive: list[bool] = []
-    read, work_out = commands.read_trace, summary_module.work_out
-
-    def reading(*args: Any, **kwargs: Any) -> TraceEvents:
-        events = read(*args, **kwargs)
-        seen.append(weakref.ref(events.runtime.correlation))
-        return events
-
-    def working(*args: Any, **kwargs: Any) -> Any:
-        gc.collect()
-        alive.append(seen[-1]() is not None)
-        return work_out(*args, **kwargs)
-
-    monkeypatch.setattr(commands, "read_trace", reading)
-    monkeypatch.setattr(summary_module, "work_out", working)
-    r = CliRunner().invoke(app, ["summary", str(DEMO), "-f", "json", "-q", "--no-cache"])
-    assert r.exit_code == 0, r.output
-    assert alive == [False]
