@@ -44,7 +44,8 @@ print(in_heap, libc.sbrk(0) - (64 << 20) < got[0] < libc.sbrk(0))
 def test_a_block_and_a_thread_are_served_from_the_heap_once_set(arg: str, heap: str) -> None:
     root = Path(__file__).resolve().parents[2]
     env = {**os.environ, "PYTHONPATH": str(root)}
-    for name in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_"):
+    for name in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_ARENA_MAX",
+                 "GLIBC_TUNABLES"):  # fmt: skip
         env.pop(name, None)
     out = subprocess.run(
         [sys.executable, "-c", _PROBE, arg], env=env, capture_output=True, text=True, check=True
