@@ -95,13 +95,13 @@ def from_arrays(events: TraceEvents, arrays: dict[str, np.ndarray]) -> tuple[OpL
     if arrays["sizes"].tolist() != _sizes(events).tolist():
         raise ValueError("kept for other events")
     leaf, thread, leaf_shape = (arrays[name] for name in _IDS)
-    launch, end = arrays["launch"], arrays["launch_ns"]
+    launch, launch_ns = arrays["launch"], arrays["launch_ns"]
     n = len(events.gpu.ts)
-    if any(len(a) != n for a in (leaf, thread, launch, end, leaf_shape)):
+    if any(len(a) != n for a in (leaf, thread, launch, launch_ns, leaf_shape)):
         raise ValueError("not one value per GPU row")
     top = np.broadcast_to(np.int64(NO_OP), (n,))  # not looked for (link_ops, with_top=False)
     top_shape = np.broadcast_to(np.int64(NO_SHAPE), (n,))
-    links = OpLinks(leaf, top, thread, launch, end, leaf_shape, top_shape)
+    links = OpLinks(leaf, top, thread, launch, launch_ns, leaf_shape, top_shape)
     calls = OpCalls(*(arrays[f"calls_{name}"] for name in _CALLS))
     return links, calls
 
