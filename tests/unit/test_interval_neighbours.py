@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from traceview.aggregate.intervals import unions
+from traceview.aggregate import intervals
+from traceview.aggregate.intervals import unions, unions_in_order
 
 ROW = st.tuples(
     st.integers(0, 2),  # segment
@@ -70,3 +71,60 @@ def test_previous_interval_needs_the_ends_as_first_tie() -> None:
     start, end, rank = (np.array(v, dtype=np.int64) for v in ([0, 0, 0], [10, 5, 10], [1, 2, 3]))
     with pytest.raises(ValueError, match="first tie key"):
         unions(one, start, end, ties=(end, rank), prev=True)
+
+
+def _sorted_columns(
+    rows: list[tuple[int, int, int, int]],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The rows' segment, start and end in (segment, start, end, rank) order."""
+    order = sorted(range(len(rows)), key=lambda i: (rows[i][0], rows[i][1], rows[i][2], rows[i][3]))
+    segment, start, length = (
+        np.array([rows[i][k] for i in order], dtype=np.int64) for k in (0, 1, 2)
+    )
+    return segment, start, start + length
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    rows=st.lists(ROW, min_size=0, max_size=30),
+    holes=st.booleans(),
+    prev=st.booleans(),
+    spans=st.booleans(),
+)
+def test_starts_taken_where_needed_give_the_same_unions(
+    rows: list[tuple[int, int, int, int]], holes: bool, prev: bool, spans: bool
+) -> None:
+    """unions_in_order with the starts taken through ``starts_of`` (and the ends through
+    ``ends_of``), a few rows a pass, is the Unions of the starts given as a column."""
+    segment, start, end = _sorted_columns(rows)
+    given_columns = unions_in_order(
+        [segment, start.copy(), end.copy()], holes, True, prev, spans=spans
+    )
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(intervals, "_PASS", 3)  # several passes over a few rows
+        taken = unions_in_order(
+            [segment, start[:0], end.copy()],
+            holes,
+            True,
+            prev,
+            ends_of=lambda at: end[at],
+            spans=spans,
+            starts_of=lambda at: start[at],
+        )
+    for name in ("segment", "first", "last", "busy", "hole_segment", "hole_start", "hole_end"):
+        assert getattr(taken, name).tolist() == getattr(given_columns, name).tolist(), name
+    for name in ("hole_next", "hole_prev"):
+        a, b = getattr(taken, name), getattr(given_columns, name)
+        assert (a is None and b is None) or a.tolist() == b.tolist(), name
+
+
+@pytest.mark.parametrize("holes", [True, False])
+def test_the_result_holds_no_column_of_the_rows(holes: bool) -> None:
+    """Empty hole columns are arrays of their own: a view would hold a row-sized column (the
+    ends' running maximum, a copy) as long as the result lives."""
+    segment = np.zeros(4, dtype=np.int64)
+    start = np.array([0, 2, 10, 20], dtype=np.int64)
+    reach = start + 5
+    u = unions_in_order([segment, start, reach], holes=holes, spans=False)
+    for name in ("hole_segment", "hole_start", "hole_end"):
+        assert getattr(u, name).base is None, name  # no view of another array

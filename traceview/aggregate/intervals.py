@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from traceview.aggregate import sums
-from traceview.aggregate.order import lex_order
+from traceview.aggregate.order import joined, lex_order
 
 _BAND_LIMIT = 1 << 62
 _RUNS_ONE_BY_ONE = 256  # up to this many runs, a running maximum a run (a loop in Python)
@@ -91,6 +91,7 @@ def unions_in_order(
     order: np.ndarray | None = None,
     ends_of: Callable[[slice], np.ndarray] | None = None,
     spans: bool = True,
+    starts_of: Callable[[np.ndarray | slice], np.ndarray] | None = None,
 ) -> Unions:
     """``unions`` of rows already sorted by (segment, start, ties), for a caller that sorted
     them itself and dropped its unsorted columns. ``columns``: [segment, start, end] of the
@@ -101,26 +102,30 @@ def unions_in_order(
     (sorted position → input index); ``prev`` needs the rows sorted by (segment, start, end,
     …): the end the first tie. ``ends_of``: the sorted rows' ends, a slice of them at a time
     (for ``prev``, instead of a copy of the ends: 8 B a row). ``spans=False``: the holes'
-    starts and ends are left empty (a caller that derives them from their neighbours)."""
+    starts and ends are left empty (a caller that derives them from their neighbours).
+    ``starts_of``: the sorted rows' starts, taken where needed (at positions or a slice of
+    them at a time), instead of the columns' (then unread): 8 B a row not held."""
     seg, s, reach = columns
     columns.clear()
-    head = np.flatnonzero(np.r_[len(seg) > 0, seg[1:] != seg[:-1]])
+    start = s.__getitem__ if starts_of is None else starts_of
+    n = len(seg)
+    head = np.flatnonzero(np.r_[n > 0, seg[1:] != seg[:-1]])
     find_prev = prev and holes
-    same = _same_as_before(seg, s, reach) if find_prev else None
+    same = _same_as_before(seg, start, reach) if find_prev else None
     ends = reach.copy() if find_prev and ends_of is None else None
-    running_max(s, reach, head)  # reach[i]: latest end so far within i's segment
+    _running_max(reach, head, lambda: start(head))  # reach[i]: latest end so far in i's segment
     prev_at = None
     if same is not None:
         prev_at = _ending_here(same, _reaching(reach, ends, ends_of))
         del ends, same
-    idle, at = _holes(s, reach, head, holes)
-    first, last = s[head], reach[np.r_[head[1:], len(s)][: len(head)] - 1]
+    idle, at = _holes(start, reach, head, holes)
+    first, last = start(head), reach[np.r_[head[1:], n][: len(head)] - 1]
     segment = seg[head]
     hole_next = hole_prev = None
     if holes:
-        hole_start = hole_end = s[:0]
+        hole_start = hole_end = _none()
         if not spans:  # the rows' starts and ends go before the holes' columns come
-            del s, reach
+            del s, start, reach
         if prev_at is not None:
             ending = prev_at[at]
             del prev_at
@@ -131,14 +136,14 @@ def unions_in_order(
             del reach
         at += 1  # a start past all before it
         if spans:
-            hole_end = s[at]
-            del s
+            hole_end = start(at)
+            del s, start
         hole_segment = seg[at]
         del seg
         if neighbours:
             hole_next = at if order is None else order[at]
     else:
-        hole_segment, hole_start, hole_end = seg[:0], s[:0], s[:0]
+        hole_segment, hole_start, hole_end = seg[:0].copy(), _none(), _none()
     return Unions(
         segment=segment,
         first=first,
@@ -152,21 +157,27 @@ def unions_in_order(
     )
 
 
+def _none() -> np.ndarray:
+    """No holes' starts or ends: an array of its own (a view of the rows' columns would hold
+    them as long as the result)."""
+    return np.zeros(0, dtype=np.int64)
+
+
 def _holes(
-    s: np.ndarray, reach: np.ndarray, head: np.ndarray, holes: bool
+    start: Callable[[slice], np.ndarray], reach: np.ndarray, head: np.ndarray, holes: bool
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per segment (``head``: each one's first sorted row), the summed length of its holes;
     and with ``holes`` the last row before each hole (int32 when the rows allow; else
-    empty). A pass of rows at a time: no row-sized array of gaps, nor of their positions
-    in int64."""
-    n = len(s)
+    empty); ``start``: the rows' starts, a slice at a time. A pass of rows at a time: no
+    row-sized array of gaps, nor of their positions in int64."""
+    n = len(reach)
     idle = np.zeros(len(head), dtype=np.int64)
     kind = np.int32 if n < 2**31 else np.int64
     found = []
     for lo in range(0, n - 1, _PASS):
         hi = min(lo + _PASS, n - 1)
         # gap[i]: how far row i+1 starts past every row before it in its segment (0 if not)
-        gap = s[lo + 1 : hi + 1] - reach[lo:hi]
+        gap = start(slice(lo + 1, hi + 1)) - reach[lo:hi]
         np.maximum(gap, 0, out=gap)
         inside = head[(head > lo) & (head <= hi)]  # segments starting after a row here
         gap[inside - 1 - lo] = 0  # across two segments: no hole
@@ -178,29 +189,23 @@ def _holes(
             at = np.flatnonzero(gap > 0)
             at += lo
             found.append(at.astype(kind))
-    return idle, _joined(found, kind)
+    return idle, joined(found, kind)
 
 
-def _joined(parts: list[np.ndarray], kind: type) -> np.ndarray:
-    """The parts as one array, each freed once copied (not all held beside the result)."""
-    out: np.ndarray = np.empty(sum(len(p) for p in parts), dtype=kind)
-    at = 0
-    parts.reverse()
-    while parts:
-        part = parts.pop()
-        out[at : at + len(part)] = part
-        at += len(part)
-    return out
-
-
-def _same_as_before(seg: np.ndarray, s: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """Per sorted row: whether it has the segment, start and end of the row before."""
-    n = len(s)
+def _same_as_before(
+    seg: np.ndarray, start: Callable[[slice], np.ndarray], ends: np.ndarray
+) -> np.ndarray:
+    """Per sorted row: whether it has the segment, start and end of the row before
+    (``start``: the rows' starts, a slice at a time)."""
+    n = len(seg)
     same = np.zeros(n, dtype=bool)
-    if n:
-        np.equal(seg[1:], seg[:-1], out=same[1:])
-        same[1:] &= s[1:] == s[:-1]
-        same[1:] &= ends[1:] == ends[:-1]
+    for lo in range(0, n - 1, _PASS):
+        hi = min(lo + _PASS, n - 1)
+        part = same[lo + 1 : hi + 1]
+        np.equal(seg[lo + 1 : hi + 1], seg[lo:hi], out=part)
+        starts = start(slice(lo, hi + 1))
+        part &= starts[1:] == starts[:-1]
+        part &= ends[lo + 1 : hi + 1] == ends[lo:hi]
     return same
 
 
@@ -252,14 +257,20 @@ def running_max(s: np.ndarray, e: np.ndarray, head: np.ndarray) -> None:
     would not fit in int64 (many runs over a long span), the ends are replaced by their ranks
     (< n, same order): bands of width n always fit, at the cost of one more sort.
     """
-    if len(s) == 0:
+    _running_max(e, head, lambda: s[head])
+
+
+def _running_max(e: np.ndarray, head: np.ndarray, firsts: Callable[[], np.ndarray]) -> None:
+    """``running_max`` with each run's first start ``firsts()`` (asked for only when the
+    runs are many)."""
+    if len(e) == 0:
         return
     if len(head) <= _RUNS_ONE_BY_ONE:  # each run's own maximum: no shift array
-        for lo, hi in itertools.pairwise([*head.tolist(), len(s)]):
+        for lo, hi in itertools.pairwise([*head.tolist(), len(e)]):
             np.maximum.accumulate(e[lo:hi], out=e[lo:hi])
         return
-    counts = np.diff(np.r_[head, len(s)])
-    base = s[head]
+    counts = np.diff(np.r_[head, len(e)])
+    base = firsts()
     width = int((np.maximum.reduceat(e, head) - base).max()) + 1  # ≥ 1: every end ≥ start
     if len(head) * width < _BAND_LIMIT:
         shift = np.repeat(np.arange(len(head), dtype=np.int64) * width - base, counts)

@@ -318,3 +318,15 @@ def distinct(values: np.ndarray) -> np.ndarray:
     ordered = np.sort(values, kind="stable" if descents * _FEW_DESCENTS < len(values) else None)
     firsts: np.ndarray = ordered[first_of_runs(ordered)]
     return firsts
+
+def joined(parts: list[np.ndarray], dtype: np.dtype | type) -> np.ndarray:
+    """The parts as one array of ``dtype``, the list emptied, each part freed once copied
+    (when the caller holds no other reference): not all held beside the result."""
+    out: np.ndarray = np.empty(sum(len(p) for p in parts), dtype=dtype)
+    at = 0
+    parts.reverse()
+    while parts:
+        part = parts.pop()
+        out[at : at + len(part)] = part
+        at += len(part)
+    return out

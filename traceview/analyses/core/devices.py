@@ -530,7 +530,8 @@ def device_gaps(
     rows = positive(events, rows)
     gpu = events.gpu
     device_index, values = device_of_stream(events)
-    device = device_index.astype(np.int32)  # per stream id
+    # per stream id, int8 for up to 128 devices: the sorted rows' devices 1 B a row, not 4
+    device = _small(device_index, len(values))
     # Sorted by (device, ts, end, name): after, the first of those at (device, end), is the
     # row right after the hole; before, the first at (device, start) by (end, −ts, name),
     # is found in the same order. The sort key is made from temporaries and the tie keys only
@@ -542,15 +543,22 @@ def device_gaps(
     # are positions in the sorted rows)
     rows = rows[order]
     del order
-    ends_of = partial(_ends, events, rows)  # the sorted rows' ends again, a pass at a time
-    columns = list(row_columns(events, rows, device))
+    # the sorted rows' starts and ends again where needed (neither held a second time)
+    ends_of, starts_of = partial(_ends, events, rows), partial(_starts, events, rows)
+    columns = [device[gpu.stream[rows]], gpu.ts[:0], _ends(events, rows, slice(None))]
     u = unions_in_order(
-        columns, neighbours=True, prev=with_before, ends_of=ends_of, spans=not with_before
+        columns,
+        neighbours=True,
+        prev=with_before,
+        ends_of=ends_of,
+        spans=not with_before,
+        starts_of=starts_of,
     )
     assert u.hole_next is not None
-    after = rows[u.hole_next]
-    before = rows[u.hole_prev] if u.hole_prev is not None else rows[:0]
-    del rows, ends_of
+    # the holes' neighbours as rows, written over their positions (no copy beside them)
+    after = _rows_at(rows, u.hole_next)
+    before = _rows_at(rows, u.hole_prev) if u.hole_prev is not None else rows[:0]
+    del rows, ends_of, starts_of
     # only the holes' columns from here: the positions in the sorted rows go before the
     # host waits' temporaries come
     used = _usage_list(u.segment, u.first, u.last, u.busy, values)
@@ -579,6 +587,23 @@ def _ends(events: TraceEvents, rows: np.ndarray, at: slice) -> np.ndarray:
     end: np.ndarray = events.gpu.dur[rows[at]]
     end += events.gpu.ts[rows[at]]
     return end
+
+
+def _rows_at(rows: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    """``rows[positions]``, written over ``positions`` a pass at a time where the two have
+    one dtype (the positions are not used after)."""
+    if positions.dtype != rows.dtype:
+        return np.asarray(rows[positions])
+    for lo in range(0, len(positions), _PASS):
+        part = positions[lo : lo + _PASS]
+        part[:] = rows[part]
+    return positions
+
+
+def _starts(events: TraceEvents, rows: np.ndarray, at: np.ndarray | slice) -> np.ndarray:
+    """The starts of ``rows[at]``."""
+    start: np.ndarray = events.gpu.ts[rows[at]]
+    return start
 
 
 def end_and_name_ties(
