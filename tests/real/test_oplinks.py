@@ -210,3 +210,15 @@ def test_launch_durations_are_int32_only_where_every_one_fits() -> None:
         assert got.dtype == np.int64 and got.tolist() == values.tolist()
         assert oplinks.no_call(got) == NO_LAUNCH
     assert oplinks._durations(np.full(3, NO_LAUNCH)).tolist() == [-(2**31)] * 3
+
+
+def test_launch_threads_are_int16_only_where_every_thread_fits(real_trace: RealTrace) -> None:
+    """The launches' threads are int16 where the trace's thread ids all fit (2 B a GPU row
+    held through summary), else int32: the same ids either way."""
+    events = real_trace.events
+    links = link_ops(events)
+    assert links.thread.dtype == np.int16
+    many = replace(events, threads=[*events.threads, *[("", -1)] * 2**15])
+    wide = link_ops(many)
+    assert wide.thread.dtype == np.int32
+    assert wide.thread.tolist() == links.thread.tolist()

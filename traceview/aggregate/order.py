@@ -275,7 +275,9 @@ def positions_where(mask: np.ndarray) -> np.ndarray:
 
 def narrowed(ids: np.ndarray) -> np.ndarray:
     """Integer ids, positions or counts as int32 where they all fit (half the memory), else
-    as they are."""
+    as they are (narrower ones too)."""
+    if ids.dtype in (np.int8, np.int16):
+        return ids
     if len(ids) == 0 or ids.dtype == np.int32 or fits_int32(ids):
         return ids.astype(np.int32, copy=False)
     return ids
@@ -318,6 +320,7 @@ def distinct(values: np.ndarray) -> np.ndarray:
     ordered = np.sort(values, kind="stable" if descents * _FEW_DESCENTS < len(values) else None)
     firsts: np.ndarray = ordered[first_of_runs(ordered)]
     return firsts
+
 
 def joined(parts: list[np.ndarray], dtype: np.dtype | type) -> np.ndarray:
     """The parts as one array of ``dtype``, the list emptied, each part freed once copied

@@ -38,7 +38,8 @@ LINK_SOURCES = (
     "parsing.py",
 )
 FORMAT = 3  # the layout of the arrays below
-# per GPU row, as kept (int32 where they fit): the leaf ops alone, as work_out links them
+# per GPU row, as kept (int32 where they fit, narrower as linked): the leaf ops alone, as
+# work_out links them
 _IDS = ("leaf", "thread", "leaf_shape")
 _CALLS = ("name", "shape", "calls", "cpu_ns", "self_ns")
 

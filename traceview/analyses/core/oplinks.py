@@ -61,12 +61,15 @@ def link_ops(
     block of CPU rows in the pass that finds the launches (a caller's own pass, saved; a
     block is valid only during the call); ``with_top=False``: the leaf ops alone, in less
     memory: the top ops are not looked for (``top`` all NO_OP, ``top_shape`` all NO_SHAPE).
-    The ops, shapes and threads are int32 (ids into lists). ``with_end``: the launches' ends
-    kept (else all NO_LAUNCH); ``with_top`` if None."""
+    The ops and shapes are int32 and the threads int16 where the trace's threads allow (ids
+    into lists). ``with_end``: the launches' ends kept (else all NO_LAUNCH); ``with_top``
+    if None."""
     n = len(events.gpu.ts)
     with_end = with_top if with_end is None else with_end
     dtype = np.int32
-    launch, thread, launch_ns = _launches(events, on_block, with_end, dtype)
+    # the launches' threads int16 where the trace's threads allow (2 B a GPU row held)
+    few = len(events.threads) <= np.iinfo(np.int16).max
+    launch, thread, launch_ns = _launches(events, on_block, with_end, np.int16 if few else dtype)
     rank = name_rank(events.names) if rank is None else rank
     points = _Points(thread, launch)  # its sort's key gone before the links are made
     leaf = (np.full(n, NO_OP, dtype=dtype), np.full(n, NO_SHAPE, dtype=dtype))
@@ -536,8 +539,9 @@ def _launches(
     call (the first in the file among calls with its correlation starting at its launch),
     else −1 and ``no_call`` (the durations as OpLinks.launch_ns; all NO_LAUNCH unless
     ``with_end``): in one look-up of each row's launching call when the pass finds the CPU
-    rows' calls in order; every block given to ``on_block`` on the way."""
-    calls = _call_threads(events, on_block, with_end) if len(events.cpu) else None
+    rows' calls in order; every block given to ``on_block`` on the way. The threads are
+    ``dtype``."""
+    calls = _call_threads(events, on_block, with_end, dtype) if len(events.cpu) else None
     if calls is not None:
         return _launched(events, calls, dtype)
     launch = first_launch(events)
@@ -581,10 +585,13 @@ _ROWS_AT_ONCE = 1 << 16  # GPU rows looked up at once: the look-up's temporaries
 
 
 def _call_threads(
-    events: TraceEvents, on_block: Callable[[np.ndarray], None] | None, with_end: bool
+    events: TraceEvents,
+    on_block: Callable[[np.ndarray], None] | None,
+    with_end: bool,
+    dtype: type[np.integer[Any]],
 ) -> tuple[np.ndarray, np.ndarray | None] | None:
-    """Per runtime call (in ``events.runtime``), its thread and duration (None: not kept;
-    int32 where every one fits, as ``_durations``), from
+    """Per runtime call (in ``events.runtime``), its thread (``dtype``) and duration (None:
+    not kept; int32 where every one fits, as ``_durations``), from
     one pass over the CPU rows that also gives every block to ``on_block``; None when the
     CPU rows' runtime calls are not ``events.runtime``'s, one for one in order.
 
@@ -593,7 +600,7 @@ def _call_threads(
     """
     runtime = events.runtime
     count = len(runtime.correlation)
-    call_thread = np.empty(count, dtype=np.int32)
+    call_thread = np.empty(count, dtype=dtype)
     call_dur = np.empty(count, dtype=np.int64) if with_end else None
     seen = 0  # the calls met so far
     same = True

@@ -430,7 +430,9 @@ def _by_kernel(
     del graph
     if len(rows):  # the last pass's views would hold the kernels' columns
         del at, g, launch, has, call
-    group_of_row = np.full(len(gpu.ts), -1, dtype=np.int32)
+    # each GPU row's group (−1: no kernel), int16 where the groups allow: 2 B a row
+    small = n <= np.iinfo(np.int16).max
+    group_of_row = np.full(len(gpu.ts), -1, dtype=np.int16 if small else np.int32)
     group_of_row[rows] = group
     del rows, group  # the kernels' rows are found again a pass at a time from here
     delay = _launch_delay(events, links, group_of_row, once, delayed, (low, high))
