@@ -4,6 +4,7 @@ when the children answer, and when they fail (an exception, an exit without an a
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import subprocess
@@ -16,6 +17,7 @@ import pytest
 from conftest import ROOT, SHARED_TRACES, trace_params
 
 from traceview.analyses import summary
+from traceview.analyses.core.devices import GapSet
 from traceview.analyses.summary import Overview, overview
 from traceview.app.aside import aside_for
 from traceview.app.commands import _unused
@@ -113,6 +115,49 @@ def test_a_failed_child_is_worked_out_here(monkeypatch: pytest.MonkeyPatch, how:
     monkeypatch.setattr(summary, "calls_and_kernels", failing(summary.calls_and_kernels))
     monkeypatch.setattr(summary, "device_hints", failing(summary.device_hints))
     assert _text(overview(events, phases_here=True, aside=Aside)) == serial
+
+
+@pytest.mark.parametrize("split", [False, True])
+def test_the_operators_go_without_the_gaps(monkeypatch: pytest.MonkeyPatch, split: bool) -> None:
+    """The hints take the gaps first (here, or lent to the child that works them out, whose
+    copy is its own); the operators then hold none of this trace's gaps (18 B a gap), and the
+    output is the same."""
+    events = _read(_h200("train.json.gz"))
+    serial = _text(overview(events, phases_here=True))
+    held: list[int] = []
+    real = summary.analyse_ops
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        gc.collect()
+        mine = [o for o in gc.get_objects() if isinstance(o, GapSet) and o.ts is events.gpu.ts]
+        held.append(len(mine))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(summary, "analyse_ops", spy)
+    assert _text(overview(events, phases_here=True, aside=Aside if split else None)) == serial
+    assert held == [0]
+
+
+def test_the_facts_and_checks_come_before_the_links(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The trace's facts (summarize's data checks) and audit's checks are worked out before
+    the links are held: their temporaries do not add to the links' peak."""
+    events = _read(_h200("train.json.gz"))
+    assert events.facts is None  # a read without the cache: worked out by the first to need them
+    calls: list[str] = []
+    checks, linked = summary.checks_of, summary.linked
+
+    def checks_spy(*args: Any, **kwargs: Any) -> Any:
+        calls.append("checks")
+        return checks(*args, **kwargs)
+
+    def linked_spy(events: TraceEvents, *args: Any, **kwargs: Any) -> Any:
+        calls.append("links" if events.facts is not None else "links without facts")
+        return linked(events, *args, **kwargs)
+
+    monkeypatch.setattr(summary, "checks_of", checks_spy)
+    monkeypatch.setattr(summary, "linked", linked_spy)
+    overview(events, phases_here=True)
+    assert calls == ["checks", "links"]
 
 
 def _summary(path: Path, **env: str) -> subprocess.CompletedProcess[bytes]:

@@ -341,7 +341,7 @@ def analyse_gaps(
     held = [rows]  # device scope: handed over (the streams' own gaps are not made)
     if stream_table is not None:
         del rows
-    if shared is not None and every:
+    if shared is not None and every and shared.gaps is not None:
         usage, all_device_gaps = shared.usage, shared.gaps
     else:  # the rows freed inside once sorted, when only the call holds them
         usage, all_device_gaps = device_gaps(events, held.pop(), launch, rank)

@@ -23,8 +23,8 @@ from traceview.analyses import hints as hint_rules
 from traceview.analyses.audit import MFU, Figure, checks_of, figures_json, verdicts
 from traceview.analyses.core.breakdown import Breakdown, breakdowns
 from traceview.analyses.core.categories import CATEGORIES
-from traceview.analyses.core.common import Shared, work_out
-from traceview.analyses.core.devices import NO_LAUNCH, busy_by_device, name_rank
+from traceview.analyses.core.common import Shared, every_gap, work_out
+from traceview.analyses.core.devices import NO_LAUNCH, GapSet, busy_by_device, name_rank
 from traceview.analyses.core.graphs import replayed
 from traceview.analyses.core.names import display_names
 from traceview.analyses.core.opcalls import OpCalls, OpCallsByBlock, op_calls
@@ -33,7 +33,7 @@ from traceview.analyses.core.phase_figures import PhaseReport, counted, phase_re
 from traceview.analyses.core.prelaunch import without_runtime
 from traceview.analyses.core.step_markers import PhaseEvidence, step_phases
 from traceview.analyses.core.steps import StepRow
-from traceview.analyses.core.trace import TraceSummary
+from traceview.analyses.core.trace import TraceSummary, with_facts
 from traceview.analyses.memory import MemoryReport, analyse_memory
 from traceview.analyses.ops.model_flops import Mfu, linked, model_flops, trace_peaks
 from traceview.analyses.ops.view import OpOptions, OpRow, analyse_ops
@@ -272,11 +272,14 @@ def overview(
                 if evidence is not None:
                     evidence.add(block)
 
+            # the trace's facts (summarize's data checks, ~40 B a GPU row at their peak) and
+            # audit's checks before the links are held
+            events = with_facts(events)
+            if trust is None:
+                checks = checks_of(events)[0]
             found = linked(events, seen, rank, True)
             if evidence is not None:
                 events = step_phases(events, evidence)
-            if trust is None:  # audit's checks while little is held
-                checks = checks_of(events, found.links.launch)[0]
             if calls is None:
                 first = pending.pop(0).result()  # the aside's work (holding the read) let go
             else:
@@ -292,15 +295,13 @@ def overview(
             if phases_here:
                 events = step_phases(events)
             kernels = _kernels(events)
-        by_device = busy_by_device(events)  # one sort for both
         memory = analyse_memory(events, holders=False)
-        if split and aside is not None:  # aside while the operators are worked out here
-            later = aside(partial(device_hints, events, shared, by_device, memory), DeviceHints)
-            pending.append(later)
-        else:
-            device = device_hints(events, shared, by_device, memory)
-        ops = analyse_ops(events, OpOptions(top=TOP), shared, by_device)
-        del by_device
+        gaps = shared.gaps
+        assert gaps is not None  # let go of below, after their last use
+        phases = phase_report(
+            events, shared.step_rows, gaps, include_warmup, shared.launch, shared.graphs
+        )
+        # MFU before the hints: the model-FLOPs calls are not held in their child
         kept = counted(shared.step_rows, include_warmup)
         flops = model_flops(
             events,
@@ -314,15 +315,29 @@ def overview(
         )
         del found
         mfu = flops.summary(kept)
+        del flops
+        # the operators go without the gaps (18 B a gap): the hints take them first, here or
+        # in a child whose copy is its own (worked out again should it fail)
+        shared = replace(shared, gaps=None)
+        if split and aside is not None:  # aside while the operators are worked out here
+            lent = [gaps]
+            del gaps
+            work = partial(_hints_lent, events, shared, lent, memory)
+            pending.append(aside(work, DeviceHints))
+            lent.clear()
+            by_device = busy_by_device(events)  # the child sorts its own, with the gaps
+        else:
+            by_device = busy_by_device(events)  # one sort for both
+            device = device_hints(events, replace(shared, gaps=gaps), by_device, memory)
+            del gaps
+        ops = analyse_ops(events, OpOptions(top=TOP), shared, by_device)
+        del by_device
         launches = _launches(events, shared.links, shared.graphs)
         if split:
             device = pending[-1].result()
     finally:
         for later in pending:
             later.cancel()
-    phases = phase_report(
-        events, shared.step_rows, shared.gaps, include_warmup, shared.launch, shared.graphs
-    )
     if trust is None:  # audit's verdicts (its trace summary is shared.trace)
         checks = checks_of(events, shared.links.launch)[0] if checks is None else checks
         trust = verdicts(checks, events, mfu=mfu.value is not None)
@@ -352,13 +367,24 @@ def device_hints(
     events: TraceEvents, shared: Shared, by_device: np.ndarray, memory: MemoryReport
 ) -> DeviceHints:
     """The DeviceHints of ``events`` (``by_device``: ``busy_by_device(events)``; ``memory``:
-    their MemoryReport)."""
-    links, category = shared.links, shared.category
-    devices = breakdowns(events, category, shared.usage, shared.gaps, links.launch, by_device)
+    their MemoryReport; ``shared`` with its gaps)."""
+    links, category, gaps = shared.links, shared.category, shared.gaps
+    assert gaps is not None, "the hints read the gaps"
+    devices = breakdowns(events, category, shared.usage, gaps, links.launch, by_device)
     facts = hint_rules.Facts(
-        events, links, category, devices, shared.usage, shared.gaps, memory, shared.graphs
+        events, links, category, devices, shared.usage, gaps, memory, shared.graphs
     )
     return DeviceHints(devices, tuple(hint_rules.evaluate(facts)))
+
+
+def _hints_lent(
+    events: TraceEvents, shared: Shared, lent: list[GapSet], memory: MemoryReport
+) -> DeviceHints:
+    """``device_hints`` with the gaps ``lent``: in an aside's child, its copy of them as at
+    the fork; here (the lender emptied it once the child started), worked out again."""
+    gaps = lent[0] if lent else every_gap(events, shared.links.launch, shared.rank)[1]
+    by_device = busy_by_device(events)
+    return device_hints(events, replace(shared, gaps=gaps), by_device, memory)
 
 
 def calls_and_kernels(events: TraceEvents) -> CallsAndKernels:

@@ -42,7 +42,7 @@ class Shared:
     calls: OpCalls  # op_calls(events)
     step_rows: list[StepRow]  # step_table(events)
     usage: list[DeviceUsage]  # usage(events)
-    gaps: GapSet  # device_gaps over every GPU row
+    gaps: GapSet | None  # every_gap; None once let go of (summary's operators)
     trace: TraceSummary  # summarize(events)
     graphs: np.ndarray  # graph_launch_ids(events)
     ts: np.ndarray  # events.gpu.ts (the column itself), for ``launch``
@@ -52,6 +52,20 @@ class Shared:
         """``launch_times(events)``, made for the rows asked: 8 B a GPU row not held through
         a summary's analyses."""
         return LaunchTimes(self.ts, self.links.launch)
+
+
+def every_gap(
+    events: TraceEvents, launch: np.ndarray, rank: np.ndarray
+) -> tuple[list[DeviceUsage], GapSet]:
+    """Each device's usage and its gaps over every GPU row (``launch``: ``first_launch``;
+    ``rank``: ``name_rank``), as a Shared holds them."""
+    n = len(events.gpu.ts)
+    # int32 rows where they fit, as gaps passes them: the gaps' before and after rows half
+    # the size, held to the end of a summary; handed over: freed inside once sorted
+    every = np.arange(n, dtype=np.int32 if n < 2**31 else np.int64)
+    held = [every]
+    del every
+    return device_gaps(events, held.pop(), launch, rank)
 
 
 def work_out(
@@ -71,12 +85,7 @@ def work_out(
         links = link_ops(events, rank, with_top=False, with_end=True)  # no top op is read
     else:
         links, calls = linked
-    n = len(events.gpu.ts)
-    # int32 rows where they fit, as gaps passes them: the gaps' before and after rows half
-    # the size, held to the end of a summary
-    every = np.arange(n, dtype=np.int32 if n < 2**31 else np.int64)
-    usage, gaps = device_gaps(events, every, links.launch, rank)
-    del every
+    usage, gaps = every_gap(events, links.launch, rank)
     # the launch times after the gaps' peak, for the step table alone
     step_rows = step_table(events, launch=LaunchTimes(events.gpu.ts, links.launch))
     return Shared(

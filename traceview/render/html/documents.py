@@ -76,6 +76,8 @@ def collect(events: TraceEvents, options: ReportOptions, shared: Shared | None =
     (``shared``: when the caller has it already)."""
     step = pick_step(events, options.timeline_step)
     shared = work_out(events) if shared is None else shared
+    gaps = shared.gaps
+    assert gaps is not None, "a Shared of its own, or the caller's: with its gaps"
     flops = model_flops(
         events,
         shared.links,
@@ -93,7 +95,7 @@ def collect(events: TraceEvents, options: ReportOptions, shared: Shared | None =
         steps=steps,
         ops=analyse_ops(events, _op_options(), shared).as_json(),
         step_outliers=outliers([s["step_time_us"] for s in steps["steps"]]),
-        utilisation=utilisation(events, options.bins, shared.usage, shared.gaps),
+        utilisation=utilisation(events, options.bins, shared.usage, gaps),
         step=None
         if step is None
         else step_work(events, step, launch=shared.launch, graphs=shared.graphs),
@@ -101,9 +103,7 @@ def collect(events: TraceEvents, options: ReportOptions, shared: Shared | None =
         memory=render_memory.as_json(shared.trace, analyse_memory(events)),
         graph_steps=graph_steps(events, shared.graphs, shared.launch),
         stacks=_stacks(events),
-        step_breakdown=step_breakdown(
-            events, shared.step_rows, shared.category, shared.gaps
-        ).as_json(),
+        step_breakdown=step_breakdown(events, shared.step_rows, shared.category, gaps).as_json(),
     )
 
 
