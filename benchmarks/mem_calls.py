@@ -14,6 +14,7 @@ live (``live``) and the traced peak since the previous line (``tpeak``), so RSS 
 is heap kept, not held; ``MEMSNAP=N`` with it: the N largest live allocations by line at
 each line (``MEMDEPTH=D``: by their tracebacks of D frames, the traceview ones shown).
 ``MEMHEAP=1``: glibc's mallinfo2 (in use, free inside the heap, mapped apart).
+``MEMLOG=FILE``: the lines appended to FILE instead (an Aside's child writes nowhere else).
 ``MEMTRIM=1``: glibc's ``malloc_trim(0)`` before each line (a measurement of what the heap
 keeps, not what the CLI does).
 """
@@ -89,9 +90,20 @@ def _say(mark: str, name: str) -> None:
             by = "traceback" if os.environ.get("MEMDEPTH") else "lineno"
             stats = tracemalloc.take_snapshot().statistics(by)[:top]
             traced += "".join(f"\n   {st.size >> 20:4} MB {_where(st.traceback)}" for st in stats)
-    print(f"[{time.perf_counter() - _T0:7.2f} pid{os.getpid()}] {mark} {name:<55} "
-          f"rss {s['VmRSS']:5} hwm {s['VmHWM']:5} anon {s['RssAnon']:5} file "
-          f"{s['RssFile']:4} shm {s['RssShmem']:4}{traced}{_heap()}", file=sys.stderr)  # fmt: skip
+    line = (f"[{time.perf_counter() - _T0:7.2f} pid{os.getpid()}] {mark} {name:<55} "
+            f"rss {s['VmRSS']:5} hwm {s['VmHWM']:5} anon {s['RssAnon']:5} file "
+            f"{s['RssFile']:4} shm {s['RssShmem']:4}{traced}{_heap()}")  # fmt: skip
+    _emit(line)
+
+
+def _emit(line: str) -> None:
+    """A line on stderr, or appended to ``MEMLOG`` (a forked child's stderr goes nowhere)."""
+    log = os.environ.get("MEMLOG")
+    if not log:
+        print(line, file=sys.stderr)
+        return
+    with open(log, "a") as f:
+        f.write(line + "\n")
 
 
 def wrap(dotted: str) -> None:
@@ -122,7 +134,7 @@ def main() -> None:
         tracemalloc.start(int(os.environ.get("MEMDEPTH", "1")))
     for dotted in filter(None, os.environ.get("MEMWRAP", "").split(",")):
         wrap(dotted)
-    atexit.register(lambda: print(f"[exit pid{os.getpid()}] {status()}", file=sys.stderr))
+    atexit.register(lambda: _emit(f"[exit pid{os.getpid()}] {status()}"))
     from traceview.cli import main as cli
 
     sys.argv[0] = "traceview"
