@@ -537,7 +537,7 @@ def device_gaps(
     # is found in the same order. The sort key is made from temporaries and the tie keys only
     # for tied rows: only the sorted columns are held (row-sized, 20 MB each at 2.5·10^6).
     ties = end_and_name_ties(events, rows, name_rank)
-    order = lex_order_of([device[gpu.stream[rows]], gpu.ts[rows]], ties)
+    order = lex_order_of([_devices_of(events, rows, device), gpu.ts[rows]], ties)
     del ties
     # the rows in sorted order, held instead of the rows and the order (a hole's neighbours
     # are positions in the sorted rows)
@@ -545,7 +545,7 @@ def device_gaps(
     del order
     # the sorted rows' starts and ends again where needed (neither held a second time)
     ends_of, starts_of = partial(_ends, events, rows), partial(_starts, events, rows)
-    columns = [device[gpu.stream[rows]], gpu.ts[:0], _ends(events, rows, slice(None))]
+    columns = [_devices_of(events, rows, device), gpu.ts[:0], _every_end(events, rows)]
     u = unions_in_order(
         columns,
         neighbours=True,
@@ -586,6 +586,25 @@ def _ends(events: TraceEvents, rows: np.ndarray, at: slice) -> np.ndarray:
     """The ends of ``rows[at]``."""
     end: np.ndarray = events.gpu.dur[rows[at]]
     end += events.gpu.ts[rows[at]]
+    return end
+
+
+def _devices_of(events: TraceEvents, rows: np.ndarray, device: np.ndarray) -> np.ndarray:
+    """``device`` (per stream) of each of ``rows``, a pass at a time: no row-sized array of
+    their streams (4 B a row) beside it."""
+    out = np.empty(len(rows), dtype=device.dtype)
+    stream = events.gpu.stream
+    for lo in range(0, len(rows), _PASS):
+        out[lo : lo + _PASS] = device[stream[rows[lo : lo + _PASS]]]
+    return out
+
+
+def _every_end(events: TraceEvents, rows: np.ndarray) -> np.ndarray:
+    """The ends of ``rows``, their starts added a pass at a time (no row-sized array of the
+    starts, 8 B a row, beside them)."""
+    end: np.ndarray = events.gpu.dur[rows]
+    for lo in range(0, len(rows), _PASS):
+        end[lo : lo + _PASS] += events.gpu.ts[rows[lo : lo + _PASS]]
     return end
 
 
