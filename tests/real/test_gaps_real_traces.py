@@ -4,12 +4,16 @@ gaps, transitions of both scopes and the CPU context of the largest gaps."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
+import numpy as np
 import pytest
 import reference as ref
 from conftest import RealTrace
 
+from traceview.aggregate.order import fits_int32
+from traceview.analyses.core.devices import device_gaps, host_waits
 from traceview.analyses.gaps import GapOptions, GapReport, analyse_gaps
 from traceview.columns.model import TraceEvents
 
@@ -171,3 +175,17 @@ def test_cpu_context_of_the_largest_gaps_matches_reference(trace: RealTrace) -> 
         assert [(h["name"], _ns(h["overlap_us"])) for h in got["ops"]] == want["ops"]
         assert [(h["name"], _ns(h["overlap_us"])) for h in got["syncs"]] == want["syncs"]
         assert _ns(got["covered_us"]) == want["covered_ns"]
+
+
+def test_host_waits_are_int32_where_every_one_fits(trace: RealTrace) -> None:
+    """device_gaps keeps the host waits in int32 where every one fits (4 B a gap held through
+    summary, not 8): the same values as filled in int64."""
+    events = trace.events
+    _, gaps = device_gaps(events, np.arange(len(events.gpu.ts)), None, None)
+    wide = replace(
+        gaps, host_wait=np.empty(len(gaps), np.int64), launched=np.empty(len(gaps), bool)
+    )
+    host_waits(events, None, wide)
+    fits = len(gaps) == 0 or fits_int32(wide.host_wait)
+    assert gaps.host_wait.dtype == (np.int32 if fits else np.int64)
+    assert gaps.host_wait.tolist() == wide.host_wait.tolist()

@@ -67,3 +67,17 @@ def test_merged_moments_refuse_a_wrapped_total() -> None:
         moments.merge(one, one)
     small = moments.accumulate(np.zeros(1, dtype=np.int64), np.full(1, 5, np.int64), 1)
     assert int(moments.merge(one, small).total[0]) == 2**62 + 5
+
+
+def test_narrow_values_are_summed_in_int64() -> None:
+    """int32 values (the gaps' host waits where each fits) whose sums pass int32's range are
+    summed exactly, in int64, by every helper."""
+    values = np.full(6, 2**30, dtype=np.int32)
+    assert sums.reduceat(values, np.array([0, 3])).tolist() == [3 * 2**30, 3 * 2**30]
+    assert sums.total(values) == 6 * 2**30
+    assert sums.cumsum(values).tolist()[-1] == 6 * 2**30
+    for group in (np.zeros(6, dtype=np.int64), np.array([0, 1, 0, 1, 0, 1])):  # runs, or not
+        together = sums.GroupSums(2)
+        together.add(group, values)
+        assert together.out.tolist() == sums.by_group(group, values, 2).tolist()
+        assert sum(together.out.tolist()) == 6 * 2**30

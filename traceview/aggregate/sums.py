@@ -58,7 +58,7 @@ def by_group(group: np.ndarray, values: np.ndarray, groups: int) -> np.ndarray:
 
 def reduceat(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
     """``np.add.reduceat(values, starts)``, exact (``starts`` non-empty, ascending)."""
-    out: np.ndarray = np.add.reduceat(check(values), starts)
+    out: np.ndarray = np.add.reduceat(check(values), starts, dtype=np.int64)
     return out
 
 
@@ -91,7 +91,7 @@ class GroupSums:
         check(values)
         if len(group) > 1 and bool((group[1:] >= group[:-1]).all()):  # runs: no add.at
             head = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
-            self.out[group[head]] += np.add.reduceat(values, head)
+            self.out[group[head]] += np.add.reduceat(values, head, dtype=np.int64)
         else:
             np.add.at(self.out, group, values)
         self._abs += int(np.abs(values).sum(dtype=np.int64))  # exact: the part fits

@@ -316,7 +316,7 @@ def overview(
         del found
         mfu = flops.summary(kept)
         del flops
-        # the operators go without the gaps (18 B a gap): the hints take them first, here or
+        # the operators go without the gaps (14 B a gap): the hints take them first, here or
         # in a child whose copy is its own (worked out again should it fail)
         shared = replace(shared, gaps=None)
         if split and aside is not None:  # aside while the operators are worked out here

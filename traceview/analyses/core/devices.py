@@ -15,14 +15,20 @@ Definitions in docs/metrics.md; tests check them against tests/reference.py.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
 import numpy as np
 
 from traceview.aggregate.intervals import union_extent, unions, unions_in_order
-from traceview.aggregate.order import first_of_runs, lex_order, lex_order_of, packed_order
+from traceview.aggregate.order import (
+    first_of_runs,
+    lex_order,
+    lex_order_of,
+    narrowed,
+    packed_order,
+)
 from traceview.aggregate.sorted_runs import increasing_runs, smallest_at, smallest_match
 from traceview.columns.model import TraceEvents
 from traceview.columns.packed_names import ranks, ranks_of
@@ -72,7 +78,8 @@ class DeviceUsage:
 @dataclass(frozen=True)
 class GapSet:
     """Gaps as columns: the device (its index in ``device_of_stream``'s values), the GPU
-    rows before and after, the host wait (ns), and whether the row after has a launch
+    rows before and after, the host wait (ns; int32 from ``device_gaps`` where every one
+    fits), and whether the row after has a launch
     (None: not kept; ``launch_latency`` looks it up). Each gap's [start, end] in ns is not
     held (16 B a gap) but derived: the end of the row before, the start of the row after
     (``ts``, ``dur``: the GPU columns); ``starts`` holds the starts when ``before`` does not
@@ -570,7 +577,9 @@ def device_gaps(
         segment, before, after, np.empty(n, np.int64), gpu.ts, gpu.dur, np.empty(n, bool), starts
     )
     host_waits(events, launch, gaps)
-    return used, gaps
+    # int32 where every host wait fits (a wait is at most its gap): 4 B a gap, not 8, held
+    # to the end of a summary
+    return used, replace(gaps, host_wait=narrowed(gaps.host_wait))
 
 
 def _small(device: np.ndarray, devices: int) -> np.ndarray:

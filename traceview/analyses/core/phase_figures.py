@@ -197,7 +197,7 @@ def _host_waits(gaps: GapSet, rows: list[StepRow]) -> list[int]:
         start = part.start
         order = np.argsort(start, kind="stable")
         start = start[order]
-        cumulative = np.r_[0, np.cumsum(part.host_wait[order])]
+        cumulative = np.r_[0, np.cumsum(part.host_wait[order], dtype=np.int64)]
         host += cumulative[np.searchsorted(start, cpu_end, side="left")]
         host -= cumulative[np.searchsorted(start, cpu_start, side="left")]
     return host.tolist()
