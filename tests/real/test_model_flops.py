@@ -291,3 +291,20 @@ def test_coverage_in_slices_is_the_members_figures(
         whole = model_flops._coverage(*args)
         monkeypatch.undo()
         assert [a.tolist() for a in sliced] == [a.tolist() for a in whole]
+
+
+def test_calls_counted_later_are_the_calls_counted_at_once(real_trace: RealTrace) -> None:
+    """``linked(count=False)`` keeps the model-FLOPs ops' rows as gathered (summary counts
+    them once it has let go of the runtime calls): counted, they are ``linked``'s calls; the
+    rows are given once."""
+    events = real_trace.events
+    at_once = model_flops.linked(events).calls
+    found = model_flops.linked(events, count=False)
+    assert isinstance(found.calls, model_flops.Picked)
+    later = found.counted(events)
+    assert isinstance(at_once, model_flops.Calls)
+    assert later.ts.tolist() == at_once.ts.tolist()
+    assert later.pair.tolist() == at_once.pair.tolist()
+    assert (later.works, later.shapes) == (at_once.works, at_once.shapes)
+    with pytest.raises(RuntimeError, match="taken already"):
+        found.counted(events)

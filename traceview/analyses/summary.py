@@ -277,7 +277,7 @@ def overview(
             events = with_facts(events)
             if trust is None:
                 checks = checks_of(events)[0]
-            found = linked(events, seen, rank, True)
+            found = linked(events, seen, rank, True, count=False)
             if evidence is not None:
                 events = step_phases(events, evidence)
             if calls is None:
@@ -289,6 +289,8 @@ def overview(
             # the runtime calls are used no more but by the launched mask, kept: freed where
             # the caller handed ``events`` over (commands.summary), 16 B a call
             events = without_runtime(events)
+            # the model-FLOPs calls counted once they are let go of (their rows, 28 B a call)
+            found = replace(found, calls=found.counted(events))
             shared = work_out(events, (found.links, first.calls), rank, found.category)
             del first
         else:
@@ -310,7 +312,7 @@ def overview(
             shared.step_rows,
             shared.launch,
             trace_peaks(events, peaks_file),
-            None if found is None else found.calls,
+            None if found is None else found.counted(events),
             None if found is None else found.embeddings,
         )
         del found

@@ -254,13 +254,19 @@ class Linked:
     """What ``steps_model_flops`` needs from the CPU rows, all of it found in the one pass
     that links the ops' launches: the links (without the top ops, and without the launches'
     threads and ends but for ``summary``, see ``linked``), the categories, the model-FLOPs
-    ops' counted calls (16 B a call, not their CPU rows' 36) and the ``aten::embedding``
-    calls' rows."""
+    ops' counted calls (16 B a call, not their CPU rows' 36; or their rows as gathered, to
+    be counted later: ``counted``) and the ``aten::embedding`` calls' rows."""
 
     links: OpLinks
     category: np.ndarray
-    calls: Calls
+    calls: Calls | Picked
     embeddings: np.ndarray
+
+    def counted(self, events: TraceEvents) -> Calls:
+        """The counted calls (the gathered rows let go of as they are)."""
+        if isinstance(self.calls, Calls):
+            return self.calls
+        return _counted_calls(events, self.calls.rows())
 
 
 @dataclass(frozen=True)
@@ -275,7 +281,8 @@ class Known:
 
     @classmethod
     def of(cls, events: TraceEvents, found: Linked) -> Known:
-        return cls(known_rows(events, found.links, found.category), found.calls, found.embeddings)
+        known = known_rows(events, found.links, found.category)
+        return cls(known, found.counted(events), found.embeddings)
 
 
 def linked(
@@ -283,14 +290,17 @@ def linked(
     on_block: Callable[[np.ndarray], None] | None = None,
     rank: np.ndarray | None = None,
     with_ends: bool = False,
+    count: bool = True,
 ) -> Linked:
     """The Linked of ``events``, with the leaf ops alone (int32, ``link_ops``); ``on_block``:
     given every block of CPU rows of that pass too (a caller's own pass, saved; a block is
     valid only during the call); ``rank``: ``name_rank(events.names)`` when the caller has
     it; ``with_ends``: the launches' threads and ends kept (summary); without them the links
-    keep no launch threads (all −1) nor ends (steps). The categories are int8."""
-    calls = _Picked(events, model_rule_names())
-    embeddings = _Picked(events, {EMBEDDING})
+    keep no launch threads (all −1) nor ends (steps). The categories are int8.
+    ``count=False``: the model-FLOPs ops' rows as gathered, counted later (``counted``),
+    by a caller that lets go of more first (summary: the runtime calls)."""
+    calls = Picked(events, model_rule_names())
+    embeddings = Picked(events, {EMBEDDING})
     wanted = optimizer_step_names(events.names)
     spans: list[np.ndarray] = []
     # the names any of them wants: each block's few such rows are picked first
@@ -310,7 +320,8 @@ def linked(
     category = categorize(events, links, optimizer, np.int8)  # CATEGORIES: fewer than 128
     if not with_ends:  # the leaf ops alone: what steps keep to the end
         links = replace(links, thread=np.broadcast_to(np.int32(-1), links.thread.shape))
-    return Linked(links, category, _counted_calls(events, calls.rows()), embeddings.rows())
+    found = Linked(links, category, calls, embeddings.rows())
+    return replace(found, calls=found.counted(events)) if count else found
 
 
 def steps_model_flops(
@@ -358,7 +369,7 @@ def model_flops(
     rows); ``links``, ``category`` and ``launch``: the GPU rows' op links, categories and
     launch times; ``peaks``: the device's peaks and the note when there are none;
     ``call_rows``, ``embedding_rows``: the model-FLOPs ops' counted calls (``Linked``) or
-    their CPU rows, and the CPU rows of ``aten::embedding`` (``_Picked``) when the caller
+    their CPU rows, and the CPU rows of ``aten::embedding`` (``Picked``) when the caller
     gathered them, else read here."""
     known = Known(known_rows(events, links, category), call_rows, embedding_rows)
     return _model_flops(events, known, rows, launch, peaks)
@@ -428,13 +439,14 @@ _PICKED_FIELDS = tuple(name for name in FIELDS if name != "correlation")
 PICKED = np.dtype([(name, ROW[name]) for name in _PICKED_FIELDS])
 
 
-class _Picked:
+class Picked:
     """The CPU ops named one of ``names``, gathered block by block (PICKED's fields)."""
 
     def __init__(self, events: TraceEvents, names: Collection[str]) -> None:
         self.wanted = np.array([n in names for n in events.names] + [False])
         self.any = bool(self.wanted.any())
         self.parts: list[np.ndarray] = []
+        self.taken = False
 
     def add(self, block: np.ndarray) -> None:
         if self.any:
@@ -445,7 +457,10 @@ class _Picked:
             self.parts.append(part)
 
     def rows(self) -> np.ndarray:
-        """The rows gathered, the parts let go of as they are copied (not both held)."""
+        """The rows gathered, the parts let go of as they are copied (not both held): once."""
+        if self.taken:
+            raise RuntimeError("the picked rows were taken already")
+        self.taken = True
         return joined(self.parts, PICKED)
 
     @classmethod
@@ -463,7 +478,7 @@ def _counted_calls(events: TraceEvents, rows: np.ndarray | None = None) -> Calls
     on their thread (wrappers: the innermost calls carry the work); ``rows``: those ops' CPU
     rows, else read here."""
     if rows is None:
-        rows = _Picked.read(events, model_rule_names())
+        rows = Picked.read(events, model_rule_names())
     width = len(events.shapes) + 1
     # by (thread, ts, −end), each column taken in that order only while it is needed
     order = lex_order((-rows["end"], rows["ts"], rows["thread"]))
@@ -605,7 +620,7 @@ class _LeafKnown:
     def __init__(self, events: TraceEvents, links: OpLinks) -> None:
         self.events, self.links = events, links
         self.usable = links.leaf_shape is not None and len(links.leaf) == len(events.gpu.ts)
-        self.rule = _Picked(events, model_rule_names()).wanted  # per name id (and −1: False)
+        self.rule = Picked(events, model_rule_names()).wanted  # per name id (and −1: False)
         self.width = len(events.shapes) + 1
         self.known: dict[int, bool] = {}
 
@@ -641,7 +656,7 @@ def _tokens(
     if not windows:
         return out
     if rows is None:
-        rows = _Picked.read(events, {EMBEDDING})
+        rows = Picked.read(events, {EMBEDDING})
     if len(rows) == 0:
         return out
     step = _step_of(rows["ts"].astype(np.int64), windows)
