@@ -79,11 +79,10 @@ class DeviceUsage:
 class GapSet:
     """Gaps as columns: the device (its index in ``device_of_stream``'s values), the GPU
     rows before and after, the host wait (ns; int32 from ``device_gaps`` where every one
-    fits), and whether the row after has a launch
-    (None: not kept; ``launch_latency`` looks it up). Each gap's [start, end] in ns is not
-    held (16 B a gap) but derived: the end of the row before, the start of the row after
-    (``ts``, ``dur``: the GPU columns); ``starts`` holds the starts when ``before`` does not
-    (``device_gaps(with_before=False)``)."""
+    fits), and whether the row after has a launch (None: not kept; ``launch_latency``
+    looks it up). Each gap's [start, end] in ns is not held (16 B a gap) but derived: the
+    end of the row before, the start of the row after (``ts``, ``dur``: the GPU columns);
+    ``starts`` holds the starts when ``before`` does not (``device_gaps(with_before=False)``)."""
 
     device: np.ndarray
     before: np.ndarray
