@@ -551,7 +551,7 @@ def device_gaps(
     del order
     # the sorted rows' starts and ends again where needed (neither held a second time)
     ends_of, starts_of = partial(_ends, events, rows), partial(_starts, events, rows)
-    columns = [_devices_of(events, rows, device), gpu.ts[:0], _every_end(events, rows)]
+    columns = [_devices_of(events, rows, device), gpu.ts[:0], _ends(events, rows, slice(None))]
     u = unions_in_order(
         columns,
         neighbours=True,
@@ -591,9 +591,12 @@ def _small(device: np.ndarray, devices: int) -> np.ndarray:
 
 
 def _ends(events: TraceEvents, rows: np.ndarray, at: slice) -> np.ndarray:
-    """The ends of ``rows[at]``."""
-    end: np.ndarray = events.gpu.dur[rows[at]]
-    end += events.gpu.ts[rows[at]]
+    """The ends of ``rows[at]``, their starts added a pass at a time (no array of as many
+    starts, 8 B a row, beside them)."""
+    part = rows[at]
+    end: np.ndarray = events.gpu.dur[part]
+    for lo in range(0, len(part), _PASS):
+        end[lo : lo + _PASS] += events.gpu.ts[part[lo : lo + _PASS]]
     return end
 
 
@@ -605,15 +608,6 @@ def _devices_of(events: TraceEvents, rows: np.ndarray, device: np.ndarray) -> np
     for lo in range(0, len(rows), _PASS):
         out[lo : lo + _PASS] = device[stream[rows[lo : lo + _PASS]]]
     return out
-
-
-def _every_end(events: TraceEvents, rows: np.ndarray) -> np.ndarray:
-    """The ends of ``rows``, their starts added a pass at a time (no row-sized array of the
-    starts, 8 B a row, beside them)."""
-    end: np.ndarray = events.gpu.dur[rows]
-    for lo in range(0, len(rows), _PASS):
-        end[lo : lo + _PASS] += events.gpu.ts[rows[lo : lo + _PASS]]
-    return end
 
 
 def _rows_at(rows: np.ndarray, positions: np.ndarray) -> np.ndarray:
