@@ -8,7 +8,7 @@ data), and ids below a small bound group with a bincount instead of a sort.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -271,6 +271,12 @@ def positions_where(mask: np.ndarray) -> np.ndarray:
         out[at : at + len(found)] = found
         at += len(found)
     return out
+
+
+def ids_dtype(count: int) -> type[np.signedinteger[Any]]:
+    """The dtype for ids in [−1, ``count``): int16 where they fit (a trace's threads,
+    devices or op groups: 2 B a row where they are held per row), else int32."""
+    return np.int16 if count <= np.iinfo(np.int16).max else np.int32
 
 
 def narrowed(ids: np.ndarray) -> np.ndarray:

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from traceview.aggregate import sums
-from traceview.aggregate.order import distinct
+from traceview.aggregate.order import distinct, ids_dtype
 from traceview.aggregate.sorted_runs import in_sorted
 from traceview.analyses.core.devices import (
     NO_LAUNCH,
@@ -238,8 +238,7 @@ class _Trace:
             if by_stream:
                 group = gpu.stream if streams > 1 else None
             else:
-                small = len(self.device_values) <= np.iinfo(np.int16).max
-                index = self.stream_device.astype(np.int16 if small else np.int32)
+                index = self.stream_device.astype(ids_dtype(len(self.device_values)))
                 group = index[gpu.stream]
             self._runs[by_stream] = (group_order(group, gpu.ts), group)
         return self._runs[by_stream]

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from traceview.aggregate.order import distinct, lex_order, packed_order
+from traceview.aggregate.order import distinct, ids_dtype, lex_order, packed_order
 from traceview.aggregate.percentiles import median
 from traceview.aggregate.sorted_runs import in_sorted
 from traceview.analyses.core.graphs import GRAPH_LAUNCH
@@ -76,8 +76,7 @@ class _CallColumns:
         self.runtime = runtime
         self.name = np.empty(size, dtype=np.int32)
         self.dur = np.empty(size, dtype=np.int32)
-        small = len(events.threads) <= np.iinfo(np.int16).max
-        self.thread = np.empty(size, dtype=np.int16 if small else np.int32)
+        self.thread = np.empty(size, dtype=ids_dtype(len(events.threads)))
         own = runtime is None
         self.ts = np.empty(size if own else 0, dtype=np.int64)
         self.correlation = np.empty(size if own else 0, dtype=np.int64)

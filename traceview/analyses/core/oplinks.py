@@ -24,7 +24,13 @@ from typing import Any
 
 import numpy as np
 
-from traceview.aggregate.order import concat_ranges, distinct, first_of_runs, lex_order
+from traceview.aggregate.order import (
+    concat_ranges,
+    distinct,
+    first_of_runs,
+    ids_dtype,
+    lex_order,
+)
 from traceview.aggregate.sorted_pairs import SortedPairs
 from traceview.analyses.core.devices import NO_LAUNCH, LaunchIndex, first_launch, name_rank
 from traceview.columns.cpu_rows import NO_SHAPE, OP, CpuRows
@@ -68,8 +74,9 @@ def link_ops(
     with_end = with_top if with_end is None else with_end
     dtype = np.int32
     # the launches' threads int16 where the trace's threads allow (2 B a GPU row held)
-    few = len(events.threads) <= np.iinfo(np.int16).max
-    launch, thread, launch_ns = _launches(events, on_block, with_end, np.int16 if few else dtype)
+    launch, thread, launch_ns = _launches(
+        events, on_block, with_end, ids_dtype(len(events.threads))
+    )
     rank = name_rank(events.names) if rank is None else rank
     points = _Points(thread, launch)  # its sort's key gone before the links are made
     leaf = (np.full(n, NO_OP, dtype=dtype), np.full(n, NO_SHAPE, dtype=dtype))

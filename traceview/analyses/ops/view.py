@@ -21,7 +21,7 @@ import numpy as np
 
 from traceview.aggregate import sums
 from traceview.aggregate.intervals import RunningUnions
-from traceview.aggregate.order import positions_where
+from traceview.aggregate.order import ids_dtype, positions_where
 from traceview.aggregate.percentiles import nearest_rank
 from traceview.analyses.core.categories import CATEGORIES, categorize
 from traceview.analyses.core.devices import NO_LAUNCH, busy_by_device, device_of_stream
@@ -431,8 +431,7 @@ def _by_kernel(
     if len(rows):  # the last pass's views would hold the kernels' columns
         del at, g, launch, has, call
     # each GPU row's group (−1: no kernel), int16 where the groups allow: 2 B a row
-    small = n <= np.iinfo(np.int16).max
-    group_of_row = np.full(len(gpu.ts), -1, dtype=np.int16 if small else np.int32)
+    group_of_row = np.full(len(gpu.ts), -1, dtype=ids_dtype(n))
     group_of_row[rows] = group
     del rows, group  # the kernels' rows are found again a pass at a time from here
     delay = _launch_delay(events, links, group_of_row, once, delayed, (low, high))
