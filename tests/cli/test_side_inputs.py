@@ -123,6 +123,37 @@ def test_a_latin1_byte_in_a_bad_row_is_skipped(tmp_path: Path) -> None:
     assert "Traceback" not in r.stderr and "1 power log rows" in r.stderr
 
 
+def test_a_bad_row_is_skipped_on_the_reading_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The skipping handler (Python) runs on the thread that reads, not Arrow's pool: called
+    from there it once aborted the process at exit."""
+    import threading
+
+    import pyarrow.csv as pa_csv
+
+    from traceview.columns.power import read_power_log
+
+    threads: list[int] = []
+    parse_options = pa_csv.ParseOptions
+
+    def watched(*args: object, invalid_row_handler: object = None, **kwargs: object) -> object:
+        assert callable(invalid_row_handler)
+
+        def handler(row: object) -> object:
+            threads.append(threading.get_ident())
+            return invalid_row_handler(row)
+
+        return parse_options(*args, invalid_row_handler=handler, **kwargs)
+
+    monkeypatch.setattr(pa_csv, "ParseOptions", watched)
+    rows = _covering()
+    bad = [f"{T0_TEXT}:00.{ms:03d}, 0, 100 W, extra" for ms in range(1, 200)]
+    log = _log(tmp_path / "p.csv", [rows[0], *bad, rows[1]])
+    read_power_log(log, None, "", 0)
+    assert threads and set(threads) == {threading.get_ident()}
+
+
 @pytest.mark.parametrize(
     ("gpus", "code", "fragment"),
     [

@@ -147,7 +147,9 @@ def _read_table(path: Path) -> tuple[Any, int]:
     try:
         table = pa_csv.read_csv(
             pa.BufferReader(data),
-            read_options=pa_csv.ReadOptions(column_names=names, skip_rows=1),
+            # on this thread: the handler, Python, called from Arrow's pool once aborted the
+            # process at exit (std::terminate; apache/arrow#34314); the logs are small
+            read_options=pa_csv.ReadOptions(column_names=names, skip_rows=1, use_threads=False),
             parse_options=pa_csv.ParseOptions(invalid_row_handler=skip),
             convert_options=pa_csv.ConvertOptions(
                 column_types=dict.fromkeys(names, pa.string()), strings_can_be_null=False
