@@ -550,8 +550,8 @@ def device_gaps(
     rows = rows[order]
     del order
     # the sorted rows' starts and ends again where needed (neither held a second time)
-    ends_of, starts_of = partial(_ends, events, rows), partial(_starts, events, rows)
-    columns = [_devices_of(events, rows, device), gpu.ts[:0], _ends(events, rows, slice(None))]
+    ends_of, starts_of = partial(row_ends, events, rows), partial(row_starts, events, rows)
+    columns = [_devices_of(events, rows, device), gpu.ts[:0], row_ends(events, rows, slice(None))]
     u = unions_in_order(
         columns,
         neighbours=True,
@@ -590,7 +590,7 @@ def _small(device: np.ndarray, devices: int) -> np.ndarray:
     return device
 
 
-def _ends(events: TraceEvents, rows: np.ndarray, at: slice) -> np.ndarray:
+def row_ends(events: TraceEvents, rows: np.ndarray, at: slice) -> np.ndarray:
     """The ends of ``rows[at]``, their starts added a pass at a time (no array of as many
     starts, 8 B a row, beside them)."""
     part = rows[at]
@@ -621,7 +621,7 @@ def _rows_at(rows: np.ndarray, positions: np.ndarray) -> np.ndarray:
     return positions
 
 
-def _starts(events: TraceEvents, rows: np.ndarray, at: np.ndarray | slice) -> np.ndarray:
+def row_starts(events: TraceEvents, rows: np.ndarray, at: np.ndarray | slice) -> np.ndarray:
     """The starts of ``rows[at]``."""
     start: np.ndarray = events.gpu.ts[rows[at]]
     return start
