@@ -20,7 +20,7 @@ import numpy as np
 from traceview.aggregate import sums
 from traceview.aggregate.order import fits_int32, present
 from traceview.analyses import hints as hint_rules
-from traceview.analyses.audit import MFU, Figure, checks_of, figures_json, verdicts
+from traceview.analyses.audit import MFU, Check, Figure, checks_of, figures_json, verdicts
 from traceview.analyses.core.breakdown import Breakdown, breakdowns
 from traceview.analyses.core.categories import CATEGORIES
 from traceview.analyses.core.common import Shared, every_gap, work_out
@@ -237,6 +237,7 @@ def overview(
     trust: dict[str, Figure] | None = None,
     phases_here: bool = False,
     aside: Aside | None = None,
+    checks: tuple[Check, ...] | None = None,
 ) -> Overview:
     """Everything ``summary`` shows, from one read of the trace (CPU rows included);
     ``shared``: the op links, op calls, device usage and gaps and step table, when the
@@ -250,9 +251,9 @@ def overview(
     CallsAndKernels (the op calls in a pass of their own) are worked out while this process
     links the ops, sets the phases and runs audit's checks, and then the DeviceHints while
     it works out the operators, MFU and the launches (``shared`` None); the result is the
-    same."""
+    same. ``checks``: audit's checks of ``events``, when the caller ran them (before it let
+    go of the runtime calls: without_runtime)."""
     found = None
-    checks = None
     split = aside is not None and shared is None
     pending: list[Later[Any]] = []  # stopped on the way out, whatever happens
     try:
@@ -275,7 +276,7 @@ def overview(
             # the trace's facts (summarize's data checks, ~40 B a GPU row at their peak) and
             # audit's checks before the links are held
             events = with_facts(events)
-            if trust is None:
+            if trust is None and checks is None:
                 checks = checks_of(events)[0]
             found = linked(events, seen, rank, True, count=False)
             if evidence is not None:

@@ -677,10 +677,11 @@ def report(
 ) -> None:
     """``traceview report``: one self-contained HTML page from one read of the trace."""
     from traceview.analyses.core.common import work_out
+    from traceview.analyses.core.prelaunch import without_runtime
     from traceview.app.memory import reuse_freed_memory
     from traceview.cache import op_links as stored_links
     from traceview.columns.model import flows_for_frames
-    from traceview.render.html.documents import collect
+    from traceview.render.html.documents import calls_read, collect
     from traceview.render.html.page import plotly_path
 
     if options.rank is not None:
@@ -696,7 +697,11 @@ def report(
     if where is not None and linked is None:
         wait_for_cache_writes()  # the entry, written in the background
         stored_links.save(where, events, shared.links, shared.calls)
-    write_page(collect(events, options, shared), output, force, (path,))
+    # the documents that read the runtime calls first: the others go without them but for
+    # the launched mask (16 B a call)
+    first = calls_read(events, shared)
+    events = without_runtime(events)
+    write_page(collect(events, options, shared, first), output, force, (path,))
 
 
 def write_page(docs: Documents, output: Path, force: bool, inputs: Sequence[Path]) -> None:

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
+from traceview.analyses.audit import Check, checks_of
 from traceview.analyses.core.common import Shared, work_out
 from traceview.analyses.gaps import GapOptions, analyse_gaps
 from traceview.analyses.kernels import KernelOptions, analyse_kernels
@@ -70,10 +71,32 @@ class Documents:
     step_breakdown: dict[str, Any] | None = None
 
 
-def collect(events: TraceEvents, options: ReportOptions, shared: Shared | None = None) -> Documents:
+@dataclass(frozen=True)
+class CallsRead:
+    """What the documents read the runtime calls for: audit's checks (the summary's verdicts)
+    and the GPU time by Python stack. Worked out first, a caller lets go of the calls
+    (without_runtime) for the other documents."""
+
+    checks: tuple[Check, ...]
+    stacks: Sequence[StackLine]
+
+
+def calls_read(events: TraceEvents, shared: Shared) -> CallsRead:
+    """The documents' work that reads ``events``' runtime calls."""
+    return CallsRead(checks_of(events, shared.links.launch)[0], _stacks(events))
+
+
+def collect(
+    events: TraceEvents,
+    options: ReportOptions,
+    shared: Shared | None = None,
+    first: CallsRead | None = None,
+) -> Documents:
     """Every document from the one ``events`` (read with its CPU rows); what several
     analyses need (op links, op calls, step table, device usage and gaps) is worked out once
-    (``shared``: when the caller has it already)."""
+    (``shared``: when the caller has it already). ``first``: calls_read of ``events`` and
+    ``shared``, when the caller has it (then ``events`` may be without their runtime calls:
+    without_runtime)."""
     step = pick_step(events, options.timeline_step)
     shared = work_out(events) if shared is None else shared
     gaps = shared.gaps
@@ -89,7 +112,7 @@ def collect(events: TraceEvents, options: ReportOptions, shared: Shared | None =
     steps = render_steps.as_json(shared.trace, shared.step_rows, flops)
     kernels = analyse_kernels(events, KernelOptions(top=0), shared)
     return Documents(
-        summary=overview(events, shared).as_json(),
+        summary=overview(events, shared, checks=None if first is None else first.checks).as_json(),
         kernels=render_kernels.as_json(kernels),
         gaps=analyse_gaps(events, GapOptions(largest=LARGEST_GAPS), shared).as_json(),
         steps=steps,
@@ -102,7 +125,7 @@ def collect(events: TraceEvents, options: ReportOptions, shared: Shared | None =
         names=events.names,
         memory=render_memory.as_json(shared.trace, analyse_memory(events)),
         graph_steps=graph_steps(events, shared.graphs, shared.launch),
-        stacks=_stacks(events),
+        stacks=_stacks(events) if first is None else first.stacks,
         step_breakdown=step_breakdown(events, shared.step_rows, shared.category, gaps).as_json(),
     )
 
