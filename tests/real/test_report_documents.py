@@ -30,7 +30,7 @@ def test_the_page_is_the_same_without_the_runtime_calls(trace: RealTrace) -> Non
     events = flows_for_frames(events)
     shared = work_out(events)
     want = render_bytes(collect(events, ReportOptions(), shared), INFO)
-    first = calls_read(events, shared)
+    first = calls_read(events)
     lean = without_runtime(events)
     assert isinstance(lean.runtime.ts, Dropped) or not len(events.gpu.ts)
     assert render_bytes(collect(lean, ReportOptions(), shared, first), INFO) == want

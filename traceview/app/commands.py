@@ -692,14 +692,14 @@ def report(
     where = stored_links.place(path, read)  # before the read: the trace's identity then
     events = read_trace(path, read, keep_cpu=True, memory=True, frames=True, unused=_unused())
     events = flows_for_frames(events)  # the flame graph's: none without frames
+    # what reads the runtime calls first, before the links (its temporaries not on top of
+    # them); the other documents go without the calls but for the launched mask (16 B a call)
+    first = calls_read(events)
     linked = None if where is None or read.refresh else stored_links.load(where, events)
     shared = work_out(events, linked)
     if where is not None and linked is None:
         wait_for_cache_writes()  # the entry, written in the background
         stored_links.save(where, events, shared.links, shared.calls)
-    # the documents that read the runtime calls first: the others go without them but for
-    # the launched mask (16 B a call)
-    first = calls_read(events, shared)
     events = without_runtime(events)
     write_page(collect(events, options, shared, first), output, force, (path,))
 

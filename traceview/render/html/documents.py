@@ -81,9 +81,9 @@ class CallsRead:
     stacks: Sequence[StackLine]
 
 
-def calls_read(events: TraceEvents, shared: Shared) -> CallsRead:
+def calls_read(events: TraceEvents) -> CallsRead:
     """The documents' work that reads ``events``' runtime calls."""
-    return CallsRead(checks_of(events, shared.links.launch)[0], _stacks(events))
+    return CallsRead(checks_of(events)[0], _stacks(events))
 
 
 def collect(
