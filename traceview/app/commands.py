@@ -527,10 +527,13 @@ def trim(path: Path, options: TrimOptions, read: ReadOptions, output: Path, forc
 def export(path: Path, read: ReadOptions, directory: Path, force: bool) -> None:
     """``traceview export``: the trace's tables as Parquet files in ``directory``."""
     from traceview.cache.store import EXPORT_FILES, export_tables
+    from traceview.columns.model import canonical
     from traceview.render.output import check_export_dir, removed_on_failure
 
     check_export_dir(directory, force, (path,), EXPORT_FILES)
-    events = read_trace(path, read, keep_cpu=True, memory=True, frames=True)
+    # canonical as read: the read's own ids and columns go (the names, launches, flows and
+    # frames renumbered: 26 MB at 7.8 GB)
+    events = canonical(read_trace(path, read, keep_cpu=True, memory=True, frames=True))
     try:
         with removed_on_failure(directory, EXPORT_FILES):
             directory.mkdir(parents=True, exist_ok=True)

@@ -30,7 +30,6 @@ from traceview.columns.model import (
     StreamKey,
     TraceEvents,
     TraceFacts,
-    canonical,
     without_cpu,
 )
 from traceview.columns.packed_names import PackedNames
@@ -124,11 +123,11 @@ _HOW_CUT = ("chunks", "repaired_chunks")
 
 
 def export_tables(events: TraceEvents, directory: Path) -> list[str]:
-    """Write the tables (with CPU ones when ``events`` has them) and meta.json for users, as
-    no read strategy shapes them (columns.model.canonical): the same files however the
-    trace was read."""
+    """Write the tables (with CPU ones when ``events`` has them) and meta.json for users.
+    ``events`` are canonical (columns.model.canonical: as no read strategy shapes them), so
+    the files are the same however the trace was read; the caller makes them so, the read's
+    own let go of (their renumbered columns are not held twice)."""
     keep_cpu = bool(events.threads) or len(events.cpu) > 0
-    events = canonical(events)
     sizes = _write_tables(directory, events, keep_cpu, frames=True)
     meta = _meta(events, sizes)
     # how the text was cut into chunks: each reader cuts it its own way (docs/reader.md)
