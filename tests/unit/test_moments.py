@@ -152,3 +152,34 @@ def test_counted_rows_equal_the_counted_rows_alone(
         kept = alone.count > 0
         assert np.array_equal(getattr(got, name)[:GROUPS][kept], getattr(alone, name)[kept])
     assert got.std()[:GROUPS].tobytes() == alone.std().tobytes()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    data=grouped_values(),
+    batch=st.integers(1, 30),
+    piece=st.integers(1, 7),
+    negative=st.booleans(),
+)
+def test_m2_in_pieces_is_the_batch_s_bincount_to_the_last_bit(
+    data: tuple[np.ndarray, np.ndarray, list[int]], batch: int, piece: int, negative: bool
+) -> None:
+    """Each batch's squares added a piece at a time (np.add.at) are, to the last bit, what
+    one bincount over the batch adds: the sums in the same order."""
+    group, values, _ = data
+    values = values - 5 * 10**8 if negative else values
+    got = moments.accumulate(group, values, GROUPS, batch=batch)
+    m2 = np.zeros(GROUPS)
+    for lo in range(0, len(values), batch):
+        part = group[lo : lo + batch]
+        squares = values[lo : lo + batch] - got.mean[part]
+        squares *= squares
+        m2 += np.bincount(part, weights=squares, minlength=GROUPS)
+    assert got.m2.tobytes() == m2.tobytes()
+    old = moments._PIECE
+    try:
+        moments._PIECE = piece
+        small = moments.accumulate(group, values, GROUPS, batch=batch)
+    finally:
+        moments._PIECE = old
+    assert small.m2.tobytes() == m2.tobytes()

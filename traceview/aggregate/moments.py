@@ -122,11 +122,28 @@ def accumulate(
     else:
         bounds = _batches(len(values), batch, positions)
     for start, stop in bounds:
-        part = group[start:stop]
-        squares = values[start:stop] - mean[part]
-        squares *= squares
-        m2 += np.bincount(part, weights=squares, minlength=groups)
+        m2 += _batch_m2(group, values, mean, start, stop)
     return Moments(count, total, minimum, maximum, mean, m2)
+
+
+_PIECE = 1 << 16  # values squared at a time inside a batch
+
+
+def _batch_m2(
+    group: np.ndarray, values: np.ndarray, mean: np.ndarray, start: int, stop: int
+) -> np.ndarray:
+    """Per group, the summed squared distances to ``mean`` of values[start:stop], each
+    group's added in the values' order: what ``np.bincount(..., weights=)`` over the batch
+    gives, to the last bit (np.add.at adds in the same order), with _PIECE values' squares
+    at a time, not the batch's (16 B a value)."""
+    out = np.zeros(len(mean))
+    for lo in range(start, stop, _PIECE):
+        hi = min(lo + _PIECE, stop)
+        part = group[lo:hi]
+        squares = values[lo:hi] - mean[part]
+        squares *= squares
+        np.add.at(out, part, squares)
+    return out
 
 
 def extremes(
