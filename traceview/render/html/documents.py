@@ -94,8 +94,8 @@ def collect(
 ) -> Documents:
     """Every document from the one ``events`` (read with its CPU rows); what several
     analyses need (op links, op calls, step table, device usage and gaps) is worked out once
-    (``shared``: when the caller has it already). ``first``: calls_read of ``events`` and
-    ``shared``, when the caller has it (then ``events`` may be without their runtime calls:
+    (``shared``: when the caller has it already). ``first``: calls_read of ``events``, when
+    the caller has it (then ``events`` may be without their runtime calls:
     without_runtime)."""
     step = pick_step(events, options.timeline_step)
     shared = work_out(events) if shared is None else shared
