@@ -61,11 +61,11 @@ def every_gap(
     ``rank``: ``name_rank``), as a Shared holds them."""
     n = len(events.gpu.ts)
     # int32 rows where they fit, as gaps passes them: the gaps' before and after rows half
-    # the size, held to the end of a summary; handed over: freed inside once sorted
-    every = np.arange(n, dtype=np.int32 if n < 2**31 else np.int64)
-    held = [every]
-    del every
-    return device_gaps(events, held.pop(), launch, rank)
+    # the size, held to the end of a summary; passed as a temporary (no name holds it):
+    # freed inside once sorted
+    return device_gaps(
+        events, np.arange(n, dtype=np.int32 if n < 2**31 else np.int64), launch, rank
+    )
 
 
 def work_out(

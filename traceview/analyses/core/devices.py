@@ -646,17 +646,13 @@ def end_and_name_ties(
     return ties
 
 
-def row_columns(
-    events: TraceEvents, rows: np.ndarray, segment_of_stream: np.ndarray | None = None
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The segment (``segment_of_stream`` per stream id; None: the stream), start and end
-    of ``rows``."""
+def row_columns(events: TraceEvents, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The stream, start and end of ``rows``."""
     gpu = events.gpu
     ts = gpu.ts[rows]
     end = gpu.dur[rows]
     end += ts
-    stream = gpu.stream[rows]
-    return (stream if segment_of_stream is None else segment_of_stream[stream]), ts, end
+    return gpu.stream[rows], ts, end
 
 
 def host_waits(events: TraceEvents, launch: np.ndarray | None, gaps: GapSet) -> None:
