@@ -531,15 +531,14 @@ def export(path: Path, read: ReadOptions, directory: Path, force: bool) -> None:
     from traceview.render.output import check_export_dir, removed_on_failure
 
     check_export_dir(directory, force, (path,), EXPORT_FILES)
-    # canonical as read: the read's own ids and columns go (the names, launches, flows and
-    # frames renumbered: 26 MB at 7.8 GB)
-    events = canonical(read_trace(path, read, keep_cpu=True, memory=True, frames=True))
-    try:
-        with removed_on_failure(directory, EXPORT_FILES):
-            directory.mkdir(parents=True, exist_ok=True)
-            names = export_tables(events, directory)
-    except OSError as e:
-        raise TraceviewError(f"{directory}: cannot write: {e.strerror or e}") from None
+    with removed_on_failure(directory, EXPORT_FILES):
+        # canonical as read: the read's own ids and columns go (the names, launches, flows and
+        # frames renumbered: 26 MB at 7.8 GB); handed over as made, so that export_tables
+        # lets go of each large table once written (nothing here holds them)
+        names = export_tables(
+            canonical(read_trace(path, read, keep_cpu=True, memory=True, frames=True)),
+            directory,
+        )
     stderr_console().print(f"Wrote {directory} ({', '.join(names)})", markup=False)
 
 

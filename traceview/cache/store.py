@@ -59,6 +59,7 @@ from traceview.columns.schema import (
     TABLES as COLUMN_TABLES,
 )
 from traceview.columns.segments import Segments
+from traceview.errors import TraceviewError
 from traceview.read.reader import ReadStats
 
 # 2: cpu.parquet holds int32 thread and name ids and is checked by a digest in meta.json.
@@ -88,6 +89,10 @@ SHAPE_COLUMNS = ("dims", "types", "concrete")
 # and a group of 2^20 rows (pyarrow's default) decodes to 42 MB at once: measured in
 # benchmarks/RESULTS-rust-43c.md ("summary's frames").
 FRAME_ROW_GROUP = 1 << 16
+# gpu.parquet's row groups in an export: its writer's first table, written while the read's
+# other tables are still held; with 2^18 rows, not pyarrow's 2^20, `export` of the H200 big
+# trace's 15 copies peaked at 251 MB, not 258 (benchmarks/RESULTS-rust-43c.md).
+_GPU_GROUP = 1 << 18
 EXPORT_FILES = (*TABLES, *CPU_TABLES, *FRAME_TABLES, META)
 
 
@@ -126,25 +131,51 @@ def export_tables(events: TraceEvents, directory: Path) -> list[str]:
     """Write the tables (with CPU ones when ``events`` has them) and meta.json for users.
     ``events`` are canonical (columns.model.canonical: as no read strategy shapes them), so
     the files are the same however the trace was read; the caller makes them so, the read's
-    own let go of (their renumbered columns are not held twice)."""
+    own let go of (their renumbered columns are not held twice). They are handed over (the
+    caller passes the call that makes them, and keeps no reference): the largest tables are
+    written first, each let go of once written, so the others are written without them.
+    ``directory`` is made if missing; a file that cannot be written raises TraceviewError."""
     keep_cpu = bool(events.threads) or len(events.cpu) > 0
-    sizes = _write_tables(directory, events, keep_cpu, frames=True)
-    meta = _meta(events, sizes)
-    # how the text was cut into chunks: each reader cuts it its own way (docs/reader.md)
-    meta["read"] = {k: v for k, v in meta["read"].items() if k not in _HOW_CUT}
-    (directory / META).write_bytes(orjson.dumps(meta, option=orjson.OPT_INDENT_2))
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        first = {"gpu.parquet": _write(directory / "gpu.parquet", _columns(events.gpu), _GPU_GROUP)}
+        events = replace(events, gpu=empty(GpuColumns))
+        first["runtime.parquet"] = _write(directory / "runtime.parquet", _columns(events.runtime))
+        events = replace(events, runtime=empty(RuntimeColumns))
+        if keep_cpu:  # the flows go with the CPU tables (_write_tables)
+            flows = _columns(_flows(events))
+            first["flows.parquet"] = _write(directory / "flows.parquet", flows)
+            del flows
+            events = replace(events, flows=empty(FlowColumns))
+        sizes = _write_tables(directory, events, keep_cpu, frames=True, written=first)
+        meta = _meta(events, sizes)
+        # how the text was cut into chunks: each reader cuts it its own way (docs/reader.md)
+        meta["read"] = {k: v for k, v in meta["read"].items() if k not in _HOW_CUT}
+        (directory / META).write_bytes(orjson.dumps(meta, option=orjson.OPT_INDENT_2))
+    except OSError as e:
+        raise TraceviewError(f"{directory}: cannot write: {e.strerror or e}") from None
     return [*sizes, META]
 
 
 def _write_tables(
-    directory: Path, events: TraceEvents, keep_cpu: bool, frames: bool = False
+    directory: Path,
+    events: TraceEvents,
+    keep_cpu: bool,
+    frames: bool = False,
+    written: dict[str, int] | None = None,
 ) -> dict[str, int]:
-    """Write every table; their sizes by file name. The frames' tables with the CPU ones when
-    the read kept frames, or when ``frames`` (an export: empty without them)."""
+    """Write every table but those ``written`` already; the sizes of all, by file name, in
+    EXPORT_FILES' order. The frames' tables with the CPU ones when the read kept frames, or
+    when ``frames`` (an export: empty without them)."""
+    done = written or {}
     _memory_pool()  # pyarrow imported before the CPU rows' thread starts (it would too)
     cpu = _Beside(_write_cpu, directory / "cpu.parquet", events.cpu) if keep_cpu else None
     try:
-        sizes = {n: _write(directory / n, table) for n, table in event_tables(events).items()}
+        sizes = {
+            n: _write(directory / n, table)
+            for n, table in event_tables(events).items()
+            if n not in done
+        }
     finally:
         cpu_size = cpu.result() if cpu is not None else 0
     if keep_cpu:
@@ -158,10 +189,17 @@ def _write_tables(
             sizes["frames.parquet"] = _write(
                 directory / "frames.parquet", frames_table, row_group_size=FRAME_ROW_GROUP
             )
-            # a read that kept only the long frames left the flows unread: none stored
-            flows = empty(FlowColumns) if isinstance(events.flows.flow, Dropped) else events.flows
-            sizes["flows.parquet"] = _write(directory / "flows.parquet", _columns(flows))
-    return sizes
+            if "flows.parquet" not in done:
+                sizes["flows.parquet"] = _write(
+                    directory / "flows.parquet", _columns(_flows(events))
+                )
+    sizes.update(done)
+    return {n: sizes[n] for n in EXPORT_FILES if n in sizes}
+
+
+def _flows(events: TraceEvents) -> FlowColumns:
+    """The flows to store: none when a read that kept only the long frames left them unread."""
+    return empty(FlowColumns) if isinstance(events.flows.flow, Dropped) else events.flows
 
 
 class _Beside:
