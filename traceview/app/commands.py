@@ -698,12 +698,12 @@ def report(
     # them); the other documents go without the calls but for the launched mask (16 B a call)
     first = calls_read(events)
     linked = None if where is None or read.refresh else stored_links.load(where, events)
-    shared = work_out(events, linked)
+    held = [work_out(events, linked)]  # handed over: collect lets go of most of the links
     if where is not None and linked is None:
         wait_for_cache_writes()  # the entry, written in the background
-        stored_links.save(where, events, shared.links, shared.calls)
+        stored_links.save(where, events, held[0].links, held[0].calls)
     events = without_runtime(events)
-    write_page(collect(events, options, shared, first), output, force, (path,))
+    write_page(collect(events, options, held.pop(), first), output, force, (path,))
 
 
 def write_page(docs: Documents, output: Path, force: bool, inputs: Sequence[Path]) -> None:

@@ -35,6 +35,7 @@ from traceview.aggregate.sorted_pairs import SortedPairs
 from traceview.analyses.core.devices import NO_LAUNCH, LaunchIndex, first_launch, name_rank
 from traceview.columns.cpu_rows import NO_SHAPE, OP, CpuRows
 from traceview.columns.model import TraceEvents
+from traceview.columns.schema import dropped
 
 NO_OP = -1
 
@@ -106,6 +107,25 @@ def _durations(dur: np.ndarray) -> np.ndarray:
     out = dur.astype(np.int32)
     out[~has] = info.min
     return out
+
+
+def launches_only(links: OpLinks) -> OpLinks:
+    """``links`` with their launch times alone: every other column Dropped (its length, no
+    data; any read of it fails loudly), for what reads the launch times and nothing else."""
+    n = len(links.launch)
+
+    def gone(column: np.ndarray | None) -> np.ndarray | None:
+        return None if column is None else dropped(column.dtype, n)
+
+    return OpLinks(
+        leaf=dropped(links.leaf.dtype, n),
+        top=dropped(links.top.dtype, n),
+        thread=dropped(links.thread.dtype, n),
+        launch=links.launch,
+        launch_ns=dropped(links.launch_ns.dtype, n),
+        leaf_shape=gone(links.leaf_shape),
+        top_shape=gone(links.top_shape),
+    )
 
 
 def _all(n: int, value: int) -> np.ndarray:
