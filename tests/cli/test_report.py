@@ -296,3 +296,36 @@ def test_collect_lets_go_of_the_links_but_their_launch_times(
     monkeypatch.setattr(documents, "analyse_gaps", gaps)
     documents.collect(events, documents.ReportOptions(), held.pop())
     assert seen == [(True, True)]
+
+
+def test_report_lets_go_of_the_runtime_calls_before_the_device_gaps(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The runtime calls (16 B each) are gone once the links are made, before the device
+    gaps' peak: only the launched mask is kept."""
+    import gc
+    import weakref
+
+    from traceview.analyses.core import common
+    from traceview.app.reading import read_trace
+
+    calls: list[weakref.ref[object]] = []
+    alive: list[bool] = []
+    real_read, real_gaps = read_trace, common.every_gap
+
+    def read(*args: Any, **kwargs: Any) -> Any:
+        events = real_read(*args, **kwargs)
+        calls.append(weakref.ref(events.runtime.correlation))
+        return events
+
+    def every_gap(*args: Any) -> Any:
+        gc.collect()
+        alive.append(calls[0]() is not None)
+        return real_gaps(*args)
+
+    monkeypatch.setattr("traceview.app.commands.read_trace", read)
+    monkeypatch.setattr(common, "every_gap", every_gap)
+    out = tmp_path / "r.html"
+    r = runner.invoke(app, ["report", str(DEMO), "-o", str(out), "-q", "--no-cache"])
+    assert r.exit_code == 0, r.output
+    assert alive == [False]

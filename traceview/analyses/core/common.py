@@ -68,6 +68,15 @@ def every_gap(
     )
 
 
+def links_and_calls(events: TraceEvents, rank: np.ndarray) -> tuple[OpLinks, OpCalls]:
+    """The op links of every GPU row and the op calls, as a Shared holds them (``rank``:
+    ``name_rank``): what reads the runtime calls."""
+    # the op calls first, then the links: each phase's arrays (every op's columns, every
+    # GPU row's links) are not held through the other's peak (the CPU rows read twice)
+    calls = op_calls(events)
+    return link_ops(events, rank, with_top=False, with_end=True), calls  # no top op is read
+
+
 def work_out(
     events: TraceEvents,
     linked: tuple[OpLinks, OpCalls] | None = None,
@@ -78,13 +87,7 @@ def work_out(
     has them already (analyses.stored_links); ``rank``, ``category``: ``name_rank`` and
     ``categorize(events, links)``, when the caller has them."""
     rank = name_rank(events.names) if rank is None else rank
-    if linked is None:
-        # the op calls first, then the links: each phase's arrays (every op's columns, every
-        # GPU row's links) are not held through the other's peak (the CPU rows read twice)
-        calls = op_calls(events)
-        links = link_ops(events, rank, with_top=False, with_end=True)  # no top op is read
-    else:
-        links, calls = linked
+    links, calls = links_and_calls(events, rank) if linked is None else linked
     usage, gaps = every_gap(events, links.launch, rank)
     # the launch times after the gaps' peak, for the step table alone
     step_rows = step_table(events, launch=LaunchTimes(events.gpu.ts, links.launch))
