@@ -373,3 +373,41 @@ def test_export_lets_go_of_each_large_table_once_written(
     )
     assert r.exit_code == 0, r.output
     assert alive == [[False, False, False]]
+
+
+@pytest.mark.parametrize(
+    ("argv", "where"),
+    [
+        (["ops", "-f", "json"], "commands"),
+        (["ops", "--level", "top", "-f", "json"], "commands"),
+        (["audit", "-f", "json"], "commands"),
+        (["snapshot"], "commands"),
+        (["diff", "{trace}", "-f", "json"], "commands"),
+        (["energy", "--power", "{log}", "--power-tz", "UTC", "-f", "json"], "commands"),
+        (["source", "-f", "json"], "source"),
+    ],
+)
+def test_a_command_that_never_reads_the_launch_configurations_leaves_them_out(
+    argv: list[str], where: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``unique`` alone reads the GPU rows' launch configurations (4 B a row: 8.5 MiB of a
+    read at 7.8 GB): every other command's read leaves them out, and its output is the
+    same (the suite's real traces run each one; a Dropped column read fails loudly)."""
+    from traceview.app.reading import read_trace
+    from traceview.columns.schema import GPU_LAUNCH
+
+    demo = ROOT / "fixtures" / "demo.json.gz"
+    log = tmp_path / "power.csv"
+    log.write_text("timestamp, index, power.draw [W]\n2024/05/01 10:00:00.000, 0, 100 W\n")
+    unused: list[frozenset[str]] = []
+
+    def read(*args: Any, **kwargs: Any) -> Any:
+        unused.append(kwargs.get("unused", frozenset()))
+        return read_trace(*args, **kwargs)
+
+    monkeypatch.setattr(f"traceview.app.{where}.read_trace", read)
+    fill = {"trace": str(demo), "log": str(log)}
+    CliRunner().invoke(
+        app, [argv[0], str(demo), *[a.format(**fill) for a in argv[1:]], "-q", "--no-cache"]
+    )
+    assert unused and all(GPU_LAUNCH in u for u in unused), unused

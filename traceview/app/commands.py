@@ -188,7 +188,9 @@ def ops(
     check_options(options)
     inputs = inputs_of((path,), options)
     check_save(out, inputs)
-    events = _of_phase(read_trace(path, read, keep_cpu=True, phases=bool(phase)), phase)
+    events = _of_phase(
+        read_trace(path, read, keep_cpu=True, phases=bool(phase), unused=_unused()), phase
+    )
     if _nothing_to_show(events, out):
         return
     # The CSV holds every op whatever --top says.
@@ -273,7 +275,9 @@ def audit(path: Path, read: ReadOptions, out: OutputOptions) -> int:
         _check_format(out.format)
         check_save(out, (path,))
         # a file cut short is a finding here (truncated), not an error: read what it holds
-        events = read_trace(path, replace(read, partial=True), keep_cpu=True, phases=True)
+        events = read_trace(
+            path, replace(read, partial=True), keep_cpu=True, phases=True, unused=_unused()
+        )
     except TraceviewError as e:
         raise TraceviewError(e.message, USAGE_ERROR) from None
     report = audit_trace(events, mfu=has_mfu(events))
@@ -403,7 +407,7 @@ def snapshot(path: Path, read: ReadOptions, output: Path | None, force: bool) ->
 
     if output is not None:
         check_output_path(output, force, (path,))
-    text = to_json(build_snapshot(read_trace(path, read)))
+    text = to_json(build_snapshot(read_trace(path, read, unused=_unused())))
     if output is None:
         write_stdout(text, json=True)
     else:
@@ -488,7 +492,7 @@ def _diff_side(
         return Side(str(path), "snapshot", load_snapshot(path)), None
     by_op = ops or fused
     keep = by_op or not is_pipe(path)
-    events = read_trace(path, read, keep_cpu=keep)
+    events = read_trace(path, read, keep_cpu=keep, unused=_unused())
     trust = audit(events).figures if keep else None
     snapped = events if by_op or not keep else without_cpu(events)
     snapshot = build_snapshot(snapped, ops=ops, fused=fused, parts=parts)
@@ -640,7 +644,7 @@ def energy(
     check_power_options(power)
     inputs = inputs_of((path,), power)
     check_save(out, inputs)
-    events = read_trace(path, read)
+    events = read_trace(path, read, unused=_unused())
     if _nothing_to_show(events, out):
         return
     report = _energy(path, events, power, out)

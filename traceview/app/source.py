@@ -23,12 +23,16 @@ def source(
     from traceview.analyses.core.trace import summarize
     from traceview.analyses.source import SourceOptions, analyse_source
     from traceview.columns.model import flows_for_frames
+    from traceview.columns.schema import GPU_LAUNCH
     from traceview.render import source as render_source
     from traceview.render.escape import text_lines
 
     check_choice("--format", out.format, SourceFormat)
     check_save(out, (path,))
-    events = flows_for_frames(read_trace(path, read, frames=True, steps=bool(steps)))
+    # the launch configurations unread (``unique`` alone reads them: 4 B a GPU row)
+    events = flows_for_frames(
+        read_trace(path, read, frames=True, steps=bool(steps), unused=frozenset({GPU_LAUNCH}))
+    )
     folded = out.format == SourceFormat.FOLDED
     report = analyse_source(events, SourceOptions(steps=steps, stacks=folded))
     if folded:
