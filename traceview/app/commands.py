@@ -709,7 +709,7 @@ def report(
         if where is not None:
             wait_for_cache_writes()  # the entry, written in the background
             stored_links.save(where, events, *linked)
-    # the calls (40 MB at 7.8 GB) let go of before the device gaps are found, at their peak
+    # the calls (40 MB at 7.8 GB) let go of before work_out finds the device gaps (its peak)
     events = without_runtime(events)
     held = [work_out(events, linked, rank)]  # handed over: collect lets go of most links
     del linked
