@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from traceview.aggregate import intervals, sorted_runs
-from traceview.aggregate.intervals import union_extent, unions
+from traceview.aggregate.intervals import ordered_union_extent, union_extent, unions
 from traceview.aggregate.sorted_runs import (
     contains,
     in_sorted,
@@ -215,3 +215,26 @@ def test_usage_by_device_is_the_one_sort() -> None:
         expected = [devices.usage(events), devices.usage(events, some)]
         patch.setattr(devices, "_LEAN_ROWS", 0)
         assert [devices.usage(events), devices.usage(events, some)] == expected
+
+
+@given(INTERVALS, st.data(), st.sampled_from([1, 2, 3, 7, 1 << 18]))
+@settings(max_examples=400, deadline=None)
+def test_ordered_union_extent_is_union_extent(
+    rows: list[tuple[int, int]], data: st.DataObject, rows_a_pass: int
+) -> None:
+    """The rows taken (a mask or their positions) in start order: their union a pass at a
+    time is union_extent's, whatever the rows a pass; out of order, or none taken: None."""
+    if data.draw(st.booleans()):
+        rows = sorted(rows)
+    ts = np.array([s for s, _ in rows], dtype=np.int64)
+    dur = np.array([n for _, n in rows], dtype=np.int64)
+    take = np.array(data.draw(st.lists(st.booleans(), min_size=len(rows), max_size=len(rows))))
+    given_as = np.flatnonzero(take) if data.draw(st.booleans()) else take
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(intervals, "_PASS", rows_a_pass)
+        got = ordered_union_extent(ts, dur, given_as)
+    start = ts[take]
+    if len(start) == 0 or bool((start[1:] < start[:-1]).any()):
+        assert got is None
+    else:
+        assert got == union_extent(start.copy(), start + dur[take])

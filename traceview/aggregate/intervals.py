@@ -420,3 +420,37 @@ def union_extent(start: np.ndarray, end: np.ndarray) -> tuple[int, int, int]:
         idle += sums.total(start[opens] - end[opens - 1])
     first, last = int(start[0]), int(end[-1])
     return first, last, last - first - idle
+
+
+def ordered_union_extent(
+    ts: np.ndarray, dur: np.ndarray, take: np.ndarray
+) -> tuple[int, int, int] | None:
+    """``union_extent`` of the rows ``take`` (a mask over ``ts``, or their positions, in
+    order), of starts ``ts`` and lengths ``dur`` (each positive), when their starts come in
+    order: a pass at a time, with no row-sized copy; None as soon as a start is found before
+    the one ahead of it. In start order, a row opens a maximal interval of the union exactly
+    when it starts after the latest end before it, and the hole before it runs from there."""
+    mask = take.dtype == np.bool_
+    first: int | None = None
+    last_start = reach = idle = 0
+    for lo in range(0, len(take), _PASS):
+        part = take[lo : lo + _PASS]
+        start = ts[lo : lo + _PASS][part] if mask else ts[part]
+        if len(start) == 0:
+            continue
+        if (first is not None and start[0] < last_start) or bool((start[1:] < start[:-1]).any()):
+            return None
+        end = start + (dur[lo : lo + _PASS][part] if mask else dur[part])
+        reached = np.maximum.accumulate(end)  # the latest end up to each row
+        before = np.empty_like(reached)  # ... before each row
+        before[1:] = reached[:-1]
+        if first is None:
+            first = reach = int(start[0])
+        before[0] = reach
+        np.maximum(before, reach, out=before)
+        hole = start - before
+        idle += sums.total(hole[hole > 0])
+        reach, last_start = max(reach, int(reached[-1])), int(start[-1])
+    if first is None:
+        return None
+    return first, reach, reach - first - idle

@@ -21,7 +21,12 @@ from typing import Any
 
 import numpy as np
 
-from traceview.aggregate.intervals import union_extent, unions, unions_in_order
+from traceview.aggregate.intervals import (
+    ordered_union_extent,
+    union_extent,
+    unions,
+    unions_in_order,
+)
 from traceview.aggregate.order import (
     first_of_runs,
     lex_order,
@@ -507,14 +512,18 @@ def _usage_by_device(
             take = busy & (of_row == d)
         else:
             take = busy[of_row == d]
-        start = gpu.ts[take]
-        if len(start) == 0:
-            continue
-        end = gpu.dur[take]
+        # rows in start order (one stream, or streams that take turns): none copied
+        extent = ordered_union_extent(gpu.ts, gpu.dur, take)
+        if extent is None:
+            start = gpu.ts[take]
+            if len(start) == 0:
+                continue
+            end = gpu.dur[take]
+            end += start
+            extent = union_extent(start, end)
+            del start, end
         del take
-        end += start
-        first, last, length = union_extent(start, end)
-        out.append(DeviceUsage(value, first, last, length))
+        out.append(DeviceUsage(value, *extent))
     return out
 
 
