@@ -427,8 +427,8 @@ def ordered_union_extent(
 ) -> tuple[int, int, int] | None:
     """``union_extent`` of the rows ``take`` (a mask over ``ts``, or their positions, in
     order), of starts ``ts`` and lengths ``dur`` (each positive), when their starts come in
-    order: a pass at a time, with no row-sized copy; None as soon as a start is found before
-    the one ahead of it. In start order, a row opens a maximal interval of the union exactly
+    order: a pass at a time, with no row-sized copy; None as soon as a row starts before the
+    row taken ahead of it. In start order, a row opens a maximal interval of the union exactly
     when it starts after the latest end before it, and the hole before it runs from there."""
     mask = take.dtype == np.bool_
     first: int | None = None
