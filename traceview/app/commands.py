@@ -712,7 +712,7 @@ def report(
     # the calls (40 MB at 7.8 GB) let go of before work_out finds the device gaps (its peak)
     events = without_runtime(events)
     held = [work_out(events, linked, rank)]  # handed over: collect lets go of most links
-    del linked
+    del linked  # else this tuple would keep them
     write_page(collect(events, options, held.pop(), first), output, force, (path,))
 
 

@@ -143,9 +143,7 @@ def export_tables(events: TraceEvents, directory: Path) -> list[str]:
         first["runtime.parquet"] = _write(directory / "runtime.parquet", _columns(events.runtime))
         events = replace(events, runtime=empty(RuntimeColumns))
         if keep_cpu:  # the flows go with the CPU tables (_write_tables)
-            flows = _columns(_flows(events))
-            first["flows.parquet"] = _write(directory / "flows.parquet", flows)
-            del flows
+            first["flows.parquet"] = _write(directory / "flows.parquet", _columns(_flows(events)))
             events = replace(events, flows=empty(FlowColumns))
         sizes = _write_tables(directory, events, keep_cpu, frames=True, written=first)
         meta = _meta(events, sizes)
