@@ -132,14 +132,18 @@ def test_distinct_is_unique(runs: list[list[int]], dtype: type, ascending: bool)
 @given(
     keys=st.lists(st.integers(0, 300), max_size=50),
     bound=st.sampled_from([301, 10**6]),
+    dtype=st.sampled_from([np.int16, np.int32, np.int64]),
+    narrow=st.booleans(),
 )
-def test_dense_ids_is_unique_with_inverse(keys: list[int], bound: int) -> None:
-    array = np.array(keys, dtype=np.int64)
-    used, inverse = dense_ids(array, bound)
+def test_dense_ids_is_unique_with_inverse(
+    keys: list[int], bound: int, dtype: type, narrow: bool
+) -> None:
+    array = np.array(keys, dtype=dtype)
+    used, inverse = dense_ids(array, bound, narrow=narrow)
     want_used, want_inverse = np.unique(array, return_inverse=True)
     assert used.tolist() == want_used.tolist()
     assert inverse.tolist() == want_inverse.reshape(-1).tolist()
-    assert inverse.dtype == np.int64
+    assert inverse.dtype == (np.int32 if narrow else np.int64)
 
 
 def test_nearest_rank_of_values_too_wide_to_pack() -> None:

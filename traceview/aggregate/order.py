@@ -171,14 +171,19 @@ def dense_ids(keys: np.ndarray, bound: int, narrow: bool = False) -> tuple[np.nd
     """``np.unique(keys, return_inverse=True)`` for int keys in [0, bound), inverse as int64
     (``narrow``: int32 where every id fits, made so, not narrowed from an int64 copy).
 
-    A bincount over [0, bound) and a look-up replace the sort when that table is small.
+    A mask over [0, bound) and a look-up table of the ids replace the sort when that table
+    is small. Not a bincount: it counts in int64 (8 B for each of ``bound``) and casts int32
+    keys to an int64 copy; the mask takes 1 B, and the table is made in ``dtype``.
     """
     dtype = np.int32 if narrow and bound < 2**31 else np.int64
     if bound > max(4 * len(keys), _TABLE_MIN):
         used, inverse = np.unique(keys, return_inverse=True)
         return used, inverse.reshape(-1).astype(dtype)
-    present = np.bincount(keys, minlength=bound) > 0
-    return np.flatnonzero(present), (np.cumsum(present) - 1).astype(dtype)[keys]
+    present = np.zeros(bound, dtype=bool)
+    present[keys] = True
+    table = np.cumsum(present, dtype=dtype)
+    np.subtract(table, 1, out=table)
+    return np.flatnonzero(present), table[keys]
 
 
 def groups_in_order(keys: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:

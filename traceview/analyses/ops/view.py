@@ -451,15 +451,19 @@ def _by_kernel(
 
 
 def _dense(key: np.ndarray, bound: int) -> tuple[np.ndarray, np.ndarray]:
-    """``dense_ids(key, bound)`` with the ids int32, mapped a pass at a time (into ``key``
-    itself where it is int32: it is not used after)."""
+    """``dense_ids(key, bound)`` with the ids int32, marked and mapped a pass at a time (into
+    ``key`` itself where it is int32: it is not used after); not one bincount, which casts
+    the int32 keys to a row-sized int64 copy."""
     if bound > max(4 * len(key), 1 << 16):
         used = np.unique(key)
         table = None
     else:
-        present = np.bincount(key, minlength=bound) > 0
+        present = np.zeros(bound, dtype=bool)
+        for lo in range(0, len(key), _PASS):
+            present[key[lo : lo + _PASS]] = True
         used = np.flatnonzero(present)
-        table = (np.cumsum(present) - 1).astype(np.int32)
+        table = np.cumsum(present, dtype=np.int32)
+        table -= 1
     group = key if key.dtype == np.int32 else np.empty(len(key), dtype=np.int32)
     for lo in range(0, len(key), _PASS):
         part = key[lo : lo + _PASS]
