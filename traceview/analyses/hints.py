@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -509,13 +509,19 @@ class _HostBound:
 
 
 def _host_bound(f: Facts) -> _HostBound | None:
-    """The host-bound steps (docs/hints.md "cpu-bound") and their short host-held gaps."""
+    """The host-bound steps (docs/hints.md "cpu-bound") and their short host-held gaps; the
+    gaps taken a pass at a time, twice (the steps' sums, then the bound steps' gaps): of
+    each gap counted, only its row after and host wait are held."""
     steps = _cpu_steps(f)
-    held = np.flatnonzero((f.gaps.host_wait > 0) & (f.gaps.host_wait < _stall_floor(f)))
-    if not steps or len(held) == 0:
+    if not steps:
         return None
-    wait = f.gaps.host_wait[held]
-    step, wait_by_step, gaps_by_step = _by_step(steps, f.gaps.take(held).start + wait, wait)
+    summed = np.zeros(len(steps), dtype=np.float64)
+    counts = np.zeros(len(steps), dtype=np.int64)
+    for _, step, wait in _short_held(f, steps):
+        keep = step >= 0
+        summed += np.bincount(step[keep], weights=wait[keep], minlength=len(steps))
+        counts += np.bincount(step[keep], minlength=len(steps))
+    wait_by_step, gaps_by_step = [int(x) for x in summed.tolist()], counts.tolist()
     bound = [
         i for i, s in enumerate(steps)
         if gaps_by_step[i] >= CPU_BOUND_MIN_GAPS
@@ -523,11 +529,18 @@ def _host_bound(f: Facts) -> _HostBound | None:
     ]  # fmt: skip
     if not bound:
         return None
-    inside = np.isin(step, bound)
-    count = int(inside.sum())
+    parts = [
+        (f.gaps.after[held[inside]], wait[inside])
+        for held, step, wait in _short_held(f, steps)
+        if (inside := np.isin(step, bound)).any()
+    ]
+    after = np.concatenate([p[0] for p in parts])
+    wait = np.concatenate([p[1] for p in parts])
+    del parts
+    count = len(wait)
     ops = Counter[str]()  # in order of first appearance, as most_common breaks ties
-    words, group = _op_or_name_groups(f, f.gaps.after[held[inside]])
-    for name, w in zip(words, sums.by_group(group, wait[inside], len(words)).tolist(), strict=True):
+    words, group = _op_or_name_groups(f, after)
+    for name, w in zip(words, sums.by_group(group, wait, len(words)).tolist(), strict=True):
         ops[name] += w
     shares = ", ".join(
         f"#{steps[i].step} {100 * wait_by_step[i] / (steps[i].end_ns - steps[i].start_ns):.0f}%"
@@ -535,8 +548,8 @@ def _host_bound(f: Facts) -> _HostBound | None:
     ) + (", …" if len(bound) > 8 else "")
     return _HostBound(
         count=count,
-        median_ns=int(np.sort(wait[inside])[(count + 1) // 2 - 1]),
-        stake_ns=sums.total(wait[inside]),
+        median_ns=int(np.sort(wait)[(count + 1) // 2 - 1]),
+        stake_ns=sums.total(wait),
         top=", ".join(f"{name} {_ms(ns)}" for name, ns in ops.most_common(3)),
         shares=shares,
         named=_step_words([steps[i].step for i in bound], len(steps)),
@@ -574,21 +587,29 @@ def _cpu_steps(f: Facts) -> list[Any]:
     return sorted(steps, key=lambda s: s.start_ns)
 
 
-def _by_step(
-    steps: Sequence[Any], at: np.ndarray, values: np.ndarray
-) -> tuple[np.ndarray, list[int], list[int]]:
-    """Per time ``at``, the index of the step whose window holds it (-1: none); per step,
-    the sum of ``values`` and their count there."""
+def _short_held(
+    f: Facts, steps: Sequence[Any]
+) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """A pass of gaps at a time, the gaps held by the host for less than a stall: their
+    positions, the index of the step whose window holds the end of that host wait (the
+    gap's start + its wait; -1: none) and the host wait."""
+    floor = _stall_floor(f)
     starts = np.array([s.start_ns for s in steps], dtype=np.int64)
     ends = np.array([s.end_ns for s in steps], dtype=np.int64)
-    step = np.searchsorted(starts, at, side="right") - 1
-    held = step >= 0
-    held[held] &= at[held] <= ends[step[held]]
-    step[~held] = -1
-    keep = step >= 0
-    summed = np.bincount(step[keep], weights=values[keep], minlength=len(steps))
-    counts = np.bincount(step[keep], minlength=len(steps))
-    return step, [int(x) for x in summed.tolist()], counts.tolist()
+    gaps = f.gaps
+    for lo in range(0, len(gaps), _PASS):
+        wait = gaps.host_wait[lo : lo + _PASS]
+        held = np.flatnonzero((wait > 0) & (wait < floor))
+        wait = wait[held]
+        held += lo
+        at = gaps.take(held).start
+        at += wait
+        step = np.searchsorted(starts, at, side="right")
+        step -= 1
+        inside = step >= 0
+        inside[inside] &= at[inside] <= ends[step[inside]]
+        step[~inside] = -1
+        yield held, step, wait
 
 
 def _step_words(found: Sequence[int], of: int) -> str:
