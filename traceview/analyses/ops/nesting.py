@@ -43,22 +43,38 @@ def counted_calls(
     thread, ts, end, pair = _work_calls(events, pair_key[by_key], by_key, kind)
     # (thread, kind) as one group id, ordered as the pair is: the sort packs (group, ts),
     # and only calls tied on both are ordered by their end
-    group = thread
-    group *= len(kinds)
-    group += kind[pair]
-    order = lex_order_then(group, ts, lambda rows: [-end[rows]])
-    del ts
-    group, end, pair = group[order], end[order], pair[order]
-    del order
+    thread *= len(kinds)
+    thread += kind[pair]
+    held = [thread, ts, end, pair]  # handed over: _in_order frees each as it goes
+    del thread, ts, end, pair
+    group, end, pair = _in_order(held)
     wraps = _contains_next(group, end)
     shadowed = wraps if innermost else _inside_earlier(group, end)
+    del group, end
+    kept = np.flatnonzero(~shadowed)
     chain_end = np.flatnonzero(~wraps)  # calls wrapping none: each chain's innermost
-    inner = pair[chain_end[np.searchsorted(chain_end, np.arange(len(pair)))]]
+    del wraps
+    inner = pair[chain_end[np.searchsorted(chain_end, kept)]]  # of the calls kept
+    del chain_end
     dtype: list[str | bool | None] = [True if w is None else w.dtype for w in works]
-    for p, one in _one_dtype(works, pair[~shadowed], inner[~shadowed]).items():
+    for p, one in _one_dtype(works, pair[kept], inner).items():
         dtype[p] = one
+    del kept, inner
     dropped = np.bincount(pair[shadowed], minlength=len(works))[: len(works)]
     return Counted(calls.calls - dropped, [d if isinstance(d, str) else None for d in dtype])
+
+
+def _in_order(held: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The group, end and pair columns of ``held`` (group, ts, end, pair: the list emptied)
+    in (group, ts, longest first) order, each reordered in turn and the old one freed
+    before the next is made."""
+    order = lex_order_then(held[0], held[1], lambda rows: [-held[2][rows]])
+    del held[1]  # the starts: not needed in order
+    out = []
+    while held:
+        out.append(held.pop(0)[order])
+    group, end, pair = out
+    return group, end, pair
 
 
 def _one_dtype(
@@ -98,7 +114,8 @@ def _work_calls(
         pair = by_key[at[found]]
         worked = kind[pair] >= 0
         rows, pair = rows[found][worked], pair[worked]
-        parts.append((rows["thread"].astype(np.int64), rows["ts"], rows["end"], pair))
+        # copies: views of ``rows`` would hold every field of the CPU rows, 2.5× the bytes
+        parts.append((rows["thread"].astype(np.int64), rows["ts"].copy(), rows["end"].copy(), pair))
     if not parts:
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty, empty, empty
