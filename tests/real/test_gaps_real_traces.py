@@ -13,6 +13,8 @@ import reference as ref
 from conftest import RealTrace
 
 from traceview.aggregate.order import fits_int32
+from traceview.analyses import gaps as gaps_module
+from traceview.analyses.core.common import work_out
 from traceview.analyses.core.devices import device_gaps, host_waits
 from traceview.analyses.gaps import GapOptions, GapReport, analyse_gaps
 from traceview.columns.model import TraceEvents
@@ -144,6 +146,34 @@ def test_transitions_match_reference(trace: RealTrace, per_stream: bool) -> None
         for f in ("mean", "std"):
             got_ns, want_us = getattr(t, f"{f}_ns"), expected[f"{f}_us"]
             assert abs(got_ns - want_us * 1000) <= US * 1000, (key, f, got_ns, want_us)
+
+
+@pytest.mark.parametrize("min_gap_ns", [0, 2_000])
+def test_lent_device_gaps_give_the_report_of_its_own(
+    trace: RealTrace, monkeypatch: pytest.MonkeyPatch, min_gap_ns: int
+) -> None:
+    """The device gaps of the caller's Shared (report's: the transitions read them a pass
+    at a time, _Pairs.of_gaps) give the report made from gaps of its own (their columns
+    taken whole), passes of 5 gaps, with and without --min-gap."""
+    if not ref.gpu_events(trace.raw, ("kernel",)):
+        pytest.skip("no kernels in this trace")
+    monkeypatch.setattr(gaps_module, "_PASS_GAPS", 5)
+    lent_calls: list[int] = []
+    of_gaps = gaps_module._Pairs.of_gaps
+
+    def counted(cls: type, name: np.ndarray, gaps: Any) -> Any:
+        lent_calls.append(len(gaps))
+        return of_gaps(name, gaps)
+
+    monkeypatch.setattr(gaps_module._Pairs, "of_gaps", classmethod(counted))
+    options = GapOptions(top=0, largest=5, min_gap_ns=min_gap_ns)
+    shared = work_out(trace.events)
+    own = analyse_gaps(trace.events, options, replace(shared, gaps=None)).as_json()
+    assert not lent_calls
+    lent = analyse_gaps(trace.events, options, shared).as_json()
+    if not lent_calls:
+        pytest.skip("not every GPU row is busy here: the Shared's gaps are not lent")
+    assert lent == own
 
 
 def test_cpu_context_of_the_largest_gaps_matches_reference(trace: RealTrace) -> None:

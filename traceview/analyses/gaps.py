@@ -343,7 +343,9 @@ def analyse_gaps(
     held = [rows]  # device scope: handed over (the streams' own gaps are not made)
     if stream_table is not None:
         del rows
-    if shared is not None and every and shared.gaps is not None:
+    lent = shared is not None and every and shared.gaps is not None
+    if lent:
+        assert shared is not None and shared.gaps is not None
         usage, all_device_gaps = shared.usage, shared.gaps
     else:  # the rows freed inside once sorted, when only the call holds them
         usage, all_device_gaps = device_gaps(events, held.pop(), launch, rank)
@@ -361,23 +363,27 @@ def analyse_gaps(
         largest = _largest(events, gaps, launch, options.largest)
         lengths = gaps.length()
         del gaps
+        pairs = _Pairs.of_arrays(before, after, signed)
+        del before, after, signed
     else:
         streams, idle_ns = stream_table, sum(u.idle_ns for u in usage)
         largest = _largest(events, all_device_gaps, launch, options.largest, device_kept)
-        # the columns the transitions need, each gap-sized one freed as the next is made
-        # (the other columns go with the set)
-        names = events.gpu.name
-        signed = all_device_gaps.length()
-        before, after = all_device_gaps.before, all_device_gaps.after
-        del all_device_gaps
-        before = names[before]
-        after = names[after]
-        every_kept = device_kept is None or bool(device_kept.all())
-        lengths = signed if every_kept else signed[device_kept]
-        del device_kept
+        if lent:  # the caller's set: the names after and the lengths made a pass at a time
+            pairs = _Pairs.of_gaps(events.gpu.name, all_device_gaps)
+            lengths = None  # made once the transitions are done
+        else:  # ours: the columns the transitions need, the rest of the set let go of
+            names = events.gpu.name
+            signed = all_device_gaps.length()
+            before, after = all_device_gaps.before, all_device_gaps.after
+            del all_device_gaps
+            pairs = _Pairs.of_arrays(names[before], names[after], signed)
+            lengths = _kept(signed, device_kept)
+            del before, after, signed, device_kept
     del launch
-    shown, distinct = _transitions(events.names, rank, before, after, signed, options, streamed)
-    del before, after, signed
+    shown, distinct = _transitions(events.names, rank, pairs, options, streamed)
+    del pairs
+    if lengths is None:
+        lengths = _kept(all_device_gaps.length(), device_kept)
     return GapReport(
         trace=summarize(events, usage),
         options=options,
@@ -680,17 +686,44 @@ def _device_rows(
 _PASS = 1 << 16  # gaps a pass
 
 
+def _kept(lengths: np.ndarray, kept: np.ndarray | None) -> np.ndarray:
+    """The ``lengths`` of the gaps --min-gap keeps (``kept``; None: all)."""
+    return lengths if kept is None or bool(kept.all()) else lengths[kept]
+
+
 def _totals(lengths: np.ndarray, idle_ns: int) -> GapTotals:
     count, total = len(lengths), sums.total(lengths)
     return GapTotals(gaps=count, gap_total_ns=total, idle_ns=idle_ns)
 
 
+@dataclass(frozen=True)
+class _Pairs:
+    """Consecutive pairs for the transitions: the name (id) before each gap, and ``part``,
+    the names after and the signed gaps of the pairs at some positions."""
+
+    before: np.ndarray
+    part: Callable[[np.ndarray | slice], tuple[np.ndarray, np.ndarray]]
+
+    @classmethod
+    def of_arrays(cls, before: np.ndarray, after: np.ndarray, gap: np.ndarray) -> _Pairs:
+        return cls(before, lambda at: (after[at], gap[at]))
+
+    @classmethod
+    def of_gaps(cls, name: np.ndarray, gaps: GapSet) -> _Pairs:
+        """The device gaps' pairs: the names before them (4 B a gap) held, the rest made
+        for the positions asked."""
+
+        def part(at: np.ndarray | slice) -> tuple[np.ndarray, np.ndarray]:
+            some = gaps.take(at)
+            return name[some.after], some.length()
+
+        return cls(name[gaps.before], part)
+
+
 def _transitions(
     names: Sequence[str],
     rank: np.ndarray | None,
-    before: np.ndarray,
-    after: np.ndarray,
-    gap: np.ndarray,
+    pairs: _Pairs,
     options: GapOptions,
     streamed: bool = False,
 ) -> tuple[Sequence[Transition], int]:
@@ -704,13 +737,16 @@ def _transitions(
     reaches its ``top``-th). Only the candidates' names are ranked (``rank``: of every name
     id, or None).
     """
-    passes = max(1, -(-len(gap) // _PASS_GAPS))
+    before = pairs.before
+    passes = max(1, -(-len(before) // _PASS_GAPS))
     parts = []
     distinct = 0
     for j in range(passes):
-        mine = before % passes == j if passes > 1 else slice(None)
-        pairs, part = _pair_stats(len(names), before[mine], after[mine], gap[mine], options)
-        distinct += pairs
+        at = positions_where(before % passes == j) if passes > 1 else slice(None)
+        after, gap = pairs.part(at)
+        pairs_here, part = _pair_stats(len(names), before[at], after, gap, options)
+        del after, gap
+        distinct += pairs_here
         parts.append(part)
     # each column joined, and its parts freed, before the next (with --gap-top 0 the passes
     # keep every pair: 2.5 M pairs take 20 MB a column)
