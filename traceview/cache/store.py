@@ -681,15 +681,13 @@ def _parquet() -> Any:
 
 @functools.cache
 def _memory_pool() -> None:
-    """Arrow's memory from jemalloc where pyarrow has it: reading the 4 GB benchmark trace's
-    entry, warm kernels peaked at 300 MB against 404 MB with the default mimalloc, in the
-    same time (median of 3); else from the system allocator."""
+    """Arrow's memory from the system allocator, as numpy's: what Arrow frees (a table's
+    decoding buffers, the runtime calls' columns once let go of) serves the analyses'
+    arrays, where jemalloc's pages (kept for its own reuse) could not; the default mimalloc
+    held more still (benchmarks/RESULTS-rust-43c.md)."""
     import pyarrow as pa
 
-    try:
-        pa.set_memory_pool(pa.jemalloc_memory_pool())
-    except NotImplementedError:
-        pa.set_memory_pool(pa.system_memory_pool())
+    pa.set_memory_pool(pa.system_memory_pool())
 
 
 def _read_names(path: Path) -> PackedNames:
