@@ -17,6 +17,7 @@ from traceview.aggregate.order import (
     distinct,
     groups_in_order,
     lex_order,
+    lex_order_of_rows,
     packed,
     packed_order,
     positions_where,
@@ -59,6 +60,33 @@ def test_groups_in_order_is_a_walk_over_the_rows(keys: list[np.ndarray]) -> None
     assert first.tolist() == [group.index(g) for g in range(len(seen))]
 
 
+@settings(max_examples=150, deadline=None)
+@given(keys=key_columns(), picks=st.lists(st.integers(0, 10**6), max_size=80))
+def test_lex_order_of_rows_is_lexsort_of_the_rows(keys: list[np.ndarray], picks: list[int]) -> None:
+    """Of some rows (repeated, in any order) of the columns: the order lexsort gives their
+    gathered keys, the ties asked for by position among those rows."""
+    major, minor, ties = keys[-1], keys[-2], keys[:-2]
+    n = len(minor)
+    rows = np.array([p % n for p in picks] if n else [], dtype=np.int32)
+    found = lex_order_of_rows(major, minor, rows, lambda at: [t[rows[at]] for t in ties])
+    assert found.tolist() == np.lexsort([k[rows] for k in keys]).tolist()
+
+
+def test_lex_order_of_rows_past_a_pass() -> None:
+    rng = np.random.default_rng(11)
+    n = 2 * (1 << 16) + 9
+    minor = rng.integers(-(1 << 40), 1 << 40, n).astype(np.int64)
+    minor[::7] = minor[0]  # ties on (major, minor) across passes
+    major = rng.integers(0, 5, n).astype(np.int32)
+    tie = rng.integers(0, 3, n).astype(np.int64)
+    rows = rng.permutation(n)[: n - 100].astype(np.int32)
+    want = np.lexsort((tie[rows], minor[rows], major[rows])).tolist()
+    found = lex_order_of_rows(major, minor, rows, lambda at: [tie[rows[at]]])
+    assert found.tolist() == want
+    packed = packed_order(major, minor, lambda at: [tie[rows[at]]], rows)
+    assert packed is not None and packed.tolist() == want
+
+
 def test_lex_order_with_ties_beyond_the_packed_keys() -> None:
     ts = np.array([5, 5, 5, 1, 5, 1], dtype=np.int64)
     stream = np.array([1, 1, 1, 0, 1, 0], dtype=np.int32)
@@ -83,6 +111,23 @@ def test_packed_order_is_lexsort(keys: list[np.ndarray]) -> None:
         return
     assert found.dtype == np.int32
     assert found.tolist() == np.lexsort(keys).tolist()
+
+
+@settings(max_examples=150, deadline=None)
+@given(keys=key_columns(), picks=st.lists(st.integers(0, 10**6), max_size=80))
+def test_packed_order_of_rows_is_lexsort_of_the_rows(
+    keys: list[np.ndarray], picks: list[int]
+) -> None:
+    """``rows``: the order of the gathered rows, ties by position among them; None exactly
+    where the gathered columns' packed key would not fit."""
+    major, minor, ties = keys[-1], keys[-2], keys[:-2]
+    n = len(minor)
+    rows = np.array([p % n for p in picks] if n else [], dtype=np.int32)
+    found = packed_order(major, minor, lambda at: [t[rows[at]] for t in ties], rows)
+    gathered = packed_order(major[rows], minor[rows], lambda at: [t[rows][at] for t in ties])
+    assert (found is None) == (gathered is None)
+    if found is not None:
+        assert found.tolist() == np.lexsort([k[rows] for k in keys]).tolist()
 
 
 def test_packed_order_past_a_pass() -> None:

@@ -74,6 +74,46 @@ def lex_order_of(
     return _ordered(held, ties)
 
 
+def lex_order_of_rows(
+    major: np.ndarray,
+    minor: np.ndarray,
+    rows: np.ndarray,
+    ties: Callable[[np.ndarray], list[np.ndarray]],
+) -> np.ndarray:
+    """``lex_order_of([major[rows], minor[rows]], ties)``, the packed keys made a pass of
+    rows at a time: neither gathered column is made (12 B a row of int32 ids and int64
+    minors, beside the keys' 8)."""
+    if len(rows) == 0 or major.dtype.kind not in "iu" or minor.dtype != np.int64:
+        return lex_order_of([major[rows], minor[rows]], ties)
+    passes = range(0, len(rows), _PASS)
+    (low, high), (least, most) = _int_range(minor, rows), _int_range(major, rows)
+    bits = (high - low).bit_length()
+    if least < 0 or (most + 1) << bits > _INT64_LIMIT:
+        return lex_order_of([major[rows], minor[rows]], ties)
+    key = np.empty(len(rows), dtype=np.int64)
+    for lo in passes:
+        at = rows[lo : lo + _PASS]
+        part = key[lo : lo + _PASS]
+        part[:] = major[at]
+        part <<= bits
+        part |= np.subtract(minor[at], low)
+    return _ordered([key], ties)
+
+
+def _int_range(column: np.ndarray | None, rows: np.ndarray | None) -> tuple[int, int]:
+    """The least and greatest of ``column`` (of its ``rows``: a pass at a time); (0, 0) for
+    None."""
+    if column is None:
+        return 0, 0
+    if rows is None:
+        return int(column.min()), int(column.max())
+    low, high = _INT64_LIMIT, -_INT64_LIMIT
+    for lo in range(0, len(rows), _PASS):
+        part = column[rows[lo : lo + _PASS]]
+        low, high = min(low, int(part.min())), max(high, int(part.max()))
+    return low, high
+
+
 def _ordered(
     held: list[np.ndarray], ties: Callable[[np.ndarray], list[np.ndarray]] | None
 ) -> np.ndarray:
@@ -105,26 +145,31 @@ def packed_order(
     major: np.ndarray | None,
     minor: np.ndarray,
     ties: Callable[[np.ndarray], list[np.ndarray]] | None = None,
+    rows: np.ndarray | None = None,
 ) -> np.ndarray | None:
     """``lex_order((*ties(every row), minor, major))`` as int32 positions when they fit, in
     less memory: one int64 key a row, (major, minor − the least, position) packed, sorted in
     place (no int64 permutation beside it); rows tied on (major, minor) are then ordered by
     ``ties(positions)``, then by position (``major`` None: one group, by ``minor``). None
-    when the key would not fit (``major`` not non-negative ints, ``minor`` not int64)."""
-    n = count = len(minor)
+    when the key would not fit (``major`` not non-negative ints, ``minor`` not int64).
+    ``rows``: of the columns' ``rows`` alone (positions among them), gathered a pass at a
+    time (``packed_order(major[rows], minor[rows], ...)`` without those copies)."""
+    n = count = len(minor) if rows is None else len(rows)
     if count == 0 or minor.dtype != np.int64:
         return None
-    if major is not None and (major.dtype.kind not in "iu" or int(major.min()) < 0):
+    if major is not None and major.dtype.kind not in "iu":
         return None
-    low, high = int(minor.min()), int(minor.max())
+    (low, high), (least, most) = _int_range(minor, rows), _int_range(major, rows)
+    if least < 0:
+        return None
     index_bits, minor_bits = n.bit_length(), (high - low).bit_length()
-    majors = 1 if major is None else int(major.max()) + 1
+    majors = 1 if major is None else most + 1
     if majors << (minor_bits + index_bits) > _INT64_LIMIT:
         return None
     key = np.empty(count, dtype=np.int64)
     filled = 0
     for lo in range(0, n, _PASS):
-        at = slice(lo, lo + _PASS)
+        at = slice(lo, lo + _PASS) if rows is None else rows[lo : lo + _PASS]
         k = np.subtract(minor[at], low)
         if major is not None:
             k |= major[at].astype(np.int64) << minor_bits
@@ -161,8 +206,9 @@ def packed_order(
     tied = out[runs]
     # the tied rows are in (major, minor, position) order already: ordered within runs by the
     # ties, then position, with (major, minor) kept first
-    groups = [] if major is None else [major[tied]]
-    order = np.lexsort([tied, *ties(tied), minor[tied], *groups])
+    of = tied if rows is None else rows[tied]  # their rows of the columns
+    groups = [] if major is None else [major[of]]
+    order = np.lexsort([tied, *ties(tied), minor[of], *groups])
     out[runs] = tied[order]
     return out
 

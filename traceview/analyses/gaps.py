@@ -22,7 +22,7 @@ import numpy as np
 
 from traceview.aggregate import moments, sums
 from traceview.aggregate.intervals import Unions, unions, unions_in_order
-from traceview.aggregate.order import dense_ids, lex_order_of, positions_where
+from traceview.aggregate.order import dense_ids, lex_order_of_rows, packed_order, positions_where
 from traceview.analyses.core.cpu_context import NO_CONTEXT, CpuContext, GapQuery, cpu_contexts
 from traceview.analyses.core.devices import (
     DeviceUsage,
@@ -507,13 +507,15 @@ def _sorted_rows(
     left in row order)."""
     gpu = events.gpu
     ties = end_and_name_ties(events, rows, rank, by_name)
-    order = lex_order_of([gpu.stream[rows], gpu.ts[rows]], ties)
+    order = packed_order(gpu.stream, gpu.ts, ties, rows)  # int32 positions, where they fit
+    if order is None:
+        order = lex_order_of_rows(gpu.stream, gpu.ts, rows, ties)
     return _compact(rows[order], len(gpu.ts))
 
 
 def _compact(index: np.ndarray, bound: int) -> np.ndarray:
     """Numbers below ``bound`` as int32 when they fit: half the memory of numpy's int64."""
-    return index.astype(np.int32) if bound < 2**31 else index
+    return index.astype(np.int32, copy=False) if bound < 2**31 else index
 
 
 def check_options(options: GapOptions) -> None:
