@@ -6,6 +6,7 @@ import itertools
 from unittest import mock
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -189,6 +190,14 @@ def test_dense_ids_is_unique_with_inverse(
     assert used.tolist() == want_used.tolist()
     assert inverse.tolist() == want_inverse.reshape(-1).tolist()
     assert inverse.dtype == (np.int32 if narrow else np.int64)
+
+
+def test_dense_ids_refuses_keys_outside_the_bound() -> None:
+    """As np.bincount did below the bound; a mask would take -1 from its end."""
+    with pytest.raises(ValueError, match="negative"):
+        dense_ids(np.array([3, -1], dtype=np.int32), 10)
+    with pytest.raises(IndexError):
+        dense_ids(np.array([3, 10], dtype=np.int32), 10)
 
 
 def test_nearest_rank_of_values_too_wide_to_pack() -> None:

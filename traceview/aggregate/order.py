@@ -225,6 +225,8 @@ def dense_ids(keys: np.ndarray, bound: int, narrow: bool = False) -> tuple[np.nd
     if bound > max(4 * len(keys), _TABLE_MIN):
         used, inverse = np.unique(keys, return_inverse=True)
         return used, inverse.reshape(-1).astype(dtype)
+    if len(keys) and int(keys.min()) < 0:  # the mask would take it from the end
+        raise ValueError("dense_ids: a negative key")
     present = np.zeros(bound, dtype=bool)
     present[keys] = True
     table = np.cumsum(present, dtype=dtype)
