@@ -17,22 +17,34 @@ _TABLE_MIN = 1 << 16  # a bincount table this large is always cheap
 _PASS = 1 << 16  # rows a pass where a pass's temporary is enough
 
 
-def packed(major: np.ndarray, minor: np.ndarray) -> tuple[np.ndarray, int, int] | None:
+def packed(
+    major: np.ndarray, minor: np.ndarray, rows: np.ndarray | None = None
+) -> tuple[np.ndarray, int, int] | None:
     """``major << bits | (minor − low)`` as int64, ordered like (major, minor) pairs.
 
     ``major`` holds non-negative ids; returns the keys with ``bits`` and ``low`` (to unpack
     minor values), or None when the keys would not fit in 63 bits or a column is no int.
+    ``rows``: the keys of those rows alone, made a pass at a time (neither column gathered).
     """
-    if len(minor) == 0 or major.dtype.kind not in "iu" or minor.dtype != np.int64:
+    n = len(minor) if rows is None else len(rows)
+    if n == 0 or major.dtype.kind not in "iu" or minor.dtype != np.int64:
         return None
-    low = int(minor.min())
-    bits = (int(minor.max()) - low).bit_length()
-    if int(major.min()) < 0 or (int(major.max()) + 1) << bits > _INT64_LIMIT:
+    (low, high), (least, most) = _int_range(minor, rows), _int_range(major, rows)
+    bits = (high - low).bit_length()
+    if least < 0 or (most + 1) << bits > _INT64_LIMIT:
         return None
-    key = major.astype(np.int64)  # in place from here, the minors a pass at a time
-    key <<= bits
-    for lo in range(0, len(key), _PASS):
-        key[lo : lo + _PASS] |= np.subtract(minor[lo : lo + _PASS], low)
+    if rows is None:
+        key = major.astype(np.int64)  # in place from here, the minors a pass at a time
+        key <<= bits
+        for lo in range(0, n, _PASS):
+            key[lo : lo + _PASS] |= np.subtract(minor[lo : lo + _PASS], low)
+        return key, bits, low
+    key = np.empty(n, dtype=np.int64)
+    for lo in range(0, n, _PASS):
+        at, part = rows[lo : lo + _PASS], key[lo : lo + _PASS]
+        part[:] = major[at]
+        part <<= bits
+        part |= np.subtract(minor[at], low)
     return key, bits, low
 
 
@@ -81,23 +93,12 @@ def lex_order_of_rows(
     ties: Callable[[np.ndarray], list[np.ndarray]],
 ) -> np.ndarray:
     """``lex_order_of([major[rows], minor[rows]], ties)``, the packed keys made a pass of
-    rows at a time: neither gathered column is made (12 B a row of int32 ids and int64
-    minors, beside the keys' 8)."""
-    if len(rows) == 0 or major.dtype.kind not in "iu" or minor.dtype != np.int64:
+    rows at a time (``packed``'s ``rows``): neither gathered column is made where they fit
+    (12 B a row of int32 ids and int64 minors, beside the keys' 8)."""
+    key = packed(major, minor, rows)
+    if key is None:
         return lex_order_of([major[rows], minor[rows]], ties)
-    passes = range(0, len(rows), _PASS)
-    (low, high), (least, most) = _int_range(minor, rows), _int_range(major, rows)
-    bits = (high - low).bit_length()
-    if least < 0 or (most + 1) << bits > _INT64_LIMIT:
-        return lex_order_of([major[rows], minor[rows]], ties)
-    key = np.empty(len(rows), dtype=np.int64)
-    for lo in passes:
-        at = rows[lo : lo + _PASS]
-        part = key[lo : lo + _PASS]
-        part[:] = major[at]
-        part <<= bits
-        part |= np.subtract(minor[at], low)
-    return _ordered([key], ties)
+    return _ordered([key[0]], ties)
 
 
 def _int_range(column: np.ndarray | None, rows: np.ndarray | None) -> tuple[int, int]:
