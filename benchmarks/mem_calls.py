@@ -15,6 +15,8 @@ is heap kept, not held; ``MEMSNAP=N`` with it: the N largest live allocations by
 each line (``MEMDEPTH=D``: by their tracebacks of D frames, the traceview ones shown).
 ``MEMHEAP=1``: glibc's mallinfo2 (in use, free inside the heap, mapped apart).
 ``MEMLOG=FILE``: the lines appended to FILE instead (an Aside's child writes nowhere else).
+``MEMSMAPS=N``: the N mappings holding the most anonymous memory (/proc/self/smaps, MB), each
+with its start address and file (glibc's heap ``[heap]``; other arenas are 64 MB-aligned).
 ``MEMTRIM=1``: glibc's ``malloc_trim(0)`` before each line (a measurement of what the heap
 keeps, not what the CLI does).
 """
@@ -66,6 +68,23 @@ def _heap() -> str:
     return f" heap used {m.uordblks >> 20:4} free {m.fordblks >> 20:4} mapped {m.hblkhd >> 20:4}"
 
 
+def _smaps() -> str:
+    """The mappings holding the most anonymous memory (``MEMSMAPS=N``)."""
+    top = int(os.environ.get("MEMSMAPS", "0"))
+    if not top:
+        return ""
+    regions: list[list[Any]] = []
+    with open("/proc/self/smaps") as f:
+        for line in f:
+            head = line.split()
+            if "-" in head[0] and not head[0].endswith(":"):
+                regions.append([head[0].partition("-")[0], head[5] if len(head) > 5 else "", 0])
+            elif head[0] == "Anonymous:":
+                regions[-1][2] += int(head[1])
+    regions.sort(key=lambda r: -r[2])
+    return "".join(f"\n   {kb >> 10:4} MB anon at {at} {name}" for at, name, kb in regions[:top])
+
+
 def _trim() -> None:
     if os.environ.get("MEMTRIM"):
         ctypes.CDLL("libc.so.6").malloc_trim(0)
@@ -92,7 +111,7 @@ def _say(mark: str, name: str) -> None:
             traced += "".join(f"\n   {st.size >> 20:4} MB {_where(st.traceback)}" for st in stats)
     line = (f"[{time.perf_counter() - _T0:7.2f} pid{os.getpid()}] {mark} {name:<55} "
             f"rss {s['VmRSS']:5} hwm {s['VmHWM']:5} anon {s['RssAnon']:5} file "
-            f"{s['RssFile']:4} shm {s['RssShmem']:4}{traced}{_heap()}")  # fmt: skip
+            f"{s['RssFile']:4} shm {s['RssShmem']:4}{traced}{_heap()}{_smaps()}")  # fmt: skip
     _emit(line)
 
 

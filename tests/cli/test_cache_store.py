@@ -3,6 +3,7 @@ without pyarrow.parquet's import), they are the bytes pyarrow.parquet's public w
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -52,3 +53,57 @@ def test_the_entry_is_the_public_writers_bytes(
         assert (tmp_path / "private" / name).read_bytes() == (
             tmp_path / "public" / name
         ).read_bytes(), name
+
+
+_POOLS = """
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+
+if sys.argv[1] == "store":
+    from traceview.cache import store
+
+    pa = store._arrow()
+else:  # as before: pyarrow imported first, its own pool set to the system's afterwards
+    import pyarrow as pa
+
+    pa.set_memory_pool(pa.system_memory_pool())
+    from traceview.cache import store
+table = pa.table({"a": np.arange(1 << 20), "b": np.arange(1 << 20) * 3})
+path = Path(sys.argv[2]) / "t.parquet"
+store._write(path, table)
+assert store._read_table(path).equals(table)
+print("variable_left", int("ARROW_DEFAULT_MEMORY_POOL" in os.environ))
+for name in ("mimalloc", "jemalloc"):
+    try:
+        print(name, getattr(pa, f"{name}_memory_pool")().max_memory())
+    except (AttributeError, NotImplementedError):  # a pyarrow built without it
+        pass
+"""
+
+
+def test_arrow_decodes_in_the_system_allocator_alone(tmp_path: Path) -> None:
+    """Once the cache imports pyarrow, Arrow's own default pool (the Parquet reader's, set by
+    $ARROW_DEFAULT_MEMORY_POOL at pyarrow's import) is the system's too: a table written and
+    read leaves mimalloc and jemalloc unused (their freed pages serve no numpy array). Without
+    it, the read decodes in mimalloc."""
+    import subprocess
+
+    def peaks(how: str) -> dict[str, int]:
+        env = {k: v for k, v in os.environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"}
+        out = subprocess.run(
+            [sys.executable, "-c", _POOLS, how, str(tmp_path)],
+            capture_output=True, text=True, check=True, env=env,
+        ).stdout  # fmt: skip
+        return {name: int(peak) for name, peak in (line.split() for line in out.splitlines())}
+
+    ours = peaks("store")
+    assert ours.pop("variable_left") == 0  # the process's environment as it was
+    if not ours:
+        pytest.skip("pyarrow has neither mimalloc nor jemalloc")
+    assert ours == dict.fromkeys(ours, 0)
+    before = peaks("plain")
+    del before["variable_left"]
+    assert sum(before.values()) > 0

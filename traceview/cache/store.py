@@ -227,7 +227,7 @@ class _Beside:
 
 def _shapes(shapes: list[tuple[bytes, bytes, bytes]]) -> Any:
     """The CPU ops' distinct (Input Dims, Input type, Concrete Inputs), raw JSON as binary."""
-    import pyarrow as pa
+    pa = _arrow()
 
     columns = list(zip(*shapes, strict=True)) or [(), (), ()]
     return pa.table(
@@ -245,7 +245,7 @@ def _read_shapes(path: Path) -> list[tuple[bytes, bytes, bytes]]:
 
 def event_tables(events: TraceEvents) -> dict[str, Any]:
     """The Parquet tables of one TraceEvents but the CPU ones, by file name (as pyarrow)."""
-    import pyarrow as pa
+    pa = _arrow()
 
     steps = events.steps
     tables = {
@@ -271,7 +271,7 @@ def event_tables(events: TraceEvents) -> dict[str, Any]:
 
 def _write_cpu(path: Path, cpu: CpuRows) -> int:
     """Write the CPU rows a row group of BLOCK_ROWS at a time, never all at once."""
-    import pyarrow as pa
+    pa = _arrow()
 
     schema = pa.schema([(name, pa.from_numpy_dtype(ROW[name])) for name in CPU_COLUMNS])
     with _writer(path, schema, {**_PARQUET_OPTIONS, **_CPU_OPTIONS}) as writer:
@@ -312,13 +312,13 @@ _CPU_OPTIONS: dict[str, Any] = {
 
 def _arrow_schema(table: tuple[Any, ...]) -> Any:
     """The Parquet (Arrow) schema of a column table of traceview.columns.schema."""
-    import pyarrow as pa
+    pa = _arrow()
 
     return pa.schema([(c.name, pa.from_numpy_dtype(c.dtype)) for c in table])
 
 
 def _columns(columns: AnyGroup) -> Any:
-    import pyarrow as pa
+    pa = _arrow()
 
     table = COLUMN_TABLES[type(columns)]
     arrays = [_ints(array) for array in arrays_of(columns)]
@@ -328,7 +328,7 @@ def _columns(columns: AnyGroup) -> Any:
 def _ints(values: np.ndarray) -> Any:
     """A 1-D integer array as an Arrow array (its memory shared once contiguous). Not
     pa.array: its check for a numpy masked array imports numpy.ma (~13 ms in a writer)."""
-    import pyarrow as pa
+    pa = _arrow()
 
     values = np.ascontiguousarray(values, dtype=values.dtype.newbyteorder("="))
     return pa.Array.from_buffers(
@@ -341,7 +341,7 @@ def _pairs(keys: Sequence[tuple[Any, Any]], names: tuple[str, str]) -> Any:
 
     Stdlib json, not orjson: pids and tids may be integers beyond 64 bits.
     """
-    import pyarrow as pa
+    pa = _arrow()
 
     return pa.table(
         {
@@ -353,7 +353,7 @@ def _pairs(keys: Sequence[tuple[Any, Any]], names: tuple[str, str]) -> Any:
 
 
 def _write(path: Path, table: Any, row_group_size: int | None = None) -> int:
-    import pyarrow as pa
+    pa = _arrow()
 
     integers = all(pa.types.is_integer(t) for t in table.schema.types)
     options = _INTEGER_OPTIONS if integers else {}
@@ -578,7 +578,7 @@ class ParquetRows:
 
     @classmethod
     def opened(cls, path: Path, count: int) -> ParquetRows:
-        import pyarrow as pa
+        pa = _arrow()
 
         return cls(path, count, pa.OSFile(str(path)))
 
@@ -672,11 +672,20 @@ def _read_table(path: Path) -> Any:
 
 @functools.cache
 def _parquet() -> Any:
-    """pyarrow.parquet, with Arrow's memory pool set (_memory_pool)."""
+    """pyarrow.parquet, with Arrow's memory pools set (_memory_pool)."""
+    _memory_pool()
     import pyarrow.parquet as pq
 
-    _memory_pool()
     return pq
+
+
+@functools.cache
+def _arrow() -> Any:
+    """pyarrow, with Arrow's memory pools set (_memory_pool)."""
+    _memory_pool()
+    import pyarrow as pa
+
+    return pa
 
 
 @functools.cache
@@ -684,15 +693,29 @@ def _memory_pool() -> None:
     """Arrow's memory from the system allocator, as numpy's: what Arrow frees (a table's
     decoding buffers, the runtime calls' columns once let go of) serves the analyses'
     arrays, where jemalloc's pages (kept for its own reuse) could not; the default mimalloc
-    held more still (benchmarks/RESULTS-rust-43c.md)."""
-    import pyarrow as pa
+    held more still (benchmarks/RESULTS-rust-43c.md). Both pools: pyarrow's, and Arrow's own
+    default, which the Parquet reader decodes in: pyarrow's import makes it, from
+    $ARROW_DEFAULT_MEMORY_POOL (a user's value is kept), so this comes before any import of
+    pyarrow here (_arrow, _parquet)."""
+    import os
 
+    ours = _ARROW_POOL not in os.environ
+    if ours:
+        os.environ[_ARROW_POOL] = "system"
+    try:
+        import pyarrow as pa  # makes Arrow's own default pool, from the variable
+    finally:
+        if ours:
+            os.environ.pop(_ARROW_POOL, None)
     pa.set_memory_pool(pa.system_memory_pool())
+
+
+_ARROW_POOL = "ARROW_DEFAULT_MEMORY_POOL"
 
 
 def _read_names(path: Path) -> PackedNames:
     """The names column as PackedNames over Arrow's own buffers: no string per name."""
-    import pyarrow as pa
+    pa = _arrow()
 
     column = _read_table(path).column("name")
     array = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
@@ -709,7 +732,7 @@ def _read_names(path: Path) -> PackedNames:
 def _names_table(names: Sequence[str]) -> Any:
     """names.parquet: id, name (UTF-8 strings made from the packed bytes, not one by one);
     a name that is no UTF-8 (a lone surrogate) raises, and the entry is not written."""
-    import pyarrow as pa
+    pa = _arrow()
 
     packed = PackedNames.of(names)
     if packed.nbytes >= 1 << 31:  # beyond 32-bit offsets: Arrow makes chunks of them
@@ -755,7 +778,7 @@ def _read_stats(read: dict[str, Any]) -> ReadStats:
 def _launches(launches: list[tuple[int, ...]]) -> Any:
     """The launch configurations (traceview.columns.launches) as a table: id, then one int64 column
     per field (−1: absent)."""
-    import pyarrow as pa
+    pa = _arrow()
 
     from traceview.columns.launches import LAUNCH_FIELDS, launch_table
 
@@ -778,7 +801,7 @@ _COMM_KEY_COLUMNS = ("process_group", "collective", "dtype")
 
 def _comm_keys(keys: list[tuple[str, str, str]]) -> Any:
     """The collectives' (process group, collective, dtype) keys (traceview.columns.comms)."""
-    import pyarrow as pa
+    pa = _arrow()
 
     columns = list(zip(*keys, strict=True)) or [(), (), ()]
     table = {"id": pa.array(range(len(keys)), pa.int32())}
