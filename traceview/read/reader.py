@@ -76,8 +76,11 @@ _GZIP_WORKER_SHARE = 0.60
 # x = 0.55, 0.44 and 0.45-0.47; with the worker forked without multiprocessing (4 runs):
 # x = 0.55, worker 0.41-0.44 and main 0.43-0.47; x = 0.57, 0.41-0.44 and 0.42-0.43; x = 0.59,
 # 0.44-0.50 and 0.41-0.42. With CPU rows, x = 0.5: worker 0.59-0.64, main 0.58-0.59.
+# Both end together nearer 0.545: the main process starts its part ~55 ms after the fork
+# (its imports), and its wait for the worker is the read's end (kernels, median wall of 7:
+# x = 0.52 450 ms, 0.54 425, 0.555 426, 0.57 443; benchmarks/timeline.py with SHARE).
 # The same for the Python reader: both readers split a file at the same place.
-_PLAIN_WORKER_SHARE = (0.57, 0.5)  # (reads without CPU rows, with them)
+_PLAIN_WORKER_SHARE = (0.545, 0.5)  # (reads without CPU rows, with them)
 # A warning: a JSON object may repeat a key; readers differ in which value they keep.
 REPEATED_EVENTS_KEY = (
     '"traceEvents" arrays after the first, not analysed (the key is repeated in the '
