@@ -3,11 +3,13 @@ without pyarrow.parquet's import), they are the bytes pyarrow.parquet's public w
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow._parquet
 import pyarrow.parquet  # imported before pyarrow._parquet is hidden below
 import pytest
@@ -15,6 +17,9 @@ from conftest import ROOT, SHARED_TRACES
 
 from traceview.app.reading import read_trace
 from traceview.cache import store
+from traceview.columns.cpu_rows import CpuRows
+from traceview.columns.packed_names import PackedNames
+from traceview.columns.schema import Dropped
 from traceview.options import ReadOptions
 
 TRACES = [
@@ -107,3 +112,82 @@ def test_arrow_decodes_in_the_system_allocator_alone(tmp_path: Path) -> None:
     before = peaks("plain")
     del before["variable_left"]
     assert sum(before.values()) > 0
+
+
+def _plain(value: Any) -> Any:
+    """TraceEvents (or any of its fields) as plain, comparable values (the CPU rows read)."""
+    if isinstance(value, Dropped):
+        return ("dropped", value.dtype.str, len(value))
+    if isinstance(value, np.ndarray):
+        return (value.dtype.str, value.tobytes())
+    if isinstance(value, CpuRows):
+        return [_plain(block) for block in value.blocks()]
+    if isinstance(value, PackedNames):
+        return list(value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+@pytest.mark.parametrize("trace", TRACES, ids=lambda p: p.name)
+def test_the_entry_reads_as_pyarrow_parquet_reads_it(
+    trace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Read through pyarrow's own reader class (pyarrow._parquet.ParquetReader), an entry gives
+    what ParquetFile gives; the CPU rows' file, opened once, stays open for every pass."""
+    if not trace.is_file():
+        pytest.skip(f"{trace} is absent")
+    events = read_trace(trace, ReadOptions(cache=False, quiet=True), frames=True, remember=False)
+    store.write_entry(tmp_path, events, keep_cpu=True)
+    meta = store.read_meta(tmp_path)
+    real = pyarrow._parquet.ParquetReader
+    opened: list[Any] = []
+
+    def counted() -> Any:
+        opened.append(real())
+        return opened[-1]
+
+    with monkeypatch.context() as patched:
+        patched.setattr(pyarrow._parquet, "ParquetReader", counted)
+        back = store.read_entry(tmp_path, meta, keep_cpu=True, frames=True)
+        ours = _plain(back)
+        assert _plain(back.cpu) == ours["cpu"]  # a second pass: its file still open
+    assert len(opened) > len(meta["files"]) // 2
+    with monkeypatch.context() as patched:
+        patched.setitem(sys.modules, "pyarrow._parquet", None)  # its import fails: ParquetFile
+        public = _plain(store.read_entry(tmp_path, meta, keep_cpu=True, frames=True))
+    assert ours == public
+    assert len(ours["cpu"]) > 0 and len(ours["gpu"]["ts"][1]) > 0
+
+
+_READ_ALONE = """
+import sys
+from pathlib import Path
+
+from traceview.cache import store
+
+entry = Path(sys.argv[1])
+events = store.read_entry(entry, store.read_meta(entry), keep_cpu=True)
+assert len(list(events.cpu.blocks())) > 0
+print(sorted(m for m in ("pyarrow.parquet", "pyarrow.fs", "ssl") if m in sys.modules))
+"""
+
+
+def test_an_entry_is_read_without_pyarrow_parquet_imported(tmp_path: Path) -> None:
+    """pyarrow.parquet imports pyarrow.fs, ssl and the cloud filesystems (~9 MB of a warm
+    run's memory, ~13 ms): an entry's read takes pyarrow's reader class alone."""
+    import subprocess
+
+    trace = ROOT / "fixtures" / "demo.json.gz"
+    options = ReadOptions(cache=False, quiet=True)
+    events = read_trace(trace, options, keep_cpu=True, remember=False)
+    store.write_entry(tmp_path, events, keep_cpu=True)
+    out = subprocess.run(
+        [sys.executable, "-c", _READ_ALONE, str(tmp_path)],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    assert out.strip() == "[]"

@@ -545,7 +545,7 @@ def _check_cpu_columns(path: Path) -> None:
     """The CPU rows are read lazily, after the entry is accepted: an entry whose cpu.parquet
     lacks a column or holds one of another type (written by another build with the same schema
     number) is refused here."""
-    with _parquet().ParquetFile(path) as parquet:
+    with _opened(path) as parquet:
         found = parquet.schema_arrow
     missing = set(CPU_COLUMNS) - set(found.names)
     if missing:
@@ -589,7 +589,7 @@ class ParquetRows:
         """A row group at a time (written ``BLOCK_ROWS`` rows each); with ``windows``, the
         groups whose [least ts, greatest end] overlaps none of them are not even read."""
         source = self.path if self.source is None else self.source
-        with _parquet().ParquetFile(source, page_checksum_verification=True) as parquet:
+        with _opened(source) as parquet:
             for group in range(parquet.metadata.num_row_groups):
                 if windows is not None and not _may_be_live(parquet.metadata, group, windows):
                     continue
@@ -620,7 +620,7 @@ def _group(path: Path, group: type[Group], unused: frozenset[str] = frozenset())
     (73 MB) was a tenth of a warm ``gaps`` run.
     """
     columns = COLUMN_TABLES[group]
-    with _parquet().ParquetFile(path, page_checksum_verification=True) as parquet:
+    with _opened(path) as parquet:
         _check_names(path, parquet, columns)
         table = parquet.read(columns=[c.name for c in columns if c.name not in unused])
         rows = parquet.metadata.num_rows
@@ -644,7 +644,7 @@ def _long_frames(path: Path, from_ns: int, unused: frozenset[str] = frozenset())
         return _group(path, FrameColumns, unused)
     columns = COLUMN_TABLES[FrameColumns]
     kept = Segments(columns, unused=unused)
-    with _parquet().ParquetFile(path, page_checksum_verification=True) as parquet:
+    with _opened(path) as parquet:
         _check_names(path, parquet, columns)
         try:
             for group in range(parquet.metadata.num_row_groups):
@@ -665,9 +665,64 @@ def _check_names(path: Path, parquet: Any, columns: Sequence[Column]) -> None:
 
 
 def _read_table(path: Path) -> Any:
-    # ParquetFile, not read_table: read_table imports pyarrow.dataset (~0.1 s).
-    with _parquet().ParquetFile(path, page_checksum_verification=True) as parquet:
+    # not pyarrow.parquet.read_table: it imports pyarrow.dataset (~0.1 s)
+    with _opened(path) as parquet:
         return parquet.read()
+
+
+@contextlib.contextmanager
+def _opened(source: Path | Any) -> Iterator[Any]:
+    """A Parquet file open for reading, its pages' checksums checked (a path, or an open
+    pyarrow file, left open), as pyarrow.parquet.ParquetFile reads it: through pyarrow's own
+    reader class (pyarrow._parquet.ParquetReader, _ReaderFile) without that module's import
+    (it imports pyarrow.fs, ssl and the cloud filesystems: ~9 MB of a warm run's memory and
+    ~13 ms, benchmarks/RESULTS-rust-43c.md); a pyarrow whose class takes other arguments
+    gets ParquetFile itself."""
+    _memory_pool()
+    try:
+        from pyarrow._parquet import ParquetReader
+
+        reader = ParquetReader()
+        named = isinstance(source, str | Path)
+        reader.open(str(source) if named else source, page_checksum_verification=True)
+    except (ImportError, TypeError):
+        with _parquet().ParquetFile(source, page_checksum_verification=True) as parquet:
+            yield parquet
+        return
+    try:
+        yield _ReaderFile(reader)
+    finally:
+        if named:  # as ParquetFile: a file it was given stays open
+            reader.close()
+
+
+class _ReaderFile:
+    """ParquetFile's reading methods over a ParquetReader: columns named as ParquetFile
+    names them (a column, or a prefix of nested ones; unknown names left out)."""
+
+    def __init__(self, reader: Any) -> None:
+        self.reader = reader
+        self.metadata = reader.metadata
+        self.schema_arrow = reader.schema_arrow
+        self.columns: dict[str, list[int]] = {}
+        for i, path in enumerate(reader.column_paths):
+            for k in range(1, len(path) + 1):
+                self.columns.setdefault(".".join(path[:k]), []).append(i)
+
+    def _indices(self, names: Sequence[str] | None) -> list[int] | None:
+        if names is None:
+            return None
+        return [i for name in names for i in self.columns.get(name, ())]
+
+    def read(self, columns: Sequence[str] | None = None, use_threads: bool = True) -> Any:
+        return self.reader.read_all(column_indices=self._indices(columns), use_threads=use_threads)
+
+    def read_row_group(
+        self, i: int, columns: Sequence[str] | None = None, use_threads: bool = True
+    ) -> Any:
+        return self.reader.read_row_group(
+            i, column_indices=self._indices(columns), use_threads=use_threads
+        )
 
 
 @functools.cache
