@@ -75,3 +75,46 @@ def test_the_command_line_sets_them_before_the_read_starts() -> None:
         [sys.executable, "-c", _ORDER], env=env, capture_output=True, text=True, check=True
     )
     assert out.stdout.strip() == "thresholds,read,command"
+
+
+# Whether a 5 MB array comes from the heap after reuse_freed_memory: while a cache entry is
+# read (entry_columns_mapped), and after it.
+_ENTRY = """
+import ctypes, sys
+libc = ctypes.CDLL("libc.so.6")
+libc.sbrk.restype = ctypes.c_void_p
+libc.malloc.restype = ctypes.c_void_p
+libc.malloc.argtypes = [ctypes.c_size_t]
+libc.free.argtypes = [ctypes.c_void_p]
+from traceview.app import memory
+
+def in_heap():
+    at = libc.malloc(5 << 20)
+    inside = at < libc.sbrk(0)
+    libc.free(at)
+    return inside
+
+if sys.argv[1] == "unset":  # nothing set here before: nothing set by it either
+    with memory.entry_columns_mapped():
+        pass
+    print(memory._set)
+else:
+    memory.reuse_freed_memory()  # 5 MB from the heap now (it grows for it)
+    with memory.entry_columns_mapped():
+        during = in_heap()
+    print(during, in_heap())
+"""
+
+
+@pytest.mark.skipif(not GLIBC or not sys.platform.startswith("linux"), reason="glibc only")
+@pytest.mark.parametrize(("arg", "out"), [("set", "False True"), ("unset", "None")])
+def test_an_entrys_columns_are_mapped_apart_from_the_heap(arg: str, out: str) -> None:
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    for name in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_ARENA_MAX",
+                 "GLIBC_TUNABLES"):  # fmt: skip
+        env.pop(name, None)
+    got = subprocess.run(
+        [sys.executable, "-c", _ENTRY, arg], env=env, capture_output=True, text=True, check=True
+    )
+    assert got.stdout.strip() == out

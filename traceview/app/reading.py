@@ -138,9 +138,11 @@ def _read_cached(
     leaves out (a fresh read keeps every column and frame, for the entry)."""
     from traceview import cache
     from traceview.analyses.core.trace import with_facts
+    from traceview.app.memory import entry_columns_mapped
 
     settings = cache.CacheSettings(True, options.refresh, options.cache_dir, options.verify)
-    slot = cache.open_slot(path, settings, keep_cpu, frames, unused, frames_from_ns)
+    with entry_columns_mapped():
+        slot = cache.open_slot(path, settings, keep_cpu, frames, unused, frames_from_ns)
     if slot is None:
         return None
     if slot.events is not None:
