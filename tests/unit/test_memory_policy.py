@@ -14,14 +14,17 @@ import pytest
 
 GLIBC = (os.confstr("CS_GNU_LIBC_VERSION") or "").startswith("glibc")
 
-# Whether a freed 3 MB block (a read's) serves the next one from the heap (below its top).
-_PROBE = """
+# glibc's malloc, free and program break, before each probe below (_probe)
+_LIBC = """
 import ctypes, sys
 libc = ctypes.CDLL("libc.so.6")
 libc.sbrk.restype = ctypes.c_void_p
 libc.malloc.restype = ctypes.c_void_p
 libc.malloc.argtypes = [ctypes.c_size_t]
 libc.free.argtypes = [ctypes.c_void_p]
+"""
+# Whether a freed 3 MB block (a read's) serves the next one from the heap (below its top).
+_PROBE = """
 if sys.argv[1] == "set":
     from traceview.app.memory import reuse_block_memory
     reuse_block_memory()
@@ -42,15 +45,19 @@ print(in_heap, libc.sbrk(0) - (64 << 20) < got[0] < libc.sbrk(0))
 @pytest.mark.skipif(not GLIBC or not sys.platform.startswith("linux"), reason="glibc only")
 @pytest.mark.parametrize(("arg", "heap"), [("set", "True True"), ("unset", "False False")])
 def test_a_block_and_a_thread_are_served_from_the_heap_once_set(arg: str, heap: str) -> None:
+    assert _probe(_PROBE, arg) == heap
+
+
+def _probe(code: str, arg: str) -> str:
+    """What ``code`` (after _LIBC) prints in a fresh process given ``arg``, glibc's malloc
+    left to its own defaults by the environment."""
     root = Path(__file__).resolve().parents[2]
     env = {**os.environ, "PYTHONPATH": str(root)}
     for name in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_ARENA_MAX",
                  "GLIBC_TUNABLES"):  # fmt: skip
         env.pop(name, None)
-    out = subprocess.run(
-        [sys.executable, "-c", _PROBE, arg], env=env, capture_output=True, text=True, check=True
-    )
-    assert out.stdout.strip() == heap
+    argv = [sys.executable, "-c", _LIBC + code, arg]
+    return subprocess.run(argv, env=env, capture_output=True, text=True, check=True).stdout.strip()
 
 
 _ORDER = """
@@ -80,12 +87,6 @@ def test_the_command_line_sets_them_before_the_read_starts() -> None:
 # Whether a 5 MB array comes from the heap after reuse_freed_memory: while a cache entry is
 # read (entry_columns_mapped), and after it.
 _ENTRY = """
-import ctypes, sys
-libc = ctypes.CDLL("libc.so.6")
-libc.sbrk.restype = ctypes.c_void_p
-libc.malloc.restype = ctypes.c_void_p
-libc.malloc.argtypes = [ctypes.c_size_t]
-libc.free.argtypes = [ctypes.c_void_p]
 from traceview.app import memory
 
 def in_heap():
@@ -109,12 +110,4 @@ else:
 @pytest.mark.skipif(not GLIBC or not sys.platform.startswith("linux"), reason="glibc only")
 @pytest.mark.parametrize(("arg", "out"), [("set", "False True"), ("unset", "None")])
 def test_an_entrys_columns_are_mapped_apart_from_the_heap(arg: str, out: str) -> None:
-    root = Path(__file__).resolve().parents[2]
-    env = {**os.environ, "PYTHONPATH": str(root)}
-    for name in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_ARENA_MAX",
-                 "GLIBC_TUNABLES"):  # fmt: skip
-        env.pop(name, None)
-    got = subprocess.run(
-        [sys.executable, "-c", _ENTRY, arg], env=env, capture_output=True, text=True, check=True
-    )
-    assert got.stdout.strip() == out
+    assert _probe(_ENTRY, arg) == out
