@@ -741,12 +741,16 @@ def _transitions(
     """
     before = pairs.before
     passes = max(1, -(-len(before) // _PASS_GAPS))
+    # each pair's pass, worked out once (1 B a gap while fewer than 256 passes)
+    bucket = (before % passes).astype(np.min_scalar_type(passes - 1)) if passes > 1 else None
     parts = []
     distinct = 0
     for j in range(passes):
-        at = positions_where(before % passes == j) if passes > 1 else slice(None)
+        # the pass's places among all gaps (None: all of them)
+        positions = None if bucket is None else positions_where(bucket == j)
+        at = slice(None) if positions is None else positions
         after, gap = pairs.part(at)
-        pairs_here, part = _pair_stats(len(names), before[at], after, gap, options)
+        pairs_here, part = _pair_stats(len(names), before[at], after, gap, options, positions)
         del after, gap
         distinct += pairs_here
         parts.append(part)
@@ -775,7 +779,7 @@ def _transition_rows(
     ]
 
 
-_PASS_GAPS = 1 << 20
+_PASS_GAPS = 1 << 18
 
 
 def _joined(parts: list[np.ndarray]) -> np.ndarray:
@@ -791,17 +795,20 @@ def _pair_stats(
     after: np.ndarray,
     gap: np.ndarray,
     options: GapOptions,
+    positions: np.ndarray | None = None,
 ) -> tuple[int, tuple[np.ndarray, ...]]:
     """How many distinct (before, after) name pairs these gaps have, and per pair (those
     whose sort value reaches the ``options.top``-th largest, ties included; all with top 0):
-    the names, the sort value, count, total, min, max and standard deviation of the gap."""
+    the names, the sort value, count, total, min, max and standard deviation of the gap.
+    ``positions``: the gaps' places among all (a pass of them): each pair's deviation is
+    then summed as over all, to the last bit, whatever the passes (moments.accumulate)."""
     width = max(width, 1)
     key: np.ndarray = before.astype(np.int32 if width * width < 2**31 else np.int64)
     key *= width
     key += after
     used, group = dense_ids(key, width * width)
     del key
-    stats = moments.accumulate(group, gap, len(used))
+    stats = moments.accumulate(group, gap, len(used), positions=positions)
     del group
     std = stats.std()
     count, total = stats.count, stats.total
