@@ -33,15 +33,10 @@ def packed(
     bits = (high - low).bit_length()
     if least < 0 or (most + 1) << bits > _INT64_LIMIT:
         return None
-    if rows is None:
-        key = major.astype(np.int64)  # in place from here, the minors a pass at a time
-        key <<= bits
-        for lo in range(0, n, _PASS):
-            key[lo : lo + _PASS] |= np.subtract(minor[lo : lo + _PASS], low)
-        return key, bits, low
-    key = np.empty(n, dtype=np.int64)
+    key = np.empty(n, dtype=np.int64)  # made a pass at a time, in place
     for lo in range(0, n, _PASS):
-        at, part = rows[lo : lo + _PASS], key[lo : lo + _PASS]
+        at = slice(lo, lo + _PASS) if rows is None else rows[lo : lo + _PASS]
+        part = key[lo : lo + _PASS]
         part[:] = major[at]
         part <<= bits
         part |= np.subtract(minor[at], low)
