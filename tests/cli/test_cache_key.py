@@ -199,7 +199,7 @@ def test_a_process_with_another_thread_is_not_single_threaded() -> None:
     other = threading.Thread(target=release.wait)
     other.start()
     try:
-        assert not cache._single_threaded()
+        assert not cache.single_threaded()
     finally:
         release.set()
         other.join()
@@ -217,7 +217,7 @@ def test_the_writer_is_a_process_unless_another_thread_runs(
     from traceview.options import ReadOptions
 
     monkeypatch.setattr(forked, "_fork_cache_writes", True)
-    monkeypatch.setattr(cache, "_single_threaded", lambda: single)
+    monkeypatch.setattr(cache, "single_threaded", lambda: single)
     settings = cache.CacheSettings(directory=tmp_path / "cache")
     slot = cache.open_slot(demo, settings, keep_cpu=False)
     assert slot is not None

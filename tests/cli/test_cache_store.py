@@ -15,11 +15,13 @@ import pyarrow.parquet  # imported before pyarrow._parquet is hidden below
 import pytest
 from conftest import ROOT, SHARED_TRACES
 
+from traceview import forked
 from traceview.app.reading import read_trace
-from traceview.cache import store
-from traceview.columns.cpu_rows import CpuRows
+from traceview.cache import entry_child, store
+from traceview.columns import schema
+from traceview.columns.cpu_rows import CpuRows, SpillFile
 from traceview.columns.packed_names import PackedNames
-from traceview.columns.schema import Dropped
+from traceview.columns.schema import DROPPABLE, Dropped
 from traceview.options import ReadOptions
 
 TRACES = [
@@ -191,3 +193,145 @@ def test_an_entry_is_read_without_pyarrow_parquet_imported(tmp_path: Path) -> No
         capture_output=True, text=True, check=True,
     ).stdout  # fmt: skip
     assert out.strip() == "[]"
+
+
+# What a warm run asks of an entry: with the CPU rows and the frames; without the CPU rows;
+# with columns left out (Dropped) and the frames shorter than 10 µs too.
+_ASKED = [
+    {"keep_cpu": True, "frames": True},
+    {"keep_cpu": False},
+    {"keep_cpu": True, "frames": True, "unused": DROPPABLE, "frames_from_ns": 10_000},
+]
+
+
+def _entry(trace: Path, directory: Path) -> dict[str, Any]:
+    if not trace.is_file():
+        pytest.skip(f"{trace} is absent")
+    events = read_trace(trace, ReadOptions(cache=False, quiet=True), frames=True, remember=False)
+    store.write_entry(directory, events, keep_cpu=True)
+    return store.read_meta(directory)
+
+
+@dataclasses.dataclass
+class _Counted:
+    forks: int = 0  # children forked to read an entry
+    here: int = 0  # entries read by this process (a child's reads are not counted here)
+
+
+@pytest.fixture
+def command_line(monkeypatch: pytest.MonkeyPatch) -> _Counted:
+    """This process taken for the command line (its entries read by a child); the children
+    forked for them and the reads done here, counted."""
+    monkeypatch.setattr(forked, "_fork_cache_writes", True)
+    monkeypatch.setattr(entry_child, "single_threaded", lambda: True)  # numpy's threads idle
+    counted = _Counted()
+    fork, read = entry_child.Child, entry_child.read_entry
+
+    def forking(*args: Any, **kwargs: Any) -> Any:
+        counted.forks += 1
+        return fork(*args, **kwargs)
+
+    def reading(*args: Any, **kwargs: Any) -> Any:
+        counted.here += 1
+        return read(*args, **kwargs)
+
+    monkeypatch.setattr(entry_child, "Child", forking)
+    monkeypatch.setattr(entry_child, "read_entry", reading)
+    return counted
+
+
+@pytest.mark.parametrize("trace", TRACES, ids=lambda p: p.name)
+def test_an_entry_read_by_a_child_is_the_entry_read_here(
+    trace: Path, tmp_path: Path, command_line: _Counted
+) -> None:
+    """Columns mapped from the child's memfd (Dropped ones made anew), names, the CPU rows in a
+    spill file with each row group's span, everything else pickled: the same events."""
+    meta = _entry(trace, tmp_path)
+    for asked in _ASKED:
+        here = _plain(store.read_entry(tmp_path, meta, **asked))
+        there = entry_child.read_entry_aside(tmp_path, meta, **asked)
+        assert _plain(there) == here, asked
+        if asked["keep_cpu"]:
+            assert len(here["cpu"]) > 0
+            (spill,) = there.cpu.parts
+            assert isinstance(spill, SpillFile) and spill.spans is not None
+            assert (
+                len(spill.spans.first)
+                == pyarrow.parquet.ParquetFile(tmp_path / "cpu.parquet").metadata.num_row_groups
+            )  # a span a row group, as its statistics give
+        else:
+            assert there.cpu.parts == ()
+    assert (command_line.forks, command_line.here) == (len(_ASKED), 0)
+    assert any(isinstance(a, Dropped) for a in schema.arrays_of(there.gpu))
+
+
+def test_a_damaged_entry_is_said_as_read_here(tmp_path: Path, command_line: _Counted) -> None:
+    meta = _entry(ROOT / "fixtures" / "demo.json.gz", tmp_path)
+    cpu = tmp_path / "cpu.parquet"
+    data = bytearray(cpu.read_bytes())
+    data[len(data) // 2] ^= 0xFF  # its size as the meta says, its content not
+    cpu.write_bytes(bytes(data))
+    with pytest.raises(store.DamagedEntry) as here:
+        store.read_entry(tmp_path, meta, keep_cpu=True)
+    with pytest.raises(store.DamagedEntry) as there:
+        entry_child.read_entry_aside(tmp_path, meta, keep_cpu=True)
+    assert str(there.value) == str(here.value) and "cpu.parquet" in str(here.value)
+    assert (command_line.forks, command_line.here) == (1, 0)  # the child said it
+
+
+def _dies(*args: Any) -> None:
+    os._exit(3)
+
+
+def _stuck(*args: Any) -> None:
+    import time
+
+    time.sleep(60)
+
+
+@pytest.mark.parametrize("child", [_dies, _stuck])
+def test_an_entry_the_child_does_not_send_is_read_here(
+    child: Any, tmp_path: Path, command_line: _Counted, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A child that dies, or does not answer in time (it is stopped): the read is done here."""
+    import time
+
+    meta = _entry(ROOT / "fixtures" / "demo.json.gz", tmp_path)
+    monkeypatch.setattr(entry_child, "_read_and_send", child)
+    monkeypatch.setattr(entry_child, "patience", lambda started: 0.5)
+    started = time.monotonic()
+    there = entry_child.read_entry_aside(tmp_path, meta, keep_cpu=True)
+    assert time.monotonic() - started < 30
+    assert (command_line.forks, command_line.here) == (1, 1)
+    assert _plain(there) == _plain(store.read_entry(tmp_path, meta, keep_cpu=True))
+
+
+def test_cpu_rows_the_child_does_not_write_are_read_here(
+    tmp_path: Path, command_line: _Counted, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The columns sent, the child dies while it writes the CPU rows: they are read here,
+    from the entry, into a spill file of their own."""
+    meta = _entry(ROOT / "fixtures" / "demo.json.gz", tmp_path)
+    here = _plain(store.read_entry(tmp_path, meta, keep_cpu=True))
+    parent, blocks = os.getpid(), store.ParquetRows.blocks
+
+    def dying(self: store.ParquetRows, *args: Any, **kwargs: Any) -> Any:
+        if os.getpid() != parent:
+            os._exit(3)  # the child, its columns sent
+        yield from blocks(self, *args, **kwargs)
+
+    monkeypatch.setattr(store.ParquetRows, "blocks", dying)
+    there = entry_child.read_entry_aside(tmp_path, meta, keep_cpu=True)
+    assert (command_line.forks, command_line.here) == (1, 0)  # its columns came
+    assert _plain(there) == here
+    (spill,) = there.cpu.parts
+    assert spill._kept is not None  # the rows read here, into a file of their own
+
+
+def test_the_python_api_reads_an_entry_itself(tmp_path: Path, command_line: _Counted) -> None:
+    """A process that is not the command line (it may run threads of its own) forks none."""
+    meta = _entry(ROOT / "fixtures" / "demo.json.gz", tmp_path)
+    forked._fork_cache_writes = False  # the fixture's monkeypatch restores it
+    there = entry_child.read_entry_aside(tmp_path, meta, keep_cpu=True)
+    assert (command_line.forks, command_line.here) == (0, 1)
+    assert _plain(there) == _plain(store.read_entry(tmp_path, meta, keep_cpu=True))

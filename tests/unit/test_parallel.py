@@ -293,7 +293,7 @@ def test_columns_come_back_through_the_pipe_too(
     path = tmp_path / "t.json"
     generate.write_trace(path, steps=8, seed=4, layout="kineto")
     serial = read(path, False, monkeypatch)
-    monkeypatch.setattr("traceview.columns.parallel._memfd", lambda: None)
+    monkeypatch.setattr("traceview.columns.parallel.new_memfd", lambda: None)
     through_pipe, split = read_with(path, True, monkeypatch)
     assert split
     assert summary(through_pipe) == summary(serial)

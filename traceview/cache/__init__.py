@@ -134,8 +134,9 @@ def _load(
     frames_from_ns: int = 0,
 ) -> TraceEvents | None:
     """The entry's events, or None on a miss; a damaged entry is removed with a warning."""
+    from traceview.cache.entry_child import read_entry_aside
     from traceview.cache.manage import add_path, touch
-    from traceview.cache.store import read_entry, read_meta
+    from traceview.cache.store import read_meta
 
     directory = entry_dir(root, key)
     if not directory.is_dir():
@@ -144,7 +145,7 @@ def _load(
         meta = read_meta(directory)
         if not _serves(meta, keep_cpu, frames, unused, frames_from_ns):
             return None  # read the trace; publish then upgrades or completes the entry
-        events = read_entry(directory, meta, keep_cpu, frames, unused, frames_from_ns)
+        events = read_entry_aside(directory, meta, keep_cpu, frames, unused, frames_from_ns)
     except Exception as e:  # damaged, truncated, another schema: rebuild, never crash
         if not directory.exists():
             return None  # removed while we read it (cache prune, clear): a miss
@@ -306,7 +307,7 @@ def publish_in_background(slot: Slot, events: TraceEvents, with_cpu: bool = True
     diskcache) and its Python work run on a core of their own, not the analysis' (in a thread
     they hold the GIL: a kernels fill of the 0.5 GB trace, ~0.1 s of 0.7 s). Else a thread
     (pyarrow and numpy release the GIL while they write)."""
-    if cache_writes_forked() and _single_threaded():
+    if cache_writes_forked() and single_threaded():
         with contextlib.suppress(OSError):  # e.g. no process left: a thread then
             _writing.append(_ForkedWrite(slot, events, with_cpu))
             return
@@ -323,7 +324,7 @@ def _publish_and_flush(slot: Slot, events: TraceEvents, with_cpu: bool, index: C
         sys.stderr.flush()
 
 
-def _single_threaded() -> bool:
+def single_threaded() -> bool:
     """Whether this process runs one thread (the compiled core's count too)."""
     try:
         return len(os.listdir("/proc/self/task")) == 1

@@ -117,7 +117,7 @@ class _HostWorker:
     def __init__(self, path: Path, keep_cpu: bool) -> None:
         context = multiprocessing.get_context("fork")
         self._receiver, sender = context.Pipe(duplex=False)
-        self._memfd = parallel._memfd()
+        self._memfd = parallel.new_memfd()
         self._spill = SpillFile.made_now() if keep_cpu else None  # the worker's CPU rows
         args = (sender, path, keep_cpu, self._memfd, self._spill)
         self._process = context.Process(target=_read_host_tables, args=args, daemon=True)

@@ -139,7 +139,7 @@ class _Forked:
         self.started = time.monotonic()  # its part is waited for with patience from then
         self.receiver, sender = Channel.pipe()
         boundary_in, self.boundary_out = Channel.pipe()
-        self.memfd = _memfd()
+        self.memfd = new_memfd()
         self.spill = SpillFile.made_now() if keep_cpu else None  # the worker's CPU rows
         self.mapped = SpillFile.made_now() if keep_cpu else None  # ... with this one's ids
         exact = reader.stats.exact_times
@@ -374,7 +374,7 @@ def _renumber_when_asked(
         spill.give_back()
 
 
-def _memfd() -> int | None:
+def new_memfd() -> int | None:
     """An anonymous in-memory file shared with the worker (None where there is none)."""
     try:
         return os.memfd_create("traceview-part")
@@ -410,7 +410,7 @@ def _send(
         runtime=empty(RuntimeColumns),
     )
     sections = [*([column] for column in columns), named]  # each column mapped on its own
-    in_memfd = memfd is not None and _write_columns(memfd, sections)
+    in_memfd = memfd is not None and write_columns(memfd, sections)
     shapes = [(c.dtype.str, len(c)) for c in (*columns, *named)]
     digests = None if hashes is None else (hashes.size, hashes.digests)
     spills = [p.spans for p in part.cpu.parts if isinstance(p, SpillFile)]
@@ -421,7 +421,7 @@ def _send(
             conn.send_bytes(np.ascontiguousarray(column).data.cast("B"))
 
 
-def _write_columns(memfd: int, sections: list[list[np.ndarray]]) -> bool:
+def write_columns(memfd: int, sections: list[list[np.ndarray]]) -> bool:
     """Write the arrays into the memfd, 8-byte aligned, each section from a page boundary
     (mapped on its own); False if it cannot be written."""
     try:
@@ -464,7 +464,7 @@ def _receive(
     n_columns = len(GPU_COLUMNS) + len(RUNTIME_COLUMNS)
     names_mapping = None
     if in_memfd and memfd is not None:
-        sections = _map_columns(memfd, [*([s] for s in shapes[:n_columns]), shapes[n_columns:]])
+        sections = map_columns(memfd, [*([s] for s in shapes[:n_columns]), shapes[n_columns:]])
         arrays = [array for arrays, _ in sections for array in arrays]
         names_mapping = sections[-1][1]
     else:
@@ -490,7 +490,7 @@ def _receive(
     return part
 
 
-def _map_columns(
+def map_columns(
     memfd: int, sections: list[list[tuple[str, int]]]
 ) -> list[tuple[list[np.ndarray], mmap.mmap | None]]:
     """Read-only arrays over the worker's arrays in the memfd, section by section, each
