@@ -3,7 +3,9 @@ without pyarrow.parquet's import), they are the bytes pyarrow.parquet's public w
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import gc
 import os
 import sys
 from pathlib import Path
@@ -335,3 +337,45 @@ def test_the_python_api_reads_an_entry_itself(tmp_path: Path, command_line: _Cou
     there = entry_child.read_entry_aside(tmp_path, meta, keep_cpu=True)
     assert (command_line.forks, command_line.here) == (0, 1)
     assert _plain(there) == _plain(store.read_entry(tmp_path, meta, keep_cpu=True))
+
+
+def _memfds() -> tuple[int, int, int]:
+    """This process's mappings of memfds, its descriptors of them (mmap keeps one of its
+    own) and the bytes the memfds hold."""
+    maps = Path("/proc/self/maps").read_text().count("/memfd:traceview-part")
+    fds, files = 0, {}
+    for fd in Path("/proc/self/fd").iterdir():
+        with contextlib.suppress(OSError):
+            if "/memfd:traceview-part" in os.readlink(fd):
+                fds += 1
+                found = os.stat(fd)
+                files[found.st_ino] = found.st_blocks * 512
+    return maps, fds, sum(files.values())
+
+
+def test_a_column_let_go_of_frees_its_memory(tmp_path: Path, command_line: _Counted) -> None:
+    """Each column comes in a memfd of its own, held by its mapping alone: a column let go of
+    (the runtime calls, after without_runtime) frees its pages, as an Arrow buffer's did."""
+    meta = _entry(ROOT / "fixtures" / "demo.json.gz", tmp_path)
+    before = _memfds()
+    events = entry_child.read_entry_aside(tmp_path, meta, keep_cpu=False)
+    runtime = [a for a in schema.arrays_of(events.runtime) if a.nbytes]
+    assert runtime and not runtime[0].flags.writeable  # mapped
+    maps, fds, held = _memfds()
+    assert held >= sum(
+        a.nbytes for f in _GROUP_FIELDS for a in schema.arrays_of(getattr(events, f))
+    )
+    events = dataclasses.replace(events, runtime=schema.empty(type(events.runtime)))
+    freed, unmapped = sum(a.nbytes for a in runtime), len(runtime)
+    del runtime
+    gc.collect()
+    after = _memfds()
+    assert after[:2] == (maps - unmapped, fds - unmapped)
+    assert after[2] <= held - freed  # their pages gone from the memfds
+    assert len(events.gpu.ts) > 0
+    del events
+    gc.collect()
+    assert _memfds() == before
+
+
+_GROUP_FIELDS = ("gpu", "runtime", "comms", "memory", "frames", "flows")

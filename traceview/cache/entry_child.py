@@ -3,10 +3,12 @@
 pyarrow's libraries add 28-54 MiB to a process's resident memory (by how much of them the
 page cache holds), and decoding an entry leaves Arrow's buffers behind: a warm run held its
 cold run's memory plus those (benchmarks/RESULTS-rust-43c.md). Here a child reads the entry
-(store.read_entry), writes each column into an in-memory file (memfd) that this process maps,
-as a split read's worker does (columns.parallel), and sends the rest. Then, while this process
-starts its analysis, it writes the CPU rows into a spill file, as a cold read keeps them, and
-ends, its memory with it; the rows are read once it is done (SpillFile.pending_on).
+(store.read_entry), writes each column into an in-memory file (memfd) of its own that this
+process maps, as a split read's worker does (columns.parallel), and sends the rest: a column
+let go of during the analysis frees its memory, as it did when it was Arrow's. Then, while
+this process starts its analysis, it writes the CPU rows into a spill file, as a cold read
+keeps them, and ends, its memory with it; the rows are read once it is done
+(SpillFile.pending_on).
 
 A child that cannot be forked, dies or does not answer in time leaves the read to this
 process; a damaged entry is said as such (store.DamagedEntry), as an entry read here is.
@@ -30,11 +32,29 @@ from traceview.columns.cpu_rows import BLOCK_ROWS, CpuRows, SpillFile
 from traceview.columns.model import TraceEvents
 from traceview.columns.packed_names import PackedNames
 from traceview.columns.parallel import map_columns, new_memfd, write_columns
-from traceview.columns.schema import Dropped, arrays_of, dropped, empty, from_arrays
+from traceview.columns.schema import (
+    TABLES,
+    CommColumns,
+    Dropped,
+    FlowColumns,
+    FrameColumns,
+    GpuColumns,
+    MemoryColumns,
+    RuntimeColumns,
+    arrays_of,
+    dropped,
+    empty,
+    from_arrays,
+)
 from traceview.forked import Channel, Child, cache_writes_forked, patience
 
-# The column groups of TraceEvents, by field: each is sent as its arrays.
+# The column groups of TraceEvents, by field: each is sent as its arrays, a memfd each (and
+# the names' two arrays).
 _GROUPS = ("gpu", "runtime", "comms", "memory", "frames", "flows")
+_ARRAYS = 2 + sum(
+    len(TABLES[group])
+    for group in (GpuColumns, RuntimeColumns, CommColumns, MemoryColumns, FrameColumns, FlowColumns)
+)
 _ENTRY, _DAMAGED, _CPU = "entry", "damaged", "cpu rows"
 
 
@@ -52,18 +72,22 @@ def read_entry_aside(
     args = (directory, meta, keep_cpu, frames, unused, frames_from_ns)
     if not (cache_writes_forked() and single_threaded()):
         return read_entry(*args)
-    memfd = new_memfd()
-    if memfd is None:
-        return read_entry(*args)
-    spill = SpillFile.made_now() if keep_cpu and meta["has_cpu"] else None
+    memfds = [new_memfd() for _ in range(_ARRAYS)]
     try:
-        events = _from_child(args, memfd, spill)
+        if None in memfds:  # none here, or no file descriptor left
+            return read_entry(*args)
+        spill = SpillFile.made_now() if keep_cpu and meta["has_cpu"] else None
+        events = _from_child(args, memfds, spill)  # type: ignore[arg-type]
     finally:
-        os.close(memfd)  # the mappings keep the columns
+        for memfd in memfds:
+            if memfd is not None:
+                os.close(memfd)  # each mapping keeps its column
     return read_entry(*args) if events is None else events
 
 
-def _from_child(args: tuple[Any, ...], memfd: int, spill: SpillFile | None) -> TraceEvents | None:
+def _from_child(
+    args: tuple[Any, ...], memfds: list[int], spill: SpillFile | None
+) -> TraceEvents | None:
     """The entry as the child sent it; None if it gave no answer (it is stopped then)."""
     try:
         receiver, sender = Channel.pipe()
@@ -71,7 +95,7 @@ def _from_child(args: tuple[Any, ...], memfd: int, spill: SpillFile | None) -> T
         return None
     started = time.monotonic()
     try:
-        child = Child(_read_and_send, (args, memfd, spill, sender), (receiver,), says_done=True)
+        child = Child(_read_and_send, (args, memfds, spill, sender), (receiver,), says_done=True)
     except Exception:  # e.g. no process left
         receiver.close()
         return None
@@ -86,8 +110,8 @@ def _from_child(args: tuple[Any, ...], memfd: int, spill: SpillFile | None) -> T
         child.join()
         if answer[0] == _DAMAGED:
             raise DamagedEntry(answer[1])
-        return _received(answer[1], memfd) if answer[0] == _ENTRY else None
-    events = _received(answer[1], memfd)
+        return _received(answer[1], memfds) if answer[0] == _ENTRY else None
+    events = _received(answer[1], memfds)
     directory, meta = args[:2]
     spill.count = meta["cpu_rows"]  # being written by the child
     spill.pending_on(_CpuRows(child, receiver, directory / "cpu.parquet").finish)
@@ -108,7 +132,7 @@ def _answer(receiver: Channel, started: float) -> tuple[str, Any] | None:
 
 
 def _read_and_send(
-    args: tuple[Any, ...], memfd: int, spill: SpillFile | None, sender: Channel
+    args: tuple[Any, ...], memfds: list[int], spill: SpillFile | None, sender: Channel
 ) -> None:
     """In the child: read the entry, send it (or why it is damaged), then write the CPU rows
     into ``spill`` and say so."""
@@ -116,7 +140,7 @@ def _read_and_send(
     try:
         events = read_entry(*args)
         cpu = events.cpu
-        payload = _written(replace(events, cpu=CpuRows()), memfd)
+        payload = _written(replace(events, cpu=CpuRows()), memfds)
     except Exception as e:  # the entry is damaged: as read_entry's caller says it
         sender.send((_DAMAGED, str(e)))
         return
@@ -131,17 +155,17 @@ def _read_and_send(
         sender.send((_CPU, (spill.count, spill.spans)))
 
 
-def _written(events: TraceEvents, memfd: int) -> tuple[TraceEvents, list[Any]] | None:
+def _written(events: TraceEvents, memfds: list[int]) -> tuple[TraceEvents, list[Any]] | None:
     """The events without their arrays (each group emptied, the names too), and each
-    array's (dtype, length, whether dropped), the arrays written into ``memfd`` in that
-    order, a section each; None if they cannot be written."""
+    array's (dtype, length, whether dropped), each array written into its memfd of
+    ``memfds``, in that order; None if they cannot be written."""
     names = PackedNames.of(events.names)
     arrays = [a for field in _GROUPS for a in arrays_of(getattr(events, field))]
     arrays += [np.frombuffer(names.data, dtype=np.uint8), names.ends]
     shapes = [(a.dtype.str, len(a), isinstance(a, Dropped)) for a in arrays]
-    kept = [[a] for a in arrays if not isinstance(a, Dropped)]
-    if not write_columns(memfd, kept):
-        return None
+    for array, memfd in zip(arrays, memfds, strict=True):
+        if not (isinstance(array, Dropped) or write_columns(memfd, [[array]])):
+            return None
     skeleton = replace(
         events,
         names=PackedNames(),
@@ -150,15 +174,15 @@ def _written(events: TraceEvents, memfd: int) -> tuple[TraceEvents, list[Any]] |
     return skeleton, shapes
 
 
-def _received(payload: tuple[Any, ...], memfd: int) -> TraceEvents:
-    """The events from the child's answer, each array mapped from ``memfd`` (a dropped one
+def _received(payload: tuple[Any, ...], memfds: list[int]) -> TraceEvents:
+    """The events from the child's answer, each array mapped from its memfd (a dropped one
     made anew)."""
     skeleton: TraceEvents = payload[0]
     shapes: list[tuple[str, int, bool]] = payload[1]
-    mapped = iter(
-        arrays for arrays, _ in map_columns(memfd, [[(d, n)] for d, n, gone in shapes if not gone])
+    arrays = iter(
+        dropped(np.dtype(d), n) if gone else map_columns(memfd, [[(d, n)]])[0][0][0]
+        for (d, n, gone), memfd in zip(shapes, memfds, strict=True)
     )
-    arrays = iter(dropped(np.dtype(d), n) if gone else next(mapped)[0] for d, n, gone in shapes)
     groups = {
         field: from_arrays(
             type(getattr(skeleton, field)),
