@@ -685,7 +685,6 @@ def report(
     from traceview.analyses.core.common import links_and_calls, work_out
     from traceview.analyses.core.devices import name_rank
     from traceview.analyses.core.prelaunch import without_runtime
-    from traceview.app.memory import reuse_freed_memory
     from traceview.cache import op_links as stored_links
     from traceview.columns.model import flows_for_frames
     from traceview.render.html.documents import calls_read, collect
@@ -695,7 +694,9 @@ def report(
         raise UsageError(f"--rank {options.rank}: for a run (several rank files); {path} is one")
     check_output_path(output, force, (path,))
     plotly_path()  # the missing extra is said before any reading
-    reuse_freed_memory()
+    # glibc's thresholds stay the read's (not reuse_freed_memory): the documents' many
+    # row-sized temporaries, each mapped and given back, not left in the heap's holes
+    # (warm at 7.83 GB: 260 -> 247-252 MB; benchmarks/RESULTS-rust-43c.md)
     where = stored_links.place(path, read)  # before the read: the trace's identity then
     events = read_trace(path, read, keep_cpu=True, memory=True, frames=True, unused=_unused())
     events = flows_for_frames(events)  # the flame graph's: none without frames
