@@ -15,8 +15,9 @@ follow each other as in one long profile (each launch finds its own kernel; ``tr
 N`` keeps one step).
 
 Every command runs ``--no-cache -f json -q`` in its own process (``trim``: ``trim --pstep N -o
-FILE``): median wall (start-up included), MB/s, CPU s (user + system, the two-process read's
-worker included), peak RSS of the largest process (/usr/bin/time %M) and the sampled peak of
+FILE``; ``report``: ``report -o FILE``): median wall (start-up included), MB/s, CPU s (user +
+system, the two-process read's worker included), peak RSS of the largest process (/usr/bin/time
+%M, and the children it left to end after it: bench_read.run_once; MiB) and the sampled peak of
 the process tree's summed RSS. ``--fill`` commands also run once with an emptied private
 cache, the first run that fills it, against their ``--no-cache`` run; ``--warm`` commands
 run again from the cache their first run filled (peak RSS of a warm run).
@@ -99,6 +100,8 @@ def command(name: str, trace: Path, pstep: str, trim_out: Path, cache: bool) -> 
     if name == "trim":
         return [TRACEVIEW, "trim", str(trace), "--pstep", pstep, "-o", str(trim_out), "--force",
                 "-q", *tail]  # fmt: skip
+    if name == "report":  # its page written where trim's output goes (deleted after each run)
+        return [TRACEVIEW, "report", str(trace), "-o", str(trim_out), "--force", "-q", *tail]
     return [TRACEVIEW, name, str(trace), "-f", "json", "-q", *tail]
 
 
