@@ -696,7 +696,7 @@ def report(
     plotly_path()  # the missing extra is said before any reading
     # glibc's thresholds stay the read's (not reuse_freed_memory): the documents' many
     # row-sized temporaries, each mapped and given back, not left in the heap's holes
-    # (warm at 7.83 GB: 260 -> 245-252 MB; benchmarks/RESULTS-rust-43c.md)
+    # (this process, warm at 7.83 GB: 260 -> 245-252 MB; benchmarks/RESULTS-rust-43c.md)
     where = stored_links.place(path, read)  # before the read: the trace's identity then
     events = read_trace(path, read, keep_cpu=True, memory=True, frames=True, unused=_unused())
     events = flows_for_frames(events)  # the flame graph's: none without frames

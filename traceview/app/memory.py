@@ -7,8 +7,8 @@ the kernel). ``traceview report`` on the 1 GB benchmark trace took 105k-127k min
 and 0.30-0.50 s of system time in its analyses; with freed memory kept for the next arrays,
 28k-30k faults and 0.10-0.15 s (the same user time and page; measured with getrusage, three
 runs each). ``report`` no longer asks for it: at 7.83 GB the holes its documents' temporaries
-left in the heap set its peak (260 MB warm); under the read's thresholds 245-252 MB, in 6-7%
-more time there (none at 0.52 GB). Elsewhere than glibc this does nothing.
+left in the heap set its process's peak (260 MB warm); under the read's thresholds 245-252 MB,
+in 6-7% more time there (none at 0.52 GB). Elsewhere than glibc this does nothing.
 """
 
 from __future__ import annotations
