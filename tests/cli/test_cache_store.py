@@ -8,6 +8,7 @@ import dataclasses
 import gc
 import os
 import sys
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -265,6 +266,51 @@ def test_an_entry_read_by_a_child_is_the_entry_read_here(
             assert there.cpu.parts == ()
     assert (command_line.forks, command_line.here) == (len(_ASKED), 0)
     assert any(isinstance(a, Dropped) for a in schema.arrays_of(there.gpu))
+
+
+@pytest.mark.parametrize("trace", TRACES, ids=lambda p: p.name)
+def test_each_group_is_given_to_the_sink_once_read_and_held_by_it_alone(
+    trace: Path, tmp_path: Path
+) -> None:
+    """read_entry gives each column group to its sink as soon as it is read (the entry child
+    writes it away there): what the sink returns is kept instead, and nothing else holds the
+    group, so the memory of one is free before the next is read. None is given where the
+    groups are needed after: a read without CPU rows of an entry that has them."""
+    meta = _entry(trace, tmp_path)
+    for asked in _ASKED:
+        here = store.read_entry(tmp_path, meta, **asked)
+        sink = _Sink()
+        there = store.read_entry(tmp_path, meta, **asked, sink=sink)
+        assert sink.live() == []
+        if not asked["keep_cpu"]:
+            assert sink.given == {} and _plain(there) == _plain(here)
+            continue
+        fields = _GROUP_FIELDS if meta.get("has_frames") else _GROUP_FIELDS[:4]
+        assert list(sink.given) == list(fields), asked
+        for field in fields:
+            assert sink.given[field] == _plain(getattr(here, field)), field
+            assert len(schema.arrays_of(getattr(there, field))[0]) == 0
+        assert _plain(dataclasses.replace(here, **{f: getattr(there, f) for f in fields})) == (
+            _plain(there)
+        )
+
+
+class _Sink:
+    """Each group given (as plain values), weak references to its arrays, and an empty
+    group kept instead; each group given must find the ones before it let go of."""
+
+    def __init__(self) -> None:
+        self.given: dict[str, Any] = {}
+        self.held: list[weakref.ref[np.ndarray]] = []
+
+    def live(self) -> list[weakref.ref[np.ndarray]]:
+        return [ref for ref in self.held if ref() is not None]
+
+    def __call__(self, field: str, group: Any) -> Any:
+        assert self.live() == []
+        self.given[field] = _plain(group)
+        self.held.extend(weakref.ref(a) for a in schema.arrays_of(group))
+        return schema.empty(type(group))
 
 
 def test_a_damaged_entry_is_said_as_read_here(tmp_path: Path, command_line: _Counted) -> None:

@@ -3,12 +3,12 @@
 pyarrow's libraries add 28-54 MiB to a process's resident memory (by how much of them the
 page cache holds), and decoding an entry leaves Arrow's buffers behind: a warm run held its
 cold run's memory plus those (benchmarks/RESULTS-rust-43c.md). Here a child reads the entry
-(store.read_entry), writes each column into an in-memory file (memfd) of its own that this
-process maps, as a split read's worker does (columns.parallel), and sends the rest: a column
-let go of during the analysis frees its memory, as it did when it was Arrow's. Then, while
-this process starts its analysis, it writes the CPU rows into a spill file, as a cold read
-keeps them, and ends, its memory with it; the rows are read once it is done
-(SpillFile.pending_on).
+(store.read_entry), writes each column into an in-memory file (memfd) of its own as soon as
+its group is read, which this process maps, as a split read's worker does (columns.parallel),
+and sends the rest: a column let go of during the analysis frees its memory, as it did when
+it was Arrow's. Then, while this process starts its analysis, it writes the CPU rows into a
+spill file, as a cold read keeps them, and ends, its memory with it; the rows are read once
+it is done (SpillFile.pending_on).
 
 A child that cannot be forked, dies or does not answer in time leaves the read to this
 process; a damaged entry is said as such (store.DamagedEntry), as an entry read here is.
@@ -51,10 +51,10 @@ from traceview.forked import Channel, Child, cache_writes_forked, patience
 # The column groups of TraceEvents, by field: each is sent as its arrays, a memfd each (and
 # the names' two arrays).
 _GROUPS = ("gpu", "runtime", "comms", "memory", "frames", "flows")
-_ARRAYS = 2 + sum(
-    len(TABLES[group])
-    for group in (GpuColumns, RuntimeColumns, CommColumns, MemoryColumns, FrameColumns, FlowColumns)
-)
+_TYPES = (GpuColumns, RuntimeColumns, CommColumns, MemoryColumns, FrameColumns, FlowColumns)
+_ARRAYS = 2 + sum(len(TABLES[group]) for group in _TYPES)
+# Each group's first memfd.
+_FIRST = {field: sum(len(TABLES[group]) for group in _TYPES[:i]) for i, field in enumerate(_GROUPS)}
 _ENTRY, _DAMAGED, _CPU = "entry", "damaged", "cpu rows"
 
 
@@ -137,15 +137,19 @@ def _read_and_send(
     """In the child: read the entry, send it (or why it is damaged), then write the CPU rows
     into ``spill`` and say so."""
     gc.disable()  # a short life: no collection copies the pages of objects shared with the parent
+    written = _Written(memfds)
     try:
-        events = read_entry(*args)
+        directory, meta, keep_cpu, frames, unused, frames_from_ns = args
+        events = read_entry(
+            directory, meta, keep_cpu, frames, unused, frames_from_ns, sink=written.group
+        )
         cpu = events.cpu
-        payload = _written(replace(events, cpu=CpuRows()), memfds)
+        payload = written.rest(replace(events, cpu=CpuRows()))
+    except _NoMemory:
+        return  # no memory for the columns: this process reads the entry itself
     except Exception as e:  # the entry is damaged: as read_entry's caller says it
         sender.send((_DAMAGED, str(e)))
         return
-    if payload is None:
-        return  # no memory for the columns: this process reads the entry itself
     sender.send((_ENTRY, payload))
     del events, payload  # the columns' memory given back before the rows are read
     if spill is not None:
@@ -155,23 +159,47 @@ def _read_and_send(
         sender.send((_CPU, (spill.count, spill.spans)))
 
 
-def _written(events: TraceEvents, memfds: list[int]) -> tuple[TraceEvents, list[Any]] | None:
-    """The events without their arrays (each group emptied, the names too), and each
-    array's (dtype, length, whether dropped), each array written into its memfd of
-    ``memfds``, in that order; None if they cannot be written."""
-    names = PackedNames.of(events.names)
-    arrays = [a for field in _GROUPS for a in arrays_of(getattr(events, field))]
-    arrays += [np.frombuffer(names.data, dtype=np.uint8), names.ends]
-    shapes = [(a.dtype.str, len(a), isinstance(a, Dropped)) for a in arrays]
+class _NoMemory(Exception):
+    """A column could not be written into its memfd."""
+
+
+class _Written:
+    """Each array of the events written into its memfd of ``memfds`` (the groups' in the
+    order of _GROUPS, then the names' two), a group as soon as read_entry reads it (its
+    sink) where it can: the child then holds one group's arrays at a time, not all of them
+    (a warm export of 7.83 GB: the child's peak 288 -> 191 MB, benchmarks/RESULTS-rust-43c.md)."""
+
+    def __init__(self, memfds: list[int]) -> None:
+        self.memfds = memfds
+        self.shapes: dict[str, list[tuple[str, int, bool]]] = {}
+
+    def group(self, field: str, group: Any) -> Any:
+        """The group written, and emptied."""
+        arrays = arrays_of(group)
+        first = _FIRST[field]
+        self.shapes[field] = _write(arrays, self.memfds[first : first + len(arrays)])
+        return empty(type(group))
+
+    def rest(self, events: TraceEvents) -> tuple[TraceEvents, list[Any]]:
+        """The groups not written yet and the names written; the events without their
+        arrays (each group emptied, the names too), and each array's (dtype, length,
+        whether dropped), in the order of the memfds."""
+        for field in _GROUPS:
+            if field not in self.shapes:
+                events = replace(events, **{field: self.group(field, getattr(events, field))})
+        names = PackedNames.of(events.names)
+        shapes = [shape for field in _GROUPS for shape in self.shapes[field]]
+        shapes += _write([np.frombuffer(names.data, dtype=np.uint8), names.ends], self.memfds[-2:])
+        return replace(events, names=PackedNames()), shapes
+
+
+def _write(arrays: list[np.ndarray], memfds: list[int]) -> list[tuple[str, int, bool]]:
+    """Each array (but a dropped one) written into its memfd; each one's (dtype, length,
+    whether dropped). _NoMemory if one cannot be written."""
     for array, memfd in zip(arrays, memfds, strict=True):
         if not (isinstance(array, Dropped) or write_columns(memfd, [[array]])):
-            return None
-    skeleton = replace(
-        events,
-        names=PackedNames(),
-        **{field: empty(type(getattr(events, field))) for field in _GROUPS},
-    )
-    return skeleton, shapes
+            raise _NoMemory
+    return [(a.dtype.str, len(a), isinstance(a, Dropped)) for a in arrays]
 
 
 def _received(payload: tuple[Any, ...], memfds: list[int]) -> TraceEvents:

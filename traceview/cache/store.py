@@ -96,6 +96,10 @@ _GPU_GROUP = 1 << 18
 EXPORT_FILES = (*TABLES, *CPU_TABLES, *FRAME_TABLES, META)
 
 
+# read_entry's sink: (TraceEvents field, column group) -> what is kept of the group.
+GroupSink = Callable[[str, Any], Any]
+
+
 class DamagedEntry(Exception):
     """A cache entry that is incomplete, altered or of another schema."""
 
@@ -472,13 +476,19 @@ def read_entry(
     frames: bool = False,
     unused: frozenset[str] = frozenset(),
     frames_from_ns: int = 0,
+    sink: GroupSink | None = None,
 ) -> TraceEvents:
     """TraceEvents from an entry; without ``keep_cpu``, exactly what a read without CPU gives;
     with ``frames`` (and ``keep_cpu``), the python frames and flows too. ``unused``: columns
     left unread, Dropped (schema.DROPPABLE), as a read of the trace leaves them;
     ``frames_from_ns``: only the frames at least this long, as a read of the trace keeps
-    them."""
-    gpu = _group(directory / "gpu.parquet", GpuColumns, unused_of("gpu", unused))
+    them. ``sink``: given each column group as soon as it is read, with its TraceEvents
+    field, and what it returns is kept instead (the entry child writes each away, to hold
+    one at a time); not used where the groups are needed after (a read without CPU rows of
+    an entry that has them: model.without_cpu)."""
+    if sink is None or (meta["has_cpu"] and not keep_cpu):
+        sink = _as_read
+    gpu = sink("gpu", _group(directory / "gpu.parquet", GpuColumns, unused_of("gpu", unused)))
     names = _read_names(directory / "names.parquet")
     events = TraceEvents(
         path=meta["path"],
@@ -488,7 +498,10 @@ def read_entry(
         names=names,
         streams=[StreamKey(*pair) for pair in _read_pairs(directory / "streams.parquet")],
         gpu=gpu,
-        runtime=_group(directory / "runtime.parquet", RuntimeColumns, unused_of("runtime", unused)),
+        runtime=sink(
+            "runtime",
+            _group(directory / "runtime.parquet", RuntimeColumns, unused_of("runtime", unused)),
+        ),
         steps=_read_steps(directory / "steps.parquet"),
         span_ns=tuple(meta["span_ns"]) if meta["span_ns"] is not None else None,
         quality=Counter(meta["quality"]),
@@ -496,9 +509,9 @@ def read_entry(
         cpu_quality=Counter(meta["cpu_quality"]),
         # none interned by a read that leaves the ids out (schema.GPU_LAUNCH): none read here
         launches=[] if GPU_LAUNCH in unused else _read_launches(directory / "launches.parquet"),
-        comms=_group(directory / "comms.parquet", CommColumns),
+        comms=sink("comms", _group(directory / "comms.parquet", CommColumns)),
         comm_keys=_read_comm_keys(directory / "comm_keys.parquet"),
-        memory=_group(directory / "memory.parquet", MemoryColumns),
+        memory=sink("memory", _group(directory / "memory.parquet", MemoryColumns)),
     )
     if keep_cpu and meta["has_cpu"]:
         _check_digests(directory, meta)
@@ -511,15 +524,23 @@ def read_entry(
             floor = max(frames_from_ns, entry_frames_from_ns(meta))
             return replace(
                 events,
-                frames=_long_frames(
-                    directory / "frames.parquet", floor, unused_of("frames", unused)
+                frames=sink(
+                    "frames",
+                    _long_frames(directory / "frames.parquet", floor, unused_of("frames", unused)),
                 ),
-                flows=_group(directory / "flows.parquet", FlowColumns, unused_of("flows", unused)),
+                flows=sink(
+                    "flows",
+                    _group(directory / "flows.parquet", FlowColumns, unused_of("flows", unused)),
+                ),
                 frames_read=True,
                 frames_from_ns=floor,
             )
         return events
     return without_cpu(events) if meta["has_cpu"] else events
+
+
+def _as_read(field: str, group: Any) -> Any:
+    return group
 
 
 def entry_frames_from_ns(meta: dict[str, Any]) -> int:
