@@ -178,3 +178,34 @@ def test_a_join_cut_short_leaves_the_child_to_stop(monkeypatch: pytest.MonkeyPat
     assert child.done()
     with pytest.raises(ChildProcessError):  # killed and reaped
         os.waitpid(child.pid, os.WNOHANG)
+
+
+_LEFT_DONE = """
+import os
+
+from traceview import forked
+
+
+def hold_memory():
+    block = b"x" * (200 << 20)  # written: resident
+    return len(block)
+
+
+forked._reap = lambda: None  # none reaped by a later fork or join: left for the exit
+child = forked.Child(hold_memory, (), says_done=True)
+child.join()
+assert forked._unreaped == [child.pid]
+"""
+
+
+def test_a_child_that_said_done_is_waited_for_at_exit() -> None:
+    """A child still unwaited when the command ends is waited for then, so the peak memory
+    of the children it waited for (what /usr/bin/time gives) counts it."""
+    import subprocess
+    import sys
+
+    process = subprocess.Popen([sys.executable, "-c", _LEFT_DONE])
+    _, status, usage = os.wait4(process.pid, 0)
+    process.returncode = os.waitstatus_to_exitcode(status)
+    assert process.returncode == 0
+    assert usage.ru_maxrss >= 200 << 10  # KiB: the child's 200 MiB
