@@ -438,6 +438,38 @@ def test_a_hit_leaves_the_unused_columns_unread(monkeypatch: pytest.MonkeyPatch)
         assert _json([command], trace) == cold, command
 
 
+def test_a_filling_read_lets_go_of_the_unused_columns() -> None:
+    """The first run writes every column into the entry, then keeps of them what a
+    --no-cache read keeps: its unused ones Dropped (of their length), and no launch
+    configuration without the launch ids."""
+    from traceview.app.commands import _unused
+    from traceview.app.reading import read_trace
+    from traceview.columns import schema
+    from traceview.options import ReadOptions
+
+    trace = SHARED_TRACES / "tracelens__mi300__resnet_act_checkpoint.json.gz"  # frames, flows
+    if not trace.is_file():
+        pytest.skip(f"{trace} is absent")
+    options = ReadOptions(quiet=True)
+    unused = _unused(launch_times=True, flows=True)
+    asked = {"keep_cpu": True, "frames": True, "remember": False, "unused": unused}
+    fresh = read_trace(trace, replace(options, cache=False), **asked)
+    filled = read_trace(trace, options, **asked)
+    cache.wait_for_writes()
+    assert len(_entries()) == 1
+    full = read_trace(trace, options, keep_cpu=True, frames=True, remember=False)  # the entry
+    assert full.launches and filled.launches == fresh.launches == []
+    for group in ("gpu", "runtime", "frames", "flows"):
+        for column in schema.TABLES[type(getattr(full, group))]:
+            got = getattr(getattr(filled, group), column.name)
+            want = getattr(getattr(full, group), column.name)
+            assert len(got) == len(want) > 0 and got.dtype == want.dtype, column
+            if f"{group}.{column.name}" in unused:
+                assert isinstance(got, schema.Dropped) and not isinstance(want, schema.Dropped)
+            else:
+                assert not isinstance(got, schema.Dropped) and (got == want).all(), column
+
+
 def test_summary_s_entry_holds_its_long_frames_alone() -> None:
     """summary's first run reads only the frames it can name (and no flow), and its entry
     says so: it serves summary, and source, which wants every frame and flow, reads the

@@ -139,6 +139,7 @@ def _read_cached(
     from traceview import cache
     from traceview.analyses.core.trace import with_facts
     from traceview.app.memory import entry_columns_mapped
+    from traceview.columns.model import without_columns
 
     settings = cache.CacheSettings(True, options.refresh, options.cache_dir, options.verify)
     with entry_columns_mapped():
@@ -171,7 +172,10 @@ def _read_cached(
     # written, so its entry would never be used again.
     if events.read.truncated_at is None:
         cache.publish_in_background(slot, events, with_cpu=keep_cpu)
-    return events
+    # The entry has them (its writer a forked copy, or a thread that holds its own
+    # reference): here the columns this command never reads go, as a --no-cache read leaves
+    # them out (summary at 7.83 GB: the launch ids, 10 MB of its peak).
+    return without_columns(events, unused)
 
 
 def _stop_early_read() -> None:

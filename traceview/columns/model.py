@@ -15,6 +15,7 @@ from traceview.columns.cpu_rows import CpuRows, KindOrdered, Renumbered, from_pa
 from traceview.columns.frames import renumbered_flows, renumbered_frames
 from traceview.columns.packed_names import PackedNames
 from traceview.columns.schema import (
+    GPU_LAUNCH,
     CommColumns,
     Dropped,
     FlowColumns,
@@ -22,8 +23,10 @@ from traceview.columns.schema import (
     GpuColumns,
     MemoryColumns,
     RuntimeColumns,
+    dropped,
     empty,
     from_arrays,
+    unused_of,
 )
 from traceview.read.reader import ReadStats as ReadStats  # part of the trace model
 
@@ -141,6 +144,24 @@ def flows_for_frames(events: TraceEvents) -> TraceEvents:
     if len(events.frames.ts) or not len(events.flows.flow):
         return events
     return replace(events, flows=empty(FlowColumns))
+
+
+def without_columns(events: TraceEvents, unused: frozenset[str]) -> TraceEvents:
+    """``events`` as a read that leaves ``unused`` out (schema.DROPPABLE) gives them: each
+    such column Dropped, of its length, and without the launch ids no launch configuration
+    (such a read interns none)."""
+    groups = {}
+    for field_name in sorted({c.partition(".")[0] for c in unused}):
+        group = getattr(events, field_name)
+        groups[field_name] = replace(
+            group,
+            **{
+                name: dropped(getattr(group, name).dtype, len(getattr(group, name)))
+                for name in unused_of(field_name, unused)
+            },
+        )
+    launches = [] if GPU_LAUNCH in unused else events.launches
+    return replace(events, launches=launches, **groups)
 
 
 def without_cpu(events: TraceEvents) -> TraceEvents:
