@@ -484,11 +484,12 @@ def read_entry(
     ``frames_from_ns``: only the frames at least this long, as a read of the trace keeps
     them. ``sink``: given each column group as soon as it is read, with its TraceEvents
     field, and what it returns is kept instead (the entry child writes each away, to hold
-    one at a time); not used where the groups are needed after (a read without CPU rows of
-    an entry that has them: model.without_cpu)."""
-    if sink is None or (meta["has_cpu"] and not keep_cpu):
-        sink = _as_read
-    gpu = sink("gpu", _group(directory / "gpu.parquet", GpuColumns, unused_of("gpu", unused)))
+    one at a time); but for the groups needed after, by a read without CPU rows of an entry
+    that has them (model.without_cpu renumbers from the GPU names, the collectives and the
+    memory events)."""
+    sink = sink or _as_read
+    needed = _as_read if meta["has_cpu"] and not keep_cpu else sink
+    gpu = needed("gpu", _group(directory / "gpu.parquet", GpuColumns, unused_of("gpu", unused)))
     names = _read_names(directory / "names.parquet")
     events = TraceEvents(
         path=meta["path"],
@@ -509,9 +510,9 @@ def read_entry(
         cpu_quality=Counter(meta["cpu_quality"]),
         # none interned by a read that leaves the ids out (schema.GPU_LAUNCH): none read here
         launches=[] if GPU_LAUNCH in unused else _read_launches(directory / "launches.parquet"),
-        comms=sink("comms", _group(directory / "comms.parquet", CommColumns)),
+        comms=needed("comms", _group(directory / "comms.parquet", CommColumns)),
         comm_keys=_read_comm_keys(directory / "comm_keys.parquet"),
-        memory=sink("memory", _group(directory / "memory.parquet", MemoryColumns)),
+        memory=needed("memory", _group(directory / "memory.parquet", MemoryColumns)),
     )
     if keep_cpu and meta["has_cpu"]:
         _check_digests(directory, meta)
