@@ -3,12 +3,12 @@
 pyarrow's libraries add 28-54 MiB to a process's resident memory (by how much of them the
 page cache holds), and decoding an entry leaves Arrow's buffers behind: a warm run held its
 cold run's memory plus those (benchmarks/RESULTS-rust-43c.md). Here a child reads the entry
-(store.read_entry), writes each column into an in-memory file (memfd) of its own as soon as
-its group is read, which this process maps, as a split read's worker does (columns.parallel),
-and sends the rest: a column let go of during the analysis frees its memory, as it did when
-it was Arrow's. Then, while this process starts its analysis, it writes the CPU rows into a
-spill file, as a cold read keeps them, and ends, its memory with it; the rows are read once
-it is done (SpillFile.pending_on).
+(store.read_entry), writes each column into an in-memory file (memfd) of its own, as soon as
+its group is read where the read needs it no more, which this process maps, as a split read's
+worker does (columns.parallel), and sends the rest: a column let go of during the analysis
+frees its memory, as it did when it was Arrow's. Then, while this process starts its
+analysis, it writes the CPU rows into a spill file, as a cold read keeps them, and ends, its
+memory with it; the rows are read once it is done (SpillFile.pending_on).
 
 A child that cannot be forked, dies or does not answer in time leaves the read to this
 process; a damaged entry is said as such (store.DamagedEntry), as an entry read here is.
