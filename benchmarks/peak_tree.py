@@ -16,23 +16,13 @@ Linux only.
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
-
-def tree(pid: int) -> list[int]:
-    """``pid`` and its descendants, those alive now."""
-    found = [pid]
-    try:
-        for task in os.listdir(f"/proc/{pid}/task"):
-            with open(f"/proc/{pid}/task/{task}/children") as f:
-                for child in f.read().split():
-                    found += tree(int(child))
-    except OSError:  # it ended meanwhile
-        pass
-    return found
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_read import tree_pids
 
 
 def peak_kib(pid: int) -> int | None:
@@ -69,7 +59,7 @@ def main() -> None:
     private: dict[int, int] = {}  # pid: KiB
     while process.poll() is None:
         now = time.monotonic() - started
-        for pid in tree(process.pid):
+        for pid in tree_pids(process.pid):
             kib = peak_kib(pid)
             if kib is not None:
                 old, first, _ = peaks.get(pid, (0, now, now))
