@@ -118,28 +118,24 @@ def in_child() -> None:
 _unreaped: list[int] = []  # children that said they were done, not waited for yet
 
 
-def _reap() -> None:
-    """Wait for the children of ``_unreaped`` that have exited (none is waited on)."""
+def _reap(block: bool = False) -> None:
+    """Wait for the children of ``_unreaped`` that have exited (none is waited on), or with
+    ``block`` for each of them."""
     for pid in list(_unreaped):
         try:
-            ended = os.waitpid(pid, os.WNOHANG)[0] != 0
+            ended = os.waitpid(pid, 0 if block else os.WNOHANG)[0] != 0
         except ChildProcessError:  # waited for elsewhere
             ended = True
         if ended:
             _unreaped.remove(pid)
 
 
-@atexit.register
-def _reap_at_exit() -> None:
-    """Wait for each child that said it was done: it is ending (an exit of a few ms, now
-    that this process ends too). One left unwaited would be reaped by init, and the peak
-    memory of the children a command waited for (/usr/bin/time's) would miss it (an entry
-    child: benchmarks/RESULTS-rust-43c.md). A forked process inherits the list but exits by
-    ``os._exit``, past this."""
-    for pid in _unreaped:
-        with contextlib.suppress(ChildProcessError):  # waited for elsewhere
-            os.waitpid(pid, 0)
-    _unreaped.clear()
+# At exit, each child that said it was done is waited for: it is ending (an exit of a few
+# ms, now that this process ends too). One left unwaited would be reaped by init, and the
+# peak memory of the children a command waited for (/usr/bin/time's) would miss it (an
+# entry child: benchmarks/RESULTS-rust-43c.md). A forked process inherits the list but
+# exits by ``os._exit``, past this.
+atexit.register(_reap, block=True)
 
 
 class Child:
