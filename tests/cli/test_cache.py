@@ -470,6 +470,42 @@ def test_a_filling_read_lets_go_of_the_unused_columns() -> None:
                 assert not isinstance(got, schema.Dropped) and (got == want).all(), column
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/smaps")
+def test_a_read_a_forked_writer_stores_joins_its_columns_shared(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A filling read whose entry a forked process writes joins its columns shared: that
+    writer maps each only while writing it (columns.segments). Its entry reads back as the
+    trace reads."""
+    from mappings import mapping_of
+
+    from traceview import forked
+    from traceview.app.reading import read_trace
+    from traceview.columns import schema
+    from traceview.options import ReadOptions
+
+    monkeypatch.setattr(forked, "_fork_cache_writes", True)
+    monkeypatch.setattr(cache, "single_threaded", lambda: True)  # numpy's threads idle
+    options = ReadOptions(quiet=True)
+    asked = {"keep_cpu": True, "remember": False}
+    fresh = read_trace(DEMO, replace(options, cache=False), **asked)
+    filled = read_trace(DEMO, options, **asked)
+    assert any(isinstance(w, cache._ForkedWrite) for w in cache._writing)
+    cache.wait_for_writes()
+    assert len(_entries()) == 1
+    for group in ("gpu", "runtime"):
+        for column in schema.arrays_of(getattr(filled, group)):
+            assert mapping_of(column).shared
+        for column in schema.arrays_of(getattr(fresh, group)):
+            assert not mapping_of(column).shared
+    monkeypatch.setattr(forked, "_fork_cache_writes", False)  # the entry read here
+    hit = read_trace(DEMO, options, **asked)
+    for group in ("gpu", "runtime"):
+        got, want = (schema.arrays_of(getattr(e, group)) for e in (hit, fresh))
+        for a, b in zip(got, want, strict=True):
+            assert len(b) > 0 and (a == b).all()
+
+
 def test_summary_s_entry_holds_its_long_frames_alone() -> None:
     """summary's first run reads only the frames it can name (and no flow), and its entry
     says so: it serves summary, and source, which wants every frame and flow, reads the

@@ -17,9 +17,10 @@ import pyarrow._parquet
 import pyarrow.parquet  # imported before pyarrow._parquet is hidden below
 import pytest
 from conftest import ROOT, SHARED_TRACES
+from mappings import mapping_of
 
 from traceview import forked
-from traceview.app.reading import read_trace
+from traceview.app.reading import _ingest, read_trace
 from traceview.cache import entry_child, store
 from traceview.columns import schema
 from traceview.columns.cpu_rows import CpuRows, SpillFile
@@ -63,6 +64,38 @@ def test_the_entry_is_the_public_writers_bytes(
         assert (tmp_path / "private" / name).read_bytes() == (
             tmp_path / "public" / name
         ).read_bytes(), name
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/smaps")
+@pytest.mark.parametrize("trace", TRACES, ids=lambda p: p.name)
+def test_a_writer_that_lets_go_writes_the_same_entry_and_maps_no_column(
+    trace: Path, tmp_path: Path
+) -> None:
+    """A read for a forked writer joins its columns shared; the writer, letting go of each
+    table's once written, ends mapping none of them and writes the entry's very bytes."""
+    if not trace.is_file():
+        pytest.skip(f"{trace} is absent")
+    options = ReadOptions(cache=False, quiet=True)
+    events = _ingest(trace, options, keep_cpu=True, frames=True, shared=True)
+    groups = [getattr(events, f) for f in ("gpu", "runtime", "frames", "flows")]
+    columns = [a for group in groups for a in schema.arrays_of(group) if a.nbytes]
+    assert len(columns) >= 10 and all(mapping_of(a).shared for a in columns)
+    (tmp_path / "kept").mkdir()
+    (tmp_path / "let_go").mkdir()
+    store.write_entry(tmp_path / "kept", events, keep_cpu=True)
+    assert all(mapping_of(a).rss_kib > 0 for a in columns)
+    store.write_entry(tmp_path / "let_go", events, keep_cpu=True, let_go=True)
+    assert [mapping_of(a).rss_kib for a in columns] == [0] * len(columns)
+    files = sorted(p.name for p in (tmp_path / "kept").iterdir())
+    assert "frames.parquet" in files and files == sorted(
+        p.name for p in (tmp_path / "let_go").iterdir()
+    )
+    for name in files:
+        kept, let_go = (tmp_path / "kept" / name), (tmp_path / "let_go" / name)
+        assert kept.read_bytes() == let_go.read_bytes(), name
+    private = _ingest(trace, options, keep_cpu=True, frames=True)
+    assert _plain(private) == _plain(events)  # the values, whole after the writer's let-go
+    assert not mapping_of(private.gpu.ts).shared
 
 
 _POOLS = """

@@ -193,11 +193,11 @@ def test_a_failed_write_leaves_no_temp_file(
 def _fail_on_second_table(monkeypatch: pytest.MonkeyPatch) -> None:
     write = store._write
 
-    def failing(path: Path, table: object) -> int:
+    def failing(path: Path, table: object, row_group_size: int | None = None) -> int:
         if path.name == "runtime.parquet":  # the second table: gpu.parquet is written
             path.write_bytes(b"partial")
             _no_space()
-        return write(path, table)
+        return write(path, table, row_group_size)
 
     monkeypatch.setattr(store, "_write", failing)
 

@@ -3,11 +3,15 @@ in order: prepended parts first, batches across segment boundaries whole."""
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
+from mappings import mapping_of
 
+from traceview.columns import segments as segments_module
 from traceview.columns.schema import GPU_COLUMNS, RUNTIME_COLUMNS, Dropped, SchemaMismatch
-from traceview.columns.segments import Segments
+from traceview.columns.segments import Segments, let_go
 
 
 def _batch(start: int, n: int) -> tuple[np.ndarray, ...]:
@@ -67,3 +71,55 @@ def test_a_group_left_out_whole_counts_its_rows_and_holds_none() -> None:
     joined = segments.join()
     assert all(isinstance(c, Dropped) and len(c) == 14 for c in joined)
     assert [c.dtype for c in joined] == [np.int64, np.int64]
+
+
+_LINUX = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/smaps")
+
+
+@_LINUX
+def test_columns_joined_shared_are_let_go_of_and_keep_their_values() -> None:
+    """Joined shared, each column is a shared mapping: let_go unmaps its pages from this
+    process (a forked cache writer's, once written), and a read maps them again, values
+    whole."""
+    n = 300_000  # 2.4 MB a column: pages to count
+    segments = Segments(RUNTIME_COLUMNS, rows=1 << 16, shared=True)
+    segments.append(_batch(0, n))
+    columns = segments.join()
+    expected = _batch(0, n)
+    for column, values in zip(columns, expected, strict=True):
+        assert np.array_equal(column, values)
+        assert mapping_of(column).shared and mapping_of(column).rss_kib >= column.nbytes // 1024
+    let_go()
+    assert [mapping_of(c).rss_kib for c in columns] == [0, 0]
+    for column, values in zip(columns, expected, strict=True):
+        assert np.array_equal(column, values)  # mapped again, as they were
+        assert mapping_of(column).rss_kib >= column.nbytes // 1024
+
+
+@_LINUX
+def test_let_go_leaves_private_columns_alone() -> None:
+    """A private mapping's pages dropped would read as zeros: let_go never touches the
+    columns joined private, nor the segments being filled."""
+    private = Segments(RUNTIME_COLUMNS, rows=1 << 16)
+    private.append(_batch(0, 300_000))
+    filling = Segments(RUNTIME_COLUMNS, rows=1 << 18, shared=True)
+    filling.append(_batch(0, 100_000))
+    shared = Segments(RUNTIME_COLUMNS, shared=True)
+    shared.append(_batch(0, 10))
+    held = shared.join()  # a shared mapping to let go of beside the private ones
+    columns = private.join()
+    assert not any(mapping_of(c).shared for c in columns)
+    let_go()
+    assert mapping_of(held[0]).rss_kib == 0
+    assert np.array_equal(columns[1], _batch(0, 300_000)[1])
+    assert np.array_equal(filling.join()[1], _batch(0, 100_000)[1])
+
+
+def test_without_shared_mappings_the_join_is_private(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the system has no shared mapping to let go of, shared columns are plain arrays."""
+    monkeypatch.setattr(segments_module, "_SHARED", None)
+    segments = Segments(RUNTIME_COLUMNS, shared=True)
+    segments.append(_batch(0, 7))
+    columns = segments.join()
+    assert columns[0].tolist() == list(range(7)) and columns[0].base is None
+    let_go()

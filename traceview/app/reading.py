@@ -140,6 +140,7 @@ def _read_cached(
     from traceview.analyses.core.trace import with_facts
     from traceview.app.memory import entry_columns_mapped
     from traceview.columns.model import without_columns
+    from traceview.forked import cache_writes_forked
 
     settings = cache.CacheSettings(True, options.refresh, options.cache_dir, options.verify)
     with entry_columns_mapped():
@@ -165,6 +166,7 @@ def _read_cached(
         index=index,
         unused=FLOWS if floored else frozenset(),
         frames_from_ns=frames_from_ns if floored else 0,
+        shared=cache_writes_forked(),  # the writer maps a column only while it writes it
     )
     events = with_facts(read)
     # A truncated read (--partial) is not stored: a later run without --partial would get it
@@ -199,10 +201,12 @@ def _ingest(
     index: bool = False,
     unused: frozenset[str] = frozenset(),
     frames_from_ns: int = 0,
+    shared: bool = False,
 ) -> TraceEvents:
     """Read the trace itself, with a progress bar on a terminal (``frames``: with the python
     frames and flows; an Nsight Systems export has none; ``hashes``: the blocks read are
-    hashed into it; ``unused``, ``frames_from_ns``: what is left out, see read_trace)."""
+    hashed into it; ``unused``, ``frames_from_ns``: what is left out, see read_trace;
+    ``shared``: the columns in shared mappings, for a forked cache writer)."""
     from traceview.columns.parallel import collect_events
     from traceview.read.nsys import is_sqlite
     from traceview.read.reader import TraceReader
@@ -220,7 +224,7 @@ def _ingest(
     size = None if reader.info.compressed or reader.info.stream else reader.info.size_bytes
     with ByteProgress(size, enabled=not options.quiet) as progress:
         reader.on_progress = progress
-        events = collect_events(reader, keep_cpu, frames, unused, frames_from_ns)
+        events = collect_events(reader, keep_cpu, frames, unused, frames_from_ns, shared)
     # A full collection empties the interpreter's free lists, which the read filled (on the
     # 1 GB trace with 10^6 names, 18 MB), and the batches' heap pages go back to the system,
     # before the analyses' peaks. It takes ~10 ms, for nothing on a small trace.

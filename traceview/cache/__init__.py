@@ -177,12 +177,17 @@ def _serves(
 
 
 def publish(
-    slot: Slot, events: TraceEvents, with_cpu: bool = True, index: Claim | None = None
+    slot: Slot,
+    events: TraceEvents,
+    with_cpu: bool = True,
+    index: Claim | None = None,
+    let_go: bool = False,
 ) -> None:
     """Store a fresh read (``with_cpu``: one that kept the CPU rows) atomically: write a temp
     dir inside the cache, then rename it. An entry already there stays, unless this is a
     refresh or it lacks the CPU rows or the frames this read has. The trace's key goes into
-    the identity index first; with ``index``, last, unless another process took that."""
+    the identity index first; with ``index``, last, unless another process took that.
+    ``let_go``: a forked writer's, see store.write_entry."""
     from traceview.cache.key import identity, remember_key
     from traceview.cache.manage import evict, max_size
     from traceview.cache.store import entry_frames_from_ns
@@ -209,7 +214,7 @@ def publish(
             )
             if current is not None and not (slot.refresh or upgrade):
                 return  # published by another process meanwhile, or holding more than this
-            _write_entry(slot, events, target, slot.refresh or upgrade, with_cpu)
+            _write_entry(slot, events, target, slot.refresh or upgrade, with_cpu, let_go)
         finally:
             if index is not None and index.take():
                 remember_key(slot.trace, slot.root, slot.identity, slot.key)
@@ -317,9 +322,10 @@ def publish_in_background(slot: Slot, events: TraceEvents, with_cpu: bool = True
 
 
 def _publish_and_flush(slot: Slot, events: TraceEvents, with_cpu: bool, index: Claim) -> None:
-    """``publish`` in a forked process, which ends without flushing what it printed."""
+    """``publish`` in a forked process, which ends without flushing what it printed, and
+    needs no column once written."""
     try:
-        publish(slot, events, with_cpu, index)
+        publish(slot, events, with_cpu, index, let_go=True)
     finally:
         sys.stderr.flush()
 
@@ -370,7 +376,7 @@ def _meta_or_none(directory: Path) -> dict[str, Any] | None:
 
 
 def _write_entry(
-    slot: Slot, events: TraceEvents, target: Path, replace: bool, with_cpu: bool
+    slot: Slot, events: TraceEvents, target: Path, replace: bool, with_cpu: bool, let_go: bool
 ) -> None:
     """Write the entry into a temp dir in the cache, then rename it into place."""
     from traceview.cache.manage import write_paths
@@ -380,7 +386,7 @@ def _write_entry(
     tmp = slot.root / TMP / new_tmp_name(slot.key)
     tmp.mkdir(parents=True)
     try:
-        write_entry(tmp, events, keep_cpu=with_cpu)
+        write_entry(tmp, events, keep_cpu=with_cpu, let_go=let_go)
         write_paths(tmp, [str(slot.trace.resolve())])
         _rename_into_place(tmp, target, replace)
     finally:

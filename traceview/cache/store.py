@@ -22,6 +22,7 @@ import orjson
 
 from traceview import __version__
 from traceview.cache.fingerprint import ingest_fingerprint
+from traceview.columns import segments
 from traceview.columns.cpu_rows import BLOCK_ROWS, ROW, CpuRows, Windows
 from traceview.columns.frames import long_frames
 from traceview.columns.model import (
@@ -104,12 +105,14 @@ class DamagedEntry(Exception):
     """A cache entry that is incomplete, altered or of another schema."""
 
 
-def write_entry(directory: Path, events: TraceEvents, keep_cpu: bool) -> None:
+def write_entry(directory: Path, events: TraceEvents, keep_cpu: bool, let_go: bool = False) -> None:
     """Write every table (the CPU ones too if ``keep_cpu``) and then ``meta.json`` (with
-    the file sizes) into ``directory``."""
+    the file sizes) into ``directory``; ``let_go``: this process unmaps the pages of the
+    columns joined shared once each table is written (a forked writer, which needs them no
+    more: columns.segments.let_go)."""
     from traceview.cache.key import content_hash
 
-    sizes = _write_tables(directory, events, keep_cpu)
+    sizes = _write_tables(directory, events, keep_cpu, let_go=let_go)
     meta = _meta(events, sizes)
     meta["cpu_quality"] = dict(events.cpu_quality)
     # Read lazily (a row group at a time during an analysis), so checked when opened.
@@ -165,36 +168,34 @@ def _write_tables(
     keep_cpu: bool,
     frames: bool = False,
     written: dict[str, int] | None = None,
+    let_go: bool = False,
 ) -> dict[str, int]:
     """Write every table but those ``written`` already; the sizes of all, by file name, in
     EXPORT_FILES' order. The frames' tables with the CPU ones when the read kept frames, or
-    when ``frames`` (an export: empty without them)."""
+    when ``frames`` (an export: empty without them). ``let_go``: see write_entry."""
     done = written or {}
+
+    def write(name: str, table: Any, row_group_size: int | None = None) -> int:
+        size = _write(directory / name, table, row_group_size)
+        if let_go:
+            segments.let_go()
+        return size
+
     _memory_pool()  # pyarrow imported before the CPU rows' thread starts (it would too)
     cpu = _Beside(_write_cpu, directory / "cpu.parquet", events.cpu) if keep_cpu else None
     try:
-        sizes = {
-            n: _write(directory / n, table)
-            for n, table in event_tables(events).items()
-            if n not in done
-        }
+        sizes = {n: write(n, table) for n, table in event_tables(events).items() if n not in done}
     finally:
         cpu_size = cpu.result() if cpu is not None else 0
     if keep_cpu:
         sizes["cpu.parquet"] = cpu_size
-        sizes["threads.parquet"] = _write(
-            directory / "threads.parquet", _pairs(events.threads, ("pid", "tid"))
-        )
-        sizes["shapes.parquet"] = _write(directory / "shapes.parquet", _shapes(events.shapes))
+        sizes["threads.parquet"] = write("threads.parquet", _pairs(events.threads, ("pid", "tid")))
+        sizes["shapes.parquet"] = write("shapes.parquet", _shapes(events.shapes))
         if events.frames_read or frames:  # ids into the threads and names: with the CPU tables
             frames_table = _columns(events.frames)
-            sizes["frames.parquet"] = _write(
-                directory / "frames.parquet", frames_table, row_group_size=FRAME_ROW_GROUP
-            )
+            sizes["frames.parquet"] = write("frames.parquet", frames_table, FRAME_ROW_GROUP)
             if "flows.parquet" not in done:
-                sizes["flows.parquet"] = _write(
-                    directory / "flows.parquet", _columns(_flows(events))
-                )
+                sizes["flows.parquet"] = write("flows.parquet", _columns(_flows(events)))
     sizes.update(done)
     return {n: sizes[n] for n in EXPORT_FILES if n in sizes}
 

@@ -127,12 +127,15 @@ class EventCollector:
         keep_frames: bool = False,
         unused: frozenset[str] = frozenset(),
         frames_from_ns: int = 0,
+        shared: bool = False,
     ) -> None:
         """``spill``: where CPU rows go (default: a new temporary file when the first comes);
         ``keep_frames``: keep the python frames and fwdbwd flows (with the CPU rows);
         ``unused``: the columns left out (schema.DROPPABLE), Dropped in the result;
         ``frames_from_ns``: only the python frames at least this long are kept (their names
-        interned all the same, so every id is the one a read of them all gives)."""
+        interned all the same, so every id is the one a read of them all gives);
+        ``shared``: the rows' columns joined into shared mappings (columns.segments), for a
+        forked cache writer."""
         if not unused <= DROPPABLE:
             raise ValueError(f"not columns a read may leave out: {sorted(unused - DROPPABLE)}")
         self.keep_cpu = keep_cpu or keep_frames
@@ -147,8 +150,10 @@ class EventCollector:
         self.quality: Counter[str] = Counter()
         self.cpu_quality: Counter[str] = Counter()  # the part of quality from CPU ops
         self._categories = _Categories()
-        self._gpu = Segments(GPU_COLUMNS, unused=unused_of("gpu", unused))
-        self._runtime = Segments(RUNTIME_COLUMNS, unused=unused_of("runtime", unused))
+        self._gpu = Segments(GPU_COLUMNS, unused=unused_of("gpu", unused), shared=shared)
+        self._runtime = Segments(
+            RUNTIME_COLUMNS, unused=unused_of("runtime", unused), shared=shared
+        )
         self._keep_launch = GPU_LAUNCH not in unused  # the launch ids are interned
         self._cpu = spill if spill is not None else SpillFile()  # CPU rows go to disk
         self._cpu_before: list[RowSource] = []  # a worker's rows, read before ours
@@ -156,9 +161,9 @@ class EventCollector:
         self._span: tuple[int, int] | None = None
         self._comm: list[tuple[np.ndarray, ...]] = []  # per batch: COMM_COLUMNS
         self._memory: list[tuple[np.ndarray, ...]] = []  # per batch: MEMORY_COLUMNS
-        self._frames = Segments(FRAME_COLUMNS, unused=unused_of("frames", unused))
+        self._frames = Segments(FRAME_COLUMNS, unused=unused_of("frames", unused), shared=shared)
         self._frames_from_ns = frames_from_ns
-        self._flows = Segments(FLOW_COLUMNS, unused=unused_of("flows", unused))
+        self._flows = Segments(FLOW_COLUMNS, unused=unused_of("flows", unused), shared=shared)
         self._gpu_rows = 0  # GPU rows committed so far
 
     def add(self, events: Iterable[Any]) -> None:
@@ -843,11 +848,15 @@ def _sorted_streams(
     """Stream ids in the order of the (device, stream) values, numbers before text.
 
     Ids then do not depend on the order events were read in (serial or in parallel parts).
+    ``ids`` (the join's own) are renumbered in place: a shared column stays shared.
     """
     order = sorted(range(len(streams)), key=lambda i: tuple(map(_value_key, streams[i])))
     remap = np.empty(len(order), dtype=np.int32)
     remap[order] = np.arange(len(order), dtype=np.int32)
-    return remap[ids], [StreamKey(*streams[i]) for i in order]
+    keys = [StreamKey(*streams[i]) for i in order]
+    if not ids.flags.writeable or ids.dtype != remap.dtype:
+        return remap[ids], keys
+    return np.take(remap, ids, out=ids), keys  # buffered (mode "raise"): ids may be out
 
 
 def _value_key(value: Any) -> tuple[int, Any]:

@@ -64,13 +64,15 @@ def collect_events(
     keep_frames: bool = False,
     unused: frozenset[str] = frozenset(),
     frames_from_ns: int = 0,
+    shared: bool = False,
 ) -> TraceEvents:
     """Read the whole trace through ``reader`` into TraceEvents (CPU activity if asked,
     python frames and flows if asked, the ``unused`` columns left out, only the frames at
-    least ``frames_from_ns`` long: see EventCollector): in two processes when it is big and
-    the CPU allows (each part by its own reader, made by ``reader.for_part``; ``reader``
-    itself reads the file only if the split fails). The worker keeps every column (and the
-    frames it was told to); this process leaves the unused ones of its part unread."""
+    least ``frames_from_ns`` long, the columns ``shared``: see EventCollector): in two
+    processes when it is big and the CPU allows (each part by its own reader, made by
+    ``reader.for_part``; ``reader`` itself reads the file only if the split fails). The
+    worker keeps every column (and the frames it was told to); this process leaves the
+    unused ones of its part unread."""
     keep_cpu = keep_cpu or keep_frames
     reader.shapes = keep_cpu  # only CPU rows have shapes
     reader.frames = keep_frames
@@ -81,6 +83,7 @@ def collect_events(
         keep_frames=keep_frames,
         unused=unused,
         frames_from_ns=frames_from_ns,
+        shared=shared,
     )
     handed = False  # the worker left mapping the CPU rows (stopped once they are read)
     if forked is None:
@@ -102,7 +105,7 @@ def collect_events(
         # to stop, while the worker is already reading from the start.
         on_boundary = forked.boundary_out.send
         main = reader.for_part(MainPart(split_at=forked.split[1], on_boundary=on_boundary))
-        collector = _collect(main, keep_cpu, None, keep_frames, unused, frames_from_ns)
+        collector = _collect(main, keep_cpu, None, keep_frames, unused, frames_from_ns, shared)
         part = _receive(forked.receiver, forked.memfd, forked.spill, forked.started, reader.hashes)
         # The worker maps its CPU rows to this process's ids into a file of their own
         # while this one joins the rest and starts its analyses: the rows wait for it only
@@ -549,8 +552,10 @@ def _serial(
     keep_frames: bool = False,
     unused: frozenset[str] = frozenset(),
     frames_from_ns: int = 0,
+    shared: bool = False,
 ) -> TraceEvents:
-    return _collect(reader, keep_cpu, spill, keep_frames, unused, frames_from_ns).finish(reader)
+    collector = _collect(reader, keep_cpu, spill, keep_frames, unused, frames_from_ns, shared)
+    return collector.finish(reader)
 
 
 def _collect(
@@ -560,8 +565,9 @@ def _collect(
     keep_frames: bool = False,
     unused: frozenset[str] = frozenset(),
     frames_from_ns: int = 0,
+    shared: bool = False,
 ) -> EventCollector:
-    collector = EventCollector(keep_cpu, spill, keep_frames, unused, frames_from_ns)
+    collector = EventCollector(keep_cpu, spill, keep_frames, unused, frames_from_ns, shared)
     # What the compiled scanner may drop unread: nothing when frames and flows are kept
     # but the scanner does not convert them (it does with the CPU ops' shapes).
     takes_frames = reader.frames and reader.shapes

@@ -8,11 +8,17 @@ written as batches come, and the join copies each column into one array, droppin
 as it is copied: its pages go back to the system at once, so the join costs one segment, not
 the rows again. A column the read leaves out (``unused``, schema.DROPPABLE) is never copied:
 it is joined as a Dropped column of the rows' count.
+
+Joined ``shared``, each column is a shared mapping of its own, for a read whose cache entry a
+forked process writes (cache.publish_in_background): a fork copies the page tables of private
+memory, so the writer would start mapping every column, and map them all to its end; a shared
+mapping's pages it maps only once it reads them, and lets go of once written (``let_go``).
 """
 
 from __future__ import annotations
 
 import mmap
+import weakref
 
 import numpy as np
 
@@ -30,10 +36,13 @@ class Segments:
         table: tuple[Column, ...],
         rows: int = SEGMENT_ROWS,
         unused: frozenset[str] = frozenset(),
+        shared: bool = False,
     ) -> None:
-        """``unused``: the names of the columns left out (given, then dropped unread)."""
+        """``unused``: the names of the columns left out (given, then dropped unread);
+        ``shared``: each column joined into a shared mapping (see the module's doc)."""
         self.table = table
         self.rows = rows
+        self.shared = shared
         self.kept = [i for i, c in enumerate(table) if c.name not in unused]
         self._count = 0  # rows held
         self._before: list[list[np.ndarray]] = []
@@ -85,7 +94,8 @@ class Segments:
         count, self._count = self._count, 0
         columns: list[np.ndarray] = [dropped(c.dtype, count) for c in self.table]
         for i, at_column in enumerate(self.kept):
-            out = np.empty(sum(len(part[i]) for part in parts), dtype=self.table[at_column].dtype)
+            dtype, n = self.table[at_column].dtype, sum(len(part[i]) for part in parts)
+            out = _shared(dtype, n) if self.shared else np.empty(n, dtype=dtype)
             at = 0
             for part in parts:
                 n = len(part[i])
@@ -118,3 +128,29 @@ def _mapped(dtype: np.dtype, rows: int) -> np.ndarray:
     back to the system when the array and its views are dropped)."""
     size = max(dtype.itemsize * rows, 1)
     return np.frombuffer(mmap.mmap(-1, size, **_PRIVATE), dtype=dtype, count=rows)
+
+
+_SHARED_MAPS: weakref.WeakSet[mmap.mmap] = weakref.WeakSet()  # every shared column's mapping
+
+_SHARED: dict[str, int] | None = None  # no such mapping, nor letting go of one: private
+if hasattr(mmap, "MAP_SHARED") and hasattr(mmap, "MADV_DONTNEED"):
+    _SHARED = {"flags": mmap.MAP_SHARED | mmap.MAP_ANONYMOUS}
+
+
+def _shared(dtype: np.dtype, rows: int) -> np.ndarray:
+    """An array of ``rows`` over a shared anonymous mapping of its own, for let_go."""
+    if _SHARED is None:
+        return np.empty(rows, dtype=dtype)
+    mapping = mmap.mmap(-1, max(dtype.itemsize * rows, 1), **_SHARED)
+    _SHARED_MAPS.add(mapping)
+    return np.frombuffer(mapping, dtype=dtype, count=rows)
+
+
+def let_go() -> None:
+    """Unmap from this process the pages of every column joined ``shared`` (MADV_DONTNEED):
+    they stay in memory for the processes that map them, and a read maps them again, with
+    their values (a shared mapping's pages are not this process's to drop, as a private
+    mapping's would be: those would read as zeros)."""
+    for mapping in list(_SHARED_MAPS):
+        if not mapping.closed:
+            mapping.madvise(mmap.MADV_DONTNEED)
