@@ -40,3 +40,22 @@ def test_streams_are_named_keys_from_every_read(
     _, raw = ref.load_trace(DEMO)
     want = {ref.stream_key(e) for e in ref.gpu_events(raw, ("kernel", "memcpy", "memset"))}
     assert [(k.device, k.stream) for k in reads[0].streams] == sorted(want)
+
+
+def test_stream_ids_are_renumbered_in_place_in_the_order_of_their_values() -> None:
+    """The join's stream column is renumbered where it is (a slice at a time, across the
+    slices' bounds): ids in the order of the (device, stream) values, numbers before text."""
+    import numpy as np
+
+    from traceview.columns import collect
+
+    streams: list[tuple[object, object]] = [(1, 7), (0, "x"), (0, 3), (1, 2), ("cpu", 0)]
+    n = 3 * collect._RENUMBER_ROWS + 5
+    ids = (np.arange(n, dtype=np.int64) * 7 % len(streams)).astype(np.int32)
+    read = ids.copy()
+    renumbered, keys = collect._sorted_streams(ids, streams)
+    assert renumbered is ids
+    assert keys == [StreamKey(0, 3), StreamKey(0, "x"), StreamKey(1, 2), StreamKey(1, 7),
+                    StreamKey("cpu", 0)]  # fmt: skip
+    named = [keys[i] for i in renumbered.tolist()]
+    assert named == [StreamKey(*streams[i]) for i in read.tolist()]

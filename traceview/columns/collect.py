@@ -854,9 +854,17 @@ def _sorted_streams(
     remap = np.empty(len(order), dtype=np.int32)
     remap[order] = np.arange(len(order), dtype=np.int32)
     keys = [StreamKey(*streams[i]) for i in order]
-    if not ids.flags.writeable or ids.dtype != remap.dtype:
+    if not ids.flags.writeable:
         return remap[ids], keys
-    return np.take(remap, ids, out=ids), keys  # buffered (mode "raise"): ids may be out
+    # A slice at a time: np.take(remap, ids, out=ids) buffers the whole column and its
+    # indices as intp (6.5 M rows: +74 MiB and 120 ms, against +1 MiB and 15 ms).
+    for start in range(0, len(ids), _RENUMBER_ROWS):
+        part = ids[start : start + _RENUMBER_ROWS]
+        part[:] = remap[part]
+    return ids, keys
+
+
+_RENUMBER_ROWS = 1 << 18
 
 
 def _value_key(value: Any) -> tuple[int, Any]:
