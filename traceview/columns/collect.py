@@ -848,14 +848,12 @@ def _sorted_streams(
     """Stream ids in the order of the (device, stream) values, numbers before text.
 
     Ids then do not depend on the order events were read in (serial or in parallel parts).
-    ``ids`` (the join's own) are renumbered in place: a shared column stays shared.
+    ``ids`` (the join's own, writable) are renumbered in place: a shared column stays shared.
     """
     order = sorted(range(len(streams)), key=lambda i: tuple(map(_value_key, streams[i])))
     remap = np.empty(len(order), dtype=np.int32)
     remap[order] = np.arange(len(order), dtype=np.int32)
     keys = [StreamKey(*streams[i]) for i in order]
-    if not ids.flags.writeable:
-        return remap[ids], keys
     # A slice at a time: np.take(remap, ids, out=ids) buffers the whole column and its
     # indices as intp (6.5 M rows: +74 MiB and 120 ms, against +1 MiB and 15 ms).
     for start in range(0, len(ids), _RENUMBER_ROWS):

@@ -94,8 +94,8 @@ class Segments:
         count, self._count = self._count, 0
         columns: list[np.ndarray] = [dropped(c.dtype, count) for c in self.table]
         for i, at_column in enumerate(self.kept):
-            dtype, n = self.table[at_column].dtype, sum(len(part[i]) for part in parts)
-            out = _shared(dtype, n) if self.shared else np.empty(n, dtype=dtype)
+            dtype, rows = self.table[at_column].dtype, sum(len(part[i]) for part in parts)
+            out = _shared(dtype, rows) if self.shared else np.empty(rows, dtype=dtype)
             at = 0
             for part in parts:
                 n = len(part[i])
@@ -142,7 +142,7 @@ def _shared(dtype: np.dtype, rows: int) -> np.ndarray:
     if _SHARED is None:
         return np.empty(rows, dtype=dtype)
     mapping = mmap.mmap(-1, max(dtype.itemsize * rows, 1), **_SHARED)
-    _SHARED_MAPS.add(mapping)
+    _SHARED_MAPS.add(mapping)  # the mapping itself: an array's base is a view of it
     return np.frombuffer(mapping, dtype=dtype, count=rows)
 
 
