@@ -9,6 +9,7 @@ use that window and the activity's own ts.
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import re
 from bisect import bisect_left, bisect_right
@@ -788,7 +789,10 @@ class StepRows:
             lo, hi = by.bounds(
                 [windows[i].start_ns for i in which], [windows[i].end_ns for i in which]
             )
-            got, owner = _ranges_of(self.rows, by, lo, hi, np.array(which, dtype=np.int32))
+            owner = np.array(which, dtype=np.int32)
+            if _overlapping([windows[i] for i in which]):  # each row once: not rows × windows
+                lo, hi, owner = _innermost_ranges(lo, hi, owner, windows)
+            got, owner = _ranges_of(self.rows, by, lo, hi, owner)
             parts.append(got)
             owners.append(owner)
             del got, owner
@@ -796,9 +800,11 @@ class StepRows:
         member = parts[-1] if len(parts) == 2 else np.concatenate(parts)
         owner = owners[-1] if len(owners) == 2 else np.concatenate(owners)
         del parts, owners
-        if _overlapping(windows):
+        if _overlapping(windows):  # a row in windows of both kinds: the innermost of its two
             member, owner = _innermost(member, owner, windows)
-        if bool((owner[1:] < owner[:-1]).any()):  # windows that overlap, or of both kinds
+            order = np.lexsort((member, owner))  # members once each: one order
+            member, owner = member[order], owner[order]
+        if bool((owner[1:] < owner[:-1]).any()):  # windows of both kinds
             order = np.argsort(owner, kind="stable")
             member, owner = member[order], owner[order]
         return member, owner
@@ -935,6 +941,39 @@ def _innermost(
     first = np.ones(len(member), dtype=bool)
     first[1:] = member[1:] != member[:-1]
     return member[first], owner[first]
+
+
+def _innermost_ranges(
+    lo: np.ndarray, hi: np.ndarray, owner: np.ndarray, windows: list[Window]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Windows' places ``lo[i]:hi[i]`` (in one order of points) cut where any range begins or
+    ends, each piece held by ``owner[i]``s and kept once, with the innermost of them as
+    ``_innermost`` chooses (the shortest, then the latest to start, then the first): the
+    pieces' bounds and owners. A sweep over the pieces (a loop per window, not per row)."""
+    some = hi > lo
+    lo, hi, owner = lo[some], hi[some], owner[some]
+    cuts = np.unique(np.concatenate((lo, hi)))
+    if len(cuts) < 2:
+        return lo[:0], hi[:0], owner[:0]
+    first = np.searchsorted(cuts, lo).tolist()  # each range: its pieces first:last
+    last = np.searchsorted(cuts, hi).tolist()
+    ranks = [
+        (windows[w].end_ns - windows[w].start_ns, -windows[w].start_ns, w) for w in owner.tolist()
+    ]
+    opening = sorted(range(len(first)), key=first.__getitem__)
+    held: list[tuple[int, int, int, int]] = []  # (span, −start, window, last piece)
+    best = np.full(len(cuts) - 1, -1, dtype=np.int32)
+    j = 0
+    for piece in range(len(cuts) - 1):
+        while j < len(opening) and first[opening[j]] == piece:
+            heapq.heappush(held, (*ranks[opening[j]], last[opening[j]]))
+            j += 1
+        while held and held[0][3] <= piece:  # ended: let go of once on top
+            heapq.heappop(held)
+        if held:
+            best[piece] = held[0][2]
+    kept = best >= 0
+    return cuts[:-1][kept], cuts[1:][kept], best[kept]
 
 
 def compress(steps: list[int]) -> str:
