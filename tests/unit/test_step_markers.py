@@ -296,3 +296,26 @@ def test_nested_markers_count_a_kernel_in_the_innermost_step(tmp_path: Path) -> 
     assert [(r["name"], r["kernels"]) for r in rows] == [
         ("step[EXTEND bs=2 toks=8]", 2), ("step[DECODE bs=2]", 2)]  # fmt: skip
     assert sum(r["kernels"] for r in rows) == 4  # each kernel once
+
+
+def test_steps_of_one_span_at_the_end_look_for_lost_launches_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A trace's copies over one span (the same step three times, ending last): each is cut,
+    and the launches are looked up once, not once a step (1,012 copies: 5 s)."""
+    from traceview.analyses.core import step_markers
+
+    looked: list[tuple[int, int]] = []
+    lost = step_markers._lost_launches
+
+    def spy(events: Any, found: Any, start: int, end: int) -> bool:
+        looked.append((start, end))
+        return lost(events, found, start, end)
+
+    monkeypatch.setattr(step_markers, "_lost_launches", spy)
+    events = marked(["step[DECODE bs=2]"])
+    events += [x("user_annotation", "step[DECODE bs=2]", 0, 500)] * 2
+    events.append(x("cuda_runtime", "cudaLaunchKernel", 100, 5, correlation=61))  # no kernel
+    got = [s["degenerate"] for s in steps(write(tmp_path, events))]
+    assert got == ["cut by the trace's end"] * 3
+    assert len(looked) == 1
