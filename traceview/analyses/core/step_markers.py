@@ -201,7 +201,7 @@ def step_phases(events: TraceEvents, evidence: PhaseEvidence | None = None) -> T
     if len(events.cpu):
         found = PhaseEvidence.of(events) if evidence is None else evidence.found()
     families: _Families | None = None
-    lost: dict[tuple[int, int], bool] = {}  # steps of one span (a trace's copies): one look
+    lost: dict[int, bool] = {}  # by start: steps of one span (a trace's copies), one look
     out = []
     for i, s in enumerate(steps):
         phase: str | None = s.phase if s.phase not in ("", UNKNOWN) else UNKNOWN
@@ -212,9 +212,10 @@ def step_phases(events: TraceEvents, evidence: PhaseEvidence | None = None) -> T
             if phase is None:
                 families = _families(events) if families is None else families
                 phase = families.phase(s.start_ns, s.end_ns)
-            if s.end_ns == last and (s.start_ns, s.end_ns) not in lost:
-                lost[s.start_ns, s.end_ns] = _lost_launches(events, found, s.start_ns, last)
-            cut = s.end_ns == last and lost[s.start_ns, s.end_ns]
+            if s.end_ns == last:
+                if s.start_ns not in lost:
+                    lost[s.start_ns] = _lost_launches(events, found, s.start_ns, last)
+                cut = lost[s.start_ns]
         out.append(replace(s, phase=phase or UNKNOWN, cut=cut))
     return replace(events, steps=out)
 

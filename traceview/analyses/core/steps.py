@@ -797,11 +797,13 @@ class StepRows:
             owners.append(owner)
             del got, owner
         # one kind of window (the usual case): its rows as they are, without a copy
-        member = parts[-1] if len(parts) == 2 else np.concatenate(parts)
-        owner = owners[-1] if len(owners) == 2 else np.concatenate(owners)
+        both = len(parts) == 3
+        member = np.concatenate(parts) if both else parts[-1]
+        owner = np.concatenate(owners) if both else owners[-1]
         del parts, owners
-        if _overlapping(windows):  # a row in windows of both kinds: the innermost of its two
-            member, owner = _innermost(member, owner, windows)
+        if _overlapping(windows):
+            if both:  # a row in windows of both kinds: the innermost of its two
+                member, owner = _innermost(member, owner, windows)
             order = np.lexsort((member, owner))  # members once each: one order
             member, owner = member[order], owner[order]
         if bool((owner[1:] < owner[:-1]).any()):  # windows of both kinds
