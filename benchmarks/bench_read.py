@@ -12,9 +12,12 @@ Every measurement runs in its own subprocess. Peak RSS is reported twice: `/usr/
 (else `os.wait4`'s ru_maxrss), the largest single process of the tree; and the peak of the SUM
 of VmRSS over the process tree, sampled from /proc every ~5 ms, which is what traceview's two
 reading processes hold together (pages shared after fork count twice, so an upper bound; a
-peak shorter than the period can be missed). The tree is found by a scan of /proc/*/stat every
-~200 ms (/proc/<pid>/task/*/children needs CONFIG_PROC_CHILDREN). Wall time is
-`time.perf_counter` around the child, so it includes interpreter start-up and imports. On
+peak shorter than the period can be missed). `Run.tree_pss_mb` is what the tree holds: the
+peak of its processes' summed PSS (/proc/PID/smaps_rollup: a page shared by n processes
+counts 1/n to each), sampled every ~50 ms while there are two processes or more (~0.4 ms a
+read of a 500 MB process), the single process's VmRSS otherwise. The tree is found by a scan
+of /proc/*/stat every ~200 ms (/proc/<pid>/task/*/children needs CONFIG_PROC_CHILDREN). Wall
+time is `time.perf_counter` around the child, so it includes interpreter start-up and imports. On
 Linux this script is the child subreaper: what a command leaves running as it ends (its cache
 writer, which it waits for until that says it is done, not until it exits) is waited for after
 the wall time is taken, and its CPU and peak RSS are counted.
@@ -62,6 +65,7 @@ TIME_BIN = "/usr/bin/time"
 SAMPLE_S = 0.005  # VmRSS sampling period
 PAGE_KIB = os.sysconf("SC_PAGE_SIZE") // 1024
 RESCAN_EVERY = 40  # samples between two scans of /proc for the tree's processes (~200 ms)
+PSS_EVERY = 10  # samples between two readings of PSS while the tree has two processes or more
 
 
 # ---------------------------------------------------------------- workers (run in children)
@@ -234,15 +238,29 @@ def rss_kib(pid: int) -> int:
         return 0
 
 
+def pss_kib(pid: int) -> int:
+    """Proportional set size of pid in KiB (/proc/PID/smaps_rollup); 0 once it is gone."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup", "rb") as f:
+            for line in f:
+                if line.startswith(b"Pss:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
 class TreeRss(threading.Thread):
-    """Peak of the summed RSS of a process tree, sampled every SAMPLE_S in a thread.
+    """Peak of the summed RSS of a process tree, sampled every SAMPLE_S in a thread, and of
+    its summed PSS (every PSS_EVERY samples while it has two processes or more; its one
+    process's RSS otherwise).
 
     The tree is rescanned every RESCAN_EVERY samples; `skip` is a pid left out of the sum
     (the /usr/bin/time wrapper, so that the column compares with its %M)."""
 
     def __init__(self, root: int, skip: int | None = None) -> None:
         super().__init__(daemon=True)
-        self.root, self.skip, self.peak_kib = root, skip, 0
+        self.root, self.skip, self.peak_kib, self.peak_pss_kib = root, skip, 0, 0
         self.running = True
 
     def run(self) -> None:
@@ -251,7 +269,12 @@ class TreeRss(threading.Thread):
         while self.running:
             if not pids or n % RESCAN_EVERY == 0:  # also until the wrapped command started
                 pids = [p for p in tree_pids(self.root) if p != self.skip]
-            self.peak_kib = max(self.peak_kib, sum(rss_kib(p) for p in pids))
+            rss = sum(rss_kib(p) for p in pids)
+            self.peak_kib = max(self.peak_kib, rss)
+            if len(pids) < 2:
+                self.peak_pss_kib = max(self.peak_pss_kib, rss)
+            elif n % PSS_EVERY == 0:
+                self.peak_pss_kib = max(self.peak_pss_kib, sum(pss_kib(p) for p in pids))
             n += 1
             time.sleep(SAMPLE_S)
 
@@ -260,6 +283,11 @@ class TreeRss(threading.Thread):
         self.running = False
         self.join()
         return self.peak_kib / 1024
+
+    @property
+    def pss_mb(self) -> float:
+        """The peak of the summed PSS, in MB (MiB)."""
+        return self.peak_pss_kib / 1024
 
 
 # ---------------------------------------------------------------- measuring
@@ -272,6 +300,7 @@ class Run:
     tree_rss_mb: float
     stdout: str
     cpu_s: float = 0.0  # user + system, of the process and the children it waited for
+    tree_pss_mb: float = 0.0  # the peak of the tree's summed PSS (TreeRss)
 
 
 def _become_subreaper() -> bool:
@@ -326,7 +355,7 @@ def run_once(cmd: list[str]) -> Run:
         rss_kib = max(rss_kib, left_kib)
         out.seek(0)
         cpu = usage.ru_utime + usage.ru_stime + left_cpu
-        return Run(wall, rss_kib / 1024, tree_mb, out.read(), cpu)
+        return Run(wall, rss_kib / 1024, tree_mb, out.read(), cpu, sampler.pss_mb)
 
 
 @dataclass
