@@ -19,6 +19,7 @@ from conftest import ROOT, SHARED_TRACES, trace_params
 from traceview.analyses import summary
 from traceview.analyses.core.devices import GapSet
 from traceview.analyses.summary import Overview, overview
+from traceview.app import aside
 from traceview.app.aside import aside_for
 from traceview.app.commands import _unused
 from traceview.app.reading import read_trace
@@ -190,3 +191,19 @@ def test_aside_for_a_big_trace_only(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setenv(name, value)
         assert aside_for(events) is None
         monkeypatch.delenv(name)
+
+
+def test_no_aside_past_its_gpu_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A trace with more GPU activities than ASIDE_MAX_GPU_ROWS is analysed in one process: a
+    child's temporaries would come on top of what the main process holds."""
+    events = _read(_h200("train.json.gz"))
+    rows = len(events.gpu.ts)
+    assert rows > 1000
+    monkeypatch.delenv("TRACEVIEW_ANALYSES", raising=False)
+    monkeypatch.delenv("TRACEVIEW_SPLIT", raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    monkeypatch.setenv("TRACEVIEW_PARALLEL_MIN_BYTES", "1")
+    monkeypatch.setattr(aside, "ASIDE_MAX_GPU_ROWS", rows)
+    assert aside_for(events) is (Aside if sys.platform.startswith("linux") else None)
+    monkeypatch.setattr(aside, "ASIDE_MAX_GPU_ROWS", rows - 1)
+    assert aside_for(events) is None

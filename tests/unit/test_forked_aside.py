@@ -13,7 +13,7 @@ from types import SimpleNamespace
 import pytest
 
 from traceview import cache, forked
-from traceview.app.aside import aside_for
+from traceview.app.aside import ASIDE_MAX_GPU_ROWS, aside_for
 from traceview.forked import Aside
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork here")
@@ -115,7 +115,7 @@ def test_no_child_aside_while_a_thread_writes_the_cache(monkeypatch: pytest.Monk
     monkeypatch.delenv("TRACEVIEW_ANALYSES", raising=False)
     monkeypatch.delenv("TRACEVIEW_SPLIT", raising=False)
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
-    events = SimpleNamespace(size_bytes=10)
+    events = SimpleNamespace(size_bytes=10, gpu=SimpleNamespace(ts=range(3)))
     expected = Aside if sys.platform.startswith("linux") else None
     assert aside_for(events) is expected  # type: ignore[arg-type]
     done = threading.Event()
@@ -128,3 +128,15 @@ def test_no_child_aside_while_a_thread_writes_the_cache(monkeypatch: pytest.Monk
         done.set()
         writer.join()
     assert aside_for(events) is expected  # type: ignore[arg-type]
+
+
+def test_no_child_aside_past_its_gpu_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """More GPU activities than ASIDE_MAX_GPU_ROWS: the analyses stay in this process."""
+    monkeypatch.setenv("TRACEVIEW_PARALLEL_MIN_BYTES", "1")
+    monkeypatch.delenv("TRACEVIEW_ANALYSES", raising=False)
+    monkeypatch.delenv("TRACEVIEW_SPLIT", raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    at = SimpleNamespace(size_bytes=10, gpu=SimpleNamespace(ts=range(ASIDE_MAX_GPU_ROWS)))
+    past = SimpleNamespace(size_bytes=10, gpu=SimpleNamespace(ts=range(ASIDE_MAX_GPU_ROWS + 1)))
+    assert aside_for(at) is (Aside if sys.platform.startswith("linux") else None)  # type: ignore[arg-type]
+    assert aside_for(past) is None  # type: ignore[arg-type]

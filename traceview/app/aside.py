@@ -2,9 +2,10 @@
 read in two processes, ``TRACEVIEW_PARALLEL_MIN_BYTES``) on Linux with two cores or more,
 unless ``TRACEVIEW_ANALYSES=serial`` or ``TRACEVIEW_SPLIT=threads`` (one process, threads
 only) says otherwise, or a thread of this process is writing the cache (a fork copies no
-thread, only the locks it holds). The work aside runs in a forked child
-(traceview.forked.Aside), which falls back to this process on any failure, and on a child
-that does not answer in time: the output is the same either way.
+thread, only the locks it holds), or the trace has more than ASIDE_MAX_GPU_ROWS GPU
+activities. The work aside runs in a forked child (traceview.forked.Aside), which falls back
+to this process on any failure, and on a child that does not answer in time: the output is
+the same either way.
 """
 
 from __future__ import annotations
@@ -18,6 +19,12 @@ from traceview.columns.model import TraceEvents
 from traceview.columns.parallel import split_min_bytes
 from traceview.forked import Aside
 
+# A child's temporaries come on top of what the main process holds (the columns it shares
+# copy-on-write, and what it lets go of once lent, stay the child's): at 7.83 GB of the H200
+# big trace (2.2 M GPU activities) summary's processes held 310 MB together (summed PSS), in
+# one process 254 MB, in the same time (benchmarks/RESULTS-rust-43c.md, "Stop 78").
+ASIDE_MAX_GPU_ROWS = 1 << 20
+
 
 def aside_for(events: TraceEvents) -> AsideRunner | None:
     """traceview.forked.Aside where the analyses of ``events`` use a second core, else None."""
@@ -28,6 +35,8 @@ def aside_for(events: TraceEvents) -> AsideRunner | None:
     if not sys.platform.startswith("linux") or not hasattr(os, "fork"):
         return None
     if (os.cpu_count() or 1) < 2 or events.size_bytes < split_min_bytes():
+        return None
+    if len(events.gpu.ts) > ASIDE_MAX_GPU_ROWS:
         return None
     if writing_on_a_thread():
         return None
