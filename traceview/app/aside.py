@@ -22,7 +22,8 @@ from traceview.forked import Aside
 # A child's temporaries come on top of what the main process holds (the columns it shares
 # copy-on-write, and what it lets go of once lent, stay the child's): at 7.83 GB of the H200
 # big trace (2.2 M GPU activities) summary's processes held 310 MB together (summed PSS), in
-# one process 254 MB, in the same time (benchmarks/RESULTS-rust-43c.md, "Stop 78").
+# one process 254 MB, in the same time; at 7.57 GB of vLLM graph replays (6.6 M) 815 MB
+# against 676, 8% slower (benchmarks/RESULTS-rust-43c.md, "Stop 78").
 ASIDE_MAX_GPU_ROWS = 1 << 20
 
 
