@@ -13,7 +13,8 @@ command runs ``--no-cache -f json -q`` on each trace, this checkout and the othe
 medians of wall time (perf_counter around the subprocess: start-up included), MB/s of
 uncompressed JSON (10^6 bytes), CPU seconds (user + system, the two-process read's worker
 included), peak RSS (/usr/bin/time %M: the largest single process) and the sampled peak of
-the process tree's summed RSS, and the ratio of the other's wall time to this one's (> 1:
+the process tree's summed RSS (a fork's shared pages twice) and summed PSS (what the tree
+holds: bench_read.TreeRss), and the ratio of the other's wall time to this one's (> 1:
 this checkout is faster). ``trim`` is ``trim --pstep N -o FILE`` (``--pstep``, default 60,
 a middle step of the H200 big trace); its output compared is the file's bytes.
 ``--fill`` adds, for each command, a first run with the cache (a private cache dir, emptied
@@ -117,7 +118,8 @@ def run(side: Side, name: str, trace: Path) -> Run:
 def table(sides: list[Side], traces: list[Path], names: list[str]) -> list[str]:
     head = (
         f"{'trace':<22} {'command':<14} {'this s':>7} {'MB/s':>6} {'CPU s':>6} {'RSS MB':>6} "
-        f"{'tree':>5}  {'other s':>7} {'MB/s':>6} {'CPU s':>6} {'RSS MB':>6} {'tree':>5}  "
+        f"{'tree':>5} {'PSS':>5}  {'other s':>7} {'MB/s':>6} {'CPU s':>6} {'RSS MB':>6} "
+        f"{'tree':>5} {'PSS':>5}  "
         f"{'ratio':>6}  output"
     )
     lines = [head, "-" * len(head)]
@@ -131,11 +133,13 @@ def table(sides: list[Side], traces: list[Path], names: list[str]) -> list[str]:
                 cpu = statistics.median(r.cpu_s for r in runs)
                 rss = statistics.median(r.rss_mb for r in runs)
                 tree = statistics.median(r.tree_rss_mb for r in runs)
-                cells.append((wall, mb / wall, cpu, rss, tree, runs[-1].stdout))
-            same = "same" if cells[0][5] == cells[1][5] else "DIFFERS"
+                pss = statistics.median(r.tree_pss_mb for r in runs)
+                cells.append((wall, mb / wall, cpu, rss, tree, pss, runs[-1].stdout))
+            same = "same" if cells[0][6] == cells[1][6] else "DIFFERS"
             row = f"{trace.name:<22} {name:<14} "
             row += "  ".join(
-                f"{w:7.2f} {r:6.0f} {c:6.2f} {m:6.0f} {t:5.0f}" for w, r, c, m, t, _ in cells
+                f"{w:7.2f} {r:6.0f} {c:6.2f} {m:6.0f} {t:5.0f} {q:5.0f}"
+                for w, r, c, m, t, q, _ in cells
             )
             lines.append(f"{row}  {cells[1][0] / cells[0][0]:6.2f}  {same}")
     return lines
