@@ -806,7 +806,7 @@ class StepRows:
                 member, owner = _innermost(member, owner, windows)
             order = np.lexsort((member, owner))  # members once each: one order
             member, owner = member[order], owner[order]
-        if bool((owner[1:] < owner[:-1]).any()):  # windows of both kinds
+        elif bool((owner[1:] < owner[:-1]).any()):  # windows of both kinds, apart
             order = np.argsort(owner, kind="stable")
             member, owner = member[order], owner[order]
         return member, owner
