@@ -5,6 +5,7 @@ when the children answer, and when they fail (an exception, an exit without an a
 from __future__ import annotations
 
 import gc
+import gzip
 import json
 import os
 import subprocess
@@ -180,12 +181,15 @@ def test_the_command_line_splits_a_big_traces_analyses_to_the_same_bytes() -> No
 
 
 def test_aside_for_a_big_trace_only(monkeypatch: pytest.MonkeyPatch) -> None:
-    events = _read(_h200("train.json.gz"))
+    """Big: as much text as a trace read in two processes, a gzip file's inflated text."""
+    path = _h200("train.json.gz")
+    events = _read(path)
+    text = len(gzip.decompress(path.read_bytes()))
     monkeypatch.delenv("TRACEVIEW_ANALYSES", raising=False)
     monkeypatch.delenv("TRACEVIEW_SPLIT", raising=False)
-    monkeypatch.setenv("TRACEVIEW_PARALLEL_MIN_BYTES", str(events.size_bytes + 1))
+    monkeypatch.setenv("TRACEVIEW_PARALLEL_MIN_BYTES", str(text + 1))
     assert aside_for(events) is None
-    monkeypatch.setenv("TRACEVIEW_PARALLEL_MIN_BYTES", str(events.size_bytes))
+    monkeypatch.setenv("TRACEVIEW_PARALLEL_MIN_BYTES", str(text))
     assert aside_for(events) is (Aside if (os.cpu_count() or 1) > 1 else None)
     for name, value in (("TRACEVIEW_ANALYSES", "serial"), ("TRACEVIEW_SPLIT", "threads")):
         monkeypatch.setenv(name, value)

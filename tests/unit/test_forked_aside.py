@@ -3,11 +3,13 @@ nothing on the parent's standard output or error."""
 
 from __future__ import annotations
 
+import gzip
 import os
 import signal
 import sys
 import threading
 import time
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -15,8 +17,10 @@ import pytest
 from traceview import cache, forked
 from traceview.app.aside import ASIDE_MAX_GPU_ROWS, aside_for
 from traceview.forked import Aside
+from traceview.read.source import text_size_hint
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork here")
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
 
 def test_the_value_comes_from_the_child() -> None:
@@ -140,3 +144,50 @@ def test_no_child_aside_past_its_gpu_rows(monkeypatch: pytest.MonkeyPatch) -> No
     past = SimpleNamespace(size_bytes=10, gpu=SimpleNamespace(ts=range(ASIDE_MAX_GPU_ROWS + 1)))
     assert aside_for(at) is (Aside if sys.platform.startswith("linux") else None)  # type: ignore[arg-type]
     assert aside_for(past) is None  # type: ignore[arg-type]
+
+
+def _gzip_events(path: Path) -> SimpleNamespace:
+    """What aside_for looks at of a trace read from ``path``: its size on disk."""
+    return SimpleNamespace(
+        path=str(path), size_bytes=path.stat().st_size, gpu=SimpleNamespace(ts=range(3))
+    )
+
+
+def test_a_gzip_trace_is_as_big_as_its_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The analyses of a gzip trace are as much work as those of the text it inflates to:
+    its inflated size, not the size on disk, decides."""
+    monkeypatch.delenv("TRACEVIEW_ANALYSES", raising=False)
+    monkeypatch.delenv("TRACEVIEW_SPLIT", raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    path = FIXTURES / "demo.json.gz"
+    text = len(gzip.decompress(path.read_bytes()))
+    events = _gzip_events(path)
+    assert events.size_bytes < text // 4
+    monkeypatch.setenv("TRACEVIEW_PARALLEL_MIN_BYTES", str(text))
+    expected = Aside if sys.platform.startswith("linux") else None
+    assert aside_for(events) is expected  # type: ignore[arg-type]
+    monkeypatch.setenv("TRACEVIEW_PARALLEL_MIN_BYTES", str(text + 1))
+    assert aside_for(events) is None  # type: ignore[arg-type]
+
+
+def test_the_text_size_hint(tmp_path: Path) -> None:
+    plain = tmp_path / "t.json"
+    plain.write_bytes(b'{"traceEvents": []}')
+    packed = tmp_path / "t.json.gz"
+    packed.write_bytes(gzip.compress(b" " * 100_000))
+    cut = tmp_path / "cut.json.gz"
+    cut.write_bytes(packed.read_bytes()[:3])  # too short for a trailer
+    assert text_size_hint(plain, 19) == 19
+    assert text_size_hint(packed, packed.stat().st_size) == 100_000
+    assert text_size_hint(str(packed), 7) == 100_000
+    assert text_size_hint(cut, 3) == 3
+    assert text_size_hint(tmp_path / "gone.json.gz", 5) == 5
+    assert text_size_hint(tmp_path, 5) == 5  # a directory
+    assert text_size_hint("-", 5) == 5  # standard input: never opened again
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
+def test_the_text_size_hint_leaves_a_pipe_unread(tmp_path: Path) -> None:
+    fifo = tmp_path / "trace.pipe"
+    os.mkfifo(fifo)
+    assert text_size_hint(fifo, 0) == 0  # opened, it would wait for a writer or take bytes

@@ -1,5 +1,6 @@
-"""Whether a command's analyses use a second core: a big trace's (the size from which it is
-read in two processes, ``TRACEVIEW_PARALLEL_MIN_BYTES``) on Linux with two cores or more,
+"""Whether a command's analyses use a second core: a big trace's (from the size at which it
+is read in two processes, ``TRACEVIEW_PARALLEL_MIN_BYTES``, of text: a gzip file's inflated
+size) on Linux with two cores or more,
 unless ``TRACEVIEW_ANALYSES=serial`` or ``TRACEVIEW_SPLIT=threads`` (one process, threads
 only) says otherwise, or a thread of this process is writing the cache (a fork copies no
 thread, only the locks it holds), or the trace has more than ASIDE_MAX_GPU_ROWS GPU
@@ -18,6 +19,7 @@ from traceview.cache import writing_on_a_thread
 from traceview.columns.model import TraceEvents
 from traceview.columns.parallel import split_min_bytes
 from traceview.forked import Aside
+from traceview.read.source import text_size_hint
 
 # A child's temporaries come on top of what the main process holds (the columns it shares
 # copy-on-write, and what it lets go of once lent, stay the child's): at 7.83 GB of the H200
@@ -35,10 +37,19 @@ def aside_for(events: TraceEvents) -> AsideRunner | None:
         return None
     if not sys.platform.startswith("linux") or not hasattr(os, "fork"):
         return None
-    if (os.cpu_count() or 1) < 2 or events.size_bytes < split_min_bytes():
+    if (os.cpu_count() or 1) < 2 or _text_size(events) < split_min_bytes():
         return None
     if len(events.gpu.ts) > ASIDE_MAX_GPU_ROWS:
         return None
     if writing_on_a_thread():
         return None
     return Aside
+
+
+def _text_size(events: TraceEvents) -> int:
+    """The trace's size in bytes of text: a gzip file's analyses are as much work as those
+    of the plain file it inflates to (summary on the H200 big trace's 34 MB gzip, 519 MB
+    of text: 1.50 s with a child aside, 1.64 s without, medians of 9)."""
+    if events.size_bytes >= split_min_bytes():
+        return events.size_bytes
+    return text_size_hint(events.path, events.size_bytes)

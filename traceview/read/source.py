@@ -70,6 +70,30 @@ def check_path(path: Path) -> SourceInfo:
     return SourceInfo(path=path, size_bytes=st.st_size, compressed=magic == GZIP_MAGIC)
 
 
+def text_size_hint(path: str | Path, size_bytes: int) -> int:
+    """About how many bytes of text the trace file at ``path`` (``size_bytes`` on disk)
+    holds, for choices of speed only: ``size_bytes`` for a plain file; for gzip, the larger
+    of that and the inflated size in its last member's trailer (ISIZE, modulo 2^32: a hint,
+    never trusted for more). ``size_bytes`` for a pipe, or a file not there or not regular."""
+    if is_pipe(Path(path)):
+        return size_bytes  # opened again, it would give away (or wait for) the stream's bytes
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return size_bytes
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or os.pread(fd, 2, 0) != GZIP_MAGIC:
+            return size_bytes
+        trailer = os.pread(fd, 4, max(st.st_size - 4, 0))
+    except OSError:
+        return size_bytes
+    finally:
+        os.close(fd)
+    inflated = int.from_bytes(trailer, "little") if len(trailer) == 4 else 0
+    return max(size_bytes, inflated)
+
+
 def _pipe_info(path: Path) -> SourceInfo:
     """What the first bytes of a pipe say; an SQLite database cannot be read from one."""
     head = pipe_input(path).peek(1 << 16)
