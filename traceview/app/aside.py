@@ -1,12 +1,11 @@
 """Whether a command's analyses use a second core: a big trace's (from the size at which it
 is read in two processes, ``TRACEVIEW_PARALLEL_MIN_BYTES``, of text: a gzip file's inflated
-size) on Linux with two cores or more,
-unless ``TRACEVIEW_ANALYSES=serial`` or ``TRACEVIEW_SPLIT=threads`` (one process, threads
-only) says otherwise, or a thread of this process is writing the cache (a fork copies no
-thread, only the locks it holds), or the trace has more than ASIDE_MAX_GPU_ROWS GPU
-activities. The work aside runs in a forked child (traceview.forked.Aside), which falls back
-to this process on any failure, and on a child that does not answer in time: the output is
-the same either way.
+size) on Linux with two cores or more, unless ``TRACEVIEW_ANALYSES=serial`` or
+``TRACEVIEW_SPLIT=threads`` (one process, threads only) says otherwise, or a thread of this
+process is writing the cache (a fork copies no thread, only the locks it holds), or the
+trace has more than ASIDE_MAX_GPU_ROWS GPU activities. The work aside runs in a forked
+child (traceview.forked.Aside), which falls back to this process on any failure, and on a
+child that does not answer in time: the output is the same either way.
 """
 
 from __future__ import annotations
