@@ -36,7 +36,7 @@ def aside_for(events: TraceEvents) -> AsideRunner | None:
         return None
     if not sys.platform.startswith("linux") or not hasattr(os, "fork"):
         return None
-    if (os.cpu_count() or 1) < 2 or _text_size(events) < split_min_bytes():
+    if (os.cpu_count() or 1) < 2 or not _big(events):
         return None
     if len(events.gpu.ts) > ASIDE_MAX_GPU_ROWS:
         return None
@@ -45,10 +45,9 @@ def aside_for(events: TraceEvents) -> AsideRunner | None:
     return Aside
 
 
-def _text_size(events: TraceEvents) -> int:
-    """The trace's size in bytes of text: a gzip file's analyses are as much work as those
-    of the plain file it inflates to (summary on the H200 big trace's 34 MB gzip, 519 MB
-    of text: 1.50 s with a child aside, 1.64 s without, medians of 9)."""
-    if events.size_bytes >= split_min_bytes():
-        return events.size_bytes
-    return text_size_hint(events.path, events.size_bytes)
+def _big(events: TraceEvents) -> bool:
+    """Whether the trace holds as much text as one read in two processes: a gzip file's
+    analyses are as much work as those of the text it inflates to (RESULTS-rust-43c.md,
+    "Stop 79"); its file is opened only when its size on disk does not settle it."""
+    least = split_min_bytes()
+    return events.size_bytes >= least or text_size_hint(events.path, events.size_bytes) >= least
